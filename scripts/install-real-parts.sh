@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# install-real-parts.sh — install the real parts rlbench drives in its integration tests and scenarios:
+#   * redis-server from Debian's `redis-server` package (the distro service is never left running), and
+#   * envoyproxy/ratelimit's service_cmd, pinned (see RLS_VERSION), built with `go install` into <repo>/.bin.
+# Idempotent: each part is skipped when it is already present (for service_cmd: the binary exists AND the stamp file
+# <repo>/.bin/service_cmd.version records exactly RLS_VERSION). Needs root (or sudo) for apt-get, Go for the build.
+# Prints where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt), GO (go binary).
+set -euo pipefail
+
+RLS_MODULE="github.com/envoyproxy/ratelimit"
+RLS_PKG="${RLS_MODULE}/src/service_cmd"
+# main-branch commit 3fb702589d36 (2026-01-22); the module has no tags, so @latest drifts. See
+# shared/reference/rls-behaviour-observed.md §1.
+RLS_VERSION="v1.4.1-0.20260122083618-3fb702589d36"
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="${REPO}/.bin"
+STAMP="${BIN}/service_cmd.version"
+GO="${GO:-go}"
+
+log() { printf 'install-real-parts: %s\n' "$*" >&2; }
+
+as_root() {
+	if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else
+		log "need root (or sudo) to run: $*"; return 1
+	fi
+}
+
+# --- Redis -------------------------------------------------------------------------------------------------------
+find_redis() {
+	if [ -n "${RLBENCH_REDIS_BIN:-}" ]; then printf '%s\n' "${RLBENCH_REDIS_BIN}"; return 0; fi
+	command -v redis-server 2>/dev/null && return 0
+	for p in /usr/bin/redis-server /usr/local/bin/redis-server /usr/sbin/redis-server; do
+		[ -x "$p" ] && { printf '%s\n' "$p"; return 0; }
+	done
+	return 1
+}
+
+# stop_distro_redis stops only the Debian service instance (the one recorded in the package's pidfile / managed by
+# systemd), never any other redis-server (tests and other users run their own on other ports).
+stop_distro_redis() {
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now redis-server >/dev/null 2>&1 || true
+	fi
+	local pidfile=/run/redis/redis-server.pid
+	if [ -s "$pidfile" ]; then
+		local pid
+		pid="$(cat "$pidfile")"
+		if [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'redis-server'; then
+			log "stopping the distro redis-server service (pid $pid from $pidfile)"
+			as_root kill -TERM "$pid" || true
+			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+		fi
+	fi
+	if command -v update-rc.d >/dev/null 2>&1; then as_root update-rc.d redis-server disable >/dev/null 2>&1 || true; fi
+}
+
+if REDIS_BIN="$(find_redis)"; then
+	log "redis-server present: ${REDIS_BIN} (skipping apt)"
+else
+	log "installing Debian package redis-server"
+	# Keep the package's maintainer scripts from starting the service: a policy-rc.d that denies every action
+	# (exit 101), installed only if none exists and removed afterwards.
+	POLICY=/usr/sbin/policy-rc.d
+	ADDED_POLICY=""
+	if [ ! -e "$POLICY" ]; then
+		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $POLICY && chmod 755 $POLICY"
+		ADDED_POLICY=1
+	fi
+	cleanup_policy() { if [ -n "$ADDED_POLICY" ]; then as_root rm -f "$POLICY"; fi; }
+	trap cleanup_policy EXIT
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends redis-server
+	cleanup_policy
+	trap - EXIT
+	REDIS_BIN="$(find_redis)" || { log "redis-server still not found after apt-get install"; exit 1; }
+	stop_distro_redis
+fi
+
+# --- envoyproxy/ratelimit -----------------------------------------------------------------------------------------
+if [ -x "${BIN}/service_cmd" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "${RLS_PKG}@${RLS_VERSION}" ]; then
+	log "service_cmd present: ${BIN}/service_cmd (${RLS_VERSION}, skipping build)"
+else
+	command -v "$GO" >/dev/null 2>&1 || { log "go not found (set GO=/path/to/go)"; exit 1; }
+	mkdir -p "$BIN"
+	rm -f "$STAMP"
+	log "building ${RLS_PKG}@${RLS_VERSION} into ${BIN}"
+	# Run outside the repo so rlbench's go.mod does not take part; GOFLAGS from the caller could break `go install`.
+	(cd "$BIN" && env GOBIN="$BIN" GOFLAGS= GO111MODULE=on "$GO" install "${RLS_PKG}@${RLS_VERSION}")
+	printf '%s\n' "${RLS_PKG}@${RLS_VERSION}" >"$STAMP"
+fi
+
+printf 'redis-server=%s\n' "$REDIS_BIN"
+printf 'redis-version=%s\n' "$("$REDIS_BIN" --version | head -n1)"
+printf 'service_cmd=%s\n' "${BIN}/service_cmd"
+printf 'service_cmd-version=%s\n' "$(cat "$STAMP")"
