@@ -1,0 +1,232 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func readReceipts(t *testing.T, name string, data []byte) []evidence.Receipt {
+	t.Helper()
+	var out []evidence.Receipt
+	err := evidence.ReadLines(bytes.NewReader(data), name, func(_ int, r *evidence.Receipt) error {
+		out = append(out, *r)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestReceiptsForEveryRequest(t *testing.T) {
+	ctx := t.Context()
+	var sink syncBuf
+	b, err := Start(ctx, Options{Receipts: &sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !strings.HasPrefix(b.Addr(), "127.0.0.1:") || b.URL() != "http://"+b.Addr() {
+		t.Fatalf("addr %q url %q", b.Addr(), b.URL())
+	}
+
+	const n = 25
+	var wg sync.WaitGroup
+	errs := make(chan error, n+1)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/item/%d?q=%d", b.URL(), i, i), nil)
+			req.Header.Set("X-Rlbench-Id", fmt.Sprintf("id-%03d", i))
+			req.Header.Set("X-Request-Id", fmt.Sprintf("rq-%d", i))
+			req.Header.Set("X-Not-Recorded", "x")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := fmt.Sprintf(`{"id":"id-%03d"}`, i); resp.StatusCode != 200 || string(body) != want {
+				errs <- fmt.Errorf("request %d: %d %q, want 200 %q", i, resp.StatusCode, body, want)
+			}
+		}()
+	}
+	wg.Wait()
+	// One POST without the id header: recorded with "id": null.
+	resp, err := http.Post(b.URL()+"/noid", "text/plain", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != `{"id":null}` {
+		t.Errorf("no-id body %q", body)
+	}
+	// Health and receipts endpoints are not receipts.
+	resp, err = http.Get(b.URL() + HealthPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "ok" {
+		t.Errorf("healthz %d %q", resp.StatusCode, body)
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+
+	resp, err = http.Get(b.URL() + ReceiptsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got := readReceipts(t, "GET "+ReceiptsPath, served)
+	if len(got) != n+1 {
+		t.Fatalf("%s returned %d receipts, want %d", ReceiptsPath, len(got), n+1)
+	}
+	if b.Count() != n+1 {
+		t.Errorf("Count() = %d", b.Count())
+	}
+	var ids []string
+	nulls := 0
+	for _, r := range got {
+		if r.ID == nil {
+			nulls++
+			if r.Method != "POST" || r.Path != "/noid" {
+				t.Errorf("null-id receipt %+v", r)
+			}
+			continue
+		}
+		ids = append(ids, *r.ID)
+		var i int
+		if _, err := fmt.Sscanf(*r.ID, "id-%d", &i); err != nil {
+			t.Fatalf("id %q", *r.ID)
+		}
+		if r.Path != fmt.Sprintf("/item/%d", i) || r.Query != fmt.Sprintf("q=%d", i) || r.Method != "GET" {
+			t.Errorf("receipt %s: %+v", *r.ID, r)
+		}
+		if r.Headers["x-request-id"] != fmt.Sprintf("rq-%d", i) || len(r.Headers) != 1 {
+			t.Errorf("receipt %s headers %v", *r.ID, r.Headers)
+		}
+		if r.RecvNs <= 0 || r.RecvTime == "" || !strings.HasPrefix(r.Remote, "127.0.0.1:") {
+			t.Errorf("receipt %s time/remote %+v", *r.ID, r)
+		}
+	}
+	if nulls != 1 {
+		t.Errorf("%d null ids, want 1", nulls)
+	}
+	sort.Strings(ids)
+	for i, id := range ids {
+		if want := fmt.Sprintf("id-%03d", i); id != want {
+			t.Fatalf("ids[%d] = %q want %q", i, id, want)
+		}
+	}
+	if !bytes.Contains(served, []byte(`"id":null`)) {
+		t.Errorf("raw receipts lack \"id\":null: %s", served)
+	}
+
+	// Close flushes everything to the sink, in the same order.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if sink.String() != string(served) {
+		t.Errorf("sink after Close differs from %s:\n%s\nvs\n%s", ReceiptsPath, sink.String(), served)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestFlushOnCloseCallerWriterAndStatus(t *testing.T) {
+	var sink syncBuf
+	jw := evidence.NewWriter(&sink)
+	defer jw.Close()
+	b, err := Start(t.Context(), Options{ReceiptWriter: jw, Status: 503, Body: []byte("down"), Headers: []string{"X-Forwarded-For"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("DELETE", b.URL()+"/x", nil)
+	req.Header.Set("X-Forwarded-For", "10.0.0.1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || string(body) != "down" {
+		t.Fatalf("got %d %q", resp.StatusCode, body)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The caller's writer was flushed (not closed): the line is there now.
+	got := readReceipts(t, "sink", []byte(sink.String()))
+	if len(got) != 1 || got[0].ID != nil || got[0].Method != "DELETE" || got[0].Headers["x-forwarded-for"] != "10.0.0.1" {
+		t.Fatalf("receipts %+v", got)
+	}
+	if err := jw.Write(map[string]int{"still": 1}); err != nil {
+		t.Errorf("caller writer closed by Backend.Close: %v", err)
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	if _, err := Start(context.Background(), Options{Status: 42}); err == nil {
+		t.Error("status 42 accepted")
+	}
+	if _, err := Start(context.Background(), Options{Listen: "256.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "256.0.0.1:0") {
+		t.Errorf("bad listen error %v", err)
+	}
+}
+
+func TestContextCancelCloses(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var sink syncBuf
+	b, err := Start(ctx, Options{Receipts: &sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(b.URL() + "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	// Close after cancel waits for the cancel-triggered close; the line was flushed.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readReceipts(t, "sink", []byte(sink.String())); len(got) != 1 {
+		t.Fatalf("%d receipts after cancel", len(got))
+	}
+}
