@@ -365,4 +365,8 @@ type LimitSpec struct {
 	Unit  string `json:"unit,omitempty"`
 	// WindowStart is "aligned" (epoch-aligned, envoyproxy/ratelimit) or "first-hit".
 	WindowStart string `json:"window_start,omitempty"`
+	// StartNs is when the token buckets were created (proxy start, unix ns):
+	// Envoy refills on a timer running from then. Zero when unknown, in which
+	// case the bound assumes the worst timer phase.
+	StartNs int64 `json:"start_ns,omitempty"`
 }

@@ -1,0 +1,542 @@
+package analyze
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+// NotRunFile, when present in a scenario directory, marks a scenario that did
+// not execute; its content is the reason.
+const NotRunFile = "NOT_RUN"
+
+// Options configure Analyze.
+type Options struct {
+	// Now stamps the report; time.Now when nil.
+	Now func() time.Time
+}
+
+// Analyze reads the evidence directory dir and judges every scenario in it.
+// dir is either one scenario's directory (it holds scenario.json,
+// requests.jsonl or NOT_RUN) or a run directory whose sub-directories (to any
+// depth) are scenario directories. Missing or malformed evidence is not an
+// error: it makes the scenario NOT_RUN with the file and line. Errors are
+// returned only when dir itself cannot be read.
+func Analyze(ctx context.Context, dir string, opts Options) (*Report, error) {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	dirs, err := scenarioDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Schema: ReportSchema, Dir: dir, GeneratedAt: now().UTC().Format(time.RFC3339), Scenarios: []ScenarioReport{}, Groups: []Group{}}
+	for _, d := range dirs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sr := AnalyzeScenario(d)
+		if rel, err := filepath.Rel(dir, d); err == nil {
+			sr.Dir = rel
+		}
+		rep.Scenarios = append(rep.Scenarios, sr)
+	}
+	rep.Groups = groups(rep.Scenarios)
+	rep.Status = overall(rep.Scenarios)
+	return rep, nil
+}
+
+func overall(srs []ScenarioReport) string {
+	if len(srs) == 0 {
+		return NotRun
+	}
+	st := Pass
+	for _, s := range srs {
+		switch s.Status {
+		case Fail:
+			return Fail
+		case NotRun:
+			st = NotRun
+		}
+	}
+	return st
+}
+
+func isScenarioDir(d string) bool {
+	for _, f := range []string{evidence.ScenarioFile, evidence.RequestsFile, NotRunFile} {
+		if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func scenarioDirs(root string) ([]string, error) {
+	if isScenarioDir(root) {
+		return []string{root}, nil
+	}
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() || p == root {
+			return nil
+		}
+		if d.Name() == evidence.StatsDir || d.Name() == "rls" {
+			return fs.SkipDir
+		}
+		if isScenarioDir(p) {
+			out = append(out, p)
+			return fs.SkipDir
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+// scenarioData is the loaded evidence of one scenario.
+type scenarioData struct {
+	dir      string
+	scenario evidence.Scenario
+	attack   *attackSummary
+	requests []evidence.Request
+	receipts []evidence.Receipt
+	faults   []evidence.Fault
+	decided  []evidence.Decision
+}
+
+// attackSummary is the part of attack.json analyze relies on.
+type attackSummary struct {
+	Complete    bool   `json:"complete"`
+	Interrupted bool   `json:"interrupted"`
+	Sent        int    `json:"sent"`
+	Recorded    int    `json:"recorded"`
+	IDs         int    `json:"ids"`
+	Error       string `json:"error"`
+	StartNs     int64  `json:"start_ns"`
+	EndNs       int64  `json:"end_ns"`
+}
+
+// AnalyzeScenario judges one scenario directory. It never returns an error:
+// unreadable evidence makes the scenario NOT_RUN with the reason.
+func AnalyzeScenario(dir string) ScenarioReport {
+	sr := ScenarioReport{Name: filepath.Base(dir), Dir: dir, Reasons: []string{}, Checks: []Check{}, Targets: []TargetReport{},
+		Stats: []ProxyStats{}, FaultWindows: []FaultWindow{}}
+	sd := &scenarioData{dir: dir}
+	incomplete := func(format string, a ...any) {
+		sr.Incomplete = true
+		sr.Reasons = append(sr.Reasons, "incomplete: "+fmt.Sprintf(format, a...))
+	}
+
+	// scenario.json (optional for a bare attack, but then nothing is expected).
+	sp := filepath.Join(dir, evidence.ScenarioFile)
+	if b, err := os.ReadFile(sp); err == nil {
+		if err := json.Unmarshal(b, &sd.scenario); err != nil {
+			incomplete("%s: %v", sp, jsonErr(b, err))
+		} else if sd.scenario.Name != "" {
+			sr.Name = sd.scenario.Name
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		incomplete("%s: %v", sp, err)
+	}
+	sr.Repeat = sd.scenario.Repeat
+	sr.Expectation = sd.scenario.Expect.Label
+
+	if b, err := os.ReadFile(filepath.Join(dir, NotRunFile)); err == nil {
+		reason := strings.TrimSpace(string(b))
+		if reason == "" {
+			reason = "not run"
+		}
+		sr.Status = NotRun
+		sr.Reasons = append(sr.Reasons, reason)
+		return sr
+	}
+
+	// attack.json
+	ap := filepath.Join(dir, evidence.AttackFile)
+	if b, err := os.ReadFile(ap); err != nil {
+		incomplete("%s: missing (the attack did not finish writing its summary)", ap)
+	} else {
+		var as attackSummary
+		if err := json.Unmarshal(b, &as); err != nil {
+			incomplete("%s: %v", ap, jsonErr(b, err))
+		} else {
+			sd.attack = &as
+			if !as.Complete {
+				why := "complete=false"
+				if as.Interrupted {
+					why = "interrupted"
+				}
+				if as.Error != "" {
+					why += ": " + as.Error
+				}
+				incomplete("%s: attack did not complete (%s)", ap, why)
+			}
+		}
+	}
+
+	// requests.jsonl
+	rp := filepath.Join(dir, evidence.RequestsFile)
+	err := evidence.ReadFile(rp, func(line int, r *evidence.Request) error {
+		if r.ID == "" {
+			return &evidence.LineError{File: rp, Line: line, Err: errors.New("request without id")}
+		}
+		sd.requests = append(sd.requests, *r)
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			sr.Status = NotRun
+			sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: missing: the attack did not run", rp))
+			sr.Incomplete = true
+			return sr
+		}
+		incomplete("%v", err)
+	}
+	if sd.attack != nil && sd.attack.Sent > 0 && len(sd.requests) < sd.attack.Sent {
+		incomplete("%s: %d requests recorded, attack.json says %d sent", rp, len(sd.requests), sd.attack.Sent)
+	}
+
+	// receipts.jsonl
+	cp := filepath.Join(dir, evidence.ReceiptsFile)
+	err = evidence.ReadFile(cp, func(line int, r *evidence.Receipt) error {
+		sd.receipts = append(sd.receipts, *r)
+		return nil
+	})
+	if err != nil {
+		incomplete("%v", err)
+	}
+
+	// faults.jsonl (optional)
+	fp := filepath.Join(dir, evidence.FaultsFile)
+	if err := evidence.ReadFile(fp, func(line int, f *evidence.Fault) error {
+		sd.faults = append(sd.faults, *f)
+		return nil
+	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		incomplete("%v", err)
+	}
+
+	// rls/decisions.jsonl (optional)
+	dp := filepath.Join(dir, evidence.DecisionsFile)
+	if err := evidence.ReadFile(dp, func(line int, d *evidence.Decision) error {
+		sd.decided = append(sd.decided, *d)
+		return nil
+	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		incomplete("%v", err)
+	}
+
+	judge(sd, &sr)
+	return sr
+}
+
+// jsonErr adds a line number to a JSON syntax error of a whole-file document.
+func jsonErr(b []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + strings.Count(string(b[:min(int(se.Offset), len(b))]), "\n")
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	return err
+}
+
+// Classify returns the class of a client outcome. The marks follow Envoy:
+// the local_ratelimit filter answers 429 with body "local_rate_limited"; the
+// ratelimit filter answers OVER_LIMIT with 429 and x-envoy-ratelimited: true,
+// and an RLS error under failure_mode_deny with status_on_error (default 500)
+// and an empty body.
+func Classify(r *evidence.Request) string {
+	switch {
+	case r.Code == 0:
+		return ClassNoResponse
+	case r.Code >= 200 && r.Code < 300:
+		return ClassAdmitted
+	case r.Code == 429 && strings.HasPrefix(r.Body, "local_rate_limited"):
+		return ClassLocal429
+	case r.Code == 429 && strings.EqualFold(r.Headers["x-envoy-ratelimited"], "true"):
+		return ClassGlobal429
+	case r.Code == 500 && r.BytesIn == 0 && r.Headers["x-envoy-upstream-service-time"] == "":
+		return ClassRLSError
+	case r.Code >= 400 && r.Code < 500:
+		return ClassOther4xx
+	case r.Code >= 500:
+		return ClassOther5xx
+	}
+	return ClassOther
+}
+
+// proxyRejected reports whether the class is a response the proxy produced
+// without forwarding: such a request must have no receipt.
+func proxyRejected(class string) bool {
+	return class == ClassLocal429 || class == ClassGlobal429 || class == ClassRLSError
+}
+
+func judge(sd *scenarioData, sr *ScenarioReport) {
+	byTarget := map[string]*TargetReport{}
+	var targets []string
+	classOf := make(map[string]string, len(sd.requests))
+	targetOf := make(map[string]string, len(sd.requests))
+	var start, end int64
+	for i := range sd.requests {
+		r := &sd.requests[i]
+		c := Classify(r)
+		if _, dup := classOf[r.ID]; dup {
+			sr.Incomplete = true
+			sr.Reasons = append(sr.Reasons, fmt.Sprintf("incomplete: %s: id %q recorded twice", evidence.RequestsFile, r.ID))
+		}
+		classOf[r.ID] = c
+		targetOf[r.ID] = r.Target
+		sr.Totals.add(c)
+		tr := byTarget[r.Target]
+		if tr == nil {
+			tr = &TargetReport{Target: r.Target}
+			byTarget[r.Target] = tr
+			targets = append(targets, r.Target)
+		}
+		tr.Classes.add(c)
+		if start == 0 || r.SentNs < start {
+			start = r.SentNs
+		}
+		if e := r.EndNs(); e > end {
+			end = e
+		}
+	}
+	sr.StartNs, sr.EndNs = start, end
+
+	// Reconcile receipts by ID.
+	rc := &sr.Receipts
+	rc.Total = len(sd.receipts)
+	seen := make(map[string]int, len(sd.receipts))
+	for i := range sd.receipts {
+		id := sd.receipts[i].ID
+		if id == nil {
+			rc.WithoutID++
+			continue
+		}
+		seen[*id]++
+	}
+	sample := func(l *[]string, id string) {
+		if len(*l) < SampleIDs {
+			*l = append(*l, id)
+		}
+	}
+	for i := range sd.requests {
+		id := sd.requests[i].ID
+		n := seen[id]
+		c := classOf[id]
+		if n > 0 {
+			byTarget[targetOf[id]].Receipts++
+		}
+		switch {
+		case c == ClassAdmitted && n > 0:
+			rc.AdmittedWithReceipt++
+		case c == ClassAdmitted:
+			rc.AdmittedWithoutReceipt++
+			sample(&rc.LostIDs, id)
+		case proxyRejected(c) && n > 0:
+			rc.RejectedWithReceipt++
+			sample(&rc.LeakedIDs, id)
+		case c == ClassNoResponse:
+			rc.Indeterminate++
+			if n > 0 {
+				rc.IndeterminateWithReceipt++
+			}
+		}
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		n := seen[id]
+		if n > 1 {
+			rc.Duplicates += n - 1
+			sample(&rc.DuplicateIDs, id)
+		}
+		if _, sent := classOf[id]; !sent {
+			rc.Phantom += n
+			sample(&rc.PhantomIDs, id)
+		}
+	}
+	for _, l := range []*[]string{&rc.LostIDs, &rc.LeakedIDs, &rc.DuplicateIDs, &rc.PhantomIDs} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+
+	sort.Strings(targets)
+	for _, t := range targets {
+		sr.Targets = append(sr.Targets, *byTarget[t])
+	}
+
+	// Over-admission against the intended limit.
+	if il := sd.scenario.IntendedLimit; il != nil {
+		lo, hi := sr.Totals.Admitted, sr.Totals.Admitted+sr.Totals.NoResponse
+		sr.OverAdmission = &OverAdmission{Intended: *il, AdmittedMin: lo, AdmittedMax: hi, Min: lo - *il, Max: hi - *il}
+	}
+	sr.Bound = configuredBound(sd.scenario.Limits, start, end)
+	sr.Stats = proxyStats(sd, sr)
+	sr.FaultWindows = faultWindows(sd, classOf)
+	sr.RLS = rlsCheck(sd, start, end)
+
+	checks(sd, sr)
+	switch {
+	case sr.Incomplete:
+		sr.Status = NotRun
+	default:
+		sr.Status = Pass
+		for _, c := range sr.Checks {
+			if c.Status != CheckPass {
+				sr.Status = Fail
+				sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: want %s, got %s", c.Name, c.Want, c.Got))
+			}
+		}
+	}
+}
+
+func rangeString(r evidence.Range) string {
+	if r.Min == r.Max {
+		return strconv.Itoa(r.Min)
+	}
+	return fmt.Sprintf("%d..%d", r.Min, r.Max)
+}
+
+func passIf(ok bool) string {
+	if ok {
+		return CheckPass
+	}
+	return CheckFail
+}
+
+// checks turns the expectation and the reconciliation into judged checks.
+// Integrity checks (receipts, duplicates, phantoms) always apply: a rate
+// limit whose rejected requests still reach the backend does not hold.
+func checks(sd *scenarioData, sr *ScenarioReport) {
+	add := func(name, status, want, got string) {
+		sr.Checks = append(sr.Checks, Check{Name: name, Status: status, Want: want, Got: got})
+	}
+	ex := sd.scenario.Expect
+	noResp := sr.Totals.NoResponse
+	if ex.Admitted != nil {
+		lo, hi := sr.Totals.Admitted, sr.Totals.Admitted+noResp
+		st := CheckFail
+		switch {
+		case ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi):
+			st = CheckPass
+		case hi >= ex.Admitted.Min && lo <= ex.Admitted.Max:
+			st = CheckUnknown // some no-response requests decide it
+		}
+		got := strconv.Itoa(lo)
+		if hi != lo {
+			got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, noResp)
+		}
+		add("admitted", st, rangeString(*ex.Admitted), got)
+	}
+	classes := make([]string, 0, len(ex.Classes))
+	for k := range ex.Classes {
+		classes = append(classes, k)
+	}
+	sort.Strings(classes)
+	for _, k := range classes {
+		want := ex.Classes[k]
+		n, ok := sr.Totals.Get(k)
+		if !ok {
+			add("class "+k, CheckFail, rangeString(want), "unknown class")
+			continue
+		}
+		add("class "+k, passIf(want.Contains(n)), rangeString(want), strconv.Itoa(n))
+	}
+	rc := sr.Receipts
+	add("admitted without receipt (lost)", passIf(rc.AdmittedWithoutReceipt == 0), "0", idsGot(rc.AdmittedWithoutReceipt, rc.LostIDs))
+	add("rejected with receipt (leaked)", passIf(rc.RejectedWithReceipt == 0), "0", idsGot(rc.RejectedWithReceipt, rc.LeakedIDs))
+	add("duplicate receipts (re-sent)", passIf(rc.Duplicates == 0), "0", idsGot(rc.Duplicates, rc.DuplicateIDs))
+	add("phantom receipts (never sent)", passIf(rc.Phantom == 0), "0", idsGot(rc.Phantom, rc.PhantomIDs))
+	if ex.ReceiptsEqualAdmitted {
+		lo := sr.Totals.Admitted
+		got := rc.AdmittedWithReceipt + rc.IndeterminateWithReceipt
+		st := passIf(got == lo && rc.AdmittedWithoutReceipt == 0)
+		add("receipts = admitted", st, strconv.Itoa(lo), strconv.Itoa(rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))
+	}
+	if sr.Bound != nil && len(sd.faults) == 0 {
+		hi := sr.Totals.Admitted
+		add("admitted within configured bound", passIf(hi <= sr.Bound.Allowed), fmt.Sprintf("<= %d", sr.Bound.Allowed), strconv.Itoa(hi))
+	}
+	if ex.StatsAgree {
+		if len(sr.Stats) == 0 {
+			sr.Incomplete = true
+			sr.Reasons = append(sr.Reasons, "incomplete: stats_agree expected but no stats snapshots under stats/")
+		}
+		for _, ps := range sr.Stats {
+			if ps.Status == "missing" {
+				sr.Incomplete = true
+				sr.Reasons = append(sr.Reasons, "incomplete: "+ps.Detail)
+				continue
+			}
+			for _, c := range ps.Checks {
+				add(ps.Proxy+": "+c.Name, c.Status, c.Want, c.Got)
+			}
+		}
+	}
+	if sr.RLS != nil {
+		for _, w := range sr.RLS.Windows {
+			if w.Limit > 0 {
+				add("rls "+w.Key+": OK within limit", passIf(w.OK <= w.Limit), fmt.Sprintf("<= %d", w.Limit), strconv.Itoa(w.OK))
+			}
+		}
+		if hasGlobal(sd.scenario.Limits) {
+			ok := sr.RLS.ByCode["OK"]
+			need := int64(sr.Totals.Admitted) - failOpen(sr)
+			add("every admitted request counted OK by the RLS", passIf(int64(ok) >= need), fmt.Sprintf(">= %d", need), strconv.Itoa(ok))
+		}
+	}
+}
+
+// failOpen sums the proxies' ratelimit.failure_mode_allowed deltas: requests
+// admitted without an RLS decision (Envoy ratelimit filter, failure_mode_deny false).
+func failOpen(sr *ScenarioReport) int64 {
+	var n int64
+	for _, ps := range sr.Stats {
+		n += ps.Deltas["ratelimit.failure_mode_allowed"]
+	}
+	return n
+}
+
+func hasGlobal(ls []evidence.LimitSpec) bool {
+	for _, l := range ls {
+		if l.Kind == "fixed_window" {
+			return true
+		}
+	}
+	return false
+}
+
+func idsGot(n int, ids []string) string {
+	if n == 0 {
+		return "0"
+	}
+	s := strconv.Itoa(n) + " (" + strings.Join(ids, ",")
+	if n > len(ids) {
+		s += ",…"
+	}
+	return s + ")"
+}

@@ -1,0 +1,76 @@
+package analyze
+
+import (
+	"sort"
+
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+// Fault actions recorded in faults.jsonl.
+const (
+	ActionStop    = "stop"
+	ActionStart   = "start"
+	ActionRestart = "restart"
+	ActionExec    = "exec"
+)
+
+// faultWindows builds one window per fault: a stop opens a window on its
+// target at the stop's begin that the next start of the same target closes at
+// the start's end (the component is back only once the start finished); a
+// restart or an exec is a window from its begin to its end. A window left open
+// runs to the end of the evidence. Requests are tallied inside the window when
+// both their send and their end fall in it, and as straddling when they
+// overlap an edge.
+func faultWindows(sd *scenarioData, classOf map[string]string) []FaultWindow {
+	faults := append([]evidence.Fault(nil), sd.faults...)
+	sort.SliceStable(faults, func(i, j int) bool { return faults[i].BeginNs < faults[j].BeginNs })
+	var lastEnd int64
+	for i := range sd.requests {
+		lastEnd = max(lastEnd, sd.requests[i].EndNs())
+	}
+	for i := range sd.receipts {
+		lastEnd = max(lastEnd, sd.receipts[i].RecvNs)
+	}
+	out := []FaultWindow{}
+	open := map[string]int{} // target -> index in out
+	for _, f := range faults {
+		switch f.Action {
+		case ActionStop:
+			if _, ok := open[f.Target]; ok {
+				continue // already down
+			}
+			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true})
+			open[f.Target] = len(out) - 1
+		case ActionStart:
+			if i, ok := open[f.Target]; ok {
+				out[i].EndNs = f.EndNs
+				out[i].Open = false
+				delete(open, f.Target)
+			}
+		case ActionRestart, ActionExec:
+			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs})
+		}
+	}
+	for i := range out {
+		if out[i].Open {
+			out[i].EndNs = max(lastEnd, out[i].BeginNs)
+		}
+		w := &out[i]
+		for j := range sd.requests {
+			r := &sd.requests[j]
+			s, e := r.SentNs, r.EndNs()
+			switch {
+			case s >= w.BeginNs && e <= w.EndNs:
+				w.Inside.add(classOf[r.ID])
+			case s <= w.EndNs && e >= w.BeginNs:
+				w.Straddling.add(classOf[r.ID])
+			}
+		}
+		for j := range sd.receipts {
+			if t := sd.receipts[j].RecvNs; t >= w.BeginNs && t <= w.EndNs {
+				w.Receipts++
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+package analyze
+
+// groups aggregates the repeats of each scenario name, in first-seen order:
+// the observed admitted range over the repeats (no-response requests count
+// as possibly admitted), the over-admission range against the intended
+// limit, and the largest configured bound.
+func groups(srs []ScenarioReport) []Group {
+	out := []Group{}
+	idx := map[string]int{}
+	for _, s := range srs {
+		i, ok := idx[s.Name]
+		if !ok {
+			out = append(out, Group{Name: s.Name, Status: Pass})
+			i = len(out) - 1
+			idx[s.Name] = i
+		}
+		g := &out[i]
+		g.Repeats++
+		switch {
+		case s.Status == Fail:
+			g.Status = Fail
+		case s.Status == NotRun && g.Status != Fail:
+			g.Status = NotRun
+		}
+		if s.Status == NotRun && s.Totals.Sent == 0 {
+			continue
+		}
+		lo, hi := s.Totals.Admitted, s.Totals.Admitted+s.Totals.NoResponse
+		if g.Admitted == nil {
+			g.Admitted = &IntRange{Min: lo, Max: hi}
+		} else {
+			g.Admitted.Min = min(g.Admitted.Min, lo)
+			g.Admitted.Max = max(g.Admitted.Max, hi)
+		}
+		if s.OverAdmission != nil {
+			oa := IntRange{Min: g.Admitted.Min - s.OverAdmission.Intended, Max: g.Admitted.Max - s.OverAdmission.Intended}
+			g.OverAdmission = &oa
+		}
+		if s.Bound != nil && (g.Bound == nil || s.Bound.Allowed > *g.Bound) {
+			v := s.Bound.Allowed
+			g.Bound = &v
+		}
+	}
+	return out
+}

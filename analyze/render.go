@@ -1,0 +1,147 @@
+package analyze
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+)
+
+// WriteJSON writes the report as indented JSON (schemas/report.v1.schema.json).
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// StatusLines returns status.txt's lines, one per scenario run:
+// "<scenario>[#<repeat>] <PASS|FAIL|NOT_RUN> <reason>". Spaces in the name
+// are replaced by '_' so the first field stays one word.
+func StatusLines(rep *Report) []string {
+	var out []string
+	for _, s := range rep.Scenarios {
+		name := strings.ReplaceAll(s.Name, " ", "_")
+		if s.Repeat > 0 {
+			name += "#" + strconv.Itoa(s.Repeat)
+		}
+		reason := "all checks passed"
+		if len(s.Reasons) > 0 {
+			reason = strings.Join(s.Reasons, "; ")
+		} else if s.Expectation != "" {
+			reason = s.Expectation
+		}
+		if s.Status == Pass && s.Expectation != "" {
+			reason = s.Expectation + " (" + strconv.Itoa(len(s.Checks)) + " checks passed)"
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", name, s.Status, oneLine(reason)))
+	}
+	return out
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// WriteStatus writes StatusLines to w.
+func WriteStatus(w io.Writer, rep *Report) error {
+	for _, l := range StatusLines(rep) {
+		if _, err := io.WriteString(w, l+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func overString(o *OverAdmission) string {
+	if o == nil {
+		return "-"
+	}
+	f := func(n int) string {
+		if n > 0 {
+			return "+" + strconv.Itoa(n)
+		}
+		return strconv.Itoa(n)
+	}
+	if o.Min == o.Max {
+		return f(o.Min) + " vs " + strconv.Itoa(o.Intended)
+	}
+	return f(o.Min) + ".." + f(o.Max) + " vs " + strconv.Itoa(o.Intended)
+}
+
+// WriteTable renders the report for people: one row per scenario and target
+// with the response classes and receipts, a total row per scenario with its
+// over-admission and verdict, then fault windows and the reasons of every
+// scenario that did not pass.
+func WriteTable(w io.Writer, rep *Report) error {
+	t := tablewriter.NewTable(w)
+	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Over-admission", "Status")
+	for _, s := range rep.Scenarios {
+		name := s.Name
+		if s.Repeat > 0 {
+			name += " #" + strconv.Itoa(s.Repeat)
+		}
+		row := func(target string, c Classes, receipts string, over, status string) error {
+			return t.Append(name, target, c.Sent, c.Admitted, c.Local429, c.Global429, c.RLSError,
+				c.Other4xx+c.Other5xx+c.Other, c.NoResponse, receipts, over, status)
+		}
+		if len(s.Targets) > 1 {
+			for _, tr := range s.Targets {
+				if err := row(tr.Target, tr.Classes, strconv.Itoa(tr.Receipts), "", ""); err != nil {
+					return err
+				}
+			}
+		}
+		target := "all"
+		if len(s.Targets) == 1 {
+			target = s.Targets[0].Target
+		}
+		if err := row(target, s.Totals, strconv.Itoa(s.Receipts.Total), overString(s.OverAdmission), s.Status); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	var fw [][]any
+	for _, s := range rep.Scenarios {
+		for _, f := range s.FaultWindows {
+			end := time.Duration(f.EndNs - f.BeginNs).Round(time.Millisecond).String()
+			if f.Open {
+				end += " (open)"
+			}
+			in := f.Inside
+			fw = append(fw, []any{s.Name, f.Name, f.Target, end, in.Sent, in.Admitted, in.Local429 + in.Global429, in.RLSError,
+				in.Other4xx + in.Other5xx + in.Other, in.NoResponse, f.Straddling.Sent, f.Receipts})
+		}
+	}
+	if len(fw) > 0 {
+		fmt.Fprintln(w, "\nFault windows:")
+		ft := tablewriter.NewTable(w)
+		ft.Header("Scenario", "Fault", "Target", "Duration", "Sent inside", "Admitted", "429", "RLS 500", "Other", "No resp", "Straddling", "Receipts")
+		if err := ft.Bulk(fw); err != nil {
+			return err
+		}
+		if err := ft.Render(); err != nil {
+			return err
+		}
+	}
+	for _, s := range rep.Scenarios {
+		if s.Bound != nil {
+			fmt.Fprintf(w, "%s: configuration allows at most %d admitted over %s (%s)\n", s.Name, s.Bound.Allowed,
+				time.Duration(s.Bound.DurationNs).Round(time.Microsecond), strings.Join(s.Bound.Explain, "; "))
+		}
+	}
+	for _, s := range rep.Scenarios {
+		if s.Status == Pass {
+			continue
+		}
+		fmt.Fprintf(w, "%s %s:\n", s.Name, s.Status)
+		for _, r := range s.Reasons {
+			fmt.Fprintf(w, "  - %s\n", r)
+		}
+	}
+	_, err := fmt.Fprintf(w, "Verdict: %s\n", rep.Status)
+	return err
+}

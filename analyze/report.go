@@ -1,0 +1,267 @@
+// Package analyze reconciles the evidence of a rate-limit experiment — what
+// clients saw (requests.jsonl), what the backend really received
+// (receipts.jsonl), what the proxies counted (Envoy admin /stats snapshots),
+// what the rate limit service decided and when faults happened — and judges
+// each scenario PASS, FAIL or NOT_RUN.
+//
+// The report is an API for dashboards: its JSON form is versioned by
+// ReportSchema and described by schemas/report.v1.schema.json.
+package analyze
+
+// ReportSchema identifies the JSON form of Report.
+const ReportSchema = "rlbench.report/v1"
+
+// Verdicts of a scenario. NOT_RUN covers both a scenario that did not execute
+// and one whose evidence is missing or truncated: nothing incomplete is PASS.
+const (
+	Pass   = "PASS"
+	Fail   = "FAIL"
+	NotRun = "NOT_RUN"
+)
+
+// Check results. Unknown means the check could not be decided (e.g. a counter
+// reset between snapshots); it never counts as a pass.
+const (
+	CheckPass    = "pass"
+	CheckFail    = "fail"
+	CheckUnknown = "unknown"
+)
+
+// Response classes, as used in Classes and in scenario expectations.
+const (
+	ClassAdmitted   = "admitted"    // 2xx
+	ClassLocal429   = "local_429"   // 429 with body local_rate_limited (Envoy local_ratelimit filter)
+	ClassGlobal429  = "global_429"  // 429 with x-envoy-ratelimited (Envoy ratelimit filter, OVER_LIMIT)
+	ClassRLSError   = "rls_error"   // 500 with an empty body: Envoy ratelimit filter, RLS error and failure_mode_deny
+	ClassOther4xx   = "other_4xx"   // any other 4xx (a 429 without either mark came from the backend)
+	ClassOther5xx   = "other_5xx"   // any other 5xx
+	ClassOther      = "other"       // 1xx/3xx
+	ClassNoResponse = "no_response" // code 0: indeterminate, it may have reached the backend
+)
+
+// Report is the result of analysing an evidence directory.
+type Report struct {
+	Schema string `json:"schema"`
+	// Dir is the evidence directory analysed.
+	Dir string `json:"dir"`
+	// GeneratedAt is RFC 3339.
+	GeneratedAt string `json:"generated_at"`
+	// Status is the worst scenario verdict: FAIL over NOT_RUN over PASS; NOT_RUN when there are no scenarios.
+	Status    string           `json:"status"`
+	Scenarios []ScenarioReport `json:"scenarios"`
+	// Groups aggregates repeats of the same scenario name (over-admission ranges over K repeats).
+	Groups []Group `json:"groups"`
+}
+
+// Group summarises the repeats of one scenario.
+type Group struct {
+	Name    string `json:"name"`
+	Repeats int    `json:"repeats"`
+	Status  string `json:"status"`
+	// Admitted is the observed admitted range over the repeats (min..max), counting
+	// no-response requests as possibly admitted. Nil when no repeat ran.
+	Admitted *IntRange `json:"admitted"`
+	// OverAdmission is Admitted minus the intended limit, nil without an intended limit.
+	OverAdmission *IntRange `json:"over_admission"`
+	// Bound is the largest admitted count the configuration allows over any repeat's duration.
+	Bound *int `json:"bound"`
+}
+
+// IntRange is an inclusive range.
+type IntRange struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// ScenarioReport is the analysis of one scenario run (one repeat).
+type ScenarioReport struct {
+	Name   string `json:"name"`
+	Repeat int    `json:"repeat"`
+	Dir    string `json:"dir"`
+	Status string `json:"status"`
+	// Incomplete is true when evidence is missing or truncated.
+	Incomplete bool `json:"incomplete"`
+	// Reasons explain a FAIL (failed checks) or NOT_RUN (what is missing, with file and line).
+	Reasons []string `json:"reasons"`
+	// Expectation is the human label of what the scenario expects.
+	Expectation string  `json:"expectation"`
+	Checks      []Check `json:"checks"`
+	// StartNs and EndNs bound the attack: first send to last response, unix ns.
+	StartNs        int64          `json:"start_ns"`
+	EndNs          int64          `json:"end_ns"`
+	Totals         Classes        `json:"totals"`
+	Targets        []TargetReport `json:"targets"`
+	Receipts       Receipts       `json:"receipts"`
+	Stats          []ProxyStats   `json:"stats"`
+	OverAdmission  *OverAdmission `json:"over_admission"`
+	Bound          *Bound         `json:"bound"`
+	FaultWindows   []FaultWindow  `json:"fault_windows"`
+	RLS            *RLSCheck      `json:"rls"`
+	ProducerCounts map[string]int `json:"producers,omitempty"`
+}
+
+// Check is one judged property of a scenario.
+type Check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Want   string `json:"want"`
+	Got    string `json:"got"`
+}
+
+// Classes counts responses by class (see the Class constants).
+type Classes struct {
+	Sent       int `json:"sent"`
+	Admitted   int `json:"admitted"`
+	Local429   int `json:"local_429"`
+	Global429  int `json:"global_429"`
+	RLSError   int `json:"rls_error"`
+	Other4xx   int `json:"other_4xx"`
+	Other5xx   int `json:"other_5xx"`
+	Other      int `json:"other"`
+	NoResponse int `json:"no_response"`
+}
+
+// Get returns the count of class name (a Class constant), and whether the name is known.
+func (c Classes) Get(class string) (int, bool) {
+	switch class {
+	case ClassAdmitted:
+		return c.Admitted, true
+	case ClassLocal429:
+		return c.Local429, true
+	case ClassGlobal429:
+		return c.Global429, true
+	case ClassRLSError:
+		return c.RLSError, true
+	case ClassOther4xx:
+		return c.Other4xx, true
+	case ClassOther5xx:
+		return c.Other5xx, true
+	case ClassOther:
+		return c.Other, true
+	case ClassNoResponse:
+		return c.NoResponse, true
+	case "sent":
+		return c.Sent, true
+	}
+	return 0, false
+}
+
+func (c *Classes) add(class string) {
+	c.Sent++
+	switch class {
+	case ClassAdmitted:
+		c.Admitted++
+	case ClassLocal429:
+		c.Local429++
+	case ClassGlobal429:
+		c.Global429++
+	case ClassRLSError:
+		c.RLSError++
+	case ClassOther4xx:
+		c.Other4xx++
+	case ClassOther5xx:
+		c.Other5xx++
+	case ClassNoResponse:
+		c.NoResponse++
+	default:
+		c.Other++
+	}
+}
+
+// TargetReport is the classes of the requests sent to one target.
+type TargetReport struct {
+	Target  string  `json:"target"`
+	Classes Classes `json:"classes"`
+	// Receipts counts backend receipts of IDs sent to this target.
+	Receipts int `json:"receipts"`
+}
+
+// Receipts is the reconciliation by ID of client outcomes with backend receipts.
+// Each *IDs list holds at most SampleIDs IDs; the counts are exact.
+type Receipts struct {
+	// Total is the number of receipt lines.
+	Total                    int      `json:"total"`
+	AdmittedWithReceipt      int      `json:"admitted_with_receipt"`
+	AdmittedWithoutReceipt   int      `json:"admitted_without_receipt"`
+	LostIDs                  []string `json:"lost_ids"`
+	RejectedWithReceipt      int      `json:"rejected_with_receipt"`
+	LeakedIDs                []string `json:"leaked_ids"`
+	Duplicates               int      `json:"duplicates"`
+	DuplicateIDs             []string `json:"duplicate_ids"`
+	Phantom                  int      `json:"phantom"`
+	PhantomIDs               []string `json:"phantom_ids"`
+	WithoutID                int      `json:"without_id"`
+	Indeterminate            int      `json:"indeterminate"`
+	IndeterminateWithReceipt int      `json:"indeterminate_with_receipt"`
+}
+
+// SampleIDs is how many example IDs each Receipts list keeps.
+const SampleIDs = 20
+
+// ProxyStats compares one proxy's counter deltas (after − before) with what
+// the clients of that proxy saw. Status is "ok", "missing" (a snapshot is
+// absent) or "reset" (a counter went down: the comparison is unknown).
+type ProxyStats struct {
+	Proxy  string            `json:"proxy"`
+	Status string            `json:"status"`
+	Detail string            `json:"detail,omitempty"`
+	Deltas map[string]int64  `json:"deltas"`
+	Checks []Check           `json:"checks"`
+	Resets []string          `json:"resets,omitempty"`
+	Extra  map[string]string `json:"extra,omitempty"`
+}
+
+// OverAdmission is admitted minus the intended limit. It is a range when
+// requests without a response exist: each may have been admitted.
+type OverAdmission struct {
+	Intended    int `json:"intended"`
+	AdmittedMin int `json:"admitted_min"`
+	AdmittedMax int `json:"admitted_max"`
+	Min         int `json:"min"`
+	Max         int `json:"max"`
+}
+
+// Bound is the most admissions the configured limiters allow over the
+// attack's actual duration (token bucket: buckets × max_tokens + refills;
+// fixed window: limit × windows touched).
+type Bound struct {
+	Allowed    int      `json:"allowed"`
+	DurationNs int64    `json:"duration_ns"`
+	Explain    []string `json:"explain"`
+}
+
+// FaultWindow tallies what happened while a fault was in force: from the
+// begin of a stop (or other fault) action to the end of the matching start
+// action, or to the end of the evidence when none followed.
+type FaultWindow struct {
+	Name    string `json:"name"`
+	Target  string `json:"target"`
+	BeginNs int64  `json:"begin_ns"`
+	EndNs   int64  `json:"end_ns"`
+	// Open is true when no recovery action closed the window.
+	Open bool `json:"open"`
+	// Inside counts requests sent and answered inside the window, by class.
+	Inside Classes `json:"inside"`
+	// Straddling counts requests that began before and ended inside or after the window edge (or vice versa).
+	Straddling Classes `json:"straddling"`
+	// Receipts counts backend receipts received inside the window.
+	Receipts int `json:"receipts"`
+	// ProxyDeltas sums the proxies' ratelimit.error and failure_mode_allowed deltas of the phase(s) inside the window.
+	ProxyDeltas map[string]int64 `json:"proxy_deltas,omitempty"`
+}
+
+// RLSCheck reconciles the rate limit service's decisions with the clients.
+type RLSCheck struct {
+	Decisions int            `json:"decisions"`
+	ByCode    map[string]int `json:"by_code"`
+	// Windows lists, per cache key (descriptor and window), the OK count against the limit.
+	Windows []RLSWindow `json:"windows"`
+}
+
+// RLSWindow is one RLS counter window.
+type RLSWindow struct {
+	Key   string `json:"key"`
+	Limit int    `json:"limit"`
+	OK    int    `json:"ok"`
+	Over  int    `json:"over_limit"`
+}

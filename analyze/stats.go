@@ -1,0 +1,170 @@
+package analyze
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+// Stats delta keys. Local and global rate limit counters are summed over
+// stat prefixes and clusters of one proxy.
+const (
+	DeltaLocalEnabled     = "http_local_rate_limit.enabled"
+	DeltaLocalOK          = "http_local_rate_limit.ok"
+	DeltaLocalRateLimited = "http_local_rate_limit.rate_limited"
+	DeltaLocalEnforced    = "http_local_rate_limit.enforced"
+	DeltaGlobalOK         = "ratelimit.ok"
+	DeltaGlobalOverLimit  = "ratelimit.over_limit"
+	DeltaGlobalError      = "ratelimit.error"
+	DeltaGlobalFailOpen   = "ratelimit.failure_mode_allowed"
+)
+
+// loadSnapshot reads stats/<proxy>.<label>.json.
+func loadSnapshot(path string) (*envoy.Snapshot, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s envoy.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, jsonErr(b, err))
+	}
+	return &s, nil
+}
+
+// flatten sums a snapshot's rate-limit counters into the Delta* keys and
+// cluster.<c>.upstream_rq_<code> keys; present tells which filters were seen.
+func flatten(s *envoy.Snapshot) (m map[string]uint64, local, global bool) {
+	m = map[string]uint64{}
+	for _, l := range s.Local {
+		local = true
+		m[DeltaLocalEnabled] += l.Enabled
+		m[DeltaLocalOK] += l.OK
+		m[DeltaLocalRateLimited] += l.RateLimited
+		m[DeltaLocalEnforced] += l.Enforced
+	}
+	for _, g := range s.Global {
+		global = true
+		m[DeltaGlobalOK] += g.OK
+		m[DeltaGlobalOverLimit] += g.OverLimit
+		m[DeltaGlobalError] += g.Error
+		m[DeltaGlobalFailOpen] += g.FailureModeAllowed
+	}
+	for _, u := range s.Upstream {
+		for code, v := range u.Codes {
+			m["cluster."+u.Cluster+".upstream_rq_"+code] += v
+		}
+	}
+	return m, local, global
+}
+
+// proxyStats computes, for every proxy with a snapshot under stats/, the
+// counter deltas (after − before) and checks them against what that proxy's
+// clients saw. The attack target named like the proxy is its client side.
+// A counter that went down between snapshots is a reset (process restart or
+// /reset_counters): the proxy's comparison is then unknown, never a pass.
+func proxyStats(sd *scenarioData, sr *ScenarioReport) []ProxyStats {
+	dir := filepath.Join(sd.dir, evidence.StatsDir)
+	entries, err := os.ReadDir(dir)
+	proxies := map[string]bool{}
+	for _, p := range sd.scenario.Proxies {
+		proxies[p] = true
+	}
+	if err == nil {
+		for _, e := range entries {
+			n := e.Name()
+			if p, rest, ok := strings.Cut(n, "."); ok && (rest == "before.json" || rest == "after.json") {
+				proxies[p] = true
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		sr.Reasons = append(sr.Reasons, "incomplete: "+err.Error())
+		sr.Incomplete = true
+	}
+	names := make([]string, 0, len(proxies))
+	for p := range proxies {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	out := []ProxyStats{}
+	for _, p := range names {
+		ps := ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []Check{}}
+		bp := filepath.Join(dir, p+".before.json")
+		ap := filepath.Join(dir, p+".after.json")
+		before, berr := loadSnapshot(bp)
+		after, aerr := loadSnapshot(ap)
+		if berr != nil || aerr != nil {
+			ps.Status = "missing"
+			var msgs []string
+			for _, e := range []error{berr, aerr} {
+				if e != nil {
+					msgs = append(msgs, e.Error())
+				}
+			}
+			ps.Detail = "stats snapshot: " + strings.Join(msgs, "; ")
+			out = append(out, ps)
+			continue
+		}
+		bm, _, _ := flatten(before)
+		am, local, global := flatten(after)
+		ps.Status = "ok"
+		for k, av := range am {
+			bv := bm[k]
+			ps.Deltas[k] = int64(av) - int64(bv)
+			if av < bv {
+				ps.Resets = append(ps.Resets, fmt.Sprintf("%s went from %d to %d", k, bv, av))
+			}
+		}
+		sort.Strings(ps.Resets)
+		if len(ps.Resets) > 0 {
+			ps.Status = "reset"
+			ps.Detail = "a counter went down between snapshots (restart or reset_counters): comparison unknown"
+		}
+		var c *Classes
+		for i := range sr.Targets {
+			if sr.Targets[i].Target == p {
+				c = &sr.Targets[i].Classes
+			}
+		}
+		add := func(name string, got int64, lo, hi int) {
+			want := strconv.Itoa(lo)
+			if hi != lo {
+				want = fmt.Sprintf("%d..%d", lo, hi)
+			}
+			st := passIf(got >= int64(lo) && got <= int64(hi))
+			if ps.Status == "reset" {
+				st = CheckUnknown
+			}
+			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: strconv.FormatInt(got, 10)})
+		}
+		if c == nil {
+			ps.Checks = append(ps.Checks, Check{Name: "clients of this proxy", Status: CheckUnknown, Want: "a target named " + p, Got: "none"})
+			out = append(out, ps)
+			continue
+		}
+		n, nr := c.Sent, c.NoResponse
+		if local {
+			// Every request that reached the proxy passed the local filter first:
+			// ok = reached − local 429s; enforced = local 429s (Envoy local_ratelimit).
+			add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK], n-nr-c.Local429, n-c.Local429)
+			add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.Local429, c.Local429+nr)
+		}
+		if global {
+			add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.Global429, c.Global429+nr)
+			fo := int(ps.Deltas[DeltaGlobalFailOpen])
+			add("ratelimit.error = RLS 500s + failure_mode_allowed", ps.Deltas[DeltaGlobalError], c.RLSError+fo, c.RLSError+fo+nr)
+			add("ratelimit.failure_mode_allowed <= admitted", ps.Deltas[DeltaGlobalFailOpen], 0, c.Admitted+nr)
+		}
+		out = append(out, ps)
+	}
+	return out
+}

@@ -1,0 +1,135 @@
+// Package cli is rlbench's command line: cobra commands that map flags to the
+// option structs of the attack, collect and analyze libraries, and errors to
+// exit codes in one place (Main).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, a documented contract (README "Exit codes").
+const (
+	ExitOK          = 0   // success; for analyze and run: every scenario PASS
+	ExitError       = 1   // runtime error
+	ExitUsage       = 2   // bad flags or arguments
+	ExitFail        = 3   // analyze/run: some scenario FAIL; lint: an error-level finding
+	ExitNotRun      = 4   // analyze/run: some scenario NOT_RUN or incomplete, none FAIL
+	ExitInterrupted = 130 // interrupted by SIGINT/SIGTERM; what was recorded is kept
+)
+
+// IOStreams are the command's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// System returns the process's standard streams.
+func System() *IOStreams { return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr} }
+
+// UsageError is a misuse of flags or arguments (exit 2).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usageErrorf(format string, a ...any) error { return &UsageError{Err: fmt.Errorf(format, a...)} }
+
+// ExitCodeError carries a non-error outcome with its own exit code (a FAIL
+// verdict, an interrupted attack). Msg, when set, is printed to stderr.
+type ExitCodeError struct {
+	Code int
+	Msg  string
+}
+
+func (e *ExitCodeError) Error() string { return e.Msg }
+
+// Main runs rlbench with args and returns the exit code. The first SIGINT or
+// SIGTERM cancels the command's context (attacks stop and keep what they
+// recorded); a second one kills the process.
+func Main(args []string, io *IOStreams) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal gets Go's default behaviour: exit
+	}()
+	root := NewRoot(io)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return exitCode(err, io.ErrOut)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ue *UsageError
+	var ce *ExitCodeError
+	switch {
+	case errors.As(err, &ce):
+		if ce.Msg != "" {
+			fmt.Fprintln(stderr, "rlbench:", ce.Msg)
+		}
+		return ce.Code
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "rlbench:", ue.Err)
+		fmt.Fprintln(stderr, "Run 'rlbench --help' for usage.")
+		return ExitUsage
+	default:
+		fmt.Fprintln(stderr, "rlbench:", err)
+		return ExitError
+	}
+}
+
+// NewRoot builds the command tree.
+func NewRoot(io *IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rlbench",
+		Short: "Prove whether rate limits hold, with evidence",
+		Long: `rlbench fires a fixed set of request IDs at proxies, records a receipt for every
+request the backend really received, snapshots Envoy and rate limit service
+stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{Err: err} })
+	root.AddCommand(
+		newAnalyzeCmd(io),
+	)
+	for _, c := range root.Commands() {
+		if c.Args == nil {
+			c.Args = cobra.NoArgs
+		}
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs turns cobra's argument validation errors into usage errors.
+func wrapArgs(c *cobra.Command) {
+	if c.Args == nil {
+		return
+	}
+	inner := c.Args
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if err := inner(cmd, args); err != nil {
+			return &UsageError{Err: err}
+		}
+		return nil
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}
