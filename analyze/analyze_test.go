@@ -273,3 +273,5 @@ func TestClassify(t *testing.T) {
 		}
 	}
 }
+
+func mkdirAll(p string) error { return os.MkdirAll(p, 0o755) }
