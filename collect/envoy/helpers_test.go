@@ -1,0 +1,110 @@
+package envoy
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// sharedFixtureDir returns <repo>/../shared/fixtures/envoy, walking up from
+// the working directory to the directory holding go.mod; "" if absent.
+func sharedFixtureDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			d := filepath.Join(dir, "..", "shared", "fixtures", "envoy")
+			if st, err := os.Stat(d); err == nil && st.IsDir() {
+				return d
+			}
+			return ""
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
+}
+
+// fixture reads an Envoy fixture, preferring the testdata copy and falling
+// back to the shared fixtures beside the repository; skips if neither exists.
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+		return b
+	}
+	if d := sharedFixtureDir(t); d != "" {
+		if b, err := os.ReadFile(filepath.Join(d, name)); err == nil {
+			return b
+		}
+	}
+	t.Skipf("fixture %s not found in testdata/ or ../shared/fixtures/envoy", name)
+	return nil
+}
+
+// allFixtures lists every file in /work/shared/fixtures/envoy (and testdata).
+var allFixtures = []string{
+	"gh_aeraki_pr40_prometheus_empty_braces_2022.txt",
+	"gh_envoy_admin_rst_server_info_example.json",
+	"gh_envoy_admin_rst_stats_detailed_histogram_text.txt",
+	"gh_envoy_admin_rst_stats_json_histograms_doc_example.json",
+	"gh_envoy_issue27878_stats_text_readouts_excerpt_2023.txt",
+	"gh_envoy_issue6974_stats_text_rls_cluster_excerpt_2019.txt",
+	"gh_envoy_issue7351_envoy_access_log_default_2019.log",
+	"gh_envoy_issue7351_rls_debug_text_2019.log",
+	"gh_envoy_issue7351_stats_text_excerpt_2019.txt",
+	"gh_envoy_pr21912_changelog_prometheus_rename_2022.txt",
+	"gh_envoygateway_issue5693_429_headers_2025.txt",
+	"gh_fsm_start_demo_osm_edge_pipy_local_rl_NOT_ENVOY.txt",
+}
+
+// TestFixtureCopies checks that testdata holds every shared fixture
+// unchanged, and that no shared fixture is missing from allFixtures.
+func TestFixtureCopies(t *testing.T) {
+	d := sharedFixtureDir(t)
+	if d == "" {
+		t.Skip("shared fixtures not present beside the repository")
+	}
+	entries, err := os.ReadDir(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, f := range allFixtures {
+		listed[f] = true
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if !listed[e.Name()] {
+			t.Errorf("shared fixture %s is not covered by these tests", e.Name())
+		}
+		want, err := os.ReadFile(filepath.Join(d, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join("testdata", e.Name()))
+		if err != nil {
+			t.Errorf("testdata copy of %s: %v", e.Name(), err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("testdata/%s differs from the shared fixture", e.Name())
+		}
+	}
+}
+
+func ptrF(f float64) *float64 { return &f }
+
+func eqF(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
