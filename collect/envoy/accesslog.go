@@ -398,7 +398,11 @@ const (
 // log entry, first match wins:
 //   - "rls_error": flag RLSE (global filter, RLS failed and failure_mode_deny; details rate_limiter_error);
 //   - "local_limiter": flag RL with details "local_rate_limited" (local_ratelimit filter);
-//   - "global_limiter": flag RL with any other details, e.g. "request_rate_limited" (ratelimit filter);
+//     When no details were logged (Envoy's default format has none), RL with
+//     %BYTES_SENT% = 18 (len("local_rate_limited"), the local reply body) is
+//     also "local_limiter";
+//   - "global_limiter": flag RL otherwise, e.g. details "request_rate_limited"
+//     (ratelimit filter; its 429 body is the RLS raw_body, empty by default);
 //   - "circuit_breaker": flag UO (upstream overflow);
 //   - "upstream_failure": any of UF, UC, URX, UH, UT, UR, LR;
 //   - "backend": no flag at all (a 429 without flag came from the backend). When
@@ -412,6 +416,11 @@ func Producer(e AccessLogEntry) string {
 		return ProducerRLSError
 	case e.HasFlag("RL"):
 		if e.CodeDetails == "local_rate_limited" {
+			return ProducerLocalLimiter
+		}
+		if e.CodeDetails == "" && e.BytesSent == uint64(len(LocalRateLimitedBody)) {
+			// Envoy's default format logs no details: fall back on the
+			// local reply's 18-byte body (the global filter's is empty by default).
 			return ProducerLocalLimiter
 		}
 		return ProducerGlobalLimiter
