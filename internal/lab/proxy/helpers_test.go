@@ -1,0 +1,212 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rlbench/rlbench/internal/lab/backend"
+)
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func startBackend(t *testing.T) *backend.Backend {
+	t.Helper()
+	b, err := backend.Start(t.Context(), backend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func startProxy(t *testing.T, cfg Config) *Proxy {
+	t.Helper()
+	p, err := Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+type result struct {
+	code   int
+	body   string
+	header http.Header
+}
+
+func do(t *testing.T, method, url string, hdr map[string]string) result {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return result{resp.StatusCode, string(b), resp.Header}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	r := do(t, "GET", url, nil)
+	if r.code != 200 {
+		t.Fatalf("GET %s: %d %s", url, r.code, r.body)
+	}
+	return r.body
+}
+
+var textLine = regexp.MustCompile(`^([^\s:][^:]*?): (.*)$`)
+
+// textStats parses Envoy /stats text into name -> raw value.
+func textStats(t *testing.T, p *Proxy) map[string]string {
+	t.Helper()
+	body := get(t, p.AdminURL()+"/stats")
+	out := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	var prev string
+	for sc.Scan() {
+		m := textLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			t.Fatalf("/stats line %q does not parse", sc.Text())
+		}
+		out[m[1]] = m[2]
+		_ = prev
+	}
+	return out
+}
+
+// textCounter returns an integer stat from /stats text, -1 if absent.
+func textCounter(m map[string]string, name string) int64 {
+	v, ok := m[name]
+	if !ok {
+		return -1
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return -2
+	}
+	return n
+}
+
+func jsonStats(t *testing.T, p *Proxy) map[string]any {
+	t.Helper()
+	var doc struct {
+		Stats []map[string]any `json:"stats"`
+	}
+	if err := json.Unmarshal([]byte(get(t, p.AdminURL()+"/stats?format=json")), &doc); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for _, e := range doc.Stats {
+		if n, ok := e["name"].(string); ok {
+			out[n] = e["value"]
+		}
+	}
+	return out
+}
+
+var promLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+)$`)
+
+// promStats parses Prometheus text into "name{labels}" -> value and checks
+// every series follows a # TYPE line for its family.
+func promStats(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	body := get(t, url)
+	out := map[string]float64{}
+	typed := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
+		if strings.HasPrefix(l, "# TYPE ") {
+			f := strings.Fields(l)
+			if len(f) != 4 || (f[3] != "counter" && f[3] != "gauge") {
+				t.Fatalf("bad TYPE line %q", l)
+			}
+			typed[f[2]] = true
+			continue
+		}
+		m := promLine.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("prometheus line %q does not parse", l)
+		}
+		if !typed[m[1]] {
+			t.Fatalf("series %q has no # TYPE line before it", l)
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[m[1]+"{"+m[2]+"}"] = v
+	}
+	return out
+}
+
+// fixture returns the bytes of a fixture, preferring testdata/ and falling
+// back to <repo>/../shared/fixtures/envoy; it skips if neither exists.
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+		return b
+	}
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skipf("fixture %s: no go.mod above the test dir", name)
+		}
+		dir = parent
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "..", "shared", "fixtures", "envoy", name))
+	if err != nil {
+		t.Skipf("fixture %s absent: %v", name, err)
+	}
+	return b
+}
+
+func pct(v float64) *float64 { return &v }
+
+func must(t *testing.T, cond bool, format string, args ...any) {
+	t.Helper()
+	if !cond {
+		t.Errorf(format, args...)
+	}
+}
+
+var _ = fmt.Sprintf
