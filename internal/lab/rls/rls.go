@@ -100,9 +100,14 @@ type Options struct {
 	// Now is the clock; default time.Now. Aligned windows use its Unix seconds.
 	Now func() time.Time
 	// DecisionLog, when not nil, receives one evidence.Decision JSON line per
-	// descriptor decision (and one "ERROR" line per rejected call), each
-	// complete line in a single Write call, calls serialized. The caller
-	// closes it.
+	// descriptor decision, each complete line in a single Write call, calls
+	// serialized; the caller closes it. A limited descriptor's line has Key
+	// (the RLS cache key "<domain>_<k>_<v>_..._<windowStart>"), WindowStart
+	// (unix s), Current (count after the increment), Limit, Unit and Code
+	// OK|OVER_LIMIT (OK for a shadow_mode rule even when Current > Limit); an
+	// unmatched, unknown-domain or unlimited descriptor's line has Code OK and
+	// no Key; a rejected call gives one line with Code ERROR and Error.
+	// TimeNs is Options.Now at the decision.
 	DecisionLog io.Writer
 	// Decisions, when not nil, receives the same records through an
 	// evidence.Writer (buffered, flushed every evidence.FlushEvery), instead

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/rlbench/rlbench/internal/evidence"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
@@ -391,7 +392,6 @@ func TestWindowRollover(t *testing.T) {
 				code      pb.RateLimitResponse_Code
 				resetSecs int64
 			}
-			first := base + 55 // 09:00:55Z, 5 s before the minute ends
 			var steps []step
 			if mode == WindowAligned {
 				steps = []step{
@@ -429,7 +429,6 @@ func TestWindowRollover(t *testing.T) {
 			if strings.Join(got, " ") != want {
 				t.Errorf("window:current %s, want %s", strings.Join(got, " "), want)
 			}
-			_ = first
 		})
 	}
 }
@@ -597,6 +596,48 @@ func TestEvidenceWriterAndInProcess(t *testing.T) {
 	}
 }
 
+// TestMatchesCapturedGRPCResponses replays the calls behind the real RLS's
+// captured gRPC responses (rls_local_3fb7025_grpc_client.txt: a 4th hit on
+// generic_key=fixed 3/min at 18 s before the minute ends, then the same with a
+// remote_address descriptor) and compares the prototext, whitespace-normalized.
+func TestMatchesCapturedGRPCResponses(t *testing.T) {
+	raw, err := os.ReadFile("testdata/rls_local_3fb7025_grpc_client.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "response: "); ok {
+			want = append(want, strings.Join(strings.Fields(rest), " "))
+		}
+	}
+	if len(want) != 2 {
+		t.Fatalf("fixture has %d responses", len(want))
+	}
+	l := startLab(t, Options{})
+	l.clk.Set(time.Unix(base+42, 0))
+	gen := []string{"generic_key", "fixed"}
+	for i := 0; i < 3; i++ {
+		l.call(t, req("rlbench", gen))
+	}
+	got := []string{
+		prototext.MarshalOptions{}.Format(l.call(t, req("rlbench", gen))),
+		prototext.MarshalOptions{}.Format(l.call(t, req("rlbench", gen, []string{"remote_address", "127.0.0.1"}))),
+	}
+	for i := range got {
+		if g := strings.Join(strings.Fields(got[i]), " "); g != want[i] {
+			t.Errorf("response %d:\n got  %s\n want %s", i, g, want[i])
+		}
+	}
+	var keys []string
+	for _, d := range decisions(t, l.log.String())[3:] {
+		keys = append(keys, fmt.Sprintf("%s=%d", d.Key, d.Current))
+	}
+	if g := strings.Join(keys, " "); g != fmt.Sprintf("rlbench_generic_key_fixed_%d=4 rlbench_generic_key_fixed_%d=5 rlbench_remote_address_127.0.0.1_%d=1", base, base, base+42) {
+		t.Errorf("keys %s", g)
+	}
+}
+
 func TestFixtureCopy(t *testing.T) {
 	dir, _ := os.Getwd()
 	for {
@@ -608,13 +649,15 @@ func TestFixtureCopy(t *testing.T) {
 		}
 		dir = filepath.Dir(dir)
 	}
-	want, err := os.ReadFile(filepath.Join(dir, "..", "shared", "fixtures", "rls", "rls_local_config.yaml"))
-	if err != nil {
-		t.Skipf("shared fixtures absent: %v", err)
-	}
-	got, err := os.ReadFile("testdata/rls_local_config.yaml")
-	if err != nil || !bytes.Equal(got, want) {
-		t.Errorf("testdata/rls_local_config.yaml differs from the shared fixture (%v)", err)
+	for _, f := range []string{"rls_local_config.yaml", "rls_local_3fb7025_grpc_client.txt"} {
+		want, err := os.ReadFile(filepath.Join(dir, "..", "shared", "fixtures", "rls", f))
+		if err != nil {
+			t.Skipf("shared fixtures absent: %v", err)
+		}
+		got, err := os.ReadFile(filepath.Join("testdata", f))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("testdata/%s differs from the shared fixture (%v)", f, err)
+		}
 	}
 }
 
