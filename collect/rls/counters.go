@@ -1,0 +1,287 @@
+package rls
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// KeyCounters are the per-rule counters of envoyproxy/ratelimit
+// (stats/manager_impl.go: ratelimit.service.rate_limit.<domain>.<keypath>.*),
+// in hits (hits_addend), not calls.
+type KeyCounters struct {
+	TotalHits               float64 `json:"total_hits"`
+	WithinLimit             float64 `json:"within_limit"`
+	OverLimit               float64 `json:"over_limit"`
+	NearLimit               float64 `json:"near_limit"`
+	ShadowMode              float64 `json:"shadow_mode"`
+	OverLimitWithLocalCache float64 `json:"over_limit_with_local_cache"`
+}
+
+func (k *KeyCounters) set(suffix string, v float64, add bool) bool {
+	var f *float64
+	switch suffix {
+	case "total_hits":
+		f = &k.TotalHits
+	case "within_limit":
+		f = &k.WithinLimit
+	case "over_limit":
+		f = &k.OverLimit
+	case "near_limit":
+		f = &k.NearLimit
+	case "shadow_mode":
+		f = &k.ShadowMode
+	case "over_limit_with_local_cache":
+		f = &k.OverLimitWithLocalCache
+	default:
+		return false
+	}
+	if add {
+		*f += v
+	} else {
+		*f = v
+	}
+	return true
+}
+
+func (k KeyCounters) sub(b KeyCounters) KeyCounters {
+	return KeyCounters{k.TotalHits - b.TotalHits, k.WithinLimit - b.WithinLimit, k.OverLimit - b.OverLimit,
+		k.NearLimit - b.NearLimit, k.ShadowMode - b.ShadowMode, k.OverLimitWithLocalCache - b.OverLimitWithLocalCache}
+}
+
+func (k KeyCounters) anyNegative() bool {
+	return k.TotalHits < 0 || k.WithinLimit < 0 || k.OverLimit < 0 || k.NearLimit < 0 || k.ShadowMode < 0 || k.OverLimitWithLocalCache < 0
+}
+
+// Counters is the RLS-level view of one stats source (a Prometheus scrape,
+// summed statsd deltas, a stat dump), keyed like the statsd names.
+type Counters struct {
+	Source string `json:"source"`
+	// Keys maps "<domain>.<keypath>" (e.g. "inventory.tenant_lab"; from
+	// Prometheus: domain + "." + key1 [+ "." + key2]) to its counters.
+	Keys map[string]KeyCounters `json:"keys"`
+	// RedisErrors and ServiceErrors are ratelimit.service.call.should_rate_limit.{redis_error,service_error}
+	// (calls, not hits; global, not per key).
+	RedisErrors   float64 `json:"redis_errors"`
+	ServiceErrors float64 `json:"service_errors"`
+	// TotalRequests is ratelimit_server.ShouldRateLimit.total_requests (gRPC only, not /json).
+	TotalRequests     float64 `json:"total_requests"`
+	ConfigLoadSuccess float64 `json:"config_load_success"`
+	ConfigLoadError   float64 `json:"config_load_error"`
+	// DomainNotFound maps a domain to ratelimit.service.rate_limit.<domain>.domain_not_found.
+	DomainNotFound map[string]float64 `json:"domain_not_found,omitempty"`
+}
+
+func newCounters(source string) *Counters {
+	return &Counters{Source: source, Keys: map[string]KeyCounters{}, DomainNotFound: map[string]float64{}}
+}
+
+const rateLimitPrefix = "ratelimit.service.rate_limit."
+
+// ParseStatName splits a statsd/gostats RLS stat name
+// `ratelimit.service.rate_limit.<domain>.<keypath>.<suffix>` into the stat
+// key "<domain>.<keypath>" and the suffix (total_hits, within_limit,
+// over_limit, near_limit, shadow_mode, over_limit_with_local_cache, or
+// domain_not_found with key "<domain>"). gostats tag segments (".__k=v",
+// EXTRA_TAGS) are dropped. A domain containing '.' cannot be told from the
+// key path; the split is on the first '.'.
+func ParseStatName(name string) (key, suffix string, ok bool) {
+	if !strings.HasPrefix(name, rateLimitPrefix) {
+		return "", "", false
+	}
+	rest := name[len(rateLimitPrefix):]
+	for {
+		i := strings.LastIndex(rest, ".__")
+		if i < 0 {
+			break
+		}
+		rest = rest[:i]
+	}
+	i := strings.LastIndexByte(rest, '.')
+	if i <= 0 {
+		return "", "", false
+	}
+	key, suffix = rest[:i], rest[i+1:]
+	switch suffix {
+	case "total_hits", "within_limit", "over_limit", "near_limit", "shadow_mode", "over_limit_with_local_cache":
+		if !strings.Contains(key, ".") {
+			return "", "", false
+		}
+		return key, suffix, true
+	case "domain_not_found":
+		return key, suffix, true
+	}
+	return "", "", false
+}
+
+// CountersFromStats builds Counters from statsd-style names and values (the
+// summed deltas of StatsdTotals.Counters, or the cumulative values of a stat
+// dump).
+func CountersFromStats(source string, stats map[string]float64) *Counters {
+	c := newCounters(source)
+	for name, v := range stats {
+		switch name {
+		case "ratelimit.service.call.should_rate_limit.redis_error":
+			c.RedisErrors += v
+			continue
+		case "ratelimit.service.call.should_rate_limit.service_error":
+			c.ServiceErrors += v
+			continue
+		case "ratelimit_server.ShouldRateLimit.total_requests":
+			c.TotalRequests += v
+			continue
+		case "ratelimit.service.config_load_success":
+			c.ConfigLoadSuccess += v
+			continue
+		case "ratelimit.service.config_load_error":
+			c.ConfigLoadError += v
+			continue
+		}
+		key, suffix, ok := ParseStatName(name)
+		if !ok {
+			continue
+		}
+		if suffix == "domain_not_found" {
+			c.DomainNotFound[key] += v
+			continue
+		}
+		kc := c.Keys[key]
+		kc.set(suffix, v, true)
+		c.Keys[key] = kc
+	}
+	return c
+}
+
+// RLSCounters converts summed statsd counter deltas to Counters.
+func (t *StatsdTotals) RLSCounters() *Counters { return CountersFromStats(t.Name, t.Counters) }
+
+// ParseStatDump reads `name: value` lines, the format of the pre-2020 RLS
+// debug-port /stats and of the README "Statistics" section
+// (shared/fixtures/rls/gh_ratelimit_README_statsd_stat_lines.txt). Values must
+// be numbers; anything else is an error naming name and the line (the current
+// /stats page is expvar JSON, not stats).
+func ParseStatDump(r io.Reader, name string) (map[string]float64, error) {
+	out := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	n := 0
+	for sc.Scan() {
+		n++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		i := strings.LastIndex(s, ": ")
+		if i <= 0 {
+			return nil, fmt.Errorf("%s:%d: want `name: value`", name, n)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(s[i+2:]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: value of %s is not a number", name, n, s[:i])
+		}
+		out[s[:i]] = v
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, n+1, err)
+	}
+	return out, nil
+}
+
+// Identity statuses of IdentityResult.Status.
+const (
+	// IdentityPass: Δtotal_hits = Δwithin_limit + Δover_limit, shadow ⊆ over,
+	// local-cache ⊆ over.
+	IdentityPass = "pass"
+	// IdentityReset: some counter of the key went down (or vanished) between
+	// before and after: the RLS restarted and its stats began again at 0.
+	// Never a pass.
+	IdentityReset = "reset"
+	// IdentityErrorGap: Δtotal_hits exceeds Δwithin+Δover while redis_error
+	// grew: base_limiter counts total_hits before the backend call, so failed
+	// (or still hanging) calls are in total_hits only. Not a pass.
+	IdentityErrorGap = "error_gap"
+	// IdentityFail: the identity is broken with no reset or error to explain it.
+	IdentityFail = "fail"
+)
+
+// IdentityResult is the identity check of one stat key between two snapshots.
+type IdentityResult struct {
+	Key    string      `json:"key"`
+	Before KeyCounters `json:"before"`
+	After  KeyCounters `json:"after"`
+	Delta  KeyCounters `json:"delta"`
+	// Gap is Δtotal_hits - Δwithin_limit - Δover_limit.
+	Gap    float64 `json:"gap"`
+	Status string  `json:"status"`
+	Detail string  `json:"detail"`
+}
+
+// CheckIdentities checks, per stat key present in either snapshot, the RLS
+// counting rules of limiter/base_limiter.go for the interval before→after:
+// total_hits = within_limit + over_limit (shadow-mode hits are counted in
+// over_limit, so shadow_mode ≤ over_limit; local-cache hits likewise). A nil
+// before means a fresh process (all zero), which is right for summed statsd
+// deltas. Results are sorted by key.
+func CheckIdentities(before, after *Counters) []IdentityResult {
+	if after == nil {
+		return nil
+	}
+	keys := map[string]bool{}
+	for k := range after.Keys {
+		keys[k] = true
+	}
+	var redisDelta float64
+	if before != nil {
+		for k := range before.Keys {
+			keys[k] = true
+		}
+		redisDelta = after.RedisErrors - before.RedisErrors
+	} else {
+		redisDelta = after.RedisErrors
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]IdentityResult, 0, len(names))
+	for _, k := range names {
+		var b KeyCounters
+		inBefore := false
+		if before != nil {
+			b, inBefore = before.Keys[k]
+		}
+		a, inAfter := after.Keys[k]
+		d := a.sub(b)
+		r := IdentityResult{Key: k, Before: b, After: a, Delta: d, Gap: d.TotalHits - d.WithinLimit - d.OverLimit}
+		switch {
+		case inBefore && !inAfter:
+			r.Status = IdentityReset
+			r.Detail = "key missing after: counters restarted (RLS restart)"
+		case d.anyNegative():
+			r.Status = IdentityReset
+			r.Detail = fmt.Sprintf("counter went down (total_hits %g→%g): RLS restarted, interval unusable", b.TotalHits, a.TotalHits)
+		case d.ShadowMode > d.OverLimit:
+			r.Status = IdentityFail
+			r.Detail = fmt.Sprintf("shadow_mode %g > over_limit %g", d.ShadowMode, d.OverLimit)
+		case d.OverLimitWithLocalCache > d.OverLimit:
+			r.Status = IdentityFail
+			r.Detail = fmt.Sprintf("over_limit_with_local_cache %g > over_limit %g", d.OverLimitWithLocalCache, d.OverLimit)
+		case r.Gap == 0:
+			r.Status = IdentityPass
+			r.Detail = fmt.Sprintf("total_hits %g = within_limit %g + over_limit %g", d.TotalHits, d.WithinLimit, d.OverLimit)
+		case r.Gap > 0 && redisDelta > 0:
+			r.Status = IdentityErrorGap
+			r.Detail = fmt.Sprintf("total_hits %g = within_limit %g + over_limit %g + %g hits without a decision (redis_error +%g calls)",
+				d.TotalHits, d.WithinLimit, d.OverLimit, r.Gap, redisDelta)
+		default:
+			r.Status = IdentityFail
+			r.Detail = fmt.Sprintf("total_hits %g != within_limit %g + over_limit %g (gap %g)", d.TotalHits, d.WithinLimit, d.OverLimit, r.Gap)
+		}
+		out = append(out, r)
+	}
+	return out
+}

@@ -1,0 +1,260 @@
+package rls
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// RuleID names one rule series of the RLS built-in statsd_exporter mapping
+// (src/stats/prom: ratelimit_service_rate_limit_<suffix>{domain,key1[,key2]}).
+// Keys deeper than two are dropped by the mapper and their series merged.
+type RuleID struct {
+	Domain string `json:"domain"`
+	Key1   string `json:"key1"`
+	Key2   string `json:"key2,omitempty"`
+}
+
+// StatKey is the statsd-style key "<domain>.<key1>[.<key2>]".
+func (id RuleID) StatKey() string {
+	s := id.Domain + "." + id.Key1
+	if id.Key2 != "" {
+		s += "." + id.Key2
+	}
+	return s
+}
+
+// Histogram is a Prometheus histogram's sum and count. For
+// ratelimit_service_response_time_seconds in 3fb7025 the values are
+// MILLISECONDS despite the name (fixed upstream by #1104, 2026-04-19).
+type Histogram struct {
+	Sum   float64 `json:"sum"`
+	Count uint64  `json:"count"`
+}
+
+// PromSnapshot is one parsed RLS /metrics page (USE_PROMETHEUS=true).
+type PromSnapshot struct {
+	Name string `json:"name"`
+	// Families holds every metric family, keyed by name.
+	Families map[string]*dto.MetricFamily `json:"-"`
+	// Rules holds the mapped per-rule counters.
+	Rules map[RuleID]KeyCounters `json:"-"`
+	// ShouldRateLimitErrors maps err_type (redis_error, service_error) to
+	// ratelimit_service_should_rate_limit_error.
+	ShouldRateLimitErrors map[string]float64 `json:"should_rate_limit_errors"`
+	// TotalRequests maps grpc_method to ratelimit_service_total_requests (gRPC only).
+	TotalRequests     map[string]float64 `json:"total_requests"`
+	ConfigLoadSuccess float64            `json:"config_load_success"`
+	ConfigLoadError   float64            `json:"config_load_error"`
+	GlobalShadowMode  float64            `json:"global_shadow_mode"`
+	// DomainNotFound maps a domain to the unmapped, auto-named
+	// ratelimit_service_rate_limit_<domain>_domain_not_found.
+	DomainNotFound map[string]float64 `json:"domain_not_found"`
+	// ResponseTime maps grpc_method to ratelimit_service_response_time_seconds (ms, see Histogram).
+	ResponseTime map[string]Histogram `json:"response_time"`
+	// RedisPool maps cx_active, cx_total, cx_local_close, … to ratelimit_redis_pool_<name>.
+	RedisPool map[string]float64 `json:"redis_pool"`
+}
+
+var (
+	rePromRule     = regexp.MustCompile(`^ratelimit_service_rate_limit_(total_hits|within_limit|over_limit|near_limit|shadow_mode|over_limit_with_local_cache)$`)
+	rePromNotFound = regexp.MustCompile(`^ratelimit_service_rate_limit_(.+)_domain_not_found$`)
+)
+
+// ParsePrometheus parses a Prometheus text exposition (the RLS /metrics page)
+// with expfmt's TextParser (UTF-8 name validation) and extracts the RLS
+// families. A syntax error names name and the line.
+func ParsePrometheus(r io.Reader, name string) (*PromSnapshot, error) {
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := tp.TextToMetricFamilies(r)
+	if err != nil {
+		var pe expfmt.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s:%d: %s", name, pe.Line, pe.Msg)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	s := &PromSnapshot{
+		Name: name, Families: fams, Rules: map[RuleID]KeyCounters{},
+		ShouldRateLimitErrors: map[string]float64{}, TotalRequests: map[string]float64{},
+		DomainNotFound: map[string]float64{}, ResponseTime: map[string]Histogram{}, RedisPool: map[string]float64{},
+	}
+	for fname, f := range fams {
+		switch {
+		case rePromRule.MatchString(fname):
+			suffix := rePromRule.FindStringSubmatch(fname)[1]
+			for _, m := range f.GetMetric() {
+				l := labels(m)
+				id := RuleID{Domain: l["domain"], Key1: l["key1"], Key2: l["key2"]}
+				kc := s.Rules[id]
+				kc.set(suffix, value(m), true)
+				s.Rules[id] = kc
+			}
+		case rePromNotFound.MatchString(fname):
+			d := rePromNotFound.FindStringSubmatch(fname)[1]
+			s.DomainNotFound[d] += sum(f)
+		case fname == "ratelimit_service_should_rate_limit_error":
+			for _, m := range f.GetMetric() {
+				s.ShouldRateLimitErrors[labels(m)["err_type"]] += value(m)
+			}
+		case fname == "ratelimit_service_total_requests":
+			for _, m := range f.GetMetric() {
+				s.TotalRequests[labels(m)["grpc_method"]] += value(m)
+			}
+		case fname == "ratelimit_service_config_load_success":
+			s.ConfigLoadSuccess = sum(f)
+		case fname == "ratelimit_service_config_load_error":
+			s.ConfigLoadError = sum(f)
+		case fname == "ratelimit_service_global_shadow_mode":
+			s.GlobalShadowMode = sum(f)
+		case fname == "ratelimit_service_response_time_seconds":
+			for _, m := range f.GetMetric() {
+				if h := m.GetHistogram(); h != nil {
+					s.ResponseTime[labels(m)["grpc_method"]] = Histogram{Sum: h.GetSampleSum(), Count: h.GetSampleCount()}
+				}
+			}
+		case strings.HasPrefix(fname, "ratelimit_redis_pool_"):
+			s.RedisPool[strings.TrimPrefix(fname, "ratelimit_redis_pool_")] = sum(f)
+		}
+	}
+	return s, nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		out[lp.GetName()] = lp.GetValue()
+	}
+	return out
+}
+
+// value returns a counter, gauge or untyped sample value.
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetUntyped() != nil:
+		return m.GetUntyped().GetValue()
+	}
+	return 0
+}
+
+func sum(f *dto.MetricFamily) float64 {
+	var t float64
+	for _, m := range f.GetMetric() {
+		t += value(m)
+	}
+	return t
+}
+
+// Value returns the value of the family's series whose labels equal want
+// exactly (nil or empty for an unlabelled series) and whether it exists.
+func (s *PromSnapshot) Value(family string, want map[string]string) (float64, bool) {
+	f := s.Families[family]
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		l := labels(m)
+		if len(l) != len(want) {
+			continue
+		}
+		eq := true
+		for k, v := range want {
+			if l[k] != v {
+				eq = false
+				break
+			}
+		}
+		if eq {
+			return value(m), true
+		}
+	}
+	return 0, false
+}
+
+// FamilyNames returns the sorted family names.
+func (s *PromSnapshot) FamilyNames() []string {
+	out := make([]string, 0, len(s.Families))
+	for k := range s.Families {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RLSCounters converts the snapshot to Counters keyed "<domain>.<key1>[.<key2>]".
+func (s *PromSnapshot) RLSCounters() *Counters {
+	c := newCounters(s.Name)
+	for id, kc := range s.Rules {
+		prev := c.Keys[id.StatKey()]
+		for _, f := range []struct {
+			n string
+			v float64
+		}{{"total_hits", kc.TotalHits}, {"within_limit", kc.WithinLimit}, {"over_limit", kc.OverLimit},
+			{"near_limit", kc.NearLimit}, {"shadow_mode", kc.ShadowMode}, {"over_limit_with_local_cache", kc.OverLimitWithLocalCache}} {
+			prev.set(f.n, f.v, true)
+		}
+		c.Keys[id.StatKey()] = prev
+	}
+	c.RedisErrors = s.ShouldRateLimitErrors["redis_error"]
+	c.ServiceErrors = s.ShouldRateLimitErrors["service_error"]
+	for _, v := range s.TotalRequests {
+		c.TotalRequests += v
+	}
+	c.ConfigLoadSuccess, c.ConfigLoadError = s.ConfigLoadSuccess, s.ConfigLoadError
+	for d, v := range s.DomainNotFound {
+		c.DomainNotFound[d] = v
+	}
+	return c
+}
+
+// maxMetricsBody bounds what Fetch reads from /metrics.
+const maxMetricsBody = 64 << 20
+
+// Fetch GETs url (the RLS PROMETHEUS_ADDR + PROMETHEUS_PATH, default
+// :9090/metrics) with client (http.DefaultClient if nil) and returns the raw
+// body and its parse. A non-200 status, a body over 64 MiB or a parse error is
+// an error naming url.
+func Fetch(ctx context.Context, client *http.Client, url string) ([]byte, *PromSnapshot, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsBody+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", url, err)
+	}
+	if len(body) > maxMetricsBody {
+		return nil, nil, fmt.Errorf("%s: body larger than %d bytes", url, maxMetricsBody)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return body, nil, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+	}
+	snap, err := ParsePrometheus(bytes.NewReader(body), url)
+	if err != nil {
+		return body, nil, err
+	}
+	return body, snap, nil
+}
