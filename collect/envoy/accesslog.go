@@ -383,7 +383,8 @@ func epochTime(n json.Number) time.Time {
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
 }
 
-// Producers returned by Producer: which component produced the response.
+// Producers returned by Producer and ClassifyResponse: which component
+// produced a response (see Producer for the rules).
 const (
 	ProducerLocalLimiter    = "local_limiter"
 	ProducerGlobalLimiter   = "global_limiter"

@@ -25,6 +25,9 @@ var (
 	rePromLocalNew = regexp.MustCompile(`^envoy_http_local_rate_limit_(enabled|ok|rate_limited|enforced)$`)
 	// Before it: envoy_<prefix>_http_local_rate_limit_<ctr>{} (prefix sanitised, '.' -> '_').
 	rePromLocalOld = regexp.MustCompile(`^envoy_(.+)_http_local_rate_limit_(enabled|ok|rate_limited|enforced)$`)
+	// The old name as a reviewer of PR #21912 read the broken extractor:
+	// envoy_http_local_rate_<prefix>_limit_<ctr>{} (unverified; parsed for safety).
+	rePromLocalReviewer = regexp.MustCompile(`^envoy_http_local_rate_(.+)_limit_(enabled|ok|rate_limited|enforced)$`)
 	// envoy_cluster_ratelimit_[<stat_prefix>_]<ctr>{envoy_cluster_name="<cluster>"}.
 	rePromGlobal = regexp.MustCompile(`^envoy_cluster_ratelimit_(?:(.+)_)?(ok|over_limit|error|failure_mode_allowed)$`)
 	// envoy_cluster_[internal_|external_]upstream_rq{,_xx,_completed}.
@@ -62,6 +65,9 @@ func dottedPromName(name string, labels map[string]string) (string, bool) {
 		return labels[labelLocalPrefix] + ".http_local_rate_limit." + m[1], true
 	}
 	if m := rePromLocalOld.FindStringSubmatch(name); m != nil && len(labels) == 0 {
+		return m[1] + ".http_local_rate_limit." + m[2], true
+	}
+	if m := rePromLocalReviewer.FindStringSubmatch(name); m != nil && len(labels) == 0 {
 		return m[1] + ".http_local_rate_limit." + m[2], true
 	}
 	if m := rePromGlobal.FindStringSubmatch(name); m != nil && has(labelCluster) && labels[labelCluster] != "" {

@@ -187,6 +187,7 @@ type LineError struct {
 	Msg    string
 }
 
+// Error returns "<Source>:<Line>: <Msg>", or "<Source>: <Msg>" when Line is 0.
 func (e *LineError) Error() string {
 	if e.Line <= 0 {
 		return fmt.Sprintf("%s: %s", e.Source, e.Msg)
@@ -256,11 +257,29 @@ const maxLine = 16 << 20
 // cumulative/disjoint). Elements with neither shape are ignored. A top-level
 // "histograms" key (the shape shown in admin.rst) is accepted too.
 //
-// Prometheus (/stats/prometheus): parsed with expfmt; see the package-level
-// mapping in prom.go: local rate limit series of both eras, global rate limit
-// series, envoy_cluster_[internal_|external_]upstream_rq{envoy_response_code},
-// ..._upstream_rq_xx{envoy_response_code_class} and ..._upstream_rq_completed
-// are stored under their dotted Envoy names.
+// Prometheus (/stats/prometheus, parsed with expfmt; errors carry expfmt's
+// line number): these series are stored under their dotted Envoy names when
+// their labels are exactly the ones listed (tag extractors of
+// well_known_names.cc):
+//
+//	envoy_http_local_rate_limit_<ctr>{envoy_local_http_ratelimit_prefix="p"} -> p.http_local_rate_limit.<ctr>   (Envoy with PR #23088)
+//	envoy_<p>_http_local_rate_limit_<ctr>{}                                 -> p.http_local_rate_limit.<ctr>   (older; p has '.' sanitised to '_')
+//	envoy_http_local_rate_<p>_limit_<ctr>{}                                 -> p.http_local_rate_limit.<ctr>   (old name as a PR #21912 reviewer read the broken extractor; unverified)
+//	envoy_cluster_ratelimit_[<sp>_]<ctr>{envoy_cluster_name="c"}            -> cluster.c.ratelimit.[<sp>.]<ctr>
+//	envoy_cluster_[internal_|external_]upstream_rq{envoy_response_code="429",envoy_cluster_name="c"} -> cluster.c.[internal.|external.]upstream_rq_429
+//	envoy_cluster_[..._]upstream_rq_xx{envoy_response_code_class="4",envoy_cluster_name="c"}         -> cluster.c.[...]upstream_rq_4xx
+//	envoy_cluster_[..._]upstream_rq_completed{envoy_cluster_name="c"}        -> cluster.c.[...]upstream_rq_completed
+//	envoy_cluster_{membership_total,membership_healthy,upstream_rq_total,upstream_cx_total}{envoy_cluster_name="c"} -> cluster.c.<suffix>
+//
+// where <ctr> is enabled|ok|rate_limited|enforced (local) or
+// ok|over_limit|error|failure_mode_allowed (global). Other counters, gauges
+// and untyped series go to Values under promKey form (name, or
+// name{k="v",...} sorted); a gauge with a text_value label (?text_readouts)
+// goes to TextReadouts; histograms and summaries go to Histograms. A counter
+// or gauge value that is not an unsigned integer is an error. A Prometheus
+// cluster name whose dots broke Envoy's cluster tag extraction (e.g. Istio's
+// outbound|8081||ratelimit.default.svc.cluster.local without Istio's own tag
+// rules) yields series that are kept unmapped.
 //
 // Local, Global and Upstream are then derived from the dotted names in Values.
 func Parse(r io.Reader, name string, format Format) (*Snapshot, error) {

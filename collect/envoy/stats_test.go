@@ -418,8 +418,13 @@ func TestPrometheusBothLocalEras(t *testing.T) {
 	if oldName != "envoy_myprefix_http_local_rate_limit_rate_limited{}" {
 		t.Fatalf("old name %q", oldName)
 	}
+	// The reviewer's alternative reading of the old name, quoted in the fixture.
+	rm := regexp.MustCompile("`(envoy_http_local_rate_\\S+\\{\\})`").FindStringSubmatch(text)
+	if rm == nil || rm[1] != "envoy_http_local_rate_myprefix_limit_rate_limited{}" {
+		t.Fatalf("reviewer name %q", rm)
+	}
 	want := []LocalRateLimit{{Prefix: "myprefix", RateLimited: 7}}
-	for _, series := range []string{oldName, newName} {
+	for _, series := range []string{oldName, newName, rm[1]} {
 		fam := series[:strings.Index(series, "{")]
 		in := "# TYPE " + fam + " counter\n" + series + " 7\n"
 		s := mustParse(t, []byte(in), "prom", FormatPrometheus)
