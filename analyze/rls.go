@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"fmt"
 	"sort"
 )
 
@@ -9,9 +10,32 @@ import (
 // against the window's limit. envoyproxy/ratelimit answers OVER_LIMIT iff the
 // counter after increment exceeds the limit, so a window's OK count above its
 // limit means the RLS itself over-admitted. Nil without decisions.
+//
+// A start or restart of the rls or redis target (faults.jsonl) may reset the
+// counters (the lab RLS keeps them in memory; Redis without persistence
+// loses them), so decisions after such a fault are judged as a new counter
+// epoch, named "<key> after <fault>".
 func rlsCheck(sd *scenarioData, start, end int64) *RLSCheck {
 	if len(sd.decided) == 0 {
 		return nil
+	}
+	type boundary struct {
+		at   int64
+		name string
+	}
+	var resets []boundary
+	for _, f := range sd.faults {
+		if (f.Target == "rls" || f.Target == "redis") && (f.Action == ActionStart || f.Action == ActionRestart) {
+			resets = append(resets, boundary{f.EndNs, f.Name})
+		}
+	}
+	sort.Slice(resets, func(i, j int) bool { return resets[i].at < resets[j].at })
+	epochKey := func(key string, t int64) string {
+		i := sort.Search(len(resets), func(i int) bool { return resets[i].at > t })
+		if i == 0 {
+			return key
+		}
+		return fmt.Sprintf("%s after %s", key, resets[i-1].name)
 	}
 	rc := &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}
 	idx := map[string]int{}
@@ -21,11 +45,12 @@ func rlsCheck(sd *scenarioData, start, end int64) *RLSCheck {
 		if d.Key == "" {
 			continue
 		}
-		i, ok := idx[d.Key]
+		key := epochKey(d.Key, d.TimeNs)
+		i, ok := idx[key]
 		if !ok {
-			rc.Windows = append(rc.Windows, RLSWindow{Key: d.Key, Limit: int(d.Limit)})
+			rc.Windows = append(rc.Windows, RLSWindow{Key: key, Limit: int(d.Limit)})
 			i = len(rc.Windows) - 1
-			idx[d.Key] = i
+			idx[key] = i
 		}
 		switch d.Code {
 		case "OK":

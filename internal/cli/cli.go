@@ -107,6 +107,8 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{Err: err} })
 	root.AddCommand(
 		newAnalyzeCmd(io),
+		newRunCmd(io),
+		newDemoCmd(io),
 	)
 	for _, c := range root.Commands() {
 		if c.Args == nil {

@@ -230,12 +230,20 @@ func (s *Server) Stop() {
 	s.stopLocked()
 }
 
-func (s *Server) stopLocked() {
+func (s *Server) stopLocked() { s.stopModeLocked(false) }
+
+// stopModeLocked stops serving; graceful sends GOAWAY and lets in-flight
+// calls finish (a SIGTERM'd RLS), otherwise connections are cut (a killed one).
+func (s *Server) stopModeLocked(graceful bool) {
 	if !s.running {
 		return
 	}
 	s.hs.Shutdown()
-	s.gs.Stop()
+	if graceful {
+		s.gs.GracefulStop()
+	} else {
+		s.gs.Stop()
+	}
 	<-s.serveCh
 	s.running = false
 	s.cmu.Lock()
@@ -245,15 +253,17 @@ func (s *Server) stopLocked() {
 }
 
 // Restart stops the server if it is running (losing the counts, see Stop) and
-// serves again on the same address. It fails if the start context is done or
-// the address cannot be bound again.
+// serves again on the same address. Unlike Stop it is graceful, like a
+// rolling restart of envoyproxy/ratelimit on SIGTERM: clients get a GOAWAY
+// and in-flight calls finish, so callers reconnect instead of failing. It
+// fails if the start context is done or the address cannot be bound again.
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.ctx.Err() != nil {
 		return fmt.Errorf("lab rls: restart after the start context ended: %w", context.Cause(s.ctx))
 	}
-	s.stopLocked()
+	s.stopModeLocked(true)
 	return s.serveLocked(s.addr)
 }
 

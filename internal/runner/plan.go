@@ -1,0 +1,339 @@
+// Package runner executes rlbench plans: for each scenario and repeat it
+// starts fresh lab parts (or checks external targets), snapshots proxy stats,
+// runs the scenario's steps (attacks and timed faults), writes the evidence
+// directory, and leaves the judging to package analyze.
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/internal/evidence"
+	"sigs.k8s.io/yaml"
+)
+
+// Plan is a YAML plan file (`rlbench run PLAN.yaml`).
+type Plan struct {
+	// Name labels the run in manifest.json.
+	Name string `json:"name"`
+	// Root is where run directories are created; default "evidence" (relative to the working directory).
+	Root string `json:"root,omitempty"`
+	// Tools maps a tool name to a command that prints its version
+	// (e.g. envoy: "envoy --version"); the output goes into manifest.json.
+	Tools     map[string]string `json:"tools,omitempty"`
+	Scenarios []ScenarioPlan    `json:"scenarios"`
+}
+
+// ScenarioPlan is one scenario: the parts it runs on, its steps and what it expects.
+type ScenarioPlan struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Repeat runs the scenario K times, each on fresh parts; default 1.
+	Repeat int `json:"repeat,omitempty"`
+	// IntendedLimit is the admissions meant for the whole backend; over-admission is measured against it.
+	IntendedLimit *int `json:"intended_limit,omitempty"`
+	// Lab runs the scenario on the embedded lab (fresh proxies per repeat).
+	Lab *LabPlan `json:"lab,omitempty"`
+	// External runs it on proxies that already exist.
+	External *ExternalPlan `json:"external,omitempty"`
+	// Attack is shorthand for a single attack step.
+	Attack *AttackPlan `json:"attack,omitempty"`
+	// Steps run in order: attacks and faults.
+	Steps  []Step     `json:"steps,omitempty"`
+	Expect ExpectPlan `json:"expect"`
+}
+
+// LabPlan configures the embedded lab of a scenario.
+type LabPlan struct {
+	// Proxies is the number of lab proxies (proxy-a, proxy-b, ...); default 2.
+	Proxies int         `json:"proxies,omitempty"`
+	Local   *LocalPlan  `json:"local,omitempty"`
+	Global  *GlobalPlan `json:"global,omitempty"`
+	// RLS configures the rate limit service the global filter calls.
+	RLS *RLSPlan `json:"rls,omitempty"`
+}
+
+// LocalPlan is Envoy's local_ratelimit token bucket (per proxy process).
+type LocalPlan struct {
+	MaxTokens      uint32   `json:"max_tokens"`
+	TokensPerFill  uint32   `json:"tokens_per_fill,omitempty"`
+	FillInterval   Duration `json:"fill_interval"`
+	FilterEnabled  *float64 `json:"filter_enabled,omitempty"`
+	FilterEnforced *float64 `json:"filter_enforced,omitempty"`
+	StatPrefix     string   `json:"stat_prefix,omitempty"`
+}
+
+// GlobalPlan is Envoy's ratelimit filter with its route rate_limits actions.
+type GlobalPlan struct {
+	Domain string `json:"domain"`
+	// Descriptors are the route's rate limit actions, e.g.
+	// {generic_key: {descriptor_key: tenant, descriptor_value: lab}}.
+	Descriptors             []ActionPlan `json:"descriptors"`
+	Timeout                 Duration     `json:"timeout,omitempty"`
+	FailureModeDeny         bool         `json:"failure_mode_deny,omitempty"`
+	StatusOnError           int          `json:"status_on_error,omitempty"`
+	EnableXRateLimitHeaders bool         `json:"enable_x_ratelimit_headers,omitempty"`
+}
+
+// ActionPlan is one route rate limit action.
+type ActionPlan struct {
+	GenericKey *struct {
+		DescriptorKey   string `json:"descriptor_key,omitempty"`
+		DescriptorValue string `json:"descriptor_value"`
+	} `json:"generic_key,omitempty"`
+	RequestHeaders *struct {
+		HeaderName    string `json:"header_name"`
+		DescriptorKey string `json:"descriptor_key"`
+	} `json:"request_headers,omitempty"`
+	RemoteAddress *struct{} `json:"remote_address,omitempty"`
+}
+
+// RLSPlan selects and configures the rate limit service.
+type RLSPlan struct {
+	// Kind is "lab" (in-process, in-memory counts: a restart loses them) or
+	// "real" (envoyproxy/ratelimit on Redis, started from .bin); default lab.
+	Kind string `json:"kind,omitempty"`
+	// Config is the envoyproxy/ratelimit YAML config, inline.
+	Config string `json:"config"`
+	// WindowStart is "aligned" (default, like envoyproxy/ratelimit) or "first-hit" (lab only).
+	WindowStart string `json:"window_start,omitempty"`
+	// Delay is an artificial delay per lab RLS call (to exceed the proxy's timeout).
+	Delay Duration `json:"delay,omitempty"`
+}
+
+// ExternalPlan names proxies that rlbench does not start.
+type ExternalPlan struct {
+	Proxies []ExternalProxy `json:"proxies"`
+	// ReceiptsURL is the rlbench backend's /_rlbench/receipts, to collect receipts.
+	ReceiptsURL string `json:"receipts_url,omitempty"`
+	// Setup and Teardown are shell commands run before and after each repeat.
+	Setup    string `json:"setup,omitempty"`
+	Teardown string `json:"teardown,omitempty"`
+}
+
+// ExternalProxy is one existing proxy: its listener URL and Envoy admin URL.
+type ExternalProxy struct {
+	Name  string `json:"name"`
+	URL   string `json:"url"`
+	Admin string `json:"admin,omitempty"`
+}
+
+// Step is one attack or one fault.
+type Step struct {
+	Name   string      `json:"name,omitempty"`
+	Attack *AttackPlan `json:"attack,omitempty"`
+	Fault  *FaultPlan  `json:"fault,omitempty"`
+}
+
+// FaultPlan is a timed fault action, recorded in faults.jsonl.
+type FaultPlan struct {
+	// Action is stop, start, restart or exec.
+	Action string `json:"action"`
+	// Target is rls or redis (lab parts), or a free name for exec.
+	Target string `json:"target"`
+	// Command is the shell command of an exec action.
+	Command string `json:"command,omitempty"`
+}
+
+// AttackPlan configures one attack.
+type AttackPlan struct {
+	IDs         int               `json:"ids"`
+	Split       string            `json:"split,omitempty"`
+	Seed        int64             `json:"seed,omitempty"`
+	Concurrency int               `json:"concurrency,omitempty"`
+	Rate        string            `json:"rate,omitempty"`
+	Method      string            `json:"method,omitempty"`
+	Path        string            `json:"path,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Timeout     Duration          `json:"timeout,omitempty"`
+}
+
+// ExpectPlan is the scenario's expectation (see evidence.Expectation).
+type ExpectPlan struct {
+	Label    string            `json:"label,omitempty"`
+	Admitted *Range            `json:"admitted,omitempty"`
+	Classes  map[string]*Range `json:"classes,omitempty"`
+	// ReceiptsEqualAdmitted defaults to true.
+	ReceiptsEqualAdmitted *bool `json:"receipts_equal_admitted,omitempty"`
+	// StatsAgree defaults to true.
+	StatsAgree *bool `json:"stats_agree,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("1h", "20ms").
+type Duration time.Duration
+
+// UnmarshalJSON accepts a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"1h\" or \"20ms\": %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Range is an exact count (10) or an inclusive range ("5..10" or {min, max}).
+type Range evidence.Range
+
+var rangeRE = regexp.MustCompile(`^\s*(\d+)\s*\.\.\s*(\d+)\s*$`)
+
+// UnmarshalJSON accepts 10, "10", "5..10" or {"min":5,"max":10}.
+func (r *Range) UnmarshalJSON(b []byte) error {
+	var n int
+	if err := json.Unmarshal(b, &n); err == nil {
+		*r = Range{Min: n, Max: n}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		if m := rangeRE.FindStringSubmatch(s); m != nil {
+			lo, _ := strconv.Atoi(m[1])
+			hi, _ := strconv.Atoi(m[2])
+			if lo > hi {
+				return fmt.Errorf("range %q: min > max", s)
+			}
+			*r = Range{Min: lo, Max: hi}
+			return nil
+		}
+		if v, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+			*r = Range{Min: v, Max: v}
+			return nil
+		}
+		return fmt.Errorf("range %q: want N or MIN..MAX", s)
+	}
+	var m struct{ Min, Max *int }
+	if err := json.Unmarshal(b, &m); err != nil || m.Min == nil || m.Max == nil {
+		return fmt.Errorf("range must be N, \"MIN..MAX\" or {min, max}: %s", b)
+	}
+	*r = Range{Min: *m.Min, Max: *m.Max}
+	return nil
+}
+
+// LoadPlan reads and validates a plan file.
+func LoadPlan(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePlan(path, b)
+}
+
+// ParsePlan decodes plan YAML strictly (unknown fields are errors) and
+// validates it; errors name the file.
+func ParsePlan(name string, data []byte) (*Plan, error) {
+	var p Plan
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := p.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &p, nil
+}
+
+func (p *Plan) validate() error {
+	if len(p.Scenarios) == 0 {
+		return fmt.Errorf("no scenarios")
+	}
+	seen := map[string]bool{}
+	for i := range p.Scenarios {
+		s := &p.Scenarios[i]
+		where := fmt.Sprintf("scenarios[%d] (%s)", i, s.Name)
+		if s.Name == "" {
+			return fmt.Errorf("scenarios[%d]: name is required", i)
+		}
+		if seen[slug(s.Name)] {
+			return fmt.Errorf("%s: duplicate scenario name", where)
+		}
+		seen[slug(s.Name)] = true
+		if (s.Lab == nil) == (s.External == nil) {
+			return fmt.Errorf("%s: exactly one of lab or external is required", where)
+		}
+		if s.Attack != nil && len(s.Steps) > 0 {
+			return fmt.Errorf("%s: give attack or steps, not both", where)
+		}
+		if s.Attack != nil {
+			s.Steps = []Step{{Name: "attack", Attack: s.Attack}}
+			s.Attack = nil
+		}
+		attacks := 0
+		for j := range s.Steps {
+			st := &s.Steps[j]
+			if (st.Attack == nil) == (st.Fault == nil) {
+				return fmt.Errorf("%s: steps[%d]: exactly one of attack or fault", where, j)
+			}
+			if st.Attack != nil {
+				attacks++
+				if st.Attack.IDs <= 0 {
+					return fmt.Errorf("%s: steps[%d]: attack.ids must be > 0", where, j)
+				}
+				if st.Name == "" {
+					st.Name = fmt.Sprintf("attack%d", attacks)
+				}
+			}
+			if f := st.Fault; f != nil {
+				switch f.Action {
+				case "stop", "start", "restart":
+					if f.Target != "rls" && f.Target != "redis" {
+						return fmt.Errorf("%s: steps[%d]: fault target must be rls or redis, not %q", where, j, f.Target)
+					}
+				case "exec":
+					if f.Command == "" {
+						return fmt.Errorf("%s: steps[%d]: exec needs a command", where, j)
+					}
+				default:
+					return fmt.Errorf("%s: steps[%d]: fault action must be stop, start, restart or exec, not %q", where, j, f.Action)
+				}
+				if st.Name == "" {
+					st.Name = f.Action + " " + f.Target
+				}
+			}
+		}
+		if attacks == 0 {
+			return fmt.Errorf("%s: no attack", where)
+		}
+		if s.Repeat <= 0 {
+			s.Repeat = 1
+		}
+		if l := s.Lab; l != nil {
+			if l.Proxies <= 0 {
+				l.Proxies = 2
+			}
+			if l.Proxies > 26 {
+				return fmt.Errorf("%s: at most 26 lab proxies", where)
+			}
+			if l.Global != nil && l.RLS == nil {
+				return fmt.Errorf("%s: lab.global needs lab.rls", where)
+			}
+			if l.RLS != nil && l.RLS.Kind == "" {
+				l.RLS.Kind = "lab"
+			}
+			if l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real" {
+				return fmt.Errorf("%s: lab.rls.kind must be lab or real", where)
+			}
+		}
+		if e := s.External; e != nil && len(e.Proxies) == 0 {
+			return fmt.Errorf("%s: external.proxies is empty", where)
+		}
+	}
+	return nil
+}
+
+var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// slug turns a scenario name into a directory name.
+func slug(s string) string {
+	return strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
+}

@@ -1,0 +1,596 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/attack"
+	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/internal/lab/backend"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
+	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/internal/rlsconfig"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Options configure Run.
+type Options struct {
+	// Root overrides the plan's root directory for run directories.
+	Root string
+	// PlanBytes is the plan file's content, for the digest in manifest.json.
+	PlanBytes []byte
+	// Progress receives one human line per step; nil discards.
+	Progress io.Writer
+	// Now is the clock for directory names and the manifest; time.Now when nil.
+	Now func() time.Time
+}
+
+// Manifest is manifest.json at the top of a run directory.
+type Manifest struct {
+	Schema         string            `json:"schema"` // "rlbench.manifest/v1"
+	RlbenchVersion string            `json:"rlbench_version"`
+	GoVersion      string            `json:"go_version"`
+	Plan           string            `json:"plan"`
+	PlanDigest     string            `json:"plan_digest,omitempty"` // sha256 of the plan file
+	Host           string            `json:"host"`
+	Start          string            `json:"start"`
+	End            string            `json:"end,omitempty"`
+	Tools          map[string]string `json:"tools,omitempty"`
+	Scenarios      []string          `json:"scenarios"`
+	// Interrupted is true when the run was stopped by a signal.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Version is rlbench's module version from the build info ("(devel)" in a checkout).
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// NewRunDir creates <root>/<UTC yyyymmddThhmmssZ>-<n> with the smallest n >= 1
+// that does not exist yet.
+func NewRunDir(root string, now time.Time) (string, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	stamp := now.UTC().Format("20060102T150405Z")
+	for n := 1; n < 10000; n++ {
+		d := filepath.Join(root, fmt.Sprintf("%s-%d", stamp, n))
+		err := os.Mkdir(d, 0o755)
+		if err == nil {
+			return d, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("%s: no free run directory for %s", root, stamp)
+}
+
+// Run executes every scenario of the plan and returns the run directory.
+// A scenario that cannot execute (an unreachable external target, a lab part
+// that fails to start) gets a NOT_RUN marker with the reason and the others
+// still run. An interrupted run (ctx done) stops after the current step; its
+// evidence is kept and marked incomplete. The error is non-nil only when the
+// run directory itself cannot be written.
+func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	root := opts.Root
+	if root == "" {
+		root = plan.Root
+	}
+	if root == "" {
+		root = "evidence"
+	}
+	runDir, err := NewRunDir(root, now())
+	if err != nil {
+		return "", err
+	}
+	host, _ := os.Hostname()
+	m := Manifest{Schema: "rlbench.manifest/v1", RlbenchVersion: Version(), GoVersion: runtime.Version(), Plan: plan.Name,
+		Host: host, Start: now().UTC().Format(time.RFC3339Nano), Tools: map[string]string{}}
+	if len(opts.PlanBytes) > 0 {
+		sum := sha256.Sum256(opts.PlanBytes)
+		m.PlanDigest = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	for name, cmd := range plan.Tools {
+		out, err := exec.CommandContext(ctx, "sh", "-c", cmd).CombinedOutput()
+		v := strings.TrimSpace(string(out))
+		if err != nil {
+			v = fmt.Sprintf("unavailable (%s: %v) %s", cmd, err, v)
+		}
+		m.Tools[name] = v
+	}
+	if err := writeJSON(filepath.Join(runDir, evidence.ManifestFile), m); err != nil {
+		return runDir, err
+	}
+	for si := range plan.Scenarios {
+		sc := &plan.Scenarios[si]
+		m.Scenarios = append(m.Scenarios, sc.Name)
+		for rep := 1; rep <= sc.Repeat; rep++ {
+			dir := filepath.Join(runDir, fmt.Sprintf("%02d-%s", si+1, slug(sc.Name)), strconv.Itoa(rep))
+			if err := os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755); err != nil {
+				return runDir, err
+			}
+			if ctx.Err() != nil {
+				_ = os.WriteFile(filepath.Join(dir, "NOT_RUN"), []byte("interrupted before this scenario started\n"), 0o644)
+				continue
+			}
+			fmt.Fprintf(progress, "scenario %q repeat %d/%d\n", sc.Name, rep, sc.Repeat)
+			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, runID: filepath.Base(runDir)}
+			if reason := sr.run(ctx); reason != "" {
+				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
+				if err := os.WriteFile(filepath.Join(dir, "NOT_RUN"), []byte(reason+"\n"), 0o644); err != nil {
+					return runDir, err
+				}
+			}
+		}
+	}
+	m.End = now().UTC().Format(time.RFC3339Nano)
+	m.Interrupted = ctx.Err() != nil
+	return runDir, writeJSON(filepath.Join(runDir, evidence.ManifestFile), m)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// scenarioRun is one repeat of one scenario.
+type scenarioRun struct {
+	plan     *ScenarioPlan
+	index    int
+	repeat   int
+	dir      string
+	progress io.Writer
+	// runID (the run directory's name) prefixes every request ID, so IDs
+	// are unique across runs that share an external backend.
+	runID string
+
+	targets  []attack.Target
+	admins   map[string]string // proxy name -> admin URL
+	rls      *labrls.Server
+	cleanups []func()
+	limits   []evidence.LimitSpec
+}
+
+// run executes the scenario; it returns a NOT_RUN reason or "".
+func (r *scenarioRun) run(ctx context.Context) (notRun string) {
+	defer func() {
+		for i := len(r.cleanups) - 1; i >= 0; i-- {
+			r.cleanups[i]()
+		}
+	}()
+	var receipts *evidence.Writer
+	var err error
+	if receipts, err = evidence.Create(filepath.Join(r.dir, evidence.ReceiptsFile)); err != nil {
+		return err.Error()
+	}
+	receiptsClosed := false
+	closeReceipts := func() {
+		if !receiptsClosed {
+			receiptsClosed = true
+			_ = receipts.Close()
+		}
+	}
+	defer closeReceipts()
+
+	if r.plan.Lab != nil {
+		if reason := r.startLab(ctx, receipts); reason != "" {
+			return reason
+		}
+	} else if reason := r.checkExternal(ctx); reason != "" {
+		return reason
+	}
+	if err := r.writeScenario(); err != nil {
+		return err.Error()
+	}
+	if reason := r.snapshot(ctx, "before"); reason != "" {
+		return reason
+	}
+	var extBefore map[string]int
+	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
+		extBefore = map[string]int{}
+	}
+
+	reqs, err := evidence.Create(filepath.Join(r.dir, evidence.RequestsFile))
+	if err != nil {
+		return err.Error()
+	}
+	faults, err := evidence.Create(filepath.Join(r.dir, evidence.FaultsFile))
+	if err != nil {
+		return err.Error()
+	}
+	agg := attackFile{Schema: "rlbench.attack/v1", Complete: true, Phases: []*attack.Summary{}}
+	for _, st := range r.plan.Steps {
+		if ctx.Err() != nil {
+			agg.Complete, agg.Interrupted = false, true
+			break
+		}
+		if st.Fault != nil {
+			f := r.fault(ctx, st)
+			_ = faults.Write(f)
+			fmt.Fprintf(r.progress, "  fault %s: ok=%v %s\n", st.Name, f.OK, f.Error)
+			continue
+		}
+		sum, err := r.attack(ctx, st, reqs)
+		if sum != nil {
+			agg.add(sum)
+		}
+		if err != nil {
+			agg.Complete = false
+			agg.Error = err.Error()
+			break
+		}
+		fmt.Fprintf(r.progress, "  attack %s: %d sent, codes %v\n", st.Name, sum.Sent, sum.CodesByTarget)
+	}
+	if err := reqs.Close(); err != nil {
+		agg.Complete, agg.Error = false, err.Error()
+	}
+	_ = faults.Close()
+	_ = r.snapshot(ctx, "after")
+	// Stop the lab so that the backend flushes every receipt before it is read.
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+	r.cleanups = nil
+	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
+		if err := r.externalReceipts(ctx, receipts, extBefore); err != nil {
+			agg.Complete, agg.Error = false, "receipts: "+err.Error()
+		}
+	}
+	closeReceipts()
+	if err := writeJSON(filepath.Join(r.dir, evidence.AttackFile), agg); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// attackFile is attack.json of a scenario: the phases' summaries and their union.
+type attackFile struct {
+	Schema      string            `json:"schema"`
+	Complete    bool              `json:"complete"`
+	Interrupted bool              `json:"interrupted"`
+	Error       string            `json:"error,omitempty"`
+	Sent        int               `json:"sent"`
+	Recorded    int               `json:"recorded"`
+	StartNs     int64             `json:"start_ns"`
+	EndNs       int64             `json:"end_ns"`
+	Phases      []*attack.Summary `json:"phases"`
+}
+
+func (a *attackFile) add(s *attack.Summary) {
+	a.Phases = append(a.Phases, s)
+	a.Sent += s.Sent
+	a.Recorded += s.Recorded
+	if a.StartNs == 0 || s.StartNs < a.StartNs {
+		a.StartNs = s.StartNs
+	}
+	a.EndNs = max(a.EndNs, s.EndNs)
+	if !s.Complete {
+		a.Complete = false
+	}
+	if s.Interrupted {
+		a.Interrupted = true
+	}
+}
+
+func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) string {
+	lp := r.plan.Lab
+	rlsAddr := ""
+	if lp.RLS != nil {
+		cfg, err := rlsconfig.Parse(fmt.Sprintf("plan scenario %q rls.config", r.plan.Name), []byte(lp.RLS.Config))
+		if err != nil {
+			return err.Error()
+		}
+		switch lp.RLS.Kind {
+		case "lab":
+			if err := os.MkdirAll(filepath.Join(r.dir, "rls"), 0o755); err != nil {
+				return err.Error()
+			}
+			dw, err := evidence.Create(filepath.Join(r.dir, evidence.DecisionsFile))
+			if err != nil {
+				return err.Error()
+			}
+			srv, err := labrls.Start(ctx, labrls.Options{Configs: []*rlsconfig.Config{cfg}, Listen: "127.0.0.1:0",
+				WindowStart: lp.RLS.WindowStart, Delay: time.Duration(lp.RLS.Delay), Decisions: dw})
+			if err != nil {
+				_ = dw.Close()
+				return "lab rls: " + err.Error()
+			}
+			r.rls = srv
+			r.cleanups = append(r.cleanups, func() { srv.Stop(); _ = dw.Close() })
+			rlsAddr = "grpc://" + srv.Addr()
+		default:
+			return "rls kind " + lp.RLS.Kind + " is not supported by this build"
+		}
+		if lp.Global != nil {
+			entries := []evidence.DescriptorEntry{}
+			for _, a := range lp.Global.Descriptors {
+				if a.GenericKey != nil {
+					k := a.GenericKey.DescriptorKey
+					if k == "" {
+						k = "generic_key"
+					}
+					entries = append(entries, evidence.DescriptorEntry{Key: k, Value: a.GenericKey.DescriptorValue})
+				}
+			}
+			if m, ok := cfg.Match(entries); ok && m != nil && m.Limit != nil {
+				ws := lp.RLS.WindowStart
+				if ws == "" {
+					ws = "aligned"
+				}
+				r.limits = append(r.limits, evidence.LimitSpec{Kind: "fixed_window", Limit: int(m.Limit.RequestsPerUnit), Unit: m.Limit.Unit, WindowStart: ws})
+			}
+		}
+	}
+	be, err := backend.Start(ctx, backend.Options{ReceiptWriter: receipts})
+	if err != nil {
+		return "lab backend: " + err.Error()
+	}
+	r.cleanups = append(r.cleanups, func() { _ = be.Close() })
+	startNs := time.Now().UnixNano()
+	r.admins = map[string]string{}
+	for i := 0; i < lp.Proxies; i++ {
+		name := "proxy-" + string(rune('a'+i))
+		cfg := proxy.Config{Name: name, Upstream: be.URL()}
+		if l := lp.Local; l != nil {
+			cfg.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: l.TokensPerFill,
+				FillInterval: time.Duration(l.FillInterval), FilterEnabled: l.FilterEnabled, FilterEnforced: l.FilterEnforced}
+			if cfg.Local.FilterEnabled == nil {
+				cfg.Local.FilterEnabled = ptr(100.0)
+			}
+			if cfg.Local.FilterEnforced == nil {
+				cfg.Local.FilterEnforced = ptr(100.0)
+			}
+		}
+		if g := lp.Global; g != nil {
+			gl := &proxy.GlobalRateLimit{Domain: g.Domain, RLS: rlsAddr, Timeout: time.Duration(g.Timeout), FailureModeDeny: g.FailureModeDeny,
+				StatusOnError: g.StatusOnError, EnableXRateLimitHeaders: g.EnableXRateLimitHeaders}
+			for _, a := range g.Descriptors {
+				var pa proxy.Action
+				if a.GenericKey != nil {
+					pa.GenericKey = &proxy.GenericKeyAction{DescriptorKey: a.GenericKey.DescriptorKey, DescriptorValue: a.GenericKey.DescriptorValue}
+				}
+				if a.RequestHeaders != nil {
+					pa.RequestHeaders = &proxy.RequestHeadersAction{HeaderName: a.RequestHeaders.HeaderName, DescriptorKey: a.RequestHeaders.DescriptorKey}
+				}
+				if a.RemoteAddress != nil {
+					pa.RemoteAddress = &proxy.RemoteAddressAction{}
+				}
+				gl.Actions = append(gl.Actions, pa)
+			}
+			cfg.Global = gl
+		}
+		p, err := proxy.Start(ctx, cfg)
+		if err != nil {
+			return "lab proxy " + name + ": " + err.Error()
+		}
+		r.cleanups = append(r.cleanups, func() { _ = p.Close() })
+		r.targets = append(r.targets, attack.Target{Name: name, URL: p.URL()})
+		r.admins[name] = p.AdminURL()
+	}
+	if l := lp.Local; l != nil {
+		r.limits = append(r.limits, evidence.LimitSpec{Kind: "token_bucket", Buckets: lp.Proxies, MaxTokens: int(l.MaxTokens),
+			TokensPerFill: int(l.TokensPerFill), FillInterval: int64(l.FillInterval), StartNs: startNs})
+	}
+	return ""
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// checkExternal runs the setup command and checks that every external proxy answers.
+func (r *scenarioRun) checkExternal(ctx context.Context) string {
+	e := r.plan.External
+	if e.Setup != "" {
+		if out, err := exec.CommandContext(ctx, "sh", "-c", e.Setup).CombinedOutput(); err != nil {
+			return fmt.Sprintf("setup %q failed: %v: %s", e.Setup, err, strings.TrimSpace(string(out)))
+		}
+	}
+	if e.Teardown != "" {
+		r.cleanups = append(r.cleanups, func() { _ = exec.Command("sh", "-c", e.Teardown).Run() })
+	}
+	r.admins = map[string]string{}
+	for _, p := range e.Proxies {
+		u, err := url.Parse(p.URL)
+		if err != nil || u.Host == "" {
+			return fmt.Sprintf("target %s: bad url %q", p.Name, p.URL)
+		}
+		c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", u.Host)
+		if err != nil {
+			return fmt.Sprintf("target %s unreachable: %v", p.Name, err)
+		}
+		_ = c.Close()
+		r.targets = append(r.targets, attack.Target{Name: p.Name, URL: strings.TrimRight(p.URL, "/")})
+		if p.Admin != "" {
+			r.admins[p.Name] = strings.TrimRight(p.Admin, "/")
+		}
+	}
+	return ""
+}
+
+func (r *scenarioRun) writeScenario() error {
+	sc := r.plan
+	ex := evidence.Expectation{Label: sc.Expect.Label, ReceiptsEqualAdmitted: true, StatsAgree: len(r.admins) > 0}
+	if sc.Expect.ReceiptsEqualAdmitted != nil {
+		ex.ReceiptsEqualAdmitted = *sc.Expect.ReceiptsEqualAdmitted
+	}
+	if sc.Expect.StatsAgree != nil {
+		ex.StatsAgree = *sc.Expect.StatsAgree
+	}
+	if sc.External != nil && sc.External.ReceiptsURL == "" {
+		ex.ReceiptsEqualAdmitted = false
+	}
+	if a := sc.Expect.Admitted; a != nil {
+		ex.Admitted = &evidence.Range{Min: a.Min, Max: a.Max}
+	}
+	if len(sc.Expect.Classes) > 0 {
+		ex.Classes = map[string]evidence.Range{}
+		for k, v := range sc.Expect.Classes {
+			ex.Classes[k] = evidence.Range{Min: v.Min, Max: v.Max}
+		}
+	}
+	var proxies []string
+	for _, t := range r.targets {
+		if _, ok := r.admins[t.Name]; ok {
+			proxies = append(proxies, t.Name)
+		}
+	}
+	s := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Proxies: proxies,
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat}
+	return writeJSON(filepath.Join(r.dir, evidence.ScenarioFile), s)
+}
+
+// snapshot saves every proxy's /stats (raw text and parsed) under stats/.
+func (r *scenarioRun) snapshot(ctx context.Context, label string) string {
+	client := &http.Client{Timeout: 5 * time.Second}
+	for _, t := range r.targets {
+		admin, ok := r.admins[t.Name]
+		if !ok {
+			continue
+		}
+		raw, snap, err := envoy.Fetch(ctx, client, admin, envoy.FormatText)
+		if err != nil {
+			return fmt.Sprintf("stats of %s (%s): %v", t.Name, admin, err)
+		}
+		snap.Proxy, snap.Label, snap.Admin = t.Name, label, admin
+		base := filepath.Join(r.dir, evidence.StatsDir, t.Name+"."+label)
+		if err := os.WriteFile(base+".txt", raw, 0o644); err != nil {
+			return err.Error()
+		}
+		if err := writeJSON(base+".json", snap); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// fault performs one fault action and records its begin and end.
+func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
+	f := st.Fault
+	ev := evidence.Fault{Name: st.Name, Action: f.Action, Target: f.Target, BeginNs: time.Now().UnixNano()}
+	var err error
+	switch {
+	case f.Action == "exec":
+		var out []byte
+		out, err = exec.CommandContext(ctx, "sh", "-c", f.Command).CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		}
+	case f.Target == "rls" && r.rls != nil:
+		switch f.Action {
+		case "stop":
+			r.rls.Stop()
+		case "start", "restart":
+			err = r.rls.Restart()
+		}
+	default:
+		err = fmt.Errorf("no %s to %s in this scenario", f.Target, f.Action)
+	}
+	ev.EndNs = time.Now().UnixNano()
+	ev.OK = err == nil
+	if err != nil {
+		ev.Error = err.Error()
+	}
+	return ev
+}
+
+// ParseRate parses "N/duration" (e.g. "100/1s") or "N" (per second); "" or
+// "0" mean no pacing (all IDs at once, up to the concurrency cap).
+func ParseRate(s string) (vegeta.Rate, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" || s == "infinity" {
+		return vegeta.Rate{}, nil
+	}
+	freq, per, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(freq)
+	if err != nil || n <= 0 {
+		return vegeta.Rate{}, fmt.Errorf("rate %q: want N/duration such as 100/1s", s)
+	}
+	d := time.Second
+	if ok {
+		if !strings.ContainsAny(per, "0123456789") {
+			per = "1" + per
+		}
+		if d, err = time.ParseDuration(per); err != nil || d <= 0 {
+			return vegeta.Rate{}, fmt.Errorf("rate %q: bad duration %q", s, per)
+		}
+	}
+	return vegeta.Rate{Freq: n, Per: d}, nil
+}
+
+func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer) (*attack.Summary, error) {
+	ap := st.Attack
+	split := attack.Split{Mode: attack.SplitEven}
+	if ap.Split != "" {
+		var err error
+		if split, err = attack.ParseSplit(ap.Split); err != nil {
+			return nil, err
+		}
+	}
+	rate, err := ParseRate(ap.Rate)
+	if err != nil {
+		return nil, err
+	}
+	hdr := http.Header{}
+	for k, v := range ap.Headers {
+		hdr.Set(k, v)
+	}
+	prefix := fmt.Sprintf("%s-s%dr%d-%s-", r.runID, r.index+1, r.repeat, slug(st.Name))
+	return attack.Run(ctx, attack.Options{IDs: attack.IDs(ap.IDs, prefix), Targets: r.targets, Split: split, Seed: ap.Seed,
+		Method: ap.Method, Path: ap.Path, Header: hdr, Concurrency: ap.Concurrency, Rate: rate, Timeout: time.Duration(ap.Timeout),
+		Name: st.Name}, w)
+}
+
+// externalReceipts copies the receipts of this scenario's IDs from an
+// external rlbench backend.
+func (r *scenarioRun) externalReceipts(ctx context.Context, w *evidence.Writer, _ map[string]int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.plan.External.ReceiptsURL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", r.plan.External.ReceiptsURL, resp.Status)
+	}
+	prefix := fmt.Sprintf("%s-s%dr%d-", r.runID, r.index+1, r.repeat)
+	return evidence.ReadLines(resp.Body, r.plan.External.ReceiptsURL, func(_ int, rc *evidence.Receipt) error {
+		if rc.ID != nil && strings.HasPrefix(*rc.ID, prefix) {
+			return w.Write(rc)
+		}
+		return nil
+	})
+}
