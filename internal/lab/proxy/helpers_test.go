@@ -210,3 +210,14 @@ func must(t *testing.T, cond bool, format string, args ...any) {
 }
 
 var _ = fmt.Sprintf
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+func httptestRequest(remote string, hdr map[string]string) *http.Request {
+	r, _ := http.NewRequest("GET", "http://lab/x", nil)
+	r.RemoteAddr = remote
+	for k, v := range hdr {
+		r.Header.Set(k, v)
+	}
+	return r
+}

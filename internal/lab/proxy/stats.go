@@ -146,9 +146,7 @@ func (snap snapshot) writeJSON(w io.Writer) error {
 	for _, s := range snap.stats {
 		out.Stats = append(out.Stats, entry{s.name, s.value})
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", " ")
-	return enc.Encode(out)
+	return json.NewEncoder(w).Encode(out)
 }
 
 // promLabel is one extracted tag.

@@ -1,0 +1,247 @@
+package proxy
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+// fakeRLS answers by the descriptor entry "mode": ok, over, error, slow
+// (blocks until the caller's deadline cancels the call).
+type fakeRLS struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	calls atomic.Int64
+	mu    sync.Mutex
+	last  *rlsv3.RateLimitRequest
+}
+
+func (f *fakeRLS) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	f.calls.Add(1)
+	f.mu.Lock()
+	f.last = req
+	f.mu.Unlock()
+	mode := ""
+	for _, d := range req.GetDescriptors() {
+		for _, e := range d.GetEntries() {
+			if e.GetKey() == "mode" {
+				mode = e.GetValue()
+			}
+		}
+	}
+	st := &rlsv3.RateLimitResponse_DescriptorStatus{
+		CurrentLimit:       &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: 5, Unit: rlsv3.RateLimitResponse_RateLimit_HOUR},
+		LimitRemaining:     3,
+		DurationUntilReset: durationpb.New(100 * time.Second),
+	}
+	switch mode {
+	case "ok":
+		st.Code = rlsv3.RateLimitResponse_OK
+		return &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{st}}, nil
+	case "over":
+		st.Code, st.LimitRemaining = rlsv3.RateLimitResponse_OVER_LIMIT, 0
+		return &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{st},
+			ResponseHeadersToAdd: []*corev3.HeaderValue{{Key: "x-from-rls", Value: "yes"}}}, nil
+	case "slow":
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	default:
+		return nil, status.Error(codes.Unavailable, "fake rls: redis down")
+	}
+}
+
+func (f *fakeRLS) lastRequest() *rlsv3.RateLimitRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last
+}
+
+func startFakeRLS(t *testing.T) (*fakeRLS, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	f := &fakeRLS{}
+	rlsv3.RegisterRateLimitServiceServer(srv, f)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Stop(); <-done })
+	return f, "grpc://" + ln.Addr().String()
+}
+
+func globalCfg(rls string, deny bool) *GlobalRateLimit {
+	return &GlobalRateLimit{
+		Domain: "inventory",
+		Actions: []Action{
+			{GenericKey: &GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}},
+			{RequestHeaders: &RequestHeadersAction{HeaderName: "x-mode", DescriptorKey: "mode"}},
+		},
+		RLS:                     rls,
+		Timeout:                 300 * time.Millisecond, // generous: the machine is shared; "slow" waits for it
+		FailureModeDeny:         deny,
+		EnableXRateLimitHeaders: true,
+	}
+}
+
+func TestGlobalRateLimitOutcomes(t *testing.T) {
+	be := startBackend(t)
+	rls, addr := startFakeRLS(t)
+	var alog syncBuf
+	allow := startProxy(t, Config{Name: "allow", Upstream: be.URL(), Global: globalCfg(addr, false), AccessLog: &alog})
+	deny := startProxy(t, Config{Name: "deny", Upstream: be.URL(), Global: globalCfg(addr, true), AccessLog: &alog})
+
+	type step struct {
+		p        *Proxy
+		mode     string // "" = no x-mode header
+		code     int
+		rlsCalls int64
+	}
+	steps := []step{
+		{allow, "ok", 200, 1}, {allow, "over", 429, 1}, {allow, "over", 429, 1}, {allow, "error", 200, 1}, {allow, "slow", 200, 1}, {allow, "", 200, 0},
+		{deny, "ok", 200, 1}, {deny, "over", 429, 1}, {deny, "error", 500, 1}, {deny, "slow", 500, 1}, {deny, "", 200, 0},
+	}
+	for i, s := range steps {
+		before := rls.calls.Load()
+		hdr := map[string]string{"X-Rlbench-Id": s.p.Name() + "-" + s.mode}
+		if s.mode != "" {
+			hdr["X-Mode"] = s.mode
+		}
+		r := do(t, "GET", s.p.URL()+"/g", hdr)
+		if r.code != s.code {
+			t.Fatalf("step %d (%s %q): %d %q, want %d", i, s.p.Name(), s.mode, r.code, r.body, s.code)
+		}
+		if got := rls.calls.Load() - before; got != s.rlsCalls {
+			t.Errorf("step %d (%s %q): %d RLS calls, want %d", i, s.p.Name(), s.mode, got, s.rlsCalls)
+		}
+		switch {
+		case s.code == 429:
+			must(t, r.header.Get("X-Envoy-Ratelimited") == "true" && r.body == "" && r.header.Get("Content-Length") == "0", "429: %v %q", r.header, r.body)
+			must(t, r.header.Get("X-From-Rls") == "yes", "429 lacks RLS response_headers_to_add: %v", r.header)
+			must(t, r.header.Get("X-Ratelimit-Limit") == "5, 5;w=3600" && r.header.Get("X-Ratelimit-Remaining") == "0" && r.header.Get("X-Ratelimit-Reset") == "100", "429 x-ratelimit: %v", r.header)
+		case s.code == 500:
+			must(t, r.body == "" && r.header.Get("X-Envoy-Ratelimited") == "", "500: %v %q", r.header, r.body)
+		case s.mode == "ok":
+			must(t, r.header.Get("X-Ratelimit-Limit") == "5, 5;w=3600" && r.header.Get("X-Ratelimit-Remaining") == "3", "200 x-ratelimit: %v", r.header)
+		}
+	}
+	last := rls.lastRequest()
+	if last.GetDomain() != "inventory" || len(last.GetDescriptors()) != 1 {
+		t.Fatalf("last RLS request %v", last)
+	}
+	if e := last.GetDescriptors()[0].GetEntries(); len(e) != 2 || e[0].GetKey() != "tenant" || e[0].GetValue() != "lab" || e[1].GetKey() != "mode" || e[1].GetValue() != "slow" {
+		t.Errorf("descriptor entries %v", e)
+	}
+
+	check := func(p *Proxy, want map[string]int64) {
+		t.Helper()
+		text := textStats(t, p)
+		prom := promStats(t, p.AdminURL()+"/stats/prometheus")
+		for k, v := range want {
+			got := textCounter(text, "cluster.backend."+k)
+			if v == 0 {
+				must(t, got <= 0, "%s %s = %d want absent/0", p.Name(), k, got)
+				continue
+			}
+			must(t, got == v, "%s %s = %d want %d", p.Name(), k, got, v)
+			if strings.HasPrefix(k, "ratelimit.") {
+				pn := "envoy_cluster_ratelimit_" + strings.TrimPrefix(k, "ratelimit.") + `{envoy_cluster_name="backend"}`
+				must(t, prom[pn] == float64(v), "%s prometheus %s = %v want %d", p.Name(), pn, prom[pn], v)
+			}
+		}
+	}
+	check(allow, map[string]int64{"ratelimit.ok": 1, "ratelimit.over_limit": 2, "ratelimit.error": 2, "ratelimit.failure_mode_allowed": 2,
+		"upstream_rq_429": 2, "upstream_rq_4xx": 2, "internal.upstream_rq_429": 2, "upstream_rq_200": 4, "upstream_rq_completed": 6, "upstream_rq_total": 4})
+	check(deny, map[string]int64{"ratelimit.ok": 1, "ratelimit.over_limit": 1, "ratelimit.error": 2, "ratelimit.failure_mode_allowed": 0,
+		"upstream_rq_429": 1, "upstream_rq_500": 0, "upstream_rq_200": 2, "upstream_rq_completed": 3, "upstream_rq_total": 2})
+	must(t, be.Count() == 6, "backend received %d, want 6", be.Count())
+
+	flags := map[string]int{}
+	err := evidence.ReadLines(strings.NewReader(string(alog.Bytes())), "access log", func(_ int, e *AccessLogEntry) error {
+		flags[e.ResponseFlags+"/"+e.ResponseCodeDetails]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, flags["RL/request_rate_limited"] == 3 && flags["RLSE/rate_limiter_error"] == 2 && flags["-/via_upstream"] == 6, "access log flags %v", flags)
+}
+
+func TestGlobalDefaultsStatPrefixAndUnreachableRLS(t *testing.T) {
+	be := startBackend(t)
+	// A port that was free a moment ago: nothing serves gRPC there.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	g := &GlobalRateLimit{Domain: "d", RLS: dead, FailureModeDeny: true, StatusOnError: 503, StatPrefix: "edge",
+		Actions: []Action{{RemoteAddress: &RemoteAddressAction{}}}}
+	p := startProxy(t, Config{Upstream: be.URL(), Global: g})
+	r := do(t, "GET", p.URL()+"/x", nil)
+	must(t, r.code == 503 && r.body == "", "unreachable RLS with deny/503: %d %q", r.code, r.body)
+	text := textStats(t, p)
+	must(t, textCounter(text, "cluster.backend.ratelimit.edge.error") == 1, "stat_prefix error counter: %v", text)
+	prom := promStats(t, p.AdminURL()+"/stats/prometheus")
+	must(t, prom[`envoy_cluster_ratelimit_edge_error{envoy_cluster_name="backend"}`] == 1, "prometheus stat_prefix name")
+	must(t, be.Count() == 0, "backend %d", be.Count())
+	var cfg struct {
+		Ratelimit GlobalRateLimit `json:"ratelimit"`
+	}
+	if err := jsonUnmarshal(get(t, p.AdminURL()+"/config_dump"), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	must(t, cfg.Ratelimit.Timeout == DefaultRLSTimeout, "effective timeout %v", cfg.Ratelimit.Timeout)
+}
+
+func TestGlobalDescriptors(t *testing.T) {
+	g := &GlobalRateLimit{Domain: "d", RLS: "x", Actions: []Action{
+		{GenericKey: &GenericKeyAction{DescriptorValue: "v"}},
+		{RequestHeaders: &RequestHeadersAction{HeaderName: "x-opt", DescriptorKey: "opt", SkipIfAbsent: true}},
+		{RemoteAddress: &RemoteAddressAction{}},
+	}}
+	if err := g.validate(); err != nil {
+		t.Fatal(err)
+	}
+	req := httptestRequest("10.1.2.3:5555", nil)
+	d := g.descriptor(req)
+	got := ""
+	for _, e := range d.GetEntries() {
+		got += e.GetKey() + "=" + e.GetValue() + ";"
+	}
+	must(t, got == "generic_key=v;remote_address=10.1.2.3;", "entries %q", got)
+	d = g.descriptor(httptestRequest("10.1.2.3:5555", map[string]string{"X-Opt": "o"}))
+	must(t, len(d.GetEntries()) == 3 && d.GetEntries()[1].GetValue() == "o", "with header %v", d)
+
+	only := &GlobalRateLimit{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-a", DescriptorKey: "a"}}}}
+	must(t, only.descriptor(httptestRequest("1.1.1.1:1", nil)) == nil, "missing header produced a descriptor")
+	skipped := &GlobalRateLimit{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-a", DescriptorKey: "a", SkipIfAbsent: true}}}}
+	must(t, skipped.descriptor(httptestRequest("1.1.1.1:1", nil)) == nil, "all-skipped produced a descriptor")
+
+	bad := []GlobalRateLimit{
+		{RLS: "x", Actions: g.Actions},
+		{Domain: "d", Actions: g.Actions},
+		{Domain: "d", RLS: "x"},
+		{Domain: "d", RLS: "x", Actions: []Action{{}}},
+		{Domain: "d", RLS: "x", Actions: []Action{{GenericKey: &GenericKeyAction{}}}},
+	}
+	for i, b := range bad {
+		if err := b.validate(); err == nil {
+			t.Errorf("bad[%d] accepted", i)
+		}
+	}
+}
