@@ -3,6 +3,7 @@
 package realparts
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -327,7 +328,8 @@ func TestIntegrationRedisRestartPortTaken(t *testing.T) {
 	if err == nil {
 		t.Fatal("Restart on a taken port succeeded")
 	}
-	if !strings.Contains(err.Error(), "Address already in use") || r.PID() != 0 {
+	// Either Redis's bind failed ("Address already in use") or the foreign listener was seen first; both say so.
+	if !errors.Is(err, errPortTaken) || r.PID() != 0 {
 		t.Fatalf("Restart on a taken port: pid %d, err %v", r.PID(), err)
 	}
 	if err := VerifyListener(os.Getpid(), r.Port()); err != nil {
@@ -394,4 +396,52 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// StatsdAddr and LogFormat "json" reach the RLS: a decision shows up as a statsd counter line on a TCP listener of
+// this test (the gostats sink is TCP by default) and the log carries the logrus JSON envelope.
+func TestIntegrationStatsdAndJSONLog(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	lines := make(chan string, 1024)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		sc := bufio.NewScanner(c)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	_, s := startParts(t, context.Background(), RLSOptions{StatsdAddr: l.Addr().String(), LogFormat: "json"})
+	c := rlsClient(t, s.GRPCAddr())
+	tenant := randomTenant(t)
+	resp, err := call(c, tenant, 10*time.Second)
+	expect(t, "statsd run call", resp, err, rlsv3.RateLimitResponse_OK, 4)
+	// Value-less rule: the stat key drops the value (shared/reference/envoy-and-rls-observables.md §5).
+	want := "ratelimit.service.rate_limit.inventory.tenant.total_hits:1|c"
+	deadline := time.After(10 * time.Second)
+	for found := false; !found; {
+		select {
+		case line := <-lines:
+			found = line == want
+		case <-deadline:
+			t.Fatalf("no statsd line %q within 10 s", want)
+		}
+	}
+	log, err := os.ReadFile(s.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), `"@message":"cache key: inventory_tenant_`+tenant+`_`) {
+		t.Fatalf("JSON log lacks the decision line for %s:\n%s", tenant, logTail(s.LogPath(), 2000))
+	}
 }
