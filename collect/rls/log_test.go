@@ -423,3 +423,29 @@ time="2026-03-20T10:00:03Z" level=debug msg="looking up cache key: d_k_v_1773999
 	}
 	eqInt(t, "local cache hits", len(l.LocalCacheHits), 1)
 }
+
+// Responses out of counter order pair by limit_remaining, not by position.
+func TestParseLogPairsByRemaining(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 3; i++ {
+		b.WriteString(`time="2026-03-20T10:00:00Z" level=debug msg="got descriptor: (k=v)"` + "\n")
+		b.WriteString(`time="2026-03-20T10:00:00Z" level=debug msg="applying limit: 5 requests per HOUR, shadow_mode: false"` + "\n")
+	}
+	for i := 1; i <= 3; i++ {
+		fmt.Fprintf(&b, "time=\"2026-03-20T10:00:00Z\" level=debug msg=\"cache key: d_k_v_1773997200 current: %d\"\n", i)
+	}
+	for _, rem := range []int{2, 4, 3} {
+		fmt.Fprintf(&b, "time=\"2026-03-20T10:00:00Z\" level=debug msg=\"returning normal response: overall_code:OK  statuses:{code:OK  current_limit:{requests_per_unit:5  unit:HOUR}  limit_remaining:%d}\"\n", rem)
+	}
+	l, err := ParseLog(strings.NewReader(b.String()), "order.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint64]int{1: 11, 2: 12, 3: 10} // current -> response line
+	eqInt(t, "decisions", len(l.Decisions), 3)
+	for _, d := range l.Decisions {
+		if d.ResponseLine != want[d.Current] || int(d.LimitRemaining) != 5-int(d.Current) || d.Code != "OK" || d.Domain != "d" {
+			t.Errorf("current %d: response line %d remaining %d, want line %d", d.Current, d.ResponseLine, d.LimitRemaining, want[d.Current])
+		}
+	}
+}
