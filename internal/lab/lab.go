@@ -44,7 +44,9 @@ type Options struct {
 
 // Lab is a running backend and its proxies.
 type Lab struct {
+	// Backend is the receipt-recording upstream of every proxy.
 	Backend *backend.Backend
+	// Proxies are proxy-a, proxy-b, ... in order.
 	Proxies []*proxy.Proxy
 	rls     string
 }
@@ -52,15 +54,21 @@ type Lab struct {
 // Addresses lists every endpoint of a Lab; it marshals to JSON as
 // {"backend":"http://..","proxies":[{"name":"proxy-a","url":"http://..","admin_url":"http://.."}],"rls":".."}.
 type Addresses struct {
-	Backend string         `json:"backend"`
+	// Backend is the backend URL.
+	Backend string `json:"backend"`
+	// Proxies lists the proxies in name order.
 	Proxies []ProxyAddress `json:"proxies"`
-	RLS     string         `json:"rls,omitempty"`
+	// RLS is Options.Global.RLS, empty without a global filter.
+	RLS string `json:"rls,omitempty"`
 }
 
 // ProxyAddress is one proxy's name, listener URL and admin URL.
 type ProxyAddress struct {
-	Name     string `json:"name"`
-	URL      string `json:"url"`
+	// Name is the proxy name, e.g. "proxy-a".
+	Name string `json:"name"`
+	// URL is the proxy listener, "http://127.0.0.1:PORT".
+	URL string `json:"url"`
+	// AdminURL is the Envoy-like admin listener, "http://127.0.0.1:PORT".
 	AdminURL string `json:"admin_url"`
 }
 

@@ -56,15 +56,19 @@ const DefaultRLSTimeout = 20 * time.Millisecond
 // Action is one route rate limit action (config.route.v3.RateLimit.Action);
 // exactly one field is set. JSON field names follow Envoy's YAML.
 type Action struct {
-	GenericKey     *GenericKeyAction     `json:"generic_key,omitempty"`
+	// GenericKey is the generic_key action.
+	GenericKey *GenericKeyAction `json:"generic_key,omitempty"`
+	// RequestHeaders is the request_headers action.
 	RequestHeaders *RequestHeadersAction `json:"request_headers,omitempty"`
-	RemoteAddress  *RemoteAddressAction  `json:"remote_address,omitempty"`
+	// RemoteAddress is the remote_address action.
+	RemoteAddress *RemoteAddressAction `json:"remote_address,omitempty"`
 }
 
 // GenericKeyAction yields the entry (DescriptorKey, DescriptorValue).
 type GenericKeyAction struct {
-	// DescriptorKey defaults to "generic_key".
-	DescriptorKey   string `json:"descriptor_key,omitempty"`
+	// DescriptorKey is the entry key; default "generic_key".
+	DescriptorKey string `json:"descriptor_key,omitempty"`
+	// DescriptorValue is the entry value (required, non-empty).
 	DescriptorValue string `json:"descriptor_value"`
 }
 
@@ -72,9 +76,13 @@ type GenericKeyAction struct {
 // header is absent the whole descriptor is dropped (so no RLS call if it is
 // the only one), unless SkipIfAbsent, which skips just this entry.
 type RequestHeadersAction struct {
-	HeaderName    string `json:"header_name"`
+	// HeaderName is the request header read (case-insensitive; several
+	// values are joined with ",").
+	HeaderName string `json:"header_name"`
+	// DescriptorKey is the entry key (required).
 	DescriptorKey string `json:"descriptor_key"`
-	SkipIfAbsent  bool   `json:"skip_if_absent,omitempty"`
+	// SkipIfAbsent skips only this entry when the header is missing.
+	SkipIfAbsent bool `json:"skip_if_absent,omitempty"`
 }
 
 // RemoteAddressAction yields ("remote_address", <downstream peer IP>). The

@@ -245,3 +245,15 @@ func TestGlobalDescriptors(t *testing.T) {
 		}
 	}
 }
+
+func TestPercentHitFraction(t *testing.T) {
+	hits := 0
+	for range 20000 {
+		if percentHit(pct(25)) {
+			hits++
+		}
+	}
+	// 25% of 20000 = 5000, sd ~61: a 5-sd window.
+	must(t, hits > 4690 && hits < 5310, "25%% drew %d of 20000", hits)
+	must(t, !percentHit(nil) && !percentHit(pct(0)) && percentHit(pct(100)), "edge percentages")
+}
