@@ -16,6 +16,7 @@ const (
 	After
 )
 
+// String returns "before", "inside", "straddles" or "after".
 func (p Placement) String() string {
 	switch p {
 	case Before:
