@@ -31,6 +31,9 @@ type linter struct {
 type fileState struct {
 	name  string
 	lines lineIndex
+	// droppedParents holds the parent paths (String) of fields dropped for
+	// a decode error, to suppress the "value is required" cascade.
+	droppedParents map[string]bool
 	// failureModeAllow holds the paths (String) of ratelimit filter configs
 	// that carried failure_mode_allow.
 	failureModeAllow map[string]bool
@@ -80,7 +83,7 @@ func (l *linter) addAt(file string, line int, p string, code string, level Level
 
 // file lints one bootstrap.
 func (l *linter) file(name string, data []byte) {
-	f := &fileState{name: name, lines: lineIndex{}, failureModeAllow: map[string]bool{}}
+	f := &fileState{name: name, lines: lineIndex{}, failureModeAllow: map[string]bool{}, droppedParents: map[string]bool{}}
 	bs := l.decodeFile(f, data)
 	if bs == nil {
 		return
@@ -197,10 +200,8 @@ func (c *checker) hcm(h *hcmv3.HttpConnectionManager, p path) {
 func (c *checker) global(h *hcmv3.HttpConnectionManager, hp path, name string, rl *rlv3.RateLimit, fp path) {
 	tp := fp.field("typed_config")
 	c.l.filters = append(c.l.filters, filterUse{file: c.f.name, line: c.f.lines.line(fp), path: fp.String(), domain: rl.GetDomain()})
-	svc := rl.GetRateLimitService()
-	if svc == nil {
-		c.l.add(c.f, fp, CodeRLSServiceMissing, LevelError, "ratelimit filter without rate_limit_service: Envoy answers every rate limit call with OK, so nothing is limited")
-	} else {
+	// A missing rate_limit_service is an E_VALIDATE finding (required in v1.40).
+	if svc := rl.GetRateLimitService(); svc != nil {
 		if v := svc.GetTransportApiVersion(); v != corev3.ApiVersion_V3 {
 			c.l.add(c.f, tp.field("rate_limit_service"), CodeRLSTransport, LevelError, fmt.Sprintf("rate_limit_service.transport_api_version is %s: current Envoy rejects V2 and AUTO (\"V2 (and AUTO) xDS transport protocol versions are deprecated\"); set transport_api_version: V3", v))
 		}

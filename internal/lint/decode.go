@@ -191,21 +191,20 @@ func (l *linter) walkMessage(f *fileState, md protoreflect.MessageDescriptor, ob
 	sort.Strings(keys)
 	oneofs := map[protoreflect.FullName]string{}
 	for _, k := range keys {
-		if md.FullName() == anyFullName && k == "@type" {
-			continue
-		}
 		fd := md.Fields().ByJSONName(k)
 		if fd == nil {
 			fd = md.Fields().ByTextName(k)
 		}
 		if fd == nil {
 			l.unknownField(f, md, k, m[k], p)
+			f.droppedParents[p.String()] = true
 			delete(m, k)
 			continue
 		}
 		fp := p.field(string(fd.Name()))
 		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() && m[k] != nil {
 			if prev, dup := oneofs[od.FullName()]; dup {
+				f.droppedParents[p.String()] = true
 				l.add(f, fp, CodeDecode, LevelError, fmt.Sprintf("%s and %s are both set, but they are members of oneof %s (only one may be set)", prev, fd.Name(), od.Name()))
 				delete(m, k)
 				continue
@@ -266,6 +265,7 @@ func (l *linter) walkField(f *fileState, md protoreflect.MessageDescriptor, fd p
 	// Check that the (cleaned) value decodes as this field of md.
 	if err := decodeField(md, k, v); err != nil {
 		l.add(f, p, CodeDecode, LevelError, cleanProtoErr(err))
+		f.droppedParents[p[:len(p)-1].String()] = true
 		return nil, false
 	}
 	return v, true

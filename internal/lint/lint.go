@@ -72,9 +72,6 @@ const (
 	// CodeLocalNoBucket: an HTTP local_ratelimit filter with no token_bucket,
 	// descriptors or rate_limits and no per-route config in the file.
 	CodeLocalNoBucket = "W_LOCAL_NO_BUCKET"
-	// CodeRLSServiceMissing: the ratelimit filter has no rate_limit_service;
-	// Envoy then answers every RLS call with OK (nothing is limited).
-	CodeRLSServiceMissing = "E_RLS_SERVICE_MISSING"
 	// CodeRLSTransport: rate_limit_service.transport_api_version is not V3;
 	// current Envoy rejects V2 and AUTO.
 	CodeRLSTransport = "E_RLS_TRANSPORT_VERSION"

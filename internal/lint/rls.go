@@ -43,7 +43,7 @@ func (l *linter) crossCheck() {
 	}
 	for _, f := range l.filters {
 		used[f.domain] = true
-		if _, ok := byDomain[f.domain]; ok {
+		if _, ok := byDomain[f.domain]; ok || f.domain == "" { // "" is E_VALIDATE
 			continue
 		}
 		msg := fmt.Sprintf("domain %q has no RLS config (known domains: %s); the RLS answers OK to every descriptor of an unknown domain, so nothing is limited", f.domain, strings.Join(quoteAll(domains), ", "))
@@ -91,7 +91,7 @@ func (l *linter) crossCheck() {
 	for _, d := range domains {
 		for _, c := range byDomain[d] {
 			if !used[d] {
-				if !suggested[d] {
+				if !suggested[d] && len(l.filters) > 0 {
 					l.addAt(c.File, 0, "domain", CodeDomainUnused, LevelInfo, fmt.Sprintf("no linted ratelimit filter uses domain %q", d))
 				}
 				continue

@@ -60,6 +60,9 @@ func (l *linter) validationErrors(f *fileState, err error, md protoreflect.Messa
 		}
 	}
 	msg := fe.Reason()
+	if len(q) > 0 && f.droppedParents[q[:len(q)-1].String()] && strings.Contains(msg, "required") {
+		return // a consequence of a field dropped for a decode finding
+	}
 	if cause != nil {
 		msg += ": " + cause.Error()
 	}
