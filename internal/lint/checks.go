@@ -165,17 +165,17 @@ func (c *checker) local(m *lrlv3.LocalRateLimit, p path, filterLevel, perRouteIn
 		c.l.add(c.f, rp, CodeLocalNotEnabled, LevelError, "local rate limit without filter_enabled: Envoy defaults it to 0% of requests, so the filter never evaluates a request (a no-op; no http_local_rate_limit.enabled/ok/rate_limited stats). Set filter_enabled.default_value to 100/HUNDRED")
 		return
 	case fraction(en.GetDefaultValue()) == 0:
-		c.l.add(c.f, rp.field("filter_enabled"), CodeLocalNotEnabled, LevelError, "filter_enabled.default_value is 0%: the local rate limit never evaluates a request (a no-op)"+runtimeNote(en))
+		c.l.add(c.f, p.field("filter_enabled"), CodeLocalNotEnabled, LevelError, "filter_enabled.default_value is 0%: the local rate limit never evaluates a request (a no-op)"+runtimeNote(en))
 		return
 	case fraction(en.GetDefaultValue()) < 1:
-		c.l.add(c.f, rp.field("filter_enabled"), CodeLocalPartial, LevelWarning, fmt.Sprintf("filter_enabled is %s: only that share of requests is counted against the bucket%s", pct(fraction(en.GetDefaultValue())), runtimeNote(en)))
+		c.l.add(c.f, p.field("filter_enabled"), CodeLocalPartial, LevelWarning, fmt.Sprintf("filter_enabled is %s: only that share of requests is counted against the bucket%s", pct(fraction(en.GetDefaultValue())), runtimeNote(en)))
 	}
 	enf := m.GetFilterEnforced()
 	switch {
 	case enf == nil:
 		c.l.add(c.f, rp, CodeLocalShadow, LevelWarning, "local rate limit without filter_enforced: Envoy defaults it to 0%, so requests over the limit are only counted (http_local_rate_limit.rate_limited) and still admitted; no 429 is sent (shadow mode)")
 	case fraction(enf.GetDefaultValue()) < 1:
-		c.l.add(c.f, rp.field("filter_enforced"), CodeLocalShadow, LevelWarning, fmt.Sprintf("filter_enforced is %s: the other requests over the limit are admitted (shadow)%s", pct(fraction(enf.GetDefaultValue())), runtimeNote(enf)))
+		c.l.add(c.f, p.field("filter_enforced"), CodeLocalShadow, LevelWarning, fmt.Sprintf("filter_enforced is %s: the other requests over the limit are admitted (shadow)%s", pct(fraction(enf.GetDefaultValue())), runtimeNote(enf)))
 	}
 }
 

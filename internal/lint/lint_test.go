@@ -289,9 +289,9 @@ func TestFindingsByMutation(t *testing.T) {
 		{"shadow local", "local-a.yaml", "              filter_enforced:\n                default_value: {numerator: 100, denominator: HUNDRED}\n", "",
 			[]cp{{CodeLocalShadow, rlF}}},
 		{"partly enforced", "local-a.yaml", "filter_enforced:\n                default_value: {numerator: 100", "filter_enforced:\n                default_value: {numerator: 50",
-			[]cp{{CodeLocalShadow, rlF + ".filter_enforced"}}},
+			[]cp{{CodeLocalShadow, rlF + ".typed_config.filter_enforced"}}},
 		{"enabled 0%", "local-a.yaml", "filter_enabled:\n                default_value: {numerator: 100", "filter_enabled:\n                default_value: {numerator: 0",
-			[]cp{{CodeLocalNotEnabled, rlF + ".filter_enabled"}}},
+			[]cp{{CodeLocalNotEnabled, rlF + ".typed_config.filter_enabled"}}},
 		{"validation: zero tokens per fill", "local-a.yaml", "tokens_per_fill: 5", "tokens_per_fill: 0",
 			[]cp{{CodeValidate, rlF + ".typed_config.token_bucket.tokens_per_fill"}}},
 		{"validation: empty domain", "global-a.yaml", "domain: inventory", `domain: ""`,
@@ -484,5 +484,68 @@ func TestReadErrorAndContext(t *testing.T) {
 	cancel()
 	if _, err := Lint(ctx, []Source{{Name: "y", R: strings.NewReader("{}")}}, Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ctx err %v", err)
+	}
+}
+
+// TestPerRouteLocal: the HCM-level filter is a placeholder (stat_prefix only);
+// the per-route config carries the bucket but lacks filter_enabled.
+func TestPerRouteLocal(t *testing.T) {
+	y := mutate(t, "local-a.yaml", `              token_bucket:
+                max_tokens: 5
+                tokens_per_fill: 5
+                fill_interval: 3600s
+              # Without filter_enabled the filter is a no-op (Envoy defaults it to 0%).
+              filter_enabled:
+                default_value: {numerator: 100, denominator: HUNDRED}
+              # Without filter_enforced over-limit requests are only counted (shadow mode).
+              filter_enforced:
+                default_value: {numerator: 100, denominator: HUNDRED}
+`, "")
+	y = strings.Replace(y, "                route:\n                  cluster: backend\n", `                route:
+                  cluster: backend
+                typed_per_filter_config:
+                  envoy.filters.http.local_ratelimit:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit
+                    stat_prefix: per_route
+                    token_bucket: {max_tokens: 2, tokens_per_fill: 2, fill_interval: 60s}
+`, 1)
+	rep := lintString(t, "perroute.yaml", y, Options{})
+	p := hcm + `.route_config.virtual_hosts[0].routes[0].typed_per_filter_config["envoy.filters.http.local_ratelimit"]`
+	want := []cp{{CodeLocalNotEnabled, p}}
+	if got := codesPaths(rep); !reflect.DeepEqual(got, want) {
+		t.Fatalf("findings:%s\nwant %v", dump(rep), want)
+	}
+	if want := lineOf(t, t2(t, y), "                  envoy.filters.http.local_ratelimit:"); rep.Findings[0].Line != want {
+		t.Errorf("line %d, want %d", rep.Findings[0].Line, want)
+	}
+	// Without the per-route config the placeholder limits nothing.
+	y2 := mutate(t, "local-a.yaml", "                max_tokens: 5\n                tokens_per_fill: 5\n                fill_interval: 3600s\n", "")
+	y2 = strings.Replace(y2, "              token_bucket:\n", "", 1)
+	rep = lintString(t, "nobucket.yaml", y2, Options{})
+	if got, want := codesPaths(rep), []cp{{CodeLocalNoBucket, hcm + ".http_filters[0]"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("findings:%s\nwant %v", dump(rep), want)
+	}
+}
+
+// t2 writes y to a temp file so lineOf can search it.
+func t2(t *testing.T, y string) string {
+	p := filepath.Join(t.TempDir(), "f.yaml")
+	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestJSONNames: protojson also accepts lowerCamel names; paths still use
+// proto names and lines are still found.
+func TestJSONNames(t *testing.T) {
+	y := mutate(t, "local-a.yaml", "filter_enforced:\n                default_value: {numerator: 100", "filterEnforced:\n                defaultValue: {numerator: 40")
+	rep := lintString(t, "camel.yaml", y, Options{})
+	want := []cp{{CodeLocalShadow, hcm + ".http_filters[0].typed_config.filter_enforced"}}
+	if got := codesPaths(rep); !reflect.DeepEqual(got, want) {
+		t.Fatalf("findings:%s\nwant %v", dump(rep), want)
+	}
+	if l := lineOf(t, t2(t, y), "filterEnforced:"); rep.Findings[0].Line != l || !strings.Contains(rep.Findings[0].Message, "40%") {
+		t.Errorf("finding %s, want line %d and 40%%", rep.Findings[0], l)
 	}
 }
