@@ -13,7 +13,6 @@ import (
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
@@ -456,8 +455,6 @@ func (c *checker) action(a *routev3.RateLimit_Action, ap path, cluster string, u
 	}
 	return entryT{}, false
 }
-
-var _ = proto.Message(nil)
 
 // describe renders entries as "(k=v, k2=v2)".
 func describe(es []entryT) string {
