@@ -1,0 +1,540 @@
+package attack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+// seenRequest is what a test backend saw of one request.
+type seenRequest struct {
+	ID, Method, Path, RawQuery, Body string
+	ContentLength                    int64
+	TransferEncoding                 []string
+	Header                           http.Header
+}
+
+// recorder collects requests seen by a test backend, keyed by ID header.
+type recorder struct {
+	header string
+	mu     sync.Mutex
+	seen   map[string][]seenRequest
+}
+
+func newRecorder() *recorder {
+	return &recorder{header: DefaultIDHeader, seen: map[string][]seenRequest{}}
+}
+
+func (rec *recorder) add(r *http.Request) string {
+	body, _ := io.ReadAll(r.Body)
+	id := r.Header.Get(rec.header)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.seen[id] = append(rec.seen[id], seenRequest{
+		ID: id, Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Body: string(body),
+		ContentLength: r.ContentLength, TransferEncoding: r.TransferEncoding, Header: r.Header.Clone(),
+	})
+	return id
+}
+
+func (rec *recorder) snapshot() map[string][]seenRequest {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	out := make(map[string][]seenRequest, len(rec.seen))
+	for k, v := range rec.seen {
+		out[k] = append([]seenRequest(nil), v...)
+	}
+	return out
+}
+
+// runToLines runs an attack into an in-memory evidence writer and returns
+// the summary, the error and the decoded lines.
+func runToLines(t *testing.T, ctx context.Context, opts Options) (*Summary, error, []evidence.Request) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := evidence.NewWriter(&buf)
+	sum, err := Run(ctx, opts, w)
+	if cerr := w.Close(); cerr != nil {
+		t.Fatalf("close writer: %v", cerr)
+	}
+	var lines []evidence.Request
+	if rerr := evidence.ReadLines(&buf, "requests.jsonl", func(_ int, r *evidence.Request) error {
+		lines = append(lines, *r)
+		return nil
+	}); rerr != nil {
+		t.Fatalf("read lines: %v", rerr)
+	}
+	return sum, err, lines
+}
+
+// fixturePath returns testdata/name, or the shared fixture if the testdata
+// copy is missing; it skips the test if neither exists.
+func fixturePath(t *testing.T, sub, name string) string {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skipf("fixture %s: no testdata copy and no go.mod found", name)
+		}
+		dir = parent
+	}
+	p = filepath.Join(dir, "..", "shared", "fixtures", sub, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("fixture %s absent: %v", name, err)
+	}
+	return p
+}
+
+// envoyGateway429 reads the Envoy Gateway local rate limit 429 capture:
+// its header lines and the body its content-length implies
+// ("local_rate_limited", 18 bytes per the issue text).
+func envoyGateway429(t *testing.T) (http.Header, string) {
+	t.Helper()
+	f, err := os.Open(fixturePath(t, "envoy", "gh_envoygateway_issue5693_429_headers_2025.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := http.Header{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "HTTP/") || strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			t.Fatalf("fixture line %q", line)
+		}
+		h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if h.Get("Content-Length") != "18" {
+		t.Fatalf("fixture content-length = %q", h.Get("Content-Length"))
+	}
+	return h, "local_rate_limited"
+}
+
+func TestRunTwoTargets(t *testing.T) {
+	recA, recB := newRecorder(), newRecorder()
+	bodyA := strings.Repeat("A", 100) // longer than the 64-byte prefix
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		recA.add(r)
+		w.Header().Set("X-Ratelimit-Limit", "10, 10;w=60")
+		w.Header().Set("X-Ratelimit-Remaining", "3")
+		w.Header().Set("Ratelimit-Reset", "4")
+		w.Header().Set("X-Not-Captured", "x")
+		w.Header().Set("Server", "envoy")
+		io.WriteString(w, bodyA)
+	}))
+	defer a.Close()
+	h429, body429 := envoyGateway429(t)
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		recB.add(r)
+		for k, vs := range h429 {
+			w.Header()[k] = vs
+		}
+		w.Header().Set("X-Envoy-Ratelimited", "true")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, body429)
+	}))
+	defer b.Close()
+
+	ids := IDs(20, "req")
+	opts := Options{
+		IDs:     ids,
+		Targets: []Target{{Name: "a", URL: a.URL}, {Name: "b", URL: b.URL + "/"}},
+		Split:   Split{Mode: SplitEven},
+		Path:    "/p/q",
+		Header:  http.Header{"X-Tenant": {"lab"}},
+		Name:    "two",
+	}
+	sum, err, lines := runToLines(t, context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 20 {
+		t.Fatalf("%d lines, want 20", len(lines))
+	}
+	byID := map[string]evidence.Request{}
+	for _, l := range lines {
+		if _, dup := byID[l.ID]; dup {
+			t.Fatalf("id %s recorded twice", l.ID)
+		}
+		byID[l.ID] = l
+	}
+	seenA, seenB := recA.snapshot(), recB.snapshot()
+	for i, id := range ids {
+		l, ok := byID[id]
+		if !ok {
+			t.Fatalf("id %s not recorded", id)
+		}
+		if l.Method != "GET" || l.SentNs < sum.StartNs || l.EndNs() > sum.EndNs || l.LatencyNs <= 0 {
+			t.Errorf("%s: method %s sent %d latency %d outside [%d,%d]", id, l.Method, l.SentNs, l.LatencyNs, sum.StartNs, sum.EndNs)
+		}
+		if i%2 == 0 {
+			if l.Target != "a" || l.URL != a.URL+"/p/q" || l.Code != 200 || l.Error != "" {
+				t.Errorf("%s: %+v, want target a 200", id, l)
+			}
+			if l.Body != bodyA[:64] || l.BytesIn != 100 {
+				t.Errorf("%s: body %q (%d bytes in), want 64-byte prefix of 100", id, l.Body, l.BytesIn)
+			}
+			want := map[string]string{"x-ratelimit-limit": "10, 10;w=60", "x-ratelimit-remaining": "3", "ratelimit-reset": "4", "server": "envoy"}
+			if !mapsEqual(l.Headers, want) {
+				t.Errorf("%s: headers %v, want %v", id, l.Headers, want)
+			}
+			if len(seenA[id]) != 1 || len(seenB[id]) != 0 {
+				t.Errorf("%s: seen %d times by a, %d by b", id, len(seenA[id]), len(seenB[id]))
+			}
+		} else {
+			if l.Target != "b" || l.URL != b.URL+"/p/q" || l.Code != 429 || l.Error != "429 Too Many Requests" {
+				t.Errorf("%s: %+v, want target b 429", id, l)
+			}
+			if l.Body != body429 || l.BytesIn != 18 {
+				t.Errorf("%s: body %q, %d bytes in", id, l.Body, l.BytesIn)
+			}
+			want := map[string]string{"x-envoy-ratelimited": "true"}
+			if !mapsEqual(l.Headers, want) {
+				t.Errorf("%s: headers %v, want %v", id, l.Headers, want)
+			}
+			if len(seenB[id]) != 1 || len(seenA[id]) != 0 {
+				t.Errorf("%s: seen %d times by b, %d by a", id, len(seenB[id]), len(seenA[id]))
+			}
+		}
+	}
+	// The wire carries exactly the path, no query or fragment, the ID and
+	// custom headers, and a GET without a body or Transfer-Encoding.
+	for _, seen := range []map[string][]seenRequest{seenA, seenB} {
+		for id, rs := range seen {
+			r := rs[0]
+			if r.Path != "/p/q" || r.RawQuery != "" || r.Method != "GET" || r.ContentLength != 0 || len(r.TransferEncoding) != 0 || r.Body != "" {
+				t.Errorf("%s on the wire: %+v", id, r)
+			}
+			if r.Header.Get("X-Tenant") != "lab" || r.Header.Get("X-Vegeta-Attack") != "two" {
+				t.Errorf("%s headers on the wire: %v", id, r.Header)
+			}
+		}
+	}
+	if len(seenA)+len(seenB) != 20 {
+		t.Errorf("backends saw %d distinct ids", len(seenA)+len(seenB))
+	}
+
+	if sum.Schema != Schema || !sum.Complete || sum.Interrupted || sum.Error != "" || sum.Sent != 20 || sum.Recorded != 20 || sum.Resent != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	if sum.CodesByTarget["a"]["200"] != 10 || sum.CodesByTarget["b"]["429"] != 10 || len(sum.CodesByTarget["a"]) != 1 || len(sum.CodesByTarget["b"]) != 1 {
+		t.Errorf("codes %v", sum.CodesByTarget)
+	}
+	c := sum.Config
+	if len(c.Targets) != 2 || c.Targets[0].IDs != 10 || c.Targets[1].IDs != 10 || c.Targets[1].URL != b.URL ||
+		c.Split != "even" || c.IDs != 20 || c.Workers != 20 || c.Rate != "0" || c.TimeoutNs != int64(DefaultTimeout) ||
+		c.Path != "/p/q" || c.Method != "GET" || len(c.HeaderNames) != 1 || c.HeaderNames[0] != "X-Tenant" {
+		t.Errorf("config %+v", c)
+	}
+	if sum.FirstSendNs == 0 || sum.LastSendNs < sum.FirstSendNs || sum.SendSpreadNs != sum.LastSendNs-sum.FirstSendNs {
+		t.Errorf("send spread: first %d last %d spread %d", sum.FirstSendNs, sum.LastSendNs, sum.SendSpreadNs)
+	}
+	start, err := time.Parse(time.RFC3339Nano, sum.Start)
+	if err != nil || start.UnixNano() != sum.StartNs {
+		t.Errorf("start %q vs %d: %v", sum.Start, sum.StartNs, err)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRunPostBodyAndCustomHeader(t *testing.T) {
+	rec := newRecorder()
+	rec.header = "X-Req"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.add(r)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	opts := Options{
+		IDs: IDs(5, "p"), Targets: []Target{{URL: srv.URL}}, Method: "post", Body: []byte(`{"x":1}`),
+		IDHeader: "x-req", CaptureHeaders: []string{}, BodyPrefix: -1,
+		Header: http.Header{"Idempotency-Key": {"k"}}, // with a body, GetBody is dropped: still not replayable
+	}
+	sum, err, lines := runToLines(t, context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if !sum.Complete || sum.CodesByTarget[host]["201"] != 5 {
+		t.Fatalf("summary %+v", sum)
+	}
+	seen := rec.snapshot()
+	for _, l := range lines {
+		rs := seen[l.ID]
+		if len(rs) != 1 || rs[0].Method != "POST" || rs[0].Body != `{"x":1}` || rs[0].ContentLength != 7 || len(rs[0].TransferEncoding) != 0 {
+			t.Errorf("%s on the wire: %+v", l.ID, rs)
+		}
+		if l.Target != host || l.URL != srv.URL+"/" || l.Method != "POST" || l.Headers != nil || l.Body != "" || l.BytesIn != 0 {
+			t.Errorf("line %+v", l)
+		}
+	}
+}
+
+func TestRunValidation(t *testing.T) {
+	ok := Options{IDs: IDs(2, "v"), Targets: []Target{{URL: "http://127.0.0.1:9"}}}
+	cases := map[string]func(o *Options){
+		"no ids":         func(o *Options) { o.IDs = nil },
+		"dup ids":        func(o *Options) { o.IDs = []string{"a", "a"} },
+		"ctl id":         func(o *Options) { o.IDs = []string{"a\nb"} },
+		"no targets":     func(o *Options) { o.Targets = nil },
+		"bad scheme":     func(o *Options) { o.Targets = []Target{{URL: "ftp://x"}} },
+		"query":          func(o *Options) { o.Targets = []Target{{URL: "http://x/?a=1"}} },
+		"dup names":      func(o *Options) { o.Targets = []Target{{URL: "http://x"}, {URL: "http://x"}} },
+		"path":           func(o *Options) { o.Path = "p" },
+		"fragment path":  func(o *Options) { o.Path = "/p#x" },
+		"trace":          func(o *Options) { o.Method = "TRACE" },
+		"idempotency":    func(o *Options) { o.Method = "POST"; o.Header = http.Header{"X-Idempotency-Key": {"1"}} },
+		"counts":         func(o *Options) { o.Split = Split{Mode: SplitCounts, Values: []int{3}} },
+		"negative rate":  func(o *Options) { o.Rate = vegeta.Rate{Freq: -1, Per: time.Second} },
+		"negative conc":  func(o *Options) { o.Concurrency = -1 },
+		"negative tmout": func(o *Options) { o.Timeout = -time.Second },
+	}
+	for name, mod := range cases {
+		o := ok
+		mod(&o)
+		w := evidence.NewWriter(io.Discard)
+		sum, err := Run(context.Background(), o, w)
+		w.Close()
+		if err == nil || sum != nil {
+			t.Errorf("%s: got summary %v, err %v; want error", name, sum, err)
+		}
+	}
+	if _, err := Run(context.Background(), ok, nil); err == nil {
+		t.Error("nil writer: want error")
+	}
+}
+
+// TestRunInterrupted cancels the context once the backend has seen K
+// requests; requests K.. are held until the cancel happened, so the
+// attack cannot finish first.
+func TestRunInterrupted(t *testing.T) {
+	const n, k = 200, 10
+	var count atomic.Int32
+	reachedK := make(chan struct{})
+	release := make(chan struct{})
+	rec := newRecorder()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.add(r)
+		if c := count.Add(1); c == k {
+			close(reachedK)
+		}
+		if count.Load() >= k {
+			<-release
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-reachedK
+		cancel()
+		close(release)
+	}()
+	sum, err, lines := runToLines(t, ctx, Options{IDs: IDs(n, "i"), Targets: []Target{{Name: "t", URL: srv.URL}}, Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Complete || !sum.Interrupted || !strings.Contains(sum.Error, "context canceled") {
+		t.Fatalf("summary %+v", sum)
+	}
+	if sum.Sent < k || sum.Sent >= n || sum.Recorded != sum.Sent || len(lines) != sum.Recorded {
+		t.Fatalf("sent %d recorded %d lines %d (k=%d n=%d)", sum.Sent, sum.Recorded, len(lines), k, n)
+	}
+	seen := rec.snapshot()
+	if len(seen) != len(lines) {
+		t.Errorf("backend saw %d ids, %d recorded", len(seen), len(lines))
+	}
+	ids := IDs(n, "i")
+	for _, l := range lines {
+		if len(seen[l.ID]) != 1 || l.Code != 200 {
+			t.Errorf("%s: code %d, seen %d times", l.ID, l.Code, len(seen[l.ID]))
+		}
+	}
+	// The IDs sent are exactly the first Sent IDs.
+	for i, id := range ids {
+		if (len(seen[id]) == 1) != (i < sum.Sent) {
+			t.Errorf("id %d %s seen=%d but sent=%d", i, id, len(seen[id]), sum.Sent)
+		}
+	}
+	if sum.CodesByTarget["t"]["200"] != sum.Recorded {
+		t.Errorf("codes %v", sum.CodesByTarget)
+	}
+}
+
+func TestRunCancelledBeforeStart(t *testing.T) {
+	rec := newRecorder()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rec.add(r) }))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	sum, err, lines := runToLines(t, ctx, Options{IDs: IDs(50, "c"), Targets: []Target{{URL: srv.URL}}})
+	if err != nil || sum.Sent != 0 || sum.Recorded != 0 || len(lines) != 0 || !sum.Interrupted || sum.Complete {
+		t.Fatalf("summary %+v err %v lines %d", sum, err, len(lines))
+	}
+	if len(rec.snapshot()) != 0 {
+		t.Fatal("backend saw requests")
+	}
+}
+
+// TestRunConcurrencyCap holds each request at a barrier until `limit`
+// requests are in the handler together: with the cap honoured every batch
+// has exactly `limit` requests, so max in-flight is exactly `limit`.
+func TestRunConcurrencyCap(t *testing.T) {
+	const n, limit = 24, 3
+	var mu sync.Mutex
+	inflight, maxIn := 0, 0
+	gate := make(chan struct{})
+	arrived := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inflight++
+		if inflight > maxIn {
+			maxIn = inflight
+		}
+		arrived++
+		g := gate
+		if arrived == limit {
+			close(gate)
+			gate = make(chan struct{})
+			arrived = 0
+		}
+		mu.Unlock()
+		select {
+		case <-g:
+		case <-time.After(5 * time.Second): // bound only: fails the test below instead of hanging
+		}
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	start := time.Now()
+	sum, err, lines := runToLines(t, context.Background(), Options{IDs: IDs(n, "c"), Targets: []Target{{URL: srv.URL}}, Concurrency: limit})
+	if err != nil || !sum.Complete || len(lines) != n {
+		t.Fatalf("summary %+v err %v", sum, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if maxIn != limit {
+		t.Fatalf("max in flight %d, want %d", maxIn, limit)
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Fatalf("a batch waited for the barrier timeout: fewer than %d in flight", limit)
+	}
+	if sum.Config.Workers != limit {
+		t.Errorf("workers %d", sum.Config.Workers)
+	}
+}
+
+func TestRunPaced(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	rate := vegeta.Rate{Freq: 100, Per: time.Second}
+	sum, err, lines := runToLines(t, context.Background(), Options{IDs: IDs(10, "r"), Targets: []Target{{URL: srv.URL}}, Rate: rate})
+	if err != nil || !sum.Complete || len(lines) != 10 {
+		t.Fatalf("summary %+v err %v", sum, err)
+	}
+	// vegeta schedules hit k at (k+1)*10ms: first to last send spans 90ms;
+	// a pacer never sends early, so the spread cannot be much shorter.
+	if sum.SendSpreadNs < int64(85*time.Millisecond) || sum.SendSpreadNs > int64(2*time.Second) {
+		t.Fatalf("send spread %s for 10 requests at 100/s", time.Duration(sum.SendSpreadNs))
+	}
+	if sum.Config.Rate != "100/1s" || sum.Config.RatePerSec != 100 {
+		t.Errorf("config rate %q %v", sum.Config.Rate, sum.Config.RatePerSec)
+	}
+}
+
+func TestRunTimeoutAndRedirect(t *testing.T) {
+	hold := make(chan struct{})
+	rec := newRecorder()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := rec.add(r)
+		switch {
+		case strings.HasSuffix(id, "1"):
+			select { // never answers before the client's timeout
+			case <-hold:
+			case <-r.Context().Done():
+			}
+		case strings.HasSuffix(id, "2"):
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	defer close(hold) // runs before srv.Close
+	sum, err, lines := runToLines(t, context.Background(), Options{
+		IDs: []string{"t-1", "t-2", "t-3"}, Targets: []Target{{Name: "s", URL: srv.URL}}, Timeout: 300 * time.Millisecond,
+	})
+	if err != nil || !sum.Complete {
+		t.Fatalf("summary %+v err %v", sum, err)
+	}
+	got := map[string]evidence.Request{}
+	for _, l := range lines {
+		got[l.ID] = l
+	}
+	if l := got["t-1"]; l.Code != 0 || !strings.Contains(l.Error, "deadline exceeded") || l.LatencyNs < int64(300*time.Millisecond) {
+		t.Errorf("timed out request: %+v", l)
+	}
+	if l := got["t-2"]; l.Code != 302 || l.Error != "" {
+		t.Errorf("redirect: %+v", l)
+	}
+	if l := got["t-3"]; l.Code != 200 {
+		t.Errorf("plain: %+v", l)
+	}
+	seen := rec.snapshot()
+	if len(seen) != 3 {
+		t.Errorf("backend saw ids %v", keys(seen))
+	}
+	for id, rs := range seen {
+		if len(rs) != 1 { // a followed redirect would re-send the ID header
+			t.Errorf("%s seen %d times", id, len(rs))
+		}
+	}
+	if sum.CodesByTarget["s"]["0"] != 1 || sum.CodesByTarget["s"]["302"] != 1 || sum.CodesByTarget["s"]["200"] != 1 {
+		t.Errorf("codes %v", sum.CodesByTarget)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
