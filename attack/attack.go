@@ -123,6 +123,10 @@ type Options struct {
 	MaxConnections int
 	// TLSConfig is used for https targets; nil uses Go's defaults.
 	TLSConfig *tls.Config
+
+	// allowReplay disables the no-replay request copy (tests only: it
+	// proves that the attempts guard detects a net/http re-send).
+	allowReplay bool
 }
 
 // TargetConfig is one target as recorded in Summary.Config.
@@ -253,7 +257,7 @@ func Run(ctx context.Context, opts Options, out *evidence.Writer) (*Summary, err
 	defer transport.CloseIdleConnections()
 	slots := make([]slot, n)
 	client := &http.Client{
-		Transport: &onceTransport{base: transport, slots: slots, timeout: p.opts.Timeout},
+		Transport: &onceTransport{base: transport, slots: slots, timeout: p.opts.Timeout, allowReplay: p.opts.allowReplay},
 		// Client.Timeout stays 0: onceTransport applies the timeout itself.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

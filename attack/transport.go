@@ -47,6 +47,8 @@ type onceTransport struct {
 	base    *http.Transport
 	slots   []slot
 	timeout time.Duration
+	// allowReplay skips the no-replay copy; only tests set it.
+	allowReplay bool
 }
 
 // errNoSlot is returned for a request that does not carry a slot fragment;
@@ -69,10 +71,12 @@ func (t *onceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		WroteHeaders: func() { s.attempts.Add(1) },
 	})
 	r2 := req.WithContext(ctx) // shallow copy; the caller's request is not modified
-	r2.GetBody = nil
-	if r2.Body == nil || r2.Body == http.NoBody {
-		r2.Body = noReplayBody{}
-		r2.ContentLength = 0
+	if !t.allowReplay {
+		r2.GetBody = nil
+		if r2.Body == nil || r2.Body == http.NoBody {
+			r2.Body = noReplayBody{}
+			r2.ContentLength = 0
+		}
 	}
 	resp, err := t.base.RoundTrip(r2)
 	if err != nil {
