@@ -1,0 +1,168 @@
+package attack
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+// benchWorkers is the in-flight cap of the throughput benchmarks; the same
+// for Run and bare vegeta so that they are comparable.
+const benchWorkers = 50
+
+func benchBackend(b *testing.B) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	b.Cleanup(srv.Close)
+	return srv
+}
+
+// reportRate reports requests per second and, where the OS tells, process
+// CPU per request. The backend runs in-process, so cpu-us/req is client plus
+// server; the difference between the variants is the client overhead.
+func reportRate(b *testing.B, n int, wall time.Duration, cpu0 time.Duration, cpuOK bool) {
+	b.ReportMetric(float64(n)/wall.Seconds(), "req/s")
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(n), "cpu-us/req")
+	}
+	b.ReportMetric(0, "ns/op") // one op is one request; wall rate is the metric
+}
+
+// BenchmarkThroughput compares the requests/s recorded by Run (evidence
+// lines to io.Discard) with a bare vegeta attack (NewAttacker + static
+// targeter, results drained) against the same in-process backend, both with
+// 50 workers and keep-alives. b.N is the number of requests.
+func BenchmarkThroughput(b *testing.B) {
+	srv := benchBackend(b)
+	b.Run("run", func(b *testing.B) {
+		ids := IDs(b.N, "b")
+		w := evidence.NewWriter(io.Discard)
+		defer w.Close()
+		cpu0, ok := processCPU()
+		b.ResetTimer()
+		start := time.Now()
+		sum, err := Run(context.Background(), Options{IDs: ids, Targets: []Target{{URL: srv.URL}}, Concurrency: benchWorkers}, w)
+		wall := time.Since(start)
+		b.StopTimer()
+		if err != nil || sum.Recorded != b.N || sum.CodesByTarget[sum.Config.Targets[0].Name]["200"] != b.N {
+			b.Fatalf("summary %+v err %v", sum, err)
+		}
+		reportRate(b, b.N, wall, cpu0, ok)
+	})
+	b.Run("run-nokeepalive", func(b *testing.B) {
+		if b.N > 3000 {
+			b.Skip("capped at 3000 requests: each one leaves a TIME_WAIT socket (use -benchtime=2000x)")
+		}
+		ids := IDs(b.N, "b")
+		w := evidence.NewWriter(io.Discard)
+		defer w.Close()
+		cpu0, ok := processCPU()
+		b.ResetTimer()
+		start := time.Now()
+		sum, err := Run(context.Background(), Options{IDs: ids, Targets: []Target{{URL: srv.URL}}, Concurrency: benchWorkers, DisableKeepAlives: true}, w)
+		wall := time.Since(start)
+		b.StopTimer()
+		if err != nil || sum.Recorded != b.N {
+			b.Fatalf("summary %+v err %v", sum, err)
+		}
+		reportRate(b, b.N, wall, cpu0, ok)
+	})
+	b.Run("bare-vegeta", func(b *testing.B) {
+		tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "GET", URL: srv.URL + "/"})
+		atk := vegeta.NewAttacker(vegeta.Workers(benchWorkers), vegeta.MaxWorkers(benchWorkers))
+		cpu0, ok := processCPU()
+		b.ResetTimer()
+		start := time.Now()
+		got, ok200 := 0, 0
+		for r := range atk.Attack(tr, &stopAfter{inner: vegeta.Rate{}, n: uint64(b.N)}, 0, "") {
+			got++
+			if r.Code == 200 {
+				ok200++
+			}
+		}
+		wall := time.Since(start)
+		b.StopTimer()
+		if got != b.N || ok200 != b.N {
+			b.Fatalf("%d results, %d ok, want %d", got, ok200, b.N)
+		}
+		reportRate(b, b.N, wall, cpu0, ok)
+	})
+}
+
+// runLines runs one attack into memory and returns its lines sorted by SentNs.
+func runLines(b *testing.B, opts Options) (*Summary, []evidence.Request) {
+	var buf bytes.Buffer
+	w := evidence.NewWriter(&buf)
+	sum, err := Run(context.Background(), opts, w)
+	w.Close()
+	if err != nil || !sum.Complete {
+		b.Fatalf("summary %+v err %v", sum, err)
+	}
+	var lines []evidence.Request
+	if err := evidence.ReadLines(&buf, "bench", func(_ int, r *evidence.Request) error {
+		lines = append(lines, *r)
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i].SentNs < lines[j].SentNs })
+	return sum, lines
+}
+
+// BenchmarkBurstSpread measures the send spread (first to last SentNs) of
+// a 20-ID unpaced burst with one worker per ID. Every Run has a new
+// transport, so each burst dials 20 fresh connections. One op is one burst.
+func BenchmarkBurstSpread(b *testing.B) {
+	srv := benchBackend(b)
+	ids := IDs(20, "burst")
+	var spreads []float64
+	for i := 0; i < b.N; i++ {
+		sum, _ := runLines(b, Options{IDs: ids, Targets: []Target{{URL: srv.URL}}})
+		spreads = append(spreads, float64(sum.SendSpreadNs)/1e3)
+	}
+	sort.Float64s(spreads)
+	b.ReportMetric(spreads[len(spreads)/2], "p50-spread-us")
+	b.ReportMetric(spreads[len(spreads)-1], "max-spread-us")
+}
+
+// BenchmarkPacing runs 200 IDs at 200/s (1 s per op) and measures how far
+// each send is from its schedule: vegeta's ConstantPacer sends hit k at
+// began+(k+1)*5ms, so relative to the first send hit k is due at
+// first+k*5ms. Reports the mean and max absolute error and the achieved rate.
+func BenchmarkPacing(b *testing.B) {
+	srv := benchBackend(b)
+	const n = 200
+	interval := time.Second / n
+	ids := IDs(n, "pace")
+	var errs []float64
+	var rates []float64
+	for i := 0; i < b.N; i++ {
+		_, lines := runLines(b, Options{IDs: ids, Targets: []Target{{URL: srv.URL}}, Rate: vegeta.Rate{Freq: n, Per: time.Second}})
+		first := lines[0].SentNs
+		for k, l := range lines {
+			due := first + int64(k)*int64(interval)
+			errs = append(errs, math.Abs(float64(l.SentNs-due))/1e3)
+		}
+		rates = append(rates, float64(n-1)/(float64(lines[n-1].SentNs-first)/1e9))
+	}
+	sort.Float64s(errs)
+	mean := 0.0
+	for _, e := range errs {
+		mean += e
+	}
+	b.ReportMetric(mean/float64(len(errs)), "mean-abs-err-us")
+	b.ReportMetric(errs[len(errs)*99/100], "p99-abs-err-us")
+	b.ReportMetric(errs[len(errs)-1], "max-abs-err-us")
+	b.ReportMetric(rates[0], "min-rate-req/s")
+}
