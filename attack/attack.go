@@ -292,7 +292,7 @@ func Run(ctx context.Context, opts Options, out *evidence.Writer) (*Summary, err
 			return vegeta.ErrNoTargets
 		}
 		sent.Add(1)
-		*t = p.targets[i]
+		p.target(t, int(i))
 		return nil
 	}
 	pacer := &stopAfter{inner: p.opts.Rate, n: uint64(n)}
@@ -410,11 +410,13 @@ func (s *stopAfter) Rate(elapsed time.Duration) float64 { return s.inner.Rate(el
 // prepared holds validated options and everything precomputed for a Run.
 type prepared struct {
 	opts     Options
-	targets  []vegeta.Target // per ID, in ID order
-	tnames   []string        // per ID: target name
-	urls     []string        // per ID: URL without fragment
-	capture  []string        // lower-case exact names
-	prefixes []string        // lower-case prefixes
+	assign   []int32     // per ID index: target index
+	tnames   []string    // per target: name
+	urls     []string    // per target: URL+Path (no fragment)
+	header   http.Header // Options.Header, canonical keys, without the ID header
+	idKey    string      // canonical ID header name
+	capture  []string    // lower-case exact names
+	prefixes []string    // lower-case prefixes
 	workers  int
 	config   Config
 }
@@ -525,21 +527,22 @@ func prepare(o Options) (*prepared, error) {
 		}
 	}
 
-	p.targets = make([]vegeta.Target, n)
-	p.tnames = make([]string, n)
-	p.urls = make([]string, n)
-	idKey := http.CanonicalHeaderKey(o.IDHeader)
-	for _, a := range as {
-		t := o.Targets[a.Target]
-		u := t.URL + o.Path
-		h := make(http.Header, len(o.Header)+1)
-		for k, vs := range o.Header {
-			h[http.CanonicalHeaderKey(k)] = vs
+	// Per ID only the target index is kept; targets are built per hit so a
+	// large ID set does not hold one header map per ID.
+	p.idKey = http.CanonicalHeaderKey(o.IDHeader)
+	p.header = make(http.Header, len(o.Header))
+	for k, vs := range o.Header {
+		if ck := http.CanonicalHeaderKey(k); ck != p.idKey {
+			p.header[ck] = vs
 		}
-		h[idKey] = []string{a.ID}
-		p.targets[a.Index] = vegeta.Target{Method: o.Method, URL: u + "#" + strconv.Itoa(a.Index), Body: o.Body, Header: h}
-		p.tnames[a.Index] = t.Name
-		p.urls[a.Index] = u
+	}
+	p.assign = make([]int32, n)
+	for _, a := range as {
+		p.assign[a.Index] = int32(a.Target)
+	}
+	for _, t := range o.Targets {
+		p.tnames = append(p.tnames, t.Name)
+		p.urls = append(p.urls, t.URL+o.Path)
 	}
 
 	counts := Counts(as, len(o.Targets))
@@ -589,6 +592,17 @@ func checkReplaySafe(method string, h http.Header) error {
 	return nil
 }
 
+// target builds the vegeta target for ID index i. The URL carries i as its
+// fragment; vegeta copies the header map into the request.
+func (p *prepared) target(t *vegeta.Target, i int) {
+	h := make(http.Header, len(p.header)+1)
+	for k, vs := range p.header {
+		h[k] = vs
+	}
+	h[p.idKey] = []string{p.opts.IDs[i]}
+	*t = vegeta.Target{Method: p.opts.Method, URL: p.urls[p.assign[i]] + "#" + strconv.Itoa(i), Body: p.opts.Body, Header: h}
+}
+
 // indexOf extracts the ID index from a result URL's fragment.
 func (p *prepared) indexOf(u string) (int, bool) {
 	h := strings.LastIndexByte(u, '#')
@@ -606,8 +620,8 @@ func (p *prepared) indexOf(u string) (int, bool) {
 func (p *prepared) fill(line *evidence.Request, r *vegeta.Result, i int, s *slot) {
 	*line = evidence.Request{
 		ID:     p.opts.IDs[i],
-		Target: p.tnames[i],
-		URL:    p.urls[i],
+		Target: p.tnames[p.assign[i]],
+		URL:    p.urls[p.assign[i]],
 		Method: p.opts.Method,
 		Code:   int(r.Code),
 	}
