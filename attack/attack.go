@@ -3,18 +3,36 @@
 //
 // Guarantees:
 //   - each ID is sent at most once: never retried by rlbench, by vegeta or by
-//     net/http (see onceTransport for how net/http's silent replay of
-//     idempotent requests on dead keep-alive connections is disabled);
+//     net/http;
 //   - each ID that was handed to the transport produces exactly one
 //     evidence line, written as soon as its result arrives;
 //   - an ID that was never sent (the attack was interrupted) has no line.
 //
+// No replays: Go's net/http silently re-sends a request on a new connection
+// when a reused keep-alive connection dies after the request was written,
+// if the request is "replayable" (net/http request.go isReplayable:
+// GET/HEAD/OPTIONS/TRACE without a body or with GetBody, or any method with
+// an Idempotency-Key / X-Idempotency-Key header; transport.go
+// shouldRetryRequest). Run's transport therefore hands net/http a copy of
+// each request with GetBody nil and, when there is no body, a non-nil empty
+// body: such a request is not replayable. For GET, HEAD, DELETE, OPTIONS,
+// PROPFIND and SEARCH net/http probes that body, finds it empty and sends
+// no body and no Transfer-Encoding, so the wire format is unchanged
+// (transfer.go probeRequestBody); Run refuses the combinations where it
+// would change (body-less TRACE, and Idempotency-Key headers on body-less
+// requests of other methods). As a guard, an httptrace hook counts header
+// writes per request; a count above 1 is reported in the line's Error and
+// in Summary.Resent. TestRunNeverResends proves it against a backend that
+// kills kept-alive connections after reading a request (bare vegeta re-sends
+// 9 of 10 IDs there, TestBareVegetaResends).
+//
 // It is built on github.com/tsenart/vegeta/v12/lib v12.13.0: one Attacker
-// per Run, a custom Targeter that yields the precomputed (ID, target) pairs in
-// ID order, and a Pacer that stops after the last ID, so vegeta's bogus
-// "no targets to attack" results do not occur in normal runs (they are
-// dropped when they do, e.g. after an interruption). Redirects are not
-// followed; HTTP/1.1 is used (also over https).
+// per Run, a custom Targeter that yields the (ID, target) pairs Assign
+// computed, in ID order, and a Pacer that stops after the last ID, so
+// vegeta's bogus "no targets to attack" results do not occur in normal runs
+// (they are dropped when they do, e.g. after an interruption). Redirects are
+// not followed (a 3xx is recorded as is); HTTP/1.1 is used, also over https;
+// no proxy is used; the dialer does not bind a local address.
 package attack
 
 import (
@@ -79,8 +97,9 @@ type Options struct {
 	// Seed drives SplitWeights' shuffle.
 	Seed int64
 
-	// Method defaults to GET. Path is appended to each Target.URL; it must be
-	// empty or start with '/' and must not contain '#'.
+	// Method defaults to GET (upper-cased). Path is appended to each
+	// Target.URL verbatim (it may carry a query); it must be empty or start
+	// with '/' and must not contain '#'.
 	Method, Path string
 	// Header is sent with every request (a "Host" entry sets the Host).
 	// Idempotency-Key / X-Idempotency-Key are refused on body-less requests
@@ -90,7 +109,9 @@ type Options struct {
 	Body []byte
 
 	// Concurrency caps the requests in flight (vegeta MaxWorkers); 0 means
-	// one worker per ID, i.e. all IDs at once when Rate is zero.
+	// one worker per ID, i.e. all IDs at once when Rate is zero. With a Rate,
+	// a cap that is reached makes vegeta fall behind and then send in
+	// catch-up bursts (vegeta notes, gotcha 7): leave it 0 for open loop.
 	Concurrency int
 	// Rate paces the sends open-loop (vegeta ConstantPacer, first send after
 	// one interval); the zero value sends as fast as the workers allow.
@@ -108,7 +129,8 @@ type Options struct {
 	// BodyPrefix is how many leading bytes of each response body are kept
 	// in evidence.Request.Body; 0 means DefaultBodyPrefix, negative keeps none.
 	BodyPrefix int
-	// IDHeader carries the ID on each request; default "X-Rlbench-Id".
+	// IDHeader carries the ID on each request; default "X-Rlbench-Id". It
+	// replaces a header of the same name in Header.
 	IDHeader string
 	// Name names the attack (vegeta sends it as X-Vegeta-Attack).
 	Name string

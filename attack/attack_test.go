@@ -284,7 +284,8 @@ func TestRunPostBodyAndCustomHeader(t *testing.T) {
 	opts := Options{
 		IDs: IDs(5, "p"), Targets: []Target{{URL: srv.URL}}, Method: "post", Body: []byte(`{"x":1}`),
 		IDHeader: "x-req", CaptureHeaders: []string{}, BodyPrefix: -1,
-		Header: http.Header{"Idempotency-Key": {"k"}}, // with a body, GetBody is dropped: still not replayable
+		Header: http.Header{"Idempotency-Key": {"k"}, "x-req": {"spoof"}}, // with a body, GetBody is dropped: still not replayable
+		Path:   "/q?x=1",
 	}
 	sum, err, lines := runToLines(t, context.Background(), opts)
 	if err != nil {
@@ -297,10 +298,11 @@ func TestRunPostBodyAndCustomHeader(t *testing.T) {
 	seen := rec.snapshot()
 	for _, l := range lines {
 		rs := seen[l.ID]
-		if len(rs) != 1 || rs[0].Method != "POST" || rs[0].Body != `{"x":1}` || rs[0].ContentLength != 7 || len(rs[0].TransferEncoding) != 0 {
+		if len(rs) != 1 || rs[0].Method != "POST" || rs[0].Body != `{"x":1}` || rs[0].ContentLength != 7 || len(rs[0].TransferEncoding) != 0 ||
+			rs[0].Path != "/q" || rs[0].RawQuery != "x=1" || len(rs[0].Header.Values("X-Req")) != 1 {
 			t.Errorf("%s on the wire: %+v", l.ID, rs)
 		}
-		if l.Target != host || l.URL != srv.URL+"/" || l.Method != "POST" || l.Headers != nil || l.Body != "" || l.BytesIn != 0 {
+		if l.Target != host || l.URL != srv.URL+"/q?x=1" || l.Method != "POST" || l.Headers != nil || l.Body != "" || l.BytesIn != 0 {
 			t.Errorf("line %+v", l)
 		}
 	}

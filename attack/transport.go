@@ -23,22 +23,10 @@ type slot struct {
 }
 
 // onceTransport wraps an *http.Transport so that every request goes on the
-// wire at most once:
-//
-//   - net/http re-sends a request on a new connection when a reused keep-alive
-//     connection fails after the request was written, but only if the request
-//     is "replayable" (net/http request.go isReplayable: GET/HEAD/OPTIONS/TRACE
-//     without a body or with GetBody, or any method with an Idempotency-Key /
-//     X-Idempotency-Key header) — transport.go shouldRetryRequest. The
-//     transport therefore sends a copy of the request whose GetBody is nil and
-//     whose Body, when there is none, is a non-nil empty reader (noReplayBody).
-//     For methods the transport probes (GET, HEAD, DELETE, OPTIONS, PROPFIND,
-//     SEARCH; transfer.go probeRequestBody) the empty reader is detected as
-//     empty, so the wire format is identical to a body-less request; Run
-//     refuses the remaining combinations (see validate).
-//   - as a guard against a future net/http that retries anyway, an httptrace
-//     hook counts how often the request headers were written; Run reports a
-//     count above 1 in the evidence line's Error.
+// wire at most once (see the package doc, "No replays"): it sends a copy of
+// the request with GetBody nil and, when there is no body, a non-nil empty
+// body (noReplayBody), and counts header writes per request via httptrace
+// (Run refuses the method/header combinations checkReplaySafe rejects).
 //
 // It also applies the per-request timeout (covering the body read, like
 // http.Client.Timeout) and counts response body bytes, because vegeta's
