@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -539,4 +540,27 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestRunWriteError: once the evidence writer fails, Run stops the attack
+// and returns the error together with an incomplete Summary.
+func TestRunWriteError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, strings.Repeat("x", 64))
+	}))
+	defer srv.Close()
+	const n = 3000 // ~200 bytes a line: the 64 KiB buffer must flush (and fail) mid-run
+	w := evidence.NewWriter(failingWriter{})
+	sum, err := Run(context.Background(), Options{IDs: IDs(n, "w"), Targets: []Target{{URL: srv.URL}}, Concurrency: 8}, w)
+	w.Close()
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err = %v", err)
+	}
+	if sum == nil || sum.Complete || sum.Interrupted || !strings.Contains(sum.Error, "disk full") || sum.Recorded >= n {
+		t.Fatalf("summary %+v", sum)
+	}
 }
