@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -16,6 +19,9 @@ type AnalyzeOptions struct {
 	Format string // table | json
 	// StatusFile is where status.txt is written; "" = <Dir>/status.txt, "-" = not written.
 	StatusFile string
+	// ExpectAdmitted ("N" or "MIN..MAX") and IntendedLimit override scenario.json.
+	ExpectAdmitted string
+	IntendedLimit  int
 }
 
 func newAnalyzeCmd(io *IOStreams) *cobra.Command {
@@ -41,12 +47,26 @@ It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 		},
 	}
 	cmd.Flags().StringVar(&o.Format, "format", "table", "output format: table or json")
+	cmd.Flags().StringVar(&o.ExpectAdmitted, "expect-admitted", "", "expected admitted count N or MIN..MAX (overrides scenario.json)")
+	cmd.Flags().IntVar(&o.IntendedLimit, "intended-limit", -1, "admissions meant for the whole backend, for over-admission (overrides scenario.json)")
 	cmd.Flags().StringVar(&o.StatusFile, "status-file", "", "where to write status.txt (default EVIDENCE-DIR/status.txt; - to skip)")
 	return cmd
 }
 
 func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
-	rep, err := analyze.Analyze(ctx, o.Dir, analyze.Options{})
+	var ao analyze.Options
+	if o.ExpectAdmitted != "" {
+		var r runner.Range
+		if err := r.UnmarshalJSON([]byte(strconv.Quote(o.ExpectAdmitted))); err != nil {
+			return usageErrorf("--expect-admitted: %v", err)
+		}
+		er := evidence.Range(r)
+		ao.Admitted = &er
+	}
+	if o.IntendedLimit >= 0 {
+		ao.IntendedLimit = &o.IntendedLimit
+	}
+	rep, err := analyze.Analyze(ctx, o.Dir, ao)
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,10 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		newAnalyzeCmd(io),
 		newRunCmd(io),
 		newDemoCmd(io),
+		newAttackCmd(io),
+		newBackendCmd(io),
+		newLabCmd(io),
+		newCollectCmd(io),
 	)
 	for _, c := range root.Commands() {
 		if c.Args == nil {

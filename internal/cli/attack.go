@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/attack"
+	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/internal/runner"
+	"github.com/spf13/cobra"
+)
+
+// AttackOptions are the flags of `rlbench attack`.
+type AttackOptions struct {
+	IO          *IOStreams
+	Targets     []string // NAME=URL
+	IDs         int
+	IDPrefix    string
+	IDsFile     string
+	Split       string
+	Seed        int64
+	Method      string
+	Path        string
+	Headers     []string // "Name: value"
+	Body        string
+	BodyFile    string
+	Concurrency int
+	Rate        string
+	Timeout     time.Duration
+	Capture     []string
+	Out         string
+}
+
+func newAttackCmd(io *IOStreams) *cobra.Command {
+	o := &AttackOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "attack --target NAME=URL... (--ids N | --ids-file FILE) --out DIR",
+		Short: "Fire a fixed set of request IDs at one or more targets, once each, and record every outcome",
+		Long: `attack sends each ID exactly once (no retries, no silent re-send on a dead
+keep-alive connection) in the X-Rlbench-Id header, split over the targets:
+even (round robin), sticky (all to the first), counts=10,10 or
+weights=60,30,10 (deterministic with --seed). It writes DIR/requests.jsonl
+(one line per ID, flushed as results arrive) and DIR/attack.json. SIGINT
+stops it: recorded lines are kept and attack.json says "complete": false.`,
+		Example: `  rlbench attack --target proxy-a=http://127.0.0.1:10000 --target proxy-b=http://127.0.0.1:10001 \
+      --ids 20 --split even --path /inventory --out evidence/manual`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return runAttack(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.Targets, "target", nil, "target as NAME=URL (repeatable); NAME should be the proxy name used for its stats")
+	f.IntVar(&o.IDs, "ids", 0, "number of IDs to fire")
+	f.StringVar(&o.IDPrefix, "id-prefix", "req-", "prefix of generated IDs")
+	f.StringVar(&o.IDsFile, "ids-file", "", "file with one ID per line (instead of --ids)")
+	f.StringVar(&o.Split, "split", "even", "even | sticky | counts=N,N,... | weights=W,W,...")
+	f.Int64Var(&o.Seed, "seed", 1, "seed for weights splits")
+	f.StringVar(&o.Method, "method", "GET", "HTTP method")
+	f.StringVar(&o.Path, "path", "/", "request path (appended to each target URL)")
+	f.StringArrayVar(&o.Headers, "header", nil, `request header "Name: value" (repeatable)`)
+	f.StringVar(&o.Body, "body", "", "request body")
+	f.StringVar(&o.BodyFile, "body-file", "", "file holding the request body")
+	f.IntVar(&o.Concurrency, "concurrency", 0, "most requests in flight (default: all IDs at once)")
+	f.StringVar(&o.Rate, "rate", "", "open-loop rate such as 100/1s (default: no pacing)")
+	f.DurationVar(&o.Timeout, "timeout", 10*time.Second, "per-request timeout")
+	f.StringArrayVar(&o.Capture, "capture-header", nil, "response header to record (repeatable; default: the rate-limit headers)")
+	f.StringVar(&o.Out, "out", "", "evidence directory to write requests.jsonl and attack.json into")
+	return cmd
+}
+
+func runAttack(ctx context.Context, o *AttackOptions) error {
+	if len(o.Targets) == 0 {
+		return usageErrorf("at least one --target NAME=URL is required")
+	}
+	if o.Out == "" {
+		return usageErrorf("--out DIR is required")
+	}
+	if (o.IDs > 0) == (o.IDsFile != "") {
+		return usageErrorf("give exactly one of --ids N or --ids-file FILE")
+	}
+	var targets []attack.Target
+	for _, t := range o.Targets {
+		name, u, ok := strings.Cut(t, "=")
+		if !ok || name == "" || u == "" {
+			return usageErrorf("--target %q: want NAME=URL", t)
+		}
+		targets = append(targets, attack.Target{Name: name, URL: u})
+	}
+	split, err := attack.ParseSplit(o.Split)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	rate, err := runner.ParseRate(o.Rate)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	hdr := http.Header{}
+	for _, h := range o.Headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			return usageErrorf("--header %q: want \"Name: value\"", h)
+		}
+		hdr.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	body := []byte(o.Body)
+	if o.BodyFile != "" {
+		if body, err = os.ReadFile(o.BodyFile); err != nil {
+			return err
+		}
+	}
+	var ids []string
+	if o.IDsFile != "" {
+		f, err := os.Open(o.IDsFile)
+		if err != nil {
+			return err
+		}
+		ids, err = attack.ReadIDs(f, o.IDsFile)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	} else {
+		ids = attack.IDs(o.IDs, o.IDPrefix)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	w, err := evidence.Create(filepath.Join(o.Out, evidence.RequestsFile))
+	if err != nil {
+		return err
+	}
+	sum, runErr := attack.Run(ctx, attack.Options{IDs: ids, Targets: targets, Split: split, Seed: o.Seed, Method: o.Method,
+		Path: o.Path, Header: hdr, Body: body, Concurrency: o.Concurrency, Rate: rate, Timeout: o.Timeout, CaptureHeaders: o.Capture}, w)
+	if cerr := w.Close(); runErr == nil && cerr != nil {
+		runErr = cerr
+	}
+	if sum != nil {
+		b, err := json.MarshalIndent(sum, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(o.Out, evidence.AttackFile), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.IO.ErrOut, "attack: %d of %d IDs sent, spread %s, codes %v -> %s\n", sum.Sent, len(ids),
+			time.Duration(sum.SendSpreadNs), sum.CodesByTarget, o.Out)
+		if sum.Interrupted {
+			return &ExitCodeError{Code: ExitInterrupted, Msg: fmt.Sprintf("interrupted after %d of %d IDs; recorded lines kept, attack.json says complete=false", sum.Sent, len(ids))}
+		}
+	}
+	return runErr
+}

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/spf13/cobra"
+)
+
+func newCollectCmd(io *IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "collect",
+		Short: "Snapshot and parse proxy and rate limit service evidence",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newCollectEnvoyCmd(io))
+	return cmd
+}
+
+// CollectEnvoyOptions are the flags of `rlbench collect envoy`.
+type CollectEnvoyOptions struct {
+	IO      *IOStreams
+	Admin   string
+	Proxy   string
+	Label   string
+	Out     string
+	Format  string
+	Timeout time.Duration
+}
+
+func newCollectEnvoyCmd(io *IOStreams) *cobra.Command {
+	o := &CollectEnvoyOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "envoy --admin URL --proxy NAME --label before|after --out DIR",
+		Short: "Save an Envoy admin /stats snapshot, raw and parsed",
+		Long: `collect envoy GETs /stats (text), /stats?format=json or /stats/prometheus from an
+Envoy admin listener (or a lab proxy's) and writes DIR/stats/NAME.LABEL.<txt|json-raw|prom>
+(the raw body) and DIR/stats/NAME.LABEL.json (the parsed snapshot that analyze
+compares). NAME must be the attack target name of that proxy.`,
+		Example: `  rlbench collect envoy --admin http://127.0.0.1:9901 --proxy proxy-a --label before --out evidence/manual`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.Admin == "" || o.Proxy == "" || o.Label == "" || o.Out == "" {
+				return usageErrorf("--admin, --proxy, --label and --out are required")
+			}
+			return runCollectEnvoy(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Admin, "admin", "", "admin base URL, e.g. http://127.0.0.1:9901")
+	f.StringVar(&o.Proxy, "proxy", "", "proxy name (the attack target name)")
+	f.StringVar(&o.Label, "label", "", "snapshot label: before or after")
+	f.StringVar(&o.Out, "out", "", "evidence directory")
+	f.StringVar(&o.Format, "format", "text", "stats form to fetch: text, json or prometheus")
+	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "HTTP timeout")
+	return cmd
+}
+
+var rawExt = map[envoy.Format]string{envoy.FormatText: ".txt", envoy.FormatJSON: ".raw.json", envoy.FormatPrometheus: ".prom"}
+
+func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
+	format := envoy.Format(o.Format)
+	ext, ok := rawExt[format]
+	if !ok {
+		return usageErrorf("--format must be text, json or prometheus, not %q", o.Format)
+	}
+	raw, snap, err := envoy.Fetch(ctx, &http.Client{Timeout: o.Timeout}, o.Admin, format)
+	dir := filepath.Join(o.Out, evidence.StatsDir)
+	if mkErr := os.MkdirAll(dir, 0o755); mkErr != nil {
+		return mkErr
+	}
+	base := filepath.Join(dir, o.Proxy+"."+o.Label)
+	if len(raw) > 0 {
+		if werr := os.WriteFile(base+ext, raw, 0o644); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	snap.Proxy, snap.Label, snap.Admin = o.Proxy, o.Label, o.Admin
+	b, err := json.MarshalIndent(snap, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(base+".json", append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.IO.ErrOut, "collect: %s %s: %d values, %d local and %d global rate limit stat groups -> %s.json\n",
+		o.Proxy, o.Label, len(snap.Values), len(snap.Local), len(snap.Global), base)
+	return nil
+}
