@@ -30,6 +30,10 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
+// AccessLogDir holds one JSON access log per proxy, accesslog/<proxy>.log,
+// in Envoy's JSON access log shape (collect/envoy.ParseAccessLog reads it).
+const AccessLogDir = "accesslog"
+
 // Options configure Run.
 type Options struct {
 	// Root overrides the plan's root directory for run directories.
@@ -176,9 +180,11 @@ type scenarioRun struct {
 	// are unique across runs that share an external backend.
 	runID string
 
-	targets  []attack.Target
-	admins   map[string]string // proxy name -> admin URL
-	rls      *labrls.Server
+	targets []attack.Target
+	admins  map[string]string // proxy name -> admin URL
+	rls     *labrls.Server
+	// real holds the real Redis and envoyproxy/ratelimit of a scenario whose rls kind is "real".
+	real     *realParts
 	cleanups []func()
 	limits   []evidence.LimitSpec
 }
@@ -258,6 +264,11 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	}
 	_ = faults.Close()
 	_ = r.snapshot(ctx, "after")
+	if r.real != nil {
+		if err := r.finishReal(ctx); err != nil {
+			agg.Complete, agg.Error = false, "rls evidence: "+err.Error()
+		}
+	}
 	// Stop the lab so that the backend flushes every receipt before it is read.
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()
@@ -330,8 +341,12 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 			r.rls = srv
 			r.cleanups = append(r.cleanups, func() { srv.Stop(); _ = dw.Close() })
 			rlsAddr = "grpc://" + srv.Addr()
-		default:
-			return "rls kind " + lp.RLS.Kind + " is not supported by this build"
+		case "real":
+			addr, reason := r.startRealRLS(ctx, lp.RLS.Config)
+			if reason != "" {
+				return reason
+			}
+			rlsAddr = "grpc://" + addr
 		}
 		if lp.Global != nil {
 			entries := []evidence.DescriptorEntry{}
@@ -360,6 +375,9 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 	r.cleanups = append(r.cleanups, func() { _ = be.Close() })
 	startNs := time.Now().UnixNano()
 	r.admins = map[string]string{}
+	if err := os.MkdirAll(filepath.Join(r.dir, AccessLogDir), 0o755); err != nil {
+		return err.Error()
+	}
 	for i := 0; i < lp.Proxies; i++ {
 		name := "proxy-" + string(rune('a'+i))
 		cfg := proxy.Config{Name: name, Upstream: be.URL()}
@@ -391,6 +409,12 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 			}
 			cfg.Global = gl
 		}
+		alog, err := os.Create(filepath.Join(r.dir, AccessLogDir, name+".log"))
+		if err != nil {
+			return err.Error()
+		}
+		r.cleanups = append(r.cleanups, func() { _ = alog.Close() })
+		cfg.AccessLog = alog
 		p, err := proxy.Start(ctx, cfg)
 		if err != nil {
 			return "lab proxy " + name + ": " + err.Error()
@@ -470,8 +494,14 @@ func (r *scenarioRun) writeScenario() error {
 	return writeJSON(filepath.Join(r.dir, evidence.ScenarioFile), s)
 }
 
-// snapshot saves every proxy's /stats (raw text and parsed) under stats/.
+// snapshot saves every proxy's /stats (raw text and parsed) under stats/,
+// and the real RLS's metrics when there is one.
 func (r *scenarioRun) snapshot(ctx context.Context, label string) string {
+	if r.real != nil {
+		if reason := r.snapshotReal(ctx, label); reason != "" {
+			return reason
+		}
+	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	for _, t := range r.targets {
 		admin, ok := r.admins[t.Name]
@@ -506,6 +536,8 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 		if err != nil {
 			err = fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
 		}
+	case r.real != nil && (f.Target == "rls" || f.Target == "redis"):
+		err = r.realFault(ctx, f)
 	case f.Target == "rls" && r.rls != nil:
 		switch f.Action {
 		case "stop":
@@ -565,7 +597,7 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer) (
 	for k, v := range ap.Headers {
 		hdr.Set(k, v)
 	}
-	prefix := fmt.Sprintf("%s-s%dr%d-%s-", r.runID, r.index+1, r.repeat, slug(st.Name))
+	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
 	return attack.Run(ctx, attack.Options{IDs: attack.IDs(ap.IDs, prefix), Targets: r.targets, Split: split, Seed: ap.Seed,
 		Method: ap.Method, Path: ap.Path, Header: hdr, Concurrency: ap.Concurrency, Rate: rate, Timeout: time.Duration(ap.Timeout),
 		Name: st.Name}, w)
