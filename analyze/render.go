@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 // WriteJSON writes the report as indented JSON (schemas/report.v1.schema.json).
@@ -75,11 +76,15 @@ func overString(o *OverAdmission) string {
 // over-admission and verdict, then fault windows and the reasons of every
 // scenario that did not pass.
 func WriteTable(w io.Writer, rep *Report) error {
-	t := tablewriter.NewTable(w)
+	repeats := map[string]int{}
+	for _, g := range rep.Groups {
+		repeats[g.Name] = g.Repeats
+	}
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Over-admission", "Status")
 	for _, s := range rep.Scenarios {
 		name := s.Name
-		if s.Repeat > 0 {
+		if repeats[s.Name] > 1 {
 			name += " #" + strconv.Itoa(s.Repeat)
 		}
 		row := func(target string, c Classes, receipts string, over, status string) error {
@@ -118,7 +123,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	if len(fw) > 0 {
 		fmt.Fprintln(w, "\nFault windows:")
-		ft := tablewriter.NewTable(w)
+		ft := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
 		ft.Header("Scenario", "Fault", "Target", "Duration", "Sent inside", "Admitted", "429", "RLS 500", "Other", "No resp", "Straddling", "Receipts")
 		if err := ft.Bulk(fw); err != nil {
 			return err

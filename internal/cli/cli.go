@@ -113,6 +113,7 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		newBackendCmd(io),
 		newLabCmd(io),
 		newCollectCmd(io),
+		newLintCmd(io),
 	)
 	for _, c := range root.Commands() {
 		if c.Args == nil {

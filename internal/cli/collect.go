@@ -20,7 +20,7 @@ func newCollectCmd(io *IOStreams) *cobra.Command {
 		Short: "Snapshot and parse proxy and rate limit service evidence",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newCollectEnvoyCmd(io))
+	cmd.AddCommand(newCollectEnvoyCmd(io), newCollectRLSLogCmd(io), newCollectPrometheusCmd(io), newCollectStatsdCmd(io), newCollectAccessLogCmd(io))
 	return cmd
 }
 

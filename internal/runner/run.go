@@ -150,12 +150,22 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, runID: filepath.Base(runDir)}
 			if reason := sr.run(ctx); reason != "" {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
+				sp := filepath.Join(dir, evidence.ScenarioFile)
+				if _, err := os.Stat(sp); err != nil {
+					_ = writeJSON(sp, evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Repeat: rep})
+				}
 				if err := os.WriteFile(filepath.Join(dir, "NOT_RUN"), []byte(reason+"\n"), 0o644); err != nil {
 					return runDir, err
 				}
 			}
 		}
 	}
+	// <root>/latest points at the newest run directory.
+	latest := filepath.Join(root, "latest")
+	if fi, err := os.Lstat(latest); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		_ = os.Remove(latest)
+	}
+	_ = os.Symlink(filepath.Base(runDir), latest)
 	m.End = now().UTC().Format(time.RFC3339Nano)
 	m.Interrupted = ctx.Err() != nil
 	return runDir, writeJSON(filepath.Join(runDir, evidence.ManifestFile), m)
@@ -223,6 +233,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	if reason := r.snapshot(ctx, "before"); reason != "" {
 		return reason
 	}
+	r.markAccessLogs()
 	var extBefore map[string]int
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
 		extBefore = map[string]int{}
@@ -264,6 +275,9 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	}
 	_ = faults.Close()
 	_ = r.snapshot(ctx, "after")
+	if err := r.copyAccessLogs(); err != nil {
+		agg.Complete, agg.Error = false, err.Error()
+	}
 	if r.real != nil {
 		if err := r.finishReal(ctx); err != nil {
 			agg.Complete, agg.Error = false, "rls evidence: "+err.Error()

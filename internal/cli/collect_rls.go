@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/collect/rls"
+	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/spf13/cobra"
+)
+
+// openInput opens FILE, or standard input for "-".
+func openInput(s *IOStreams, name string) (io.ReadCloser, string, error) {
+	if name == "-" {
+		return io.NopCloser(s.In), "<stdin>", nil
+	}
+	f, err := os.Open(name)
+	return f, name, err
+}
+
+func writeJSONOut(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func writeJSONFile(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// RLSLogSummary is what `rlbench collect rls-log` prints.
+type RLSLogSummary struct {
+	Source         string         `json:"source"`
+	Lines          int            `json:"lines"`
+	Decisions      int            `json:"decisions"`
+	ByCode         map[string]int `json:"by_code"`
+	Errors         int            `json:"errors"`
+	ConfigLoads    int            `json:"config_loads"`
+	UnknownDomains int            `json:"unknown_domains"`
+	NoMatch        int            `json:"no_match"`
+	PendingLookups int            `json:"pending_lookups"`
+	Unparsed       int            `json:"unparsed"`
+	Restarts       int            `json:"restarts"`
+}
+
+func newCollectRLSLogCmd(io *IOStreams) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "rls-log FILE|-",
+		Short: "Parse an envoyproxy/ratelimit log (text or JSON, LOG_LEVEL=debug) into decisions and errors",
+		Long: `rls-log reads an envoyproxy/ratelimit log (logrus text or LOG_FORMAT=json, which still
+starts with a few text lines), reconstructs each descriptor decision (cache key,
+domain, descriptor, window start, current, limit, code), errors (caught error
+during call, Redis connection errors), config loads and unknown-domain/no-match
+lines. Text timestamps have one-second resolution; that is kept with each
+decision. It prints a JSON summary; with --out DIR it also writes
+DIR/rls/decisions.jsonl (read by analyze) and DIR/rls/log.json (everything parsed).`,
+		Example: `  rlbench collect rls-log ratelimit.log --out evidence/manual
+  kubectl logs deploy/ratelimit | rlbench collect rls-log -`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, name, err := openInput(io, args[0])
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			l, err := rls.ParseLog(in, name)
+			if err != nil {
+				return err
+			}
+			s := RLSLogSummary{Source: name, Lines: l.Lines, Decisions: len(l.Decisions), ByCode: l.CountCodes(), Errors: len(l.Errors),
+				ConfigLoads: len(l.ConfigLoads), UnknownDomains: len(l.UnknownDomains), NoMatch: len(l.NoMatch),
+				PendingLookups: len(l.PendingLookups), Unparsed: len(l.Unparsed), Restarts: max(len(l.Starts)-1, 0)}
+			if out != "" {
+				w, err := evidence.Create(filepath.Join(mkdirs(out, "rls"), "decisions.jsonl"))
+				if err != nil {
+					return err
+				}
+				for _, d := range l.EvidenceDecisions() {
+					if err := w.Write(d); err != nil {
+						_ = w.Close()
+						return err
+					}
+				}
+				if err := w.Close(); err != nil {
+					return err
+				}
+				if err := writeJSONFile(filepath.Join(out, "rls", "log.json"), l); err != nil {
+					return err
+				}
+			}
+			return writeJSONOut(io.Out, s)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "evidence directory to write rls/decisions.jsonl and rls/log.json into")
+	return cmd
+}
+
+func mkdirs(parts ...string) string {
+	p := filepath.Join(parts...)
+	_ = os.MkdirAll(p, 0o755)
+	return p
+}
+
+func newCollectPrometheusCmd(io *IOStreams) *cobra.Command {
+	var url, label, out string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "prometheus --url URL --label before|after --out DIR",
+		Short: "Save and parse an envoyproxy/ratelimit /metrics page (USE_PROMETHEUS=true)",
+		Long: `prometheus GETs the RLS's Prometheus page and writes DIR/rls/metrics.LABEL.prom (raw)
+and DIR/rls/metrics.LABEL.json (per descriptor total_hits, within_limit,
+over_limit, near_limit, shadow_mode; should_rate_limit errors; config loads).`,
+		Example: `  rlbench collect prometheus --url http://127.0.0.1:9090/metrics --label after --out evidence/manual`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if url == "" || label == "" || out == "" {
+				return usageErrorf("--url, --label and --out are required")
+			}
+			raw, snap, err := rls.Fetch(cmd.Context(), &http.Client{Timeout: timeout}, url)
+			dir := mkdirs(out, "rls")
+			if len(raw) > 0 {
+				if werr := os.WriteFile(filepath.Join(dir, "metrics."+label+".prom"), raw, 0o644); werr != nil {
+					return werr
+				}
+			}
+			if err != nil {
+				return err
+			}
+			if err := writeJSONFile(filepath.Join(dir, "metrics."+label+".json"), snap.RLSCounters()); err != nil {
+				return err
+			}
+			return writeJSONOut(io.Out, snap)
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "RLS Prometheus URL, e.g. http://127.0.0.1:9090/metrics")
+	cmd.Flags().StringVar(&label, "label", "", "snapshot label: before or after")
+	cmd.Flags().StringVar(&out, "out", "", "evidence directory")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "HTTP timeout")
+	return cmd
+}
+
+func newCollectStatsdCmd(io *IOStreams) *cobra.Command {
+	var listen, out string
+	var duration time.Duration
+	cmd := &cobra.Command{
+		Use:   "statsd --listen 127.0.0.1:8125 --out FILE",
+		Short: "Capture statsd lines (TCP and UDP) from envoyproxy/ratelimit and sum the counter deltas",
+		Long: `statsd listens on one address for TCP and UDP statsd (gostats sends TCP by default:
+point STATSD_HOST/STATSD_PORT at it), writes every line with its receive time to
+FILE as JSON Lines, and on SIGINT (or after --duration) prints the totals:
+counters summed (gostats flushes per-interval deltas and skips zeros), last
+gauge values, timer counts.`,
+		Example: `  rlbench collect statsd --listen 127.0.0.1:8125 --out evidence/manual/rls/statsd.jsonl --duration 30s`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return usageErrorf("--out FILE is required")
+			}
+			ctx := cmd.Context()
+			if duration > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, duration)
+				defer cancel()
+			}
+			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+				return err
+			}
+			f, err := os.Create(out)
+			if err != nil {
+				return err
+			}
+			addr, done, err := rls.ListenStatsd(ctx, listen, f)
+			if err != nil {
+				f.Close()
+				return err
+			}
+			fmt.Fprintf(io.ErrOut, "statsd: listening on %s (tcp and udp), writing %s\n", addr, out)
+			lerr := <-done
+			if cerr := f.Close(); lerr == nil {
+				lerr = cerr
+			}
+			if lerr != nil && lerr != context.Canceled && lerr != context.DeadlineExceeded {
+				return lerr
+			}
+			rf, err := os.Open(out)
+			if err != nil {
+				return err
+			}
+			defer rf.Close()
+			totals, err := rls.ParseStatsd(rf, out)
+			if err != nil {
+				return err
+			}
+			return writeJSONOut(io.Out, totals)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8125", "address for statsd (tcp and udp)")
+	cmd.Flags().StringVar(&out, "out", "", "capture file (JSON Lines)")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (default: until SIGINT)")
+	return cmd
+}
+
+func newCollectAccessLogCmd(io *IOStreams) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "envoy-access-log FILE|-",
+		Short: "Parse an Envoy access log (default text format or JSON) and say who produced each response",
+		Long: `envoy-access-log reads Envoy's default access log format or JSON access logs (response
+flags in short or long form) and classifies each response by its producer: local
+limiter (RL, local_rate_limited), global limiter (RL), RLS error (RLSE), circuit
+breaker (UO), upstream failure (UF, UC, URX, UH, UT, UR, LR) or backend (no flag:
+a 429 with no flag came from the backend). Table of producers by default;
+--format json prints every entry with its producer.`,
+		Example: `  rlbench collect envoy-access-log /var/log/envoy/access.log
+  rlbench collect envoy-access-log --format json - < access.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "table" && format != "json" {
+				return usageErrorf("--format must be table or json, not %q", format)
+			}
+			in, name, err := openInput(io, args[0])
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			entries, err := envoy.ParseAccessLog(in, name)
+			if err != nil {
+				return err
+			}
+			type row struct {
+				envoy.AccessLogEntry
+				Producer string `json:"producer"`
+			}
+			counts := map[string]int{}
+			rows := make([]row, 0, len(entries))
+			for _, e := range entries {
+				p := envoy.Producer(e)
+				counts[p]++
+				rows = append(rows, row{e, p})
+			}
+			if format == "json" {
+				return writeJSONOut(io.Out, map[string]any{"source": name, "producers": counts, "entries": rows})
+			}
+			keys := make([]string, 0, len(counts))
+			for k := range counts {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			t := tablewriter.NewTable(io.Out)
+			t.Header("Producer", "Responses")
+			for _, k := range keys {
+				if err := t.Append(k, counts[k]); err != nil {
+					return err
+				}
+			}
+			return t.Render()
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	return cmd
+}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(args, &IOStreams{In: bytes.NewReader(nil), Out: &out, ErrOut: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+// TestManualFlowMatchesDemo runs the README's by-hand sequence — a lab, then
+// separate collect / attack / collect / analyze commands — and expects the
+// demo's figures: 10 admitted of 20, 10 local 429s, 10 receipts, +5.
+func TestManualFlowMatchesDemo(t *testing.T) {
+	dir := t.TempDir()
+	receipts, err := os.Create(filepath.Join(dir, "receipts.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer receipts.Close()
+	hundred := 100.0
+	l, err := lab.Start(context.Background(), lab.Options{Proxies: 2, BackendReceipts: receipts,
+		Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: &hundred, FilterEnforced: &hundred}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			l.Close()
+		}
+	}()
+	a := l.Addresses()
+	for _, p := range a.Proxies {
+		if code, _, stderr := runCLI(t, "collect", "envoy", "--admin", p.AdminURL, "--proxy", p.Name, "--label", "before", "--out", dir); code != 0 {
+			t.Fatalf("collect before %s: %d %s", p.Name, code, stderr)
+		}
+	}
+	code, _, stderr := runCLI(t, "attack", "--target", "proxy-a="+a.Proxies[0].URL, "--target", "proxy-b="+a.Proxies[1].URL,
+		"--ids", "20", "--split", "even", "--path", "/inventory", "--out", dir)
+	if code != 0 {
+		t.Fatalf("attack: %d %s", code, stderr)
+	}
+	for _, p := range a.Proxies {
+		if code, _, stderr := runCLI(t, "collect", "envoy", "--admin", p.AdminURL, "--proxy", p.Name, "--label", "after", "--out", dir); code != 0 {
+			t.Fatalf("collect after %s: %d %s", p.Name, code, stderr)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+	code, out, stderr := runCLI(t, "analyze", "--format", "json", "--expect-admitted", "10", "--intended-limit", "5", dir)
+	if code != ExitOK {
+		t.Fatalf("analyze exit %d: %s\n%s", code, stderr, out)
+	}
+	var rep analyze.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Scenarios[0]
+	if s.Totals.Sent != 20 || s.Totals.Admitted != 10 || s.Totals.Local429 != 10 || s.Receipts.Total != 10 ||
+		s.OverAdmission.Min != 5 || s.OverAdmission.Max != 5 {
+		t.Fatalf("totals %+v receipts %d over %+v", s.Totals, s.Receipts.Total, s.OverAdmission)
+	}
+	// The stats deltas were compared with the clients, per proxy.
+	if len(s.Stats) != 2 || s.Stats[0].Deltas["http_local_rate_limit.enforced"] != 5 {
+		t.Fatalf("stats %+v", s.Stats)
+	}
+	// A wrong expectation on the same evidence exits 3.
+	if code, _, _ := runCLI(t, "analyze", "--expect-admitted", "5", dir); code != ExitFail {
+		t.Fatalf("analyze with a wrong expectation exited %d, want %d", code, ExitFail)
+	}
+}
