@@ -17,9 +17,10 @@ package evidence
 
 import (
 	"bufio"
-	"encoding/json"
+
 	"errors"
 	"fmt"
+	json "github.com/goccy/go-json"
 	"io"
 	"os"
 	"sync"

@@ -1,0 +1,103 @@
+package evidence
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestWriterConcurrentLinesAllArrive(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.jsonl")
+	w, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				if err := w.Write(Request{ID: fmt.Sprintf("g%d-%d", g, i), Code: 200}); err != nil {
+					t.Error(err)
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	err = ReadFile(p, func(line int, r *Request) error {
+		if seen[r.ID] {
+			return fmt.Errorf("line %d: %s twice", line, r.ID)
+		}
+		seen[r.ID] = true
+		return nil
+	})
+	if err != nil || len(seen) != 4000 {
+		t.Fatalf("err %v, %d distinct lines", err, len(seen))
+	}
+	if err := w.Write(Request{ID: "late"}); err == nil {
+		t.Fatal("write after Close succeeded")
+	}
+}
+
+// TestWriterFlushesPeriodically checks that a line reaches the file without
+// Close, within a few flush intervals (polled with a deadline).
+func TestWriterFlushesPeriodically(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.jsonl")
+	w, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Write(Receipt{RecvNs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * FlushEvery)
+	for {
+		b, _ := os.ReadFile(p)
+		if bytes.HasSuffix(b, []byte("\n")) {
+			if !strings.Contains(string(b), `"id":null`) {
+				t.Fatalf("line %q lacks id null", b)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("line not flushed after %s", 20*FlushEvery)
+		}
+		time.Sleep(FlushEvery / 4)
+	}
+}
+
+func TestReadLinesErrors(t *testing.T) {
+	in := "{\"id\":\"a\"}\n\n{\"id\":\"b\"}\n{\"id\": 3}\n"
+	err := ReadLines(strings.NewReader(in), "req.jsonl", func(int, *Request) error { return nil })
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 4 || le.Truncated || !strings.HasPrefix(err.Error(), "req.jsonl:4: ") {
+		t.Fatalf("err %v", err)
+	}
+	err = ReadLines(strings.NewReader("{\"id\":\"a\"}\n{\"id\":\"b"), "req.jsonl", func(int, *Request) error { return nil })
+	if !errors.As(err, &le) || le.Line != 2 || !le.Truncated || !strings.Contains(err.Error(), "req.jsonl:2: truncated last line") {
+		t.Fatalf("err %v", err)
+	}
+	// A last line without newline that is complete JSON is fine.
+	n := 0
+	if err := ReadLines(strings.NewReader("{\"id\":\"a\"}\n{\"id\":\"b\"}"), "r", func(int, *Request) error { n++; return nil }); err != nil || n != 2 {
+		t.Fatalf("err %v n %d", err, n)
+	}
+	// Lines longer than the reader's buffer are read whole.
+	long := strings.Repeat("x", 600<<10)
+	var got string
+	if err := ReadLines(strings.NewReader(`{"id":"`+long+"\"}\n"), "r", func(_ int, r *Request) error { got = r.ID; return nil }); err != nil || got != long {
+		t.Fatalf("long line: err %v len %d", err, len(got))
+	}
+}
