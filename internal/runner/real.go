@@ -55,7 +55,7 @@ type RealMetrics struct {
 	// or restart of the RLS.
 	Label string `json:"label"`
 	// TimeNs is when the scrape used was taken, unix ns.
-	TimeNs int64 `json:"time_ns"`
+	TimeNs int64  `json:"time_ns"`
 	URL    string `json:"url,omitempty"`
 	// PID is the RLS process scraped; Process numbers the RLS processes of the scenario (1 = first start,
 	// incremented at each start or restart).
