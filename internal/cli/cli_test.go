@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/rlbench/rlbench/schemas"
@@ -35,27 +37,41 @@ func TestScripts(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// schemacheck FILE: FILE validates against schemas/report.v1.schema.json.
+			// schemacheck FILE [SCHEMA]: FILE (JSON, or JSON Lines for *.jsonl,
+			// every line) validates against schemas/SCHEMA (default the report's).
 			"schemacheck": func(ts *testscript.TestScript, neg bool, args []string) {
-				if len(args) != 1 {
-					ts.Fatalf("usage: schemacheck FILE")
+				if len(args) < 1 || len(args) > 2 {
+					ts.Fatalf("usage: schemacheck FILE [SCHEMA]")
 				}
-				f, err := schemas.FS.Open(schemas.Report)
+				name := schemas.Report
+				if len(args) == 2 {
+					name = args[1]
+				}
+				f, err := schemas.FS.Open(name)
 				ts.Check(err)
 				doc, err := jsonschema.UnmarshalJSON(f)
 				ts.Check(err)
 				c := jsonschema.NewCompiler()
-				ts.Check(c.AddResource(schemas.Report, doc))
-				sch, err := c.Compile(schemas.Report)
+				ts.Check(c.AddResource(name, doc))
+				sch, err := c.Compile(name)
 				ts.Check(err)
-				inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(ts.ReadFile(args[0]))))
-				ts.Check(err)
-				err = sch.Validate(inst)
-				if neg && err == nil {
-					ts.Fatalf("%s matches the schema", args[0])
+				docs := []string{ts.ReadFile(args[0])}
+				if strings.HasSuffix(args[0], ".jsonl") {
+					docs = strings.Split(strings.TrimSpace(docs[0]), "\n")
 				}
-				if !neg && err != nil {
-					ts.Fatalf("%s: %v", args[0], err)
+				var verr error
+				for i, d := range docs {
+					inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(d)))
+					ts.Check(err)
+					if err := sch.Validate(inst); err != nil && verr == nil {
+						verr = fmt.Errorf("line %d: %v", i+1, err)
+					}
+				}
+				if neg && verr == nil {
+					ts.Fatalf("%s matches %s", args[0], name)
+				}
+				if !neg && verr != nil {
+					ts.Fatalf("%s: %v", args[0], verr)
 				}
 			},
 		},
