@@ -147,7 +147,7 @@ type attackSummary struct {
 func AnalyzeScenario(dir string) ScenarioReport { return analyzeScenario(dir, Options{}) }
 
 func analyzeScenario(dir string, opts Options) ScenarioReport {
-	sr := ScenarioReport{Name: filepath.Base(dir), Dir: dir, Reasons: []string{}, Checks: []Check{}, Targets: []TargetReport{},
+	sr := ScenarioReport{Name: filepath.Base(dir), Dir: dir, Reasons: []string{}, Checks: []Check{}, Targets: []TargetReport{}, Phases: []PhaseReport{},
 		Stats: []ProxyStats{}, FaultWindows: []FaultWindow{}}
 	sd := &scenarioData{dir: dir}
 	incomplete := func(format string, a ...any) {
@@ -308,6 +308,7 @@ func proxyRejected(class string) bool {
 
 func judge(sd *scenarioData, sr *ScenarioReport) {
 	byTarget := map[string]*TargetReport{}
+	phaseIdx := map[string]int{}
 	var targets []string
 	classOf := make(map[string]string, len(sd.requests))
 	targetOf := make(map[string]string, len(sd.requests))
@@ -329,6 +330,13 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 			targets = append(targets, r.Target)
 		}
 		tr.Classes.add(c)
+		pi, ok := phaseIdx[r.Phase]
+		if !ok {
+			sr.Phases = append(sr.Phases, PhaseReport{Phase: r.Phase})
+			pi = len(sr.Phases) - 1
+			phaseIdx[r.Phase] = pi
+		}
+		sr.Phases[pi].Classes.add(c)
 		if start == 0 || r.SentNs < start {
 			start = r.SentNs
 		}
@@ -337,6 +345,9 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 		}
 	}
 	sr.StartNs, sr.EndNs = start, end
+	if len(sr.Phases) < 2 {
+		sr.Phases = []PhaseReport{}
+	}
 
 	// Reconcile receipts by ID.
 	rc := &sr.Receipts
@@ -414,6 +425,7 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 	sr.Stats = proxyStats(sd, sr)
 	sr.FaultWindows = faultWindows(sd, classOf)
 	sr.RLS = rlsCheck(sd, start, end)
+	accessLogChecks(sd, sr) // accesslog/*.log: producers per response and their agreement with the clients (accesslog.go)
 
 	checks(sd, sr)
 	switch {

@@ -98,6 +98,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 				}
 			}
 		}
+		for _, ph := range s.Phases {
+			if err := row("phase "+ph.Phase, ph.Classes, "", "", ""); err != nil {
+				return err
+			}
+		}
 		target := "all"
 		if len(s.Targets) == 1 {
 			target = s.Targets[0].Target
@@ -134,8 +139,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	for _, s := range rep.Scenarios {
 		if s.Bound != nil {
-			fmt.Fprintf(w, "%s: configuration allows at most %d admitted over %s (%s)\n", s.Name, s.Bound.Allowed,
-				time.Duration(s.Bound.DurationNs).Round(time.Microsecond), strings.Join(s.Bound.Explain, "; "))
+			note := ""
+			if len(s.FaultWindows) > 0 {
+				note = "; not checked: the scenario injects faults"
+			}
+			fmt.Fprintf(w, "%s: configuration allows at most %d admitted over %s (%s%s)\n", s.Name, s.Bound.Allowed,
+				time.Duration(s.Bound.DurationNs).Round(time.Microsecond), strings.Join(s.Bound.Explain, "; "), note)
 		}
 	}
 	for _, s := range rep.Scenarios {

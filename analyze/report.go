@@ -87,10 +87,13 @@ type ScenarioReport struct {
 	Expectation string  `json:"expectation"`
 	Checks      []Check `json:"checks"`
 	// StartNs and EndNs bound the attack: first send to last response, unix ns.
-	StartNs        int64          `json:"start_ns"`
-	EndNs          int64          `json:"end_ns"`
-	Totals         Classes        `json:"totals"`
-	Targets        []TargetReport `json:"targets"`
+	StartNs int64          `json:"start_ns"`
+	EndNs   int64          `json:"end_ns"`
+	Totals  Classes        `json:"totals"`
+	Targets []TargetReport `json:"targets"`
+	// Phases holds the classes per attack phase, in send order, when the
+	// scenario has more than one (e.g. before and after an RLS restart).
+	Phases         []PhaseReport  `json:"phases"`
 	Receipts       Receipts       `json:"receipts"`
 	Stats          []ProxyStats   `json:"stats"`
 	OverAdmission  *OverAdmission `json:"over_admission"`
@@ -174,6 +177,12 @@ type TargetReport struct {
 	Classes Classes `json:"classes"`
 	// Receipts counts backend receipts of IDs sent to this target.
 	Receipts int `json:"receipts"`
+}
+
+// PhaseReport is the classes of the requests one attack phase sent.
+type PhaseReport struct {
+	Phase   string  `json:"phase"`
+	Classes Classes `json:"classes"`
 }
 
 // Receipts is the reconciliation by ID of client outcomes with backend receipts.

@@ -646,6 +646,7 @@ func (p *prepared) fill(line *evidence.Request, r *vegeta.Result, i int, s *slot
 		URL:    p.urls[p.assign[i]],
 		Method: p.opts.Method,
 		Code:   int(r.Code),
+		Phase:  p.opts.Name,
 	}
 	end := r.Timestamp.Add(r.Latency)
 	sent := s.sent

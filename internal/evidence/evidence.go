@@ -59,6 +59,8 @@ type Request struct {
 	Headers map[string]string `json:"headers,omitempty"`
 	// Body holds the first 64 bytes of the response body.
 	Body string `json:"body,omitempty"`
+	// Phase names the attack (plan step) that sent the request, if any.
+	Phase string `json:"phase,omitempty"`
 }
 
 // EndNs is the unix ns at which the client stopped waiting for the request.

@@ -1,0 +1,332 @@
+package analyze
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+// AccessLogDir is the folder of a scenario directory holding one Envoy HTTP
+// access log per proxy, accesslog/<proxy>.log (the proxy name is the file name
+// minus ".log"). Each line is in Envoy's default text format, Istio's, or a
+// JSON object (json_format); see collect/envoy.ParseAccessLog.
+const AccessLogDir = "accesslog"
+
+// Ways an access log entry is joined to a request (AccessLogResponse.JoinedBy).
+const (
+	// JoinRlbenchID: the entry logged the X-Rlbench-Id request header
+	// (%REQ(X-RLBENCH-ID)%, keys rlbench_id / x_rlbench_id / x-rlbench-id).
+	JoinRlbenchID = "rlbench_id"
+	// JoinRequestID: the entry's %REQ(X-REQUEST-ID)% equals a request's ID
+	// (the client sent the ID as x-request-id and Envoy kept it).
+	JoinRequestID = "request_id"
+	// JoinReceipt: the entry's x-request-id equals the x-request-id header
+	// the backend recorded on a receipt (Envoy forwards the x-request-id it
+	// logs), which names the request. Only responses that reached the backend
+	// join this way; it is how Envoy's default format, which logs no custom
+	// header, is joined.
+	JoinReceipt = "receipt"
+)
+
+// AccessLogResponse is one access log entry joined to the request it answered.
+type AccessLogResponse struct {
+	// ID is the rlbench request ID.
+	ID string `json:"id"`
+	// Proxy is the log's proxy name; Target is the target the client sent the request to.
+	Proxy  string `json:"proxy"`
+	Target string `json:"target"`
+	// File and Line locate the entry (File is relative to the scenario directory).
+	File string `json:"file"`
+	Line int    `json:"line"`
+	// JoinedBy is one of the Join constants.
+	JoinedBy string `json:"joined_by"`
+	// Code is the entry's %RESPONSE_CODE%; ClientCode what the client got (0: no response).
+	Code       int `json:"code"`
+	ClientCode int `json:"client_code"`
+	// Flags and Details are %RESPONSE_FLAGS% (short form) and %RESPONSE_CODE_DETAILS%.
+	Flags   []string `json:"flags,omitempty"`
+	Details string   `json:"details,omitempty"`
+	// Producer is envoy.Producer of the entry; Class is Classify of the request.
+	Producer string `json:"producer"`
+	Class    string `json:"class"`
+	// Disagreement is empty when the log and the client agree (ProducerAgrees,
+	// same status code, same proxy), else what differs. A request without
+	// response (class no_response) is never judged.
+	Disagreement string `json:"disagreement,omitempty"`
+}
+
+// AccessLogJoin is the join of a scenario's access logs with its requests.
+type AccessLogJoin struct {
+	// Files are the access log files read, relative to the scenario directory, sorted.
+	Files []string `json:"files"`
+	// Entries is the number of entries over all files.
+	Entries int `json:"entries"`
+	// Producers counts every entry by envoy.Producer (local_limiter,
+	// global_limiter, rls_error, circuit_breaker, upstream_failure, backend, other).
+	Producers map[string]int `json:"producers"`
+	// Responses are the joined entries, in file and line order.
+	Responses []AccessLogResponse `json:"responses"`
+	// Unjoined counts, per proxy, entries that match no request of the scenario
+	// (no usable ID, or another scenario's ID).
+	Unjoined map[string]int `json:"unjoined"`
+	// Missing lists the IDs of requests that got a response from a proxy that
+	// has an access log, but have no entry in it (sorted).
+	Missing []string `json:"missing"`
+	// Several lists the IDs with more than one entry (sorted).
+	Several []string `json:"several"`
+}
+
+// ReadAccessLogs parses every <dir>/accesslog/*.log with
+// envoy.ParseAccessLog and returns the entries by proxy name, and the file
+// names read (relative to dir, sorted). No accesslog folder gives (nil, nil,
+// nil). A malformed line is an error naming the file and line.
+func ReadAccessLogs(dir string) (map[string][]envoy.AccessLogEntry, []string, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, AccessLogDir, "*.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.Strings(paths)
+	logs := map[string][]envoy.AccessLogEntry{}
+	var files []string
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return nil, nil, err
+		}
+		entries, err := envoy.ParseAccessLog(f, p)
+		f.Close()
+		if err != nil {
+			return nil, nil, err
+		}
+		logs[strings.TrimSuffix(filepath.Base(p), ".log")] = entries
+		files = append(files, filepath.Join(AccessLogDir, filepath.Base(p)))
+	}
+	if len(files) == 0 {
+		return nil, nil, nil
+	}
+	return logs, files, nil
+}
+
+// ProducerAgrees reports whether the client class of a response (Classify)
+// is consistent with the producer its proxy logged (envoy.Producer):
+//
+//	local_429  ↔ local_limiter   (local_ratelimit filter: flag RL, local_rate_limited)
+//	global_429 ↔ global_limiter  (ratelimit filter OVER_LIMIT: flag RL, request_rate_limited)
+//	rls_error  ↔ rls_error       (ratelimit filter, RLS failed, failure_mode_deny: flag RLSE)
+//	admitted   ↔ backend         (no flag: the upstream answered 2xx)
+//	other_4xx  ↔ backend, other  (a 429 with no flag came from the backend)
+//	other_5xx  ↔ backend, circuit_breaker (UO), upstream_failure (UF, UC, URX, ...), other
+//	other      ↔ backend, other
+//
+// no_response is consistent with any producer (the client saw nothing).
+func ProducerAgrees(class, producer string) bool {
+	switch class {
+	case ClassLocal429:
+		return producer == envoy.ProducerLocalLimiter
+	case ClassGlobal429:
+		return producer == envoy.ProducerGlobalLimiter
+	case ClassRLSError:
+		return producer == envoy.ProducerRLSError
+	case ClassAdmitted:
+		return producer == envoy.ProducerBackend
+	case ClassOther4xx, ClassOther:
+		return producer == envoy.ProducerBackend || producer == envoy.ProducerOther
+	case ClassOther5xx:
+		switch producer {
+		case envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther:
+			return true
+		}
+		return false
+	case ClassNoResponse:
+		return true
+	}
+	return false
+}
+
+// JoinAccessLogs joins access log entries (by proxy) to requests: by the
+// logged rlbench ID, else by an x-request-id equal to a request ID, else by
+// the x-request-id a backend receipt recorded (see the Join constants). files
+// are the names used in AccessLogResponse.File, "<proxy>.log" when nil.
+func JoinAccessLogs(logs map[string][]envoy.AccessLogEntry, files []string, requests []evidence.Request, receipts []evidence.Receipt) *AccessLogJoin {
+	j := &AccessLogJoin{Files: files, Producers: map[string]int{}, Responses: []AccessLogResponse{}, Unjoined: map[string]int{},
+		Missing: []string{}, Several: []string{}}
+	if j.Files == nil {
+		j.Files = []string{}
+	}
+	byID := make(map[string]*evidence.Request, len(requests))
+	for i := range requests {
+		byID[requests[i].ID] = &requests[i]
+	}
+	// x-request-id the backend saw -> rlbench ID.
+	byXRID := map[string]string{}
+	for i := range receipts {
+		rc := &receipts[i]
+		if rc.ID == nil {
+			continue
+		}
+		for k, v := range rc.Headers {
+			if strings.EqualFold(k, "x-request-id") && v != "" {
+				byXRID[v] = *rc.ID
+			}
+		}
+	}
+	proxies := make([]string, 0, len(logs))
+	for p := range logs {
+		proxies = append(proxies, p)
+	}
+	sort.Strings(proxies)
+	count := map[string]int{}
+	for _, p := range proxies {
+		for _, e := range logs[p] {
+			j.Entries++
+			prod := envoy.Producer(e)
+			j.Producers[prod]++
+			id, by := "", ""
+			switch {
+			case e.RlbenchID != "":
+				if _, ok := byID[e.RlbenchID]; ok {
+					id, by = e.RlbenchID, JoinRlbenchID
+				}
+			case e.RequestID != "":
+				if _, ok := byID[e.RequestID]; ok {
+					id, by = e.RequestID, JoinRequestID
+				} else if rid, ok := byXRID[e.RequestID]; ok {
+					if _, ok := byID[rid]; ok {
+						id, by = rid, JoinReceipt
+					}
+				}
+			}
+			if id == "" {
+				j.Unjoined[p]++
+				continue
+			}
+			r := byID[id]
+			count[id]++
+			resp := AccessLogResponse{ID: id, Proxy: p, Target: r.Target, File: filepath.Join(AccessLogDir, p+".log"), Line: e.Line,
+				JoinedBy: by, Code: e.Code, ClientCode: r.Code, Flags: e.Flags, Details: e.CodeDetails, Producer: prod, Class: Classify(r)}
+			var why []string
+			if resp.Class != ClassNoResponse {
+				if !ProducerAgrees(resp.Class, prod) {
+					why = append(why, fmt.Sprintf("client class %s, log producer %s", resp.Class, prod))
+				}
+				if e.Code != r.Code {
+					why = append(why, fmt.Sprintf("client code %d, logged %d", r.Code, e.Code))
+				}
+				if r.Target != p {
+					why = append(why, fmt.Sprintf("sent to %s, logged by %s", r.Target, p))
+				}
+			}
+			resp.Disagreement = strings.Join(why, "; ")
+			j.Responses = append(j.Responses, resp)
+		}
+	}
+	for i := range requests {
+		r := &requests[i]
+		if _, hasLog := logs[r.Target]; !hasLog || r.Code == 0 {
+			continue
+		}
+		if count[r.ID] == 0 {
+			j.Missing = append(j.Missing, r.ID)
+		}
+	}
+	for id, n := range count {
+		if n > 1 {
+			j.Several = append(j.Several, id)
+		}
+	}
+	sort.Strings(j.Missing)
+	sort.Strings(j.Several)
+	return j
+}
+
+// accessLogChecks reads the scenario's access logs, fills sr.ProducerCounts
+// and adds the access log checks; a malformed log makes the scenario
+// incomplete (NOT_RUN) with file and line. Without access log entries it does
+// nothing. The checks:
+//   - "access log joined to requests" (unknown) when no entry joins any request;
+//   - "requests without access log entry": 0 wanted; unknown instead of fail
+//     when every such request's proxy also logged entries that join nothing
+//     (e.g. Envoy's default format, which has no ID, for a rejected request);
+//   - "access log producer agrees with client": ProducerAgrees, same code, same proxy;
+//   - "requests with several access log entries": 0 wanted (a re-sent request).
+func accessLogChecks(sd *scenarioData, sr *ScenarioReport) {
+	logs, files, err := ReadAccessLogs(sd.dir)
+	if err != nil {
+		sr.Incomplete = true
+		sr.Reasons = append(sr.Reasons, "incomplete: "+err.Error())
+		return
+	}
+	j := JoinAccessLogs(logs, files, sd.requests, sd.receipts)
+	if j.Entries == 0 {
+		return
+	}
+	sr.ProducerCounts = j.Producers
+	add := func(name, status, want, got string) {
+		sr.Checks = append(sr.Checks, Check{Name: name, Status: status, Want: want, Got: got})
+	}
+	if len(j.Responses) == 0 {
+		add("access log joined to requests", CheckUnknown, fmt.Sprintf(">= 1 of %d entries", j.Entries),
+			"0 (no entry carries a request's rlbench id or x-request-id, and no receipt's x-request-id matches)")
+		return
+	}
+	target := make(map[string]string, len(sd.requests))
+	for i := range sd.requests {
+		target[sd.requests[i].ID] = sd.requests[i].Target
+	}
+	st := CheckPass
+	if len(j.Missing) > 0 {
+		st = CheckUnknown
+		for _, id := range j.Missing {
+			if j.Unjoined[target[id]] == 0 {
+				st = CheckFail
+				break
+			}
+		}
+	}
+	got := idsGot(len(j.Missing), sampleOf(j.Missing))
+	if st == CheckUnknown {
+		got += fmt.Sprintf("; %d entries join no request", sumCounts(j.Unjoined))
+	}
+	add("requests without access log entry", st, "0", got)
+	var bad []string
+	n := 0
+	for _, r := range j.Responses {
+		if r.Disagreement != "" {
+			n++
+			if len(bad) < SampleIDs {
+				bad = append(bad, fmt.Sprintf("%s %s:%d: %s", r.ID, r.File, r.Line, r.Disagreement))
+			}
+		}
+	}
+	agot := strconv.Itoa(n)
+	if n > 0 {
+		agot += " (" + strings.Join(bad, "; ")
+		if n > len(bad) {
+			agot += "; …"
+		}
+		agot += ")"
+	}
+	add("access log producer agrees with client", passIf(n == 0), "0 disagreements", agot)
+	add("requests with several access log entries", passIf(len(j.Several) == 0), "0", idsGot(len(j.Several), sampleOf(j.Several)))
+}
+
+func sampleOf(ids []string) []string { return ids[:min(len(ids), SampleIDs)] }
+
+func sumCounts(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
