@@ -121,6 +121,8 @@ type ExternalProxy struct {
 	Name  string `json:"name"`
 	URL   string `json:"url"`
 	Admin string `json:"admin,omitempty"`
+	// AccessLog is the file this proxy's Envoy access log is written to ($VAR expanded); the lines appended during a scenario are copied to accesslog/<name>.log.
+	AccessLog string `json:"access_log,omitempty"`
 }
 
 // Step is one attack or one fault.
