@@ -31,6 +31,7 @@ type LabOptions struct {
 	FailureModeDeny    bool
 	Receipts           string
 	Decisions          string
+	WindowStart        string
 }
 
 // LabAddresses is the JSON line `rlbench lab` prints on stdout.
@@ -78,6 +79,7 @@ until SIGINT/SIGTERM.`,
 	f.BoolVar(&o.FailureModeDeny, "failure-mode-deny", false, "answer 500 when the RLS fails (default: let the request through)")
 	f.StringVar(&o.Receipts, "receipts", "receipts.jsonl", "backend receipts file")
 	f.StringVar(&o.Decisions, "decisions", "decisions.jsonl", "lab RLS decision log")
+	f.StringVar(&o.WindowStart, "window-start", "aligned", "lab RLS fixed windows: aligned (to unit boundaries, like envoyproxy/ratelimit) or first-hit")
 	return cmd
 }
 
@@ -105,7 +107,7 @@ func runLab(ctx context.Context, o *LabOptions) error {
 		if err != nil {
 			return err
 		}
-		srv, err := labrls.Start(ctx, labrls.Options{Configs: []*rlsconfig.Config{cfg}, Decisions: dw})
+		srv, err := labrls.Start(ctx, labrls.Options{Configs: []*rlsconfig.Config{cfg}, Decisions: dw, WindowStart: o.WindowStart})
 		if err != nil {
 			_ = dw.Close()
 			return err

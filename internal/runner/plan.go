@@ -140,6 +140,10 @@ type FaultPlan struct {
 	Target string `json:"target"`
 	// Command is the shell command of an exec action.
 	Command string `json:"command,omitempty"`
+	// At, when set, fires the fault this long after the start of the next
+	// attack step, while it runs; a fault whose offset is not reached before
+	// that attack ends does not fire (and is not recorded).
+	At Duration `json:"at,omitempty"`
 }
 
 // AttackPlan configures one attack.
@@ -305,6 +309,11 @@ func (p *Plan) validate() error {
 		}
 		if attacks == 0 {
 			return fmt.Errorf("%s: no attack", where)
+		}
+		for j := len(s.Steps) - 1; j >= 0 && s.Steps[j].Attack == nil; j-- {
+			if f := s.Steps[j].Fault; f != nil && f.At > 0 {
+				return fmt.Errorf("%s: steps[%d]: a fault with at: needs an attack step after it", where, j)
+			}
 		}
 		if s.Repeat <= 0 {
 			s.Repeat = 1

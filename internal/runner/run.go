@@ -18,6 +18,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
@@ -248,10 +249,15 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		return err.Error()
 	}
 	agg := attackFile{Schema: "rlbench.attack/v1", Complete: true, Phases: []*attack.Summary{}}
+	var pending []Step // faults scheduled at an offset into the next attack
 	for _, st := range r.plan.Steps {
 		if ctx.Err() != nil {
 			agg.Complete, agg.Interrupted = false, true
 			break
+		}
+		if st.Fault != nil && st.Fault.At > 0 {
+			pending = append(pending, st)
+			continue
 		}
 		if st.Fault != nil {
 			f := r.fault(ctx, st)
@@ -259,7 +265,27 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			fmt.Fprintf(r.progress, "  fault %s: ok=%v %s\n", st.Name, f.OK, f.Error)
 			continue
 		}
+		// Faults with an offset fire on timers while this attack runs; the
+		// attack waits for none of them, the step ends when all have run.
+		var wg sync.WaitGroup
+		var timers []*time.Timer
+		for _, fs := range pending {
+			wg.Add(1)
+			timers = append(timers, time.AfterFunc(time.Duration(fs.Fault.At), func() {
+				defer wg.Done()
+				f := r.fault(ctx, fs)
+				_ = faults.Write(f)
+				fmt.Fprintf(r.progress, "  fault %s at +%s: ok=%v %s\n", fs.Name, time.Duration(fs.Fault.At), f.OK, f.Error)
+			}))
+		}
+		pending = nil
 		sum, err := r.attack(ctx, st, reqs)
+		for _, t := range timers {
+			if t.Stop() {
+				wg.Done() // never fired: the attack ended first
+			}
+		}
+		wg.Wait()
 		if sum != nil {
 			agg.add(sum)
 		}

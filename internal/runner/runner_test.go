@@ -1,0 +1,136 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/analyze"
+)
+
+func TestParsePlanErrors(t *testing.T) {
+	cases := map[string]string{
+		"unknown field":   "name: x\nscenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1}\n   expectt: {}\n",
+		"no scenarios":    "name: x\n",
+		"duplicate":       "scenarios:\n - {name: a, lab: {}, attack: {ids: 1}}\n - {name: A, lab: {}, attack: {ids: 1}}\n",
+		"bad duration":    "scenarios:\n - {name: a, lab: {local: {max_tokens: 1, fill_interval: soon}}, attack: {ids: 1}}\n",
+		"bad range":       "scenarios:\n - {name: a, lab: {}, attack: {ids: 1}, expect: {admitted: \"9..3\"}}\n",
+		"no attack":       "scenarios:\n - {name: a, lab: {}, steps: [{fault: {action: stop, target: rls}}]}\n",
+		"both targets":    "scenarios:\n - {name: a, lab: {}, external: {proxies: [{name: p, url: 'http://127.0.0.1:1'}]}, attack: {ids: 1}}\n",
+		"bad fault":       "scenarios:\n - {name: a, lab: {}, steps: [{fault: {action: explode, target: rls}}, {attack: {ids: 1}}]}\n",
+		"dangling at":     "scenarios:\n - {name: a, lab: {}, steps: [{attack: {ids: 1}}, {fault: {action: stop, target: rls, at: 1s}}]}\n",
+		"global no rls":   "scenarios:\n - {name: a, lab: {global: {domain: d, descriptors: []}}, attack: {ids: 1}}\n",
+		"zero ids":        "scenarios:\n - {name: a, lab: {}, attack: {ids: 0}}\n",
+		"exec no command": "scenarios:\n - {name: a, lab: {}, steps: [{fault: {action: exec, target: x}}, {attack: {ids: 1}}]}\n",
+	}
+	for name, y := range cases {
+		_, err := ParsePlan("p.yaml", []byte(y))
+		if err == nil || !strings.HasPrefix(err.Error(), "p.yaml: ") {
+			t.Errorf("%s: err = %v, want an error naming p.yaml", name, err)
+		}
+	}
+	p, err := ParsePlan("ok.yaml", []byte("scenarios:\n - {name: A b, lab: {}, attack: {ids: 3}, expect: {admitted: \"2..3\", classes: {local_429: 0}}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Scenarios[0]
+	if s.Repeat != 1 || s.Lab.Proxies != 2 || len(s.Steps) != 1 || s.Steps[0].Name != "attack" || s.Expect.Admitted.Min != 2 || s.Expect.Admitted.Max != 3 {
+		t.Fatalf("defaults not applied: %+v", s)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]float64{"": 0, "0": 0, "100/1s": 100, "5": 5, "10/100ms": 100, "60/m": 1} {
+		r, err := ParseRate(in)
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		got := 0.0
+		if r.Per > 0 {
+			got = float64(r.Freq) / r.Per.Seconds()
+		}
+		if got != want {
+			t.Errorf("%q = %v/s, want %v", in, got, want)
+		}
+	}
+	for _, bad := range []string{"x", "-1/1s", "5/0s", "5/zz"} {
+		if _, err := ParseRate(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestNewRunDirIsUnique(t *testing.T) {
+	root := t.TempDir()
+	now := time.Date(2026, 11, 30, 10, 15, 0, 0, time.UTC)
+	a, err := NewRunDir(root, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewRunDir(root, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(a) != "20261130T101500Z-1" || filepath.Base(b) != "20261130T101500Z-2" {
+		t.Fatalf("%s %s", a, b)
+	}
+}
+
+// TestFaultAtOffsetInsideAttack stops the lab RLS 100 ms into a paced attack
+// (20 IDs at 50/s, 400 ms) with failure_mode_deny: requests before the stop
+// are decided by the RLS, those after get 500s, and the fault window holds
+// exactly the 500s.
+func TestFaultAtOffsetInsideAttack(t *testing.T) {
+	plan, err := ParsePlan("offset.yaml", []byte(`
+name: offset
+scenarios:
+  - name: stop during attack
+    lab:
+      proxies: 1
+      global:
+        domain: inventory
+        descriptors: [{generic_key: {descriptor_key: tenant, descriptor_value: lab}}]
+        timeout: 1s
+        failure_mode_deny: true
+      rls:
+        config: |
+          domain: inventory
+          descriptors:
+            - {key: tenant, value: lab, rate_limit: {unit: hour, requests_per_unit: 100}}
+    steps:
+      - fault: {action: stop, target: rls, at: 100ms}
+      - attack: {ids: 20, rate: 50/1s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Scenarios[0]
+	if s.Totals.Sent != 20 || s.Totals.Admitted+s.Totals.RLSError+s.Totals.NoResponse != 20 {
+		t.Fatalf("totals %+v reasons %v", s.Totals, s.Reasons)
+	}
+	if s.Totals.Admitted == 0 || s.Totals.RLSError == 0 {
+		t.Fatalf("the stop did not fall inside the attack: %+v", s.Totals)
+	}
+	if len(s.FaultWindows) != 1 || !s.FaultWindows[0].Open {
+		t.Fatalf("windows %+v", s.FaultWindows)
+	}
+	w := s.FaultWindows[0]
+	if w.Inside.RLSError+w.Straddling.RLSError != s.Totals.RLSError || w.Inside.Admitted != 0 || w.Receipts != 0 {
+		t.Fatalf("window inside %+v straddling %+v receipts %d; totals %+v", w.Inside, w.Straddling, w.Receipts, s.Totals)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "01-stop-during-attack", "1", "faults.jsonl"))
+	if err != nil || !strings.Contains(string(b), `"action":"stop"`) {
+		t.Fatalf("faults.jsonl: %v %s", err, b)
+	}
+}
