@@ -428,6 +428,7 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 	accessLogChecks(sd, sr) // accesslog/*.log: producers per response and their agreement with the clients (accesslog.go)
 
 	checks(sd, sr)
+	realRLSChecks(sd, sr) // real envoyproxy/ratelimit: rls.real and its checks (analyze/rlsreal.go)
 	switch {
 	case sr.Incomplete:
 		sr.Status = NotRun

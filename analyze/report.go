@@ -265,6 +265,8 @@ type RLSCheck struct {
 	ByCode    map[string]int `json:"by_code"`
 	// Windows lists, per cache key (descriptor and window), the OK count against the limit.
 	Windows []RLSWindow `json:"windows"`
+	// Real is the real envoyproxy/ratelimit reconciliation (analyze/rlsreal.go), present when rls/rls.log exists.
+	Real *RLSReal `json:"real,omitempty"`
 }
 
 // RLSWindow is one RLS counter window.
