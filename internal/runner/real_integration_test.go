@@ -1,0 +1,138 @@
+//go:build integration
+
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/internal/realparts"
+)
+
+// TestRealRLSPlan runs examples/real-rls/plan.yaml on the real redis-server and envoyproxy/ratelimit and checks
+// every scenario's figures and verdict. Without the binaries it skips, unless RLBENCH_REQUIRE_REAL_PARTS=1.
+func TestRealRLSPlan(t *testing.T) {
+	_, err1 := realparts.FindRedis()
+	_, err2 := realparts.FindRLS()
+	if err := errors.Join(err1, err2); err != nil {
+		if os.Getenv("RLBENCH_REQUIRE_REAL_PARTS") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	const path = "../../examples/real-rls/plan.yaml"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := ParsePlan(path, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bounded: four scenarios take ~12 s, plus at most one 30 s wait for a fresh hour window.
+	ctx, cancel := context.WithTimeout(context.Background(), 85*time.Second)
+	defer cancel()
+	var progress bytes.Buffer
+	runDir, err := Run(ctx, plan, Options{Root: t.TempDir(), PlanBytes: b, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("progress:\n%s", progress.String())
+	rep, err := analyze.Analyze(ctx, runDir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 4 {
+		t.Fatalf("%d scenarios", len(rep.Scenarios))
+	}
+	by := map[string]analyze.ScenarioReport{}
+	for _, s := range rep.Scenarios {
+		by[s.Name] = s
+		if s.Status != analyze.Pass {
+			t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
+		}
+		if s.RLS == nil || s.RLS.Real == nil {
+			t.Fatalf("%s: no rls.real", s.Name)
+		}
+		for _, c := range s.Checks {
+			if strings.HasPrefix(c.Name, "rls real") && c.Status != analyze.CheckPass {
+				t.Errorf("%s: %+v", s.Name, c)
+			}
+		}
+	}
+
+	s := by["shared real RLS"]
+	if s.Totals.Sent != 20 || s.Totals.Admitted != 5 || s.Totals.Global429 != 15 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
+		t.Errorf("shared: totals %+v over-admission %+v", s.Totals, s.OverAdmission)
+	}
+	if w := s.RLS.Real.Windows; len(w) != 1 || w[0].OK != 5 || w[0].OverLimit != 15 || w[0].MaxCurrent != 20 || w[0].Limit != 5 {
+		t.Errorf("shared: windows %+v", w)
+	}
+
+	for _, name := range []string{"Redis stopped, deny", "Redis stopped, allow"} {
+		s := by[name]
+		if len(s.FaultWindows) != 1 || s.FaultWindows[0].Target != "redis" || s.FaultWindows[0].Open {
+			t.Fatalf("%s: fault windows %+v", name, s.FaultWindows)
+		}
+		in := s.FaultWindows[0].Inside
+		if name == "Redis stopped, deny" && (s.Totals.Admitted != 0 || s.Totals.RLSError != 20 || in.RLSError != 20) {
+			t.Errorf("%s: totals %+v inside %+v", name, s.Totals, in)
+		}
+		if name == "Redis stopped, allow" && (s.Totals.Admitted != 20 || in.Admitted != 20 || s.Receipts.AdmittedWithReceipt != 20) {
+			t.Errorf("%s: totals %+v inside %+v", name, s.Totals, in)
+		}
+		e := s.RLS.Real.Errors
+		if e.Total == 0 || e.Inside != e.Total || e.Unexplained != 0 {
+			t.Errorf("%s: rls errors %+v", name, e)
+		}
+		// No OK of the RLS admitted anyone: zombies (if any ran after Redis came back) are not counted.
+		for _, w := range s.RLS.Real.Windows {
+			if w.OK != 0 {
+				t.Errorf("%s: window %+v", name, w)
+			}
+		}
+	}
+
+	s = by["real RLS restarted"]
+	before, after := 0, 0
+	if s.Totals.Sent != 23 || s.Totals.Admitted != 5 || s.Totals.Global429 != 18 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
+		t.Errorf("restart: totals %+v over-admission %+v", s.Totals, s.OverAdmission)
+	}
+	reqs, err := os.ReadFile(filepath.Join(runDir, s.Dir, evidence.RequestsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(reqs)), "\n") {
+		if !strings.Contains(l, `"code":200`) {
+			continue
+		}
+		switch {
+		case strings.Contains(l, "-before-restart-"):
+			before++
+		case strings.Contains(l, "-after-restart-"):
+			after++
+		}
+	}
+	if before != 3 || after != 2 {
+		t.Errorf("restart: admitted %d before and %d after the RLS restart, want 3 and 2", before, after)
+	}
+	rr := s.RLS.Real
+	if len(rr.Windows) != 1 || rr.Windows[0].OK != 5 || rr.Windows[0].MaxCurrent != 23 || len(rr.Windows[0].DuplicateCurrents) != 0 {
+		t.Errorf("restart: windows %+v", rr.Windows)
+	}
+	procs := map[int]bool{}
+	for _, id := range rr.Identities {
+		procs[id.Process] = true
+	}
+	if !procs[1] || !procs[2] {
+		t.Errorf("restart: identities %+v", rr.Identities)
+	}
+}
