@@ -16,8 +16,11 @@ import (
 // Evidence files of a scenario run on the real envoyproxy/ratelimit (written by the runner for lab.rls.kind real,
 // or collected by hand into the same layout).
 const (
-	// RealRLSLog is the RLS log; its presence switches the real-RLS reconciliation (rls.real) on.
+	// RealRLSLog is the RLS log; its presence (or that of RealRLSParsedLog) switches the real-RLS reconciliation
+	// (rls.real) on.
 	RealRLSLog = "rls/rls.log"
+	// RealRLSParsedLog is the parsed RLS log that `rlbench collect rls-log --out DIR` writes.
+	RealRLSParsedLog = "rls/log.json"
 	// RealMetricsGlob matches the RLS Prometheus snapshots rls/metrics.<label>.json.
 	RealMetricsGlob = "rls/metrics.*.json"
 )
@@ -160,7 +163,8 @@ type RealIdentity struct {
 	Detail string `json:"detail"`
 }
 
-// realMetrics mirrors the fields analyze reads of rls/metrics.<label>.json (internal/runner.RealMetrics).
+// realMetrics mirrors the fields analyze reads of rls/metrics.<label>.json (internal/runner.RealMetrics); a
+// file holding a bare collect/rls.Counters (from `rlbench collect prometheus`) is read too.
 type realMetrics struct {
 	Label      string            `json:"label"`
 	TimeNs     int64             `json:"time_ns"`
@@ -174,7 +178,9 @@ type realMetrics struct {
 // realRLSChecks adds rls.real and its checks to a scenario whose directory holds rls/rls.log (the real RLS).
 // It runs after checks(), before the verdict.
 func realRLSChecks(sd *scenarioData, sr *ScenarioReport) {
-	if _, err := os.Stat(filepath.Join(sd.dir, RealRLSLog)); err != nil {
+	_, err1 := os.Stat(filepath.Join(sd.dir, RealRLSLog))
+	_, err2 := os.Stat(filepath.Join(sd.dir, RealRLSParsedLog))
+	if err1 != nil && err2 != nil {
 		return
 	}
 	if sr.RLS == nil {
@@ -485,13 +491,34 @@ func realIdentities(dir string) ([]RealSnapshot, []RealIdentity) {
 		if err == nil {
 			err = json.Unmarshal(b, &m)
 		}
+		label := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "metrics."), ".json")
+		if err == nil && m.Counters == nil {
+			// `rlbench collect prometheus` writes the bare rls.Counters: no time nor process, ordered by label.
+			var c rls.Counters
+			if json.Unmarshal(b, &c) == nil && c.Keys != nil {
+				m = realMetrics{Label: label, Stable: true, Counters: &c}
+			}
+		}
 		if err != nil {
-			m = realMetrics{Label: strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "metrics."), ".json"),
-				Error: fmt.Sprintf("%s: %v", p, jsonErr(b, err))}
+			m = realMetrics{Label: label, Error: fmt.Sprintf("%s: %v", p, jsonErr(b, err))}
 		}
 		ms = append(ms, m)
 	}
-	sort.SliceStable(ms, func(i, j int) bool { return ms[i].TimeNs < ms[j].TimeNs })
+	rank := func(m realMetrics) int {
+		switch m.Label {
+		case "before":
+			return 0
+		case "after":
+			return 2
+		}
+		return 1
+	}
+	sort.SliceStable(ms, func(i, j int) bool {
+		if ms[i].TimeNs != ms[j].TimeNs {
+			return ms[i].TimeNs < ms[j].TimeNs
+		}
+		return rank(ms[i]) < rank(ms[j])
+	})
 	for _, m := range ms {
 		snaps = append(snaps, RealSnapshot{Label: m.Label, TimeNs: m.TimeNs, Process: m.Process, Stable: m.Stable, Error: m.Error})
 	}

@@ -421,3 +421,35 @@ func TestRealReportMatchesSchema(t *testing.T) {
 		t.Fatalf("report does not match the schema: %v", err)
 	}
 }
+
+// Hand-collected evidence: `rlbench collect rls-log --out` (rls/log.json, no rls/rls.log) and `rlbench collect
+// prometheus` (bare counters, ordered by label): before and after of one process, identity checked on after.
+func TestRealHandCollected(t *testing.T) {
+	e := realEv(t)
+	must(t, os.Remove(filepath.Join(e.dir, RealRLSLog)))
+	must(t, os.WriteFile(filepath.Join(e.dir, RealRLSParsedLog), []byte("{}"), 0o644))
+	e.request("a", 0, 10, 200)
+	dir := e.write()
+	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), []evidence.Decision{dec(t0+ms, 1, "OK")})
+	for _, c := range []struct {
+		label      string
+		hits, ok   float64
+		overLimits float64
+	}{{"after", 21, 6, 15}, {"before", 1, 1, 0}} {
+		b, err := json.Marshal(&rls.Counters{Source: "x", Keys: map[string]rls.KeyCounters{
+			"inventory.tenant_lab": {TotalHits: c.hits, WithinLimit: c.ok, OverLimit: c.overLimits}}})
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, "rls", "metrics."+c.label+".json"), b, 0o644))
+	}
+	s := run(t, dir).Scenarios[0]
+	rr := s.RLS.Real
+	if rr == nil || len(rr.Snapshots) != 2 || rr.Snapshots[0].Label != "before" || rr.Snapshots[1].Label != "after" {
+		t.Fatalf("rls.real %+v", rr)
+	}
+	if id := identity(t, rr.Identities, 1); id.Status != rls.IdentityPass || id.Snapshot != "after" || id.TotalHits != 21 {
+		t.Fatalf("identity %+v", rr.Identities)
+	}
+	if s.Status != Pass {
+		t.Fatalf("status %s %v", s.Status, s.Reasons)
+	}
+}
