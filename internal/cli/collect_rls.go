@@ -15,6 +15,7 @@ import (
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -104,6 +105,15 @@ DIR/rls/decisions.jsonl (read by analyze) and DIR/rls/log.json (everything parse
 				if err := writeJSONFile(filepath.Join(out, "rls", "log.json"), l); err != nil {
 					return err
 				}
+				if args[0] != "-" {
+					raw, err := os.ReadFile(args[0])
+					if err != nil {
+						return err
+					}
+					if err := os.WriteFile(filepath.Join(out, "rls", "rls.log"), raw, 0o644); err != nil {
+						return err
+					}
+				}
 			}
 			return writeJSONOut(io.Out, s)
 		},
@@ -143,7 +153,10 @@ over_limit, near_limit, shadow_mode; should_rate_limit errors; config loads).`,
 			if err != nil {
 				return err
 			}
-			if err := writeJSONFile(filepath.Join(dir, "metrics."+label+".json"), snap.RLSCounters()); err != nil {
+			// The same shape as the runner's real-RLS snapshots, so analyze reads both.
+			m := runner.RealMetrics{Schema: "rlbench.rls-metrics/v1", Label: label, TimeNs: time.Now().UnixNano(), URL: url,
+				Process: 1, Stable: true, Prometheus: snap, Counters: snap.RLSCounters()}
+			if err := writeJSONFile(filepath.Join(dir, "metrics."+label+".json"), m); err != nil {
 				return err
 			}
 			return writeJSONOut(io.Out, snap)
