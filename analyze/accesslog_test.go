@@ -337,7 +337,7 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 		e.receipts = append(e.receipts, evidence.Receipt{ID: sp(e.requests[i].ID)})
 	}
 	s = run(t, e.write()).Scenarios[0]
-	if c := checkNamed(s, "access log joined to requests"); c == nil || c.Status != CheckUnknown || c.Want != ">= 1 of 5 entries" || s.Status != Fail {
+	if c := checkNamed(s, "access log joined to requests"); c == nil || c.Status != CheckUnknown || c.Want != ">= 1 of 5 entries" || s.Status != NotRun {
 		t.Errorf("unjoinable log: check %+v, status %s", c, s.Status)
 	}
 }

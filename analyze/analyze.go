@@ -251,6 +251,16 @@ func analyzeScenario(dir string, opts Options) ScenarioReport {
 	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		incomplete("%v", err)
 	}
+	// A fault that did not take effect, or fewer faults than planned, means
+	// the scenario's premise (e.g. "the RLS is down") was not established.
+	for i, f := range sd.faults {
+		if !f.OK {
+			incomplete("%s:%d: fault %q (%s %s) did not take effect: %s", fp, i+1, f.Name, f.Action, f.Target, f.Error)
+		}
+	}
+	if n := sd.scenario.Faults; len(sd.faults) < n {
+		incomplete("%s: %d fault(s) recorded, scenario.json plans %d", fp, len(sd.faults), n)
+	}
 
 	// rls/decisions.jsonl (optional)
 	dp := filepath.Join(dir, evidence.DecisionsFile)
@@ -429,17 +439,36 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 
 	checks(sd, sr)
 	realRLSChecks(sd, sr) // real envoyproxy/ratelimit: rls.real and its checks (analyze/rlsreal.go)
+	// Verdict: a failed check is FAIL; otherwise missing evidence or an
+	// undecidable check (a counter reset, requests without response deciding
+	// a range) is NOT_RUN: inconclusive is never PASS.
+	failed, unknown := false, false
+	for _, c := range sr.Checks {
+		switch c.Status {
+		case CheckFail:
+			failed = true
+			sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: want %s, got %s", c.Name, c.Want, c.Got))
+		case CheckUnknown:
+			unknown = true
+			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: want %s, got %s", c.Name, c.Want, c.Got))
+		}
+	}
+	for _, ps := range sr.Stats {
+		if ps.Status == "reset" {
+			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: %s (%s)", ps.Proxy, ps.Detail, strings.Join(ps.Resets, "; ")))
+		}
+	}
+	// Incomplete evidence wins over a failed check: checks on partial evidence
+	// (e.g. receipts whose request lines were cut off) are not conclusive.
 	switch {
 	case sr.Incomplete:
 		sr.Status = NotRun
+	case failed:
+		sr.Status = Fail
+	case unknown:
+		sr.Status = NotRun
 	default:
 		sr.Status = Pass
-		for _, c := range sr.Checks {
-			if c.Status != CheckPass {
-				sr.Status = Fail
-				sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: want %s, got %s", c.Name, c.Want, c.Got))
-			}
-		}
 	}
 }
 
@@ -506,6 +535,20 @@ func checks(sd *scenarioData, sr *ScenarioReport) {
 		st := passIf(got == lo && rc.AdmittedWithoutReceipt == 0)
 		add("receipts = admitted", st, strconv.Itoa(lo), strconv.Itoa(rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))
 	}
+	// Without an explicit admitted expectation, an intended limit is the
+	// expectation: the limit must hold.
+	if ex.Admitted == nil && sd.scenario.IntendedLimit != nil {
+		il := *sd.scenario.IntendedLimit
+		lo, hi := sr.Totals.Admitted, sr.Totals.Admitted+noResp
+		st := passIf(hi <= il)
+		if lo <= il && hi > il {
+			st = CheckUnknown
+		}
+		add("admitted within intended limit", st, fmt.Sprintf("<= %d", il), strconv.Itoa(lo))
+	}
+	// A receipt without X-Rlbench-Id is a request the attack did not send
+	// (it bypassed the proxy, or lost the header on the way).
+	add("receipts without id (unidentified)", passIf(rc.WithoutID == 0), "0", strconv.Itoa(rc.WithoutID))
 	if sr.Bound != nil && len(sd.faults) == 0 {
 		hi := sr.Totals.Admitted
 		add("admitted within configured bound", passIf(hi <= sr.Bound.Allowed), fmt.Sprintf("<= %d", sr.Bound.Allowed), strconv.Itoa(hi))
@@ -519,10 +562,10 @@ func checks(sd *scenarioData, sr *ScenarioReport) {
 	{
 		for _, ps := range sr.Stats {
 			if ps.Status == "missing" {
-				if ex.StatsAgree {
-					sr.Incomplete = true
-					sr.Reasons = append(sr.Reasons, "incomplete: "+ps.Detail)
-				}
+				// One snapshot of a pair (or a proxy the scenario names) is
+				// absent: the evidence is incomplete.
+				sr.Incomplete = true
+				sr.Reasons = append(sr.Reasons, "incomplete: "+ps.Detail)
 				continue
 			}
 			for _, c := range ps.Checks {

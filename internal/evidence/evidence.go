@@ -336,6 +336,9 @@ type Scenario struct {
 	Limits []LimitSpec `json:"limits,omitempty"`
 	// Repeat is the 1-based repeat index of this run, 0 when not repeated.
 	Repeat int `json:"repeat,omitempty"`
+	// Faults is the number of fault actions the scenario plans; fewer lines
+	// in faults.jsonl make the evidence incomplete.
+	Faults int `json:"faults,omitempty"`
 }
 
 // Expectation is what a scenario must show to PASS. Every set field is a check.

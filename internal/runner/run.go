@@ -144,6 +144,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 				return runDir, err
 			}
 			if ctx.Err() != nil {
+				_ = writeJSON(filepath.Join(dir, evidence.ScenarioFile), evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Repeat: rep})
 				_ = os.WriteFile(filepath.Join(dir, "NOT_RUN"), []byte("interrupted before this scenario started\n"), 0o644)
 				continue
 			}
@@ -529,8 +530,14 @@ func (r *scenarioRun) writeScenario() error {
 			proxies = append(proxies, t.Name)
 		}
 	}
+	faults := 0
+	for _, st := range sc.Steps {
+		if st.Fault != nil {
+			faults++
+		}
+	}
 	s := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Proxies: proxies,
-		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat}
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat, Faults: faults}
 	return writeJSON(filepath.Join(r.dir, evidence.ScenarioFile), s)
 }
 

@@ -1,0 +1,95 @@
+package analyze
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/internal/evidence"
+)
+
+func writeSnap(t *testing.T, dir, proxy, label string, ok, enforced uint64) {
+	t.Helper()
+	s := envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: proxy, Label: label, Format: envoy.FormatText,
+		Values: map[string]uint64{},
+		Local:  []envoy.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: ok + enforced, OK: ok, RateLimited: enforced, Enforced: enforced}}}
+	b, err := json.Marshal(s)
+	must(t, err)
+	must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, proxy+"."+label+".json"), b, 0o644))
+}
+
+func reasons(s ScenarioReport) string { return strings.Join(s.Reasons, "\n") }
+
+func TestStatsDeltasAgreeAndResetIsUnknown(t *testing.T) {
+	e := newEv(t).demo()
+	e.scenario.Expect.StatsAgree = true
+	dir := e.write()
+	for _, p := range []string{"proxy-a", "proxy-b"} {
+		writeSnap(t, dir, p, "before", 100, 40)
+		writeSnap(t, dir, p, "after", 105, 45)
+	}
+	s := run(t, dir).Scenarios[0]
+	if s.Status != Pass || len(s.Stats) != 2 || s.Stats[0].Deltas[DeltaLocalOK] != 5 || s.Stats[0].Deltas[DeltaLocalEnforced] != 5 {
+		t.Fatalf("status %s stats %+v reasons %s", s.Status, s.Stats, reasons(s))
+	}
+	// proxy-b's enforced counter disagrees with its clients: FAIL naming the check.
+	writeSnap(t, dir, "proxy-b", "after", 105, 47)
+	s = run(t, dir).Scenarios[0]
+	if s.Status != Fail || !strings.Contains(reasons(s), "proxy-b: local enforced = local 429s: want 5, got 7") {
+		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
+	}
+	// proxy-b restarted between the snapshots: its counters went down. The
+	// comparison is unknown, and the scenario is not PASS.
+	writeSnap(t, dir, "proxy-b", "after", 5, 5)
+	s = run(t, dir).Scenarios[0]
+	if s.Stats[1].Status != "reset" || s.Status != NotRun || !strings.Contains(reasons(s), "inconclusive: proxy-b") {
+		t.Fatalf("stats %+v status %s reasons %s", s.Stats[1], s.Status, reasons(s))
+	}
+	for _, c := range s.Checks {
+		if strings.HasPrefix(c.Name, "proxy-b:") && c.Status != CheckUnknown {
+			t.Fatalf("check %+v after a reset", c)
+		}
+	}
+	// One snapshot of a pair missing: incomplete, whatever stats_agree says.
+	must(t, os.Remove(filepath.Join(dir, evidence.StatsDir, "proxy-b.after.json")))
+	e.scenario.Expect.StatsAgree = false
+	e.write()
+	if s = run(t, dir).Scenarios[0]; s.Status != NotRun || !strings.Contains(reasons(s), "proxy-b.after.json") {
+		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
+	}
+}
+
+func TestFaultsThatDidNotHappenAreIncomplete(t *testing.T) {
+	e := newEv(t).demo()
+	e.scenario.Faults = 2
+	dir := e.write()
+	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
+		{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0, EndNs: t0 + 1, OK: false, Error: "could not stop"},
+	})
+	s := run(t, dir).Scenarios[0]
+	r := reasons(s)
+	if s.Status != NotRun || !strings.Contains(r, `fault "stop rls" (stop rls) did not take effect: could not stop`) ||
+		!strings.Contains(r, "1 fault(s) recorded, scenario.json plans 2") {
+		t.Fatalf("status %s reasons %s", s.Status, r)
+	}
+}
+
+func TestUnidentifiedReceiptAndIntendedLimit(t *testing.T) {
+	e := newEv(t).demo()
+	e.receipts = append(e.receipts, evidence.Receipt{RecvNs: t0})
+	s := run(t, e.write()).Scenarios[0]
+	if s.Status != Fail || !strings.Contains(reasons(s), "receipts without id (unidentified): want 0, got 1") {
+		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
+	}
+	// With no admitted expectation, the intended limit is the expectation.
+	e = newEv(t).demo()
+	e.scenario.Expect = evidence.Expectation{}
+	s = run(t, e.write()).Scenarios[0]
+	if s.Status != Fail || !strings.Contains(reasons(s), "admitted within intended limit: want <= 5, got 10") {
+		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
+	}
+}
