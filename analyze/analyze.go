@@ -64,6 +64,12 @@ func Analyze(ctx context.Context, dir string, opts Options) (*Report, error) {
 		}
 		rep.Scenarios = append(rep.Scenarios, sr)
 	}
+	if len(dirs) == 0 {
+		rep.Scenarios = append(rep.Scenarios, ScenarioReport{Name: filepath.Base(dir), Dir: ".", Status: NotRun, Incomplete: true,
+			Reasons: []string{"no scenario evidence (scenario.json, requests.jsonl or NOT_RUN) under " + dir}, Checks: []Check{},
+			Targets: []TargetReport{}, Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{},
+			Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, PhantomIDs: []string{}}})
+	}
 	rep.Groups = groups(rep.Scenarios)
 	rep.Status = overall(rep.Scenarios)
 	return rep, nil

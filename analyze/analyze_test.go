@@ -204,7 +204,7 @@ func TestMissingAndInterruptedEvidenceIsNeverPass(t *testing.T) {
 	})
 	t.Run("empty run dir", func(t *testing.T) {
 		rep := run(t, t.TempDir())
-		if rep.Status != NotRun || len(rep.Scenarios) != 0 {
+		if rep.Status != NotRun || len(rep.Scenarios) != 1 || !strings.HasPrefix(rep.Scenarios[0].Reasons[0], "no scenario evidence") {
 			t.Fatalf("status %s", rep.Status)
 		}
 	})

@@ -117,6 +117,10 @@ type Options struct {
 	// one interval); the zero value sends as fast as the workers allow.
 	// Negative values are an error.
 	Rate vegeta.Rate
+	// InterruptGrace is how long an interrupted attack waits for requests
+	// already in flight before cancelling them (they are then recorded with
+	// code 0, indeterminate); default 1s.
+	InterruptGrace time.Duration
 	// Timeout bounds each request including reading its body; default 10s.
 	// A timed-out request is recorded with code 0: it may still have been
 	// processed by the backend.
@@ -278,8 +282,19 @@ func Run(ctx context.Context, opts Options, out *evidence.Writer) (*Summary, err
 	}
 	defer transport.CloseIdleConnections()
 	slots := make([]slot, n)
+	grace := p.opts.InterruptGrace
+	if grace <= 0 {
+		grace = time.Second
+	}
+	abort, abortNow := context.WithCancel(context.WithoutCancel(ctx))
+	defer abortNow()
+	stopGrace := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, abortNow)
+		context.AfterFunc(abort, func() { t.Stop() })
+	})
+	defer stopGrace()
 	client := &http.Client{
-		Transport: &onceTransport{base: transport, slots: slots, timeout: p.opts.Timeout, allowReplay: p.opts.allowReplay},
+		Transport: &onceTransport{base: transport, slots: slots, timeout: p.opts.Timeout, allowReplay: p.opts.allowReplay, abort: abort},
 		// Client.Timeout stays 0: onceTransport applies the timeout itself.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -330,11 +345,13 @@ func Run(ctx context.Context, opts Options, out *evidence.Writer) (*Summary, err
 	// Watch ctx; stop the attacker on cancellation.
 	done := make(chan struct{})
 	var watch sync.WaitGroup
+	var cancelledMidway atomic.Bool
 	watch.Add(1)
 	go func() {
 		defer watch.Done()
 		select {
 		case <-ctx.Done():
+			cancelledMidway.Store(true)
 			atk.Stop()
 		case <-done:
 		}
@@ -397,14 +414,16 @@ func Run(ctx context.Context, opts Options, out *evidence.Writer) (*Summary, err
 	if sum.Recorded > 1 {
 		sum.SendSpreadNs = lst - first
 	}
-	sum.Interrupted = ctx.Err() != nil && sum.Sent < n
-	sum.Complete = writeErr == nil && sum.Sent == n && sum.Recorded == n
+	// Interrupted: cancelled before every ID was sent, or while results were
+	// still outstanding (those in flight past InterruptGrace were cancelled).
+	sum.Interrupted = ctx.Err() != nil && (sum.Sent < n || cancelledMidway.Load())
+	sum.Complete = writeErr == nil && sum.Sent == n && sum.Recorded == n && !sum.Interrupted
 	switch {
 	case writeErr != nil:
 		sum.Error = writeErr.Error()
 		return sum, writeErr
 	case sum.Interrupted:
-		sum.Error = "interrupted: " + context.Cause(ctx).Error()
+		sum.Error = context.Cause(ctx).Error()
 	}
 	return sum, nil
 }

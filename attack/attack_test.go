@@ -564,3 +564,48 @@ func TestRunWriteError(t *testing.T) {
 		t.Fatalf("summary %+v", sum)
 	}
 }
+
+// TestRunInterruptCancelsInFlight: every ID is already sent and the target
+// never answers; an interrupt waits InterruptGrace, then cancels the
+// requests in flight, records them as code 0, and reports the attack as
+// interrupted and incomplete instead of waiting for the request timeout.
+func TestRunInterruptCancelsInFlight(t *testing.T) {
+	const n = 5
+	var count atomic.Int32
+	all := make(chan struct{})
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if count.Add(1) == n {
+			close(all)
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-all
+		cancel()
+	}()
+	began := time.Now()
+	sum, err, lines := runToLines(t, ctx, Options{IDs: IDs(n, "h"), Targets: []Target{{Name: "t", URL: srv.URL}},
+		Timeout: time.Minute, InterruptGrace: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Fatalf("took %s: in-flight requests were not cancelled", took)
+	}
+	if sum.Complete || !sum.Interrupted || sum.Sent != n || len(lines) != n {
+		t.Fatalf("summary %+v, %d lines", sum, len(lines))
+	}
+	for _, l := range lines {
+		if l.Code != 0 || l.Error == "" {
+			t.Errorf("%s: code %d error %q", l.ID, l.Code, l.Error)
+		}
+	}
+}

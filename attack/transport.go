@@ -37,6 +37,9 @@ type onceTransport struct {
 	timeout time.Duration
 	// allowReplay skips the no-replay copy; only tests set it.
 	allowReplay bool
+	// abort, when done, cancels every request still in flight (an
+	// interrupted attack that waited InterruptGrace).
+	abort context.Context
 }
 
 // errNoSlot is returned for a request that does not carry a slot fragment;
@@ -55,6 +58,11 @@ func (t *onceTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s.sent = time.Now()
 
 	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
+	if t.abort != nil {
+		stop := context.AfterFunc(t.abort, cancel)
+		inner := cancel
+		cancel = func() { stop(); inner() }
+	}
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteHeaders: func() { s.attempts.Add(1) },
 	})

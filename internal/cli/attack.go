@@ -56,7 +56,7 @@ stops it: recorded lines are kept and attack.json says "complete": false.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.Targets, "target", nil, "target as NAME=URL (repeatable); NAME should be the proxy name used for its stats")
 	f.IntVar(&o.IDs, "ids", 0, "number of IDs to fire")
-	f.StringVar(&o.IDPrefix, "id-prefix", "req-", "prefix of generated IDs")
+	f.StringVar(&o.IDPrefix, "id-prefix", "req", "prefix of generated IDs (PREFIX-0001, ...)")
 	f.StringVar(&o.IDsFile, "ids-file", "", "file with one ID per line (instead of --ids)")
 	f.StringVar(&o.Split, "split", "even", "even | sticky | counts=N,N,... | weights=W,W,...")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for weights splits")
@@ -79,6 +79,9 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	}
 	if o.Out == "" {
 		return usageErrorf("--out DIR is required")
+	}
+	if o.IDs < 0 {
+		return usageErrorf("--ids must be positive, not %d", o.IDs)
 	}
 	if (o.IDs > 0) == (o.IDsFile != "") {
 		return usageErrorf("give exactly one of --ids N or --ids-file FILE")
@@ -126,6 +129,20 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 		}
 	} else {
 		ids = attack.IDs(o.IDs, o.IDPrefix)
+	}
+	// Misfit splits and targets are usage errors, found before anything is sent.
+	if _, err := attack.Assign(ids, targets, split, o.Seed); err != nil {
+		return &UsageError{Err: err}
+	}
+	seen := map[string]bool{}
+	for _, t := range targets {
+		if seen[t.Name] {
+			return usageErrorf("--target %s given twice", t.Name)
+		}
+		seen[t.Name] = true
+		if !strings.HasPrefix(t.URL, "http://") && !strings.HasPrefix(t.URL, "https://") {
+			return usageErrorf("--target %s=%s: the URL must start with http:// or https://", t.Name, t.URL)
+		}
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err

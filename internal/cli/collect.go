@@ -41,7 +41,7 @@ func newCollectEnvoyCmd(io *IOStreams) *cobra.Command {
 		Use:   "envoy --admin URL --proxy NAME --label before|after --out DIR",
 		Short: "Save an Envoy admin /stats snapshot, raw and parsed",
 		Long: `collect envoy GETs /stats (text), /stats?format=json or /stats/prometheus from an
-Envoy admin listener (or a lab proxy's) and writes DIR/stats/NAME.LABEL.<txt|json-raw|prom>
+Envoy admin listener (or a lab proxy's) and writes DIR/stats/NAME.LABEL.<txt|raw.json|prom>
 (the raw body) and DIR/stats/NAME.LABEL.json (the parsed snapshot that analyze
 compares). NAME must be the attack target name of that proxy.`,
 		Example: `  rlbench collect envoy --admin http://127.0.0.1:9901 --proxy proxy-a --label before --out evidence/manual`,
@@ -49,6 +49,9 @@ compares). NAME must be the attack target name of that proxy.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Admin == "" || o.Proxy == "" || o.Label == "" || o.Out == "" {
 				return usageErrorf("--admin, --proxy, --label and --out are required")
+			}
+			if !safeName(o.Proxy) || !safeName(o.Label) {
+				return usageErrorf("--proxy and --label must be simple names (letters, digits, - and _), not %q / %q", o.Proxy, o.Label)
 			}
 			return runCollectEnvoy(cmd.Context(), o)
 		},
@@ -96,4 +99,18 @@ func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
 	fmt.Fprintf(o.IO.ErrOut, "collect: %s %s: %d values, %d local and %d global rate limit stat groups -> %s.json\n",
 		o.Proxy, o.Label, len(snap.Values), len(snap.Local), len(snap.Global), base)
 	return nil
+}
+
+// safeName reports whether s can be used as one part of a file name under
+// stats/: letters, digits, '-' and '_' only (no dots: analyze splits on the first).
+func safeName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
 }

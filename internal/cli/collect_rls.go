@@ -85,6 +85,9 @@ DIR/rls/decisions.jsonl (read by analyze) and DIR/rls/log.json (everything parse
 			if err != nil {
 				return err
 			}
+			if l.Lines > 0 && l.TextLines+l.JSONLines+l.SinkLines == 0 {
+				return fmt.Errorf("%s: not an envoyproxy/ratelimit log: none of its %d lines is a logrus text or JSON line", name, l.Lines)
+			}
 			s := RLSLogSummary{Source: name, Lines: l.Lines, Decisions: len(l.Decisions), ByCode: l.CountCodes(), Errors: len(l.Errors),
 				ConfigLoads: len(l.ConfigLoads), UnknownDomains: len(l.UnknownDomains), NoMatch: len(l.NoMatch),
 				PendingLookups: len(l.PendingLookups), Unparsed: len(l.Unparsed), Restarts: max(len(l.Starts)-1, 0)}

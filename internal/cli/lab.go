@@ -69,7 +69,7 @@ until SIGINT/SIGTERM.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Proxies, "proxies", 2, "number of proxies")
 	f.Uint32Var(&o.LocalMaxTokens, "local-max-tokens", 0, "local token bucket max_tokens (0: no local rate limit)")
-	f.Uint32Var(&o.LocalTokensPerFill, "local-tokens-per-fill", 0, "local token bucket tokens_per_fill (default max_tokens)")
+	f.Uint32Var(&o.LocalTokensPerFill, "local-tokens-per-fill", 0, "local token bucket tokens_per_fill (default 1, as in Envoy)")
 	f.DurationVar(&o.LocalFillInterval, "local-fill-interval", time.Hour, "local token bucket fill_interval (>= 50ms)")
 	f.StringVar(&o.GlobalDomain, "global-domain", "", "enable the global rate limit filter with this domain")
 	f.StringArrayVar(&o.GlobalDescriptor, "global-descriptor", nil, "generic_key action descriptor_key=descriptor_value (repeatable)")
@@ -89,6 +89,21 @@ func runLab(ctx context.Context, o *LabOptions) error {
 	}
 	if o.GlobalDomain != "" && (o.RLS == "") == (o.RLSConfig == "") {
 		return usageErrorf("--global-domain needs exactly one of --rls or --rls-config")
+	}
+	if o.GlobalDomain == "" && (o.RLS != "" || o.RLSConfig != "" || len(o.GlobalDescriptor) > 0 || o.FailureModeDeny) {
+		return usageErrorf("--rls, --rls-config, --global-descriptor and --failure-mode-deny need --global-domain")
+	}
+	if o.GlobalDomain != "" && len(o.GlobalDescriptor) == 0 {
+		return usageErrorf("--global-domain needs at least one --global-descriptor key=value")
+	}
+	if o.RLS != "" && !strings.HasPrefix(o.RLS, "grpc://") {
+		return usageErrorf("--rls must be grpc://host:port, not %q", o.RLS)
+	}
+	if o.LocalMaxTokens == 0 && o.LocalTokensPerFill > 0 {
+		return usageErrorf("--local-tokens-per-fill needs --local-max-tokens")
+	}
+	if o.LocalMaxTokens > 0 && o.LocalFillInterval < 50*time.Millisecond {
+		return usageErrorf("--local-fill-interval must be at least 50ms (Envoy's minimum), not %s", o.LocalFillInterval)
 	}
 	var closers []func() error
 	defer func() {
@@ -132,7 +147,7 @@ func runLab(ctx context.Context, o *LabOptions) error {
 		if o.LocalMaxTokens > 0 {
 			tpf := o.LocalTokensPerFill
 			if tpf == 0 {
-				tpf = o.LocalMaxTokens
+				tpf = 1 // Envoy's default tokens_per_fill
 			}
 			hundred := 100.0
 			cfg.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: tpf, FillInterval: o.LocalFillInterval,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/olekukonko/tablewriter"
 	"github.com/rlbench/rlbench/internal/lint"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/spf13/cobra"
@@ -62,24 +61,17 @@ finding exists.`,
 					return err
 				}
 			} else {
-				t := tablewriter.NewTable(io.Out, tablewriter.WithColumnMax(70))
-				t.Header("Level", "Code", "Where", "Message")
+				// One finding per paragraph, never truncated: file:line, level, code, path, message.
 				for _, f := range rep.Findings {
 					where := f.File
 					if f.Line > 0 {
 						where = fmt.Sprintf("%s:%d", f.File, f.Line)
 					}
+					fmt.Fprintf(io.Out, "%s: %s %s\n", where, f.Level, f.Code)
 					if f.Path != "" {
-						where += "\n" + f.Path
+						fmt.Fprintf(io.Out, "    at %s\n", f.Path)
 					}
-					if err := t.Append(string(f.Level), f.Code, where, f.Message); err != nil {
-						return err
-					}
-				}
-				if len(rep.Findings) > 0 {
-					if err := t.Render(); err != nil {
-						return err
-					}
+					fmt.Fprintf(io.Out, "    %s\n", f.Message)
 				}
 				fmt.Fprintf(io.Out, "%d file(s): %d error(s), %d warning(s)\n", len(rep.Files), rep.Errors(), rep.Warnings())
 			}

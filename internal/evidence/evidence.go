@@ -23,6 +23,7 @@ import (
 	json "github.com/goccy/go-json"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 )
@@ -141,8 +142,12 @@ func NewWriter(w io.Writer) *Writer {
 	return jw
 }
 
-// Create creates (truncating) the file at path and returns a Writer on it.
+// Create creates (truncating) the file at path, and its parent directories,
+// and returns a Writer on it.
 func Create(path string) (*Writer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err

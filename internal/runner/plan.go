@@ -195,8 +195,19 @@ type Range evidence.Range
 
 var rangeRE = regexp.MustCompile(`^\s*(\d+)\s*\.\.\s*(\d+)\s*$`)
 
-// UnmarshalJSON accepts 10, "10", "5..10" or {"min":5,"max":10}.
+// UnmarshalJSON accepts 10, "10", "5..10" or {"min":5,"max":10}; bounds
+// must be 0 <= min <= max.
 func (r *Range) UnmarshalJSON(b []byte) error {
+	if err := r.decode(b); err != nil {
+		return err
+	}
+	if r.Min < 0 || r.Min > r.Max {
+		return fmt.Errorf("range %s: want 0 <= min <= max", b)
+	}
+	return nil
+}
+
+func (r *Range) decode(b []byte) error {
 	var n int
 	if err := json.Unmarshal(b, &n); err == nil {
 		*r = Range{Min: n, Max: n}
@@ -205,8 +216,11 @@ func (r *Range) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		if m := rangeRE.FindStringSubmatch(s); m != nil {
-			lo, _ := strconv.Atoi(m[1])
-			hi, _ := strconv.Atoi(m[2])
+			lo, err1 := strconv.Atoi(m[1])
+			hi, err2 := strconv.Atoi(m[2])
+			if err1 != nil || err2 != nil {
+				return fmt.Errorf("range %q: number out of range", s)
+			}
 			if lo > hi {
 				return fmt.Errorf("range %q: min > max", s)
 			}
@@ -330,6 +344,12 @@ func (p *Plan) validate() error {
 			}
 			if l.RLS != nil && l.RLS.Kind == "" {
 				l.RLS.Kind = "lab"
+			}
+			if lc := l.Local; lc != nil && time.Duration(lc.FillInterval) < 50*time.Millisecond {
+				return fmt.Errorf("%s: lab.local.fill_interval must be at least 50ms (Envoy's minimum)", where)
+			}
+			if lc := l.Local; lc != nil && lc.MaxTokens == 0 {
+				return fmt.Errorf("%s: lab.local.max_tokens must be > 0", where)
 			}
 			if l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real" {
 				return fmt.Errorf("%s: lab.rls.kind must be lab or real", where)

@@ -423,7 +423,7 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 		name := "proxy-" + string(rune('a'+i))
 		cfg := proxy.Config{Name: name, Upstream: be.URL()}
 		if l := lp.Local; l != nil {
-			cfg.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: l.TokensPerFill,
+			cfg.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: tokensPerFill(l),
 				FillInterval: time.Duration(l.FillInterval), FilterEnabled: l.FilterEnabled, FilterEnforced: l.FilterEnforced}
 			if cfg.Local.FilterEnabled == nil {
 				cfg.Local.FilterEnabled = ptr(100.0)
@@ -466,12 +466,20 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 	}
 	if l := lp.Local; l != nil {
 		r.limits = append(r.limits, evidence.LimitSpec{Kind: "token_bucket", Buckets: lp.Proxies, MaxTokens: int(l.MaxTokens),
-			TokensPerFill: int(l.TokensPerFill), FillInterval: int64(l.FillInterval), StartNs: startNs})
+			TokensPerFill: int(tokensPerFill(l)), FillInterval: int64(l.FillInterval), StartNs: startNs})
 	}
 	return ""
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// tokensPerFill applies Envoy's default: token_bucket.tokens_per_fill is 1 when unset.
+func tokensPerFill(l *LocalPlan) uint32 {
+	if l.TokensPerFill == 0 {
+		return 1
+	}
+	return l.TokensPerFill
+}
 
 // checkExternal runs the setup command and checks that every external proxy answers.
 func (r *scenarioRun) checkExternal(ctx context.Context) string {
