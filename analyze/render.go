@@ -137,13 +137,45 @@ func WriteTable(w io.Writer, rep *Report) error {
 			return err
 		}
 	}
+	var gr [][]any
+	for _, g := range rep.Groups {
+		if g.Repeats < 2 {
+			continue
+		}
+		adm, over, bound := "-", "-", "-"
+		if g.Admitted != nil {
+			adm = fmt.Sprintf("%d..%d", g.Admitted.Min, g.Admitted.Max)
+		}
+		if g.OverAdmission != nil {
+			over = fmt.Sprintf("%+d..%+d", g.OverAdmission.Min, g.OverAdmission.Max)
+		}
+		if g.Bound != nil {
+			bound = strconv.Itoa(*g.Bound)
+		}
+		gr = append(gr, []any{g.Name, g.Repeats, adm, over, bound, g.Status})
+	}
+	if len(gr) > 0 {
+		fmt.Fprintln(w, "\nOver the repeats:")
+		rt := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+		rt.Header("Scenario", "Repeats", "Admitted (min..max)", "Over-admission", "Configured bound", "Status")
+		if err := rt.Bulk(gr); err != nil {
+			return err
+		}
+		if err := rt.Render(); err != nil {
+			return err
+		}
+	}
 	for _, s := range rep.Scenarios {
 		if s.Bound != nil {
 			note := ""
 			if len(s.FaultWindows) > 0 {
 				note = "; not checked: the scenario injects faults"
 			}
-			fmt.Fprintf(w, "%s: configuration allows at most %d admitted over %s (%s%s)\n", s.Name, s.Bound.Allowed,
+			name := s.Name
+			if repeats[s.Name] > 1 {
+				name += " #" + strconv.Itoa(s.Repeat)
+			}
+			fmt.Fprintf(w, "%s: configuration allows at most %d admitted over %s (%s%s)\n", name, s.Bound.Allowed,
 				time.Duration(s.Bound.DurationNs).Round(time.Microsecond), strings.Join(s.Bound.Explain, "; "), note)
 		}
 	}
