@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -219,6 +220,7 @@ func analyzeScenario(dir string, opts Options) ScenarioReport {
 
 	// requests.jsonl
 	rp := filepath.Join(dir, evidence.RequestsFile)
+	sd.requests = make([]evidence.Request, 0, countLines(rp))
 	err := evidence.ReadFile(rp, func(line int, r *evidence.Request) error {
 		if r.ID == "" {
 			return &evidence.LineError{File: rp, Line: line, Err: errors.New("request without id")}
@@ -241,6 +243,7 @@ func analyzeScenario(dir string, opts Options) ScenarioReport {
 
 	// receipts.jsonl
 	cp := filepath.Join(dir, evidence.ReceiptsFile)
+	sd.receipts = make([]evidence.Receipt, 0, countLines(cp))
 	err = evidence.ReadFile(cp, func(line int, r *evidence.Receipt) error {
 		sd.receipts = append(sd.receipts, *r)
 		return nil
@@ -621,4 +624,23 @@ func idsGot(n int, ids []string) string {
 		s += ",…"
 	}
 	return s + ")"
+}
+
+// countLines counts the newlines of the file at path (0 when unreadable), to
+// size the slices that hold a million-line evidence file without regrowing.
+func countLines(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	buf := make([]byte, 256<<10)
+	n := 0
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err != nil {
+			return n + 1
+		}
+	}
 }
