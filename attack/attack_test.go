@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 // seenRequest is what a test backend saw of one request.
@@ -82,38 +82,12 @@ func runToLines(t *testing.T, ctx context.Context, opts Options) (*Summary, erro
 	return sum, err, lines
 }
 
-// fixturePath returns testdata/name, or the shared fixture if the testdata
-// copy is missing; it skips the test if neither exists.
-func fixturePath(t *testing.T, sub, name string) string {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skipf("fixture %s: no testdata copy and no go.mod found", name)
-		}
-		dir = parent
-	}
-	p = filepath.Join(dir, "..", "shared", "fixtures", sub, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("fixture %s absent: %v", name, err)
-	}
-	return p
-}
-
 // envoyGateway429 reads the Envoy Gateway local rate limit 429 capture:
 // its header lines and the body its content-length implies
 // ("local_rate_limited", 18 bytes per the issue text).
 func envoyGateway429(t *testing.T) (http.Header, string) {
 	t.Helper()
-	f, err := os.Open(fixturePath(t, "envoy", "gh_envoygateway_issue5693_429_headers_2025.txt"))
+	f, err := os.Open(testfix.Fixture(t, "envoy", "gh_envoygateway_issue5693_429_headers_2025.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

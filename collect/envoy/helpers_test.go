@@ -5,46 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
-// sharedFixtureDir returns <repo>/../shared/fixtures/envoy, walking up from
-// the working directory to the directory holding go.mod; "" if absent.
-func sharedFixtureDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(dir, "..", "shared", "fixtures", "envoy")
-			if st, err := os.Stat(d); err == nil && st.IsDir() {
-				return d
-			}
-			return ""
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
-}
-
 // fixture reads an Envoy fixture, preferring the testdata copy and falling
-// back to the shared fixtures beside the repository; skips if neither exists.
+// back to <repo>/../shared/fixtures/envoy (see testfix.ReadFixture).
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
-		return b
-	}
-	if d := sharedFixtureDir(t); d != "" {
-		if b, err := os.ReadFile(filepath.Join(d, name)); err == nil {
-			return b
-		}
-	}
-	t.Skipf("fixture %s not found in testdata/ or ../shared/fixtures/envoy", name)
-	return nil
+	return testfix.ReadFixture(t, "envoy", name)
 }
 
 // allFixtures lists every file in /work/shared/fixtures/envoy (and testdata).
@@ -66,10 +35,7 @@ var allFixtures = []string{
 // TestFixtureCopies checks that testdata holds every shared fixture
 // unchanged, and that no shared fixture is missing from allFixtures.
 func TestFixtureCopies(t *testing.T) {
-	d := sharedFixtureDir(t)
-	if d == "" {
-		t.Skip("shared fixtures not present beside the repository")
-	}
+	d := testfix.SharedFixtureDir(t, "envoy")
 	entries, err := os.ReadDir(d)
 	if err != nil {
 		t.Fatal(err)

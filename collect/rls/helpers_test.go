@@ -2,37 +2,16 @@ package rls
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 // fixture returns the path of an RLS fixture: the package's testdata copy if
-// present, else <repo>/../shared/fixtures/rls/<rel>; it skips if neither exists.
+// present, else <repo>/../shared/fixtures/rls/<rel> (see testfix.Fixture).
 func fixture(t *testing.T, rel string) string {
 	t.Helper()
-	p := filepath.Join("testdata", filepath.FromSlash(rel))
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skipf("fixture %s: no testdata copy and no go.mod above %s", rel, dir)
-		}
-		dir = parent
-	}
-	p = filepath.Join(dir, "..", "shared", "fixtures", "rls", filepath.FromSlash(rel))
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("fixture %s absent: %v", rel, err)
-	}
-	return p
+	return testfix.Fixture(t, "rls", rel)
 }
 
 func openFixture(t *testing.T, rel string) *os.File {

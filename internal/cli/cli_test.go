@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/rlbench/rlbench/schemas"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -20,15 +19,10 @@ func TestMain(m *testing.M) {
 	})
 }
 
-func repoRoot(t testing.TB) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
 // TestScripts runs the end-to-end CLI scripts in testdata/script: the real
 // command tree, real lab parts on 127.0.0.1, real exit codes.
 func TestScripts(t *testing.T) {
-	root := repoRoot(t)
+	root := testfix.RepoRoot(t)
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,

@@ -12,45 +12,13 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/internal/rlsconfig"
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 const hcm = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
 
-// repoRoot walks up from the test's working directory to the dir holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// fixture returns testdata/name, or <repo>/../shared/fixtures/rel when the
-// testdata copy is missing (skipping when neither exists).
-func fixture(t *testing.T, name, rel string) string {
-	t.Helper()
-	if _, err := os.Stat(filepath.Join("testdata", name)); err == nil {
-		return filepath.Join("testdata", name)
-	}
-	p := filepath.Join(repoRoot(t), "..", "shared", "fixtures", rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("fixture %s absent", rel)
-	}
-	return p
-}
-
 func examplesDir(t *testing.T) string {
-	return filepath.Join(repoRoot(t), "examples", "envoy")
+	return filepath.Join(testfix.RepoRoot(t), "examples", "envoy")
 }
 
 func exampleRLS(t *testing.T) []*rlsconfig.Config {
@@ -369,7 +337,7 @@ func mustParse(t *testing.T, name, y string) *rlsconfig.Config {
 // used for the captured fixtures (domain rlbench): two rules are produced,
 // the shadow and unlimited ones are not.
 func TestAgainstCapturedRLSConfig(t *testing.T) {
-	p := fixture(t, "rls_local_config.yaml", "rls/rls_local_config.yaml")
+	p := testfix.Fixture(t, "rls", "rls_local_config.yaml")
 	cfg, err := rlsconfig.ParseFile(p)
 	if err != nil {
 		t.Fatal(err)

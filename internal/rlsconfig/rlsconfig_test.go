@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 func entries(kv ...string) []evidence.DescriptorEntry {
@@ -19,25 +20,6 @@ func entries(kv ...string) []evidence.DescriptorEntry {
 		out = append(out, evidence.DescriptorEntry{Key: kv[i], Value: kv[i+1]})
 	}
 	return out
-}
-
-// sharedDir finds <repo>/../shared by walking up to the directory holding go.mod.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return ""
-		}
-		dir = parent
-	}
 }
 
 func mustParse(t *testing.T, name, src string) *Config {
@@ -50,14 +32,11 @@ func mustParse(t *testing.T, name, src string) *Config {
 }
 
 func TestFixtureMatchesSharedCopy(t *testing.T) {
-	sh := sharedDir(t)
-	if sh == "" {
-		t.Skip("repo root not found")
-	}
+	sh := testfix.SharedFixtureDir(t, "rls")
 	for _, f := range []string{"rls_local_config.yaml", "rls_local_3fb7025_rlconfig.txt"} {
-		want, err := os.ReadFile(filepath.Join(sh, "fixtures", "rls", f))
+		want, err := os.ReadFile(filepath.Join(sh, f))
 		if err != nil {
-			t.Skipf("shared fixtures absent: %v", err)
+			t.Fatal(err)
 		}
 		got, err := os.ReadFile(filepath.Join("testdata", f))
 		if err != nil {

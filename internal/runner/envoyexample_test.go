@@ -13,28 +13,11 @@ import (
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/internal/runner"
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
-// repoRoot walks up from the test's directory to the one holding go.mod.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	d, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatal("no go.mod above the test directory")
-		}
-		d = filepath.Dir(d)
-	}
-}
-
 func TestEnvoyExamplePlanParses(t *testing.T) {
-	p, err := runner.LoadPlan(filepath.Join(repoRoot(t), "examples", "envoy", "plan.yaml"))
+	p, err := runner.LoadPlan(filepath.Join(testfix.RepoRoot(t), "examples", "envoy", "plan.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +55,7 @@ func TestEnvoyExampleRunShWithoutEnvoy(t *testing.T) {
 	if err != nil {
 		t.Skip("go not found")
 	}
-	root := repoRoot(t)
+	root := testfix.RepoRoot(t)
 	tmp := t.TempDir()
 	rlbench := filepath.Join(tmp, "rlbench")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

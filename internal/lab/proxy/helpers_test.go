@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/internal/lab/backend"
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 type syncBuf struct {
@@ -176,28 +175,10 @@ func promStats(t *testing.T, url string) map[string]float64 {
 }
 
 // fixture returns the bytes of a fixture, preferring testdata/ and falling
-// back to <repo>/../shared/fixtures/envoy; it skips if neither exists.
+// back to <repo>/../shared/fixtures/envoy (see testfix.ReadFixture).
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
-		return b
-	}
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skipf("fixture %s: no go.mod above the test dir", name)
-		}
-		dir = parent
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "..", "shared", "fixtures", "envoy", name))
-	if err != nil {
-		t.Skipf("fixture %s absent: %v", name, err)
-	}
-	return b
+	return testfix.ReadFixture(t, "envoy", name)
 }
 
 func pct(v float64) *float64 { return &v }
