@@ -677,7 +677,10 @@ func (p *prepared) fill(line *evidence.Request, r *vegeta.Result, i int, s *slot
 	if r.Code != 0 {
 		line.BytesIn = s.bytesIn.Load()
 	}
-	line.Error = r.Error // vegeta: transport error text, or the status line for codes outside 200-399
+	// vegeta: transport error text, or the status line for codes outside
+	// 200-399. net/http quotes the URL with the internal slot fragment; the
+	// evidence shows the URL as sent.
+	line.Error = strings.Replace(r.Error, r.URL, line.URL, 1)
 	if a := s.attempts.Load(); a > 1 {
 		msg := fmt.Sprintf("rlbench: transport wrote this request %d times", a)
 		if line.Error != "" {
