@@ -44,6 +44,10 @@ type StatsdTotals struct {
 	// the input carried them (TSV or ListenStatsd JSONL), else 0.
 	FirstNs int64 `json:"first_ns,omitempty"`
 	LastNs  int64 `json:"last_ns,omitempty"`
+	// Malformed counts received lines (ListenStatsd captures) that are not
+	// statsd; MalformedLines names the first ten by line.
+	Malformed      int      `json:"malformed,omitempty"`
+	MalformedLines []string `json:"malformed_lines,omitempty"`
 }
 
 func newStatsdTotals(name string) *StatsdTotals {
@@ -152,8 +156,10 @@ func ParseStatsd(r io.Reader, name string) (*StatsdTotals, error) {
 		}
 		var ns int64
 		payload := s
+		captured := false
 		switch {
 		case strings.HasPrefix(s, "{"):
+			captured = true
 			var rec StatsdRecord
 			if err := json.Unmarshal([]byte(s), &rec); err != nil {
 				return nil, fmt.Errorf("%s:%d: %w", name, n, err)
@@ -186,6 +192,15 @@ func ParseStatsd(r io.Reader, name string) (*StatsdTotals, error) {
 			continue
 		}
 		mn, v, kind, err := parseStatsdLine(payload)
+		if err != nil && captured {
+			// A line received by ListenStatsd that is not statsd: whatever
+			// else wrote to the port. Counted, never summed, never fatal.
+			t.Malformed++
+			if len(t.MalformedLines) < 10 {
+				t.MalformedLines = append(t.MalformedLines, fmt.Sprintf("%s:%d: %v", name, n, err))
+			}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
 		}

@@ -215,3 +215,24 @@ func TestListenStatsdTCPAndUDP(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestParseStatsdCaptureToleratesForeignLines: a listener capture may hold
+// lines some other program sent to the port; they are counted, not summed,
+// and do not hide the totals.
+func TestParseStatsdCaptureToleratesForeignLines(t *testing.T) {
+	in := `{"recv_ns":1,"proto":"udp","line":"garbage line here"}` + "\n" +
+		`{"recv_ns":2,"proto":"tcp","line":"ratelimit.service.rate_limit.inventory.tenant_lab.total_hits:3|c"}` + "\n" +
+		`{"recv_ns":3,"proto":"tcp","line":"ratelimit.service.rate_limit.inventory.tenant_lab.total_hits:2|c"}` + "\n"
+	tot, err := ParseStatsd(strings.NewReader(in), "cap.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Malformed != 1 || !strings.HasPrefix(tot.MalformedLines[0], "cap.jsonl:1: ") ||
+		tot.Counters["ratelimit.service.rate_limit.inventory.tenant_lab.total_hits"] != 5 {
+		t.Fatalf("totals %+v", tot)
+	}
+	// A raw statsd file with a bad line is still an error naming the line.
+	if _, err := ParseStatsd(strings.NewReader("a.b:1|c\nnot statsd\n"), "raw.txt"); err == nil || !strings.HasPrefix(err.Error(), "raw.txt:2: ") {
+		t.Fatalf("err %v", err)
+	}
+}
