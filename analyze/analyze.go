@@ -443,7 +443,7 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 	sr.Bound = configuredBound(sd.scenario.Limits, start, end)
 	sr.Stats = proxyStats(sd, sr)
 	sr.FaultWindows = faultWindows(sd, classOf)
-	sr.RLS = rlsCheck(sd, start, end)
+	sr.RLS = rlsCheck(sd)
 	accessLogChecks(sd, sr) // accesslog/*.log: producers per response and their agreement with the clients (accesslog.go)
 
 	checks(sd, sr)
@@ -562,24 +562,21 @@ func checks(sd *scenarioData, sr *ScenarioReport) {
 		hi := sr.Totals.Admitted
 		add("admitted within configured bound", passIf(hi <= sr.Bound.Allowed), fmt.Sprintf("<= %d", sr.Bound.Allowed), strconv.Itoa(hi))
 	}
-	// Proxy counters are compared whenever snapshots exist; stats_agree makes
-	// missing snapshots incomplete evidence.
+	// Proxy counters are compared whenever snapshots exist; a missing one of a
+	// pair (or of a proxy the scenario names), or none at all under
+	// stats_agree, is incomplete evidence.
 	if ex.StatsAgree && len(sr.Stats) == 0 {
 		sr.Incomplete = true
 		sr.Reasons = append(sr.Reasons, "incomplete: stats_agree expected but no stats snapshots under stats/")
 	}
-	{
-		for _, ps := range sr.Stats {
-			if ps.Status == "missing" {
-				// One snapshot of a pair (or a proxy the scenario names) is
-				// absent: the evidence is incomplete.
-				sr.Incomplete = true
-				sr.Reasons = append(sr.Reasons, "incomplete: "+ps.Detail)
-				continue
-			}
-			for _, c := range ps.Checks {
-				add(ps.Proxy+": "+c.Name, c.Status, c.Want, c.Got)
-			}
+	for _, ps := range sr.Stats {
+		if ps.Status == "missing" {
+			sr.Incomplete = true
+			sr.Reasons = append(sr.Reasons, "incomplete: "+ps.Detail)
+			continue
+		}
+		for _, c := range ps.Checks {
+			add(ps.Proxy+": "+c.Name, c.Status, c.Want, c.Got)
 		}
 	}
 	if sr.RLS != nil {

@@ -15,7 +15,7 @@ import (
 // counters (the lab RLS keeps them in memory; Redis without persistence
 // loses them), so decisions after such a fault are judged as a new counter
 // epoch, named "<key> after <fault>".
-func rlsCheck(sd *scenarioData, start, end int64) *RLSCheck {
+func rlsCheck(sd *scenarioData) *RLSCheck {
 	if len(sd.decided) == 0 {
 		return nil
 	}
