@@ -20,13 +20,18 @@ func WriteJSON(w io.Writer, rep *Report) error {
 }
 
 // StatusLines returns status.txt's lines, one per scenario run:
-// "<scenario>[#<repeat>] <PASS|FAIL|NOT_RUN> <reason>". Spaces in the name
+// "<scenario>[#<repeat>] <PASS|FAIL|NOT_RUN> <reason>" (#<repeat> when the
+// scenario ran more than once). Spaces in the name
 // are replaced by '_' so the first field stays one word.
 func StatusLines(rep *Report) []string {
+	repeats := map[string]int{}
+	for _, g := range rep.Groups {
+		repeats[g.Name] = g.Repeats
+	}
 	var out []string
 	for _, s := range rep.Scenarios {
 		name := strings.ReplaceAll(s.Name, " ", "_")
-		if s.Repeat > 0 {
+		if repeats[s.Name] > 1 {
 			name += "#" + strconv.Itoa(s.Repeat)
 		}
 		reason := "all checks passed"
