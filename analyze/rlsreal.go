@@ -207,7 +207,7 @@ func realRLSChecks(sd *scenarioData, sr *ScenarioReport) {
 				strconv.Itoa(w.Inconsistent))
 		}
 	}
-	if hasGlobal(sd.scenario.Limits) {
+	if globalInLoop(sd, sr) {
 		for _, d := range rr.Descriptors {
 			name := "rls real " + d.Descriptor + ": OK decisions (zombies excluded) = admissions through the RLS"
 			want := rangeString(evidence.Range{Min: d.AdmittedMin, Max: d.AdmittedMax})

@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,7 +38,9 @@ func TestReportMatchesSchema(t *testing.T) {
 	writeLines(t, dir+"/"+evidence.FaultsFile, []evidence.Fault{{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0, EndNs: t0 + 1}})
 	must(t, mkdirAll(dir+"/rls"))
 	writeLines(t, dir+"/"+evidence.DecisionsFile, []evidence.Decision{{TimeNs: t0, Domain: "inventory", Key: "inventory_tenant_lab_1796029200", Limit: 5, Code: "OK", Current: 1}})
-	reports := []*Report{run(t, dir), run(t, t.TempDir())}
+	notRun := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(notRun, NotRunFile), []byte("target unreachable\n"), 0o644))
+	reports := []*Report{run(t, dir), run(t, t.TempDir()), run(t, notRun)}
 	for i, rep := range reports {
 		var buf bytes.Buffer
 		must(t, WriteJSON(&buf, rep))

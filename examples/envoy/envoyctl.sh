@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# envoyctl.sh — start and stop the real parts of one examples/envoy scenario; used by plan.yaml's setup, teardown
+# envoyctl.sh — start and stop the real parts of one examples/envoy scenario; used by rlbench/plan.yaml's setup, teardown
 # and exec fault steps (run through `sh -c` by `rlbench run`, from the repository root).
 #
 #   envoyctl.sh setup local|global|global-open   start [Redis + envoyproxy/ratelimit +] Envoy a and b, wait until ready
@@ -22,7 +22,7 @@
 # Every process runs on 127.0.0.1 only. Ports are checked to be free before anything starts (Envoy a: 10000/9901,
 # b: 10001/9902, RLS gRPC 8081); Redis listens on a unix socket in the work directory only (--port 0). Each Envoy
 # runs one worker (--concurrency 1) and appends its stdout (the JSON access log of the example bootstraps) to
-# $RLBENCH_ENVOY_WORK/envoy-<a|b>.access.log, which plan.yaml declares as the proxy's access_log.
+# $RLBENCH_ENVOY_WORK/envoy-<a|b>.access.log, which rlbench/plan.yaml declares as the proxy's access_log.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

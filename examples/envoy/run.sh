@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh — run the reference experiment (examples/envoy/plan.yaml) on real Envoy.
+# run.sh — run the reference experiment (examples/envoy/rlbench/plan.yaml) on real Envoy.
 #
 #   ENVOY_BIN=/path/to/envoy examples/envoy/run.sh [--root DIR] [other `rlbench run` flags]
 #
@@ -79,6 +79,6 @@ else
 	log "ENVOY_BIN is not set or not executable: every scenario will be NOT_RUN"
 fi
 
-"$RLBENCH" run "$@" examples/envoy/plan.yaml
+"$RLBENCH" run "$@" examples/envoy/rlbench/plan.yaml
 rc=$?
 exit "$rc"

@@ -57,6 +57,15 @@ func StartRedis(ctx context.Context, opts Options) (*Redis, error) {
 			return nil, err
 		}
 	}
+	// Redis runs in its directory and is also told --dir: a relative path
+	// would be resolved twice, so make it absolute.
+	if opts.Dir != "" {
+		abs, err := filepath.Abs(opts.Dir)
+		if err != nil {
+			return nil, err
+		}
+		opts.Dir = abs
+	}
 	r := &Redis{bin: bin, dir: opts.Dir, start: opts.StartTimeout, grace: opts.StopGrace}
 	if r.start <= 0 {
 		r.start = DefaultStartTimeout

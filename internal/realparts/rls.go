@@ -131,6 +131,16 @@ func StartRLS(ctx context.Context, opts RLSOptions) (*RLS, error) {
 			return nil, err
 		}
 	}
+	// The process runs in its work dir: make every path absolute first.
+	for _, p := range []*string{&opts.WorkDir, &opts.LogPath, &opts.ConfigDir} {
+		if *p != "" {
+			abs, err := filepath.Abs(*p)
+			if err != nil {
+				return nil, err
+			}
+			*p = abs
+		}
+	}
 	s := &RLS{opts: opts, bin: bin, workDir: opts.WorkDir, start: opts.StartTimeout, grace: opts.StopGrace}
 	if s.start <= 0 {
 		s.start = DefaultStartTimeout

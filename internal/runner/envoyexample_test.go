@@ -17,7 +17,7 @@ import (
 )
 
 func TestEnvoyExamplePlanParses(t *testing.T) {
-	p, err := runner.LoadPlan(filepath.Join(testfix.RepoRoot(t), "examples", "envoy", "plan.yaml"))
+	p, err := runner.LoadPlan(filepath.Join(testfix.RepoRoot(t), "examples", "envoy", "rlbench", "plan.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ func (r *scenarioRun) startRealRLS(ctx context.Context, config string) (addr, re
 	rlsBin, err2 := realparts.FindRLS()
 	if err := errors.Join(err1, err2); err != nil {
 		if errors.Is(err, realparts.ErrNotInstalled) {
-			return "", fmt.Sprintf("%s (%v)", NotInstalledReason, err)
+			return "", fmt.Sprintf("%s, or set %s and %s (%v)", NotInstalledReason, realparts.EnvRLSBin, realparts.EnvRedisBin, err)
 		}
 		return "", "real rls: " + err.Error()
 	}
@@ -189,6 +189,18 @@ func WindowWait(now time.Time, unitSeconds []int64, margin time.Duration) time.D
 // around it). Stopping or restarting the RLS first saves a metrics snapshot "pre-<fault name>", because the
 // RLS's counters restart at 0 with the process. Starting a part that runs is an error; "start" of a stopped
 // Redis gives an empty Redis on the same port (no persistence): counters restart in mid-window.
+// realPreFault runs before a fault's begin is stamped: before a stop or
+// restart of the RLS it saves the metrics snapshot "pre-<n>-<action>-rls"
+// (the RLS's counters restart with the process). Between attacks it waits
+// for the counters to settle; during an attack (a fault with at:) it does
+// not wait, so the fault fires on time.
+func (r *scenarioRun) realPreFault(ctx context.Context, f *FaultPlan) {
+	rp := r.real
+	if f.Target == "rls" && (f.Action == "stop" || f.Action == "restart") && rp.rls.PID() != 0 {
+		_ = r.saveMetrics(ctx, rp.preLabel(f.Action), f.At == 0) // best effort: failures are inside the file
+	}
+}
+
 func (r *scenarioRun) realFault(ctx context.Context, f *FaultPlan) error {
 	rp := r.real
 	switch f.Target {
@@ -207,9 +219,6 @@ func (r *scenarioRun) realFault(ctx context.Context, f *FaultPlan) error {
 	case "rls":
 		switch f.Action {
 		case "stop":
-			if rp.rls.PID() != 0 {
-				_ = r.saveMetrics(ctx, rp.preLabel(f.Action), true) // best effort: failures are inside the file
-			}
 			return rp.rls.Stop(ctx)
 		case "start":
 			if pid := rp.rls.PID(); pid != 0 {
@@ -221,9 +230,6 @@ func (r *scenarioRun) realFault(ctx context.Context, f *FaultPlan) error {
 			rp.process++
 			return nil
 		case "restart":
-			if rp.rls.PID() != 0 {
-				_ = r.saveMetrics(ctx, rp.preLabel(f.Action), true) // best effort: failures are inside the file
-			}
 			if err := rp.rls.Restart(ctx); err != nil {
 				return err
 			}

@@ -582,6 +582,9 @@ func (r *scenarioRun) snapshot(ctx context.Context, label string) string {
 // fault performs one fault action and records its begin and end.
 func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 	f := st.Fault
+	if r.real != nil && (f.Target == "rls" || f.Target == "redis") {
+		r.realPreFault(ctx, f)
+	}
 	ev := evidence.Fault{Name: st.Name, Action: f.Action, Target: f.Target, BeginNs: time.Now().UnixNano()}
 	var err error
 	switch {
