@@ -255,7 +255,7 @@ func LoadPlan(path string) (*Plan, error) {
 func ParsePlan(name string, data []byte) (*Plan, error) {
 	var p Plan
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %s", name, planErrorLine(data, err))
 	}
 	if err := p.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -367,4 +367,26 @@ var slugRE = regexp.MustCompile(`[^a-z0-9]+`)
 // slug turns a scenario name into a directory name.
 func slug(s string) string {
 	return strings.Trim(slugRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
+}
+
+var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
+
+// planErrorLine shortens the YAML-to-JSON decoder's error and, for an
+// unknown field, names the line of its first occurrence as a key.
+func planErrorLine(data []byte, err error) string {
+	msg := err.Error()
+	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+		msg = strings.Replace(msg, p, "", 1)
+	}
+	m := unknownFieldRE.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	key := regexp.MustCompile(`(^|[\s{,-])` + regexp.QuoteMeta(m[1]) + `\s*:`)
+	for i, l := range strings.Split(string(data), "\n") {
+		if key.MatchString(l) {
+			return fmt.Sprintf("line %d: %s", i+1, msg)
+		}
+	}
+	return msg
 }

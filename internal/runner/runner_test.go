@@ -32,6 +32,9 @@ func TestParsePlanErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want an error naming p.yaml", name, err)
 		}
 	}
+	if _, err := ParsePlan("p.yaml", []byte(cases["unknown field"])); err == nil || err.Error() != `p.yaml: line 6: unknown field "expectt"` {
+		t.Errorf("unknown field error %v, want the line", err)
+	}
 	p, err := ParsePlan("ok.yaml", []byte("scenarios:\n - {name: A b, lab: {}, attack: {ids: 3}, expect: {admitted: \"2..3\", classes: {local_429: 0}}}\n"))
 	if err != nil {
 		t.Fatal(err)
