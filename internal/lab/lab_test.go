@@ -11,26 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/internal/testfix"
+
 	"github.com/rlbench/rlbench/internal/evidence"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
+type syncBuf = testfix.SyncBuffer
 
 func TestTwoProxiesLocalBuckets(t *testing.T) {
 	on := 100.0

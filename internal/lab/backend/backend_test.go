@@ -11,25 +11,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rlbench/rlbench/internal/testfix"
+
 	"github.com/rlbench/rlbench/internal/evidence"
 )
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuf = testfix.SyncBuffer
 
 func readReceipts(t *testing.T, name string, data []byte) []evidence.Receipt {
 	t.Helper()

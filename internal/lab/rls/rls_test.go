@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/internal/testfix"
+
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typepb "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -49,23 +51,7 @@ func (c *clock) Set(t time.Time) {
 	c.mu.Unlock()
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent Write and String.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = testfix.SyncBuffer
 
 func decisions(t *testing.T, log string) []evidence.Decision {
 	t.Helper()
