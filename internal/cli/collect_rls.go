@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/olekukonko/tablewriter"
@@ -89,7 +90,7 @@ DIR/rls/decisions.jsonl (read by analyze) and DIR/rls/log.json (everything parse
 				return fmt.Errorf("%s: not an envoyproxy/ratelimit log: none of its %d lines is a logrus text or JSON line", name, l.Lines)
 			}
 			s := RLSLogSummary{Source: name, Lines: l.Lines, Decisions: len(l.Decisions), ByCode: l.CountCodes(), Errors: len(l.Errors),
-				ConfigLoads: len(l.ConfigLoads), UnknownDomains: len(l.UnknownDomains), NoMatch: len(l.NoMatch),
+				ConfigLoads: configLoads(l), UnknownDomains: len(l.UnknownDomains), NoMatch: len(l.NoMatch),
 				PendingLookups: len(l.PendingLookups), Unparsed: len(l.Unparsed), Restarts: max(len(l.Starts)-1, 0)}
 			if out != "" {
 				w, err := evidence.Create(filepath.Join(mkdirs(out, "rls"), "decisions.jsonl"))
@@ -291,4 +292,18 @@ a 429 with no flag came from the backend). Table of producers by default;
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "table or json")
 	return cmd
+}
+
+// configLoads counts configuration loads: envoyproxy/ratelimit logs
+// "Successfully loaded new configuration" for every load and, for the first,
+// also "Successfully loaded the initial ratelimit configs"; failed loads log
+// "Error loading new configuration".
+func configLoads(l *rls.Log) int {
+	n := 0
+	for _, c := range l.ConfigLoads {
+		if !c.OK || strings.HasPrefix(c.Message, "Successfully loaded new configuration") {
+			n++
+		}
+	}
+	return n
 }
