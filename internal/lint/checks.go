@@ -209,7 +209,11 @@ func (c *checker) global(h *hcmv3.HttpConnectionManager, hp path, name string, r
 		}
 	}
 	if rl.GetTimeout() == nil {
-		c.l.add(c.f, fp, CodeRLSTimeoutDefault, LevelWarning, "ratelimit filter without timeout: Envoy waits only 20 ms for the RLS, so a burst or a slow Redis turns into RLS errors (ratelimit.error), which are admitted unless failure_mode_deny is set")
+		consequence := "which are admitted (fail-open: failure_mode_deny is not set)"
+		if rl.GetFailureModeDeny() {
+			consequence = "which are answered with status_on_error (failure_mode_deny is set)"
+		}
+		c.l.add(c.f, fp, CodeRLSTimeoutDefault, LevelWarning, "ratelimit filter without timeout: Envoy waits only 20 ms for the RLS, so a burst or a slow Redis turns into RLS errors (ratelimit.error), "+consequence)
 	}
 	if !c.f.failureModeAllow[tp.String()] {
 		switch {
