@@ -71,6 +71,8 @@ func (t *StatsdTotals) add(name string, v float64, kind string, ns int64) {
 		t.CounterFlushes[name]++
 	case "g":
 		t.Gauges[name] = v
+	case "g+":
+		t.Gauges[name] += v
 	case "ms", "h", "d":
 		tt := t.Timers[name]
 		if tt == nil {
@@ -106,8 +108,13 @@ func parseStatsdLine(s string) (name string, v float64, kind string, err error) 
 		return "", 0, "", fmt.Errorf("statsd line %q: value: %w", s, err)
 	}
 	kind = parts[1]
+	// statsd gauges: a leading sign makes the value a change of the gauge,
+	// not a new value (etsy statsd "gauge deltas").
+	if kind == "g" && (strings.HasPrefix(parts[0], "+") || strings.HasPrefix(parts[0], "-")) {
+		kind = "g+"
+	}
 	switch kind {
-	case "c", "g", "ms", "h", "d", "s":
+	case "c", "g", "g+", "ms", "h", "d", "s":
 	default:
 		return "", 0, "", fmt.Errorf("statsd line %q: unknown type %q", s, kind)
 	}

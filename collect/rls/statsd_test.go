@@ -236,3 +236,13 @@ func TestParseStatsdCaptureToleratesForeignLines(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestParseStatsdGaugeDeltas(t *testing.T) {
+	tot, err := ParseStatsd(strings.NewReader("g:10|g\ng:+2|g\ng:-5|g\nh:3|g\n"), "g.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Gauges["g"] != 7 || tot.Gauges["h"] != 3 {
+		t.Fatalf("gauges %v", tot.Gauges)
+	}
+}
