@@ -371,22 +371,30 @@ func slug(s string) string {
 
 var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
 
-// planErrorLine shortens the YAML-to-JSON decoder's error and, for an
-// unknown field, names the line of its first occurrence as a key.
+// planErrorLine shortens the YAML-to-JSON decoder's error and names a line:
+// for an unknown field the first line with it as a key, for a bad quoted
+// value the first line with it as a value.
 func planErrorLine(data []byte, err error) string {
 	msg := err.Error()
 	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
 		msg = strings.Replace(msg, p, "", 1)
 	}
-	m := unknownFieldRE.FindStringSubmatch(msg)
-	if m == nil {
+	var find *regexp.Regexp
+	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+		find = regexp.MustCompile(`(^|[\s{,-])` + regexp.QuoteMeta(m[1]) + `\s*:`)
+	} else if m := quotedRE.FindStringSubmatch(msg); m != nil && m[1] != "" {
+		// A bad value ("forever" as a duration): the line that holds it.
+		find = regexp.MustCompile(`:\s*["']?` + regexp.QuoteMeta(m[1]) + `["']?\s*([,}\]#]|$)`)
+	}
+	if find == nil {
 		return msg
 	}
-	key := regexp.MustCompile(`(^|[\s{,-])` + regexp.QuoteMeta(m[1]) + `\s*:`)
 	for i, l := range strings.Split(string(data), "\n") {
-		if key.MatchString(l) {
+		if find.MatchString(l) {
 			return fmt.Sprintf("line %d: %s", i+1, msg)
 		}
 	}
 	return msg
 }
+
+var quotedRE = regexp.MustCompile(`"([^"]*)"`)
