@@ -277,8 +277,12 @@ func analyzeScenario(dir string, opts Options) ScenarioReport {
 	if err := evidence.ReadFile(dp, func(line int, d *evidence.Decision) error {
 		sd.decided = append(sd.decided, *d)
 		return nil
-	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		incomplete("%v", err)
+	}); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			incomplete("%v", err)
+		} else if sd.scenario.RLSDecisions {
+			incomplete("%s: missing: scenario.json says the RLS decisions were recorded", dp)
+		}
 	}
 
 	judge(sd, &sr)

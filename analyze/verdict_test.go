@@ -130,3 +130,12 @@ func TestBoundExcludesFailOpenAdmissions(t *testing.T) {
 		t.Fatalf("bound check %+v; reasons %s", bound, reasons(s))
 	}
 }
+
+func TestMissingRLSDecisionsWhenRecorded(t *testing.T) {
+	e := newEv(t).demo()
+	e.scenario.RLSDecisions = true
+	s := run(t, e.write()).Scenarios[0]
+	if s.Status != NotRun || !strings.Contains(reasons(s), "rls/decisions.jsonl: missing") {
+		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
+	}
+}

@@ -344,6 +344,9 @@ type Scenario struct {
 	// Faults is the number of fault actions the scenario plans; fewer lines
 	// in faults.jsonl make the evidence incomplete.
 	Faults int `json:"faults,omitempty"`
+	// RLSDecisions is true when the runner records the rate limit service's
+	// decisions (rls/decisions.jsonl); a missing file is then incomplete evidence.
+	RLSDecisions bool `json:"rls_decisions,omitempty"`
 }
 
 // Expectation is what a scenario must show to PASS. Every set field is a check.

@@ -545,7 +545,8 @@ func (r *scenarioRun) writeScenario() error {
 		}
 	}
 	s := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Proxies: proxies,
-		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat, Faults: faults}
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat, Faults: faults,
+		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil}
 	return writeJSON(filepath.Join(r.dir, evidence.ScenarioFile), s)
 }
 
