@@ -17,6 +17,17 @@ import (
 	"github.com/rlbench/rlbench/internal/evidence"
 )
 
+// missingScenario is the NOT_RUN report of a scenario directory that is absent.
+func missingScenario(dir, reason string) ScenarioReport {
+	name := dir
+	if i := strings.IndexByte(dir, '-'); i > 0 && i < 4 { // NN-<slug>/<repeat>
+		name = dir[i+1:]
+	}
+	return ScenarioReport{Name: name, Dir: dir, Status: NotRun, Incomplete: true, Reasons: []string{reason}, Checks: []Check{},
+		Targets: []TargetReport{}, Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{},
+		Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, PhantomIDs: []string{}}}
+}
+
 // NotRunFile, when present in a scenario directory, marks a scenario that did
 // not execute; its content is the reason.
 const NotRunFile = "NOT_RUN"
@@ -30,6 +41,10 @@ type Options struct {
 	Admitted *evidence.Range
 	// IntendedLimit, when set, overrides scenario.json's intended_limit.
 	IntendedLimit *int
+
+	// inRun is set when the directory is a run directory (manifest.json):
+	// every scenario in it must have a valid scenario.json.
+	inRun bool
 }
 
 // Analyze reads the evidence directory dir and judges every scenario in it.
@@ -50,26 +65,51 @@ func Analyze(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", dir)
 	}
-	dirs, err := scenarioDirs(dir)
+	// Walk the real directory (evidence/latest is a symlink).
+	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil, err
 	}
+	dirs, err := scenarioDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	// A run directory's manifest lists every scenario directory the plan
+	// called for; one that is absent did not run (or was removed).
+	var man struct {
+		ScenarioDirs []string `json:"scenario_dirs"`
+	}
+	inRun := false
+	if b, err := os.ReadFile(filepath.Join(root, evidence.ManifestFile)); err == nil {
+		if err := json.Unmarshal(b, &man); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, evidence.ManifestFile), jsonErr(b, err))
+		}
+		inRun = true
+	}
+	opts.inRun = inRun
 	rep := &Report{Schema: ReportSchema, Dir: dir, GeneratedAt: now().UTC().Format(time.RFC3339), Scenarios: []ScenarioReport{}, Groups: []Group{}}
 	for _, d := range dirs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		sr := analyzeScenario(d, opts)
-		if rel, err := filepath.Rel(dir, d); err == nil {
+		if rel, err := filepath.Rel(root, d); err == nil {
 			sr.Dir = rel
 		}
 		rep.Scenarios = append(rep.Scenarios, sr)
 	}
-	if len(dirs) == 0 {
-		rep.Scenarios = append(rep.Scenarios, ScenarioReport{Name: filepath.Base(dir), Dir: ".", Status: NotRun, Incomplete: true,
-			Reasons: []string{"no scenario evidence (scenario.json, requests.jsonl or NOT_RUN) under " + dir}, Checks: []Check{},
-			Targets: []TargetReport{}, Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{},
-			Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, PhantomIDs: []string{}}})
+	found := map[string]bool{}
+	for _, s := range rep.Scenarios {
+		found[s.Dir] = true
+	}
+	for _, d := range man.ScenarioDirs {
+		if !found[filepath.Clean(d)] {
+			rep.Scenarios = append(rep.Scenarios, missingScenario(filepath.Clean(d),
+				fmt.Sprintf("incomplete: %s: missing, but %s lists it", filepath.Join(dir, d), evidence.ManifestFile)))
+		}
+	}
+	if len(rep.Scenarios) == 0 {
+		rep.Scenarios = append(rep.Scenarios, missingScenario(".", "no scenario evidence (scenario.json, requests.jsonl or NOT_RUN) under "+dir))
 	}
 	rep.Groups = groups(rep.Scenarios)
 	rep.Status = overall(rep.Scenarios)
@@ -166,13 +206,18 @@ func analyzeScenario(dir string, opts Options) ScenarioReport {
 	// scenario.json (optional for a bare attack, but then nothing is expected).
 	sp := filepath.Join(dir, evidence.ScenarioFile)
 	if b, err := os.ReadFile(sp); err == nil {
-		if err := json.Unmarshal(b, &sd.scenario); err != nil {
+		switch err := json.Unmarshal(b, &sd.scenario); {
+		case err != nil:
 			incomplete("%s: %v", sp, jsonErr(b, err))
-		} else if sd.scenario.Name != "" {
+		case sd.scenario.Schema != "rlbench.scenario/v1" || sd.scenario.Name == "":
+			incomplete("%s: not a scenario (want schema \"rlbench.scenario/v1\" and a name)", sp)
+		default:
 			sr.Name = sd.scenario.Name
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		incomplete("%s: %v", sp, err)
+	} else if opts.inRun {
+		incomplete("%s: missing (every scenario of a run has one)", sp)
 	}
 	if opts.Admitted != nil {
 		sd.scenario.Expect.Admitted = opts.Admitted

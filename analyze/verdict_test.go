@@ -139,3 +139,38 @@ func TestMissingRLSDecisionsWhenRecorded(t *testing.T) {
 		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
 	}
 }
+
+// TestRunDirectoryIntegrity: a run directory's manifest lists its scenario
+// directories; one that was removed is NOT_RUN, a scenario.json that is not
+// one is incomplete, and evidence/latest (a symlink) is followed.
+func TestRunDirectoryIntegrity(t *testing.T) {
+	root := t.TempDir()
+	run1 := filepath.Join(root, "20261130T101500Z-1")
+	for _, d := range []string{"01-a/1", "02-b/1"} {
+		e := newEv(t).demo()
+		e.dir = filepath.Join(run1, d)
+		must(t, os.MkdirAll(e.dir, 0o755))
+		e.write()
+	}
+	must(t, os.WriteFile(filepath.Join(run1, evidence.ManifestFile), []byte(`{"scenario_dirs":["01-a/1","02-b/1","03-c/1"]}`), 0o644))
+	must(t, os.Symlink(filepath.Base(run1), filepath.Join(root, "latest")))
+	rep := run(t, filepath.Join(root, "latest"))
+	if len(rep.Scenarios) != 3 || rep.Status != NotRun {
+		t.Fatalf("status %s scenarios %d", rep.Status, len(rep.Scenarios))
+	}
+	if s := rep.Scenarios[2]; s.Dir != "03-c/1" || s.Status != NotRun || !strings.Contains(reasons(s), "missing, but manifest.json lists it") {
+		t.Fatalf("missing scenario %+v", s)
+	}
+	if rep.Scenarios[0].Status != Pass {
+		t.Fatalf("01-a: %s %s", rep.Scenarios[0].Status, reasons(rep.Scenarios[0]))
+	}
+	// scenario.json blanked: incomplete, not a PASS without expectations.
+	must(t, os.WriteFile(filepath.Join(run1, "01-a/1", evidence.ScenarioFile), []byte("{}"), 0o644))
+	must(t, os.Remove(filepath.Join(run1, "02-b/1", evidence.ScenarioFile)))
+	rep = run(t, run1)
+	for _, s := range rep.Scenarios[:2] {
+		if s.Status != NotRun || !strings.Contains(reasons(s), "scenario.json") {
+			t.Fatalf("%s: %s %s", s.Dir, s.Status, reasons(s))
+		}
+	}
+}

@@ -59,6 +59,10 @@ type Manifest struct {
 	End            string            `json:"end,omitempty"`
 	Tools          map[string]string `json:"tools,omitempty"`
 	Scenarios      []string          `json:"scenarios"`
+	// ScenarioDirs lists every scenario/repeat directory the plan calls for,
+	// relative to the run directory, written before the first one runs:
+	// analyze reports any that is absent as NOT_RUN.
+	ScenarioDirs []string `json:"scenario_dirs"`
 	// Interrupted is true when the run was stopped by a signal.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
@@ -132,14 +136,20 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		}
 		m.Tools[name] = v
 	}
+	for si := range plan.Scenarios {
+		sc := &plan.Scenarios[si]
+		m.Scenarios = append(m.Scenarios, sc.Name)
+		for rep := 1; rep <= sc.Repeat; rep++ {
+			m.ScenarioDirs = append(m.ScenarioDirs, scenarioDir(si, sc, rep))
+		}
+	}
 	if err := writeJSON(filepath.Join(runDir, evidence.ManifestFile), m); err != nil {
 		return runDir, err
 	}
 	for si := range plan.Scenarios {
 		sc := &plan.Scenarios[si]
-		m.Scenarios = append(m.Scenarios, sc.Name)
 		for rep := 1; rep <= sc.Repeat; rep++ {
-			dir := filepath.Join(runDir, fmt.Sprintf("%02d-%s", si+1, slug(sc.Name)), strconv.Itoa(rep))
+			dir := filepath.Join(runDir, scenarioDir(si, sc, rep))
 			if err := os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755); err != nil {
 				return runDir, err
 			}
@@ -171,6 +181,11 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 	m.End = now().UTC().Format(time.RFC3339Nano)
 	m.Interrupted = ctx.Err() != nil
 	return runDir, writeJSON(filepath.Join(runDir, evidence.ManifestFile), m)
+}
+
+// scenarioDir is a scenario repeat's directory relative to the run directory.
+func scenarioDir(index int, sc *ScenarioPlan, repeat int) string {
+	return filepath.Join(fmt.Sprintf("%02d-%s", index+1, slug(sc.Name)), strconv.Itoa(repeat))
 }
 
 func writeJSON(path string, v any) error {

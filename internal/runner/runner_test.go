@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/internal/evidence"
 )
 
 func TestParsePlanErrors(t *testing.T) {
@@ -132,11 +133,38 @@ scenarios:
 		t.Fatalf("windows %+v", s.FaultWindows)
 	}
 	w := s.FaultWindows[0]
-	// A request in flight when the stop began may still have been admitted
-	// (the RLS answered first); only such straddling requests reach the
-	// backend inside the window.
-	if w.Inside.RLSError+w.Straddling.RLSError != s.Totals.RLSError || w.Inside.Admitted != 0 || w.Receipts > w.Straddling.Admitted {
-		t.Fatalf("window inside %+v straddling %+v receipts %d; totals %+v", w.Inside, w.Straddling, w.Receipts, s.Totals)
+	// The window opens when the stop begins; the RLS may still answer while
+	// it shuts down, so only requests sent after the stop ended are sure to
+	// be refused: none of them may be admitted or reach the backend.
+	if w.Inside.RLSError+w.Straddling.RLSError != s.Totals.RLSError {
+		t.Fatalf("window inside %+v straddling %+v; totals %+v", w.Inside, w.Straddling, s.Totals)
+	}
+	sd := filepath.Join(dir, "01-stop-during-attack", "1")
+	var stopEnd int64
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(evidence.ReadFile(filepath.Join(sd, evidence.FaultsFile), func(_ int, f *evidence.Fault) error {
+		if f.Action == "stop" {
+			stopEnd = f.EndNs
+		}
+		return nil
+	}))
+	late := 0
+	must(evidence.ReadFile(filepath.Join(sd, evidence.RequestsFile), func(_ int, r *evidence.Request) error {
+		if r.SentNs > stopEnd {
+			late++
+			if r.Code != 500 {
+				t.Errorf("%s sent %d ns after the RLS stopped: code %d, want 500", r.ID, r.SentNs-stopEnd, r.Code)
+			}
+		}
+		return nil
+	}))
+	if stopEnd == 0 || late == 0 {
+		t.Fatalf("stop end %d, %d requests after it", stopEnd, late)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "01-stop-during-attack", "1", "faults.jsonl"))
 	if err != nil || !strings.Contains(string(b), `"action":"stop"`) {
