@@ -38,6 +38,9 @@ func loadSnapshot(path string) (*envoy.Snapshot, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, jsonErr(b, err))
 	}
+	if s.Schema != "rlbench.envoy-stats/v1" {
+		return nil, fmt.Errorf("%s: not a stats snapshot (want schema \"rlbench.envoy-stats/v1\")", path)
+	}
 	return &s, nil
 }
 
@@ -114,9 +117,22 @@ func proxyStats(sd *scenarioData, sr *ScenarioReport) []ProxyStats {
 			out = append(out, ps)
 			continue
 		}
-		bm, _, _ := flatten(before)
-		am, local, global := flatten(after)
+		if (before.Proxy != "" && before.Proxy != p) || (after.Proxy != "" && after.Proxy != p) {
+			ps.Status = "missing"
+			ps.Detail = fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q", bp, before.Proxy, ap, after.Proxy, p)
+			out = append(out, ps)
+			continue
+		}
+		bm, bLocal, bGlobal := flatten(before)
+		am, aLocal, aGlobal := flatten(after)
+		local, global := bLocal || aLocal, bGlobal || aGlobal
 		ps.Status = "ok"
+		// Every counter of either snapshot: one that vanished went down.
+		for k := range bm {
+			if _, ok := am[k]; !ok {
+				am[k] = 0
+			}
+		}
 		for k, av := range am {
 			bv := bm[k]
 			ps.Deltas[k] = int64(av) - int64(bv)
@@ -152,6 +168,15 @@ func proxyStats(sd *scenarioData, sr *ScenarioReport) []ProxyStats {
 			continue
 		}
 		n, nr := c.Sent, c.NoResponse
+		// The configured limiters must show in the proxy's stats.
+		for _, l := range sd.scenario.Limits {
+			switch {
+			case l.Kind == "token_bucket" && !local:
+				ps.Checks = append(ps.Checks, Check{Name: "local rate limit stats present", Status: CheckFail, Want: "http_local_rate_limit.* counters", Got: "none"})
+			case l.Kind == "fixed_window" && !global:
+				ps.Checks = append(ps.Checks, Check{Name: "global rate limit stats present", Status: CheckFail, Want: "cluster.<c>.ratelimit.* counters", Got: "none"})
+			}
+		}
 		if local {
 			// Every request that reached the proxy passed the local filter first:
 			// ok = reached − local 429s; enforced = local 429s (Envoy local_ratelimit).

@@ -174,3 +174,51 @@ func TestRunDirectoryIntegrity(t *testing.T) {
 		}
 	}
 }
+
+// TestTamperedSnapshotsAreNotPass: an empty snapshot, one of another proxy,
+// or one whose rate-limit counters vanished never lets the scenario PASS.
+func TestTamperedSnapshotsAreNotPass(t *testing.T) {
+	e := newEv(t).demo()
+	e.scenario.Expect.StatsAgree = true
+	e.scenario.Limits = []evidence.LimitSpec{{Kind: "token_bucket", Buckets: 2, MaxTokens: 5, TokensPerFill: 5, FillInterval: 3600e9}}
+	dir := e.write()
+	good := func() {
+		for _, p := range []string{"proxy-a", "proxy-b"} {
+			writeSnap(t, dir, p, "before", 100, 40)
+			writeSnap(t, dir, p, "after", 105, 45)
+		}
+	}
+	good()
+	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+		t.Fatalf("baseline %s %s", s.Status, reasons(s))
+	}
+	after := filepath.Join(dir, evidence.StatsDir, "proxy-a.after.json")
+	cases := map[string]func(){
+		"empty object": func() { must(t, os.WriteFile(after, []byte("{}"), 0o644)) },
+		"other proxy": func() {
+			writeSnap(t, dir, "proxy-b", "after", 105, 45)
+			copyFile(t, filepath.Join(dir, evidence.StatsDir, "proxy-b.after.json"), after)
+		},
+		"counters gone": func() {
+			must(t, os.WriteFile(after, []byte(`{"schema":"rlbench.envoy-stats/v1","proxy":"proxy-a","values":{}}`), 0o644))
+		},
+		"never had stats": func() {
+			must(t, os.WriteFile(after, []byte(`{"schema":"rlbench.envoy-stats/v1","proxy":"proxy-a","values":{}}`), 0o644))
+			must(t, os.WriteFile(strings.Replace(after, "after", "before", 1), []byte(`{"schema":"rlbench.envoy-stats/v1","proxy":"proxy-a","values":{}}`), 0o644))
+		},
+	}
+	for name, tamper := range cases {
+		good()
+		tamper()
+		if s := run(t, dir).Scenarios[0]; s.Status == Pass {
+			t.Errorf("%s: PASS", name)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	must(t, err)
+	must(t, os.WriteFile(to, b, 0o644))
+}
