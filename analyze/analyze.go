@@ -648,6 +648,29 @@ func checks(sd *scenarioData, sr *ScenarioReport) {
 			add("every admitted request counted OK by the RLS", passIf(int64(ok) >= need), fmt.Sprintf(">= %d", need), strconv.Itoa(ok))
 		}
 	}
+	// The lab RLS logs every decision it sends; the proxies count every
+	// decision they receive (cluster.<c>.ratelimit.ok + over_limit, Envoy's
+	// ratelimit filter). Both sides must agree. (The real RLS can decide late,
+	// after a proxy gave up; its log is judged in rlsreal.go instead.)
+	_, realLog := os.Stat(filepath.Join(sd.dir, "rls", "rls.log"))
+	if sd.scenario.RLSDecisions && realLog != nil && globalInLoop(sd, sr) {
+		var received int64
+		comparable := len(sr.Stats) > 0
+		for _, ps := range sr.Stats {
+			if ps.Status != "ok" {
+				comparable = false
+			}
+			received += ps.Deltas[DeltaGlobalOK] + ps.Deltas[DeltaGlobalOverLimit]
+		}
+		if comparable {
+			logged := 0
+			if sr.RLS != nil {
+				logged = sr.RLS.ByCode["OK"] + sr.RLS.ByCode["OVER_LIMIT"]
+			}
+			add("rls decisions logged = decisions the proxies received", passIf(int64(logged) == received),
+				strconv.FormatInt(received, 10)+" (ratelimit.ok + over_limit)", strconv.Itoa(logged)+" in "+evidence.DecisionsFile)
+		}
+	}
 }
 
 // failOpen sums the proxies' ratelimit.failure_mode_allowed deltas: requests

@@ -222,3 +222,45 @@ func copyFile(t *testing.T, from, to string) {
 	must(t, err)
 	must(t, os.WriteFile(to, b, 0o644))
 }
+
+// TestLabRLSDecisionsMatchProxyCounters: the lab RLS's decision log must hold
+// every decision the proxies counted; a log with lines removed FAILs.
+func TestLabRLSDecisionsMatchProxyCounters(t *testing.T) {
+	e := newEv(t).demo()
+	for i := 10; i < 20; i++ { // the rejections are global 429s here
+		e.requests[i].Body, e.requests[i].BytesIn = "", 0
+		e.requests[i].Headers = map[string]string{"x-envoy-ratelimited": "true"}
+	}
+	e.scenario.Expect = evidence.Expectation{Admitted: &evidence.Range{Min: 10, Max: 10}}
+	e.scenario.Limits = []evidence.LimitSpec{{Kind: "fixed_window", Limit: 10, Unit: "HOUR"}}
+	e.scenario.RLSDecisions = true
+	dir := e.write()
+	for _, p := range []string{"proxy-a", "proxy-b"} {
+		for label, n := range map[string]uint64{"before": 0, "after": 5} {
+			b, err := json.Marshal(envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: p, Values: map[string]uint64{},
+				Global: []envoy.GlobalRateLimit{{Cluster: "backend", OK: n, OverLimit: n}}})
+			must(t, err)
+			must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
+			must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, p+"."+label+".json"), b, 0o644))
+		}
+	}
+	decisions := func(n int) {
+		var ds []evidence.Decision
+		for i := 0; i < n; i++ {
+			code := "OK"
+			if i >= 10 {
+				code = "OVER_LIMIT"
+			}
+			ds = append(ds, evidence.Decision{TimeNs: t0, Domain: "inventory", Key: "inventory_tenant_lab_1", Limit: 10, Code: code})
+		}
+		writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
+	}
+	decisions(20)
+	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+		t.Fatalf("complete log: %s %s", s.Status, reasons(s))
+	}
+	decisions(19)
+	if s := run(t, dir).Scenarios[0]; s.Status != Fail || !strings.Contains(reasons(s), "rls decisions logged = decisions the proxies received: want 20") {
+		t.Fatalf("a line removed: %s %s", s.Status, reasons(s))
+	}
+}
