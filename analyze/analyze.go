@@ -187,6 +187,11 @@ type attackSummary struct {
 	Error       string `json:"error"`
 	StartNs     int64  `json:"start_ns"`
 	EndNs       int64  `json:"end_ns"`
+	// Phases are the per-attack summaries of a plan run.
+	Phases []struct {
+		Complete bool   `json:"complete"`
+		Error    string `json:"error"`
+	} `json:"phases"`
 }
 
 // AnalyzeScenario judges one scenario directory. It never returns an error:
@@ -251,6 +256,11 @@ func analyzeScenario(dir string, opts Options) ScenarioReport {
 			incomplete("%s: %v", ap, jsonErr(b, err))
 		} else {
 			sd.attack = &as
+			for i, ph := range as.Phases {
+				if !ph.Complete && as.Complete {
+					incomplete("%s: phase %d did not complete %s", ap, i+1, ph.Error)
+				}
+			}
 			if !as.Complete {
 				why := "complete=false"
 				if as.Interrupted {
@@ -310,7 +320,11 @@ func analyzeScenario(dir string, opts Options) ScenarioReport {
 	// the scenario's premise (e.g. "the RLS is down") was not established.
 	for i, f := range sd.faults {
 		if !f.OK {
-			incomplete("%s:%d: fault %q (%s %s) did not take effect: %s", fp, i+1, f.Name, f.Action, f.Target, f.Error)
+			why := f.Error
+			if why == "" {
+				why = "ok is false"
+			}
+			incomplete("%s:%d: fault %q (%s %s) did not take effect: %s", fp, i+1, f.Name, f.Action, f.Target, why)
 		}
 	}
 	if n := sd.scenario.Faults; len(sd.faults) < n {
@@ -593,6 +607,16 @@ func checks(sd *scenarioData, sr *ScenarioReport) {
 		got := rc.AdmittedWithReceipt + rc.IndeterminateWithReceipt
 		st := passIf(got == lo && rc.AdmittedWithoutReceipt == 0)
 		add("receipts = admitted", st, strconv.Itoa(lo), strconv.Itoa(rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))
+	}
+	// With faults, an RLS-error 500 should fall in (or straddle) a fault
+	// window; one entirely outside every window is unexplained.
+	if len(sr.FaultWindows) > 0 && sr.Totals.RLSError > 0 {
+		explained := 0
+		for _, w := range sr.FaultWindows {
+			explained += w.Inside.RLSError + w.Straddling.RLSError
+		}
+		outside := sr.Totals.RLSError - explained
+		add("RLS 500s outside fault windows (unexplained)", passIf(outside <= 0), "0", strconv.Itoa(max(outside, 0)))
 	}
 	// Without an explicit admitted expectation, an intended limit is the
 	// expectation: the limit must hold.

@@ -264,3 +264,27 @@ func TestLabRLSDecisionsMatchProxyCounters(t *testing.T) {
 		t.Fatalf("a line removed: %s %s", s.Status, reasons(s))
 	}
 }
+
+func TestRLSErrorsOutsideFaultWindowsFail(t *testing.T) {
+	e := newEv(t).demo()
+	for i := 10; i < 20; i++ {
+		e.requests[i].Code, e.requests[i].Body, e.requests[i].BytesIn = 500, "", 0
+	}
+	e.scenario.Expect = evidence.Expectation{Admitted: &evidence.Range{Min: 10, Max: 10}}
+	e.scenario.Faults = 2
+	dir := e.write()
+	window := func(shift int64) {
+		writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
+			{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0 - 1000 + shift, EndNs: t0 + shift, OK: true},
+			{Name: "start rls", Action: ActionStart, Target: "rls", BeginNs: t0 + 10_000_000_000 + shift, EndNs: t0 + 10_000_000_001 + shift, OK: true},
+		})
+	}
+	window(0)
+	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+		t.Fatalf("500s inside the window: %s %s", s.Status, reasons(s))
+	}
+	window(1000_000_000_000) // the same faults, 1000 s later
+	if s := run(t, dir).Scenarios[0]; s.Status != Fail || !strings.Contains(reasons(s), "RLS 500s outside fault windows (unexplained): want 0, got 10") {
+		t.Fatalf("shifted faults: %s %s", s.Status, reasons(s))
+	}
+}
