@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
+	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -100,6 +102,10 @@ request the backend really received, snapshots Envoy and rate limit service
 stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       runner.Version(),
+		Args:          cobra.NoArgs,
+		// No subcommand: show the help; an unknown one is a usage error (exit 2).
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
@@ -119,12 +125,26 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		if c.Args == nil {
 			c.Args = cobra.NoArgs
 		}
-		wrapArgs(c)
+		if c.HasSubCommands() && c.RunE == nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				return usageErrorf("%s needs a subcommand: %s", cmd.CommandPath(), subNames(cmd))
+			}
+		}
 	}
+	wrapArgs(root)
 	return root
 }
 
-// wrapArgs turns cobra's argument validation errors into usage errors.
+func subNames(c *cobra.Command) string {
+	var names []string
+	for _, s := range c.Commands() {
+		names = append(names, s.Name())
+	}
+	return strings.Join(names, ", ")
+}
+
+// wrapArgs turns cobra's argument validation errors (and unknown commands,
+// which cobra reports through the parent's Args) into usage errors.
 func wrapArgs(c *cobra.Command) {
 	if c.Args == nil {
 		return

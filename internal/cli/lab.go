@@ -62,7 +62,7 @@ Each proxy has an admin listener with Envoy's /stats (text, json, prometheus),
 /server_info and /ready. It prints one JSON line with every address and runs
 until SIGINT/SIGTERM.`,
 		Example: `  rlbench lab --proxies 2 --local-max-tokens 5 --local-tokens-per-fill 5 --local-fill-interval 1h --receipts receipts.jsonl
-  rlbench lab --global-domain inventory --global-descriptor tenant=lab --rls-config examples/envoy/ratelimit/config/inventory.yaml`,
+  rlbench lab --global-domain inventory --global-descriptor tenant=lab --rls-config examples/envoy/ratelimit/config/inventory.yaml --rls-timeout 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runLab(cmd.Context(), o) },
 	}
@@ -75,7 +75,7 @@ until SIGINT/SIGTERM.`,
 	f.StringArrayVar(&o.GlobalDescriptor, "global-descriptor", nil, "generic_key action descriptor_key=descriptor_value (repeatable)")
 	f.StringVar(&o.RLS, "rls", "", "external RLS address grpc://host:port")
 	f.StringVar(&o.RLSConfig, "rls-config", "", "start the lab RLS with this envoyproxy/ratelimit config file")
-	f.DurationVar(&o.RLSTimeout, "rls-timeout", 20*time.Millisecond, "RLS call timeout (Envoy's default 20ms)")
+	f.DurationVar(&o.RLSTimeout, "rls-timeout", 20*time.Millisecond, "RLS call timeout (Envoy's default 20ms; use 1s on a loaded machine unless the default is what you test)")
 	f.BoolVar(&o.FailureModeDeny, "failure-mode-deny", false, "answer 500 when the RLS fails (default: let the request through)")
 	f.StringVar(&o.Receipts, "receipts", "receipts.jsonl", "backend receipts file")
 	f.StringVar(&o.Decisions, "decisions", "decisions.jsonl", "lab RLS decision log")

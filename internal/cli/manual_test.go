@@ -85,3 +85,26 @@ func TestManualFlowMatchesDemo(t *testing.T) {
 		t.Fatalf("analyze with a wrong expectation exited %d, want %d", code, ExitFail)
 	}
 }
+
+// TestExitCodes pins the documented exit-code contract for misuse.
+func TestExitCodes(t *testing.T) {
+	empty := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"nosuch"}, ExitUsage},
+		{[]string{"collect"}, ExitUsage},
+		{[]string{"collect", "nosuch"}, ExitUsage},
+		{[]string{"analyze"}, ExitUsage},
+		{[]string{"attack", "--ids", "-3", "--target", "a=http://127.0.0.1:1", "--out", empty}, ExitUsage},
+		{[]string{"lab", "--rls", "grpc://127.0.0.1:1"}, ExitUsage},
+		{[]string{"analyze", empty}, ExitNotRun},
+		{[]string{"analyze", filepath.Join(empty, "nope")}, ExitError},
+		{[]string{"--version"}, ExitOK},
+	} {
+		if code, _, stderr := runCLI(t, c.args...); code != c.want {
+			t.Errorf("rlbench %v: exit %d, want %d (%s)", c.args, code, c.want, stderr)
+		}
+	}
+}
