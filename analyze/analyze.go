@@ -172,6 +172,8 @@ type scenarioData struct {
 	scenario evidence.Scenario
 	attack   *attackSummary
 	requests []evidence.Request
+	// index maps a request ID to its position in requests.
+	index    map[string]int
 	receipts []evidence.Receipt
 	faults   []evidence.Fault
 	decided  []evidence.Decision
@@ -277,10 +279,19 @@ func analyzeScenario(dir string, opts Options) ScenarioReport {
 	// requests.jsonl
 	rp := filepath.Join(dir, evidence.RequestsFile)
 	sd.requests = make([]evidence.Request, 0, countLines(rp))
+	sd.index = make(map[string]int, cap(sd.requests))
+	var lines []int
 	err := evidence.ReadFile(rp, func(line int, r *evidence.Request) error {
 		if r.ID == "" {
 			return &evidence.LineError{File: rp, Line: line, Err: errors.New("request without id")}
 		}
+		if prev, dup := sd.index[r.ID]; dup {
+			// The attack records each ID once: a second line is damage.
+			incomplete("%s:%d: id %q recorded again (first on line %d)", rp, line, r.ID, lines[prev])
+			return nil
+		}
+		sd.index[r.ID] = len(sd.requests)
+		lines = append(lines, line)
 		sd.requests = append(sd.requests, *r)
 		return nil
 	})
@@ -393,18 +404,12 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 	byTarget := map[string]*TargetReport{}
 	phaseIdx := map[string]int{}
 	var targets []string
-	classOf := make(map[string]string, len(sd.requests))
-	targetOf := make(map[string]string, len(sd.requests))
+	classes := make([]string, len(sd.requests)) // by request index
 	var start, end int64
 	for i := range sd.requests {
 		r := &sd.requests[i]
 		c := Classify(r)
-		if _, dup := classOf[r.ID]; dup {
-			sr.Incomplete = true
-			sr.Reasons = append(sr.Reasons, fmt.Sprintf("incomplete: %s: id %q recorded twice", evidence.RequestsFile, r.ID))
-		}
-		classOf[r.ID] = c
-		targetOf[r.ID] = r.Target
+		classes[i] = c
 		sr.Totals.add(c)
 		tr := byTarget[r.Target]
 		if tr == nil {
@@ -452,9 +457,9 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 	for i := range sd.requests {
 		id := sd.requests[i].ID
 		n := seen[id]
-		c := classOf[id]
+		c := classes[i]
 		if n > 0 {
-			byTarget[targetOf[id]].Receipts++
+			byTarget[sd.requests[i].Target].Receipts++
 		}
 		switch {
 		case c == ClassAdmitted && n > 0:
@@ -483,7 +488,7 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 			rc.Duplicates += n - 1
 			sample(&rc.DuplicateIDs, id)
 		}
-		if _, sent := classOf[id]; !sent {
+		if _, sent := sd.index[id]; !sent {
 			rc.Phantom += n
 			sample(&rc.PhantomIDs, id)
 		}
@@ -506,7 +511,7 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 	}
 	sr.Bound = configuredBound(sd.scenario.Limits, start, end)
 	sr.Stats = proxyStats(sd, sr)
-	sr.FaultWindows = faultWindows(sd, classOf)
+	sr.FaultWindows = faultWindows(sd, classes)
 	sr.RLS = rlsCheck(sd)
 	accessLogChecks(sd, sr) // accesslog/*.log: producers per response and their agreement with the clients (accesslog.go)
 

@@ -21,7 +21,7 @@ const (
 // runs to the end of the evidence. Requests are tallied inside the window when
 // both their send and their end fall in it, and as straddling when they
 // overlap an edge.
-func faultWindows(sd *scenarioData, classOf map[string]string) []FaultWindow {
+func faultWindows(sd *scenarioData, classes []string) []FaultWindow {
 	faults := append([]evidence.Fault(nil), sd.faults...)
 	sort.SliceStable(faults, func(i, j int) bool { return faults[i].BeginNs < faults[j].BeginNs })
 	var lastEnd int64
@@ -61,9 +61,9 @@ func faultWindows(sd *scenarioData, classOf map[string]string) []FaultWindow {
 			s, e := r.SentNs, r.EndNs()
 			switch {
 			case s >= w.BeginNs && e <= w.EndNs:
-				w.Inside.add(classOf[r.ID])
+				w.Inside.add(classes[j])
 			case s <= w.EndNs && e >= w.BeginNs:
-				w.Straddling.add(classOf[r.ID])
+				w.Straddling.add(classes[j])
 			}
 		}
 		for j := range sd.receipts {

@@ -288,3 +288,13 @@ func TestRLSErrorsOutsideFaultWindowsFail(t *testing.T) {
 		t.Fatalf("shifted faults: %s %s", s.Status, reasons(s))
 	}
 }
+
+func TestDuplicateRequestLineNamesBothLines(t *testing.T) {
+	e := newEv(t).demo()
+	e.requests = append(e.requests, e.requests[3])
+	e.attack["sent"] = 21
+	s := run(t, e.write()).Scenarios[0]
+	if s.Status != NotRun || !strings.Contains(reasons(s), `requests.jsonl:21: id "id-03" recorded again (first on line 4)`) {
+		t.Fatalf("%s %s", s.Status, reasons(s))
+	}
+}
