@@ -183,6 +183,12 @@ func proxyStats(sd *scenarioData, sr *ScenarioReport) []ProxyStats {
 			add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK], n-nr-c.Local429, n-c.Local429)
 			add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.Local429, c.Local429+nr)
 		}
+		if cl := sd.scenario.Cluster; cl != "" {
+			// Envoy's router charges cluster.<c>.upstream_rq_2xx for every 2xx
+			// the upstream answered; local replies (429s, RLS-error 500s) never
+			// reach it.
+			add("cluster."+cl+".upstream_rq_2xx = admitted", ps.Deltas["cluster."+cl+".upstream_rq_2xx"], c.Admitted, c.Admitted+nr)
+		}
 		if global {
 			add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.Global429, c.Global429+nr)
 			fo := int(ps.Deltas[DeltaGlobalFailOpen])

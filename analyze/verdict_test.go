@@ -298,3 +298,29 @@ func TestDuplicateRequestLineNamesBothLines(t *testing.T) {
 		t.Fatalf("%s %s", s.Status, reasons(s))
 	}
 }
+
+// TestUpstreamCountersMatchAdmissions: a proxy claiming it forwarded more
+// 2xx than its clients were admitted is caught.
+func TestUpstreamCountersMatchAdmissions(t *testing.T) {
+	e := newEv(t).demo()
+	e.scenario.Cluster = "backend"
+	dir := e.write()
+	put := func(p, label string, n uint64) {
+		b, err := json.Marshal(envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: p, Values: map[string]uint64{},
+			Upstream: []envoy.ClusterCodes{{Cluster: "backend", Codes: map[string]uint64{"2xx": n, "200": n}}}})
+		must(t, err)
+		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, p+"."+label+".json"), b, 0o644))
+	}
+	for _, p := range []string{"proxy-a", "proxy-b"} {
+		put(p, "before", 7)
+		put(p, "after", 12)
+	}
+	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+		t.Fatalf("%s %s", s.Status, reasons(s))
+	}
+	put("proxy-a", "after", 13)
+	if s := run(t, dir).Scenarios[0]; s.Status != Fail || !strings.Contains(reasons(s), "proxy-a: cluster.backend.upstream_rq_2xx = admitted: want 5, got 6") {
+		t.Fatalf("%s %s", s.Status, reasons(s))
+	}
+}

@@ -344,6 +344,9 @@ type Scenario struct {
 	// Faults is the number of fault actions the scenario plans; fewer lines
 	// in faults.jsonl make the evidence incomplete.
 	Faults int `json:"faults,omitempty"`
+	// Cluster is the proxies' upstream (backend) cluster name; when set, its
+	// upstream_rq_2xx delta per proxy is compared with that proxy's admissions.
+	Cluster string `json:"cluster,omitempty"`
 	// RLSDecisions is true when the runner records the rate limit service's
 	// decisions (rls/decisions.jsonl); a missing file is then incomplete evidence.
 	RLSDecisions bool `json:"rls_decisions,omitempty"`

@@ -210,6 +210,8 @@ type scenarioRun struct {
 	targets []attack.Target
 	admins  map[string]string // proxy name -> admin URL
 	rls     *labrls.Server
+	// cluster is the proxies' backend cluster ("backend" in the lab).
+	cluster string
 	// real holds the real Redis and envoyproxy/ratelimit of a scenario whose rls kind is "real".
 	real     *realParts
 	cleanups []func()
@@ -430,6 +432,7 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 	}
 	r.cleanups = append(r.cleanups, func() { _ = be.Close() })
 	startNs := time.Now().UnixNano()
+	r.cluster = "backend" // the lab proxies' upstream cluster (proxy.Config.Cluster default)
 	r.admins = map[string]string{}
 	if err := os.MkdirAll(filepath.Join(r.dir, AccessLogDir), 0o755); err != nil {
 		return err.Error()
@@ -561,7 +564,7 @@ func (r *scenarioRun) writeScenario() error {
 	}
 	s := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Proxies: proxies,
 		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat, Faults: faults,
-		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil}
+		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster}
 	return writeJSON(filepath.Join(r.dir, evidence.ScenarioFile), s)
 }
 
