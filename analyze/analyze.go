@@ -23,8 +23,16 @@ func missingScenario(dir, reason string) ScenarioReport {
 	if i := strings.IndexByte(dir, '-'); i > 0 && i < 4 { // NN-<slug>/<repeat>
 		name = dir[i+1:]
 	}
-	return ScenarioReport{Name: name, Dir: dir, Status: NotRun, Incomplete: true, Reasons: []string{reason}, Checks: []Check{},
-		Targets: []TargetReport{}, Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{},
+	sr := newScenarioReport(name, dir)
+	sr.Status, sr.Incomplete, sr.Reasons = NotRun, true, []string{reason}
+	return sr
+}
+
+// newScenarioReport returns a report whose lists are empty, not null: the
+// JSON schema requires arrays.
+func newScenarioReport(name, dir string) ScenarioReport {
+	return ScenarioReport{Name: name, Dir: dir, Reasons: []string{}, Checks: []Check{}, Targets: []TargetReport{},
+		Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{},
 		Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, PhantomIDs: []string{}}}
 }
 
@@ -201,9 +209,7 @@ type attackSummary struct {
 func AnalyzeScenario(dir string) ScenarioReport { return analyzeScenario(dir, Options{}) }
 
 func analyzeScenario(dir string, opts Options) ScenarioReport {
-	sr := ScenarioReport{Name: filepath.Base(dir), Dir: dir, Reasons: []string{}, Checks: []Check{}, Targets: []TargetReport{}, Phases: []PhaseReport{},
-		Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, PhantomIDs: []string{}},
-		Stats:    []ProxyStats{}, FaultWindows: []FaultWindow{}}
+	sr := newScenarioReport(filepath.Base(dir), dir)
 	sd := &scenarioData{dir: dir}
 	incomplete := func(format string, a ...any) {
 		sr.Incomplete = true
@@ -491,11 +497,6 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 		if _, sent := sd.index[id]; !sent {
 			rc.Phantom += n
 			sample(&rc.PhantomIDs, id)
-		}
-	}
-	for _, l := range []*[]string{&rc.LostIDs, &rc.LeakedIDs, &rc.DuplicateIDs, &rc.PhantomIDs} {
-		if *l == nil {
-			*l = []string{}
 		}
 	}
 

@@ -24,10 +24,7 @@ func WriteJSON(w io.Writer, rep *Report) error {
 // scenario ran more than once). Spaces in the name
 // are replaced by '_' so the first field stays one word.
 func StatusLines(rep *Report) []string {
-	repeats := map[string]int{}
-	for _, g := range rep.Groups {
-		repeats[g.Name] = g.Repeats
-	}
+	repeats := repeatsByName(rep)
 	var out []string
 	for _, s := range rep.Scenarios {
 		name := strings.ReplaceAll(s.Name, " ", "_")
@@ -81,10 +78,7 @@ func overString(o *OverAdmission) string {
 // over-admission and verdict, then fault windows and the reasons of every
 // scenario that did not pass.
 func WriteTable(w io.Writer, rep *Report) error {
-	repeats := map[string]int{}
-	for _, g := range rep.Groups {
-		repeats[g.Name] = g.Repeats
-	}
+	repeats := repeatsByName(rep)
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Over-admission", "Status")
 	for _, s := range rep.Scenarios {
@@ -195,4 +189,14 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	_, err := fmt.Fprintf(w, "Verdict: %s\n", rep.Status)
 	return err
+}
+
+// repeatsByName maps a scenario name to how many times it ran; a repeat
+// number is shown only for scenarios that ran more than once.
+func repeatsByName(rep *Report) map[string]int {
+	m := make(map[string]int, len(rep.Groups))
+	for _, g := range rep.Groups {
+		m[g.Name] = g.Repeats
+	}
+	return m
 }
