@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // AccessLogDir is the folder of a scenario directory holding one Envoy HTTP

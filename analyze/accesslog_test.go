@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 

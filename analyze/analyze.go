@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // missingScenario is the NOT_RUN report of a scenario directory that is absent.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // ev builds a scenario evidence directory.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // unitSeconds follows envoyproxy/ratelimit's window divisor

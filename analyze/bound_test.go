@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 func TestBoundFixedWindowStraddlingBoundary(t *testing.T) {

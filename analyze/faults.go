@@ -3,7 +3,7 @@ package analyze
 import (
 	"sort"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // Fault actions recorded in faults.jsonl.

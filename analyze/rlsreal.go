@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/collect/rls"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // Evidence files of a scenario run on the real envoyproxy/ratelimit (written by the runner for lab.rls.kind real,

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )

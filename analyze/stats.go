@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // Stats delta keys. Local and global rate limit counters are summed over

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 func writeSnap(t *testing.T, dir, proxy, label string, ok, enforced uint64) {

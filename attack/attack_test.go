@@ -17,7 +17,7 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 

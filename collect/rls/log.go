@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // Time resolutions of the two logrus envelopes, in ns.

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // TimerTotals summarises the `|ms` samples of one timer.

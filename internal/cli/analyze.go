@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/rlbench/rlbench/analyze"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )

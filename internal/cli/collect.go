@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/spf13/cobra"
 )
 

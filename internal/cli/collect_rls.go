@@ -15,7 +15,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rlbench/rlbench/internal/testfix"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 

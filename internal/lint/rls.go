@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 )
 

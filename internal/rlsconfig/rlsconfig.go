@@ -41,7 +41,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // Config is one RLS configuration file: one domain and its descriptor tree.

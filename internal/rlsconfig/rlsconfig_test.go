@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 

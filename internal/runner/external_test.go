@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 )
 

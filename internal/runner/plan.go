@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"sigs.k8s.io/yaml"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/collect/rls"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 )

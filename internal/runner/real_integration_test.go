@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 )
 

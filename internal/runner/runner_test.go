@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 func TestParsePlanErrors(t *testing.T) {

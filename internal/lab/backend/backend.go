@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // IDHeader is the request header whose value becomes Receipt.ID. A request

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/internal/evidence"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // fire sends n concurrent GETs with ids prefix-<i> and returns the results.
