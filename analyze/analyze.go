@@ -551,12 +551,7 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 	}
 }
 
-func rangeString(r evidence.Range) string {
-	if r.Min == r.Max {
-		return strconv.Itoa(r.Min)
-	}
-	return fmt.Sprintf("%d..%d", r.Min, r.Max)
-}
+func rangeString(r evidence.Range) string { return r.String() }
 
 func passIf(ok bool) string {
 	if ok {

@@ -1,5 +1,7 @@
 package analyze
 
+import "github.com/rlbench/rlbench/evidence"
+
 // groups aggregates the repeats of each scenario name, in first-seen order:
 // the observed admitted range over the repeats (no-response requests count
 // as possibly admitted), the over-admission range against the intended
@@ -27,13 +29,13 @@ func groups(srs []ScenarioReport) []Group {
 		}
 		lo, hi := s.Totals.Admitted, s.Totals.Admitted+s.Totals.NoResponse
 		if g.Admitted == nil {
-			g.Admitted = &IntRange{Min: lo, Max: hi}
+			g.Admitted = &evidence.Range{Min: lo, Max: hi}
 		} else {
 			g.Admitted.Min = min(g.Admitted.Min, lo)
 			g.Admitted.Max = max(g.Admitted.Max, hi)
 		}
 		if s.OverAdmission != nil {
-			oa := IntRange{Min: g.Admitted.Min - s.OverAdmission.Intended, Max: g.Admitted.Max - s.OverAdmission.Intended}
+			oa := evidence.Range{Min: g.Admitted.Min - s.OverAdmission.Intended, Max: g.Admitted.Max - s.OverAdmission.Intended}
 			g.OverAdmission = &oa
 		}
 		if s.Bound != nil && (g.Bound == nil || s.Bound.Allowed > *g.Bound) {

@@ -8,6 +8,8 @@
 // ReportSchema and described by schemas/report.v1.schema.json.
 package analyze
 
+import "github.com/rlbench/rlbench/evidence"
+
 // ReportSchema identifies the JSON form of Report.
 const ReportSchema = "rlbench.report/v1"
 
@@ -60,17 +62,11 @@ type Group struct {
 	Status  string `json:"status"`
 	// Admitted is the observed admitted range over the repeats (min..max), counting
 	// no-response requests as possibly admitted. Nil when no repeat ran.
-	Admitted *IntRange `json:"admitted"`
+	Admitted *evidence.Range `json:"admitted"`
 	// OverAdmission is Admitted minus the intended limit, nil without an intended limit.
-	OverAdmission *IntRange `json:"over_admission"`
+	OverAdmission *evidence.Range `json:"over_admission"`
 	// Bound is the largest admitted count the configuration allows over any repeat's duration.
 	Bound *int `json:"bound"`
-}
-
-// IntRange is an inclusive range.
-type IntRange struct {
-	Min int `json:"min"`
-	Max int `json:"max"`
 }
 
 // ScenarioReport is the analysis of one scenario run (one repeat).

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -99,5 +100,37 @@ func TestReadLinesErrors(t *testing.T) {
 	var got string
 	if err := ReadLines(strings.NewReader(`{"id":"`+long+"\"}\n"), "r", func(_ int, r *Request) error { got = r.ID; return nil }); err != nil || got != long {
 		t.Fatalf("long line: err %v len %d", err, len(got))
+	}
+}
+
+func TestRangeForms(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Range
+		err  bool
+	}{
+		{`10`, Range{10, 10}, false},
+		{`"10"`, Range{10, 10}, false},
+		{`"5..10"`, Range{5, 10}, false},
+		{`" 5 .. 10 "`, Range{5, 10}, false},
+		{`"-5..3"`, Range{-5, 3}, false},
+		{`{"min":2,"max":4}`, Range{2, 4}, false},
+		{`"10..5"`, Range{}, true},
+		{`{"min":4,"max":2}`, Range{}, true},
+		{`{"min":4}`, Range{}, true},
+		{`"ten"`, Range{}, true},
+		{`true`, Range{}, true},
+	} {
+		var r Range
+		err := json.Unmarshal([]byte(tc.in), &r)
+		if (err != nil) != tc.err || (!tc.err && r != tc.want) {
+			t.Errorf("%s: got %v, %v; want %v (error %v)", tc.in, r, err, tc.want, tc.err)
+		}
+	}
+	if s := (Range{5, 10}).String(); s != "5..10" {
+		t.Errorf("String = %q", s)
+	}
+	if s := Exact(3).String(); s != "3" {
+		t.Errorf("String = %q", s)
 	}
 }

@@ -2,13 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -56,12 +55,14 @@ It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
 	var ao analyze.Options
 	if o.ExpectAdmitted != "" {
-		var r runner.Range
-		if err := r.UnmarshalJSON([]byte(strconv.Quote(o.ExpectAdmitted))); err != nil {
+		r, err := evidence.ParseRange(o.ExpectAdmitted)
+		if err != nil || r.Min < 0 {
+			if err == nil {
+				err = fmt.Errorf("range %q: want 0 <= min <= max", o.ExpectAdmitted)
+			}
 			return usageErrorf("--expect-admitted: %v", err)
 		}
-		er := evidence.Range(r)
-		ao.Admitted = &er
+		ao.Admitted = &r
 	}
 	if o.IntendedLimit >= 0 {
 		ao.IntendedLimit = &o.IntendedLimit

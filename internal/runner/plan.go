@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -190,56 +189,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// Range is an exact count (10) or an inclusive range ("5..10" or {min, max}).
-type Range evidence.Range
-
-var rangeRE = regexp.MustCompile(`^\s*(\d+)\s*\.\.\s*(\d+)\s*$`)
-
-// UnmarshalJSON accepts 10, "10", "5..10" or {"min":5,"max":10}; bounds
-// must be 0 <= min <= max.
-func (r *Range) UnmarshalJSON(b []byte) error {
-	if err := r.decode(b); err != nil {
-		return err
-	}
-	if r.Min < 0 || r.Min > r.Max {
-		return fmt.Errorf("range %s: want 0 <= min <= max", b)
-	}
-	return nil
-}
-
-func (r *Range) decode(b []byte) error {
-	var n int
-	if err := json.Unmarshal(b, &n); err == nil {
-		*r = Range{Min: n, Max: n}
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		if m := rangeRE.FindStringSubmatch(s); m != nil {
-			lo, err1 := strconv.Atoi(m[1])
-			hi, err2 := strconv.Atoi(m[2])
-			if err1 != nil || err2 != nil {
-				return fmt.Errorf("range %q: number out of range", s)
-			}
-			if lo > hi {
-				return fmt.Errorf("range %q: min > max", s)
-			}
-			*r = Range{Min: lo, Max: hi}
-			return nil
-		}
-		if v, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
-			*r = Range{Min: v, Max: v}
-			return nil
-		}
-		return fmt.Errorf("range %q: want N or MIN..MAX", s)
-	}
-	var m struct{ Min, Max *int }
-	if err := json.Unmarshal(b, &m); err != nil || m.Min == nil || m.Max == nil {
-		return fmt.Errorf("range must be N, \"MIN..MAX\" or {min, max}: %s", b)
-	}
-	*r = Range{Min: *m.Min, Max: *m.Max}
-	return nil
-}
+// Range is an exact count (10) or an inclusive range ("5..10" or {min, max});
+// counts in a plan must be >= 0 (checked by validate).
+type Range = evidence.Range
 
 // LoadPlan reads and validates a plan file.
 func LoadPlan(path string) (*Plan, error) {
@@ -353,6 +305,14 @@ func (p *Plan) validate() error {
 			}
 			if l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real" {
 				return fmt.Errorf("%s: lab.rls.kind must be lab or real", where)
+			}
+		}
+		if a := s.Expect.Admitted; a != nil && a.Min < 0 {
+			return fmt.Errorf("%s: expect.admitted %s: want 0 <= min <= max", where, a)
+		}
+		for k, c := range s.Expect.Classes {
+			if c != nil && c.Min < 0 {
+				return fmt.Errorf("%s: expect.classes.%s %s: want 0 <= min <= max", where, k, c)
 			}
 		}
 		if e := s.External; e != nil && len(e.Proxies) == 0 {
