@@ -12,7 +12,6 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -98,7 +97,7 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	rate, err := runner.ParseRate(o.Rate)
+	rate, err := attack.ParseRate(o.Rate)
 	if err != nil {
 		return &UsageError{Err: err}
 	}

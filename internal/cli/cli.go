@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rlbench/rlbench/internal/runner"
+	"github.com/rlbench/rlbench/internal/buildinfo"
 	"github.com/spf13/cobra"
 )
 
@@ -102,7 +102,7 @@ request the backend really received, snapshots Envoy and rate limit service
 stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Version:       runner.Version(),
+		Version:       buildinfo.Version(),
 		Args:          cobra.NoArgs,
 		// No subcommand: show the help; an unknown one is a usage error (exit 2).
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },

@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/lab/backend"
+	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
@@ -32,21 +33,6 @@ type LabOptions struct {
 	Receipts           string
 	Decisions          string
 	WindowStart        string
-}
-
-// LabAddresses is the JSON line `rlbench lab` prints on stdout.
-type LabAddresses struct {
-	Backend  string         `json:"backend"`
-	Receipts string         `json:"receipts"`
-	RLS      string         `json:"rls,omitempty"`
-	Proxies  []ProxyAddress `json:"proxies"`
-}
-
-// ProxyAddress is one lab proxy's listener and Envoy-like admin URL.
-type ProxyAddress struct {
-	Name  string `json:"name"`
-	URL   string `json:"url"`
-	Admin string `json:"admin"`
 }
 
 func newLabCmd(io *IOStreams) *cobra.Command {
@@ -83,9 +69,9 @@ until SIGINT/SIGTERM.`,
 	return cmd
 }
 
-func runLab(ctx context.Context, o *LabOptions) error {
-	if o.Proxies < 1 || o.Proxies > 26 {
-		return usageErrorf("--proxies must be 1..26")
+func runLab(ctx context.Context, o *LabOptions) (err error) {
+	if o.Proxies < 1 {
+		return usageErrorf("--proxies must be 1..%d, not %d", lab.MaxProxies, o.Proxies)
 	}
 	if o.GlobalDomain != "" && (o.RLS == "") == (o.RLSConfig == "") {
 		return usageErrorf("--global-domain needs exactly one of --rls or --rls-config")
@@ -96,24 +82,38 @@ func runLab(ctx context.Context, o *LabOptions) error {
 	if o.GlobalDomain != "" && len(o.GlobalDescriptor) == 0 {
 		return usageErrorf("--global-domain needs at least one --global-descriptor key=value")
 	}
-	if o.RLS != "" && !strings.HasPrefix(o.RLS, "grpc://") {
-		return usageErrorf("--rls must be grpc://host:port, not %q", o.RLS)
-	}
 	if o.LocalMaxTokens == 0 && o.LocalTokensPerFill > 0 {
 		return usageErrorf("--local-tokens-per-fill needs --local-max-tokens")
 	}
-	if o.LocalMaxTokens > 0 && o.LocalFillInterval < 50*time.Millisecond {
-		return usageErrorf("--local-fill-interval must be at least 50ms (Envoy's minimum), not %s", o.LocalFillInterval)
+	lo := lab.Options{Proxies: lab.ProxiesOptions{Count: o.Proxies}}
+	if o.LocalMaxTokens > 0 {
+		lo.Proxies.Config.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: o.LocalTokensPerFill, FillInterval: o.LocalFillInterval}
 	}
-	var closers []func() error
+	if o.GlobalDomain != "" {
+		g := &proxy.GlobalRateLimit{Domain: o.GlobalDomain, Timeout: o.RLSTimeout, FailureModeDeny: o.FailureModeDeny}
+		for _, d := range o.GlobalDescriptor {
+			k, v, ok := strings.Cut(d, "=")
+			if !ok {
+				return usageErrorf("--global-descriptor %q: want key=value", d)
+			}
+			g.Actions = append(g.Actions, proxy.Action{GenericKey: &proxy.GenericKeyAction{DescriptorKey: k, DescriptorValue: v}})
+		}
+		lo.Proxies.Config.Global = g
+	}
+	lo.RLS.Address = o.RLS
+	if o.RLSConfig != "" {
+		lo.RLS.Lab = &labrls.Options{WindowStart: o.WindowStart}
+	}
+	if err := lo.Validate(); err != nil {
+		return &UsageError{Err: err}
+	}
+	var closers []func() error // the writers, closed after the lab
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
-			_ = closers[i]()
+			err = errors.Join(err, closers[i]())
 		}
 	}()
-	addrs := LabAddresses{Receipts: o.Receipts}
-	rlsAddr := o.RLS
-	if o.RLSConfig != "" {
+	if lo.RLS.Lab != nil {
 		cfg, err := rlsconfig.ParseFile(o.RLSConfig)
 		if err != nil {
 			return err
@@ -122,61 +122,30 @@ func runLab(ctx context.Context, o *LabOptions) error {
 		if err != nil {
 			return err
 		}
-		srv, err := labrls.Start(ctx, labrls.Options{Configs: []*rlsconfig.Config{cfg}, Decisions: dw, WindowStart: o.WindowStart})
-		if err != nil {
-			_ = dw.Close()
-			return err
-		}
-		closers = append(closers, dw.Close, func() error { srv.Stop(); return nil })
-		rlsAddr = "grpc://" + srv.Addr()
+		closers = append(closers, dw.Close)
+		lo.RLS.Lab.Configs, lo.RLS.Lab.Decisions = []*rlsconfig.Config{cfg}, dw
 	}
-	addrs.RLS = rlsAddr
 	rw, err := evidence.Create(o.Receipts)
 	if err != nil {
 		return err
 	}
 	closers = append(closers, rw.Close)
-	be, err := backend.Start(ctx, backend.Options{ReceiptWriter: rw})
+	lo.Backend.ReceiptWriter = rw
+	l, err := lab.Start(ctx, lo)
 	if err != nil {
 		return err
 	}
-	closers = append(closers, be.Close)
-	addrs.Backend = be.URL()
-	for i := 0; i < o.Proxies; i++ {
-		cfg := proxy.Config{Name: "proxy-" + string(rune('a'+i)), Upstream: be.URL()}
-		if o.LocalMaxTokens > 0 {
-			tpf := o.LocalTokensPerFill
-			if tpf == 0 {
-				tpf = 1 // Envoy's default tokens_per_fill
-			}
-			hundred := 100.0
-			cfg.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: tpf, FillInterval: o.LocalFillInterval,
-				FilterEnabled: &hundred, FilterEnforced: &hundred}
-		}
-		if o.GlobalDomain != "" {
-			g := &proxy.GlobalRateLimit{Domain: o.GlobalDomain, RLS: rlsAddr, Timeout: o.RLSTimeout, FailureModeDeny: o.FailureModeDeny}
-			for _, d := range o.GlobalDescriptor {
-				k, v, ok := strings.Cut(d, "=")
-				if !ok {
-					return usageErrorf("--global-descriptor %q: want key=value", d)
-				}
-				g.Actions = append(g.Actions, proxy.Action{GenericKey: &proxy.GenericKeyAction{DescriptorKey: k, DescriptorValue: v}})
-			}
-			cfg.Global = g
-		}
-		p, err := proxy.Start(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		closers = append(closers, p.Close)
-		addrs.Proxies = append(addrs.Proxies, ProxyAddress{Name: cfg.Name, URL: p.URL(), Admin: p.AdminURL()})
-	}
+	addrs := l.Addresses()
+	addrs.Receipts = o.Receipts
 	line, _ := json.Marshal(addrs)
 	fmt.Fprintln(o.IO.Out, string(line))
 	if f, ok := o.IO.Out.(*os.File); ok {
 		_ = f.Sync()
 	}
 	<-ctx.Done()
+	if err := l.Close(); err != nil {
+		return err
+	}
 	fmt.Fprintln(o.IO.ErrOut, "lab: stopping; receipts flushed to", o.Receipts)
 	return nil
 }

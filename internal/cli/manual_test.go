@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 
@@ -32,8 +33,8 @@ func TestManualFlowMatchesDemo(t *testing.T) {
 	}
 	defer receipts.Close()
 	hundred := 100.0
-	l, err := lab.Start(context.Background(), lab.Options{Proxies: 2, BackendReceipts: receipts,
-		Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: &hundred, FilterEnforced: &hundred}})
+	l, err := lab.Start(context.Background(), lab.Options{Backend: backend.Options{Receipts: receipts}, Proxies: lab.ProxiesOptions{Count: 2,
+		Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: &hundred, FilterEnforced: &hundred}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestManualFlowMatchesDemo(t *testing.T) {
 	}()
 	a := l.Addresses()
 	for _, p := range a.Proxies {
-		if code, _, stderr := runCLI(t, "collect", "envoy", "--admin", p.AdminURL, "--proxy", p.Name, "--label", "before", "--out", dir); code != 0 {
+		if code, _, stderr := runCLI(t, "collect", "envoy", "--admin", p.Admin, "--proxy", p.Name, "--label", "before", "--out", dir); code != 0 {
 			t.Fatalf("collect before %s: %d %s", p.Name, code, stderr)
 		}
 	}
@@ -55,7 +56,7 @@ func TestManualFlowMatchesDemo(t *testing.T) {
 		t.Fatalf("attack: %d %s", code, stderr)
 	}
 	for _, p := range a.Proxies {
-		if code, _, stderr := runCLI(t, "collect", "envoy", "--admin", p.AdminURL, "--proxy", p.Name, "--label", "after", "--out", dir); code != 0 {
+		if code, _, stderr := runCLI(t, "collect", "envoy", "--admin", p.Admin, "--proxy", p.Name, "--label", "after", "--out", dir); code != 0 {
 			t.Fatalf("collect after %s: %d %s", p.Name, code, stderr)
 		}
 	}

@@ -1,8 +1,15 @@
-// Package lab starts an in-process rate limit lab on 127.0.0.1: one
-// receipt-recording backend (internal/lab/backend) behind N Envoy-like
+// Package lab assembles rlbench's in-process rate limit lab on 127.0.0.1:
+// one receipt-recording backend (internal/lab/backend) behind N Envoy-like
 // proxies (internal/lab/proxy) named proxy-a, proxy-b, ..., each with its own
-// local token bucket (per-process buckets, as with N Envoy replicas) and an
-// optional global rate limit filter calling an external RLS address.
+// local token bucket (per-process buckets, as with N Envoy replicas) and/or a
+// global rate limit filter calling a rate limit service: the lab RLS
+// (internal/lab/rls), started here, or one the lab does not start (the real
+// envoyproxy/ratelimit, a shared deployment).
+//
+// It is the only place that puts a lab together: `rlbench lab`, the plan
+// runner (`rlbench run`, `rlbench demo`) and the tests all describe the lab
+// they want with Options and call Start, so names, caps and defaults are
+// decided here once.
 package lab
 
 import (
@@ -10,102 +17,268 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
+	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 )
 
-// MaxProxies bounds Options.Proxies (names proxy-a .. proxy-z).
+// MaxProxies bounds ProxiesOptions.Count: the proxies are named proxy-a .. proxy-z.
 const MaxProxies = 26
 
-// Options configures a Lab.
+// DefaultProxies is ProxiesOptions.Count when 0; it is also the default of
+// `rlbench lab --proxies` and of a plan's lab.proxies.
+const DefaultProxies = 2
+
+// Options describe a whole lab, one struct per part, so that a new knob of a
+// part is a new field of that part's own options (backend.Options,
+// proxy.Config, labrls.Options) and reaches the lab without new wiring.
 type Options struct {
-	// Proxies is the number of proxies, 1..MaxProxies; 0 means 1.
-	Proxies int
-	// Local, if non-nil, is copied into every proxy: each gets its own bucket.
-	Local *proxy.LocalRateLimit
-	// Global, if non-nil, is copied into every proxy; Global.RLS is the
-	// address of an already running RLS ("grpc://127.0.0.1:PORT").
-	Global *proxy.GlobalRateLimit
-	// BackendReceipts, if non-nil, receives receipts.jsonl lines (see
-	// backend.Options.Receipts); it is flushed on Close, never closed.
-	BackendReceipts io.Writer
-	// AccessLog, if non-nil, receives every proxy's JSON access log lines
-	// (AccessLogEntry.Proxy tells them apart).
-	AccessLog io.Writer
-	// Cluster is the proxies' upstream cluster name; default "backend".
-	Cluster string
-	// BackendStatus is the backend's reply status; default 200.
-	BackendStatus int
-	// Now is the clock for proxies and backend; default time.Now.
+	// Backend configures the backend. Listen defaults to 127.0.0.1:0 and Now
+	// to Options.Now. Its receipt writer (Receipts or ReceiptWriter) is
+	// flushed when the lab closes; the caller keeps owning it.
+	Backend backend.Options
+	// Proxies configures the proxies in front of the backend.
+	Proxies ProxiesOptions
+	// RLS is the rate limit service of the proxies' global filter.
+	RLS RLSOptions
+	// Now is the clock of every part; default time.Now.
 	Now func() time.Time
 }
 
-// Lab is a running backend and its proxies.
+// ProxiesOptions describe the lab's proxies: Count copies of one Config.
+type ProxiesOptions struct {
+	// Count is the number of proxies, 1..MaxProxies; 0 means DefaultProxies.
+	Count int
+	// Config is what every proxy starts from. The lab sets Name (ProxyName),
+	// Upstream (the backend's URL) and Global.RLS (from Options.RLS); those
+	// and Listen/AdminListen (each proxy binds 127.0.0.1:0) must be left
+	// empty. Local and Global are copied into every proxy, so each proxy has
+	// its own token bucket, as N Envoy processes do. Lab defaults, applied
+	// once here: Cluster proxy.DefaultCluster; Local.TokensPerFill 0 means 1
+	// (Envoy's token_bucket default); Local.FilterEnabled and
+	// Local.FilterEnforced nil mean 100% (the lab's bucket is enabled and
+	// enforced unless told otherwise: point them at 0 for shadow mode);
+	// Now is Options.Now.
+	Config proxy.Config
+	// AccessLog, if non-nil, gives each proxy its own access log writer,
+	// called with the proxy's name before it starts; it replaces
+	// Config.AccessLog. The lab never closes these writers.
+	AccessLog func(proxyName string) (io.Writer, error)
+}
+
+// RLSOptions select the rate limit service the global filter calls: the lab
+// RLS (Lab) or an address (Address), not both. Without a global filter
+// neither is needed; a lab RLS may still be started (for faults on it).
+type RLSOptions struct {
+	// Lab, if non-nil, starts the lab RLS before the proxies with these
+	// options; Listen defaults to 127.0.0.1:0, WindowStart to
+	// labrls.WindowAligned, Now to Options.Now. Its decision writer stays
+	// the caller's.
+	Lab *labrls.Options
+	// Address is an RLS that the lab does not start, "grpc://host:port"
+	// (the real envoyproxy/ratelimit, a shared deployment).
+	Address string
+}
+
+// Lab is a running lab. Close stops it.
 type Lab struct {
 	// Backend is the receipt-recording upstream of every proxy.
 	Backend *backend.Backend
 	// Proxies are proxy-a, proxy-b, ... in order.
 	Proxies []*proxy.Proxy
-	rls     string
+	// RLS is the lab RLS, nil when Options.RLS.Lab was nil. Stop and
+	// Restart on it are the RLS faults of a plan.
+	RLS *labrls.Server
+	// ProxiesStartNs is the time (unix ns, Options.Now) just before the
+	// first proxy started: every proxy's token bucket was full then.
+	ProxiesStartNs int64
+
+	opts    Options
+	rlsAddr string
 }
 
-// Addresses lists every endpoint of a Lab; it marshals to JSON as
-// {"backend":"http://..","proxies":[{"name":"proxy-a","url":"http://..","admin_url":"http://.."}],"rls":".."}.
+// Addresses lists every endpoint of a lab. It is the JSON line `rlbench lab`
+// prints (README "The same result as demo, by hand"):
+// {"backend":"http://..","receipts":"..","rls":"grpc://..","proxies":[{"name":"proxy-a","url":"http://..","admin":"http://.."}]}.
 type Addresses struct {
-	// Backend is the backend URL.
+	// Backend is the backend URL, "http://127.0.0.1:PORT".
 	Backend string `json:"backend"`
+	// Receipts is the file the backend's receipts go to, when the caller
+	// writes them to a file (Lab.Addresses leaves it empty: the lab only
+	// sees a writer; `rlbench lab` fills in its --receipts).
+	Receipts string `json:"receipts,omitempty"`
+	// RLS is the address the global filter calls, "grpc://host:port";
+	// empty without an RLS.
+	RLS string `json:"rls,omitempty"`
 	// Proxies lists the proxies in name order.
 	Proxies []ProxyAddress `json:"proxies"`
-	// RLS is Options.Global.RLS, empty without a global filter.
-	RLS string `json:"rls,omitempty"`
 }
 
-// ProxyAddress is one proxy's name, listener URL and admin URL.
+// ProxyAddress is one proxy's name, listener URL and Envoy-like admin URL.
 type ProxyAddress struct {
-	// Name is the proxy name, e.g. "proxy-a".
+	// Name is the proxy name, e.g. "proxy-a": the attack target name and
+	// the name of its stats snapshots.
 	Name string `json:"name"`
 	// URL is the proxy listener, "http://127.0.0.1:PORT".
 	URL string `json:"url"`
-	// AdminURL is the Envoy-like admin listener, "http://127.0.0.1:PORT".
-	AdminURL string `json:"admin_url"`
+	// Admin is the admin listener with /stats, "http://127.0.0.1:PORT".
+	Admin string `json:"admin"`
 }
+
+// startProxy is proxy.Start; a test replaces it to fail a given proxy.
+var startProxy = proxy.Start
 
 // ProxyName returns the name of the i-th proxy (0-based): proxy-a, proxy-b, ...
 func ProxyName(i int) string { return fmt.Sprintf("proxy-%c", 'a'+i) }
 
-// Start starts the backend and opts.Proxies proxies, all on 127.0.0.1:0.
-// On any error it closes what it started and returns the error (naming the
-// proxy). Everything stops on Close or when ctx is done.
+// withDefaults returns o with the lab's defaults applied (see the field docs);
+// o is not modified and the copy shares none of o's pointers.
+func (o Options) withDefaults() Options {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Backend.Listen == "" {
+		o.Backend.Listen = "127.0.0.1:0"
+	}
+	if o.Backend.Now == nil {
+		o.Backend.Now = o.Now
+	}
+	p := &o.Proxies
+	if p.Count == 0 {
+		p.Count = DefaultProxies
+	}
+	if p.Config.Cluster == "" {
+		p.Config.Cluster = proxy.DefaultCluster
+	}
+	if p.Config.Now == nil {
+		p.Config.Now = o.Now
+	}
+	if l := p.Config.Local; l != nil {
+		lc := *l
+		if lc.TokensPerFill == 0 {
+			lc.TokensPerFill = 1
+		}
+		if lc.FilterEnabled == nil {
+			lc.FilterEnabled = percent(100)
+		}
+		if lc.FilterEnforced == nil {
+			lc.FilterEnforced = percent(100)
+		}
+		p.Config.Local = &lc
+	}
+	if g := p.Config.Global; g != nil {
+		gc := *g
+		gc.Actions = append([]proxy.Action(nil), g.Actions...)
+		p.Config.Global = &gc
+	}
+	if r := o.RLS.Lab; r != nil {
+		rc := *r
+		if rc.Listen == "" {
+			rc.Listen = "127.0.0.1:0"
+		}
+		if rc.WindowStart == "" {
+			rc.WindowStart = labrls.WindowAligned
+		}
+		if rc.Now == nil {
+			rc.Now = o.Now
+		}
+		o.RLS.Lab = &rc
+	}
+	return o
+}
+
+func percent(v float64) *float64 { return &v }
+
+// Validate checks o without starting anything, after applying the defaults:
+// the proxy count, the proxy template (proxy.Config.Validate) and the fields
+// the lab sets itself, the RLS choice, and the lab RLS options
+// (labrls.Options.Validate). Start calls it first; a CLI calls it to report
+// misuse before it creates any file.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	p := o.Proxies
+	if p.Count < 1 || p.Count > MaxProxies {
+		return fmt.Errorf("lab: %d proxies, want 1..%d", p.Count, MaxProxies)
+	}
+	c := p.Config
+	for _, f := range [...]struct{ name, v string }{{"Name", c.Name}, {"Upstream", c.Upstream}, {"Listen", c.Listen}, {"AdminListen", c.AdminListen}} {
+		if f.v != "" {
+			return fmt.Errorf("lab: proxy Config.%s is chosen by the lab, leave it empty (have %q)", f.name, f.v)
+		}
+	}
+	if c.Global != nil && c.Global.RLS != "" {
+		return fmt.Errorf("lab: give the RLS in Options.RLS, not in Config.Global.RLS (%q)", c.Global.RLS)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	r := o.RLS
+	if r.Lab != nil && r.Address != "" {
+		return fmt.Errorf("lab: RLS: give the lab RLS or an address (%q), not both", r.Address)
+	}
+	if c.Global != nil && r.Lab == nil && r.Address == "" {
+		return errors.New("lab: the global rate limit filter needs an RLS: the lab RLS or an address")
+	}
+	if r.Address != "" && !strings.HasPrefix(r.Address, "grpc://") {
+		return fmt.Errorf("lab: RLS address %q: want grpc://host:port", r.Address)
+	}
+	if r.Lab != nil {
+		if err := r.Lab.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Start validates opts (Validate) and starts the lab on 127.0.0.1: the lab
+// RLS (when asked for), the backend, then the proxies in name order, each
+// on free ports. On any error it stops what it started and returns the
+// error, which names the part ("lab rls: ...", "lab: backend: ...",
+// "lab: proxy-b: ..."). Everything stops on Close, or when ctx is done.
 func Start(ctx context.Context, opts Options) (*Lab, error) {
-	n := opts.Proxies
-	if n == 0 {
-		n = 1
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	if n < 1 || n > MaxProxies {
-		return nil, fmt.Errorf("lab: proxies = %d, want 1..%d", opts.Proxies, MaxProxies)
+	o := opts.withDefaults()
+	l := &Lab{opts: o, rlsAddr: o.RLS.Address}
+	if o.RLS.Lab != nil {
+		srv, err := labrls.Start(ctx, *o.RLS.Lab)
+		if err != nil {
+			return nil, err // labrls errors start with "lab rls: "
+		}
+		l.RLS = srv
+		l.rlsAddr = "grpc://" + srv.Addr()
 	}
-	be, err := backend.Start(ctx, backend.Options{Receipts: opts.BackendReceipts, Status: opts.BackendStatus, Now: opts.Now})
+	be, err := backend.Start(ctx, o.Backend)
 	if err != nil {
-		return nil, fmt.Errorf("lab: %w", err)
+		_ = l.Close()
+		return nil, fmt.Errorf("lab: backend: %w", err)
 	}
-	l := &Lab{Backend: be}
-	if opts.Global != nil {
-		l.rls = opts.Global.RLS
-	}
-	for i := range n {
-		cfg := proxy.Config{Name: ProxyName(i), Upstream: be.URL(), Cluster: opts.Cluster, AccessLog: opts.AccessLog, Now: opts.Now}
-		if opts.Local != nil {
-			lc := *opts.Local
+	l.Backend = be
+	l.ProxiesStartNs = o.Now().UnixNano()
+	for i := range o.Proxies.Count {
+		cfg := o.Proxies.Config
+		cfg.Name, cfg.Upstream = ProxyName(i), be.URL()
+		if cfg.Local != nil {
+			lc := *cfg.Local // a bucket of its own
 			cfg.Local = &lc
 		}
-		if opts.Global != nil {
-			gc := *opts.Global
-			gc.Actions = append([]proxy.Action(nil), opts.Global.Actions...)
+		if cfg.Global != nil {
+			gc := *cfg.Global
+			gc.Actions = append([]proxy.Action(nil), gc.Actions...)
+			gc.RLS = l.rlsAddr
 			cfg.Global = &gc
 		}
-		p, err := proxy.Start(ctx, cfg)
+		if o.Proxies.AccessLog != nil {
+			if cfg.AccessLog, err = o.Proxies.AccessLog(cfg.Name); err != nil {
+				_ = l.Close()
+				return nil, fmt.Errorf("lab: %s: access log: %w", cfg.Name, err)
+			}
+		}
+		p, err := startProxy(ctx, cfg)
 		if err != nil {
 			_ = l.Close()
 			return nil, fmt.Errorf("lab: %s: %w", cfg.Name, err)
@@ -115,22 +288,38 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	return l, nil
 }
 
-// Addresses returns every endpoint of the lab.
+// Options returns the options the lab runs with: Start's, with the lab's
+// defaults applied (Proxies.Count, Proxies.Config.Cluster, Local's
+// TokensPerFill and filter percentages, the lab RLS's WindowStart...). The
+// pointers are the lab's: do not modify what they point to.
+func (l *Lab) Options() Options { return l.opts }
+
+// RLSAddress is the address the proxies' global filter calls,
+// "grpc://host:port" (the lab RLS's, or Options.RLS.Address); "" without an RLS.
+func (l *Lab) RLSAddress() string { return l.rlsAddr }
+
+// Addresses returns every endpoint of the lab (Receipts left empty).
 func (l *Lab) Addresses() Addresses {
-	a := Addresses{Backend: l.Backend.URL(), RLS: l.rls, Proxies: make([]ProxyAddress, 0, len(l.Proxies))}
+	a := Addresses{Backend: l.Backend.URL(), RLS: l.rlsAddr, Proxies: make([]ProxyAddress, 0, len(l.Proxies))}
 	for _, p := range l.Proxies {
-		a.Proxies = append(a.Proxies, ProxyAddress{Name: p.Name(), URL: p.URL(), AdminURL: p.AdminURL()})
+		a.Proxies = append(a.Proxies, ProxyAddress{Name: p.Name(), URL: p.URL(), Admin: p.AdminURL()})
 	}
 	return a
 }
 
 // Close stops the proxies first (so no request is mid-way), then the
-// backend, flushing its receipts. It returns the joined errors.
+// backend, flushing its receipts, then the lab RLS. It returns the joined
+// errors. The writers given in Options stay open: they are the caller's.
 func (l *Lab) Close() error {
 	var errs []error
 	for _, p := range l.Proxies {
 		errs = append(errs, p.Close())
 	}
-	errs = append(errs, l.Backend.Close())
+	if l.Backend != nil {
+		errs = append(errs, l.Backend.Close())
+	}
+	if l.RLS != nil {
+		l.RLS.Stop()
+	}
 	return errors.Join(errs...)
 }

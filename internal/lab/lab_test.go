@@ -2,9 +2,11 @@ package lab
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -14,7 +16,10 @@ import (
 	"github.com/rlbench/rlbench/internal/testfix"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
+	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/internal/rlsconfig"
 )
 
 type syncBuf = testfix.SyncBuffer
@@ -22,8 +27,8 @@ type syncBuf = testfix.SyncBuffer
 func TestTwoProxiesLocalBuckets(t *testing.T) {
 	on := 100.0
 	var receipts syncBuf
-	l, err := Start(t.Context(), Options{Proxies: 2, BackendReceipts: &receipts,
-		Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: &on, FilterEnforced: &on}})
+	l, err := Start(t.Context(), Options{Backend: backend.Options{Receipts: &receipts}, Proxies: ProxiesOptions{Count: 2,
+		Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: &on, FilterEnforced: &on}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +41,7 @@ func TestTwoProxiesLocalBuckets(t *testing.T) {
 		t.Fatalf("addresses %s (%v)", js, err)
 	}
 	for _, p := range a.Proxies {
-		if !strings.HasPrefix(p.URL, "http://127.0.0.1:") || !strings.HasPrefix(p.AdminURL, "http://127.0.0.1:") || p.URL == p.AdminURL {
+		if !strings.HasPrefix(p.URL, "http://127.0.0.1:") || !strings.HasPrefix(p.Admin, "http://127.0.0.1:") || p.URL == p.Admin {
 			t.Fatalf("proxy address %+v", p)
 		}
 	}
@@ -111,12 +116,185 @@ func TestTwoProxiesLocalBuckets(t *testing.T) {
 	}
 }
 
-func TestStartErrors(t *testing.T) {
-	if _, err := Start(t.Context(), Options{Proxies: 27}); err == nil {
-		t.Error("27 proxies accepted")
+// TestValidate: every misuse is reported before anything starts, naming
+// what is wrong.
+func TestValidate(t *testing.T) {
+	local := &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second}
+	global := &proxy.GlobalRateLimit{Domain: "d", Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
+	for _, c := range []struct {
+		name string
+		opts Options
+		want string // "" = valid
+	}{
+		{"zero value: two bare proxies", Options{}, ""},
+		{"26 proxies", Options{Proxies: ProxiesOptions{Count: MaxProxies}}, ""},
+		{"27 proxies", Options{Proxies: ProxiesOptions{Count: 27}}, "27 proxies, want 1..26"},
+		{"negative count", Options{Proxies: ProxiesOptions{Count: -1}}, "-1 proxies"},
+		{"name set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Name: "x"}}}, "Config.Name is chosen by the lab"},
+		{"upstream set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Upstream: "http://x"}}}, "Config.Upstream"},
+		{"listen set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Listen: "127.0.0.1:8080"}}}, "Config.Listen"},
+		{"bad bucket", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{FillInterval: time.Second}}}}, "max_tokens must be > 0"},
+		{"short fill", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 1, FillInterval: time.Millisecond}}}}, "fill_interval"},
+		{"bad cluster", Options{Proxies: ProxiesOptions{Config: proxy.Config{Cluster: "a.b"}}}, "cluster name"},
+		{"local only", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: local}}}, ""},
+		{"global without rls", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}}, "needs an RLS"},
+		{"global with lab rls", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}, RLS: RLSOptions{Lab: &labrls.Options{}}}, ""},
+		{"global with address", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}, RLS: RLSOptions{Address: "grpc://127.0.0.1:1"}}, ""},
+		{"rls in the filter", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: &proxy.GlobalRateLimit{Domain: "d", RLS: "grpc://x:1", Actions: global.Actions}}},
+			RLS: RLSOptions{Address: "grpc://127.0.0.1:1"}}, "not in Config.Global.RLS"},
+		{"global without domain", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: &proxy.GlobalRateLimit{Actions: global.Actions}}}, RLS: RLSOptions{Lab: &labrls.Options{}}}, "domain is required"},
+		{"both rls", Options{RLS: RLSOptions{Lab: &labrls.Options{}, Address: "grpc://127.0.0.1:1"}}, "not both"},
+		{"bad address", Options{RLS: RLSOptions{Address: "127.0.0.1:1"}}, "want grpc://host:port"},
+		{"bad window start", Options{RLS: RLSOptions{Lab: &labrls.Options{WindowStart: "sliding"}}}, `window start "sliding"`},
+		{"negative delay", Options{RLS: RLSOptions{Lab: &labrls.Options{Delay: -time.Second}}}, "negative delay"},
+	} {
+		err := c.opts.Validate()
+		if c.want == "" && err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
+		}
+		if c.want != "" {
+			if _, serr := Start(t.Context(), c.opts); serr == nil || serr.Error() != err.Error() {
+				t.Errorf("%s: Start err %v, want Validate's %v", c.name, serr, err)
+			}
+		}
 	}
-	_, err := Start(t.Context(), Options{Proxies: 2, Local: &proxy.LocalRateLimit{MaxTokens: 0, FillInterval: time.Second}})
-	if err == nil || !strings.Contains(err.Error(), "proxy-a") || !strings.Contains(err.Error(), "max_tokens") {
-		t.Errorf("bad local config error: %v", err)
+}
+
+// TestDefaults: the lab's defaults are applied once, visible in
+// Lab.Options, and the caller's options are left as they were.
+func TestDefaults(t *testing.T) {
+	in := Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Hour}}},
+		RLS: RLSOptions{Lab: &labrls.Options{}}}
+	l, err := Start(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	o := l.Options()
+	lc := o.Proxies.Config.Local
+	if o.Proxies.Count != DefaultProxies || len(l.Proxies) != DefaultProxies || o.Proxies.Config.Cluster != "backend" ||
+		lc.TokensPerFill != 1 || *lc.FilterEnabled != 100 || *lc.FilterEnforced != 100 || o.RLS.Lab.WindowStart != labrls.WindowAligned {
+		t.Fatalf("effective options %+v local %+v rls %+v", o.Proxies, lc, o.RLS.Lab)
+	}
+	if in.Proxies.Count != 0 || in.Proxies.Config.Local.TokensPerFill != 0 || in.Proxies.Config.Local.FilterEnabled != nil || in.RLS.Lab.WindowStart != "" {
+		t.Fatalf("Start modified its input: %+v %+v", in.Proxies.Config.Local, in.RLS.Lab)
+	}
+	// The lab RLS is up and its address is what the addresses say.
+	if l.RLS == nil || !l.RLS.Running() || l.RLSAddress() != "grpc://"+l.RLS.Addr() || l.Addresses().RLS != l.RLSAddress() {
+		t.Fatalf("rls %v address %q", l.RLS, l.RLSAddress())
+	}
+	if l.ProxiesStartNs <= 0 || l.ProxiesStartNs > time.Now().UnixNano() {
+		t.Fatalf("ProxiesStartNs %d", l.ProxiesStartNs)
+	}
+	if err := l.Close(); err != nil || l.RLS.Running() {
+		t.Fatalf("close: %v, rls running %v", err, l.RLS.Running())
+	}
+}
+
+// TestAddressesJSON pins the JSON shape of the addresses (`rlbench lab`'s
+// line, README): proxies carry "admin", an unknown receipts file is omitted.
+func TestAddressesJSON(t *testing.T) {
+	a := Addresses{Backend: "http://127.0.0.1:1", RLS: "grpc://127.0.0.1:2",
+		Proxies: []ProxyAddress{{Name: "proxy-a", URL: "http://127.0.0.1:3", Admin: "http://127.0.0.1:4"}}}
+	b, _ := json.Marshal(a)
+	want := `{"backend":"http://127.0.0.1:1","rls":"grpc://127.0.0.1:2","proxies":[{"name":"proxy-a","url":"http://127.0.0.1:3","admin":"http://127.0.0.1:4"}]}`
+	if string(b) != want {
+		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+	a.Receipts = "ev/receipts.jsonl"
+	if b, _ = json.Marshal(a); !strings.Contains(string(b), `"backend":"http://127.0.0.1:1","receipts":"ev/receipts.jsonl",`) {
+		t.Fatalf("with receipts: %s", b)
+	}
+}
+
+// TestGlobalWithLabRLS: two proxies share the lab RLS's fixed window of 3;
+// each proxy writes its own access log; the lab RLS logs every decision.
+func TestGlobalWithLabRLS(t *testing.T) {
+	cfg, err := rlsconfig.Parse("inventory.yaml", []byte("domain: inventory\ndescriptors:\n  - {key: tenant, value: lab, rate_limit: {unit: hour, requests_per_unit: 3}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decisions syncBuf
+	logs := map[string]*syncBuf{}
+	l, err := Start(t.Context(), Options{
+		Proxies: ProxiesOptions{Count: 2,
+			Config: proxy.Config{Global: &proxy.GlobalRateLimit{Domain: "inventory", Timeout: time.Second,
+				Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}},
+			AccessLog: func(name string) (io.Writer, error) { logs[name] = &syncBuf{}; return logs[name], nil }},
+		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}, DecisionLog: &decisions}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	codes := map[int]int{}
+	for i := range 8 {
+		resp, err := http.Get(l.Proxies[i%2].URL() + "/item")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes[resp.StatusCode]++
+	}
+	if codes[200] != 3 || codes[429] != 5 {
+		t.Fatalf("codes %v, want 3x200 5x429 (one shared window of 3)", codes)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(decisions.String(), "\n"); n != 8 || strings.Count(decisions.String(), `"OVER_LIMIT"`) != 5 {
+		t.Fatalf("%d decisions:\n%s", n, decisions.String())
+	}
+	if len(logs) != 2 {
+		t.Fatalf("access logs for %d proxies", len(logs))
+	}
+	for name, b := range logs {
+		if n := strings.Count(b.String(), `"proxy":"`+name+`"`); n != 4 || strings.Count(b.String(), "\n") != 4 {
+			t.Errorf("%s access log: %d own lines of %d:\n%s", name, n, strings.Count(b.String(), "\n"), b.String())
+		}
+	}
+}
+
+// TestStartFailureStopsWhatStarted: when the second proxy cannot start, the
+// error names it, and the first proxy, the backend and the lab RLS are
+// stopped: their ports refuse connections.
+func TestStartFailureStopsWhatStarted(t *testing.T) {
+	var addrs []string // lab RLS, backend, proxy-a, proxy-a admin
+	startProxy = func(ctx context.Context, cfg proxy.Config) (*proxy.Proxy, error) {
+		if cfg.Name == "proxy-b" {
+			return nil, fmt.Errorf("no room")
+		}
+		p, err := proxy.Start(ctx, cfg)
+		if err == nil {
+			addrs = append(addrs, strings.TrimPrefix(cfg.Global.RLS, "grpc://"), strings.TrimPrefix(cfg.Upstream, "http://"), p.Addr(), p.AdminAddr())
+		}
+		return p, err
+	}
+	defer func() { startProxy = proxy.Start }()
+	global := &proxy.GlobalRateLimit{Domain: "d", Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
+	_, err := Start(t.Context(), Options{Proxies: ProxiesOptions{Count: 3, Config: proxy.Config{Global: global}},
+		RLS: RLSOptions{Lab: &labrls.Options{}}, Backend: backend.Options{Receipts: io.Discard}})
+	if err == nil || err.Error() != "lab: proxy-b: no room" {
+		t.Fatalf("err %v", err)
+	}
+	if len(addrs) != 4 {
+		t.Fatalf("started %v", addrs)
+	}
+	for _, a := range addrs {
+		if c, err := net.DialTimeout("tcp", a, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections after the failed Start", a)
+		}
+	}
+	// An access log that cannot be opened is named too.
+	_, err = Start(t.Context(), Options{Proxies: ProxiesOptions{AccessLog: func(name string) (io.Writer, error) {
+		return nil, fmt.Errorf("disk full")
+	}}})
+	if err == nil || err.Error() != "lab: proxy-a: access log: disk full" {
+		t.Fatalf("access log err %v", err)
 	}
 }

@@ -12,7 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"sigs.k8s.io/yaml"
 )
 
@@ -79,18 +83,12 @@ type GlobalPlan struct {
 	EnableXRateLimitHeaders bool         `json:"enable_x_ratelimit_headers,omitempty"`
 }
 
-// ActionPlan is one route rate limit action.
-type ActionPlan struct {
-	GenericKey *struct {
-		DescriptorKey   string `json:"descriptor_key,omitempty"`
-		DescriptorValue string `json:"descriptor_value"`
-	} `json:"generic_key,omitempty"`
-	RequestHeaders *struct {
-		HeaderName    string `json:"header_name"`
-		DescriptorKey string `json:"descriptor_key"`
-	} `json:"request_headers,omitempty"`
-	RemoteAddress *struct{} `json:"remote_address,omitempty"`
-}
+// ActionPlan is one route rate limit action, in Envoy's YAML shape
+// (config.route.v3.RateLimit.Action): {generic_key: {descriptor_key,
+// descriptor_value}}, {request_headers: {header_name, descriptor_key,
+// skip_if_absent}} or {remote_address: {}}. It is the lab proxy's own type,
+// so a plan can say what the lab can do, no more.
+type ActionPlan = proxy.Action
 
 // RLSPlan selects and configures the rate limit service.
 type RLSPlan struct {
@@ -151,7 +149,7 @@ type AttackPlan struct {
 	Split       string            `json:"split,omitempty"`
 	Seed        int64             `json:"seed,omitempty"`
 	Concurrency int               `json:"concurrency,omitempty"`
-	Rate        string            `json:"rate,omitempty"`
+	Rate        Rate              `json:"rate,omitempty"`
 	Method      string            `json:"method,omitempty"`
 	Path        string            `json:"path,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
@@ -188,6 +186,33 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the duration string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Rate is an attack's open-loop rate, written as attack.ParseRate reads it
+// (the syntax of `rlbench attack --rate`): "100/1s", "10/100ms", "60/m", or
+// a number N of requests per second; "" or 0 mean no pacing.
+type Rate vegeta.Rate
+
+// UnmarshalJSON accepts a rate string or a number (per second); a bad rate
+// is an error when the plan is loaded.
+func (r *Rate) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n json.Number
+		if json.Unmarshal(b, &n) != nil {
+			return fmt.Errorf("rate must be a string like \"100/1s\" or a number: %s", b)
+		}
+		s = n.String()
+	}
+	v, err := attack.ParseRate(s)
+	if err != nil {
+		return err
+	}
+	*r = Rate(v)
+	return nil
+}
+
+// MarshalJSON writes the rate as attack.FormatRate does ("" for no pacing).
+func (r Rate) MarshalJSON() ([]byte, error) { return json.Marshal(attack.FormatRate(vegeta.Rate(r))) }
 
 // Range is an exact count (10) or an inclusive range ("5..10" or {min, max});
 // counts in a plan must be >= 0 (checked by validate).
@@ -286,10 +311,7 @@ func (p *Plan) validate() error {
 		}
 		if l := s.Lab; l != nil {
 			if l.Proxies <= 0 {
-				l.Proxies = 2
-			}
-			if l.Proxies > 26 {
-				return fmt.Errorf("%s: at most 26 lab proxies", where)
+				l.Proxies = lab.DefaultProxies
 			}
 			if l.Global != nil && l.RLS == nil {
 				return fmt.Errorf("%s: lab.global needs lab.rls", where)
@@ -297,14 +319,11 @@ func (p *Plan) validate() error {
 			if l.RLS != nil && l.RLS.Kind == "" {
 				l.RLS.Kind = "lab"
 			}
-			if lc := l.Local; lc != nil && time.Duration(lc.FillInterval) < 50*time.Millisecond {
-				return fmt.Errorf("%s: lab.local.fill_interval must be at least 50ms (Envoy's minimum)", where)
-			}
-			if lc := l.Local; lc != nil && lc.MaxTokens == 0 {
-				return fmt.Errorf("%s: lab.local.max_tokens must be > 0", where)
-			}
 			if l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real" {
 				return fmt.Errorf("%s: lab.rls.kind must be lab or real", where)
+			}
+			if err := l.validate(); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
 			}
 		}
 		if a := s.Expect.Admitted; a != nil && a.Min < 0 {

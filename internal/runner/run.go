@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,10 +23,8 @@ import (
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/lab/backend"
-	"github.com/rlbench/rlbench/internal/lab/proxy"
+	"github.com/rlbench/rlbench/internal/buildinfo"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
-	"github.com/rlbench/rlbench/internal/rlsconfig"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -65,14 +62,6 @@ type Manifest struct {
 	ScenarioDirs []string `json:"scenario_dirs"`
 	// Interrupted is true when the run was stopped by a signal.
 	Interrupted bool `json:"interrupted,omitempty"`
-}
-
-// Version is rlbench's module version from the build info ("(devel)" in a checkout).
-func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // NewRunDir creates <root>/<UTC yyyymmddThhmmssZ>-<n> with the smallest n >= 1
@@ -122,7 +111,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		return "", err
 	}
 	host, _ := os.Hostname()
-	m := Manifest{Schema: "rlbench.manifest/v1", RlbenchVersion: Version(), GoVersion: runtime.Version(), Plan: plan.Name,
+	m := Manifest{Schema: "rlbench.manifest/v1", RlbenchVersion: buildinfo.Version(), GoVersion: runtime.Version(), Plan: plan.Name,
 		Host: host, Start: now().UTC().Format(time.RFC3339Nano), Tools: map[string]string{}}
 	if len(opts.PlanBytes) > 0 {
 		sum := sha256.Sum256(opts.PlanBytes)
@@ -373,132 +362,6 @@ func (a *attackFile) add(s *attack.Summary) {
 	}
 }
 
-func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) string {
-	lp := r.plan.Lab
-	rlsAddr := ""
-	if lp.RLS != nil {
-		cfg, err := rlsconfig.Parse(fmt.Sprintf("plan scenario %q rls.config", r.plan.Name), []byte(lp.RLS.Config))
-		if err != nil {
-			return err.Error()
-		}
-		switch lp.RLS.Kind {
-		case "lab":
-			if err := os.MkdirAll(filepath.Join(r.dir, "rls"), 0o755); err != nil {
-				return err.Error()
-			}
-			dw, err := evidence.Create(filepath.Join(r.dir, evidence.DecisionsFile))
-			if err != nil {
-				return err.Error()
-			}
-			srv, err := labrls.Start(ctx, labrls.Options{Configs: []*rlsconfig.Config{cfg}, Listen: "127.0.0.1:0",
-				WindowStart: lp.RLS.WindowStart, Delay: time.Duration(lp.RLS.Delay), Decisions: dw})
-			if err != nil {
-				_ = dw.Close()
-				return "lab rls: " + err.Error()
-			}
-			r.rls = srv
-			r.cleanups = append(r.cleanups, func() { srv.Stop(); _ = dw.Close() })
-			rlsAddr = "grpc://" + srv.Addr()
-		case "real":
-			addr, reason := r.startRealRLS(ctx, lp.RLS.Config)
-			if reason != "" {
-				return reason
-			}
-			rlsAddr = "grpc://" + addr
-		}
-		if lp.Global != nil {
-			entries := []evidence.DescriptorEntry{}
-			for _, a := range lp.Global.Descriptors {
-				if a.GenericKey != nil {
-					k := a.GenericKey.DescriptorKey
-					if k == "" {
-						k = "generic_key"
-					}
-					entries = append(entries, evidence.DescriptorEntry{Key: k, Value: a.GenericKey.DescriptorValue})
-				}
-			}
-			if m, ok := cfg.Match(entries); ok && m != nil && m.Limit != nil {
-				ws := lp.RLS.WindowStart
-				if ws == "" {
-					ws = "aligned"
-				}
-				r.limits = append(r.limits, evidence.LimitSpec{Kind: "fixed_window", Limit: int(m.Limit.RequestsPerUnit), Unit: m.Limit.Unit, WindowStart: ws})
-			}
-		}
-	}
-	be, err := backend.Start(ctx, backend.Options{ReceiptWriter: receipts})
-	if err != nil {
-		return "lab backend: " + err.Error()
-	}
-	r.cleanups = append(r.cleanups, func() { _ = be.Close() })
-	startNs := time.Now().UnixNano()
-	r.cluster = "backend" // the lab proxies' upstream cluster (proxy.Config.Cluster default)
-	r.admins = map[string]string{}
-	if err := os.MkdirAll(filepath.Join(r.dir, AccessLogDir), 0o755); err != nil {
-		return err.Error()
-	}
-	for i := 0; i < lp.Proxies; i++ {
-		name := "proxy-" + string(rune('a'+i))
-		cfg := proxy.Config{Name: name, Upstream: be.URL()}
-		if l := lp.Local; l != nil {
-			cfg.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: tokensPerFill(l),
-				FillInterval: time.Duration(l.FillInterval), FilterEnabled: l.FilterEnabled, FilterEnforced: l.FilterEnforced}
-			if cfg.Local.FilterEnabled == nil {
-				cfg.Local.FilterEnabled = ptr(100.0)
-			}
-			if cfg.Local.FilterEnforced == nil {
-				cfg.Local.FilterEnforced = ptr(100.0)
-			}
-		}
-		if g := lp.Global; g != nil {
-			gl := &proxy.GlobalRateLimit{Domain: g.Domain, RLS: rlsAddr, Timeout: time.Duration(g.Timeout), FailureModeDeny: g.FailureModeDeny,
-				StatusOnError: g.StatusOnError, EnableXRateLimitHeaders: g.EnableXRateLimitHeaders}
-			for _, a := range g.Descriptors {
-				var pa proxy.Action
-				if a.GenericKey != nil {
-					pa.GenericKey = &proxy.GenericKeyAction{DescriptorKey: a.GenericKey.DescriptorKey, DescriptorValue: a.GenericKey.DescriptorValue}
-				}
-				if a.RequestHeaders != nil {
-					pa.RequestHeaders = &proxy.RequestHeadersAction{HeaderName: a.RequestHeaders.HeaderName, DescriptorKey: a.RequestHeaders.DescriptorKey}
-				}
-				if a.RemoteAddress != nil {
-					pa.RemoteAddress = &proxy.RemoteAddressAction{}
-				}
-				gl.Actions = append(gl.Actions, pa)
-			}
-			cfg.Global = gl
-		}
-		alog, err := os.Create(filepath.Join(r.dir, AccessLogDir, name+".log"))
-		if err != nil {
-			return err.Error()
-		}
-		r.cleanups = append(r.cleanups, func() { _ = alog.Close() })
-		cfg.AccessLog = alog
-		p, err := proxy.Start(ctx, cfg)
-		if err != nil {
-			return "lab proxy " + name + ": " + err.Error()
-		}
-		r.cleanups = append(r.cleanups, func() { _ = p.Close() })
-		r.targets = append(r.targets, attack.Target{Name: name, URL: p.URL()})
-		r.admins[name] = p.AdminURL()
-	}
-	if l := lp.Local; l != nil {
-		r.limits = append(r.limits, evidence.LimitSpec{Kind: "token_bucket", Buckets: lp.Proxies, MaxTokens: int(l.MaxTokens),
-			TokensPerFill: int(tokensPerFill(l)), FillInterval: int64(l.FillInterval), StartNs: startNs})
-	}
-	return ""
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// tokensPerFill applies Envoy's default: token_bucket.tokens_per_fill is 1 when unset.
-func tokensPerFill(l *LocalPlan) uint32 {
-	if l.TokensPerFill == 0 {
-		return 1
-	}
-	return l.TokensPerFill
-}
-
 // checkExternal runs the setup command and checks that every external proxy answers.
 func (r *scenarioRun) checkExternal(ctx context.Context) string {
 	e := r.plan.External
@@ -633,30 +496,6 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 	return ev
 }
 
-// ParseRate parses "N/duration" (e.g. "100/1s") or "N" (per second); "" or
-// "0" mean no pacing (all IDs at once, up to the concurrency cap).
-func ParseRate(s string) (vegeta.Rate, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "0" || s == "infinity" {
-		return vegeta.Rate{}, nil
-	}
-	freq, per, ok := strings.Cut(s, "/")
-	n, err := strconv.Atoi(freq)
-	if err != nil || n <= 0 {
-		return vegeta.Rate{}, fmt.Errorf("rate %q: want N/duration such as 100/1s", s)
-	}
-	d := time.Second
-	if ok {
-		if !strings.ContainsAny(per, "0123456789") {
-			per = "1" + per
-		}
-		if d, err = time.ParseDuration(per); err != nil || d <= 0 {
-			return vegeta.Rate{}, fmt.Errorf("rate %q: bad duration %q", s, per)
-		}
-	}
-	return vegeta.Rate{Freq: n, Per: d}, nil
-}
-
 func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer) (*attack.Summary, error) {
 	ap := st.Attack
 	split := attack.Split{Mode: attack.SplitEven}
@@ -666,17 +505,13 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer) (
 			return nil, err
 		}
 	}
-	rate, err := ParseRate(ap.Rate)
-	if err != nil {
-		return nil, err
-	}
 	hdr := http.Header{}
 	for k, v := range ap.Headers {
 		hdr.Set(k, v)
 	}
 	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
 	return attack.Run(ctx, attack.Options{IDs: attack.IDs(ap.IDs, prefix), Targets: r.targets, Split: split, Seed: ap.Seed,
-		Method: ap.Method, Path: ap.Path, Header: hdr, Concurrency: ap.Concurrency, Rate: rate, Timeout: time.Duration(ap.Timeout),
+		Method: ap.Method, Path: ap.Path, Header: hdr, Concurrency: ap.Concurrency, Rate: vegeta.Rate(ap.Rate), Timeout: time.Duration(ap.Timeout),
 		Name: st.Name}, w)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/evidence"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 func TestParsePlanErrors(t *testing.T) {
@@ -26,6 +27,14 @@ func TestParsePlanErrors(t *testing.T) {
 		"global no rls":   "scenarios:\n - {name: a, lab: {global: {domain: d, descriptors: []}}, attack: {ids: 1}}\n",
 		"zero ids":        "scenarios:\n - {name: a, lab: {}, attack: {ids: 0}}\n",
 		"exec no command": "scenarios:\n - {name: a, lab: {}, steps: [{fault: {action: exec, target: x}}, {attack: {ids: 1}}]}\n",
+		// The lab's own rules (lab.Options.Validate), at load time:
+		"27 proxies":     "scenarios:\n - {name: a, lab: {proxies: 27}, attack: {ids: 1}}\n",
+		"short fill":     "scenarios:\n - {name: a, lab: {local: {max_tokens: 1, fill_interval: 10ms}}, attack: {ids: 1}}\n",
+		"no tokens":      "scenarios:\n - {name: a, lab: {local: {max_tokens: 0, fill_interval: 1s}}, attack: {ids: 1}}\n",
+		"bad percentage": "scenarios:\n - {name: a, lab: {local: {max_tokens: 1, fill_interval: 1s, filter_enabled: 150}}, attack: {ids: 1}}\n",
+		"no descriptors": "scenarios:\n - {name: a, lab: {global: {domain: d, descriptors: []}, rls: {config: 'domain: d'}}, attack: {ids: 1}}\n",
+		"bad window":     "scenarios:\n - {name: a, lab: {rls: {config: 'domain: d', window_start: sliding}}, attack: {ids: 1}}\n",
+		"bad rate":       "scenarios:\n - {name: a, lab: {}, attack: {ids: 1, rate: fast}}\n",
 	}
 	for name, y := range cases {
 		_, err := ParsePlan("p.yaml", []byte(y))
@@ -49,23 +58,29 @@ func TestParsePlanErrors(t *testing.T) {
 	}
 }
 
-func TestParseRate(t *testing.T) {
-	for in, want := range map[string]float64{"": 0, "0": 0, "100/1s": 100, "5": 5, "10/100ms": 100, "60/m": 1} {
-		r, err := ParseRate(in)
-		if err != nil {
-			t.Fatalf("%q: %v", in, err)
-		}
-		got := 0.0
-		if r.Per > 0 {
-			got = float64(r.Freq) / r.Per.Seconds()
-		}
-		if got != want {
-			t.Errorf("%q = %v/s, want %v", in, got, want)
+// TestPlanRates: a plan's attack.rate is read by attack.ParseRate, the
+// function behind `rlbench attack --rate`: strings and numbers, and a bad
+// rate is a plan error naming the line.
+func TestPlanRates(t *testing.T) {
+	p, err := ParsePlan("r.yaml", []byte("scenarios:\n - name: a\n   lab: {}\n   steps:\n    - attack: {ids: 1, rate: 50/1s}\n    - attack: {ids: 1, rate: 5}\n    - attack: {ids: 1, rate: 60/m}\n    - attack: {ids: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []vegeta.Rate{{Freq: 50, Per: time.Second}, {Freq: 5, Per: time.Second}, {Freq: 60, Per: time.Minute}, {}}
+	for i, st := range p.Scenarios[0].Steps {
+		if got := vegeta.Rate(st.Attack.Rate); got != want[i] {
+			t.Errorf("steps[%d] rate %+v, want %+v", i, got, want[i])
 		}
 	}
-	for _, bad := range []string{"x", "-1/1s", "5/0s", "5/zz"} {
-		if _, err := ParseRate(bad); err == nil {
-			t.Errorf("%q accepted", bad)
+	for y, want := range map[string][]string{
+		"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1, rate: fast}\n":          {"p.yaml: line 4: ", `rate "fast": want N/duration`},
+		"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 1\n     rate: 5/zz\n": {"p.yaml: line 6: ", `rate "5/zz": bad duration`},
+	} {
+		_, err := ParsePlan("p.yaml", []byte(y))
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("err %v, want %q", err, w)
+			}
 		}
 	}
 }

@@ -72,6 +72,18 @@ type GenericKeyAction struct {
 	DescriptorValue string `json:"descriptor_value"`
 }
 
+// DefaultGenericKey is GenericKeyAction.DescriptorKey when empty (Envoy's
+// RateLimit.Action.GenericKey descriptor_key default).
+const DefaultGenericKey = "generic_key"
+
+// Key is the entry key the action yields: DescriptorKey, or DefaultGenericKey.
+func (a *GenericKeyAction) Key() string {
+	if a.DescriptorKey == "" {
+		return DefaultGenericKey
+	}
+	return a.DescriptorKey
+}
+
 // RequestHeadersAction yields (DescriptorKey, value of HeaderName). When the
 // header is absent the whole descriptor is dropped (so no RLS call if it is
 // the only one), unless SkipIfAbsent, which skips just this entry.
@@ -90,12 +102,12 @@ type RequestHeadersAction struct {
 // connection is the trusted address (x-forwarded-for is not consulted).
 type RemoteAddressAction struct{}
 
-func (g *GlobalRateLimit) validate() error {
+// Validate checks the filter's configuration: a Domain and at least one
+// action, each setting exactly one well-formed action. It does not require
+// RLS (a lab fills the address in when it has started its RLS); Start does.
+func (g *GlobalRateLimit) Validate() error {
 	if g.Domain == "" {
 		return errors.New("global rate limit: domain is required")
-	}
-	if g.RLS == "" {
-		return errors.New("global rate limit: rls address is required")
 	}
 	if len(g.Actions) == 0 {
 		return errors.New("global rate limit: at least one action is required")
@@ -124,6 +136,25 @@ func (g *GlobalRateLimit) validate() error {
 	return nil
 }
 
+// validate is Validate plus the RLS address that Start needs.
+func (g *GlobalRateLimit) validate() error {
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	if g.RLS == "" {
+		return errors.New("global rate limit: rls address is required")
+	}
+	return nil
+}
+
+// validateRLS is validate for a filter Config.Validate has already checked.
+func (g *GlobalRateLimit) validateRLS() error {
+	if g.RLS == "" {
+		return errors.New("global rate limit: rls address is required")
+	}
+	return nil
+}
+
 // descriptor builds the descriptor of the rate_limits entry for r, or nil
 // when an action cannot produce its entry (Envoy: no descriptor is
 // generated for that configuration) or every action was skipped.
@@ -132,11 +163,7 @@ func (g *GlobalRateLimit) descriptor(r *http.Request) *rlcommon.RateLimitDescrip
 	for _, a := range g.Actions {
 		switch {
 		case a.GenericKey != nil:
-			k := a.GenericKey.DescriptorKey
-			if k == "" {
-				k = "generic_key"
-			}
-			entries = append(entries, &rlcommon.RateLimitDescriptor_Entry{Key: k, Value: a.GenericKey.DescriptorValue})
+			entries = append(entries, &rlcommon.RateLimitDescriptor_Entry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
 		case a.RequestHeaders != nil:
 			vs := r.Header.Values(a.RequestHeaders.HeaderName)
 			if len(vs) == 0 {

@@ -50,7 +50,10 @@ const MinFillInterval = 50 * time.Millisecond
 // LocalRateLimitedBody is the body of Envoy's local rate limit reply.
 const LocalRateLimitedBody = "local_rate_limited"
 
-func (l *LocalRateLimit) validate() error {
+// Validate checks the bucket as Envoy's config validation would: max_tokens
+// > 0, fill_interval >= MinFillInterval, and filter_enabled and
+// filter_enforced, when set, percentages in 0..100.
+func (l *LocalRateLimit) Validate() error {
 	if l.MaxTokens == 0 {
 		return errors.New("local rate limit: max_tokens must be > 0")
 	}

@@ -41,7 +41,7 @@ type Config struct {
 	// (required); the request path and query are appended.
 	Upstream string `json:"upstream"`
 	// Cluster is the route target cluster name used in cluster.<name>.*
-	// stats; default "backend". It must not contain '.'.
+	// stats; default DefaultCluster. It must not contain '.'.
 	Cluster string `json:"cluster,omitempty"`
 	// Local enables the local rate limit filter when non-nil.
 	Local *LocalRateLimit `json:"local,omitempty"`
@@ -61,6 +61,31 @@ type Config struct {
 	// HTTPStatPrefix is the HTTP connection manager stat_prefix used for
 	// http.<prefix>.downstream_rq_* stats; default "ingress_http".
 	HTTPStatPrefix string `json:"http_stat_prefix,omitempty"`
+}
+
+// DefaultCluster is Config.Cluster when empty.
+const DefaultCluster = "backend"
+
+// Validate checks what cfg says about the proxy itself: the Cluster name,
+// and the Local and Global filters (LocalRateLimit.Validate,
+// GlobalRateLimit.Validate). It does not check where the proxy connects
+// (Upstream, Global.RLS): a lab validates a template before those exist.
+// Start checks them too.
+func (cfg *Config) Validate() error {
+	if strings.ContainsAny(cfg.Cluster, ". ") {
+		return fmt.Errorf("cluster name %q must not contain '.' or spaces", cfg.Cluster)
+	}
+	if cfg.Local != nil {
+		if err := cfg.Local.Validate(); err != nil {
+			return err
+		}
+	}
+	if cfg.Global != nil {
+		if err := cfg.Global.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Version is the build version this proxy reports in /server_info and the
@@ -122,13 +147,14 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return nil, fmt.Errorf("proxy: upstream %q is not an http://host:port URL", cfg.Upstream)
 	}
+	if cfg.Cluster == "" {
+		cfg.Cluster = DefaultCluster
+	}
+	if err := cfg.Validate(); err != nil {
+		name := orDefault(cfg.Name, "proxy")
+		return nil, fmt.Errorf("proxy %s: %w", name, err)
+	}
 	cluster := cfg.Cluster
-	if cluster == "" {
-		cluster = "backend"
-	}
-	if strings.ContainsAny(cluster, ". ") {
-		return nil, fmt.Errorf("proxy: cluster name %q must not contain '.' or spaces", cluster)
-	}
 	if cfg.HTTPStatPrefix == "" {
 		cfg.HTTPStatPrefix = "ingress_http"
 	}
@@ -149,16 +175,13 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		if l.StatPrefix == "" {
 			l.StatPrefix = DefaultLocalStatPrefix
 		}
-		if err := l.validate(); err != nil {
-			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
-		}
 		p.cfg.Local = &l
 		p.bucket = newBucket(&l, p.started)
 		p.localStatus = errorCode(l.Status, http.StatusTooManyRequests)
 	}
 	if cfg.Global != nil {
 		g := *cfg.Global
-		if err := g.validate(); err != nil {
+		if err := g.validateRLS(); err != nil {
 			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
 		}
 		if g.Timeout == 0 {

@@ -115,6 +115,25 @@ type Options struct {
 	Decisions *evidence.Writer
 }
 
+// Validate checks opts without starting anything: WindowStart is "",
+// WindowAligned or WindowFirstHit, Delay is not negative, and Configs has at
+// most one configuration per domain. No Configs is valid: every call is then
+// answered with ErrNoConfig, as by an RLS that loaded none.
+func (opts *Options) Validate() error {
+	switch opts.WindowStart {
+	case "", WindowAligned, WindowFirstHit:
+	default:
+		return fmt.Errorf("lab rls: window start %q: want %q or %q", opts.WindowStart, WindowAligned, WindowFirstHit)
+	}
+	if opts.Delay < 0 {
+		return fmt.Errorf("lab rls: negative delay %s", opts.Delay)
+	}
+	if _, err := rlsconfig.ByDomain(opts.Configs); err != nil {
+		return fmt.Errorf("lab rls: %w", err)
+	}
+	return nil
+}
+
 // Server is a running (or stopped) lab rate limit service. Its methods are
 // safe for concurrent use.
 type Server struct {
@@ -158,13 +177,10 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	switch opts.WindowStart {
-	case "", WindowAligned:
-	case WindowFirstHit:
-		s.firstHit = true
-	default:
-		return nil, fmt.Errorf("lab rls: window start %q: want %q or %q", opts.WindowStart, WindowAligned, WindowFirstHit)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
+	s.firstHit = opts.WindowStart == WindowFirstHit
 	var err error
 	if s.domains, err = rlsconfig.ByDomain(opts.Configs); err != nil {
 		return nil, fmt.Errorf("lab rls: %w", err)

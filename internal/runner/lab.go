@@ -1,0 +1,135 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rlbench/rlbench/attack"
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
+	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/internal/rlsconfig"
+)
+
+// labOptions is the plan's lab section as the lab's options (internal/lab
+// owns the defaults, names and caps), without the parts that exist only
+// while a scenario runs: the evidence writers, the lab RLS's configuration
+// and the real RLS's address. A lab RLS (kind lab) gets its WindowStart and
+// Delay here.
+func (lp *LabPlan) labOptions() lab.Options {
+	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies}}
+	if l := lp.Local; l != nil {
+		o.Proxies.Config.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: l.TokensPerFill,
+			FillInterval: time.Duration(l.FillInterval), FilterEnabled: l.FilterEnabled, FilterEnforced: l.FilterEnforced}
+	}
+	if g := lp.Global; g != nil {
+		o.Proxies.Config.Global = &proxy.GlobalRateLimit{Domain: g.Domain, Actions: g.Descriptors, Timeout: time.Duration(g.Timeout),
+			FailureModeDeny: g.FailureModeDeny, StatusOnError: g.StatusOnError, EnableXRateLimitHeaders: g.EnableXRateLimitHeaders}
+	}
+	if r := lp.RLS; r != nil && r.Kind == "lab" {
+		o.RLS.Lab = &labrls.Options{WindowStart: r.WindowStart, Delay: time.Duration(r.Delay)}
+	}
+	return o
+}
+
+// realRLSStandIn stands in, when a plan is validated, for the address of a
+// real RLS that starts only when its scenario runs.
+const realRLSStandIn = "grpc://127.0.0.1:0"
+
+// validate checks the lab section with the lab's own rules
+// (lab.Options.Validate) when the plan is loaded, before anything runs.
+func (lp *LabPlan) validate() error {
+	o := lp.labOptions()
+	if lp.RLS != nil && lp.RLS.Kind == "real" {
+		o.RLS.Address = realRLSStandIn
+	}
+	return o.Validate()
+}
+
+// startLab starts the scenario's lab (lab.Start) with its evidence writers:
+// receipts, rls/decisions.jsonl for a lab RLS, accesslog/<proxy>.log per
+// proxy; for kind real it first starts the real RLS (startRealRLS). It sets
+// the scenario's targets, admin URLs, cluster and limits, and returns a
+// NOT_RUN reason or "".
+func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) string {
+	lp := r.plan.Lab
+	opts := lp.labOptions()
+	opts.Backend.ReceiptWriter = receipts
+	var cfg *rlsconfig.Config
+	if lp.RLS != nil {
+		var err error
+		if cfg, err = rlsconfig.Parse(fmt.Sprintf("plan scenario %q rls.config", r.plan.Name), []byte(lp.RLS.Config)); err != nil {
+			return err.Error()
+		}
+		switch lp.RLS.Kind {
+		case "lab":
+			if err := os.MkdirAll(filepath.Join(r.dir, "rls"), 0o755); err != nil {
+				return err.Error()
+			}
+			dw, err := evidence.Create(filepath.Join(r.dir, evidence.DecisionsFile))
+			if err != nil {
+				return err.Error()
+			}
+			r.cleanups = append(r.cleanups, func() { _ = dw.Close() })
+			opts.RLS.Lab.Configs = []*rlsconfig.Config{cfg}
+			opts.RLS.Lab.Decisions = dw
+		case "real":
+			addr, reason := r.startRealRLS(ctx, lp.RLS.Config)
+			if reason != "" {
+				return reason
+			}
+			opts.RLS.Address = "grpc://" + addr
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(r.dir, AccessLogDir), 0o755); err != nil {
+		return err.Error()
+	}
+	opts.Proxies.AccessLog = func(name string) (io.Writer, error) {
+		f, err := os.Create(filepath.Join(r.dir, AccessLogDir, name+".log"))
+		if err != nil {
+			return nil, err
+		}
+		r.cleanups = append(r.cleanups, func() { _ = f.Close() })
+		return f, nil
+	}
+	l, err := lab.Start(ctx, opts)
+	if err != nil {
+		return err.Error()
+	}
+	// Closed before the writers above (cleanups run in reverse), so every
+	// receipt, decision and access log line is written first.
+	r.cleanups = append(r.cleanups, func() { _ = l.Close() })
+	r.rls = l.RLS
+	eff := l.Options()
+	r.cluster = eff.Proxies.Config.Cluster
+	r.admins = map[string]string{}
+	for _, p := range l.Addresses().Proxies {
+		r.targets = append(r.targets, attack.Target{Name: p.Name, URL: p.URL})
+		r.admins[p.Name] = p.Admin
+	}
+	if g := eff.Proxies.Config.Global; g != nil && cfg != nil {
+		entries := []evidence.DescriptorEntry{}
+		for _, a := range g.Actions {
+			if a.GenericKey != nil {
+				entries = append(entries, evidence.DescriptorEntry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
+			}
+		}
+		if m, ok := cfg.Match(entries); ok && m != nil && m.Limit != nil {
+			ws := labrls.WindowAligned // the real RLS's windows are epoch aligned
+			if eff.RLS.Lab != nil {
+				ws = eff.RLS.Lab.WindowStart
+			}
+			r.limits = append(r.limits, evidence.LimitSpec{Kind: "fixed_window", Limit: int(m.Limit.RequestsPerUnit), Unit: m.Limit.Unit, WindowStart: ws})
+		}
+	}
+	if lc := eff.Proxies.Config.Local; lc != nil {
+		r.limits = append(r.limits, evidence.LimitSpec{Kind: "token_bucket", Buckets: eff.Proxies.Count, MaxTokens: int(lc.MaxTokens),
+			TokensPerFill: int(lc.TokensPerFill), FillInterval: int64(lc.FillInterval), StartNs: l.ProxiesStartNs})
+	}
+	return ""
+}
