@@ -4,7 +4,11 @@ package examples
 
 import _ "embed"
 
-// DemoPlan is examples/demo/plan.yaml.
+// DemoPlanFile is the demo plan's path in the repository, the name
+// `rlbench demo` gives DemoPlan in its errors.
+const DemoPlanFile = "examples/demo/plan.yaml"
+
+// DemoPlan is the content of DemoPlanFile.
 //
 //go:embed demo/plan.yaml
 var DemoPlan []byte

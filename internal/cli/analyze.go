@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -15,15 +14,18 @@ import (
 type AnalyzeOptions struct {
 	IO     *IOStreams
 	Dir    string
-	Format string // table | json
+	Format string // formatTable | formatJSON
 	// StatusFile is where status.txt is written; "" = <Dir>/status.txt, "-" = not written.
 	StatusFile string
-	// ExpectAdmitted ("N" or "MIN..MAX") and IntendedLimit override scenario.json.
-	ExpectAdmitted string
-	IntendedLimit  int
+	// ExpectAdmitted (--expect-admitted N or MIN..MAX) and IntendedLimit
+	// (--intended-limit N) override scenario.json when not nil.
+	ExpectAdmitted *evidence.Range
+	IntendedLimit  *int
 }
 
-func newAnalyzeCmd(io *IOStreams) *cobra.Command {
+// NewAnalyzeCmd is `rlbench analyze`. runF, when not nil, receives the
+// parsed options instead of analysing (tests).
+func NewAnalyzeCmd(io *IOStreams, runF func(*AnalyzeOptions) error) *cobra.Command {
 	o := &AnalyzeOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "analyze EVIDENCE-DIR",
@@ -39,35 +41,21 @@ It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
-			if o.Format != "table" && o.Format != "json" {
-				return usageErrorf("--format must be table or json, not %q", o.Format)
+			if runF != nil {
+				return runF(o)
 			}
 			return runAnalyze(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Format, "format", "table", "output format: table or json")
-	cmd.Flags().StringVar(&o.ExpectAdmitted, "expect-admitted", "", "expected admitted count N or MIN..MAX (overrides scenario.json)")
-	cmd.Flags().IntVar(&o.IntendedLimit, "intended-limit", -1, "admissions meant for the whole backend, for over-admission (overrides scenario.json)")
+	formatFlag(cmd, &o.Format)
+	rangeFlag(cmd.Flags(), &o.ExpectAdmitted, "expect-admitted", "expected admitted count N or MIN..MAX (overrides scenario.json)")
+	countFlag(cmd.Flags(), &o.IntendedLimit, "intended-limit", "admissions meant for the whole backend, for over-admission (overrides scenario.json)")
 	cmd.Flags().StringVar(&o.StatusFile, "status-file", "", "where to write status.txt (default EVIDENCE-DIR/status.txt; - to skip)")
 	return cmd
 }
 
 func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
-	var ao analyze.Options
-	if o.ExpectAdmitted != "" {
-		r, err := evidence.ParseRange(o.ExpectAdmitted)
-		if err != nil || r.Min < 0 {
-			if err == nil {
-				err = fmt.Errorf("range %q: want 0 <= min <= max", o.ExpectAdmitted)
-			}
-			return usageErrorf("--expect-admitted: %v", err)
-		}
-		ao.Admitted = &r
-	}
-	if o.IntendedLimit >= 0 {
-		ao.IntendedLimit = &o.IntendedLimit
-	}
-	rep, err := analyze.Analyze(ctx, o.Dir, ao)
+	rep, err := analyze.Analyze(ctx, o.Dir, analyze.Options{Admitted: o.ExpectAdmitted, IntendedLimit: o.IntendedLimit})
 	if err != nil {
 		return err
 	}
@@ -93,7 +81,7 @@ func finishReport(io *IOStreams, rep *analyze.Report, format, statusFile, dir st
 		}
 	}
 	var err error
-	if format == "json" {
+	if format == formatJSON {
 		err = analyze.WriteJSON(io.Out, rep)
 	} else {
 		err = analyze.WriteTable(io.Out, rep)

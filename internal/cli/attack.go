@@ -7,36 +7,43 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/spf13/cobra"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// AttackOptions are the flags of `rlbench attack`.
+// AttackOptions are the inputs of `rlbench attack`, parsed from its flags.
 type AttackOptions struct {
-	IO          *IOStreams
-	Targets     []string // NAME=URL
-	IDs         int
-	IDPrefix    string
-	IDsFile     string
-	Split       string
-	Seed        int64
-	Method      string
-	Path        string
-	Headers     []string // "Name: value"
-	Body        string
-	BodyFile    string
+	IO *IOStreams
+	// Targets are the --target NAME=URL flags, in order, names unique.
+	Targets []attack.Target
+	// IDs is --ids (generated PREFIX-0001...); IDsFile is --ids-file. Exactly one is set.
+	IDs      int
+	IDPrefix string
+	IDsFile  string
+	Split    attack.Split
+	Seed     int64
+	Method   string
+	Path     string
+	// Header holds the --header "Name: value" flags, validated.
+	Header   http.Header
+	Body     string
+	BodyFile string
+	// Concurrency caps the requests in flight; 0 = all IDs at once.
 	Concurrency int
-	Rate        string
-	Timeout     time.Duration
-	Capture     []string
-	Out         string
+	// Rate is --rate; the zero Rate means no pacing.
+	Rate    vegeta.Rate
+	Timeout time.Duration
+	Capture []string
+	Out     string
 }
 
-func newAttackCmd(io *IOStreams) *cobra.Command {
+// NewAttackCmd is `rlbench attack`. runF, when not nil, receives the parsed
+// options instead of running the attack (tests).
+func NewAttackCmd(io *IOStreams, runF func(*AttackOptions) error) *cobra.Command {
 	o := &AttackOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "attack --target NAME=URL... (--ids N | --ids-file FILE) --out DIR",
@@ -50,29 +57,38 @@ stops it: recorded lines are kept and attack.json says "complete": false.`,
 		Example: `  rlbench attack --target proxy-a=http://127.0.0.1:10000 --target proxy-b=http://127.0.0.1:10001 \
       --ids 20 --split even --path /inventory --out evidence/manual`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return runAttack(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return runAttack(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.Targets, "target", nil, "target as NAME=URL (repeatable); NAME should be the proxy name used for its stats")
+	targetsFlag(f, &o.Targets, "target", "target as `NAME=URL` (repeatable); NAME should be the proxy name used for its stats")
 	f.IntVar(&o.IDs, "ids", 0, "number of IDs to fire")
 	f.StringVar(&o.IDPrefix, "id-prefix", "req", "prefix of generated IDs (PREFIX-0001, ...)")
 	f.StringVar(&o.IDsFile, "ids-file", "", "file with one ID per line (instead of --ids)")
-	f.StringVar(&o.Split, "split", "even", "even | sticky | counts=N,N,... | weights=W,W,...")
+	splitFlag(f, &o.Split, "split", attack.Split{Mode: attack.SplitEven}, "even | sticky | counts=N,N,... | weights=W,W,...")
 	f.Int64Var(&o.Seed, "seed", 1, "seed for weights splits")
 	f.StringVar(&o.Method, "method", "GET", "HTTP method")
 	f.StringVar(&o.Path, "path", "/", "request path (appended to each target URL)")
-	f.StringArrayVar(&o.Headers, "header", nil, `request header "Name: value" (repeatable)`)
+	headerFlag(f, &o.Header, "header", "request header `\"Name: value\"` (repeatable)")
 	f.StringVar(&o.Body, "body", "", "request body")
 	f.StringVar(&o.BodyFile, "body-file", "", "file holding the request body")
 	f.IntVar(&o.Concurrency, "concurrency", 0, "most requests in flight (default: all IDs at once)")
-	f.StringVar(&o.Rate, "rate", "", "open-loop rate such as 100/1s (default: no pacing)")
+	rateFlag(f, &o.Rate, "rate", "open-loop rate such as 100/1s (default: no pacing)")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Second, "per-request timeout")
 	f.StringArrayVar(&o.Capture, "capture-header", nil, "response header to record (repeatable; default: the rate-limit headers)")
 	f.StringVar(&o.Out, "out", "", "evidence directory to write requests.jsonl and attack.json into")
 	return cmd
 }
 
-func runAttack(ctx context.Context, o *AttackOptions) error {
+// validate reports flag combinations that cannot work, as usage errors.
+func (o *AttackOptions) validate() error {
 	if len(o.Targets) == 0 {
 		return usageErrorf("at least one --target NAME=URL is required")
 	}
@@ -85,30 +101,14 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	if (o.IDs > 0) == (o.IDsFile != "") {
 		return usageErrorf("give exactly one of --ids N or --ids-file FILE")
 	}
-	var targets []attack.Target
-	for _, t := range o.Targets {
-		name, u, ok := strings.Cut(t, "=")
-		if !ok || name == "" || u == "" {
-			return usageErrorf("--target %q: want NAME=URL", t)
-		}
-		targets = append(targets, attack.Target{Name: name, URL: u})
+	if o.Concurrency < 0 {
+		return usageErrorf("--concurrency must be >= 0, not %d", o.Concurrency)
 	}
-	split, err := attack.ParseSplit(o.Split)
-	if err != nil {
-		return &UsageError{Err: err}
-	}
-	rate, err := attack.ParseRate(o.Rate)
-	if err != nil {
-		return &UsageError{Err: err}
-	}
-	hdr := http.Header{}
-	for _, h := range o.Headers {
-		k, v, ok := strings.Cut(h, ":")
-		if !ok {
-			return usageErrorf("--header %q: want \"Name: value\"", h)
-		}
-		hdr.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
+	return nil
+}
+
+func runAttack(ctx context.Context, o *AttackOptions) error {
+	var err error
 	body := []byte(o.Body)
 	if o.BodyFile != "" {
 		if body, err = os.ReadFile(o.BodyFile); err != nil {
@@ -129,19 +129,10 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	} else {
 		ids = attack.IDs(o.IDs, o.IDPrefix)
 	}
-	// Misfit splits and targets are usage errors, found before anything is sent.
-	if _, err := attack.Assign(ids, targets, split, o.Seed); err != nil {
+	// A split that does not fit the IDs and targets is a usage error, found
+	// before anything is sent or written.
+	if _, err := attack.Assign(ids, o.Targets, o.Split, o.Seed); err != nil {
 		return &UsageError{Err: err}
-	}
-	seen := map[string]bool{}
-	for _, t := range targets {
-		if seen[t.Name] {
-			return usageErrorf("--target %s given twice", t.Name)
-		}
-		seen[t.Name] = true
-		if !strings.HasPrefix(t.URL, "http://") && !strings.HasPrefix(t.URL, "https://") {
-			return usageErrorf("--target %s=%s: the URL must start with http:// or https://", t.Name, t.URL)
-		}
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
@@ -150,8 +141,8 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	if err != nil {
 		return err
 	}
-	sum, runErr := attack.Run(ctx, attack.Options{IDs: ids, Targets: targets, Split: split, Seed: o.Seed, Method: o.Method,
-		Path: o.Path, Header: hdr, Body: body, Concurrency: o.Concurrency, Rate: rate, Timeout: o.Timeout, CaptureHeaders: o.Capture}, w)
+	sum, runErr := attack.Run(ctx, attack.Options{IDs: ids, Targets: o.Targets, Split: o.Split, Seed: o.Seed, Method: o.Method,
+		Path: o.Path, Header: o.Header, Body: body, Concurrency: o.Concurrency, Rate: o.Rate, Timeout: o.Timeout, CaptureHeaders: o.Capture}, w)
 	if cerr := w.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
 	}

@@ -18,7 +18,9 @@ type BackendOptions struct {
 	Headers  []string
 }
 
-func newBackendCmd(io *IOStreams) *cobra.Command {
+// NewBackendCmd is `rlbench backend`. runF, when not nil, receives the
+// parsed options instead of running the backend (tests).
+func NewBackendCmd(io *IOStreams, runF func(*BackendOptions) error) *cobra.Command {
 	o := &BackendOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "backend --receipts FILE",
@@ -30,7 +32,12 @@ X-Rlbench-Id is recorded with "id": null. GET /_rlbench/receipts returns the
 receipts so far; GET /healthz answers ok.`,
 		Example: `  rlbench backend --listen 127.0.0.1:8080 --receipts evidence/manual/receipts.jsonl`,
 		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, args []string) error { return runBackend(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return runBackend(cmd.Context(), o)
+		},
 	}
 	cmd.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to listen on")
 	cmd.Flags().StringVar(&o.Receipts, "receipts", "receipts.jsonl", "receipts file (JSON Lines, truncated at start)")

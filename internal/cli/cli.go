@@ -1,6 +1,13 @@
 // Package cli is rlbench's command line: cobra commands that map flags to the
 // option structs of the attack, collect and analyze libraries, and errors to
 // exit codes in one place (Main).
+//
+// Every leaf command has the shape of cli/cli's commands: an XOptions struct
+// (streams first, then the flag values as domain types), NewXCmd(io, runF)
+// whose RunE fills and checks the options and then calls runF (tests) or
+// runX (the work). Flag values are parsed at the boundary by the pflag.Value
+// types of flags.go; a bad value or a bad combination is a *UsageError
+// (exit 2) before anything is sent or written.
 package cli
 
 import (
@@ -110,17 +117,26 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
 	root.SetErr(io.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &UsageError{Err: err} })
 	root.AddCommand(
-		newAnalyzeCmd(io),
-		newRunCmd(io),
-		newDemoCmd(io),
-		newAttackCmd(io),
-		newBackendCmd(io),
-		newLabCmd(io),
+		NewAnalyzeCmd(io, nil),
+		NewRunCmd(io, nil),
+		NewDemoCmd(io, nil),
+		NewAttackCmd(io, nil),
+		NewBackendCmd(io, nil),
+		NewLabCmd(io, nil),
 		newCollectCmd(io),
-		newLintCmd(io),
+		NewLintCmd(io, nil),
 	)
+	finishTree(root)
+	return root
+}
+
+// finishTree applies the tree-wide rules to cmd and everything below it:
+// flag and argument misuse are usage errors (exit 2), a command without
+// Args takes none, a group without a subcommand is a usage error. Tests
+// apply it to a single command to see it as the root would run it.
+func finishTree(root *cobra.Command) {
+	root.SetFlagErrorFunc(flagError)
 	for _, c := range root.Commands() {
 		if c.Args == nil {
 			c.Args = cobra.NoArgs
@@ -132,7 +148,6 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		}
 	}
 	wrapArgs(root)
-	return root
 }
 
 func subNames(c *cobra.Command) string {

@@ -20,22 +20,25 @@ func newCollectCmd(io *IOStreams) *cobra.Command {
 		Short: "Snapshot and parse proxy and rate limit service evidence",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newCollectEnvoyCmd(io), newCollectRLSLogCmd(io), newCollectPrometheusCmd(io), newCollectStatsdCmd(io), newCollectAccessLogCmd(io))
+	cmd.AddCommand(NewCollectEnvoyCmd(io, nil), NewCollectRLSLogCmd(io, nil), NewCollectPrometheusCmd(io, nil),
+		NewCollectStatsdCmd(io, nil), NewCollectAccessLogCmd(io, nil))
 	return cmd
 }
 
-// CollectEnvoyOptions are the flags of `rlbench collect envoy`.
+// CollectEnvoyOptions are the inputs of `rlbench collect envoy`.
 type CollectEnvoyOptions struct {
 	IO      *IOStreams
 	Admin   string
 	Proxy   string
 	Label   string
 	Out     string
-	Format  string
+	Format  envoy.Format
 	Timeout time.Duration
 }
 
-func newCollectEnvoyCmd(io *IOStreams) *cobra.Command {
+// NewCollectEnvoyCmd is `rlbench collect envoy`. runF, when not nil,
+// receives the parsed options instead of collecting (tests).
+func NewCollectEnvoyCmd(io *IOStreams, runF func(*CollectEnvoyOptions) error) *cobra.Command {
 	o := &CollectEnvoyOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "envoy --admin URL --proxy NAME --label before|after --out DIR",
@@ -53,6 +56,9 @@ compares). NAME must be the attack target name of that proxy.`,
 			if !safeName(o.Proxy) || !safeName(o.Label) {
 				return usageErrorf("--proxy and --label must be simple names (letters, digits, - and _), not %q / %q", o.Proxy, o.Label)
 			}
+			if runF != nil {
+				return runF(o)
+			}
 			return runCollectEnvoy(cmd.Context(), o)
 		},
 	}
@@ -61,20 +67,21 @@ compares). NAME must be the attack target name of that proxy.`,
 	f.StringVar(&o.Proxy, "proxy", "", "proxy name (the attack target name)")
 	f.StringVar(&o.Label, "label", "", "snapshot label: before or after")
 	f.StringVar(&o.Out, "out", "", "evidence directory")
-	f.StringVar(&o.Format, "format", "text", "stats form to fetch: text, json or prometheus")
+	enumFlag(cmd, &o.Format, "format", envoy.FormatText, statsFormats, "stats form to fetch")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "HTTP timeout")
 	return cmd
 }
 
-var rawExt = map[envoy.Format]string{envoy.FormatText: ".txt", envoy.FormatJSON: ".raw.json", envoy.FormatPrometheus: ".prom"}
+// statsFormats are the forms --format accepts; rawExt is each one's file
+// extension for the raw body.
+var (
+	statsFormats = []envoy.Format{envoy.FormatText, envoy.FormatJSON, envoy.FormatPrometheus}
+	rawExt       = map[envoy.Format]string{envoy.FormatText: ".txt", envoy.FormatJSON: ".raw.json", envoy.FormatPrometheus: ".prom"}
+)
 
 func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
-	format := envoy.Format(o.Format)
-	ext, ok := rawExt[format]
-	if !ok {
-		return usageErrorf("--format must be text, json or prometheus, not %q", o.Format)
-	}
-	raw, snap, err := envoy.Fetch(ctx, &http.Client{Timeout: o.Timeout}, o.Admin, format)
+	ext := rawExt[o.Format]
+	raw, snap, err := envoy.Fetch(ctx, &http.Client{Timeout: o.Timeout}, o.Admin, o.Format)
 	dir := filepath.Join(o.Out, evidence.StatsDir)
 	if mkErr := os.MkdirAll(dir, 0o755); mkErr != nil {
 		return mkErr

@@ -61,8 +61,19 @@ type RLSLogSummary struct {
 	Restarts       int            `json:"restarts"`
 }
 
-func newCollectRLSLogCmd(io *IOStreams) *cobra.Command {
-	var out string
+// CollectRLSLogOptions are the inputs of `rlbench collect rls-log`.
+type CollectRLSLogOptions struct {
+	IO *IOStreams
+	// File is the log file, or "-" for standard input.
+	File string
+	// Out, when set, is the evidence directory to write rls/ into.
+	Out string
+}
+
+// NewCollectRLSLogCmd is `rlbench collect rls-log`. runF, when not nil,
+// receives the parsed options instead of parsing the log (tests).
+func NewCollectRLSLogCmd(io *IOStreams, runF func(*CollectRLSLogOptions) error) *cobra.Command {
+	o := &CollectRLSLogOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "rls-log FILE|-",
 		Short: "Parse an envoyproxy/ratelimit log (text or JSON, LOG_LEVEL=debug) into decisions and errors",
@@ -77,53 +88,61 @@ DIR/rls/decisions.jsonl (read by analyze) and DIR/rls/log.json (everything parse
   kubectl logs deploy/ratelimit | rlbench collect rls-log -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			in, name, err := openInput(io, args[0])
-			if err != nil {
-				return err
+			o.File = args[0]
+			if runF != nil {
+				return runF(o)
 			}
-			defer in.Close()
-			l, err := rls.ParseLog(in, name)
-			if err != nil {
-				return err
-			}
-			if l.Lines > 0 && l.TextLines+l.JSONLines+l.SinkLines == 0 {
-				return fmt.Errorf("%s: not an envoyproxy/ratelimit log: none of its %d lines is a logrus text or JSON line", name, l.Lines)
-			}
-			s := RLSLogSummary{Source: name, Lines: l.Lines, Decisions: len(l.Decisions), ByCode: l.CountCodes(), Errors: len(l.Errors),
-				ConfigLoads: configLoads(l), UnknownDomains: len(l.UnknownDomains), NoMatch: len(l.NoMatch),
-				PendingLookups: len(l.PendingLookups), Unparsed: len(l.Unparsed), Restarts: max(len(l.Starts)-1, 0)}
-			if out != "" {
-				w, err := evidence.Create(filepath.Join(mkdirs(out, "rls"), "decisions.jsonl"))
-				if err != nil {
-					return err
-				}
-				for _, d := range l.EvidenceDecisions() {
-					if err := w.Write(d); err != nil {
-						_ = w.Close()
-						return err
-					}
-				}
-				if err := w.Close(); err != nil {
-					return err
-				}
-				if err := writeJSONFile(filepath.Join(out, "rls", "log.json"), l); err != nil {
-					return err
-				}
-				if args[0] != "-" {
-					raw, err := os.ReadFile(args[0])
-					if err != nil {
-						return err
-					}
-					if err := os.WriteFile(filepath.Join(out, "rls", "rls.log"), raw, 0o644); err != nil {
-						return err
-					}
-				}
-			}
-			return writeJSONOut(io.Out, s)
+			return runCollectRLSLog(o)
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", "", "evidence directory to write rls/decisions.jsonl and rls/log.json into")
+	cmd.Flags().StringVar(&o.Out, "out", "", "evidence directory to write rls/decisions.jsonl and rls/log.json into")
 	return cmd
+}
+
+func runCollectRLSLog(o *CollectRLSLogOptions) error {
+	in, name, err := openInput(o.IO, o.File)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	l, err := rls.ParseLog(in, name)
+	if err != nil {
+		return err
+	}
+	if l.Lines > 0 && l.TextLines+l.JSONLines+l.SinkLines == 0 {
+		return fmt.Errorf("%s: not an envoyproxy/ratelimit log: none of its %d lines is a logrus text or JSON line", name, l.Lines)
+	}
+	s := RLSLogSummary{Source: name, Lines: l.Lines, Decisions: len(l.Decisions), ByCode: l.CountCodes(), Errors: len(l.Errors),
+		ConfigLoads: configLoads(l), UnknownDomains: len(l.UnknownDomains), NoMatch: len(l.NoMatch),
+		PendingLookups: len(l.PendingLookups), Unparsed: len(l.Unparsed), Restarts: max(len(l.Starts)-1, 0)}
+	if o.Out != "" {
+		w, err := evidence.Create(filepath.Join(mkdirs(o.Out, "rls"), "decisions.jsonl"))
+		if err != nil {
+			return err
+		}
+		for _, d := range l.EvidenceDecisions() {
+			if err := w.Write(d); err != nil {
+				_ = w.Close()
+				return err
+			}
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+		if err := writeJSONFile(filepath.Join(o.Out, "rls", "log.json"), l); err != nil {
+			return err
+		}
+		if o.File != "-" {
+			raw, err := os.ReadFile(o.File)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(o.Out, "rls", "rls.log"), raw, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return writeJSONOut(o.IO.Out, s)
 }
 
 func mkdirs(parts ...string) string {
@@ -132,9 +151,19 @@ func mkdirs(parts ...string) string {
 	return p
 }
 
-func newCollectPrometheusCmd(io *IOStreams) *cobra.Command {
-	var url, label, out string
-	var timeout time.Duration
+// CollectPrometheusOptions are the inputs of `rlbench collect prometheus`.
+type CollectPrometheusOptions struct {
+	IO      *IOStreams
+	URL     string
+	Label   string
+	Out     string
+	Timeout time.Duration
+}
+
+// NewCollectPrometheusCmd is `rlbench collect prometheus`. runF, when not
+// nil, receives the parsed options instead of collecting (tests).
+func NewCollectPrometheusCmd(io *IOStreams, runF func(*CollectPrometheusOptions) error) *cobra.Command {
+	o := &CollectPrometheusOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "prometheus --url URL --label before|after --out DIR",
 		Short: "Save and parse an envoyproxy/ratelimit /metrics page (USE_PROMETHEUS=true)",
@@ -144,38 +173,58 @@ over_limit, near_limit, shadow_mode; should_rate_limit errors; config loads).`,
 		Example: `  rlbench collect prometheus --url http://127.0.0.1:9090/metrics --label after --out evidence/manual`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if url == "" || label == "" || out == "" {
+			if o.URL == "" || o.Label == "" || o.Out == "" {
 				return usageErrorf("--url, --label and --out are required")
 			}
-			raw, snap, err := rls.Fetch(cmd.Context(), &http.Client{Timeout: timeout}, url)
-			dir := mkdirs(out, "rls")
-			if len(raw) > 0 {
-				if werr := os.WriteFile(filepath.Join(dir, "metrics."+label+".prom"), raw, 0o644); werr != nil {
-					return werr
-				}
+			if !safeName(o.Label) {
+				return usageErrorf("--label must be a simple name (letters, digits, - and _), not %q", o.Label)
 			}
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			// The same shape as the runner's real-RLS snapshots, so analyze reads both.
-			m := runner.RealMetrics{Schema: "rlbench.rls-metrics/v1", Label: label, TimeNs: time.Now().UnixNano(), URL: url,
-				Process: 1, Stable: true, Prometheus: snap, Counters: snap.RLSCounters()}
-			if err := writeJSONFile(filepath.Join(dir, "metrics."+label+".json"), m); err != nil {
-				return err
-			}
-			return writeJSONOut(io.Out, snap)
+			return runCollectPrometheus(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&url, "url", "", "RLS Prometheus URL, e.g. http://127.0.0.1:9090/metrics")
-	cmd.Flags().StringVar(&label, "label", "", "snapshot label: before or after")
-	cmd.Flags().StringVar(&out, "out", "", "evidence directory")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "HTTP timeout")
+	cmd.Flags().StringVar(&o.URL, "url", "", "RLS Prometheus URL, e.g. http://127.0.0.1:9090/metrics")
+	cmd.Flags().StringVar(&o.Label, "label", "", "snapshot label: before or after")
+	cmd.Flags().StringVar(&o.Out, "out", "", "evidence directory")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Second, "HTTP timeout")
 	return cmd
 }
 
-func newCollectStatsdCmd(io *IOStreams) *cobra.Command {
-	var listen, out string
-	var duration time.Duration
+func runCollectPrometheus(ctx context.Context, o *CollectPrometheusOptions) error {
+	raw, snap, err := rls.Fetch(ctx, &http.Client{Timeout: o.Timeout}, o.URL)
+	dir := mkdirs(o.Out, "rls")
+	if len(raw) > 0 {
+		if werr := os.WriteFile(filepath.Join(dir, "metrics."+o.Label+".prom"), raw, 0o644); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	// The same shape as the runner's real-RLS snapshots, so analyze reads both.
+	m := runner.RealMetrics{Schema: "rlbench.rls-metrics/v1", Label: o.Label, TimeNs: time.Now().UnixNano(), URL: o.URL,
+		Process: 1, Stable: true, Prometheus: snap, Counters: snap.RLSCounters()}
+	if err := writeJSONFile(filepath.Join(dir, "metrics."+o.Label+".json"), m); err != nil {
+		return err
+	}
+	return writeJSONOut(o.IO.Out, snap)
+}
+
+// CollectStatsdOptions are the inputs of `rlbench collect statsd`.
+type CollectStatsdOptions struct {
+	IO     *IOStreams
+	Listen string
+	Out    string
+	// Duration, when > 0, stops the capture after that long.
+	Duration time.Duration
+}
+
+// NewCollectStatsdCmd is `rlbench collect statsd`. runF, when not nil,
+// receives the parsed options instead of capturing (tests).
+func NewCollectStatsdCmd(io *IOStreams, runF func(*CollectStatsdOptions) error) *cobra.Command {
+	o := &CollectStatsdOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "statsd --listen 127.0.0.1:8125 --out FILE",
 		Short: "Capture statsd lines (TCP and UDP) from envoyproxy/ratelimit and sum the counter deltas",
@@ -187,55 +236,75 @@ gauge values, timer counts.`,
 		Example: `  rlbench collect statsd --listen 127.0.0.1:8125 --out evidence/manual/rls/statsd.jsonl --duration 30s`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
+			if o.Out == "" {
 				return usageErrorf("--out FILE is required")
 			}
-			ctx := cmd.Context()
-			if duration > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, duration)
-				defer cancel()
+			if o.Duration < 0 {
+				return usageErrorf("--duration must be >= 0, not %s", o.Duration)
 			}
-			if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-				return err
+			if runF != nil {
+				return runF(o)
 			}
-			f, err := os.Create(out)
-			if err != nil {
-				return err
-			}
-			addr, done, err := rls.ListenStatsd(ctx, listen, f)
-			if err != nil {
-				f.Close()
-				return err
-			}
-			fmt.Fprintf(io.ErrOut, "statsd: listening on %s (tcp and udp), writing %s\n", addr, out)
-			lerr := <-done
-			if cerr := f.Close(); lerr == nil {
-				lerr = cerr
-			}
-			if lerr != nil && lerr != context.Canceled && lerr != context.DeadlineExceeded {
-				return lerr
-			}
-			rf, err := os.Open(out)
-			if err != nil {
-				return err
-			}
-			defer rf.Close()
-			totals, err := rls.ParseStatsd(rf, out)
-			if err != nil {
-				return err
-			}
-			return writeJSONOut(io.Out, totals)
+			return runCollectStatsd(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8125", "address for statsd (tcp and udp)")
-	cmd.Flags().StringVar(&out, "out", "", "capture file (JSON Lines)")
-	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (default: until SIGINT)")
+	cmd.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:8125", "address for statsd (tcp and udp)")
+	cmd.Flags().StringVar(&o.Out, "out", "", "capture file (JSON Lines)")
+	cmd.Flags().DurationVar(&o.Duration, "duration", 0, "stop after this long (default: until SIGINT)")
 	return cmd
 }
 
-func newCollectAccessLogCmd(io *IOStreams) *cobra.Command {
-	var format string
+func runCollectStatsd(ctx context.Context, o *CollectStatsdOptions) error {
+	out := o.Out
+	if o.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.Duration)
+		defer cancel()
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	addr, done, err := rls.ListenStatsd(ctx, o.Listen, f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	fmt.Fprintf(o.IO.ErrOut, "statsd: listening on %s (tcp and udp), writing %s\n", addr, out)
+	lerr := <-done
+	if cerr := f.Close(); lerr == nil {
+		lerr = cerr
+	}
+	if lerr != nil && lerr != context.Canceled && lerr != context.DeadlineExceeded {
+		return lerr
+	}
+	rf, err := os.Open(out)
+	if err != nil {
+		return err
+	}
+	defer rf.Close()
+	totals, err := rls.ParseStatsd(rf, out)
+	if err != nil {
+		return err
+	}
+	return writeJSONOut(o.IO.Out, totals)
+}
+
+// CollectAccessLogOptions are the inputs of `rlbench collect envoy-access-log`.
+type CollectAccessLogOptions struct {
+	IO *IOStreams
+	// File is the access log, or "-" for standard input.
+	File   string
+	Format string // formatTable | formatJSON
+}
+
+// NewCollectAccessLogCmd is `rlbench collect envoy-access-log`. runF, when
+// not nil, receives the parsed options instead of parsing the log (tests).
+func NewCollectAccessLogCmd(io *IOStreams, runF func(*CollectAccessLogOptions) error) *cobra.Command {
+	o := &CollectAccessLogOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "envoy-access-log FILE|-",
 		Short: "Parse an Envoy access log (default text format or JSON) and say who produced each response",
@@ -249,49 +318,54 @@ a 429 with no flag came from the backend). Table of producers by default;
   rlbench collect envoy-access-log --format json - < access.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "table" && format != "json" {
-				return usageErrorf("--format must be table or json, not %q", format)
+			o.File = args[0]
+			if runF != nil {
+				return runF(o)
 			}
-			in, name, err := openInput(io, args[0])
-			if err != nil {
-				return err
-			}
-			defer in.Close()
-			entries, err := envoy.ParseAccessLog(in, name)
-			if err != nil {
-				return err
-			}
-			type row struct {
-				envoy.AccessLogEntry
-				Producer string `json:"producer"`
-			}
-			counts := map[string]int{}
-			rows := make([]row, 0, len(entries))
-			for _, e := range entries {
-				p := envoy.Producer(e)
-				counts[p]++
-				rows = append(rows, row{e, p})
-			}
-			if format == "json" {
-				return writeJSONOut(io.Out, map[string]any{"source": name, "producers": counts, "entries": rows})
-			}
-			keys := make([]string, 0, len(counts))
-			for k := range counts {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			t := tablewriter.NewTable(io.Out)
-			t.Header("Producer", "Responses")
-			for _, k := range keys {
-				if err := t.Append(k, counts[k]); err != nil {
-					return err
-				}
-			}
-			return t.Render()
+			return runCollectAccessLog(o)
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "table", "table or json")
+	formatFlag(cmd, &o.Format)
 	return cmd
+}
+
+func runCollectAccessLog(o *CollectAccessLogOptions) error {
+	in, name, err := openInput(o.IO, o.File)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	entries, err := envoy.ParseAccessLog(in, name)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		envoy.AccessLogEntry
+		Producer string `json:"producer"`
+	}
+	counts := map[string]int{}
+	rows := make([]row, 0, len(entries))
+	for _, e := range entries {
+		p := envoy.Producer(e)
+		counts[p]++
+		rows = append(rows, row{e, p})
+	}
+	if o.Format == formatJSON {
+		return writeJSONOut(o.IO.Out, map[string]any{"source": name, "producers": counts, "entries": rows})
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t := tablewriter.NewTable(o.IO.Out)
+	t.Header("Producer", "Responses")
+	for _, k := range keys {
+		if err := t.Append(k, counts[k]); err != nil {
+			return err
+		}
+	}
+	return t.Render()
 }
 
 // configLoads counts configuration loads: envoyproxy/ratelimit logs

@@ -7,12 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/internal/lab"
-	"github.com/rlbench/rlbench/internal/lab/backend"
-	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -32,9 +29,10 @@ func TestManualFlowMatchesDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer receipts.Close()
-	hundred := 100.0
-	l, err := lab.Start(context.Background(), lab.Options{Backend: backend.Options{Receipts: receipts}, Proxies: lab.ProxiesOptions{Count: 2,
-		Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: &hundred, FilterEnforced: &hundred}}}})
+	// The lab `rlbench lab --proxies 2 --local-max-tokens 5 --local-tokens-per-fill 5 --local-fill-interval 1h` starts.
+	lo := parseLab(t, "--proxies", "2", "--local-max-tokens", "5", "--local-tokens-per-fill", "5", "--local-fill-interval", "1h").labOptions()
+	lo.Backend.Receipts = receipts
+	l, err := lab.Start(context.Background(), lo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,14 +13,19 @@ import (
 
 // RunOptions are the inputs of `rlbench run` and `rlbench demo`.
 type RunOptions struct {
-	IO       *IOStreams
+	IO *IOStreams
+	// PlanFile names the plan (in errors and the manifest); PlanData is its
+	// content, or nil to read PlanFile.
 	PlanFile string
+	PlanData []byte
 	Root     string
-	Format   string
+	Format   string // formatTable | formatJSON
 	Quiet    bool
 }
 
-func newRunCmd(io *IOStreams) *cobra.Command {
+// NewRunCmd is `rlbench run`. runF, when not nil, receives the parsed
+// options instead of running the plan (tests).
+func NewRunCmd(io *IOStreams, runF func(*RunOptions) error) *cobra.Command {
 	o := &RunOptions{IO: io}
 	cmd := &cobra.Command{
 		Use:   "run PLAN.yaml",
@@ -36,24 +41,23 @@ It exits with analyze's exit code.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.PlanFile = args[0]
-			if o.Format != "table" && o.Format != "json" {
-				return usageErrorf("--format must be table or json, not %q", o.Format)
+			if runF != nil {
+				return runF(o)
 			}
-			b, err := os.ReadFile(o.PlanFile)
-			if err != nil {
-				return err
-			}
-			return runPlan(cmd.Context(), o, o.PlanFile, b)
+			return runPlan(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Root, "root", "", "directory for run directories (default: the plan's root, else ./evidence)")
-	cmd.Flags().StringVar(&o.Format, "format", "table", "output format: table or json")
+	formatFlag(cmd, &o.Format)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }
 
-func newDemoCmd(io *IOStreams) *cobra.Command {
-	o := &RunOptions{IO: io}
+// NewDemoCmd is `rlbench demo`: `rlbench run` of the embedded demo plan
+// (examples.DemoPlanFile).
+// runF, when not nil, receives the parsed options instead (tests).
+func NewDemoCmd(io *IOStreams, runF func(*RunOptions) error) *cobra.Command {
+	o := &RunOptions{IO: io, PlanFile: examples.DemoPlanFile, PlanData: examples.DemoPlan}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the canonical experiment on the embedded lab: two local buckets of 5 admit 10",
@@ -64,20 +68,27 @@ and prints the analysis. The plan is examples/demo/plan.yaml.`,
 		Example: `  go run ./cmd/rlbench demo`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.Format != "table" && o.Format != "json" {
-				return usageErrorf("--format must be table or json, not %q", o.Format)
+			if runF != nil {
+				return runF(o)
 			}
-			return runPlan(cmd.Context(), o, "examples/demo/plan.yaml", examples.DemoPlan)
+			return runPlan(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Root, "root", "", "directory for run directories (default ./evidence)")
-	cmd.Flags().StringVar(&o.Format, "format", "table", "output format: table or json")
+	formatFlag(cmd, &o.Format)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }
 
-func runPlan(ctx context.Context, o *RunOptions, name string, data []byte) error {
-	plan, err := runner.ParsePlan(name, data)
+func runPlan(ctx context.Context, o *RunOptions) error {
+	data := o.PlanData
+	if data == nil {
+		var err error
+		if data, err = os.ReadFile(o.PlanFile); err != nil {
+			return err
+		}
+	}
+	plan, err := runner.ParsePlan(o.PlanFile, data)
 	if err != nil {
 		return &UsageError{Err: err}
 	}
