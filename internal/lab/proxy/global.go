@@ -141,13 +141,10 @@ func (g *GlobalRateLimit) validate() error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
-	if g.RLS == "" {
-		return errors.New("global rate limit: rls address is required")
-	}
-	return nil
+	return g.validateRLS()
 }
 
-// validateRLS is validate for a filter Config.Validate has already checked.
+// validateRLS is the part of validate that Config.Validate leaves to Start.
 func (g *GlobalRateLimit) validateRLS() error {
 	if g.RLS == "" {
 		return errors.New("global rate limit: rls address is required")
