@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # install-real-parts.sh — install the real parts rlbench drives in its integration tests and scenarios:
-#   * redis-server from Debian's `redis-server` package (the distro service is never left running), and
+#   * redis-server from Debian's `redis-server` package (the distro service is never left running),
+#   * nginx from Debian's `nginx-light` package (in bookworm a transitional package that depends on `nginx`, the same
+#     /usr/sbin/nginx; the distro service is never started: rlbench runs private nginx processes), and
 #   * envoyproxy/ratelimit's service_cmd, pinned (see RLS_VERSION), built with `go install` into <repo>/.bin.
 # Idempotent: each part is skipped when it is already present (for service_cmd: the binary exists AND the stamp file
 # <repo>/.bin/service_cmd.version records exactly RLS_VERSION). Needs root (or sudo) for apt-get, Go for the build.
-# Prints where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt), GO (go binary).
+# Prints where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt), RLBENCH_NGINX_BIN (use
+# this nginx, skip apt), GO (go binary).
 set -euo pipefail
 
 RLS_MODULE="github.com/envoyproxy/ratelimit"
@@ -55,26 +58,79 @@ stop_distro_redis() {
 	if command -v update-rc.d >/dev/null 2>&1; then as_root update-rc.d redis-server disable >/dev/null 2>&1 || true; fi
 }
 
+# apt_install_no_start installs Debian packages without letting their maintainer scripts start a service:
+# invoke-rc.d and deb-systemd-invoke consult /usr/sbin/policy-rc.d, and one that denies every action (exit 101) is
+# installed for the duration, only if none exists, and removed afterwards. `apt-get update` runs once per script run.
+APT_UPDATED=""
+apt_install_no_start() {
+	local policy=/usr/sbin/policy-rc.d added=""
+	if [ ! -e "$policy" ]; then
+		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+		added=1
+	fi
+	# shellcheck disable=SC2064 # expand now: the trap must remove exactly the file added here
+	if [ -n "$added" ]; then trap "as_root rm -f '$policy'" EXIT; fi
+	local rc=0
+	if [ -z "$APT_UPDATED" ]; then
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q || rc=$?
+		APT_UPDATED=1
+	fi
+	if [ "$rc" -eq 0 ]; then
+		as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" || rc=$?
+	fi
+	if [ -n "$added" ]; then as_root rm -f "$policy"; trap - EXIT; fi
+	return "$rc"
+}
+
 if REDIS_BIN="$(find_redis)"; then
 	log "redis-server present: ${REDIS_BIN} (skipping apt)"
 else
 	log "installing Debian package redis-server"
-	# Keep the package's maintainer scripts from starting the service: a policy-rc.d that denies every action
-	# (exit 101), installed only if none exists and removed afterwards.
-	POLICY=/usr/sbin/policy-rc.d
-	ADDED_POLICY=""
-	if [ ! -e "$POLICY" ]; then
-		as_root sh -c "printf '#!/bin/sh\nexit 101\n' > $POLICY && chmod 755 $POLICY"
-		ADDED_POLICY=1
-	fi
-	cleanup_policy() { if [ -n "$ADDED_POLICY" ]; then as_root rm -f "$POLICY"; fi; }
-	trap cleanup_policy EXIT
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
-	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends redis-server
-	cleanup_policy
-	trap - EXIT
+	apt_install_no_start redis-server
 	REDIS_BIN="$(find_redis)" || { log "redis-server still not found after apt-get install"; exit 1; }
 	stop_distro_redis
+fi
+
+# --- nginx -------------------------------------------------------------------------------------------------------
+find_nginx() {
+	if [ -n "${RLBENCH_NGINX_BIN:-}" ]; then printf '%s\n' "${RLBENCH_NGINX_BIN}"; return 0; fi
+	command -v nginx 2>/dev/null && return 0
+	for p in /usr/sbin/nginx /usr/local/sbin/nginx /usr/bin/nginx; do
+		[ -x "$p" ] && { printf '%s\n' "$p"; return 0; }
+	done
+	return 1
+}
+
+# stop_distro_nginx keeps the Debian service instance from running: it disables the unit / init script and stops
+# only the master recorded in the package's pidfile /run/nginx.pid (rlbench's private instances use their own pid
+# files), never any other nginx.
+stop_distro_nginx() {
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now nginx >/dev/null 2>&1 || true
+	fi
+	if command -v update-rc.d >/dev/null 2>&1; then as_root update-rc.d nginx disable >/dev/null 2>&1 || true; fi
+	local pidfile=/run/nginx.pid
+	if [ -s "$pidfile" ]; then
+		local pid
+		pid="$(cat "$pidfile")"
+		local cmd=""
+		[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline")"
+		# The service's master runs without -p (a private instance always has its own prefix and pid file).
+		if [[ "$cmd" == "nginx: master process /usr/sbin/nginx"* && "$cmd" != *" -p "* ]]; then
+			log "stopping the distro nginx service (pid $pid from $pidfile)"
+			as_root kill -QUIT "$pid" || true
+			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+		fi
+	fi
+}
+
+if NGINX_BIN="$(find_nginx)"; then
+	log "nginx present: ${NGINX_BIN} (skipping apt)"
+else
+	log "installing Debian package nginx-light"
+	apt_install_no_start nginx-light
+	NGINX_BIN="$(find_nginx)" || { log "nginx still not found after apt-get install"; exit 1; }
+	stop_distro_nginx
 fi
 
 # --- envoyproxy/ratelimit -----------------------------------------------------------------------------------------
@@ -92,5 +148,7 @@ fi
 
 printf 'redis-server=%s\n' "$REDIS_BIN"
 printf 'redis-version=%s\n' "$("$REDIS_BIN" --version | head -n1)"
+printf 'nginx=%s\n' "$NGINX_BIN"
+printf 'nginx-version=%s\n' "$("$NGINX_BIN" -v 2>&1 | head -n1)"
 printf 'service_cmd=%s\n' "${BIN}/service_cmd"
 printf 'service_cmd-version=%s\n' "$(cat "$STAMP")"
