@@ -31,6 +31,11 @@ type proc struct {
 // startProc starts bin with args and exactly env (nothing inherited), stdout and stderr appended to logPath.
 // The child gets SIGKILL if the starting process dies (Pdeathsig), so a crashed test leaves nothing behind.
 func startProc(bin string, args, env []string, dir, logPath string) (*proc, error) {
+	return startProcDeathSig(bin, args, env, dir, logPath, syscall.SIGKILL)
+}
+
+// startProcDeathSig is startProc with the signal the child gets when the starting process dies.
+func startProcDeathSig(bin string, args, env []string, dir, logPath string, deathSig syscall.Signal) (*proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("realparts: log file: %w", err)
@@ -40,7 +45,7 @@ func startProc(bin string, args, env []string, dir, logPath string) (*proc, erro
 	cmd.Dir = dir
 	cmd.Stdout = f
 	cmd.Stderr = f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: deathSig}
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("realparts: start %s: %w", bin, err)
