@@ -263,17 +263,7 @@ func StartNginx(ctx context.Context, opts NginxOptions) (*Nginx, error) {
 		if err != nil {
 			return fail(err)
 		}
-		n.layout.Port, n.layout.StatusPort = ports[0], ports[1]
-		if n.conf, err = RenderNginxConf(opts.Config, n.layout); err != nil {
-			return fail(err)
-		}
-		if err := os.WriteFile(n.ConfPath(), n.conf, 0o644); err != nil {
-			return fail(fmt.Errorf("realparts: %w", err))
-		}
-		if err := n.test(ctx); err != nil {
-			return fail(err)
-		}
-		err = n.startOnce(ctx)
+		err = n.tryPorts(ctx, opts.Config, ports[0], ports[1])
 		if err == nil {
 			return n, nil
 		}
@@ -283,6 +273,24 @@ func StartNginx(ctx context.Context, opts NginxOptions) (*Nginx, error) {
 		}
 	}
 	return fail(lastErr)
+}
+
+// tryPorts renders the config for the two ports, tests it and starts nginx on them; an error wraps errPortTaken
+// when a port belonged to another process.
+func (n *Nginx) tryPorts(ctx context.Context, cfg NginxConfig, port, statusPort int) error {
+	n.layout.Port, n.layout.StatusPort = port, statusPort
+	conf, err := RenderNginxConf(cfg, n.layout)
+	if err != nil {
+		return err
+	}
+	n.conf = conf
+	if err := os.WriteFile(n.ConfPath(), conf, 0o644); err != nil {
+		return fmt.Errorf("realparts: %w", err)
+	}
+	if err := n.test(ctx); err != nil {
+		return err
+	}
+	return n.startOnce(ctx)
 }
 
 // layDirs creates the prefix's logs/ and tmp/<name>/ directories; tmp/ is chowned to a named worker user.
@@ -641,11 +649,15 @@ func (n *Nginx) Conf() []byte { return bytes.Clone(n.conf) }
 func (n *Nginx) PidPath() string { return filepath.Join(n.prefix, nginxPidName) }
 
 // ErrorLogPath is PREFIX/logs/error.log (startup messages, limit_req and upstream lines).
-func (n *Nginx) ErrorLogPath() string { return filepath.Join(n.prefix, nginxLogsDir, nginxErrorLogName) }
+func (n *Nginx) ErrorLogPath() string {
+	return filepath.Join(n.prefix, nginxLogsDir, nginxErrorLogName)
+}
 
 // AccessLogPath is PREFIX/logs/access.log: one JSON line per request to the proxied server, written when the
 // request ends (unbuffered).
-func (n *Nginx) AccessLogPath() string { return filepath.Join(n.prefix, nginxLogsDir, nginxAccessLogName) }
+func (n *Nginx) AccessLogPath() string {
+	return filepath.Join(n.prefix, nginxLogsDir, nginxAccessLogName)
+}
 
 // StatusAccessLogPath is PREFIX/logs/status_access.log, the stub_status server's own access log.
 func (n *Nginx) StatusAccessLogPath() string {
