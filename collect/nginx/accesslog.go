@@ -44,7 +44,8 @@ type AccessRecord struct {
 	TimeMs int64 `json:"time_ms,omitempty"`
 	// RequestTimeMs is $request_time in ms: from the request's creation to the log line; nil when absent.
 	RequestTimeMs *int64 `json:"request_time_ms,omitempty"`
-	// LimitReqStatus is $limit_req_status (see the LimitReq* constants); LimitReqNone when not found.
+	// LimitReqStatus is $limit_req_status, one of the LimitReq* constants (other values are a parse error);
+	// LimitReqNone when not found.
 	LimitReqStatus string `json:"limit_req_status,omitempty"`
 	// Upstreams has one entry per upstream try, in order ($upstream_addr, $upstream_status and
 	// $upstream_response_time read together); empty when the request was not proxied (e.g. rejected).
@@ -221,6 +222,11 @@ func parseAccessLine(line []byte) (AccessRecord, error) {
 	set(&utime, "upstream_response_time", raw.UpstreamTime)
 	if err != nil {
 		return a, err
+	}
+	switch a.LimitReqStatus {
+	case LimitReqNone, LimitReqPassed, LimitReqDelayed, LimitReqRejected, LimitReqDelayedDryRun, LimitReqRejectedDryRun:
+	default:
+		return a, fmt.Errorf("key \"limit_req_status\": %q is not a $limit_req_status value (PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN)", clip(a.LimitReqStatus))
 	}
 	if status != "" {
 		n, perr := strconv.ParseUint(status, 10, 16)

@@ -81,6 +81,7 @@ func TestAccessLogErrors(t *testing.T) {
 		{"upstream time", `{"upstream_addr":"a:1","upstream_response_time":"x"}`, `key "upstream_response_time": entry "x"`},
 		{"keys", `{"keys":["a"]}`, `key "keys": want an object of strings`},
 		{"connection", `{"connection":1.5}`, `key "connection"`},
+		{"limit_req_status", `{"limit_req_status":"passed"}`, `key "limit_req_status": "passed" is not a $limit_req_status value`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseAccessLog(strings.NewReader(`{"id":"ok","status":200}`+"\n"+tc.line+"\n"), "access.log")

@@ -21,7 +21,8 @@ func newCollectCmd(io *IOStreams) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(NewCollectEnvoyCmd(io, nil), NewCollectRLSLogCmd(io, nil), NewCollectPrometheusCmd(io, nil),
-		NewCollectStatsdCmd(io, nil), NewCollectAccessLogCmd(io, nil))
+		NewCollectStatsdCmd(io, nil), NewCollectAccessLogCmd(io, nil),
+		NewCollectNginxAccessLogCmd(io, nil), NewCollectNginxStatusCmd(io, nil))
 	return cmd
 }
 

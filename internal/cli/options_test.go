@@ -336,7 +336,8 @@ func TestNewLintCmd(t *testing.T) {
 // until its table test exists).
 func TestEveryLeafHasAnOptionsTest(t *testing.T) {
 	tested := map[string]bool{"analyze": true, "run": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
-		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true}
+		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true,
+		"collect nginx-access-log": true, "collect nginx-status": true} // the nginx ones: collect_nginx_test.go
 	var walk func(c *cobra.Command)
 	n := 0
 	walk = func(c *cobra.Command) {
