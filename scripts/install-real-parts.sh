@@ -29,15 +29,21 @@ as_root() {
 	fi
 }
 
-# --- Redis -------------------------------------------------------------------------------------------------------
-find_redis() {
-	if [ -n "${RLBENCH_REDIS_BIN:-}" ]; then printf '%s\n' "${RLBENCH_REDIS_BIN}"; return 0; fi
-	command -v redis-server 2>/dev/null && return 0
-	for p in /usr/bin/redis-server /usr/local/bin/redis-server /usr/sbin/redis-server; do
+# find_bin OVERRIDE NAME PATH... prints the binary to use: the value of the variable OVERRIDE if set, else NAME on
+# PATH, else the first executable PATH; it fails when there is none.
+find_bin() {
+	local override="${!1:-}" name="$2"
+	shift 2
+	if [ -n "$override" ]; then printf '%s\n' "$override"; return 0; fi
+	command -v "$name" 2>/dev/null && return 0
+	for p in "$@"; do
 		[ -x "$p" ] && { printf '%s\n' "$p"; return 0; }
 	done
 	return 1
 }
+
+# --- Redis -------------------------------------------------------------------------------------------------------
+find_redis() { find_bin RLBENCH_REDIS_BIN redis-server /usr/bin/redis-server /usr/local/bin/redis-server /usr/sbin/redis-server; }
 
 # stop_distro_redis stops only the Debian service instance (the one recorded in the package's pidfile / managed by
 # systemd), never any other redis-server (tests and other users run their own on other ports).
@@ -92,14 +98,7 @@ else
 fi
 
 # --- nginx -------------------------------------------------------------------------------------------------------
-find_nginx() {
-	if [ -n "${RLBENCH_NGINX_BIN:-}" ]; then printf '%s\n' "${RLBENCH_NGINX_BIN}"; return 0; fi
-	command -v nginx 2>/dev/null && return 0
-	for p in /usr/sbin/nginx /usr/local/sbin/nginx /usr/bin/nginx; do
-		[ -x "$p" ] && { printf '%s\n' "$p"; return 0; }
-	done
-	return 1
-}
+find_nginx() { find_bin RLBENCH_NGINX_BIN nginx /usr/sbin/nginx /usr/local/sbin/nginx /usr/bin/nginx; }
 
 # stop_distro_nginx keeps the Debian service instance from running: it disables the unit / init script and stops
 # only the master recorded in the package's pidfile /run/nginx.pid (rlbench's private instances use their own pid

@@ -485,11 +485,7 @@ func VerifyNginxListeners(pids []int, port int) error {
 	if err != nil {
 		return err
 	}
-	if o.Owned == 0 || o.Foreign > 0 {
-		return fmt.Errorf("realparts: port %d: %d listener(s) held by nginx pids %v, %d by other processes: %w",
-			port, o.Owned, pids, o.Foreign, ErrNotOwned)
-	}
-	return nil
+	return o.verify(fmt.Sprintf("nginx pids %v", pids))
 }
 
 // nginxWorkers lists the children of master named "nginx" (nginx retitles its workers "nginx: worker process";

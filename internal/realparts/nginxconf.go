@@ -256,6 +256,22 @@ func nginxDuration(what string, d time.Duration) (string, error) {
 	return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms", nil
 }
 
+// proxyTimeouts lists the proxy time settings with their field and directive names.
+func (c NginxConfig) proxyTimeouts() []struct {
+	field, directive string
+	v                time.Duration
+} {
+	return []struct {
+		field, directive string
+		v                time.Duration
+	}{
+		{"NextUpstreamTimeout", "proxy_next_upstream_timeout", c.NextUpstreamTimeout},
+		{"ConnectTimeout", "proxy_connect_timeout", c.ConnectTimeout},
+		{"ReadTimeout", "proxy_read_timeout", c.ReadTimeout},
+		{"SendTimeout", "proxy_send_timeout", c.SendTimeout},
+	}
+}
+
 // Validate checks the config without rendering it; errors name the field, e.g.
 // `NginxConfig.LimitReq[1].Zone "global": no such zone`. nginx -t (run by StartNginx) checks the rest.
 func (c NginxConfig) Validate() error {
@@ -352,13 +368,9 @@ func (c NginxConfig) Validate() error {
 	if c.NextUpstreamTries < 0 {
 		bad("NextUpstreamTries %d: must not be negative", c.NextUpstreamTries)
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"NextUpstreamTimeout", c.NextUpstreamTimeout}, {"ConnectTimeout", c.ConnectTimeout},
-		{"ReadTimeout", c.ReadTimeout}, {"SendTimeout", c.SendTimeout}} {
+	for _, d := range c.proxyTimeouts() {
 		if d.v != 0 {
-			if _, err := nginxDuration(d.name, d.v); err != nil {
+			if _, err := nginxDuration(d.field, d.v); err != nil {
 				errs = append(errs, fmt.Errorf("NginxConfig.%w", err))
 			}
 		}
@@ -494,11 +506,7 @@ func RenderNginxConf(cfg NginxConfig, l NginxLayout) ([]byte, error) {
 	if cfg.NextUpstreamTries != 0 {
 		w("            proxy_next_upstream_tries %d;", cfg.NextUpstreamTries)
 	}
-	for _, d := range []struct {
-		directive string
-		v         time.Duration
-	}{{"proxy_next_upstream_timeout", cfg.NextUpstreamTimeout}, {"proxy_connect_timeout", cfg.ConnectTimeout},
-		{"proxy_read_timeout", cfg.ReadTimeout}, {"proxy_send_timeout", cfg.SendTimeout}} {
+	for _, d := range cfg.proxyTimeouts() {
 		if d.v != 0 {
 			w("            %s %s;", d.directive, dur(d.v))
 		}

@@ -97,9 +97,15 @@ func VerifyListener(pid, port int) error {
 	if err != nil {
 		return err
 	}
+	return o.verify(fmt.Sprintf("pid %d", pid))
+}
+
+// verify is nil when the port has a listener held by holder and none held by others, else an error wrapping
+// ErrNotOwned with both counts.
+func (o Ownership) verify(holder string) error {
 	if o.Owned == 0 || o.Foreign > 0 {
-		return fmt.Errorf("realparts: port %d: %d listener(s) held by pid %d, %d by other processes: %w",
-			port, o.Owned, pid, o.Foreign, ErrNotOwned)
+		return fmt.Errorf("realparts: port %d: %d listener(s) held by %s, %d by other processes: %w",
+			o.Port, o.Owned, holder, o.Foreign, ErrNotOwned)
 	}
 	return nil
 }
