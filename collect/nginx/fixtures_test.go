@@ -435,8 +435,8 @@ func TestFixtureNextUpstream(t *testing.T) {
 
 // TestFixtureDelays checks the delayed requests of b and d against nginx's computed delay: a DELAYED request with
 // logged excess E waits (E - delay·1000)·1000/rate ms (ngx_http_limit_req_account), so its upstream receipt comes
-// that long after the client's send, up to ~3 ms later and at most 1 ms earlier (nginx's cached ms clock;
-// reference §3). In h (dry run) nothing waits.
+// that long after the client's send, up to ~3 ms later and at most 1 ms earlier (the delay timer runs on nginx's
+// cached ms clock, ngx_current_msec). In h (dry run) nothing waits.
 func TestFixtureDelays(t *testing.T) {
 	const rate = 10000 // 10r/s in milli-requests per second
 	for _, tc := range []struct {

@@ -24,8 +24,8 @@ import (
 const EnvNginxBin = "RLBENCH_NGINX_BIN"
 
 // NginxMinVersion is the oldest nginx StartNginx runs: -e (1.19.5) keeps the startup error log out of the
-// compiled-in /var/log/nginx, and the access log needs $limit_req_status (1.17.6). Debian 12's nginx-light (1.22.1)
-// has both (reference: nginx-limit-req.md §6 in the project's shared notes; nginx CHANGES).
+// compiled-in /var/log/nginx, and the access log needs $limit_req_status (1.17.6); both dates from
+// https://nginx.org/en/CHANGES. Debian 12's nginx-light (1.22.1) has both.
 const NginxMinVersion = "1.19.5"
 
 // FindNginx returns the path of the nginx binary: $RLBENCH_NGINX_BIN if set (it must be an executable file), else

@@ -341,11 +341,12 @@ func burstIDs(prefix string, n int) []string {
 
 // The leaky bucket under test: 10r/s is 10000 milli-requests/s, one request leaks every 100 ms. The 20 requests of
 // a burst reach nginx within a few ms, far below one interval, so nginx decides them as simultaneous and the
-// admissions are exact (shared/reference/nginx-limit-req.md §1: n requests in the same instant get excess 0, 1000,
-// ..., and burst+1 are admitted). A burst that reached nginx over more than maxSpreadMs is not that scenario and
+// admissions are exact (ngx_http_limit_req_lookup in src/http/modules/ngx_http_limit_req_module.c: a new key starts
+// at excess 0 and each request in the same ms adds 1000, so burst+1 are admitted). A burst that reached nginx over more than maxSpreadMs is not that scenario and
 // is repeated (fireBurstAtOnce), never judged with looser counts.
 //
-// Timing (reference §3): nginx computes each delay from its cached ms clock and releases the k-th delayed request
+// Timing: nginx computes each delay (ngx_http_limit_req_account) from its cached ms clock, ngx_current_msec, which
+// ngx_time_update refreshes only after epoll_wait returns (src/event/modules/ngx_epoll_module.c), and releases the k-th delayed request
 // k·100 ms after the first decision; its timers may fire up to ~1 ms early against real time (cached clock, ms
 // truncation: delayEarlyMs) and arbitrarily late when the worker is not scheduled. So "never early" is checked
 // strictly, and lateness only against delayLateMs, the event-loop and scheduling lag a loaded 2-core CI host can

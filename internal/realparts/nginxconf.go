@@ -72,7 +72,7 @@ type LimitReqZone struct {
 }
 
 // LimitReq is one limit_req directive of the proxied location. Several are checked in configuration order; the
-// first that rejects stops the check, and a rejected request charges no zone (reference: ngx_http_limit_req_handler).
+// first that rejects stops the check, and a rejected request charges no zone (ngx_http_limit_req_handler in src/http/modules/ngx_http_limit_req_module.c).
 type LimitReq struct {
 	// Zone names a LimitReqZone of the same config; one zone may be used once.
 	Zone string
