@@ -6,8 +6,9 @@
 // What it reproduces (envoyproxy/ratelimit src/service/ratelimit.go,
 // src/limiter/base_limiter.go, src/limiter/cache_key.go,
 // src/redis/fixed_cache_impl.go, src/config/config_impl.go GetLimit):
-//   - the limit of each descriptor is found with rlsconfig.Config.Match, or
-//     taken from the descriptor's limit override sent by Envoy;
+//   - the limit of each descriptor is found with rlsconfig.Config.MatchDescriptor
+//     (envoyproxy/ratelimit's own GetLimit), or taken from the descriptor's
+//     limit override sent by Envoy;
 //   - fixed windows: one counter per cache key
 //     "<domain>_<k1>_<v1>_..._<kN>_<vN>_<windowStart>", windowStart =
 //     now/unit*unit in unix seconds (epoch aligned), incremented by the hits
@@ -20,9 +21,12 @@
 //     over) and duration_until_reset (unit - now%unit seconds);
 //   - unknown domain, unmatched descriptor: OK without current_limit;
 //     unlimited rule: OK with limit_remaining 4294967295; shadow_mode rule:
-//     counted, status forced to OK;
-//   - rate_limit "replaces": a matched rule whose name is replaced by another
-//     matched rule of the same request is dropped (not counted);
+//     counted, status forced to OK; quota_mode rule: counted, an over-limit
+//     status becomes OK with current_limit and limit_remaining only
+//     (service/ratelimit.go shouldRateLimitWorker);
+//   - rate_limit "replaces": a matched limited rule whose name is replaced by
+//     another matched rule of the same request is dropped (not counted); an
+//     unlimited rule stays unlimited (constructLimitsToCheck);
 //   - errors "rate limit domain must not be empty", "rate limit descriptor
 //     list must not be empty", "no rate limit configuration loaded", which
 //     gRPC reports as code Unknown, as the RLS does;
@@ -104,7 +108,8 @@ type Options struct {
 	// serialized; the caller closes it. A limited descriptor's line has Key
 	// (the RLS cache key "<domain>_<k>_<v>_..._<windowStart>"), WindowStart
 	// (unix s), Current (count after the increment), Limit, Unit and Code
-	// OK|OVER_LIMIT (OK for a shadow_mode rule even when Current > Limit); an
+	// OK|OVER_LIMIT (OK for a shadow_mode or quota_mode rule even when
+	// Current > Limit); an
 	// unmatched, unknown-domain or unlimited descriptor's line has Code OK and
 	// no Key; a rejected call gives one line with Code ERROR and Error.
 	// TimeNs is Options.Now at the decision.
@@ -352,7 +357,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	for i, d := range descs {
 		entries[i] = toEntries(d)
 		if cfg != nil {
-			limits[i] = findLimit(cfg, d, entries[i])
+			limits[i] = findLimit(cfg, d)
 		}
 	}
 	applyReplaces(limits)
@@ -385,6 +390,9 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 				add = h.GetValue()
 			}
 			st := s.countLocked(domain, entries[i], l, add, now, &dec)
+			if st.Code == pb.RateLimitResponse_OVER_LIMIT && l.quota {
+				st = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, CurrentLimit: st.CurrentLimit, LimitRemaining: st.LimitRemaining}
+			}
 			resp.Statuses[i] = st
 			if st.Code == pb.RateLimitResponse_OVER_LIMIT {
 				resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
@@ -412,6 +420,7 @@ type limit struct {
 	div       int64  // unit seconds
 	unlimited bool
 	shadow    bool
+	quota     bool
 	name      string
 	replaces  []string
 }
@@ -419,7 +428,7 @@ type limit struct {
 // findLimit returns the descriptor's limit: Envoy's override if present (RLS
 // GetLimit: only for a known domain, never shadow), else the config match.
 // A limit with an unknown unit is treated as no limit.
-func findLimit(cfg *rlsconfig.Config, d *commonpb.RateLimitDescriptor, entries []evidence.DescriptorEntry) *limit {
+func findLimit(cfg *rlsconfig.Config, d *commonpb.RateLimitDescriptor) *limit {
 	if o := d.GetLimit(); o != nil {
 		unit := o.GetUnit().String()
 		div := rlsconfig.UnitSeconds(unit)
@@ -428,17 +437,18 @@ func findLimit(cfg *rlsconfig.Config, d *commonpb.RateLimitDescriptor, entries [
 		}
 		return &limit{rpu: o.GetRequestsPerUnit(), unit: unit, div: div}
 	}
-	m, _ := cfg.Match(entries)
+	m, _ := cfg.MatchDescriptor(d)
 	if m == nil {
 		return nil
 	}
 	rl := m.Limit
 	return &limit{rpu: rl.RequestsPerUnit, unit: rl.Unit, div: rlsconfig.UnitSeconds(rl.Unit),
-		unlimited: rl.Unlimited, shadow: m.ShadowMode, name: rl.Name, replaces: rl.Replaces}
+		unlimited: rl.Unlimited, shadow: m.ShadowMode, quota: m.Rule.QuotaMode, name: rl.Name, replaces: rl.Replaces}
 }
 
-// applyReplaces drops limits named in another matched limit's replaces list
-// (RLS service/ratelimit.go constructLimitsToCheck).
+// applyReplaces drops limited rules named in another matched limit's replaces
+// list; unlimited ones stay (RLS service/ratelimit.go constructLimitsToCheck
+// sets them aside before it applies replaces).
 func applyReplaces(limits []*limit) {
 	replaced := map[string]bool{}
 	for _, l := range limits {
@@ -452,7 +462,7 @@ func applyReplaces(limits []*limit) {
 		return
 	}
 	for i, l := range limits {
-		if l != nil && l.name != "" && replaced[l.name] {
+		if l != nil && !l.unlimited && l.name != "" && replaced[l.name] {
 			limits[i] = nil
 		}
 	}

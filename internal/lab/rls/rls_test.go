@@ -687,3 +687,34 @@ func BenchmarkShouldRateLimitGRPC(b *testing.B) {
 		}
 	})
 }
+
+// TestQuotaModeAndReplacedUnlimited: two service-level rules the lab RLS got wrong, found by the differential
+// test against the real RLS (envoyproxy/ratelimit src/service/ratelimit.go). A quota_mode rule over its limit
+// answers OK with current_limit and limit_remaining only (no duration_until_reset), and the request is not
+// rejected; the lab answered OVER_LIMIT. An unlimited rule whose name another matched rule replaces stays
+// unlimited (limit_remaining 4294967295); the lab dropped it as if it matched nothing.
+func TestQuotaModeAndReplacedUnlimited(t *testing.T) {
+	c, err := rlsconfig.ParseFile(filepath.Join("..", "..", "rlsconfig", "testdata", "matching.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := startLab(t, Options{Configs: []*rlsconfig.Config{c}})
+	for i := 0; i < 3; i++ {
+		resp := l.call(t, req("matching", []string{"quota", "q"}))
+		st := resp.GetStatuses()[0]
+		if resp.GetOverallCode() != pb.RateLimitResponse_OK || st.GetCode() != pb.RateLimitResponse_OK ||
+			st.GetCurrentLimit().GetRequestsPerUnit() != 1 || st.GetLimitRemaining() != 0 ||
+			(i > 0 && st.GetDurationUntilReset() != nil) {
+			t.Fatalf("quota_mode call %d: %v", i, resp)
+		}
+	}
+	ds := decisions(t, l.log.String())
+	if len(ds) != 3 || ds[2].Code != "OK" || ds[2].Current != 3 {
+		t.Fatalf("quota_mode decisions: %+v", ds)
+	}
+	resp := l.call(t, req("matching", []string{"free", "all"}, []string{"special", "s"}))
+	if st := resp.GetStatuses(); st[0].GetLimitRemaining() != math.MaxUint32 || st[0].GetCurrentLimit() != nil ||
+		st[1].GetCurrentLimit().GetRequestsPerUnit() != 10 {
+		t.Fatalf("replaced unlimited: %v", resp)
+	}
+}
