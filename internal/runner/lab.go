@@ -42,8 +42,15 @@ func (lp *LabPlan) labOptions() lab.Options {
 const realRLSStandIn = "grpc://127.0.0.1:0"
 
 // validate checks the lab section with the lab's own rules
-// (lab.Options.Validate) when the plan is loaded, before anything runs.
+// (lab.Options.Validate) when the plan is loaded, before anything runs, and
+// the inline RLS config with rlsconfig.Parse (bounded like a file), so that a
+// bad or hostile one stops the plan before any part starts.
 func (lp *LabPlan) validate() error {
+	if lp.RLS != nil {
+		if _, err := rlsconfig.Parse("lab.rls.config", []byte(lp.RLS.Config)); err != nil {
+			return err
+		}
+	}
 	o := lp.labOptions()
 	if lp.RLS != nil && lp.RLS.Kind == "real" {
 		o.RLS.Address = realRLSStandIn
