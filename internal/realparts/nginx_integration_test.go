@@ -100,6 +100,7 @@ func TestIntegrationNginxLifecycle(t *testing.T) {
 	if code := getID(t, n.URL()+"/hello", "life-1"); code != 200 {
 		t.Fatalf("GET: %d", code)
 	}
+	waitFor(t, func() bool { b, _ := os.ReadFile(n.AccessLogPath()); return bytes.Contains(b, []byte("life-1")) }, "the access log line of life-1")
 	// ReopenLogs: move the access log away, signal USR1, the next request goes to a new file.
 	moved := n.AccessLogPath() + ".1"
 	if err := os.Rename(n.AccessLogPath(), moved); err != nil {
@@ -108,8 +109,23 @@ func TestIntegrationNginxLifecycle(t *testing.T) {
 	if err := n.ReopenLogs(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { _, err := os.Stat(n.AccessLogPath()); return err == nil }, "a reopened access log")
+	// The master creates the new file, then tells each worker to reopen: a
+	// request may still go to the moved file until every worker has logged
+	// "reopening logs" (ngx_master_process_cycle, ngx_worker_process_cycle).
+	waitFor(t, func() bool {
+		_, err := os.Stat(n.AccessLogPath())
+		b, _ := os.ReadFile(n.ErrorLogPath())
+		for _, w := range workers {
+			if !bytes.Contains(b, []byte(fmt.Sprintf("%d#%d: reopening logs", w, w))) {
+				return false
+			}
+		}
+		return err == nil
+	}, "every nginx process to reopen its logs")
 	getID(t, n.URL()+"/again", "life-2")
+	// nginx writes the access log line in the log phase, after the response
+	// went out: wait for it rather than racing the worker.
+	waitFor(t, func() bool { b, _ := os.ReadFile(n.AccessLogPath()); return bytes.Contains(b, []byte("life-2")) }, "the access log line of life-2")
 	for path, id := range map[string]string{moved: "life-1", n.AccessLogPath(): "life-2"} {
 		recs := parseAccess(t, path)
 		if len(recs) != 1 || recs[0].ID != id || recs[0].LimitReqStatus != collectnginx.LimitReqPassed || recs[0].Upstreams[0].Addr != be.Addr() {
