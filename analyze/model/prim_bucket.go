@@ -46,7 +46,8 @@ type tbPrim struct {
 	loS, hiS []int64 // sorted lo and hi values
 	posHi    []int32 // position of each local event in hi order
 	ubT, lbT *minTree
-	uFen     fenwick
+	uFen     fenwick // under-admitted, by hi position
+	insFen   fenwick // inserted possible charges, by hi position
 	uCount   int
 	insCount int
 	t0       int64
@@ -90,7 +91,7 @@ func (t *tbPrim) init() {
 		lb[q] = -f.cumBefore(v)
 	}
 	t.ubT, t.lbT = newMinTree(ub), newMinTree(lb)
-	t.uFen = newFenwick(n)
+	t.uFen, t.insFen = newFenwick(n), newFenwick(n)
 	if n > 0 {
 		t.t0 = t.loS[0] - 1
 	}
@@ -186,6 +187,7 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 // insert counts l against every candidate hi_q <= hi[l].
 func (t *tbPrim) insert(l int32) {
 	t.lbT.add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
+	t.insFen.add(int(t.posHi[l]), 1)
 	t.insCount++
 }
 
@@ -204,28 +206,33 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 	lo := t.c.lo[l]
 	a := upperBound(t.hiS, lo)
 	n := len(t.hiS)
-	uGE, uGT := 0, 0
+	uGE := 0
 	if t.uCount > 0 {
 		uGE = t.uFen.rangeSum(lowerBound(t.hiS, lo), n)
-		uGT = t.uFen.rangeSum(a, n)
 	}
 	// l's own charge, if inserted, covers every candidate hi_q <= hi[l]:
 	// all of [0, a), and a itself when hi_a <= hi[l].
-	selfA, selfB := 0.0, 0.0
+	selfA := 0.0
 	if self {
 		selfA = p.cLo
-		if a < n && t.hiS[a] <= t.c.hi[l] {
-			selfB = p.cLo
-		}
 	}
-	lb := p.C
+	// lb with the refill (float, within eps of theta is "either") and lbX
+	// without (integer arithmetic, exact unless the limiter keeps a float
+	// level)
+	lb, lbX := math.Inf(1), p.C
 	if a > 0 {
 		m := t.lbT.min(0, a) + p.cLo*float64(uGE) + selfA
-		lb = fmin(lb, p.C+p.refill.cumBefore(lo)-p.refill.loSlack+m)
+		lb = p.C + p.refill.cumBefore(lo) - p.refill.loSlack + m
 	}
 	if a < n {
-		v := t.lbT.at(a) + p.refill.cumBefore(t.hiS[a]) + p.cLo*float64(uGT) + selfB
-		lb = fmin(lb, p.C+v)
+		// s in [lo, arrival]: no refill counted, every possible charge
+		// with hi > lo may come first (under-admitted ones never: they
+		// count only for requests surely after them)
+		cnt := t.insFen.rangeSum(a, n)
+		if self && t.c.hi[l] > lo {
+			cnt--
+		}
+		lbX = p.C - p.cLo*float64(cnt)
 	}
 	if t.c.initUnknown {
 		cnt := t.insCount + t.uCount - uGE
@@ -234,7 +241,12 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 		}
 		lb = fmin(lb, p.refill.cumBefore(lo)-p.refill.cum(t.t0)-p.refill.loSlack-p.cLo*float64(cnt))
 	}
-	return lb >= p.theta+eps, lb
+	tol := 0.0
+	if p.floatLevel {
+		tol = eps
+	}
+	ok := lb >= p.theta+eps && lbX >= p.theta+tol
+	return ok, fmin(lb, lbX)
 }
 
 func (t *tbPrim) why(reject bool, v float64) string {

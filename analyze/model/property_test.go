@@ -266,6 +266,10 @@ func runProperty(t *rapid.T, kind string) {
 			}
 		}
 		if !found {
+			for i, e := range events {
+				t.Logf("ev %d %s lo=%d hi=%d key=%s %v %s -> %s", i, e.ID, e.Lo-t0, e.Hi-t0, e.Key, e.Descriptors, e.Outcome, res.Verdicts[i])
+			}
+			t.Logf("spec %+v", spec)
 			t.Fatalf("flipping %s (%s, was %s) not reported: over %v under %v shadow %v", events[j].ID, res.Verdicts[j], events[j].Outcome, r2.Over, r2.Under, r2.Shadow)
 		}
 		if r2.Verdicts[j] != res.Verdicts[j] {
