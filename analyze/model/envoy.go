@@ -353,10 +353,10 @@ type envoyCheck struct {
 }
 
 func (m *envoyModel) bucketParams(label string, max, tpf float64, interval, period int64, ref int64) *tbParams {
-	p := &tbParams{label: label, C: max, theta: 1, cUp: 1, cLo: 1, unit: 1}
+	p := &tbParams{label: label, C: max, theta: 1, cUp: 1, cLo: 1, unit: 1, tol: levelTol}
 	if m.continuous {
 		p.refill = continuousRefill(tpf/float64(interval), ref)
-		p.floatLevel = true
+		p.floatLevel, p.tol = true, floatTol
 	} else {
 		p.refill = timerRefill(tpf, period, m.timerStart, m.phaseKnown && m.spec.Scope != ScopeConnection, ref)
 	}

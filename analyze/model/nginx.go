@@ -185,7 +185,7 @@ func (m *nginxModel) checker(ref int64) checkModel {
 			loss = 1 // rate*ms/1000 truncates less than 1 milli-request per step
 		}
 		c.params = append(c.params, &tbParams{label: z.label, C: float64(z.burst + 1000), theta: 1000, cUp: 1000,
-			cLo: 1000 + loss, unit: int64(time.Millisecond), refill: continuousRefill(float64(z.rate)/1000, refMs),
+			cLo: 1000 + loss, tol: levelTol, unit: int64(time.Millisecond), refill: continuousRefill(float64(z.rate)/1000, refMs),
 			resetIdle: 60000})
 	}
 	return c

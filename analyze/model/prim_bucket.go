@@ -6,9 +6,19 @@ import (
 	"slices"
 )
 
-// eps absorbs float rounding in level comparisons, always in the direction
-// of "either".
-const eps = 1e-6
+// eps absorbs float rounding in comparisons, always in the direction of
+// "either": the checker's own rounding for exact limiters (levelTol) and a
+// limiter that keeps a float level (floatTol, Envoy's AtomicTokenBucket:
+// double seconds since boot times tokens per second).
+const (
+	eps      = 1e-6
+	levelTol = 1e-12
+	floatTol = 1e-4
+)
+
+// slack is the tolerance of a level computed from refill sums of magnitude
+// mag: the limiter's own tolerance plus the checker's float rounding.
+func (p *tbParams) slack(mag float64) float64 { return p.tol + 1e-15*math.Abs(mag) }
 
 // tbParams is a token bucket as the checker sees it, in level units: a
 // request passes iff the level is >= theta and then takes cUp (cLo: the most
@@ -29,6 +39,9 @@ type tbParams struct {
 	// floatLevel: the limiter keeps its level in floating point, so even an
 	// instant burst may come out one short (Envoy's AtomicTokenBucket).
 	floatLevel bool
+	// tol: how far the limiter's own arithmetic may be from the exact level;
+	// a level that close to the threshold is "either".
+	tol float64
 }
 
 func (p *tbParams) countsAll() bool { return false }
@@ -179,9 +192,11 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 	ub := p.C
 	if from < to {
 		m := t.ubT.min(from, to)
-		ub = fmin(ub, p.C+p.refill.cum(t.c.hi[l])+p.refill.upSlack+m)
+		h := p.refill.cum(t.c.hi[l])
+		ub = fmin(ub, p.C+h+p.refill.upSlack+m)
+		return ub < p.theta-p.slack(h), ub
 	}
-	return ub < p.theta-eps, ub
+	return ub < p.theta-p.tol, ub
 }
 
 // insert counts l against every candidate hi_q <= hi[l].
@@ -220,9 +235,10 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 	// without (integer arithmetic, exact unless the limiter keeps a float
 	// level)
 	lb, lbX := math.Inf(1), p.C
+	h := p.refill.cumBefore(lo)
 	if a > 0 {
 		m := t.lbT.min(0, a) + p.cLo*float64(uGE) + selfA
-		lb = p.C + p.refill.cumBefore(lo) - p.refill.loSlack + m
+		lb = p.C + h - p.refill.loSlack + m
 	}
 	if a < n {
 		// s in [lo, arrival]: no refill counted, every possible charge
@@ -239,13 +255,13 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 		if self {
 			cnt--
 		}
-		lb = fmin(lb, p.refill.cumBefore(lo)-p.refill.cum(t.t0)-p.refill.loSlack-p.cLo*float64(cnt))
+		lb = fmin(lb, h-p.refill.cum(t.t0)-p.refill.loSlack-p.cLo*float64(cnt))
 	}
-	tol := 0.0
+	tolX := 0.0
 	if p.floatLevel {
-		tol = eps
+		tolX = p.tol
 	}
-	ok := lb >= p.theta+eps && lbX >= p.theta+tol
+	ok := lb >= p.theta+p.slack(h) && lbX >= p.theta+tolX
 	return ok, fmin(lb, lbX)
 }
 
@@ -319,7 +335,7 @@ func (t *tbPrim) findings() []WindowFinding {
 			continue
 		}
 		worst := -tr.min(from, to) - p.refill.cum(b) - p.refill.upSlack // cUp*cnt - F
-		if ex := worst - (p.C - p.theta + p.cUp); ex > eps {
+		if ex := worst - (p.C - p.theta + p.cUp); ex > p.slack(p.refill.cum(b)) {
 			windows++
 			if ex > bestExcess {
 				bestExcess, bestB = ex, b
@@ -360,7 +376,7 @@ func (t *tbPrim) findings() []WindowFinding {
 			bestA, bestCnt, bestVal = a, k, v
 		}
 	}
-	maxN := int(math.Floor((p.C-p.theta+p.refill.maxOver(bestA, bestB))/p.cUp+eps)) + 1
+	maxN := int(math.Floor((p.C-p.theta+p.refill.maxOver(bestA, bestB))/p.cUp+p.slack(p.refill.cum(bestB)))) + 1
 	if maxN < 0 {
 		maxN = 0
 	}
@@ -456,7 +472,8 @@ func (t *tbPrim) upperDP(pts []int64) int {
 				v = capTerm.min(lowerBound(pts, t.latestReset(y)), i)
 			}
 			if !math.IsInf(v, 1) {
-				u = fmin(u, math.Floor((v+p.C-p.theta+p.refill.cum(y)+p.refill.upSlack)/p.cUp+eps)+1)
+				h := p.refill.cum(y)
+				u = fmin(u, math.Floor((v+p.C-p.theta+h+p.refill.upSlack)/p.cUp+p.slack(h))+1)
 			}
 		}
 		if u < 0 {
@@ -494,10 +511,11 @@ func (t *tbPrim) lowerDP(pts []int64) int {
 		l0 = 0
 	}
 	t0 := pts[0] - 1
-	more := func(y float64) float64 { return math.Ceil(y - eps) } // least integer D with D > y, rounding-tolerant
+	// least integer D with D > y, rounding-tolerant (mag: refill magnitude)
+	more := func(y, mag float64) float64 { return math.Ceil(y - p.slack(mag)/p.cLo) }
 	step := math.Floor((p.C-p.theta)/p.cUp) + 1                   // D(y-, y) > (C-theta)/c exactly
 	if p.floatLevel {
-		step = more((p.C - p.theta) / p.cUp)
+		step = more((p.C-p.theta)/p.cUp, 0)
 	}
 	bestM := math.Inf(1) // min over s of cLo*LB(s) + C - theta - cum(s)
 	bestV := math.Inf(1) // min over tau of V(tau) - Klo(tau)
@@ -512,8 +530,9 @@ func (t *tbPrim) lowerDP(pts []int64) int {
 		}
 		// R(y): a rejection at y
 		r := prev + step // s = y-: just before the requests at y
-		r = fmin(r, more((l0-p.theta+p.refill.cumBefore(y)-p.refill.cum(t0)-p.refill.loSlack)/p.cLo))
-		r = fmin(r, more((bestM+p.refill.cumBefore(y)-p.refill.loSlack)/p.cLo))
+		h := p.refill.cumBefore(y)
+		r = fmin(r, more((l0-p.theta+h-p.refill.cum(t0)-p.refill.loSlack)/p.cLo, h))
+		r = fmin(r, more((bestM+h-p.refill.loSlack)/p.cLo, h))
 		klo, khi := float64(nLo), float64(nHi)
 		v := fmin(bestV, r-klo)
 		lb := fmin(khi, v+khi)

@@ -48,7 +48,7 @@ func (s *tbSim) Offer(r Request) Decision {
 
 func (m *tokenBucketModel) checker(ref int64) checkModel {
 	p := &tbParams{label: fmt.Sprintf("token bucket %g at %g/s", m.spec.Capacity, m.spec.RatePerSec),
-		C: m.spec.Capacity, theta: 1, cUp: 1, cLo: 1, unit: 1,
+		C: m.spec.Capacity, theta: 1, cUp: 1, cLo: 1, unit: 1, tol: levelTol,
 		refill: continuousRefill(m.spec.RatePerSec/1e9, ref)}
 	return singleBucketModel{p: p}
 }
