@@ -513,7 +513,7 @@ func (t *tbPrim) lowerDP(pts []int64) int {
 	t0 := pts[0] - 1
 	// least integer D with D > y, rounding-tolerant (mag: refill magnitude)
 	more := func(y, mag float64) float64 { return math.Ceil(y - p.slack(mag)/p.cLo) }
-	step := math.Floor((p.C-p.theta)/p.cUp) + 1                   // D(y-, y) > (C-theta)/c exactly
+	step := math.Floor((p.C-p.theta)/p.cUp) + 1 // D(y-, y) > (C-theta)/c exactly
 	if p.floatLevel {
 		step = more((p.C-p.theta)/p.cUp, 0)
 	}
