@@ -732,42 +732,41 @@ func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []Wi
 			}
 		}
 	}
-	name := bd.Bucket
-	if name == "" {
+	name := fmt.Sprintf("bucket %q", bd.Bucket)
+	if pl == nil {
 		name = "run"
+	}
+	// pick names k members accepted by keep, latest hi first or earliest lo
+	// first
+	pick := func(keep func(Outcome) bool, latest bool, k int) []string {
+		var sel []int32
+		for _, g := range members {
+			if keep(events[g].Outcome) {
+				sel = append(sel, g)
+			}
+		}
+		slices.SortFunc(sel, func(x, y int32) int {
+			if latest {
+				return cmp64(events[y].Hi, events[x].Hi)
+			}
+			return cmp64(events[x].Lo, events[y].Lo)
+		})
+		var out []string
+		for _, g := range sel[:min(k, len(sel))] {
+			out = append(out, events[g].ID)
+		}
+		return out
 	}
 	var out []WindowFinding
 	if bd.Admitted > bd.Max {
-		var adm []int32
-		for _, g := range members {
-			if events[g].Outcome == Admitted && !admitUncertain {
-				adm = append(adm, g)
-			}
-		}
-		slices.SortFunc(adm, func(x, y int32) int { return cmp64(events[y].Hi, events[x].Hi) })
-		k := min(bd.Admitted-bd.Max, len(adm))
-		f := WindowFinding{Bucket: bd.Bucket, TooMany: true, Admitted: bd.Admitted, Limit: bd.Max, Windows: 1}
-		for _, g := range adm[:k] {
-			f.IDs = append(f.IDs, events[g].ID)
-		}
-		f.Why = fmt.Sprintf("%s: %d admitted, the model admits at most %d of the %d offered", name, bd.Admitted, bd.Max, bd.Offered)
-		out = append(out, f)
+		out = append(out, WindowFinding{Bucket: bd.Bucket, TooMany: true, Admitted: bd.Admitted, Limit: bd.Max, Windows: 1,
+			IDs: pick(func(o Outcome) bool { return o == Admitted && !admitUncertain }, true, bd.Admitted-bd.Max),
+			Why: fmt.Sprintf("%s: %d admitted, the model admits at most %d of the %d offered", name, bd.Admitted, bd.Max, bd.Offered)})
 	}
 	if bd.Possible < bd.Min {
-		var rej []int32
-		for _, g := range members {
-			if o := events[g].Outcome; o == Rejected || o == ShadowRejected {
-				rej = append(rej, g)
-			}
-		}
-		slices.SortFunc(rej, func(x, y int32) int { return cmp64(events[x].Lo, events[y].Lo) })
-		k := min(bd.Min-bd.Possible, len(rej))
-		f := WindowFinding{Bucket: bd.Bucket, TooMany: false, Admitted: bd.Possible, Limit: bd.Min, Windows: 1}
-		for _, g := range rej[:k] {
-			f.IDs = append(f.IDs, events[g].ID)
-		}
-		f.Why = fmt.Sprintf("%s: at most %d admitted, the model admits at least %d of the %d offered", name, bd.Possible, bd.Min, bd.Offered)
-		out = append(out, f)
+		out = append(out, WindowFinding{Bucket: bd.Bucket, Admitted: bd.Possible, Limit: bd.Min, Windows: 1,
+			IDs: pick(func(o Outcome) bool { return o == Rejected || o == ShadowRejected }, false, bd.Min-bd.Possible),
+			Why: fmt.Sprintf("%s: at most %d admitted, the model admits at least %d of the %d offered", name, bd.Possible, bd.Min, bd.Offered)})
 	}
 	return out
 }

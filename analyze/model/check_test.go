@@ -280,3 +280,31 @@ func TestUnknownInitialState(t *testing.T) {
 		t.Errorf("unknown initial state: under %v windows %+v", ids(res.Under), res.Windows)
 	}
 }
+
+// nginx frees a key idle for 60 s when another key's node is created
+// (ngx_http_limit_req_expire): the key comes back full, so with several keys
+// a long-idle key's state is unknown.
+func TestNginxIdleKeyMayBeFreed(t *testing.T) {
+	spec := Spec{Kind: KindNginxLimitReq, Rate: "1r/m"}
+	k := func(id, key string, atMs float64, o Outcome) Event {
+		e := ev(id, atMs, atMs+1, o)
+		e.Key = key
+		return e
+	}
+	// one key: 61 s after an admission there is 0.976 request of room
+	one := []Event{k("a", "k1", 0, Admitted), k("b", "k1", 61_000, Admitted)}
+	if res := check(t, spec, one, Options{}); !slices.Equal(ids(res.Over), []string{"b"}) {
+		t.Fatalf("one key: over %v, want b", ids(res.Over))
+	}
+	// another key created after 60 s idle may have freed k1
+	two := []Event{k("a", "k1", 0, Admitted), k("x", "k2", 60_500, Admitted), k("b", "k1", 61_000, Admitted)}
+	res := check(t, spec, two, Options{})
+	if v, why := res.Validity(); v != Valid || res.Verdicts[2] != Either {
+		t.Errorf("k1 after 61 s idle with another key: %s %v (verdict %s)", v, why, res.Verdicts[2])
+	}
+	// within 60 s nothing can be freed: 30 s after an admission, no room
+	early := []Event{k("a", "k1", 0, Admitted), k("x", "k2", 20_000, Admitted), k("b", "k1", 30_000, Admitted)}
+	if res := check(t, spec, early, Options{}); !slices.Equal(ids(res.Over), []string{"b"}) {
+		t.Errorf("30 s: over %v, want b", ids(res.Over))
+	}
+}

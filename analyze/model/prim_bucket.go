@@ -150,12 +150,20 @@ func resetCover(lo, hi []int64, admitted []bool, idle int64) []coverIv {
 	return merged
 }
 
-// latestReset returns the latest time <= y at which the bucket may have
-// been recreated full, or math.MinInt64 when it cannot have been.
-func (t *tbPrim) latestReset(y int64) int64 {
+// resetFloor returns the time after which every admission counted toward
+// the level at y is safe from a reset: a reset frees a key idle resetIdle or
+// more, so it can only undo admissions at least resetIdle before the latest
+// reset point <= y. math.MinInt64 when the bucket is never recreated.
+func (t *tbPrim) resetFloor(y int64) int64 {
 	if t.cover == nil {
 		return math.MinInt64
 	}
+	return t.latestReset(y) - t.p.resetIdle
+}
+
+// latestReset returns the latest time <= y at which the bucket may have
+// been recreated full (cover != nil).
+func (t *tbPrim) latestReset(y int64) int64 {
 	lo, hi := 0, len(t.cover)
 	for lo < hi { // first interval with a > y
 		m := int(uint(lo+hi) >> 1)
@@ -186,7 +194,7 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 	}
 	from := 0
 	if t.cover != nil {
-		from = upperBound(t.loS, t.latestReset(t.c.hi[l]))
+		from = upperBound(t.loS, t.resetFloor(t.c.hi[l]))
 	}
 	to := upperBound(t.loS, t.c.lo[l])
 	ub := p.C
@@ -328,7 +336,7 @@ func (t *tbPrim) findings() []WindowFinding {
 		}
 		from := 0
 		if t.cover != nil {
-			from = upperBound(loS, t.latestReset(b))
+			from = upperBound(loS, t.resetFloor(b))
 		}
 		to := upperBound(loS, b)
 		if from >= to {
@@ -361,7 +369,7 @@ func (t *tbPrim) findings() []WindowFinding {
 		}
 		return 0
 	})
-	from := t.latestReset(bestB)
+	from := t.resetFloor(bestB)
 	bestA, bestCnt, bestVal := int64(0), 0, math.Inf(-1)
 	for k := 0; k < len(in); {
 		a := c.lo[in[k]]
@@ -449,9 +457,13 @@ func (t *tbPrim) upperDP(pts []int64) int {
 	slices.Sort(loAll)
 	hiAll := t.hiS
 	m := len(pts)
-	var capTerm *pointMinTree // cUp*U(s) - cum(s) per point, when resets bound s
+	var capTerm *minTree // cUp*U(s) - cum(s) per point, when resets bound s
 	if t.cover != nil {
-		capTerm = newPointMinTree(m)
+		unset := make([]float64, m)
+		for i := range unset {
+			unset[i] = math.Inf(1)
+		}
+		capTerm = newMinTree(unset)
 	}
 	bestCap := math.Inf(1)
 	bestArr := math.Inf(1) // min over s of U(s) - #{hi <= s}
@@ -469,7 +481,7 @@ func (t *tbPrim) upperDP(pts []int64) int {
 		if !t.noUpper && i > 0 {
 			v := bestCap
 			if capTerm != nil {
-				v = capTerm.min(lowerBound(pts, t.latestReset(y)), i)
+				v = capTerm.min(upperBound(pts, t.resetFloor(y)), i)
 			}
 			if !math.IsInf(v, 1) {
 				h := p.refill.cum(y)

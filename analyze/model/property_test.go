@@ -136,7 +136,7 @@ func genArrivals(t *rapid.T, kind string) []genReq {
 		start := t0 + rapid.Int64Range(0, int64(3*time.Second)).Draw(t, "start")
 		n := rapid.IntRange(1, 25).Draw(t, "n")
 		at := start
-		pattern := rapid.IntRange(0, 2).Draw(t, "pattern")
+		pattern := rapid.IntRange(0, 3).Draw(t, "pattern")
 		period := rapid.SampledFrom([]int64{int64(time.Millisecond), int64(10 * time.Millisecond), int64(45 * time.Millisecond),
 			int64(100 * time.Millisecond), int64(330 * time.Millisecond)}).Draw(t, "period")
 		for i := 0; i < n; i++ {
@@ -156,6 +156,11 @@ func genArrivals(t *rapid.T, kind string) []genReq {
 			case 2: // Poisson-ish: exponential gaps by inverse transform on a grid
 				u := rapid.Float64Range(0.001, 1).Draw(t, "u")
 				at += int64(float64(period) * -logf(u))
+			case 3: // sparse: long idle gaps (nginx frees keys idle for 60 s)
+				at += rapid.SampledFrom([]int64{int64(20 * time.Second), int64(59 * time.Second), int64(61 * time.Second)}).Draw(t, "idle")
+				if i > 4 {
+					i = n
+				}
 			}
 		}
 	}

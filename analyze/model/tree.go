@@ -105,6 +105,14 @@ func (m *minTree) min(l, r int) float64 {
 	return res
 }
 
+// set assigns value i.
+func (m *minTree) set(i int, v float64) {
+	p := i + m.n
+	m.push(p)
+	m.t[p] = v
+	m.build(p)
+}
+
 // at returns value i.
 func (m *minTree) at(i int) float64 {
 	p := i + m.n
@@ -178,48 +186,6 @@ func floorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
-}
-
-// pointMinTree is a segment tree with point assignment and range minimum.
-type pointMinTree struct {
-	n int
-	t []float64
-}
-
-func newPointMinTree(n int) *pointMinTree {
-	if n == 0 {
-		n = 1
-	}
-	t := make([]float64, 2*n)
-	for i := range t {
-		t[i] = math.Inf(1)
-	}
-	return &pointMinTree{n: n, t: t}
-}
-
-func (m *pointMinTree) set(i int, v float64) {
-	i += m.n
-	m.t[i] = v
-	for i > 1 {
-		i >>= 1
-		m.t[i] = fmin(m.t[2*i], m.t[2*i+1])
-	}
-}
-
-// min returns the minimum over [l, r) (+Inf when empty).
-func (m *pointMinTree) min(l, r int) float64 {
-	res := math.Inf(1)
-	for l, r = l+m.n, r+m.n; l < r; l, r = l>>1, r>>1 {
-		if l&1 == 1 {
-			res = fmin(res, m.t[l])
-			l++
-		}
-		if r&1 == 1 {
-			r--
-			res = fmin(res, m.t[r])
-		}
-	}
-	return res
 }
 
 func fmin(a, b float64) float64 {
