@@ -358,7 +358,14 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 			lo, hi := e.Lo-widen, e.Hi+widen
 			bk.ev = append(bk.ev, int32(i))
 			bk.lo = append(bk.lo, floorDiv(lo, u))
-			bk.hi = append(bk.hi, floorDiv(hi, u))
+			if u > 1 {
+				// a coarse clock of its own (nginx's cached monotonic ms):
+				// its ticks are offset from the clients' clock by up to one
+				// unit, so floor(hi)+1 bounds its reading
+				bk.hi = append(bk.hi, floorDiv(hi, u)+1)
+			} else {
+				bk.hi = append(bk.hi, hi)
+			}
 			bk.mid = append(bk.mid, floorDiv(lo+(hi-lo)/2, u))
 			sure, poss := charge(e.Outcome, ref.params.countsAll(), pl.chain, k, refs, admitUncertain)
 			bk.sure = append(bk.sure, sure)

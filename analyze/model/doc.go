@@ -58,9 +58,18 @@
 //
 // A request with no response gets Hi = its deadline (send + timeout). A
 // clock offset between the clients and the limiter goes in Options.Widen.
-// nginx decides on a cached millisecond clock: the checker turns each
-// interval into [floor(Lo), floor(Hi)] milliseconds, so the truncation and
-// the event-loop lag (which lies inside [send, send+latency]) are covered.
+// nginx decides on a cached millisecond clock of its own (monotonic, its
+// ticks offset from the clients' clock by an unknown fraction of a ms): the
+// checker turns each interval into [floor(Lo), floor(Hi)+1] milliseconds, so
+// the truncation, the offset and the event-loop lag (which lies inside
+// [send, send+latency]) are covered.
+//
+// For a limiter that does not enforce every rejection (nginx dry run, an RLS
+// rule in shadow_mode, Envoy's filter_enforced below 100 %), give the
+// limiter's own decision when the evidence shows it (ShadowRejected, and
+// Options.ShadowVisible): otherwise an Admitted request may have been
+// rejected by the limiter's state, and a must-reject one is reported under
+// Result.Shadow (would have rejected), not as a violation.
 //
 // # Soundness: "either", never a false FAIL
 //
@@ -103,6 +112,21 @@
 // of N requests arriving together) makes a limiter that rejects everything
 // FAIL. Findings name the excess admissions (latest possible arrivals) or
 // the rejections that should have passed.
+//
+// Verdicts are relative to the other requests' outcomes: when a burst is
+// admitted short, every rejected request of it had room given the others'
+// outcomes and is named under-admitted, while the count finding gives the
+// shortfall itself.
+//
+// What the checker leaves to "either" (sound, not exact): an Envoy wildcard
+// descriptor with more distinct values than max_dynamic_descriptors (an
+// eviction may refill a bucket at any time, so no upper bound is derived for
+// it); an nginx key idle for 60 s or more in a zone with several keys (it
+// may have been freed and come back full); the timing of Envoy's refill timer
+// beyond its phase (a lagging timer is covered by Options.Widen); nginx with
+// several workers, whose zones are not updated atomically across limit_req
+// directives; the order of Envoy descriptors of equal fill rate, which Envoy
+// leaves unspecified (both orders are allowed).
 //
 // Result.Validity gives Jepsen's tri-valued verdict: invalid with reasons,
 // valid, or unknown when nothing was observed. Result.Uncertainty reports
