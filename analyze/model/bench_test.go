@@ -31,13 +31,15 @@ func benchEvents(m Model, n, keys int) []Event {
 	return events
 }
 
-func benchCheck(b *testing.B, spec Spec, n int) {
+func benchCheck(b *testing.B, spec Spec, n int) { benchCheckOpts(b, spec, n, Options{}) }
+
+func benchCheckOpts(b *testing.B, spec Spec, n int, opts Options) {
 	m := MustNew(spec)
 	events := benchEvents(m, n, 16)
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {
-		if _, err := Check(m, events, Options{}); err != nil {
+		if _, err := Check(m, events, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -69,4 +71,24 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCheckTokenBucket1MNoTiming skips the second pass that attributes
+// "either" verdicts to timing.
+func BenchmarkCheckTokenBucket1MNoTiming(b *testing.B) {
+	benchCheckOpts(b, Spec{Kind: KindTokenBucket, Capacity: 100, RatePerSec: 1000 / 16}, 1_000_000, Options{NoTimingReport: true})
+}
+
+// BenchmarkSimulateNginx1M: the exact simulator alone.
+func BenchmarkSimulateNginx1M(b *testing.B) {
+	m := MustNew(Spec{Kind: KindNginxLimitReq, Rate: "60r/s", Burst: 20})
+	reqs := make([]Request, 1_000_000)
+	for i := range reqs {
+		reqs[i] = Request{At: t0 + int64(i)*int64(time.Millisecond)/2, Key: fmt.Sprintf("k%d", i%16)}
+	}
+	b.ResetTimer()
+	for range b.N {
+		Simulate(m, reqs, 1)
+	}
+	b.ReportMetric(float64(len(reqs))*float64(b.N)/b.Elapsed().Seconds(), "requests/s")
 }
