@@ -129,7 +129,7 @@ type WindowFinding struct {
 // intervals (computed from the requests that may have arrived, not from
 // their outcomes).
 type Bound struct {
-	Bucket   string // "" for the run total
+	Bucket   string // "key", "key|default", "zone|key"...; empty in Result.Total
 	From, To int64  // window bounds, unix ns; 0, 0 for a whole bucket or run
 	Offered  int    // requests that may have reached it
 	Min, Max int    // the model's admitted count lies in [Min, Max]
@@ -154,9 +154,9 @@ type Uncertainty struct {
 type Result struct {
 	// Verdicts has one verdict per event, in input order.
 	Verdicts []Verdict
-	// MustAdmit and MustRej count the decided verdicts; Observed the events
+	// MustAdmit and MustReject count the decided verdicts; Observed the events
 	// with an outcome other than Unknown.
-	MustAdmit, MustRej, Observed int
+	MustAdmit, MustReject, Observed int
 	// Over: admitted where the model must reject. Under: rejected where it
 	// must admit (or rejected by a limiter that never enforces). Shadow:
 	// passed a limiter that does not enforce every rejection where the model
@@ -269,16 +269,16 @@ type prim interface {
 
 // primCtx is one bucket's events as its primitive sees them.
 type primCtx struct {
-	name                string
-	unit                int64
-	lo, hi              []int64
-	known, admitted     []bool
-	admittedSure        []bool
-	rejected            []bool
-	siblings            int
-	initUnknown         bool
-	ids                 func([]int32) []string
-	sure, poss, singles []bool
+	name            string
+	unit            int64
+	lo, hi          []int64
+	known, admitted []bool
+	admittedSure    []bool
+	rejected        []bool
+	siblings        int
+	initUnknown     bool
+	ids             func([]int32) []string
+	sure, poss      []bool
 }
 
 type bucket struct {
@@ -566,7 +566,7 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 			// cannot both hold for consistent bounds; stay sound
 		case so.mustR[j]:
 			v = MustReject
-			res.MustRej++
+			res.MustReject++
 		case so.mustA[j]:
 			v = MustAdmit
 			res.MustAdmit++

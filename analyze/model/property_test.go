@@ -13,12 +13,16 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestMain pins rapid's seed (deterministic runs; -rapid.seed=N overrides)
-// and keeps it from writing fail files into testdata.
+// TestMain pins rapid's seed (deterministic runs; -rapid.seed=N overrides),
+// runs 300 cases per property unless -rapid.checks says otherwise, and keeps
+// rapid from writing fail files into testdata.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if f := flag.Lookup("rapid.seed"); f != nil && f.Value.String() == "0" {
 		_ = flag.Set("rapid.seed", "20261201")
+	}
+	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == "100" {
+		_ = flag.Set("rapid.checks", "300")
 	}
 	_ = flag.Set("rapid.nofailfile", "true")
 	os.Exit(m.Run())
@@ -310,9 +314,17 @@ func TestPropertySlidingCounter(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) { runProperty(t, KindSlidingCounter) })
 }
 
+// TestPropertyZStats runs after the property tests (file order) and checks
+// that they judged something: decided verdicts and flips in every model.
 func TestPropertyZStats(t *testing.T) {
 	for _, k := range Kinds() {
 		s := propStats[k]
+		if s[0] == 0 {
+			t.Skipf("%s: the property tests did not run (-run filter)", k)
+		}
 		t.Logf("%s: cases %d, events %d, decided %d, flips %d", k, s[0], s[1], s[2], s[3])
+		if s[2] == 0 || s[3] == 0 {
+			t.Errorf("%s: no decided verdict or no flip: the property test checks nothing", k)
+		}
 	}
 }
