@@ -1,0 +1,94 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchEvents builds n requests at about 2x the rate of a 1000/s bucket
+// over 16 keys, simulated exactly, with send-to-response intervals of
+// 0.2-2 ms around the true decision time.
+func benchEvents(m Model, n, keys int) []Event {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sim := m.NewSimulator(1)
+	events := make([]Event, n)
+	at := t0
+	for i := range events {
+		at += int64(rng.ExpFloat64() * float64(time.Second) / 2000 / float64(1))
+		key := fmt.Sprintf("k%d", rng.IntN(keys))
+		d := sim.Offer(Request{At: at, Key: key})
+		o := Rejected
+		if d.Admit {
+			o = Admitted
+		}
+		lo := at - rng.Int64N(int64(time.Millisecond))
+		hi := at + rng.Int64N(int64(time.Millisecond))
+		events[i] = Event{ID: fmt.Sprintf("id-%d", i), Lo: lo, Hi: hi, Key: key, Outcome: o}
+	}
+	return events
+}
+
+func benchCheck(b *testing.B, spec Spec, n int) { benchCheckOpts(b, spec, n, Options{}) }
+
+func benchCheckOpts(b *testing.B, spec Spec, n int, opts Options) {
+	m := MustNew(spec)
+	events := benchEvents(m, n, 16)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Check(m, events, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	cpu := (cpuTime() - cpu0).Seconds()
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	// the machine may be shared: events per CPU second is the stable figure
+	b.ReportMetric(float64(n)*float64(b.N)/cpu, "events/cpu-s")
+}
+
+func BenchmarkCheckTokenBucket1M(b *testing.B) {
+	benchCheck(b, Spec{Kind: KindTokenBucket, Capacity: 100, RatePerSec: 1000 / 16}, 1_000_000)
+}
+
+func BenchmarkCheckNginx1M(b *testing.B) {
+	benchCheck(b, Spec{Kind: KindNginxLimitReq, Rate: "60r/s", Burst: 20, NoDelay: true}, 1_000_000)
+}
+
+func BenchmarkCheckFixedWindow1M(b *testing.B) {
+	benchCheck(b, Spec{Kind: KindFixedWindow, Limit: 60, Unit: "second"}, 1_000_000)
+}
+
+func BenchmarkCheckSlidingLog1M(b *testing.B) {
+	benchCheck(b, Spec{Kind: KindSlidingLog, Limit: 60, Window: Duration(time.Second), Count: CountAdmitted}, 1_000_000)
+}
+
+// cpuTime returns the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkCheckTokenBucket1MNoTiming skips the second pass that attributes
+// "either" verdicts to timing.
+func BenchmarkCheckTokenBucket1MNoTiming(b *testing.B) {
+	benchCheckOpts(b, Spec{Kind: KindTokenBucket, Capacity: 100, RatePerSec: 1000 / 16}, 1_000_000, Options{NoTimingReport: true})
+}
+
+// BenchmarkSimulateNginx1M: the exact simulator alone.
+func BenchmarkSimulateNginx1M(b *testing.B) {
+	m := MustNew(Spec{Kind: KindNginxLimitReq, Rate: "60r/s", Burst: 20})
+	reqs := make([]Request, 1_000_000)
+	for i := range reqs {
+		reqs[i] = Request{At: t0 + int64(i)*int64(time.Millisecond)/2, Key: fmt.Sprintf("k%d", i%16)}
+	}
+	b.ResetTimer()
+	for range b.N {
+		Simulate(m, reqs, 1)
+	}
+	b.ReportMetric(float64(len(reqs))*float64(b.N)/b.Elapsed().Seconds(), "requests/s")
+}

@@ -1,0 +1,785 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Outcome is what was observed of one request at the limiter.
+type Outcome uint8
+
+const (
+	// Unknown: no response; the request may or may not have reached the
+	// limiter, and may have been admitted.
+	Unknown Outcome = iota
+	// Admitted: the request passed the limiter (a receipt, or a response
+	// that came from upstream), whatever the backend answered.
+	Admitted
+	// Rejected: the limiter answered it (429/503 of the limiter, OVER_LIMIT).
+	Rejected
+	// ShadowRejected: the request passed, but the limiter recorded that its
+	// state rejected it (nginx REJECTED_DRY_RUN, an RLS shadow_mode rule over
+	// its limit, Envoy's not-enforced marker).
+	ShadowRejected
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Admitted:
+		return "admitted"
+	case Rejected:
+		return "rejected"
+	case ShadowRejected:
+		return "shadow-rejected"
+	}
+	return "unknown"
+}
+
+// Verdict is what the model says of one request, given the other requests'
+// observed outcomes and every schedule their intervals allow.
+type Verdict uint8
+
+const (
+	// Either: some consistent schedule admits it and another rejects it (or
+	// the checker cannot tell).
+	Either Verdict = iota
+	// MustAdmit: every consistent schedule admits it.
+	MustAdmit
+	// MustReject: every consistent schedule rejects it.
+	MustReject
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case MustAdmit:
+		return "must admit"
+	case MustReject:
+		return "must reject"
+	}
+	return "either"
+}
+
+// Event is one request as the checker sees it. Its decision at the limiter
+// happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the package
+// doc for how to derive them. Key, Descriptors and Vars are as in Request.
+type Event struct {
+	ID          string
+	Lo, Hi      int64
+	Key         string
+	Descriptors []Descriptor
+	Vars        map[string]string
+	Outcome     Outcome
+}
+
+// Options tunes Check.
+type Options struct {
+	// Widen is added to both ends of every interval (clock offset between
+	// the clients and the limiter, timer lag).
+	Widen time.Duration
+	// UnknownInitialState: the limiter may have served other traffic before
+	// the first event, so its state then is unknown (a bucket anywhere from
+	// empty to full). Only lower bounds change: a fresh, full bucket is the
+	// default.
+	UnknownInitialState bool
+	// ShadowVisible: for a limiter that does not enforce every rejection
+	// (dry run, shadow mode, filter_enforced below 100 %), the outcomes tell
+	// ShadowRejected apart from Admitted (nginx $limit_req_status, Envoy's
+	// request_headers_to_add_when_not_enforced). Without it an Admitted
+	// request of such a limiter may have been rejected by its state.
+	ShadowVisible bool
+	// NoTimingReport skips the second pass that counts how many "either"
+	// verdicts come from timing uncertainty (Uncertainty.EitherFromTiming).
+	NoTimingReport bool
+}
+
+// Violation is one request whose outcome contradicts its verdict.
+type Violation struct {
+	ID      string
+	Index   int // position in the events given to Check
+	Verdict Verdict
+	Outcome Outcome
+	Bucket  string // the bucket or window that decides
+	Why     string
+}
+
+// WindowFinding is a count that cannot happen under the model: too many
+// admissions surely inside a window (TooMany) or too few among the requests
+// that may lie in it. From and To are unix ns (both 0: the whole run).
+type WindowFinding struct {
+	Bucket   string
+	From, To int64
+	TooMany  bool
+	Admitted int // observed: surely inside (TooMany) or possibly inside
+	Limit    int // the most (TooMany) or the fewest the model allows
+	// Windows counts the distinct windows found in breach (the finding
+	// describes the worst).
+	Windows int
+	// IDs names the excess admissions (latest possible arrivals first) or
+	// the rejections that should have been admitted (earliest first).
+	IDs []string
+	Why string
+}
+
+// Bound is the admitted count of one bucket (a key and, for Envoy, a
+// descriptor or the default bucket; for nginx a zone and key), one fixed
+// window of it, or the run, over every schedule consistent with the offered
+// intervals (computed from the requests that may have arrived, not from
+// their outcomes).
+type Bound struct {
+	Bucket   string // "key", "key|default", "zone|key"...; empty in Result.Total
+	From, To int64  // window bounds, unix ns; 0, 0 for a whole bucket or run
+	Offered  int    // requests that may have reached it
+	Min, Max int    // the model's admitted count lies in [Min, Max]
+	Admitted int    // observed admissions surely in it
+	Possible int    // observed admissions or no-responses possibly in it
+}
+
+// Holds reports whether the observation fits the bound: no more sure
+// admissions than Max and no fewer possible ones than Min.
+func (b Bound) Holds() bool { return b.Admitted <= b.Max && b.Possible >= b.Min }
+
+// Uncertainty reports how wide the timing uncertainty was.
+type Uncertainty struct {
+	MaxWidth, MedianWidth, P99Width time.Duration
+	// Either counts the requests judged "either"; EitherFromTiming those of
+	// them that exact arrival times (each interval's midpoint) would have
+	// decided.
+	Either, EitherFromTiming int
+}
+
+// Result is the outcome of Check.
+type Result struct {
+	// Verdicts has one verdict per event, in input order.
+	Verdicts []Verdict
+	// MustAdmit and MustReject count the decided verdicts; Observed the events
+	// with an outcome other than Unknown.
+	MustAdmit, MustReject, Observed int
+	// Over: admitted where the model must reject. Under: rejected where it
+	// must admit (or rejected by a limiter that never enforces). Shadow:
+	// passed a limiter that does not enforce every rejection where the model
+	// must reject: would-have-rejected, not a violation.
+	Over, Under, Shadow []Violation
+	// Windows are count findings (window, bucket and run level).
+	Windows []WindowFinding
+	// Buckets has one bound per bucket (sorted by name), WindowBounds one
+	// per fixed window, Total the run's.
+	Buckets      []Bound
+	WindowBounds []Bound
+	Total        Bound
+	Uncertainty  Uncertainty
+}
+
+// Validity is Jepsen's tri-valued :valid?.
+type Validity string
+
+const (
+	Valid   Validity = "valid"
+	Invalid Validity = "invalid"
+	// UnknownValidity: nothing was checked (no request with an observed
+	// outcome).
+	UnknownValidity Validity = "unknown"
+)
+
+// Validity returns the verdict of the check and the reasons behind it:
+// invalid if any violation or count finding, unknown if no request had an
+// observed outcome, valid otherwise.
+func (r *Result) Validity() (Validity, []string) {
+	var why []string
+	if n := len(r.Over); n > 0 {
+		why = append(why, fmt.Sprintf("%d over-admitted (%s)", n, firstIDs(r.Over)))
+	}
+	if n := len(r.Under); n > 0 {
+		why = append(why, fmt.Sprintf("%d under-admitted (%s)", n, firstIDs(r.Under)))
+	}
+	for _, w := range r.Windows {
+		why = append(why, w.Why)
+	}
+	if len(why) > 0 {
+		return Invalid, why
+	}
+	if r.Observed == 0 {
+		return UnknownValidity, []string{"nothing to check: no request with an observed outcome"}
+	}
+	return Valid, nil
+}
+
+func firstIDs(v []Violation) string {
+	var b strings.Builder
+	for i, x := range v {
+		if i == 5 {
+			fmt.Fprintf(&b, ", ... %d more", len(v)-5)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(x.ID)
+	}
+	return b.String()
+}
+
+// checkModel is what the checker needs from a model.
+type checkModel interface {
+	// route appends the buckets e touches, in the order the limiter consumes
+	// them (none: e is not limited).
+	route(e *Event, dst []bucketRef) []bucketRef
+	// chain: buckets are consumed in order and the first one without room
+	// rejects, earlier ones staying charged (Envoy); otherwise a rejection
+	// charges none of them (nginx's zones) or the primitive counts every hit.
+	chain() bool
+	flags() specFlags
+}
+
+type specFlags struct {
+	shadowy        bool // some rejections may not be enforced
+	neverRejects   bool // no rejection is ever enforced
+	enabledPartial bool // some requests are not checked at all
+}
+
+type bucketRef struct {
+	id     string
+	params primParams
+	tie    bool // same consumption rank as the previous ref: order unknown
+}
+
+type primParams interface {
+	newPrim(c *primCtx) prim
+	countsAll() bool
+	timeUnit() int64
+}
+
+func (p *tbParams) timeUnit() int64 { return p.unit }
+func (p *fwParams) timeUnit() int64 { return 1 }
+func (p *slParams) timeUnit() int64 { return 1 }
+func (p *scParams) timeUnit() int64 { return 1 }
+
+type prim interface {
+	activate(l int32)
+	mustReject(l int32) (bool, float64)
+	insert(l int32)
+	markUnder(l int32)
+	mustAdmit(l int32, self bool) (bool, float64)
+	why(reject bool, v float64) string
+	findings() []WindowFinding
+	bounds(single bool) (int, int)
+}
+
+// primCtx is one bucket's events as its primitive sees them.
+type primCtx struct {
+	name            string
+	unit            int64
+	lo, hi          []int64
+	known, admitted []bool
+	admittedSure    []bool
+	rejected        []bool
+	siblings        int
+	initUnknown     bool
+	ids             func([]int32) []string
+	sure, poss      []bool
+}
+
+type bucket struct {
+	id       string
+	params   primParams
+	ev       []int32
+	lo, hi   []int64 // widened, in the params' time unit
+	mid      []int64 // midpoints, for the timing report
+	sure     []bool
+	poss     []bool
+	single   bool
+	siblings int
+}
+
+type plan struct {
+	buckets []*bucket
+	rStart  []int32
+	rB, rL  []int32
+	chain   bool
+	orders  [2]*orders // [0] intervals, [1] midpoints
+}
+
+// orders are the sort orders the sweeps use: events by lo and by hi, and
+// each bucket's local events by lo and by hi.
+type orders struct {
+	gLo, gHi []int32
+	bLo, bHi [][]int32
+}
+
+func (pl *plan) order(events []Event, mid bool) *orders {
+	k := 0
+	if mid {
+		k = 1
+	}
+	if pl.orders[k] != nil {
+		return pl.orders[k]
+	}
+	n := len(events)
+	gLo, gHi := make([]int64, n), make([]int64, n)
+	for i := range events {
+		l, h := events[i].Lo, events[i].Hi
+		if mid {
+			l = l + (h-l)/2
+			h = l
+		}
+		gLo[i], gHi[i] = l, h
+	}
+	o := &orders{gLo: orderBy(gLo), gHi: orderBy(gHi)}
+	for _, bk := range pl.buckets {
+		lo, hi := bk.lo, bk.hi
+		if mid {
+			lo, hi = bk.mid, bk.mid
+		}
+		o.bLo = append(o.bLo, orderBy(lo))
+		o.bHi = append(o.bHi, orderBy(hi))
+	}
+	pl.orders[k] = o
+	return o
+}
+
+func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) *plan {
+	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1)}
+	idx := map[string]int32{}
+	var refs []bucketRef
+	for i := range events {
+		e := &events[i]
+		refs = cm.route(e, refs[:0])
+		for k, ref := range refs {
+			b, ok := idx[ref.id]
+			if !ok {
+				b = int32(len(pl.buckets))
+				idx[ref.id] = b
+				pl.buckets = append(pl.buckets, &bucket{id: ref.id, params: ref.params, single: true})
+			}
+			bk := pl.buckets[b]
+			u := ref.params.timeUnit()
+			lo, hi := e.Lo-widen, e.Hi+widen
+			bk.ev = append(bk.ev, int32(i))
+			bk.lo = append(bk.lo, floorDiv(lo, u))
+			if u > 1 {
+				// a coarse clock of its own (nginx's cached monotonic ms):
+				// its ticks are offset from the clients' clock by up to one
+				// unit, so floor(hi)+1 bounds its reading
+				bk.hi = append(bk.hi, floorDiv(hi, u)+1)
+			} else {
+				bk.hi = append(bk.hi, hi)
+			}
+			bk.mid = append(bk.mid, floorDiv(lo+(hi-lo)/2, u))
+			sure, poss := charge(e.Outcome, ref.params.countsAll(), pl.chain, k, refs, admitUncertain)
+			bk.sure = append(bk.sure, sure)
+			bk.poss = append(bk.poss, poss)
+			if len(refs) > 1 {
+				bk.single = false
+			}
+			pl.rB = append(pl.rB, b)
+			pl.rL = append(pl.rL, int32(len(bk.ev)-1))
+		}
+		pl.rStart[i+1] = int32(len(pl.rB))
+	}
+	sib := map[primParams]int{}
+	for _, b := range pl.buckets {
+		sib[b.params]++
+	}
+	for _, b := range pl.buckets {
+		b.siblings = sib[b.params]
+	}
+	return pl
+}
+
+// charge tells whether the event surely / possibly took room in the k-th
+// bucket of its route.
+func charge(o Outcome, countsAll, chain bool, k int, refs []bucketRef, admitUncertain bool) (sure, poss bool) {
+	switch {
+	case countsAll:
+		return o != Unknown, true
+	case o == Admitted:
+		return !admitUncertain, true
+	case o == Unknown:
+		return false, true
+	}
+	// rejected (or shadow-rejected) by the limiter's state
+	if !chain {
+		return false, false
+	}
+	last := k == len(refs)-1
+	return false, !last || refs[k].tie
+}
+
+type sweepOut struct {
+	mustR, mustA []bool
+	rBucket      []int32
+	rVal         []float64
+	aBucket      []int32
+	aVal         []float64
+	over, under  []bool
+}
+
+func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain bool) []prim {
+	out := make([]prim, len(pl.buckets))
+	for b, bk := range pl.buckets {
+		n := len(bk.ev)
+		c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
+			initUnknown: initUnknown, sure: bk.sure, poss: bk.poss,
+			known: make([]bool, n), admitted: make([]bool, n), admittedSure: make([]bool, n), rejected: make([]bool, n)}
+		if mid {
+			c.lo, c.hi = bk.mid, bk.mid
+		}
+		for l, g := range bk.ev {
+			o := events[g].Outcome
+			c.known[l] = o != Unknown
+			c.admitted[l] = o == Admitted
+			c.admittedSure[l] = o == Admitted && !admitUncertain
+			c.rejected[l] = o == Rejected || o == ShadowRejected
+		}
+		ev := bk.ev
+		c.ids = func(ls []int32) []string {
+			ids := make([]string, len(ls))
+			for i, l := range ls {
+				ids[i] = events[ev[l]].ID
+			}
+			return ids
+		}
+		out[b] = bk.params.newPrim(c)
+	}
+	return out
+}
+
+// sweep computes the must-reject verdicts (in order of lo, activating the
+// sure charges of requests surely before) and the must-admit verdicts (in
+// order of hi, inserting every possible charge that may come before).
+// Requests found over-admitted are not counted as sure charges for later
+// ones, and under-admitted ones count as possible charges for requests
+// surely after them, so one wrong decision is reported once, not as a
+// cascade. offered: every request is a possible charge and none a sure one
+// (the bounds computed from the offered arrivals only).
+func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain bool) *sweepOut {
+	n := len(events)
+	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n), rBucket: make([]int32, n), rVal: make([]float64, n),
+		aBucket: make([]int32, n), aVal: make([]float64, n), over: make([]bool, n), under: make([]bool, n)}
+	lo := func(bk *bucket) []int64 {
+		if mid {
+			return bk.mid
+		}
+		return bk.lo
+	}
+	hi := func(bk *bucket) []int64 {
+		if mid {
+			return bk.mid
+		}
+		return bk.hi
+	}
+	ord := pl.order(events, mid)
+	ptr := make([]int, len(pl.buckets))
+	if !offered {
+		for _, j := range ord.gLo {
+			for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
+				b, l := pl.rB[r], pl.rL[r]
+				bk, pr := pl.buckets[b], prims[b]
+				bl, bh := lo(bk), hi(bk)
+				counts := bk.params.countsAll()
+				for o := ord.bHi[b]; ptr[b] < len(o) && bh[o[ptr[b]]] < bl[l]; ptr[b]++ {
+					q := o[ptr[b]]
+					if bk.sure[q] && (counts || !so.over[bk.ev[q]]) {
+						pr.activate(q)
+					}
+				}
+				if ok, v := pr.mustReject(l); ok {
+					so.mustR[j], so.rBucket[j], so.rVal[j] = true, b, v
+					break
+				}
+			}
+			if so.mustR[j] && events[j].Outcome == Admitted && !admitUncertain {
+				so.over[j] = true
+			}
+		}
+	}
+
+	clear(ptr)
+	for _, j := range ord.gHi {
+		ma := true
+		worst := math.Inf(1)
+		for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
+			b, l := pl.rB[r], pl.rL[r]
+			bk, pr := pl.buckets[b], prims[b]
+			bl, bh := lo(bk), hi(bk)
+			for o := ord.bLo[b]; ptr[b] < len(o) && bl[o[ptr[b]]] <= bh[l]; ptr[b]++ {
+				if q := o[ptr[b]]; offered || bk.poss[q] {
+					pr.insert(q)
+				}
+			}
+			ok, v := pr.mustAdmit(l, offered || bk.poss[l])
+			if !ok {
+				ma = false
+				so.aBucket[j], so.aVal[j] = b, v
+				break
+			}
+			if v < worst {
+				worst = v
+				so.aBucket[j], so.aVal[j] = b, v
+			}
+		}
+		so.mustA[j] = ma
+		if offered || !ma {
+			continue
+		}
+		if o := events[j].Outcome; o == Rejected || o == ShadowRejected {
+			so.under[j] = true
+			for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
+				b, l := pl.rB[r], pl.rL[r]
+				if bk := pl.buckets[b]; !bk.poss[l] && !bk.params.countsAll() {
+					prims[b].markUnder(l)
+				}
+			}
+		}
+	}
+	return so
+}
+
+// Check judges events against m: per request must admit / must reject /
+// either, the violations, count findings per window, bucket and run, and the
+// bounds of the admitted counts. It errors on malformed events (Lo > Hi).
+func Check(m Model, events []Event, opts Options) (*Result, error) {
+	for i := range events {
+		if events[i].Lo > events[i].Hi {
+			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, events[i].ID, events[i].Lo, events[i].Hi)
+		}
+	}
+	ref := int64(0)
+	if len(events) > 0 {
+		ref = events[0].Lo
+	}
+	cm := m.checker(ref)
+	fl := cm.flags()
+	admitUncertain := fl.enabledPartial || (fl.shadowy && !opts.ShadowVisible)
+	pl := buildPlan(cm, events, int64(opts.Widen), admitUncertain)
+	prims := pl.prims(events, false, opts.UnknownInitialState, admitUncertain)
+	so := pl.sweep(events, prims, false, false, admitUncertain)
+
+	n := len(events)
+	res := &Result{Verdicts: make([]Verdict, n)}
+	for j := range events {
+		v := Either
+		switch {
+		case so.mustR[j] && so.mustA[j]:
+			// cannot both hold for consistent bounds; stay sound
+		case so.mustR[j]:
+			v = MustReject
+			res.MustReject++
+		case so.mustA[j]:
+			v = MustAdmit
+			res.MustAdmit++
+		}
+		res.Verdicts[j] = v
+		e := &events[j]
+		if e.Outcome != Unknown {
+			res.Observed++
+		}
+		switch {
+		case v == MustReject && e.Outcome == Admitted:
+			vi := Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome, Bucket: pl.buckets[so.rBucket[j]].id,
+				Why: prims[so.rBucket[j]].why(true, so.rVal[j])}
+			if admitUncertain {
+				res.Shadow = append(res.Shadow, vi)
+			} else {
+				res.Over = append(res.Over, vi)
+			}
+		case v == MustAdmit && (e.Outcome == Rejected || e.Outcome == ShadowRejected):
+			vi := Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome, Why: "not limited: no bucket applies"}
+			if pl.rStart[j] < pl.rStart[j+1] {
+				vi.Bucket = pl.buckets[so.aBucket[j]].id
+				vi.Why = prims[so.aBucket[j]].why(false, so.aVal[j])
+			}
+			res.Under = append(res.Under, vi)
+		case fl.neverRejects && e.Outcome == Rejected:
+			res.Under = append(res.Under, Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome,
+				Why: "rejected by a limiter that enforces no rejection (dry run, shadow mode or filter_enforced 0)"})
+		}
+	}
+
+	// count findings and bounds; the offered must-admit verdicts are a lower
+	// bound where no better one is known
+	needOffered := false
+	for b, bk := range pl.buckets {
+		if !bk.single {
+			needOffered = true
+		} else if _, ok := prims[b].(*tbPrim); !ok {
+			needOffered = true
+		}
+	}
+	off := &sweepOut{mustA: make([]bool, n)}
+	if needOffered {
+		off = pl.sweep(events, pl.prims(events, false, opts.UnknownInitialState, admitUncertain), false, true, admitUncertain)
+	}
+	res.Total = Bound{}
+	lastGroup := map[int32]int{}
+	single := map[int32]bool{}
+	bmin := make([]int, len(pl.buckets))
+	bmax := make([]int, len(pl.buckets))
+	for b, bk := range pl.buckets {
+		res.Windows = append(res.Windows, prims[b].findings()...)
+		lo, hi := prims[b].bounds(bk.single)
+		ma := 0
+		adm, possible := 0, 0
+		for l, g := range bk.ev {
+			o := events[g].Outcome
+			if o != Unknown && off.mustA[g] {
+				ma++
+			}
+			if o == Admitted && !admitUncertain {
+				adm++
+			}
+			if o == Admitted || o == Unknown {
+				possible++
+			}
+			_ = l
+		}
+		if !bk.single {
+			lo = 0
+		}
+		bmin[b] = min(max(lo, ma), hi)
+		bmax[b] = hi
+		single[int32(b)] = bk.single
+		res.Buckets = append(res.Buckets, Bound{Bucket: bk.id, Offered: len(bk.ev), Min: bmin[b], Max: hi, Admitted: adm, Possible: possible})
+		if wb, ok := prims[b].(interface{ windowBounds() (int, int, []Bound) }); ok {
+			_, _, ws := wb.windowBounds()
+			res.WindowBounds = append(res.WindowBounds, ws...)
+		}
+	}
+	for j := range events {
+		e := &events[j]
+		t := &res.Total
+		t.Offered++
+		if e.Outcome == Admitted && !admitUncertain {
+			t.Admitted++
+		}
+		if e.Outcome == Admitted || e.Outcome == Unknown {
+			t.Possible++
+		}
+		rs, re := pl.rStart[j], pl.rStart[j+1]
+		switch {
+		case rs == re:
+			t.Max++
+			if e.Outcome != Unknown {
+				t.Min++
+			}
+		case re-rs == 1:
+			lastGroup[pl.rB[re-1]]++
+		default:
+			lastGroup[pl.rB[re-1]]++
+			if e.Outcome != Unknown && off.mustA[j] {
+				t.Min++
+			}
+		}
+	}
+	for b := range pl.buckets {
+		if single[int32(b)] {
+			res.Total.Min += bmin[b]
+		}
+		if g := lastGroup[int32(b)]; g > 0 {
+			res.Total.Max += min(g, bmax[b])
+		}
+	}
+	res.Total.Min = min(res.Total.Min, res.Total.Max)
+	for _, bd := range res.Buckets {
+		res.Windows = append(res.Windows, boundFindings(bd, events, pl, admitUncertain)...)
+	}
+	tot := res.Total
+	if !tot.Holds() {
+		res.Windows = append(res.Windows, boundFindings(tot, events, nil, admitUncertain)...)
+	}
+	slices.SortFunc(res.Buckets, func(a, b Bound) int { return strings.Compare(a.Bucket, b.Bucket) })
+
+	// uncertainty
+	widths := make([]int64, n)
+	for j := range events {
+		widths[j] = events[j].Hi - events[j].Lo + 2*int64(opts.Widen)
+	}
+	slices.Sort(widths)
+	u := &res.Uncertainty
+	if n > 0 {
+		u.MaxWidth = time.Duration(widths[n-1])
+		u.MedianWidth = time.Duration(widths[n/2])
+		u.P99Width = time.Duration(widths[min(n-1, n*99/100)])
+	}
+	for _, v := range res.Verdicts {
+		if v == Either {
+			u.Either++
+		}
+	}
+	if !opts.NoTimingReport && u.Either > 0 {
+		pm := pl.prims(events, true, opts.UnknownInitialState, admitUncertain)
+		sp := pl.sweep(events, pm, true, false, admitUncertain)
+		for j, v := range res.Verdicts {
+			if v == Either && sp.mustR[j] != sp.mustA[j] {
+				u.EitherFromTiming++
+			}
+		}
+	}
+	return res, nil
+}
+
+// boundFindings turns a bound that does not hold into findings naming the
+// requests: for too many, the sure admissions with the latest arrivals; for
+// too few, the rejections with the earliest.
+func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []WindowFinding {
+	if bd.Holds() {
+		return nil
+	}
+	var members []int32
+	if pl == nil {
+		for j := range events {
+			members = append(members, int32(j))
+		}
+	} else {
+		for _, b := range pl.buckets {
+			if b.id == bd.Bucket {
+				members = b.ev
+			}
+		}
+	}
+	name := fmt.Sprintf("bucket %q", bd.Bucket)
+	if pl == nil {
+		name = "run"
+	}
+	// pick names k members accepted by keep, latest hi first or earliest lo
+	// first
+	pick := func(keep func(Outcome) bool, latest bool, k int) []string {
+		var sel []int32
+		for _, g := range members {
+			if keep(events[g].Outcome) {
+				sel = append(sel, g)
+			}
+		}
+		slices.SortFunc(sel, func(x, y int32) int {
+			if latest {
+				return cmp64(events[y].Hi, events[x].Hi)
+			}
+			return cmp64(events[x].Lo, events[y].Lo)
+		})
+		var out []string
+		for _, g := range sel[:min(k, len(sel))] {
+			out = append(out, events[g].ID)
+		}
+		return out
+	}
+	var out []WindowFinding
+	if bd.Admitted > bd.Max {
+		out = append(out, WindowFinding{Bucket: bd.Bucket, TooMany: true, Admitted: bd.Admitted, Limit: bd.Max, Windows: 1,
+			IDs: pick(func(o Outcome) bool { return o == Admitted && !admitUncertain }, true, bd.Admitted-bd.Max),
+			Why: fmt.Sprintf("%s: %d admitted, the model admits at most %d of the %d offered", name, bd.Admitted, bd.Max, bd.Offered)})
+	}
+	if bd.Possible < bd.Min {
+		out = append(out, WindowFinding{Bucket: bd.Bucket, Admitted: bd.Possible, Limit: bd.Min, Windows: 1,
+			IDs: pick(func(o Outcome) bool { return o == Rejected || o == ShadowRejected }, false, bd.Min-bd.Possible),
+			Why: fmt.Sprintf("%s: at most %d admitted, the model admits at least %d of the %d offered", name, bd.Possible, bd.Min, bd.Offered)})
+	}
+	return out
+}
+
+func fmtTime(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05.000") }
+
+func fmtSpan(from, to int64) string { return "[" + fmtTime(from) + ", " + fmtTime(to) + "]" }
+
+func fmtDur(ns int64) string { return time.Duration(ns).String() }

@@ -1,0 +1,561 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// eps absorbs float rounding in comparisons, always in the direction of
+// "either": the checker's own rounding for exact limiters (levelTol) and a
+// limiter that keeps a float level (floatTol, Envoy's AtomicTokenBucket:
+// double seconds since boot times tokens per second).
+const (
+	eps      = 1e-6
+	levelTol = 1e-12
+	floatTol = 1e-4
+)
+
+// slack is the tolerance of a level computed from refill sums of magnitude
+// mag: the limiter's own tolerance plus the checker's float rounding.
+func (p *tbParams) slack(mag float64) float64 { return p.tol + 1e-15*math.Abs(mag) }
+
+// tbParams is a token bucket as the checker sees it, in level units: a
+// request passes iff the level is >= theta and then takes cUp (cLo: the most
+// it may take, counting nginx's truncated leak), the level is capped at C and
+// the bucket starts full. Envoy and generic buckets: theta = cUp = cLo = 1
+// token; nginx: milli-requests, C = (burst+1)*1000, theta = cUp = 1000.
+type tbParams struct {
+	label              string
+	C, theta, cUp, cLo float64
+	unit               int64 // ns per time unit
+	refill             refill
+	// resetIdle > 0: when several keys share the zone, a key idle that long
+	// may be freed and recreated full (nginx ngx_http_limit_req_expire).
+	resetIdle int64
+	// lruSize > 0: the bucket is one value of an Envoy wildcard descriptor,
+	// evicted (and recreated full) once more than lruSize values are used.
+	lruSize int
+	// floatLevel: the limiter keeps its level in floating point, so even an
+	// instant burst may come out one short (Envoy's AtomicTokenBucket).
+	floatLevel bool
+	// tol: how far the limiter's own arithmetic may be from the exact level;
+	// a level that close to the threshold is "either".
+	tol float64
+}
+
+func (p *tbParams) countsAll() bool { return false }
+
+func (p *tbParams) newPrim(c *primCtx) prim {
+	t := &tbPrim{p: p, c: c}
+	t.init()
+	return t
+}
+
+type tbPrim struct {
+	p *tbParams
+	c *primCtx
+
+	loS, hiS []int64 // sorted lo and hi values
+	posHi    []int32 // position of each local event in hi order
+	ubT, lbT *minTree
+	uFen     fenwick // under-admitted, by hi position
+	insFen   fenwick // inserted possible charges, by hi position
+	uCount   int
+	insCount int
+	t0       int64
+	// cover: times at which the bucket cannot have been recreated full (nil:
+	// it never is); noUpper: it may be recreated at any time.
+	cover   []coverIv
+	noUpper bool
+}
+
+func (t *tbPrim) init() {
+	c := t.c
+	n := len(c.lo)
+	t.loS = slices.Clone(c.lo)
+	slices.Sort(t.loS)
+	order := make([]int32, n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c.hi[a] != c.hi[b] {
+			if c.hi[a] < c.hi[b] {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+	t.hiS = make([]int64, n)
+	t.posHi = make([]int32, n)
+	for pos, l := range order {
+		t.hiS[pos] = c.hi[l]
+		t.posHi[l] = int32(pos)
+	}
+	f := &t.p.refill
+	ub := make([]float64, n)
+	for q, v := range t.loS {
+		ub[q] = -f.cumBefore(v)
+	}
+	lb := make([]float64, n)
+	for q, v := range t.hiS {
+		lb[q] = -f.cumBefore(v)
+	}
+	t.ubT, t.lbT = newMinTree(ub), newMinTree(lb)
+	t.uFen, t.insFen = newFenwick(n), newFenwick(n)
+	if n > 0 {
+		t.t0 = t.loS[0] - 1
+	}
+	switch {
+	case t.p.lruSize > 0 && c.siblings > t.p.lruSize:
+		t.noUpper = true
+	case t.p.resetIdle > 0 && c.siblings > 1:
+		t.cover = resetCover(c.lo, c.hi, c.admitted, t.p.resetIdle)
+	}
+}
+
+// coverIv is a half-open time interval [a, b).
+type coverIv struct{ a, b int64 }
+
+// resetCover returns the merged times at which an idle key cannot have been
+// freed: a key whose last admission lies idle or more before x may be freed
+// at x, so x is covered when some admission surely lies in (x-idle, x],
+// that is x in [hi_k, lo_k+idle).
+func resetCover(lo, hi []int64, admitted []bool, idle int64) []coverIv {
+	var cover []coverIv
+	for k := range lo {
+		if admitted[k] && hi[k] < lo[k]+idle {
+			cover = append(cover, coverIv{hi[k], lo[k] + idle})
+		}
+	}
+	slices.SortFunc(cover, func(x, y coverIv) int {
+		switch {
+		case x.a < y.a:
+			return -1
+		case x.a > y.a:
+			return 1
+		}
+		return 0
+	})
+	merged := []coverIv{}
+	for _, v := range cover {
+		if m := len(merged); m > 0 && v.a <= merged[m-1].b {
+			merged[m-1].b = max(merged[m-1].b, v.b)
+			continue
+		}
+		merged = append(merged, v)
+	}
+	return merged
+}
+
+// resetFloor returns the time after which every admission counted toward
+// the level at y is safe from a reset: a reset frees a key idle resetIdle or
+// more, so it can only undo admissions at least resetIdle before the latest
+// reset point <= y. math.MinInt64 when the bucket is never recreated.
+func (t *tbPrim) resetFloor(y int64) int64 {
+	if t.cover == nil {
+		return math.MinInt64
+	}
+	return t.latestReset(y) - t.p.resetIdle
+}
+
+// latestReset returns the latest time <= y at which the bucket may have
+// been recreated full (cover != nil).
+func (t *tbPrim) latestReset(y int64) int64 {
+	lo, hi := 0, len(t.cover)
+	for lo < hi { // first interval with a > y
+		m := int(uint(lo+hi) >> 1)
+		if t.cover[m].a <= y {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo > 0 && y < t.cover[lo-1].b {
+		return t.cover[lo-1].a - 1
+	}
+	return y
+}
+
+func (t *tbPrim) activate(l int32) {
+	t.ubT.add(0, upperBound(t.loS, t.c.lo[l]), -t.p.cUp)
+}
+
+// mustReject: an upper bound of the level when l arrives, from the
+// admissions surely before it (activated) and the most refill up to hi[l]:
+// level <= C + F([lo_q, hi_l]) - cUp*#{activated: lo >= lo_q} for every
+// candidate lo_q <= lo_l after the last possible reset.
+func (t *tbPrim) mustReject(l int32) (bool, float64) {
+	p := t.p
+	if t.noUpper {
+		return false, p.C
+	}
+	from := 0
+	if t.cover != nil {
+		from = upperBound(t.loS, t.resetFloor(t.c.hi[l]))
+	}
+	to := upperBound(t.loS, t.c.lo[l])
+	ub := p.C
+	if from < to {
+		m := t.ubT.min(from, to)
+		h := p.refill.cum(t.c.hi[l])
+		ub = fmin(ub, p.C+h+p.refill.upSlack+m)
+		return ub < p.theta-p.slack(h), ub
+	}
+	return ub < p.theta-p.tol, ub
+}
+
+// insert counts l against every candidate hi_q <= hi[l].
+func (t *tbPrim) insert(l int32) {
+	t.lbT.add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
+	t.insFen.add(int(t.posHi[l]), 1)
+	t.insCount++
+}
+
+func (t *tbPrim) markUnder(l int32) {
+	t.lbT.add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
+	t.uFen.add(int(t.posHi[l]), 1)
+	t.uCount++
+}
+
+// mustAdmit: a lower bound of the level when l arrives, counting every
+// possible charge whose interval may precede it and the least refill before
+// lo[l]: level >= C + F([hi_q, lo_l)) - cLo*#{possible: hi >= hi_q} for every
+// candidate hi_q <= lo_l, and >= C - cLo*#{possible: hi > lo_l}.
+func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
+	p := t.p
+	lo := t.c.lo[l]
+	a := upperBound(t.hiS, lo)
+	n := len(t.hiS)
+	uGE := 0
+	if t.uCount > 0 {
+		uGE = t.uFen.rangeSum(lowerBound(t.hiS, lo), n)
+	}
+	// l's own charge, if inserted, covers every candidate hi_q <= hi[l]:
+	// all of [0, a), and a itself when hi_a <= hi[l].
+	selfA := 0.0
+	if self {
+		selfA = p.cLo
+	}
+	// lb with the refill (float, within eps of theta is "either") and lbX
+	// without (integer arithmetic, exact unless the limiter keeps a float
+	// level)
+	lb, lbX := math.Inf(1), p.C
+	h := p.refill.cumBefore(lo)
+	if a > 0 {
+		m := t.lbT.min(0, a) + p.cLo*float64(uGE) + selfA
+		lb = p.C + h - p.refill.loSlack + m
+	}
+	if a < n {
+		// s in [lo, arrival]: no refill counted, every possible charge
+		// with hi > lo may come first (under-admitted ones never: they
+		// count only for requests surely after them)
+		cnt := t.insFen.rangeSum(a, n)
+		if self && t.c.hi[l] > lo {
+			cnt--
+		}
+		lbX = p.C - p.cLo*float64(cnt)
+	}
+	if t.c.initUnknown {
+		cnt := t.insCount + t.uCount - uGE
+		if self {
+			cnt--
+		}
+		lb = fmin(lb, h-p.refill.cum(t.t0)-p.refill.loSlack-p.cLo*float64(cnt))
+	}
+	tolX := 0.0
+	if p.floatLevel {
+		tolX = p.tol
+	}
+	ok := lb >= p.theta+p.slack(h) && lbX >= p.theta+tolX
+	return ok, fmin(lb, lbX)
+}
+
+func (t *tbPrim) why(reject bool, v float64) string {
+	p := t.p
+	if reject {
+		return fmt.Sprintf("%s: at most %s when it arrived, %s needed", p.label, p.fmtLevel(v), p.fmtLevel(p.theta))
+	}
+	return fmt.Sprintf("%s: at least %s when it arrived, %s needed", p.label, p.fmtLevel(v), p.fmtLevel(p.theta))
+}
+
+func (p *tbParams) fmtLevel(v float64) string {
+	if p.theta == 1000 {
+		return fmt.Sprintf("%.3f requests of room", v/1000)
+	}
+	if v < 0 {
+		v = 0
+	}
+	return fmt.Sprintf("%.3f tokens", v)
+}
+
+// findings checks that the admissions surely inside any window [a, b] fit:
+// at most (C - theta + F)/cUp + 1 of them. It reports the worst window and
+// names the excess admissions (those with the latest possible arrivals).
+func (t *tbPrim) findings() []WindowFinding {
+	p, c := t.p, t.c
+	if t.noUpper {
+		return nil
+	}
+	var adm []int32
+	for l := range c.lo {
+		if c.admittedSure[l] {
+			adm = append(adm, int32(l))
+		}
+	}
+	if len(adm) == 0 {
+		return nil
+	}
+	loS := make([]int64, len(adm))
+	for i, l := range adm {
+		loS[i] = c.lo[l]
+	}
+	slices.Sort(loS)
+	vals := make([]float64, len(loS))
+	for i, v := range loS {
+		vals[i] = p.refill.cumBefore(v)
+	}
+	// max over a of cUp*cnt(a) - cumBefore(a): a min tree of the negation
+	tr := newMinTree(negate(vals))
+	slices.SortFunc(adm, func(x, y int32) int {
+		switch {
+		case c.hi[x] < c.hi[y]:
+			return -1
+		case c.hi[x] > c.hi[y]:
+			return 1
+		}
+		return 0
+	})
+	bestExcess, bestB, windows := 0.0, int64(0), 0
+	for i := 0; i < len(adm); {
+		b := c.hi[adm[i]]
+		for ; i < len(adm) && c.hi[adm[i]] == b; i++ {
+			tr.add(0, upperBound(loS, c.lo[adm[i]]), -p.cUp)
+		}
+		from := 0
+		if t.cover != nil {
+			from = upperBound(loS, t.resetFloor(b))
+		}
+		to := upperBound(loS, b)
+		if from >= to {
+			continue
+		}
+		worst := -tr.min(from, to) - p.refill.cum(b) - p.refill.upSlack // cUp*cnt - F
+		if ex := worst - (p.C - p.theta + p.cUp); ex > p.slack(p.refill.cum(b)) {
+			windows++
+			if ex > bestExcess {
+				bestExcess, bestB = ex, b
+			}
+		}
+	}
+	if windows == 0 {
+		return nil
+	}
+	// find the window start for bestB and the admissions inside it
+	var in []int32
+	for _, l := range adm {
+		if c.hi[l] <= bestB {
+			in = append(in, l)
+		}
+	}
+	slices.SortFunc(in, func(x, y int32) int { // by lo, descending
+		switch {
+		case c.lo[x] > c.lo[y]:
+			return -1
+		case c.lo[x] < c.lo[y]:
+			return 1
+		}
+		return 0
+	})
+	from := t.resetFloor(bestB)
+	bestA, bestCnt, bestVal := int64(0), 0, math.Inf(-1)
+	for k := 0; k < len(in); {
+		a := c.lo[in[k]]
+		for k < len(in) && c.lo[in[k]] == a {
+			k++
+		}
+		if a <= from {
+			break
+		}
+		v := p.cUp*float64(k) - p.refill.maxOver(a, bestB)
+		if v > bestVal {
+			bestA, bestCnt, bestVal = a, k, v
+		}
+	}
+	maxN := int(math.Floor((p.C-p.theta+p.refill.maxOver(bestA, bestB))/p.cUp+p.slack(p.refill.cum(bestB)))) + 1
+	if maxN < 0 {
+		maxN = 0
+	}
+	inside := in[:bestCnt]
+	slices.SortFunc(inside, func(x, y int32) int { // latest possible arrival first
+		switch {
+		case c.hi[x] > c.hi[y]:
+			return -1
+		case c.hi[x] < c.hi[y]:
+			return 1
+		}
+		return 0
+	})
+	excess := bestCnt - maxN
+	if excess <= 0 {
+		return nil
+	}
+	f := WindowFinding{
+		Bucket: c.name, From: bestA * p.unit, To: bestB * p.unit, TooMany: true,
+		Admitted: bestCnt, Limit: maxN, Windows: windows,
+		IDs: c.ids(inside[:excess]),
+	}
+	f.Why = fmt.Sprintf("%s: %d admissions surely inside %s, at most %d fit (capacity plus refill)",
+		p.label, bestCnt, fmtSpan(f.From, f.To), maxN)
+	return []WindowFinding{f}
+}
+
+func negate(v []float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = -x
+	}
+	return out
+}
+
+// bounds returns the fewest and the most admissions of the bucket over all
+// schedules consistent with the offered intervals (sound bounds, not
+// necessarily attained). The lower bound holds only when every request of
+// the bucket touches it alone (single); otherwise it is left to the caller.
+func (t *tbPrim) bounds(single bool) (int, int) {
+	c := t.c
+	n := len(c.lo)
+	if n == 0 {
+		return 0, 0
+	}
+	// time points: every lo-1, lo and hi
+	pts := make([]int64, 0, 3*n)
+	for l := range c.lo {
+		pts = append(pts, c.lo[l]-1, c.lo[l], c.hi[l])
+	}
+	slices.Sort(pts)
+	pts = slices.Compact(pts)
+	upper := t.upperDP(pts)
+	lower := 0
+	if single {
+		lower = t.lowerDP(pts)
+	}
+	if lower > upper {
+		lower = upper
+	}
+	return lower, upper
+}
+
+// upperDP: D(y) <= min(#{lo <= y}, D(s) + #{lo <= y, hi > s},
+// D(s) + floor((C - theta + F(s, y])/cUp) + 1) over earlier points s after
+// the last possible reset.
+func (t *tbPrim) upperDP(pts []int64) int {
+	p, c := t.p, t.c
+	loAll := slices.Clone(c.lo)
+	slices.Sort(loAll)
+	hiAll := t.hiS
+	m := len(pts)
+	var capTerm *minTree // cUp*U(s) - cum(s) per point, when resets bound s
+	if t.cover != nil {
+		unset := make([]float64, m)
+		for i := range unset {
+			unset[i] = math.Inf(1)
+		}
+		capTerm = newMinTree(unset)
+	}
+	bestCap := math.Inf(1)
+	bestArr := math.Inf(1) // min over s of U(s) - #{hi <= s}
+	u := 0.0
+	nLo, nHi := 0, 0
+	for i, y := range pts {
+		for nLo < len(loAll) && loAll[nLo] <= y {
+			nLo++
+		}
+		for nHi < len(hiAll) && hiAll[nHi] <= y {
+			nHi++
+		}
+		arr := float64(nLo)
+		u = fmin(arr, arr+bestArr)
+		if !t.noUpper && i > 0 {
+			v := bestCap
+			if capTerm != nil {
+				v = capTerm.min(upperBound(pts, t.resetFloor(y)), i)
+			}
+			if !math.IsInf(v, 1) {
+				h := p.refill.cum(y)
+				u = fmin(u, math.Floor((v+p.C-p.theta+h+p.refill.upSlack)/p.cUp+p.slack(h))+1)
+			}
+		}
+		if u < 0 {
+			u = 0
+		}
+		if capTerm != nil {
+			capTerm.set(i, p.cUp*u-p.refill.cum(y))
+		}
+		bestCap = fmin(bestCap, p.cUp*u-p.refill.cum(y))
+		bestArr = fmin(bestArr, u-float64(nHi))
+	}
+	return int(u)
+}
+
+// lowerDP: a rejection at tau means some s < tau with
+// D(s, tau) > (L_s - theta + F(s, tau))/c, L_s = C (or the initial level at
+// the start); after the last rejection every request is admitted. Where the
+// refill enters, a count within eps of an integer is taken as the limiter's
+// own rounding may have decided it (ceil(y - eps) instead of floor(y) + 1);
+// with no refill (s just before tau) the integer arithmetic is exact unless
+// the limiter keeps a float level (Envoy's AtomicTokenBucket).
+func (t *tbPrim) lowerDP(pts []int64) int {
+	p, c := t.p, t.c
+	var knownLo, knownHi []int64
+	for l := range c.lo {
+		if c.known[l] {
+			knownLo = append(knownLo, c.lo[l])
+			knownHi = append(knownHi, c.hi[l])
+		}
+	}
+	slices.Sort(knownLo)
+	slices.Sort(knownHi)
+	l0 := p.C
+	if c.initUnknown {
+		l0 = 0
+	}
+	t0 := pts[0] - 1
+	// least integer D with D > y, rounding-tolerant (mag: refill magnitude)
+	more := func(y, mag float64) float64 { return math.Ceil(y - p.slack(mag)/p.cLo) }
+	step := math.Floor((p.C-p.theta)/p.cUp) + 1 // D(y-, y) > (C-theta)/c exactly
+	if p.floatLevel {
+		step = more((p.C-p.theta)/p.cUp, 0)
+	}
+	bestM := math.Inf(1) // min over s of cLo*LB(s) + C - theta - cum(s)
+	bestV := math.Inf(1) // min over tau of V(tau) - Klo(tau)
+	prev := 0.0
+	nLo, nHi := 0, 0
+	for _, y := range pts {
+		for nLo < len(knownLo) && knownLo[nLo] <= y {
+			nLo++
+		}
+		for nHi < len(knownHi) && knownHi[nHi] <= y {
+			nHi++
+		}
+		// R(y): a rejection at y
+		r := prev + step // s = y-: just before the requests at y
+		h := p.refill.cumBefore(y)
+		r = fmin(r, more((l0-p.theta+h-p.refill.cum(t0)-p.refill.loSlack)/p.cLo, h))
+		r = fmin(r, more((bestM+h-p.refill.loSlack)/p.cLo, h))
+		klo, khi := float64(nLo), float64(nHi)
+		v := fmin(bestV, r-klo)
+		lb := fmin(khi, v+khi)
+		lb = math.Max(lb, prev)
+		if lb < 0 {
+			lb = 0
+		}
+		bestV = fmin(v, fmin(r, lb+step)-klo)
+		bestM = fmin(bestM, p.cLo*prev+p.C-p.theta-p.refill.cumBefore(y))
+		bestM = fmin(bestM, p.cLo*lb+p.C-p.theta-p.refill.cum(y))
+		prev = lb
+	}
+	return int(prev)
+}

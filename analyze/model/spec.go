@@ -1,0 +1,586 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kinds of limiter a Spec can declare.
+const (
+	// KindTokenBucket is a generic token bucket of Capacity refilled
+	// continuously at RatePerSec, starting full, each request taking one
+	// token if at least one is there: golang.org/x/time/rate Limiter.Allow
+	// (rate.go advance/reserveN) and the usual Redis+Lua gateway buckets.
+	KindTokenBucket = "token_bucket"
+	// KindEnvoyLocal is Envoy's HTTP local rate limit filter
+	// (envoy.filters.http.local_ratelimit).
+	KindEnvoyLocal = "envoy_local"
+	// KindFixedWindow is a fixed-window counter: envoyproxy/ratelimit (epoch
+	// aligned) or rlbench's lab RLS (optionally starting at the first hit).
+	KindFixedWindow = "fixed_window"
+	// KindNginxLimitReq is nginx's limit_req leaky bucket.
+	KindNginxLimitReq = "nginx_limit_req"
+	// KindSlidingLog is the exact sliding log: a request passes iff fewer
+	// than Limit counted requests lie in (t-Window, t].
+	KindSlidingLog = "sliding_log"
+	// KindSlidingCounter is the two-counter sliding-window approximation:
+	// previous window's count weighted by the part of it still inside the
+	// sliding window, plus the current window's count (HAProxy
+	// sc_http_req_rate / freq_ctr, Cloudflare, many Redis limiters).
+	KindSlidingCounter = "sliding_counter"
+)
+
+// Envoy local rate limit scopes (what a Request.Key names).
+const (
+	// ScopeProcess: one bucket per Envoy process (per proxy), shared by all
+	// workers: Envoy's default (local_ratelimit docs: "the token bucket is
+	// shared across all workers").
+	ScopeProcess = "process"
+	// ScopeWorker: one bucket per worker thread. Envoy's HTTP filter does not
+	// do this; it is offered for limiters that keep thread-local buckets.
+	ScopeWorker = "worker"
+	// ScopeConnection: one limiter (default bucket and descriptors) per
+	// downstream connection, local_rate_limit_per_downstream_connection.
+	ScopeConnection = "connection"
+)
+
+// Fixed-window alignments.
+const (
+	// AlignEpoch: windows start at multiples of the unit since the Unix
+	// epoch (envoyproxy/ratelimit src/limiter/cache_key.go).
+	AlignEpoch = "epoch"
+	// AlignFirstHit: a key's window starts at its first hit and the next one
+	// at the first hit after it ended (rlbench's lab RLS, WindowFirstHit).
+	AlignFirstHit = "first_hit"
+)
+
+// What sliding windows count.
+const (
+	// CountAdmitted: only requests the limiter let through are counted.
+	CountAdmitted = "admitted"
+	// CountAll: every request is counted, rejected ones too.
+	CountAll = "all"
+)
+
+// Duration is a time.Duration written in JSON as a Go duration string
+// ("500ms", "1s", "1m").
+type Duration time.Duration
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string such as \"1s\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// EnvoyDescriptor is one configured descriptor of the local rate limit
+// filter (envoy/extensions/common/ratelimit/v3 LocalRateLimitDescriptor):
+// its entries and its own token bucket. An entry with an empty value is a
+// wildcard (Envoy 1.34+): each distinct value gets its own bucket, kept in an
+// LRU of max_dynamic_descriptors.
+type EnvoyDescriptor struct {
+	Entries []Entry `json:"entries"`
+	// MaxTokens is the bucket's max_tokens (> 0).
+	MaxTokens uint32 `json:"max_tokens"`
+	// TokensPerFill defaults to 1, as in Envoy.
+	TokensPerFill *uint32 `json:"tokens_per_fill,omitempty"`
+	// FillInterval is required (Envoy requires fill_interval in a token bucket).
+	FillInterval Duration `json:"fill_interval"`
+}
+
+// NginxZone is one limit_req directive with its limit_req_zone: zone name,
+// rate ("10r/s", "30r/m"), burst, nodelay or delay=N, and the request value
+// the zone is keyed on (a Request.Vars name; empty: Request.Key).
+type NginxZone struct {
+	Name    string `json:"name"`
+	Rate    string `json:"rate"`
+	Burst   int    `json:"burst,omitempty"`
+	NoDelay bool   `json:"nodelay,omitempty"`
+	Delay   int    `json:"delay,omitempty"`
+	Key     string `json:"key,omitempty"`
+}
+
+// Spec declares a limiter, as in scenario.json. Kind selects the semantic;
+// only the fields listed for that kind may be given (an unknown or
+// inapplicable field is an error naming it).
+//
+//	{"kind":"token_bucket","capacity":100,"rate_per_sec":100}
+//	{"kind":"nginx_limit_req","rate":"10r/s","burst":5,"nodelay":true}
+//	{"kind":"fixed_window","limit":5,"unit":"hour","align":"epoch"}
+//	{"kind":"envoy_local","envoy_version":"1.31","max_tokens":10,"tokens_per_fill":10,"fill_interval":"1s"}
+//	{"kind":"sliding_log","limit":100,"window":"1m","count":"all"}
+type Spec struct {
+	Kind string `json:"kind"`
+
+	// token_bucket: Capacity (> 0 tokens, the bucket starts full) and
+	// RatePerSec (>= 0 tokens per second).
+	Capacity   float64 `json:"capacity,omitempty"`
+	RatePerSec float64 `json:"rate_per_sec,omitempty"`
+
+	// envoy_local. EnvoyVersion ("1.31", "1.30.4") chooses the refill: from
+	// 1.31 AtomicTokenBucket refills lazily and continuously at
+	// tokens_per_fill/fill_interval (fractional, starts full, capped at
+	// max_tokens); up to 1.30 a timer adds tokens_per_fill every
+	// fill_interval from the limiter's creation (TimerStart, RFC 3339, when
+	// known; otherwise the phase is unknown). Descriptors need 1.26+
+	// (consumption sorted by fill rate), wildcard entries 1.34+,
+	// AlwaysConsumeDefault 1.28+ (default true). FilterEnabledPercent and
+	// FilterEnforcedPercent are filter_enabled and filter_enforced
+	// (default 100 here; Envoy's own default is 0 %, so give them as
+	// configured). MaxDynamicDescriptors defaults to 20 as in Envoy.
+	EnvoyVersion          string            `json:"envoy_version,omitempty"`
+	MaxTokens             uint32            `json:"max_tokens,omitempty"`
+	TokensPerFill         *uint32           `json:"tokens_per_fill,omitempty"`
+	FillInterval          Duration          `json:"fill_interval,omitempty"`
+	Scope                 string            `json:"scope,omitempty"`
+	Descriptors           []EnvoyDescriptor `json:"descriptors,omitempty"`
+	AlwaysConsumeDefault  *bool             `json:"always_consume_default_token_bucket,omitempty"`
+	MaxDynamicDescriptors *int              `json:"max_dynamic_descriptors,omitempty"`
+	FilterEnabledPercent  *float64          `json:"filter_enabled_percent,omitempty"`
+	FilterEnforcedPercent *float64          `json:"filter_enforced_percent,omitempty"`
+	TimerStart            string            `json:"timer_start,omitempty"`
+
+	// fixed_window: Limit hits per Unit (second, minute, hour, day, week,
+	// month = 30 days, year = 365 days, as envoyproxy/ratelimit
+	// utils.UnitToDivider), Align (epoch, default, or first_hit),
+	// ShadowMode (counted, always answered OK), Unlimited (never limited).
+	// sliding_log, sliding_counter: Limit per Window, and Count (required):
+	// "admitted" or "all".
+	Limit      uint64   `json:"limit,omitempty"`
+	Unit       string   `json:"unit,omitempty"`
+	Align      string   `json:"align,omitempty"`
+	ShadowMode bool     `json:"shadow_mode,omitempty"`
+	Unlimited  bool     `json:"unlimited,omitempty"`
+	Window     Duration `json:"window,omitempty"`
+	Count      string   `json:"count,omitempty"`
+
+	// nginx_limit_req: one zone from Rate, Burst, NoDelay, Delay and Key, or
+	// several in Zones (in limit_req order); DryRun is limit_req_dry_run.
+	Rate    string      `json:"rate,omitempty"`
+	Burst   int         `json:"burst,omitempty"`
+	NoDelay bool        `json:"nodelay,omitempty"`
+	Delay   int         `json:"delay,omitempty"`
+	Key     string      `json:"key,omitempty"`
+	Zones   []NginxZone `json:"zones,omitempty"`
+	DryRun  bool        `json:"dry_run,omitempty"`
+}
+
+// kindFields lists the JSON fields each kind accepts besides "kind".
+var kindFields = map[string][]string{
+	KindTokenBucket: {"capacity", "rate_per_sec"},
+	KindEnvoyLocal: {"envoy_version", "max_tokens", "tokens_per_fill", "fill_interval", "scope", "descriptors",
+		"always_consume_default_token_bucket", "max_dynamic_descriptors", "filter_enabled_percent",
+		"filter_enforced_percent", "timer_start"},
+	KindFixedWindow:    {"limit", "unit", "align", "shadow_mode", "unlimited"},
+	KindNginxLimitReq:  {"rate", "burst", "nodelay", "delay", "key", "zones", "dry_run"},
+	KindSlidingLog:     {"limit", "window", "count"},
+	KindSlidingCounter: {"limit", "window", "count"},
+}
+
+// Kinds returns the kinds a Spec may declare, sorted.
+func Kinds() []string {
+	out := make([]string, 0, len(kindFields))
+	for k := range kindFields {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// FieldError is a Spec problem naming the JSON field ("zones[1].rate").
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return "limiter spec: " + e.Field + ": " + e.Problem }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+type specAlias Spec
+
+// UnmarshalJSON decodes a Spec strictly: unknown fields, and fields that do
+// not apply to the declared kind, are errors naming the field. Values are
+// checked by Validate (and New), not here.
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("limiter spec: %w", err)
+	}
+	kraw, ok := raw["kind"]
+	if !ok {
+		return fieldErr("kind", "missing (one of %s)", strings.Join(Kinds(), ", "))
+	}
+	var kind string
+	if err := json.Unmarshal(kraw, &kind); err != nil {
+		return fieldErr("kind", "want a string")
+	}
+	allowed, ok := kindFields[kind]
+	if !ok {
+		return fieldErr("kind", "unknown kind %q (one of %s)", kind, strings.Join(Kinds(), ", "))
+	}
+	for name := range raw {
+		if name == "kind" || contains(allowed, name) {
+			continue
+		}
+		if kindOf(name) != "" {
+			return fieldErr(name, "does not apply to kind %q (fields: %s)", kind, strings.Join(allowed, ", "))
+		}
+		return fieldErr(name, "unknown field (kind %q takes: %s)", kind, strings.Join(allowed, ", "))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var a specAlias
+	if err := dec.Decode(&a); err != nil {
+		return fmt.Errorf("limiter spec: %w", err)
+	}
+	*s = Spec(a)
+	return nil
+}
+
+func kindOf(field string) string {
+	for k, fs := range kindFields {
+		if contains(fs, field) {
+			return k
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Decode reads one Spec from JSON strictly (see UnmarshalJSON), rejects
+// trailing data and validates it.
+func Decode(data []byte) (Spec, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return Spec{}, err
+	}
+	if dec.More() {
+		return Spec{}, fmt.Errorf("limiter spec: trailing data after the object")
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
+
+// Validate checks the values of s for its kind. Errors are *FieldError.
+func (s Spec) Validate() error {
+	_, err := s.normalized()
+	return err
+}
+
+// UnitSeconds returns the window of an envoyproxy/ratelimit unit in seconds
+// (utils.UnitToDivider: month = 30 days, year = 365 days), case-insensitive;
+// 0 for an unknown unit.
+func UnitSeconds(unit string) int64 {
+	switch strings.ToUpper(unit) {
+	case "SECOND":
+		return 1
+	case "MINUTE":
+		return 60
+	case "HOUR":
+		return 3600
+	case "DAY":
+		return 86400
+	case "WEEK":
+		return 604800
+	case "MONTH":
+		return 2592000
+	case "YEAR":
+		return 31536000
+	}
+	return 0
+}
+
+// envoyVersion is a parsed "major.minor[.patch]".
+type envoyVersion struct{ major, minor int }
+
+func parseEnvoyVersion(v string) (envoyVersion, error) {
+	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
+	parts := strings.Split(v, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return envoyVersion{}, fmt.Errorf("want MAJOR.MINOR[.PATCH] such as \"1.31\", got %q", v)
+	}
+	var n [3]int
+	for i, p := range parts {
+		x, err := strconv.Atoi(p)
+		if err != nil || x < 0 {
+			return envoyVersion{}, fmt.Errorf("want MAJOR.MINOR[.PATCH] such as \"1.31\", got %q", v)
+		}
+		n[i] = x
+	}
+	return envoyVersion{n[0], n[1]}, nil
+}
+
+func (v envoyVersion) atLeast(major, minor int) bool {
+	return v.major > major || (v.major == major && v.minor >= minor)
+}
+
+// parseNginxRate parses limit_req_zone's rate= value as nginx does
+// (ngx_http_limit_req_zone): an integer followed by "r/s" or "r/m" (no suffix
+// means r/s), stored as rate*1000/scale milli-requests per second with
+// integer division, so 1r/m is 16.
+func parseNginxRate(s string) (int64, error) {
+	scale := int64(1)
+	num := s
+	switch {
+	case strings.HasSuffix(s, "r/s"):
+		num = strings.TrimSuffix(s, "r/s")
+	case strings.HasSuffix(s, "r/m"):
+		num, scale = strings.TrimSuffix(s, "r/m"), 60
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/1000 {
+		return 0, fmt.Errorf("invalid rate %q: want a positive integer followed by r/s or r/m", s)
+	}
+	milli := n * 1000 / scale
+	if milli <= 0 {
+		return 0, fmt.Errorf("invalid rate %q: below 1 milli-request per second", s)
+	}
+	return milli, nil
+}
+
+// normalized validates s and returns it with defaults filled in.
+func (s Spec) normalized() (Spec, error) {
+	switch s.Kind {
+	case KindTokenBucket:
+		if !(s.Capacity > 0) || math.IsInf(s.Capacity, 0) {
+			return s, fieldErr("capacity", "must be a positive number of tokens, got %v", s.Capacity)
+		}
+		if !(s.RatePerSec >= 0) || math.IsInf(s.RatePerSec, 0) {
+			return s, fieldErr("rate_per_sec", "must be >= 0 tokens per second, got %v", s.RatePerSec)
+		}
+	case KindEnvoyLocal:
+		return s.normalizedEnvoy()
+	case KindFixedWindow:
+		if s.Unit == "" {
+			return s, fieldErr("unit", "missing (second, minute, hour, day, week, month or year)")
+		}
+		if UnitSeconds(s.Unit) == 0 {
+			return s, fieldErr("unit", "invalid rate limit unit %q (second, minute, hour, day, week, month or year)", s.Unit)
+		}
+		s.Unit = strings.ToLower(s.Unit)
+		switch s.Align {
+		case "":
+			s.Align = AlignEpoch
+		case AlignEpoch, AlignFirstHit:
+		default:
+			return s, fieldErr("align", "want %q or %q, got %q", AlignEpoch, AlignFirstHit, s.Align)
+		}
+		if s.Unlimited && s.Limit != 0 {
+			return s, fieldErr("limit", "an unlimited rule takes no limit")
+		}
+		if s.Unlimited && s.ShadowMode {
+			return s, fieldErr("shadow_mode", "an unlimited rule has nothing to shadow")
+		}
+		if s.Limit > math.MaxUint32 {
+			return s, fieldErr("limit", "requests_per_unit is a uint32, got %d", s.Limit)
+		}
+	case KindSlidingLog, KindSlidingCounter:
+		if s.Limit == 0 {
+			return s, fieldErr("limit", "must be > 0")
+		}
+		if s.Window <= 0 {
+			return s, fieldErr("window", "must be a positive duration such as \"1s\"")
+		}
+		if s.Count != CountAdmitted && s.Count != CountAll {
+			return s, fieldErr("count", "want %q (only admitted requests count) or %q (rejected ones too), got %q", CountAdmitted, CountAll, s.Count)
+		}
+	case KindNginxLimitReq:
+		single := s.Rate != "" || s.Burst != 0 || s.NoDelay || s.Delay != 0 || s.Key != ""
+		if single && len(s.Zones) > 0 {
+			return s, fieldErr("zones", "give either rate/burst/nodelay/delay/key for one zone or zones, not both")
+		}
+		if !single && len(s.Zones) == 0 {
+			return s, fieldErr("rate", "missing (or give zones)")
+		}
+		if single {
+			s.Zones = []NginxZone{{Name: "zone", Rate: s.Rate, Burst: s.Burst, NoDelay: s.NoDelay, Delay: s.Delay, Key: s.Key}}
+			if err := checkZone(s.Zones[0], ""); err != nil {
+				return s, err
+			}
+			s.Rate, s.Burst, s.NoDelay, s.Delay, s.Key = "", 0, false, 0, ""
+			return s, nil
+		}
+		names := map[string]bool{}
+		zones := make([]NginxZone, len(s.Zones))
+		copy(zones, s.Zones)
+		for i, z := range zones {
+			p := fmt.Sprintf("zones[%d].", i)
+			if z.Name == "" {
+				zones[i].Name = fmt.Sprintf("zone%d", i)
+			}
+			if names[zones[i].Name] {
+				return s, fieldErr(p+"name", "zone %q is duplicate (nginx: \"is duplicate\")", zones[i].Name)
+			}
+			names[zones[i].Name] = true
+			if err := checkZone(z, p); err != nil {
+				return s, err
+			}
+		}
+		s.Zones = zones
+	case "":
+		return s, fieldErr("kind", "missing (one of %s)", strings.Join(Kinds(), ", "))
+	default:
+		return s, fieldErr("kind", "unknown kind %q (one of %s)", s.Kind, strings.Join(Kinds(), ", "))
+	}
+	return s, nil
+}
+
+func checkZone(z NginxZone, prefix string) error {
+	if z.Rate == "" {
+		return fieldErr(prefix+"rate", "missing (such as \"10r/s\")")
+	}
+	if _, err := parseNginxRate(z.Rate); err != nil {
+		return fieldErr(prefix+"rate", "%v", err)
+	}
+	if z.Burst < 0 {
+		return fieldErr(prefix+"burst", "must be >= 0, got %d", z.Burst)
+	}
+	if z.Delay < 0 {
+		return fieldErr(prefix+"delay", "must be > 0, got %d", z.Delay)
+	}
+	if z.NoDelay && z.Delay != 0 {
+		return fieldErr(prefix+"delay", "give nodelay or delay, not both")
+	}
+	return nil
+}
+
+func (s Spec) normalizedEnvoy() (Spec, error) {
+	if s.EnvoyVersion == "" {
+		return s, fieldErr("envoy_version", "missing: the refill and descriptor semantics depend on it (\"1.31\")")
+	}
+	v, err := parseEnvoyVersion(s.EnvoyVersion)
+	if err != nil {
+		return s, fieldErr("envoy_version", "%v", err)
+	}
+	if s.MaxTokens == 0 {
+		return s, fieldErr("max_tokens", "must be > 0")
+	}
+	if s.TokensPerFill == nil {
+		one := uint32(1)
+		s.TokensPerFill = &one
+	} else if *s.TokensPerFill == 0 {
+		return s, fieldErr("tokens_per_fill", "must be > 0")
+	}
+	if s.FillInterval < Duration(50*time.Millisecond) {
+		return s, fieldErr("fill_interval", "must be >= 50ms (local rate limit token bucket fill timer must be >= 50ms), got %v", time.Duration(s.FillInterval))
+	}
+	switch s.Scope {
+	case "":
+		s.Scope = ScopeProcess
+	case ScopeProcess, ScopeWorker, ScopeConnection:
+	default:
+		return s, fieldErr("scope", "want %q, %q or %q, got %q", ScopeProcess, ScopeWorker, ScopeConnection, s.Scope)
+	}
+	if s.AlwaysConsumeDefault == nil {
+		t := true
+		s.AlwaysConsumeDefault = &t
+	} else if !v.atLeast(1, 28) {
+		return s, fieldErr("always_consume_default_token_bucket", "needs Envoy 1.28+ (declared %s)", s.EnvoyVersion)
+	}
+	if s.MaxDynamicDescriptors == nil {
+		n := 20
+		s.MaxDynamicDescriptors = &n
+	} else if *s.MaxDynamicDescriptors <= 0 {
+		return s, fieldErr("max_dynamic_descriptors", "must be > 0")
+	}
+	for name, p := range map[string]**float64{"filter_enabled_percent": &s.FilterEnabledPercent, "filter_enforced_percent": &s.FilterEnforcedPercent} {
+		if *p == nil {
+			h := 100.0
+			*p = &h
+		} else if !(**p >= 0 && **p <= 100) {
+			return s, fieldErr(name, "must be within 0..100, got %v", **p)
+		}
+	}
+	if s.TimerStart != "" {
+		if v.atLeast(1, 31) {
+			return s, fieldErr("timer_start", "Envoy %s refills continuously; a timer phase applies to 1.30 and before", s.EnvoyVersion)
+		}
+		if s.Scope == ScopeConnection {
+			return s, fieldErr("timer_start", "each downstream connection starts its own timer")
+		}
+		if _, err := time.Parse(time.RFC3339Nano, s.TimerStart); err != nil {
+			return s, fieldErr("timer_start", "want RFC 3339 time: %v", err)
+		}
+	}
+	if len(s.Descriptors) > 0 && !v.atLeast(1, 26) {
+		return s, fieldErr("descriptors", "descriptor consumption before Envoy 1.26 is not modelled (declared %s)", s.EnvoyVersion)
+	}
+	seen := map[string]bool{}
+	ds := make([]EnvoyDescriptor, len(s.Descriptors))
+	copy(ds, s.Descriptors)
+	for i, d := range ds {
+		p := fmt.Sprintf("descriptors[%d].", i)
+		if len(d.Entries) == 0 {
+			return s, fieldErr(p+"entries", "must not be empty")
+		}
+		wild := false
+		for j, e := range d.Entries {
+			if e.Key == "" {
+				return s, fieldErr(fmt.Sprintf("%sentries[%d].key", p, j), "must not be empty")
+			}
+			if e.Value == "" {
+				wild = true
+			}
+		}
+		if wild && !v.atLeast(1, 34) {
+			return s, fieldErr(p+"entries", "an empty value is a wildcard, which needs Envoy 1.34+ (declared %s)", s.EnvoyVersion)
+		}
+		if wild && s.Scope == ScopeConnection {
+			return s, fieldErr(p+"entries", "wildcard descriptors do not work with per-connection limiting")
+		}
+		id := Descriptor(d.Entries).String()
+		if seen[id] {
+			return s, fieldErr(p+"entries", "duplicate descriptor in the local rate descriptor: %s", id)
+		}
+		seen[id] = true
+		if d.MaxTokens == 0 {
+			return s, fieldErr(p+"max_tokens", "must be > 0")
+		}
+		if d.TokensPerFill == nil {
+			one := uint32(1)
+			ds[i].TokensPerFill = &one
+		} else if *d.TokensPerFill == 0 {
+			return s, fieldErr(p+"tokens_per_fill", "must be > 0")
+		}
+		if d.FillInterval < Duration(50*time.Millisecond) {
+			return s, fieldErr(p+"fill_interval", "must be >= 50ms, got %v", time.Duration(d.FillInterval))
+		}
+		if !v.atLeast(1, 31) && d.FillInterval%s.FillInterval != 0 {
+			return s, fieldErr(p+"fill_interval", "local rate descriptor limit is not a multiple of token bucket fill timer (%v)", time.Duration(s.FillInterval))
+		}
+	}
+	s.Descriptors = ds
+	return s, nil
+}

@@ -1,0 +1,196 @@
+package model
+
+import (
+	"math"
+	"slices"
+)
+
+// minTree is a segment tree over n float64 values with range add and range
+// minimum in O(log n), non-recursive (bottom-up with pending adds on inner
+// nodes, so a node's value is the minimum of its children plus its own
+// pending add).
+type minTree struct {
+	n, h int
+	t    []float64 // 2n nodes; t[n+i] is value i
+	d    []float64 // pending adds of inner nodes
+}
+
+func newMinTree(vals []float64) *minTree {
+	n := len(vals)
+	if n == 0 {
+		n = 1
+	}
+	h := 0
+	for 1<<h < n {
+		h++
+	}
+	m := &minTree{n: n, h: h, t: make([]float64, 2*n), d: make([]float64, n)}
+	for i := range m.t[n:] {
+		m.t[n+i] = math.Inf(1)
+	}
+	copy(m.t[n:], vals)
+	for i := n - 1; i > 0; i-- {
+		m.t[i] = fmin(m.t[2*i], m.t[2*i+1])
+	}
+	return m
+}
+
+func (m *minTree) apply(p int, v float64) {
+	m.t[p] += v
+	if p < m.n {
+		m.d[p] += v
+	}
+}
+
+func (m *minTree) build(p int) {
+	for p > 1 {
+		p >>= 1
+		m.t[p] = fmin(m.t[2*p], m.t[2*p+1]) + m.d[p]
+	}
+}
+
+func (m *minTree) push(p int) {
+	for s := m.h; s > 0; s-- {
+		i := p >> s
+		if i > 0 && m.d[i] != 0 {
+			m.apply(2*i, m.d[i])
+			m.apply(2*i+1, m.d[i])
+			m.d[i] = 0
+		}
+	}
+}
+
+// add adds v to values [l, r).
+func (m *minTree) add(l, r int, v float64) {
+	if l >= r {
+		return
+	}
+	l += m.n
+	r += m.n
+	l0, r0 := l, r
+	for ; l < r; l, r = l>>1, r>>1 {
+		if l&1 == 1 {
+			m.apply(l, v)
+			l++
+		}
+		if r&1 == 1 {
+			r--
+			m.apply(r, v)
+		}
+	}
+	m.build(l0)
+	m.build(r0 - 1)
+}
+
+// min returns the minimum of values [l, r) (+Inf when empty).
+func (m *minTree) min(l, r int) float64 {
+	if l >= r {
+		return math.Inf(1)
+	}
+	l += m.n
+	r += m.n
+	m.push(l)
+	m.push(r - 1)
+	res := math.Inf(1)
+	for ; l < r; l, r = l>>1, r>>1 {
+		if l&1 == 1 {
+			res = fmin(res, m.t[l])
+			l++
+		}
+		if r&1 == 1 {
+			r--
+			res = fmin(res, m.t[r])
+		}
+	}
+	return res
+}
+
+// set assigns value i.
+func (m *minTree) set(i int, v float64) {
+	p := i + m.n
+	m.push(p)
+	m.t[p] = v
+	m.build(p)
+}
+
+// at returns value i.
+func (m *minTree) at(i int) float64 {
+	p := i + m.n
+	v := m.t[p]
+	for p >>= 1; p > 0; p >>= 1 {
+		v += m.d[p]
+	}
+	return v
+}
+
+// fenwick counts points by position.
+type fenwick []int32
+
+func newFenwick(n int) fenwick { return make(fenwick, n+1) }
+
+func (f fenwick) add(i int, v int32) {
+	for i++; i < len(f); i += i & -i {
+		f[i] += v
+	}
+}
+
+// prefix returns the sum of positions [0, i).
+func (f fenwick) prefix(i int) int {
+	s := 0
+	for ; i > 0; i -= i & -i {
+		s += int(f[i])
+	}
+	return s
+}
+
+func (f fenwick) rangeSum(l, r int) int {
+	if l >= r {
+		return 0
+	}
+	return f.prefix(r) - f.prefix(l)
+}
+
+// upperBound returns the number of values in sorted a that are <= x.
+func upperBound(a []int64, x int64) int {
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] <= x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// lowerBound returns the number of values in sorted a that are < x.
+func lowerBound(a []int64, x int64) int {
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] < x {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+func sortInt64(a []int64) { slices.Sort(a) }
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func fmin(a, b float64) float64 {
+	if b < a {
+		return b
+	}
+	return a
+}
