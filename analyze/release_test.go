@@ -1,0 +1,95 @@
+package analyze
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// TestPreviousReleaseEvidence analyses evidence written by the previous
+// release (testdata/v1-release: `rlbench demo`, `rlbench run
+// examples/e06/plan.yaml`, two scenarios of examples/real-rls, a bare
+// `rlbench attack` directory and a hand-made run directory with a default
+// format access log, a truncated requests.jsonl, a NOT_RUN marker, a scenario
+// the manifest lists but that is absent, tampered receipts and stats, and a
+// real RLS log collected by `rlbench collect rls-log`) and compares the JSON
+// report with the one that release produced (<name>.report.json, written by
+// `rlbench analyze --format json`), ignoring only generated_at, and
+// status.txt with <name>.status.txt.
+func TestPreviousReleaseEvidence(t *testing.T) {
+	base := filepath.Join("testdata", "v1-release")
+	five := 5
+	cases := []struct {
+		name, report string
+		opts         Options
+	}{
+		{"e06", "e06", Options{}},
+		{"demo", "demo", Options{}},
+		{"real-rls", "real-rls", Options{}},
+		{"manual", "manual", Options{}},
+		{"bare", "bare", Options{}},
+		{"bare", "bare.overrides", Options{Admitted: &evidence.Range{Min: 10, Max: 12}, IntendedLimit: &five}},
+	}
+	for _, c := range cases {
+		t.Run(c.report, func(t *testing.T) {
+			rep, err := Analyze(context.Background(), filepath.Join(base, c.name), c.opts)
+			must(t, err)
+			var got bytes.Buffer
+			must(t, WriteJSON(&got, rep))
+			want, err := os.ReadFile(filepath.Join(base, c.report+".report.json"))
+			must(t, err)
+			if g, w := normalise(t, got.Bytes()), normalise(t, want); g != w {
+				t.Fatalf("report differs from the previous release's:\n%s", firstDiff(g, w))
+			}
+			if c.opts.Admitted != nil {
+				return
+			}
+			wantStatus, err := os.ReadFile(filepath.Join(base, c.name+".status.txt"))
+			must(t, err)
+			var st bytes.Buffer
+			must(t, WriteStatus(&st, rep))
+			if st.String() != string(wantStatus) {
+				t.Fatalf("status.txt differs:\n%s", firstDiff(st.String(), string(wantStatus)))
+			}
+		})
+	}
+}
+
+// normalise re-indents a report with generated_at removed.
+func normalise(t *testing.T, b []byte) string {
+	t.Helper()
+	var m map[string]any
+	must(t, json.Unmarshal(b, &m))
+	delete(m, "generated_at")
+	out, err := json.MarshalIndent(m, "", " ")
+	must(t, err)
+	return string(out)
+}
+
+// firstDiff shows the first differing line of two texts with some context.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			lo := max(0, i-8)
+			return "line " + itoa(i+1) + "\nwant context:\n" + strings.Join(w[lo:min(len(w), i+3)], "\n") +
+				"\ngot:  " + gl + "\nwant: " + wl
+		}
+	}
+	return ""
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }

@@ -1,0 +1,72 @@
+// Command evgen writes lab-shaped evidence (internal/labshape) for
+// bench/analyze.sh, and optionally the same requests as vegeta JSON results,
+// so that `vegeta report` and `rlbench analyze` can be timed on the same
+// number of results.
+//
+//	go run ./bench/evgen -n 1000000 -out DIR [-vegeta FILE]
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/labshape"
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+func main() {
+	n := flag.Int("n", 1_000_000, "requests (each admitted, with one receipt)")
+	out := flag.String("out", "", "scenario directory to write")
+	vg := flag.String("vegeta", "", "also write the requests as vegeta JSON results to this file")
+	flag.Parse()
+	if *out == "" {
+		fmt.Fprintln(os.Stderr, "evgen: -out DIR is required")
+		os.Exit(2)
+	}
+	var enc vegeta.Encoder
+	var bw *bufio.Writer
+	var encErr error
+	if *vg != "" {
+		f, err := os.Create(*vg)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "evgen:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		bw = bufio.NewWriterSize(f, 1<<20)
+		enc = vegeta.NewJSONEncoder(bw)
+	}
+	seq := uint64(0)
+	each := func(r *evidence.Request) {
+		if enc == nil || encErr != nil {
+			return
+		}
+		h := http.Header{}
+		for k, v := range r.Headers {
+			h.Set(k, v)
+		}
+		res := vegeta.Result{Attack: r.Phase, Seq: seq, Code: uint16(r.Code), Timestamp: time.Unix(0, r.SentNs),
+			Latency: time.Duration(r.LatencyNs), BytesIn: r.BytesIn, Error: r.Error, Body: []byte(r.Body),
+			Method: r.Method, URL: r.URL, Headers: h}
+		seq++
+		encErr = enc.Encode(&res)
+	}
+	if err := labshape.Write(*out, labshape.Options{N: *n, Each: each}); err != nil {
+		fmt.Fprintln(os.Stderr, "evgen:", err)
+		os.Exit(1)
+	}
+	if bw != nil {
+		if err := bw.Flush(); err != nil && encErr == nil {
+			encErr = err
+		}
+	}
+	if encErr != nil {
+		fmt.Fprintln(os.Stderr, "evgen: vegeta results:", encErr)
+		os.Exit(1)
+	}
+}

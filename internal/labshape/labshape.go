@@ -1,0 +1,98 @@
+// Package labshape writes synthetic evidence shaped like what `rlbench demo`
+// records on the embedded lab (two Envoy-like proxies in front of the
+// backend): the request lines attack writes, the receipt lines the backend
+// writes, attack.json and scenario.json. The benchmarks of analyze and
+// bench/analyze.sh use it to time Load + Judge on millions of requests.
+package labshape
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// T0 is the send time of the first request, unix ns.
+const T0 = int64(1796116558654998098)
+
+// Options shape the evidence.
+type Options struct {
+	// N is the number of requests; every one is admitted (200) and has one
+	// receipt, so the scenario PASSes.
+	N int
+	// Each, if set, is called with every request line written (e.g. to
+	// convert it to another tool's format).
+	Each func(*evidence.Request)
+}
+
+// Write writes requests.jsonl, receipts.jsonl, attack.json and scenario.json
+// of one scenario into dir (created if needed).
+func Write(dir string, o Options) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	rw, err := evidence.Create(filepath.Join(dir, evidence.RequestsFile))
+	if err != nil {
+		return err
+	}
+	cw, err := evidence.Create(filepath.Join(dir, evidence.ReceiptsFile))
+	if err != nil {
+		_ = rw.Close()
+		return err
+	}
+	targets := []string{"proxy-a", "proxy-b"}
+	urls := []string{"http://127.0.0.1:37795/inventory", "http://127.0.0.1:41067/inventory"}
+	width := len(strconv.Itoa(o.N))
+	var last int64
+	for i := 0; i < o.N; i++ {
+		id := fmt.Sprintf("s1r1-attack-%0*d", width, i+1)
+		sent := T0 + int64(i)*1000
+		r := evidence.Request{ID: id, Target: targets[i%2], URL: urls[i%2], Method: "GET", SentNs: sent,
+			LatencyNs: 4_504_326, Code: 200, BytesIn: uint64(len(id) + 9),
+			Headers: map[string]string{"server": "envoy", "x-envoy-upstream-service-time": "1"},
+			Body:    `{"id":"` + id + `"}`, Phase: "attack"}
+		if len(r.Body) > 64 {
+			r.Body = r.Body[:64]
+		}
+		last = max(last, r.EndNs())
+		if o.Each != nil {
+			o.Each(&r)
+		}
+		if err := rw.Write(&r); err != nil {
+			return err
+		}
+		recv := sent + 2_000_000
+		rc := evidence.Receipt{ID: &id, RecvNs: recv, RecvTime: "2026-12-01T09:15:58.696889177Z", Method: "GET", Path: "/inventory",
+			Remote: "127.0.0.1:58046", Headers: map[string]string{"x-forwarded-for": "127.0.0.1",
+				"x-request-id": fmt.Sprintf("92127afb-e4d2-4f94-98b7-%012d", i)}}
+		if err := cw.Write(&rc); err != nil {
+			return err
+		}
+	}
+	if err := rw.Close(); err != nil {
+		return err
+	}
+	if err := cw.Close(); err != nil {
+		return err
+	}
+	attack := map[string]any{"schema": "rlbench.attack/v1", "complete": true, "interrupted": false, "sent": o.N, "recorded": o.N,
+		"start_ns": T0, "end_ns": last}
+	scen := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "lab-shaped",
+		Expect: evidence.Expectation{Label: fmt.Sprintf("%d admitted", o.N), Admitted: &evidence.Range{Min: o.N, Max: o.N},
+			ReceiptsEqualAdmitted: true}}
+	if err := writeJSON(filepath.Join(dir, evidence.AttackFile), attack); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(dir, evidence.ScenarioFile), scen)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
