@@ -1,11 +1,7 @@
 package analyze
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,11 +10,11 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// AccessLogDir is the folder of a scenario directory holding one Envoy HTTP
-// access log per proxy, accesslog/<proxy>.log (the proxy name is the file name
-// minus ".log"). Each line is in Envoy's default text format, Istio's, or a
-// JSON object (json_format); see collect/envoy.ParseAccessLog.
-const AccessLogDir = "accesslog"
+// AccessLogDir is evidence.AccessLogDir, the folder of a scenario directory
+// holding one Envoy HTTP access log per proxy, accesslog/<proxy>.log. Each
+// line is in Envoy's default text format, Istio's, or a JSON object
+// (json_format); see collect/envoy.ParseAccessLog.
+const AccessLogDir = evidence.AccessLogDir
 
 // Ways an access log entry is joined to a request (AccessLogResponse.JoinedBy).
 const (
@@ -84,40 +80,6 @@ type AccessLogJoin struct {
 	Several []string `json:"several"`
 }
 
-// ReadAccessLogs parses every <dir>/accesslog/*.log with
-// envoy.ParseAccessLog and returns the entries by proxy name, and the file
-// names read (relative to dir, sorted). No accesslog folder gives (nil, nil,
-// nil). A malformed line is an error naming the file and line.
-func ReadAccessLogs(dir string) (map[string][]envoy.AccessLogEntry, []string, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, AccessLogDir, "*.log"))
-	if err != nil {
-		return nil, nil, err
-	}
-	sort.Strings(paths)
-	logs := map[string][]envoy.AccessLogEntry{}
-	var files []string
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue
-			}
-			return nil, nil, err
-		}
-		entries, err := envoy.ParseAccessLog(f, p)
-		f.Close()
-		if err != nil {
-			return nil, nil, err
-		}
-		logs[strings.TrimSuffix(filepath.Base(p), ".log")] = entries
-		files = append(files, filepath.Join(AccessLogDir, filepath.Base(p)))
-	}
-	if len(files) == 0 {
-		return nil, nil, nil
-	}
-	return logs, files, nil
-}
-
 // ProducerAgrees reports whether the client class of a response (Classify)
 // is consistent with the producer its proxy logged (envoy.Producer):
 //
@@ -154,95 +116,91 @@ func ProducerAgrees(class, producer string) bool {
 	return false
 }
 
-// JoinAccessLogs joins access log entries (by proxy) to requests: by the
-// logged rlbench ID, else by an x-request-id equal to a request ID, else by
-// the x-request-id a backend receipt recorded (see the Join constants). files
-// are the names used in AccessLogResponse.File, "<proxy>.log" when nil.
-func JoinAccessLogs(logs map[string][]envoy.AccessLogEntry, files []string, requests []evidence.Request, receipts []evidence.Receipt) *AccessLogJoin {
-	j := &AccessLogJoin{Files: files, Producers: map[string]int{}, Responses: []AccessLogResponse{}, Unjoined: map[string]int{},
+// JoinAccessLogs joins access log entries to requests: by the logged
+// rlbench ID, else by an x-request-id equal to a request ID, else by the
+// x-request-id a backend receipt recorded (see the Join constants; receipts'
+// x-request-ids are in recs.XRequestID, which evidence.Load fills when the
+// scenario has access logs).
+func JoinAccessLogs(logs []evidence.AccessLog, reqs *evidence.Requests, recs *evidence.Receipts) *AccessLogJoin {
+	j := &AccessLogJoin{Files: []string{}, Producers: map[string]int{}, Responses: []AccessLogResponse{}, Unjoined: map[string]int{},
 		Missing: []string{}, Several: []string{}}
-	if j.Files == nil {
-		j.Files = []string{}
+	byProxy := map[string][]envoy.AccessLogEntry{}
+	for _, l := range logs {
+		j.Files = append(j.Files, l.File)
+		byProxy[l.Proxy] = l.Entries
 	}
-	byID := make(map[string]*evidence.Request, len(requests))
-	for i := range requests {
-		byID[requests[i].ID] = &requests[i]
-	}
-	// x-request-id the backend saw -> rlbench ID.
-	byXRID := map[string]string{}
-	for i := range receipts {
-		rc := &receipts[i]
-		if rc.ID == nil {
+	// x-request-id the backend saw -> request index (-1: a receipt of an ID not sent).
+	byXRID := map[string]int32{}
+	for i, x := range recs.XRequestID {
+		if x == "" || recs.Request[i] == evidence.NoID {
 			continue
 		}
-		for k, v := range rc.Headers {
-			if strings.EqualFold(k, "x-request-id") && v != "" {
-				byXRID[v] = *rc.ID
-			}
-		}
+		byXRID[x] = recs.Request[i]
 	}
-	proxies := make([]string, 0, len(logs))
-	for p := range logs {
+	lookup := func(id string) (int, bool) { return reqs.IDs.Lookup(id) }
+	logsFor := byProxy
+	proxies := make([]string, 0, len(logsFor))
+	for p := range logsFor {
 		proxies = append(proxies, p)
 	}
 	sort.Strings(proxies)
-	count := map[string]int{}
+	count := map[int]int{}
 	for _, p := range proxies {
-		for _, e := range logs[p] {
+		for _, e := range logsFor[p] {
 			j.Entries++
 			prod := envoy.Producer(e)
 			j.Producers[prod]++
-			id, by := "", ""
+			idx, by := -1, ""
 			switch {
 			case e.RlbenchID != "":
-				if _, ok := byID[e.RlbenchID]; ok {
-					id, by = e.RlbenchID, JoinRlbenchID
+				if i, ok := lookup(e.RlbenchID); ok {
+					idx, by = i, JoinRlbenchID
 				}
 			case e.RequestID != "":
-				if _, ok := byID[e.RequestID]; ok {
-					id, by = e.RequestID, JoinRequestID
-				} else if rid, ok := byXRID[e.RequestID]; ok {
-					if _, ok := byID[rid]; ok {
-						id, by = rid, JoinReceipt
-					}
+				if i, ok := lookup(e.RequestID); ok {
+					idx, by = i, JoinRequestID
+				} else if ri, ok := byXRID[e.RequestID]; ok && ri >= 0 {
+					idx, by = int(ri), JoinReceipt
 				}
 			}
-			if id == "" {
+			if idx < 0 {
 				j.Unjoined[p]++
 				continue
 			}
-			r := byID[id]
-			count[id]++
-			resp := AccessLogResponse{ID: id, Proxy: p, Target: r.Target, File: filepath.Join(AccessLogDir, p+".log"), Line: e.Line,
-				JoinedBy: by, Code: e.Code, ClientCode: r.Code, Flags: e.Flags, Details: e.CodeDetails, Producer: prod, Class: Classify(r)}
+			count[idx]++
+			target := reqs.Targets[reqs.Target[idx]]
+			code := int(reqs.Code[idx])
+			resp := AccessLogResponse{ID: reqs.IDs.ID(idx), Proxy: p, Target: target, File: evidence.AccessLogFile(p), Line: e.Line,
+				JoinedBy: by, Code: e.Code, ClientCode: code, Flags: e.Flags, Details: e.CodeDetails, Producer: prod, Class: reqs.Class[idx].String()}
 			var why []string
 			if resp.Class != ClassNoResponse {
 				if !ProducerAgrees(resp.Class, prod) {
 					why = append(why, fmt.Sprintf("client class %s, log producer %s", resp.Class, prod))
 				}
-				if e.Code != r.Code {
-					why = append(why, fmt.Sprintf("client code %d, logged %d", r.Code, e.Code))
+				if e.Code != code {
+					why = append(why, fmt.Sprintf("client code %d, logged %d", code, e.Code))
 				}
-				if r.Target != p {
-					why = append(why, fmt.Sprintf("sent to %s, logged by %s", r.Target, p))
+				if target != p {
+					why = append(why, fmt.Sprintf("sent to %s, logged by %s", target, p))
 				}
 			}
 			resp.Disagreement = strings.Join(why, "; ")
 			j.Responses = append(j.Responses, resp)
 		}
 	}
-	for i := range requests {
-		r := &requests[i]
-		if _, hasLog := logs[r.Target]; !hasLog || r.Code == 0 {
-			continue
-		}
-		if count[r.ID] == 0 {
-			j.Missing = append(j.Missing, r.ID)
+	if len(logsFor) > 0 {
+		for i := 0; i < reqs.Len(); i++ {
+			if _, hasLog := logsFor[reqs.Targets[reqs.Target[i]]]; !hasLog || reqs.Code[i] == 0 {
+				continue
+			}
+			if count[i] == 0 {
+				j.Missing = append(j.Missing, reqs.IDs.ID(i))
+			}
 		}
 	}
-	for id, n := range count {
+	for i, n := range count {
 		if n > 1 {
-			j.Several = append(j.Several, id)
+			j.Several = append(j.Several, reqs.IDs.ID(i))
 		}
 	}
 	sort.Strings(j.Missing)
@@ -250,45 +208,35 @@ func JoinAccessLogs(logs map[string][]envoy.AccessLogEntry, files []string, requ
 	return j
 }
 
-// accessLogChecks reads the scenario's access logs, fills sr.ProducerCounts
-// and adds the access log checks; a malformed log makes the scenario
-// incomplete (NOT_RUN) with file and line. Without access log entries it does
-// nothing. The checks:
+// checkAccessLogs judges the join of the scenario's access logs with its
+// requests; without access log entries it does nothing. The checks:
 //   - "access log joined to requests" (unknown) when no entry joins any request;
 //   - "requests without access log entry": 0 wanted; unknown instead of fail
 //     when every such request's proxy also logged entries that join nothing
 //     (e.g. Envoy's default format, which has no ID, for a rejected request);
 //   - "access log producer agrees with client": ProducerAgrees, same code, same proxy;
 //   - "requests with several access log entries": 0 wanted (a re-sent request).
-func accessLogChecks(sd *scenarioData, sr *ScenarioReport) {
-	logs, files, err := ReadAccessLogs(sd.dir)
-	if err != nil {
-		sr.Incomplete = true
-		sr.Reasons = append(sr.Reasons, "incomplete: "+err.Error())
-		return
+func checkAccessLogs(in *Input) (res Result) {
+	j := in.AccessLogs
+	if j == nil {
+		return res
 	}
-	j := JoinAccessLogs(logs, files, sd.requests, sd.receipts)
-	if j.Entries == 0 {
-		return
-	}
-	sr.ProducerCounts = j.Producers
-	add := func(name, status, want, got string) {
-		sr.Checks = append(sr.Checks, Check{Name: name, Status: status, Want: want, Got: got})
-	}
+	reqs := &in.Evidence.Requests
+	add := res.add
 	if len(j.Responses) == 0 {
 		add("access log joined to requests", CheckUnknown, fmt.Sprintf(">= 1 of %d entries", j.Entries),
 			"0 (no entry carries a request's rlbench id or x-request-id, and no receipt's x-request-id matches)")
-		return
+		return res
 	}
-	target := make(map[string]string, len(sd.requests))
-	for i := range sd.requests {
-		target[sd.requests[i].ID] = sd.requests[i].Target
+	target := func(id string) string {
+		i, _ := reqs.IDs.Lookup(id)
+		return reqs.Targets[reqs.Target[i]]
 	}
 	st := CheckPass
 	if len(j.Missing) > 0 {
 		st = CheckUnknown
 		for _, id := range j.Missing {
-			if j.Unjoined[target[id]] == 0 {
+			if j.Unjoined[target(id)] == 0 {
 				st = CheckFail
 				break
 			}
@@ -319,6 +267,7 @@ func accessLogChecks(sd *scenarioData, sr *ScenarioReport) {
 	}
 	add("access log producer agrees with client", passIf(n == 0), "0 disagreements", agot)
 	add("requests with several access log entries", passIf(len(j.Several) == 0), "0", idsGot(len(j.Several), sampleOf(j.Several)))
+	return res
 }
 
 func sampleOf(ids []string) []string { return ids[:min(len(ids), SampleIDs)] }

@@ -3,6 +3,7 @@ package analyze
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -137,12 +138,11 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	dir := e.write()
 
 	// Each response, joined and classified.
-	logs, files, err := ReadAccessLogs(dir)
-	must(t, err)
-	if !reflect.DeepEqual(files, []string{"accesslog/proxy-a.log", "accesslog/proxy-b.log"}) {
-		t.Fatalf("files %v", files)
+	ld := loadScenario(t, dir)
+	j := JoinAccessLogs(ld.AccessLogs, &ld.Requests, &ld.Receipts)
+	if !reflect.DeepEqual(j.Files, []string{"accesslog/proxy-a.log", "accesslog/proxy-b.log"}) {
+		t.Fatalf("files %v", j.Files)
 	}
-	j := JoinAccessLogs(logs, files, e.requests, e.receipts)
 	if len(j.Responses) != len(cases) || j.Entries != len(cases) || len(j.Missing) != 0 || len(j.Several) != 0 || len(j.Unjoined) != 0 {
 		t.Fatalf("join: %d responses, %d entries, missing %v, several %v, unjoined %v", len(j.Responses), j.Entries, j.Missing, j.Several, j.Unjoined)
 	}
@@ -313,9 +313,8 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(e.dir, AccessLogDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(e.dir, AccessLogDir, "envoy.log"), raw, 0o644))
 	dir := e.write()
-	logs, files, err := ReadAccessLogs(dir)
-	must(t, err)
-	j := JoinAccessLogs(logs, files, e.requests, e.receipts)
+	ld := loadScenario(t, dir)
+	j := JoinAccessLogs(ld.AccessLogs, &ld.Requests, &ld.Receipts)
 	if len(j.Responses) != 4 || j.Unjoined["envoy"] != 1 || !reflect.DeepEqual(j.Missing, []string{"rid-4"}) {
 		t.Fatalf("join: %d responses, unjoined %v, missing %v", len(j.Responses), j.Unjoined, j.Missing)
 	}
@@ -403,4 +402,14 @@ func fixtureBytes(t *testing.T, name string) []byte {
 			t.Skipf("fixture %s: no go.mod above %s", name, wd)
 		}
 	}
+}
+
+// loadScenario loads one scenario directory, failing on any load problem.
+func loadScenario(t *testing.T, dir string) *evidence.ScenarioEvidence {
+	t.Helper()
+	s := evidence.LoadScenario(context.Background(), dir, false)
+	if len(s.Problems) > 0 {
+		t.Fatalf("load %s: %v", dir, s.Problems)
+	}
+	return s
 }

@@ -1,13 +1,8 @@
 package analyze
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,6 +11,56 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 )
+
+// Options configure Judge and Analyze.
+type Options struct {
+	// Now stamps the report; time.Now when nil.
+	Now func() time.Time
+	// Admitted, when set, is the expected admitted range of every scenario,
+	// overriding scenario.json (for evidence recorded by hand).
+	Admitted *evidence.Range
+	// IntendedLimit, when set, overrides scenario.json's intended_limit.
+	IntendedLimit *int
+	// Checkers replaces the checker table (DefaultCheckers) when not nil.
+	Checkers []Checker
+}
+
+// Analyze loads the evidence directory dir (evidence.Load) and judges every
+// scenario in it (Judge). Missing or malformed evidence is not an error: it
+// makes the scenario NOT_RUN with the file and line. Errors are returned only
+// when dir itself cannot be read.
+func Analyze(ctx context.Context, dir string, opts Options) (*Report, error) {
+	b, err := evidence.Load(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return Judge(b, opts), nil
+}
+
+// Judge judges every scenario of the bundle from its data alone (it reads no
+// file). A scenario the run directory's manifest lists but that is absent is
+// NOT_RUN; a bundle without any scenario gives one NOT_RUN scenario.
+func Judge(b *evidence.Bundle, opts Options) *Report {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	rep := &Report{Schema: ReportSchema, Dir: b.Dir, GeneratedAt: now().UTC().Format(time.RFC3339), Scenarios: []ScenarioReport{}, Groups: []Group{}}
+	for _, s := range b.Scenarios {
+		rep.Scenarios = append(rep.Scenarios, JudgeScenario(s, opts))
+	}
+	for _, d := range b.Missing {
+		rep.Scenarios = append(rep.Scenarios, missingScenario(d,
+			fmt.Sprintf("incomplete: %s: missing, but %s lists it", filepath.Join(b.Dir, d), evidence.ManifestFile)))
+	}
+	if len(rep.Scenarios) == 0 {
+		rep.Scenarios = append(rep.Scenarios, missingScenario(".", "no scenario evidence ("+evidence.ScenarioFile+", "+
+			evidence.RequestsFile+" or "+evidence.NotRunFile+") under "+b.Dir))
+	}
+	rep.Groups = groups(rep.Scenarios)
+	rep.Status = overall(rep.Scenarios)
+	return rep
+}
 
 // missingScenario is the NOT_RUN report of a scenario directory that is absent.
 func missingScenario(dir, reason string) ScenarioReport {
@@ -36,94 +81,6 @@ func newScenarioReport(name, dir string) ScenarioReport {
 		Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, PhantomIDs: []string{}}}
 }
 
-// NotRunFile, when present in a scenario directory, marks a scenario that did
-// not execute; its content is the reason.
-const NotRunFile = "NOT_RUN"
-
-// Options configure Analyze.
-type Options struct {
-	// Now stamps the report; time.Now when nil.
-	Now func() time.Time
-	// Admitted, when set, is the expected admitted range of every scenario,
-	// overriding scenario.json (for evidence recorded by hand).
-	Admitted *evidence.Range
-	// IntendedLimit, when set, overrides scenario.json's intended_limit.
-	IntendedLimit *int
-
-	// inRun is set when the directory is a run directory (manifest.json):
-	// every scenario in it must have a valid scenario.json.
-	inRun bool
-}
-
-// Analyze reads the evidence directory dir and judges every scenario in it.
-// dir is either one scenario's directory (it holds scenario.json,
-// requests.jsonl or NOT_RUN) or a run directory whose sub-directories (to any
-// depth) are scenario directories. Missing or malformed evidence is not an
-// error: it makes the scenario NOT_RUN with the file and line. Errors are
-// returned only when dir itself cannot be read.
-func Analyze(ctx context.Context, dir string, opts Options) (*Report, error) {
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
-	}
-	st, err := os.Stat(dir)
-	if err != nil {
-		return nil, err
-	}
-	if !st.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dir)
-	}
-	// Walk the real directory (evidence/latest is a symlink).
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil, err
-	}
-	dirs, err := scenarioDirs(root)
-	if err != nil {
-		return nil, err
-	}
-	// A run directory's manifest lists every scenario directory the plan
-	// called for; one that is absent did not run (or was removed).
-	var man struct {
-		ScenarioDirs []string `json:"scenario_dirs"`
-	}
-	inRun := false
-	if b, err := os.ReadFile(filepath.Join(root, evidence.ManifestFile)); err == nil {
-		if err := json.Unmarshal(b, &man); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, evidence.ManifestFile), jsonErr(b, err))
-		}
-		inRun = true
-	}
-	opts.inRun = inRun
-	rep := &Report{Schema: ReportSchema, Dir: dir, GeneratedAt: now().UTC().Format(time.RFC3339), Scenarios: []ScenarioReport{}, Groups: []Group{}}
-	for _, d := range dirs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		sr := analyzeScenario(d, opts)
-		if rel, err := filepath.Rel(root, d); err == nil {
-			sr.Dir = rel
-		}
-		rep.Scenarios = append(rep.Scenarios, sr)
-	}
-	found := map[string]bool{}
-	for _, s := range rep.Scenarios {
-		found[s.Dir] = true
-	}
-	for _, d := range man.ScenarioDirs {
-		if !found[filepath.Clean(d)] {
-			rep.Scenarios = append(rep.Scenarios, missingScenario(filepath.Clean(d),
-				fmt.Sprintf("incomplete: %s: missing, but %s lists it", filepath.Join(dir, d), evidence.ManifestFile)))
-		}
-	}
-	if len(rep.Scenarios) == 0 {
-		rep.Scenarios = append(rep.Scenarios, missingScenario(".", "no scenario evidence (scenario.json, requests.jsonl or NOT_RUN) under "+dir))
-	}
-	rep.Groups = groups(rep.Scenarios)
-	rep.Status = overall(rep.Scenarios)
-	return rep, nil
-}
-
 func overall(srs []ScenarioReport) string {
 	if len(srs) == 0 {
 		return NotRun
@@ -140,396 +97,406 @@ func overall(srs []ScenarioReport) string {
 	return st
 }
 
-func isScenarioDir(d string) bool {
-	for _, f := range []string{evidence.ScenarioFile, evidence.RequestsFile, NotRunFile} {
-		if _, err := os.Stat(filepath.Join(d, f)); err == nil {
-			return true
-		}
+// AnalyzeScenario loads and judges one scenario directory on its own (its
+// report's Dir is dir). It never fails: unreadable evidence makes the
+// scenario NOT_RUN with the reason.
+func AnalyzeScenario(dir string) ScenarioReport {
+	return JudgeScenario(evidence.LoadScenario(context.Background(), dir, false), Options{})
+}
+
+// Classify returns the class name of a client outcome (evidence.Classify).
+func Classify(r *evidence.Request) string { return r.Classify().String() }
+
+// Input is what a Checker judges: one scenario's evidence, its scenario.json
+// with the Options' overrides applied, and the report's computed sections
+// (totals, targets, receipts, stats, fault windows, RLS, access log join).
+type Input struct {
+	Evidence *evidence.ScenarioEvidence
+	Scenario evidence.Scenario
+	Report   *ScenarioReport
+	// AccessLogs is the join of the access logs with the requests; nil
+	// without access log entries.
+	AccessLogs *AccessLogJoin
+	// labRLS is the decisions' reconciliation before the real RLS's is attached.
+	labRLS *RLSCheck
+}
+
+// JudgeScenario judges one scenario's evidence. It never fails: unreadable
+// evidence makes the scenario NOT_RUN with the reason.
+func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) ScenarioReport {
+	sr := newScenarioReport(filepath.Base(ev.Path), ev.Path)
+	if ev.Dir != "" {
+		sr.Dir = ev.Dir
 	}
-	return false
-}
-
-func scenarioDirs(root string) ([]string, error) {
-	if isScenarioDir(root) {
-		return []string{root}, nil
-	}
-	var out []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() || p == root {
-			return nil
-		}
-		if d.Name() == evidence.StatsDir || d.Name() == "rls" {
-			return fs.SkipDir
-		}
-		if isScenarioDir(p) {
-			out = append(out, p)
-			return fs.SkipDir
-		}
-		return nil
-	})
-	sort.Strings(out)
-	return out, err
-}
-
-// scenarioData is the loaded evidence of one scenario.
-type scenarioData struct {
-	dir      string
-	scenario evidence.Scenario
-	attack   *attackSummary
-	requests []evidence.Request
-	// index maps a request ID to its position in requests.
-	index    map[string]int
-	receipts []evidence.Receipt
-	faults   []evidence.Fault
-	decided  []evidence.Decision
-}
-
-// attackSummary is the part of attack.json analyze relies on.
-type attackSummary struct {
-	Complete    bool   `json:"complete"`
-	Interrupted bool   `json:"interrupted"`
-	Sent        int    `json:"sent"`
-	Recorded    int    `json:"recorded"`
-	IDs         int    `json:"ids"`
-	Error       string `json:"error"`
-	StartNs     int64  `json:"start_ns"`
-	EndNs       int64  `json:"end_ns"`
-	// Phases are the per-attack summaries of a plan run.
-	Phases []struct {
-		Complete bool   `json:"complete"`
-		Error    string `json:"error"`
-	} `json:"phases"`
-}
-
-// AnalyzeScenario judges one scenario directory. It never returns an error:
-// unreadable evidence makes the scenario NOT_RUN with the reason.
-func AnalyzeScenario(dir string) ScenarioReport { return analyzeScenario(dir, Options{}) }
-
-func analyzeScenario(dir string, opts Options) ScenarioReport {
-	sr := newScenarioReport(filepath.Base(dir), dir)
-	sd := &scenarioData{dir: dir}
-	incomplete := func(format string, a ...any) {
-		sr.Incomplete = true
-		sr.Reasons = append(sr.Reasons, "incomplete: "+fmt.Sprintf(format, a...))
-	}
-
-	// scenario.json (optional for a bare attack, but then nothing is expected).
-	sp := filepath.Join(dir, evidence.ScenarioFile)
-	if b, err := os.ReadFile(sp); err == nil {
-		switch err := json.Unmarshal(b, &sd.scenario); {
-		case err != nil:
-			incomplete("%s: %v", sp, jsonErr(b, err))
-		case sd.scenario.Schema != "rlbench.scenario/v1" || sd.scenario.Name == "":
-			incomplete("%s: not a scenario (want schema \"rlbench.scenario/v1\" and a name)", sp)
-		default:
-			sr.Name = sd.scenario.Name
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		incomplete("%s: %v", sp, err)
-	} else if opts.inRun {
-		incomplete("%s: missing (every scenario of a run has one)", sp)
+	in := &Input{Evidence: ev, Scenario: ev.Scenario, Report: &sr}
+	if ev.HasScenario {
+		sr.Name = ev.Scenario.Name
 	}
 	if opts.Admitted != nil {
-		sd.scenario.Expect.Admitted = opts.Admitted
-		if sd.scenario.Expect.Label == "" {
-			sd.scenario.Expect.Label = "admitted " + rangeString(*opts.Admitted)
+		in.Scenario.Expect.Admitted = opts.Admitted
+		if in.Scenario.Expect.Label == "" {
+			in.Scenario.Expect.Label = "admitted " + opts.Admitted.String()
 		}
 	}
 	if opts.IntendedLimit != nil {
-		sd.scenario.IntendedLimit = opts.IntendedLimit
+		in.Scenario.IntendedLimit = opts.IntendedLimit
 	}
-	sr.Repeat = sd.scenario.Repeat
-	sr.Expectation = sd.scenario.Expect.Label
+	sr.Repeat = in.Scenario.Repeat
+	sr.Expectation = in.Scenario.Expect.Label
 
-	if b, err := os.ReadFile(filepath.Join(dir, NotRunFile)); err == nil {
-		reason := strings.TrimSpace(string(b))
-		if reason == "" {
-			reason = "not run"
-		}
-		sr.Status = NotRun
-		sr.Reasons = append(sr.Reasons, reason)
+	if notRun := completeness(in); notRun {
 		return sr
 	}
+	observe(in)
+	checkers := DefaultCheckers
+	if opts.Checkers != nil {
+		checkers = opts.Checkers
+	}
+	verdict(in, Compose(in, checkers))
+	return sr
+}
 
-	// attack.json
-	ap := filepath.Join(dir, evidence.AttackFile)
-	if b, err := os.ReadFile(ap); err != nil {
-		incomplete("%s: missing (the attack did not finish writing its summary)", ap)
-	} else {
-		var as attackSummary
-		if err := json.Unmarshal(b, &as); err != nil {
-			incomplete("%s: %v", ap, jsonErr(b, err))
-		} else {
-			sd.attack = &as
-			for i, ph := range as.Phases {
-				if !ph.Complete && as.Complete {
-					incomplete("%s: phase %d did not complete %s", ap, i+1, ph.Error)
-				}
+// incomplete records a reason the evidence is incomplete.
+func (in *Input) incomplete(format string, a ...any) {
+	in.Report.Incomplete = true
+	in.Report.Reasons = append(in.Report.Reasons, "incomplete: "+fmt.Sprintf(format, a...))
+}
+
+// completeness turns the evidence's problems, and what the evidence shows of
+// itself (an attack that did not complete, fewer requests than sent, a
+// fault that did not take effect), into reasons, in layout order. It returns
+// true when the scenario did not run (NOT_RUN marker, no requests.jsonl):
+// the report is then final.
+func completeness(in *Input) bool {
+	ev, sr := in.Evidence, in.Report
+	d := evidence.Dir(ev.Path)
+	problems := func(file string) {
+		for _, p := range ev.Problems {
+			if p.File == file {
+				in.incomplete("%s", p.Msg)
 			}
-			if !as.Complete {
-				why := "complete=false"
-				if as.Interrupted {
-					why = "interrupted"
-				}
-				if as.Error != "" {
-					why += ": " + as.Error
-				}
-				incomplete("%s: attack did not complete (%s)", ap, why)
+		}
+	}
+	problems(evidence.ScenarioFile)
+	if ev.NotRun {
+		sr.Status = NotRun
+		sr.Reasons = append(sr.Reasons, ev.NotRunReason)
+		return true
+	}
+	problems(evidence.AttackFile)
+	if a := ev.Attack; a != nil {
+		for i, ph := range a.Phases {
+			if !ph.Complete && a.Complete {
+				in.incomplete("%s: phase %d did not complete %s", d.Attack(), i+1, ph.Error)
 			}
 		}
-	}
-
-	// requests.jsonl
-	rp := filepath.Join(dir, evidence.RequestsFile)
-	sd.requests = make([]evidence.Request, 0, countLines(rp))
-	sd.index = make(map[string]int, cap(sd.requests))
-	var lines []int
-	err := evidence.ReadFile(rp, func(line int, r *evidence.Request) error {
-		if r.ID == "" {
-			return &evidence.LineError{File: rp, Line: line, Err: errors.New("request without id")}
+		if !a.Complete {
+			why := "complete=false"
+			if a.Interrupted {
+				why = "interrupted"
+			}
+			if a.Error != "" {
+				why += ": " + a.Error
+			}
+			in.incomplete("%s: attack did not complete (%s)", d.Attack(), why)
 		}
-		if prev, dup := sd.index[r.ID]; dup {
-			// The attack records each ID once: a second line is damage.
-			incomplete("%s:%d: id %q recorded again (first on line %d)", rp, line, r.ID, lines[prev])
-			return nil
-		}
-		sd.index[r.ID] = len(sd.requests)
-		lines = append(lines, line)
-		sd.requests = append(sd.requests, *r)
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			sr.Status = NotRun
-			sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: missing: the attack did not run", rp))
-			sr.Incomplete = true
-			return sr
-		}
-		incomplete("%v", err)
 	}
-	if sd.attack != nil && sd.attack.Sent > 0 && len(sd.requests) < sd.attack.Sent {
-		incomplete("%s: %d requests recorded, attack.json says %d sent", rp, len(sd.requests), sd.attack.Sent)
+	problems(evidence.RequestsFile)
+	if !ev.HasRequests {
+		sr.Status = NotRun
+		sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: missing: the attack did not run", d.Requests()))
+		sr.Incomplete = true
+		return true
 	}
-
-	// receipts.jsonl
-	cp := filepath.Join(dir, evidence.ReceiptsFile)
-	sd.receipts = make([]evidence.Receipt, 0, countLines(cp))
-	err = evidence.ReadFile(cp, func(line int, r *evidence.Receipt) error {
-		sd.receipts = append(sd.receipts, *r)
-		return nil
-	})
-	if err != nil {
-		incomplete("%v", err)
+	if a := ev.Attack; a != nil && a.Sent > 0 && ev.Requests.Len() < a.Sent {
+		in.incomplete("%s: %d requests recorded, attack.json says %d sent", d.Requests(), ev.Requests.Len(), a.Sent)
 	}
-
-	// faults.jsonl (optional)
-	fp := filepath.Join(dir, evidence.FaultsFile)
-	if err := evidence.ReadFile(fp, func(line int, f *evidence.Fault) error {
-		sd.faults = append(sd.faults, *f)
-		return nil
-	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		incomplete("%v", err)
-	}
+	problems(evidence.ReceiptsFile)
+	problems(evidence.FaultsFile)
 	// A fault that did not take effect, or fewer faults than planned, means
 	// the scenario's premise (e.g. "the RLS is down") was not established.
-	for i, f := range sd.faults {
+	for i, f := range ev.Faults {
 		if !f.OK {
 			why := f.Error
 			if why == "" {
 				why = "ok is false"
 			}
-			incomplete("%s:%d: fault %q (%s %s) did not take effect: %s", fp, i+1, f.Name, f.Action, f.Target, why)
+			in.incomplete("%s:%d: fault %q (%s %s) did not take effect: %s", d.Faults(), i+1, f.Name, f.Action, f.Target, why)
 		}
 	}
-	if n := sd.scenario.Faults; len(sd.faults) < n {
-		incomplete("%s: %d fault(s) recorded, scenario.json plans %d", fp, len(sd.faults), n)
+	if n := in.Scenario.Faults; len(ev.Faults) < n {
+		in.incomplete("%s: %d fault(s) recorded, scenario.json plans %d", d.Faults(), len(ev.Faults), n)
 	}
-
-	// rls/decisions.jsonl (optional)
-	dp := filepath.Join(dir, evidence.DecisionsFile)
-	if err := evidence.ReadFile(dp, func(line int, d *evidence.Decision) error {
-		sd.decided = append(sd.decided, *d)
-		return nil
-	}); err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			incomplete("%v", err)
-		} else if sd.scenario.RLSDecisions {
-			incomplete("%s: missing: scenario.json says the RLS decisions were recorded", dp)
-		}
+	problems(evidence.DecisionsFile)
+	if !ev.HasDecisions && in.Scenario.RLSDecisions {
+		in.incomplete("%s: missing: scenario.json says the RLS decisions were recorded", d.Decisions())
 	}
-
-	judge(sd, &sr)
-	return sr
+	problems(evidence.StatsDir)
+	problems(evidence.AccessLogDir)
+	return false
 }
 
-// jsonErr adds a line number to a JSON syntax error of a whole-file document.
-func jsonErr(b []byte, err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line := 1 + strings.Count(string(b[:min(int(se.Offset), len(b))]), "\n")
-		return fmt.Errorf("line %d: %w", line, err)
-	}
-	return err
-}
-
-// Classify returns the class of a client outcome. The marks follow Envoy:
-// the local_ratelimit filter answers 429 with body "local_rate_limited"; the
-// ratelimit filter answers OVER_LIMIT with 429 and x-envoy-ratelimited: true,
-// and an RLS error under failure_mode_deny with status_on_error (default 500)
-// and an empty body.
-func Classify(r *evidence.Request) string {
-	switch {
-	case r.Code == 0:
-		return ClassNoResponse
-	case r.Code >= 200 && r.Code < 300:
-		return ClassAdmitted
-	case r.Code == 429 && strings.HasPrefix(r.Body, "local_rate_limited"):
-		return ClassLocal429
-	case r.Code == 429 && strings.EqualFold(r.Headers["x-envoy-ratelimited"], "true"):
-		return ClassGlobal429
-	case r.Code == 500 && r.BytesIn == 0 && r.Headers["x-envoy-upstream-service-time"] == "":
-		return ClassRLSError
-	case r.Code >= 400 && r.Code < 500:
-		return ClassOther4xx
-	case r.Code >= 500:
-		return ClassOther5xx
-	}
-	return ClassOther
-}
-
-// proxyRejected reports whether the class is a response the proxy produced
-// without forwarding: such a request must have no receipt.
-func proxyRejected(class string) bool {
-	return class == ClassLocal429 || class == ClassGlobal429 || class == ClassRLSError
-}
-
-func judge(sd *scenarioData, sr *ScenarioReport) {
-	byTarget := map[string]*TargetReport{}
-	phaseIdx := map[string]int{}
-	var targets []string
-	classes := make([]string, len(sd.requests)) // by request index
+// observe computes the report's sections from the evidence: classes per
+// target and phase, the reconciliation with receipts, over-admission, the
+// configured bound, the proxies' counter deltas, fault windows, the RLS
+// decisions and the access log join.
+func observe(in *Input) {
+	ev, sr := in.Evidence, in.Report
+	reqs := &ev.Requests
+	n := reqs.Len()
+	perTarget := make([][evidence.NumClasses]int, len(reqs.Targets))
+	perPhase := make([][evidence.NumClasses]int, len(reqs.Phases))
+	var total [evidence.NumClasses]int
 	var start, end int64
-	for i := range sd.requests {
-		r := &sd.requests[i]
-		c := Classify(r)
-		classes[i] = c
-		sr.Totals.add(c)
-		tr := byTarget[r.Target]
-		if tr == nil {
-			tr = &TargetReport{Target: r.Target}
-			byTarget[r.Target] = tr
-			targets = append(targets, r.Target)
+	for i := 0; i < n; i++ {
+		c := reqs.Class[i]
+		total[c]++
+		perTarget[reqs.Target[i]][c]++
+		perPhase[reqs.Phase[i]][c]++
+		if s := reqs.SentNs[i]; start == 0 || s < start {
+			start = s
 		}
-		tr.Classes.add(c)
-		pi, ok := phaseIdx[r.Phase]
-		if !ok {
-			sr.Phases = append(sr.Phases, PhaseReport{Phase: r.Phase})
-			pi = len(sr.Phases) - 1
-			phaseIdx[r.Phase] = pi
-		}
-		sr.Phases[pi].Classes.add(c)
-		if start == 0 || r.SentNs < start {
-			start = r.SentNs
-		}
-		if e := r.EndNs(); e > end {
+		if e := reqs.EndNs[i]; e > end {
 			end = e
 		}
 	}
 	sr.StartNs, sr.EndNs = start, end
-	if len(sr.Phases) < 2 {
-		sr.Phases = []PhaseReport{}
+	sr.Totals = classesOf(total)
+	if len(reqs.Phases) >= 2 {
+		for p, name := range reqs.Phases {
+			sr.Phases = append(sr.Phases, PhaseReport{Phase: name, Classes: classesOf(perPhase[p])})
+		}
+	}
+	targetReceipts := reconcile(in)
+	order := make([]int, len(reqs.Targets))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return reqs.Targets[order[a]] < reqs.Targets[order[b]] })
+	for _, t := range order {
+		sr.Targets = append(sr.Targets, TargetReport{Target: reqs.Targets[t], Classes: classesOf(perTarget[t]), Receipts: targetReceipts[t]})
 	}
 
-	// Reconcile receipts by ID.
-	rc := &sr.Receipts
-	rc.Total = len(sd.receipts)
-	seen := make(map[string]int, len(sd.receipts))
-	for i := range sd.receipts {
-		id := sd.receipts[i].ID
-		if id == nil {
-			rc.WithoutID++
-			continue
+	if il := in.Scenario.IntendedLimit; il != nil {
+		lo, hi := sr.Totals.Admitted, sr.Totals.Admitted+sr.Totals.NoResponse
+		sr.OverAdmission = &OverAdmission{Intended: *il, AdmittedMin: lo, AdmittedMax: hi, Min: lo - *il, Max: hi - *il}
+	}
+	sr.Bound = configuredBound(in.Scenario.Limits, start, end)
+	sr.Stats = proxyStats(in)
+	sr.FaultWindows = faultWindows(ev)
+	sr.RLS = rlsCheck(ev)
+	in.labRLS = sr.RLS
+	if j := JoinAccessLogs(ev.AccessLogs, reqs, &ev.Receipts); j.Entries > 0 {
+		in.AccessLogs = j
+		sr.ProducerCounts = j.Producers
+	}
+	if ev.RLSLog || ev.RLSParsedLog {
+		if sr.RLS == nil {
+			sr.RLS = &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}
 		}
-		seen[*id]++
+		sr.RLS.Real = reconcileReal(ev, sr.FaultWindows, sr.Totals, failOpen(sr))
+	}
+}
+
+func classesOf(n [evidence.NumClasses]int) Classes {
+	var c Classes
+	for cl, k := range n {
+		c.addN(evidence.Class(cl), k)
+	}
+	return c
+}
+
+// reconcile joins receipts to requests by ID (sr.Receipts) and returns the
+// number of requests with a receipt per target index.
+func reconcile(in *Input) []int {
+	ev, sr := in.Evidence, in.Report
+	reqs, recs := &ev.Requests, &ev.Receipts
+	rc := &sr.Receipts
+	rc.Total = recs.Len()
+	count := make([]int32, reqs.Len())
+	phantom := map[string]int{}
+	pi := 0
+	for _, r := range recs.Request {
+		switch {
+		case r >= 0:
+			count[r]++
+		case r == evidence.NoID:
+			rc.WithoutID++
+		default:
+			phantom[recs.PhantomIDs[pi]]++
+			pi++
+		}
 	}
 	sample := func(l *[]string, id string) {
 		if len(*l) < SampleIDs {
 			*l = append(*l, id)
 		}
 	}
-	for i := range sd.requests {
-		id := sd.requests[i].ID
-		n := seen[id]
-		c := classes[i]
+	perTarget := make([]int, len(reqs.Targets))
+	var dups []string
+	for i, n := range count {
+		c := reqs.Class[i]
 		if n > 0 {
-			byTarget[sd.requests[i].Target].Receipts++
+			perTarget[reqs.Target[i]]++
+		}
+		if n > 1 {
+			rc.Duplicates += int(n) - 1
+			dups = append(dups, reqs.IDs.ID(i))
 		}
 		switch {
-		case c == ClassAdmitted && n > 0:
+		case c == evidence.ClassAdmitted && n > 0:
 			rc.AdmittedWithReceipt++
-		case c == ClassAdmitted:
+		case c == evidence.ClassAdmitted:
 			rc.AdmittedWithoutReceipt++
-			sample(&rc.LostIDs, id)
-		case proxyRejected(c) && n > 0:
+			sample(&rc.LostIDs, reqs.IDs.ID(i))
+		case c.ProxyRejected() && n > 0:
 			rc.RejectedWithReceipt++
-			sample(&rc.LeakedIDs, id)
-		case c == ClassNoResponse:
+			sample(&rc.LeakedIDs, reqs.IDs.ID(i))
+		case c == evidence.ClassNoResponse:
 			rc.Indeterminate++
 			if n > 0 {
 				rc.IndeterminateWithReceipt++
 			}
 		}
 	}
-	ids := make([]string, 0, len(seen))
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		n := seen[id]
+	phantoms := make([]string, 0, len(phantom))
+	for id, n := range phantom {
+		phantoms = append(phantoms, id)
+		rc.Phantom += n
 		if n > 1 {
 			rc.Duplicates += n - 1
-			sample(&rc.DuplicateIDs, id)
-		}
-		if _, sent := sd.index[id]; !sent {
-			rc.Phantom += n
-			sample(&rc.PhantomIDs, id)
+			dups = append(dups, id)
 		}
 	}
-
-	sort.Strings(targets)
-	for _, t := range targets {
-		sr.Targets = append(sr.Targets, *byTarget[t])
+	sort.Strings(dups)
+	sort.Strings(phantoms)
+	for _, id := range dups {
+		sample(&rc.DuplicateIDs, id)
 	}
-
-	// Over-admission against the intended limit.
-	if il := sd.scenario.IntendedLimit; il != nil {
-		lo, hi := sr.Totals.Admitted, sr.Totals.Admitted+sr.Totals.NoResponse
-		sr.OverAdmission = &OverAdmission{Intended: *il, AdmittedMin: lo, AdmittedMax: hi, Min: lo - *il, Max: hi - *il}
+	for _, id := range phantoms {
+		sample(&rc.PhantomIDs, id)
 	}
-	sr.Bound = configuredBound(sd.scenario.Limits, start, end)
-	sr.Stats = proxyStats(sd, sr)
-	sr.FaultWindows = faultWindows(sd, classes)
-	sr.RLS = rlsCheck(sd)
-	accessLogChecks(sd, sr) // accesslog/*.log: producers per response and their agreement with the clients (accesslog.go)
+	return perTarget
+}
 
-	checks(sd, sr)
-	realRLSChecks(sd, sr) // real envoyproxy/ratelimit: rls.real and its checks (analyze/rlsreal.go)
-	// Verdict: a failed check is FAIL; otherwise missing evidence or an
-	// undecidable check (a counter reset, requests without response deciding
-	// a range) is NOT_RUN: inconclusive is never PASS.
-	failed, unknown := false, false
-	for _, c := range sr.Checks {
+// Validity is a checker's verdict, in the Jepsen checker model: valid
+// (pass), invalid (fail) or unknown. Merging takes the highest priority:
+// fail over unknown over pass.
+type Validity int
+
+// Validities, by increasing priority. NotChecked is a result without checks:
+// it takes no part in a merge, and a composition of nothing but NotChecked
+// results is Unknown, never Pass.
+const (
+	NotChecked Validity = iota
+	Valid
+	Unknown
+	Invalid
+)
+
+// String returns "not checked", "pass", "unknown" or "fail".
+func (v Validity) String() string {
+	switch v {
+	case Valid:
+		return CheckPass
+	case Unknown:
+		return CheckUnknown
+	case Invalid:
+		return CheckFail
+	}
+	return "not checked"
+}
+
+// Merge returns the validity of a and b together: fail > unknown > pass.
+func Merge(a, b Validity) Validity { return max(a, b) }
+
+// Result is what a Checker returns.
+type Result struct {
+	// Checks are the judged properties, in report order.
+	Checks []Check
+	// Incomplete lists why the evidence cannot support a verdict (each
+	// becomes an "incomplete: " reason and makes the scenario NOT_RUN).
+	Incomplete []string
+}
+
+// Validity merges the checks' statuses; NotChecked without checks.
+func (r Result) Validity() Validity {
+	v := NotChecked
+	for _, c := range r.Checks {
 		switch c.Status {
+		case CheckPass:
+			v = Merge(v, Valid)
 		case CheckFail:
-			failed = true
-			sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: want %s, got %s", c.Name, c.Want, c.Got))
+			v = Merge(v, Invalid)
+		default:
+			v = Merge(v, Unknown)
+		}
+	}
+	return v
+}
+
+func (r *Result) add(name, status, want, got string) {
+	r.Checks = append(r.Checks, Check{Name: name, Status: status, Want: want, Got: got})
+}
+
+// Checker is one named check of the table: Check returns the checks it
+// judged (none when it does not apply to the scenario).
+type Checker struct {
+	Name  string
+	Check func(*Input) Result
+}
+
+// Composed is the result of a checker table on one scenario.
+type Composed struct {
+	// Valid is the merge of every result; Unknown when nothing was checked.
+	Valid Validity
+	// Results are the checkers' results, in table order.
+	Results []Result
+}
+
+// Compose runs every checker on in and merges their results. A checker that
+// panics gives an unknown check named after it with the panic as its value.
+func Compose(in *Input, checkers []Checker) Composed {
+	out := Composed{Valid: NotChecked, Results: make([]Result, 0, len(checkers))}
+	for _, c := range checkers {
+		r := runChecker(c, in)
+		out.Valid = Merge(out.Valid, r.Validity())
+		out.Results = append(out.Results, r)
+	}
+	if out.Valid == NotChecked {
+		out.Valid = Unknown
+	}
+	return out
+}
+
+func runChecker(c Checker, in *Input) (r Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = Result{Checks: []Check{{Name: c.Name, Status: CheckUnknown, Want: "a verdict", Got: fmt.Sprintf("checker panicked: %v", p)}}}
+		}
+	}()
+	return c.Check(in)
+}
+
+// verdict records the composed checks in the report and sets its status:
+// incomplete evidence is NOT_RUN (it wins over a failed check: checks on
+// partial evidence are not conclusive), then a failed check is FAIL, an
+// undecidable one (a counter reset, requests without response deciding a
+// range) or nothing checked is NOT_RUN: inconclusive is never PASS.
+func verdict(in *Input, c Composed) {
+	sr := in.Report
+	for _, r := range c.Results {
+		for _, why := range r.Incomplete {
+			in.incomplete("%s", why)
+		}
+		sr.Checks = append(sr.Checks, r.Checks...)
+	}
+	for _, ch := range sr.Checks {
+		switch ch.Status {
+		case CheckFail:
+			sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: want %s, got %s", ch.Name, ch.Want, ch.Got))
 		case CheckUnknown:
-			unknown = true
-			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: want %s, got %s", c.Name, c.Want, c.Got))
+			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: want %s, got %s", ch.Name, ch.Want, ch.Got))
 		}
 	}
 	for _, ps := range sr.Stats {
@@ -537,21 +504,20 @@ func judge(sd *scenarioData, sr *ScenarioReport) {
 			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: %s (%s)", ps.Proxy, ps.Detail, strings.Join(ps.Resets, "; ")))
 		}
 	}
-	// Incomplete evidence wins over a failed check: checks on partial evidence
-	// (e.g. receipts whose request lines were cut off) are not conclusive.
 	switch {
 	case sr.Incomplete:
 		sr.Status = NotRun
-	case failed:
+	case c.Valid == Invalid:
 		sr.Status = Fail
-	case unknown:
-		sr.Status = NotRun
-	default:
+	case c.Valid == Valid:
 		sr.Status = Pass
+	default:
+		sr.Status = NotRun
+		if len(sr.Checks) == 0 {
+			sr.Reasons = append(sr.Reasons, "inconclusive: nothing was checked")
+		}
 	}
 }
-
-func rangeString(r evidence.Range) string { return r.String() }
 
 func passIf(ok bool) string {
 	if ok {
@@ -560,30 +526,48 @@ func passIf(ok bool) string {
 	return CheckFail
 }
 
-// checks turns the expectation and the reconciliation into judged checks.
-// Integrity checks (receipts, duplicates, phantoms) always apply: a rate
-// limit whose rejected requests still reach the backend does not hold.
-func checks(sd *scenarioData, sr *ScenarioReport) {
-	add := func(name, status, want, got string) {
-		sr.Checks = append(sr.Checks, Check{Name: name, Status: status, Want: want, Got: got})
+// DefaultCheckers is the checker table, in report order. Integrity checks
+// (receipts, duplicates, phantoms) always apply: a rate limit whose rejected
+// requests still reach the backend does not hold.
+var DefaultCheckers = []Checker{
+	{"access logs", checkAccessLogs},
+	{"admitted", checkAdmitted},
+	{"classes", checkClasses},
+	{"receipts", checkReceipts},
+	{"receipts = admitted", checkReceiptsEqualAdmitted},
+	{"RLS 500s in fault windows", checkRLSErrorsInFaultWindows},
+	{"intended limit", checkIntendedLimit},
+	{"receipts without id", checkWithoutID},
+	{"configured bound", checkBound},
+	{"proxy stats", checkStats},
+	{"rls decisions", checkRLSDecisions},
+	{"rls decisions logged", checkRLSLogged},
+	{"real rls", checkRealRLS},
+}
+
+func checkAdmitted(in *Input) (r Result) {
+	ex, t := in.Scenario.Expect, in.Report.Totals
+	if ex.Admitted == nil {
+		return r
 	}
-	ex := sd.scenario.Expect
-	noResp := sr.Totals.NoResponse
-	if ex.Admitted != nil {
-		lo, hi := sr.Totals.Admitted, sr.Totals.Admitted+noResp
-		st := CheckFail
-		switch {
-		case ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi):
-			st = CheckPass
-		case hi >= ex.Admitted.Min && lo <= ex.Admitted.Max:
-			st = CheckUnknown // some no-response requests decide it
-		}
-		got := strconv.Itoa(lo)
-		if hi != lo {
-			got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, noResp)
-		}
-		add("admitted", st, rangeString(*ex.Admitted), got)
+	lo, hi := t.Admitted, t.Admitted+t.NoResponse
+	st := CheckFail
+	switch {
+	case ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi):
+		st = CheckPass
+	case hi >= ex.Admitted.Min && lo <= ex.Admitted.Max:
+		st = CheckUnknown // some no-response requests decide it
 	}
+	got := strconv.Itoa(lo)
+	if hi != lo {
+		got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, t.NoResponse)
+	}
+	r.add("admitted", st, ex.Admitted.String(), got)
+	return r
+}
+
+func checkClasses(in *Input) (r Result) {
+	ex := in.Scenario.Expect
 	classes := make([]string, 0, len(ex.Classes))
 	for k := range ex.Classes {
 		classes = append(classes, k)
@@ -591,111 +575,162 @@ func checks(sd *scenarioData, sr *ScenarioReport) {
 	sort.Strings(classes)
 	for _, k := range classes {
 		want := ex.Classes[k]
-		n, ok := sr.Totals.Get(k)
+		n, ok := in.Report.Totals.Get(k)
 		if !ok {
-			add("class "+k, CheckFail, rangeString(want), "unknown class")
+			r.add("class "+k, CheckFail, want.String(), "unknown class")
 			continue
 		}
-		add("class "+k, passIf(want.Contains(n)), rangeString(want), strconv.Itoa(n))
+		r.add("class "+k, passIf(want.Contains(n)), want.String(), strconv.Itoa(n))
 	}
-	rc := sr.Receipts
-	add("admitted without receipt (lost)", passIf(rc.AdmittedWithoutReceipt == 0), "0", idsGot(rc.AdmittedWithoutReceipt, rc.LostIDs))
-	add("rejected with receipt (leaked)", passIf(rc.RejectedWithReceipt == 0), "0", idsGot(rc.RejectedWithReceipt, rc.LeakedIDs))
-	add("duplicate receipts (re-sent)", passIf(rc.Duplicates == 0), "0", idsGot(rc.Duplicates, rc.DuplicateIDs))
-	add("phantom receipts (never sent)", passIf(rc.Phantom == 0), "0", idsGot(rc.Phantom, rc.PhantomIDs))
-	if ex.ReceiptsEqualAdmitted {
-		lo := sr.Totals.Admitted
-		got := rc.AdmittedWithReceipt + rc.IndeterminateWithReceipt
-		st := passIf(got == lo && rc.AdmittedWithoutReceipt == 0)
-		add("receipts = admitted", st, strconv.Itoa(lo), strconv.Itoa(rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))
+	return r
+}
+
+func checkReceipts(in *Input) (r Result) {
+	rc := in.Report.Receipts
+	r.add("admitted without receipt (lost)", passIf(rc.AdmittedWithoutReceipt == 0), "0", idsGot(rc.AdmittedWithoutReceipt, rc.LostIDs))
+	r.add("rejected with receipt (leaked)", passIf(rc.RejectedWithReceipt == 0), "0", idsGot(rc.RejectedWithReceipt, rc.LeakedIDs))
+	r.add("duplicate receipts (re-sent)", passIf(rc.Duplicates == 0), "0", idsGot(rc.Duplicates, rc.DuplicateIDs))
+	r.add("phantom receipts (never sent)", passIf(rc.Phantom == 0), "0", idsGot(rc.Phantom, rc.PhantomIDs))
+	return r
+}
+
+func checkReceiptsEqualAdmitted(in *Input) (r Result) {
+	if !in.Scenario.Expect.ReceiptsEqualAdmitted {
+		return r
 	}
-	// With faults, an RLS-error 500 should fall in (or straddle) a fault
-	// window; one entirely outside every window is unexplained.
-	if len(sr.FaultWindows) > 0 && sr.Totals.RLSError > 0 {
-		explained := 0
-		for _, w := range sr.FaultWindows {
-			explained += w.Inside.RLSError + w.Straddling.RLSError
-		}
-		outside := sr.Totals.RLSError - explained
-		add("RLS 500s outside fault windows (unexplained)", passIf(outside <= 0), "0", strconv.Itoa(max(outside, 0)))
+	rc, lo := in.Report.Receipts, in.Report.Totals.Admitted
+	got := rc.AdmittedWithReceipt + rc.IndeterminateWithReceipt
+	r.add("receipts = admitted", passIf(got == lo && rc.AdmittedWithoutReceipt == 0), strconv.Itoa(lo),
+		strconv.Itoa(rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))
+	return r
+}
+
+// checkRLSErrorsInFaultWindows: with faults, an RLS-error 500 should fall in
+// (or straddle) a fault window; one entirely outside every window is unexplained.
+func checkRLSErrorsInFaultWindows(in *Input) (r Result) {
+	sr := in.Report
+	if len(sr.FaultWindows) == 0 || sr.Totals.RLSError == 0 {
+		return r
 	}
-	// Without an explicit admitted expectation, an intended limit is the
-	// expectation: the limit must hold.
-	if ex.Admitted == nil && sd.scenario.IntendedLimit != nil {
-		il := *sd.scenario.IntendedLimit
-		lo, hi := sr.Totals.Admitted, sr.Totals.Admitted+noResp
-		st := passIf(hi <= il)
-		if lo <= il && hi > il {
-			st = CheckUnknown
-		}
-		add("admitted within intended limit", st, fmt.Sprintf("<= %d", il), strconv.Itoa(lo))
+	explained := 0
+	for _, w := range sr.FaultWindows {
+		explained += w.Inside.RLSError + w.Straddling.RLSError
 	}
-	// A receipt without X-Rlbench-Id is a request the attack did not send
-	// (it bypassed the proxy, or lost the header on the way).
-	add("receipts without id (unidentified)", passIf(rc.WithoutID == 0), "0", strconv.Itoa(rc.WithoutID))
-	if sr.Bound != nil && len(sd.faults) == 0 {
-		// Requests the proxies admitted without an RLS decision (failure
-		// mode allow: RLS error or timeout) are outside what the limit bounds.
-		fo := failOpen(sr)
-		hi := int64(sr.Totals.Admitted) - fo
-		got := strconv.FormatInt(hi, 10)
-		if fo > 0 {
-			got = fmt.Sprintf("%d (%d admitted - %d failure_mode_allowed)", hi, sr.Totals.Admitted, fo)
-		}
-		add("admitted within configured bound", passIf(hi <= int64(sr.Bound.Allowed)), fmt.Sprintf("<= %d", sr.Bound.Allowed), got)
+	outside := sr.Totals.RLSError - explained
+	r.add("RLS 500s outside fault windows (unexplained)", passIf(outside <= 0), "0", strconv.Itoa(max(outside, 0)))
+	return r
+}
+
+// checkIntendedLimit: without an explicit admitted expectation, an intended
+// limit is the expectation: the limit must hold.
+func checkIntendedLimit(in *Input) (r Result) {
+	if in.Scenario.Expect.Admitted != nil || in.Scenario.IntendedLimit == nil {
+		return r
 	}
-	// Proxy counters are compared whenever snapshots exist; a missing one of a
-	// pair (or of a proxy the scenario names), or none at all under
-	// stats_agree, is incomplete evidence.
-	if ex.StatsAgree && len(sr.Stats) == 0 {
-		sr.Incomplete = true
-		sr.Reasons = append(sr.Reasons, "incomplete: stats_agree expected but no stats snapshots under stats/")
+	il, t := *in.Scenario.IntendedLimit, in.Report.Totals
+	lo, hi := t.Admitted, t.Admitted+t.NoResponse
+	st := passIf(hi <= il)
+	if lo <= il && hi > il {
+		st = CheckUnknown
+	}
+	r.add("admitted within intended limit", st, fmt.Sprintf("<= %d", il), strconv.Itoa(lo))
+	return r
+}
+
+// checkWithoutID: a receipt without X-Rlbench-Id is a request the attack did
+// not send (it bypassed the proxy, or lost the header on the way).
+func checkWithoutID(in *Input) (r Result) {
+	n := in.Report.Receipts.WithoutID
+	r.add("receipts without id (unidentified)", passIf(n == 0), "0", strconv.Itoa(n))
+	return r
+}
+
+// checkBound: admissions within what the configured limiters allow, unless
+// faults were injected. Requests the proxies admitted without an RLS
+// decision (failure mode allow: RLS error or timeout) are outside what the
+// limit bounds.
+func checkBound(in *Input) (r Result) {
+	sr := in.Report
+	if sr.Bound == nil || len(in.Evidence.Faults) > 0 {
+		return r
+	}
+	fo := failOpen(sr)
+	hi := int64(sr.Totals.Admitted) - fo
+	got := strconv.FormatInt(hi, 10)
+	if fo > 0 {
+		got = fmt.Sprintf("%d (%d admitted - %d failure_mode_allowed)", hi, sr.Totals.Admitted, fo)
+	}
+	r.add("admitted within configured bound", passIf(hi <= int64(sr.Bound.Allowed)), fmt.Sprintf("<= %d", sr.Bound.Allowed), got)
+	return r
+}
+
+// checkStats: proxy counters are compared whenever snapshots exist; a missing
+// one of a pair (or of a proxy the scenario names), or none at all under
+// stats_agree, is incomplete evidence.
+func checkStats(in *Input) (r Result) {
+	sr := in.Report
+	if in.Scenario.Expect.StatsAgree && len(sr.Stats) == 0 {
+		r.Incomplete = append(r.Incomplete, "stats_agree expected but no stats snapshots under "+evidence.StatsDir+"/")
 	}
 	for _, ps := range sr.Stats {
 		if ps.Status == "missing" {
-			sr.Incomplete = true
-			sr.Reasons = append(sr.Reasons, "incomplete: "+ps.Detail)
+			r.Incomplete = append(r.Incomplete, ps.Detail)
 			continue
 		}
 		for _, c := range ps.Checks {
-			add(ps.Proxy+": "+c.Name, c.Status, c.Want, c.Got)
+			r.add(ps.Proxy+": "+c.Name, c.Status, c.Want, c.Got)
 		}
 	}
-	if sr.RLS != nil {
-		for _, w := range sr.RLS.Windows {
-			if w.Limit > 0 {
-				add("rls "+w.Key+": OK within limit", passIf(w.OK <= w.Limit), fmt.Sprintf("<= %d", w.Limit), strconv.Itoa(w.OK))
-			}
-		}
-		if globalInLoop(sd, sr) {
-			ok := sr.RLS.ByCode["OK"]
-			need := int64(sr.Totals.Admitted) - failOpen(sr)
-			add("every admitted request counted OK by the RLS", passIf(int64(ok) >= need), fmt.Sprintf(">= %d", need), strconv.Itoa(ok))
+	return r
+}
+
+// checkRLSDecisions: per counter window, the RLS's OK decisions within the
+// limit, and every admission counted OK when the proxies asked the RLS.
+func checkRLSDecisions(in *Input) (r Result) {
+	rc, sr := in.labRLS, in.Report
+	if rc == nil {
+		return r
+	}
+	for _, w := range rc.Windows {
+		if w.Limit > 0 {
+			r.add("rls "+w.Key+": OK within limit", passIf(w.OK <= w.Limit), fmt.Sprintf("<= %d", w.Limit), strconv.Itoa(w.OK))
 		}
 	}
-	// The lab RLS logs every decision it sends; the proxies count every
-	// decision they receive (cluster.<c>.ratelimit.ok + over_limit, Envoy's
-	// ratelimit filter). Both sides must agree. (The real RLS can decide late,
-	// after a proxy gave up; its log is judged in rlsreal.go instead.)
-	_, realLog := os.Stat(filepath.Join(sd.dir, "rls", "rls.log"))
-	if sd.scenario.RLSDecisions && realLog != nil && globalInLoop(sd, sr) {
-		var received int64
-		comparable := len(sr.Stats) > 0
-		for _, ps := range sr.Stats {
-			if ps.Status != "ok" {
-				comparable = false
-			}
-			received += ps.Deltas[DeltaGlobalOK] + ps.Deltas[DeltaGlobalOverLimit]
-		}
-		if comparable {
-			logged := 0
-			if sr.RLS != nil {
-				logged = sr.RLS.ByCode["OK"] + sr.RLS.ByCode["OVER_LIMIT"]
-			}
-			add("rls decisions logged = decisions the proxies received", passIf(int64(logged) == received),
-				strconv.FormatInt(received, 10)+" (ratelimit.ok + over_limit)", strconv.Itoa(logged)+" in "+evidence.DecisionsFile)
-		}
+	if globalInLoop(in) {
+		ok := rc.ByCode[evidence.CodeOK]
+		need := int64(sr.Totals.Admitted) - failOpen(sr)
+		r.add("every admitted request counted OK by the RLS", passIf(int64(ok) >= need), fmt.Sprintf(">= %d", need), strconv.Itoa(ok))
 	}
+	return r
+}
+
+// checkRLSLogged: the lab RLS logs every decision it sends; the proxies count
+// every decision they receive (cluster.<c>.ratelimit.ok + over_limit, Envoy's
+// ratelimit filter). Both sides must agree. (The real RLS can decide late,
+// after a proxy gave up; its log is judged by checkRealRLS instead.)
+func checkRLSLogged(in *Input) (r Result) {
+	sr := in.Report
+	if !in.Scenario.RLSDecisions || in.Evidence.RLSLog || !globalInLoop(in) {
+		return r
+	}
+	var received int64
+	comparable := len(sr.Stats) > 0
+	for _, ps := range sr.Stats {
+		if ps.Status != "ok" {
+			comparable = false
+		}
+		received += ps.Deltas[DeltaGlobalOK] + ps.Deltas[DeltaGlobalOverLimit]
+	}
+	if !comparable {
+		return r
+	}
+	logged := 0
+	if in.labRLS != nil {
+		logged = in.labRLS.ByCode[evidence.CodeOK] + in.labRLS.ByCode[evidence.CodeOverLimit]
+	}
+	r.add("rls decisions logged = decisions the proxies received", passIf(int64(logged) == received),
+		strconv.FormatInt(received, 10)+" (ratelimit.ok + over_limit)", strconv.Itoa(logged)+" in "+evidence.DecisionsFile)
+	return r
 }
 
 // failOpen sums the proxies' ratelimit.failure_mode_allowed deltas: requests
@@ -703,7 +738,7 @@ func checks(sd *scenarioData, sr *ScenarioReport) {
 func failOpen(sr *ScenarioReport) int64 {
 	var n int64
 	for _, ps := range sr.Stats {
-		n += ps.Deltas["ratelimit.failure_mode_allowed"]
+		n += ps.Deltas[DeltaGlobalFailOpen]
 	}
 	return n
 }
@@ -711,16 +746,16 @@ func failOpen(sr *ScenarioReport) int64 {
 // globalInLoop reports whether the proxies asked an RLS for every request:
 // scenario.json describes a fixed-window limit, or (evidence recorded by
 // hand, without limits) the proxies' stats show the global filter.
-func globalInLoop(sd *scenarioData, sr *ScenarioReport) bool {
-	for _, l := range sd.scenario.Limits {
-		if l.Kind == "fixed_window" {
+func globalInLoop(in *Input) bool {
+	for _, l := range in.Scenario.Limits {
+		if l.Kind == evidence.LimitFixedWindow {
 			return true
 		}
 	}
-	if len(sd.scenario.Limits) > 0 {
+	if len(in.Scenario.Limits) > 0 {
 		return false
 	}
-	for _, ps := range sr.Stats {
+	for _, ps := range in.Report.Stats {
 		if _, ok := ps.Deltas[DeltaGlobalOK]; ok {
 			return true
 		}
@@ -737,23 +772,4 @@ func idsGot(n int, ids []string) string {
 		s += ",…"
 	}
 	return s + ")"
-}
-
-// countLines counts the newlines of the file at path (0 when unreadable), to
-// size the slices that hold a million-line evidence file without regrowing.
-func countLines(path string) int {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	buf := make([]byte, 256<<10)
-	n := 0
-	for {
-		k, err := f.Read(buf)
-		n += bytes.Count(buf[:k], []byte{'\n'})
-		if err != nil {
-			return n + 1
-		}
-	}
 }

@@ -212,7 +212,7 @@ func TestMissingAndInterruptedEvidenceIsNeverPass(t *testing.T) {
 		root := t.TempDir()
 		d := filepath.Join(root, "external", "1")
 		must(t, os.MkdirAll(d, 0o755))
-		must(t, os.WriteFile(filepath.Join(d, NotRunFile), []byte("target proxy-x unreachable: connection refused\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(d, evidence.NotRunFile), []byte("target proxy-x unreachable: connection refused\n"), 0o644))
 		rep := run(t, root)
 		if rep.Status != NotRun || rep.Scenarios[0].Reasons[0] != "target proxy-x unreachable: connection refused" {
 			t.Fatalf("%+v", rep.Scenarios)

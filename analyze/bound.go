@@ -7,14 +7,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// unitSeconds follows envoyproxy/ratelimit's window divisor
-// (utils.UnitToDivider): SECOND 1, MINUTE 60, HOUR 3600, DAY 86400, WEEK
-// 604800, MONTH 2592000 (30 days), YEAR 31536000.
-var unitSeconds = map[string]int64{
-	"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400,
-	"WEEK": 604800, "MONTH": 2592000, "YEAR": 31536000,
-}
-
 // configuredBound computes the most admissions the limiters allow between
 // start and end (unix ns). With several limiters in series (a local bucket in
 // front of a global limit) the smallest bound holds. It returns nil when no
@@ -42,7 +34,7 @@ func configuredBound(limits []evidence.LimitSpec, start, end int64) *Bound {
 		var allowed int
 		var why string
 		switch l.Kind {
-		case "token_bucket":
+		case evidence.LimitTokenBucket:
 			buckets := max(l.Buckets, 1)
 			fi := l.FillInterval
 			var ticks int64
@@ -60,14 +52,14 @@ func configuredBound(limits []evidence.LimitSpec, start, end int64) *Bound {
 			allowed = buckets * (l.MaxTokens + l.TokensPerFill*int(ticks))
 			why = fmt.Sprintf("token bucket: %d bucket(s) × (max_tokens %d + tokens_per_fill %d × %d refill(s) of %s in %s) = %d",
 				buckets, l.MaxTokens, l.TokensPerFill, ticks, time.Duration(fi), time.Duration(d), allowed)
-		case "fixed_window":
-			div := unitSeconds[l.Unit]
+		case evidence.LimitFixedWindow:
+			div := evidence.UnitSeconds(l.Unit)
 			if div == 0 {
 				continue
 			}
 			divNs := div * int64(time.Second)
 			var windows int64
-			if l.WindowStart == "first-hit" {
+			if l.WindowStart == evidence.WindowFirstHit {
 				windows = d/divNs + 1
 			} else {
 				windows = end/divNs - start/divNs + 1
@@ -93,7 +85,7 @@ func configuredBound(limits []evidence.LimitSpec, start, end int64) *Bound {
 }
 
 func windowMode(s string) string {
-	if s == "first-hit" {
+	if s == evidence.WindowFirstHit {
 		return "windows start at the first hit"
 	}
 	return "epoch-aligned"

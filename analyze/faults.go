@@ -6,12 +6,12 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// Fault actions recorded in faults.jsonl.
+// Fault actions recorded in faults.jsonl (evidence.Fault.Action).
 const (
-	ActionStop    = "stop"
-	ActionStart   = "start"
-	ActionRestart = "restart"
-	ActionExec    = "exec"
+	ActionStop    = evidence.ActionStop
+	ActionStart   = evidence.ActionStart
+	ActionRestart = evidence.ActionRestart
+	ActionExec    = evidence.ActionExec
 )
 
 // faultWindows builds one window per fault: a stop opens a window on its
@@ -21,15 +21,19 @@ const (
 // runs to the end of the evidence. Requests are tallied inside the window when
 // both their send and their end fall in it, and as straddling when they
 // overlap an edge.
-func faultWindows(sd *scenarioData, classes []string) []FaultWindow {
-	faults := append([]evidence.Fault(nil), sd.faults...)
+func faultWindows(ev *evidence.ScenarioEvidence) []FaultWindow {
+	faults := append([]evidence.Fault(nil), ev.Faults...)
 	sort.SliceStable(faults, func(i, j int) bool { return faults[i].BeginNs < faults[j].BeginNs })
-	var lastEnd int64
-	for i := range sd.requests {
-		lastEnd = max(lastEnd, sd.requests[i].EndNs())
+	reqs, recs := &ev.Requests, &ev.Receipts
+	if len(faults) == 0 {
+		return []FaultWindow{}
 	}
-	for i := range sd.receipts {
-		lastEnd = max(lastEnd, sd.receipts[i].RecvNs)
+	var lastEnd int64
+	for _, e := range reqs.EndNs {
+		lastEnd = max(lastEnd, e)
+	}
+	for _, t := range recs.RecvNs {
+		lastEnd = max(lastEnd, t)
 	}
 	out := []FaultWindow{}
 	open := map[string]int{} // target -> index in out
@@ -56,18 +60,17 @@ func faultWindows(sd *scenarioData, classes []string) []FaultWindow {
 			out[i].EndNs = max(lastEnd, out[i].BeginNs)
 		}
 		w := &out[i]
-		for j := range sd.requests {
-			r := &sd.requests[j]
-			s, e := r.SentNs, r.EndNs()
+		for j, s := range reqs.SentNs {
+			e := reqs.EndNs[j]
 			switch {
 			case s >= w.BeginNs && e <= w.EndNs:
-				w.Inside.add(classes[j])
+				w.Inside.add(reqs.Class[j])
 			case s <= w.EndNs && e >= w.BeginNs:
-				w.Straddling.add(classes[j])
+				w.Straddling.add(reqs.Class[j])
 			}
 		}
-		for j := range sd.receipts {
-			if t := sd.receipts[j].RecvNs; t >= w.BeginNs && t <= w.EndNs {
+		for _, t := range recs.RecvNs {
+			if t >= w.BeginNs && t <= w.EndNs {
 				w.Receipts++
 			}
 		}

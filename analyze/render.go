@@ -10,6 +10,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // WriteJSON writes the report as indented JSON (schemas/report.v1.schema.json).
@@ -19,17 +20,16 @@ func WriteJSON(w io.Writer, rep *Report) error {
 	return enc.Encode(rep)
 }
 
-// StatusLines returns status.txt's lines, one per scenario run:
-// "<scenario>[#<repeat>] <PASS|FAIL|NOT_RUN> <reason>" (#<repeat> when the
-// scenario ran more than once). Spaces in the name
-// are replaced by '_' so the first field stays one word.
-func StatusLines(rep *Report) []string {
+// Status returns status.txt's lines, one per scenario run (the format is
+// evidence.StatusLine's): the reasons of a scenario that did not pass, or its
+// expectation and the number of checks passed.
+func Status(rep *Report) []evidence.StatusLine {
 	repeats := repeatsByName(rep)
-	var out []string
+	var out []evidence.StatusLine
 	for _, s := range rep.Scenarios {
-		name := strings.ReplaceAll(s.Name, " ", "_")
+		repeat := 0
 		if repeats[s.Name] > 1 {
-			name += "#" + strconv.Itoa(s.Repeat)
+			repeat = s.Repeat
 		}
 		reason := "all checks passed"
 		if len(s.Reasons) > 0 {
@@ -40,22 +40,22 @@ func StatusLines(rep *Report) []string {
 		if s.Status == Pass && s.Expectation != "" {
 			reason = s.Expectation + " (" + strconv.Itoa(len(s.Checks)) + " checks passed)"
 		}
-		out = append(out, fmt.Sprintf("%s %s %s", name, s.Status, oneLine(reason)))
+		out = append(out, evidence.NewStatusLine(s.Name, repeat, s.Status, reason))
 	}
 	return out
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// WriteStatus writes StatusLines to w.
-func WriteStatus(w io.Writer, rep *Report) error {
-	for _, l := range StatusLines(rep) {
-		if _, err := io.WriteString(w, l+"\n"); err != nil {
-			return err
-		}
+// StatusLines returns Status's lines as text.
+func StatusLines(rep *Report) []string {
+	var out []string
+	for _, l := range Status(rep) {
+		out = append(out, l.String())
 	}
-	return nil
+	return out
 }
+
+// WriteStatus writes Status to w (status.txt).
+func WriteStatus(w io.Writer, rep *Report) error { return evidence.WriteStatus(w, Status(rep)) }
 
 func overString(o *OverAdmission) string {
 	if o == nil {

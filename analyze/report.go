@@ -13,12 +13,13 @@ import "github.com/rlbench/rlbench/evidence"
 // ReportSchema identifies the JSON form of Report.
 const ReportSchema = "rlbench.report/v1"
 
-// Verdicts of a scenario. NOT_RUN covers both a scenario that did not execute
-// and one whose evidence is missing or truncated: nothing incomplete is PASS.
+// Verdicts of a scenario (evidence.Pass, evidence.Fail, evidence.NotRun).
+// NOT_RUN covers both a scenario that did not execute and one whose evidence
+// is missing or truncated: nothing incomplete is PASS.
 const (
-	Pass   = "PASS"
-	Fail   = "FAIL"
-	NotRun = "NOT_RUN"
+	Pass   = evidence.Pass
+	Fail   = evidence.Fail
+	NotRun = evidence.NotRun
 )
 
 // Check results. Unknown means the check could not be decided (e.g. a counter
@@ -29,16 +30,17 @@ const (
 	CheckUnknown = "unknown"
 )
 
-// Response classes, as used in Classes and in scenario expectations.
-const (
-	ClassAdmitted   = "admitted"    // 2xx
-	ClassLocal429   = "local_429"   // 429 with body local_rate_limited (Envoy local_ratelimit filter)
-	ClassGlobal429  = "global_429"  // 429 with x-envoy-ratelimited (Envoy ratelimit filter, OVER_LIMIT)
-	ClassRLSError   = "rls_error"   // 500 with an empty body: Envoy ratelimit filter, RLS error and failure_mode_deny
-	ClassOther4xx   = "other_4xx"   // any other 4xx (a 429 without either mark came from the backend)
-	ClassOther5xx   = "other_5xx"   // any other 5xx
-	ClassOther      = "other"       // 1xx/3xx
-	ClassNoResponse = "no_response" // code 0: indeterminate, it may have reached the backend
+// Response class names, as used in Classes and in scenario expectations
+// (evidence.Class.String; see evidence.Marks.Classify for the rules).
+var (
+	ClassAdmitted   = evidence.ClassAdmitted.String()   // 2xx
+	ClassLocal429   = evidence.ClassLocal429.String()   // 429 with body local_rate_limited (Envoy local_ratelimit filter)
+	ClassGlobal429  = evidence.ClassGlobal429.String()  // 429 with x-envoy-ratelimited (Envoy ratelimit filter, OVER_LIMIT)
+	ClassRLSError   = evidence.ClassRLSError.String()   // 500 with an empty body: Envoy ratelimit filter, RLS error and failure_mode_deny
+	ClassOther4xx   = evidence.ClassOther4xx.String()   // any other 4xx (a 429 without either mark came from the backend)
+	ClassOther5xx   = evidence.ClassOther5xx.String()   // any other 5xx
+	ClassOther      = evidence.ClassOther.String()      // 1xx/3xx
+	ClassNoResponse = evidence.ClassNoResponse.String() // code 0: indeterminate, it may have reached the backend
 )
 
 // Report is the result of analysing an evidence directory.
@@ -120,51 +122,43 @@ type Classes struct {
 	NoResponse int `json:"no_response"`
 }
 
-// Get returns the count of class name (a Class constant), and whether the name is known.
+// Get returns the count of class name (a class name, or "sent"), and whether the name is known.
 func (c Classes) Get(class string) (int, bool) {
-	switch class {
-	case ClassAdmitted:
-		return c.Admitted, true
-	case ClassLocal429:
-		return c.Local429, true
-	case ClassGlobal429:
-		return c.Global429, true
-	case ClassRLSError:
-		return c.RLSError, true
-	case ClassOther4xx:
-		return c.Other4xx, true
-	case ClassOther5xx:
-		return c.Other5xx, true
-	case ClassOther:
-		return c.Other, true
-	case ClassNoResponse:
-		return c.NoResponse, true
-	case "sent":
+	if class == "sent" {
 		return c.Sent, true
 	}
-	return 0, false
+	cl, ok := evidence.ParseClass(class)
+	if !ok {
+		return 0, false
+	}
+	return *c.field(cl), true
 }
 
-func (c *Classes) add(class string) {
-	c.Sent++
-	switch class {
-	case ClassAdmitted:
-		c.Admitted++
-	case ClassLocal429:
-		c.Local429++
-	case ClassGlobal429:
-		c.Global429++
-	case ClassRLSError:
-		c.RLSError++
-	case ClassOther4xx:
-		c.Other4xx++
-	case ClassOther5xx:
-		c.Other5xx++
-	case ClassNoResponse:
-		c.NoResponse++
-	default:
-		c.Other++
+func (c *Classes) field(cl evidence.Class) *int {
+	switch cl {
+	case evidence.ClassAdmitted:
+		return &c.Admitted
+	case evidence.ClassLocal429:
+		return &c.Local429
+	case evidence.ClassGlobal429:
+		return &c.Global429
+	case evidence.ClassRLSError:
+		return &c.RLSError
+	case evidence.ClassOther4xx:
+		return &c.Other4xx
+	case evidence.ClassOther5xx:
+		return &c.Other5xx
+	case evidence.ClassNoResponse:
+		return &c.NoResponse
 	}
+	return &c.Other
+}
+
+func (c *Classes) add(cl evidence.Class) { c.addN(cl, 1) }
+
+func (c *Classes) addN(cl evidence.Class, n int) {
+	c.Sent += n
+	*c.field(cl) += n
 }
 
 // TargetReport is the classes of the requests sent to one target.
@@ -261,7 +255,8 @@ type RLSCheck struct {
 	ByCode    map[string]int `json:"by_code"`
 	// Windows lists, per cache key (descriptor and window), the OK count against the limit.
 	Windows []RLSWindow `json:"windows"`
-	// Real is the real envoyproxy/ratelimit reconciliation (analyze/rlsreal.go), present when rls/rls.log exists.
+	// Real is the real envoyproxy/ratelimit reconciliation, present when the
+	// scenario ran on it (evidence.RLSLogFile or evidence.RLSParsedLogFile exists).
 	Real *RLSReal `json:"real,omitempty"`
 }
 

@@ -3,6 +3,8 @@ package analyze
 import (
 	"fmt"
 	"sort"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // rlsCheck summarises the rate limit service's decisions of the scenario
@@ -15,8 +17,8 @@ import (
 // counters (the lab RLS keeps them in memory; Redis without persistence
 // loses them), so decisions after such a fault are judged as a new counter
 // epoch, named "<key> after <fault>".
-func rlsCheck(sd *scenarioData) *RLSCheck {
-	if len(sd.decided) == 0 {
+func rlsCheck(ev *evidence.ScenarioEvidence) *RLSCheck {
+	if len(ev.Decisions) == 0 {
 		return nil
 	}
 	type boundary struct {
@@ -24,7 +26,7 @@ func rlsCheck(sd *scenarioData) *RLSCheck {
 		name string
 	}
 	var resets []boundary
-	for _, f := range sd.faults {
+	for _, f := range ev.Faults {
 		if (f.Target == "rls" || f.Target == "redis") && (f.Action == ActionStart || f.Action == ActionRestart) {
 			resets = append(resets, boundary{f.EndNs, f.Name})
 		}
@@ -39,7 +41,7 @@ func rlsCheck(sd *scenarioData) *RLSCheck {
 	}
 	rc := &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}
 	idx := map[string]int{}
-	for _, d := range sd.decided {
+	for _, d := range ev.Decisions {
 		rc.Decisions++
 		rc.ByCode[d.Code]++
 		if d.Key == "" {

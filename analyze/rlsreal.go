@@ -1,10 +1,7 @@
 package analyze
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,15 +11,13 @@ import (
 )
 
 // Evidence files of a scenario run on the real envoyproxy/ratelimit (written by the runner for lab.rls.kind real,
-// or collected by hand into the same layout).
+// or collected by hand into the same layout); the names are evidence's.
 const (
 	// RealRLSLog is the RLS log; its presence (or that of RealRLSParsedLog) switches the real-RLS reconciliation
 	// (rls.real) on.
-	RealRLSLog = "rls/rls.log"
+	RealRLSLog = evidence.RLSLogFile
 	// RealRLSParsedLog is the parsed RLS log that `rlbench collect rls-log --out DIR` writes.
-	RealRLSParsedLog = "rls/log.json"
-	// RealMetricsGlob matches the RLS Prometheus snapshots rls/metrics.<label>.json.
-	RealMetricsGlob = "rls/metrics.*.json"
+	RealRLSParsedLog = evidence.RLSParsedLogFile
 )
 
 // Identity statuses of RealIdentity.Status, beyond collect/rls's pass, fail and reset.
@@ -49,7 +44,9 @@ type RLSReal struct {
 	// through the RLS.
 	Descriptors []RealDescriptor `json:"descriptors"`
 	// Zombies counts OK/OVER_LIMIT decisions logged while no client request was in flight: calls that hung on a
-	// dead Redis and were executed after their clients had given up (rls-behaviour-observed.md §4(d')). They
+	// dead Redis and were executed after their clients had given up: envoyproxy/ratelimit counts a hit when its
+	// Redis pipeline returns (src/redis/fixed_cache_impl.go DoLimit), whether or not the Envoy that asked still
+	// waits (its ratelimit filter's timeout, api/envoy/extensions/filters/http/ratelimit/v3/rate_limit.proto). They
 	// consume the window but admit nobody, so they are excluded from OK counts.
 	Zombies int `json:"zombies"`
 	// ZombieDecisions holds up to SampleIDs of them.
@@ -63,7 +60,7 @@ type RLSReal struct {
 
 // RealWindow is one Redis counter (cache key) within one Redis epoch. A start or restart of Redis (no
 // persistence) begins a new epoch: counters restart at 1 in mid-window. An RLS restart does not: the counts live
-// in Redis (rls-behaviour-observed.md §4(e)).
+// in Redis (envoyproxy/ratelimit src/redis/fixed_cache_impl.go: INCRBY and EXPIRE on the cache key).
 type RealWindow struct {
 	Key string `json:"key"`
 	// Epoch is "" for the first Redis, else "after <fault name>".
@@ -114,8 +111,8 @@ type RealErrors struct {
 	Total int `json:"total"`
 	// Inside counts errors consistent with a Redis fault window.
 	Inside int `json:"inside"`
-	// AfterRecovery counts errors after a Redis window closed: the RLS pool keeps dead connections after a Redis
-	// restart, so the next calls fail fast with EOF (rls-behaviour-observed.md §4(d)).
+	// AfterRecovery counts errors after a Redis window closed: the RLS's connection pool
+	// (src/redis/driver_impl.go) keeps connections that died with the Redis, so the next calls fail fast with EOF.
 	AfterRecovery int `json:"after_recovery"`
 	// Unexplained counts errors before any Redis fault, or in a scenario without one.
 	Unexplained int `json:"unexplained"`
@@ -163,34 +160,14 @@ type RealIdentity struct {
 	Detail string `json:"detail"`
 }
 
-// realMetrics mirrors the fields analyze reads of rls/metrics.<label>.json (internal/runner.RealMetrics); a
-// file holding a bare collect/rls.Counters (from `rlbench collect prometheus`) is read too.
-type realMetrics struct {
-	Label      string            `json:"label"`
-	TimeNs     int64             `json:"time_ns"`
-	Process    int               `json:"process"`
-	Stable     bool              `json:"stable"`
-	Error      string            `json:"error"`
-	Prometheus *rls.PromSnapshot `json:"prometheus"`
-	Counters   *rls.Counters     `json:"counters"`
-}
-
-// realRLSChecks adds rls.real and its checks to a scenario whose directory holds rls/rls.log (the real RLS).
-// It runs after checks(), before the verdict.
-func realRLSChecks(sd *scenarioData, sr *ScenarioReport) {
-	_, err1 := os.Stat(filepath.Join(sd.dir, RealRLSLog))
-	_, err2 := os.Stat(filepath.Join(sd.dir, RealRLSParsedLog))
-	if err1 != nil && err2 != nil {
-		return
+// checkRealRLS judges rls.real of a scenario that ran on the real RLS (RealRLSLog or RealRLSParsedLog present).
+func checkRealRLS(in *Input) (res Result) {
+	sr := in.Report
+	if sr.RLS == nil || sr.RLS.Real == nil {
+		return res
 	}
-	if sr.RLS == nil {
-		sr.RLS = &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}
-	}
-	add := func(name, status, want, got string) {
-		sr.Checks = append(sr.Checks, Check{Name: name, Status: status, Want: want, Got: got})
-	}
-	rr := reconcileReal(sd, sr.FaultWindows, sr.Totals, failOpen(sr))
-	sr.RLS.Real = rr
+	add := res.add
+	rr := sr.RLS.Real
 
 	for _, w := range rr.Windows {
 		name := "rls real " + w.Key
@@ -207,10 +184,10 @@ func realRLSChecks(sd *scenarioData, sr *ScenarioReport) {
 				strconv.Itoa(w.Inconsistent))
 		}
 	}
-	if globalInLoop(sd, sr) {
+	if globalInLoop(in) {
 		for _, d := range rr.Descriptors {
 			name := "rls real " + d.Descriptor + ": OK decisions (zombies excluded) = admissions through the RLS"
-			want := rangeString(evidence.Range{Min: d.AdmittedMin, Max: d.AdmittedMax})
+			want := evidence.Range{Min: d.AdmittedMin, Max: d.AdmittedMax}.String()
 			st := passIf(d.OK >= d.AdmittedMin && d.OK <= d.AdmittedMax)
 			if len(rr.Descriptors) > 1 {
 				// A request with several descriptors is admitted only when all are OK; an OK of one descriptor
@@ -243,14 +220,15 @@ func realRLSChecks(sd *scenarioData, sr *ScenarioReport) {
 		add(fmt.Sprintf("rls real stats (process %d) %s: total_hits = within_limit + over_limit (+ errors, hanging)", id.Process, id.Key),
 			st, "identity", id.Detail)
 	}
+	return res
 }
 
 // reconcileReal computes rls.real; fws are the scenario's fault windows, totals its client classes and
 // failOpenN the proxies' ratelimit.failure_mode_allowed (admissions without an RLS decision).
-func reconcileReal(sd *scenarioData, fws []FaultWindow, totals Classes, failOpenN int64) *RLSReal {
+func reconcileReal(ev *evidence.ScenarioEvidence, fws []FaultWindow, totals Classes, failOpenN int64) *RLSReal {
 	rr := &RLSReal{Windows: []RealWindow{}, Descriptors: []RealDescriptor{}, ZombieDecisions: []RealDecision{},
 		Errors: RealErrors{Windows: []RealErrorWindow{}}, Snapshots: []RealSnapshot{}, Identities: []RealIdentity{}}
-	rr.TimeResolutionNs = decisionResolution(sd.decided)
+	rr.TimeResolutionNs = decisionResolution(ev.Decisions)
 	res := rr.TimeResolutionNs
 
 	// Redis epochs. Redis has no persistence, so its counters restart with the process. No decision with a
@@ -263,7 +241,7 @@ func reconcileReal(sd *scenarioData, fws []FaultWindow, totals Classes, failOpen
 		name string
 	}
 	var epochs []boundary
-	faults := append([]evidence.Fault(nil), sd.faults...)
+	faults := append([]evidence.Fault(nil), ev.Faults...)
 	sort.SliceStable(faults, func(i, j int) bool { return faults[i].BeginNs < faults[j].BeginNs })
 	downSince := int64(-1)
 	for _, f := range faults {
@@ -307,14 +285,14 @@ func reconcileReal(sd *scenarioData, fws []FaultWindow, totals Classes, failOpen
 		}
 		return name
 	}
-	flight := inFlight(sd.requests)
+	flight := inFlight(&ev.Requests)
 
 	type wkey struct{ key, epoch string }
 	widx := map[wkey]int{}
 	seen := map[wkey]map[uint64]int{}
 	didx := map[string]int{}
 	var errs []rls.ErrorLine
-	for _, d := range sd.decided {
+	for _, d := range ev.Decisions {
 		desc := descriptorName(d)
 		i, ok := didx[desc]
 		if !ok && len(d.Descriptor) > 0 {
@@ -426,7 +404,7 @@ func reconcileReal(sd *scenarioData, fws []FaultWindow, totals Classes, failOpen
 		}
 	}
 
-	rr.Snapshots, rr.Identities = realIdentities(sd.dir)
+	rr.Snapshots, rr.Identities = realIdentities(ev.RLSMetrics)
 	return rr
 }
 
@@ -455,10 +433,10 @@ func descriptorName(d evidence.Decision) string {
 type intervals [][2]int64
 
 // inFlight merges the requests' [SentNs, EndNs] intervals.
-func inFlight(reqs []evidence.Request) intervals {
-	iv := make(intervals, 0, len(reqs))
-	for i := range reqs {
-		iv = append(iv, [2]int64{reqs[i].SentNs, reqs[i].EndNs()})
+func inFlight(reqs *evidence.Requests) intervals {
+	iv := make(intervals, 0, reqs.Len())
+	for i, s := range reqs.SentNs {
+		iv = append(iv, [2]int64{s, reqs.EndNs[i]})
 	}
 	sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
 	out := intervals{}
@@ -478,33 +456,13 @@ func (iv intervals) overlaps(lo, hi int64) bool {
 	return i < len(iv) && iv[i][0] <= hi
 }
 
-// realIdentities reads rls/metrics.*.json and checks the stat identity per RLS process on its last good
-// snapshot. Snapshots without a process number are split into processes where a counter goes down.
-func realIdentities(dir string) ([]RealSnapshot, []RealIdentity) {
+// realIdentities checks the stat identity per RLS process on its last good snapshot of ms (the scenario's
+// rls/metrics.*.json). Snapshots without a process number are split into processes where a counter goes down.
+func realIdentities(files []evidence.RLSMetrics) ([]RealSnapshot, []RealIdentity) {
 	snaps := []RealSnapshot{}
 	ids := []RealIdentity{}
-	paths, _ := filepath.Glob(filepath.Join(dir, RealMetricsGlob))
-	var ms []realMetrics
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		var m realMetrics
-		if err == nil {
-			err = json.Unmarshal(b, &m)
-		}
-		label := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "metrics."), ".json")
-		if err == nil && m.Counters == nil {
-			// `rlbench collect prometheus` writes the bare rls.Counters: no time nor process, ordered by label.
-			var c rls.Counters
-			if json.Unmarshal(b, &c) == nil && c.Keys != nil {
-				m = realMetrics{Label: label, Stable: true, Counters: &c}
-			}
-		}
-		if err != nil {
-			m = realMetrics{Label: label, Error: fmt.Sprintf("%s: %v", p, jsonErr(b, err))}
-		}
-		ms = append(ms, m)
-	}
-	rank := func(m realMetrics) int {
+	ms := append([]evidence.RLSMetrics(nil), files...)
+	rank := func(m evidence.RLSMetrics) int {
 		switch m.Label {
 		case "before":
 			return 0
@@ -524,7 +482,7 @@ func realIdentities(dir string) ([]RealSnapshot, []RealIdentity) {
 	}
 	// Assign process numbers where absent: a new process where any counter went down.
 	proc := 0
-	var prev *realMetrics
+	var prev *evidence.RLSMetrics
 	unknownWithin := map[int]string{}
 	for i := range ms {
 		m := &ms[i]
@@ -553,7 +511,7 @@ func realIdentities(dir string) ([]RealSnapshot, []RealIdentity) {
 		}
 		prev = m
 	}
-	last := map[int]*realMetrics{}
+	last := map[int]*evidence.RLSMetrics{}
 	var order []int
 	for i := range ms {
 		m := &ms[i]

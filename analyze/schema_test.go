@@ -39,7 +39,7 @@ func TestReportMatchesSchema(t *testing.T) {
 	must(t, mkdirAll(dir+"/rls"))
 	writeLines(t, dir+"/"+evidence.DecisionsFile, []evidence.Decision{{TimeNs: t0, Domain: "inventory", Key: "inventory_tenant_lab_1796029200", Limit: 5, Code: "OK", Current: 1}})
 	notRun := t.TempDir()
-	must(t, os.WriteFile(filepath.Join(notRun, NotRunFile), []byte("target unreachable\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(notRun, evidence.NotRunFile), []byte("target unreachable\n"), 0o644))
 	reports := []*Report{run(t, dir), run(t, t.TempDir()), run(t, notRun)}
 	for i, rep := range reports {
 		var buf bytes.Buffer

@@ -1,12 +1,7 @@
 package analyze
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,22 +22,6 @@ const (
 	DeltaGlobalError      = "ratelimit.error"
 	DeltaGlobalFailOpen   = "ratelimit.failure_mode_allowed"
 )
-
-// loadSnapshot reads stats/<proxy>.<label>.json.
-func loadSnapshot(path string) (*envoy.Snapshot, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var s envoy.Snapshot
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, jsonErr(b, err))
-	}
-	if s.Schema != "rlbench.envoy-stats/v1" {
-		return nil, fmt.Errorf("%s: not a stats snapshot (want schema \"rlbench.envoy-stats/v1\")", path)
-	}
-	return &s, nil
-}
 
 // flatten sums a snapshot's rate-limit counters into the Delta* keys and
 // cluster.<c>.upstream_rq_<code> keys; present tells which filters were seen.
@@ -75,42 +54,19 @@ func flatten(s *envoy.Snapshot) (m map[string]uint64, local, global bool) {
 // clients saw. The attack target named like the proxy is its client side.
 // A counter that went down between snapshots is a reset (process restart or
 // /reset_counters): the proxy's comparison is then unknown, never a pass.
-func proxyStats(sd *scenarioData, sr *ScenarioReport) []ProxyStats {
-	dir := filepath.Join(sd.dir, evidence.StatsDir)
-	entries, err := os.ReadDir(dir)
-	proxies := map[string]bool{}
-	for _, p := range sd.scenario.Proxies {
-		proxies[p] = true
-	}
-	if err == nil {
-		for _, e := range entries {
-			n := e.Name()
-			if p, rest, ok := strings.Cut(n, "."); ok && (rest == "before.json" || rest == "after.json") {
-				proxies[p] = true
-			}
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		sr.Reasons = append(sr.Reasons, "incomplete: "+err.Error())
-		sr.Incomplete = true
-	}
-	names := make([]string, 0, len(proxies))
-	for p := range proxies {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+func proxyStats(in *Input) []ProxyStats {
+	sr := in.Report
 	out := []ProxyStats{}
-	for _, p := range names {
+	for _, snaps := range in.Evidence.Stats {
+		p := snaps.Proxy
 		ps := ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []Check{}}
-		bp := filepath.Join(dir, p+".before.json")
-		ap := filepath.Join(dir, p+".after.json")
-		before, berr := loadSnapshot(bp)
-		after, aerr := loadSnapshot(ap)
-		if berr != nil || aerr != nil {
+		before, after := snaps.Before, snaps.After
+		if before == nil || after == nil {
 			ps.Status = "missing"
 			var msgs []string
-			for _, e := range []error{berr, aerr} {
-				if e != nil {
-					msgs = append(msgs, e.Error())
+			for _, e := range []string{snaps.BeforeErr, snaps.AfterErr} {
+				if e != "" {
+					msgs = append(msgs, e)
 				}
 			}
 			ps.Detail = "stats snapshot: " + strings.Join(msgs, "; ")
@@ -118,8 +74,10 @@ func proxyStats(sd *scenarioData, sr *ScenarioReport) []ProxyStats {
 			continue
 		}
 		if (before.Proxy != "" && before.Proxy != p) || (after.Proxy != "" && after.Proxy != p) {
+			d := evidence.Dir(in.Evidence.Path)
 			ps.Status = "missing"
-			ps.Detail = fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q", bp, before.Proxy, ap, after.Proxy, p)
+			ps.Detail = fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q",
+				d.StatsSnapshot(p, evidence.LabelBefore, ".json"), before.Proxy, d.StatsSnapshot(p, evidence.LabelAfter, ".json"), after.Proxy, p)
 			out = append(out, ps)
 			continue
 		}
@@ -169,11 +127,11 @@ func proxyStats(sd *scenarioData, sr *ScenarioReport) []ProxyStats {
 		}
 		n, nr := c.Sent, c.NoResponse
 		// The configured limiters must show in the proxy's stats.
-		for _, l := range sd.scenario.Limits {
+		for _, l := range in.Scenario.Limits {
 			switch {
-			case l.Kind == "token_bucket" && !local:
+			case l.Kind == evidence.LimitTokenBucket && !local:
 				ps.Checks = append(ps.Checks, Check{Name: "local rate limit stats present", Status: CheckFail, Want: "http_local_rate_limit.* counters", Got: "none"})
-			case l.Kind == "fixed_window" && !global:
+			case l.Kind == evidence.LimitFixedWindow && !global:
 				ps.Checks = append(ps.Checks, Check{Name: "global rate limit stats present", Status: CheckFail, Want: "cluster.<c>.ratelimit.* counters", Got: "none"})
 			}
 		}
@@ -183,7 +141,7 @@ func proxyStats(sd *scenarioData, sr *ScenarioReport) []ProxyStats {
 			add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK], n-nr-c.Local429, n-c.Local429)
 			add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.Local429, c.Local429+nr)
 		}
-		if cl := sd.scenario.Cluster; cl != "" {
+		if cl := in.Scenario.Cluster; cl != "" {
 			// Envoy's router charges cluster.<c>.upstream_rq_2xx for every 2xx
 			// the upstream answered; local replies (429s, RLS-error 500s) never
 			// reach it.

@@ -56,7 +56,7 @@ import (
 )
 
 // Schema is the value of Summary.Schema.
-const Schema = "rlbench.attack/v1"
+const Schema = evidence.AttackSummarySchema
 
 // Defaults applied by Run to zero-valued Options fields.
 const (
@@ -156,83 +156,15 @@ type Options struct {
 }
 
 // TargetConfig is one target as recorded in Summary.Config.
-type TargetConfig struct {
-	Name string `json:"name"`
-	URL  string `json:"url"`
-	// IDs is how many IDs Assign gave this target.
-	IDs int `json:"ids"`
-}
+type TargetConfig = evidence.AttackTarget
 
 // Config records the effective options of an attack (defaults applied).
-type Config struct {
-	Name    string         `json:"name,omitempty"`
-	Targets []TargetConfig `json:"targets"`
-	// Split is in ParseSplit syntax, e.g. "weights=60,30,10".
-	Split  string `json:"split"`
-	Seed   int64  `json:"seed"`
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	// HeaderNames lists the names of Options.Header (values are not recorded:
-	// they may hold credentials).
-	HeaderNames []string `json:"header_names,omitempty"`
-	// BodyBytes is len(Options.Body).
-	BodyBytes int `json:"body_bytes"`
-	// Concurrency is the requested cap, 0 = none; Workers is the vegeta
-	// MaxWorkers actually used (Concurrency, or the number of IDs).
-	Concurrency int `json:"concurrency"`
-	Workers     int `json:"workers"`
-	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced; RatePerSec is
-	// the same in requests per second, 0 for unpaced.
-	Rate       string  `json:"rate"`
-	RatePerSec float64 `json:"rate_per_sec"`
-	// TimeoutNs is the per-request timeout in ns.
-	TimeoutNs         int64    `json:"timeout_ns"`
-	IDs               int      `json:"ids"`
-	IDHeader          string   `json:"id_header"`
-	CaptureHeaders    []string `json:"capture_headers"`
-	BodyPrefix        int      `json:"body_prefix"`
-	DisableKeepAlives bool     `json:"disable_keepalives"`
-	MaxConnections    int      `json:"max_connections"`
-}
+type Config = evidence.AttackConfig
 
-// Summary describes a finished (or interrupted) attack; callers write it as
-// attack.json (evidence.AttackFile) after requests.jsonl is closed.
-type Summary struct {
-	// Schema is "rlbench.attack/v1".
-	Schema string `json:"schema"`
-	Config Config `json:"config"`
-	// StartNs/EndNs bound Run's attack phase in unix ns: from just before
-	// the first request could be sent until the last result was written.
-	// Start and End are the same instants in RFC 3339 with nanoseconds (UTC).
-	StartNs int64  `json:"start_ns"`
-	EndNs   int64  `json:"end_ns"`
-	Start   string `json:"start"`
-	End     string `json:"end"`
-	// FirstSendNs and LastSendNs are the earliest and latest SentNs of the
-	// recorded requests (unix ns, 0 if none); SendSpreadNs is their
-	// difference in ns (0 for fewer than two requests).
-	FirstSendNs  int64 `json:"first_send_ns"`
-	LastSendNs   int64 `json:"last_send_ns"`
-	SendSpreadNs int64 `json:"send_spread_ns"`
-	// Sent counts IDs handed to the HTTP client (each yields one result,
-	// including dial failures); IDs beyond Sent were never sent.
-	Sent int `json:"sent"`
-	// Recorded counts evidence lines written; equals Sent unless writing failed.
-	Recorded int `json:"recorded"`
-	// CodesByTarget counts recorded requests per target name and status code
-	// as a decimal string; "0" means no response (error, reset, timeout).
-	CodesByTarget map[string]map[string]int `json:"codes_by_target"`
-	// Resent counts requests the transport wrote more than once despite the
-	// no-replay measures (should always be 0; such lines carry an Error).
-	Resent int `json:"resent"`
-	// Complete is true when every ID was sent and recorded without error.
-	Complete bool `json:"complete"`
-	// Interrupted is true when ctx was cancelled before every ID was sent.
-	Interrupted bool `json:"interrupted"`
-	// Error is the error that ended the attack early (write failure) or the
-	// interruption cause; empty otherwise.
-	Error string `json:"error,omitempty"`
-}
+// Summary describes a finished (or interrupted) attack; callers add it to
+// attack.json (evidence.Attack) after requests.jsonl is closed. The record
+// type is evidence's (evidence.AttackSummary).
+type Summary = evidence.AttackSummary
 
 // Run sends every ID in opts.IDs once, to the target Assign picks, and
 // writes one evidence.Request per result to out as soon as it arrives (out

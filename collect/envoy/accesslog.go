@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -383,7 +382,7 @@ func epochTime(n json.Number) time.Time {
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
 }
 
-// Producers returned by Producer and ClassifyResponse: which component
+// Producers returned by Producer: which component
 // produced a response (see Producer for the rules).
 const (
 	ProducerLocalLimiter    = "local_limiter"
@@ -447,36 +446,7 @@ func Producer(e AccessLogEntry) string {
 	return ProducerBackend
 }
 
-// ProducerUnknown is returned by ClassifyResponse when the response carries
-// no mark of an Envoy limiter.
-const ProducerUnknown = "unknown"
-
 // LocalRateLimitedBody is the body of the local rate limit filter's local
 // reply (sendLocalReply(..., "local_rate_limited", ...) in local_ratelimit.cc),
 // sent with content-type text/plain, hence content-length 18.
 const LocalRateLimitedBody = "local_rate_limited"
-
-// ClassifyResponse guesses, from what a client saw, which Envoy component
-// produced a response:
-//   - "global_limiter" when header x-envoy-ratelimited is "true" (set only by the
-//     global rate limit filter, unless disable_x_envoy_ratelimited_header);
-//   - "local_limiter" when the body is exactly "local_rate_limited", or, when
-//     no body was captured, the status is >= 400 with content-type text/plain
-//     and content-length 18 (the local filter's local reply);
-//   - "unknown" otherwise (a backend response, an RLS-error 500 with empty
-//     body, or a limiter reply with customised body/headers look alike).
-//
-// header may be nil; body is the (possibly truncated) response body.
-func ClassifyResponse(code int, header http.Header, body string) string {
-	if strings.EqualFold(strings.TrimSpace(header.Get("X-Envoy-Ratelimited")), "true") {
-		return ProducerGlobalLimiter
-	}
-	if body == LocalRateLimitedBody {
-		return ProducerLocalLimiter
-	}
-	if body == "" && code >= 400 && header.Get("Content-Length") == strconv.Itoa(len(LocalRateLimitedBody)) &&
-		strings.HasPrefix(strings.ToLower(header.Get("Content-Type")), "text/plain") {
-		return ProducerLocalLimiter
-	}
-	return ProducerUnknown
-}

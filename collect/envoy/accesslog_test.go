@@ -1,10 +1,8 @@
 package envoy
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -172,41 +170,5 @@ func TestParseFlags(t *testing.T) {
 		if got := ShortFlag(long); got != short {
 			t.Errorf("ShortFlag(%q) = %q, want %q", long, got, short)
 		}
-	}
-}
-
-// TestClassifyResponse429HeadersFixture uses the Envoy Gateway 429 capture:
-// content-length 18 = len("local_rate_limited") marks the local limiter.
-func TestClassifyResponse429HeadersFixture(t *testing.T) {
-	data := fixture(t, "gh_envoygateway_issue5693_429_headers_2025.txt")
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Scan()
-	status := strings.Fields(sc.Text())
-	if len(status) != 2 || status[1] != "429" {
-		t.Fatalf("status line %q", sc.Text())
-	}
-	h := http.Header{}
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ": ")
-		if ok {
-			h.Add(k, v)
-		}
-	}
-	if got := ClassifyResponse(429, h, ""); got != ProducerLocalLimiter {
-		t.Errorf("fixture headers classified %q, want local_limiter", got)
-	}
-	if got := ClassifyResponse(429, nil, LocalRateLimitedBody); got != ProducerLocalLimiter {
-		t.Errorf("body classified %q", got)
-	}
-	g := http.Header{"X-Envoy-Ratelimited": {"true"}, "Content-Length": {"0"}}
-	if got := ClassifyResponse(429, g, ""); got != ProducerGlobalLimiter {
-		t.Errorf("global 429 classified %q", got)
-	}
-	b := http.Header{"Content-Length": {"17"}, "Content-Type": {"text/plain"}}
-	if got := ClassifyResponse(429, b, "too many requests"); got != ProducerUnknown {
-		t.Errorf("backend 429 classified %q", got)
-	}
-	if got := ClassifyResponse(200, h, ""); got != ProducerUnknown {
-		t.Errorf("200 classified %q", got)
 	}
 }

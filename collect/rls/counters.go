@@ -3,6 +3,7 @@ package rls
 import (
 	"bufio"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"sort"
 	"strconv"
@@ -10,18 +11,11 @@ import (
 )
 
 // KeyCounters are the per-rule counters of envoyproxy/ratelimit
-// (stats/manager_impl.go: ratelimit.service.rate_limit.<domain>.<keypath>.*),
-// in hits (hits_addend), not calls.
-type KeyCounters struct {
-	TotalHits               float64 `json:"total_hits"`
-	WithinLimit             float64 `json:"within_limit"`
-	OverLimit               float64 `json:"over_limit"`
-	NearLimit               float64 `json:"near_limit"`
-	ShadowMode              float64 `json:"shadow_mode"`
-	OverLimitWithLocalCache float64 `json:"over_limit_with_local_cache"`
-}
+// (src/stats/manager_impl.go: ratelimit.service.rate_limit.<domain>.<keypath>.*),
+// in hits (hits_addend), not calls; the record type is evidence's.
+type KeyCounters = evidence.RLSKeyCounters
 
-func (k *KeyCounters) set(suffix string, v float64, add bool) bool {
+func setCounter(k *KeyCounters, suffix string, v float64, add bool) bool {
 	var f *float64
 	switch suffix {
 	case "total_hits":
@@ -47,33 +41,20 @@ func (k *KeyCounters) set(suffix string, v float64, add bool) bool {
 	return true
 }
 
-func (k KeyCounters) sub(b KeyCounters) KeyCounters {
-	return KeyCounters{k.TotalHits - b.TotalHits, k.WithinLimit - b.WithinLimit, k.OverLimit - b.OverLimit,
-		k.NearLimit - b.NearLimit, k.ShadowMode - b.ShadowMode, k.OverLimitWithLocalCache - b.OverLimitWithLocalCache}
+func subCounters(k, b KeyCounters) KeyCounters {
+	return KeyCounters{TotalHits: k.TotalHits - b.TotalHits, WithinLimit: k.WithinLimit - b.WithinLimit,
+		OverLimit: k.OverLimit - b.OverLimit, NearLimit: k.NearLimit - b.NearLimit, ShadowMode: k.ShadowMode - b.ShadowMode,
+		OverLimitWithLocalCache: k.OverLimitWithLocalCache - b.OverLimitWithLocalCache}
 }
 
-func (k KeyCounters) anyNegative() bool {
+func anyNegative(k KeyCounters) bool {
 	return k.TotalHits < 0 || k.WithinLimit < 0 || k.OverLimit < 0 || k.NearLimit < 0 || k.ShadowMode < 0 || k.OverLimitWithLocalCache < 0
 }
 
 // Counters is the RLS-level view of one stats source (a Prometheus scrape,
-// summed statsd deltas, a stat dump), keyed like the statsd names.
-type Counters struct {
-	Source string `json:"source"`
-	// Keys maps "<domain>.<keypath>" (e.g. "inventory.tenant_lab"; from
-	// Prometheus: domain + "." + key1 [+ "." + key2]) to its counters.
-	Keys map[string]KeyCounters `json:"keys"`
-	// RedisErrors and ServiceErrors are ratelimit.service.call.should_rate_limit.{redis_error,service_error}
-	// (calls, not hits; global, not per key).
-	RedisErrors   float64 `json:"redis_errors"`
-	ServiceErrors float64 `json:"service_errors"`
-	// TotalRequests is ratelimit_server.ShouldRateLimit.total_requests (gRPC only, not /json).
-	TotalRequests     float64 `json:"total_requests"`
-	ConfigLoadSuccess float64 `json:"config_load_success"`
-	ConfigLoadError   float64 `json:"config_load_error"`
-	// DomainNotFound maps a domain to ratelimit.service.rate_limit.<domain>.domain_not_found.
-	DomainNotFound map[string]float64 `json:"domain_not_found,omitempty"`
-}
+// summed statsd deltas, a stat dump), keyed like the statsd names; it is the
+// record stored in rls/metrics.<label>.json (evidence.RLSCounters).
+type Counters = evidence.RLSCounters
 
 func newCounters(source string) *Counters {
 	return &Counters{Source: source, Keys: map[string]KeyCounters{}, DomainNotFound: map[string]float64{}}
@@ -149,7 +130,7 @@ func CountersFromStats(source string, stats map[string]float64) *Counters {
 			continue
 		}
 		kc := c.Keys[key]
-		kc.set(suffix, v, true)
+		setCounter(&kc, suffix, v, true)
 		c.Keys[key] = kc
 	}
 	return c
@@ -255,13 +236,13 @@ func CheckIdentities(before, after *Counters) []IdentityResult {
 			b, inBefore = before.Keys[k]
 		}
 		a, inAfter := after.Keys[k]
-		d := a.sub(b)
+		d := subCounters(a, b)
 		r := IdentityResult{Key: k, Before: b, After: a, Delta: d, Gap: d.TotalHits - d.WithinLimit - d.OverLimit}
 		switch {
 		case inBefore && !inAfter:
 			r.Status = IdentityReset
 			r.Detail = "key missing after: counters restarted (RLS restart)"
-		case d.anyNegative():
+		case anyNegative(d):
 			r.Status = IdentityReset
 			r.Detail = fmt.Sprintf("counter went down (total_hits %g→%g): RLS restarted, interval unusable", b.TotalHits, a.TotalHits)
 		case d.ShadowMode > d.OverLimit:

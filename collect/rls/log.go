@@ -876,18 +876,8 @@ func parseDescriptor(raw string) []evidence.DescriptorEntry {
 }
 
 // encodeEntries is the descriptor part of a cache key, "_k_v_k2_v2_"
-// (limiter/cache_key.go).
-func encodeEntries(es []evidence.DescriptorEntry) string {
-	var b strings.Builder
-	b.WriteByte('_')
-	for _, e := range es {
-		b.WriteString(e.Key)
-		b.WriteByte('_')
-		b.WriteString(e.Value)
-		b.WriteByte('_')
-	}
-	return b.String()
-}
+// (evidence.CacheKeyPrefix without a domain).
+func encodeEntries(es []evidence.DescriptorEntry) string { return evidence.CacheKeyPrefix("", es) }
 
 func descriptorText(es []evidence.DescriptorEntry) string {
 	parts := make([]string, len(es))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"net/http"
 	"regexp"
@@ -36,34 +37,17 @@ func (id RuleID) StatKey() string {
 
 // Histogram is a Prometheus histogram's sum and count. For
 // ratelimit_service_response_time_seconds in 3fb7025 the values are
-// MILLISECONDS despite the name (fixed upstream by #1104, 2026-04-19).
-type Histogram struct {
-	Sum   float64 `json:"sum"`
-	Count uint64  `json:"count"`
-}
+// MILLISECONDS despite the name (fixed upstream by envoyproxy/ratelimit#1104).
+type Histogram = evidence.RLSHistogram
 
-// PromSnapshot is one parsed RLS /metrics page (USE_PROMETHEUS=true).
+// PromSnapshot is one parsed RLS /metrics page (USE_PROMETHEUS=true). The
+// embedded evidence.RLSPrometheus is what rls/metrics.<label>.json records.
 type PromSnapshot struct {
-	Name string `json:"name"`
+	evidence.RLSPrometheus
 	// Families holds every metric family, keyed by name.
 	Families map[string]*dto.MetricFamily `json:"-"`
 	// Rules holds the mapped per-rule counters.
 	Rules map[RuleID]KeyCounters `json:"-"`
-	// ShouldRateLimitErrors maps err_type (redis_error, service_error) to
-	// ratelimit_service_should_rate_limit_error.
-	ShouldRateLimitErrors map[string]float64 `json:"should_rate_limit_errors"`
-	// TotalRequests maps grpc_method to ratelimit_service_total_requests (gRPC only).
-	TotalRequests     map[string]float64 `json:"total_requests"`
-	ConfigLoadSuccess float64            `json:"config_load_success"`
-	ConfigLoadError   float64            `json:"config_load_error"`
-	GlobalShadowMode  float64            `json:"global_shadow_mode"`
-	// DomainNotFound maps a domain to the unmapped, auto-named
-	// ratelimit_service_rate_limit_<domain>_domain_not_found.
-	DomainNotFound map[string]float64 `json:"domain_not_found"`
-	// ResponseTime maps grpc_method to ratelimit_service_response_time_seconds (ms, see Histogram).
-	ResponseTime map[string]Histogram `json:"response_time"`
-	// RedisPool maps cx_active, cx_total, cx_local_close, … to ratelimit_redis_pool_<name>.
-	RedisPool map[string]float64 `json:"redis_pool"`
 }
 
 var (
@@ -84,11 +68,10 @@ func ParsePrometheus(r io.Reader, name string) (*PromSnapshot, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	s := &PromSnapshot{
-		Name: name, Families: fams, Rules: map[RuleID]KeyCounters{},
-		ShouldRateLimitErrors: map[string]float64{}, TotalRequests: map[string]float64{},
+	s := &PromSnapshot{RLSPrometheus: evidence.RLSPrometheus{
+		Name: name, ShouldRateLimitErrors: map[string]float64{}, TotalRequests: map[string]float64{},
 		DomainNotFound: map[string]float64{}, ResponseTime: map[string]Histogram{}, RedisPool: map[string]float64{},
-	}
+	}, Families: fams, Rules: map[RuleID]KeyCounters{}}
 	for fname, f := range fams {
 		switch {
 		case rePromRule.MatchString(fname):
@@ -97,7 +80,7 @@ func ParsePrometheus(r io.Reader, name string) (*PromSnapshot, error) {
 				l := labels(m)
 				id := RuleID{Domain: l["domain"], Key1: l["key1"], Key2: l["key2"]}
 				kc := s.Rules[id]
-				kc.set(suffix, value(m), true)
+				setCounter(&kc, suffix, value(m), true)
 				s.Rules[id] = kc
 			}
 		case rePromNotFound.MatchString(fname):
@@ -205,7 +188,7 @@ func (s *PromSnapshot) RLSCounters() *Counters {
 			v float64
 		}{{"total_hits", kc.TotalHits}, {"within_limit", kc.WithinLimit}, {"over_limit", kc.OverLimit},
 			{"near_limit", kc.NearLimit}, {"shadow_mode", kc.ShadowMode}, {"over_limit_with_local_cache", kc.OverLimitWithLocalCache}} {
-			prev.set(f.n, f.v, true)
+			setCounter(&prev, f.n, f.v, true)
 		}
 		c.Keys[id.StatKey()] = prev
 	}

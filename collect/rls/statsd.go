@@ -144,8 +144,8 @@ type StatsdRecord struct {
 // ParseStatsd sums statsd lines. It accepts, line by line and mixed:
 //   - raw statsd lines `name:value|c` (`|g`, `|ms`, optional `|@rate`);
 //   - the TSV capture layout `<recv_unix_ns>\t<tcp|udp>\t<statsd line>` with
-//     `<ns>\ttcp-conn\taccepted|closed <addr>` connection events
-//     (shared/fixtures/rls/outage-fast/statsd_lines.tsv);
+//     `<ns>\ttcp-conn\taccepted|closed <addr>` connection events (a capture
+//     of the statsd TCP stream with receive times);
 //   - the JSONL records that ListenStatsd writes (StatsdRecord).
 //
 // Blank lines and lines starting with '#' are skipped. A malformed line is an

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"os"
-	"path/filepath"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/evidence"
@@ -66,7 +65,7 @@ func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
 func finishReport(io *IOStreams, rep *analyze.Report, format, statusFile, dir string) error {
 	if statusFile != "-" {
 		if statusFile == "" {
-			statusFile = filepath.Join(dir, "status.txt")
+			statusFile = evidence.Dir(dir).Status()
 		}
 		f, err := os.Create(statusFile)
 		if err != nil {

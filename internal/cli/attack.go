@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -147,11 +146,7 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 		runErr = cerr
 	}
 	if sum != nil {
-		b, err := json.MarshalIndent(sum, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(o.Out, evidence.AttackFile), append(b, '\n'), 0o644); err != nil {
+		if err := evidence.WriteJSONFile(evidence.Dir(o.Out).Attack(), evidence.NewAttack(sum)); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.IO.ErrOut, "attack: %d of %d IDs sent, spread %s, codes %v -> %s\n", sum.Sent, len(ids),

@@ -40,7 +40,7 @@ receipts so far; GET /healthz answers ok.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to listen on")
-	cmd.Flags().StringVar(&o.Receipts, "receipts", "receipts.jsonl", "receipts file (JSON Lines, truncated at start)")
+	cmd.Flags().StringVar(&o.Receipts, "receipts", evidence.ReceiptsFile, "receipts file (JSON Lines, truncated at start)")
 	cmd.Flags().StringArrayVar(&o.Headers, "header", nil, "request header to record in receipts (repeatable; default x-envoy-attempt-count, x-forwarded-for, x-request-id)")
 	return cmd
 }

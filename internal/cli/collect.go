@@ -2,11 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/rlbench/rlbench/collect/envoy"
@@ -73,39 +70,25 @@ compares). NAME must be the attack target name of that proxy.`,
 	return cmd
 }
 
-// statsFormats are the forms --format accepts; rawExt is each one's file
-// extension for the raw body.
-var (
-	statsFormats = []envoy.Format{envoy.FormatText, envoy.FormatJSON, envoy.FormatPrometheus}
-	rawExt       = map[envoy.Format]string{envoy.FormatText: ".txt", envoy.FormatJSON: ".raw.json", envoy.FormatPrometheus: ".prom"}
-)
+// statsFormats are the forms --format accepts (evidence.RawStatsExt names
+// each one's file extension for the raw body).
+var statsFormats = []envoy.Format{envoy.FormatText, envoy.FormatJSON, envoy.FormatPrometheus}
 
 func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
-	ext := rawExt[o.Format]
 	raw, snap, err := envoy.Fetch(ctx, &http.Client{Timeout: o.Timeout}, o.Admin, o.Format)
-	dir := filepath.Join(o.Out, evidence.StatsDir)
-	if mkErr := os.MkdirAll(dir, 0o755); mkErr != nil {
-		return mkErr
-	}
-	base := filepath.Join(dir, o.Proxy+"."+o.Label)
-	if len(raw) > 0 {
-		if werr := os.WriteFile(base+ext, raw, 0o644); werr != nil {
+	d := evidence.Dir(o.Out)
+	if err != nil {
+		if werr := evidence.WriteStats(d, o.Proxy, o.Label, string(o.Format), raw, nil); werr != nil {
 			return werr
 		}
-	}
-	if err != nil {
 		return err
 	}
 	snap.Proxy, snap.Label, snap.Admin = o.Proxy, o.Label, o.Admin
-	b, err := json.MarshalIndent(snap, "", "  ")
-	if err != nil {
+	if err := evidence.WriteStats(d, o.Proxy, o.Label, string(o.Format), raw, snap); err != nil {
 		return err
 	}
-	if err := os.WriteFile(base+".json", append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.IO.ErrOut, "collect: %s %s: %d values, %d local and %d global rate limit stat groups -> %s.json\n",
-		o.Proxy, o.Label, len(snap.Values), len(snap.Local), len(snap.Global), base)
+	fmt.Fprintf(o.IO.ErrOut, "collect: %s %s: %d values, %d local and %d global rate limit stat groups -> %s\n",
+		o.Proxy, o.Label, len(snap.Values), len(snap.Local), len(snap.Global), d.StatsSnapshot(o.Proxy, o.Label, ".json"))
 	return nil
 }
 

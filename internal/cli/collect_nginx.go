@@ -296,7 +296,7 @@ func runCollectNginxStatus(ctx context.Context, o *CollectNginxStatusOptions) er
 	if err != nil {
 		return err
 	}
-	if err := writeJSONFile(filepath.Join(dir, evidence.NginxStubStatusJSON(o.Label)), st); err != nil {
+	if err := evidence.WriteJSONFile(filepath.Join(dir, evidence.NginxStubStatusJSON(o.Label)), st); err != nil {
 		return err
 	}
 	res := NginxStatusOutput{URL: o.URL, Label: o.Label, Status: st}

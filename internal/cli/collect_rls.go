@@ -16,7 +16,6 @@ import (
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
 )
 
@@ -33,17 +32,6 @@ func writeJSONOut(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-func writeJSONFile(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // RLSLogSummary is what `rlbench collect rls-log` prints.
@@ -116,20 +104,11 @@ func runCollectRLSLog(o *CollectRLSLogOptions) error {
 		ConfigLoads: configLoads(l), UnknownDomains: len(l.UnknownDomains), NoMatch: len(l.NoMatch),
 		PendingLookups: len(l.PendingLookups), Unparsed: len(l.Unparsed), Restarts: max(len(l.Starts)-1, 0)}
 	if o.Out != "" {
-		w, err := evidence.Create(filepath.Join(mkdirs(o.Out, "rls"), "decisions.jsonl"))
-		if err != nil {
+		d := evidence.Dir(o.Out)
+		if err := evidence.WriteLines(d.Decisions(), l.EvidenceDecisions()); err != nil {
 			return err
 		}
-		for _, d := range l.EvidenceDecisions() {
-			if err := w.Write(d); err != nil {
-				_ = w.Close()
-				return err
-			}
-		}
-		if err := w.Close(); err != nil {
-			return err
-		}
-		if err := writeJSONFile(filepath.Join(o.Out, "rls", "log.json"), l); err != nil {
+		if err := evidence.WriteJSONFile(d.RLSParsedLog(), l); err != nil {
 			return err
 		}
 		if o.File != "-" {
@@ -137,18 +116,12 @@ func runCollectRLSLog(o *CollectRLSLogOptions) error {
 			if err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(o.Out, "rls", "rls.log"), raw, 0o644); err != nil {
+			if err := os.WriteFile(d.RLSLog(), raw, 0o644); err != nil {
 				return err
 			}
 		}
 	}
 	return writeJSONOut(o.IO.Out, s)
-}
-
-func mkdirs(parts ...string) string {
-	p := filepath.Join(parts...)
-	_ = os.MkdirAll(p, 0o755)
-	return p
 }
 
 // CollectPrometheusOptions are the inputs of `rlbench collect prometheus`.
@@ -194,19 +167,22 @@ over_limit, near_limit, shadow_mode; should_rate_limit errors; config loads).`,
 
 func runCollectPrometheus(ctx context.Context, o *CollectPrometheusOptions) error {
 	raw, snap, err := rls.Fetch(ctx, &http.Client{Timeout: o.Timeout}, o.URL)
-	dir := mkdirs(o.Out, "rls")
-	if len(raw) > 0 {
-		if werr := os.WriteFile(filepath.Join(dir, "metrics."+o.Label+".prom"), raw, 0o644); werr != nil {
-			return werr
-		}
-	}
+	d := evidence.Dir(o.Out)
 	if err != nil {
+		if len(raw) > 0 {
+			if werr := os.MkdirAll(d.RLS(), 0o755); werr != nil {
+				return werr
+			}
+			if werr := os.WriteFile(d.RLSMetrics(o.Label, ".prom"), raw, 0o644); werr != nil {
+				return werr
+			}
+		}
 		return err
 	}
 	// The same shape as the runner's real-RLS snapshots, so analyze reads both.
-	m := runner.RealMetrics{Schema: "rlbench.rls-metrics/v1", Label: o.Label, TimeNs: time.Now().UnixNano(), URL: o.URL,
-		Process: 1, Stable: true, Prometheus: snap, Counters: snap.RLSCounters()}
-	if err := writeJSONFile(filepath.Join(dir, "metrics."+o.Label+".json"), m); err != nil {
+	m := evidence.RLSMetrics{Schema: evidence.RLSMetricsSchema, Label: o.Label, TimeNs: time.Now().UnixNano(), URL: o.URL,
+		Process: 1, Stable: true, Prometheus: &snap.RLSPrometheus, Counters: snap.RLSCounters()}
+	if err := evidence.WriteRLSMetrics(d, &m, raw); err != nil {
 		return err
 	}
 	return writeJSONOut(o.IO.Out, snap)

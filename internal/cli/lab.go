@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
@@ -77,7 +78,7 @@ and runs until SIGINT/SIGTERM.`,
 	f.DurationVar(&o.RLSTimeout, "rls-timeout", proxy.DefaultRLSTimeout, "RLS call timeout (Envoy's default 20ms; use 1s on a loaded machine unless the default is what you test)")
 	f.BoolVar(&o.FailureModeDeny, "failure-mode-deny", false, "answer 500 when the RLS fails (default: let the request through)")
 	f.StringVar(&o.Receipts, "receipts", evidence.ReceiptsFile, "backend receipts file")
-	f.StringVar(&o.Decisions, "decisions", "decisions.jsonl", "lab RLS decision log")
+	f.StringVar(&o.Decisions, "decisions", path.Base(evidence.DecisionsFile), "lab RLS decision log")
 	enumFlag(cmd, &o.WindowStart, "window-start", labrls.WindowAligned, []string{labrls.WindowAligned, labrls.WindowFirstHit},
 		"lab RLS fixed windows, aligned to unit boundaries (like envoyproxy/ratelimit) or from the first hit")
 	return cmd

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
 )
 
@@ -24,7 +25,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 // demo's figures: 10 admitted of 20, 10 local 429s, 10 receipts, +5.
 func TestManualFlowMatchesDemo(t *testing.T) {
 	dir := t.TempDir()
-	receipts, err := os.Create(filepath.Join(dir, "receipts.jsonl"))
+	receipts, err := os.Create(evidence.Dir(dir).Receipts())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -178,7 +179,7 @@ func TestNewDemoCmd(t *testing.T) {
 
 func TestNewBackendCmd(t *testing.T) {
 	testCmd(t, NewBackendCmd, []cmdCase[BackendOptions]{
-		{name: "defaults", argv: nil, want: &BackendOptions{IO: tio, Listen: "127.0.0.1:0", Receipts: "receipts.jsonl"}},
+		{name: "defaults", argv: nil, want: &BackendOptions{IO: tio, Listen: "127.0.0.1:0", Receipts: evidence.ReceiptsFile}},
 		{name: "every flag", argv: argv("--listen 127.0.0.1:8080 --receipts ev/r.jsonl --header x-a --header x-b"),
 			want: &BackendOptions{IO: tio, Listen: "127.0.0.1:8080", Receipts: "ev/r.jsonl", Headers: []string{"x-a", "x-b"}}},
 		{name: "argument", argv: argv("x"), err: `unknown command "x"`},
@@ -189,7 +190,7 @@ func TestNewLabCmd(t *testing.T) {
 	tenant := []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}
 	defaults := func(f func(*LabOptions)) *LabOptions {
 		o := &LabOptions{IO: tio, Proxies: 2, LocalFillInterval: time.Hour, RLSTimeout: 20 * time.Millisecond,
-			Receipts: "receipts.jsonl", Decisions: "decisions.jsonl", WindowStart: "aligned"}
+			Receipts: evidence.ReceiptsFile, Decisions: path.Base(evidence.DecisionsFile), WindowStart: evidence.WindowAligned}
 		if f != nil {
 			f(o)
 		}
@@ -277,7 +278,7 @@ func TestNewCollectEnvoyCmd(t *testing.T) {
 		{name: "bad format", argv: argv(base + " --format xml"), err: `--format must be text, json or prometheus, not "xml"`},
 	})
 	for _, f := range statsFormats {
-		if rawExt[f] == "" {
+		if _, ok := evidence.RawStatsExt(string(f)); !ok {
 			t.Errorf("--format %s has no raw file extension", f)
 		}
 	}

@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -29,7 +31,7 @@ type RLSOptions struct {
 	// RedisAddr is host:port of the Redis backend (REDIS_URL, REDIS_SOCKET_TYPE=tcp, REDIS_TYPE=SINGLE). Required.
 	RedisAddr string
 	// LogFormat is LOG_FORMAT: "text" (default) or "json". In json mode the RLS still writes its first 3-4 lines as
-	// text (rls-behaviour-observed.md §5).
+	// text: they are logged before src/settings applies LOG_FORMAT (envoyproxy/ratelimit src/service_cmd/runner).
 	LogFormat string
 	// LogLevel is LOG_LEVEL; empty means "debug", the level at which decision lines are logged (the RLS default,
 	// WARN, logs none).
@@ -160,7 +162,7 @@ func StartRLS(ctx context.Context, opts RLSOptions) (*RLS, error) {
 	s.runtimeRoot = filepath.Join(s.workDir, "runtime")
 	s.logPath = opts.LogPath
 	if s.logPath == "" {
-		s.logPath = filepath.Join(s.workDir, "rls.log")
+		s.logPath = filepath.Join(s.workDir, path.Base(evidence.RLSLogFile))
 	}
 	var lastErr error
 	for attempt := 0; attempt < maxPortAttempts; attempt++ {
@@ -394,7 +396,7 @@ func (s *RLS) DebugAddr() string { return net.JoinHostPort("127.0.0.1", strconv.
 
 // MetricsURL is "http://127.0.0.1:<port>/metrics" when Prometheus was asked for, else "". The RLS's Prometheus
 // sink reports counters as totals since its own start (they reset on Restart) and its response_time_seconds
-// histogram holds milliseconds (rls-behaviour-observed.md §6).
+// histogram holds milliseconds (envoyproxy/ratelimit src/stats/prom, fixed upstream by envoyproxy/ratelimit#1104).
 func (s *RLS) MetricsURL() string {
 	if s.promPort == 0 {
 		return ""
@@ -418,7 +420,7 @@ func (s *RLS) LogPath() string { return s.logPath }
 func (s *RLS) RuntimeRoot() string { return s.runtimeRoot }
 
 // Stop ends the service_cmd it started: SIGTERM, then SIGKILL after StopGrace — needed because the RLS's
-// GracefulStop waits forever for calls stuck on a dead Redis (rls-behaviour-observed.md §4(d')) — and waits until
+// gRPC GracefulStop (google.golang.org/grpc Server.GracefulStop) waits for calls stuck on a dead Redis — and waits until
 // it is reaped (bounded by ctx plus 2 s). Stats not yet flushed are lost (the RLS exits without a final flush).
 // Stopping a stopped RLS is a no-op.
 func (s *RLS) Stop(ctx context.Context) error {
@@ -434,7 +436,7 @@ func (s *RLS) Stop(ctx context.Context) error {
 }
 
 // Restart stops the RLS if it runs and starts it again on the same ports with the same environment, re-copying
-// the config files. Counters in Redis persist (rls-behaviour-observed.md §4(e)); the RLS's own stats restart at 0.
+// the config files. Counters in Redis persist (they are Redis keys, src/redis/fixed_cache_impl.go); the RLS's own stats restart at 0.
 // It fails if a port was taken meanwhile; it never moves to other ports.
 func (s *RLS) Restart(ctx context.Context) error {
 	if err := s.Stop(ctx); err != nil {

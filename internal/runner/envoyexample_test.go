@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
@@ -110,7 +111,7 @@ func TestEnvoyExampleRunShWithoutEnvoy(t *testing.T) {
 					t.Errorf("%s: %s %q", s.Name, s.Status, s.Reasons)
 				}
 			}
-			status, err := os.ReadFile(filepath.Join(runs[0], "status.txt"))
+			status, err := os.ReadFile(evidence.Dir(runs[0]).Status())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,10 +3,10 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -82,7 +82,7 @@ func (r *scenarioRun) copyAccessLogs() error {
 		return nil
 	}
 	marks := v.([]accessLogMark)
-	if err := os.MkdirAll(filepath.Join(r.dir, AccessLogDir), 0o755); err != nil {
+	if err := os.MkdirAll(evidence.Dir(r.dir).AccessLogs(), 0o755); err != nil {
 		return err
 	}
 	var errs []error
@@ -111,7 +111,7 @@ func (r *scenarioRun) copyAccessLog(m accessLogMark) error {
 		return err
 	}
 	defer f.Close()
-	out, err := os.Create(filepath.Join(r.dir, AccessLogDir, m.proxy+".log"))
+	out, err := os.Create(evidence.Dir(r.dir).AccessLog(m.proxy))
 	if err != nil {
 		return err
 	}

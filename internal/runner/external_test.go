@@ -116,7 +116,7 @@ scenarios:
 	must(err)
 
 	sc1 := filepath.Join(runDir, "01-copied", "1")
-	lines := readJSONLines(t, filepath.Join(sc1, runner.AccessLogDir, "proxy-a.log"))
+	lines := readJSONLines(t, evidence.Dir(sc1).AccessLog("proxy-a"))
 	var logged, sent []string
 	for _, l := range lines {
 		logged = append(logged, l["rlbench_id"].(string))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
@@ -75,10 +74,7 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 		}
 		switch lp.RLS.Kind {
 		case "lab":
-			if err := os.MkdirAll(filepath.Join(r.dir, "rls"), 0o755); err != nil {
-				return err.Error()
-			}
-			dw, err := evidence.Create(filepath.Join(r.dir, evidence.DecisionsFile))
+			dw, err := evidence.Create(evidence.Dir(r.dir).Decisions())
 			if err != nil {
 				return err.Error()
 			}
@@ -93,11 +89,11 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 			opts.RLS.Address = "grpc://" + addr
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(r.dir, AccessLogDir), 0o755); err != nil {
+	if err := os.MkdirAll(evidence.Dir(r.dir).AccessLogs(), 0o755); err != nil {
 		return err.Error()
 	}
 	opts.Proxies.AccessLog = func(name string) (io.Writer, error) {
-		f, err := os.Create(filepath.Join(r.dir, AccessLogDir, name+".log"))
+		f, err := os.Create(evidence.Dir(r.dir).AccessLog(name))
 		if err != nil {
 			return nil, err
 		}
@@ -131,11 +127,11 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 			if eff.RLS.Lab != nil {
 				ws = eff.RLS.Lab.WindowStart
 			}
-			r.limits = append(r.limits, evidence.LimitSpec{Kind: "fixed_window", Limit: int(m.Limit.RequestsPerUnit), Unit: m.Limit.Unit, WindowStart: ws})
+			r.limits = append(r.limits, evidence.LimitSpec{Kind: evidence.LimitFixedWindow, Limit: int(m.Limit.RequestsPerUnit), Unit: m.Limit.Unit, WindowStart: ws})
 		}
 	}
 	if lc := eff.Proxies.Config.Local; lc != nil {
-		r.limits = append(r.limits, evidence.LimitSpec{Kind: "token_bucket", Buckets: eff.Proxies.Count, MaxTokens: int(lc.MaxTokens),
+		r.limits = append(r.limits, evidence.LimitSpec{Kind: evidence.LimitTokenBucket, Buckets: eff.Proxies.Count, MaxTokens: int(lc.MaxTokens),
 			TokensPerFill: int(lc.TokensPerFill), FillInterval: int64(lc.FillInterval), StartNs: l.ProxiesStartNs})
 	}
 	return ""

@@ -156,15 +156,13 @@ type AttackPlan struct {
 	Timeout     Duration          `json:"timeout,omitempty"`
 }
 
-// ExpectPlan is the scenario's expectation (see evidence.Expectation).
+// ExpectPlan is the scenario's expectation as planned: scenario.json's
+// evidence.Expectation, except that receipts_equal_admitted and stats_agree
+// default to true (stats_agree only for proxies with an admin URL).
 type ExpectPlan struct {
-	Label    string            `json:"label,omitempty"`
-	Admitted *Range            `json:"admitted,omitempty"`
-	Classes  map[string]*Range `json:"classes,omitempty"`
-	// ReceiptsEqualAdmitted defaults to true.
+	evidence.Expectation
 	ReceiptsEqualAdmitted *bool `json:"receipts_equal_admitted,omitempty"`
-	// StatsAgree defaults to true.
-	StatsAgree *bool `json:"stats_agree,omitempty"`
+	StatsAgree            *bool `json:"stats_agree,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("1h", "20ms").
@@ -330,7 +328,7 @@ func (p *Plan) validate() error {
 			return fmt.Errorf("%s: expect.admitted %s: want 0 <= min <= max", where, a)
 		}
 		for k, c := range s.Expect.Classes {
-			if c != nil && c.Min < 0 {
+			if c.Min < 0 {
 				return fmt.Errorf("%s: expect.classes.%s %s: want 0 <= min <= max", where, k, c)
 			}
 		}

@@ -16,61 +16,26 @@ import (
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 )
 
-// Files of a real-RLS scenario, under the scenario directory.
-const (
-	// RealRLSLogFile is envoyproxy/ratelimit's log (stderr+stdout, LOG_FORMAT=json, LOG_LEVEL=debug), appended
-	// across RLS restarts. Its presence tells analyze that the scenario ran on the real RLS.
-	RealRLSLogFile = "rls/rls.log"
-	// RealRedisDir holds redis.log of the scenario's private redis-server.
-	RealRedisDir = "rls/redis"
-	// RealMetricsPrefix starts the RLS Prometheus snapshots rls/metrics.<label>.prom (raw /metrics body) and
-	// rls/metrics.<label>.json (RealMetrics).
-	RealMetricsPrefix = "rls/metrics."
-)
-
 // NotInstalledReason is the NOT_RUN reason of a real-RLS scenario when redis-server or service_cmd is missing.
 const NotInstalledReason = "real RLS not installed: run scripts/install-real-parts.sh"
 
 // WindowMargin is the least time that must remain in the current fixed window of every MINUTE-or-longer limit
 // of the RLS config when a real-RLS scenario starts; otherwise the runner waits for the next window so that the
 // scenario's figures are not blurred by an epoch-aligned window boundary (envoyproxy/ratelimit keys counters by
-// floor(now/unit)*unit, rls-behaviour-observed.md §7). SECOND limits are not waited for.
+// floor(now/unit)*unit, src/limiter/cache_key.go). SECOND limits are not waited for.
 const WindowMargin = 30 * time.Second
 
-// realStopGrace is the SIGTERM→SIGKILL wait when stopping the real RLS: its GracefulStop never returns while
-// calls hang on a dead Redis (rls-behaviour-observed.md §4(d')), so a short bound keeps scenarios quick.
+// realStopGrace is the SIGTERM→SIGKILL wait when stopping the real RLS: its gRPC GracefulStop
+// (google.golang.org/grpc Server.GracefulStop) waits for calls that hang on a dead Redis, so a short bound keeps
+// scenarios quick.
 const realStopGrace = 1500 * time.Millisecond
 
 // realStatsFlush is the RLS stats flush interval that realparts configures (STATS_FLUSH_INTERVAL=1s); a
 // Prometheus snapshot is stable once it stayed the same for longer than that.
 const realStatsFlush = time.Second
 
-// RealMetrics is rls/metrics.<label>.json: one scrape of the real RLS's Prometheus /metrics. Counters are
-// totals since the RLS process started (they restart at 0 with the process); Process tells scrapes of
-// different processes apart.
-type RealMetrics struct {
-	// Schema is "rlbench.rls-metrics/v1".
-	Schema string `json:"schema"`
-	// Label is "before", "after", or "pre-<n>-<stop|restart>-rls" for the scrape taken just before the n-th stop
-	// or restart of the RLS.
-	Label string `json:"label"`
-	// TimeNs is when the scrape used was taken, unix ns.
-	TimeNs int64  `json:"time_ns"`
-	URL    string `json:"url,omitempty"`
-	// PID is the RLS process scraped; Process numbers the RLS processes of the scenario (1 = first start,
-	// incremented at each start or restart).
-	PID     int `json:"pid,omitempty"`
-	Process int `json:"process"`
-	// Stable is true when the counters stayed unchanged for more than one stats flush interval before the
-	// scrape, so no decision was still on its way to the sink (calls hung on a dead Redis never change them).
-	Stable bool `json:"stable"`
-	// Error says why no scrape is available (RLS down, parse error); the other fields are then empty.
-	Error string `json:"error,omitempty"`
-	// Prometheus is the parsed page (collect/rls.ParsePrometheus), Counters its RLS-level view
-	// (PromSnapshot.RLSCounters) keyed "<domain>.<key1>[.<key2>]".
-	Prometheus *rls.PromSnapshot `json:"prometheus,omitempty"`
-	Counters   *rls.Counters     `json:"counters,omitempty"`
-}
+// RealMetrics is rls/metrics.<label>.json (evidence.RLSMetrics).
+type RealMetrics = evidence.RLSMetrics
 
 // realParts are the real Redis and envoyproxy/ratelimit of one scenario.
 type realParts struct {
@@ -124,17 +89,17 @@ func (r *scenarioRun) startRealRLS(ctx context.Context, config string) (addr, re
 	if err := os.WriteFile(filepath.Join(cfgDir, "rlbench.yaml"), []byte(config), 0o644); err != nil {
 		return "", err.Error()
 	}
-	if err := os.MkdirAll(filepath.Join(r.dir, RealRedisDir), 0o755); err != nil {
+	if err := os.MkdirAll(evidence.Dir(r.dir).Redis(), 0o755); err != nil {
 		return "", err.Error()
 	}
 	rp := &realParts{}
-	rp.redis, err = realparts.StartRedis(ctx, realparts.Options{Bin: redisBin, Dir: filepath.Join(r.dir, RealRedisDir)})
+	rp.redis, err = realparts.StartRedis(ctx, realparts.Options{Bin: redisBin, Dir: evidence.Dir(r.dir).Redis()})
 	if err != nil {
 		return "", "real redis: " + err.Error()
 	}
 	r.cleanups = append(r.cleanups, func() { _ = rp.redis.Close(context.Background()) })
 	rp.rls, err = realparts.StartRLS(ctx, realparts.RLSOptions{Bin: rlsBin, ConfigDir: cfgDir, RedisAddr: rp.redis.Addr(),
-		LogFormat: "json", Prometheus: true, LogPath: filepath.Join(r.dir, RealRLSLogFile),
+		LogFormat: "json", Prometheus: true, LogPath: evidence.Dir(r.dir).RLSLog(),
 		WorkDir: filepath.Join(tmp, "rls"), StopGrace: realStopGrace})
 	if err != nil {
 		return "", "real rls: " + err.Error()
@@ -262,31 +227,23 @@ func (r *scenarioRun) snapshotReal(ctx context.Context, label string) string {
 // saveMetrics scrapes and writes one snapshot; the error is only about writing files.
 func (r *scenarioRun) saveMetrics(ctx context.Context, label string, waitStable bool) error {
 	rp := r.real
-	m := RealMetrics{Schema: "rlbench.rls-metrics/v1", Label: label, URL: rp.rls.MetricsURL(), PID: rp.rls.PID(), Process: rp.process}
-	base := filepath.Join(r.dir, RealMetricsPrefix+label)
-	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
-		return err
-	}
+	m := RealMetrics{Schema: evidence.RLSMetricsSchema, Label: label, URL: rp.rls.MetricsURL(), PID: rp.rls.PID(), Process: rp.process}
+	d := evidence.Dir(r.dir)
 	if m.PID == 0 {
 		m.Error = "rls is not running"
-		return writeJSON(base+".json", m)
+		return evidence.WriteRLSMetrics(d, &m, nil)
 	}
 	raw, snap, at, stable, err := scrapeStable(ctx, m.URL, waitStable)
 	m.TimeNs, m.Stable = at.UnixNano(), stable
-	if raw != nil {
-		if werr := os.WriteFile(base+".prom", raw, 0o644); werr != nil {
-			return werr
-		}
-	}
 	if err != nil {
 		m.Error = err.Error()
 	} else {
-		m.Prometheus, m.Counters = snap, snap.RLSCounters()
+		m.Prometheus, m.Counters = &snap.RLSPrometheus, snap.RLSCounters()
 	}
 	if m.Error != "" {
 		fmt.Fprintf(r.progress, "  rls metrics %s: %s\n", label, m.Error)
 	}
-	return writeJSON(base+".json", m)
+	return evidence.WriteRLSMetrics(d, &m, raw)
 }
 
 // scrapeStable fetches url; with waitStable it polls every 200 ms until the RLS-level counters (per-rule
@@ -341,7 +298,7 @@ func (r *scenarioRun) finishReal(ctx context.Context) error {
 	rp := r.real
 	rp.finished = true
 	stopErr := rp.rls.Stop(context.WithoutCancel(ctx))
-	lp := filepath.Join(r.dir, RealRLSLogFile)
+	lp := evidence.Dir(r.dir).RLSLog()
 	f, err := os.Open(lp)
 	if err != nil {
 		return err
@@ -351,17 +308,7 @@ func (r *scenarioRun) finishReal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w, err := evidence.Create(filepath.Join(r.dir, evidence.DecisionsFile))
-	if err != nil {
-		return err
-	}
-	for _, d := range lg.EvidenceDecisions() {
-		if err := w.Write(d); err != nil {
-			_ = w.Close()
-			return err
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := evidence.WriteLines(evidence.Dir(r.dir).Decisions(), lg.EvidenceDecisions()); err != nil {
 		return err
 	}
 	fmt.Fprintf(r.progress, "  rls log: %d decisions %v, %d error lines, %d hung lookups\n", len(lg.Decisions),

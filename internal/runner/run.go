@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,10 +27,6 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
-// AccessLogDir holds one JSON access log per proxy, accesslog/<proxy>.log,
-// in Envoy's JSON access log shape (collect/envoy.ParseAccessLog reads it).
-const AccessLogDir = "accesslog"
-
 // Options configure Run.
 type Options struct {
 	// Root overrides the plan's root directory for run directories.
@@ -44,25 +39,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Manifest is manifest.json at the top of a run directory.
-type Manifest struct {
-	Schema         string            `json:"schema"` // "rlbench.manifest/v1"
-	RlbenchVersion string            `json:"rlbench_version"`
-	GoVersion      string            `json:"go_version"`
-	Plan           string            `json:"plan"`
-	PlanDigest     string            `json:"plan_digest,omitempty"` // sha256 of the plan file
-	Host           string            `json:"host"`
-	Start          string            `json:"start"`
-	End            string            `json:"end,omitempty"`
-	Tools          map[string]string `json:"tools,omitempty"`
-	Scenarios      []string          `json:"scenarios"`
-	// ScenarioDirs lists every scenario/repeat directory the plan calls for,
-	// relative to the run directory, written before the first one runs:
-	// analyze reports any that is absent as NOT_RUN.
-	ScenarioDirs []string `json:"scenario_dirs"`
-	// Interrupted is true when the run was stopped by a signal.
-	Interrupted bool `json:"interrupted,omitempty"`
-}
+// Manifest is manifest.json at the top of a run directory (evidence.Manifest).
+type Manifest = evidence.Manifest
 
 // NewRunDir creates <root>/<UTC yyyymmddThhmmssZ>-<n> with the smallest n >= 1
 // that does not exist yet.
@@ -111,7 +89,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		return "", err
 	}
 	host, _ := os.Hostname()
-	m := Manifest{Schema: "rlbench.manifest/v1", RlbenchVersion: buildinfo.Version(), GoVersion: runtime.Version(), Plan: plan.Name,
+	m := Manifest{Schema: evidence.ManifestSchema, RlbenchVersion: buildinfo.Version(), GoVersion: runtime.Version(), Plan: plan.Name,
 		Host: host, Start: now().UTC().Format(time.RFC3339Nano), Tools: map[string]string{}}
 	if len(opts.PlanBytes) > 0 {
 		sum := sha256.Sum256(opts.PlanBytes)
@@ -132,44 +110,45 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 			m.ScenarioDirs = append(m.ScenarioDirs, scenarioDir(si, sc, rep))
 		}
 	}
-	if err := writeJSON(filepath.Join(runDir, evidence.ManifestFile), m); err != nil {
+	if err := writeJSON(evidence.Dir(runDir).Manifest(), m); err != nil {
 		return runDir, err
 	}
 	for si := range plan.Scenarios {
 		sc := &plan.Scenarios[si]
 		for rep := 1; rep <= sc.Repeat; rep++ {
 			dir := filepath.Join(runDir, scenarioDir(si, sc, rep))
-			if err := os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755); err != nil {
+			ed := evidence.Dir(dir)
+			if err := os.MkdirAll(ed.Stats(), 0o755); err != nil {
 				return runDir, err
 			}
 			if ctx.Err() != nil {
-				_ = writeJSON(filepath.Join(dir, evidence.ScenarioFile), evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Repeat: rep})
-				_ = os.WriteFile(filepath.Join(dir, "NOT_RUN"), []byte("interrupted before this scenario started\n"), 0o644)
+				_ = writeJSON(ed.Scenario(), evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep})
+				_ = evidence.WriteNotRun(ed, "interrupted before this scenario started")
 				continue
 			}
 			fmt.Fprintf(progress, "scenario %q repeat %d/%d\n", sc.Name, rep, sc.Repeat)
 			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, runID: filepath.Base(runDir)}
 			if reason := sr.run(ctx); reason != "" {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
-				sp := filepath.Join(dir, evidence.ScenarioFile)
+				sp := ed.Scenario()
 				if _, err := os.Stat(sp); err != nil {
-					_ = writeJSON(sp, evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Repeat: rep})
+					_ = writeJSON(sp, evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep})
 				}
-				if err := os.WriteFile(filepath.Join(dir, "NOT_RUN"), []byte(reason+"\n"), 0o644); err != nil {
+				if err := evidence.WriteNotRun(ed, reason); err != nil {
 					return runDir, err
 				}
 			}
 		}
 	}
 	// <root>/latest points at the newest run directory.
-	latest := filepath.Join(root, "latest")
+	latest := evidence.Dir(root).Latest()
 	if fi, err := os.Lstat(latest); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		_ = os.Remove(latest)
 	}
 	_ = os.Symlink(filepath.Base(runDir), latest)
 	m.End = now().UTC().Format(time.RFC3339Nano)
 	m.Interrupted = ctx.Err() != nil
-	return runDir, writeJSON(filepath.Join(runDir, evidence.ManifestFile), m)
+	return runDir, writeJSON(evidence.Dir(runDir).Manifest(), m)
 }
 
 // scenarioDir is a scenario repeat's directory relative to the run directory.
@@ -177,13 +156,7 @@ func scenarioDir(index int, sc *ScenarioPlan, repeat int) string {
 	return filepath.Join(fmt.Sprintf("%02d-%s", index+1, slug(sc.Name)), strconv.Itoa(repeat))
 }
 
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+func writeJSON(path string, v any) error { return evidence.WriteJSONFile(path, v) }
 
 // scenarioRun is one repeat of one scenario.
 type scenarioRun struct {
@@ -216,7 +189,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	}()
 	var receipts *evidence.Writer
 	var err error
-	if receipts, err = evidence.Create(filepath.Join(r.dir, evidence.ReceiptsFile)); err != nil {
+	if receipts, err = evidence.Create(evidence.Dir(r.dir).Receipts()); err != nil {
 		return err.Error()
 	}
 	receiptsClosed := false
@@ -247,15 +220,15 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		extBefore = map[string]int{}
 	}
 
-	reqs, err := evidence.Create(filepath.Join(r.dir, evidence.RequestsFile))
+	reqs, err := evidence.Create(evidence.Dir(r.dir).Requests())
 	if err != nil {
 		return err.Error()
 	}
-	faults, err := evidence.Create(filepath.Join(r.dir, evidence.FaultsFile))
+	faults, err := evidence.Create(evidence.Dir(r.dir).Faults())
 	if err != nil {
 		return err.Error()
 	}
-	agg := attackFile{Schema: "rlbench.attack/v1", Complete: true, Phases: []*attack.Summary{}}
+	agg := evidence.NewAttack()
 	var pending []Step // faults scheduled at an offset into the next attack
 	for _, st := range r.plan.Steps {
 		if ctx.Err() != nil {
@@ -294,7 +267,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		}
 		wg.Wait()
 		if sum != nil {
-			agg.add(sum)
+			agg.Add(sum)
 		}
 		if err != nil {
 			agg.Complete = false
@@ -327,39 +300,10 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		}
 	}
 	closeReceipts()
-	if err := writeJSON(filepath.Join(r.dir, evidence.AttackFile), agg); err != nil {
+	if err := writeJSON(evidence.Dir(r.dir).Attack(), agg); err != nil {
 		return err.Error()
 	}
 	return ""
-}
-
-// attackFile is attack.json of a scenario: the phases' summaries and their union.
-type attackFile struct {
-	Schema      string            `json:"schema"`
-	Complete    bool              `json:"complete"`
-	Interrupted bool              `json:"interrupted"`
-	Error       string            `json:"error,omitempty"`
-	Sent        int               `json:"sent"`
-	Recorded    int               `json:"recorded"`
-	StartNs     int64             `json:"start_ns"`
-	EndNs       int64             `json:"end_ns"`
-	Phases      []*attack.Summary `json:"phases"`
-}
-
-func (a *attackFile) add(s *attack.Summary) {
-	a.Phases = append(a.Phases, s)
-	a.Sent += s.Sent
-	a.Recorded += s.Recorded
-	if a.StartNs == 0 || s.StartNs < a.StartNs {
-		a.StartNs = s.StartNs
-	}
-	a.EndNs = max(a.EndNs, s.EndNs)
-	if !s.Complete {
-		a.Complete = false
-	}
-	if s.Interrupted {
-		a.Interrupted = true
-	}
 }
 
 // checkExternal runs the setup command and checks that every external proxy answers.
@@ -394,7 +338,8 @@ func (r *scenarioRun) checkExternal(ctx context.Context) string {
 
 func (r *scenarioRun) writeScenario() error {
 	sc := r.plan
-	ex := evidence.Expectation{Label: sc.Expect.Label, ReceiptsEqualAdmitted: true, StatsAgree: len(r.admins) > 0}
+	ex := sc.Expect.Expectation
+	ex.ReceiptsEqualAdmitted, ex.StatsAgree = true, len(r.admins) > 0
 	if sc.Expect.ReceiptsEqualAdmitted != nil {
 		ex.ReceiptsEqualAdmitted = *sc.Expect.ReceiptsEqualAdmitted
 	}
@@ -403,15 +348,6 @@ func (r *scenarioRun) writeScenario() error {
 	}
 	if sc.External != nil && sc.External.ReceiptsURL == "" {
 		ex.ReceiptsEqualAdmitted = false
-	}
-	if a := sc.Expect.Admitted; a != nil {
-		ex.Admitted = &evidence.Range{Min: a.Min, Max: a.Max}
-	}
-	if len(sc.Expect.Classes) > 0 {
-		ex.Classes = map[string]evidence.Range{}
-		for k, v := range sc.Expect.Classes {
-			ex.Classes[k] = evidence.Range{Min: v.Min, Max: v.Max}
-		}
 	}
 	var proxies []string
 	for _, t := range r.targets {
@@ -425,10 +361,10 @@ func (r *scenarioRun) writeScenario() error {
 			faults++
 		}
 	}
-	s := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: sc.Name, Description: sc.Description, Proxies: proxies,
+	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
 		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat, Faults: faults,
 		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster}
-	return writeJSON(filepath.Join(r.dir, evidence.ScenarioFile), s)
+	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
 }
 
 // snapshot saves every proxy's /stats (raw text and parsed) under stats/,
@@ -450,11 +386,7 @@ func (r *scenarioRun) snapshot(ctx context.Context, label string) string {
 			return fmt.Sprintf("stats of %s (%s): %v", t.Name, admin, err)
 		}
 		snap.Proxy, snap.Label, snap.Admin = t.Name, label, admin
-		base := filepath.Join(r.dir, evidence.StatsDir, t.Name+"."+label)
-		if err := os.WriteFile(base+".txt", raw, 0o644); err != nil {
-			return err.Error()
-		}
-		if err := writeJSON(base+".json", snap); err != nil {
+		if err := evidence.WriteStats(evidence.Dir(r.dir), t.Name, label, string(envoy.FormatText), raw, snap); err != nil {
 			return err.Error()
 		}
 	}

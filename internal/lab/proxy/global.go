@@ -13,6 +13,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/rlbench/rlbench/evidence"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
@@ -238,16 +239,14 @@ func xRateLimitHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) htt
 	return h
 }
 
+// unitSeconds is the window of a RateLimitResponse unit up to DAY
+// (evidence.UnitSeconds of its name); 0 for longer or unknown units, which
+// the lab's x-ratelimit-limit policy does not name.
 func unitSeconds(u rlsv3.RateLimitResponse_RateLimit_Unit) int64 {
 	switch u {
-	case rlsv3.RateLimitResponse_RateLimit_SECOND:
-		return 1
-	case rlsv3.RateLimitResponse_RateLimit_MINUTE:
-		return 60
-	case rlsv3.RateLimitResponse_RateLimit_HOUR:
-		return 3600
-	case rlsv3.RateLimitResponse_RateLimit_DAY:
-		return 86400
+	case rlsv3.RateLimitResponse_RateLimit_SECOND, rlsv3.RateLimitResponse_RateLimit_MINUTE,
+		rlsv3.RateLimitResponse_RateLimit_HOUR, rlsv3.RateLimitResponse_RateLimit_DAY:
+		return evidence.UnitSeconds(u.String())
 	}
 	return 0
 }

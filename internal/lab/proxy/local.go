@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/rlbench/rlbench/collect/envoy"
 )
 
 // LocalRateLimit configures the lab equivalent of Envoy's HTTP local rate
@@ -47,8 +49,9 @@ const DefaultLocalStatPrefix = "http_local_rate_limiter"
 // MinFillInterval is Envoy's lower bound on token_bucket.fill_interval.
 const MinFillInterval = 50 * time.Millisecond
 
-// LocalRateLimitedBody is the body of Envoy's local rate limit reply.
-const LocalRateLimitedBody = "local_rate_limited"
+// LocalRateLimitedBody is the body of Envoy's local rate limit reply
+// (collect/envoy.LocalRateLimitedBody).
+const LocalRateLimitedBody = envoy.LocalRateLimitedBody
 
 // Validate checks the bucket as Envoy's config validation would: max_tokens
 // > 0, fill_interval >= MinFillInterval, and filter_enabled and

@@ -6,8 +6,11 @@
 // /server_info, /ready and /reset_counters look like Envoy's to a collector.
 //
 // Filter order is local first, then global, then the router; the router
-// never retries. Stat names and increments follow the Envoy sources listed
-// in shared/reference/envoy-and-rls-observables.md (E1, E2, E5, E7, E8).
+// never retries. Stat names and increments follow the Envoy sources:
+// source/extensions/filters/http/local_ratelimit/local_ratelimit.cc,
+// source/extensions/filters/http/ratelimit/ratelimit.cc,
+// source/common/router/router.cc and source/server/admin/stats_handler.cc
+// (https://github.com/envoyproxy/envoy).
 package proxy
 
 import (

@@ -49,7 +49,6 @@ import (
 	"math"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -71,10 +70,10 @@ const (
 	// WindowAligned starts windows at multiples of the unit since the Unix
 	// epoch (UTC), like envoyproxy/ratelimit: a burst straddling a boundary
 	// can pass twice the limit.
-	WindowAligned = "aligned"
+	WindowAligned = evidence.WindowAligned
 	// WindowFirstHit starts a key's window at its first hit and the next
 	// window at the first hit after that window has ended.
-	WindowFirstHit = "first-hit"
+	WindowFirstHit = evidence.WindowFirstHit
 )
 
 // HealthService is the gRPC health service name the RLS registers.
@@ -477,23 +476,9 @@ func toEntries(d *commonpb.RateLimitDescriptor) []evidence.DescriptorEntry {
 	return out
 }
 
-// cacheKeyPrefix is "<domain>_<k1>_<v1>_..._" (RLS limiter/cache_key.go).
-func cacheKeyPrefix(domain string, entries []evidence.DescriptorEntry) string {
-	var b strings.Builder
-	b.WriteString(domain)
-	b.WriteByte('_')
-	for _, e := range entries {
-		b.WriteString(e.Key)
-		b.WriteByte('_')
-		b.WriteString(e.Value)
-		b.WriteByte('_')
-	}
-	return b.String()
-}
-
 // countLocked increments the descriptor's window counter and builds its status.
 func (s *Server) countLocked(domain string, entries []evidence.DescriptorEntry, l *limit, add uint64, now time.Time, dec *evidence.Decision) *pb.RateLimitResponse_DescriptorStatus {
-	prefix := cacheKeyPrefix(domain, entries)
+	prefix := evidence.CacheKeyPrefix(domain, entries)
 	var c *counter
 	var startSec int64
 	var untilReset time.Duration

@@ -1,0 +1,99 @@
+package analyze
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+func fixed(name string, statuses ...string) Checker {
+	return Checker{Name: name, Check: func(*Input) (r Result) {
+		for _, s := range statuses {
+			r.add(name, s, "w", "g")
+		}
+		return r
+	}}
+}
+
+// TestComposeMergesByPriority: fail over unknown over pass; results without
+// checks take no part; nothing checked at all is unknown, never pass.
+func TestComposeMergesByPriority(t *testing.T) {
+	in := &Input{Report: &ScenarioReport{}}
+	none := Checker{Name: "none", Check: func(*Input) Result { return Result{} }}
+	cases := []struct {
+		checkers []Checker
+		want     Validity
+	}{
+		{[]Checker{fixed("a", CheckPass), fixed("b", CheckPass)}, Valid},
+		{[]Checker{fixed("a", CheckPass), fixed("b", CheckUnknown)}, Unknown},
+		{[]Checker{fixed("a", CheckUnknown), fixed("b", CheckFail), fixed("c", CheckPass)}, Invalid},
+		{[]Checker{fixed("a", CheckPass, CheckFail)}, Invalid},
+		{[]Checker{none, fixed("a", CheckPass)}, Valid},
+		{[]Checker{none}, Unknown},
+		{nil, Unknown},
+	}
+	for i, c := range cases {
+		got := Compose(in, c.checkers)
+		if got.Valid != c.want || len(got.Results) != len(c.checkers) {
+			t.Errorf("case %d: %s (%d results), want %s", i, got.Valid, len(got.Results), c.want)
+		}
+	}
+	if Merge(Valid, NotChecked) != Valid || Merge(Unknown, Valid) != Unknown || Merge(Invalid, Unknown) != Invalid {
+		t.Error("Merge priorities")
+	}
+}
+
+// TestPanickingCheckerIsUnknown: a checker that panics yields an unknown
+// check with the panic; the scenario is then NOT_RUN, not PASS, and the
+// other checkers still run.
+func TestPanickingCheckerIsUnknown(t *testing.T) {
+	dir := newEv(t).demo().write()
+	boom := Checker{Name: "boom", Check: func(*Input) Result { panic("index out of range") }}
+	checkers := append([]Checker{boom}, DefaultCheckers...)
+	rep, err := Analyze(context.Background(), dir, Options{Checkers: checkers})
+	must(t, err)
+	s := rep.Scenarios[0]
+	c := checkNamed(s, "boom")
+	if c == nil || c.Status != CheckUnknown || !strings.Contains(c.Got, "index out of range") {
+		t.Fatalf("boom check %+v", c)
+	}
+	if s.Status != NotRun || len(s.Checks) < 5 {
+		t.Fatalf("status %s with %d checks, reasons %v", s.Status, len(s.Checks), s.Reasons)
+	}
+	// Without it, the same evidence passes.
+	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
+	}
+}
+
+// TestNothingCheckedIsNotPass: an empty checker table judges nothing, so a
+// scenario with complete evidence is NOT_RUN, with the reason.
+func TestNothingCheckedIsNotPass(t *testing.T) {
+	dir := newEv(t).demo().write()
+	rep, err := Analyze(context.Background(), dir, Options{Checkers: []Checker{}})
+	must(t, err)
+	s := rep.Scenarios[0]
+	if s.Status != NotRun || len(s.Checks) != 0 || !strings.Contains(strings.Join(s.Reasons, ";"), "nothing was checked") {
+		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
+	}
+}
+
+// TestJudgeReadsNoFiles: Judge works on a Bundle built in memory, without
+// any directory.
+func TestJudgeReadsNoFiles(t *testing.T) {
+	five := 10
+	s := &evidence.ScenarioEvidence{Dir: "mem", Path: "/nonexistent/mem", HasScenario: true, HasRequests: true,
+		Scenario: evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "in memory", Expect: evidence.Expectation{Admitted: &evidence.Range{Min: 1, Max: 1}}, IntendedLimit: &five},
+		Attack:   evidence.NewAttack(&evidence.AttackSummary{Sent: 2, Recorded: 2, Complete: true})}
+	s.Requests.Add(&evidence.Request{ID: "a", Target: "p", Code: 200, SentNs: 10, LatencyNs: 5})
+	s.Requests.Add(&evidence.Request{ID: "b", Target: "p", Code: 429, Body: "local_rate_limited", SentNs: 11, LatencyNs: 5})
+	id := "a"
+	s.Receipts.Add(&s.Requests, &evidence.Receipt{ID: &id, RecvNs: 12})
+	rep := Judge(&evidence.Bundle{Dir: "mem", Scenarios: []*evidence.ScenarioEvidence{s}}, Options{})
+	sr := rep.Scenarios[0]
+	if sr.Status != Pass || sr.Totals.Admitted != 1 || sr.Totals.Local429 != 1 || sr.Receipts.AdmittedWithReceipt != 1 || sr.Dir != "mem" {
+		t.Fatalf("%s %+v %+v reasons %v", sr.Status, sr.Totals, sr.Receipts, sr.Reasons)
+	}
+}

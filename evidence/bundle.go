@@ -1,0 +1,331 @@
+package evidence
+
+import (
+	"hash/maphash"
+
+	"github.com/rlbench/rlbench/collect/envoy"
+)
+
+// Bundle is the evidence of a scenario directory, or of a run directory and
+// its scenario directories, in memory (see Load).
+type Bundle struct {
+	// Dir is the directory as given to Load; Root is it with symlinks
+	// resolved (<root>/latest is a link). Paths in Problems and in every
+	// Scenario's Path are under Root.
+	Dir  string `json:"dir"`
+	Root string `json:"root"`
+	// Manifest is manifest.json of a run directory, nil for a directory
+	// without one.
+	Manifest *Manifest `json:"manifest,omitempty"`
+	// Scenarios are the scenario directories found, sorted by path.
+	Scenarios []*ScenarioEvidence `json:"scenarios"`
+	// Missing lists, cleaned and in manifest order, the manifest's
+	// scenario_dirs that are not in the run directory.
+	Missing []string `json:"missing"`
+}
+
+// Problem is evidence that could not be read: a missing, unreadable or
+// malformed file. Msg names the file (and line); File is the file-name
+// constant of the part of the layout it concerns (ScenarioFile,
+// RequestsFile, StatsDir, AccessLogDir, ...).
+type Problem struct {
+	File string `json:"file"`
+	Msg  string `json:"msg"`
+}
+
+// ScenarioEvidence is the evidence of one scenario directory.
+type ScenarioEvidence struct {
+	// Dir is the scenario directory relative to the Bundle's Root ("." when
+	// Load was given the scenario directory itself); Path is Root joined
+	// with Dir, the prefix of every file named in Problems.
+	Dir  string `json:"dir"`
+	Path string `json:"path"`
+	// InRun is true when the directory belongs to a run directory (one with
+	// manifest.json): it must then have a valid scenario.json.
+	InRun bool `json:"in_run"`
+	// Scenario is scenario.json; HasScenario tells whether it was present
+	// and valid (schema ScenarioSchema and a name).
+	Scenario    Scenario `json:"scenario"`
+	HasScenario bool     `json:"has_scenario"`
+	// NotRun is true when the NOT_RUN marker is present; NotRunReason is its text.
+	NotRun       bool   `json:"not_run"`
+	NotRunReason string `json:"not_run_reason,omitempty"`
+	// Attack is attack.json; nil when missing or malformed.
+	Attack *Attack `json:"attack,omitempty"`
+	// HasRequests is false when requests.jsonl does not exist.
+	HasRequests bool     `json:"has_requests"`
+	Requests    Requests `json:"-"`
+	Receipts    Receipts `json:"-"`
+	// Faults is faults.jsonl in file order (nil when absent).
+	Faults []Fault `json:"faults"`
+	// Decisions is rls/decisions.jsonl in file order; HasDecisions is false
+	// when the file does not exist.
+	Decisions    []Decision `json:"decisions"`
+	HasDecisions bool       `json:"has_decisions"`
+	// Stats holds the before and after snapshots of every proxy named in
+	// scenario.json or with a <proxy>.before.json or <proxy>.after.json under
+	// stats/, sorted by proxy.
+	Stats []ProxySnapshots `json:"stats"`
+	// AccessLogs are the accesslog/*.log files, sorted by name.
+	AccessLogs []AccessLog `json:"access_logs"`
+	// RLSLog is true when rls/rls.log exists, RLSParsedLog when rls/log.json
+	// does: either means the scenario ran on the real envoyproxy/ratelimit.
+	RLSLog       bool `json:"rls_log"`
+	RLSParsedLog bool `json:"rls_parsed_log"`
+	// RLSMetrics are the rls/metrics.*.json files, sorted by file name; one
+	// that does not decode has only Label and Error.
+	RLSMetrics []RLSMetrics `json:"rls_metrics"`
+	// Problems lists the evidence that could not be read, in layout order.
+	Problems []Problem `json:"problems"`
+}
+
+// ProxySnapshots are one proxy's stats snapshots (collect/envoy.Snapshot);
+// a nil snapshot has its reason in BeforeErr or AfterErr.
+type ProxySnapshots struct {
+	Proxy     string          `json:"proxy"`
+	Before    *envoy.Snapshot `json:"before,omitempty"`
+	After     *envoy.Snapshot `json:"after,omitempty"`
+	BeforeErr string          `json:"before_err,omitempty"`
+	AfterErr  string          `json:"after_err,omitempty"`
+}
+
+// AccessLog is one parsed accesslog/<proxy>.log.
+type AccessLog struct {
+	// Proxy is the file name minus ".log"; File is AccessLogFile(Proxy).
+	Proxy   string                 `json:"proxy"`
+	File    string                 `json:"file"`
+	Entries []envoy.AccessLogEntry `json:"entries"`
+}
+
+// Requests are the request lines of a scenario in columns, in file order,
+// keeping what judging needs: the ID, target, phase, send and end times,
+// status code and class. Index i of every column is the i-th request.
+type Requests struct {
+	IDs IDTable
+	// Target and Phase index Targets and Phases (names in first-seen order).
+	Target  []uint16
+	Targets []string
+	Phase   []uint16
+	Phases  []string
+	// SentNs and EndNs (SentNs + LatencyNs) are unix ns.
+	SentNs []int64
+	EndNs  []int64
+	// Code is the HTTP status, 0 for no response.
+	Code  []uint16
+	Class []Class
+
+	targetIdx map[string]uint16
+	phaseIdx  map[string]uint16
+}
+
+// Len is the number of requests.
+func (r *Requests) Len() int { return len(r.SentNs) }
+
+// Add appends a request and returns its index, or the index of the request
+// that already has its ID and false (the request is then not added).
+func (r *Requests) Add(q *Request) (int, bool) {
+	return r.add([]byte(q.ID), q.Target, q.Phase, q.SentNs, q.SentNs+q.LatencyNs, q.Code, q.Classify())
+}
+
+func (r *Requests) add(id []byte, target, phase string, sent, end int64, code int, c Class) (int, bool) {
+	if prev, dup := r.IDs.insert(id, r.Len()); dup {
+		return prev, false
+	}
+	r.Target = append(r.Target, intern(&r.targetIdx, &r.Targets, target))
+	r.Phase = append(r.Phase, intern(&r.phaseIdx, &r.Phases, phase))
+	r.SentNs = append(r.SentNs, sent)
+	r.EndNs = append(r.EndNs, end)
+	r.Code = append(r.Code, uint16(min(max(code, 0), 65535)))
+	r.Class = append(r.Class, c)
+	return r.Len() - 1, true
+}
+
+// grow makes room for n requests in all.
+func (r *Requests) grow(n int) {
+	r.IDs.grow(n)
+	r.Target = growTo(r.Target, n)
+	r.Phase = growTo(r.Phase, n)
+	r.SentNs = growTo(r.SentNs, n)
+	r.EndNs = growTo(r.EndNs, n)
+	r.Code = growTo(r.Code, n)
+	r.Class = growTo(r.Class, n)
+}
+
+func growTo[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s
+	}
+	out := make([]T, len(s), n)
+	copy(out, s)
+	return out
+}
+
+// intern returns the index of name in names, adding it. More than 65535
+// distinct names share the last index.
+func intern(idx *map[string]uint16, names *[]string, name string) uint16 {
+	if *idx == nil {
+		*idx = map[string]uint16{}
+	}
+	if i, ok := (*idx)[name]; ok {
+		return i
+	}
+	if len(*names) >= 65535 {
+		return 65534
+	}
+	i := uint16(len(*names))
+	*names = append(*names, name)
+	(*idx)[name] = i
+	return i
+}
+
+// Receipt index values of Receipts.Request.
+const (
+	// NoID marks a receipt without X-Rlbench-Id.
+	NoID = -1
+	// Phantom marks a receipt whose ID no request has (its ID is in PhantomIDs).
+	Phantom = -2
+)
+
+// Receipts are the receipt lines of a scenario in columns, in file order.
+type Receipts struct {
+	// RecvNs is when the backend received the request, unix ns.
+	RecvNs []int64
+	// Request is the index in Requests of the receipt's ID, or NoID or Phantom.
+	Request []int32
+	// PhantomIDs are the IDs of the Phantom receipts, in file order.
+	PhantomIDs []string
+	// XRequestID is each receipt's x-request-id header (the ID Envoy logs
+	// and forwards); filled only when the scenario has access logs, which
+	// it joins (analyze.JoinAccessLogs).
+	XRequestID []string
+}
+
+// Len is the number of receipts.
+func (r *Receipts) Len() int { return len(r.RecvNs) }
+
+// Add appends a receipt, resolving its ID against reqs.
+func (r *Receipts) Add(reqs *Requests, c *Receipt) {
+	idx := int32(NoID)
+	if c.ID != nil {
+		if i, ok := reqs.IDs.Lookup(*c.ID); ok {
+			idx = int32(i)
+		} else {
+			idx = Phantom
+			r.PhantomIDs = append(r.PhantomIDs, *c.ID)
+		}
+	}
+	r.RecvNs = append(r.RecvNs, c.RecvNs)
+	r.Request = append(r.Request, idx)
+	if r.XRequestID != nil || c.Headers != nil {
+		r.XRequestID = append(r.XRequestID, xRequestID(c.Headers))
+	}
+}
+
+func xRequestID(h map[string]string) string {
+	for k, v := range h {
+		if len(k) == len("x-request-id") && foldsTo([]byte(k), []string{"x-request-id"}) && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// IDTable holds request IDs in one arena with an open-addressing index
+// (linear probing, load at most 1/2). A slot holds the ID's index + 1 in its
+// low 32 bits and the top 32 bits of the ID's hash above, so that a probe
+// rarely touches the arena.
+type IDTable struct {
+	arena []byte
+	ends  []int
+	slots []uint64
+	seed  maphash.Seed
+}
+
+// Len is the number of IDs.
+func (t *IDTable) Len() int { return len(t.ends) }
+
+// ID returns the i-th ID.
+func (t *IDTable) ID(i int) string { return string(t.bytes(i)) }
+
+func (t *IDTable) bytes(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = t.ends[i-1]
+	}
+	return t.arena[start:t.ends[i]]
+}
+
+// Lookup returns the index of id.
+func (t *IDTable) Lookup(id string) (int, bool) { return t.lookup([]byte(id)) }
+
+func (t *IDTable) lookup(id []byte) (int, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	h := maphash.Bytes(t.seed, id)
+	tag := h &^ (1<<32 - 1)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return 0, false
+		}
+		if s&^(1<<32-1) == tag {
+			if k := int(uint32(s)) - 1; string(t.bytes(k)) == string(id) {
+				return k, true
+			}
+		}
+	}
+}
+
+// grow makes room for n IDs.
+func (t *IDTable) grow(n int) {
+	if t.slots == nil {
+		t.seed = maphash.MakeSeed()
+	}
+	size := 16
+	for size < 2*n {
+		size *= 2
+	}
+	if cap(t.ends) < n {
+		t.ends = growTo(t.ends, n)
+	}
+	if size <= len(t.slots) {
+		return
+	}
+	old := t.slots
+	t.slots = make([]uint64, size)
+	mask := uint64(size - 1)
+	for _, s := range old {
+		if s == 0 {
+			continue
+		}
+		i := maphash.Bytes(t.seed, t.bytes(int(uint32(s))-1)) & mask
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
+	}
+}
+
+// insert adds id as index i; when id is present it returns its index and true.
+func (t *IDTable) insert(id []byte, i int) (int, bool) {
+	if 2*(t.Len()+1) > len(t.slots) {
+		t.grow(2 * (t.Len() + 1))
+	}
+	h := maphash.Bytes(t.seed, id)
+	tag := h &^ (1<<32 - 1)
+	mask := uint64(len(t.slots) - 1)
+	j := h & mask
+	for ; t.slots[j] != 0; j = (j + 1) & mask {
+		if s := t.slots[j]; s&^(1<<32-1) == tag {
+			if k := int(uint32(s)) - 1; string(t.bytes(k)) == string(id) {
+				return k, true
+			}
+		}
+	}
+	t.arena = append(t.arena, id...)
+	t.ends = append(t.ends, len(t.arena))
+	t.slots[j] = tag | uint64(uint32(i+1))
+	return i, false
+}

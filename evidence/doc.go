@@ -1,0 +1,58 @@
+// Package evidence is rlbench's on-disk contract: the layout of an evidence
+// directory, every file and directory name in it, every schema ID, every
+// record type, the JSON Lines writer and reader, the status line, and Load,
+// which reads a scenario directory (or a run directory of scenarios) into a
+// Bundle in one streaming pass. Nothing else in rlbench spells a file name of
+// an evidence directory: use Dir and its methods.
+//
+// # Run directory
+//
+// `rlbench run` writes one run directory per plan execution, named
+// <root>/<UTC yyyymmddThhmmssZ>-<n>, and points <root>/latest (LatestLink) at
+// the newest one:
+//
+//	manifest.json                 Manifest (schema rlbench.manifest/v1): plan, host, versions, scenario_dirs
+//	status.txt                    one StatusLine per scenario run (written by `rlbench analyze`)
+//	NN-<slug>/<repeat>/           one scenario directory per scenario and repeat
+//
+// # Scenario directory
+//
+//	scenario.json                 Scenario (rlbench.scenario/v1): expectation and configured limits
+//	NOT_RUN                       present when the scenario did not execute; its text is the reason
+//	attack.json                   Attack (rlbench.attack/v2; v1 files of both earlier shapes load)
+//	requests.jsonl                one Request per fired ID, as the client saw it
+//	receipts.jsonl                one Receipt per request the backend really received
+//	faults.jsonl                  one Fault per fault action (optional)
+//	rls/decisions.jsonl           one Decision per descriptor decision of the rate limit service (optional)
+//	rls/rls.log                   envoyproxy/ratelimit's own log (real RLS; LOG_FORMAT=json, LOG_LEVEL=debug)
+//	rls/log.json                  that log parsed by `rlbench collect rls-log` (collect/rls.Log)
+//	rls/metrics.<label>.prom      raw Prometheus /metrics page of the real RLS
+//	rls/metrics.<label>.json      RLSMetrics (rlbench.rls-metrics/v1), or a bare RLSCounters (older collect)
+//	rls/redis/                    the real Redis's log
+//	stats/<proxy>.<label>.txt     raw Envoy admin GET /stats body (label: before | after)
+//	stats/<proxy>.<label>.raw.json  raw GET /stats?format=json body
+//	stats/<proxy>.<label>.prom    raw GET /stats/prometheus body
+//	stats/<proxy>.<label>.json    parsed snapshot, collect/envoy.Snapshot (rlbench.envoy-stats/v1)
+//	accesslog/<proxy>.log         the proxy's HTTP access log (Envoy default, Istio or JSON format)
+//	status.txt                    status lines, when analysed on its own
+//
+// Times are unix nanoseconds (int64) unless a field says otherwise; durations
+// are nanoseconds. JSON Lines files are written one record per line and
+// flushed at least every FlushEvery, so an interrupted writer loses at most
+// that much and leaves at worst a truncated last line, which Load reports as
+// incomplete evidence with the file and line.
+//
+// # Semantics recorded
+//
+// Response classes (Class, Classify) follow the marks Envoy puts on responses
+// it produces itself: the local rate limit filter's local reply
+// (source/extensions/filters/http/local_ratelimit/local_ratelimit.cc, body
+// "local_rate_limited"), the rate limit filter's OVER_LIMIT reply with header
+// x-envoy-ratelimited (source/extensions/filters/http/ratelimit/ratelimit.cc)
+// and its failure_mode_deny reply with status_on_error (api/envoy/extensions/
+// filters/http/ratelimit/v3/rate_limit.proto). Decision records the
+// envoy.service.ratelimit.v3.RateLimitResponse codes, and the cache key and
+// window of envoyproxy/ratelimit (src/limiter/cache_key.go,
+// src/utils/utilities.go). See https://github.com/envoyproxy/envoy and
+// https://github.com/envoyproxy/ratelimit.
+package evidence

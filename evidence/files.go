@@ -1,0 +1,401 @@
+package evidence
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	json "github.com/goccy/go-json"
+)
+
+// AttackTarget is one target as recorded in AttackConfig.
+type AttackTarget struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// IDs is how many IDs the split gave this target.
+	IDs int `json:"ids"`
+}
+
+// AttackConfig records the effective options of one attack (defaults
+// applied); attack.Config is this type.
+type AttackConfig struct {
+	// Name is the attack's name (the plan step), "" for `rlbench attack`.
+	Name    string         `json:"name,omitempty"`
+	Targets []AttackTarget `json:"targets"`
+	// Split is in attack.ParseSplit syntax, e.g. "weights=60,30,10".
+	Split  string `json:"split"`
+	Seed   int64  `json:"seed"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// HeaderNames lists the names of the extra request headers (values are
+	// not recorded: they may hold credentials).
+	HeaderNames []string `json:"header_names,omitempty"`
+	// BodyBytes is the request body length in bytes.
+	BodyBytes int `json:"body_bytes"`
+	// Concurrency is the requested cap, 0 = none; Workers is the vegeta
+	// MaxWorkers actually used (Concurrency, or the number of IDs).
+	Concurrency int `json:"concurrency"`
+	Workers     int `json:"workers"`
+	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced; RatePerSec is
+	// the same in requests per second, 0 for unpaced.
+	Rate       string  `json:"rate"`
+	RatePerSec float64 `json:"rate_per_sec"`
+	// TimeoutNs is the per-request timeout in ns.
+	TimeoutNs int64 `json:"timeout_ns"`
+	// IDs is the number of IDs; IDHeader the request header that carries each.
+	IDs      int    `json:"ids"`
+	IDHeader string `json:"id_header"`
+	// CaptureHeaders are the response headers recorded in Request.Headers
+	// (a trailing "*" matches a prefix).
+	CaptureHeaders []string `json:"capture_headers"`
+	// BodyPrefix is how many bytes of each response body Request.Body keeps.
+	BodyPrefix        int  `json:"body_prefix"`
+	DisableKeepAlives bool `json:"disable_keepalives"`
+	// MaxConnections caps connections per target host, 0 = unlimited.
+	MaxConnections int `json:"max_connections"`
+}
+
+// AttackSummary describes one finished (or interrupted) attack; attack.Run
+// returns it (attack.Summary is this type). Attack.Phases holds one per
+// attack of a scenario.
+type AttackSummary struct {
+	// Schema is AttackSummarySchema ("rlbench.attack/v1").
+	Schema string       `json:"schema"`
+	Config AttackConfig `json:"config"`
+	// StartNs/EndNs bound the attack in unix ns: from just before the first
+	// request could be sent until the last result was written. Start and End
+	// are the same instants in RFC 3339 with nanoseconds (UTC).
+	StartNs int64  `json:"start_ns"`
+	EndNs   int64  `json:"end_ns"`
+	Start   string `json:"start"`
+	End     string `json:"end"`
+	// FirstSendNs and LastSendNs are the earliest and latest SentNs of the
+	// recorded requests (unix ns, 0 if none); SendSpreadNs is their
+	// difference in ns (0 for fewer than two requests).
+	FirstSendNs  int64 `json:"first_send_ns"`
+	LastSendNs   int64 `json:"last_send_ns"`
+	SendSpreadNs int64 `json:"send_spread_ns"`
+	// Sent counts IDs handed to the HTTP client (each yields one result,
+	// including dial failures); IDs beyond Sent were never sent.
+	Sent int `json:"sent"`
+	// Recorded counts evidence lines written; equals Sent unless writing failed.
+	Recorded int `json:"recorded"`
+	// CodesByTarget counts recorded requests per target name and status code
+	// as a decimal string; "0" means no response (error, reset, timeout).
+	CodesByTarget map[string]map[string]int `json:"codes_by_target"`
+	// Resent counts requests the transport wrote more than once despite the
+	// no-replay measures (should always be 0; such lines carry an Error).
+	Resent int `json:"resent"`
+	// Complete is true when every ID was sent and recorded without error.
+	Complete bool `json:"complete"`
+	// Interrupted is true when the attack was cancelled before every ID was sent.
+	Interrupted bool `json:"interrupted"`
+	// Error is the error that ended the attack early (write failure) or the
+	// interruption cause; empty otherwise.
+	Error string `json:"error,omitempty"`
+}
+
+// Attack is attack.json: the summaries of a scenario's attacks (one per
+// plan step; `rlbench attack` writes one) and their union. It is written
+// last, after requests.jsonl is closed: a missing attack.json means the
+// attack did not finish.
+//
+// Earlier files (schema AttackSummarySchema) load too: the runner's
+// (this shape) and `rlbench attack`'s (a bare AttackSummary, read as a file
+// with that one phase).
+type Attack struct {
+	// Schema is AttackSchema ("rlbench.attack/v2").
+	Schema string `json:"schema"`
+	// Complete is true when every attack completed and its evidence was
+	// written; Interrupted when the run was cancelled.
+	Complete    bool `json:"complete"`
+	Interrupted bool `json:"interrupted"`
+	// Error is why the scenario's attacks ended early, if they did.
+	Error string `json:"error,omitempty"`
+	// Sent and Recorded sum the phases'.
+	Sent     int `json:"sent"`
+	Recorded int `json:"recorded"`
+	// StartNs and EndNs bound all phases, unix ns.
+	StartNs int64 `json:"start_ns"`
+	EndNs   int64 `json:"end_ns"`
+	// Phases holds one summary per attack, in order.
+	Phases []AttackSummary `json:"phases"`
+}
+
+// NewAttack returns the attack file of the summaries (complete until one is not).
+func NewAttack(phases ...*AttackSummary) *Attack {
+	a := &Attack{Schema: AttackSchema, Complete: true, Phases: []AttackSummary{}}
+	for _, s := range phases {
+		a.Add(s)
+	}
+	return a
+}
+
+// Add appends a phase and folds it into the totals.
+func (a *Attack) Add(s *AttackSummary) {
+	a.Phases = append(a.Phases, *s)
+	a.Sent += s.Sent
+	a.Recorded += s.Recorded
+	if a.StartNs == 0 || s.StartNs < a.StartNs {
+		a.StartNs = s.StartNs
+	}
+	a.EndNs = max(a.EndNs, s.EndNs)
+	if !s.Complete {
+		a.Complete = false
+	}
+	if s.Interrupted {
+		a.Interrupted = true
+	}
+	if a.Error == "" && s.Error != "" {
+		a.Error = s.Error
+	}
+}
+
+// DecodeAttack decodes attack.json in any shape written so far (see
+// Attack). Unknown fields are ignored, as in every evidence file.
+func DecodeAttack(b []byte) (*Attack, error) {
+	var probe struct {
+		Schema string           `json:"schema"`
+		Phases *json.RawMessage `json:"phases"`
+		Config *json.RawMessage `json:"config"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, err
+	}
+	if probe.Phases == nil && probe.Config != nil {
+		// `rlbench attack` before v2: one bare summary.
+		var s AttackSummary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, err
+		}
+		return &Attack{Schema: s.Schema, Complete: s.Complete, Interrupted: s.Interrupted, Error: s.Error, Sent: s.Sent,
+			Recorded: s.Recorded, StartNs: s.StartNs, EndNs: s.EndNs, Phases: []AttackSummary{s}}, nil
+	}
+	var a Attack
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
+// Manifest is manifest.json at the top of a run directory, written before
+// the first scenario runs and again when the run ends.
+type Manifest struct {
+	// Schema is ManifestSchema ("rlbench.manifest/v1").
+	Schema         string `json:"schema"`
+	RlbenchVersion string `json:"rlbench_version"`
+	GoVersion      string `json:"go_version"`
+	// Plan is the plan's name; PlanDigest "sha256:<hex>" of the plan file.
+	Plan       string `json:"plan"`
+	PlanDigest string `json:"plan_digest,omitempty"`
+	Host       string `json:"host"`
+	// Start and End are RFC 3339 with nanoseconds (UTC); End is empty while running.
+	Start string `json:"start"`
+	End   string `json:"end,omitempty"`
+	// Tools maps a tool name to the output of the plan's version command.
+	Tools map[string]string `json:"tools,omitempty"`
+	// Scenarios lists the plan's scenario names, in order.
+	Scenarios []string `json:"scenarios"`
+	// ScenarioDirs lists every scenario/repeat directory the plan calls for,
+	// relative to the run directory ("NN-<slug>/<repeat>"): one that is
+	// absent did not run.
+	ScenarioDirs []string `json:"scenario_dirs"`
+	// Interrupted is true when the run was stopped by a signal.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// RLSHistogram is a Prometheus histogram's sum and count. For
+// ratelimit_service_response_time_seconds of the pinned envoyproxy/ratelimit
+// the values are milliseconds despite the name (src/stats/prom/prometheus_sink.go).
+type RLSHistogram struct {
+	Sum   float64 `json:"sum"`
+	Count uint64  `json:"count"`
+}
+
+// RLSPrometheus is the recorded part of one parsed envoyproxy/ratelimit
+// /metrics page (USE_PROMETHEUS=true; src/stats/prom); collect/rls.PromSnapshot
+// embeds it.
+type RLSPrometheus struct {
+	// Name is the page's source (URL or file).
+	Name string `json:"name"`
+	// ShouldRateLimitErrors maps err_type (redis_error, service_error) to
+	// ratelimit_service_should_rate_limit_error.
+	ShouldRateLimitErrors map[string]float64 `json:"should_rate_limit_errors"`
+	// TotalRequests maps grpc_method to ratelimit_service_total_requests (gRPC only).
+	TotalRequests     map[string]float64 `json:"total_requests"`
+	ConfigLoadSuccess float64            `json:"config_load_success"`
+	ConfigLoadError   float64            `json:"config_load_error"`
+	GlobalShadowMode  float64            `json:"global_shadow_mode"`
+	// DomainNotFound maps a domain to ratelimit_service_rate_limit_<domain>_domain_not_found.
+	DomainNotFound map[string]float64 `json:"domain_not_found"`
+	// ResponseTime maps grpc_method to ratelimit_service_response_time_seconds (ms, see RLSHistogram).
+	ResponseTime map[string]RLSHistogram `json:"response_time"`
+	// RedisPool maps cx_active, cx_total, cx_local_close, … to ratelimit_redis_pool_<name>.
+	RedisPool map[string]float64 `json:"redis_pool"`
+}
+
+// RLSKeyCounters are the per-rule counters of envoyproxy/ratelimit
+// (src/stats/manager_impl.go: ratelimit.service.rate_limit.<domain>.<keypath>.*),
+// in hits (hits_addend), not calls.
+type RLSKeyCounters struct {
+	TotalHits               float64 `json:"total_hits"`
+	WithinLimit             float64 `json:"within_limit"`
+	OverLimit               float64 `json:"over_limit"`
+	NearLimit               float64 `json:"near_limit"`
+	ShadowMode              float64 `json:"shadow_mode"`
+	OverLimitWithLocalCache float64 `json:"over_limit_with_local_cache"`
+}
+
+// RLSCounters is the RLS-level view of one stats source (a Prometheus scrape,
+// summed statsd deltas, a stat dump), keyed like the statsd names;
+// collect/rls.Counters is this type.
+type RLSCounters struct {
+	Source string `json:"source"`
+	// Keys maps "<domain>.<keypath>" (e.g. "inventory.tenant_lab"; from
+	// Prometheus: domain + "." + key1 [+ "." + key2]) to its counters.
+	Keys map[string]RLSKeyCounters `json:"keys"`
+	// RedisErrors and ServiceErrors are ratelimit.service.call.should_rate_limit.{redis_error,service_error}
+	// (calls, not hits; global, not per key).
+	RedisErrors   float64 `json:"redis_errors"`
+	ServiceErrors float64 `json:"service_errors"`
+	// TotalRequests is ratelimit_server.ShouldRateLimit.total_requests (gRPC only).
+	TotalRequests     float64 `json:"total_requests"`
+	ConfigLoadSuccess float64 `json:"config_load_success"`
+	ConfigLoadError   float64 `json:"config_load_error"`
+	// DomainNotFound maps a domain to ratelimit.service.rate_limit.<domain>.domain_not_found.
+	DomainNotFound map[string]float64 `json:"domain_not_found,omitempty"`
+}
+
+// RLSMetrics is rls/metrics.<label>.json: one scrape of the real RLS's
+// Prometheus /metrics. Counters are totals since the RLS process started
+// (they restart at 0 with the process); Process tells scrapes of different
+// processes apart.
+type RLSMetrics struct {
+	// Schema is RLSMetricsSchema ("rlbench.rls-metrics/v1").
+	Schema string `json:"schema"`
+	// Label is "before", "after", or "pre-<n>-<stop|restart>-rls" for the scrape
+	// taken just before the n-th stop or restart of the RLS.
+	Label string `json:"label"`
+	// TimeNs is when the scrape used was taken, unix ns.
+	TimeNs int64  `json:"time_ns"`
+	URL    string `json:"url,omitempty"`
+	// PID is the RLS process scraped; Process numbers the RLS processes of the
+	// scenario (1 = first start, incremented at each start or restart; 0 = unknown).
+	PID     int `json:"pid,omitempty"`
+	Process int `json:"process"`
+	// Stable is true when the counters stayed unchanged for more than one
+	// stats flush interval before the scrape, so no decision was still on
+	// its way to the sink.
+	Stable bool `json:"stable"`
+	// Error says why no scrape is available (RLS down, parse error); the
+	// other fields are then empty. Load also sets it when the file does not decode.
+	Error string `json:"error,omitempty"`
+	// Prometheus is the parsed page, Counters its RLS-level view keyed
+	// "<domain>.<key1>[.<key2>]".
+	Prometheus *RLSPrometheus `json:"prometheus,omitempty"`
+	Counters   *RLSCounters   `json:"counters,omitempty"`
+}
+
+// decodeRLSMetrics reads rls/metrics.<label>.json: an RLSMetrics or, from an
+// older `rlbench collect prometheus`, a bare RLSCounters (then Stable, no
+// time nor process). A file that does not decode gives an RLSMetrics whose
+// Error names it.
+func decodeRLSMetrics(path, label string) RLSMetrics {
+	b, err := os.ReadFile(path)
+	var m RLSMetrics
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err == nil && m.Counters == nil {
+		var c RLSCounters
+		if json.Unmarshal(b, &c) == nil && c.Keys != nil {
+			m = RLSMetrics{Label: label, Stable: true, Counters: &c}
+		}
+	}
+	if err != nil {
+		return RLSMetrics{Label: label, Error: fmt.Sprintf("%s: %v", path, JSONError(b, err))}
+	}
+	return m
+}
+
+// JSONError adds the line number to a syntax error of a whole-file JSON
+// document b.
+func JSONError(b []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte{'\n'})
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	return err
+}
+
+// WriteJSONFile writes v as indented JSON with a final newline to path,
+// creating its directory.
+func WriteJSONFile(path string, v any) error {
+	if err := Mkdir(path); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteNotRun writes the NOT_RUN marker with its reason into the scenario directory d.
+func WriteNotRun(d Dir, reason string) error {
+	if err := os.MkdirAll(string(d), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(d.NotRun(), []byte(strings.TrimRight(reason, "\n")+"\n"), 0o644)
+}
+
+// WriteStats saves one Envoy admin /stats snapshot of proxy under d/stats/:
+// the raw body as <proxy>.<label><RawStatsExt(format)> (when raw is not
+// empty) and the parsed snapshot (collect/envoy.Snapshot, or any value of
+// its JSON shape) as <proxy>.<label>.json (when snap is not nil).
+func WriteStats(d Dir, proxy, label, format string, raw []byte, snap any) error {
+	ext, ok := RawStatsExt(format)
+	if !ok {
+		return fmt.Errorf("stats format %q: want text, json or prometheus", format)
+	}
+	if err := os.MkdirAll(d.Stats(), 0o755); err != nil {
+		return err
+	}
+	if len(raw) > 0 {
+		if err := os.WriteFile(d.StatsSnapshot(proxy, label, ext), raw, 0o644); err != nil {
+			return err
+		}
+	}
+	if snap == nil {
+		return nil
+	}
+	return WriteJSONFile(d.StatsSnapshot(proxy, label, ".json"), snap)
+}
+
+// WriteRLSMetrics saves one RLS /metrics scrape under d/rls/: the raw page as
+// metrics.<label>.prom (when raw is not empty) and m as metrics.<label>.json.
+func WriteRLSMetrics(d Dir, m *RLSMetrics, raw []byte) error {
+	if err := os.MkdirAll(d.RLS(), 0o755); err != nil {
+		return err
+	}
+	if len(raw) > 0 {
+		if err := os.WriteFile(d.RLSMetrics(m.Label, ".prom"), raw, 0o644); err != nil {
+			return err
+		}
+	}
+	return WriteJSONFile(d.RLSMetrics(m.Label, ".json"), m)
+}
+
+// rlsMetricsFiles lists d/rls/metrics.*.json with their labels, sorted by name.
+func rlsMetricsFiles(d Dir) (paths, labels []string) {
+	ps, _ := filepath.Glob(d.RLSMetrics("*", ".json"))
+	for _, p := range ps {
+		paths = append(paths, p)
+		labels = append(labels, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), metricsPrefix), ".json"))
+	}
+	return paths, labels
+}

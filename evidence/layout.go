@@ -1,0 +1,164 @@
+package evidence
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/rlbench/rlbench/collect/envoy"
+)
+
+// File and directory names of an evidence directory, relative to a scenario
+// directory (or, for ManifestFile, StatusFile and LatestLink, to a run
+// directory or its root). Use Dir to build paths.
+const (
+	ScenarioFile  = "scenario.json"
+	NotRunFile    = "NOT_RUN"
+	AttackFile    = "attack.json"
+	RequestsFile  = "requests.jsonl"
+	ReceiptsFile  = "receipts.jsonl"
+	FaultsFile    = "faults.jsonl"
+	StatusFile    = "status.txt"
+	ManifestFile  = "manifest.json"
+	LatestLink    = "latest"
+	RLSDir        = "rls"
+	DecisionsFile = RLSDir + "/decisions.jsonl"
+	// RLSLogFile is the real envoyproxy/ratelimit's log; its presence (or that
+	// of RLSParsedLogFile) means the scenario ran on the real RLS.
+	RLSLogFile = RLSDir + "/rls.log"
+	// RLSParsedLogFile is the RLS log parsed by `rlbench collect rls-log --out`.
+	RLSParsedLogFile = RLSDir + "/log.json"
+	// RedisDir holds the log of a real-RLS scenario's private redis-server.
+	RedisDir      = RLSDir + "/redis"
+	StatsDir      = "stats"
+	AccessLogDir  = "accesslog"
+	metricsPrefix = "metrics."
+)
+
+// Schema IDs of the files rlbench writes. A reader accepts the IDs listed
+// with each type (earlier versions included).
+const (
+	ScenarioSchema = "rlbench.scenario/v1"
+	// AttackSchema is the schema of attack.json since the attack file
+	// became one shape (Attack). Files of AttackSummarySchema, in either
+	// earlier shape, still load.
+	AttackSchema = "rlbench.attack/v2"
+	// AttackSummarySchema is the schema of one attack's AttackSummary, and of
+	// attack.json as written before AttackSchema.
+	AttackSummarySchema = "rlbench.attack/v1"
+	ManifestSchema      = "rlbench.manifest/v1"
+	RLSMetricsSchema    = "rlbench.rls-metrics/v1"
+	// EnvoyStatsSchema is collect/envoy.SnapshotSchema, the schema of
+	// stats/<proxy>.<label>.json.
+	EnvoyStatsSchema = envoy.SnapshotSchema
+)
+
+// Snapshot labels used by the runner: the proxies' and the RLS's counters
+// are saved before the first and after the last attack of a scenario.
+const (
+	LabelBefore = "before"
+	LabelAfter  = "after"
+)
+
+// Dir is a scenario (or run) directory; its methods return the paths of the
+// files in it. Dir("") is the current directory.
+type Dir string
+
+// Path joins the directory and a name relative to it (one of the file-name
+// constants, or a path under one of the directories).
+func (d Dir) Path(name string) string { return filepath.Join(string(d), filepath.FromSlash(name)) }
+
+// Scenario is <d>/scenario.json.
+func (d Dir) Scenario() string { return d.Path(ScenarioFile) }
+
+// NotRun is <d>/NOT_RUN.
+func (d Dir) NotRun() string { return d.Path(NotRunFile) }
+
+// Attack is <d>/attack.json.
+func (d Dir) Attack() string { return d.Path(AttackFile) }
+
+// Requests is <d>/requests.jsonl.
+func (d Dir) Requests() string { return d.Path(RequestsFile) }
+
+// Receipts is <d>/receipts.jsonl.
+func (d Dir) Receipts() string { return d.Path(ReceiptsFile) }
+
+// Faults is <d>/faults.jsonl.
+func (d Dir) Faults() string { return d.Path(FaultsFile) }
+
+// Decisions is <d>/rls/decisions.jsonl.
+func (d Dir) Decisions() string { return d.Path(DecisionsFile) }
+
+// Status is <d>/status.txt.
+func (d Dir) Status() string { return d.Path(StatusFile) }
+
+// Manifest is <d>/manifest.json.
+func (d Dir) Manifest() string { return d.Path(ManifestFile) }
+
+// Latest is <d>/latest, the link to the newest run directory under a root.
+func (d Dir) Latest() string { return d.Path(LatestLink) }
+
+// RLS is <d>/rls.
+func (d Dir) RLS() string { return d.Path(RLSDir) }
+
+// RLSLog is <d>/rls/rls.log.
+func (d Dir) RLSLog() string { return d.Path(RLSLogFile) }
+
+// RLSParsedLog is <d>/rls/log.json.
+func (d Dir) RLSParsedLog() string { return d.Path(RLSParsedLogFile) }
+
+// Redis is <d>/rls/redis.
+func (d Dir) Redis() string { return d.Path(RedisDir) }
+
+// RLSMetrics is <d>/rls/metrics.<label>.json (parsed) or, with ext ".prom",
+// the raw page.
+func (d Dir) RLSMetrics(label, ext string) string {
+	return d.Path(RLSDir + "/" + metricsPrefix + label + ext)
+}
+
+// Stats is <d>/stats.
+func (d Dir) Stats() string { return d.Path(StatsDir) }
+
+// StatsSnapshot is <d>/stats/<proxy>.<label><ext>: ext ".json" for the parsed
+// snapshot, or RawStatsExt(format) for the raw body.
+func (d Dir) StatsSnapshot(proxy, label, ext string) string {
+	return d.Path(StatsDir + "/" + proxy + "." + label + ext)
+}
+
+// AccessLogs is <d>/accesslog.
+func (d Dir) AccessLogs() string { return d.Path(AccessLogDir) }
+
+// AccessLog is <d>/accesslog/<proxy>.log.
+func (d Dir) AccessLog(proxy string) string { return d.Path(AccessLogFile(proxy)) }
+
+// AccessLogFile is accesslog/<proxy>.log, relative to a scenario directory.
+func AccessLogFile(proxy string) string { return AccessLogDir + "/" + proxy + ".log" }
+
+// RawStatsExt is the extension of a raw Envoy /stats body saved beside its
+// parsed snapshot: ".txt" for the text rendering (GET /stats), ".raw.json"
+// for ?format=json, ".prom" for /stats/prometheus. ok is false for any other
+// format name.
+func RawStatsExt(format string) (ext string, ok bool) {
+	switch format {
+	case "text", "":
+		return ".txt", true
+	case "json":
+		return ".raw.json", true
+	case "prometheus":
+		return ".prom", true
+	}
+	return "", false
+}
+
+// Mkdir creates the directory (and parents) of the file path p.
+func Mkdir(p string) error { return os.MkdirAll(filepath.Dir(p), 0o755) }
+
+// IsScenarioDir reports whether d holds scenario evidence: scenario.json,
+// requests.jsonl or NOT_RUN.
+func IsScenarioDir(d string) bool {
+	for _, f := range []string{ScenarioFile, RequestsFile, NotRunFile} {
+		if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,445 @@
+package evidence
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	json "github.com/goccy/go-json"
+)
+
+// requests.jsonl and receipts.jsonl are read in byte-range chunks decoded in
+// parallel (each chunk owns the lines that start inside it), then merged in
+// file order: the merge inserts the request IDs (detecting repeated ones) and
+// stops at the first bad line, exactly as a sequential read would.
+
+// chunkBytes is the size of one chunk (a variable for tests); a file is
+// split into at most maxChunks of them.
+var chunkBytes int64 = 16 << 20
+
+const maxChunks = 64
+
+type loadErrs struct{ requests, receipts error }
+
+// span is a byte range [start, end) of a file and what its lines gave.
+type span struct {
+	start, end int64
+	// lines counts the lines that start in the span (blank ones too).
+	lines int
+	// err is the first error (a *LineError with a line relative to the span,
+	// or a read error); rows after it were not decoded.
+	err error
+}
+
+// reqChunk is the decoded requests of one span; done is closed when it is.
+type reqChunk struct {
+	span
+	done             chan struct{}
+	arena            []byte
+	ends             []int
+	line             []int32
+	target, phase    []uint16
+	targets, phases  []string
+	targetIx, phasIx map[string]uint16
+	sentNs, endNs    []int64
+	code             []uint16
+	class            []Class
+}
+
+// recChunk is the decoded receipts of one span, their IDs resolved; next
+// is the request index guessed for the next receipt (receipts mostly come in
+// the order their requests were recorded).
+type recChunk struct {
+	span
+	next     int
+	recv     []int64
+	request  []int32
+	phantoms []string
+	xrid     []string
+}
+
+// spans splits a file of size n into chunks.
+func spans(n int64) []span {
+	k := int((n + chunkBytes - 1) / chunkBytes)
+	k = min(max(k, 1), maxChunks)
+	if chunkBytes < 1<<20 {
+		k = max(int((n+chunkBytes-1)/chunkBytes), 1) // tests: many small chunks
+	}
+	out := make([]span, k)
+	for i := range out {
+		out[i] = span{start: n * int64(i) / int64(k), end: n * int64(i+1) / int64(k)}
+	}
+	return out
+}
+
+// eachSpanLine calls fn with every line that starts in [sp.start, sp.end) of
+// f (without newline and surrounding blanks; complete is false for a last line
+// without newline) and its 1-based number within the span.
+// readers recycles the chunk readers' 1 MiB buffers.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 1<<20) }}
+
+func eachSpanLine(f *os.File, size int64, sp *span, name string, fn func(line int, b []byte, complete bool) error) {
+	r := readers.Get().(*bufio.Reader)
+	r.Reset(io.NewSectionReader(f, sp.start, size-sp.start))
+	defer func() { r.Reset(nil); readers.Put(r) }()
+	off := sp.start
+	if sp.start > 0 {
+		// The line under way at start belongs to the previous span; a line
+		// starts here only if the byte before is a newline.
+		var prev [1]byte
+		if _, err := f.ReadAt(prev[:], sp.start-1); err != nil {
+			sp.err = fmt.Errorf("%s: %w", name, err)
+			return
+		}
+		if prev[0] != '\n' {
+			skipped, err := r.ReadSlice('\n')
+			for err == bufio.ErrBufferFull {
+				off += int64(len(skipped))
+				skipped, err = r.ReadSlice('\n')
+			}
+			off += int64(len(skipped))
+			if err != nil && err != io.EOF {
+				sp.err = fmt.Errorf("%s: %w", name, err)
+				return
+			}
+		}
+	}
+	var long []byte
+	for off < sp.end {
+		b, err := readLine(r, &long)
+		if err == errLongLine {
+			sp.err = &LineError{File: name, Line: sp.lines + 1, Err: err}
+			return
+		}
+		n := int64(len(b))
+		if len(b) == 0 && err == io.EOF {
+			return
+		}
+		if err != nil && err != io.EOF {
+			sp.err = fmt.Errorf("%s: %w", name, err)
+			return
+		}
+		off += n
+		sp.lines++
+		complete := b[len(b)-1] == '\n'
+		if ferr := fn(sp.lines, trimSpace(b), complete); ferr != nil {
+			sp.err = ferr
+			return
+		}
+		if err == io.EOF {
+			return
+		}
+	}
+}
+
+func estimateRows(f *os.File, bytes int64) int {
+	buf := make([]byte, 64<<10)
+	n, _ := f.ReadAt(buf, 0)
+	nl := 0
+	for _, c := range buf[:n] {
+		if c == '\n' {
+			nl++
+		}
+	}
+	if nl == 0 {
+		return 16
+	}
+	return int(bytes/int64(n/nl)) + 16
+}
+
+// readRequests reads requests.jsonl into reqs and receipts.jsonl into recs,
+// decoding both files' chunks on every CPU. It returns the lines skipped
+// because their ID was recorded before, and the errors that stopped each
+// read (fs.ErrNotExist when a file is absent).
+func readRequests(ctx context.Context, reqPath string, wantXRID bool, reqs *Requests, recs *Receipts, recPath string) ([]Problem, loadErrs) {
+	var errs loadErrs
+	rf, err := os.Open(reqPath)
+	if err != nil {
+		errs.requests = err
+	} else {
+		defer rf.Close()
+	}
+	cf, err := os.Open(recPath)
+	if err != nil {
+		errs.receipts = err
+	} else {
+		defer cf.Close()
+	}
+	// Requests first: receipts are resolved against their IDs as they are decoded.
+	var problems []Problem
+	if rf != nil {
+		if st, err := rf.Stat(); err != nil {
+			errs.requests = err
+		} else {
+			// The merge (ID insertion, serial) runs while later chunks are decoded.
+			size := st.Size()
+			var chunks []*reqChunk
+			var tasks []func()
+			var stop atomic.Bool
+			for _, sp := range spans(size) {
+				c := &reqChunk{span: sp, done: make(chan struct{})}
+				chunks = append(chunks, c)
+				tasks = append(tasks, func() {
+					defer close(c.done)
+					if !stop.Load() {
+						c.read(ctx, rf, size, reqPath)
+					}
+				})
+			}
+			finished := make(chan struct{})
+			go func() { parallel(tasks); close(finished) }()
+			problems, errs.requests = mergeRequests(chunks, reqs, reqPath, estimateRows(rf, size))
+			stop.Store(true)
+			<-finished
+		}
+	}
+	if cf != nil {
+		if st, err := cf.Stat(); err != nil {
+			errs.receipts = err
+		} else {
+			size := st.Size()
+			var chunks []*recChunk
+			var tasks []func()
+			for _, sp := range spans(size) {
+				c := &recChunk{span: sp}
+				chunks = append(chunks, c)
+				tasks = append(tasks, func() { c.read(ctx, cf, size, recPath, reqs, wantXRID) })
+			}
+			parallel(tasks)
+			errs.receipts = mergeReceipts(chunks, recs, wantXRID)
+		}
+	}
+	return problems, errs
+}
+
+// parallel runs the tasks on GOMAXPROCS goroutines, in order of submission.
+func parallel(tasks []func()) {
+	workers := min(runtime.GOMAXPROCS(0), len(tasks))
+	if workers <= 1 {
+		for _, t := range tasks {
+			t()
+		}
+		return
+	}
+	ch := make(chan func())
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for t := range ch {
+				t()
+			}
+		})
+	}
+	for _, t := range tasks {
+		ch <- t
+	}
+	close(ch)
+	wg.Wait()
+}
+
+func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string) {
+	n := estimateRows(f, c.end-c.start)
+	c.ends = make([]int, 0, n)
+	c.line = make([]int32, 0, n)
+	c.target = make([]uint16, 0, n)
+	c.phase = make([]uint16, 0, n)
+	c.sentNs = make([]int64, 0, n)
+	c.endNs = make([]int64, 0, n)
+	c.code = make([]uint16, 0, n)
+	c.class = make([]Class, 0, n)
+	var sc reqScan
+	eachSpanLine(f, size, &c.span, name, func(line int, b []byte, complete bool) error {
+		if len(b) == 0 {
+			return nil
+		}
+		if line&0xffff == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if scanRequest(b, &sc) && !(sc.bodyEsc && sc.code == 429) {
+			if len(sc.id) == 0 {
+				return &LineError{File: name, Line: line, Err: errors.New("request without id")}
+			}
+			m := Marks{Code: int(sc.code)}
+			if sc.code == 429 || sc.code == 500 {
+				m = Marks{Code: int(sc.code), Body: string(sc.body), BytesIn: sc.bytesIn, RateLimited: string(sc.rateLimited),
+					UpstreamServiceTime: string(sc.ust), ContentType: string(sc.contentType)}
+			}
+			c.add(line, sc.id, internBytes(&c.targetIx, &c.targets, sc.target), internBytes(&c.phasIx, &c.phases, sc.phase),
+				sc.sent, sc.sent+sc.latency, int(sc.code), m.Classify())
+			return nil
+		}
+		var r Request
+		if err := json.Unmarshal(b, &r); err != nil {
+			return &LineError{File: name, Line: line, Err: err, Truncated: !complete}
+		}
+		if r.ID == "" {
+			return &LineError{File: name, Line: line, Err: errors.New("request without id")}
+		}
+		c.add(line, []byte(r.ID), intern(&c.targetIx, &c.targets, r.Target), intern(&c.phasIx, &c.phases, r.Phase),
+			r.SentNs, r.EndNs(), r.Code, r.Classify())
+		return nil
+	})
+}
+
+func (c *reqChunk) add(line int, id []byte, target, phase uint16, sent, end int64, code int, cl Class) {
+	c.arena = append(c.arena, id...)
+	c.ends = append(c.ends, len(c.arena))
+	c.line = append(c.line, int32(line))
+	c.target = append(c.target, target)
+	c.phase = append(c.phase, phase)
+	c.sentNs = append(c.sentNs, sent)
+	c.endNs = append(c.endNs, end)
+	c.code = append(c.code, uint16(min(max(code, 0), 65535)))
+	c.class = append(c.class, cl)
+}
+
+// relocate turns a span-relative *LineError into a file-relative one.
+func relocate(err error, offset int) error {
+	var le *LineError
+	if errors.As(err, &le) {
+		cp := *le
+		cp.Line += offset
+		return &cp
+	}
+	return err
+}
+
+// mergeRequests appends the chunks' requests to reqs in file order, up to the
+// first error, and reports repeated IDs (the later line is skipped).
+func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int) ([]Problem, error) {
+	reqs.grow(reqs.Len() + estimate)
+	var problems []Problem
+	lines := make([]int32, 0, estimate) // line of each request kept
+	offset := 0
+	for _, c := range chunks {
+		<-c.done
+		tmap := make([]uint16, len(c.targets))
+		for i, t := range c.targets {
+			tmap[i] = intern(&reqs.targetIdx, &reqs.Targets, t)
+		}
+		pmap := make([]uint16, len(c.phases))
+		for i, p := range c.phases {
+			pmap[i] = intern(&reqs.phaseIdx, &reqs.Phases, p)
+		}
+		start := 0
+		for i, e := range c.ends {
+			id := c.arena[start:e]
+			start = e
+			if prev, dup := reqs.IDs.insert(id, reqs.Len()); dup {
+				// The attack records each ID once: a second line is damage.
+				problems = append(problems, Problem{File: RequestsFile, Msg: fmt.Sprintf("%s:%d: id %q recorded again (first on line %d)",
+					name, offset+int(c.line[i]), id, lines[prev])})
+				continue
+			}
+			lines = append(lines, int32(offset+int(c.line[i])))
+			reqs.Target = append(reqs.Target, tmap[c.target[i]])
+			reqs.Phase = append(reqs.Phase, pmap[c.phase[i]])
+			reqs.SentNs = append(reqs.SentNs, c.sentNs[i])
+			reqs.EndNs = append(reqs.EndNs, c.endNs[i])
+			reqs.Code = append(reqs.Code, c.code[i])
+			reqs.Class = append(reqs.Class, c.class[i])
+		}
+		err := c.err
+		*c = reqChunk{span: c.span} // let the collector have it
+		if err != nil {
+			return problems, relocate(err, offset)
+		}
+		offset += c.lines
+	}
+	return problems, nil
+}
+
+func (c *recChunk) read(ctx context.Context, f *os.File, size int64, name string, reqs *Requests, wantXRID bool) {
+	n := estimateRows(f, c.end-c.start)
+	c.recv = make([]int64, 0, n)
+	c.request = make([]int32, 0, n)
+	var sc recScan
+	eachSpanLine(f, size, &c.span, name, func(line int, b []byte, complete bool) error {
+		if len(b) == 0 {
+			return nil
+		}
+		if line&0xffff == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		sc.wantHeader = wantXRID
+		if scanReceipt(b, &sc) {
+			c.add(reqs, sc.recv, sc.id, sc.hasID)
+			if wantXRID {
+				c.xrid = append(c.xrid, string(sc.xrid))
+			}
+			return nil
+		}
+		var r Receipt
+		if err := json.Unmarshal(b, &r); err != nil {
+			return &LineError{File: name, Line: line, Err: err, Truncated: !complete}
+		}
+		var id []byte
+		if r.ID != nil {
+			id = []byte(*r.ID)
+		}
+		c.add(reqs, r.RecvNs, id, r.ID != nil)
+		if wantXRID {
+			c.xrid = append(c.xrid, xRequestID(r.Headers))
+		}
+		return nil
+	})
+}
+
+func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
+	c.recv = append(c.recv, recv)
+	if !hasID {
+		c.request = append(c.request, NoID)
+		return
+	}
+	k, ok := c.next, c.next < reqs.Len() && string(reqs.IDs.bytes(c.next)) == string(id)
+	if !ok {
+		k, ok = reqs.IDs.lookup(id)
+	}
+	if !ok {
+		c.request = append(c.request, Phantom)
+		c.phantoms = append(c.phantoms, string(id))
+		return
+	}
+	c.request = append(c.request, int32(k))
+	c.next = k + 1
+}
+
+// mergeReceipts appends the chunks' receipts to recs in file order, up to
+// the first error.
+func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool) error {
+	var err error
+	offset := 0
+	for i, c := range chunks {
+		if c.err != nil {
+			err = relocate(c.err, offset)
+			chunks = chunks[:i+1]
+			break
+		}
+		offset += c.lines
+	}
+	total := 0
+	for _, c := range chunks {
+		total += len(c.recv)
+	}
+	recs.RecvNs = growTo(recs.RecvNs, recs.Len()+total)
+	recs.Request = growTo(recs.Request, recs.Len()+total)
+	if wantXRID && recs.XRequestID == nil {
+		recs.XRequestID = make([]string, recs.Len(), recs.Len()+total)
+	}
+	for _, c := range chunks {
+		recs.RecvNs = append(recs.RecvNs, c.recv...)
+		recs.Request = append(recs.Request, c.request...)
+		recs.PhantomIDs = append(recs.PhantomIDs, c.phantoms...)
+		if wantXRID {
+			recs.XRequestID = append(recs.XRequestID, c.xrid...)
+		}
+		*c = recChunk{}
+	}
+	return err
+}

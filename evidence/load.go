@@ -1,0 +1,337 @@
+package evidence
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/rlbench/rlbench/collect/envoy"
+)
+
+// Load reads the evidence directory dir into memory. dir is either one
+// scenario directory (it holds scenario.json, requests.jsonl or NOT_RUN) or
+// a run directory whose sub-directories, to any depth, are scenario
+// directories (stats/ and rls/ are never searched). Each file is read once,
+// line by line: requests.jsonl and receipts.jsonl are decoded in parallel,
+// keeping only the columns of Requests and Receipts.
+//
+// Missing or malformed evidence is not an error: it is a Problem of the
+// scenario naming the file and line (a truncated last line says so). The
+// error is non-nil only when dir cannot be read, its manifest.json does not
+// decode, or ctx is done.
+func Load(ctx context.Context, dir string) (*Bundle, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dir)
+	}
+	// Walk the real directory (<root>/latest is a symlink).
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Dir: dir, Root: root, Scenarios: []*ScenarioEvidence{}, Missing: []string{}}
+	if raw, err := os.ReadFile(Dir(root).Manifest()); err == nil {
+		var m Manifest
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", Dir(dir).Manifest(), JSONError(raw, err))
+		}
+		b.Manifest = &m
+	}
+	dirs, err := scenarioDirs(root)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]bool{}
+	for _, d := range dirs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s := loadScenario(ctx, d, b.Manifest != nil)
+		if rel, err := filepath.Rel(root, d); err == nil {
+			s.Dir = rel
+		}
+		found[s.Dir] = true
+		b.Scenarios = append(b.Scenarios, s)
+	}
+	if b.Manifest != nil {
+		for _, d := range b.Manifest.ScenarioDirs {
+			if !found[filepath.Clean(d)] {
+				b.Missing = append(b.Missing, filepath.Clean(d))
+			}
+		}
+	}
+	return b, ctx.Err()
+}
+
+func scenarioDirs(root string) ([]string, error) {
+	if IsScenarioDir(root) {
+		return []string{root}, nil
+	}
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() || p == root {
+			return nil
+		}
+		if d.Name() == StatsDir || d.Name() == RLSDir {
+			return fs.SkipDir
+		}
+		if IsScenarioDir(p) {
+			out = append(out, p)
+			return fs.SkipDir
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
+}
+
+// LoadScenario reads one scenario directory (see Load); inRun tells whether
+// it belongs to a run directory, where scenario.json is required. Its Dir is
+// dir as given.
+func LoadScenario(ctx context.Context, dir string, inRun bool) *ScenarioEvidence {
+	s := loadScenario(ctx, dir, inRun)
+	s.Dir = dir
+	return s
+}
+
+func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidence {
+	d := Dir(path)
+	s := &ScenarioEvidence{Dir: ".", Path: path, InRun: inRun, Faults: []Fault{}, Decisions: []Decision{}, Stats: []ProxySnapshots{},
+		AccessLogs: []AccessLog{}, RLSMetrics: []RLSMetrics{}, Problems: []Problem{}}
+	problem := func(file, format string, a ...any) {
+		s.Problems = append(s.Problems, Problem{File: file, Msg: fmt.Sprintf(format, a...)})
+	}
+
+	// scenario.json (optional for a bare attack, but then nothing is expected).
+	sp := d.Scenario()
+	if b, err := os.ReadFile(sp); err == nil {
+		switch err := json.Unmarshal(b, &s.Scenario); {
+		case err != nil:
+			problem(ScenarioFile, "%s: %v", sp, JSONError(b, err))
+		case s.Scenario.Schema != ScenarioSchema || s.Scenario.Name == "":
+			problem(ScenarioFile, "%s: not a scenario (want schema %q and a name)", sp, ScenarioSchema)
+		default:
+			s.HasScenario = true
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		problem(ScenarioFile, "%s: %v", sp, err)
+	} else if inRun {
+		problem(ScenarioFile, "%s: missing (every scenario of a run has one)", sp)
+	}
+
+	if b, err := os.ReadFile(d.NotRun()); err == nil {
+		s.NotRun = true
+		s.NotRunReason = strings.TrimSpace(string(b))
+		if s.NotRunReason == "" {
+			s.NotRunReason = "not run"
+		}
+		return s
+	}
+
+	ap := d.Attack()
+	if b, err := os.ReadFile(ap); err != nil {
+		problem(AttackFile, "%s: missing (the attack did not finish writing its summary)", ap)
+	} else if a, err := DecodeAttack(b); err != nil {
+		problem(AttackFile, "%s: %v", ap, JSONError(b, err))
+	} else {
+		s.Attack = a
+	}
+
+	// Access logs first: receipts keep their x-request-id only when a log may join it.
+	s.AccessLogs, s.Problems = readAccessLogs(d, s.Problems)
+
+	reqProblems, reqErr := readRequests(ctx, d.Requests(), len(s.AccessLogs) > 0, &s.Requests, &s.Receipts, d.Receipts())
+	s.HasRequests = !errors.Is(reqErr.requests, fs.ErrNotExist)
+	s.Problems = append(s.Problems, reqProblems...)
+	if reqErr.requests != nil && s.HasRequests {
+		problem(RequestsFile, "%v", reqErr.requests)
+	}
+	if reqErr.receipts != nil {
+		problem(ReceiptsFile, "%v", reqErr.receipts)
+	}
+
+	if err := ReadFile(d.Faults(), func(_ int, f *Fault) error {
+		s.Faults = append(s.Faults, *f)
+		return nil
+	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		problem(FaultsFile, "%v", err)
+	}
+	err := ReadFile(d.Decisions(), func(_ int, x *Decision) error {
+		s.Decisions = append(s.Decisions, *x)
+		return nil
+	})
+	s.HasDecisions = !errors.Is(err, fs.ErrNotExist)
+	if err != nil && s.HasDecisions {
+		problem(DecisionsFile, "%v", err)
+	}
+
+	s.Stats, s.Problems = readStats(d, s.Scenario.Proxies, s.Problems)
+
+	_, err1 := os.Stat(d.RLSLog())
+	_, err2 := os.Stat(d.RLSParsedLog())
+	s.RLSLog, s.RLSParsedLog = err1 == nil, err2 == nil
+	paths, labels := rlsMetricsFiles(d)
+	for i, p := range paths {
+		s.RLSMetrics = append(s.RLSMetrics, decodeRLSMetrics(p, labels[i]))
+	}
+	return s
+}
+
+// readStats loads stats/<proxy>.{before,after}.json of every proxy named in
+// proxies or with such a file.
+func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, []Problem) {
+	names := map[string]bool{}
+	for _, p := range proxies {
+		names[p] = true
+	}
+	entries, err := os.ReadDir(d.Stats())
+	if err == nil {
+		for _, e := range entries {
+			if p, rest, ok := strings.Cut(e.Name(), "."); ok && (rest == LabelBefore+".json" || rest == LabelAfter+".json") {
+				names[p] = true
+			}
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		problems = append(problems, Problem{File: StatsDir, Msg: err.Error()})
+	}
+	sorted := make([]string, 0, len(names))
+	for p := range names {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	out := make([]ProxySnapshots, 0, len(sorted))
+	for _, p := range sorted {
+		ps := ProxySnapshots{Proxy: p}
+		var err error
+		if ps.Before, err = ReadStats(d.StatsSnapshot(p, LabelBefore, ".json")); err != nil {
+			ps.BeforeErr = err.Error()
+		}
+		if ps.After, err = ReadStats(d.StatsSnapshot(p, LabelAfter, ".json")); err != nil {
+			ps.AfterErr = err.Error()
+		}
+		out = append(out, ps)
+	}
+	return out, problems
+}
+
+// ReadStats reads a parsed stats snapshot (stats/<proxy>.<label>.json); a
+// file of another schema than EnvoyStatsSchema is an error.
+func ReadStats(path string) (*envoy.Snapshot, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s envoy.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, JSONError(b, err))
+	}
+	if s.Schema != EnvoyStatsSchema {
+		return nil, fmt.Errorf("%s: not a stats snapshot (want schema %q)", path, EnvoyStatsSchema)
+	}
+	return &s, nil
+}
+
+// readAccessLogs parses every accesslog/*.log with envoy.ParseAccessLog; a
+// malformed line is a Problem naming the file and line, and stops reading
+// the logs.
+func readAccessLogs(d Dir, problems []Problem) ([]AccessLog, []Problem) {
+	paths, err := filepath.Glob(d.AccessLog("*"))
+	if err != nil {
+		return []AccessLog{}, append(problems, Problem{File: AccessLogDir, Msg: err.Error()})
+	}
+	sort.Strings(paths)
+	out := []AccessLog{}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return []AccessLog{}, append(problems, Problem{File: AccessLogDir, Msg: err.Error()})
+		}
+		entries, err := envoy.ParseAccessLog(f, p)
+		f.Close()
+		if err != nil {
+			return []AccessLog{}, append(problems, Problem{File: AccessLogDir, Msg: err.Error()})
+		}
+		proxy := strings.TrimSuffix(filepath.Base(p), ".log")
+		out = append(out, AccessLog{Proxy: proxy, File: AccessLogFile(proxy), Entries: entries})
+	}
+	return out, problems
+}
+
+// maxLine bounds one JSON line (16 MiB).
+const maxLine = 16 << 20
+
+var errLongLine = errors.New("line longer than 16 MiB")
+
+// readLine returns the next line of br with its newline (none at the end of
+// the input), assembling a line longer than br's buffer in *long; it fails
+// with errLongLine past maxLine.
+func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
+	b, err := br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return b, err
+	}
+	*long = append((*long)[:0], b...)
+	for err == bufio.ErrBufferFull {
+		b, err = br.ReadSlice('\n')
+		*long = append(*long, b...)
+		if len(*long) > maxLine {
+			return nil, errLongLine
+		}
+	}
+	return *long, err
+}
+
+// eachLine calls fn with every line of r (without its newline, 1-based line
+// numbers, complete false for a last line without newline). Blank lines are
+// passed too.
+func eachLine(r io.Reader, name string, fn func(line int, b []byte, complete bool) error) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	line := 0
+	var long []byte
+	for {
+		b, err := readLine(br, &long)
+		if err == errLongLine {
+			return &LineError{File: name, Line: line + 1, Err: err}
+		}
+		if len(b) == 0 && err == io.EOF {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		line++
+		complete := len(b) > 0 && b[len(b)-1] == '\n'
+		if ferr := fn(line, trimSpace(b), complete); ferr != nil {
+			return ferr
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+// internBytes is intern for a name given as bytes (no allocation when known).
+func internBytes(idx *map[string]uint16, names *[]string, name []byte) uint16 {
+	if i, ok := (*idx)[string(name)]; ok {
+		return i
+	}
+	return intern(idx, names, string(name))
+}

@@ -1,0 +1,213 @@
+package evidence
+
+// Request is one line of requests.jsonl: the outcome of one fired ID as the
+// client (attack.Run) saw it. Code 0 means no response was received (dial
+// error, reset, timeout); such a request is indeterminate, since it may have
+// reached the backend.
+type Request struct {
+	// ID is the request's rlbench ID, sent in the X-Rlbench-Id header; unique
+	// within a scenario.
+	ID string `json:"id"`
+	// Target is the attack target (proxy) name the request was sent to.
+	Target string `json:"target"`
+	// URL is the URL as sent.
+	URL string `json:"url"`
+	// Method is the HTTP method.
+	Method string `json:"method"`
+	// SentNs is when the request was handed to the transport, unix ns.
+	SentNs int64 `json:"sent_ns"`
+	// LatencyNs runs from SentNs until the body was read (or the error), ns.
+	LatencyNs int64 `json:"latency_ns"`
+	// Code is the HTTP status, 0 when no response arrived.
+	Code int `json:"code"`
+	// Error is the transport error, or vegeta's status text for codes outside 200..399.
+	Error string `json:"error,omitempty"`
+	// BytesIn is the response body length in bytes.
+	BytesIn uint64 `json:"bytes_in"`
+	// Headers holds the captured response headers, lower-case names; several
+	// values are joined with ", ".
+	Headers map[string]string `json:"headers,omitempty"`
+	// Body holds the first 64 bytes of the response body.
+	Body string `json:"body,omitempty"`
+	// Phase names the attack (plan step) that sent the request, if any.
+	Phase string `json:"phase,omitempty"`
+}
+
+// EndNs is the unix ns at which the client stopped waiting for the request.
+func (r *Request) EndNs() int64 { return r.SentNs + r.LatencyNs }
+
+// Receipt is one line of receipts.jsonl: a request the backend really received.
+type Receipt struct {
+	// ID is the X-Rlbench-Id request header; nil (JSON null) when the
+	// request carried none.
+	ID *string `json:"id"`
+	// RecvNs is when the backend read the request, unix ns; RecvTime is the
+	// same instant in RFC 3339 with nanoseconds.
+	RecvNs   int64  `json:"recv_ns"`
+	RecvTime string `json:"recv_time"`
+	Method   string `json:"method"`
+	Path     string `json:"path"`
+	Query    string `json:"query,omitempty"`
+	// Remote is the peer address (the proxy's upstream connection).
+	Remote string `json:"remote"`
+	// Headers holds the recorded request headers, lower-case names (by
+	// default x-envoy-attempt-count, x-forwarded-for, x-request-id).
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Fault actions of Fault.Action.
+const (
+	ActionStop    = "stop"
+	ActionStart   = "start"
+	ActionRestart = "restart"
+	ActionExec    = "exec"
+)
+
+// Fault is one line of faults.jsonl: a timed fault action (stop, start or
+// restart of a component, or a shell command) with its begin and end.
+type Fault struct {
+	// Name is the plan step's name.
+	Name string `json:"name"`
+	// Action is one of the Action constants.
+	Action string `json:"action"`
+	// Target is the component acted on: "rls", "redis", or a name of the plan.
+	Target string `json:"target"`
+	// BeginNs and EndNs bound the action, unix ns.
+	BeginNs int64 `json:"begin_ns"`
+	EndNs   int64 `json:"end_ns"`
+	// OK is true when the action took effect; Error says why not.
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	// Phase names the attack phase this fault precedes, if any.
+	Phase string `json:"phase,omitempty"`
+}
+
+// DescriptorEntry is one key/value pair of a rate limit descriptor
+// (envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry,
+// api/envoy/extensions/common/ratelimit/v3/ratelimit.proto).
+type DescriptorEntry struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Decision codes of Decision.Code: envoy.service.ratelimit.v3
+// RateLimitResponse.Code (api/envoy/service/ratelimit/v3/rls.proto), plus
+// ERROR for a call that failed and UNKNOWN for a decision whose code the
+// RLS log did not tell.
+const (
+	CodeOK        = "OK"
+	CodeOverLimit = "OVER_LIMIT"
+	CodeError     = "ERROR"
+	CodeUnknown   = "UNKNOWN"
+)
+
+// Decision is one line of rls/decisions.jsonl: one descriptor decision of a
+// rate limit service, written by the lab RLS or parsed from the real
+// envoyproxy/ratelimit's debug log (collect/rls.Log.EvidenceDecisions).
+type Decision struct {
+	// TimeNs is when the decision was made (or logged), unix ns; logrus text
+	// logs have whole seconds.
+	TimeNs int64 `json:"time_ns"`
+	// Domain and Descriptor are the request's rate limit domain and descriptor.
+	Domain     string            `json:"domain"`
+	Descriptor []DescriptorEntry `json:"descriptor"`
+	// Key is the counter's cache key, CacheKey(domain, descriptor, window
+	// start) (envoyproxy/ratelimit src/limiter/cache_key.go); "" when no limit applied.
+	Key string `json:"key,omitempty"`
+	// WindowStart is the fixed window's start, unix s.
+	WindowStart int64 `json:"window_start,omitempty"`
+	// Current is the counter after this hit (Redis INCRBY result); 0 when no
+	// counter was incremented (local-cache hit, no limit).
+	Current uint64 `json:"current,omitempty"`
+	// Limit and Unit are the rule's requests_per_unit and unit (SECOND ... YEAR).
+	Limit uint32 `json:"limit,omitempty"`
+	Unit  string `json:"unit,omitempty"`
+	// Code is one of the Code constants.
+	Code string `json:"code"`
+	// Error is the failure of an ERROR decision.
+	Error string `json:"error,omitempty"`
+}
+
+// Scenario is scenario.json: what one scenario's evidence is judged against.
+type Scenario struct {
+	// Schema is ScenarioSchema ("rlbench.scenario/v1").
+	Schema      string `json:"schema"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Proxies names the proxies whose stats snapshots are expected under stats/.
+	Proxies []string `json:"proxies,omitempty"`
+	// IntendedLimit is the admissions the operator meant for the whole backend
+	// (e.g. a global 5); over-admission is measured against it.
+	IntendedLimit *int        `json:"intended_limit,omitempty"`
+	Expect        Expectation `json:"expect"`
+	// Limits describes the configured limiters, for the bound the configuration allows.
+	Limits []LimitSpec `json:"limits,omitempty"`
+	// Repeat is the 1-based repeat index of this run, 0 when not repeated.
+	Repeat int `json:"repeat,omitempty"`
+	// Faults is the number of fault actions the scenario plans; fewer lines
+	// in faults.jsonl make the evidence incomplete.
+	Faults int `json:"faults,omitempty"`
+	// Cluster is the proxies' upstream (backend) cluster name; when set, its
+	// upstream_rq_2xx delta per proxy is compared with that proxy's admissions.
+	Cluster string `json:"cluster,omitempty"`
+	// RLSDecisions is true when the runner records the rate limit service's
+	// decisions (rls/decisions.jsonl); a missing file is then incomplete evidence.
+	RLSDecisions bool `json:"rls_decisions,omitempty"`
+}
+
+// Expectation is what a scenario must show to PASS. Every set field is a check.
+type Expectation struct {
+	// Label is a human name for the expectation, e.g. "local buckets: 10 admitted".
+	Label string `json:"label,omitempty"`
+	// Admitted is the allowed range of 2xx responses over all targets.
+	Admitted *Range `json:"admitted,omitempty"`
+	// Classes bounds the responses per class name (a Class, or "sent").
+	Classes map[string]Range `json:"classes,omitempty"`
+	// ReceiptsEqualAdmitted requires every admitted ID to have exactly one
+	// receipt and no rejected ID to have one.
+	ReceiptsEqualAdmitted bool `json:"receipts_equal_admitted,omitempty"`
+	// StatsAgree requires the proxies' counter deltas to agree with the clients.
+	StatsAgree bool `json:"stats_agree,omitempty"`
+}
+
+// LimitSpec describes one configured limiter for computing the admissions the
+// configuration allows over an attack's duration.
+type LimitSpec struct {
+	// Kind is LimitTokenBucket or LimitFixedWindow.
+	Kind string `json:"kind"`
+	// Buckets is the number of independent buckets (one per Envoy process).
+	Buckets int `json:"buckets,omitempty"`
+	// MaxTokens, TokensPerFill and FillInterval (ns) are the local rate limit
+	// filter's token_bucket (api/envoy/type/v3/token_bucket.proto).
+	MaxTokens     int   `json:"max_tokens,omitempty"`
+	TokensPerFill int   `json:"tokens_per_fill,omitempty"`
+	FillInterval  int64 `json:"fill_interval_ns,omitempty"`
+	// Limit and Unit are the RLS rate_limit (requests_per_unit, unit).
+	Limit int    `json:"limit,omitempty"`
+	Unit  string `json:"unit,omitempty"`
+	// WindowStart is WindowAligned (epoch-aligned, envoyproxy/ratelimit) or
+	// WindowFirstHit; "" means aligned.
+	WindowStart string `json:"window_start,omitempty"`
+	// StartNs is when the token buckets were created (proxy start, unix ns):
+	// Envoy refills on a timer running from then. Zero when unknown, in which
+	// case the bound assumes the worst timer phase.
+	StartNs int64 `json:"start_ns,omitempty"`
+}
+
+// Kinds of LimitSpec.Kind.
+const (
+	// LimitTokenBucket is Envoy's local rate limit filter
+	// (envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit).
+	LimitTokenBucket = "token_bucket"
+	// LimitFixedWindow is an envoyproxy/ratelimit rule (requests_per_unit per unit).
+	LimitFixedWindow = "fixed_window"
+)
+
+// Window starts of LimitSpec.WindowStart.
+const (
+	// WindowAligned windows start at multiples of the unit since the Unix
+	// epoch, as in envoyproxy/ratelimit (src/limiter/cache_key.go).
+	WindowAligned = "aligned"
+	// WindowFirstHit windows start at the first hit of a key.
+	WindowFirstHit = "first-hit"
+)

@@ -1,0 +1,149 @@
+package evidence
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	goccy "github.com/goccy/go-json"
+)
+
+// seedLines adds every line of the previous release's evidence files named
+// name (analyze/testdata/v1-release) to the corpus.
+func seedLines(f *testing.F, name string) {
+	paths, _ := filepath.Glob(filepath.Join("..", "analyze", "testdata", "v1-release", "*", "*", "*", name))
+	more, _ := filepath.Glob(filepath.Join("..", "analyze", "testdata", "v1-release", "*", name))
+	if len(paths)+len(more) == 0 {
+		f.Fatalf("no %s under analyze/testdata/v1-release", name)
+	}
+	for _, p := range append(paths, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for n := 0; sc.Scan() && n < 8; n++ {
+			f.Add(append([]byte(nil), sc.Bytes()...))
+		}
+	}
+}
+
+// FuzzScanRequest checks the request field scanner against encoding/json
+// (and goccy/go-json, the full decoder Load falls back on): whenever the
+// scanner accepts a line, both decoders accept it too and give the same
+// fields and class.
+func FuzzScanRequest(f *testing.F) {
+	seedLines(f, RequestsFile)
+	for _, s := range oddRequests {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"id":"x","code":429,"headers":{"x-envoy-ratelimited":"true","content-type":"text/plain"},"bytes_in":18}`))
+	f.Add([]byte(`{"id":"x","code":-1,"sent_ns":-5,"headers":{}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var sc reqScan
+		if !scanRequest(line, &sc) {
+			return
+		}
+		for name, unmarshal := range map[string]func([]byte, any) error{"encoding/json": json.Unmarshal, "goccy": goccy.Unmarshal} {
+			var r Request
+			if err := unmarshal(line, &r); err != nil {
+				t.Fatalf("scanner accepted %q, %s rejects it: %v", line, name, err)
+			}
+			if string(sc.id) != r.ID || string(sc.target) != r.Target || string(sc.phase) != r.Phase || sc.sent != r.SentNs ||
+				sc.latency != r.LatencyNs || sc.code != int64(r.Code) || sc.bytesIn != r.BytesIn {
+				t.Fatalf("%q: scanner %q %q %q %d %d %d %d, %s %+v", line, sc.id, sc.target, sc.phase, sc.sent, sc.latency, sc.code, sc.bytesIn, name, r)
+			}
+			if sc.bodyEsc && sc.code == 429 {
+				continue // Load decodes such a line in full
+			}
+			m := Marks{Code: int(sc.code), Body: string(sc.body), BytesIn: sc.bytesIn, RateLimited: string(sc.rateLimited),
+				UpstreamServiceTime: string(sc.ust), ContentType: string(sc.contentType)}
+			if got, want := m.Classify(), r.Classify(); got != want {
+				t.Fatalf("%q: scanner class %s, %s class %s", line, got, name, want)
+			}
+		}
+	})
+}
+
+// FuzzScanReceipt is FuzzScanRequest for receipt lines.
+func FuzzScanReceipt(f *testing.F) {
+	seedLines(f, ReceiptsFile)
+	f.Add([]byte(`{"id":null,"recv_ns":1,"headers":{"X-Request-Id":"a"}}`))
+	f.Add([]byte(`{"id":"a","recv_ns":1,"headers":{"x-request-id":"r","x-request-id":"s"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		for _, want := range []bool{false, true} {
+			sc := recScan{wantHeader: want}
+			if !scanReceipt(line, &sc) {
+				continue
+			}
+			for name, unmarshal := range map[string]func([]byte, any) error{"encoding/json": json.Unmarshal, "goccy": goccy.Unmarshal} {
+				var r Receipt
+				if err := unmarshal(line, &r); err != nil {
+					t.Fatalf("scanner accepted %q, %s rejects it: %v", line, name, err)
+				}
+				if sc.hasID != (r.ID != nil) || r.ID != nil && string(sc.id) != *r.ID || sc.recv != r.RecvNs {
+					t.Fatalf("%q: scanner %v %q %d, %s %+v", line, sc.hasID, sc.id, sc.recv, name, r)
+				}
+				if want && string(sc.xrid) != xRequestID(r.Headers) {
+					t.Fatalf("%q: scanner x-request-id %q, %s %q", line, sc.xrid, name, xRequestID(r.Headers))
+				}
+			}
+		}
+	})
+}
+
+// FuzzReadStatus: a status.txt that parses writes back to the same lines.
+func FuzzReadStatus(f *testing.F) {
+	for _, p := range []string{"e06.status.txt", "manual.status.txt"} {
+		b, err := os.ReadFile(filepath.Join("..", "analyze", "testdata", "v1-release", p))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ls, err := ReadStatus(bytes.NewReader([]byte(s)), "status.txt")
+		if err != nil {
+			return
+		}
+		var b bytes.Buffer
+		if err := WriteStatus(&b, ls); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ReadStatus(&b, "again")
+		if err != nil || len(again) != len(ls) {
+			t.Fatalf("%q: rewritten %q does not read back: %v", s, b.String(), err)
+		}
+		for i := range ls {
+			if again[i] != ls[i] {
+				t.Fatalf("%q: line %d %+v became %+v", s, i, ls[i], again[i])
+			}
+		}
+	})
+}
+
+// FuzzDecodeAttack: attack.json in any shape either decodes or errors, and
+// a decoded file's totals are its own (no panic on odd shapes).
+func FuzzDecodeAttack(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("..", "analyze", "testdata", "v1-release", "*", "*", "*", AttackFile))
+	bare, _ := filepath.Glob(filepath.Join("..", "analyze", "testdata", "v1-release", "*", AttackFile))
+	for _, p := range append(paths, bare...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := DecodeAttack(b)
+		if err != nil {
+			return
+		}
+		if a == nil {
+			t.Fatal("nil attack without error")
+		}
+	})
+}
