@@ -216,8 +216,11 @@ func (r *Receipts) Add(reqs *Requests, c *Receipt) {
 	}
 	r.RecvNs = append(r.RecvNs, c.RecvNs)
 	r.Request = append(r.Request, idx)
-	if r.XRequestID != nil || c.Headers != nil {
-		r.XRequestID = append(r.XRequestID, xRequestID(c.Headers))
+	if x := xRequestID(c.Headers); x != "" || r.XRequestID != nil {
+		if r.XRequestID == nil {
+			r.XRequestID = make([]string, r.Len()-1, r.Len()) // the receipts before had none
+		}
+		r.XRequestID = append(r.XRequestID, x)
 	}
 }
 

@@ -323,3 +323,18 @@ func problemsOf(s *ScenarioEvidence, file string) []string {
 	}
 	return out
 }
+
+// TestReceiptsAddKeepsColumnsAligned: receipts added by hand keep one
+// x-request-id per receipt once any has one.
+func TestReceiptsAddKeepsColumnsAligned(t *testing.T) {
+	var reqs Requests
+	reqs.Add(&Request{ID: "a", Code: 200})
+	var recs Receipts
+	recs.Add(&reqs, &Receipt{ID: ptr("a")})
+	recs.Add(&reqs, &Receipt{ID: ptr("zz"), Headers: map[string]string{"X-Request-Id": "r2"}})
+	recs.Add(&reqs, &Receipt{})
+	if !reflect.DeepEqual(recs.XRequestID, []string{"", "r2", ""}) || !reflect.DeepEqual(recs.Request, []int32{0, Phantom, NoID}) ||
+		!reflect.DeepEqual(recs.PhantomIDs, []string{"zz"}) {
+		t.Fatalf("%+v", recs)
+	}
+}
