@@ -3,7 +3,7 @@
 # number of results.
 # Usage: bench/analyze.sh [N ...]   (default: 1000000 3000000; run from anywhere)
 # For each N it writes N requests and N receipts shaped like `rlbench demo`'s
-# (internal/labshape: about 600 bytes per request line plus its receipt) and
+# (internal/labshape: 566 bytes per request line plus its receipt) and
 # the same requests as vegeta JSON results, then prints the wall time and peak
 # RSS (/usr/bin/time -v; Debian package `time`) of `rlbench analyze` and of
 # `vegeta report` (vegeta v12.13.0's CLI, built into a temporary GOBIN).
