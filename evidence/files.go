@@ -13,8 +13,10 @@ import (
 
 // AttackTarget is one target as recorded in AttackConfig.
 type AttackTarget struct {
+	// Name is the target (proxy) name requests record.
 	Name string `json:"name"`
-	URL  string `json:"url"`
+	// URL is the target's base URL.
+	URL string `json:"url"`
 	// IDs is how many IDs the split gave this target.
 	IDs int `json:"ids"`
 }
@@ -23,36 +25,42 @@ type AttackTarget struct {
 // applied); attack.Config is this type.
 type AttackConfig struct {
 	// Name is the attack's name (the plan step), "" for `rlbench attack`.
-	Name    string         `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Targets are the targets and how many IDs each got.
 	Targets []AttackTarget `json:"targets"`
 	// Split is in attack.ParseSplit syntax, e.g. "weights=60,30,10".
-	Split  string `json:"split"`
-	Seed   int64  `json:"seed"`
+	Split string `json:"split"`
+	// Seed seeds the random split.
+	Seed int64 `json:"seed"`
+	// Method is the HTTP method of every request.
 	Method string `json:"method"`
-	Path   string `json:"path"`
+	// Path is appended to each target URL.
+	Path string `json:"path"`
 	// HeaderNames lists the names of the extra request headers (values are
 	// not recorded: they may hold credentials).
 	HeaderNames []string `json:"header_names,omitempty"`
 	// BodyBytes is the request body length in bytes.
 	BodyBytes int `json:"body_bytes"`
-	// Concurrency is the requested cap, 0 = none; Workers is the vegeta
-	// MaxWorkers actually used (Concurrency, or the number of IDs).
+	// Concurrency is the requested cap on requests in flight, 0 = none.
 	Concurrency int `json:"concurrency"`
-	Workers     int `json:"workers"`
-	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced; RatePerSec is
-	// the same in requests per second, 0 for unpaced.
-	Rate       string  `json:"rate"`
+	// Workers is the vegeta MaxWorkers actually used (Concurrency, or the number of IDs).
+	Workers int `json:"workers"`
+	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced.
+	Rate string `json:"rate"`
+	// RatePerSec is Rate in requests per second, 0 for unpaced.
 	RatePerSec float64 `json:"rate_per_sec"`
 	// TimeoutNs is the per-request timeout in ns.
 	TimeoutNs int64 `json:"timeout_ns"`
-	// IDs is the number of IDs; IDHeader the request header that carries each.
-	IDs      int    `json:"ids"`
+	// IDs is the number of IDs.
+	IDs int `json:"ids"`
+	// IDHeader is the request header that carries each ID (X-Rlbench-Id).
 	IDHeader string `json:"id_header"`
 	// CaptureHeaders are the response headers recorded in Request.Headers
 	// (a trailing "*" matches a prefix).
 	CaptureHeaders []string `json:"capture_headers"`
 	// BodyPrefix is how many bytes of each response body Request.Body keeps.
-	BodyPrefix        int  `json:"body_prefix"`
+	BodyPrefix int `json:"body_prefix"`
+	// DisableKeepAlives is true when every request had its own connection.
 	DisableKeepAlives bool `json:"disable_keepalives"`
 	// MaxConnections caps connections per target host, 0 = unlimited.
 	MaxConnections int `json:"max_connections"`
@@ -63,20 +71,22 @@ type AttackConfig struct {
 // attack of a scenario.
 type AttackSummary struct {
 	// Schema is AttackSummarySchema ("rlbench.attack/v1").
-	Schema string       `json:"schema"`
+	Schema string `json:"schema"`
+	// Config is the attack's effective options.
 	Config AttackConfig `json:"config"`
-	// StartNs/EndNs bound the attack in unix ns: from just before the first
-	// request could be sent until the last result was written. Start and End
-	// are the same instants in RFC 3339 with nanoseconds (UTC).
-	StartNs int64  `json:"start_ns"`
-	EndNs   int64  `json:"end_ns"`
-	Start   string `json:"start"`
-	End     string `json:"end"`
-	// FirstSendNs and LastSendNs are the earliest and latest SentNs of the
-	// recorded requests (unix ns, 0 if none); SendSpreadNs is their
-	// difference in ns (0 for fewer than two requests).
-	FirstSendNs  int64 `json:"first_send_ns"`
-	LastSendNs   int64 `json:"last_send_ns"`
+	// StartNs is just before the first request could be sent, unix ns.
+	StartNs int64 `json:"start_ns"`
+	// EndNs is when the last result was written, unix ns.
+	EndNs int64 `json:"end_ns"`
+	// Start is StartNs in RFC 3339 with nanoseconds (UTC).
+	Start string `json:"start"`
+	// End is EndNs in RFC 3339 with nanoseconds (UTC).
+	End string `json:"end"`
+	// FirstSendNs is the earliest SentNs of the recorded requests, unix ns (0 if none).
+	FirstSendNs int64 `json:"first_send_ns"`
+	// LastSendNs is the latest SentNs of the recorded requests, unix ns (0 if none).
+	LastSendNs int64 `json:"last_send_ns"`
+	// SendSpreadNs is LastSendNs - FirstSendNs, ns (0 for fewer than two requests).
 	SendSpreadNs int64 `json:"send_spread_ns"`
 	// Sent counts IDs handed to the HTTP client (each yields one result,
 	// including dial failures); IDs beyond Sent were never sent.
@@ -109,18 +119,20 @@ type AttackSummary struct {
 type Attack struct {
 	// Schema is AttackSchema ("rlbench.attack/v2").
 	Schema string `json:"schema"`
-	// Complete is true when every attack completed and its evidence was
-	// written; Interrupted when the run was cancelled.
-	Complete    bool `json:"complete"`
+	// Complete is true when every attack completed and its evidence was written.
+	Complete bool `json:"complete"`
+	// Interrupted is true when the run was cancelled.
 	Interrupted bool `json:"interrupted"`
 	// Error is why the scenario's attacks ended early, if they did.
 	Error string `json:"error,omitempty"`
-	// Sent and Recorded sum the phases'.
-	Sent     int `json:"sent"`
+	// Sent sums the phases' Sent.
+	Sent int `json:"sent"`
+	// Recorded sums the phases' Recorded.
 	Recorded int `json:"recorded"`
-	// StartNs and EndNs bound all phases, unix ns.
+	// StartNs is the earliest phase start, unix ns.
 	StartNs int64 `json:"start_ns"`
-	EndNs   int64 `json:"end_ns"`
+	// EndNs is the latest phase end, unix ns.
+	EndNs int64 `json:"end_ns"`
 	// Phases holds one summary per attack, in order.
 	Phases []AttackSummary `json:"phases"`
 }
@@ -185,16 +197,21 @@ func DecodeAttack(b []byte) (*Attack, error) {
 // the first scenario runs and again when the run ends.
 type Manifest struct {
 	// Schema is ManifestSchema ("rlbench.manifest/v1").
-	Schema         string `json:"schema"`
+	Schema string `json:"schema"`
+	// RlbenchVersion is rlbench's module version ("(devel)" in a checkout).
 	RlbenchVersion string `json:"rlbench_version"`
-	GoVersion      string `json:"go_version"`
-	// Plan is the plan's name; PlanDigest "sha256:<hex>" of the plan file.
-	Plan       string `json:"plan"`
+	// GoVersion is the Go runtime that ran the plan.
+	GoVersion string `json:"go_version"`
+	// Plan is the plan's name.
+	Plan string `json:"plan"`
+	// PlanDigest is "sha256:<hex>" of the plan file.
 	PlanDigest string `json:"plan_digest,omitempty"`
-	Host       string `json:"host"`
-	// Start and End are RFC 3339 with nanoseconds (UTC); End is empty while running.
+	// Host is the machine's host name.
+	Host string `json:"host"`
+	// Start is when the run began, RFC 3339 with nanoseconds (UTC).
 	Start string `json:"start"`
-	End   string `json:"end,omitempty"`
+	// End is when the run ended; empty while it runs.
+	End string `json:"end,omitempty"`
 	// Tools maps a tool name to the output of the plan's version command.
 	Tools map[string]string `json:"tools,omitempty"`
 	// Scenarios lists the plan's scenario names, in order.
@@ -211,8 +228,10 @@ type Manifest struct {
 // ratelimit_service_response_time_seconds of the pinned envoyproxy/ratelimit
 // the values are milliseconds despite the name (src/stats/prom/prometheus_sink.go).
 type RLSHistogram struct {
-	Sum   float64 `json:"sum"`
-	Count uint64  `json:"count"`
+	// Sum is the histogram's _sum.
+	Sum float64 `json:"sum"`
+	// Count is the histogram's _count (observations).
+	Count uint64 `json:"count"`
 }
 
 // RLSPrometheus is the recorded part of one parsed envoyproxy/ratelimit
@@ -225,10 +244,13 @@ type RLSPrometheus struct {
 	// ratelimit_service_should_rate_limit_error.
 	ShouldRateLimitErrors map[string]float64 `json:"should_rate_limit_errors"`
 	// TotalRequests maps grpc_method to ratelimit_service_total_requests (gRPC only).
-	TotalRequests     map[string]float64 `json:"total_requests"`
-	ConfigLoadSuccess float64            `json:"config_load_success"`
-	ConfigLoadError   float64            `json:"config_load_error"`
-	GlobalShadowMode  float64            `json:"global_shadow_mode"`
+	TotalRequests map[string]float64 `json:"total_requests"`
+	// ConfigLoadSuccess is ratelimit_service_config_load_success.
+	ConfigLoadSuccess float64 `json:"config_load_success"`
+	// ConfigLoadError is ratelimit_service_config_load_error.
+	ConfigLoadError float64 `json:"config_load_error"`
+	// GlobalShadowMode is ratelimit_service_global_shadow_mode.
+	GlobalShadowMode float64 `json:"global_shadow_mode"`
 	// DomainNotFound maps a domain to ratelimit_service_rate_limit_<domain>_domain_not_found.
 	DomainNotFound map[string]float64 `json:"domain_not_found"`
 	// ResponseTime maps grpc_method to ratelimit_service_response_time_seconds (ms, see RLSHistogram).
@@ -241,11 +263,17 @@ type RLSPrometheus struct {
 // (src/stats/manager_impl.go: ratelimit.service.rate_limit.<domain>.<keypath>.*),
 // in hits (hits_addend), not calls.
 type RLSKeyCounters struct {
-	TotalHits               float64 `json:"total_hits"`
-	WithinLimit             float64 `json:"within_limit"`
-	OverLimit               float64 `json:"over_limit"`
-	NearLimit               float64 `json:"near_limit"`
-	ShadowMode              float64 `json:"shadow_mode"`
+	// TotalHits counts every hit of the rule.
+	TotalHits float64 `json:"total_hits"`
+	// WithinLimit counts hits answered OK.
+	WithinLimit float64 `json:"within_limit"`
+	// OverLimit counts hits answered OVER_LIMIT (shadow mode included).
+	OverLimit float64 `json:"over_limit"`
+	// NearLimit counts hits above the near-limit ratio (NEAR_LIMIT_RATIO, 0.8).
+	NearLimit float64 `json:"near_limit"`
+	// ShadowMode counts over-limit hits let through by shadow mode.
+	ShadowMode float64 `json:"shadow_mode"`
+	// OverLimitWithLocalCache counts over-limit hits answered from the local cache (no Redis call).
 	OverLimitWithLocalCache float64 `json:"over_limit_with_local_cache"`
 }
 
@@ -253,18 +281,21 @@ type RLSKeyCounters struct {
 // summed statsd deltas, a stat dump), keyed like the statsd names;
 // collect/rls.Counters is this type.
 type RLSCounters struct {
+	// Source names the stats source (URL or file).
 	Source string `json:"source"`
 	// Keys maps "<domain>.<keypath>" (e.g. "inventory.tenant_lab"; from
 	// Prometheus: domain + "." + key1 [+ "." + key2]) to its counters.
 	Keys map[string]RLSKeyCounters `json:"keys"`
-	// RedisErrors and ServiceErrors are ratelimit.service.call.should_rate_limit.{redis_error,service_error}
-	// (calls, not hits; global, not per key).
-	RedisErrors   float64 `json:"redis_errors"`
+	// RedisErrors is ratelimit.service.call.should_rate_limit.redis_error (calls, not hits; not per key).
+	RedisErrors float64 `json:"redis_errors"`
+	// ServiceErrors is ratelimit.service.call.should_rate_limit.service_error (calls).
 	ServiceErrors float64 `json:"service_errors"`
 	// TotalRequests is ratelimit_server.ShouldRateLimit.total_requests (gRPC only).
-	TotalRequests     float64 `json:"total_requests"`
+	TotalRequests float64 `json:"total_requests"`
+	// ConfigLoadSuccess is ratelimit.service.config_load_success.
 	ConfigLoadSuccess float64 `json:"config_load_success"`
-	ConfigLoadError   float64 `json:"config_load_error"`
+	// ConfigLoadError is ratelimit.service.config_load_error.
+	ConfigLoadError float64 `json:"config_load_error"`
 	// DomainNotFound maps a domain to ratelimit.service.rate_limit.<domain>.domain_not_found.
 	DomainNotFound map[string]float64 `json:"domain_not_found,omitempty"`
 }
@@ -280,11 +311,13 @@ type RLSMetrics struct {
 	// taken just before the n-th stop or restart of the RLS.
 	Label string `json:"label"`
 	// TimeNs is when the scrape used was taken, unix ns.
-	TimeNs int64  `json:"time_ns"`
-	URL    string `json:"url,omitempty"`
-	// PID is the RLS process scraped; Process numbers the RLS processes of the
-	// scenario (1 = first start, incremented at each start or restart; 0 = unknown).
-	PID     int `json:"pid,omitempty"`
+	TimeNs int64 `json:"time_ns"`
+	// URL is the /metrics URL scraped.
+	URL string `json:"url,omitempty"`
+	// PID is the RLS process scraped.
+	PID int `json:"pid,omitempty"`
+	// Process numbers the RLS processes of the scenario (1 = first start,
+	// incremented at each start or restart; 0 = unknown).
 	Process int `json:"process"`
 	// Stable is true when the counters stayed unchanged for more than one
 	// stats flush interval before the scrape, so no decision was still on
@@ -293,10 +326,10 @@ type RLSMetrics struct {
 	// Error says why no scrape is available (RLS down, parse error); the
 	// other fields are then empty. Load also sets it when the file does not decode.
 	Error string `json:"error,omitempty"`
-	// Prometheus is the parsed page, Counters its RLS-level view keyed
-	// "<domain>.<key1>[.<key2>]".
+	// Prometheus is the parsed page.
 	Prometheus *RLSPrometheus `json:"prometheus,omitempty"`
-	Counters   *RLSCounters   `json:"counters,omitempty"`
+	// Counters is the page's RLS-level view, keyed "<domain>.<key1>[.<key2>]".
+	Counters *RLSCounters `json:"counters,omitempty"`
 }
 
 // decodeRLSMetrics reads rls/metrics.<label>.json: an RLSMetrics or, from an

@@ -41,13 +41,16 @@ type Receipt struct {
 	// ID is the X-Rlbench-Id request header; nil (JSON null) when the
 	// request carried none.
 	ID *string `json:"id"`
-	// RecvNs is when the backend read the request, unix ns; RecvTime is the
-	// same instant in RFC 3339 with nanoseconds.
-	RecvNs   int64  `json:"recv_ns"`
+	// RecvNs is when the backend read the request, unix ns.
+	RecvNs int64 `json:"recv_ns"`
+	// RecvTime is RecvNs in RFC 3339 with nanoseconds (UTC).
 	RecvTime string `json:"recv_time"`
-	Method   string `json:"method"`
-	Path     string `json:"path"`
-	Query    string `json:"query,omitempty"`
+	// Method is the request's HTTP method.
+	Method string `json:"method"`
+	// Path is the request path, without the query.
+	Path string `json:"path"`
+	// Query is the raw query string, if any.
+	Query string `json:"query,omitempty"`
 	// Remote is the peer address (the proxy's upstream connection).
 	Remote string `json:"remote"`
 	// Headers holds the recorded request headers, lower-case names (by
@@ -72,11 +75,13 @@ type Fault struct {
 	Action string `json:"action"`
 	// Target is the component acted on: "rls", "redis", or a name of the plan.
 	Target string `json:"target"`
-	// BeginNs and EndNs bound the action, unix ns.
+	// BeginNs is when the action began, unix ns.
 	BeginNs int64 `json:"begin_ns"`
-	EndNs   int64 `json:"end_ns"`
-	// OK is true when the action took effect; Error says why not.
-	OK    bool   `json:"ok"`
+	// EndNs is when the action ended (the component is down, or back), unix ns.
+	EndNs int64 `json:"end_ns"`
+	// OK is true when the action took effect.
+	OK bool `json:"ok"`
+	// Error says why the action did not take effect.
 	Error string `json:"error,omitempty"`
 	// Phase names the attack phase this fault precedes, if any.
 	Phase string `json:"phase,omitempty"`
@@ -86,7 +91,9 @@ type Fault struct {
 // (envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry,
 // api/envoy/extensions/common/ratelimit/v3/ratelimit.proto).
 type DescriptorEntry struct {
-	Key   string `json:"key"`
+	// Key is the entry's key, e.g. "generic_key" or "remote_address".
+	Key string `json:"key"`
+	// Value is the entry's value.
 	Value string `json:"value"`
 }
 
@@ -108,8 +115,9 @@ type Decision struct {
 	// TimeNs is when the decision was made (or logged), unix ns; logrus text
 	// logs have whole seconds.
 	TimeNs int64 `json:"time_ns"`
-	// Domain and Descriptor are the request's rate limit domain and descriptor.
-	Domain     string            `json:"domain"`
+	// Domain is the request's rate limit domain.
+	Domain string `json:"domain"`
+	// Descriptor is the descriptor decided, its entries in order.
 	Descriptor []DescriptorEntry `json:"descriptor"`
 	// Key is the counter's cache key, CacheKey(domain, descriptor, window
 	// start) (envoyproxy/ratelimit src/limiter/cache_key.go); "" when no limit applied.
@@ -119,9 +127,10 @@ type Decision struct {
 	// Current is the counter after this hit (Redis INCRBY result); 0 when no
 	// counter was incremented (local-cache hit, no limit).
 	Current uint64 `json:"current,omitempty"`
-	// Limit and Unit are the rule's requests_per_unit and unit (SECOND ... YEAR).
+	// Limit is the rule's requests_per_unit.
 	Limit uint32 `json:"limit,omitempty"`
-	Unit  string `json:"unit,omitempty"`
+	// Unit is the rule's unit: SECOND, MINUTE, HOUR, DAY, WEEK, MONTH or YEAR.
+	Unit string `json:"unit,omitempty"`
 	// Code is one of the Code constants.
 	Code string `json:"code"`
 	// Error is the failure of an ERROR decision.
@@ -131,15 +140,18 @@ type Decision struct {
 // Scenario is scenario.json: what one scenario's evidence is judged against.
 type Scenario struct {
 	// Schema is ScenarioSchema ("rlbench.scenario/v1").
-	Schema      string `json:"schema"`
-	Name        string `json:"name"`
+	Schema string `json:"schema"`
+	// Name is the scenario's name (the plan's), unique in a run but for repeats.
+	Name string `json:"name"`
+	// Description says what the scenario shows.
 	Description string `json:"description,omitempty"`
 	// Proxies names the proxies whose stats snapshots are expected under stats/.
 	Proxies []string `json:"proxies,omitempty"`
 	// IntendedLimit is the admissions the operator meant for the whole backend
 	// (e.g. a global 5); over-admission is measured against it.
-	IntendedLimit *int        `json:"intended_limit,omitempty"`
-	Expect        Expectation `json:"expect"`
+	IntendedLimit *int `json:"intended_limit,omitempty"`
+	// Expect is what the scenario must show to PASS.
+	Expect Expectation `json:"expect"`
 	// Limits describes the configured limiters, for the bound the configuration allows.
 	Limits []LimitSpec `json:"limits,omitempty"`
 	// Repeat is the 1-based repeat index of this run, 0 when not repeated.
@@ -177,14 +189,16 @@ type LimitSpec struct {
 	Kind string `json:"kind"`
 	// Buckets is the number of independent buckets (one per Envoy process).
 	Buckets int `json:"buckets,omitempty"`
-	// MaxTokens, TokensPerFill and FillInterval (ns) are the local rate limit
-	// filter's token_bucket (api/envoy/type/v3/token_bucket.proto).
-	MaxTokens     int   `json:"max_tokens,omitempty"`
-	TokensPerFill int   `json:"tokens_per_fill,omitempty"`
-	FillInterval  int64 `json:"fill_interval_ns,omitempty"`
-	// Limit and Unit are the RLS rate_limit (requests_per_unit, unit).
-	Limit int    `json:"limit,omitempty"`
-	Unit  string `json:"unit,omitempty"`
+	// MaxTokens is the token bucket's max_tokens (api/envoy/type/v3/token_bucket.proto).
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// TokensPerFill is the token bucket's tokens_per_fill.
+	TokensPerFill int `json:"tokens_per_fill,omitempty"`
+	// FillInterval is the token bucket's fill_interval, ns.
+	FillInterval int64 `json:"fill_interval_ns,omitempty"`
+	// Limit is the RLS rule's requests_per_unit.
+	Limit int `json:"limit,omitempty"`
+	// Unit is the RLS rule's unit (SECOND ... YEAR).
+	Unit string `json:"unit,omitempty"`
 	// WindowStart is WindowAligned (epoch-aligned, envoyproxy/ratelimit) or
 	// WindowFirstHit; "" means aligned.
 	WindowStart string `json:"window_start,omitempty"`
