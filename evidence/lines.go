@@ -138,8 +138,10 @@ func eachSpanLine(f *os.File, size int64, sp *span, name string, fn func(line in
 	}
 }
 
+// estimateRows guesses how many lines a span of that many bytes of f holds,
+// from the line length of f's first 64 KiB, to size the columns once.
 func estimateRows(f *os.File, bytes int64) int {
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, min(64<<10, max(bytes, 1)))
 	n, _ := f.ReadAt(buf, 0)
 	nl := 0
 	for _, c := range buf[:n] {

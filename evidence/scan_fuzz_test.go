@@ -3,7 +3,10 @@ package evidence
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -144,6 +147,65 @@ func FuzzDecodeAttack(f *testing.F) {
 		}
 		if a == nil {
 			t.Fatal("nil attack without error")
+		}
+	})
+}
+
+// FuzzLoadRequests loads a requests.jsonl split into chunks of a few dozen
+// bytes and compares the result with a plain sequential read (ReadLines):
+// the same requests in the same order, the same repeated-ID problems and the
+// same stopping error.
+func FuzzLoadRequests(f *testing.F) {
+	for _, p := range []string{"e06/02-shared-rls/1", "manual/02-truncated/1", "bare"} {
+		b, err := os.ReadFile(filepath.Join("..", "analyze", "testdata", "v1-release", p, RequestsFile))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[:min(len(b), 2000)], uint8(40))
+	}
+	f.Add([]byte("{\"id\":\"a\"}\n\n{\"id\":\"a\"}\n{\"id\":\"b\",\"code\":429}\n{bad\n{\"id\":\"c\"}\n"), uint8(7))
+	f.Fuzz(func(t *testing.T, content []byte, chunk uint8) {
+		dir := t.TempDir()
+		path := Dir(dir).Requests()
+		if err := os.WriteFile(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		old := chunkBytes
+		chunkBytes = int64(chunk%64) + 1
+		var got Requests
+		gotProblems, gotErrs := readRequests(context.Background(), path, false, &got, &Receipts{}, Dir(dir).Receipts())
+		chunkBytes = old
+
+		var want Requests
+		var wantProblems []Problem
+		first := map[string]int{}
+		wantErr := ReadFile(path, func(line int, r *Request) error {
+			if r.ID == "" {
+				return &LineError{File: path, Line: line, Err: errors.New("request without id")}
+			}
+			if prev, ok := first[r.ID]; ok {
+				wantProblems = append(wantProblems, Problem{File: RequestsFile, Msg: fmt.Sprintf("%s:%d: id %q recorded again (first on line %d)", path, line, r.ID, prev)})
+				return nil
+			}
+			first[r.ID] = line
+			want.Add(r)
+			return nil
+		})
+		if fmt.Sprint(gotErrs.requests) != fmt.Sprint(wantErr) {
+			t.Fatalf("error %v, sequential read %v", gotErrs.requests, wantErr)
+		}
+		if fmt.Sprint(gotProblems) != fmt.Sprint(wantProblems) {
+			t.Fatalf("problems %v, sequential read %v", gotProblems, wantProblems)
+		}
+		if got.Len() != want.Len() {
+			t.Fatalf("%d requests, sequential read %d", got.Len(), want.Len())
+		}
+		for i := 0; i < got.Len(); i++ {
+			g := fmt.Sprint(got.IDs.ID(i), got.Targets[got.Target[i]], got.Phases[got.Phase[i]], got.SentNs[i], got.EndNs[i], got.Code[i], got.Class[i])
+			w := fmt.Sprint(want.IDs.ID(i), want.Targets[want.Target[i]], want.Phases[want.Phase[i]], want.SentNs[i], want.EndNs[i], want.Code[i], want.Class[i])
+			if g != w {
+				t.Fatalf("request %d: %s, sequential read %s", i, g, w)
+			}
 		}
 	})
 }
