@@ -4,6 +4,13 @@
 // what the rate limit service decided and when faults happened — and judges
 // each scenario PASS, FAIL or NOT_RUN.
 //
+// Analyze is evidence.Load followed by Judge; Judge reads no file and works
+// on an evidence.Bundle, so evidence held in memory can be judged too. Each
+// property is a named Checker of DefaultCheckers; Compose merges their
+// results in the Jepsen checker model (fail over unknown over pass; a
+// panicking checker is unknown; nothing checked is not PASS), and incomplete
+// evidence is NOT_RUN whatever the checks say.
+//
 // The report is an API for dashboards: its JSON form is versioned by
 // ReportSchema and described by schemas/report.v1.schema.json.
 package analyze
