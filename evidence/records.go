@@ -14,13 +14,18 @@ type Request struct {
 	URL string `json:"url"`
 	// Method is the HTTP method.
 	Method string `json:"method"`
-	// SentNs is when the request was handed to the transport, unix ns.
+	// SentNs is when the client began writing the request to an open
+	// connection, unix ns (for a NotSent request: when it tried to; before
+	// issue 14: when the request was handed to net/http's transport).
 	SentNs int64 `json:"sent_ns"`
 	// LatencyNs runs from SentNs until the body was read (or the error), ns.
 	LatencyNs int64 `json:"latency_ns"`
-	// Code is the HTTP status, 0 when no response arrived.
+	// Code is the HTTP status, 0 when no response arrived: with NotSent the
+	// request never left the client; otherwise (reset, timeout after the
+	// request was written) it is indeterminate, it may have reached the backend.
 	Code int `json:"code"`
-	// Error is the transport error, or vegeta's status text for codes outside 200..399.
+	// Error is the transport error, or the status text ("429 Too Many
+	// Requests") for codes outside 200..399.
 	Error string `json:"error,omitempty"`
 	// BytesIn is the response body length in bytes.
 	BytesIn uint64 `json:"bytes_in"`
@@ -31,6 +36,18 @@ type Request struct {
 	Body string `json:"body,omitempty"`
 	// Phase names the attack (plan step) that sent the request, if any.
 	Phase string `json:"phase,omitempty"`
+	// IntendedNs is when a paced attack's schedule meant the request to be
+	// sent, unix ns (0 for unpaced attacks): SentNs-IntendedNs is its pacing
+	// error and EndNs()-IntendedNs its latency from the intended send time
+	// (coordinated omission). Added with issue 14; absent in older files.
+	IntendedNs int64 `json:"intended_ns,omitempty"`
+	// NotSent is true when the request never left the client: the connection
+	// could not be opened (connection refused, "too many open files", DNS,
+	// TLS handshake, dial timeout) or not one byte of it was written. Code is
+	// 0 and Error says why; unlike a request without a response, it cannot
+	// have reached the backend, and an attack with any is incomplete.
+	// Added with issue 10; absent (false) in older files.
+	NotSent bool `json:"not_sent,omitempty"`
 }
 
 // EndNs is the unix ns at which the client stopped waiting for the request.
