@@ -165,6 +165,9 @@ func TestRunTwoTargets(t *testing.T) {
 		if !ok {
 			t.Fatalf("id %s not recorded", id)
 		}
+		if l.Phase != "two" || l.NotSent || l.IntendedNs != 0 {
+			t.Errorf("%s: phase %q not_sent %v intended %d", id, l.Phase, l.NotSent, l.IntendedNs)
+		}
 		if l.Method != "GET" || l.SentNs < sum.StartNs || l.EndNs() > sum.EndNs || l.LatencyNs <= 0 {
 			t.Errorf("%s: method %s sent %d latency %d outside [%d,%d]", id, l.Method, l.SentNs, l.LatencyNs, sum.StartNs, sum.EndNs)
 		}
@@ -206,7 +209,7 @@ func TestRunTwoTargets(t *testing.T) {
 			if r.Path != "/p/q" || r.RawQuery != "" || r.Method != "GET" || r.ContentLength != 0 || len(r.TransferEncoding) != 0 || r.Body != "" {
 				t.Errorf("%s on the wire: %+v", id, r)
 			}
-			if r.Header.Get("X-Tenant") != "lab" || r.Header.Get("X-Vegeta-Attack") != "two" {
+			if r.Header.Get("X-Tenant") != "lab" || r.Header.Get("User-Agent") != "Go-http-client/1.1" || len(r.Header.Values(DefaultIDHeader)) != 1 {
 				t.Errorf("%s headers on the wire: %v", id, r.Header)
 			}
 		}
@@ -295,12 +298,21 @@ func TestRunValidation(t *testing.T) {
 		"dup names":      func(o *Options) { o.Targets = []Target{{URL: "http://x"}, {URL: "http://x"}} },
 		"path":           func(o *Options) { o.Path = "p" },
 		"fragment path":  func(o *Options) { o.Path = "/p#x" },
-		"trace":          func(o *Options) { o.Method = "TRACE" },
-		"idempotency":    func(o *Options) { o.Method = "POST"; o.Header = http.Header{"X-Idempotency-Key": {"1"}} },
+		"bad method":     func(o *Options) { o.Method = "GET /x" },
+		"paren method":   func(o *Options) { o.Method = "G(T" },
+		"header name":    func(o *Options) { o.Header = http.Header{"X Bad": {"1"}} },
+		"header crlf":    func(o *Options) { o.Header = http.Header{"X-A": {"1\r\nX-Injected: 2"}} },
+		"header lf":      func(o *Options) { o.Header = http.Header{"X-A": {"1\nb"}} },
+		"id header":      func(o *Options) { o.IDHeader = "X:Id" },
+		"path space":     func(o *Options) { o.Path = "/a b" },
+		"userinfo":       func(o *Options) { o.Targets = []Target{{URL: "http://u:p@x"}} },
 		"counts":         func(o *Options) { o.Split = Split{Mode: SplitCounts, Values: []int{3}} },
 		"negative rate":  func(o *Options) { o.Rate = vegeta.Rate{Freq: -1, Per: time.Second} },
 		"negative conc":  func(o *Options) { o.Concurrency = -1 },
 		"negative tmout": func(o *Options) { o.Timeout = -time.Second },
+	}
+	if fd := fdLimits(); fd.limit > 0 && fd.limit < 1<<20 {
+		cases["too many fds"] = func(o *Options) { o.IDs = IDs(int(fd.limit)+1, "v"); o.Concurrency = int(fd.limit) + 1 }
 	}
 	for name, mod := range cases {
 		o := ok
@@ -308,8 +320,8 @@ func TestRunValidation(t *testing.T) {
 		w := evidence.NewWriter(io.Discard)
 		sum, err := Run(context.Background(), o, w)
 		w.Close()
-		if err == nil || sum != nil {
-			t.Errorf("%s: got summary %v, err %v; want error", name, sum, err)
+		if err == nil || sum != nil || !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%s: got summary %v, err %v; want an ErrInvalidOptions error", name, sum, err)
 		}
 	}
 	if _, err := Run(context.Background(), ok, nil); err == nil {
@@ -485,7 +497,7 @@ func TestRunTimeoutAndRedirect(t *testing.T) {
 	for _, l := range lines {
 		got[l.ID] = l
 	}
-	if l := got["t-1"]; l.Code != 0 || !strings.Contains(l.Error, "deadline exceeded") || l.LatencyNs < int64(300*time.Millisecond) {
+	if l := got["t-1"]; l.Code != 0 || l.NotSent || !strings.Contains(l.Error, "timeout after 300ms") || l.LatencyNs < int64(300*time.Millisecond) {
 		t.Errorf("timed out request: %+v", l)
 	}
 	if l := got["t-2"]; l.Code != 302 || l.Error != "" {

@@ -100,6 +100,22 @@ func BenchmarkThroughput(b *testing.B) {
 	})
 }
 
+// stopAfter wraps a pacer and stops the attack once n hits were scheduled,
+// so a finite bare-vegeta attack ends without "no targets" results.
+type stopAfter struct {
+	inner vegeta.Pacer
+	n     uint64
+}
+
+func (s *stopAfter) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	if hits >= s.n {
+		return 0, true
+	}
+	return s.inner.Pace(elapsed, hits)
+}
+
+func (s *stopAfter) Rate(elapsed time.Duration) float64 { return s.inner.Rate(elapsed) }
+
 // runLines runs one attack into memory and returns its lines sorted by SentNs.
 func runLines(b *testing.B, opts Options) (*Summary, []evidence.Request) {
 	var buf bytes.Buffer

@@ -130,24 +130,40 @@ type Assignment struct {
 // from the number of targets, counts that do not sum to len(ids), an
 // unknown mode.
 func Assign(ids []string, targets []Target, split Split, seed int64) ([]Assignment, error) {
-	if len(targets) == 0 {
-		return nil, errors.New("assign: no targets")
-	}
-	if len(ids) == 0 {
+	if len(ids) == 0 && len(targets) > 0 {
 		return nil, errors.New("assign: no ids")
 	}
-	n := len(ids)
-	to := make([]int, n)
+	to, err := assignTargets(len(ids), len(targets), split, seed)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Assignment, len(ids))
+	for i, id := range ids {
+		out[i] = Assignment{Index: i, ID: id, Target: int(to[i])}
+	}
+	return out, nil
+}
+
+// assignTargets is Assign for n IDs and nt targets, returning the target
+// index per ID (4 bytes per ID: Run keeps only this).
+func assignTargets(n, nt int, split Split, seed int64) ([]int32, error) {
+	if nt == 0 {
+		return nil, errors.New("assign: no targets")
+	}
+	if n == 0 {
+		return nil, errors.New("assign: no ids")
+	}
+	to := make([]int32, n)
 	switch split.Mode {
 	case SplitEven, "":
 		for i := range to {
-			to[i] = i % len(targets)
+			to[i] = int32(i % nt)
 		}
 	case SplitSticky:
 		// all zero
 	case SplitCounts:
-		if len(split.Values) != len(targets) {
-			return nil, fmt.Errorf("assign: split %s has %d counts for %d targets", split, len(split.Values), len(targets))
+		if len(split.Values) != nt {
+			return nil, fmt.Errorf("assign: split %s has %d counts for %d targets", split, len(split.Values), nt)
 		}
 		sum := 0
 		for _, v := range split.Values {
@@ -162,13 +178,13 @@ func Assign(ids []string, targets []Target, split Split, seed int64) ([]Assignme
 		i := 0
 		for k, v := range split.Values {
 			for j := 0; j < v; j++ {
-				to[i] = k
+				to[i] = int32(k)
 				i++
 			}
 		}
 	case SplitWeights:
-		if len(split.Values) != len(targets) {
-			return nil, fmt.Errorf("assign: split %s has %d weights for %d targets", split, len(split.Values), len(targets))
+		if len(split.Values) != nt {
+			return nil, fmt.Errorf("assign: split %s has %d weights for %d targets", split, len(split.Values), nt)
 		}
 		counts, err := weightCounts(split.Values, n)
 		if err != nil {
@@ -177,7 +193,7 @@ func Assign(ids []string, targets []Target, split Split, seed int64) ([]Assignme
 		i := 0
 		for k, c := range counts {
 			for j := 0; j < c; j++ {
-				to[i] = k
+				to[i] = int32(k)
 				i++
 			}
 		}
@@ -185,11 +201,7 @@ func Assign(ids []string, targets []Target, split Split, seed int64) ([]Assignme
 	default:
 		return nil, fmt.Errorf("assign: unknown split mode %q", split.Mode)
 	}
-	out := make([]Assignment, n)
-	for i, id := range ids {
-		out[i] = Assignment{Index: i, ID: id, Target: to[i]}
-	}
-	return out, nil
+	return to, nil
 }
 
 // Counts returns how many assignments go to each of nTargets targets.
@@ -241,7 +253,7 @@ func weightCounts(w []int, n int) ([]int, error) {
 // shuffle is a Fisher-Yates shuffle driven by PCG(seed, pcgStream). The
 // bounded draw is implemented here (rejection sampling on Uint64) so the
 // permutation does not depend on math/rand's helper algorithms.
-func shuffle(a []int, seed int64) {
+func shuffle[T any](a []T, seed int64) {
 	r := rand.NewPCG(uint64(seed), pcgStream)
 	for i := len(a) - 1; i > 0; i-- {
 		j := int(boundedDraw(r, uint64(i+1)))
@@ -270,18 +282,35 @@ func IDs(n int, prefix string) []string {
 		return nil
 	}
 	width := len(strconv.Itoa(n))
-	out := make([]string, n)
+	head := ""
+	if prefix != "" {
+		head = prefix + "-"
+	}
+	// One backing string for all IDs: 16 bytes of string header plus the
+	// ID's own bytes each, instead of one allocation per ID.
+	buf := make([]byte, 0, n*(len(head)+width))
 	for k := 1; k <= n; k++ {
-		num := strconv.Itoa(k)
-		if pad := width - len(num); pad > 0 {
-			num = strings.Repeat("0", pad) + num
+		buf = append(buf, head...)
+		for pad := width - digits(k); pad > 0; pad-- {
+			buf = append(buf, '0')
 		}
-		if prefix != "" {
-			num = prefix + "-" + num
-		}
-		out[k-1] = num
+		buf = strconv.AppendInt(buf, int64(k), 10)
+	}
+	all := string(buf)
+	out := make([]string, n)
+	step := len(head) + width
+	for k := range out {
+		out[k] = all[k*step : (k+1)*step]
 	}
 	return out
+}
+
+func digits(k int) int {
+	d := 1
+	for ; k >= 10; k /= 10 {
+		d++
+	}
+	return d
 }
 
 // ReadIDs reads one ID per line from r. Surrounding spaces are trimmed;

@@ -142,13 +142,13 @@ func TestRunNeverResends(t *testing.T) {
 	}
 }
 
-// TestResendGuardDetects disables the no-replay copy so that net/http does
-// re-send, and checks that the attempts guard reports every re-sent ID.
+// TestResendGuardDetects makes the engine re-send like net/http's Transport
+// (testResend), and checks that the write guard reports every re-sent ID.
 func TestResendGuardDetects(t *testing.T) {
 	kb := newKillingBackend(t, DefaultIDHeader)
 	ids := IDs(10, "guard")
 	sum, err, lines := runToLines(t, context.Background(), Options{
-		IDs: ids, Targets: []Target{{Name: "k", URL: kb.srv.URL}}, Concurrency: 1, allowReplay: true,
+		IDs: ids, Targets: []Target{{Name: "k", URL: kb.srv.URL}}, Concurrency: 1, testResend: true,
 	})
 	if err != nil || len(lines) != len(ids) {
 		t.Fatalf("summary %+v err %v", sum, err)
@@ -156,7 +156,7 @@ func TestResendGuardDetects(t *testing.T) {
 	seen, _ := kb.counts()
 	twice := 0
 	for _, l := range lines {
-		flagged := strings.Contains(l.Error, "transport wrote this request 2 times")
+		flagged := strings.Contains(l.Error, "this request was written 2 times")
 		if (seen[l.ID] == 2) != flagged {
 			t.Errorf("%s: received %d times, error %q", l.ID, seen[l.ID], l.Error)
 		}

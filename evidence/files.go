@@ -41,10 +41,26 @@ type AttackConfig struct {
 	HeaderNames []string `json:"header_names,omitempty"`
 	// BodyBytes is the request body length in bytes.
 	BodyBytes int `json:"body_bytes"`
-	// Concurrency is the requested cap on requests in flight, 0 = none.
+	// Concurrency is the requested cap on requests in flight, 0 = the
+	// default (all IDs at once, or with a rate a pool sized from it).
 	Concurrency int `json:"concurrency"`
-	// Workers is the vegeta MaxWorkers actually used (Concurrency, or the number of IDs).
+	// Workers is the bound on requests in flight at the start: Concurrency,
+	// the number of IDs, FDCap, or (with a rate) the pool bound sized from
+	// the rate. Before issue 14: vegeta's MaxWorkers.
 	Workers int `json:"workers"`
+	// WorkersFrom says where Workers came from: "concurrency", "ids",
+	// "fd_limit" or "rate" (absent before issue 14).
+	WorkersFrom string `json:"workers_from,omitempty"`
+	// FDLimit is the soft RLIMIT_NOFILE the attack saw (after raising it),
+	// FDOpen the descriptors open then, and FDCap the most workers the
+	// default allows: (FDLimit-FDOpen-64)/2. All 0 where the OS does not
+	// tell (and before issue 10).
+	FDLimit uint64 `json:"fd_limit,omitempty"`
+	FDOpen  int    `json:"fd_open,omitempty"`
+	FDCap   int    `json:"fd_cap,omitempty"`
+	// Barrier is true for unpaced attacks since issue 14: connections were
+	// warmed first and the first requests released together.
+	Barrier bool `json:"barrier,omitempty"`
 	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced.
 	Rate string `json:"rate"`
 	// RatePerSec is Rate in requests per second, 0 for unpaced.
@@ -88,24 +104,94 @@ type AttackSummary struct {
 	LastSendNs int64 `json:"last_send_ns"`
 	// SendSpreadNs is LastSendNs - FirstSendNs, ns (0 for fewer than two requests).
 	SendSpreadNs int64 `json:"send_spread_ns"`
-	// Sent counts IDs handed to the HTTP client (each yields one result,
-	// including dial failures); IDs beyond Sent were never sent.
+	// Sent counts IDs attempted (each has one line); NotSent of them never
+	// left the client. IDs beyond Sent were never attempted.
 	Sent int `json:"sent"`
+	// NotSent counts requests recorded with Request.NotSent (issue 10); any
+	// makes the attack incomplete.
+	NotSent int `json:"not_sent"`
 	// Recorded counts evidence lines written; equals Sent unless writing failed.
 	Recorded int `json:"recorded"`
 	// CodesByTarget counts recorded requests per target name and status code
-	// as a decimal string; "0" means no response (error, reset, timeout).
+	// as a decimal string; "0" means no response (including not sent).
 	CodesByTarget map[string]map[string]int `json:"codes_by_target"`
-	// Resent counts requests the transport wrote more than once despite the
-	// no-replay measures (should always be 0; such lines carry an Error).
+	// Resent counts requests written more than once despite the no-replay
+	// design (always 0; such lines carry an Error).
 	Resent int `json:"resent"`
-	// Complete is true when every ID was sent and recorded without error.
+	// LatencyNs is the distribution of Request.LatencyNs over requests that
+	// got a response (issue 14).
+	LatencyNs AttackQuantiles `json:"latency_ns"`
+	// Burst is set for unpaced attacks, Pacing for paced ones (issue 14).
+	Burst  *AttackBurst  `json:"burst,omitempty"`
+	Pacing *AttackPacing `json:"pacing,omitempty"`
+	// Complete is true when every ID was sent (none NotSent) and recorded
+	// without error.
 	Complete bool `json:"complete"`
-	// Interrupted is true when the attack was cancelled before every ID was sent.
+	// Interrupted is true when the attack was cancelled before it ended.
 	Interrupted bool `json:"interrupted"`
-	// Error is the error that ended the attack early (write failure) or the
-	// interruption cause; empty otherwise.
+	// Error is the error that ended the attack early (write failure), the
+	// interruption cause, or the count and first error of requests not sent;
+	// empty otherwise.
 	Error string `json:"error,omitempty"`
+}
+
+// AttackQuantiles summarises a distribution of durations in ns: N values,
+// their median, 90th and 99th percentile and maximum. The attack computes
+// the percentiles with a log-linear histogram and records bucket upper
+// bounds (at most 0.8% above the exact value); Max is exact.
+type AttackQuantiles struct {
+	// N is the number of values.
+	N int `json:"n"`
+	// P50, P90 and P99 are percentiles, ns.
+	P50 int64 `json:"p50"`
+	P90 int64 `json:"p90"`
+	P99 int64 `json:"p99"`
+	// Max is the largest value, ns.
+	Max int64 `json:"max"`
+}
+
+// AttackBurst describes the first requests of an unpaced attack, released
+// together from a barrier after their connections were opened (TCP and TLS
+// handshakes, no HTTP request).
+type AttackBurst struct {
+	// Requests is how many were released together (the workers).
+	Requests int `json:"requests"`
+	// WarmConnections counts the connections opened before the release.
+	WarmConnections int `json:"warm_connections"`
+	// WarmNs is how long opening them took, ns.
+	WarmNs int64 `json:"warm_ns"`
+	// ReleaseNs is the barrier's release instant, unix ns.
+	ReleaseNs int64 `json:"release_ns"`
+	// SendNs is the distribution of SentNs-ReleaseNs over the released
+	// requests.
+	SendNs AttackQuantiles `json:"send_ns"`
+	// SpreadNs is the released requests' last minus first SentNs, ns. The
+	// arrival spread at the backend is for the receipts to tell.
+	SpreadNs int64 `json:"spread_ns"`
+}
+
+// AttackPacing describes a paced attack against its intended schedule
+// (Request.IntendedNs).
+type AttackPacing struct {
+	// AchievedPerSec is (sends-1)/(last-first SentNs), requests/s.
+	AchievedPerSec float64 `json:"achieved_per_sec"`
+	// ErrorNs is SentNs-IntendedNs: how late each send was (never early).
+	ErrorNs AttackQuantiles `json:"error_ns"`
+	// LatencyFromIntendedNs is the end of each request minus IntendedNs:
+	// the latency a client that sent on schedule would have seen
+	// (coordinated omission).
+	LatencyFromIntendedNs AttackQuantiles `json:"latency_from_intended_ns"`
+	// WorkersPeak is how many workers were started.
+	WorkersPeak int `json:"workers_peak"`
+	// WorkersBound is the bound at the end: AttackConfig.Workers (rate x 10
+	// ms, at least 16), raised once the first 200 latencies are known to
+	// rate x 4 x their mean, SizingLatencyNs.
+	WorkersBound int `json:"workers_bound"`
+	// SizingLatencyNs is that mean, ns (0 until known, or with an explicit
+	// concurrency).
+	SizingLatencyNs int64 `json:"sizing_latency_ns"`
+	// WarmConnections counts the connections opened before the start.
+	WarmConnections int `json:"warm_connections"`
 }
 
 // Attack is attack.json: the summaries of a scenario's attacks (one per
