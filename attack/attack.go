@@ -105,6 +105,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -232,6 +233,9 @@ type Options struct {
 	// connection after a reused connection failed, as net/http's Transport
 	// does (tests only: it proves that the resend guard detects it).
 	testResend bool
+	// testDial replaces the TCP dial (tests only: it injects dial errors
+	// such as EMFILE).
+	testDial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // TargetConfig is one target as recorded in Summary.Config.
@@ -289,6 +293,17 @@ func Run(ctx context.Context, opts Options, out *evidence.Writer) (*Summary, err
 		return nil, err
 	}
 	return e.run(ctx)
+}
+
+// Check reports the error Run would return for opts before sending anything
+// (wrapping ErrInvalidOptions), without sending or writing anything.
+func Check(opts Options) error {
+	p, err := prepare(opts)
+	if err != nil {
+		return err
+	}
+	_, err = newEngine(p, nil)
+	return err
 }
 
 // prepared holds validated options and everything precomputed for a Run.

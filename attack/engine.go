@@ -65,6 +65,7 @@ type target struct {
 	slots          chan struct{} // one token per open connection; nil = no cap
 	dialer         net.Dialer
 	timeout        time.Duration
+	testDial       func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // hconn is one HTTP/1.1 client connection.
@@ -127,6 +128,7 @@ func newTarget(p *prepared, t Target, full, mark string) (*target, error) {
 	}
 	tg := &target{url: full, addr: net.JoinHostPort(u.Hostname(), port), timeout: p.opts.Timeout}
 	tg.dialer = net.Dialer{Timeout: p.opts.Timeout, KeepAlive: 30 * time.Second}
+	tg.testDial = p.opts.testDial
 	if u.Scheme == "https" {
 		cfg := &tls.Config{}
 		if p.opts.TLSConfig != nil {
@@ -228,7 +230,13 @@ func (t *target) warm(ctx context.Context) *hconn {
 // dial opens a connection (holding a slot already when t.slots is set, which
 // it frees on error): TCP connect and, for https, the TLS handshake.
 func (t *target) dial(ctx context.Context) (*hconn, error) {
-	nc, err := t.dialer.DialContext(ctx, "tcp", t.addr)
+	var nc net.Conn
+	var err error
+	if t.testDial != nil {
+		nc, err = t.testDial(ctx, t.addr)
+	} else {
+		nc, err = t.dialer.DialContext(ctx, "tcp", t.addr)
+	}
 	if err != nil {
 		if t.slots != nil {
 			<-t.slots

@@ -124,6 +124,9 @@ func TestRunNeverResends(t *testing.T) {
 			zero := 0
 			for _, l := range lines {
 				_, wasKilled := killed[l.ID]
+				if l.NotSent {
+					t.Errorf("%s: a request written to a connection is not \"not sent\": %+v", l.ID, l)
+				}
 				if wasKilled != (l.Code == 0) {
 					t.Errorf("%s: code %d (error %q), killed=%v", l.ID, l.Code, l.Error, wasKilled)
 				}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -31,8 +32,11 @@ type AttackOptions struct {
 	Header   http.Header
 	Body     string
 	BodyFile string
-	// Concurrency caps the requests in flight; 0 = all IDs at once.
+	// Concurrency caps the requests in flight; 0 = all IDs at once (capped
+	// below the descriptor limit), or with a Rate a pool sized from it.
 	Concurrency int
+	// NoKeepAlive is --no-keepalive: one new connection per request.
+	NoKeepAlive bool
 	// Rate is --rate; the zero Rate means no pacing.
 	Rate    vegeta.Rate
 	Timeout time.Duration
@@ -78,7 +82,8 @@ stops it: recorded lines are kept and attack.json says "complete": false.`,
 	headerFlag(f, &o.Header, "header", "request header `\"Name: value\"` (repeatable)")
 	f.StringVar(&o.Body, "body", "", "request body")
 	f.StringVar(&o.BodyFile, "body-file", "", "file holding the request body")
-	f.IntVar(&o.Concurrency, "concurrency", 0, "most requests in flight (default: all IDs at once)")
+	f.IntVar(&o.Concurrency, "concurrency", 0, "most requests in flight (default: all IDs at once, capped below the file-descriptor limit; with --rate, a pool sized from the rate and latency)")
+	f.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "one new connection per request (one Envoy per-connection bucket per request)")
 	rateFlag(f, &o.Rate, "rate", "open-loop rate such as 100/1s (default: no pacing)")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Second, "per-request timeout")
 	f.StringArrayVar(&o.Capture, "capture-header", nil, "response header to record (repeatable; default: the rate-limit headers)")
@@ -128,10 +133,17 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	} else {
 		ids = attack.IDs(o.IDs, o.IDPrefix)
 	}
-	// A split that does not fit the IDs and targets is a usage error, found
+	opts := attack.Options{IDs: ids, Targets: o.Targets, Split: o.Split, Seed: o.Seed, Method: o.Method,
+		Path: o.Path, Header: o.Header, Body: body, Concurrency: o.Concurrency, Rate: o.Rate, Timeout: o.Timeout,
+		CaptureHeaders: o.Capture, DisableKeepAlives: o.NoKeepAlive}
+	// A split that does not fit the IDs and targets, an invalid method or
+	// header, a concurrency beyond the descriptor limit: usage errors, found
 	// before anything is sent or written.
-	if _, err := attack.Assign(ids, o.Targets, o.Split, o.Seed); err != nil {
-		return &UsageError{Err: err}
+	if err := attack.Check(opts); err != nil {
+		if errors.Is(err, attack.ErrInvalidOptions) {
+			return &UsageError{Err: err}
+		}
+		return err
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
@@ -140,8 +152,7 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	if err != nil {
 		return err
 	}
-	sum, runErr := attack.Run(ctx, attack.Options{IDs: ids, Targets: o.Targets, Split: o.Split, Seed: o.Seed, Method: o.Method,
-		Path: o.Path, Header: o.Header, Body: body, Concurrency: o.Concurrency, Rate: o.Rate, Timeout: o.Timeout, CaptureHeaders: o.Capture}, w)
+	sum, runErr := attack.Run(ctx, opts, w)
 	if cerr := w.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
 	}
@@ -149,11 +160,30 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 		if err := evidence.WriteJSONFile(evidence.Dir(o.Out).Attack(), evidence.NewAttack(sum)); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.IO.ErrOut, "attack: %d of %d IDs sent, spread %s, codes %v -> %s\n", sum.Sent, len(ids),
-			time.Duration(sum.SendSpreadNs), sum.CodesByTarget, o.Out)
+		printAttackSummary(o, sum, len(ids))
 		if sum.Interrupted {
 			return &ExitCodeError{Code: ExitInterrupted, Msg: fmt.Sprintf("interrupted after %d of %d IDs; recorded lines kept, attack.json says complete=false", sum.Sent, len(ids))}
 		}
 	}
+	if runErr == nil && sum != nil && sum.NotSent > 0 {
+		return fmt.Errorf("attack incomplete: %s", sum.Error)
+	}
 	return runErr
+}
+
+// printAttackSummary prints the outcome, the worker bound and where it
+// came from (descriptor cap included), and the burst or pacing figures.
+func printAttackSummary(o *AttackOptions, sum *attack.Summary, ids int) {
+	c := sum.Config
+	fmt.Fprintf(o.IO.ErrOut, "attack: %d of %d IDs sent (%d not sent), codes %v -> %s\n", sum.Sent-sum.NotSent, ids, sum.NotSent, sum.CodesByTarget, o.Out)
+	fmt.Fprintf(o.IO.ErrOut, "attack: workers %d (from %s; descriptor cap %d of limit %d, %d open)\n", c.Workers, c.WorkersFrom, c.FDCap, c.FDLimit, c.FDOpen)
+	if b := sum.Burst; b != nil {
+		fmt.Fprintf(o.IO.ErrOut, "attack: burst of %d on %d warm connections, send spread %s (p50 %s, p99 %s after release)\n",
+			b.Requests, b.WarmConnections, time.Duration(b.SpreadNs), time.Duration(b.SendNs.P50), time.Duration(b.SendNs.P99))
+	}
+	if pc := sum.Pacing; pc != nil {
+		fmt.Fprintf(o.IO.ErrOut, "attack: rate %.0f/s achieved (intended %.0f/s), pacing error p50 %s p99 %s max %s, latency from intended p99 %s, workers peak %d bound %d\n",
+			pc.AchievedPerSec, c.RatePerSec, time.Duration(pc.ErrorNs.P50), time.Duration(pc.ErrorNs.P99), time.Duration(pc.ErrorNs.Max),
+			time.Duration(pc.LatencyFromIntendedNs.P99), pc.WorkersPeak, pc.WorkersBound)
+	}
 }
