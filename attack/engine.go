@@ -298,6 +298,10 @@ type worker struct {
 	line  evidence.Request
 	cur   atomic.Pointer[hconn]
 	codes []map[int]int // per target
+	// burst is the first request of an unpaced attack, written by a
+	// sender; sentCh is closed when it was.
+	burst  *attempt
+	sentCh chan struct{}
 
 	attempted, recorded, notSent, resent int
 	firstNotSent                         string
@@ -340,118 +344,139 @@ func (e *engine) abortAll() {
 	}
 }
 
+// attempt is one ID's trip through a worker.
+type attempt struct {
+	i           int
+	intended    int64 // paced: the schedule's send time, unix ns; 0 otherwise
+	inBurst     bool  // released by the barrier
+	c           *hconn
+	start, sent time.Time
+	resp        *http.Response
+	err         error
+	writes      int // writes that put at least one byte on the wire
+	notSent     bool
+	// Set by a burst sender (runUnpaced): the result of its write.
+	wn   int
+	werr error
+}
+
 // do sends ID i (whose bytes build put in w.wbuf) on c, or on a connection
 // from the pool when c is nil, reads the response and records the line.
 // intended is the schedule's send time (paced attacks), 0 otherwise.
 func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	e := w.e
 	tg := e.targets[e.p.assign[i]]
-	r := &w.line
-	*r = evidence.Request{ID: e.p.opts.IDs[i], Target: tg.name, URL: tg.url, Method: e.p.opts.Method,
-		Phase: e.p.opts.Name, IntendedNs: intended}
-	w.attempted++
-	start := time.Now()
-	var (
-		sent    time.Time
-		resp    *http.Response
-		err     error
-		writes  int
-		notSent bool
-	)
+	a := attempt{i: i, intended: intended, inBurst: inBurst, c: c, start: time.Now()}
 	for try := 0; ; try++ {
-		if c == nil {
-			if c, err = tg.get(e.abortCtx); err != nil {
-				notSent = true
+		if a.c == nil {
+			if a.c, a.err = tg.get(e.abortCtx); a.err != nil {
+				a.notSent = true
 				break
 			}
 		}
-		w.cur.Store(c)
-		sent = time.Now()
-		c.SetDeadline(sent.Add(e.timeout))
+		w.cur.Store(a.c)
+		a.sent = time.Now()
+		a.c.SetDeadline(a.sent.Add(e.timeout))
 		if e.abortCtx.Err() != nil {
-			c.SetDeadline(time.Unix(1, 0))
+			a.c.SetDeadline(time.Unix(1, 0))
 		}
-		n, werr := c.Write(w.wbuf)
+		n, werr := a.c.Write(w.wbuf)
 		if n > 0 {
-			writes++
+			a.writes++
 		}
 		if werr != nil {
-			reused := c.used
-			c.close()
-			c = nil
+			reused := a.c.used
+			a.c.close()
+			a.c = nil
 			if n == 0 && reused && try == 0 {
 				continue // not one byte left: the request was not sent
 			}
-			err, notSent = werr, n == 0
+			a.err, a.notSent = werr, n == 0
 			break
 		}
-		resp, err = readResponse(c.br, tg.req)
-		if err != nil && e.p.opts.testResend && c.used && try == 0 {
-			c.close()
-			c = nil
+		a.resp, a.err = readResponse(a.c.br, tg.req)
+		if a.err != nil && e.p.opts.testResend && a.c.used && try == 0 {
+			a.c.close()
+			a.c = nil
 			continue // what net/http's Transport would do (tests only)
 		}
 		break
 	}
+	w.finish(&a)
+}
+
+// finish reads the body of a's response, releases or closes its
+// connection, and records the evidence line and the statistics.
+func (w *worker) finish(a *attempt) {
+	e := w.e
+	tg := e.targets[e.p.assign[a.i]]
+	r := &w.line
+	*r = evidence.Request{ID: e.p.opts.IDs[a.i], Target: tg.name, URL: tg.url, Method: e.p.opts.Method,
+		Phase: e.p.opts.Name, IntendedNs: a.intended}
+	w.attempted++
+	c := a.c
 	var end time.Time
 	switch {
-	case notSent:
+	case a.notSent:
 		end = time.Now()
-		sent = start
+		a.sent = a.start
 		r.NotSent = true
-		r.Error = requestError(r.Method, r.URL, err, e.timeout)
+		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
 		w.notSent++
 		if w.firstNotSent == "" {
 			w.firstNotSent = r.Error
 		}
-	case err != nil:
+		if c != nil {
+			c.close()
+		}
+	case a.err != nil:
 		end = time.Now()
-		r.Error = requestError(r.Method, r.URL, err, e.timeout)
+		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
 		if c != nil {
 			c.close()
 		}
 	default:
-		nb, berr := w.readBody(resp)
+		nb, berr := w.readBody(a.resp)
 		end = time.Now()
 		if berr != nil {
 			r.Error = requestError(r.Method, r.URL, berr, e.timeout)
 			c.close()
 			break
 		}
-		r.Code, r.BytesIn = resp.StatusCode, nb
+		r.Code, r.BytesIn = a.resp.StatusCode, nb
 		if r.Code < 200 || r.Code >= 400 {
-			r.Error = resp.Status
+			r.Error = a.resp.Status
 		}
-		w.capture(resp.Header)
-		if e.keep && !resp.Close && e.abortCtx.Err() == nil {
+		w.capture(a.resp.Header)
+		if e.keep && !a.resp.Close && e.abortCtx.Err() == nil {
 			tg.put(c, end)
 		} else {
 			c.close()
 		}
 	}
 	w.cur.Store(nil)
-	r.SentNs = sent.UnixNano()
-	r.LatencyNs = int64(end.Sub(sent))
-	if writes > 1 {
+	r.SentNs = a.sent.UnixNano()
+	r.LatencyNs = int64(end.Sub(a.sent))
+	if a.writes > 1 {
 		w.resent++
-		msg := fmt.Sprintf("rlbench: this request was written %d times", writes)
+		msg := fmt.Sprintf("rlbench: this request was written %d times", a.writes)
 		if r.Error != "" {
 			msg = r.Error + "; " + msg
 		}
 		r.Error = msg
 	}
-	if !notSent {
+	if !a.notSent {
 		w.sends++
 		w.minSent, w.maxSent = min(w.minSent, r.SentNs), max(w.maxSent, r.SentNs)
-		if inBurst {
+		if a.inBurst {
 			e.burst.add(r.SentNs - e.released)
 			atomicMin(&e.burstMin, r.SentNs)
 			atomicMax(&e.burstMax, r.SentNs)
 		}
-		if intended != 0 {
-			e.pace.add(r.SentNs - intended)
+		if a.intended != 0 {
+			e.pace.add(r.SentNs - a.intended)
 			if r.Code != 0 {
-				e.fromIntended.add(end.UnixNano() - intended)
+				e.fromIntended.add(end.UnixNano() - a.intended)
 			}
 		}
 	}
@@ -462,7 +487,7 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 			e.latEWMA.Store(old + (r.LatencyNs-old)/16)
 		}
 	}
-	w.codes[e.p.assign[i]][r.Code]++
+	w.codes[e.p.assign[a.i]][r.Code]++
 	w.lbuf = evidence.AppendRequestJSON(w.lbuf[:0], r)
 	if werr := e.out.WriteRaw(w.lbuf); werr != nil {
 		e.fail(fmt.Errorf("attack: writing request %q: %w", r.ID, werr))

@@ -11,9 +11,14 @@ import (
 )
 
 // runUnpaced runs an attack without a Rate: p.workers workers each warm a
-// connection for their first ID (worker k sends ID k first), wait at the
-// barrier, are released together, and then take the remaining IDs in order
-// until none are left (closed loop). It returns the release instant.
+// connection for their first ID (worker k sends ID k first) and block
+// reading its response; then the barrier releases: GOMAXPROCS sender
+// goroutines write all these first requests back to back (no goroutine
+// switch between two sends, and responses are handled only once the Ps are
+// free), and the workers go on to take the remaining IDs in order until
+// none are left (closed loop). A worker whose connection could not be
+// warmed sends its first request itself after the release. It returns the
+// release instant.
 func (e *engine) runUnpaced(ctx context.Context, sum *Summary) time.Time {
 	n := len(e.p.opts.IDs)
 	workers := e.p.workers
@@ -23,26 +28,48 @@ func (e *engine) runUnpaced(ctx context.Context, sum *Summary) time.Time {
 	ready.Add(workers)
 	done.Add(workers)
 	release := make(chan struct{})
-	var proceed bool // written before close(release), read after it
+	var proceed bool                 // written before close(release), read after it
+	warm := make([]*worker, workers) // workers with a warm connection, by first ID
 	warmStart := time.Now()
 	for k := 0; k < workers; k++ {
 		w := e.newWorker()
 		go func() {
 			defer done.Done()
 			w.build(k)
-			c := e.targets[e.p.assign[k]].warm(e.abortCtx)
-			if c != nil {
-				e.warm.Add(1)
-			}
-			ready.Done()
-			<-release
-			if !proceed {
-				if c != nil {
-					c.close()
+			tg := e.targets[e.p.assign[k]]
+			c := tg.warm(e.abortCtx)
+			if c == nil {
+				ready.Done()
+				<-release
+				if proceed {
+					w.do(k, 0, nil, true)
 				}
+			} else {
+				e.warm.Add(1)
+				w.burst = &attempt{i: k, inBurst: true, c: c}
+				w.sentCh = make(chan struct{})
+				w.cur.Store(c)
+				warm[k] = w
+				ready.Done()
+				resp, err := readResponse(c.br, tg.req) // until the response, or woken
+				<-w.sentCh
+				if !proceed {
+					c.close()
+					w.cur.Store(nil)
+					return
+				}
+				a := w.burst
+				w.burst = nil
+				if a.werr != nil {
+					a.err, a.notSent = a.werr, a.wn == 0
+				} else {
+					a.resp, a.err = resp, err
+				}
+				w.finish(a)
+			}
+			if !proceed {
 				return
 			}
-			w.do(k, 0, c, true)
 			for !e.stop.Load() {
 				i := int(e.next.Add(1) - 1)
 				if i >= n {
@@ -62,9 +89,50 @@ func (e *engine) runUnpaced(ctx context.Context, sum *Summary) time.Time {
 	at := time.Now()
 	e.released = at.UnixNano()
 	close(release)
+	var list []*worker
+	for _, w := range warm {
+		if w != nil {
+			list = append(list, w)
+		}
+	}
+	senders := max(1, min(runtime.GOMAXPROCS(0), len(list)))
+	var sending sync.WaitGroup
+	for s := 1; s < senders; s++ {
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			e.sendBurst(list[s*len(list)/senders:(s+1)*len(list)/senders], proceed)
+		}()
+	}
+	e.sendBurst(list[:len(list)/senders], proceed)
+	sending.Wait()
 	done.Wait()
 	sum.Burst = &Burst{Requests: workers, WarmNs: int64(warmed), ReleaseNs: e.released}
 	return at
+}
+
+// sendBurst writes the first request of each worker in ws on its warm
+// connection (or, when the attack does not proceed, wakes the worker).
+func (e *engine) sendBurst(ws []*worker, proceed bool) {
+	for _, w := range ws {
+		a := w.burst
+		if !proceed {
+			a.c.SetDeadline(time.Unix(1, 0))
+			close(w.sentCh)
+			continue
+		}
+		a.start = time.Now()
+		a.sent = a.start
+		a.c.SetDeadline(a.sent.Add(e.timeout))
+		a.wn, a.werr = a.c.Write(w.wbuf)
+		if a.wn > 0 {
+			a.writes = 1
+		}
+		if a.werr != nil {
+			a.c.SetDeadline(time.Unix(1, 0)) // wake the reader
+		}
+		close(w.sentCh)
+	}
 }
 
 // job is one ID of a paced attack with its intended send time (unix ns).

@@ -1,32 +1,220 @@
 #!/usr/bin/env bash
-# Same target, same run: wrk vs `rlbench attack` against one `rlbench backend`
-# on 127.0.0.1 (a free port), to show what rlbench's own client costs.
-# Usage: bench/compare.sh [IDS] [CONCURRENCY]   (defaults 20000 and 50)
-# Needs wrk (Debian package `wrk`). The bare-vegeta comparison is a Go
-# benchmark: bench/attack.sh.
+# The side-by-side client benchmark of issue 14, in one run, on loopback:
+# rlbench (this checkout, "after", and BEFORE_REV, "before") against vegeta
+# v12.13.0 (library and CLI), hey and wrk, against the rlbench backend and a
+# private nginx. It prints a table of medians (and min/max) with the ratio
+# of rlbench-after to each other tool, then the issue's targets.
+#
+# Usage: bench/compare.sh            (run from anywhere; about 10 minutes)
+# Environment: BEFORE_REV (default main; "none" skips it), REPS (max
+# throughput repetitions, default 3), RATE_RUNS (fixed-rate runs, default
+# 10), N (requests per max-throughput run, default 200000), KEEP=1 keeps the
+# work directory. Installs wrk and nginx (apt-get) and hey and vegeta (go
+# install into a private GOBIN) when missing. The machine's other load
+# shows in every figure: compare ratios of one run, not absolute numbers.
+#
+# Figures:
+#   max:<target>    50 connections, closed loop: per_sec (the tool's own
+#                   rate), cpu_us (client process CPU, user+sys from
+#                   getrusage, per request, start-up included)
+#   rate20k         20,000/s for 5 s, default flags, fresh backend per run:
+#                   achieved_per_sec (first to last send), local_errors
+#                   (not sent / dial errors), pacing_p99_us, ok_runs (1 when
+#                   >= 19,800/s with no local error)
+#   burst<N>        N IDs all at once, fresh CLI process: spread_ms (first to
+#                   last send of attack.json; vegeta: of Result.Timestamp)
+#   mem1M           1 M IDs, --concurrency 50, against nginx: b_per_id
+#                   ((maxrss(1M) - maxrss(10k)) / 990k) and rss_mb
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ids="${1:-20000}"
-conc="${2:-50}"
-command -v wrk >/dev/null || { echo "compare.sh: wrk not installed (apt-get install wrk)" >&2; exit 2; }
-work="$(mktemp -d)"
-bin="$work/rlbench"
-go build -o "$bin" ./cmd/rlbench
-"$bin" backend --listen 127.0.0.1:0 --receipts "$work/receipts.jsonl" > "$work/backend.json" 2> "$work/backend.err" &
-pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 100); do [ -s "$work/backend.json" ] && break; sleep 0.05; done
-url="$(sed -n 's/.*"backend":"\([^"]*\)".*/\1/p' "$work/backend.json")"
-[ -n "$url" ] || { echo "compare.sh: backend did not start" >&2; cat "$work/backend.err" >&2; exit 1; }
-echo "target: $url (rlbench backend, pid $pid)"
+repo=$PWD
+BEFORE_REV=${BEFORE_REV:-main}
+REPS=${REPS:-3}
+RATE_RUNS=${RATE_RUNS:-10}
+N=${N:-200000}
+work="$(mktemp -d /tmp/rlbench-compare.XXXXXX)"
+results="$work/results.jsonl"
+bpid="" npid=""
+cleanup() {
+	[ -n "$bpid" ] && kill -TERM "$bpid" 2>/dev/null && wait "$bpid" 2>/dev/null
+	[ -n "$npid" ] && kill -QUIT "$npid" 2>/dev/null && wait "$npid" 2>/dev/null
+	if [ "${KEEP:-0}" = 1 ]; then echo "work directory kept: $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
 
-echo "== wrk -t2 -c$conc -d5s"
-wrk -t2 -c"$conc" -d5s "$url/" | grep -E "Requests/sec|Latency"
+log() { echo "== $*" >&2; }
 
-echo "== rlbench attack --ids $ids --concurrency $conc"
-start=$(date +%s.%N)
-/usr/bin/time -f "cpu: %U s user + %S s sys" "$bin" attack --target b="$url" --ids "$ids" --concurrency "$conc" --out "$work/ev" 2>&1 | tail -2
-end=$(date +%s.%N)
-awk -v n="$ids" -v s="$start" -v e="$end" 'BEGIN { printf "rlbench attack: %.0f requests/s (wall, incl. process start and writing requests.jsonl)\n", n/(e-s) }'
-lines=$(wc -l < "$work/ev/requests.jsonl")
-echo "requests.jsonl: $lines lines"
+# --- tools ---------------------------------------------------------------
+if ! command -v wrk >/dev/null || ! [ -x /usr/sbin/nginx ]; then
+	log "installing wrk and nginx (apt-get)"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx >/dev/null
+fi
+gobin="${GOBIN_CACHE:-/tmp/rlbench-compare-gobin}"
+mkdir -p "$gobin"
+[ -x "$gobin/hey" ] || GOBIN="$gobin" go install github.com/rakyll/hey@v0.1.5
+[ -x "$gobin/vegeta" ] || GOBIN="$gobin" go install github.com/tsenart/vegeta/v12@v12.13.0
+hey="$gobin/hey" vegeta="$gobin/vegeta"
+
+log "building rlbench (after: this checkout; before: $BEFORE_REV) and bench/measure"
+go build -o "$work/after" ./cmd/rlbench
+go build -o "$work/measure" ./bench/measure
+m="$work/measure"
+tools_rl="rlbench-after"
+if [ "$BEFORE_REV" != none ]; then
+	mkdir -p "$work/before-src"
+	git -C "$repo" archive "$BEFORE_REV" | tar -x -C "$work/before-src"
+	(cd "$work/before-src" && go build -o "$work/before" ./cmd/rlbench)
+	tools_rl="rlbench-after rlbench-before"
+fi
+bin_of() { case "$1" in rlbench-after) echo "$work/after" ;; rlbench-before) echo "$work/before" ;; esac; }
+
+rec() { printf '{"group":"%s","tool":"%s","key":"%s","value":%s}\n' "$1" "$2" "$3" "${4:-0}" >>"$results"; }
+
+# --- targets -------------------------------------------------------------
+start_backend() {
+	rm -f "$work/backend.json"
+	"$work/after" backend --listen 127.0.0.1:0 --receipts "$work/receipts.jsonl" >"$work/backend.json" 2>"$work/backend.err" &
+	bpid=$!
+	for _ in $(seq 200); do [ -s "$work/backend.json" ] && break; sleep 0.02; done
+	backend="$(sed -n 's/.*"backend":"\([^"]*\)".*/\1/p' "$work/backend.json")"
+	[ -n "$backend" ] || { cat "$work/backend.err" >&2; exit 1; }
+}
+stop_backend() { kill -TERM "$bpid" 2>/dev/null; wait "$bpid" 2>/dev/null || true; bpid=""; rm -f "$work/receipts.jsonl"; }
+
+nport="$("$m" freeport)"
+mkdir -p "$work/nginx/logs"
+cat >"$work/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/logs/error.log;
+events { worker_connections 16384; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    client_body_temp_path $work/nginx/tmp;
+    proxy_temp_path $work/nginx/tmp;
+    fastcgi_temp_path $work/nginx/tmp;
+    uwsgi_temp_path $work/nginx/tmp;
+    scgi_temp_path $work/nginx/tmp;
+    server {
+        listen 127.0.0.1:$nport;
+        location / { return 200 "ok\n"; }
+    }
+}
+EOF
+/usr/sbin/nginx -e "$work/nginx/logs/error.log" -p "$work/nginx" -c "$work/nginx/nginx.conf" &
+npid=$!
+nginx_url="http://127.0.0.1:$nport"
+for _ in $(seq 100); do curl -fs "$nginx_url/" >/dev/null 2>&1 && break; sleep 0.05; done
+curl -fs "$nginx_url/" >/dev/null || { cat "$work/nginx/logs/error.log" >&2; exit 1; }
+log "nginx (private, pid $npid) on $nginx_url; $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- one client run ------------------------------------------------------
+# maxrun GROUP TOOL URL: one closed-loop run with 50 connections.
+maxrun() {
+	local g=$1 t=$2 url=$3 reqs=0 rate=0
+	case $t in
+	rlbench-*)
+		rm -rf "$work/ev"
+		"$m" run "$work/m.json" -- "$(bin_of "$t")" attack --target t="$url" --ids "$N" --concurrency 50 --out "$work/ev" 2>/dev/null
+		"$m" jsonl "$work/ev" >"$work/s.json"
+		rate=$("$m" get "$work/s.json" attack_per_sec); reqs=$("$m" get "$work/s.json" n) ;;
+	vegeta-lib)
+		"$m" run "$work/m.json" -- "$m" vegeta -n "$N" -c 50 "$url/" >"$work/s.json"
+		rate=$("$m" get "$work/s.json" per_sec); reqs=$("$m" get "$work/s.json" n) ;;
+	vegeta-cli)
+		echo "GET $url/" >"$work/targets.txt"
+		"$m" run "$work/m.json" -- "$vegeta" attack -rate=0 -max-workers=50 -duration=4s -targets="$work/targets.txt" -output="$work/veg.bin"
+		"$vegeta" report -type=json "$work/veg.bin" >"$work/s.json"
+		rate=$("$m" get "$work/s.json" rate); reqs=$("$m" get "$work/s.json" requests) ;;
+	hey)
+		"$m" run "$work/m.json" -- "$hey" -n "$N" -c 50 "$url/" >"$work/hey.out"
+		rate=$(awk '/Requests\/sec/ {print $2}' "$work/hey.out"); reqs=$N ;;
+	wrk)
+		"$m" run "$work/m.json" -- wrk -t2 -c50 -d4s "$url/" >"$work/wrk.out"
+		rate=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out"); reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out") ;;
+	esac
+	local cpu; cpu=$("$m" get "$work/m.json" cpu_ns)
+	rec "$g" "$t" per_sec "$rate"
+	rec "$g" "$t" cpu_us "$(awk -v c="$cpu" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.3f", c/n/1000; else print 0 }')"
+}
+
+# --- 1. max throughput ---------------------------------------------------
+for target in backend nginx; do
+	for rep in $(seq "$REPS"); do
+		for t in $tools_rl vegeta-lib vegeta-cli hey wrk; do
+			if [ $target = backend ]; then start_backend; url=$backend; else url=$nginx_url; fi
+			log "max:$target rep $rep: $t"
+			maxrun "max:$target" "$t" "$url"
+			[ $target = backend ] && stop_backend
+		done
+	done
+done
+
+# --- 2. bursts, fresh CLI process ----------------------------------------
+for n in 20 200 2000; do
+	reps=$([ $n = 20 ] && echo 15 || ([ $n = 200 ] && echo 10 || echo 6))
+	start_backend
+	log "burst$n: $reps runs each"
+	for rep in $(seq "$reps"); do
+		for t in $tools_rl; do
+			rm -rf "$work/ev"
+			"$(bin_of "$t")" attack --target b="$backend" --ids "$n" --out "$work/ev" 2>/dev/null
+			rec "burst$n" "$t" spread_ms "$(awk -v s="$("$m" get "$work/ev/attack.json" send_spread_ns)" 'BEGIN { printf "%.4f", s/1e6 }')"
+		done
+		"$m" vegeta -burst -n "$n" "$backend/" >"$work/s.json"
+		rec "burst$n" vegeta-lib spread_ms "$(awk -v s="$("$m" get "$work/s.json" spread_ns)" 'BEGIN { printf "%.4f", s/1e6 }')"
+	done
+	stop_backend
+done
+
+# --- 3. fixed rate: 20,000/s for 5 s, default flags ------------------------
+for rep in $(seq "$RATE_RUNS"); do
+	for t in $tools_rl; do
+		start_backend
+		rm -rf "$work/ev"
+		log "rate20k run $rep: $t"
+		"$m" run "$work/m.json" -- "$(bin_of "$t")" attack --target b="$backend" --ids 100000 --rate 20000/1s --out "$work/ev" 2>/dev/null || true
+		"$m" jsonl "$work/ev" 20000 >"$work/s.json"
+		ach=$("$m" get "$work/s.json" achieved_per_sec); loc=$("$m" get "$work/s.json" local_errors)
+		rec rate20k "$t" achieved_per_sec "$ach"
+		rec rate20k "$t" local_errors "$loc"
+		rec rate20k "$t" pacing_p99_us "$(awk -v p="$("$m" get "$work/s.json" pacing_p99_ns)" 'BEGIN { printf "%.1f", p/1e3 }')"
+		rec rate20k "$t" ok_runs "$(awk -v a="${ach:-0}" -v l="${loc:-1}" 'BEGIN { print (a >= 19800 && l == 0) ? 1 : 0 }')"
+		rec rate20k "$t" rss_mb "$(awk -v k="$("$m" get "$work/m.json" maxrss_kb)" 'BEGIN { printf "%.1f", k/1024 }')"
+		stop_backend
+	done
+done
+
+# --- 4. memory per ID ----------------------------------------------------
+for t in $tools_rl; do
+	for ids in 10000 1000000; do
+		rm -rf "$work/ev"
+		log "mem: $t $ids IDs"
+		"$m" run "$work/m.json" -- "$(bin_of "$t")" attack --target n="$nginx_url" --ids $ids --concurrency 50 --out "$work/ev" 2>/dev/null
+		eval "rss_$ids=$("$m" get "$work/m.json" maxrss_kb)"
+	done
+	rec mem1M "$t" rss_mb "$(awk -v k="$rss_1000000" 'BEGIN { printf "%.1f", k/1024 }')"
+	rec mem1M "$t" b_per_id "$(awk -v a="$rss_1000000" -v b="$rss_10000" 'BEGIN { printf "%.1f", (a-b)*1024/990000 }')"
+done
+rm -rf "$work/ev"
+"$m" run "$work/m.json" -- "$m" vegeta -n 1000000 -c 50 "$nginx_url/" >/dev/null
+rec mem1M vegeta-lib rss_mb "$(awk -v k="$("$m" get "$work/m.json" maxrss_kb)" 'BEGIN { printf "%.1f", k/1024 }')"
+
+# --- 5. vegeta at 20,000/s with its defaults (last: it may exhaust ports) --
+for rep in 1 2; do
+	start_backend
+	log "rate20k vegeta run $rep"
+	"$m" vegeta -rate 20000 -duration 5s "$backend/" >"$work/s.json" || true
+	rec rate20k vegeta-lib achieved_per_sec "$("$m" get "$work/s.json" achieved_per_sec)"
+	rec rate20k vegeta-lib local_errors "$("$m" get "$work/s.json" local_errors)"
+	rec rate20k vegeta-lib pacing_p99_us "$(awk -v p="$("$m" get "$work/s.json" pacing_p99_ns)" 'BEGIN { printf "%.1f", p/1e3 }')"
+	stop_backend
+done
+
+echo
+echo "rlbench client benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), before=$BEFORE_REV"
+echo
+"$m" table "$results"
+if [ "${KEEP:-0}" = 1 ]; then cp "$results" "$repo/bench/out-results.jsonl" 2>/dev/null || true; fi

@@ -1,0 +1,389 @@
+// Command measure is the helper of bench/compare.sh: it runs a client
+// process and reports its wall time, CPU and peak memory; summarises an
+// rlbench requests.jsonl (rate, local errors, pacing error, send spread);
+// runs vegeta as a library (throughput, bursts, fixed rates) for the
+// vegeta-library column; and prints the comparison table with medians and
+// ratios. It is a benchmark tool, not part of rlbench.
+//
+//	measure run OUT.json -- CMD ARGS...    run CMD, write {wall_ns,cpu_ns,maxrss_kb,exit}
+//	measure jsonl DIR [RATE]               summarise DIR/requests.jsonl (+ attack.json)
+//	measure vegeta -n N -c C [-rate R] [-duration D] URL
+//	measure freeport                       print a free 127.0.0.1 port
+//	measure get FILE KEY                   print a top-level value of a JSON object
+//	measure table RESULTS.jsonl            print the comparison table
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: measure run|jsonl|vegeta|freeport|table ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = runCmd(os.Args[2:])
+	case "jsonl":
+		err = summarise(os.Args[2:])
+	case "vegeta":
+		err = vegetaLib(os.Args[2:])
+	case "freeport":
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+			fmt.Println(ln.Addr().(*net.TCPAddr).Port)
+			ln.Close()
+		}
+	case "get":
+		err = get(os.Args[2:])
+	case "table":
+		err = table(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "measure:", err)
+		os.Exit(1)
+	}
+}
+
+// runCmd runs a command and reports its resource use (getrusage of the
+// child via ProcessState).
+func runCmd(args []string) error {
+	if len(args) < 3 || args[1] != "--" {
+		return errors.New("usage: measure run OUT.json -- CMD ARGS...")
+	}
+	cmd := exec.Command(args[2], args[3:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		return err
+	}
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	out := map[string]any{"wall_ns": wall.Nanoseconds(), "exit": code}
+	if ru != nil {
+		out["cpu_ns"] = ru.Utime.Nano() + ru.Stime.Nano()
+		out["maxrss_kb"] = ru.Maxrss
+	}
+	b, _ := json.Marshal(out)
+	return os.WriteFile(args[0], b, 0o644)
+}
+
+type line struct {
+	SentNs     int64  `json:"sent_ns"`
+	LatencyNs  int64  `json:"latency_ns"`
+	Code       int    `json:"code"`
+	Error      string `json:"error"`
+	IntendedNs int64  `json:"intended_ns"`
+	NotSent    bool   `json:"not_sent"`
+}
+
+// summarise reads DIR/requests.jsonl. Local errors are not_sent lines plus,
+// for releases before not_sent existed, code-0 lines whose error shows the
+// request never left (dial, socket, too many open files). The pacing error
+// uses intended_ns when present, else the schedule fitted to the sends
+// (hit k at origin+(k+1)/rate, origin the earliest that makes no send early),
+// which can only underestimate it.
+func summarise(args []string) error {
+	if len(args) < 1 {
+		return errors.New("usage: measure jsonl DIR [RATE]")
+	}
+	rate := 0.0
+	if len(args) > 1 {
+		rate, _ = strconv.ParseFloat(args[1], 64)
+	}
+	f, err := os.Open(filepath.Join(args[0], "requests.jsonl"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var ls []line
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return err
+		}
+		ls = append(ls, l)
+	}
+	out := map[string]any{"n": len(ls)}
+	local, code0, ok := 0, 0, 0
+	var sent []int64
+	var errs []float64
+	for _, l := range ls {
+		e := strings.ToLower(l.Error)
+		switch {
+		case l.NotSent || strings.Contains(e, "too many open files") || strings.Contains(e, "dial tcp") || strings.Contains(e, "socket:"):
+			local++
+			continue
+		case l.Code == 0:
+			code0++
+		case l.Code >= 200 && l.Code < 400:
+			ok++
+		}
+		sent = append(sent, l.SentNs)
+		if l.IntendedNs != 0 {
+			errs = append(errs, float64(l.SentNs-l.IntendedNs))
+		}
+	}
+	out["local_errors"], out["code0"], out["ok"] = local, code0, ok
+	slices.Sort(sent)
+	if len(sent) > 1 {
+		out["spread_ns"] = sent[len(sent)-1] - sent[0]
+		out["achieved_per_sec"] = float64(len(sent)-1) / (float64(sent[len(sent)-1]-sent[0]) / 1e9)
+	}
+	if rate > 0 && len(sent) > 0 && len(errs) == 0 {
+		iv := 1e9 / rate
+		origin := math.Inf(1)
+		for k, s := range sent {
+			origin = math.Min(origin, float64(s)-float64(k+1)*iv)
+		}
+		for k, s := range sent {
+			errs = append(errs, float64(s)-float64(k+1)*iv-origin)
+		}
+		out["pacing_fitted"] = true
+	}
+	if len(errs) > 0 {
+		sort.Float64s(errs)
+		out["pacing_p50_ns"] = errs[len(errs)/2]
+		out["pacing_p99_ns"] = errs[(len(errs)*99+99)/100-1]
+		out["pacing_max_ns"] = errs[len(errs)-1]
+	}
+	if b, err := os.ReadFile(filepath.Join(args[0], "attack.json")); err == nil {
+		var a struct {
+			StartNs  int64 `json:"start_ns"`
+			EndNs    int64 `json:"end_ns"`
+			Sent     int   `json:"sent"`
+			Complete bool  `json:"complete"`
+			Config   struct {
+				Workers int `json:"workers"`
+				FDCap   int `json:"fd_cap"`
+			} `json:"config"`
+			SendSpreadNs int64 `json:"send_spread_ns"`
+		}
+		if json.Unmarshal(b, &a) == nil {
+			out["attack_per_sec"] = float64(a.Sent) / (float64(a.EndNs-a.StartNs) / 1e9)
+			out["complete"] = a.Complete
+			out["workers"] = a.Config.Workers
+			out["send_spread_ns"] = a.SendSpreadNs
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// vegetaLib runs vegeta v12 as a library: n requests with c workers
+// (closed loop at rate 0), or at -rate for -duration with vegeta's
+// defaults (MaxWorkers unbounded), draining results without encoding. For
+// a burst (-burst), every request has its own worker and the send spread is
+// the spread of Result.Timestamp.
+func vegetaLib(args []string) error {
+	fs := flag.NewFlagSet("vegeta", flag.ContinueOnError)
+	n := fs.Int("n", 0, "requests (closed loop or burst)")
+	c := fs.Int("c", 50, "workers")
+	rate := fs.Int("rate", 0, "requests per second (with -duration)")
+	dur := fs.Duration("duration", 0, "duration of a paced attack")
+	burst := fs.Bool("burst", false, "n requests all at once")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("usage: measure vegeta [-n N -c C | -burst -n N | -rate R -duration D] URL")
+	}
+	url := fs.Arg(0)
+	var atk *vegeta.Attacker
+	var pacer vegeta.Pacer = vegeta.Rate{}
+	var next atomic.Int64
+	tr := vegeta.Targeter(func(t *vegeta.Target) error {
+		if *n > 0 && next.Add(1) > int64(*n) {
+			return vegeta.ErrNoTargets
+		}
+		*t = vegeta.Target{Method: "GET", URL: url}
+		return nil
+	})
+	switch {
+	case *burst:
+		atk = vegeta.NewAttacker(vegeta.Workers(uint64(*n)), vegeta.MaxWorkers(uint64(*n)), vegeta.Connections(*n))
+	case *rate > 0:
+		atk = vegeta.NewAttacker()
+		pacer = vegeta.Rate{Freq: *rate, Per: time.Second}
+		*n = 0
+	default:
+		atk = vegeta.NewAttacker(vegeta.Workers(uint64(*c)), vegeta.MaxWorkers(uint64(*c)))
+	}
+	start := time.Now()
+	var ts []int64
+	var sched []float64
+	okN, errN, local := 0, 0, 0
+	for r := range atk.Attack(tr, pacer, *dur, "") {
+		if r.Error == vegeta.ErrNoTargets.Error() && r.URL == "" {
+			continue
+		}
+		ts = append(ts, r.Timestamp.UnixNano())
+		if r.Code >= 200 && r.Code < 400 {
+			okN++
+		} else {
+			errN++
+			if strings.Contains(r.Error, "too many open files") || strings.Contains(r.Error, "dial tcp") {
+				local++
+			}
+		}
+	}
+	wall := time.Since(start)
+	slices.Sort(ts)
+	out := map[string]any{"n": len(ts), "ok": okN, "errors": errN, "local_errors": local, "wall_ns": wall.Nanoseconds(),
+		"per_sec": float64(len(ts)) / wall.Seconds()}
+	if len(ts) > 1 {
+		out["spread_ns"] = ts[len(ts)-1] - ts[0]
+		out["achieved_per_sec"] = float64(len(ts)-1) / (float64(ts[len(ts)-1]-ts[0]) / 1e9)
+	}
+	if *rate > 0 && len(ts) > 0 {
+		iv := 1e9 / float64(*rate)
+		origin := math.Inf(1)
+		for k, s := range ts {
+			origin = math.Min(origin, float64(s)-float64(k+1)*iv)
+		}
+		for k, s := range ts {
+			sched = append(sched, float64(s)-float64(k+1)*iv-origin)
+		}
+		sort.Float64s(sched)
+		out["pacing_p99_ns"] = sched[(len(sched)*99+99)/100-1]
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// row is one measurement in RESULTS.jsonl.
+type row struct {
+	Group string  `json:"group"` // e.g. "max:backend"
+	Tool  string  `json:"tool"`  // e.g. "rlbench-after"
+	Key   string  `json:"key"`   // figure, e.g. "per_sec"
+	Value float64 `json:"value"`
+}
+
+// table prints, per group and figure, the median of each tool and the
+// ratios of rlbench-after to the others.
+func table(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: measure table RESULTS.jsonl")
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	type gk struct{ group, key string }
+	vals := map[gk]map[string][]float64{}
+	var order []gk
+	var tools []string
+	dec := json.NewDecoder(f)
+	for {
+		var r row
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			return err
+		}
+		k := gk{r.Group, r.Key}
+		if vals[k] == nil {
+			vals[k] = map[string][]float64{}
+			order = append(order, k)
+		}
+		vals[k][r.Tool] = append(vals[k][r.Tool], r.Value)
+		if !slices.Contains(tools, r.Tool) {
+			tools = append(tools, r.Tool)
+		}
+	}
+	fmt.Println("| group | figure | tool | runs | median | min | max | after/tool |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for _, k := range order {
+		after := median(vals[k]["rlbench-after"])
+		for _, t := range tools {
+			v := vals[k][t]
+			if len(v) == 0 {
+				continue
+			}
+			m := median(v)
+			ratio := ""
+			if t != "rlbench-after" && m != 0 && !math.IsNaN(after) {
+				ratio = fmt.Sprintf("%.2f", after/m)
+			}
+			fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s |\n", k.group, k.key, t, len(v), num(m), num(slices.Min(v)), num(slices.Max(v)), ratio)
+		}
+	}
+	return nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func num(v float64) string {
+	switch {
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// get prints the value of a top-level key of the JSON object in FILE ("-"
+// for stdin), or nothing when it is absent.
+func get(args []string) error {
+	if len(args) != 2 {
+		return errors.New("usage: measure get FILE KEY")
+	}
+	var b []byte
+	var err error
+	if args[0] == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(args[0])
+	}
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	if v, ok := m[args[1]]; ok {
+		fmt.Println(strings.Trim(string(v), `"`))
+	}
+	return nil
+}
