@@ -80,10 +80,12 @@
 // With a Rate, a dispatcher releases ID k at the intended time
 // start+(k+1)/rate to an idle worker. The pool starts small, with warm
 // connections, and grows only when a request is due and no worker is idle,
-// up to a bound sized from the rate and the observed latency
-// (rate*max(4*latency, 10ms), at least 16, at most the descriptor cap), never
-// unbounded: an overloaded client falls behind its schedule, which the
-// pacing error shows, instead of opening thousands of connections. Each
+// up to a bound sized from the rate and the observed latency: rate*10ms at
+// first, then, once, rate*max(4*L, 10ms) with L the mean latency of the
+// first 200 responses; at least 16, at most the descriptor cap, never
+// unbounded, and never re-sized from later latencies, which an overloaded
+// client inflates itself. Such a client falls behind its schedule, which
+// the pacing error shows, instead of opening thousands of connections. Each
 // line records IntendedNs; Summary reports the pacing error (SentNs minus
 // intended) and the latency from the intended send time (coordinated
 // omission) besides the latency from the actual send.

@@ -1,13 +1,17 @@
 package attack
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,4 +224,111 @@ func reportPacing(b *testing.B, runs [][]int64, interval int64) {
 	b.ReportMetric(errs[len(errs)*99/100], "p99-abs-err-us")
 	b.ReportMetric(errs[len(errs)-1], "max-abs-err-us")
 	b.ReportMetric(rates[0], "min-rate-req/s")
+}
+
+// rawBackend answers every request on a connection with a canned 200 and
+// allocates nothing per request, so that allocs/op in BenchmarkRequestCost
+// are the client's. It reads up to the blank line ending the headers (the
+// benchmark sends no body).
+func rawBackend(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	resp := []byte("HTTP/1.1 200 OK\r\nServer: raw\r\nContent-Length: 2\r\n\r\nok")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReaderSize(c, 4096)
+				for {
+					line, err := br.ReadSlice('\n')
+					if err != nil {
+						return
+					}
+					if len(line) == 2 { // "\r\n": end of the request
+						if _, err := c.Write(resp); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// BenchmarkRequestCost is the client's cost per request (one op = one
+// request; allocs/op and B/op are per request, with the backend allocation
+// free): Run with keep-alive and 8 in flight, next to a hey-like loop on
+// net/http's Transport and a bare vegeta attack against the same backend.
+// cpu-us/req includes the in-process backend's share.
+func BenchmarkRequestCost(b *testing.B) {
+	url := rawBackend(b)
+	b.Run("run", func(b *testing.B) {
+		ids := IDs(b.N, "c")
+		w := evidence.NewWriter(io.Discard)
+		defer w.Close()
+		cpu0, ok := processCPU()
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		sum, err := Run(context.Background(), Options{IDs: ids, Targets: []Target{{URL: url}}, Concurrency: 8}, w)
+		wall := time.Since(start)
+		b.StopTimer()
+		if err != nil || sum.CodesByTarget[sum.Config.Targets[0].Name]["200"] != b.N {
+			b.Fatalf("summary %+v err %v", sum, err)
+		}
+		reportRate(b, b.N, wall, cpu0, ok)
+	})
+	b.Run("nethttp-transport", func(b *testing.B) {
+		tr := &http.Transport{MaxIdleConnsPerHost: 8}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr}
+		var left atomic.Int64
+		left.Store(int64(b.N))
+		cpu0, ok := processCPU()
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for left.Add(-1) >= 0 {
+					req, _ := http.NewRequest("GET", url+"/", nil)
+					resp, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+		}
+		wg.Wait()
+		wall := time.Since(start)
+		b.StopTimer()
+		reportRate(b, b.N, wall, cpu0, ok)
+	})
+	b.Run("bare-vegeta", func(b *testing.B) {
+		tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "GET", URL: url + "/"})
+		atk := vegeta.NewAttacker(vegeta.Workers(8), vegeta.MaxWorkers(8))
+		cpu0, ok := processCPU()
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		for range atk.Attack(tr, &stopAfter{inner: vegeta.Rate{}, n: uint64(b.N)}, 0, "") {
+		}
+		wall := time.Since(start)
+		b.StopTimer()
+		reportRate(b, b.N, wall, cpu0, ok)
+	})
 }

@@ -44,8 +44,10 @@ type engine struct {
 	writeErr error
 
 	lat, pace, fromIntended, burst hist
-	latEWMA                        atomic.Int64 // paced: smoothed latency, ns
-	warm                           atomic.Int64 // connections warmed before the start
+	// Paced: the first sizingSample latencies, summed (package doc, "Fixed
+	// rates").
+	sampleN, sampleSum atomic.Int64
+	warm               atomic.Int64 // connections warmed before the start
 	// released is the barrier's release instant (unix ns), written before
 	// the barrier opens; burstMin/Max bound the released requests' SentNs.
 	released           int64
@@ -482,9 +484,10 @@ func (w *worker) finish(a *attempt) {
 	}
 	if r.Code != 0 {
 		e.lat.add(r.LatencyNs)
-		if e.paced {
-			old := e.latEWMA.Load()
-			e.latEWMA.Store(old + (r.LatencyNs-old)/16)
+		if e.paced && e.sampleN.Load() < sizingSample {
+			if e.sampleN.Add(1) <= sizingSample {
+				e.sampleSum.Add(r.LatencyNs)
+			}
 		}
 	}
 	w.codes[e.p.assign[a.i]][r.Code]++

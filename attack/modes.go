@@ -135,6 +135,12 @@ func (e *engine) sendBurst(ws []*worker, proceed bool) {
 	}
 }
 
+// sizingSample is how many latencies size a paced attack's pool: the bound
+// is set once from their mean, never from later latencies, which an
+// overloaded client inflates itself (more workers would then mean more
+// connections and more overload: vegeta's collapse at 20,000/s).
+const sizingSample = 200
+
 // job is one ID of a paced attack with its intended send time (unix ns).
 type job struct {
 	i        int
@@ -182,8 +188,11 @@ func (e *engine) runPaced(ctx context.Context, sum *Summary) time.Time {
 		spawn(nil)
 	}
 	peak := initial
+	var sizedBy time.Duration // mean of the first sizingSample latencies, once known
 	sum.Pacing = &Pacing{}
-	defer func() { sum.Pacing.WorkersPeak, sum.Pacing.WorkersBound = peak, bound }()
+	defer func() {
+		sum.Pacing.WorkersPeak, sum.Pacing.WorkersBound, sum.Pacing.SizingLatencyNs = peak, bound, int64(sizedBy)
+	}()
 	_ = warmStart
 
 	timer := time.NewTimer(time.Hour)
@@ -213,8 +222,9 @@ dispatch:
 			continue
 		default:
 		}
-		if !fixed {
-			bound = max(bound, rateBound(p.config.RatePerSec, time.Duration(e.latEWMA.Load()), p.maxWork))
+		if !fixed && sizedBy == 0 && e.sampleN.Load() >= sizingSample {
+			sizedBy = time.Duration(e.sampleSum.Load() / sizingSample)
+			bound = max(bound, rateBound(p.config.RatePerSec, sizedBy, p.maxWork))
 		}
 		if peak < bound {
 			peak++
