@@ -76,6 +76,7 @@ type hconn struct {
 	br        *bufio.Reader
 	raw       syscall.RawConn // the TCP socket, for the liveness peek
 	t         *target
+	isTLS     bool
 	used      bool      // has carried a request
 	idleSince time.Time // when it was put back idle
 }
@@ -261,6 +262,7 @@ func (t *target) dial(ctx context.Context) (*hconn, error) {
 		}
 		nc.SetDeadline(time.Time{})
 		nc = tc
+		c.isTLS = true
 	}
 	c.Conn = nc
 	c.br = bufio.NewReaderSize(nc, 4096)
@@ -284,7 +286,10 @@ func (c *hconn) live() bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
-	if c.raw == nil || time.Since(c.idleSince) < staleAfter {
+	// A TLS connection not used yet may hold the server's post-handshake
+	// messages (TLS 1.3 session tickets), which tls.Conn reads with the
+	// first response: the peek would take them for unsolicited data.
+	if c.raw == nil || (c.isTLS && !c.used) || time.Since(c.idleSince) < staleAfter {
 		return true
 	}
 	return !peekClosed(c.raw)
@@ -450,7 +455,7 @@ func (w *worker) finish(a *attempt) {
 			r.Error = a.resp.Status
 		}
 		w.capture(a.resp.Header)
-		if e.keep && !a.resp.Close && e.abortCtx.Err() == nil {
+		if e.keep && !a.resp.Close && r.Code != http.StatusSwitchingProtocols && e.abortCtx.Err() == nil {
 			tg.put(c, end)
 		} else {
 			c.close()
@@ -575,12 +580,15 @@ func (w *worker) capture(h http.Header) {
 // capturing a header costs no allocation after its first sighting.
 var lowerKeys sync.Map
 
+var lowerKeysN atomic.Int32
+
 func lowerKey(k string) string {
 	if v, ok := lowerKeys.Load(k); ok {
 		return v.(string)
 	}
 	lk := strings.ToLower(k)
-	if len(k) <= 64 {
+	if len(k) <= 64 && lowerKeysN.Load() < 4096 { // bounded: header names are few
+		lowerKeysN.Add(1)
 		lowerKeys.Store(k, lk)
 	}
 	return lk

@@ -282,3 +282,50 @@ func TestHistQuantiles(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTLS: https targets are warmed with the TLS handshake before the
+// burst, and a paced attack reuses its warm TLS connections (the server's
+// TLS 1.3 session tickets, read with the first response, must not make the
+// liveness peek discard them).
+func TestRunTLS(t *testing.T) {
+	var mu sync.Mutex
+	conns, atFirst := 0, -1
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if atFirst < 0 {
+			atFirst = conns
+		}
+		mu.Unlock()
+		io.WriteString(w, "tls")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	cfg := srv.Client().Transport.(*http.Transport).TLSClientConfig
+	sum, err, lines := runToLines(t, context.Background(), Options{IDs: IDs(10, "t"), Targets: []Target{{Name: "s", URL: srv.URL}}, TLSConfig: cfg})
+	if err != nil || !sum.Complete || sum.CodesByTarget["s"]["200"] != 10 || len(lines) != 10 || lines[0].Body != "tls" {
+		t.Fatalf("burst: err %v summary %+v", err, sum)
+	}
+	mu.Lock()
+	if atFirst != 10 || sum.Burst.WarmConnections != 10 {
+		t.Errorf("%d TLS connections open at the first request, %d warm; want 10", atFirst, sum.Burst.WarmConnections)
+	}
+	conns = 0
+	mu.Unlock()
+	sum, err, _ = runToLines(t, context.Background(), Options{IDs: IDs(30, "p"), Targets: []Target{{Name: "s", URL: srv.URL}}, TLSConfig: cfg,
+		Rate: vegeta.Rate{Freq: 300, Per: time.Second}})
+	if err != nil || !sum.Complete || sum.CodesByTarget["s"]["200"] != 30 {
+		t.Fatalf("paced: err %v summary %+v", err, sum)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns > sum.Pacing.WorkersPeak {
+		t.Errorf("paced: %d TLS connections for %d workers: warm connections were discarded", conns, sum.Pacing.WorkersPeak)
+	}
+}

@@ -8,8 +8,9 @@
 # Usage: bench/compare.sh            (run from anywhere; about 10 minutes)
 # Environment: BEFORE_REV (default main; "none" skips it), REPS (max
 # throughput repetitions, default 3), RATE_RUNS (fixed-rate runs, default
-# 10), N (requests per max-throughput run, default 200000), KEEP=1 keeps the
-# work directory. Installs wrk and nginx (apt-get) and hey and vegeta (go
+# 10), N (requests per max-throughput run, default 200000), SECTIONS (any of
+# "max burst rate mem vrate", default all), RESULTS=FILE copies the raw
+# measurements (JSON lines) there, KEEP=1 keeps the work directory. Installs wrk and nginx (apt-get) and hey and vegeta (go
 # install into a private GOBIN) when missing. The machine's other load
 # shows in every figure: compare ratios of one run, not absolute numbers.
 #
@@ -140,8 +141,11 @@ maxrun() {
 	rec "$g" "$t" cpu_us "$(awk -v c="$cpu" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.3f", c/n/1000; else print 0 }')"
 }
 
+SECTIONS=${SECTIONS:-max burst rate mem vrate}
+want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
+
 # --- 1. max throughput ---------------------------------------------------
-for target in backend nginx; do
+want max && for target in backend nginx; do
 	for rep in $(seq "$REPS"); do
 		for t in $tools_rl vegeta-lib vegeta-cli hey wrk; do
 			if [ $target = backend ]; then start_backend; url=$backend; else url=$nginx_url; fi
@@ -153,7 +157,7 @@ for target in backend nginx; do
 done
 
 # --- 2. bursts, fresh CLI process ----------------------------------------
-for n in 20 200 2000; do
+want burst && for n in 20 200 2000; do
 	reps=$([ $n = 20 ] && echo 15 || ([ $n = 200 ] && echo 10 || echo 6))
 	start_backend
 	log "burst$n: $reps runs each"
@@ -170,7 +174,7 @@ for n in 20 200 2000; do
 done
 
 # --- 3. fixed rate: 20,000/s for 5 s, default flags ------------------------
-for rep in $(seq "$RATE_RUNS"); do
+want rate && for rep in $(seq "$RATE_RUNS"); do
 	for t in $tools_rl; do
 		start_backend
 		rm -rf "$work/ev"
@@ -188,7 +192,7 @@ for rep in $(seq "$RATE_RUNS"); do
 done
 
 # --- 4. memory per ID ----------------------------------------------------
-for t in $tools_rl; do
+want mem && for t in $tools_rl; do
 	for ids in 10000 1000000; do
 		rm -rf "$work/ev"
 		log "mem: $t $ids IDs"
@@ -199,11 +203,11 @@ for t in $tools_rl; do
 	rec mem1M "$t" b_per_id "$(awk -v a="$rss_1000000" -v b="$rss_10000" 'BEGIN { printf "%.1f", (a-b)*1024/990000 }')"
 done
 rm -rf "$work/ev"
-"$m" run "$work/m.json" -- "$m" vegeta -n 1000000 -c 50 "$nginx_url/" >/dev/null
+want mem && "$m" run "$work/m.json" -- "$m" vegeta -n 1000000 -c 50 "$nginx_url/" >/dev/null &&
 rec mem1M vegeta-lib rss_mb "$(awk -v k="$("$m" get "$work/m.json" maxrss_kb)" 'BEGIN { printf "%.1f", k/1024 }')"
 
 # --- 5. vegeta at 20,000/s with its defaults (last: it may exhaust ports) --
-for rep in 1 2; do
+want vrate && for rep in 1 2; do
 	start_backend
 	log "rate20k vegeta run $rep"
 	"$m" vegeta -rate 20000 -duration 5s "$backend/" >"$work/s.json" || true
@@ -217,4 +221,4 @@ echo
 echo "rlbench client benchmark, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), before=$BEFORE_REV"
 echo
 "$m" table "$results"
-if [ "${KEEP:-0}" = 1 ]; then cp "$results" "$repo/bench/out-results.jsonl" 2>/dev/null || true; fi
+if [ -n "${RESULTS:-}" ]; then cp "$results" "$RESULTS"; fi

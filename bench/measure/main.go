@@ -337,6 +337,48 @@ func table(args []string) error {
 			fmt.Printf("| %s | %s | %s | %d | %s | %s | %s | %s |\n", k.group, k.key, t, len(v), num(m), num(slices.Min(v)), num(slices.Max(v)), ratio)
 		}
 	}
+	med := func(g, k, t string) float64 { return median(vals[gk{g, k}][t]) }
+	sum := func(g, k, t string) (float64, int) {
+		s := 0.0
+		for _, v := range vals[gk{g, k}][t] {
+			s += v
+		}
+		return s, len(vals[gk{g, k}][t])
+	}
+	fmt.Println()
+	fmt.Println("Targets of issue 14 (rlbench-after, medians of this run):")
+	check := func(ok bool, v float64, format string, a ...any) {
+		if math.IsNaN(v) {
+			return // not measured in this run
+		}
+		mark := "MET    "
+		if !ok {
+			mark = "NOT MET"
+		}
+		fmt.Printf("  %s %s\n", mark, fmt.Sprintf(format, a...))
+	}
+	for _, g := range []string{"max:backend", "max:nginx"} {
+		a, h, v := med(g, "per_sec", "rlbench-after"), med(g, "per_sec", "hey"), med(g, "per_sec", "vegeta-lib")
+		check(a >= h, a/h, "%s: %.2fx hey's throughput (>= 1.0)", g, a/h)
+		check(a >= 1.3*v, a/v, "%s: %.2fx vegeta library's throughput (>= 1.3)", g, a/v)
+		ca, ch := med(g, "cpu_us", "rlbench-after"), med(g, "cpu_us", "hey")
+		check(ca <= ch, ca/ch, "%s: %.2f us client CPU per request vs hey's %.2f (<=)", g, ca, ch)
+	}
+	for _, b := range []struct {
+		n     string
+		limit float64
+	}{{"20", 0.5}, {"200", 3}, {"2000", 25}} {
+		g := "burst" + b.n
+		a, v := med(g, "spread_ms", "rlbench-after"), med(g, "spread_ms", "vegeta-lib")
+		check(a <= b.limit, a, "%s IDs, fresh CLI: send spread p50 %.3f ms (<= %g ms; vegeta library %.3f ms, %.1fx)", b.n, a, b.limit, v, v/a)
+	}
+	if ok, n := sum("rate20k", "ok_runs", "rlbench-after"); n > 0 {
+		p99 := vals[gk{"rate20k", "pacing_p99_us"}]["rlbench-after"]
+		check(int(ok) == n, ok, "20,000/s for 5 s, default flags: %.0f of %d runs >= 19,800/s with no local error (all)", ok, n)
+		check(slices.Max(p99) <= 1000, median(p99), "20,000/s: pacing-error p99 median %.0f us, worst run %.0f us (<= 1000 us)", median(p99), slices.Max(p99))
+	}
+	a := med("mem1M", "b_per_id", "rlbench-after")
+	check(a <= 100, a, "memory at 1 M IDs: %.1f B per ID (<= 100; before: %.1f)", a, med("mem1M", "b_per_id", "rlbench-before"))
 	return nil
 }
 
