@@ -231,36 +231,21 @@ func reportPacing(b *testing.B, runs [][]int64, interval int64) {
 // are the client's. It reads up to the blank line ending the headers (the
 // benchmark sends no body).
 func rawBackend(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
 	resp := []byte("HTTP/1.1 200 OK\r\nServer: raw\r\nContent-Length: 2\r\n\r\nok")
-	go func() {
+	return "http://" + serveRaw(b, func(c net.Conn) {
+		br := bufio.NewReaderSize(c, 4096)
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadSlice('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReaderSize(c, 4096)
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil {
-						return
-					}
-					if len(line) == 2 { // "\r\n": end of the request
-						if _, err := c.Write(resp); err != nil {
-							return
-						}
-					}
+			if len(line) == 2 { // "\r\n": end of the request
+				if _, err := c.Write(resp); err != nil {
+					return
 				}
-			}()
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 // BenchmarkRequestCost is the client's cost per request (one op = one

@@ -183,32 +183,29 @@ func newTarget(p *prepared, t Target, full, mark string) (*target, error) {
 	return tg, nil
 }
 
-// get returns an idle live connection or opens a new one.
+// get returns an idle live connection or opens a new one (waiting for an
+// idle one or a free slot when MaxConnections is reached).
 func (t *target) get(ctx context.Context) (*hconn, error) {
 	for {
+		var c *hconn
 		select {
-		case c := <-t.idle:
-			if !c.live() {
-				c.close()
-				continue
-			}
-			return c, nil
+		case c = <-t.idle:
 		default:
-		}
-		if t.slots != nil {
+			if t.slots == nil {
+				return t.dial(ctx)
+			}
 			select {
-			case c := <-t.idle:
-				if !c.live() {
-					c.close()
-					continue
-				}
-				return c, nil
+			case c = <-t.idle:
 			case t.slots <- struct{}{}:
+				return t.dial(ctx)
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
 		}
-		return t.dial(ctx)
+		if c.live() {
+			return c, nil
+		}
+		c.close()
 	}
 }
 

@@ -74,38 +74,55 @@ func TestRunNotSent(t *testing.T) {
 	}
 }
 
+// countingServer is a test server that counts the connections it accepted
+// (conns) and how many were open when the first request arrived (atFirst);
+// handle runs for each request under mu.
+type countingServer struct {
+	*httptest.Server
+	mu             sync.Mutex
+	conns, atFirst int
+}
+
+func newCountingServer(tlsOn bool, handle func(w http.ResponseWriter, r *http.Request)) *countingServer {
+	cs := &countingServer{atFirst: -1}
+	cs.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cs.mu.Lock()
+		if cs.atFirst < 0 {
+			cs.atFirst = cs.conns
+		}
+		handle(w, r)
+		cs.mu.Unlock()
+	}))
+	cs.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			cs.mu.Lock()
+			cs.conns++
+			cs.mu.Unlock()
+		}
+	}
+	if tlsOn {
+		cs.StartTLS()
+	} else {
+		cs.Start()
+	}
+	return cs
+}
+
 // TestRunBurstWarmsFirst: in an unpaced attack every connection is open
 // before the first request arrives, and all requests are released together.
 func TestRunBurstWarmsFirst(t *testing.T) {
 	const n = 30
-	var mu sync.Mutex
-	conns, atFirst := 0, -1
 	remotes := map[string]bool{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		if atFirst < 0 {
-			atFirst = conns
-		}
-		remotes[r.RemoteAddr] = true
-		mu.Unlock()
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			mu.Lock()
-			conns++
-			mu.Unlock()
-		}
-	}
-	srv.Start()
+	srv := newCountingServer(false, func(w http.ResponseWriter, r *http.Request) { remotes[r.RemoteAddr] = true })
 	defer srv.Close()
 	sum, err, lines := runToLines(t, context.Background(), Options{IDs: IDs(n, "b"), Targets: []Target{{URL: srv.URL}}})
 	if err != nil || !sum.Complete || len(lines) != n {
 		t.Fatalf("err %v summary %+v", err, sum)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if atFirst != n || len(remotes) != n {
-		t.Fatalf("%d connections open at the first request, %d distinct connections; want %d", atFirst, len(remotes), n)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.atFirst != n || len(remotes) != n {
+		t.Fatalf("%d connections open at the first request, %d distinct connections; want %d", srv.atFirst, len(remotes), n)
 	}
 	b := sum.Burst
 	if b == nil || b.Requests != n || b.WarmConnections != n || b.SendNs.N != n || b.SpreadNs != sum.SendSpreadNs ||
@@ -147,43 +164,28 @@ func TestRunConnectionsPerRequest(t *testing.T) {
 // the ID header, no Accept-Encoding, Content-Length for bodies, and
 // "Connection: close" without keep-alives.
 func TestRunWireFormat(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	got := make(chan string, 4)
-	go func() {
+	host := serveRaw(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		var req strings.Builder
 		for {
-			c, err := ln.Accept()
+			line, err := br.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				var req strings.Builder
-				for {
-					line, err := br.ReadString('\n')
-					if err != nil {
-						return
-					}
-					req.WriteString(line)
-					if line == "\r\n" {
-						break
-					}
-				}
-				if strings.Contains(req.String(), "Content-Length: 3") {
-					b := make([]byte, 3)
-					io.ReadFull(br, b)
-					req.Write(b)
-				}
-				got <- req.String()
-				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
-			}()
+			req.WriteString(line)
+			if line == "\r\n" {
+				break
+			}
 		}
-	}()
-	host := ln.Addr().String()
+		if strings.Contains(req.String(), "Content-Length: 3") {
+			b := make([]byte, 3)
+			io.ReadFull(br, b)
+			req.Write(b)
+		}
+		got <- req.String()
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+	})
 	cases := []struct {
 		opts Options
 		want string
@@ -288,44 +290,50 @@ func TestHistQuantiles(t *testing.T) {
 // TLS 1.3 session tickets, read with the first response, must not make the
 // liveness peek discard them).
 func TestRunTLS(t *testing.T) {
-	var mu sync.Mutex
-	conns, atFirst := 0, -1
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		if atFirst < 0 {
-			atFirst = conns
-		}
-		mu.Unlock()
-		io.WriteString(w, "tls")
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			mu.Lock()
-			conns++
-			mu.Unlock()
-		}
-	}
-	srv.StartTLS()
+	srv := newCountingServer(true, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "tls") })
 	defer srv.Close()
 	cfg := srv.Client().Transport.(*http.Transport).TLSClientConfig
 	sum, err, lines := runToLines(t, context.Background(), Options{IDs: IDs(10, "t"), Targets: []Target{{Name: "s", URL: srv.URL}}, TLSConfig: cfg})
 	if err != nil || !sum.Complete || sum.CodesByTarget["s"]["200"] != 10 || len(lines) != 10 || lines[0].Body != "tls" {
 		t.Fatalf("burst: err %v summary %+v", err, sum)
 	}
-	mu.Lock()
-	if atFirst != 10 || sum.Burst.WarmConnections != 10 {
-		t.Errorf("%d TLS connections open at the first request, %d warm; want 10", atFirst, sum.Burst.WarmConnections)
+	srv.mu.Lock()
+	if srv.atFirst != 10 || sum.Burst.WarmConnections != 10 {
+		t.Errorf("%d TLS connections open at the first request, %d warm; want 10", srv.atFirst, sum.Burst.WarmConnections)
 	}
-	conns = 0
-	mu.Unlock()
+	srv.conns = 0
+	srv.mu.Unlock()
 	sum, err, _ = runToLines(t, context.Background(), Options{IDs: IDs(30, "p"), Targets: []Target{{Name: "s", URL: srv.URL}}, TLSConfig: cfg,
 		Rate: vegeta.Rate{Freq: 300, Per: time.Second}})
 	if err != nil || !sum.Complete || sum.CodesByTarget["s"]["200"] != 30 {
 		t.Fatalf("paced: err %v summary %+v", err, sum)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if conns > sum.Pacing.WorkersPeak {
-		t.Errorf("paced: %d TLS connections for %d workers: warm connections were discarded", conns, sum.Pacing.WorkersPeak)
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.conns > sum.Pacing.WorkersPeak {
+		t.Errorf("paced: %d TLS connections for %d workers: warm connections were discarded", srv.conns, sum.Pacing.WorkersPeak)
 	}
+}
+
+// serveRaw accepts TCP connections on 127.0.0.1 until the test ends and
+// runs handle on each (closing it after); it returns host:port.
+func serveRaw(tb testing.TB, handle func(net.Conn)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
