@@ -360,12 +360,9 @@ func prepare(o Options) (*prepared, error) {
 		return nil, invalid("path %q contains spaces or control characters", o.Path)
 	}
 	for k, vs := range o.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			return nil, invalid("header name %q is not an HTTP token", k)
-		}
-		for _, v := range vs {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				return nil, invalid("header %s: value %q contains CR, LF or another control character", k, v)
+		for _, v := range append(vs[:len(vs):len(vs)], "") { // "" checks the name of a header without values
+			if err := CheckHeader(k, v); err != nil {
+				return nil, invalid("%v", err)
 			}
 		}
 	}
@@ -449,7 +446,7 @@ func prepare(o Options) (*prepared, error) {
 	}
 	paced := o.Rate.Freq > 0 && o.Rate.Per > 0
 	if paced {
-		cfg.Rate = fmt.Sprintf("%d/%s", o.Rate.Freq, o.Rate.Per)
+		cfg.Rate = FormatRate(o.Rate)
 		cfg.RatePerSec = float64(o.Rate.Freq) / o.Rate.Per.Seconds()
 	}
 	cfg.Barrier = !paced
