@@ -157,16 +157,23 @@ func (e *engine) runPaced(ctx context.Context, sum *Summary) time.Time {
 	pacer := vegeta.ConstantPacer(p.opts.Rate)
 	fixed := p.opts.Concurrency > 0
 	bound := p.workers
-	// Initial pool: about one millisecond of requests, warm.
+	// Initial pool: workers for about one millisecond of requests, and warm
+	// connections for the whole bound, opened in parallel before the start,
+	// so that catching up after a stall needs no dial.
 	initial := min(bound, max(2, int(math.Ceil(p.config.RatePerSec/1000))))
-	warmStart := time.Now()
-	for k := 0; k < initial; k++ {
-		tg := e.targets[p.assign[k%n]]
-		if c := tg.warm(e.abortCtx); c != nil {
-			e.warm.Add(1)
-			tg.put(c, time.Now())
-		}
+	var warming sync.WaitGroup
+	for k := 0; k < bound; k++ {
+		warming.Add(1)
+		go func() {
+			defer warming.Done()
+			tg := e.targets[p.assign[k%n]]
+			if c := tg.warm(e.abortCtx); c != nil {
+				e.warm.Add(1)
+				tg.put(c, time.Now())
+			}
+		}()
 	}
+	warming.Wait()
 	jobs := make(chan job)
 	var done sync.WaitGroup
 	spawn := func(first *job) {
@@ -192,8 +199,8 @@ func (e *engine) runPaced(ctx context.Context, sum *Summary) time.Time {
 	sum.Pacing = &Pacing{}
 	defer func() {
 		sum.Pacing.WorkersPeak, sum.Pacing.WorkersBound, sum.Pacing.SizingLatencyNs = peak, bound, int64(sizedBy)
+		sum.Pacing.WarmConnections = int(e.warm.Load())
 	}()
-	_ = warmStart
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
