@@ -5,7 +5,7 @@
 # private nginx. It prints a table of medians (and min/max) with the ratio
 # of rlbench-after to each other tool, then the targets.
 #
-# Usage: bench/compare.sh            (run from anywhere; about 10 minutes)
+# Usage: bench/compare.sh            (run from anywhere; about 25 minutes)
 # Environment: BEFORE_REV (default main; "none" skips it), REPS (max
 # throughput repetitions, default 3), RATE_RUNS (fixed-rate runs, default
 # 10), N (requests per max-throughput run, default 200000), SECTIONS (any of
