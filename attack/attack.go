@@ -64,8 +64,9 @@
 // local_rate_limit_per_downstream_connection: true, which keeps one token
 // bucket per downstream connection, created with the connection's first
 // request (envoy source/extensions/filters/http/local_ratelimit/
-// local_ratelimit.cc, per-connection limiter in the connection's filter
-// state). A warmed connection has no bucket yet, so warming spends nothing.
+// local_ratelimit.cc, Filter::getPerConnectionRateLimiter: created in the
+// connection's filter state when a request is first checked). A warmed
+// connection has no bucket yet, so warming spends nothing.
 // In an all-at-once burst every request has its own connection and therefore
 // its own full bucket. When requests outnumber workers (Concurrency below
 // the number of IDs), later requests reuse idle connections, so several
