@@ -1,9 +1,9 @@
 package evidence
 
 // Request is one line of requests.jsonl: the outcome of one fired ID as the
-// client (attack.Run) saw it. Code 0 means no response was received (dial
-// error, reset, timeout); such a request is indeterminate, since it may have
-// reached the backend.
+// client (attack.Run) saw it. Code 0 means no response was received: with
+// NotSent the request never left the client (dial error); otherwise (reset,
+// timeout) it is indeterminate, since it may have reached the backend.
 type Request struct {
 	// ID is the request's rlbench ID, sent in the X-Rlbench-Id header; unique
 	// within a scenario.

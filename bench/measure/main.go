@@ -178,18 +178,24 @@ func summarise(args []string) error {
 		out["pacing_max_ns"] = errs[len(errs)-1]
 	}
 	if b, err := os.ReadFile(filepath.Join(args[0], "attack.json")); err == nil {
-		var a struct {
+		type summary struct {
 			StartNs  int64 `json:"start_ns"`
 			EndNs    int64 `json:"end_ns"`
 			Sent     int   `json:"sent"`
 			Complete bool  `json:"complete"`
 			Config   struct {
 				Workers int `json:"workers"`
-				FDCap   int `json:"fd_cap"`
 			} `json:"config"`
 			SendSpreadNs int64 `json:"send_spread_ns"`
 		}
+		var a summary
+		var v2 struct {
+			Phases []summary `json:"phases"`
+		}
 		if json.Unmarshal(b, &a) == nil {
+			if json.Unmarshal(b, &v2) == nil && len(v2.Phases) == 1 { // attack.json v2
+				a = v2.Phases[0]
+			}
 			out["attack_per_sec"] = float64(a.Sent) / (float64(a.EndNs-a.StartNs) / 1e9)
 			out["complete"] = a.Complete
 			out["workers"] = a.Config.Workers
@@ -426,7 +432,15 @@ func get(args []string) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("%s: %w", args[0], err)
 	}
-	if v, ok := m[args[1]]; ok {
+	v, ok := m[args[1]]
+	if !ok {
+		// attack.json v2 (evidence.Attack): the figure is in the first phase.
+		var ph []map[string]json.RawMessage
+		if json.Unmarshal(m["phases"], &ph) == nil && len(ph) > 0 {
+			v, ok = ph[0][args[1]]
+		}
+	}
+	if ok {
 		fmt.Println(strings.Trim(string(v), `"`))
 	}
 	return nil
