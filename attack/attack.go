@@ -216,6 +216,14 @@ type Options struct {
 	IDHeader string
 	// Name names the attack; it is recorded as each line's Phase.
 	Name string
+	// OnStart, if set, is called once with the instant the sends begin:
+	// after every connection was warmed, when the barrier of an unpaced
+	// attack opens or the schedule of a paced one starts (its first request
+	// is due one interval later). Callers that time something relative to
+	// the attack (a fault at an offset into it) start their clocks there,
+	// not when they called Run: warming may take a while. It must not
+	// block; it is not called when nothing is sent.
+	OnStart func(time.Time)
 
 	// DisableKeepAlives opens a new connection for every request and sends
 	// "Connection: close". Envoy's local rate limit with

@@ -88,6 +88,9 @@ func (e *engine) runUnpaced(ctx context.Context, sum *Summary) time.Time {
 	proceed = ctx.Err() == nil
 	at := time.Now()
 	e.released = at.UnixNano()
+	if proceed && e.p.opts.OnStart != nil {
+		e.p.opts.OnStart(at)
+	}
 	close(release)
 	var list []*worker
 	for _, w := range warm {
@@ -205,6 +208,9 @@ func (e *engine) runPaced(ctx context.Context, sum *Summary) time.Time {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	began := time.Now()
+	if ctx.Err() == nil && p.opts.OnStart != nil {
+		p.opts.OnStart(began)
+	}
 dispatch:
 	for k := 0; k < n; k++ {
 		if e.stop.Load() {

@@ -247,24 +247,34 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		}
 		// Faults with an offset fire on timers while this attack runs; the
 		// attack waits for none of them, the step ends when all have run.
+		// The offsets count from the instant the attack starts sending
+		// (attack.Options.OnStart), after its connections are warm.
 		var wg sync.WaitGroup
+		var mu sync.Mutex
 		var timers []*time.Timer
-		for _, fs := range pending {
-			wg.Add(1)
-			timers = append(timers, time.AfterFunc(time.Duration(fs.Fault.At), func() {
-				defer wg.Done()
-				f := r.fault(ctx, fs)
-				_ = faults.Write(f)
-				fmt.Fprintf(r.progress, "  fault %s at +%s: ok=%v %s\n", fs.Name, time.Duration(fs.Fault.At), f.OK, f.Error)
-			}))
+		armed := pending
+		arm := func(time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, fs := range armed {
+				wg.Add(1)
+				timers = append(timers, time.AfterFunc(time.Duration(fs.Fault.At), func() {
+					defer wg.Done()
+					f := r.fault(ctx, fs)
+					_ = faults.Write(f)
+					fmt.Fprintf(r.progress, "  fault %s at +%s: ok=%v %s\n", fs.Name, time.Duration(fs.Fault.At), f.OK, f.Error)
+				}))
+			}
 		}
 		pending = nil
-		sum, err := r.attack(ctx, st, reqs)
+		sum, err := r.attack(ctx, st, reqs, arm)
+		mu.Lock()
 		for _, t := range timers {
 			if t.Stop() {
 				wg.Done() // never fired: the attack ended first
 			}
 		}
+		mu.Unlock()
 		wg.Wait()
 		if sum != nil {
 			agg.Add(sum)
@@ -428,7 +438,7 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 	return ev
 }
 
-func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer) (*attack.Summary, error) {
+func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, onStart func(time.Time)) (*attack.Summary, error) {
 	ap := st.Attack
 	split := attack.Split{Mode: attack.SplitEven}
 	if ap.Split != "" {
@@ -444,7 +454,7 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer) (
 	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
 	return attack.Run(ctx, attack.Options{IDs: attack.IDs(ap.IDs, prefix), Targets: r.targets, Split: split, Seed: ap.Seed,
 		Method: ap.Method, Path: ap.Path, Header: hdr, Concurrency: ap.Concurrency, Rate: vegeta.Rate(ap.Rate), Timeout: time.Duration(ap.Timeout),
-		Name: st.Name}, w)
+		Name: st.Name, OnStart: onStart}, w)
 }
 
 // externalReceipts copies the receipts of this scenario's IDs from an
