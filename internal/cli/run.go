@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/examples"
@@ -84,7 +83,7 @@ func runPlan(ctx context.Context, o *RunOptions) error {
 	data := o.PlanData
 	if data == nil {
 		var err error
-		if data, err = os.ReadFile(o.PlanFile); err != nil {
+		if data, err = runner.ReadPlanFile(ctx, o.PlanFile); err != nil {
 			return err
 		}
 	}

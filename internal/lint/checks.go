@@ -93,6 +93,9 @@ func (l *linter) file(name string, data []byte) {
 	for _, a := range anys {
 		l.validate(f, a.msg, a.path)
 	}
+	if len(bs.GetStaticResources().GetListeners()) == 0 && bs.GetDynamicResources().GetLdsConfig() == nil && bs.GetDynamicResources().GetLdsResourcesLocator() == "" {
+		l.add(f, nil, CodeNoListeners, LevelError, "the bootstrap has no listener: neither static_resources.listeners nor LDS (dynamic_resources.lds_config); an Envoy started with it serves no traffic, so nothing is rate limited. Is this the Envoy configuration you meant?")
+	}
 	c := &checker{l: l, f: f, bs: bs, anys: anys}
 	c.run()
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	"github.com/rlbench/rlbench/internal/yamlguard"
 	yaml3 "go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -89,8 +90,15 @@ var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 // decodeFile turns data into a Bootstrap, reporting every decode problem as
 // a finding. It returns nil when the file cannot be decoded at all.
 func (l *linter) decodeFile(f *fileState, data []byte) *bootstrapv3.Bootstrap {
-	var doc yaml3.Node
-	if err := yaml3.Unmarshal(data, &doc); err != nil {
+	// The guard bounds every later expansion of the document (the line
+	// index below follows aliases, and so does the YAML-to-JSON conversion).
+	doc, err := yamlguard.Parse(f.name, data, yamlguard.Limits{})
+	if err != nil {
+		var ge *yamlguard.Error
+		if errors.As(err, &ge) {
+			l.addAt(f.name, ge.Line, "", CodeDecode, LevelError, "YAML refused: "+ge.Msg)
+			return nil
+		}
 		line := 0
 		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 			line, _ = strconv.Atoi(m[1])
@@ -98,7 +106,11 @@ func (l *linter) decodeFile(f *fileState, data []byte) *bootstrapv3.Bootstrap {
 		l.addAt(f.name, line, "", CodeDecode, LevelError, "YAML syntax: "+strings.TrimPrefix(err.Error(), "yaml: "))
 		return nil
 	}
-	buildLineIndex(&doc, nil, f.lines)
+	if doc == nil {
+		l.addAt(f.name, 0, "", CodeEmpty, LevelError, emptyMsg("holds no YAML document (it is empty or only comments)"))
+		return nil
+	}
+	buildLineIndex(doc, nil, f.lines)
 	js, err := sigsyaml.YAMLToJSON(data)
 	if err != nil {
 		l.addAt(f.name, 0, "", CodeDecode, LevelError, "YAML to JSON: "+err.Error())
@@ -112,10 +124,14 @@ func (l *linter) decodeFile(f *fileState, data []byte) *bootstrapv3.Bootstrap {
 		return nil
 	}
 	if tree == nil {
-		tree = map[string]any{}
+		l.addAt(f.name, 1, "", CodeEmpty, LevelError, emptyMsg("is a null document"))
+		return nil
 	}
-	if _, ok := tree.(map[string]any); !ok {
+	if m, ok := tree.(map[string]any); !ok {
 		l.addAt(f.name, 1, "", CodeDecode, LevelError, fmt.Sprintf("the bootstrap must be a mapping, got %s", jsonKind(tree)))
+		return nil
+	} else if len(m) == 0 {
+		l.addAt(f.name, 1, "", CodeEmpty, LevelError, emptyMsg("is an empty mapping ({})"))
 		return nil
 	}
 	bs := &bootstrapv3.Bootstrap{}
@@ -132,6 +148,10 @@ func (l *linter) decodeFile(f *fileState, data []byte) *bootstrapv3.Bootstrap {
 		return nil
 	}
 	return bs
+}
+
+func emptyMsg(what string) string {
+	return "the file " + what + ": there is no Envoy bootstrap to check"
 }
 
 // cleanProtoErr strips protojson's "proto: (line 1:234): " position, which

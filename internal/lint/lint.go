@@ -26,12 +26,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
+	"github.com/rlbench/rlbench/internal/yamlguard"
 )
 
 // Level is the severity of a Finding: "error" (the configuration does not do
@@ -56,6 +57,16 @@ const (
 	// CodeValidate: a protoc-gen-validate rule of the Envoy API is violated
 	// (ValidateAll); Envoy rejects the config with the same message.
 	CodeValidate = "E_VALIDATE"
+	// CodeEmpty: the file holds no bootstrap at all: it is empty, only
+	// comments, null or {}. Nothing can be checked, which is an error rather
+	// than a clean result.
+	CodeEmpty = "E_EMPTY"
+	// CodeNoListeners: the bootstrap decodes but has no listener, neither
+	// static (static_resources.listeners) nor from LDS
+	// (dynamic_resources.lds_config or lds_resources_locator): it serves no
+	// traffic, so nothing is rate limited; most likely not the Envoy
+	// configuration that was meant.
+	CodeNoListeners = "E_NO_LISTENERS"
 	// CodeUncheckedType: a typed_config @type is not registered in rlbench
 	// lint; its contents were not checked (warning).
 	CodeUncheckedType = "W_UNCHECKED_TYPE"
@@ -187,8 +198,11 @@ type Options struct {
 }
 
 // Lint decodes and checks every source and returns the findings. The error
-// is non-nil only when a source cannot be read (it names the source) or ctx
-// is done; problems in the files themselves are findings.
+// is non-nil only when a source cannot be read (it names the source; a
+// source over yamlguard.DefaultMaxBytes is an *evidence.SizeError) or ctx is
+// done; problems in the files themselves are findings. An empty source is
+// an E_EMPTY finding, a YAML alias bomb an E_DECODE finding
+// (yamlguard.Parse refuses it before anything expands it).
 func Lint(ctx context.Context, files []Source, opts Options) (*Report, error) {
 	l := &linter{opts: opts}
 	rep := &Report{Files: []string{}, Findings: []Finding{}}
@@ -196,8 +210,11 @@ func Lint(ctx context.Context, files []Source, opts Options) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		data, err := io.ReadAll(src.R)
+		data, err := evidence.ReadAll(ctx, src.R, src.Name, yamlguard.DefaultMaxBytes)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return nil, fmt.Errorf("lint: reading %s: %w", src.Name, err)
 		}
 		rep.Files = append(rep.Files, src.Name)
@@ -213,23 +230,22 @@ func Lint(ctx context.Context, files []Source, opts Options) (*Report, error) {
 }
 
 // LintFiles opens each path and lints it as a Source named by the path.
+// Only regular files are read (evidence.OpenRegular: a FIFO or a device is
+// refused with an error naming it), each at most yamlguard.DefaultMaxBytes.
 func LintFiles(ctx context.Context, paths []string, opts Options) (*Report, error) {
 	srcs := make([]Source, 0, len(paths))
+	defer func() {
+		for _, s := range srcs {
+			s.R.(*evidence.File).Close()
+		}
+	}()
 	for _, p := range paths {
-		f, err := os.Open(p)
+		f, err := evidence.OpenRegular(ctx, p, yamlguard.DefaultMaxBytes)
 		if err != nil {
-			for _, s := range srcs {
-				s.R.(*os.File).Close()
-			}
 			return nil, fmt.Errorf("lint: %w", err)
 		}
 		srcs = append(srcs, Source{Name: p, R: f})
 	}
-	defer func() {
-		for _, s := range srcs {
-			s.R.(*os.File).Close()
-		}
-	}()
 	return Lint(ctx, srcs, opts)
 }
 

@@ -5,9 +5,9 @@
 package runner
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -16,6 +16,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
+	"github.com/rlbench/rlbench/internal/yamlguard"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"sigs.k8s.io/yaml"
 )
@@ -216,9 +217,15 @@ func (r Rate) MarshalJSON() ([]byte, error) { return json.Marshal(attack.FormatR
 // counts in a plan must be >= 0 (checked by validate).
 type Range = evidence.Range
 
-// LoadPlan reads and validates a plan file.
+// ReadPlanFile reads a plan file whole: a regular file of at most
+// yamlguard.DefaultMaxBytes (evidence.ReadRegular refuses FIFOs and devices).
+func ReadPlanFile(ctx context.Context, path string) ([]byte, error) {
+	return evidence.ReadRegular(ctx, path, yamlguard.DefaultMaxBytes)
+}
+
+// LoadPlan reads (ReadPlanFile) and validates a plan file.
 func LoadPlan(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadPlanFile(context.Background(), path)
 	if err != nil {
 		return nil, err
 	}
@@ -226,8 +233,15 @@ func LoadPlan(path string) (*Plan, error) {
 }
 
 // ParsePlan decodes plan YAML strictly (unknown fields are errors) and
-// validates it; errors name the file.
+// validates it; errors name the file. Before decoding, the YAML is bounded
+// by yamlguard.Parse (size, nodes with aliases expanded, depth): an alias
+// bomb is refused naming the line of the alias, before sigs.k8s.io/yaml
+// expands it.
 func ParsePlan(name string, data []byte) (*Plan, error) {
+	if _, err := yamlguard.Parse(name, data, yamlguard.Limits{}); yamlguard.IsGuard(err) {
+		return nil, err
+	}
+	// A syntax error is left to the decoder below, whose messages name the line.
 	var p Plan
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, planErrorLine(data, err))
