@@ -1,6 +1,7 @@
 package envoy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/rlbench/rlbench/internal/promtext"
 )
 
 // Prometheus name patterns. Envoy renders a stat as
@@ -104,36 +106,16 @@ func dottedPromName(name string, labels map[string]string) (string, bool) {
 	return "", false
 }
 
-// promKey renders name{k="v",...} with labels sorted by name and values
-// escaped as in the Prometheus text format; just name when there are none.
-func promKey(name string, labels map[string]string) string {
-	if len(labels) == 0 {
-		return name
-	}
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString(name)
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(k)
-		b.WriteString(`="`)
-		b.WriteString(strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(labels[k]))
-		b.WriteByte('"')
-	}
-	b.WriteByte('}')
-	return b.String()
-}
+// promKey renders name{k="v",...} with labels sorted by name (promtext.Key).
+func promKey(name string, labels map[string]string) string { return promtext.Key(name, labels) }
 
 func parsePrometheus(r io.Reader, name string, snap *Snapshot) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return lineErr(name, 0, "read: %v", err)
+	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(data))
 	if err != nil {
 		var pe expfmt.ParseError
 		if errors.As(err, &pe) {
@@ -154,7 +136,7 @@ func parsePrometheus(r io.Reader, name string, snap *Snapshot) error {
 				labels[lp.GetName()] = lp.GetValue()
 			}
 			if err := addPromMetric(snap, fname, fam.GetType(), labels, m); err != nil {
-				return lineErr(name, 0, "prometheus series %s: %v", promKey(fname, labels), err)
+				return lineErr(name, promtext.Line(data, fname, labels), "prometheus series %s: %v", promKey(fname, labels), err)
 			}
 		}
 	}
@@ -170,6 +152,9 @@ func addPromMetric(snap *Snapshot, fname string, typ dto.MetricType, labels map[
 			if math.IsInf(b.GetUpperBound(), +1) {
 				continue // equals the count
 			}
+			if ub := b.GetUpperBound(); math.IsNaN(ub) || math.IsInf(ub, -1) {
+				return fmt.Errorf("bucket bound le=%q is not a number", strconv.FormatFloat(ub, 'g', -1, 64))
+			}
 			cu := b.GetCumulativeCount()
 			if cu == 0 && b.GetCumulativeCountFloat() > 0 {
 				cu = uint64(b.GetCumulativeCountFloat())
@@ -181,6 +166,9 @@ func addPromMetric(snap *Snapshot, fname string, typ dto.MetricType, labels map[
 			count = uint64(h.GetSampleCountFloat())
 		}
 		sum := h.GetSampleSum()
+		if math.IsNaN(sum) || math.IsInf(sum, 0) {
+			return fmt.Errorf("histogram sum %g is not finite", sum)
+		}
 		out.Count, out.Sum = &count, &sum
 		snap.Histograms[promKey(fname, labels)] = out
 		return nil
@@ -188,6 +176,9 @@ func addPromMetric(snap *Snapshot, fname string, typ dto.MetricType, labels map[
 		s := m.GetSummary()
 		out := Histogram{}
 		for _, q := range s.GetQuantile() {
+			if qq := q.GetQuantile(); !(qq >= 0 && qq <= 1) {
+				return fmt.Errorf("quantile %g is not in [0, 1]", qq)
+			}
 			v := q.GetValue()
 			var vp *float64
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -196,6 +187,9 @@ func addPromMetric(snap *Snapshot, fname string, typ dto.MetricType, labels map[
 			out.Quantiles = append(out.Quantiles, Quantile{Percent: q.GetQuantile() * 100, Cumulative: vp})
 		}
 		count, sum := s.GetSampleCount(), s.GetSampleSum()
+		if math.IsNaN(sum) || math.IsInf(sum, 0) {
+			return fmt.Errorf("summary sum %g is not finite", sum)
+		}
 		out.Count, out.Sum = &count, &sum
 		snap.Histograms[promKey(fname, labels)] = out
 		return nil

@@ -18,11 +18,14 @@ package envoy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/rlbench/rlbench/internal/boundedio"
 )
 
 // Format names one rendering of Envoy's admin /stats endpoint.
@@ -238,7 +241,10 @@ const maxLine = 16 << 20
 
 // Parse parses one /stats response read from r. name identifies the source in
 // errors ("<name>:<line>: ..."). format selects the rendering; "" means
-// detect it with DetectFormat.
+// detect it with DetectFormat. At most MaxResponseBytes are read. A body
+// with no stat at all (empty, or only blank and comment lines, or
+// {"stats":[]}) is an error: every Envoy has server.* stats, so it is a
+// broken capture, never a snapshot of zeros.
 //
 // Text (GET /stats): each line is split at the first ": " (stat names never
 // contain ": " but may contain '.', '|', ':' and '/'); the value is an
@@ -298,6 +304,7 @@ func ParseLenient(r io.Reader, name string, format Format) (snap *Snapshot, skip
 }
 
 func parse(r io.Reader, name string, format Format, lenient bool) (*Snapshot, []*LineError, error) {
+	r = boundedio.NewReader(context.Background(), r, name, MaxResponseBytes)
 	if format == "" {
 		data, err := io.ReadAll(r)
 		if err != nil {
@@ -321,6 +328,11 @@ func parse(r io.Reader, name string, format Format, lenient bool) (*Snapshot, []
 	}
 	if err != nil {
 		return nil, skipped, err
+	}
+	if len(snap.Values)+len(snap.TextReadouts)+len(snap.Histograms) == 0 {
+		// Envoy always has server.* stats: an empty body is a broken
+		// capture, not a snapshot in which every counter is 0.
+		return nil, skipped, lineErr(name, 0, "no stats in the %s body (empty, or only blank and comment lines): not an Envoy /stats response", format)
 	}
 	snap.derive()
 	return snap, skipped, nil

@@ -222,6 +222,8 @@ func parseBuckets(value string) ([]Bucket, error) {
 	return out, nil
 }
 
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
 // parseNaNFloat parses a float; "nan" (any case) gives nil.
 func parseNaNFloat(s string) (*float64, error) {
 	f, err := strconv.ParseFloat(s, 64)
@@ -292,7 +294,7 @@ func parseDetailBucket(s string) (DetailBucket, error) {
 	l, err1 := strconv.ParseFloat(lo, 64)
 	w, err2 := strconv.ParseFloat(wd, 64)
 	c, err3 := strconv.ParseUint(count, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	if err1 != nil || err2 != nil || err3 != nil || !finite(l) || !finite(w) {
 		return DetailBucket{}, fmt.Errorf("bucket %q: want lower,width:count with numbers", s)
 	}
 	return DetailBucket{LowerBound: l, Width: w, Count: c}, nil

@@ -223,17 +223,32 @@ type Log struct {
 	// sink's Flush* debug lines reported (counter deltas summed).
 	Sink     *StatsdTotals  `json:"sink,omitempty"`
 	Unparsed []UnparsedLine `json:"unparsed,omitempty"`
+	// Warnings say why a log yields nothing to judge, e.g. no decision
+	// line because the RLS did not run at LOG_LEVEL=debug (see
+	// WarnNoDebugLines).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
+// WarnNoDebugLines is the start of the warning of a log without decisions
+// and without any debug-level line: envoyproxy/ratelimit logs its
+// per-request lines (`got descriptor`, `cache key: ... current:`,
+// `returning normal response`) only at debug, and its default LOG_LEVEL is
+// WARN (src/settings/settings.go).
+const WarnNoDebugLines = "no decision lines: was LOG_LEVEL=debug?"
+
 var (
-	reApplying   = regexp.MustCompile(`^applying limit: (\d+) requests per (\w+)(?:, shadow_mode: (true|false))?(?:, quota: (true|false))?`)
-	reCacheKey   = regexp.MustCompile(`^cache key: (\S+)\s+current: (\d+)(?:\s+limit: (\d+))?\s*$`)
-	reShadowKey  = regexp.MustCompile(`^Limit with key (\S+), is in shadow_mode`)
-	reLocalOver  = regexp.MustCompile(`^cache key is over the limit: (\S+)`)
-	reLocalShad  = regexp.MustCompile(`^Cache key (\S+) would be rate limited but shadow mode is enabled`)
+	reApplying = regexp.MustCompile(`^applying limit: (\d+) requests per (\w+)(?:, shadow_mode: (true|false))?(?:, quota: (true|false))?`)
+	// Cache keys and full keys hold the descriptor values verbatim
+	// (limiter/cache_key.go GenerateCacheKey writes entry.Value unescaped),
+	// so they may contain spaces: each key runs to the fixed text that
+	// follows it in its template, the last such text on the line.
+	reCacheKey   = regexp.MustCompile(`^cache key: (.+) current: (\d+)(?: limit: (\d+))?\s*$`)
+	reShadowKey  = regexp.MustCompile(`^Limit with key (.+), is in shadow_mode`)
+	reLocalOver  = regexp.MustCompile(`^cache key is over the limit: (.+)$`)
+	reLocalShad  = regexp.MustCompile(`^Cache key (.+) would be rate limited but shadow mode is enabled`)
 	reUnknownDom = regexp.MustCompile(`^unknown domain '(.*)'$`)
 	reListening  = regexp.MustCompile(`^Listening for (\S+) on '(.*)'$`)
-	reLoadDesc   = regexp.MustCompile(`^loading descriptor: key=(\S+)(?: ratelimit=\{(.*)\})?`)
+	reLoadDesc   = regexp.MustCompile(`^loading descriptor: key=(.+?)(?: ratelimit=\{(.*)\})?$`)
 	reFlush      = regexp.MustCompile(`^Flush(Counter|Gauge|Timer): (\S+) (-?[0-9.eE+]+)$`)
 	reWindow     = regexp.MustCompile(`_(\d+)$`)
 )
@@ -264,7 +279,9 @@ var (
 //   - a redis-class `caught error during call` closes the most recent open
 //     lookup (LIFO: calls that hang leave old lookups open) as an ERROR decision.
 //
-// Decisions never paired with a response get CodeDerived=true.
+// Decisions never paired with a response get CodeDerived=true. A log that
+// yields no decision carries a warning in Log.Warnings (WarnNoDebugLines when
+// no line is at level debug).
 func ParseLog(r io.Reader, name string) (*Log, error) {
 	p := newLogParser(name)
 	br := bufio.NewReaderSize(r, 256<<10)
@@ -298,15 +315,17 @@ type openDesc struct {
 }
 
 type logParser struct {
-	log      *Log
-	n        int
-	descs    []*openDesc
-	byDesc   map[string]limitInfo                  // descriptor text -> last applied limit
-	encIndex map[string][]evidence.DescriptorEntry // "_k_v_..._" -> entries
-	lookups  []Event
-	open     []*Decision // limited decisions awaiting a response status
-	noLimit  []*Decision // no-limit decisions awaiting a status
-	all      []*Decision
+	log *Log
+	n   int
+	// debugMsgs counts RLS envelope lines at level debug.
+	debugMsgs int
+	descs     []*openDesc
+	byDesc    map[string]limitInfo                  // descriptor text -> last applied limit
+	encIndex  map[string][]evidence.DescriptorEntry // "_k_v_..._" -> entries
+	lookups   []Event
+	open      []*Decision // limited decisions awaiting a response status
+	noLimit   []*Decision // no-limit decisions awaiting a status
+	all       []*Decision
 }
 
 func newLogParser(name string) *logParser {
@@ -392,10 +411,10 @@ func (p *logParser) jsonLine(t string) {
 			v, err := strconv.ParseFloat(j.JSON.Value, 64)
 			if err == nil {
 				var tns int64
-				if j.TS != nil {
+				if j.TS != nil && finite(*j.TS) {
 					tns = int64(math.Round(*j.TS*1e6) * 1e3)
 				}
-				p.log.Sink.add(j.JSON.Name, v, sinkKind(j.JSON.Type), tns)
+				p.sinkAdd(j.JSON.Name, v, sinkKind(j.JSON.Type), tns)
 			}
 		}
 	default:
@@ -492,6 +511,9 @@ func (p *logParser) ev(env envelope, kind, value string) Event {
 
 func (p *logParser) message(env envelope) {
 	p.log.Levels[env.level]++
+	if env.level == "debug" {
+		p.debugMsgs++
+	}
 	m := env.msg
 	count := func(id string) { p.log.Counts[id]++ }
 	switch {
@@ -543,7 +565,8 @@ func (p *logParser) message(env envelope) {
 		p.all = append(p.all, d)
 	case strings.HasPrefix(m, "looking up cache key: "):
 		count("lookup_cache_key")
-		p.lookups = append(p.lookups, p.ev(env, "", strings.TrimSpace(strings.TrimPrefix(m, "looking up cache key: "))))
+		// Not trimmed: the key is compared with the `cache key:` line's.
+		p.lookups = append(p.lookups, p.ev(env, "", strings.TrimPrefix(m, "looking up cache key: ")))
 	case strings.HasPrefix(m, "cache key: "):
 		mm := reCacheKey.FindStringSubmatch(m)
 		if mm == nil {
@@ -673,9 +696,9 @@ func (p *logParser) message(env envelope) {
 		if mm := reFlush.FindStringSubmatch(m); mm != nil {
 			count("flush")
 			p.log.FlushLines++
-			v, _ := strconv.ParseFloat(mm[3], 64)
+			v, _ := strconv.ParseFloat(mm[3], 64) // out of range: ±Inf, refused by sinkAdd
 			kind := map[string]string{"Counter": "c", "Gauge": "g", "Timer": "ms"}[mm[1]]
-			p.log.Sink.add(mm[2], v, kind, env.timeNs)
+			p.sinkAdd(mm[2], v, kind, env.timeNs)
 		} else {
 			count("other")
 		}
@@ -689,6 +712,14 @@ func (p *logParser) message(env envelope) {
 		count("found_rate_limit")
 	default:
 		count("other")
+	}
+}
+
+// sinkAdd sums a stats sink line into Log.Sink; a value that cannot be
+// summed is named in Sink.RejectedLines instead.
+func (p *logParser) sinkAdd(name string, v float64, kind string, ns int64) {
+	if err := p.log.Sink.add(name, v, kind, ns); err != nil {
+		p.log.Sink.reject(fmt.Sprintf("%s:%d", p.log.Name, p.n), err)
 	}
 }
 
@@ -852,6 +883,17 @@ func (p *logParser) finish() *Log {
 		p.log.Decisions = append(p.log.Decisions, *d)
 	}
 	sort.SliceStable(p.log.Decisions, func(i, j int) bool { return p.log.Decisions[i].Line < p.log.Decisions[j].Line })
+	if len(p.log.Decisions) == 0 {
+		rls := p.log.TextLines + p.log.JSONLines
+		switch {
+		case p.log.Lines == 0:
+			p.log.Warnings = append(p.log.Warnings, "no decision lines: the log is empty")
+		case p.debugMsgs == 0:
+			p.log.Warnings = append(p.log.Warnings, fmt.Sprintf("%s none of the %d envoyproxy/ratelimit lines is at level debug, the only level at which the RLS logs its decisions (its default LOG_LEVEL is WARN)", WarnNoDebugLines, rls))
+		default:
+			p.log.Warnings = append(p.log.Warnings, fmt.Sprintf("no decision lines, though %d lines are at level debug: the RLS answered no ShouldRateLimit call in this log", p.debugMsgs))
+		}
+	}
 	return p.log
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"net/http"
 	"regexp"
@@ -15,6 +14,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/promtext"
 )
 
 // RuleID names one rule series of the RLS built-in statsd_exporter mapping
@@ -57,10 +58,16 @@ var (
 
 // ParsePrometheus parses a Prometheus text exposition (the RLS /metrics page)
 // with expfmt's TextParser (UTF-8 name validation) and extracts the RLS
-// families. A syntax error names name and the line.
+// families. At most 64 MiB are read. A syntax error names name and the line;
+// so does a value of an extracted family that is not a count (NaN, ±Inf or
+// negative: promtext.CheckCount), with the series.
 func ParsePrometheus(r io.Reader, name string) (*PromSnapshot, error) {
+	data, err := evidence.ReadAll(context.Background(), r, name, maxMetricsBody)
+	if err != nil {
+		return nil, err
+	}
 	tp := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := tp.TextToMetricFamilies(r)
+	fams, err := tp.TextToMetricFamilies(bytes.NewReader(data))
 	if err != nil {
 		var pe expfmt.ParseError
 		if errors.As(err, &pe) {
@@ -72,42 +79,91 @@ func ParsePrometheus(r io.Reader, name string) (*PromSnapshot, error) {
 		Name: name, ShouldRateLimitErrors: map[string]float64{}, TotalRequests: map[string]float64{},
 		DomainNotFound: map[string]float64{}, ResponseTime: map[string]Histogram{}, RedisPool: map[string]float64{},
 	}, Families: fams, Rules: map[RuleID]KeyCounters{}}
-	for fname, f := range fams {
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	// count returns the value of m, or an error naming the series and its line.
+	count := func(fname string, m *dto.Metric, v float64) (float64, error) {
+		if err := promtext.CheckCount(v); err != nil {
+			l := labels(m)
+			return 0, fmt.Errorf("%s:%d: series %s: %v", name, promtext.Line(data, fname, l), promtext.Key(fname, l), err)
+		}
+		return v, nil
+	}
+	sum := func(fname string, f *dto.MetricFamily) (float64, error) {
+		var t float64
+		for _, m := range f.GetMetric() {
+			v, err := count(fname, m, value(m))
+			if err != nil {
+				return 0, err
+			}
+			t += v
+		}
+		return t, nil
+	}
+	for _, fname := range names {
+		f := fams[fname]
 		switch {
 		case rePromRule.MatchString(fname):
 			suffix := rePromRule.FindStringSubmatch(fname)[1]
 			for _, m := range f.GetMetric() {
+				v, err := count(fname, m, value(m))
+				if err != nil {
+					return nil, err
+				}
 				l := labels(m)
 				id := RuleID{Domain: l["domain"], Key1: l["key1"], Key2: l["key2"]}
 				kc := s.Rules[id]
-				setCounter(&kc, suffix, value(m), true)
+				setCounter(&kc, suffix, v, true)
 				s.Rules[id] = kc
 			}
 		case rePromNotFound.MatchString(fname):
 			d := rePromNotFound.FindStringSubmatch(fname)[1]
-			s.DomainNotFound[d] += sum(f)
-		case fname == "ratelimit_service_should_rate_limit_error":
-			for _, m := range f.GetMetric() {
-				s.ShouldRateLimitErrors[labels(m)["err_type"]] += value(m)
+			v, err := sum(fname, f)
+			if err != nil {
+				return nil, err
 			}
-		case fname == "ratelimit_service_total_requests":
-			for _, m := range f.GetMetric() {
-				s.TotalRequests[labels(m)["grpc_method"]] += value(m)
+			s.DomainNotFound[d] += v
+		case fname == "ratelimit_service_should_rate_limit_error", fname == "ratelimit_service_total_requests":
+			dst, label := s.ShouldRateLimitErrors, "err_type"
+			if fname == "ratelimit_service_total_requests" {
+				dst, label = s.TotalRequests, "grpc_method"
 			}
-		case fname == "ratelimit_service_config_load_success":
-			s.ConfigLoadSuccess = sum(f)
-		case fname == "ratelimit_service_config_load_error":
-			s.ConfigLoadError = sum(f)
-		case fname == "ratelimit_service_global_shadow_mode":
-			s.GlobalShadowMode = sum(f)
+			for _, m := range f.GetMetric() {
+				v, err := count(fname, m, value(m))
+				if err != nil {
+					return nil, err
+				}
+				dst[labels(m)[label]] += v
+			}
+		case fname == "ratelimit_service_config_load_success", fname == "ratelimit_service_config_load_error",
+			fname == "ratelimit_service_global_shadow_mode", strings.HasPrefix(fname, "ratelimit_redis_pool_"):
+			v, err := sum(fname, f)
+			if err != nil {
+				return nil, err
+			}
+			switch fname {
+			case "ratelimit_service_config_load_success":
+				s.ConfigLoadSuccess = v
+			case "ratelimit_service_config_load_error":
+				s.ConfigLoadError = v
+			case "ratelimit_service_global_shadow_mode":
+				s.GlobalShadowMode = v
+			default:
+				s.RedisPool[strings.TrimPrefix(fname, "ratelimit_redis_pool_")] = v
+			}
 		case fname == "ratelimit_service_response_time_seconds":
 			for _, m := range f.GetMetric() {
 				if h := m.GetHistogram(); h != nil {
-					s.ResponseTime[labels(m)["grpc_method"]] = Histogram{Sum: h.GetSampleSum(), Count: h.GetSampleCount()}
+					v, err := count(fname, m, h.GetSampleSum())
+					if err != nil {
+						return nil, err
+					}
+					s.ResponseTime[labels(m)["grpc_method"]] = Histogram{Sum: v, Count: h.GetSampleCount()}
 				}
 			}
-		case strings.HasPrefix(fname, "ratelimit_redis_pool_"):
-			s.RedisPool[strings.TrimPrefix(fname, "ratelimit_redis_pool_")] = sum(f)
 		}
 	}
 	return s, nil
@@ -132,14 +188,6 @@ func value(m *dto.Metric) float64 {
 		return m.GetUntyped().GetValue()
 	}
 	return 0
-}
-
-func sum(f *dto.MetricFamily) float64 {
-	var t float64
-	for _, m := range f.GetMetric() {
-		t += value(m)
-	}
-	return t
 }
 
 // Value returns the value of the family's series whose labels equal want

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -48,6 +49,28 @@ type StatsdTotals struct {
 	// statsd; MalformedLines names the first ten by line.
 	Malformed      int      `json:"malformed,omitempty"`
 	MalformedLines []string `json:"malformed_lines,omitempty"`
+	// Rejected counts statsd lines whose value cannot be summed: NaN or an
+	// infinity, a sample rate outside [MinSampleRate, 1], or a value that
+	// would make a sum overflow to infinity. They are left out of the
+	// totals, which stay valid; RejectedLines names the first ten by line.
+	Rejected      int      `json:"rejected,omitempty"`
+	RejectedLines []string `json:"rejected_lines,omitempty"`
+}
+
+// MinSampleRate is the smallest statsd sample rate (`|@rate`) accepted: a
+// counter line sampled at rate r stands for 1/r events, so a rate like
+// 1e-320 would turn one line into +Inf. gostats never samples (it writes
+// `%s:%d|c`); statsd clients that do use rates like 0.1 or 0.001.
+const MinSampleRate = 1e-6
+
+// maxRejectedLines bounds MalformedLines and RejectedLines.
+const maxRejectedLines = 10
+
+func (t *StatsdTotals) reject(where string, err error) {
+	t.Rejected++
+	if len(t.RejectedLines) < maxRejectedLines {
+		t.RejectedLines = append(t.RejectedLines, fmt.Sprintf("%s: %v", where, err))
+	}
 }
 
 func newStatsdTotals(name string) *StatsdTotals {
@@ -55,7 +78,28 @@ func newStatsdTotals(name string) *StatsdTotals {
 		Gauges: map[string]float64{}, Timers: map[string]*TimerTotals{}}
 }
 
-func (t *StatsdTotals) add(name string, v float64, kind string, ns int64) {
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// add sums one sample into t. It returns an error, and changes nothing,
+// when v is not finite or the sum it joins would overflow.
+func (t *StatsdTotals) add(name string, v float64, kind string, ns int64) error {
+	if !finite(v) {
+		return fmt.Errorf("%s: value %v is not a finite number", name, v)
+	}
+	var sum float64
+	switch kind {
+	case "c":
+		sum = t.Counters[name] + v
+	case "g+":
+		sum = t.Gauges[name] + v
+	case "ms", "h", "d":
+		if tt := t.Timers[name]; tt != nil {
+			sum = tt.Sum + v
+		}
+	}
+	if !finite(sum) {
+		return fmt.Errorf("%s: adding %v overflows the sum", name, v)
+	}
 	t.Lines++
 	if ns != 0 {
 		if t.FirstNs == 0 || ns < t.FirstNs {
@@ -88,11 +132,18 @@ func (t *StatsdTotals) add(name string, v float64, kind string, ns int64) {
 			tt.Max = v
 		}
 	}
+	return nil
 }
+
+// valueError is a well-formed statsd line whose value cannot be summed.
+type valueError struct{ msg string }
+
+func (e *valueError) Error() string { return e.msg }
 
 // parseStatsdLine parses `name:value|type[|@rate]` (statsd wire format as
 // gostats writes it, tcp_sink/udp sink: `%s:%d|c`, `|g`, `|ms`). A sampled
-// counter (`|@0.1`) is scaled by 1/rate.
+// counter (`|@0.1`) is scaled by 1/rate. A NaN or infinite value and a rate
+// outside [MinSampleRate, 1] are *valueError.
 func parseStatsdLine(s string) (name string, v float64, kind string, err error) {
 	i := strings.LastIndexByte(s, ':')
 	if i <= 0 {
@@ -104,8 +155,11 @@ func parseStatsdLine(s string) (name string, v float64, kind string, err error) 
 		return "", 0, "", fmt.Errorf("statsd line %q: no |type", s)
 	}
 	v, err = strconv.ParseFloat(parts[0], 64)
-	if err != nil {
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return "", 0, "", fmt.Errorf("statsd line %q: value: %w", s, err)
+	}
+	if err != nil || !finite(v) {
+		return "", 0, "", &valueError{fmt.Sprintf("statsd line %q: value %s is not a finite number", s, parts[0])}
 	}
 	kind = parts[1]
 	// statsd gauges: a leading sign makes the value a change of the gauge,
@@ -121,8 +175,11 @@ func parseStatsdLine(s string) (name string, v float64, kind string, err error) 
 	for _, extra := range parts[2:] {
 		if strings.HasPrefix(extra, "@") {
 			rate, rerr := strconv.ParseFloat(extra[1:], 64)
-			if rerr != nil || rate <= 0 || rate > 1 {
+			if rerr != nil && !errors.Is(rerr, strconv.ErrRange) {
 				return "", 0, "", fmt.Errorf("statsd line %q: bad sample rate", s)
+			}
+			if rerr != nil || !(rate >= MinSampleRate && rate <= 1) {
+				return "", 0, "", &valueError{fmt.Sprintf("statsd line %q: sample rate %s is outside [%g, 1]", s, extra[1:], MinSampleRate)}
 			}
 			if kind == "c" {
 				v /= rate
@@ -148,8 +205,11 @@ type StatsdRecord struct {
 //     of the statsd TCP stream with receive times);
 //   - the JSONL records that ListenStatsd writes (StatsdRecord).
 //
-// Blank lines and lines starting with '#' are skipped. A malformed line is an
-// error naming name and the line number.
+// Blank lines and lines starting with '#' are skipped. A line that is not
+// statsd is an error naming name and the line number (in a ListenStatsd
+// capture it is counted in Malformed instead). A statsd line whose value
+// cannot be summed (see StatsdTotals.Rejected) is left out and named in
+// RejectedLines: the other lines' totals are kept.
 func ParseStatsd(r io.Reader, name string) (*StatsdTotals, error) {
 	t := newStatsdTotals(name)
 	sc := bufio.NewScanner(r)
@@ -198,20 +258,27 @@ func ParseStatsd(r io.Reader, name string) (*StatsdTotals, error) {
 		if payload == "" {
 			continue
 		}
+		where := fmt.Sprintf("%s:%d", name, n)
 		mn, v, kind, err := parseStatsdLine(payload)
-		if err != nil && captured {
+		var ve *valueError
+		switch {
+		case errors.As(err, &ve):
+			t.reject(where, err)
+			continue
+		case err != nil && captured:
 			// A line received by ListenStatsd that is not statsd: whatever
 			// else wrote to the port. Counted, never summed, never fatal.
 			t.Malformed++
-			if len(t.MalformedLines) < 10 {
-				t.MalformedLines = append(t.MalformedLines, fmt.Sprintf("%s:%d: %v", name, n, err))
+			if len(t.MalformedLines) < maxRejectedLines {
+				t.MalformedLines = append(t.MalformedLines, fmt.Sprintf("%s: %v", where, err))
 			}
 			continue
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+		if err := t.add(mn, v, kind, ns); err != nil {
+			t.reject(where, err)
 		}
-		t.add(mn, v, kind, ns)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", name, n+1, err)

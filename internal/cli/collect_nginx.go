@@ -74,7 +74,7 @@ and, with --error-log, error.log (raw) and limit_req.jsonl (the limit_req lines)
 			if runF != nil {
 				return runF(o)
 			}
-			return runCollectNginxAccessLog(o)
+			return runCollectNginxAccessLog(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
@@ -85,8 +85,8 @@ and, with --error-log, error.log (raw) and limit_req.jsonl (the limit_req lines)
 	return cmd
 }
 
-func runCollectNginxAccessLog(o *CollectNginxAccessLogOptions) error {
-	in, name, err := openInput(o.IO, o.File)
+func runCollectNginxAccessLog(ctx context.Context, o *CollectNginxAccessLogOptions) error {
+	in, name, err := openInput(ctx, o.IO, o.File)
 	if err != nil {
 		return err
 	}

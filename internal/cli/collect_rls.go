@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,12 +20,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// openInput opens FILE, or standard input for "-".
-func openInput(s *IOStreams, name string) (io.ReadCloser, string, error) {
+// openInput opens FILE, or standard input for "-", for a streaming parser:
+// reads stop when ctx is done (the first SIGINT/SIGTERM). FILE must be a
+// regular file (evidence.OpenRegular); a pipe is read through "-".
+func openInput(ctx context.Context, s *IOStreams, name string) (io.ReadCloser, string, error) {
 	if name == "-" {
-		return io.NopCloser(s.In), "<stdin>", nil
+		return io.NopCloser(evidence.NewReader(ctx, s.In, "<stdin>", 0)), "<stdin>", nil
 	}
-	f, err := os.Open(name)
+	f, err := evidence.OpenRegular(ctx, name, 0)
+	var nr *evidence.NotRegularError
+	if errors.As(err, &nr) {
+		return nil, name, fmt.Errorf("%w (to read a pipe, give - and redirect it to standard input)", err)
+	}
 	return f, name, err
 }
 
@@ -47,6 +54,8 @@ type RLSLogSummary struct {
 	PendingLookups int            `json:"pending_lookups"`
 	Unparsed       int            `json:"unparsed"`
 	Restarts       int            `json:"restarts"`
+	// Warnings are rls.Log.Warnings (e.g. no decision line without LOG_LEVEL=debug), also printed on stderr.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // CollectRLSLogOptions are the inputs of `rlbench collect rls-log`.
@@ -71,7 +80,9 @@ domain, descriptor, window start, current, limit, code), errors (caught error
 during call, Redis connection errors), config loads and unknown-domain/no-match
 lines. Text timestamps have one-second resolution; that is kept with each
 decision. It prints a JSON summary; with --out DIR it also writes
-DIR/rls/decisions.jsonl (read by analyze) and DIR/rls/log.json (everything parsed).`,
+DIR/rls/decisions.jsonl (read by analyze), DIR/rls/log.json (everything parsed)
+and DIR/rls/rls.log (the log as read). A log without decision lines gets a
+warning on stderr (most often the RLS did not run with LOG_LEVEL=debug).`,
 		Example: `  rlbench collect rls-log ratelimit.log --out evidence/manual
   kubectl logs deploy/ratelimit | rlbench collect rls-log -`,
 		Args: cobra.ExactArgs(1),
@@ -80,29 +91,44 @@ DIR/rls/decisions.jsonl (read by analyze) and DIR/rls/log.json (everything parse
 			if runF != nil {
 				return runF(o)
 			}
-			return runCollectRLSLog(o)
+			return runCollectRLSLog(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().StringVar(&o.Out, "out", "", "evidence directory to write rls/decisions.jsonl and rls/log.json into")
 	return cmd
 }
 
-func runCollectRLSLog(o *CollectRLSLogOptions) error {
-	in, name, err := openInput(o.IO, o.File)
+func runCollectRLSLog(ctx context.Context, o *CollectRLSLogOptions) error {
+	in, name, err := openInput(ctx, o.IO, o.File)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	l, err := rls.ParseLog(in, name)
+	src, raw, err := teeRawLog(in, o.Out)
 	if err != nil {
 		return err
+	}
+	if raw != nil {
+		defer raw.Close()
+	}
+	l, err := rls.ParseLog(src, name)
+	if err != nil {
+		return err
+	}
+	if raw != nil {
+		if err := raw.Close(); err != nil {
+			return err
+		}
 	}
 	if l.Lines > 0 && l.TextLines+l.JSONLines+l.SinkLines == 0 {
 		return fmt.Errorf("%s: not an envoyproxy/ratelimit log: none of its %d lines is a logrus text or JSON line", name, l.Lines)
 	}
 	s := RLSLogSummary{Source: name, Lines: l.Lines, Decisions: len(l.Decisions), ByCode: l.CountCodes(), Errors: len(l.Errors),
 		ConfigLoads: configLoads(l), UnknownDomains: len(l.UnknownDomains), NoMatch: len(l.NoMatch),
-		PendingLookups: len(l.PendingLookups), Unparsed: len(l.Unparsed), Restarts: max(len(l.Starts)-1, 0)}
+		PendingLookups: len(l.PendingLookups), Unparsed: len(l.Unparsed), Restarts: max(len(l.Starts)-1, 0), Warnings: l.Warnings}
+	for _, w := range l.Warnings {
+		fmt.Fprintf(o.IO.ErrOut, "rlbench: warning: %s: %s\n", name, w)
+	}
 	if o.Out != "" {
 		d := evidence.Dir(o.Out)
 		if err := evidence.WriteLines(d.Decisions(), l.EvidenceDecisions()); err != nil {
@@ -111,17 +137,25 @@ func runCollectRLSLog(o *CollectRLSLogOptions) error {
 		if err := evidence.WriteJSONFile(d.RLSParsedLog(), l); err != nil {
 			return err
 		}
-		if o.File != "-" {
-			raw, err := os.ReadFile(o.File)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(d.RLSLog(), raw, 0o644); err != nil {
-				return err
-			}
-		}
 	}
 	return writeJSONOut(o.IO.Out, s)
+}
+
+// teeRawLog returns in copied, as it is read, to OUT/rls/rls.log (the log
+// is read once and never held whole); with no out it returns in.
+func teeRawLog(in io.Reader, out string) (io.Reader, *os.File, error) {
+	if out == "" {
+		return in, nil, nil
+	}
+	p := evidence.Dir(out).RLSLog()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, nil, err
+	}
+	raw, err := os.Create(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return io.TeeReader(in, raw), raw, nil
 }
 
 // CollectPrometheusOptions are the inputs of `rlbench collect prometheus`.
@@ -257,7 +291,9 @@ func runCollectStatsd(ctx context.Context, o *CollectStatsdOptions) error {
 	if lerr != nil && lerr != context.Canceled && lerr != context.DeadlineExceeded {
 		return lerr
 	}
-	rf, err := os.Open(out)
+	// The capture is summed after the listener stopped: ctx is done by
+	// then, so the read is not tied to it.
+	rf, err := evidence.OpenRegular(context.WithoutCancel(ctx), out, 0)
 	if err != nil {
 		return err
 	}
@@ -265,6 +301,9 @@ func runCollectStatsd(ctx context.Context, o *CollectStatsdOptions) error {
 	totals, err := rls.ParseStatsd(rf, out)
 	if err != nil {
 		return err
+	}
+	for _, r := range totals.RejectedLines {
+		fmt.Fprintf(o.IO.ErrOut, "rlbench: warning: statsd line not summed: %s\n", r)
 	}
 	return writeJSONOut(o.IO.Out, totals)
 }
@@ -298,15 +337,15 @@ a 429 with no flag came from the backend). Table of producers by default;
 			if runF != nil {
 				return runF(o)
 			}
-			return runCollectAccessLog(o)
+			return runCollectAccessLog(cmd.Context(), o)
 		},
 	}
 	formatFlag(cmd, &o.Format)
 	return cmd
 }
 
-func runCollectAccessLog(o *CollectAccessLogOptions) error {
-	in, name, err := openInput(o.IO, o.File)
+func runCollectAccessLog(ctx context.Context, o *CollectAccessLogOptions) error {
+	in, name, err := openInput(ctx, o.IO, o.File)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze"
@@ -89,6 +90,15 @@ func TestManualFlowMatchesDemo(t *testing.T) {
 // TestExitCodes pins the documented exit-code contract for misuse.
 func TestExitCodes(t *testing.T) {
 	empty := t.TempDir()
+	emptyFile := filepath.Join(t.TempDir(), "envoy.yaml")
+	if err := os.WriteFile(emptyFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A FIFO nobody writes to: opening it for reading must not block.
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want int
@@ -102,6 +112,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"analyze", empty}, ExitNotRun},
 		{[]string{"analyze", filepath.Join(empty, "nope")}, ExitError},
 		{[]string{"--version"}, ExitOK},
+		{[]string{"lint", emptyFile}, ExitFail},
+		{[]string{"lint", fifo}, ExitError},
+		{[]string{"collect", "rls-log", fifo}, ExitError},
+		{[]string{"run", fifo}, ExitError},
 	} {
 		if code, _, stderr := runCLI(t, c.args...); code != c.want {
 			t.Errorf("rlbench %v: exit %d, want %d (%s)", c.args, code, c.want, stderr)
