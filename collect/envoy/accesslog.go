@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -139,7 +140,8 @@ var (
 //     response code details);
 //   - Istio's default text format (adds details and the upstream cluster);
 //   - a JSON object (json_format access logs). Keys are user-chosen; these are
-//     recognised, case-insensitively, first match wins:
+//     recognised, case-insensitively (of keys differing only in case the
+//     lower-case one, else the first in byte order), first match wins:
 //     time: start_time, timestamp, time, @timestamp (RFC 3339 string, or unix
 //     s/ms/us/ns number); method: method, request_method, :method; path: path,
 //     request_path, x-envoy-original-path, uri, url; protocol;
@@ -238,11 +240,19 @@ func parseJSONAccess(line []byte) (AccessLogEntry, error) {
 	if err := dec.Decode(&obj); err != nil {
 		return e, fmt.Errorf("invalid JSON access log line: %v", err)
 	}
+	// Keys match case-insensitively. When several keys of a line differ
+	// only in case, the lower-case one wins, else the first in byte order,
+	// so that the result does not depend on map iteration order.
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	lower := make(map[string]any, len(obj))
-	for k, v := range obj {
+	for _, k := range keys {
 		lk := strings.ToLower(k)
-		if _, dup := lower[lk]; !dup {
-			lower[lk] = v
+		if _, dup := lower[lk]; !dup || k == lk {
+			lower[lk] = obj[k]
 		}
 	}
 	pick := func(keys ...string) (any, string, bool) {

@@ -11,7 +11,7 @@ import (
 
 // fixture reads an Envoy fixture, preferring the testdata copy and falling
 // back to <repo>/../shared/fixtures/envoy (see testfix.ReadFixture).
-func fixture(t *testing.T, name string) []byte {
+func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	return testfix.ReadFixture(t, "envoy", name)
 }

@@ -78,3 +78,18 @@ func TestNonFiniteValuesNamed(t *testing.T) {
 		t.Errorf("marshal: %v", err)
 	}
 }
+
+// TestAccessLogCaseDuplicates: keys that differ only in case were resolved
+// by map iteration order, so the same line could parse two ways.
+func TestAccessLogCaseDuplicates(t *testing.T) {
+	line := `{"METHOD":"A","Method":"B","method":"C","Path":"/x","PATH":"/y","response_code":200}` + "\n"
+	for i := 0; i < 50; i++ {
+		es, err := ParseAccessLog(strings.NewReader(line), "a.log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if es[0].Method != "C" || es[0].Path != "/y" {
+			t.Fatalf("method %q path %q, want the lower-case key, else the first in byte order (C, /y)", es[0].Method, es[0].Path)
+		}
+	}
+}

@@ -9,7 +9,7 @@ import (
 
 // fixture returns the path of an RLS fixture: the package's testdata copy if
 // present, else <repo>/../shared/fixtures/rls/<rel> (see testfix.Fixture).
-func fixture(t *testing.T, rel string) string {
+func fixture(t testing.TB, rel string) string {
 	t.Helper()
 	return testfix.Fixture(t, "rls", rel)
 }

@@ -286,8 +286,13 @@ func ParseLog(r io.Reader, name string) (*Log, error) {
 	p := newLogParser(name)
 	br := bufio.NewReaderSize(r, 256<<10)
 	for {
-		line, err := br.ReadString('\n')
-		if len(line) > 0 {
+		line, long, err := readLogLine(br)
+		switch {
+		case long:
+			p.n++
+			p.log.Lines++
+			p.unparsed(fmt.Sprintf("(line longer than %d bytes, not read) %s", MaxLogLine, line))
+		case len(line) > 0:
 			p.line(strings.TrimRight(line, "\r\n"))
 		}
 		if err == io.EOF {
@@ -298,6 +303,32 @@ func ParseLog(r io.Reader, name string) (*Log, error) {
 		}
 	}
 	return p.finish(), nil
+}
+
+// MaxLogLine bounds one line of an RLS log (1 MiB): a longer line is kept
+// in Log.Unparsed, cut, and not interpreted. envoyproxy/ratelimit's longest
+// lines (a response with many statuses) are a few KB.
+const MaxLogLine = 1 << 20
+
+// readLogLine reads one line (with its newline) of at most MaxLogLine
+// bytes; a longer one is returned cut, with long set, and the rest of it is
+// skipped.
+func readLogLine(br *bufio.Reader) (line string, long bool, err error) {
+	var buf []byte
+	for {
+		b, err := br.ReadSlice('\n')
+		if len(buf)+len(b) > MaxLogLine {
+			if !long {
+				buf = append(buf, b[:MaxLogLine-len(buf)]...)
+				long = true
+			}
+		} else {
+			buf = append(buf, b...)
+		}
+		if err != bufio.ErrBufferFull {
+			return string(buf), long, err
+		}
+	}
 }
 
 type limitInfo struct {

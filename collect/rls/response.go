@@ -73,7 +73,7 @@ func ParseResponseText(s string) (*Response, error) {
 		return nil, err
 	}
 	pos := 0
-	fields, err := ptParse(toks, &pos, false)
+	fields, err := ptParse(toks, &pos, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,18 @@ func ptTokens(s string) ([]string, error) {
 	return toks, nil
 }
 
-func ptParse(toks []string, pos *int, nested bool) ([]ptNode, error) {
+// maxPTDepth bounds the nesting of a prototext message; a RateLimitResponse
+// nests three levels (statuses, current_limit), so anything deeper is not
+// one, and the bound keeps a crafted log line from exhausting the stack.
+const maxPTDepth = 32
+
+// ptParse parses fields until the end of toks (depth 0) or the '}' that
+// closes a message nested depth levels deep.
+func ptParse(toks []string, pos *int, depth int) ([]ptNode, error) {
+	if depth > maxPTDepth {
+		return nil, fmt.Errorf("prototext: nested deeper than %d levels", maxPTDepth)
+	}
+	nested := depth > 0
 	var out []ptNode
 	for *pos < len(toks) {
 		t := toks[*pos]
@@ -226,7 +237,7 @@ func ptParse(toks []string, pos *int, nested bool) ([]ptNode, error) {
 		}
 		if toks[*pos] == "{" {
 			*pos++
-			sub, err := ptParse(toks, pos, true)
+			sub, err := ptParse(toks, pos, depth+1)
 			if err != nil {
 				return nil, err
 			}

@@ -191,3 +191,28 @@ ratelimit_service_rate_limit_total_hits{domain="inventory",key1="tenant_lab"} Na
 		t.Errorf("marshal: %v", err)
 	}
 }
+
+// TestParseLogBounds: a line longer than MaxLogLine is kept cut in Unparsed
+// (the whole line was held in memory before), and a prototext response
+// nested absurdly deep is an unparsed response, not a stack overflow.
+func TestParseLogBounds(t *testing.T) {
+	long := strings.Repeat("x", 3*MaxLogLine)
+	deep := strings.Repeat("a{", 100000)
+	src := long + "\n" + `time="2026-03-20T10:00:00Z" level=debug msg="returning normal response: ` + deep + `"` + "\n" +
+		`time="2026-03-20T10:00:00Z" level=debug msg="loading domain: d"` + "\n"
+	l, err := ParseLog(strings.NewReader(src), "big.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eqInt(t, "lines", l.Lines, 3)
+	if len(l.Unparsed) != 1 || l.Unparsed[0].Line != 1 || !strings.HasPrefix(l.Unparsed[0].Text, "(line longer than 1048576 bytes, not read) xxx") || len(l.Unparsed[0].Text) > 300 {
+		t.Errorf("unparsed %+v", l.Unparsed)
+	}
+	eqInt(t, "unparsed responses", l.Counts["response_unparsed"], 1)
+	if len(l.Domains) != 1 || l.Domains[0].Line != 3 {
+		t.Errorf("domains %+v", l.Domains)
+	}
+	if _, err := ParseResponseText(deep); err == nil || !strings.Contains(err.Error(), "nested deeper than 32") {
+		t.Errorf("deep prototext: %v", err)
+	}
+}

@@ -17,11 +17,11 @@ import (
 
 const hcm = "static_resources.listeners[0].filter_chains[0].filters[0].typed_config"
 
-func examplesDir(t *testing.T) string {
+func examplesDir(t testing.TB) string {
 	return filepath.Join(testfix.RepoRoot(t), "examples", "envoy")
 }
 
-func exampleRLS(t *testing.T) []*rlsconfig.Config {
+func exampleRLS(t testing.TB) []*rlsconfig.Config {
 	t.Helper()
 	cfgs, err := rlsconfig.LoadDir(filepath.Join(examplesDir(t), "ratelimit", "config"))
 	if err != nil {

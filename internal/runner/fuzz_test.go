@@ -1,0 +1,100 @@
+package runner
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rlbench/rlbench/internal/testfix"
+)
+
+var planLineRE = regexp.MustCompile(`^plan\.yaml: line (\d+): `)
+
+// FuzzParsePlan: whatever ParsePlan accepts is a valid plan (validate's
+// invariants hold, with defaults applied), and its JSON rendering, which is
+// YAML too, parses back to the same plan. Errors name the file, and a line
+// of it when they name one. Seeds: the shipped example plans and the
+// plans of the unit tests.
+func FuzzParsePlan(f *testing.F) {
+	root := testfix.RepoRoot(f)
+	for _, p := range []string{"examples/demo/plan.yaml", "examples/e06/plan.yaml", "examples/real-rls/plan.yaml", "examples/envoy/rlbench/plan.yaml"} {
+		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("scenarios:\n - {name: A b, lab: {}, attack: {ids: 3}, expect: {admitted: \"2..3\", classes: {local_429: 0}}}\n"))
+	f.Add([]byte("scenarios:\n - {name: a, lab: {local: {max_tokens: 1, fill_interval: 1s}}, steps: [{fault: {action: stop, target: rls, at: 1s}}, {attack: {ids: 1}}]}\n"))
+	f.Add([]byte(realPlanYAML))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParsePlan("plan.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "plan.yaml: ") && !strings.HasPrefix(err.Error(), "plan.yaml:") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			if m := planLineRE.FindStringSubmatch(err.Error()); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				if n < 1 || n > strings.Count(string(data), "\n")+1 {
+					t.Fatalf("error %q names line %d of a %d-line plan", err, n, strings.Count(string(data), "\n")+1)
+				}
+			}
+			return
+		}
+		checkPlan(t, p)
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatalf("plan does not marshal: %v", err)
+		}
+		again, err := ParsePlan("again.yaml", b)
+		if err != nil {
+			t.Fatalf("rendering does not parse: %v\n%s", err, b)
+		}
+		if !reflect.DeepEqual(again, p) {
+			t.Fatalf("re-parse differs:\n%+v\n%+v", p, again)
+		}
+	})
+}
+
+func checkPlan(t *testing.T, p *Plan) {
+	t.Helper()
+	if len(p.Scenarios) == 0 {
+		t.Fatal("plan without scenarios accepted")
+	}
+	seen := map[string]bool{}
+	for _, s := range p.Scenarios {
+		if s.Name == "" || seen[slug(s.Name)] {
+			t.Fatalf("scenario name %q empty or duplicate", s.Name)
+		}
+		seen[slug(s.Name)] = true
+		if (s.Lab == nil) == (s.External == nil) || s.Attack != nil || s.Repeat < 1 {
+			t.Fatalf("scenario %q: lab/external/attack/repeat invariants broken: %+v", s.Name, s)
+		}
+		attacks := 0
+		for _, st := range s.Steps {
+			if (st.Attack == nil) == (st.Fault == nil) || st.Name == "" {
+				t.Fatalf("scenario %q: bad step %+v", s.Name, st)
+			}
+			if st.Attack != nil {
+				attacks++
+				if st.Attack.IDs <= 0 {
+					t.Fatalf("scenario %q: attack of %d ids", s.Name, st.Attack.IDs)
+				}
+			}
+		}
+		if attacks == 0 {
+			t.Fatalf("scenario %q without attack", s.Name)
+		}
+		if l := s.Lab; l != nil && (l.Proxies < 1 || l.Proxies > 26 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
+			t.Fatalf("scenario %q: lab %+v", s.Name, l)
+		}
+		if a := s.Expect.Admitted; a != nil && (a.Min < 0 || a.Min > a.Max) {
+			t.Fatalf("scenario %q: admitted %v", s.Name, a)
+		}
+	}
+}
