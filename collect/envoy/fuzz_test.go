@@ -293,3 +293,21 @@ func FuzzParseAccessLog(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseServerInfo(f *testing.F) {
+	addFixtureSeeds(f, "gh_envoy_admin_rst_server_info_example.json")
+	f.Add([]byte(`{"version":"v","state":"LIVE","command_line_options":{"concurrency":"4"},"node":{"id":"a","cluster":"b"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		si, err := ParseServerInfo(bytes.NewReader(data), "server_info.json")
+		if err != nil {
+			checkLineError(t, err, "server_info.json", data)
+			return
+		}
+		if si.Version == "" || si.Concurrency < 0 {
+			t.Fatalf("accepted %+v", si)
+		}
+		if _, err := json.Marshal(si); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/rlbench/rlbench/internal/boundedio"
 )
 
 // ServerInfo is the part of Envoy's GET /server_info (admin.v3.ServerInfo)
@@ -33,9 +35,10 @@ type ServerInfo struct {
 
 // ParseServerInfo parses a /server_info JSON document read from r. name is
 // used in errors ("<name>:<line>: ..."). concurrency may be a JSON number or
-// a decimal string. A document without "version" is an error.
+// a decimal string. A document without "version" is an error. At most
+// MaxResponseBytes are read.
 func ParseServerInfo(r io.Reader, name string) (*ServerInfo, error) {
-	data, err := io.ReadAll(r)
+	data, err := boundedio.ReadAll(context.Background(), r, name, MaxResponseBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read: %w", name, err)
 	}

@@ -3,6 +3,7 @@
 package rls
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -96,15 +97,7 @@ func TestIntegrationLogSpaceValue(t *testing.T) {
 	if ok != 5 || over != 9 {
 		t.Fatalf("RLS answered %d OK and %d OVER_LIMIT, want 5 and 9", ok, over)
 	}
-	f, err := os.Open(s.LogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	l, err := ParseLog(f, "rls.log")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := parseRealLog(t, s, "RLBENCH_CAPTURE")
 	codes := l.CountCodes()
 	if len(l.Decisions) != 14 || codes["OK"] != 5 || codes["OVER_LIMIT"] != 9 || len(l.PendingLookups) != 0 {
 		t.Fatalf("decisions %d %v, pending %d: want 14 (5 OK, 9 OVER_LIMIT), none pending", len(l.Decisions), codes, len(l.PendingLookups))
@@ -117,15 +110,6 @@ func TestIntegrationLogSpaceValue(t *testing.T) {
 	if len(l.Warnings) != 0 {
 		t.Errorf("warnings %v", l.Warnings)
 	}
-	if dst := os.Getenv("RLBENCH_CAPTURE"); dst != "" {
-		b, err := os.ReadFile(s.LogPath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // TestIntegrationLogInfoLevel: at LOG_LEVEL=info the real RLS logs no
@@ -135,25 +119,29 @@ func TestIntegrationLogInfoLevel(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		callTenant(t, c, "lab")
 	}
-	f, err := os.Open(s.LogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	l, err := ParseLog(f, "rls.log")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := parseRealLog(t, s, "RLBENCH_CAPTURE_INFO")
 	if len(l.Decisions) != 0 || len(l.Warnings) != 1 || !strings.HasPrefix(l.Warnings[0], WarnNoDebugLines) {
 		t.Fatalf("decisions %d, warnings %q: want none and %q", len(l.Decisions), l.Warnings, WarnNoDebugLines)
 	}
-	if dst := os.Getenv("RLBENCH_CAPTURE_INFO"); dst != "" {
-		b, err := os.ReadFile(s.LogPath())
-		if err != nil {
-			t.Fatal(err)
-		}
+}
+
+// parseRealLog parses the RLS's log; when the environment variable
+// captureEnv names a file, the log is copied there first (how the
+// testdata captures were made).
+func parseRealLog(t *testing.T, s *realparts.RLS, captureEnv string) *Log {
+	t.Helper()
+	b, err := os.ReadFile(s.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dst := os.Getenv(captureEnv); dst != "" {
 		if err := os.WriteFile(dst, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	l, err := ParseLog(bytes.NewReader(b), "rls.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
