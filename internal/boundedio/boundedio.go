@@ -140,7 +140,7 @@ func (f *File) Size() int64 { return f.size }
 
 // Close closes the file.
 func (f *File) Close() error {
-	f.once.Do(func() { f.r.release() })
+	f.once.Do(f.r.release)
 	return f.f.Close()
 }
 

@@ -29,7 +29,7 @@ type linter struct {
 // fileState is the per-file decoding state.
 type fileState struct {
 	name  string
-	lines lineIndex
+	lines *lineIndex
 	// droppedParents holds the parent paths (String) of fields dropped for
 	// a decode error, to suppress the "value is required" cascade.
 	droppedParents map[string]bool
@@ -82,7 +82,7 @@ func (l *linter) addAt(file string, line int, p string, code string, level Level
 
 // file lints one bootstrap.
 func (l *linter) file(name string, data []byte) {
-	f := &fileState{name: name, lines: lineIndex{}, failureModeAllow: map[string]bool{}, droppedParents: map[string]bool{}}
+	f := &fileState{name: name, lines: newLineIndex(), failureModeAllow: map[string]bool{}, droppedParents: map[string]bool{}}
 	bs := l.decodeFile(f, data)
 	if bs == nil {
 		return

@@ -27,8 +27,25 @@ const (
 	emptyTypeURL      = "type.googleapis.com/google.protobuf.Empty"
 )
 
-// lineIndex maps normalized paths (see normKey) to 1-based YAML lines.
-type lineIndex map[string]int
+// lineIndex maps normalized paths (see normKey) to 1-based YAML lines. It
+// is a trie of path segments, so its size is linear in the document's
+// nodes whatever their depth.
+type lineIndex struct {
+	edges map[lineEdge]int32 // (parent node, segment) -> node
+	lines []int              // the line of each node; node 0 is the root
+}
+
+// lineEdge is one path segment below a trie node: a normalized field or map
+// key name (idx -1) or a list index.
+type lineEdge struct {
+	parent int32
+	name   string
+	idx    int32
+}
+
+func newLineIndex() *lineIndex {
+	return &lineIndex{edges: map[lineEdge]int32{}, lines: []int{0}}
+}
 
 // normKey makes proto names and JSON (lowerCamel) names of a field compare
 // equal: "http_filters" and "httpFilters" both become "httpfilters".
@@ -36,53 +53,64 @@ func normKey(s string) string {
 	return strings.ToLower(strings.ReplaceAll(s, "_", ""))
 }
 
-func indexKey(p path) string {
-	var b strings.Builder
-	for _, s := range p {
-		b.WriteByte(0)
-		switch s.kind {
-		case segIndex:
-			b.WriteString("[" + strconv.Itoa(s.idx) + "]")
-		default:
-			b.WriteString(normKey(s.name))
-		}
+func edgeOf(parent int32, s seg) lineEdge {
+	if s.kind == segIndex {
+		return lineEdge{parent: parent, idx: int32(s.idx)}
 	}
-	return b.String()
+	return lineEdge{parent: parent, name: normKey(s.name), idx: -1}
 }
 
-func buildLineIndex(n *yaml3.Node, p path, idx lineIndex) {
+// child returns the node below parent for s, recording line (a later
+// duplicate path overwrites the line of an earlier one).
+func (idx *lineIndex) child(parent int32, s seg, line int) int32 {
+	e := edgeOf(parent, s)
+	id, ok := idx.edges[e]
+	if !ok {
+		id = int32(len(idx.lines))
+		idx.lines = append(idx.lines, line)
+		idx.edges[e] = id
+		return id
+	}
+	idx.lines[id] = line
+	return id
+}
+
+// buildLineIndex records the line of every mapping key and list item of n
+// below trie node node. Aliases are followed; yamlguard.Parse has bounded
+// what they expand to.
+func buildLineIndex(n *yaml3.Node, node int32, idx *lineIndex) {
 	switch n.Kind {
 	case yaml3.DocumentNode:
 		for _, c := range n.Content {
-			buildLineIndex(c, p, idx)
+			buildLineIndex(c, node, idx)
 		}
 	case yaml3.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			q := p.field(n.Content[i].Value)
-			idx[indexKey(q)] = n.Content[i].Line
-			buildLineIndex(n.Content[i+1], q, idx)
+			k := n.Content[i]
+			buildLineIndex(n.Content[i+1], idx.child(node, seg{kind: segField, name: k.Value}, k.Line), idx)
 		}
 	case yaml3.SequenceNode:
 		for i, c := range n.Content {
-			q := p.index(i)
-			idx[indexKey(q)] = c.Line
-			buildLineIndex(c, q, idx)
+			buildLineIndex(c, idx.child(node, seg{kind: segIndex, idx: i}, c.Line), idx)
 		}
 	case yaml3.AliasNode:
 		if n.Alias != nil {
-			buildLineIndex(n.Alias, p, idx)
+			buildLineIndex(n.Alias, node, idx)
 		}
 	}
 }
 
 // line returns the line of p or of its longest prefix present in the file.
-func (idx lineIndex) line(p path) int {
-	for i := len(p); i > 0; i-- {
-		if l, ok := idx[indexKey(p[:i])]; ok {
-			return l
+func (idx *lineIndex) line(p path) int {
+	node, line := int32(0), 0
+	for _, s := range p {
+		id, ok := idx.edges[edgeOf(node, s)]
+		if !ok {
+			break
 		}
+		node, line = id, idx.lines[id]
 	}
-	return 0
+	return line
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
@@ -110,7 +138,7 @@ func (l *linter) decodeFile(f *fileState, data []byte) *bootstrapv3.Bootstrap {
 		l.addAt(f.name, 0, "", CodeEmpty, LevelError, emptyMsg("holds no YAML document (it is empty or only comments)"))
 		return nil
 	}
-	buildLineIndex(doc, nil, f.lines)
+	buildLineIndex(doc, 0, f.lines)
 	js, err := sigsyaml.YAMLToJSON(data)
 	if err != nil {
 		l.addAt(f.name, 0, "", CodeDecode, LevelError, "YAML to JSON: "+err.Error())

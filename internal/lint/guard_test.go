@@ -120,3 +120,30 @@ func TestInputLimits(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkLintAliasBomb: linting the sub-1-KiB bomb of TestAliasBombRefused
+// (10^8 nodes expanded) costs about as much as a small bootstrap.
+func BenchmarkLintAliasBomb(b *testing.B) {
+	doc := "node: {id: x}\nadmin:\n" + testfix.AliasBomb("  ", 8, 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		rep, err := Lint(context.Background(), []Source{{Name: "bomb.yaml", R: strings.NewReader(doc)}}, Options{})
+		if err != nil || rep.Errors() != 1 {
+			b.Fatal(err, rep)
+		}
+	}
+}
+
+// TestNodeBudget: a literal document (no alias) past the node budget is
+// refused too, before the line index and the JSON conversion (which cost
+// about 1 KB per node) see it.
+func TestNodeBudget(t *testing.T) {
+	doc := "node: {id: x}\nadmin:\n  k: [" + strings.Repeat("1,", 260_000) + "1]\n"
+	var rep *Report
+	if n := testfix.Allocated(func() { rep = lintString(t, "wide.yaml", doc, Options{}) }); n > 100<<20 {
+		t.Errorf("refusing a 260,000-node document allocated %d MB", n>>20)
+	}
+	if len(rep.Findings) != 1 || rep.Findings[0].Code != CodeDecode || rep.Findings[0].Line != 3 || !strings.Contains(rep.Findings[0].Message, "the document has more than 250000 nodes") {
+		t.Fatalf("findings:%s", dump(rep))
+	}
+}

@@ -144,7 +144,7 @@ func TestExampleContents(t *testing.T) {
 			t.Fatal(err)
 		}
 		l := &linter{}
-		f := &fileState{name: name, lines: lineIndex{}, failureModeAllow: map[string]bool{}, droppedParents: map[string]bool{}}
+		f := &fileState{name: name, lines: newLineIndex(), failureModeAllow: map[string]bool{}, droppedParents: map[string]bool{}}
 		bs := l.decodeFile(f, data)
 		if bs == nil || len(l.findings) != 0 {
 			t.Fatalf("%s: decode findings %v", name, l.findings)
