@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"io"
+	"os"
 
 	"github.com/rlbench/rlbench/internal/boundedio"
 )
@@ -31,6 +32,14 @@ type (
 // limit); reads stop when ctx is done. See boundedio.OpenRegular.
 func OpenRegular(ctx context.Context, path string, limit int64) (*File, error) {
 	return boundedio.OpenRegular(ctx, path, limit)
+}
+
+// OpenRegularFile opens path as OpenRegular does (a FIFO or device is
+// refused at once with a *NotRegularError) and returns the *os.File itself,
+// for chunked readers that use ReadAt and check ctx themselves. See
+// boundedio.OpenFile.
+func OpenRegularFile(path string) (*os.File, os.FileInfo, error) {
+	return boundedio.OpenFile(path)
 }
 
 // ReadRegular reads the regular file at path whole, at most limit bytes

@@ -156,18 +156,9 @@ func OpenRegular(ctx context.Context, path string, limit int64) (*File, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, st, err := OpenFile(path)
 	if err != nil {
 		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
 	}
 	if limit > 0 && st.Size() > limit {
 		f.Close()
@@ -175,6 +166,28 @@ func OpenRegular(ctx context.Context, path string, limit int64) (*File, error) {
 	}
 	// O_NONBLOCK has no effect on a regular file's reads (open(2)).
 	return &File{f: f, r: &ctxReader{ctx: ctx, r: f, name: path, limit: limit}, size: st.Size()}, nil
+}
+
+// OpenFile is OpenRegular's check without the reader: it opens path
+// (O_NONBLOCK, so a FIFO does not block the open), refuses anything but a
+// regular file with a *NotRegularError, and returns the *os.File with its
+// FileInfo, for readers that need the file itself (ReadAt, Seek, chunked
+// parallel reads) and check their context themselves.
+func OpenFile(path string) (*os.File, os.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &NotRegularError{Path: path, Mode: st.Mode()}
+	}
+	return f, st, nil
 }
 
 // ReadRegular reads the regular file at path whole, as os.ReadFile does,

@@ -40,6 +40,12 @@ func TestOpenRegularRefusesNonRegular(t *testing.T) {
 		if _, err := ReadRegular(context.Background(), c.path, 0); !errors.As(err, &nr) {
 			t.Errorf("ReadRegular(%s) = %v", c.path, err)
 		}
+		if f, _, err := OpenFile(c.path); !errors.As(err, &nr) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("OpenFile(%s) = %v", c.path, err)
+		}
 	}
 	// A symbolic link to a regular file is followed.
 	reg := filepath.Join(dir, "scenario.json")
@@ -54,6 +60,11 @@ func TestOpenRegularRefusesNonRegular(t *testing.T) {
 	if err != nil || string(b) != `{"a":1}` {
 		t.Errorf("ReadRegular(link) = %q, %v", b, err)
 	}
+	f, st, err := OpenFile(link)
+	if err != nil || st.Size() != 7 {
+		t.Fatalf("OpenFile(link) = %v, %v", st, err)
+	}
+	f.Close()
 	if _, err := OpenRegular(context.Background(), filepath.Join(dir, "missing"), 0); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
