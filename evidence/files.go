@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -423,7 +424,7 @@ type RLSMetrics struct {
 // time nor process). A file that does not decode gives an RLSMetrics whose
 // Error names it.
 func decodeRLSMetrics(path, label string) RLSMetrics {
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(context.Background(), path, MaxDocumentBytes)
 	var m RLSMetrics
 	if err == nil {
 		err = json.Unmarshal(b, &m)

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -194,7 +195,7 @@ func trimSpace(b []byte) []byte {
 
 // ReadFile opens path and calls ReadLines on it, naming errors by path.
 func ReadFile[T any](path string, fn func(line int, v *T) error) error {
-	f, err := os.Open(path)
+	f, err := OpenRegular(context.Background(), path, 0)
 	if err != nil {
 		return err
 	}

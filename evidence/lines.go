@@ -161,13 +161,13 @@ func estimateRows(f *os.File, bytes int64) int {
 // read (fs.ErrNotExist when a file is absent).
 func readRequests(ctx context.Context, reqPath string, wantXRID bool, reqs *Requests, recs *Receipts, recPath string) ([]Problem, loadErrs) {
 	var errs loadErrs
-	rf, err := os.Open(reqPath)
+	rf, _, err := OpenRegularFile(reqPath)
 	if err != nil {
 		errs.requests = err
 	} else {
 		defer rf.Close()
 	}
-	cf, err := os.Open(recPath)
+	cf, _, err := OpenRegularFile(recPath)
 	if err != nil {
 		errs.receipts = err
 	} else {

@@ -42,7 +42,7 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 		return nil, err
 	}
 	b := &Bundle{Dir: dir, Root: root, Scenarios: []*ScenarioEvidence{}, Missing: []string{}}
-	if raw, err := os.ReadFile(Dir(root).Manifest()); err == nil {
+	if raw, err := ReadRegular(ctx, Dir(root).Manifest(), MaxDocumentBytes); err == nil {
 		var m Manifest
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("%s: %w", Dir(dir).Manifest(), JSONError(raw, err))
@@ -119,7 +119,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 
 	// scenario.json (optional for a bare attack, but then nothing is expected).
 	sp := d.Scenario()
-	if b, err := os.ReadFile(sp); err == nil {
+	if b, err := ReadRegular(ctx, sp, MaxDocumentBytes); err == nil {
 		switch err := json.Unmarshal(b, &s.Scenario); {
 		case err != nil:
 			problem(ScenarioFile, "%s: %v", sp, JSONError(b, err))
@@ -134,7 +134,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 		problem(ScenarioFile, "%s: missing (every scenario of a run has one)", sp)
 	}
 
-	if b, err := os.ReadFile(d.NotRun()); err == nil {
+	if b, err := ReadRegular(ctx, d.NotRun(), MaxDocumentBytes); err == nil {
 		s.NotRun = true
 		s.NotRunReason = strings.TrimSpace(string(b))
 		if s.NotRunReason == "" {
@@ -144,7 +144,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	}
 
 	ap := d.Attack()
-	if b, err := os.ReadFile(ap); err != nil {
+	if b, err := ReadRegular(ctx, ap, MaxDocumentBytes); err != nil {
 		problem(AttackFile, "%s: missing (the attack did not finish writing its summary)", ap)
 	} else if a, err := DecodeAttack(b); err != nil {
 		problem(AttackFile, "%s: %v", ap, JSONError(b, err))
@@ -232,7 +232,7 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 // ReadStats reads a parsed stats snapshot (stats/<proxy>.<label>.json); a
 // file of another schema than EnvoyStatsSchema is an error.
 func ReadStats(path string) (*envoy.Snapshot, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadRegular(context.Background(), path, MaxDocumentBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func readAccessLogs(d Dir, problems []Problem) ([]AccessLog, []Problem) {
 	sort.Strings(paths)
 	out := []AccessLog{}
 	for _, p := range paths {
-		f, err := os.Open(p)
+		f, err := OpenRegular(context.Background(), p, 0)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, path, s string) {
@@ -336,5 +338,40 @@ func TestReceiptsAddKeepsColumnsAligned(t *testing.T) {
 	if !reflect.DeepEqual(recs.XRequestID, []string{"", "r2", ""}) || !reflect.DeepEqual(recs.Request, []int32{0, Phantom, NoID}) ||
 		!reflect.DeepEqual(recs.PhantomIDs, []string{"zz"}) {
 		t.Fatalf("%+v", recs)
+	}
+}
+
+// TestLoadRefusesFIFO: a requests.jsonl that is a FIFO (or a device) would
+// block the read forever and swallow the first SIGTERM; Load refuses it at
+// once, naming the file, and the scenario is incomplete, not PASS.
+func TestLoadRefusesFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, RequestsFile), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ScenarioFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *Bundle, 1)
+	go func() {
+		b, _ := Load(context.Background(), dir)
+		done <- b
+	}()
+	select {
+	case b := <-done:
+		if b == nil || len(b.Scenarios) != 1 {
+			t.Fatalf("bundle %+v", b)
+		}
+		s := b.Scenarios[0]
+		var msgs []string
+		for _, p := range s.Problems {
+			msgs = append(msgs, p.Msg)
+		}
+		all := strings.Join(msgs, "\n")
+		if !strings.Contains(all, ScenarioFile) || !strings.Contains(all, "FIFO") && !strings.Contains(all, "fifo") && !strings.Contains(all, "not a regular") {
+			t.Errorf("problems do not name the FIFO: %q", all)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load blocked on a FIFO")
 	}
 }
