@@ -23,6 +23,9 @@ type Options struct {
 	IntendedLimit *int
 	// Checkers replaces the checker table (DefaultCheckers) when not nil.
 	Checkers []Checker
+	// Series, when true, adds each scenario's time series for plots
+	// (ScenarioReport.Series; the HTML report needs them).
+	Series bool
 }
 
 // Analyze loads the evidence directory dir (evidence.Load) and judges every
@@ -147,7 +150,10 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) ScenarioReport {
 	if notRun := completeness(in); notRun {
 		return sr
 	}
-	observe(in)
+	acc := observe(in)
+	if opts.Series {
+		sr.Series = seriesOf(in, acc)
+	}
 	checkers := DefaultCheckers
 	if opts.Checkers != nil {
 		checkers = opts.Checkers
@@ -239,8 +245,9 @@ func completeness(in *Input) bool {
 // observe computes the report's sections from the evidence: classes per
 // target and phase, the reconciliation with receipts, over-admission, the
 // configured bound, the proxies' counter deltas, fault windows, the RLS
-// decisions and the access log join.
-func observe(in *Input) {
+// decisions, the access log join and the latency. It returns the latency
+// accumulators (for Series).
+func observe(in *Input) *latencyAccs {
 	ev, sr := in.Evidence, in.Report
 	reqs := &ev.Requests
 	n := reqs.Len()
@@ -296,6 +303,9 @@ func observe(in *Input) {
 		}
 		sr.RLS.Real = reconcileReal(ev, sr.FaultWindows, sr.Totals, failOpen(sr))
 	}
+	acc := accumulateLatency(reqs)
+	sr.Latency = latencyOf(ev, sr, acc)
+	return acc
 }
 
 func classesOf(n [evidence.NumClasses]int) Classes {

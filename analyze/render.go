@@ -13,9 +13,11 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// WriteJSON writes the report as indented JSON (schemas/report.v1.schema.json).
+// WriteJSON writes the report as indented JSON (schemas/report.v1.schema.json),
+// without HTML escaping: "<stdin>" stays "<stdin>", not "\u003cstdin\u003e".
 func WriteJSON(w io.Writer, rep *Report) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)
 }
@@ -61,16 +63,28 @@ func overString(o *OverAdmission) string {
 	if o == nil {
 		return "-"
 	}
-	f := func(n int) string {
-		if n > 0 {
-			return "+" + strconv.Itoa(n)
-		}
-		return strconv.Itoa(n)
+	return admissionVsLimit(o.Min, o.Max, o.Intended)
+}
+
+// admissionVsLimit names admitted − intended (lo..hi) for people:
+// "over-admission 5 vs 5", "under-admission 5 vs 5", "at the limit 5", or
+// for a range "over-admission 0..3 vs 5", "under-admission 2 to
+// over-admission 3 vs 5".
+func admissionVsLimit(lo, hi, intended int) string {
+	vs := " vs " + strconv.Itoa(intended)
+	switch {
+	case lo == 0 && hi == 0:
+		return "at the limit " + strconv.Itoa(intended)
+	case lo == hi && lo > 0:
+		return "over-admission " + strconv.Itoa(lo) + vs
+	case lo == hi:
+		return "under-admission " + strconv.Itoa(-lo) + vs
+	case lo >= 0:
+		return "over-admission " + strconv.Itoa(lo) + ".." + strconv.Itoa(hi) + vs
+	case hi <= 0:
+		return "under-admission " + strconv.Itoa(-hi) + ".." + strconv.Itoa(-lo) + vs
 	}
-	if o.Min == o.Max {
-		return f(o.Min) + " vs " + strconv.Itoa(o.Intended)
-	}
-	return f(o.Min) + ".." + f(o.Max) + " vs " + strconv.Itoa(o.Intended)
+	return "under-admission " + strconv.Itoa(-lo) + " to over-admission " + strconv.Itoa(hi) + vs
 }
 
 // WriteTable renders the report for people: one row per scenario and target
@@ -80,7 +94,7 @@ func overString(o *OverAdmission) string {
 func WriteTable(w io.Writer, rep *Report) error {
 	repeats := repeatsByName(rep)
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Over-admission", "Status")
+	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Vs intended limit", "Status")
 	for _, s := range rep.Scenarios {
 		name := s.Name
 		if repeats[s.Name] > 1 {
@@ -145,8 +159,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if g.Admitted != nil {
 			adm = fmt.Sprintf("%d..%d", g.Admitted.Min, g.Admitted.Max)
 		}
-		if g.OverAdmission != nil {
-			over = fmt.Sprintf("%+d..%+d", g.OverAdmission.Min, g.OverAdmission.Max)
+		if g.OverAdmission != nil && g.Admitted != nil {
+			over = admissionVsLimit(g.OverAdmission.Min, g.OverAdmission.Max, g.Admitted.Min-g.OverAdmission.Min)
 		}
 		if g.Bound != nil {
 			bound = strconv.Itoa(*g.Bound)
@@ -156,13 +170,16 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if len(gr) > 0 {
 		fmt.Fprintln(w, "\nOver the repeats:")
 		rt := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		rt.Header("Scenario", "Repeats", "Admitted (min..max)", "Over-admission", "Configured bound", "Status")
+		rt.Header("Scenario", "Repeats", "Admitted (min..max)", "Vs intended limit", "Configured bound", "Status")
 		if err := rt.Bulk(gr); err != nil {
 			return err
 		}
 		if err := rt.Render(); err != nil {
 			return err
 		}
+	}
+	if err := writeLatencyTable(w, rep); err != nil {
+		return err
 	}
 	for _, s := range rep.Scenarios {
 		if s.Bound != nil {

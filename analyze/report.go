@@ -106,6 +106,12 @@ type ScenarioReport struct {
 	FaultWindows   []FaultWindow  `json:"fault_windows"`
 	RLS            *RLSCheck      `json:"rls"`
 	ProducerCounts map[string]int `json:"producers,omitempty"`
+	// Latency is the client-side latency by class, target and phase, and the
+	// RLS call latency; nil when the scenario sent nothing.
+	Latency *Latency `json:"latency,omitempty"`
+	// Series holds the time series for plots; computed only when
+	// Options.Series is set (the HTML report), nil otherwise.
+	Series *Series `json:"series,omitempty"`
 }
 
 // Check is one judged property of a scenario.

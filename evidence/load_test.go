@@ -299,12 +299,14 @@ func TestLoadRLSMetricsShapes(t *testing.T) {
 }
 
 func TestStatusLineRoundTrip(t *testing.T) {
-	ls := []StatusLine{NewStatusLine("two local buckets", 0, Pass, "ok  (3 checks)"), NewStatusLine("r", 2, NotRun, "incomplete:\nx")}
+	ls := []StatusLine{NewStatusLine("two local buckets", 0, Pass, "ok  (3 checks)"), NewStatusLine("r", 2, NotRun, "incomplete:\nx"),
+		NewStatusLine("RLS stopped, deny", 3, Fail, "x"), NewStatusLine(`a "b"#4`, 0, Pass, "y"), NewStatusLine("", 0, NotRun, "z")}
 	var b strings.Builder
 	if err := WriteStatus(&b, ls); err != nil {
 		t.Fatal(err)
 	}
-	if b.String() != "two_local_buckets PASS ok (3 checks)\nr#2 NOT_RUN incomplete: x\n" {
+	if b.String() != `"two local buckets" PASS ok (3 checks)`+"\nr#2 NOT_RUN incomplete: x\n"+`"RLS stopped, deny"#3 FAIL x`+"\n"+
+		`"a \"b\"#4" PASS y`+"\n"+`"" NOT_RUN z`+"\n" {
 		t.Fatalf("%q", b.String())
 	}
 	got, err := ReadStatus(strings.NewReader(b.String()), "status.txt")
@@ -313,6 +315,16 @@ func TestStatusLineRoundTrip(t *testing.T) {
 	}
 	if _, err := ReadStatus(strings.NewReader("a PASS x\nb MAYBE y\n"), "s"); err == nil || !strings.HasPrefix(err.Error(), "s:2: ") {
 		t.Fatalf("bad status: %v", err)
+	}
+	for _, bad := range []string{`"unterminated PASS x`, `"a"x PASS y`, `"a"#0 PASS y`} {
+		if _, err := ParseStatusLine(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	// status.txt written before names were quoted still reads, '_' kept.
+	old, err := ReadStatus(strings.NewReader("two_local_buckets PASS ok\nshared_RLS#2 FAIL x y\n"), "old")
+	if err != nil || len(old) != 2 || old[0].Scenario != "two_local_buckets" || old[1].Scenario != "shared_RLS" || old[1].Repeat != 2 || old[1].Reason != "x y" {
+		t.Fatalf("old status.txt: %+v %v", old, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Verdicts of a scenario, as in StatusLine.Status. NOT_RUN covers both a
@@ -21,11 +22,14 @@ const (
 //
 //	<scenario>[#<repeat>] <PASS|FAIL|NOT_RUN> <reason>
 //
-// Spaces in the scenario name are written as '_' so that the first field
-// stays one word; #<repeat> is present when the scenario ran more than once.
-// The reason is one line.
+// A scenario name that is not one plain word (it holds whitespace, '"' or
+// '#', or is empty) is written as a Go quoted string, so that the first
+// field stays one field: "two local buckets" PASS ... ; #<repeat> is present
+// when the scenario ran more than once. The reason is one line. Files
+// written before names were quoted (spaces written as '_') still read, the
+// '_' kept.
 type StatusLine struct {
-	// Scenario is the scenario name with spaces replaced by '_'.
+	// Scenario is the scenario name as given.
 	Scenario string `json:"scenario"`
 	// Repeat is the 1-based repeat, 0 when the line carries none.
 	Repeat int `json:"repeat"`
@@ -37,13 +41,28 @@ type StatusLine struct {
 // NewStatusLine builds the line of a scenario run; repeat 0 omits #<repeat>.
 // Whitespace runs in reason become one space.
 func NewStatusLine(name string, repeat int, status, reason string) StatusLine {
-	return StatusLine{Scenario: strings.ReplaceAll(name, " ", "_"), Repeat: repeat, Status: status,
-		Reason: strings.Join(strings.Fields(reason), " ")}
+	return StatusLine{Scenario: name, Repeat: repeat, Status: status, Reason: strings.Join(strings.Fields(reason), " ")}
+}
+
+// plainName reports whether name can be written unquoted.
+func plainName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if r == '"' || r == '#' || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // String formats the line without its newline.
 func (l StatusLine) String() string {
 	name := l.Scenario
+	if !plainName(name) {
+		name = strconv.Quote(name)
+	}
 	if l.Repeat > 0 {
 		name += "#" + strconv.Itoa(l.Repeat)
 	}
@@ -52,20 +71,49 @@ func (l StatusLine) String() string {
 
 // ParseStatusLine parses one line of status.txt (without newline).
 func ParseStatusLine(s string) (StatusLine, error) {
-	name, rest, ok1 := strings.Cut(s, " ")
-	status, reason, ok2 := strings.Cut(rest, " ")
-	if !ok1 || !ok2 && status == "" || name == "" {
+	bad := func() (StatusLine, error) {
 		return StatusLine{}, fmt.Errorf("status line %q: want \"<scenario> <PASS|FAIL|NOT_RUN> <reason>\"", s)
+	}
+	var l StatusLine
+	var rest string
+	if strings.HasPrefix(s, `"`) {
+		q, err := strconv.QuotedPrefix(s)
+		if err != nil {
+			return StatusLine{}, fmt.Errorf("status line %q: scenario name: %v", s, err)
+		}
+		l.Scenario, _ = strconv.Unquote(q)
+		tail, r, ok := strings.Cut(s[len(q):], " ")
+		if !ok {
+			return bad()
+		}
+		if tail != "" {
+			n, err := strconv.Atoi(strings.TrimPrefix(tail, "#"))
+			if !strings.HasPrefix(tail, "#") || err != nil || n <= 0 {
+				return StatusLine{}, fmt.Errorf("status line %q: %q after the quoted scenario name is not #<repeat>", s, tail)
+			}
+			l.Repeat = n
+		}
+		rest = r
+	} else {
+		name, r, ok := strings.Cut(s, " ")
+		if !ok || name == "" {
+			return bad()
+		}
+		l.Scenario, rest = name, r
+		if i := strings.LastIndexByte(name, '#'); i > 0 {
+			if n, err := strconv.Atoi(name[i+1:]); err == nil && n > 0 {
+				l.Scenario, l.Repeat = name[:i], n
+			}
+		}
+	}
+	status, reason, ok := strings.Cut(rest, " ")
+	if !ok && status == "" {
+		return bad()
 	}
 	if status != Pass && status != Fail && status != NotRun {
 		return StatusLine{}, fmt.Errorf("status line %q: status %q is not PASS, FAIL or NOT_RUN", s, status)
 	}
-	l := StatusLine{Scenario: name, Status: status, Reason: reason}
-	if i := strings.LastIndexByte(name, '#'); i > 0 {
-		if n, err := strconv.Atoi(name[i+1:]); err == nil && n > 0 {
-			l.Scenario, l.Repeat = name[:i], n
-		}
-	}
+	l.Status, l.Reason = status, reason
 	return l, nil
 }
 

@@ -1,0 +1,255 @@
+package analyze
+
+import (
+	"sort"
+
+	"github.com/tsenart/vegeta/v12/lib/lttb"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// Series is a scenario's time series for plots (the HTML report), computed
+// by Judge from the Bundle's columns when Options.Series is set (nil
+// otherwise). Every count series has Bins entries: entry k counts what
+// happened in [StartNs + k×BinNs, StartNs + (k+1)×BinNs). The axis covers the
+// first send (or fault, or receipt) to the last response (or fault end, or
+// receipt), so requests, receipts and FaultWindows share it. A large run is
+// downsampled: counts are aggregated per bin, and the per-request latency
+// points by LTTB (vegeta's lib/lttb) to at most MaxLatencyPoints per line.
+type Series struct {
+	// StartNs is the axis origin, unix ns (a multiple of BinNs).
+	StartNs int64 `json:"start_ns"`
+	// BinNs is the bin width, ns: 1, 2 or 5 × 10^k ns, chosen from the run's
+	// length so that there are at most MaxBins bins.
+	BinNs int64 `json:"bin_ns"`
+	// Bins is the number of bins.
+	Bins int `json:"bins"`
+	// Targets are the per-target series, sorted by target.
+	Targets []TargetSeries `json:"targets"`
+	// Receipts counts every backend receipt per bin by its receive time,
+	// those without an ID or with an ID never sent included.
+	Receipts []int `json:"receipts"`
+	// AdmittedCumulative is the number of admitted requests (all targets)
+	// sent before each bin's end.
+	AdmittedCumulative []int `json:"admitted_cumulative"`
+	// Bounds are cumulative bound lines to compare AdmittedCumulative with:
+	// entry k is the most admissions allowed from StartNs to the end of bin
+	// k. The configured limiters' bound (Bound) is the line named
+	// BoundConfigured; other producers (a model's bound per window or key)
+	// add their own lines with their own names.
+	Bounds []BoundSeries `json:"bounds"`
+	// Latency holds, per target and class, each request's latency against
+	// its send time, downsampled by LTTB.
+	Latency []LatencySeries `json:"latency"`
+	// Distributions are the latency percentile curves per target and class
+	// (from the same HDR histograms as Latency).
+	Distributions []LatencyDistribution `json:"distributions"`
+}
+
+// TargetSeries counts one target's requests per bin by their send time.
+type TargetSeries struct {
+	Target string `json:"target"`
+	// Admitted counts 2xx responses.
+	Admitted []int `json:"admitted"`
+	// Rejected counts responses a limiter produced without forwarding the
+	// request (evidence.Class.ProxyRejected: local 429, global 429, RLS-error 500).
+	Rejected []int `json:"rejected"`
+	// Errors counts every other outcome: other 4xx/5xx, 1xx/3xx and no response.
+	Errors []int `json:"errors"`
+	// Receipts counts the backend receipts of this target's IDs per bin by
+	// their receive time.
+	Receipts []int `json:"receipts"`
+}
+
+// BoundSeries is one cumulative bound line (see Series.Bounds).
+type BoundSeries struct {
+	// Name says whose bound it is (BoundConfigured for the configured limiters).
+	Name string `json:"name"`
+	// Allowed has Series.Bins entries.
+	Allowed []int `json:"allowed"`
+}
+
+// LatencySeries is one line of per-request latency points of a target and class.
+type LatencySeries struct {
+	Target string `json:"target"`
+	Class  string `json:"class"`
+	// Count is the number of requests the line stands for (before downsampling).
+	Count int `json:"count"`
+	// OffsetNs is each point's send time minus Series.StartNs, ns, increasing.
+	OffsetNs []int64 `json:"offset_ns"`
+	// LatencyNs is each point's latency, ns.
+	LatencyNs []int64 `json:"latency_ns"`
+}
+
+// LatencyDistribution is a latency percentile curve: the latency at each of
+// DistributionPercents.
+type LatencyDistribution struct {
+	Target string `json:"target"`
+	Class  string `json:"class"`
+	Count  int    `json:"count"`
+	// Percents are the percents (0..100) of the curve's points.
+	Percents []float64 `json:"percents"`
+	// LatencyNs is the latency at each percent, ns.
+	LatencyNs []int64 `json:"latency_ns"`
+}
+
+// Limits of the Series' size, whatever the number of requests.
+const (
+	// MaxBins is the most bins a Series has.
+	MaxBins = 200
+	// MaxLatencyPoints is the most points of one LatencySeries.
+	MaxLatencyPoints = 1000
+	// BoundConfigured names the configured limiters' bound line.
+	BoundConfigured = "configured bound"
+)
+
+// DistributionPercents are the percents of a LatencyDistribution's points:
+// dense towards the tail, as HdrHistogram percentile plots.
+var DistributionPercents = []float64{0, 10, 20, 30, 40, 50, 55, 60, 65, 70, 75, 80, 85, 90, 92.5, 95, 96, 97, 98, 99, 99.5, 99.9, 99.95, 99.99, 99.999, 100}
+
+// binWidth returns the smallest 1, 2 or 5 × 10^k ns width that covers span in
+// at most MaxBins bins.
+func binWidth(span int64) int64 {
+	for w := int64(1); ; w *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if span/(w*m) < MaxBins {
+				return w * m
+			}
+		}
+	}
+}
+
+// seriesOf computes the scenario's Series from its evidence and report
+// sections (targets, fault windows, limits).
+func seriesOf(in *Input, a *latencyAccs) *Series {
+	ev, sr := in.Evidence, in.Report
+	reqs, recs := &ev.Requests, &ev.Receipts
+	lo, hi := sr.StartNs, sr.EndNs
+	widen := func(t int64) {
+		if t <= 0 {
+			return
+		}
+		if lo == 0 || t < lo {
+			lo = t
+		}
+		hi = max(hi, t)
+	}
+	for _, t := range recs.RecvNs {
+		widen(t)
+	}
+	for _, w := range sr.FaultWindows {
+		widen(w.BeginNs)
+		widen(w.EndNs)
+	}
+	bin := binWidth(hi - lo)
+	start := lo / bin * bin
+	bins := int((hi-start)/bin) + 1
+	s := &Series{StartNs: start, BinNs: bin, Bins: bins, Targets: []TargetSeries{}, Receipts: make([]int, bins),
+		AdmittedCumulative: make([]int, bins), Bounds: []BoundSeries{}, Latency: []LatencySeries{}, Distributions: []LatencyDistribution{}}
+	binOf := func(t int64) int { return min(max(int((t-start)/bin), 0), bins-1) }
+
+	order := make([]int, len(reqs.Targets))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(x, y int) bool { return reqs.Targets[order[x]] < reqs.Targets[order[y]] })
+	pos := make([]int, len(reqs.Targets)) // target index -> index in s.Targets
+	for k, t := range order {
+		pos[t] = k
+		s.Targets = append(s.Targets, TargetSeries{Target: reqs.Targets[t], Admitted: make([]int, bins),
+			Rejected: make([]int, bins), Errors: make([]int, bins), Receipts: make([]int, bins)})
+	}
+	for i, n := 0, reqs.Len(); i < n; i++ {
+		ts, b := &s.Targets[pos[reqs.Target[i]]], binOf(reqs.SentNs[i])
+		switch c := reqs.Class[i]; {
+		case c == evidence.ClassAdmitted:
+			ts.Admitted[b]++
+			s.AdmittedCumulative[b]++
+		case c.ProxyRejected():
+			ts.Rejected[b]++
+		default:
+			ts.Errors[b]++
+		}
+	}
+	for k := 1; k < bins; k++ {
+		s.AdmittedCumulative[k] += s.AdmittedCumulative[k-1]
+	}
+	for j, t := range recs.RecvNs {
+		b := binOf(t)
+		s.Receipts[b]++
+		if r := recs.Request[j]; r >= 0 {
+			s.Targets[pos[reqs.Target[r]]].Receipts[b]++
+		}
+	}
+	if sr.Bound != nil {
+		line := BoundSeries{Name: BoundConfigured, Allowed: make([]int, bins)}
+		from := sr.StartNs
+		for k := range line.Allowed {
+			end := start + int64(k+1)*bin
+			if end <= from {
+				continue // before the first send nothing was admitted or allowed
+			}
+			if b := configuredBound(in.Scenario.Limits, from, end); b != nil {
+				line.Allowed[k] = b.Allowed
+			}
+		}
+		s.Bounds = append(s.Bounds, line)
+	}
+	s.Latency = latencySeries(reqs, order, start)
+	for _, t := range order {
+		for cl := range a.targets[t] {
+			acc := &a.targets[t][cl]
+			if acc.count == 0 {
+				continue
+			}
+			d := LatencyDistribution{Target: reqs.Targets[t], Class: evidence.Class(cl).String(), Count: acc.count,
+				Percents: DistributionPercents, LatencyNs: make([]int64, len(DistributionPercents))}
+			for k, p := range DistributionPercents {
+				d.LatencyNs[k] = acc.quantileNs(p)
+			}
+			if len(d.LatencyNs) > 0 {
+				d.LatencyNs[len(d.LatencyNs)-1] = acc.max
+			}
+			s.Distributions = append(s.Distributions, d)
+		}
+	}
+	return s
+}
+
+// latencySeries returns per target (in order) and class the requests'
+// (send offset, latency) points in send order, LTTB-downsampled to
+// MaxLatencyPoints.
+func latencySeries(reqs *evidence.Requests, order []int, start int64) []LatencySeries {
+	groups := map[[2]int][]int{}
+	for i, n := 0, reqs.Len(); i < n; i++ {
+		k := [2]int{int(reqs.Target[i]), int(reqs.Class[i])}
+		groups[k] = append(groups[k], i)
+	}
+	out := []LatencySeries{}
+	for _, t := range order {
+		for cl := 0; cl < int(evidence.NumClasses); cl++ {
+			idx := groups[[2]int{t, cl}]
+			if len(idx) == 0 {
+				continue
+			}
+			sort.SliceStable(idx, func(x, y int) bool { return reqs.SentNs[idx[x]] < reqs.SentNs[idx[y]] })
+			next := 0
+			pts, _ := lttb.Downsample(len(idx), MaxLatencyPoints, func(count int) ([]lttb.Point, error) {
+				ps := make([]lttb.Point, 0, count)
+				for ; count > 0 && next < len(idx); count-- {
+					i := idx[next]
+					ps = append(ps, lttb.Point{X: float64(reqs.SentNs[i] - start), Y: float64(reqs.EndNs[i] - reqs.SentNs[i])})
+					next++
+				}
+				return ps, nil
+			})
+			ls := LatencySeries{Target: reqs.Targets[t], Class: evidence.Class(cl).String(), Count: len(idx),
+				OffsetNs: make([]int64, len(pts)), LatencyNs: make([]int64, len(pts))}
+			for k, p := range pts {
+				ls.OffsetNs[k], ls.LatencyNs[k] = int64(p.X), int64(p.Y)
+			}
+			out = append(out, ls)
+		}
+	}
+	return out
+}
