@@ -71,9 +71,9 @@ const (
 
 // latencyAcc accumulates the latency of one group of requests.
 type latencyAcc struct {
-	hist       *hdrhistogram.Histogram
-	count      int
-	sumNs, max int64
+	hist            *hdrhistogram.Histogram
+	count           int
+	sumNs, min, max int64
 }
 
 func (a *latencyAcc) record(ns int64) {
@@ -81,6 +81,9 @@ func (a *latencyAcc) record(ns int64) {
 		a.hist = hdrhistogram.New(1, latencyMaxUnits, latencySigFigs)
 	}
 	ns = max(ns, 0)
+	if a.count == 0 || ns < a.min {
+		a.min = ns
+	}
 	a.count++
 	a.sumNs += ns
 	a.max = max(a.max, ns)
@@ -88,14 +91,20 @@ func (a *latencyAcc) record(ns int64) {
 	_ = a.hist.RecordValue(min(ns/latencyUnitNs, latencyMaxUnits))
 }
 
-// quantileNs returns the q-th percentile (0..100) in ns.
+// quantileNs returns the q-th percentile (0..100) in ns: the exact minimum
+// and maximum at 0 and 100.
 func (a *latencyAcc) quantileNs(q float64) int64 {
-	if a.hist == nil {
+	switch {
+	case a.hist == nil:
 		return 0
+	case q <= 0:
+		return a.min
+	case q >= 100:
+		return a.max
 	}
 	// The histogram's highest equivalent value is at most 0.1% high; never
-	// report more than the exact maximum.
-	return min(a.hist.ValueAtQuantile(q)*latencyUnitNs, a.max)
+	// report more than the exact maximum nor less than the minimum.
+	return min(max(a.hist.ValueAtQuantile(q)*latencyUnitNs, a.min), a.max)
 }
 
 func (a *latencyAcc) summary(class string) ClassLatency {

@@ -96,7 +96,7 @@ type LatencyDistribution struct {
 // Limits of the Series' size, whatever the number of requests.
 const (
 	// MaxBins is the most bins a Series has.
-	MaxBins = 200
+	MaxBins = 120
 	// MaxLatencyPoints is the most points of one LatencySeries.
 	MaxLatencyPoints = 1000
 	// BoundConfigured names the configured limiters' bound line.
@@ -206,9 +206,6 @@ func seriesOf(in *Input, a *latencyAccs) *Series {
 				Percents: DistributionPercents, LatencyNs: make([]int64, len(DistributionPercents))}
 			for k, p := range DistributionPercents {
 				d.LatencyNs[k] = acc.quantileNs(p)
-			}
-			if len(d.LatencyNs) > 0 {
-				d.LatencyNs[len(d.LatencyNs)-1] = acc.max
 			}
 			s.Distributions = append(s.Distributions, d)
 		}

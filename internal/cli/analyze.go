@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 	"os"
 
 	"github.com/rlbench/rlbench/analyze"
@@ -13,7 +14,7 @@ import (
 type AnalyzeOptions struct {
 	IO     *IOStreams
 	Dir    string
-	Format string // formatTable | formatJSON
+	Format string // one of reportFormats
 	// StatusFile is where status.txt is written; "" = <Dir>/status.txt, "-" = not written.
 	StatusFile string
 	// ExpectAdmitted (--expect-admitted N or MIN..MAX) and IntendedLimit
@@ -36,7 +37,8 @@ receipts, proxy counter deltas, over-admission and fault-window tallies.
 It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 4 when one is NOT_RUN or incomplete.`,
 		Example: `  rlbench analyze evidence/20261130T101500Z-1
-  rlbench analyze --format json evidence/20261130T101500Z-1 > report.json`,
+  rlbench analyze --format json evidence/20261130T101500Z-1 > report.json
+  rlbench analyze --format junit evidence/latest > rlbench-junit.xml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
@@ -46,7 +48,7 @@ It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 			return runAnalyze(cmd.Context(), o)
 		},
 	}
-	formatFlag(cmd, &o.Format)
+	reportFormatFlag(cmd, &o.Format)
 	rangeFlag(cmd.Flags(), &o.ExpectAdmitted, "expect-admitted", "expected admitted count N or MIN..MAX (overrides scenario.json)")
 	countFlag(cmd.Flags(), &o.IntendedLimit, "intended-limit", "admissions meant for the whole backend, for over-admission (overrides scenario.json)")
 	cmd.Flags().StringVar(&o.StatusFile, "status-file", "", "where to write status.txt (default EVIDENCE-DIR/status.txt; - to skip)")
@@ -54,15 +56,27 @@ It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 }
 
 func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
-	rep, err := analyze.Analyze(ctx, o.Dir, analyze.Options{Admitted: o.ExpectAdmitted, IntendedLimit: o.IntendedLimit})
+	b, rep, err := judgeDir(ctx, o.Dir, analyze.Options{Admitted: o.ExpectAdmitted, IntendedLimit: o.IntendedLimit}, o.Format == formatHTML)
 	if err != nil {
 		return err
 	}
-	return finishReport(o.IO, rep, o.Format, o.StatusFile, o.Dir)
+	return finishReport(o.IO, b, rep, o.Format, o.StatusFile, o.Dir)
 }
 
-// finishReport writes status.txt, renders the report and returns the verdict's exit code.
-func finishReport(io *IOStreams, rep *analyze.Report, format, statusFile, dir string) error {
+// judgeDir loads the evidence directory and judges it; series adds the
+// time series the HTML report plots.
+func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool) (*evidence.Bundle, *analyze.Report, error) {
+	b, err := evidence.Load(ctx, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Series = series
+	return b, analyze.Judge(b, opts), nil
+}
+
+// finishReport writes status.txt (unless statusFile is "-"), renders the
+// report in format and returns the verdict's exit code.
+func finishReport(io *IOStreams, b *evidence.Bundle, rep *analyze.Report, format, statusFile, dir string) error {
 	if statusFile != "-" {
 		if statusFile == "" {
 			statusFile = evidence.Dir(dir).Status()
@@ -79,16 +93,28 @@ func finishReport(io *IOStreams, rep *analyze.Report, format, statusFile, dir st
 			return werr
 		}
 	}
-	var err error
-	if format == formatJSON {
-		err = analyze.WriteJSON(io.Out, rep)
-	} else {
-		err = analyze.WriteTable(io.Out, rep)
-	}
-	if err != nil {
+	if err := render(io.Out, format, rep, b); err != nil {
 		return err
 	}
 	return verdictError(rep)
+}
+
+// render writes rep in one of reportFormats; b is the evidence it was
+// judged from (the csv rows come from it).
+func render(w io.Writer, format string, rep *analyze.Report, b *evidence.Bundle) error {
+	switch format {
+	case formatJSON:
+		return analyze.WriteJSON(w, rep)
+	case formatMarkdown:
+		return analyze.WriteMarkdown(w, rep)
+	case formatJUnit:
+		return analyze.WriteJUnit(w, rep)
+	case formatCSV:
+		return analyze.WriteCSV(w, rep, b)
+	case formatHTML:
+		return analyze.WriteHTML(w, rep)
+	}
+	return analyze.WriteTable(w, rep)
 }
 
 func verdictError(rep *analyze.Report) error {

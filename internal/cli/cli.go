@@ -119,6 +119,8 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 	root.SetErr(io.ErrOut)
 	root.AddCommand(
 		NewAnalyzeCmd(io, nil),
+		NewReportCmd(io, nil),
+		newExportCmd(io),
 		NewRunCmd(io, nil),
 		NewDemoCmd(io, nil),
 		NewAttackCmd(io, nil),

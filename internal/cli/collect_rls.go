@@ -35,8 +35,11 @@ func openInput(ctx context.Context, s *IOStreams, name string) (io.ReadCloser, s
 	return f, name, err
 }
 
+// writeJSONOut writes v as indented JSON without HTML escaping ("<stdin>"
+// stays "<stdin>").
 func writeJSONOut(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

@@ -32,17 +32,31 @@ func flagError(_ *cobra.Command, err error) error {
 	return &UsageError{Err: err}
 }
 
-// Output formats of the report-like commands (analyze, run, demo, lint,
-// collect envoy-access-log): the one list the --format check uses.
+// Output formats: the one list every --format check uses. The report
+// commands (analyze, run, demo) take all of them (reportFormats); the
+// commands that print data rather than a verdict (lint, collect) take table
+// and json (dataFormats).
 const (
-	formatTable = "table"
-	formatJSON  = "json"
+	formatTable    = "table"    // analyze.WriteTable: for people
+	formatJSON     = "json"     // analyze.WriteJSON: schemas/report.v1.schema.json
+	formatMarkdown = "markdown" // analyze.WriteMarkdown: a pull-request comment
+	formatJUnit    = "junit"    // analyze.WriteJUnit: CI test reports
+	formatCSV      = "csv"      // analyze.WriteCSV: one row per request
+	formatHTML     = "html"     // analyze.WriteHTML: one self-contained page with plots
 )
 
-var reportFormats = []string{formatTable, formatJSON}
+var (
+	reportFormats = []string{formatTable, formatJSON, formatMarkdown, formatJUnit, formatCSV, formatHTML}
+	dataFormats   = []string{formatTable, formatJSON}
+)
 
 // formatFlag adds --format (table or json, default table) to cmd.
 func formatFlag(cmd *cobra.Command, p *string) {
+	enumFlag(cmd, p, "format", formatTable, dataFormats, "output format")
+}
+
+// reportFormatFlag adds --format with every report format (default table) to cmd.
+func reportFormatFlag(cmd *cobra.Command, p *string) {
 	enumFlag(cmd, p, "format", formatTable, reportFormats, "output format")
 }
 

@@ -149,7 +149,8 @@ func TestNewAnalyzeCmd(t *testing.T) {
 
 		{name: "no dir", argv: nil, err: "accepts 1 arg"},
 		{name: "two dirs", argv: argv("a b"), err: "accepts 1 arg"},
-		{name: "bad format", argv: argv("--format xml ev"), err: `--format must be table or json, not "xml"`},
+		{name: "every format", argv: argv("--format junit ev"), want: &AnalyzeOptions{IO: tio, Dir: "ev", Format: "junit"}},
+		{name: "bad format", argv: argv("--format xml ev"), err: `--format must be table, json, markdown, junit, csv or html, not "xml"`},
 		{name: "reversed range", argv: argv("--expect-admitted 9..3 ev"), err: `--expect-admitted: range "9..3": min > max`},
 		{name: "negative range", argv: argv("--expect-admitted -1..3 ev"), err: "want 0 <= min <= max"},
 		{name: "not a range", argv: argv("--expect-admitted ten ev"), err: "want N or MIN..MAX"},
@@ -163,7 +164,28 @@ func TestNewRunCmd(t *testing.T) {
 		{name: "every flag", argv: argv("--root /tmp/ev --format json -q plan.yaml"),
 			want: &RunOptions{IO: tio, PlanFile: "plan.yaml", Root: "/tmp/ev", Format: "json", Quiet: true}},
 		{name: "no plan", argv: nil, err: "accepts 1 arg"},
-		{name: "bad format", argv: argv("--format csv plan.yaml"), err: `--format must be table or json, not "csv"`},
+		{name: "csv", argv: argv("--format csv plan.yaml"), want: &RunOptions{IO: tio, PlanFile: "plan.yaml", Format: "csv"}},
+		{name: "bad format", argv: argv("--format xml plan.yaml"), err: `--format must be table, json, markdown, junit, csv or html, not "xml"`},
+	})
+}
+
+func TestNewReportCmd(t *testing.T) {
+	five := 5
+	testCmd(t, NewReportCmd, []cmdCase[ReportOptions]{
+		{name: "defaults", argv: argv("ev"), want: &ReportOptions{IO: tio, Dir: "ev", Format: "table"}},
+		{name: "every flag", argv: argv("--html r.html --prometheus r.prom --format markdown --expect-admitted 5 --intended-limit 5 ev"),
+			want: &ReportOptions{IO: tio, Dir: "ev", Format: "markdown", HTMLFile: "r.html", PrometheusFile: "r.prom",
+				ExpectAdmitted: &evidence.Range{Min: 5, Max: 5}, IntendedLimit: &five}},
+		{name: "no dir", argv: nil, err: "accepts 1 arg"},
+		{name: "bad format", argv: argv("--format pdf ev"), err: `--format must be table, json, markdown, junit, csv or html, not "pdf"`},
+	})
+}
+
+func TestNewExportVegetaCmd(t *testing.T) {
+	testCmd(t, NewExportVegetaCmd, []cmdCase[ExportVegetaOptions]{
+		{name: "defaults", argv: argv("ev"), want: &ExportVegetaOptions{IO: tio, Dir: "ev"}},
+		{name: "no dir", argv: nil, err: "accepts 1 arg"},
+		{name: "two dirs", argv: argv("a b"), err: "accepts 1 arg"},
 	})
 }
 
@@ -173,7 +195,7 @@ func TestNewDemoCmd(t *testing.T) {
 		{name: "every flag", argv: argv("--root ev --format json --quiet"),
 			want: &RunOptions{IO: tio, PlanFile: examples.DemoPlanFile, PlanData: examples.DemoPlan, Root: "ev", Format: "json", Quiet: true}},
 		{name: "argument", argv: argv("plan.yaml"), err: `unknown command "plan.yaml"`},
-		{name: "bad format", argv: argv("--format yaml"), err: "--format must be table or json"},
+		{name: "bad format", argv: argv("--format yaml"), err: "--format must be table, json, markdown, junit, csv or html"},
 	})
 }
 
@@ -336,7 +358,7 @@ func TestNewLintCmd(t *testing.T) {
 // TestNewXCmd above (the list is kept by hand; a new command fails here
 // until its table test exists).
 func TestEveryLeafHasAnOptionsTest(t *testing.T) {
-	tested := map[string]bool{"analyze": true, "run": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
+	tested := map[string]bool{"analyze": true, "report": true, "export vegeta": true, "run": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
 		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true,
 		"collect nginx-access-log": true, "collect nginx-status": true} // the nginx ones: collect_nginx_test.go
 	var walk func(c *cobra.Command)

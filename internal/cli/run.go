@@ -18,7 +18,7 @@ type RunOptions struct {
 	PlanFile string
 	PlanData []byte
 	Root     string
-	Format   string // formatTable | formatJSON
+	Format   string // one of reportFormats
 	Quiet    bool
 }
 
@@ -47,7 +47,7 @@ It exits with analyze's exit code.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Root, "root", "", "directory for run directories (default: the plan's root, else ./evidence)")
-	formatFlag(cmd, &o.Format)
+	reportFormatFlag(cmd, &o.Format)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }
@@ -74,7 +74,7 @@ and prints the analysis. The plan is examples/demo/plan.yaml.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Root, "root", "", "directory for run directories (default ./evidence)")
-	formatFlag(cmd, &o.Format)
+	reportFormatFlag(cmd, &o.Format)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }
@@ -100,14 +100,14 @@ func runPlan(ctx context.Context, o *RunOptions) error {
 		return err
 	}
 	// Analyse even after an interrupt: what ran is reported, the rest is NOT_RUN.
-	rep, err := analyze.Analyze(context.WithoutCancel(ctx), dir, analyze.Options{})
+	b, rep, err := judgeDir(context.WithoutCancel(ctx), dir, analyze.Options{}, o.Format == formatHTML)
 	if err != nil {
 		return err
 	}
 	if !o.Quiet {
 		fmt.Fprintf(o.IO.ErrOut, "evidence: %s\n", dir)
 	}
-	err = finishReport(o.IO, rep, o.Format, "", dir)
+	err = finishReport(o.IO, b, rep, o.Format, "", dir)
 	if ctx.Err() != nil {
 		return &ExitCodeError{Code: ExitInterrupted, Msg: "interrupted; evidence kept in " + dir}
 	}

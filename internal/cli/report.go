@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/spf13/cobra"
+)
+
+// ReportOptions are the inputs of `rlbench report`.
+type ReportOptions struct {
+	IO  *IOStreams
+	Dir string
+	// Format is what is printed on stdout (one of reportFormats).
+	Format string
+	// HTMLFile and PrometheusFile, when set, are written atomically.
+	HTMLFile       string
+	PrometheusFile string
+	// ExpectAdmitted and IntendedLimit override scenario.json, as for analyze.
+	ExpectAdmitted *evidence.Range
+	IntendedLimit  *int
+}
+
+// NewReportCmd is `rlbench report`. runF, when not nil, receives the parsed
+// options instead of reporting (tests).
+func NewReportCmd(io *IOStreams, runF func(*ReportOptions) error) *cobra.Command {
+	o := &ReportOptions{IO: io}
+	cmd := &cobra.Command{
+		Use:   "report EVIDENCE-DIR",
+		Short: "Write an evidence directory's analysis as an HTML page, a Prometheus textfile, or another format",
+		Long: `report judges an evidence directory as analyze does, without writing status.txt, and
+writes the result where it is asked for:
+  --html FILE        one self-contained HTML page (no network needed): per scenario the
+                     verdict and its reasons, a timeline per target (admitted, limiter-
+                     rejected and errors per bin, backend receipts, fault windows, the
+                     bound), latency distributions per class, the reconciliation with
+                     the offending IDs;
+  --prometheus FILE  the verdicts and key figures in the Prometheus text format, for a
+                     node-exporter textfile collector;
+and prints the report on stdout in --format (default table). Files are written to a
+temporary file beside them and renamed, so a reader never sees half a file.
+It exits as analyze does: 0 PASS, 3 FAIL, 4 NOT_RUN.`,
+		Example: `  rlbench report evidence/latest --html report.html
+  rlbench report evidence/latest --prometheus /var/lib/node_exporter/textfile/rlbench.prom --format markdown`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Dir = args[0]
+			if runF != nil {
+				return runF(o)
+			}
+			return runReport(cmd.Context(), o)
+		},
+	}
+	reportFormatFlag(cmd, &o.Format)
+	cmd.Flags().StringVar(&o.HTMLFile, "html", "", "write the HTML report to `FILE`")
+	cmd.Flags().StringVar(&o.PrometheusFile, "prometheus", "", "write the Prometheus textfile to `FILE`")
+	rangeFlag(cmd.Flags(), &o.ExpectAdmitted, "expect-admitted", "expected admitted count N or MIN..MAX (overrides scenario.json)")
+	countFlag(cmd.Flags(), &o.IntendedLimit, "intended-limit", "admissions meant for the whole backend, for over-admission (overrides scenario.json)")
+	return cmd
+}
+
+func runReport(ctx context.Context, o *ReportOptions) error {
+	opts := analyze.Options{Admitted: o.ExpectAdmitted, IntendedLimit: o.IntendedLimit}
+	b, rep, err := judgeDir(ctx, o.Dir, opts, o.HTMLFile != "" || o.Format == formatHTML)
+	if err != nil {
+		return err
+	}
+	if o.HTMLFile != "" {
+		if err := writeFileAtomic(o.HTMLFile, func(w io.Writer) error { return analyze.WriteHTML(w, rep) }); err != nil {
+			return err
+		}
+	}
+	if o.PrometheusFile != "" {
+		if err := writeFileAtomic(o.PrometheusFile, func(w io.Writer) error { return analyze.WritePrometheus(w, rep) }); err != nil {
+			return err
+		}
+	}
+	return finishReport(o.IO, b, rep, o.Format, "-", o.Dir)
+}
+
+// writeFileAtomic writes path through fn: into a temporary file in path's
+// directory, synced, then renamed over path (mode 0644), so that a reader
+// (a textfile collector, a browser) sees the old file or the new one,
+// never a partial one. On error the temporary file is removed.
+func writeFileAtomic(path string, fn func(io.Writer) error) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err := fn(bw); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
