@@ -40,11 +40,16 @@
     return d;
   }
 
-  // faultWindows shades each fault window and labels it in the overlay;
-  // labels follow zoom (draw hook).
-  function faultWindows(windows, startNs) {
-    var spans = (windows || []).map(function (w) {
-      return { x0: (w.begin_ns - startNs) / 1e6, x1: (w.end_ns - startNs) / 1e6, w: w };
+  // faultWindows shades each fault window of scenario s and labels it in
+  // the overlay; labels follow zoom (draw hook). A JSON number above 2^53
+  // loses digits in JavaScript: the labels take the exact begin and end from
+  // the section's fault window rows (rendered by Go).
+  function faultWindows(s, startNs) {
+    var rows = document.querySelectorAll('section.scenario[data-index="' + s._index + '"] tr.fault-window');
+    var spans = (s.fault_windows || []).map(function (w, i) {
+      var row = rows[i];
+      return { x0: (w.begin_ns - startNs) / 1e6, x1: (w.end_ns - startNs) / 1e6, w: w,
+        beginNs: row ? row.dataset.beginNs : String(w.begin_ns), endNs: row ? row.dataset.endNs : String(w.end_ns) };
     });
     var els = [];
     return {
@@ -68,8 +73,8 @@
               el.className = "fw-label";
               el.dataset.name = s.w.name;
               el.dataset.target = s.w.target;
-              el.dataset.beginNs = String(s.w.begin_ns);
-              el.dataset.endNs = String(s.w.end_ns);
+              el.dataset.beginNs = s.beginNs;
+              el.dataset.endNs = s.endNs;
               el.textContent = s.w.name + " (" + s.w.target + ")" + (s.w.open ? ", open" : "");
               u.over.appendChild(el);
               faultLabels++;
@@ -110,7 +115,7 @@
         scales: { x: { time: false } },
         series: [xSeries(), line("admitted", "admitted"), line("limiter-rejected", "rejected"), line("errors", "errors"), line("backend receipts", "receipts")],
         axes: [xAxis(), { label: "per bin" }],
-        plugins: [faultWindows(s.fault_windows, ser.start_ns)]
+        plugins: [faultWindows(s, ser.start_ns)]
       }, [xs, ext(t.admitted), ext(t.rejected), ext(t.errors), ext(t.receipts)], el);
       charts++;
     });
@@ -131,7 +136,7 @@
       title: "All targets: admissions" + ((ser.bounds || []).length ? " against the bound" : "") + ", cumulative",
       width: chartWidth(host, 1), height: 230, scales: { x: { time: false } },
       series: series, axes: [xAxis(), { label: "requests" }],
-      plugins: [faultWindows(s.fault_windows, ser.start_ns)]
+      plugins: [faultWindows(s, ser.start_ns)]
     }, data, el);
     charts++;
   }
@@ -166,7 +171,7 @@
         new uPlot({
           title: target + ": latency of each request by send time", width: w, height: 230, scales: { x: { time: false } },
           series: series, axes: [xAxis(), { label: "latency", values: function (u, vals) { return vals.map(fmtMs); } }],
-          plugins: [faultWindows(s.fault_windows, ser.start_ns)]
+          plugins: [faultWindows(s, ser.start_ns)]
         }, data, el);
         charts++;
       }
@@ -198,6 +203,7 @@
 
   (report.scenarios || []).forEach(function (s, i) {
     var ser = s.series;
+    s._index = i;
     if (!ser) return;
     var t = document.querySelector('.charts.timeline[data-index="' + i + '"]');
     var l = document.querySelector('.charts.latency[data-index="' + i + '"]');
