@@ -275,11 +275,7 @@ func observe(in *Input) *latencyAccs {
 		}
 	}
 	targetReceipts := reconcile(in)
-	order := make([]int, len(reqs.Targets))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(a, b int) bool { return reqs.Targets[order[a]] < reqs.Targets[order[b]] })
+	order := targetOrder(reqs)
 	for _, t := range order {
 		sr.Targets = append(sr.Targets, TargetReport{Target: reqs.Targets[t], Classes: classesOf(perTarget[t]), Receipts: targetReceipts[t]})
 	}

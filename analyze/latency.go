@@ -153,11 +153,7 @@ func accumulateLatency(reqs *evidence.Requests) *latencyAccs {
 func latencyOf(ev *evidence.ScenarioEvidence, sr *ScenarioReport, a *latencyAccs) *Latency {
 	reqs := &ev.Requests
 	l := &Latency{Classes: a.all.summaries(), Targets: []TargetLatency{}, Phases: []PhaseLatency{}, RLS: rlsLatency(ev, sr)}
-	order := make([]int, len(reqs.Targets))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(x, y int) bool { return reqs.Targets[order[x]] < reqs.Targets[order[y]] })
+	order := targetOrder(reqs)
 	for _, t := range order {
 		l.Targets = append(l.Targets, TargetLatency{Target: reqs.Targets[t], Classes: a.targets[t].summaries()})
 	}
@@ -167,4 +163,15 @@ func latencyOf(ev *evidence.ScenarioEvidence, sr *ScenarioReport, a *latencyAccs
 		}
 	}
 	return l
+}
+
+// targetOrder returns the target indexes of reqs (Requests.Targets) sorted
+// by target name: the order of every per-target section.
+func targetOrder(reqs *evidence.Requests) []int {
+	order := make([]int, len(reqs.Targets))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(x, y int) bool { return reqs.Targets[order[x]] < reqs.Targets[order[y]] })
+	return order
 }

@@ -96,10 +96,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Vs intended limit", "Status")
 	for _, s := range rep.Scenarios {
-		name := s.Name
-		if repeats[s.Name] > 1 {
-			name += " #" + strconv.Itoa(s.Repeat)
-		}
+		name := scenarioLabel(s, repeats)
 		row := func(target string, c Classes, receipts string, over, status string) error {
 			return t.Append(name, target, c.Sent, c.Admitted, c.Local429, c.Global429, c.RLSError,
 				c.Other4xx+c.Other5xx+c.Other, c.NoResponse, receipts, over, status)
@@ -187,10 +184,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 			if len(s.FaultWindows) > 0 {
 				note = "; not checked: the scenario injects faults"
 			}
-			name := s.Name
-			if repeats[s.Name] > 1 {
-				name += " #" + strconv.Itoa(s.Repeat)
-			}
+			name := scenarioLabel(s, repeats)
 			fmt.Fprintf(w, "%s: configuration allows at most %d admitted over %s (%s%s)\n", name, s.Bound.Allowed,
 				time.Duration(s.Bound.DurationNs).Round(time.Microsecond), strings.Join(s.Bound.Explain, "; "), note)
 		}

@@ -148,11 +148,7 @@ func seriesOf(in *Input, a *latencyAccs) *Series {
 		AdmittedCumulative: make([]int, bins), Bounds: []BoundSeries{}, Latency: []LatencySeries{}, Distributions: []LatencyDistribution{}}
 	binOf := func(t int64) int { return min(max(int((t-start)/bin), 0), bins-1) }
 
-	order := make([]int, len(reqs.Targets))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(x, y int) bool { return reqs.Targets[order[x]] < reqs.Targets[order[y]] })
+	order := targetOrder(reqs)
 	pos := make([]int, len(reqs.Targets)) // target index -> index in s.Targets
 	for k, t := range order {
 		pos[t] = k
