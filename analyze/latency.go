@@ -52,13 +52,17 @@ type ClassLatency struct {
 
 // TargetLatency is the latency by class of the requests sent to one target.
 type TargetLatency struct {
-	Target  string         `json:"target"`
+	// Target is the target (proxy) name.
+	Target string `json:"target"`
+	// Classes holds one entry per class with requests, in class order.
 	Classes []ClassLatency `json:"classes"`
 }
 
 // PhaseLatency is the latency by class of the requests one attack phase sent.
 type PhaseLatency struct {
-	Phase   string         `json:"phase"`
+	// Phase is the attack phase (plan step) name.
+	Phase string `json:"phase"`
+	// Classes holds one entry per class with requests, in class order.
 	Classes []ClassLatency `json:"classes"`
 }
 

@@ -48,6 +48,7 @@ type Series struct {
 
 // TargetSeries counts one target's requests per bin by their send time.
 type TargetSeries struct {
+	// Target is the target (proxy) name.
 	Target string `json:"target"`
 	// Admitted counts 2xx responses.
 	Admitted []int `json:"admitted"`
@@ -71,8 +72,10 @@ type BoundSeries struct {
 
 // LatencySeries is one line of per-request latency points of a target and class.
 type LatencySeries struct {
+	// Target is the target (proxy) name.
 	Target string `json:"target"`
-	Class  string `json:"class"`
+	// Class is the response class name (see the Class constants).
+	Class string `json:"class"`
 	// Count is the number of requests the line stands for (before downsampling).
 	Count int `json:"count"`
 	// OffsetNs is each point's send time minus Series.StartNs, ns, increasing.
@@ -84,9 +87,12 @@ type LatencySeries struct {
 // LatencyDistribution is a latency percentile curve: the latency at each of
 // DistributionPercents.
 type LatencyDistribution struct {
+	// Target is the target (proxy) name.
 	Target string `json:"target"`
-	Class  string `json:"class"`
-	Count  int    `json:"count"`
+	// Class is the response class name (see the Class constants).
+	Class string `json:"class"`
+	// Count is the number of requests of the curve.
+	Count int `json:"count"`
 	// Percents are the percents (0..100) of the curve's points.
 	Percents []float64 `json:"percents"`
 	// LatencyNs is the latency at each percent, ns.
