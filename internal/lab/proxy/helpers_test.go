@@ -27,7 +27,7 @@ func startBackend(t *testing.T) *backend.Backend {
 	return b
 }
 
-func startProxy(t *testing.T, cfg Config) *Proxy {
+func startProxy(t testing.TB, cfg Config) *Proxy {
 	t.Helper()
 	p, err := Start(t.Context(), cfg)
 	if err != nil {

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# The lab-proxy hop of issue 14, side by side with nginx as a plain reverse
+# proxy, on loopback: wrk (1 thread, 50 connections, 5 s) against
+#   direct       the upstream itself (a private nginx answering 200 "ok")
+#   nginx        a second private nginx proxying to it (keepalive upstream)
+#   lab-before   one lab proxy built from BEFORE_REV (default main)
+#   lab-after    one lab proxy built from this checkout
+#   lab-after+rl the same with the local rate limit filter on (a bucket that
+#                never empties) and its JSON access log written to a file,
+#                as `rlbench run` uses it
+# For each proxy it reads the proxy process's CPU (utime+stime from
+# /proc/PID/stat, all its threads; nginx: master and worker) over the run and
+# prints CPU µs per request, req/s, and the ratio to nginx. Runs alternate,
+# REPS times (default 5), and the table shows medians (min..max).
+#
+# Usage: bench/proxy.sh            (run from anywhere; about 3 minutes)
+# Environment: BEFORE_REV (default main; "none" skips it), REPS, DURATION
+# (wrk -d, default 5s), CONNS (default 50), KEEP=1 keeps the work directory.
+# Needs wrk and nginx (Debian packages wrk, nginx-light); both nginx
+# processes are private (own prefix, config, pid file, loopback port) and
+# are stopped by PID. The machine's other load shows in every figure:
+# compare the ratios of one run, not absolute numbers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+BEFORE_REV=${BEFORE_REV:-main}
+REPS=${REPS:-5}
+DURATION=${DURATION:-5s}
+CONNS=${CONNS:-50}
+command -v wrk >/dev/null || { echo "proxy.sh: wrk not installed (apt-get install wrk)" >&2; exit 2; }
+[ -x /usr/sbin/nginx ] || { echo "proxy.sh: /usr/sbin/nginx not installed (apt-get install nginx-light)" >&2; exit 2; }
+work="$(mktemp -d /tmp/rlbench-proxy.XXXXXX)"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	if [ "${KEEP:-0}" = 1 ]; then echo "work directory kept: $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+log() { echo "== $*" >&2; }
+
+log "building labproxy (after: this checkout; before: $BEFORE_REV)"
+go build -o "$work/lab-after" ./bench/labproxy
+tools="lab-after lab-after+rl"
+if [ "$BEFORE_REV" != none ]; then
+	mkdir -p "$work/before-src"
+	git -C "$repo" archive "$BEFORE_REV" | tar -x -C "$work/before-src"
+	# The helper itself comes from this checkout: it uses only proxy.Config
+	# fields that both revisions have (Name, Upstream, Local, AccessLog).
+	mkdir -p "$work/before-src/bench/labproxy"
+	cp bench/labproxy/main.go "$work/before-src/bench/labproxy/main.go"
+	(cd "$work/before-src" && go build -o "$work/lab-before" ./bench/labproxy)
+	tools="lab-before $tools"
+fi
+freeport() { "$work/lab-after" freeport; }
+
+# listening PORT PID: PID (or one of its children) listens on 127.0.0.1:PORT.
+listening() {
+	local port=$1 pid=$2 p
+	for p in "$pid" $(pgrep -P "$pid" || true); do
+		ss -ltnpH "sport = :$port" 2>/dev/null | grep -q "pid=$p," && return 0
+	done
+	return 1
+}
+
+# nginx NAME PORT SERVERBLOCK: start a private nginx, wait until it listens.
+start_nginx() {
+	local name=$1 port=$2 body=$3 dir="$work/$1"
+	mkdir -p "$dir/logs" "$dir/tmp"
+	cat >"$dir/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 100000000;
+    client_body_temp_path $dir/tmp;
+    proxy_temp_path $dir/tmp;
+    fastcgi_temp_path $dir/tmp;
+    uwsgi_temp_path $dir/tmp;
+    scgi_temp_path $dir/tmp;
+    $body
+}
+EOF
+	/usr/sbin/nginx -e "$dir/logs/error.log" -p "$dir" -c "$dir/nginx.conf" &
+	local pid=$!
+	pids+=("$pid")
+	for _ in $(seq 100); do listening "$port" "$pid" && break; sleep 0.05; done
+	listening "$port" "$pid" || { cat "$dir/logs/error.log" >&2; echo "proxy.sh: nginx $name did not listen on $port" >&2; exit 1; }
+	eval "${name//-/_}_pid=$pid"
+}
+
+up_port=$(freeport)
+start_nginx upstream "$up_port" "server { listen 127.0.0.1:$up_port; location / { return 200 \"ok\\n\"; } }"
+upstream="http://127.0.0.1:$up_port"
+ng_port=$(freeport)
+start_nginx nginxproxy "$ng_port" "upstream up { server 127.0.0.1:$up_port; keepalive 64; }
+    server { listen 127.0.0.1:$ng_port; location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }"
+log "upstream nginx pid $upstream_pid on $upstream, proxy nginx pid $nginxproxy_pid on :$ng_port; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# cpu_ticks PID: utime+stime of PID and its children processes, in clock ticks.
+cpu_ticks() {
+	local total=0 p
+	for p in "$1" $(pgrep -P "$1" || true); do
+		total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+	done
+	echo "$total"
+}
+hz=$(getconf CLK_TCK)
+results="$work/results.txt"
+
+# run TOOL URL PID: one wrk run, appends "TOOL rps cpu_us_per_request".
+run() {
+	local tool=$1 url=$2 pid=$3 c0 c1 out n rps
+	curl -fs "$url/" >/dev/null
+	c0=$( [ -n "$pid" ] && cpu_ticks "$pid" || echo 0)
+	out=$(wrk -t1 -c"$CONNS" -d"$DURATION" "$url/")
+	c1=$( [ -n "$pid" ] && cpu_ticks "$pid" || echo 0)
+	n=$(awk '/requests in/ {print $1}' <<<"$out")
+	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+	if grep -q "Non-2xx" <<<"$out"; then echo "proxy.sh: $tool answered non-2xx: $out" >&2; exit 1; fi
+	awk -v t="$tool" -v r="$rps" -v n="$n" -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%s %s %.2f\n", t, r, (n > 0 ? d / hz * 1e6 / n : 0) }' >>"$results"
+}
+
+start_lab() { # TOOL: start a labproxy, sets lab_url and lab_pid
+	local bin=$1 args=()
+	case $1 in lab-after+rl) bin=lab-after; args=(-local -access-log "$work/access.log") ;; esac
+	"$work/$bin" -upstream "$upstream" "${args[@]}" >"$work/lab.json" &
+	lab_pid=$!
+	for _ in $(seq 100); do [ -s "$work/lab.json" ] && break; sleep 0.05; done
+	lab_url=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/lab.json")
+	[ -n "$lab_url" ] || { echo "proxy.sh: labproxy $1 did not start" >&2; exit 1; }
+}
+
+for rep in $(seq "$REPS"); do
+	log "rep $rep/$REPS"
+	run direct "$upstream" ""
+	run nginx "http://127.0.0.1:$ng_port" "$nginxproxy_pid"
+	for t in $tools; do
+		start_lab "$t"
+		run "$t" "$lab_url" "$lab_pid"
+		kill -TERM "$lab_pid"; wait "$lab_pid" 2>/dev/null || true
+		rm -f "$work/access.log"
+	done
+done
+
+echo "proxy hop on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), wrk -t1 -c$CONNS -d$DURATION, $REPS reps, medians (min..max)"
+awk '
+function median(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+{ k = $1; n[k]++; r[k, n[k]] = $2; c[k, n[k]] = $3; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
+END {
+	for (i = 1; i <= m; i++) { k = order[i]
+		delete ra; delete ca; rmin = cmin = 1e18; rmax = cmax = 0
+		for (j = 1; j <= n[k]; j++) { ra[j] = r[k, j]; ca[j] = c[k, j]
+			if (r[k, j] < rmin) rmin = r[k, j]; if (r[k, j] > rmax) rmax = r[k, j]
+			if (c[k, j] < cmin) cmin = c[k, j]; if (c[k, j] > cmax) cmax = c[k, j] }
+		rm[k] = median(ra, n[k]); cm[k] = median(ca, n[k]); rlo[k] = rmin; rhi[k] = rmax; clo[k] = cmin; chi[k] = cmax }
+	printf "%-14s %22s %26s %10s\n", "target", "req/s", "proxy CPU µs/request", "vs nginx"
+	for (i = 1; i <= m; i++) { k = order[i]
+		ratio = (k != "direct" && cm["nginx"] > 0) ? sprintf("%.2fx", cm[k] / cm["nginx"]) : "-"
+		cpu = (k == "direct") ? "-" : sprintf("%.1f (%.1f..%.1f)", cm[k], clo[k], chi[k])
+		printf "%-14s %22s %26s %10s\n", k, sprintf("%.0f (%.0f..%.0f)", rm[k], rlo[k], rhi[k]), cpu, ratio }
+}' "$results"
