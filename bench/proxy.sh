@@ -31,7 +31,10 @@ command -v wrk >/dev/null || { echo "proxy.sh: wrk not installed (apt-get instal
 [ -x /usr/sbin/nginx ] || { echo "proxy.sh: /usr/sbin/nginx not installed (apt-get install nginx-light)" >&2; exit 2; }
 work="$(mktemp -d /tmp/rlbench-proxy.XXXXXX)"
 pids=()
+lab_pid=""
+trap 'echo "proxy.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 cleanup() {
+	[ -n "$lab_pid" ] && kill -TERM "$lab_pid" 2>/dev/null
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	if [ "${KEEP:-0}" = 1 ]; then echo "work directory kept: $work" >&2; else rm -rf "$work"; fi
@@ -114,7 +117,7 @@ results="$work/results.txt"
 # run TOOL URL PID: one wrk run, appends "TOOL rps cpu_us_per_request".
 run() {
 	local tool=$1 url=$2 pid=$3 c0 c1 out n rps
-	curl -fs "$url/" >/dev/null
+	curl -fsS "$url/" >/dev/null || { echo "proxy.sh: $tool at $url does not answer 200" >&2; exit 1; }
 	c0=$( [ -n "$pid" ] && cpu_ticks "$pid" || echo 0)
 	out=$(wrk -t1 -c"$CONNS" -d"$DURATION" "$url/")
 	c1=$( [ -n "$pid" ] && cpu_ticks "$pid" || echo 0)
@@ -142,6 +145,7 @@ for rep in $(seq "$REPS"); do
 		start_lab "$t"
 		run "$t" "$lab_url" "$lab_pid"
 		kill -TERM "$lab_pid"; wait "$lab_pid" 2>/dev/null || true
+		lab_pid=""
 		rm -f "$work/access.log"
 	done
 done

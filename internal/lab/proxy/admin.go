@@ -4,12 +4,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// httpServer is the admin listener's net/http server.
+type httpServer struct {
+	srv  *http.Server
+	done chan struct{}
+}
+
+func startHTTPServer(ln net.Listener, h http.Handler) *httpServer {
+	s := &httpServer{srv: &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}, done: make(chan struct{})}
+	go func() { defer close(s.done); _ = s.srv.Serve(ln) }()
+	return s
+}
+
+func (s *httpServer) close() error {
+	err := s.srv.Close()
+	<-s.done
+	return err
+}
 
 // adminMux serves the Envoy admin endpoints the lab implements
 // (docs/root/operations/admin.rst):
@@ -19,7 +38,7 @@ import (
 //	GET  /server_info           JSON: version, state LIVE, command_line_options, uptime, node
 //	GET  /ready                 200 "LIVE"
 //	POST /reset_counters        zeroes counters (GET -> 400)
-//	GET  /config_dump           JSON of the effective lab filter configuration (not Envoy's proto dump)
+//	GET  /config_dump           JSON of the effective lab configuration: filters, retry policy, breakers, outlier detection, hosts, seed (not Envoy's proto dump)
 func (p *Proxy) adminMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/stats", p.serveStats)
@@ -48,14 +67,7 @@ func (p *Proxy) adminMux() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
-		_ = enc.Encode(struct {
-			Name     string           `json:"name"`
-			Version  string           `json:"version"`
-			Cluster  string           `json:"cluster"`
-			Upstream string           `json:"upstream"`
-			Local    *LocalRateLimit  `json:"local_ratelimit,omitempty"`
-			Global   *GlobalRateLimit `json:"ratelimit,omitempty"`
-		}{p.name, Version, p.cluster, p.upstream.String(), p.cfg.Local, p.cfg.Global})
+		_ = enc.Encode(p.configDump())
 	})
 	return mux
 }

@@ -124,6 +124,7 @@ func TestUpstreamConnectFailure(t *testing.T) {
 	text := textStats(t, p)
 	must(t, textCounter(text, "cluster.backend.upstream_rq_503") == 1 && textCounter(text, "cluster.backend.upstream_cx_connect_fail") == 1, "UF stats %v", text)
 	var e AccessLogEntry
+	must(t, p.FlushAccessLog() == nil, "flush")
 	if err := json.Unmarshal(alog.Bytes(), &e); err != nil {
 		t.Fatal(err)
 	}

@@ -4,30 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	"github.com/rlbench/rlbench/evidence"
+
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"github.com/rlbench/rlbench/evidence"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
 // GlobalRateLimit configures the lab equivalent of Envoy's HTTP rate limit
-// filter (envoy.filters.http.ratelimit) plus ONE route rate_limits entry
-// whose actions build the descriptor sent to the rate limit service.
+// filter (envoy.filters.http.ratelimit) with the route's rate_limits
+// entries whose actions build the descriptors sent to the rate limit
+// service: one descriptor per entry, all in one ShouldRateLimit call; no
+// descriptor, no call (Envoy source/extensions/filters/http/ratelimit/
+// ratelimit.cc populateRateLimitDescriptors/initiateCall).
 type GlobalRateLimit struct {
 	// Domain is the filter's domain, sent as RateLimitRequest.domain (required).
 	Domain string `json:"domain"`
-	// Actions are the route's rate_limits[0].actions, evaluated in order;
-	// each yields one descriptor entry (see Action).
-	Actions []Action `json:"actions"`
+	// Actions, when set, are the actions of a first rate_limits entry (the
+	// one-entry form older plans use); RateLimits follow it.
+	Actions []Action `json:"actions,omitempty"`
+	// RateLimits are the route's rate_limits entries (stage 0), in order.
+	RateLimits []RateLimit `json:"rate_limits,omitempty"`
 	// RLS is the rate limit service address, "grpc://127.0.0.1:PORT" or
 	// "127.0.0.1:PORT". One *grpc.ClientConn is shared by all requests.
 	RLS string `json:"rls"`
@@ -54,84 +58,34 @@ type GlobalRateLimit struct {
 // DefaultRLSTimeout is Envoy's default ratelimit filter `timeout`.
 const DefaultRLSTimeout = 20 * time.Millisecond
 
-// Action is one route rate limit action (config.route.v3.RateLimit.Action);
-// exactly one field is set. JSON field names follow Envoy's YAML.
-type Action struct {
-	// GenericKey is the generic_key action.
-	GenericKey *GenericKeyAction `json:"generic_key,omitempty"`
-	// RequestHeaders is the request_headers action.
-	RequestHeaders *RequestHeadersAction `json:"request_headers,omitempty"`
-	// RemoteAddress is the remote_address action.
-	RemoteAddress *RemoteAddressAction `json:"remote_address,omitempty"`
-}
-
-// GenericKeyAction yields the entry (DescriptorKey, DescriptorValue).
-type GenericKeyAction struct {
-	// DescriptorKey is the entry key; default "generic_key".
-	DescriptorKey string `json:"descriptor_key,omitempty"`
-	// DescriptorValue is the entry value (required, non-empty).
-	DescriptorValue string `json:"descriptor_value"`
-}
-
-// DefaultGenericKey is GenericKeyAction.DescriptorKey when empty (Envoy's
-// RateLimit.Action.GenericKey descriptor_key default).
-const DefaultGenericKey = "generic_key"
-
-// Key is the entry key the action yields: DescriptorKey, or DefaultGenericKey.
-func (a *GenericKeyAction) Key() string {
-	if a.DescriptorKey == "" {
-		return DefaultGenericKey
+// Entries returns the effective rate_limits entries: Actions (when set) as
+// the first, then RateLimits.
+func (g *GlobalRateLimit) Entries() []RateLimit {
+	if len(g.Actions) == 0 {
+		return g.RateLimits
 	}
-	return a.DescriptorKey
+	return append([]RateLimit{{Actions: g.Actions}}, g.RateLimits...)
 }
-
-// RequestHeadersAction yields (DescriptorKey, value of HeaderName). When the
-// header is absent the whole descriptor is dropped (so no RLS call if it is
-// the only one), unless SkipIfAbsent, which skips just this entry.
-type RequestHeadersAction struct {
-	// HeaderName is the request header read (case-insensitive; several
-	// values are joined with ",").
-	HeaderName string `json:"header_name"`
-	// DescriptorKey is the entry key (required).
-	DescriptorKey string `json:"descriptor_key"`
-	// SkipIfAbsent skips only this entry when the header is missing.
-	SkipIfAbsent bool `json:"skip_if_absent,omitempty"`
-}
-
-// RemoteAddressAction yields ("remote_address", <downstream peer IP>). The
-// lab follows use_remote_address: true, so the peer IP of the TCP
-// connection is the trusted address (x-forwarded-for is not consulted).
-type RemoteAddressAction struct{}
 
 // Validate checks the filter's configuration: a Domain and at least one
-// action, each setting exactly one well-formed action. It does not require
-// RLS (a lab fills the address in when it has started its RLS); Start does.
+// rate_limits entry, each with well-formed actions (exactly one action type
+// set, header matchers that compile). It does not require RLS (a lab fills
+// the address in when it has started its RLS); Start does.
 func (g *GlobalRateLimit) Validate() error {
 	if g.Domain == "" {
 		return errors.New("global rate limit: domain is required")
 	}
-	if len(g.Actions) == 0 {
-		return errors.New("global rate limit: at least one action is required")
+	if len(g.Actions) == 0 && len(g.RateLimits) == 0 {
+		return errors.New("global rate limit: at least one action (a rate_limits entry) is required")
 	}
-	for i, a := range g.Actions {
-		n := 0
-		if a.GenericKey != nil {
-			n++
-			if a.GenericKey.DescriptorValue == "" {
-				return fmt.Errorf("global rate limit: actions[%d].generic_key.descriptor_value is empty", i)
-			}
+	if len(g.Actions) > 0 {
+		if err := validateActions("global rate limit", g.Actions); err != nil {
+			return err
 		}
-		if a.RequestHeaders != nil {
-			n++
-			if a.RequestHeaders.HeaderName == "" || a.RequestHeaders.DescriptorKey == "" {
-				return fmt.Errorf("global rate limit: actions[%d].request_headers needs header_name and descriptor_key", i)
-			}
-		}
-		if a.RemoteAddress != nil {
-			n++
-		}
-		if n != 1 {
-			return fmt.Errorf("global rate limit: actions[%d] must set exactly one of generic_key, request_headers, remote_address (has %d)", i, n)
+	}
+	for i := range g.RateLimits {
+		if err := validateActions(fmt.Sprintf("global rate limit: rate_limits[%d]", i), g.RateLimits[i].Actions); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -153,36 +107,23 @@ func (g *GlobalRateLimit) validateRLS() error {
 	return nil
 }
 
-// descriptor builds the descriptor of the rate_limits entry for r, or nil
-// when an action cannot produce its entry (Envoy: no descriptor is
-// generated for that configuration) or every action was skipped.
-func (g *GlobalRateLimit) descriptor(r *http.Request) *rlcommon.RateLimitDescriptor {
-	var entries []*rlcommon.RateLimitDescriptor_Entry
-	for _, a := range g.Actions {
-		switch {
-		case a.GenericKey != nil:
-			entries = append(entries, &rlcommon.RateLimitDescriptor_Entry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
-		case a.RequestHeaders != nil:
-			vs := r.Header.Values(a.RequestHeaders.HeaderName)
-			if len(vs) == 0 {
-				if a.RequestHeaders.SkipIfAbsent {
-					continue
-				}
-				return nil
-			}
-			entries = append(entries, &rlcommon.RateLimitDescriptor_Entry{Key: a.RequestHeaders.DescriptorKey, Value: strings.Join(vs, ",")})
-		case a.RemoteAddress != nil:
-			host, _, err := net.SplitHostPort(r.RemoteAddr)
-			if err != nil || host == "" {
-				return nil
-			}
-			entries = append(entries, &rlcommon.RateLimitDescriptor_Entry{Key: "remote_address", Value: host})
+// descriptors builds the request's descriptors, one per rate_limits entry
+// whose actions all produced (or skipped) their entries; nil when none.
+func (g *GlobalRateLimit) descriptors(entries []RateLimit, h http.Header, remoteIP string) []*rlcommon.RateLimitDescriptor {
+	var out []*rlcommon.RateLimitDescriptor
+	var buf [4]evidence.DescriptorEntry
+	for i := range entries {
+		es, ok := descriptorOf(buf[:0], entries[i].Actions, h, remoteIP)
+		if !ok {
+			continue
 		}
+		d := &rlcommon.RateLimitDescriptor{Entries: make([]*rlcommon.RateLimitDescriptor_Entry, len(es))}
+		for j, e := range es {
+			d.Entries[j] = &rlcommon.RateLimitDescriptor_Entry{Key: e.Key, Value: e.Value}
+		}
+		out = append(out, d)
 	}
-	if len(entries) == 0 {
-		return nil
-	}
-	return &rlcommon.RateLimitDescriptor{Entries: entries}
+	return out
 }
 
 // rlsTarget strips an optional grpc:// scheme.
@@ -212,7 +153,7 @@ func dialRLS(ctx context.Context, addr string, wait time.Duration) (*grpc.Client
 
 // xRateLimitHeaders renders DRAFT_VERSION_03 headers from RLS statuses
 // (Envoy source/extensions/filters/http/ratelimit/ratelimit_headers.cc).
-func xRateLimitHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) http.Header {
+func xRateLimitHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) []hdr {
 	var minSt *rlsv3.RateLimitResponse_DescriptorStatus
 	var policy strings.Builder
 	for _, st := range statuses {
@@ -232,11 +173,11 @@ func xRateLimitHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) htt
 	if minSt == nil {
 		return nil
 	}
-	h := http.Header{}
-	h.Set("x-ratelimit-limit", strconv.FormatUint(uint64(minSt.GetCurrentLimit().GetRequestsPerUnit()), 10)+policy.String())
-	h.Set("x-ratelimit-remaining", strconv.FormatUint(uint64(minSt.GetLimitRemaining()), 10))
-	h.Set("x-ratelimit-reset", strconv.FormatInt(minSt.GetDurationUntilReset().GetSeconds(), 10))
-	return h
+	return []hdr{
+		{"X-Ratelimit-Limit", strconv.FormatUint(uint64(minSt.GetCurrentLimit().GetRequestsPerUnit()), 10) + policy.String()},
+		{"X-Ratelimit-Remaining", strconv.FormatUint(uint64(minSt.GetLimitRemaining()), 10)},
+		{"X-Ratelimit-Reset", strconv.FormatInt(minSt.GetDurationUntilReset().GetSeconds(), 10)},
+	}
 }
 
 // unitSeconds is the window of a RateLimitResponse unit up to DAY
@@ -249,20 +190,4 @@ func unitSeconds(u rlsv3.RateLimitResponse_RateLimit_Unit) int64 {
 		return evidence.UnitSeconds(u.String())
 	}
 	return 0
-}
-
-// headerValues converts RLS response_headers_to_add to an http.Header.
-func headerValues(hv []*corev3.HeaderValue) http.Header {
-	if len(hv) == 0 {
-		return nil
-	}
-	h := http.Header{}
-	for _, v := range hv {
-		val := v.GetValue()
-		if val == "" && len(v.GetRawValue()) > 0 {
-			val = string(v.GetRawValue())
-		}
-		h.Add(v.GetKey(), val)
-	}
-	return h
 }

@@ -170,6 +170,7 @@ func TestGlobalRateLimitOutcomes(t *testing.T) {
 	must(t, be.Count() == 6, "backend received %d, want 6", be.Count())
 
 	flags := map[string]int{}
+	must(t, allow.FlushAccessLog() == nil && deny.FlushAccessLog() == nil, "flush")
 	err := evidence.ReadLines(strings.NewReader(string(alog.Bytes())), "access log", func(_ int, e *AccessLogEntry) error {
 		flags[e.ResponseFlags+"/"+e.ResponseCodeDetails]++
 		return nil
@@ -217,20 +218,30 @@ func TestGlobalDescriptors(t *testing.T) {
 	if err := g.validate(); err != nil {
 		t.Fatal(err)
 	}
-	req := httptestRequest("10.1.2.3:5555", nil)
-	d := g.descriptor(req)
-	got := ""
-	for _, e := range d.GetEntries() {
-		got += e.GetKey() + "=" + e.GetValue() + ";"
+	entries := func(g *GlobalRateLimit, remote string, hdr map[string]string) []string {
+		req := httptestRequest(remote, hdr)
+		var out []string
+		for _, d := range g.descriptors(g.Entries(), req.Header, remoteIPOf(req.RemoteAddr)) {
+			got := ""
+			for _, e := range d.GetEntries() {
+				got += e.GetKey() + "=" + e.GetValue() + ";"
+			}
+			out = append(out, got)
+		}
+		return out
 	}
-	must(t, got == "generic_key=v;remote_address=10.1.2.3;", "entries %q", got)
-	d = g.descriptor(httptestRequest("10.1.2.3:5555", map[string]string{"X-Opt": "o"}))
-	must(t, len(d.GetEntries()) == 3 && d.GetEntries()[1].GetValue() == "o", "with header %v", d)
+	got := entries(g, "10.1.2.3:5555", nil)
+	must(t, len(got) == 1 && got[0] == "generic_key=v;remote_address=10.1.2.3;", "entries %q", got)
+	got = entries(g, "10.1.2.3:5555", map[string]string{"X-Opt": "o"})
+	must(t, len(got) == 1 && got[0] == "generic_key=v;opt=o;remote_address=10.1.2.3;", "with header %q", got)
 
 	only := &GlobalRateLimit{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-a", DescriptorKey: "a"}}}}
-	must(t, only.descriptor(httptestRequest("1.1.1.1:1", nil)) == nil, "missing header produced a descriptor")
+	must(t, len(entries(only, "1.1.1.1:1", nil)) == 0, "missing header produced a descriptor")
+	// Every action skipped: Envoy (router_ratelimit.cc populateDescriptor)
+	// still emits the descriptor, with no entries.
 	skipped := &GlobalRateLimit{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-a", DescriptorKey: "a", SkipIfAbsent: true}}}}
-	must(t, skipped.descriptor(httptestRequest("1.1.1.1:1", nil)) == nil, "all-skipped produced a descriptor")
+	got = entries(skipped, "1.1.1.1:1", nil)
+	must(t, len(got) == 1 && got[0] == "", "all-skipped: %q", got)
 
 	bad := []GlobalRateLimit{
 		{RLS: "x", Actions: g.Actions},
@@ -247,13 +258,14 @@ func TestGlobalDescriptors(t *testing.T) {
 }
 
 func TestPercentHitFraction(t *testing.T) {
+	r, _ := newRand(7)
 	hits := 0
 	for range 20000 {
-		if percentHit(pct(25)) {
+		if r.hit(pct(25)) {
 			hits++
 		}
 	}
 	// 25% of 20000 = 5000, sd ~61: a 5-sd window.
 	must(t, hits > 4690 && hits < 5310, "25%% drew %d of 20000", hits)
-	must(t, !percentHit(nil) && !percentHit(pct(0)) && percentHit(pct(100)), "edge percentages")
+	must(t, !r.hit(nil) && !r.hit(pct(0)) && r.hit(pct(100)), "edge percentages")
 }

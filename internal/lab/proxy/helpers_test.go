@@ -5,11 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/testfix"
@@ -185,3 +191,159 @@ func httptestRequest(remote string, hdr map[string]string) *http.Request {
 	}
 	return r
 }
+
+func remoteIPOf(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	return host
+}
+
+// testClock is a Clock whose time moves only by Advance, which runs the
+// AfterFunc callbacks that fall due (in time order, in the caller's
+// goroutine), so back-offs and outlier sweeps happen exactly when a test
+// says.
+type testClock struct {
+	mu     sync.Mutex
+	t      time.Time
+	timers []*testTimer
+}
+
+type testTimer struct {
+	at   time.Time
+	f    func()
+	done bool
+}
+
+func newTestClock() *testClock { return &testClock{t: time.Unix(1796031180, 0)} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tm := &testTimer{at: c.t.Add(d), f: f}
+	c.timers = append(c.timers, tm)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if tm.done {
+			return false
+		}
+		tm.done = true
+		return true
+	}
+}
+
+// Advance moves the clock by d, firing due timers one by one.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	end := c.t.Add(d)
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		var next *testTimer
+		for _, tm := range c.timers {
+			if !tm.done && !tm.at.After(end) && (next == nil || tm.at.Before(next.at)) {
+				next = tm
+			}
+		}
+		if next == nil {
+			c.t = end
+			c.mu.Unlock()
+			return
+		}
+		next.done = true
+		if next.at.After(c.t) {
+			c.t = next.at
+		}
+		c.mu.Unlock()
+		next.f()
+	}
+}
+
+// scripted is an upstream whose handler a test writes; it records the
+// x-envoy-attempt-count of every request it receives.
+type scripted struct {
+	srv      *httptest.Server
+	n        atomic.Int64
+	mu       sync.Mutex
+	attempts []string
+}
+
+func newScripted(t testing.TB, h func(n int64, w http.ResponseWriter, r *http.Request)) *scripted {
+	t.Helper()
+	s := &scripted{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := s.n.Add(1)
+		s.mu.Lock()
+		s.attempts = append(s.attempts, r.Header.Get("X-Envoy-Attempt-Count"))
+		s.mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		h(n, w, r)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *scripted) URL() string  { return s.srv.URL }
+func (s *scripted) Addr() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+func (s *scripted) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.attempts...)
+}
+
+// resetConn closes the request's connection with an RST after the request
+// was read: no response at all.
+func resetConn(w http.ResponseWriter) {
+	c, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
+// accessLog flushes p's access log and parses buf's lines.
+func accessLog(t *testing.T, p *Proxy, buf *syncBuf) []AccessLogEntry {
+	t.Helper()
+	if err := p.FlushAccessLog(); err != nil {
+		t.Fatal(err)
+	}
+	var out []AccessLogEntry
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var e AccessLogEntry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("access log line %q: %v", l, err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// waitFor polls cond (bounded) until it holds: a condition the test waits
+// on, not a sleep standing in for one.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func u32(v uint32) *uint32 { return &v }

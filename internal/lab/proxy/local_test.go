@@ -80,6 +80,7 @@ func TestLocalRateLimitConcurrent(t *testing.T) {
 
 	// Access log: 20 lines, 15 RL/local_rate_limited, 5 via_upstream with the upstream host.
 	n, rl := 0, 0
+	must(t, p.FlushAccessLog() == nil, "flush")
 	err := evidence.ReadLines(strings.NewReader(string(alog.Bytes())), "access log", func(_ int, e *AccessLogEntry) error {
 		n++
 		switch e.ResponseCode {

@@ -1,34 +1,36 @@
-// Package proxy is the lab stand-in for an Envoy proxy: an HTTP reverse proxy
-// to one upstream cluster with Envoy's HTTP local rate limit filter
-// (envoy.filters.http.local_ratelimit) and global rate limit filter
-// (envoy.filters.http.ratelimit, calling a RateLimitService over gRPC), and
-// an admin listener whose /stats, /stats?format=json, /stats/prometheus,
+// Package proxy is the lab stand-in for an Envoy proxy: an HTTP/1.1 reverse
+// proxy to one upstream cluster of one or more hosts, with Envoy's HTTP
+// local rate limit filter (envoy.filters.http.local_ratelimit, with
+// descriptors), global rate limit filter (envoy.filters.http.ratelimit,
+// calling a RateLimitService over gRPC) and router (retry_policy, timeouts,
+// x-envoy-attempt-count), the cluster's circuit breakers, round robin load
+// balancing with the panic threshold, and outlier detection; and an admin
+// listener whose /stats, /stats?format=json, /stats/prometheus,
 // /server_info, /ready and /reset_counters look like Envoy's to a collector.
 //
-// Filter order is local first, then global, then the router; the router
-// never retries. Stat names and increments follow the Envoy sources:
-// source/extensions/filters/http/local_ratelimit/local_ratelimit.cc,
-// source/extensions/filters/http/ratelimit/ratelimit.cc,
-// source/common/router/router.cc and source/server/admin/stats_handler.cc
-// (https://github.com/envoyproxy/envoy).
+// Filter order is local first, then global, then the router. Semantics,
+// stat names and increments follow the Envoy sources cited on each type
+// (https://github.com/envoyproxy/envoy: source/extensions/filters/http/
+// local_ratelimit, source/extensions/filters/http/ratelimit,
+// source/common/router, source/common/conn_pool, source/common/upstream,
+// source/server/admin).
 package proxy
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	"github.com/rlbench/rlbench/evidence"
+
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 )
@@ -40,9 +42,14 @@ type Config struct {
 	// Listen and AdminListen are TCP addresses; default "127.0.0.1:0" each.
 	Listen      string `json:"listen,omitempty"`
 	AdminListen string `json:"admin_listen,omitempty"`
-	// Upstream is the backend base URL, e.g. "http://127.0.0.1:8080"
-	// (required); the request path and query are appended.
-	Upstream string `json:"upstream"`
+	// Upstream is the backend base URL, e.g. "http://127.0.0.1:8080", when
+	// the cluster has one host; the request path and query are appended to
+	// its path.
+	Upstream string `json:"upstream,omitempty"`
+	// Upstreams are the cluster's hosts, "http://host:port" each with the
+	// same path, when it has several (the backend endpoints). Give Upstream
+	// or Upstreams, not both.
+	Upstreams []string `json:"upstreams,omitempty"`
 	// Cluster is the route target cluster name used in cluster.<name>.*
 	// stats; default DefaultCluster. It must not contain '.'.
 	Cluster string `json:"cluster,omitempty"`
@@ -50,17 +57,42 @@ type Config struct {
 	Local *LocalRateLimit `json:"local,omitempty"`
 	// Global enables the global rate limit filter when non-nil.
 	Global *GlobalRateLimit `json:"global,omitempty"`
+	// Retry is the route's retry_policy; nil means no retries.
+	Retry *RetryPolicy `json:"retry_policy,omitempty"`
+	// CircuitBreakers are the cluster's thresholds; nil means Envoy's
+	// defaults (1024 connections, 1024 pending, 1024 requests, 3 retries).
+	CircuitBreakers *CircuitBreakers `json:"circuit_breakers,omitempty"`
+	// OutlierDetection enables the cluster's outlier detection when non-nil.
+	OutlierDetection *OutlierDetection `json:"outlier_detection,omitempty"`
+	// HealthyPanicThreshold is common_lb_config.healthy_panic_threshold in
+	// percent; nil means 50, 0 disables panic routing.
+	HealthyPanicThreshold *float64 `json:"healthy_panic_threshold,omitempty"`
+	// ConnectTimeout is the cluster connect_timeout; default 5 s.
+	ConnectTimeout time.Duration `json:"connect_timeout,omitempty"`
 	// AccessLog, if non-nil, gets one JSON object per request and line (see
-	// AccessLogEntry). Writes are serialized; AccessLog is never closed.
+	// AccessLogEntry), through a buffer flushed at least every
+	// evidence.FlushEvery and on Close. AccessLog is never closed.
 	AccessLog io.Writer `json:"-"`
-	// Now is the clock for the token bucket and access log; default time.Now.
+	// Now is the wall clock of the token buckets and the access log when
+	// Clock is nil; default time.Now.
 	Now func() time.Time `json:"-"`
+	// Clock, if non-nil, is the time source of the token buckets, the
+	// access log, the retry back-off and the outlier detection sweep
+	// (tests drive it). I/O deadlines always use the wall clock.
+	Clock Clock `json:"-"`
+	// Seed seeds the proxy's random source (runtime percentages, retry
+	// back-off jitter, the round robin start); 0 draws one.
+	Seed uint64 `json:"seed,omitempty"`
 	// UpstreamTimeout is the route timeout; default 15 s (Envoy's). When it
 	// expires the client gets 504 "upstream request timeout" (flag UT).
 	UpstreamTimeout time.Duration `json:"upstream_timeout,omitempty"`
-	// IncludeAttemptCount adds x-envoy-attempt-count: 1 to upstream requests
-	// (route include_request_attempt_count).
+	// IncludeAttemptCount adds x-envoy-attempt-count ("1", then "2", ... on
+	// retries) to upstream requests (route include_request_attempt_count).
 	IncludeAttemptCount bool `json:"include_attempt_count,omitempty"`
+	// IncludeAttemptCountInResponse adds x-envoy-attempt-count to the
+	// downstream response once the router tried an upstream
+	// (include_attempt_count_in_response).
+	IncludeAttemptCountInResponse bool `json:"include_attempt_count_in_response,omitempty"`
 	// HTTPStatPrefix is the HTTP connection manager stat_prefix used for
 	// http.<prefix>.downstream_rq_* stats; default "ingress_http".
 	HTTPStatPrefix string `json:"http_stat_prefix,omitempty"`
@@ -70,10 +102,11 @@ type Config struct {
 const DefaultCluster = "backend"
 
 // Validate checks what cfg says about the proxy itself: the Cluster name,
-// and the Local and Global filters (LocalRateLimit.Validate,
-// GlobalRateLimit.Validate). It does not check where the proxy connects
-// (Upstream, Global.RLS): a lab validates a template before those exist.
-// Start checks them too.
+// the Local and Global filters (LocalRateLimit.Validate,
+// GlobalRateLimit.Validate), the retry policy, circuit breakers, outlier
+// detection and panic threshold, and the upstream URLs when given. It does
+// not require the upstream or Global.RLS (a lab validates a template before
+// those exist); Start does.
 func (cfg *Config) Validate() error {
 	if strings.ContainsAny(cfg.Cluster, ". ") {
 		return fmt.Errorf("cluster name %q must not contain '.' or spaces", cfg.Cluster)
@@ -88,7 +121,54 @@ func (cfg *Config) Validate() error {
 			return err
 		}
 	}
+	if cfg.Retry != nil {
+		if err := cfg.Retry.Validate(); err != nil {
+			return err
+		}
+	}
+	if cfg.OutlierDetection != nil {
+		if err := cfg.OutlierDetection.Validate(); err != nil {
+			return err
+		}
+	}
+	if t := cfg.HealthyPanicThreshold; t != nil && (*t < 0 || *t > 100 || *t != *t) {
+		return fmt.Errorf("healthy_panic_threshold %v is not a percentage in 0..100", *t)
+	}
+	if cfg.Upstream != "" && len(cfg.Upstreams) > 0 {
+		return errors.New("give upstream or upstreams, not both")
+	}
+	if cfg.Upstream != "" || len(cfg.Upstreams) > 0 {
+		if _, _, err := cfg.hosts(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// hosts returns the cluster's host:port addresses and the common path
+// prefix of Upstream or Upstreams.
+func (cfg *Config) hosts() (addrs []string, prefix string, err error) {
+	us := cfg.Upstreams
+	if cfg.Upstream != "" {
+		us = []string{cfg.Upstream}
+	}
+	if len(us) == 0 {
+		return nil, "", errors.New("upstream URL is required")
+	}
+	for i, raw := range us {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "http" || u.Host == "" {
+			return nil, "", fmt.Errorf("upstream %q is not an http://host:port URL", raw)
+		}
+		p := strings.TrimSuffix(u.Path, "/")
+		if i == 0 {
+			prefix = p
+		} else if p != prefix {
+			return nil, "", fmt.Errorf("upstreams %q and %q have different paths", us[0], raw)
+		}
+		addrs = append(addrs, u.Host)
+	}
+	return addrs, prefix, nil
 }
 
 // Version is the build version this proxy reports in /server_info and the
@@ -100,64 +180,69 @@ const Version = "3ce6e452bb0c1b967c8e1ca776bf0d3a42bdc8a2/1.40.0-rlbench-lab/Cle
 
 // Proxy is a running lab proxy. Its methods are safe for concurrent use.
 type Proxy struct {
-	cfg      Config
-	name     string
-	cluster  string
-	upstream *url.URL
-	now      func() time.Time
-	started  time.Time
+	cfg     Config
+	name    string
+	now     func() time.Time
+	clock   Clock
+	rand    *lockedRand
+	seed    uint64
+	started time.Time
 
-	ln, adminLn  net.Listener
-	srv, admin   *http.Server
-	served       chan struct{}
-	adminServed  chan struct{}
-	transport    *http.Transport
-	client       *http.Client
-	rlsConn      *grpc.ClientConn
-	rls          rlsv3.RateLimitServiceClient
-	bucket       *bucket
-	stats        *store
-	logMu        sync.Mutex
-	inflight     sync.RWMutex
-	closeOnce    sync.Once
-	closeErr     error
-	cancelWatch  context.CancelFunc
-	st           proxyStats
-	statusOnErr  int
-	rateLimitedS int
-	localStatus  int
-	rlsTimeout   time.Duration
+	ln, adminLn   net.Listener
+	admin         *httpServer
+	served        chan struct{}
+	cluster       *cluster
+	pathPrefix    string
+	hostAddrs     []string
+	rlsConn       *grpc.ClientConn
+	rls           rlsv3.RateLimitServiceClient
+	globalEntries []RateLimit
+	limiter       *localLimiter
+	retry         *compiledRetry
+	stats         *store
+	alog          *evidence.Writer
+	inflight      sync.RWMutex
+	connMu        sync.Mutex
+	conns         map[net.Conn]struct{}
+	closing       bool
+	connWG        sync.WaitGroup
+	closeOnce     sync.Once
+	closeErr      error
+	cancelWatch   context.CancelFunc
+	st            proxyStats
+	statusOnErr   int
+	rateLimitedS  int
+	localStatus   int
+	rlsTimeout    time.Duration
 }
 
 type proxyStats struct {
-	dsTotal, dsCompleted, dsActive *stat
-	dsClass                        [6]*stat
-	upTotal, upCompleted, upActive *stat
-	upTimeout, upConnectFail       *stat
-	lEnabled, lOK, lLimited, lEnf  *stat
+	dsTotal, dsCompleted, dsActive     *stat
+	dsClass                            [6]*stat
+	lEnabled, lOK, lLimited, lEnf      *stat
+	gOK, gError, gOverLimit, gFailOpen *stat
 }
 
+type noCloser struct{ io.Writer }
+
 // Start validates cfg, binds both listeners and serves until Close or until
-// ctx is done. It fails on a missing or non-http Upstream, a bad Local or
-// Global config (the error names the field), a Cluster containing '.', or
-// a failed bind (the error names the address). The RLS need not be up:
-// calls to an unreachable RLS count as errors, as in Envoy.
+// ctx is done. It fails on a missing or non-http upstream, a bad filter,
+// retry, breaker or outlier config (the error names the field), a Cluster
+// containing '.', or a failed bind (the error names the address). The RLS
+// and the upstream hosts need not be up: calls to an unreachable RLS count
+// as errors and connection failures as UF, as in Envoy.
 func Start(ctx context.Context, cfg Config) (*Proxy, error) {
-	if cfg.Upstream == "" {
-		return nil, errors.New("proxy: upstream URL is required")
-	}
-	u, err := url.Parse(cfg.Upstream)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("proxy: upstream %q is not an http://host:port URL", cfg.Upstream)
-	}
 	if cfg.Cluster == "" {
 		cfg.Cluster = DefaultCluster
 	}
+	name := orDefault(cfg.Name, "proxy")
 	if err := cfg.Validate(); err != nil {
-		name := orDefault(cfg.Name, "proxy")
 		return nil, fmt.Errorf("proxy %s: %w", name, err)
 	}
-	cluster := cfg.Cluster
+	addrs, prefix, err := cfg.hosts()
+	if err != nil {
+		return nil, fmt.Errorf("proxy %s: %w", name, err)
+	}
 	if cfg.HTTPStatPrefix == "" {
 		cfg.HTTPStatPrefix = "ingress_http"
 	}
@@ -168,19 +253,21 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if now == nil {
 		now = time.Now
 	}
-	p := &Proxy{cfg: cfg, name: cfg.Name, cluster: cluster, upstream: u, now: now, started: now(), stats: newStore(),
-		served: make(chan struct{}), adminServed: make(chan struct{})}
-	if p.name == "" {
-		p.name = "proxy"
+	clock := cfg.Clock
+	if clock == nil {
+		clock = realClock{now: now}
 	}
+	rnd, seed := newRand(cfg.Seed)
+	p := &Proxy{cfg: cfg, name: name, now: clock.Now, clock: clock, rand: rnd, seed: seed, started: clock.Now(), stats: newStore(),
+		served: make(chan struct{}), conns: map[net.Conn]struct{}{}, pathPrefix: prefix, hostAddrs: addrs}
 	if cfg.Local != nil {
 		l := *cfg.Local
 		if l.StatPrefix == "" {
 			l.StatPrefix = DefaultLocalStatPrefix
 		}
 		p.cfg.Local = &l
-		p.bucket = newBucket(&l, p.started)
-		p.localStatus = errorCode(l.Status, http.StatusTooManyRequests)
+		p.limiter = newLocalLimiter(&l, p.started)
+		p.localStatus = errorCode(l.Status, 429)
 	}
 	if cfg.Global != nil {
 		g := *cfg.Global
@@ -191,43 +278,49 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 			g.Timeout = DefaultRLSTimeout
 		}
 		p.cfg.Global = &g
+		p.globalEntries = g.Entries()
 		p.rlsTimeout = g.Timeout
-		p.statusOnErr = errorCode(g.StatusOnError, http.StatusInternalServerError)
-		p.rateLimitedS = errorCode(g.RateLimitedStatus, http.StatusTooManyRequests)
+		p.statusOnErr = errorCode(g.StatusOnError, 500)
+		p.rateLimitedS = errorCode(g.RateLimitedStatus, 429)
+	}
+	if cfg.Retry != nil {
+		if p.retry, err = compileRetry(cfg.Retry); err != nil {
+			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
+		}
 	}
 	p.initStats()
+	p.cluster = newCluster(p, cfg.Cluster, addrs, cfg.CircuitBreakers, cfg.OutlierDetection, cfg.HealthyPanicThreshold, cfg.ConnectTimeout)
+	if cfg.AccessLog != nil {
+		p.alog = evidence.NewWriter(noCloser{cfg.AccessLog})
+	}
 
+	fail := func(err error) (*Proxy, error) {
+		p.cluster.close()
+		if p.alog != nil {
+			_ = p.alog.Close()
+		}
+		return nil, err
+	}
 	var lc net.ListenConfig
 	listen := orDefault(cfg.Listen, "127.0.0.1:0")
 	if p.ln, err = lc.Listen(ctx, "tcp", listen); err != nil {
-		return nil, fmt.Errorf("proxy %s: listen %s: %w", p.name, listen, err)
+		return fail(fmt.Errorf("proxy %s: listen %s: %w", p.name, listen, err))
 	}
 	adminListen := orDefault(cfg.AdminListen, "127.0.0.1:0")
 	if p.adminLn, err = lc.Listen(ctx, "tcp", adminListen); err != nil {
 		p.ln.Close()
-		return nil, fmt.Errorf("proxy %s: admin listen %s: %w", p.name, adminListen, err)
+		return fail(fmt.Errorf("proxy %s: admin listen %s: %w", p.name, adminListen, err))
 	}
 	if p.cfg.Global != nil {
 		if p.rlsConn, err = dialRLS(ctx, p.cfg.Global.RLS, time.Second); err != nil {
 			p.ln.Close()
 			p.adminLn.Close()
-			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
+			return fail(fmt.Errorf("proxy %s: %w", p.name, err))
 		}
 		p.rls = rlsv3.NewRateLimitServiceClient(p.rlsConn)
 	}
-	p.transport = &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     60 * time.Second,
-		DisableCompression:  true,
-	}
-	p.client = &http.Client{Transport: p.transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
-	p.srv = &http.Server{Handler: http.HandlerFunc(p.serveHTTP), ReadHeaderTimeout: 30 * time.Second}
-	p.admin = &http.Server{Handler: p.adminMux(), ReadHeaderTimeout: 30 * time.Second}
-	go func() { defer close(p.served); _ = p.srv.Serve(p.ln) }()
-	go func() { defer close(p.adminServed); _ = p.admin.Serve(p.adminLn) }()
+	p.admin = startHTTPServer(p.adminLn, p.adminMux())
+	go p.serve()
 	wctx, cancel := context.WithCancel(ctx)
 	p.cancelWatch = cancel
 	go func() {
@@ -261,20 +354,24 @@ func (p *Proxy) initStats() {
 	p.st.dsCompleted = s.counter(hp + "downstream_rq_completed")
 	p.st.dsActive = s.gauge(hp + "downstream_rq_active")
 	for i := 1; i <= 5; i++ {
-		p.st.dsClass[i] = s.counter(fmt.Sprintf("%sdownstream_rq_%dxx", hp, i))
+		p.st.dsClass[i] = s.counter(hp + "downstream_rq_" + strconv.Itoa(i) + "xx")
 	}
-	cp := "cluster." + p.cluster + "."
-	p.st.upTotal = s.counter(cp + "upstream_rq_total")
-	p.st.upCompleted = s.counter(cp + "upstream_rq_completed")
-	p.st.upActive = s.gauge(cp + "upstream_rq_active")
-	p.st.upTimeout = s.counter(cp + "upstream_rq_timeout")
-	p.st.upConnectFail = s.counter(cp + "upstream_cx_connect_fail")
 	if l := p.cfg.Local; l != nil {
 		lp := l.StatPrefix + ".http_local_rate_limit."
 		p.st.lEnabled = s.counter(lp + "enabled")
 		p.st.lOK = s.counter(lp + "ok")
 		p.st.lLimited = s.counter(lp + "rate_limited")
 		p.st.lEnf = s.counter(lp + "enforced")
+	}
+	if g := p.cfg.Global; g != nil {
+		gp := "cluster." + p.cfg.Cluster + ".ratelimit."
+		if g.StatPrefix != "" {
+			gp += g.StatPrefix + "."
+		}
+		p.st.gOK = s.counter(gp + "ok")
+		p.st.gError = s.counter(gp + "error")
+		p.st.gOverLimit = s.counter(gp + "over_limit")
+		p.st.gFailOpen = s.counter(gp + "failure_mode_allowed")
 	}
 	s.gauge("server.live").set(1)
 	s.gauge("server.state").set(0) // LIVE
@@ -304,360 +401,130 @@ func (p *Proxy) AdminURL() string { return "http://" + p.AdminAddr() }
 // Name returns Config.Name (or "proxy").
 func (p *Proxy) Name() string { return p.name }
 
-// Close closes both listeners and all their connections, waits for
-// requests already being handled, and closes the RLS connection. It is
+// Seed returns the seed of the proxy's random source (Config.Seed, or the
+// one drawn when it was 0).
+func (p *Proxy) Seed() uint64 { return p.seed }
+
+// Close closes both listeners and every downstream connection, waits for
+// the requests being handled, stops the cluster (its connections and
+// timers), flushes the access log and closes the RLS connection. It is
 // idempotent; later calls return the first result.
 func (p *Proxy) Close() error {
 	p.closeOnce.Do(func() {
 		p.cancelWatch()
-		err := p.srv.Close()
-		if aerr := p.admin.Close(); err == nil {
+		err := p.ln.Close()
+		if aerr := p.admin.close(); err == nil {
 			err = aerr
 		}
 		<-p.served
-		<-p.adminServed
+		p.connMu.Lock()
+		p.closing = true
+		for c := range p.conns {
+			_ = c.Close()
+		}
+		p.connMu.Unlock()
+		p.cluster.close()
+		p.connWG.Wait()
 		p.inflight.Lock()
-		p.transport.CloseIdleConnections()
+		if p.alog != nil {
+			if cerr := p.alog.Close(); err == nil {
+				err = cerr
+			}
+		}
 		if p.rlsConn != nil {
 			if cerr := p.rlsConn.Close(); err == nil {
 				err = cerr
 			}
 		}
 		p.inflight.Unlock()
+		if errors.Is(err, net.ErrClosed) {
+			err = nil
+		}
 		p.closeErr = err
 	})
 	return p.closeErr
 }
 
-// AccessLogEntry is one line of the JSON access log, named after Envoy's
-// command operators.
-type AccessLogEntry struct {
-	// StartTime is %START_TIME% in RFC 3339 with milliseconds, UTC.
-	StartTime string `json:"start_time"`
-	// StartNs is the same instant in unix ns.
-	StartNs int64 `json:"start_ns"`
-	// Method is %REQ(:METHOD)%.
-	Method string `json:"method"`
-	// Path is the request path with query (%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%).
-	Path string `json:"path"`
-	// Protocol is %PROTOCOL%, e.g. "HTTP/1.1".
-	Protocol string `json:"protocol"`
-	// ResponseCode is %RESPONSE_CODE%.
-	ResponseCode int `json:"response_code"`
-	// ResponseFlags is %RESPONSE_FLAGS%: "RL", "RLSE", "UF", "UC", "UT" or "-".
-	ResponseFlags string `json:"response_flags"`
-	// ResponseCodeDetails is %RESPONSE_CODE_DETAILS%: local_rate_limited,
-	// request_rate_limited, rate_limiter_error, via_upstream or an
-	// upstream_reset_before_response_started{...} / response_timeout detail.
-	ResponseCodeDetails string `json:"response_code_details"`
-	// BytesReceived and BytesSent are %BYTES_RECEIVED% / %BYTES_SENT%
-	// (bodies only).
-	BytesReceived int64 `json:"bytes_received"`
-	BytesSent     int64 `json:"bytes_sent"`
-	// DurationMs is %DURATION% in ms.
-	DurationMs int64 `json:"duration"`
-	// UpstreamHost is %UPSTREAM_HOST% (host:port), empty when none was used.
-	UpstreamHost string `json:"upstream_host,omitempty"`
-	// RlbenchID is %REQ(X-RLBENCH-ID)%.
-	RlbenchID string `json:"x_rlbench_id,omitempty"`
-	// RequestID is %REQ(X-REQUEST-ID)% (generated by the proxy when absent).
-	RequestID string `json:"x_request_id,omitempty"`
-	// ForwardedFor is the downstream %REQ(X-FORWARDED-FOR)%.
-	ForwardedFor string `json:"x_forwarded_for,omitempty"`
-	// Proxy is Config.Name of the proxy that logged the line.
-	Proxy string `json:"proxy"`
+// FlushAccessLog writes the buffered access log lines to Config.AccessLog.
+func (p *Proxy) FlushAccessLog() error {
+	if p.alog == nil {
+		return nil
+	}
+	return p.alog.Flush()
 }
 
-// outcome is filled as a request passes the filters.
-type outcome struct {
-	code         int
-	flags        string
-	details      string
-	upstreamHost string
-	bytesSent    int64
-	bytesRecv    int64
-}
+var alogBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	p.inflight.RLock()
-	defer p.inflight.RUnlock()
-	start := p.now()
-	p.st.dsTotal.inc()
-	p.st.dsActive.v.Add(1)
-	defer p.st.dsActive.dec()
-	// Envoy's connection manager generates x-request-id when absent
-	// (generate_request_id defaults to true).
-	if r.Header.Get("X-Request-Id") == "" {
-		r.Header.Set("X-Request-Id", newRequestID())
-	}
-	out := p.handle(w, r)
-	p.st.dsCompleted.inc()
-	if c := out.code / 100; c >= 1 && c <= 5 {
-		p.st.dsClass[c].inc()
-	}
-	if p.cfg.AccessLog != nil {
-		p.writeAccessLog(r, start, out)
-	}
-}
-
-func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) outcome {
-	var extra http.Header // x-ratelimit-* to add to the final response
-	// 1. Local rate limit filter.
-	if l := p.cfg.Local; l != nil && percentHit(l.FilterEnabled) {
-		p.st.lEnabled.inc()
-		ok, remaining, reset := p.bucket.take(p.now())
-		if l.EnableXRateLimitHeaders {
-			extra = http.Header{}
-			extra.Set("x-ratelimit-limit", strconv.FormatUint(uint64(l.MaxTokens), 10))
-			extra.Set("x-ratelimit-remaining", strconv.FormatUint(uint64(remaining), 10))
-			extra.Set("x-ratelimit-reset", strconv.FormatInt(int64(reset/time.Second), 10))
-		}
-		if ok {
-			p.st.lOK.inc()
-		} else {
-			p.st.lLimited.inc()
-			if percentHit(l.FilterEnforced) {
-				p.st.lEnf.inc()
-				copyHeader(w.Header(), extra)
-				return p.localReply(w, p.localStatus, LocalRateLimitedBody, "RL", "local_rate_limited")
-			}
-		}
-	}
-	// 2. Global rate limit filter.
-	if g := p.cfg.Global; g != nil {
-		if d := g.descriptor(r); d != nil {
-			out, done, hdrs := p.global(w, r, g, d, extra)
-			if done {
-				return out
-			}
-			if hdrs != nil {
-				if extra == nil {
-					extra = http.Header{}
-				}
-				copyHeader(extra, hdrs)
-			}
-		}
-	}
-	// 3. Router.
-	return p.forward(w, r, extra)
-}
-
-func copyHeader(dst, src http.Header) {
-	for k, vs := range src {
-		for _, v := range vs {
-			dst.Add(k, v)
-		}
-	}
-}
-
-// localReply sends an Envoy local reply: text/plain body (may be empty).
-func (p *Proxy) localReply(w http.ResponseWriter, code int, body, flags, details string) outcome {
-	h := w.Header()
-	if body != "" {
-		h.Set("Content-Type", "text/plain")
-	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Server", "envoy")
-	w.WriteHeader(code)
-	_, _ = io.WriteString(w, body)
-	return outcome{code: code, flags: flags, details: details, bytesSent: int64(len(body))}
-}
-
-// global runs the ratelimit filter for one descriptor. done reports that a
-// reply was sent; hdrs are x-ratelimit-* / RLS headers for the upstream reply.
-func (p *Proxy) global(w http.ResponseWriter, r *http.Request, g *GlobalRateLimit, d *rlcommon.RateLimitDescriptor, local http.Header) (outcome, bool, http.Header) {
-	prefix := "cluster." + p.cluster + ".ratelimit."
-	if g.StatPrefix != "" {
-		prefix += g.StatPrefix + "."
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), p.rlsTimeout)
-	resp, err := p.rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: g.Domain, Descriptors: []*rlcommon.RateLimitDescriptor{d}})
-	cancel()
-	if err != nil {
-		p.stats.counter(prefix + "error").inc()
-		if g.FailureModeDeny {
-			copyHeader(w.Header(), local)
-			return p.localReply(w, p.statusOnErr, "", "RLSE", "rate_limiter_error"), true, nil
-		}
-		p.stats.counter(prefix + "failure_mode_allowed").inc()
-		return outcome{}, false, nil
-	}
-	var hdrs http.Header
-	if g.EnableXRateLimitHeaders {
-		hdrs = xRateLimitHeaders(resp.GetStatuses())
-	}
-	if resp.GetOverallCode() != rlsv3.RateLimitResponse_OVER_LIMIT {
-		// OK (and UNKNOWN, which Envoy's client maps to OK).
-		p.stats.counter(prefix + "ok").inc()
-		return outcome{}, false, hdrs
-	}
-	p.stats.counter(prefix + "over_limit").inc()
-	// Envoy charges the rate limited status to the cluster's response code
-	// stats as an internal request (CodeStats::chargeResponseStat).
-	p.chargeCode(p.rateLimitedS, "internal.")
-	h := w.Header()
-	copyHeader(h, local)
-	copyHeader(h, hdrs)
-	copyHeader(h, headerValues(resp.GetResponseHeadersToAdd()))
-	h.Set("X-Envoy-Ratelimited", "true")
-	return p.localReply(w, p.rateLimitedS, string(resp.GetRawBody()), "RL", "request_rate_limited"), true, nil
-}
-
-// chargeCode counts a response code against cluster.<c>.upstream_rq_<code>,
-// _<N>xx and _completed, plus the same under cluster.<c>.<category>.
-func (p *Proxy) chargeCode(code int, category string) {
-	cp := "cluster." + p.cluster + "."
-	p.st.upCompleted.inc()
-	p.stats.counter(fmt.Sprintf("%supstream_rq_%d", cp, code)).inc()
-	p.stats.counter(fmt.Sprintf("%supstream_rq_%dxx", cp, code/100)).inc()
-	p.stats.counter(cp + category + "upstream_rq_completed").inc()
-	p.stats.counter(fmt.Sprintf("%s%supstream_rq_%d", cp, category, code)).inc()
-	p.stats.counter(fmt.Sprintf("%s%supstream_rq_%dxx", cp, category, code/100)).inc()
-}
-
-// hop-by-hop headers never forwarded (RFC 9110 7.6.1).
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-// nonReplayable wraps a request body so net/http never considers the
-// request replayable and therefore never retries it on another connection.
-type nonReplayable struct{ io.ReadCloser }
-
-// countingReader counts request body bytes read.
-type countingReader struct {
-	io.ReadCloser
-	n int64
-}
-
-func (c *countingReader) Read(b []byte) (int, error) {
-	n, err := c.ReadCloser.Read(b)
-	c.n += int64(n)
-	return n, err
-}
-
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, extra http.Header) outcome {
-	target := *p.upstream
-	target.Path = strings.TrimSuffix(p.upstream.Path, "/") + r.URL.Path
-	target.RawPath = ""
-	target.RawQuery = r.URL.RawQuery
-	ctx, cancel := context.WithTimeout(r.Context(), p.cfg.UpstreamTimeout)
-	defer cancel()
-	body := &countingReader{ReadCloser: r.Body}
-	out, err := http.NewRequestWithContext(ctx, r.Method, target.String(), nonReplayable{body})
-	if err != nil {
-		return p.localReply(w, http.StatusBadRequest, "bad request", "-", "invalid_url")
-	}
-	out.ContentLength = r.ContentLength
-	out.Header = r.Header.Clone()
-	for _, h := range hopHeaders {
-		out.Header.Del(h)
-	}
-	if c := r.Header.Get("Connection"); c != "" {
-		for _, f := range strings.Split(c, ",") {
-			out.Header.Del(strings.TrimSpace(f))
-		}
-	}
-	out.Host = r.Host
-	// use_remote_address: true — append the peer IP to x-forwarded-for.
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		if prior := out.Header.Values("X-Forwarded-For"); len(prior) > 0 {
-			out.Header.Set("X-Forwarded-For", strings.Join(prior, ", ")+", "+host)
-		} else {
-			out.Header.Set("X-Forwarded-For", host)
-		}
-	}
-	out.Header.Set("X-Forwarded-Proto", "http")
-	out.Header.Set("X-Envoy-Expected-Rq-Timeout-Ms", strconv.FormatInt(p.cfg.UpstreamTimeout.Milliseconds(), 10))
-	if p.cfg.IncludeAttemptCount {
-		out.Header.Set("X-Envoy-Attempt-Count", "1")
-	}
-	if _, ok := out.Header["User-Agent"]; !ok {
-		out.Header.Set("User-Agent", "") // do not let Go add its own
-	}
-	host := p.upstream.Host
-	p.st.upActive.v.Add(1)
-	defer p.st.upActive.dec()
-	sent := p.now()
-	resp, err := p.client.Do(out)
-	if err != nil {
-		var code int
-		var flags, details, msg string
-		var ne *net.OpError
-		switch {
-		case errors.As(err, &ne) && ne.Op == "dial":
-			p.st.upConnectFail.inc()
-			code, flags, details = http.StatusServiceUnavailable, "UF", "upstream_reset_before_response_started{connection_failure}"
-			msg = "upstream connect error or disconnect/reset before headers. reset reason: connection failure"
-		case ctx.Err() == context.DeadlineExceeded && r.Context().Err() == nil:
-			p.st.upTotal.inc()
-			p.st.upTimeout.inc()
-			code, flags, details = http.StatusGatewayTimeout, "UT", "response_timeout"
-			msg = "upstream request timeout"
-		case r.Context().Err() != nil:
-			// Downstream went away: Envoy logs DC and 0 / no reply.
-			p.st.upTotal.inc()
-			return outcome{code: 0, flags: "DC", details: "downstream_remote_disconnect", upstreamHost: host, bytesRecv: body.n}
-		default:
-			p.st.upTotal.inc()
-			code, flags, details = http.StatusServiceUnavailable, "UC", "upstream_reset_before_response_started{connection_termination}"
-			msg = "upstream connect error or disconnect/reset before headers. reset reason: connection termination"
-		}
-		p.chargeCode(code, "external.")
-		copyHeader(w.Header(), extra)
-		o := p.localReply(w, code, msg, flags, details)
-		o.upstreamHost, o.bytesRecv = host, body.n
-		return o
-	}
-	defer resp.Body.Close()
-	p.st.upTotal.inc()
-	p.chargeCode(resp.StatusCode, "external.")
-	h := w.Header()
-	for k, vs := range resp.Header {
-		h[k] = append([]string(nil), vs...)
-	}
-	for _, hh := range hopHeaders {
-		h.Del(hh)
-	}
-	copyHeader(h, extra)
-	h.Set("Server", "envoy")
-	h.Set("X-Envoy-Upstream-Service-Time", strconv.FormatInt(p.now().Sub(sent).Milliseconds(), 10))
-	w.WriteHeader(resp.StatusCode)
-	n, _ := io.Copy(w, resp.Body)
-	return outcome{code: resp.StatusCode, flags: "-", details: "via_upstream", upstreamHost: host, bytesSent: n, bytesRecv: body.n}
-}
-
-func (p *Proxy) writeAccessLog(r *http.Request, start time.Time, o outcome) {
+func (p *Proxy) writeAccessLog(rs *reqState) {
+	end := p.clock.Now()
 	e := AccessLogEntry{
-		StartTime:           start.UTC().Format("2006-01-02T15:04:05.000Z"),
-		StartNs:             start.UnixNano(),
-		Method:              r.Method,
-		Path:                r.URL.RequestURI(),
-		Protocol:            r.Proto,
-		ResponseCode:        o.code,
-		ResponseFlags:       o.flags,
-		ResponseCodeDetails: o.details,
-		BytesReceived:       o.bytesRecv,
-		BytesSent:           o.bytesSent,
-		DurationMs:          p.now().Sub(start).Milliseconds(),
-		UpstreamHost:        o.upstreamHost,
-		RlbenchID:           r.Header.Get("X-Rlbench-Id"),
-		RequestID:           r.Header.Get("X-Request-Id"),
-		ForwardedFor:        r.Header.Get("X-Forwarded-For"),
+		StartTime:           startTime(rs.start),
+		StartNs:             rs.start.UnixNano(),
+		Method:              rs.req.Method,
+		Path:                rs.req.URL.RequestURI(),
+		Protocol:            rs.req.Proto,
+		ResponseCode:        rs.code,
+		ResponseFlags:       rs.flags.String(),
+		ResponseCodeDetails: rs.details,
+		BytesReceived:       rs.recv,
+		BytesSent:           rs.sent,
+		DurationMs:          end.Sub(rs.start).Milliseconds(),
+		UpstreamHost:        rs.upHost,
+		RlbenchID:           headerFirst(rs.req.Header, "X-Rlbench-Id"),
+		RequestID:           rs.reqID,
+		ForwardedFor:        headerFirst(rs.req.Header, "X-Forwarded-For"),
 		Proxy:               p.name,
 	}
-	if e.ResponseFlags == "" {
-		e.ResponseFlags = "-"
+	if rs.upHost != "" {
+		e.UpstreamRequestAttemptCount = rs.attempts
 	}
-	b, _ := json.Marshal(&e)
-	b = append(b, '\n')
-	p.logMu.Lock()
-	_, _ = p.cfg.AccessLog.Write(b)
-	p.logMu.Unlock()
+	bp := alogBufPool.Get().(*[]byte)
+	b := appendAccessLog((*bp)[:0], &e)
+	_ = p.alog.WriteRaw(b)
+	*bp = b
+	alogBufPool.Put(bp)
+}
+
+// startTime formats %START_TIME% (RFC 3339, ms, UTC), caching the last
+// millisecond's string: requests of the same millisecond share it.
+func startTime(t time.Time) string {
+	ms := t.UnixMilli()
+	if c := startCache.Load(); c != nil && c.ms == ms {
+		return c.s
+	}
+	c := &msString{ms: ms, s: t.UTC().Format("2006-01-02T15:04:05.000Z")}
+	startCache.Store(c)
+	return c.s
+}
+
+type msString struct {
+	ms int64
+	s  string
+}
+
+var startCache atomic.Pointer[msString]
+
+func headerFirst(h map[string][]string, k string) string {
+	if vs := h[k]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
+// configDump is the JSON of /config_dump.
+func (p *Proxy) configDump() any {
+	return struct {
+		Name             string            `json:"name"`
+		Version          string            `json:"version"`
+		Cluster          string            `json:"cluster"`
+		Hosts            []string          `json:"hosts"`
+		Seed             uint64            `json:"seed"`
+		Local            *LocalRateLimit   `json:"local_ratelimit,omitempty"`
+		Global           *GlobalRateLimit  `json:"ratelimit,omitempty"`
+		Retry            *RetryPolicy      `json:"retry_policy,omitempty"`
+		CircuitBreakers  *CircuitBreakers  `json:"circuit_breakers,omitempty"`
+		OutlierDetection *OutlierDetection `json:"outlier_detection,omitempty"`
+		PanicThreshold   float64           `json:"healthy_panic_threshold"`
+	}{p.name, Version, p.cfg.Cluster, p.hostAddrs, p.seed, p.cfg.Local, p.cfg.Global, p.cfg.Retry, p.cfg.CircuitBreakers,
+		p.cfg.OutlierDetection, p.cluster.panicThreshold}
 }

@@ -20,9 +20,67 @@ type stat struct {
 	gauge bool
 }
 
-func (s *stat) inc()         { s.v.Add(1); s.used.Store(true) }
+func (s *stat) inc() {
+	s.v.Add(1)
+	if !s.used.Load() {
+		s.used.Store(true)
+	}
+}
+func (s *stat) add(n uint64) {
+	s.v.Add(n)
+	if !s.used.Load() {
+		s.used.Store(true)
+	}
+}
 func (s *stat) set(v uint64) { s.v.Store(v); s.used.Store(true) }
 func (s *stat) dec()         { s.v.Add(^uint64(0)) }
+
+// setBool sets a 0/1 gauge (the circuit_breakers.*_open gauges).
+func (s *stat) setBool(b bool) {
+	var v uint64
+	if b {
+		v = 1
+	}
+	s.set(v)
+}
+
+// codeFamily is one family of response code counters, Envoy's
+// CodeStatsImpl::chargeBasicResponseStat under a prefix:
+// <prefix>upstream_rq_completed, <prefix>upstream_rq_<N>xx and
+// <prefix>upstream_rq_<code>. The per-code counters are created on first
+// use and then reached without a map lookup or a string built per request.
+type codeFamily struct {
+	st        *store
+	prefix    string
+	completed atomic.Pointer[stat]
+	class     [6]atomic.Pointer[stat]
+	code      [600]atomic.Pointer[stat]
+}
+
+func newCodeFamily(st *store, prefix string) *codeFamily {
+	return &codeFamily{st: st, prefix: prefix}
+}
+
+// get returns the stat *slot holds, creating it (store.counter returns the
+// same stat for the same name, so goroutines racing here store the same
+// pointer).
+func (f *codeFamily) get(slot *atomic.Pointer[stat], suffix string) *stat {
+	p := slot.Load()
+	if p == nil {
+		p = f.st.counter(f.prefix + "upstream_rq_" + suffix)
+		slot.Store(p)
+	}
+	return p
+}
+
+func (f *codeFamily) charge(code int) {
+	f.get(&f.completed, "completed").inc()
+	if code < 100 || code > 599 {
+		return
+	}
+	f.get(&f.class[code/100], strconv.Itoa(code/100)+"xx").inc()
+	f.get(&f.code[code], strconv.Itoa(code)).inc()
+}
 
 // store is a process-wide stats registry shaped like Envoy's: counters and
 // gauges are uint64 by flat dotted name; text readouts are strings.

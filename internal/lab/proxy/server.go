@@ -1,0 +1,388 @@
+package proxy
+
+import (
+	"bufio"
+	crand "crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The downstream side is a plain HTTP/1.1 server on net/http's wire code
+// (http.ReadRequest for parsing and body framing, httputil's chunked
+// writer): one goroutine per connection reads a request, runs the filters
+// and the router in that goroutine, and writes the response into a
+// buffered writer flushed when no pipelined request is waiting. No
+// goroutine, timer or header map is created per request on the way.
+
+// dsConn is one downstream connection.
+type dsConn struct {
+	p        *Proxy
+	c        net.Conn
+	br       *bufio.Reader
+	bw       *bufio.Writer
+	remoteIP string // peer IP, %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%
+	limiter  *localLimiter
+}
+
+var (
+	brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+	cpPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+)
+
+func (p *Proxy) serve() {
+	defer close(p.served)
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		if !p.trackConn(c, true) {
+			_ = c.Close()
+			return
+		}
+		p.connWG.Add(1)
+		go p.serveConn(c)
+	}
+}
+
+// trackConn adds (add) or removes a downstream connection from the set
+// Close closes; it refuses to add once closing.
+func (p *Proxy) trackConn(c net.Conn, add bool) bool {
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
+	if add {
+		if p.closing {
+			return false
+		}
+		p.conns[c] = struct{}{}
+		return true
+	}
+	delete(p.conns, c)
+	return true
+}
+
+func (p *Proxy) serveConn(c net.Conn) {
+	defer p.connWG.Done()
+	defer p.trackConn(c, false)
+	defer c.Close()
+	dc := &dsConn{p: p, c: c}
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		dc.remoteIP = ta.IP.String()
+	}
+	if l := p.cfg.Local; l != nil && l.PerDownstreamConnection {
+		dc.limiter = newLocalLimiter(l, p.clock.Now())
+	}
+	dc.br = brPool.Get().(*bufio.Reader)
+	dc.br.Reset(c)
+	dc.bw = bwPool.Get().(*bufio.Writer)
+	dc.bw.Reset(c)
+	defer func() {
+		dc.br.Reset(nil)
+		brPool.Put(dc.br)
+		dc.bw.Reset(nil)
+		bwPool.Put(dc.bw)
+	}()
+	for {
+		req, err := http.ReadRequest(dc.br)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isConnReset(err) {
+				// A malformed request: Envoy's codec answers 400 and closes.
+				_, _ = io.WriteString(dc.bw, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				_ = dc.bw.Flush()
+			}
+			return
+		}
+		keep := p.handle(dc, req)
+		if !keep {
+			_ = dc.bw.Flush()
+			return
+		}
+		if dc.br.Buffered() == 0 {
+			if err := dc.bw.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func isConnReset(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "broken pipe"))
+}
+
+// reqState is one request's state as it passes the filters and the router
+// (Envoy's StreamInfo plus what the filters keep for encodeHeaders).
+type reqState struct {
+	dc       *dsConn
+	req      *http.Request
+	start    time.Time
+	code     int
+	flags    flagSet
+	details  string
+	upHost   string
+	attempts int
+	sent     int64 // response body bytes
+	recv     int64 // request body bytes
+	extra    []hdr // response headers added by the filters (x-ratelimit-*, RLS headers)
+	rlBucket *bucket
+	closeDS  bool   // close the downstream connection after this response
+	reqID    string // x-request-id
+	genID    bool   // reqID was generated (the request had none)
+	body     []byte // the request body, buffered when a retry policy may resend it
+	retry    retryState
+}
+
+type hdr struct{ k, v string }
+
+var rsPool = sync.Pool{New: func() any { return new(reqState) }}
+
+// handle runs one request and writes its response; it reports whether the
+// connection may carry another request.
+func (p *Proxy) handle(dc *dsConn, req *http.Request) bool {
+	p.inflight.RLock()
+	defer p.inflight.RUnlock()
+	rs := rsPool.Get().(*reqState)
+	*rs = reqState{dc: dc, req: req, start: p.clock.Now(), extra: rs.extra[:0]}
+	p.st.dsTotal.inc()
+	p.st.dsActive.v.Add(1)
+	if req.Close || (req.ProtoMajor == 1 && req.ProtoMinor == 0 && !strings.EqualFold(req.Header.Get("Connection"), "keep-alive")) {
+		rs.closeDS = true
+	}
+	// Envoy's connection manager generates x-request-id when absent
+	// (generate_request_id defaults to true).
+	if vs := req.Header["X-Request-Id"]; len(vs) > 0 {
+		rs.reqID = vs[0]
+	} else {
+		rs.reqID, rs.genID = newRequestID(), true
+	}
+	p.process(rs)
+	// Drain what the response did not consume so that the next request on
+	// this connection starts at a request line (as net/http's server does).
+	if req.Body != nil && req.Body != http.NoBody {
+		n, err := io.CopyN(io.Discard, req.Body, 256<<10)
+		rs.recv += n
+		if err == nil {
+			rs.closeDS = true
+		}
+	}
+	p.st.dsActive.dec()
+	p.st.dsCompleted.inc()
+	if c := rs.code / 100; c >= 1 && c <= 5 {
+		p.st.dsClass[c].inc()
+	}
+	if p.alog != nil {
+		p.writeAccessLog(rs)
+	}
+	keep := !rs.closeDS
+	rs.dc, rs.req, rs.body, rs.rlBucket = nil, nil, nil, nil
+	rsPool.Put(rs)
+	return keep
+}
+
+// newRequestID returns a random UUID v4 string.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	j := 0
+	for i, x := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out[j] = '-'
+			j++
+		}
+		out[j], out[j+1] = hexDigits[x>>4], hexDigits[x&0xf]
+		j += 2
+	}
+	return string(out[:])
+}
+
+// dateCache holds the HTTP Date value of the current second.
+var dateCache atomic.Pointer[dateValue]
+
+type dateValue struct {
+	sec int64
+	s   string
+}
+
+func httpDate(now time.Time) string {
+	sec := now.Unix()
+	if d := dateCache.Load(); d != nil && d.sec == sec {
+		return d.s
+	}
+	d := &dateValue{sec: sec, s: now.UTC().Format(http.TimeFormat)}
+	dateCache.Store(d)
+	return d.s
+}
+
+func writeStatusLine(w *bufio.Writer, code int) {
+	_, _ = w.WriteString("HTTP/1.1 ")
+	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(code), 10))
+	_ = w.WriteByte(' ')
+	_, _ = w.WriteString(http.StatusText(code))
+	_, _ = w.WriteString("\r\n")
+}
+
+func writeHeader(w *bufio.Writer, k, v string) {
+	_, _ = w.WriteString(k)
+	_, _ = w.WriteString(": ")
+	_, _ = w.WriteString(v)
+	_, _ = w.WriteString("\r\n")
+}
+
+// writeHeaderInt writes "k: n" without allocating (bufio.Writer's
+// AvailableBuffer).
+func writeHeaderInt(w *bufio.Writer, k string, n int64) {
+	_, _ = w.WriteString(k)
+	_, _ = w.WriteString(": ")
+	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), n, 10))
+	_, _ = w.WriteString("\r\n")
+}
+
+// xRateLimitLocal adds the local filter's DRAFT_VERSION_03 headers for the
+// bucket that decided, read when the response is sent (Envoy
+// local_ratelimit.cc encodeHeaders reads the bucket context then).
+func (p *Proxy) xRateLimitLocal(w *bufio.Writer, rs *reqState) {
+	if rs.rlBucket == nil {
+		return
+	}
+	limit, remaining, reset := rs.rlBucket.headers(p.clock.Now())
+	writeHeaderInt(w, "X-Ratelimit-Limit", int64(limit))
+	writeHeaderInt(w, "X-Ratelimit-Remaining", int64(remaining))
+	writeHeaderInt(w, "X-Ratelimit-Reset", reset)
+}
+
+// localReply sends an Envoy local reply (sendLocalReply): text/plain body
+// (no content-type when empty), the filters' extra headers, and the given
+// code, body, flag and details.
+func (p *Proxy) localReply(rs *reqState, code int, body string, f respFlag, details string, more ...hdr) {
+	w := rs.dc.bw
+	writeStatusLine(w, code)
+	if body != "" {
+		writeHeader(w, "Content-Type", "text/plain")
+	}
+	writeHeaderInt(w, "Content-Length", int64(len(body)))
+	writeHeader(w, "Date", httpDate(p.clock.Now()))
+	writeHeader(w, "Server", "envoy")
+	p.xRateLimitLocal(w, rs)
+	for _, h := range rs.extra {
+		writeHeader(w, h.k, h.v)
+	}
+	for _, h := range more {
+		writeHeader(w, h.k, h.v)
+	}
+	if rs.closeDS {
+		writeHeader(w, "Connection", "close")
+	}
+	_, _ = w.WriteString("\r\n")
+	if rs.req.Method != http.MethodHead {
+		_, _ = w.WriteString(body)
+		rs.sent = int64(len(body))
+	}
+	rs.code = code
+	rs.flags.add(f)
+	rs.details = details
+}
+
+// hop-by-hop headers never forwarded (RFC 9110 7.6.1).
+var hopHeaders = map[string]bool{"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
+	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true}
+
+// connectionListed reports whether the Connection header of h names k.
+func connectionListed(h http.Header, k string) bool {
+	for _, v := range h["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			if http.CanonicalHeaderKey(strings.TrimSpace(f)) == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeUpstreamResponse forwards the upstream response head and body to
+// the client; it returns false if the upstream body failed midway (the
+// downstream connection is then closed: the response was cut).
+func (p *Proxy) writeUpstreamResponse(rs *reqState, resp *http.Response, serviceMs int64, attemptHeader bool) (bodyOK bool) {
+	w := rs.dc.bw
+	writeStatusLine(w, resp.StatusCode)
+	hasConn := len(resp.Header["Connection"]) > 0
+	for k, vs := range resp.Header {
+		if hopHeaders[k] || k == "Content-Length" || k == "Server" || k == "Date" || (hasConn && connectionListed(resp.Header, k)) {
+			continue
+		}
+		for _, v := range vs {
+			writeHeader(w, k, v)
+		}
+	}
+	if d := resp.Header["Date"]; len(d) > 0 {
+		writeHeader(w, "Date", d[0])
+	} else {
+		writeHeader(w, "Date", httpDate(p.clock.Now()))
+	}
+	writeHeader(w, "Server", "envoy")
+	writeHeaderInt(w, "X-Envoy-Upstream-Service-Time", serviceMs)
+	if attemptHeader {
+		writeHeaderInt(w, "X-Envoy-Attempt-Count", int64(rs.attempts))
+	}
+	p.xRateLimitLocal(w, rs)
+	for _, h := range rs.extra {
+		writeHeader(w, h.k, h.v)
+	}
+	noBody := rs.req.Method == http.MethodHead || resp.StatusCode == 204 || resp.StatusCode == 304 || resp.StatusCode < 200
+	chunked := false
+	switch {
+	case noBody:
+		if resp.ContentLength >= 0 && rs.req.Method == http.MethodHead {
+			writeHeaderInt(w, "Content-Length", resp.ContentLength)
+		}
+	case resp.ContentLength >= 0:
+		writeHeaderInt(w, "Content-Length", resp.ContentLength)
+	case rs.req.ProtoAtLeast(1, 1):
+		writeHeader(w, "Transfer-Encoding", "chunked")
+		chunked = true
+	default:
+		rs.closeDS = true // HTTP/1.0 without a length: the close ends the body
+	}
+	if rs.closeDS {
+		writeHeader(w, "Connection", "close")
+	}
+	_, _ = w.WriteString("\r\n")
+	rs.code = resp.StatusCode
+	if noBody {
+		_, err := io.Copy(io.Discard, resp.Body)
+		return err == nil
+	}
+	bp := cpPool.Get().(*[]byte)
+	defer cpPool.Put(bp)
+	var dst io.Writer = w
+	var cw io.WriteCloser
+	if chunked {
+		cw = httputil.NewChunkedWriter(w)
+		dst = cw
+	}
+	n, err := io.CopyBuffer(dst, struct{ io.Reader }{resp.Body}, *bp)
+	rs.sent = n
+	if cw != nil {
+		_ = cw.Close()
+		_, _ = w.WriteString("\r\n")
+	}
+	if err != nil {
+		rs.closeDS = true
+		return false
+	}
+	return true
+}
