@@ -248,8 +248,10 @@ func (p *Proxy) route(rs *reqState) {
 		case global > 0:
 			expected = global
 		}
-		if global > 0 {
-			expected = min(expected, max(globalDL.Sub(time.Now()), time.Millisecond))
+		if global > 0 && isRetry {
+			// setTimeoutHeaders with the elapsed time: what is left of the
+			// route timeout, at least 1 ms.
+			expected = min(expected, max(time.Until(globalDL), time.Millisecond))
 		}
 		res := p.attempt(rs, h, attemptDL, expected, stream)
 		switch {
