@@ -73,7 +73,32 @@ type Receipt struct {
 	// Headers holds the recorded request headers, lower-case names (by
 	// default x-envoy-attempt-count, x-forwarded-for, x-request-id).
 	Headers map[string]string `json:"headers,omitempty"`
+	// Endpoint names the backend endpoint (listener) that received the
+	// request, "backend-0", "backend-1", ...; empty in receipts of older
+	// backends, which had one endpoint.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Status is the HTTP status the backend answered, 0 when it answered
+	// none (Fault "reset" or "refused": the connection was closed) and in
+	// receipts of older backends (which always answered their one status).
+	Status int `json:"status,omitempty"`
+	// Fault names the injected backend fault that shaped the answer, one
+	// of the ReceiptFault constants; empty when none did.
+	Fault string `json:"fault,omitempty"`
+	// DelayNs is the injected latency before the answer, ns.
+	DelayNs int64 `json:"delay_ns,omitempty"`
 }
+
+// Receipt.Fault values: the injected backend fault behind an answer.
+const (
+	// ReceiptFaultError: the error status instead of the backend's status.
+	ReceiptFaultError = "error"
+	// ReceiptFaultOverload: 503 above the endpoint's concurrency cap.
+	ReceiptFaultOverload = "overload"
+	// ReceiptFaultRefused: the connection closed above the cap, no answer.
+	ReceiptFaultRefused = "refused"
+	// ReceiptFaultReset: the connection reset after reading the request.
+	ReceiptFaultReset = "reset"
+)
 
 // Fault actions of Fault.Action.
 const (
@@ -84,7 +109,9 @@ const (
 )
 
 // Fault is one line of faults.jsonl: a timed fault action (stop, start or
-// restart of a component, or a shell command) with its begin and end.
+// restart of a component, a shell command, or set/clear of backend faults)
+// with its begin and end. A set opens a fault window on its target that the
+// next clear of the same target closes, like stop and start.
 type Fault struct {
 	// Name is the plan step's name.
 	Name string `json:"name"`
@@ -102,6 +129,10 @@ type Fault struct {
 	Error string `json:"error,omitempty"`
 	// Phase names the attack phase this fault precedes, if any.
 	Phase string `json:"phase,omitempty"`
+	// Detail says what a set installed on the backend endpoints, as JSON
+	// of the backend's fault spec (latency, error status and probability,
+	// concurrency cap, reset probability); empty for other actions.
+	Detail string `json:"detail,omitempty"`
 }
 
 // DescriptorEntry is one key/value pair of a rate limit descriptor
