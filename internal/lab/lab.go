@@ -1,10 +1,12 @@
 // Package lab assembles rlbench's in-process rate limit lab on 127.0.0.1:
-// one receipt-recording backend (internal/lab/backend) behind N Envoy-like
-// proxies (internal/lab/proxy) named proxy-a, proxy-b, ..., each with its own
-// local token bucket (per-process buckets, as with N Envoy replicas) and/or a
-// global rate limit filter calling a rate limit service: the lab RLS
-// (internal/lab/rls), started here, or one the lab does not start (the real
-// envoyproxy/ratelimit, a shared deployment).
+// one receipt-recording backend (internal/lab/backend) with one or more
+// endpoints (backend-0, backend-1, ...: the upstream hosts of every proxy's
+// cluster) behind N Envoy-like proxies (internal/lab/proxy) named proxy-a,
+// proxy-b, ..., each with its own local token buckets (per-process buckets,
+// as with N Envoy replicas), its own router, circuit breakers and outlier
+// detector, and/or a global rate limit filter calling a rate limit service:
+// the lab RLS (internal/lab/rls), started here, or one the lab does not
+// start (the real envoyproxy/ratelimit, a shared deployment).
 //
 // It is the only place that puts a lab together: `rlbench lab`, the plan
 // runner (`rlbench run`, `rlbench demo`) and the tests all describe the lab
@@ -53,9 +55,9 @@ type ProxiesOptions struct {
 	// Count is the number of proxies, 1..MaxProxies; 0 means DefaultProxies.
 	Count int
 	// Config is what every proxy starts from. The lab sets Name (ProxyName),
-	// Upstream (the backend's URL) and Global.RLS (from Options.RLS); those
-	// and Listen/AdminListen (each proxy binds 127.0.0.1:0) must be left
-	// empty. Local and Global are copied into every proxy, so each proxy has
+	// Upstreams (the backend's endpoints) and Global.RLS (from Options.RLS);
+	// those, Upstream and Listen/AdminListen (each proxy binds 127.0.0.1:0)
+	// must be left empty. Local and Global are copied into every proxy, so each proxy has
 	// its own token bucket, as N Envoy processes do. Lab defaults, applied
 	// once here: Cluster proxy.DefaultCluster; Local.TokensPerFill 0 means 1
 	// (Envoy's token_bucket default); Local.FilterEnabled and
@@ -102,10 +104,15 @@ type Lab struct {
 
 // Addresses lists every endpoint of a lab. It is the JSON line `rlbench lab`
 // prints (README "The same result as demo, by hand"):
-// {"backend":"http://..","receipts":"..","rls":"grpc://..","proxies":[{"name":"proxy-a","url":"http://..","admin":"http://.."}]}.
+// {"backend":"http://..","endpoints":[{"name":"backend-0","url":..},..],"receipts":"..","rls":"grpc://..","proxies":[{"name":"proxy-a","url":"http://..","admin":"http://.."}]}
+// ("endpoints" only with several backend endpoints).
 type Addresses struct {
-	// Backend is the backend URL, "http://127.0.0.1:PORT".
+	// Backend is the backend URL, "http://127.0.0.1:PORT" (its first
+	// endpoint).
 	Backend string `json:"backend"`
+	// Endpoints lists every backend endpoint (name and URL) when there are
+	// several.
+	Endpoints []backend.Endpoint `json:"endpoints,omitempty"`
 	// Receipts is the file the backend's receipts go to, when the caller
 	// writes them to a file (Lab.Addresses leaves it empty: the lab only
 	// sees a writer; `rlbench lab` fills in its --receipts).
@@ -204,10 +211,17 @@ func (o Options) Validate() error {
 		return fmt.Errorf("lab: %d proxies, want 1..%d", p.Count, MaxProxies)
 	}
 	c := p.Config
-	for _, f := range [...]struct{ name, v string }{{"Name", c.Name}, {"Upstream", c.Upstream}, {"Listen", c.Listen}, {"AdminListen", c.AdminListen}} {
+	for _, f := range [...]struct{ name, v string }{{"Name", c.Name}, {"Upstream", c.Upstream}, {"Upstreams", strings.Join(c.Upstreams, ",")},
+		{"Listen", c.Listen}, {"AdminListen", c.AdminListen}} {
 		if f.v != "" {
 			return fmt.Errorf("lab: proxy Config.%s is chosen by the lab, leave it empty (have %q)", f.name, f.v)
 		}
+	}
+	if n := o.Backend.Endpoints; n < 0 || n > backend.MaxEndpoints {
+		return fmt.Errorf("lab: backend: %d endpoints, want 1..%d", n, backend.MaxEndpoints)
+	}
+	if err := o.Backend.Faults.Validate(); err != nil {
+		return fmt.Errorf("lab: %w", err)
 	}
 	if c.Global != nil && c.Global.RLS != "" {
 		return fmt.Errorf("lab: give the RLS in Options.RLS, not in Config.Global.RLS (%q)", c.Global.RLS)
@@ -259,9 +273,13 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	}
 	l.Backend = be
 	l.ProxiesStartNs = o.Now().UnixNano()
+	var hosts []string
+	for _, ep := range be.Endpoints() {
+		hosts = append(hosts, ep.URL)
+	}
 	for i := range o.Proxies.Count {
 		cfg := o.Proxies.Config
-		cfg.Name, cfg.Upstream = ProxyName(i), be.URL()
+		cfg.Name, cfg.Upstreams = ProxyName(i), hosts
 		if cfg.Local != nil {
 			lc := *cfg.Local // a bucket of its own
 			cfg.Local = &lc
@@ -301,6 +319,9 @@ func (l *Lab) RLSAddress() string { return l.rlsAddr }
 // Addresses returns every endpoint of the lab (Receipts left empty).
 func (l *Lab) Addresses() Addresses {
 	a := Addresses{Backend: l.Backend.URL(), RLS: l.rlsAddr, Proxies: make([]ProxyAddress, 0, len(l.Proxies))}
+	if eps := l.Backend.Endpoints(); len(eps) > 1 {
+		a.Endpoints = eps
+	}
 	for _, p := range l.Proxies {
 		a.Proxies = append(a.Proxies, ProxyAddress{Name: p.Name(), URL: p.URL(), Admin: p.AdminURL()})
 	}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -119,7 +118,6 @@ type HeaderMatcher struct {
 	StringMatch               *StringMatcher  `json:"string_match,omitempty"`
 	InvertMatch               bool            `json:"invert_match,omitempty"`
 	TreatMissingHeaderAsEmpty bool            `json:"treat_missing_header_as_empty,omitempty"`
-	compiled                  *compiledHeader `json:"-"`
 }
 
 // RegexMatcher is type.matcher.v3.RegexMatcher: an RE2 regex that must
@@ -299,11 +297,33 @@ func (c *compiledHeader) matches(h http.Header) bool {
 	return m != c.invert
 }
 
-// validateActions checks one rate_limits entry and compiles its header
+// rateLimitEntry is a validated rate_limits entry with its header matchers
+// compiled (matchers[i] belongs to actions[i]; nil for other actions).
+type rateLimitEntry struct {
+	actions  []Action
+	matchers [][]*compiledHeader
+}
+
+// compileEntries validates rate_limits entries and compiles them; what
+// names them in errors ("global rate limit: rate_limits").
+func compileEntries(what string, rls []RateLimit) ([]rateLimitEntry, error) {
+	out := make([]rateLimitEntry, len(rls))
+	for i := range rls {
+		e, err := compileActions(fmt.Sprintf("%s[%d]", what, i), rls[i].Actions)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}
+
+// compileActions checks one rate_limits entry and compiles its header
 // matchers; what names it in errors ("global rate limit: rate_limits[1]").
-func validateActions(what string, actions []Action) error {
+func compileActions(what string, actions []Action) (rateLimitEntry, error) {
+	e := rateLimitEntry{actions: actions, matchers: make([][]*compiledHeader, len(actions))}
 	if len(actions) == 0 {
-		return fmt.Errorf("%s: at least one action is required", what)
+		return e, fmt.Errorf("%s: at least one action is required", what)
 	}
 	for i := range actions {
 		a := &actions[i]
@@ -312,13 +332,13 @@ func validateActions(what string, actions []Action) error {
 		if a.GenericKey != nil {
 			n++
 			if a.GenericKey.DescriptorValue == "" {
-				return fmt.Errorf("%s.generic_key.descriptor_value is empty", at)
+				return e, fmt.Errorf("%s.generic_key.descriptor_value is empty", at)
 			}
 		}
 		if a.RequestHeaders != nil {
 			n++
 			if a.RequestHeaders.HeaderName == "" || a.RequestHeaders.DescriptorKey == "" {
-				return fmt.Errorf("%s.request_headers needs header_name and descriptor_key", at)
+				return e, fmt.Errorf("%s.request_headers needs header_name and descriptor_key", at)
 			}
 		}
 		if a.RemoteAddress != nil {
@@ -327,30 +347,30 @@ func validateActions(what string, actions []Action) error {
 		if m := a.HeaderValueMatch; m != nil {
 			n++
 			if m.DescriptorValue == "" {
-				return fmt.Errorf("%s.header_value_match.descriptor_value is empty", at)
+				return e, fmt.Errorf("%s.header_value_match.descriptor_value is empty", at)
 			}
 			for j := range m.Headers {
 				c, err := m.Headers[j].compile(fmt.Sprintf("%s.header_value_match.headers[%d]", at, j))
 				if err != nil {
-					return err
+					return e, err
 				}
-				m.Headers[j].compiled = c
+				e.matchers[i] = append(e.matchers[i], c)
 			}
 		}
 		if n != 1 {
-			return fmt.Errorf("%s must set exactly one of generic_key, request_headers, remote_address, header_value_match (has %d)", at, n)
+			return e, fmt.Errorf("%s must set exactly one of generic_key, request_headers, remote_address, header_value_match (has %d)", at, n)
 		}
 	}
-	return nil
+	return e, nil
 }
 
-// descriptorOf builds the descriptor of one rate_limits entry for a request
-// with headers h from peer IP remoteIP; ok is false when an action dropped
-// it. The entries are appended to dst[:0].
-func descriptorOf(dst []evidence.DescriptorEntry, actions []Action, h http.Header, remoteIP string) (_ []evidence.DescriptorEntry, ok bool) {
+// descriptor builds the entry's descriptor for a request with headers h
+// from peer IP remoteIP; ok is false when an action dropped it. The entries
+// are appended to dst[:0].
+func (e *rateLimitEntry) descriptor(dst []evidence.DescriptorEntry, h http.Header, remoteIP string) (_ []evidence.DescriptorEntry, ok bool) {
 	dst = dst[:0]
-	for i := range actions {
-		a := &actions[i]
+	for i := range e.actions {
+		a := &e.actions[i]
 		switch {
 		case a.GenericKey != nil:
 			dst = append(dst, evidence.DescriptorEntry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
@@ -371,14 +391,7 @@ func descriptorOf(dst []evidence.DescriptorEntry, actions []Action, h http.Heade
 		case a.HeaderValueMatch != nil:
 			m := a.HeaderValueMatch
 			all := true
-			for j := range m.Headers {
-				c := m.Headers[j].compiled
-				if c == nil { // not validated (a Config built by hand): compile now
-					var err error
-					if c, err = m.Headers[j].compile("header_value_match"); err != nil {
-						return dst, false
-					}
-				}
+			for _, c := range e.matchers[i] {
 				if !c.matches(h) {
 					all = false
 					break
@@ -393,6 +406,3 @@ func descriptorOf(dst []evidence.DescriptorEntry, actions []Action, h http.Heade
 	}
 	return dst, true
 }
-
-// errNoEntries is returned by a validation that found no rate_limits entry.
-var errNoEntries = errors.New("at least one rate_limits entry is required")

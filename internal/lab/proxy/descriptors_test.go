@@ -253,7 +253,11 @@ func TestGlobalActionsDescriptors(t *testing.T) {
 	}
 	got := func(h http.Header) string {
 		var parts []string
-		for _, d := range g.descriptors(g.Entries(), h, "10.0.0.9") {
+		es, err := g.compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range globalDescriptors(es, h, "10.0.0.9") {
 			var es []string
 			for _, e := range d.GetEntries() {
 				es = append(es, e.GetKey()+"="+e.GetValue())

@@ -79,16 +79,12 @@ func (g *GlobalRateLimit) Validate() error {
 		return errors.New("global rate limit: at least one action (a rate_limits entry) is required")
 	}
 	if len(g.Actions) > 0 {
-		if err := validateActions("global rate limit", g.Actions); err != nil {
+		if _, err := compileActions("global rate limit", g.Actions); err != nil {
 			return err
 		}
 	}
-	for i := range g.RateLimits {
-		if err := validateActions(fmt.Sprintf("global rate limit: rate_limits[%d]", i), g.RateLimits[i].Actions); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := compileEntries("global rate limit: rate_limits", g.RateLimits)
+	return err
 }
 
 // validate is Validate plus the RLS address that Start needs.
@@ -107,13 +103,18 @@ func (g *GlobalRateLimit) validateRLS() error {
 	return nil
 }
 
-// descriptors builds the request's descriptors, one per rate_limits entry
-// whose actions all produced (or skipped) their entries; nil when none.
-func (g *GlobalRateLimit) descriptors(entries []RateLimit, h http.Header, remoteIP string) []*rlcommon.RateLimitDescriptor {
+// compile compiles Entries (Validate must have passed).
+func (g *GlobalRateLimit) compile() ([]rateLimitEntry, error) {
+	return compileEntries("global rate limit: rate_limits", g.Entries())
+}
+
+// globalDescriptors builds the request's descriptors, one per rate_limits
+// entry whose actions all produced (or skipped) their entries; nil when none.
+func globalDescriptors(entries []rateLimitEntry, h http.Header, remoteIP string) []*rlcommon.RateLimitDescriptor {
 	var out []*rlcommon.RateLimitDescriptor
 	var buf [4]evidence.DescriptorEntry
 	for i := range entries {
-		es, ok := descriptorOf(buf[:0], entries[i].Actions, h, remoteIP)
+		es, ok := entries[i].descriptor(buf[:0], h, remoteIP)
 		if !ok {
 			continue
 		}

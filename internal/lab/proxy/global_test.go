@@ -221,7 +221,11 @@ func TestGlobalDescriptors(t *testing.T) {
 	entries := func(g *GlobalRateLimit, remote string, hdr map[string]string) []string {
 		req := httptestRequest(remote, hdr)
 		var out []string
-		for _, d := range g.descriptors(g.Entries(), req.Header, remoteIPOf(req.RemoteAddr)) {
+		es, err := g.compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range globalDescriptors(es, req.Header, remoteIPOf(req.RemoteAddr)) {
 			got := ""
 			for _, e := range d.GetEntries() {
 				got += e.GetKey() + "=" + e.GetValue() + ";"

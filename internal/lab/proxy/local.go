@@ -186,12 +186,8 @@ func (l *LocalRateLimit) Validate() error {
 		}
 		seen[k] = i
 	}
-	for i := range l.RateLimits {
-		if err := validateActions(fmt.Sprintf("local rate limit: rate_limits[%d]", i), l.RateLimits[i].Actions); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := compileEntries("local rate limit: rate_limits", l.RateLimits)
+	return err
 }
 
 // alwaysConsumeDefault is AlwaysConsumeDefaultTokenBucket with its default.

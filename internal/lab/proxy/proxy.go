@@ -196,7 +196,8 @@ type Proxy struct {
 	hostAddrs     []string
 	rlsConn       *grpc.ClientConn
 	rls           rlsv3.RateLimitServiceClient
-	globalEntries []RateLimit
+	globalEntries []rateLimitEntry
+	localEntries  []rateLimitEntry
 	limiter       *localLimiter
 	retry         *compiledRetry
 	stats         *store
@@ -267,6 +268,9 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		}
 		p.cfg.Local = &l
 		p.limiter = newLocalLimiter(&l, p.started)
+		if p.localEntries, err = compileEntries("local rate limit: rate_limits", l.RateLimits); err != nil {
+			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
+		}
 		p.localStatus = errorCode(l.Status, 429)
 	}
 	if cfg.Global != nil {
@@ -278,7 +282,9 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 			g.Timeout = DefaultRLSTimeout
 		}
 		p.cfg.Global = &g
-		p.globalEntries = g.Entries()
+		if p.globalEntries, err = g.compile(); err != nil {
+			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
+		}
 		p.rlsTimeout = g.Timeout
 		p.statusOnErr = errorCode(g.StatusOnError, 500)
 		p.rateLimitedS = errorCode(g.RateLimitedStatus, 429)

@@ -92,8 +92,8 @@ func (p *Proxy) process(rs *reqState) {
 		}
 		var descs [][]evidence.DescriptorEntry
 		if lim.hasDescrip {
-			for i := range l.RateLimits {
-				if d, ok := descriptorOf(nil, l.RateLimits[i].Actions, rs.req.Header, rs.dc.remoteIP); ok {
+			for i := range p.localEntries {
+				if d, ok := p.localEntries[i].descriptor(nil, rs.req.Header, rs.dc.remoteIP); ok {
 					descs = append(descs, d)
 				}
 			}
@@ -115,7 +115,7 @@ func (p *Proxy) process(rs *reqState) {
 	}
 	// 2. Global rate limit filter.
 	if g := p.cfg.Global; g != nil {
-		if descs := g.descriptors(p.globalEntries, rs.req.Header, rs.dc.remoteIP); len(descs) > 0 {
+		if descs := globalDescriptors(p.globalEntries, rs.req.Header, rs.dc.remoteIP); len(descs) > 0 {
 			if p.global(rs, g, descs) {
 				return
 			}
