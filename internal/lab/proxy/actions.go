@@ -107,17 +107,17 @@ func (a *HeaderValueMatchAction) Key() string {
 // unless TreatMissingHeaderAsEmpty; otherwise the result is the match XOR
 // InvertMatch. An empty ExactMatch matches any value.
 type HeaderMatcher struct {
-	Name                      string          `json:"name"`
-	ExactMatch                *string         `json:"exact_match,omitempty"`
-	PrefixMatch               *string         `json:"prefix_match,omitempty"`
-	SuffixMatch               *string         `json:"suffix_match,omitempty"`
-	ContainsMatch             *string         `json:"contains_match,omitempty"`
-	SafeRegexMatch            *RegexMatcher   `json:"safe_regex_match,omitempty"`
-	RangeMatch                *Int64Range     `json:"range_match,omitempty"`
-	PresentMatch              *bool           `json:"present_match,omitempty"`
-	StringMatch               *StringMatcher  `json:"string_match,omitempty"`
-	InvertMatch               bool            `json:"invert_match,omitempty"`
-	TreatMissingHeaderAsEmpty bool            `json:"treat_missing_header_as_empty,omitempty"`
+	Name                      string         `json:"name"`
+	ExactMatch                *string        `json:"exact_match,omitempty"`
+	PrefixMatch               *string        `json:"prefix_match,omitempty"`
+	SuffixMatch               *string        `json:"suffix_match,omitempty"`
+	ContainsMatch             *string        `json:"contains_match,omitempty"`
+	SafeRegexMatch            *RegexMatcher  `json:"safe_regex_match,omitempty"`
+	RangeMatch                *Int64Range    `json:"range_match,omitempty"`
+	PresentMatch              *bool          `json:"present_match,omitempty"`
+	StringMatch               *StringMatcher `json:"string_match,omitempty"`
+	InvertMatch               bool           `json:"invert_match,omitempty"`
+	TreatMissingHeaderAsEmpty bool           `json:"treat_missing_header_as_empty,omitempty"`
 }
 
 // RegexMatcher is type.matcher.v3.RegexMatcher: an RE2 regex that must
