@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
@@ -16,7 +17,9 @@ import (
 // max_tokens and gains tokens_per_fill at every fill_interval tick of a timer
 // that runs from the bucket's creation; bound = Buckets × (max_tokens +
 // tokens_per_fill × ticks inside [start, end]). When the creation time is
-// unknown, the worst phase is assumed: floor(D/fill_interval)+1 ticks.
+// unknown, the worst phase is assumed: floor(D/fill_interval)+1 ticks. With
+// refill "continuous" (Envoy >= 1.31) bound = Buckets × floor(max_tokens +
+// tokens_per_fill × D / fill_interval).
 //
 // Fixed window (envoyproxy/ratelimit): windows aligned to multiples of the unit
 // since the Unix epoch (or starting at the first hit); bound = limit × windows
@@ -52,6 +55,15 @@ func configuredBound(limits []evidence.LimitSpec, start, end int64) *Bound {
 			allowed = buckets * (l.MaxTokens + l.TokensPerFill*int(ticks))
 			why = fmt.Sprintf("token bucket: %d bucket(s) × (max_tokens %d + tokens_per_fill %d × %d refill(s) of %s in %s) = %d",
 				buckets, l.MaxTokens, l.TokensPerFill, ticks, time.Duration(fi), time.Duration(d), allowed)
+			if l.Refill == evidence.RefillContinuous && fi > 0 {
+				// Envoy >= 1.31 refills continuously: at most max_tokens at
+				// the start plus tokens_per_fill/fill_interval for the
+				// duration, whole tokens.
+				per := int(math.Floor(float64(l.MaxTokens) + float64(l.TokensPerFill)*float64(d)/float64(fi) + 1e-9))
+				allowed = buckets * per
+				why = fmt.Sprintf("token bucket (continuous refill): %d bucket(s) × floor(max_tokens %d + tokens_per_fill %d × %s / %s) = %d",
+					buckets, l.MaxTokens, l.TokensPerFill, time.Duration(d), time.Duration(fi), allowed)
+			}
 		case evidence.LimitFixedWindow:
 			div := evidence.UnitSeconds(l.Unit)
 			if div == 0 {

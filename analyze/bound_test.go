@@ -82,3 +82,37 @@ func TestFaultWindows(t *testing.T) {
 		t.Fatalf("tally inside %+v straddling %+v receipts %d", w.Inside, w.Straddling, w.Receipts)
 	}
 }
+
+// Continuous refill (Envoy >= 1.31): max_tokens plus the fractional
+// accrual over the duration, whole tokens, whatever the timer phase.
+func TestConfiguredBoundContinuousRefill(t *testing.T) {
+	sec := int64(time.Second)
+	tb := evidence.LimitSpec{Kind: "token_bucket", Buckets: 2, MaxTokens: 5, TokensPerFill: 10, FillInterval: sec, StartNs: sec, Refill: evidence.RefillContinuous}
+	// 1.5 s: 5 + 15 per bucket (a timer bucket could count only one tick: 15).
+	if b := configuredBound([]evidence.LimitSpec{tb}, 10*sec, 10*sec+3*sec/2); b.Allowed != 2*20 {
+		t.Fatalf("continuous bound %+v", b)
+	}
+	tb.Refill = ""
+	if b := configuredBound([]evidence.LimitSpec{tb}, 10*sec+sec/4, 10*sec+sec/4+3*sec/2); b.Allowed != 2*(5+10) {
+		t.Fatalf("timer bound (the default of older evidence) %+v", b)
+	}
+}
+
+// A set of backend faults opens a window on its target that the clear of
+// the same target closes.
+func TestFaultWindowsBackendSetClear(t *testing.T) {
+	ms := int64(time.Millisecond)
+	e := newEv(t)
+	e.attack["sent"] = 1
+	e.requests = append(e.requests, evidence.Request{ID: "a", Target: "proxy-a", SentNs: t0 + 20*ms, LatencyNs: ms, Code: 503})
+	e.scenario.Expect = evidence.Expectation{}
+	dir := e.write()
+	writeLines(t, dir+"/"+evidence.FaultsFile, []evidence.Fault{
+		{Name: "fail backend-1", Action: evidence.ActionSet, Target: "backend-1", BeginNs: t0 + 10*ms, EndNs: t0 + 10*ms, OK: true, Detail: `{"error_status":503}`},
+		{Name: "fail backend-1", Action: evidence.ActionClear, Target: "backend-1", BeginNs: t0 + 30*ms, EndNs: t0 + 30*ms, OK: true},
+	})
+	s := run(t, dir).Scenarios[0]
+	if len(s.FaultWindows) != 1 || s.FaultWindows[0].BeginNs != t0+10*ms || s.FaultWindows[0].EndNs != t0+30*ms || s.FaultWindows[0].Inside.Sent != 1 {
+		t.Fatalf("windows %+v", s.FaultWindows)
+	}
+}

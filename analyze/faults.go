@@ -14,9 +14,10 @@ const (
 	ActionExec    = evidence.ActionExec
 )
 
-// faultWindows builds one window per fault: a stop opens a window on its
-// target at the stop's begin that the next start of the same target closes at
-// the start's end (the component is back only once the start finished); a
+// faultWindows builds one window per fault: a stop (or a set of backend
+// faults) opens a window on its target at the stop's begin that the next
+// start (clear) of the same target closes at the start's end (the component
+// is back only once the start finished); a
 // restart or an exec is a window from its begin to its end. A window left open
 // runs to the end of the evidence. Requests are tallied inside the window when
 // both their send and their end fall in it, and as straddling when they
@@ -39,13 +40,13 @@ func faultWindows(ev *evidence.ScenarioEvidence) []FaultWindow {
 	open := map[string]int{} // target -> index in out
 	for _, f := range faults {
 		switch f.Action {
-		case ActionStop:
+		case ActionStop, evidence.ActionSet:
 			if _, ok := open[f.Target]; ok {
 				continue // already down
 			}
 			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true})
 			open[f.Target] = len(out) - 1
-		case ActionStart:
+		case ActionStart, evidence.ActionClear:
 			if i, ok := open[f.Target]; ok {
 				out[i].EndNs = f.EndNs
 				out[i].Open = false

@@ -106,6 +106,12 @@ const (
 	ActionStart   = "start"
 	ActionRestart = "restart"
 	ActionExec    = "exec"
+	// ActionSet installs backend faults: it opens a fault window on its
+	// target, like a stop.
+	ActionSet = "set"
+	// ActionClear removes them: it closes the window the last set of the
+	// same target opened, like a start.
+	ActionClear = "clear"
 )
 
 // Fault is one line of faults.jsonl: a timed fault action (stop, start or
@@ -251,10 +257,22 @@ type LimitSpec struct {
 	// WindowFirstHit; "" means aligned.
 	WindowStart string `json:"window_start,omitempty"`
 	// StartNs is when the token buckets were created (proxy start, unix ns):
-	// Envoy refills on a timer running from then. Zero when unknown, in which
-	// case the bound assumes the worst timer phase.
+	// a timer refill runs from then. Zero when unknown, in which case the
+	// bound assumes the worst timer phase.
 	StartNs int64 `json:"start_ns,omitempty"`
+	// Refill is how a token bucket refills: RefillTimer (tokens_per_fill at
+	// each fill_interval tick from StartNs, Envoy <= 1.30) or
+	// RefillContinuous (tokens_per_fill/fill_interval per second,
+	// fractional, Envoy >= 1.31). Empty means timer: the refill of every
+	// lab before this field.
+	Refill string `json:"refill,omitempty"`
 }
+
+// Refills of LimitSpec.Refill.
+const (
+	RefillTimer      = "timer"
+	RefillContinuous = "continuous"
+)
 
 // Kinds of LimitSpec.Kind.
 const (

@@ -63,7 +63,8 @@ type ProxiesOptions struct {
 	// (Envoy's token_bucket default); Local.FilterEnabled and
 	// Local.FilterEnforced nil mean 100% (the lab's bucket is enabled and
 	// enforced unless told otherwise: point them at 0 for shadow mode);
-	// Now is Options.Now.
+	// Now is Options.Now; a non-zero Seed gives proxy i the seed Seed+i
+	// (each its own sequence, reproducible).
 	Config proxy.Config
 	// AccessLog, if non-nil, gives each proxy its own access log writer,
 	// called with the proxy's name before it starts; it replaces
@@ -280,6 +281,9 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	for i := range o.Proxies.Count {
 		cfg := o.Proxies.Config
 		cfg.Name, cfg.Upstreams = ProxyName(i), hosts
+		if cfg.Seed != 0 {
+			cfg.Seed += uint64(i)
+		}
 		if cfg.Local != nil {
 			lc := *cfg.Local // a bucket of its own
 			cfg.Local = &lc

@@ -22,18 +22,66 @@ import (
 // Delay here.
 func (lp *LabPlan) labOptions() lab.Options {
 	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies}}
+	c := &o.Proxies.Config
 	if l := lp.Local; l != nil {
-		o.Proxies.Config.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: l.TokensPerFill,
-			FillInterval: time.Duration(l.FillInterval), FilterEnabled: l.FilterEnabled, FilterEnforced: l.FilterEnforced}
+		c.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: l.TokensPerFill,
+			FillInterval: time.Duration(l.FillInterval), FilterEnabled: l.FilterEnabled, FilterEnforced: l.FilterEnforced,
+			Status: l.Status, EnableXRateLimitHeaders: l.EnableXRateLimitHeaders, RateLimits: l.RateLimits,
+			AlwaysConsumeDefaultTokenBucket: l.AlwaysConsumeDefaultTokenBucket, MaxDynamicDescriptors: l.MaxDynamicDescriptors,
+			PerDownstreamConnection: l.PerDownstreamConnection, TokenBucketMode: l.TokenBucketMode}
+		for _, d := range l.Descriptors {
+			c.Local.Descriptors = append(c.Local.Descriptors, proxy.LocalDescriptor{Entries: d.Entries, TokenBucket: proxy.TokenBucket{
+				MaxTokens: d.TokenBucket.MaxTokens, TokensPerFill: d.TokenBucket.TokensPerFill, FillInterval: time.Duration(d.TokenBucket.FillInterval)}})
+		}
 	}
 	if g := lp.Global; g != nil {
-		o.Proxies.Config.Global = &proxy.GlobalRateLimit{Domain: g.Domain, Actions: g.Descriptors, Timeout: time.Duration(g.Timeout),
+		c.Global = &proxy.GlobalRateLimit{Domain: g.Domain, Actions: g.Descriptors, RateLimits: g.RateLimits, Timeout: time.Duration(g.Timeout),
 			FailureModeDeny: g.FailureModeDeny, StatusOnError: g.StatusOnError, EnableXRateLimitHeaders: g.EnableXRateLimitHeaders}
+	}
+	if pp := lp.Proxy; pp != nil {
+		c.UpstreamTimeout = time.Duration(pp.Timeout)
+		c.IncludeAttemptCount, c.IncludeAttemptCountInResponse = pp.IncludeRequestAttemptCount, pp.IncludeAttemptCountInResponse
+		c.Seed = pp.Seed
+		if r := pp.RetryPolicy; r != nil {
+			c.Retry = &proxy.RetryPolicy{RetryOn: r.RetryOn, NumRetries: r.NumRetries, PerTryTimeout: time.Duration(r.PerTryTimeout),
+				RetriableStatusCodes: r.RetriableStatusCodes}
+			if b := r.RetryBackOff; b != nil {
+				c.Retry.RetryBackOff = &proxy.RetryBackOff{BaseInterval: time.Duration(b.BaseInterval), MaxInterval: time.Duration(b.MaxInterval)}
+			}
+		}
+	}
+	if cp := lp.Cluster; cp != nil {
+		c.CircuitBreakers, c.HealthyPanicThreshold, c.ConnectTimeout = cp.CircuitBreakers, cp.HealthyPanicThreshold, time.Duration(cp.ConnectTimeout)
+		if od := cp.OutlierDetection; od != nil {
+			c.OutlierDetection = &proxy.OutlierDetection{Consecutive5xx: od.Consecutive5xx, ConsecutiveGatewayFailure: od.ConsecutiveGatewayFailure,
+				Interval: time.Duration(od.Interval), BaseEjectionTime: time.Duration(od.BaseEjectionTime), MaxEjectionTime: time.Duration(od.MaxEjectionTime),
+				MaxEjectionPercent: od.MaxEjectionPercent, EnforcingConsecutive5xx: od.EnforcingConsecutive5xx,
+				EnforcingConsecutiveGatewayFailure: od.EnforcingConsecutiveGatewayFailure, AlwaysEjectOneHost: od.AlwaysEjectOneHost}
+		}
+	}
+	if b := lp.Backend; b != nil {
+		o.Backend.Endpoints, o.Backend.Seed = b.Endpoints, b.Seed
+		if b.Faults != nil {
+			o.Backend.Faults = *b.Faults
+		}
 	}
 	if r := lp.RLS; r != nil && r.Kind == "lab" {
 		o.RLS.Lab = &labrls.Options{WindowStart: r.WindowStart, Delay: time.Duration(r.Delay)}
 	}
 	return o
+}
+
+// localBoundKnown reports whether the default bucket bounds every request
+// of a proxy: it exists, it is per process (not per downstream
+// connection), and a request matching a descriptor consumes it too
+// (always_consume_default_token_bucket). Otherwise the admissions depend on
+// the keys and connections of the traffic and scenario.json describes no
+// token bucket.
+func localBoundKnown(l *proxy.LocalRateLimit) bool {
+	if l.FillInterval == 0 || l.PerDownstreamConnection {
+		return false
+	}
+	return len(l.Descriptors) == 0 || l.AlwaysConsumeDefaultTokenBucket == nil || *l.AlwaysConsumeDefaultTokenBucket
 }
 
 // realRLSStandIn stands in, when a plan is validated, for the address of a
@@ -108,6 +156,7 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 	// receipt, decision and access log line is written first.
 	r.cleanups = append(r.cleanups, func() { _ = l.Close() })
 	r.rls = l.RLS
+	r.backend, r.baseline = l.Backend, opts.Backend.Faults
 	eff := l.Options()
 	r.cluster = eff.Proxies.Config.Cluster
 	r.admins = map[string]string{}
@@ -116,13 +165,17 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 		r.admins[p.Name] = p.Admin
 	}
 	if g := eff.Proxies.Config.Global; g != nil && cfg != nil {
-		entries := []evidence.DescriptorEntry{}
+		// A fixed-window bound is known when every request sends the same
+		// descriptor: one rate_limits entry of generic_key actions only.
+		entries, static := []evidence.DescriptorEntry{}, len(g.RateLimits) == 0
 		for _, a := range g.Actions {
-			if a.GenericKey != nil {
-				entries = append(entries, evidence.DescriptorEntry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
+			if a.GenericKey == nil {
+				static = false
+				break
 			}
+			entries = append(entries, evidence.DescriptorEntry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
 		}
-		if m, ok := cfg.Match(entries); ok && m != nil && m.Limit != nil {
+		if m, ok := cfg.Match(entries); static && ok && m != nil && m.Limit != nil {
 			ws := labrls.WindowAligned // the real RLS's windows are epoch aligned
 			if eff.RLS.Lab != nil {
 				ws = eff.RLS.Lab.WindowStart
@@ -130,9 +183,13 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 			r.limits = append(r.limits, evidence.LimitSpec{Kind: evidence.LimitFixedWindow, Limit: int(m.Limit.RequestsPerUnit), Unit: m.Limit.Unit, WindowStart: ws})
 		}
 	}
-	if lc := eff.Proxies.Config.Local; lc != nil {
+	if lc := eff.Proxies.Config.Local; lc != nil && localBoundKnown(lc) {
+		refill := evidence.RefillContinuous
+		if lc.TokenBucketMode == proxy.TokenBucketTimer {
+			refill = evidence.RefillTimer
+		}
 		r.limits = append(r.limits, evidence.LimitSpec{Kind: evidence.LimitTokenBucket, Buckets: eff.Proxies.Count, MaxTokens: int(lc.MaxTokens),
-			TokensPerFill: int(lc.TokensPerFill), FillInterval: int64(lc.FillInterval), StartNs: l.ProxiesStartNs})
+			TokensPerFill: int(lc.TokensPerFill), FillInterval: int64(lc.FillInterval), StartNs: l.ProxiesStartNs, Refill: refill})
 	}
 	return ""
 }

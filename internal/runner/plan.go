@@ -15,6 +15,7 @@ import (
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/internal/yamlguard"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -60,9 +61,18 @@ type LabPlan struct {
 	Global  *GlobalPlan `json:"global,omitempty"`
 	// RLS configures the rate limit service the global filter calls.
 	RLS *RLSPlan `json:"rls,omitempty"`
+	// Backend configures the backend: its endpoints and their faults.
+	Backend *BackendPlan `json:"backend,omitempty"`
+	// Proxy configures every proxy's router (retry policy, timeouts).
+	Proxy *ProxyPlan `json:"proxy,omitempty"`
+	// Cluster configures every proxy's backend cluster (circuit breakers,
+	// outlier detection, panic threshold).
+	Cluster *ClusterPlan `json:"cluster,omitempty"`
 }
 
-// LocalPlan is Envoy's local_ratelimit token bucket (per proxy process).
+// LocalPlan is Envoy's local_ratelimit filter (per proxy process, or per
+// downstream connection): the default token bucket and the descriptors
+// (proxy.LocalRateLimit has the semantics).
 type LocalPlan struct {
 	MaxTokens      uint32   `json:"max_tokens"`
 	TokensPerFill  uint32   `json:"tokens_per_fill,omitempty"`
@@ -70,14 +80,129 @@ type LocalPlan struct {
 	FilterEnabled  *float64 `json:"filter_enabled,omitempty"`
 	FilterEnforced *float64 `json:"filter_enforced,omitempty"`
 	StatPrefix     string   `json:"stat_prefix,omitempty"`
+	// Status is the local reply's status (< 400 means 429).
+	Status int `json:"status,omitempty"`
+	// EnableXRateLimitHeaders adds x-ratelimit-* (DRAFT_VERSION_03).
+	EnableXRateLimitHeaders bool `json:"enable_x_ratelimit_headers,omitempty"`
+	// Descriptors are the filter's descriptors, each with its own bucket.
+	Descriptors []LocalDescriptorPlan `json:"descriptors,omitempty"`
+	// RateLimits are the rate_limits entries whose actions build the
+	// request descriptors ({actions: [{request_headers: {...}}]}).
+	RateLimits                      []RateLimitPlan `json:"rate_limits,omitempty"`
+	AlwaysConsumeDefaultTokenBucket *bool           `json:"always_consume_default_token_bucket,omitempty"`
+	MaxDynamicDescriptors           *uint32         `json:"max_dynamic_descriptors,omitempty"`
+	PerDownstreamConnection         bool            `json:"local_rate_limit_per_downstream_connection,omitempty"`
+	// TokenBucketMode is continuous (default, Envoy >= 1.31) or timer
+	// (Envoy <= 1.30).
+	TokenBucketMode string `json:"token_bucket_mode,omitempty"`
+}
+
+// LocalDescriptorPlan is one local descriptor: its entries ({key, value};
+// an empty value is a wildcard) and its token bucket.
+type LocalDescriptorPlan struct {
+	Entries     []evidence.DescriptorEntry `json:"entries"`
+	TokenBucket TokenBucketPlan            `json:"token_bucket"`
+}
+
+// TokenBucketPlan is a descriptor's token bucket.
+type TokenBucketPlan struct {
+	MaxTokens     uint32   `json:"max_tokens"`
+	TokensPerFill uint32   `json:"tokens_per_fill,omitempty"`
+	FillInterval  Duration `json:"fill_interval"`
+}
+
+// RateLimitPlan is one route rate_limits entry: {actions: [...]} in Envoy's
+// YAML shape; the lab proxy's own type.
+type RateLimitPlan = proxy.RateLimit
+
+// BackendPlan configures the lab backend.
+type BackendPlan struct {
+	// Endpoints is the number of backend endpoints (backend-0, ...), each
+	// an upstream host of every proxy's cluster; default 1.
+	Endpoints int `json:"endpoints,omitempty"`
+	// Faults are every endpoint's faults from the start (a fault step can
+	// change them while the scenario runs).
+	Faults *FaultsPlan `json:"faults,omitempty"`
+	// Seed seeds the faults' draws; 0 draws one.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// FaultsPlan are backend faults: {latency: "20ms" | "uniform:10ms..50ms" |
+// "exp:20ms" | "normal:50ms,10ms", error_status, error_probability,
+// max_concurrent, over_capacity: 503 | refuse, reset_probability}; the lab
+// backend's own type.
+type FaultsPlan = backend.Faults
+
+// ProxyPlan configures the proxies' router.
+type ProxyPlan struct {
+	// RetryPolicy is the route's retry_policy.
+	RetryPolicy *RetryPolicyPlan `json:"retry_policy,omitempty"`
+	// Timeout is the route timeout; default 15s.
+	Timeout Duration `json:"timeout,omitempty"`
+	// IncludeRequestAttemptCount sends x-envoy-attempt-count upstream.
+	IncludeRequestAttemptCount bool `json:"include_request_attempt_count,omitempty"`
+	// IncludeAttemptCountInResponse returns it downstream.
+	IncludeAttemptCountInResponse bool `json:"include_attempt_count_in_response,omitempty"`
+	// Seed seeds each proxy's random source (back-off jitter, runtime
+	// percentages, the round robin start), proxy i getting Seed+i; 0
+	// draws one per proxy.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// RetryPolicyPlan is proxy.RetryPolicy with plan durations.
+type RetryPolicyPlan struct {
+	RetryOn              string            `json:"retry_on"`
+	NumRetries           *uint32           `json:"num_retries,omitempty"`
+	PerTryTimeout        Duration          `json:"per_try_timeout,omitempty"`
+	RetriableStatusCodes []int             `json:"retriable_status_codes,omitempty"`
+	RetryBackOff         *RetryBackOffPlan `json:"retry_back_off,omitempty"`
+}
+
+// RetryBackOffPlan is retry_back_off.
+type RetryBackOffPlan struct {
+	BaseInterval Duration `json:"base_interval"`
+	MaxInterval  Duration `json:"max_interval,omitempty"`
+}
+
+// ClusterPlan configures the proxies' backend cluster.
+type ClusterPlan struct {
+	// CircuitBreakers are the DEFAULT priority thresholds.
+	CircuitBreakers *CircuitBreakersPlan `json:"circuit_breakers,omitempty"`
+	// OutlierDetection enables outlier detection over the endpoints.
+	OutlierDetection *OutlierDetectionPlan `json:"outlier_detection,omitempty"`
+	// HealthyPanicThreshold is common_lb_config.healthy_panic_threshold in
+	// percent (default 50; 0 disables panic routing).
+	HealthyPanicThreshold *float64 `json:"healthy_panic_threshold,omitempty"`
+	// ConnectTimeout is connect_timeout; default 5s.
+	ConnectTimeout Duration `json:"connect_timeout,omitempty"`
+}
+
+// CircuitBreakersPlan are circuit_breakers.thresholds[0]; the lab proxy's
+// own type.
+type CircuitBreakersPlan = proxy.CircuitBreakers
+
+// OutlierDetectionPlan is proxy.OutlierDetection with plan durations.
+type OutlierDetectionPlan struct {
+	Consecutive5xx                     *uint32  `json:"consecutive_5xx,omitempty"`
+	ConsecutiveGatewayFailure          *uint32  `json:"consecutive_gateway_failure,omitempty"`
+	Interval                           Duration `json:"interval,omitempty"`
+	BaseEjectionTime                   Duration `json:"base_ejection_time,omitempty"`
+	MaxEjectionTime                    Duration `json:"max_ejection_time,omitempty"`
+	MaxEjectionPercent                 *uint32  `json:"max_ejection_percent,omitempty"`
+	EnforcingConsecutive5xx            *uint32  `json:"enforcing_consecutive_5xx,omitempty"`
+	EnforcingConsecutiveGatewayFailure *uint32  `json:"enforcing_consecutive_gateway_failure,omitempty"`
+	AlwaysEjectOneHost                 bool     `json:"always_eject_one_host,omitempty"`
 }
 
 // GlobalPlan is Envoy's ratelimit filter with its route rate_limits actions.
 type GlobalPlan struct {
 	Domain string `json:"domain"`
-	// Descriptors are the route's rate limit actions, e.g.
+	// Descriptors are the actions of a first rate_limits entry, e.g.
 	// {generic_key: {descriptor_key: tenant, descriptor_value: lab}}.
-	Descriptors             []ActionPlan `json:"descriptors"`
+	Descriptors []ActionPlan `json:"descriptors,omitempty"`
+	// RateLimits are further rate_limits entries, one descriptor each:
+	// [{actions: [{request_headers: {header_name: x-user, descriptor_key: user}}, {remote_address: {}}]}].
+	RateLimits              []RateLimitPlan `json:"rate_limits,omitempty"`
 	Timeout                 Duration     `json:"timeout,omitempty"`
 	FailureModeDeny         bool         `json:"failure_mode_deny,omitempty"`
 	StatusOnError           int          `json:"status_on_error,omitempty"`
@@ -132,12 +257,21 @@ type Step struct {
 
 // FaultPlan is a timed fault action, recorded in faults.jsonl.
 type FaultPlan struct {
-	// Action is stop, start, restart or exec.
+	// Action is stop, start, restart or exec; for the backend set or clear.
 	Action string `json:"action"`
-	// Target is rls or redis (lab parts), or a free name for exec.
+	// Target is rls or redis (lab parts), backend, or a free name for exec.
 	Target string `json:"target"`
 	// Command is the shell command of an exec action.
 	Command string `json:"command,omitempty"`
+	// Endpoints are the backend endpoints (indexes of backend-0, ...) a
+	// set or clear applies to; all when empty.
+	Endpoints []int `json:"endpoints,omitempty"`
+	// Faults are what a set installs on them (replacing what they had).
+	Faults *FaultsPlan `json:"faults,omitempty"`
+	// For, on a set, clears it again after this long (recorded as a clear):
+	// a fault window; it is also cleared when the attack step it runs in
+	// ends. Without it the faults stay until a clear step.
+	For Duration `json:"for,omitempty"`
 	// At, when set, fires the fault this long after the start of the next
 	// attack step, while it runs; a fault whose offset is not reached before
 	// that attack ends does not fire (and is not recorded).
@@ -302,8 +436,35 @@ func (p *Plan) validate() error {
 					if f.Command == "" {
 						return fmt.Errorf("%s: steps[%d]: exec needs a command", where, j)
 					}
+				case evidence.ActionSet, evidence.ActionClear:
+					if f.Target != "backend" {
+						return fmt.Errorf("%s: steps[%d]: %s applies to target backend, not %q", where, j, f.Action, f.Target)
+					}
+					if s.Lab == nil {
+						return fmt.Errorf("%s: steps[%d]: backend faults need a lab scenario", where, j)
+					}
+					if f.Action == evidence.ActionSet && f.Faults == nil {
+						return fmt.Errorf("%s: steps[%d]: set needs faults", where, j)
+					}
+					if f.Action == evidence.ActionClear && (f.Faults != nil || f.For > 0) {
+						return fmt.Errorf("%s: steps[%d]: clear takes no faults or for", where, j)
+					}
+					if f.Faults != nil {
+						if err := f.Faults.Validate(); err != nil {
+							return fmt.Errorf("%s: steps[%d]: %w", where, j, err)
+						}
+					}
+					n := 1
+					if s.Lab.Backend != nil && s.Lab.Backend.Endpoints > 0 {
+						n = s.Lab.Backend.Endpoints
+					}
+					for _, e := range f.Endpoints {
+						if e < 0 || e >= n {
+							return fmt.Errorf("%s: steps[%d]: no backend endpoint %d (the lab has %d)", where, j, e, n)
+						}
+					}
 				default:
-					return fmt.Errorf("%s: steps[%d]: fault action must be stop, start, restart or exec, not %q", where, j, f.Action)
+					return fmt.Errorf("%s: steps[%d]: fault action must be stop, start, restart, exec, set or clear, not %q", where, j, f.Action)
 				}
 				if st.Name == "" {
 					st.Name = f.Action + " " + f.Target
@@ -316,6 +477,9 @@ func (p *Plan) validate() error {
 		for j := len(s.Steps) - 1; j >= 0 && s.Steps[j].Attack == nil; j-- {
 			if f := s.Steps[j].Fault; f != nil && f.At > 0 {
 				return fmt.Errorf("%s: steps[%d]: a fault with at: needs an attack step after it", where, j)
+			}
+			if f := s.Steps[j].Fault; f != nil && f.For > 0 {
+				return fmt.Errorf("%s: steps[%d]: a fault with for: needs an attack step after it", where, j)
 			}
 		}
 		if s.Repeat <= 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/buildinfo"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -172,6 +173,11 @@ type scenarioRun struct {
 	targets []attack.Target
 	admins  map[string]string // proxy name -> admin URL
 	rls     *labrls.Server
+	// backend is the lab backend, for the backend fault steps; baseline are
+	// its endpoints' faults from the plan (what a clear restores).
+	backend  *backend.Backend
+	baseline backend.Faults
+	windows  faultWindows
 	// cluster is the proxies' backend cluster ("backend" in the lab).
 	cluster string
 	// real holds the real Redis and envoyproxy/ratelimit of a scenario whose rls kind is "real".
@@ -228,6 +234,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	if err != nil {
 		return err.Error()
 	}
+	r.windows.w = faults
 	agg := evidence.NewAttack()
 	var pending []Step // faults scheduled at an offset into the next attack
 	for _, st := range r.plan.Steps {
@@ -276,6 +283,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		}
 		mu.Unlock()
 		wg.Wait()
+		r.windows.closeAll() // timed backend faults end with their attack step
 		if sum != nil {
 			agg.Add(sum)
 		}
@@ -289,6 +297,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	if err := reqs.Close(); err != nil {
 		agg.Complete, agg.Error = false, err.Error()
 	}
+	r.windows.closeAll()
 	_ = faults.Close()
 	_ = r.snapshot(ctx, "after")
 	if err := r.copyAccessLogs(); err != nil {
@@ -369,6 +378,9 @@ func (r *scenarioRun) writeScenario() error {
 	for _, st := range sc.Steps {
 		if st.Fault != nil {
 			faults++
+			if st.Fault.Action == evidence.ActionSet && st.Fault.For > 0 {
+				faults++ // its clear
+			}
 		}
 	}
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
@@ -420,6 +432,17 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 		}
 	case r.real != nil && (f.Target == "rls" || f.Target == "redis"):
 		err = r.realFault(ctx, f)
+	case f.Target == "backend" && r.backend != nil && (f.Action == evidence.ActionSet || f.Action == evidence.ActionClear):
+		ev.Target = backendTarget(f.Endpoints)
+		if f.Action == evidence.ActionClear {
+			_, err = r.backend.SetFaults(f.Endpoints, r.baseline)
+			break
+		}
+		ev.Detail = f.Faults.String()
+		var prev []backend.Faults
+		if prev, err = r.backend.SetFaults(f.Endpoints, *f.Faults); err == nil && f.For > 0 {
+			r.windows.openWindow(r, st, prev)
+		}
 	case f.Target == "rls" && r.rls != nil:
 		switch f.Action {
 		case "stop":
@@ -479,4 +502,63 @@ func (r *scenarioRun) externalReceipts(ctx context.Context, w *evidence.Writer, 
 		}
 		return nil
 	})
+}
+
+// backendTarget is the fault record's target for backend faults on
+// endpoints: "backend" for all of them, else their names joined by ",".
+func backendTarget(endpoints []int) string {
+	if len(endpoints) == 0 {
+		return "backend"
+	}
+	names := make([]string, len(endpoints))
+	for i, e := range endpoints {
+		names[i] = backend.EndpointName(e)
+	}
+	return strings.Join(names, ",")
+}
+
+// faultWindows are the timed backend fault windows (a set with for:) still
+// open: each ends when its time is up or when the attack step it runs in
+// ends, whichever comes first, and then writes its clear record.
+type faultWindows struct {
+	mu   sync.Mutex
+	w    *evidence.Writer
+	open []*faultWindow
+}
+
+type faultWindow struct {
+	once  sync.Once
+	timer *time.Timer
+	end   func()
+}
+
+// openWindow starts the window of the set st, which replaced prev.
+func (fw *faultWindows) openWindow(r *scenarioRun, st Step, prev []backend.Faults) {
+	f := st.Fault
+	win := &faultWindow{}
+	win.end = func() {
+		win.once.Do(func() {
+			ev := evidence.Fault{Name: st.Name, Action: evidence.ActionClear, Target: backendTarget(f.Endpoints), BeginNs: time.Now().UnixNano(), OK: true}
+			r.backend.RestoreFaults(f.Endpoints, prev)
+			ev.EndNs = time.Now().UnixNano()
+			_ = fw.w.Write(ev)
+			fmt.Fprintf(r.progress, "  fault %s: cleared\n", st.Name)
+		})
+	}
+	fw.mu.Lock()
+	fw.open = append(fw.open, win)
+	win.timer = time.AfterFunc(time.Duration(f.For), win.end)
+	fw.mu.Unlock()
+}
+
+// closeAll ends every open window now (those whose time is up already ended).
+func (fw *faultWindows) closeAll() {
+	fw.mu.Lock()
+	open := fw.open
+	fw.open = nil
+	fw.mu.Unlock()
+	for _, win := range open {
+		win.timer.Stop()
+		win.end()
+	}
 }
