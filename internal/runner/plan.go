@@ -203,10 +203,10 @@ type GlobalPlan struct {
 	// RateLimits are further rate_limits entries, one descriptor each:
 	// [{actions: [{request_headers: {header_name: x-user, descriptor_key: user}}, {remote_address: {}}]}].
 	RateLimits              []RateLimitPlan `json:"rate_limits,omitempty"`
-	Timeout                 Duration     `json:"timeout,omitempty"`
-	FailureModeDeny         bool         `json:"failure_mode_deny,omitempty"`
-	StatusOnError           int          `json:"status_on_error,omitempty"`
-	EnableXRateLimitHeaders bool         `json:"enable_x_ratelimit_headers,omitempty"`
+	Timeout                 Duration        `json:"timeout,omitempty"`
+	FailureModeDeny         bool            `json:"failure_mode_deny,omitempty"`
+	StatusOnError           int             `json:"status_on_error,omitempty"`
+	EnableXRateLimitHeaders bool            `json:"enable_x_ratelimit_headers,omitempty"`
 }
 
 // ActionPlan is one route rate limit action, in Envoy's YAML shape
