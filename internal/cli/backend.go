@@ -12,10 +12,13 @@ import (
 
 // BackendOptions are the flags of `rlbench backend`.
 type BackendOptions struct {
-	IO       *IOStreams
-	Listen   string
-	Receipts string
-	Headers  []string
+	IO        *IOStreams
+	Listen    string
+	Receipts  string
+	Headers   []string
+	Endpoints int
+	Faults    backend.Faults
+	Seed      uint64
 }
 
 // NewBackendCmd is `rlbench backend`. runF, when not nil, receives the
@@ -25,23 +28,42 @@ func NewBackendCmd(io *IOStreams, runF func(*BackendOptions) error) *cobra.Comma
 	cmd := &cobra.Command{
 		Use:   "backend --receipts FILE",
 		Short: "Run the upstream that records a receipt for every request it really receives",
-		Long: `backend listens on 127.0.0.1 (port 0 picks a free port), prints its address as one
-JSON line on stdout, and appends one receipt line per request to --receipts
-(flushed at least every 100 ms and on SIGTERM/SIGINT). A request without
-X-Rlbench-Id is recorded with "id": null. GET /_rlbench/receipts returns the
-receipts so far; GET /healthz answers ok.`,
-		Example: `  rlbench backend --listen 127.0.0.1:8080 --receipts evidence/manual/receipts.jsonl`,
-		Args:    cobra.NoArgs,
+		Long: `backend listens on 127.0.0.1 (port 0 picks a free port; with --endpoints N,
+N listeners backend-0 .. backend-N-1, the first on --listen), prints its
+addresses as one JSON line on stdout, and appends one receipt line per
+request to --receipts (flushed at least every 100 ms and on SIGTERM/SIGINT).
+A request without X-Rlbench-Id is recorded with "id": null. Every receipt
+names its endpoint and the status answered, also when a fault shaped the
+answer: --latency, --error-status (with --error-probability), a
+--max-concurrent cap (answering 503 or, --over-capacity refuse, resetting
+the connection) and --reset-probability (connection reset after reading
+the request), drawn from --seed. PUT /_rlbench/faults with
+{"endpoints":[1],"faults":{"error_status":503,"latency":"20ms"}} changes
+them while it runs; GET /_rlbench/faults shows them. GET
+/_rlbench/receipts returns the receipts so far; GET /healthz answers ok.`,
+		Example: `  rlbench backend --listen 127.0.0.1:8080 --receipts evidence/manual/receipts.jsonl
+  rlbench backend --endpoints 3 --latency uniform:5ms..50ms --error-status 503 --error-probability 0.1 --seed 1`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Faults.Validate(); err != nil {
+				return &UsageError{Err: err}
+			}
+			if o.Endpoints < 1 || o.Endpoints > backend.MaxEndpoints {
+				return usageErrorf("--endpoints must be 1..%d, not %d", backend.MaxEndpoints, o.Endpoints)
+			}
 			if runF != nil {
 				return runF(o)
 			}
 			return runBackend(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to listen on")
-	cmd.Flags().StringVar(&o.Receipts, "receipts", evidence.ReceiptsFile, "receipts file (JSON Lines, truncated at start)")
-	cmd.Flags().StringArrayVar(&o.Headers, "header", nil, "request header to record in receipts (repeatable; default x-envoy-attempt-count, x-forwarded-for, x-request-id)")
+	f := cmd.Flags()
+	f.StringVar(&o.Listen, "listen", "127.0.0.1:0", "address of the first endpoint")
+	f.StringVar(&o.Receipts, "receipts", evidence.ReceiptsFile, "receipts file (JSON Lines, truncated at start)")
+	f.StringArrayVar(&o.Headers, "header", nil, "request header to record in receipts (repeatable; default x-envoy-attempt-count, x-forwarded-for, x-request-id)")
+	f.IntVar(&o.Endpoints, "endpoints", 1, fmt.Sprintf("number of endpoints (1..%d), each its own listener", backend.MaxEndpoints))
+	backendFaultFlags(f, &o.Faults, "")
+	f.Uint64Var(&o.Seed, "seed", 0, "seed of the fault draws (0: random)")
 	return cmd
 }
 
@@ -50,12 +72,17 @@ func runBackend(ctx context.Context, o *BackendOptions) error {
 	if err != nil {
 		return err
 	}
-	be, err := backend.Start(ctx, backend.Options{Listen: o.Listen, ReceiptWriter: w, Headers: o.Headers})
+	be, err := backend.Start(ctx, backend.Options{Listen: o.Listen, ReceiptWriter: w, Headers: o.Headers, Endpoints: o.Endpoints, Faults: o.Faults, Seed: o.Seed})
 	if err != nil {
 		_ = w.Close()
 		return err
 	}
-	line, _ := json.Marshal(map[string]string{"backend": be.URL(), "addr": be.Addr(), "receipts": o.Receipts})
+	line, _ := json.Marshal(struct {
+		Backend   string             `json:"backend"`
+		Addr      string             `json:"addr"`
+		Receipts  string             `json:"receipts"`
+		Endpoints []backend.Endpoint `json:"endpoints"`
+	}{be.URL(), be.Addr(), o.Receipts, be.Endpoints()})
 	fmt.Fprintln(o.IO.Out, string(line))
 	<-ctx.Done()
 	err = be.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
@@ -36,6 +37,39 @@ type LabOptions struct {
 	Receipts          string
 	Decisions         string
 	WindowStart       string // labrls.WindowAligned | labrls.WindowFirstHit
+
+	// LocalDescriptors (--local-descriptor) and LocalRateLimits
+	// (--local-rate-limit) give the local filter per-key buckets.
+	LocalDescriptors    []proxy.LocalDescriptor
+	LocalRateLimits     []proxy.RateLimit
+	LocalAlwaysDefault  bool // always_consume_default_token_bucket
+	LocalPerConnection  bool
+	LocalTokenBucket    string // proxy.TokenBucketContinuous | proxy.TokenBucketTimer
+	LocalXRateLimit     bool
+	GlobalRateLimits    []proxy.RateLimit // --global-rate-limit, one entry each
+	Endpoints           int
+	BackendFaults       backend.Faults
+	BackendSeed         uint64
+	RetryOn             string
+	NumRetries          *uint32
+	PerTryTimeout       time.Duration
+	RetryBaseInterval   time.Duration
+	RetryMaxInterval    time.Duration
+	RouteTimeout        time.Duration
+	AttemptCount        bool // include_request_attempt_count
+	AttemptCountInResp  bool // include_attempt_count_in_response
+	ProxySeed           uint64
+	MaxConnections      *uint32
+	MaxPendingRequests  *uint32
+	MaxRequests         *uint32
+	MaxRetries          *uint32
+	Outlier5xx          *uint32
+	OutlierGateway      *uint32
+	OutlierInterval     time.Duration
+	OutlierBaseEjection time.Duration
+	OutlierMaxEjection  time.Duration
+	OutlierMaxPercent   *uint32
+	PanicThreshold      *float64
 }
 
 // NewLabCmd is `rlbench lab`. runF, when not nil, receives the parsed and
@@ -45,16 +79,32 @@ func NewLabCmd(io *IOStreams, runF func(*LabOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
 		Short: "Start the embedded lab: a receipt-recording backend and N proxies with Envoy's rate-limit semantics",
-		Long: `lab starts on 127.0.0.1 (free ports) the backend and N proxies (proxy-a, proxy-b, ...)
-that follow Envoy's HTTP local rate limit filter (one token bucket per proxy)
-and, with --global-domain, its global rate limit filter calling an RLS: the
-lab RLS (--rls-config, envoyproxy/ratelimit YAML) or an external one (--rls).
+		Long: `lab starts on 127.0.0.1 (free ports) the backend (--endpoints listeners,
+backend-0, backend-1, ...) and N proxies (proxy-a, proxy-b, ...) that follow
+Envoy's HTTP local rate limit filter (a token bucket per proxy, per-key
+buckets with --local-descriptor and --local-rate-limit), with --global-domain
+its global rate limit filter calling an RLS: the lab RLS (--rls-config,
+envoyproxy/ratelimit YAML) or an external one (--rls), and its router and
+cluster: retries (--retry-on), circuit breakers (--max-*), outlier detection
+(--outlier-*) over the backend endpoints. The backend can be slow or failing
+(--backend-*; changeable while it runs: PUT /_rlbench/faults on any endpoint).
 Each proxy has an admin listener with Envoy's /stats (text, json, prometheus),
 /server_info and /ready. It prints one JSON line with every address
-({"backend":..,"receipts":..,"rls":..,"proxies":[{"name":..,"url":..,"admin":..}]})
-and runs until SIGINT/SIGTERM.`,
+({"backend":..,"endpoints":[..],"receipts":..,"rls":..,"proxies":[{"name":..,"url":..,"admin":..}]})
+and runs until SIGINT/SIGTERM.
+
+Rate limit actions (--global-rate-limit, --local-rate-limit; one rate_limits
+entry per flag, actions separated by ","): generic_key=VALUE,
+generic_key:KEY=VALUE, request_headers:HEADER=KEY (a trailing ? is
+skip_if_absent), remote_address, [!]header_value_match:[KEY=]VALUE@MATCHERS
+(MATCHERS joined by &: HEADER, HEADER=EXACT, HEADER^=PREFIX, HEADER$=SUFFIX,
+HEADER*=CONTAINS, HEADER~=REGEX, each optionally !-inverted).
+Local descriptors: KEY=VALUE[,KEY=VALUE...]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_INTERVAL]]
+(an empty VALUE is a wildcard: a bucket per value).`,
 		Example: `  rlbench lab --proxies 2 --local-max-tokens 5 --local-tokens-per-fill 5 --local-fill-interval 1h --receipts receipts.jsonl
-  rlbench lab --global-domain inventory --global-descriptor tenant=lab --rls-config examples/envoy/ratelimit/config/inventory.yaml --rls-timeout 1s`,
+  rlbench lab --global-domain inventory --global-descriptor tenant=lab --rls-config examples/envoy/ratelimit/config/inventory.yaml --rls-timeout 1s
+  rlbench lab --proxies 1 --local-max-tokens 1000 --local-fill-interval 1s --local-rate-limit request_headers:x-user=user --local-descriptor user=A:10:10:1s --local-descriptor user=:100:100:1s
+  rlbench lab --proxies 1 --endpoints 3 --retry-on 5xx,reset --num-retries 2 --outlier-consecutive-5xx 5 --outlier-max-ejection-percent 34 --backend-error-status 503 --backend-error-probability 0.2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -81,7 +131,44 @@ and runs until SIGINT/SIGTERM.`,
 	f.StringVar(&o.Decisions, "decisions", path.Base(evidence.DecisionsFile), "lab RLS decision log")
 	enumFlag(cmd, &o.WindowStart, "window-start", labrls.WindowAligned, []string{labrls.WindowAligned, labrls.WindowFirstHit},
 		"lab RLS fixed windows, aligned to unit boundaries (like envoyproxy/ratelimit) or from the first hit")
+	rateLimitsFlag(f, &o.GlobalRateLimits, "global-rate-limit", "a rate_limits entry of the global filter: its actions (repeatable; see above)")
+	rateLimitsFlag(f, &o.LocalRateLimits, "local-rate-limit", "a rate_limits entry building the local filter's request descriptors (repeatable)")
+	f.Var(&localDescriptorsValue{p: &o.LocalDescriptors, name: "local-descriptor"}, "local-descriptor",
+		"a local descriptor with its own bucket, KEY=VALUE[,..]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_INTERVAL]] (repeatable)")
+	f.BoolVar(&o.LocalAlwaysDefault, "local-always-consume-default-token-bucket", true, "requests matching a descriptor also take a default-bucket token")
+	f.BoolVar(&o.LocalPerConnection, "local-per-connection", false, "a local limiter per downstream connection (local_rate_limit_per_downstream_connection)")
+	enumFlag(cmd, &o.LocalTokenBucket, "local-token-bucket-mode", proxy.TokenBucketContinuous, []string{proxy.TokenBucketContinuous, proxy.TokenBucketTimer},
+		"local bucket refill: continuous (Envoy >= 1.31) or timer ticks (Envoy <= 1.30)")
+	f.BoolVar(&o.LocalXRateLimit, "local-x-ratelimit-headers", false, "x-ratelimit-* headers from the local buckets (DRAFT_VERSION_03)")
+	f.IntVar(&o.Endpoints, "endpoints", 1, fmt.Sprintf("backend endpoints (1..%d): the cluster's upstream hosts", backend.MaxEndpoints))
+	backendFaultFlags(f, &o.BackendFaults, "backend-")
+	f.Uint64Var(&o.BackendSeed, "backend-seed", 0, "seed of the backend's fault draws (0: random)")
+	f.StringVar(&o.RetryOn, "retry-on", "", "route retry_policy retry_on, e.g. 5xx,reset,connect-failure (enables retries)")
+	u32Flag(f, &o.NumRetries, "num-retries", "retry_policy num_retries (Envoy's default 1)")
+	f.DurationVar(&o.PerTryTimeout, "per-try-timeout", 0, "retry_policy per_try_timeout")
+	f.DurationVar(&o.RetryBaseInterval, "retry-base-interval", 0, "retry back-off base_interval (default 25ms)")
+	f.DurationVar(&o.RetryMaxInterval, "retry-max-interval", 0, "retry back-off max_interval (default 10 x base)")
+	f.DurationVar(&o.RouteTimeout, "route-timeout", 0, "route timeout (default 15s)")
+	f.BoolVar(&o.AttemptCount, "include-attempt-count", false, "send x-envoy-attempt-count upstream (include_request_attempt_count)")
+	f.BoolVar(&o.AttemptCountInResp, "include-attempt-count-in-response", false, "return x-envoy-attempt-count downstream")
+	f.Uint64Var(&o.ProxySeed, "proxy-seed", 0, "seed of the proxies' random draws (back-off jitter, percentages); proxy i gets seed+i (0: random)")
+	u32Flag(f, &o.MaxConnections, "max-connections", "circuit breaker max_connections (Envoy's default 1024)")
+	u32Flag(f, &o.MaxPendingRequests, "max-pending-requests", "circuit breaker max_pending_requests (1024)")
+	u32Flag(f, &o.MaxRequests, "max-requests", "circuit breaker max_requests (1024)")
+	u32Flag(f, &o.MaxRetries, "max-retries", "circuit breaker max_retries (3)")
+	u32Flag(f, &o.Outlier5xx, "outlier-consecutive-5xx", "outlier detection consecutive_5xx (any --outlier-* flag enables it; default 5)")
+	u32Flag(f, &o.OutlierGateway, "outlier-consecutive-gateway-failure", "outlier detection consecutive_gateway_failure (5; enforced 0% by default)")
+	f.DurationVar(&o.OutlierInterval, "outlier-interval", 0, "outlier detection sweep interval (10s)")
+	f.DurationVar(&o.OutlierBaseEjection, "outlier-base-ejection-time", 0, "outlier detection base_ejection_time (30s)")
+	f.DurationVar(&o.OutlierMaxEjection, "outlier-max-ejection-time", 0, "outlier detection max_ejection_time (300s)")
+	u32Flag(f, &o.OutlierMaxPercent, "outlier-max-ejection-percent", "outlier detection max_ejection_percent (10: under 10 hosts nothing is ejected)")
+	f64Flag(f, &o.PanicThreshold, "healthy-panic-threshold", "healthy_panic_threshold percent (50; 0 disables panic routing)")
 	return cmd
+}
+
+// outlierSet reports whether any --outlier-* flag was given.
+func (o *LabOptions) outlierSet() bool {
+	return o.Outlier5xx != nil || o.OutlierGateway != nil || o.OutlierInterval != 0 || o.OutlierBaseEjection != 0 || o.OutlierMaxEjection != 0 || o.OutlierMaxPercent != nil
 }
 
 // validate reports flag combinations that cannot work, then anything the
@@ -90,14 +177,26 @@ func (o *LabOptions) validate() error {
 	if o.GlobalDomain != "" && (o.RLS == "") == (o.RLSConfig == "") {
 		return usageErrorf("--global-domain needs exactly one of --rls or --rls-config")
 	}
-	if o.GlobalDomain == "" && (o.RLS != "" || o.RLSConfig != "" || len(o.GlobalDescriptors) > 0 || o.FailureModeDeny) {
-		return usageErrorf("--rls, --rls-config, --global-descriptor and --failure-mode-deny need --global-domain")
+	if o.GlobalDomain == "" && (o.RLS != "" || o.RLSConfig != "" || len(o.GlobalDescriptors) > 0 || len(o.GlobalRateLimits) > 0 || o.FailureModeDeny) {
+		return usageErrorf("--rls, --rls-config, --global-descriptor, --global-rate-limit and --failure-mode-deny need --global-domain")
 	}
-	if o.GlobalDomain != "" && len(o.GlobalDescriptors) == 0 {
-		return usageErrorf("--global-domain needs at least one --global-descriptor key=value")
+	if o.GlobalDomain != "" && len(o.GlobalDescriptors) == 0 && len(o.GlobalRateLimits) == 0 {
+		return usageErrorf("--global-domain needs at least one --global-descriptor key=value or --global-rate-limit")
 	}
-	if o.LocalMaxTokens == 0 && o.LocalTokensPerFill > 0 {
-		return usageErrorf("--local-tokens-per-fill needs --local-max-tokens")
+	if o.LocalMaxTokens == 0 && (o.LocalTokensPerFill > 0 || len(o.LocalDescriptors) > 0 || len(o.LocalRateLimits) > 0 || o.LocalPerConnection || o.LocalXRateLimit) {
+		return usageErrorf("--local-tokens-per-fill, --local-descriptor, --local-rate-limit, --local-per-connection and --local-x-ratelimit-headers need --local-max-tokens")
+	}
+	if (len(o.LocalDescriptors) > 0) != (len(o.LocalRateLimits) > 0) {
+		return usageErrorf("--local-descriptor and --local-rate-limit go together: the rate limits build the descriptors the buckets match")
+	}
+	if o.RetryOn == "" && (o.NumRetries != nil || o.PerTryTimeout != 0 || o.RetryBaseInterval != 0 || o.RetryMaxInterval != 0) {
+		return usageErrorf("--num-retries, --per-try-timeout and --retry-*-interval need --retry-on")
+	}
+	if o.RetryMaxInterval != 0 && o.RetryBaseInterval == 0 {
+		return usageErrorf("--retry-max-interval needs --retry-base-interval")
+	}
+	if o.Endpoints < 1 {
+		return usageErrorf("--endpoints must be 1..%d, not %d", backend.MaxEndpoints, o.Endpoints)
 	}
 	if o.Proxies < 1 {
 		// 0 would be the lab's default; on the command line it is a mistake.
@@ -113,13 +212,43 @@ func (o *LabOptions) validate() error {
 // lab RLS's configuration (runLab adds them).
 func (o *LabOptions) labOptions() lab.Options {
 	lo := lab.Options{Proxies: lab.ProxiesOptions{Count: o.Proxies}}
+	c := &lo.Proxies.Config
 	if o.LocalMaxTokens > 0 {
-		lo.Proxies.Config.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: o.LocalTokensPerFill, FillInterval: o.LocalFillInterval}
+		c.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: o.LocalTokensPerFill, FillInterval: o.LocalFillInterval,
+			Descriptors: o.LocalDescriptors, RateLimits: o.LocalRateLimits, PerDownstreamConnection: o.LocalPerConnection,
+			EnableXRateLimitHeaders: o.LocalXRateLimit}
+		if o.LocalTokenBucket == proxy.TokenBucketTimer {
+			c.Local.TokenBucketMode = proxy.TokenBucketTimer
+		}
+		if !o.LocalAlwaysDefault {
+			f := false
+			c.Local.AlwaysConsumeDefaultTokenBucket = &f
+		}
 	}
 	if o.GlobalDomain != "" {
-		lo.Proxies.Config.Global = &proxy.GlobalRateLimit{Domain: o.GlobalDomain, Actions: o.GlobalDescriptors, Timeout: o.RLSTimeout,
+		c.Global = &proxy.GlobalRateLimit{Domain: o.GlobalDomain, Actions: o.GlobalDescriptors, RateLimits: o.GlobalRateLimits, Timeout: o.RLSTimeout,
 			FailureModeDeny: o.FailureModeDeny}
 	}
+	if o.RetryOn != "" {
+		c.Retry = &proxy.RetryPolicy{RetryOn: o.RetryOn, NumRetries: o.NumRetries, PerTryTimeout: o.PerTryTimeout}
+		if o.RetryBaseInterval != 0 {
+			c.Retry.RetryBackOff = &proxy.RetryBackOff{BaseInterval: o.RetryBaseInterval, MaxInterval: o.RetryMaxInterval}
+		}
+	}
+	c.UpstreamTimeout, c.IncludeAttemptCount, c.IncludeAttemptCountInResponse, c.Seed = o.RouteTimeout, o.AttemptCount, o.AttemptCountInResp, o.ProxySeed
+	if o.MaxConnections != nil || o.MaxPendingRequests != nil || o.MaxRequests != nil || o.MaxRetries != nil {
+		c.CircuitBreakers = &proxy.CircuitBreakers{MaxConnections: o.MaxConnections, MaxPendingRequests: o.MaxPendingRequests,
+			MaxRequests: o.MaxRequests, MaxRetries: o.MaxRetries}
+	}
+	if o.outlierSet() {
+		c.OutlierDetection = &proxy.OutlierDetection{Consecutive5xx: o.Outlier5xx, ConsecutiveGatewayFailure: o.OutlierGateway,
+			Interval: o.OutlierInterval, BaseEjectionTime: o.OutlierBaseEjection, MaxEjectionTime: o.OutlierMaxEjection, MaxEjectionPercent: o.OutlierMaxPercent}
+	}
+	c.HealthyPanicThreshold = o.PanicThreshold
+	if o.Endpoints > 1 {
+		lo.Backend.Endpoints = o.Endpoints
+	}
+	lo.Backend.Faults, lo.Backend.Seed = o.BackendFaults, o.BackendSeed
 	lo.RLS.Address = o.RLS
 	if o.RLSConfig != "" {
 		lo.RLS.Lab = &labrls.Options{WindowStart: o.WindowStart}

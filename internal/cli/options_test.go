@@ -16,6 +16,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/examples"
 	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	"github.com/spf13/cobra"
@@ -201,9 +202,14 @@ func TestNewDemoCmd(t *testing.T) {
 
 func TestNewBackendCmd(t *testing.T) {
 	testCmd(t, NewBackendCmd, []cmdCase[BackendOptions]{
-		{name: "defaults", argv: nil, want: &BackendOptions{IO: tio, Listen: "127.0.0.1:0", Receipts: evidence.ReceiptsFile}},
-		{name: "every flag", argv: argv("--listen 127.0.0.1:8080 --receipts ev/r.jsonl --header x-a --header x-b"),
-			want: &BackendOptions{IO: tio, Listen: "127.0.0.1:8080", Receipts: "ev/r.jsonl", Headers: []string{"x-a", "x-b"}}},
+		{name: "defaults", argv: nil, want: &BackendOptions{IO: tio, Listen: "127.0.0.1:0", Receipts: evidence.ReceiptsFile, Endpoints: 1}},
+		{name: "every flag", argv: argv("--listen 127.0.0.1:8080 --receipts ev/r.jsonl --header x-a --header x-b --endpoints 3 --latency exp:5ms " +
+			"--error-status 502 --error-probability 0.5 --max-concurrent 4 --over-capacity 503 --reset-probability 0.01 --seed 3"),
+			want: &BackendOptions{IO: tio, Listen: "127.0.0.1:8080", Receipts: "ev/r.jsonl", Headers: []string{"x-a", "x-b"}, Endpoints: 3, Seed: 3,
+				Faults: backend.Faults{Latency: &backend.Latency{Dist: "exp", A: 5 * time.Millisecond}, ErrorStatus: 502, ErrorProbability: ptrTo(0.5),
+					MaxConcurrent: 4, OverCapacity: "503", ResetProbability: 0.01}}},
+		{name: "bad faults", argv: argv("--over-capacity refuse"), err: "over_capacity needs max_concurrent"},
+		{name: "no endpoints", argv: argv("--endpoints 0"), err: "endpoints"},
 		{name: "argument", argv: argv("x"), err: `unknown command "x"`},
 	})
 }
@@ -212,7 +218,8 @@ func TestNewLabCmd(t *testing.T) {
 	tenant := []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}
 	defaults := func(f func(*LabOptions)) *LabOptions {
 		o := &LabOptions{IO: tio, Proxies: 2, LocalFillInterval: time.Hour, RLSTimeout: 20 * time.Millisecond,
-			Receipts: evidence.ReceiptsFile, Decisions: path.Base(evidence.DecisionsFile), WindowStart: evidence.WindowAligned}
+			Receipts: evidence.ReceiptsFile, Decisions: path.Base(evidence.DecisionsFile), WindowStart: evidence.WindowAligned,
+			LocalAlwaysDefault: true, LocalTokenBucket: "continuous", Endpoints: 1}
 		if f != nil {
 			f(o)
 		}
@@ -236,6 +243,40 @@ func TestNewLabCmd(t *testing.T) {
 				o.GlobalDescriptors = []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "a", DescriptorValue: "1"}}, {GenericKey: &proxy.GenericKeyAction{DescriptorValue: "2"}}}
 			})},
 		{name: "26 proxies", argv: argv("--proxies 26"), want: defaults(func(o *LabOptions) { o.Proxies = 26 })},
+		{name: "data path", argv: argv("--endpoints 3 --backend-latency uniform:1ms..5ms --backend-error-status 503 --backend-error-probability 0.25 " +
+			"--backend-max-concurrent 8 --backend-over-capacity refuse --backend-reset-probability 0.1 --backend-seed 9 --retry-on 5xx,reset --num-retries 2 " +
+			"--per-try-timeout 1s --retry-base-interval 10ms --retry-max-interval 50ms --route-timeout 5s --include-attempt-count --include-attempt-count-in-response " +
+			"--proxy-seed 4 --max-connections 10 --max-pending-requests 2 --max-requests 20 --max-retries 1 --outlier-consecutive-5xx 3 " +
+			"--outlier-consecutive-gateway-failure 4 --outlier-interval 1s --outlier-base-ejection-time 2s --outlier-max-ejection-time 8s " +
+			"--outlier-max-ejection-percent 50 --healthy-panic-threshold 0"),
+			want: defaults(func(o *LabOptions) {
+				quarter := 0.25
+				o.Endpoints, o.BackendSeed = 3, 9
+				o.BackendFaults = backend.Faults{Latency: &backend.Latency{Dist: "uniform", A: time.Millisecond, B: 5 * time.Millisecond}, ErrorStatus: 503,
+					ErrorProbability: &quarter, MaxConcurrent: 8, OverCapacity: "refuse", ResetProbability: 0.1}
+				o.RetryOn, o.NumRetries, o.PerTryTimeout, o.RetryBaseInterval, o.RetryMaxInterval = "5xx,reset", u32(2), time.Second, 10*time.Millisecond, 50*time.Millisecond
+				o.RouteTimeout, o.AttemptCount, o.AttemptCountInResp, o.ProxySeed = 5*time.Second, true, true, 4
+				o.MaxConnections, o.MaxPendingRequests, o.MaxRequests, o.MaxRetries = u32(10), u32(2), u32(20), u32(1)
+				o.Outlier5xx, o.OutlierGateway, o.OutlierInterval, o.OutlierBaseEjection, o.OutlierMaxEjection, o.OutlierMaxPercent = u32(3), u32(4), time.Second, 2*time.Second, 8*time.Second, u32(50)
+				zero := 0.0
+				o.PanicThreshold = &zero
+			})},
+		{name: "per-key buckets and global actions", argv: argv("--local-max-tokens 100 --local-fill-interval 1s --local-rate-limit request_headers:x-user=user " +
+			"--local-descriptor user=A:10:10:1s --local-descriptor user=:5 --local-always-consume-default-token-bucket=false " +
+			"--local-x-ratelimit-headers --global-domain d --rls grpc://x:1 --global-rate-limit remote_address " +
+			"--global-rate-limit generic_key:path=report,!header_value_match:anon=yes@authorization"),
+			want: defaults(func(o *LabOptions) {
+				o.LocalMaxTokens, o.LocalFillInterval, o.LocalAlwaysDefault, o.LocalXRateLimit = 100, time.Second, false, true
+				o.LocalRateLimits = []proxy.RateLimit{{Actions: []proxy.Action{{RequestHeaders: &proxy.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
+				o.LocalDescriptors = []proxy.LocalDescriptor{
+					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "A"}}, TokenBucket: proxy.TokenBucket{MaxTokens: 10, TokensPerFill: 10, FillInterval: time.Second}},
+					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: ""}}, TokenBucket: proxy.TokenBucket{MaxTokens: 5, TokensPerFill: 1, FillInterval: time.Second}}}
+				o.GlobalDomain, o.RLS = "d", "grpc://x:1"
+				f := false
+				o.GlobalRateLimits = []proxy.RateLimit{{Actions: []proxy.Action{{RemoteAddress: &proxy.RemoteAddressAction{}}}},
+					{Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "path", DescriptorValue: "report"}},
+						{HeaderValueMatch: &proxy.HeaderValueMatchAction{DescriptorKey: "anon", DescriptorValue: "yes", ExpectMatch: &f, Headers: []proxy.HeaderMatcher{{Name: "authorization"}}}}}}}
+			})},
 
 		{name: "27 proxies", argv: argv("--proxies 27"), err: "27 proxies, want 1..26"},
 		{name: "no proxies", argv: argv("--proxies 0"), err: "--proxies must be 1..26, not 0"},
@@ -248,7 +289,19 @@ func TestNewLabCmd(t *testing.T) {
 		{name: "descriptor without =", argv: argv("--global-domain d --rls grpc://x:1 --global-descriptor tenant"), err: `--global-descriptor "tenant": want key=value`},
 		{name: "descriptor without value", argv: argv("--global-domain d --rls grpc://x:1 --global-descriptor tenant="), err: "descriptor_value is empty"},
 		{name: "rls not grpc", argv: argv("--global-domain d --global-descriptor a=b --rls 127.0.0.1:1"), err: "want grpc://host:port"},
-		{name: "tokens per fill alone", argv: argv("--local-tokens-per-fill 5"), err: "--local-tokens-per-fill needs --local-max-tokens"},
+		{name: "per connection, timer", argv: argv("--local-max-tokens 3 --local-per-connection --local-token-bucket-mode timer"),
+			want: defaults(func(o *LabOptions) { o.LocalMaxTokens, o.LocalPerConnection, o.LocalTokenBucket = 3, true, "timer" })},
+		{name: "tokens per fill alone", argv: argv("--local-tokens-per-fill 5"), err: "need --local-max-tokens"},
+		{name: "descriptor alone", argv: argv("--local-max-tokens 5 --local-descriptor user=A:1"), err: "go together"},
+		{name: "bad descriptor", argv: argv("--local-max-tokens 5 --local-descriptor user=A"), err: `--local-descriptor: local descriptor "user=A"`},
+		{name: "bad action", argv: argv("--global-domain d --rls grpc://x:1 --global-rate-limit header_value_match:v"), err: "--global-rate-limit: rate limit actions"},
+		{name: "retries without retry-on", argv: argv("--num-retries 3"), err: "need --retry-on"},
+		{name: "bad retry-on", argv: argv("--retry-on sometimes"), err: `unknown retry_on "sometimes"`},
+		{name: "bad latency", argv: argv("--backend-latency soon"), err: `--backend-latency: latency "soon"`},
+		{name: "bad error status", argv: argv("--backend-error-status 42"), err: "error_status 42"},
+		{name: "no endpoints", argv: argv("--endpoints 0"), err: "--endpoints must be"},
+		{name: "bad count", argv: argv("--max-retries -1"), err: "--max-retries must be a count"},
+		{name: "bad bucket mode", argv: argv("--local-max-tokens 1 --local-token-bucket-mode leaky"), err: "--local-token-bucket-mode must be"},
 		{name: "fill below 50ms", argv: argv("--local-max-tokens 5 --local-fill-interval 10ms"), err: "below Envoy's minimum 50ms"},
 		{name: "bad window start", argv: argv("--window-start sliding"), err: `--window-start must be aligned or first-hit, not "sliding"`},
 	})
@@ -382,5 +435,39 @@ func TestEveryLeafHasAnOptionsTest(t *testing.T) {
 	walk(NewRoot(tio))
 	if n != len(tested) {
 		t.Errorf("%d leaf commands, %d tested", n, len(tested))
+	}
+}
+
+func u32(v uint32) *uint32 { return &v }
+
+func ptrTo[T any](v T) *T { return &v }
+
+// The data-path flags become the lab's proxy and backend options.
+func TestLabDataPathFlagsDescribeTheLab(t *testing.T) {
+	lo := parseLab(t, "--proxies", "1", "--endpoints", "3", "--backend-error-status", "503", "--retry-on", "5xx", "--num-retries", "2",
+		"--retry-base-interval", "5ms", "--max-pending-requests", "4", "--outlier-max-ejection-percent", "34", "--healthy-panic-threshold", "0",
+		"--local-max-tokens", "10", "--local-fill-interval", "1s", "--local-rate-limit", "request_headers:x-user=user", "--local-descriptor", "user=A:2",
+		"--local-always-consume-default-token-bucket=false", "--include-attempt-count", "--proxy-seed", "7").labOptions()
+	c := lo.Proxies.Config
+	if lo.Backend.Endpoints != 3 || lo.Backend.Faults.ErrorStatus != 503 {
+		t.Fatalf("backend %+v", lo.Backend)
+	}
+	if c.Retry == nil || c.Retry.RetryOn != "5xx" || *c.Retry.NumRetries != 2 || c.Retry.RetryBackOff.BaseInterval != 5*time.Millisecond {
+		t.Fatalf("retry %+v", c.Retry)
+	}
+	if c.CircuitBreakers == nil || *c.CircuitBreakers.MaxPendingRequests != 4 || c.CircuitBreakers.MaxConnections != nil {
+		t.Fatalf("breakers %+v", c.CircuitBreakers)
+	}
+	if c.OutlierDetection == nil || *c.OutlierDetection.MaxEjectionPercent != 34 || *c.HealthyPanicThreshold != 0 || !c.IncludeAttemptCount || c.Seed != 7 {
+		t.Fatalf("cluster %+v %+v", c.OutlierDetection, c)
+	}
+	if l := c.Local; l == nil || len(l.Descriptors) != 1 || len(l.RateLimits) != 1 || l.AlwaysConsumeDefaultTokenBucket == nil || *l.AlwaysConsumeDefaultTokenBucket {
+		t.Fatalf("local %+v", c.Local)
+	}
+	if err := lo.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if d := parseLab(t).labOptions(); d.Proxies.Config.Retry != nil || d.Proxies.Config.CircuitBreakers != nil || d.Proxies.Config.OutlierDetection != nil || d.Backend.Endpoints != 0 {
+		t.Fatalf("defaults add data-path config: %+v", d.Proxies.Config)
 	}
 }
