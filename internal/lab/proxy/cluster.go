@@ -287,6 +287,11 @@ func (cl *cluster) choose() *host {
 // passed while the request waited for a connection.
 var errPoolTimeout = errors.New("timed out waiting for an upstream connection")
 
+// errPendingOverflow comes with resetOverflow when max_pending_requests
+// refused the request before any host connection was involved (Envoy's
+// onPoolFailure without a host: %UPSTREAM_HOST% is empty).
+var errPendingOverflow = errors.New("max pending requests overflow")
+
 // errClosed is returned when the proxy closed while a request waited.
 var errClosed = errors.New("proxy closed")
 
@@ -328,7 +333,7 @@ func (cl *cluster) newStream(h *host, deadline time.Time) (*upConn, resetReason,
 		if cl.pending >= cl.maxPending {
 			cl.st.rqPendingOverflow.inc()
 			cl.mu.Unlock()
-			return nil, resetOverflow, "", nil
+			return nil, resetOverflow, "", errPendingOverflow
 		}
 		w := &waiter{ch: make(chan waitResult, 1)}
 		h.pending = append(h.pending, w)

@@ -230,6 +230,8 @@ func (p *Proxy) route(rs *reqState) {
 		if h == nil {
 			cl.st.codes.charge(http.StatusServiceUnavailable)
 			cl.st.external.charge(http.StatusServiceUnavailable)
+			// A first attempt without a host replies before the router set
+			// up x-envoy-attempt-count for the response; a retry after it.
 			p.routerReply(rs, http.StatusServiceUnavailable, "no healthy upstream", flagUH, "no_healthy_upstream", isRetry)
 			return
 		}
@@ -257,7 +259,7 @@ func (p *Proxy) route(rs *reqState) {
 		switch {
 		case res.closed:
 			p.routerReply(rs, http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers. reset reason: local reset", flagLR,
-				"upstream_reset_before_response_started{local_reset}", isRetry)
+				"upstream_reset_before_response_started{local_reset}", true)
 			return
 		case res.timedOut:
 			if perTryFired {
@@ -268,7 +270,7 @@ func (p *Proxy) route(rs *reqState) {
 				}
 				if p.maybeRetryReset(rs, rst, resetLocalReset, true) {
 					if !p.backoff(rs, rst, globalDL) {
-						p.globalTimeout(rs, isRetry)
+						p.globalTimeout(rs)
 						return
 					}
 					isRetry = true
@@ -277,16 +279,19 @@ func (p *Proxy) route(rs *reqState) {
 				}
 				cl.st.codes.charge(http.StatusGatewayTimeout)
 				cl.st.external.charge(http.StatusGatewayTimeout)
-				p.routerReply(rs, http.StatusGatewayTimeout, "upstream request timeout", flagUT, "upstream_per_try_timeout", isRetry)
+				p.routerReply(rs, http.StatusGatewayTimeout, "upstream request timeout", flagUT, "upstream_per_try_timeout", true)
 				return
 			}
 			// onResponseTimeout: the route timeout ends every attempt, no retry.
 			if res.hadConn {
 				cl.putHTTPCode(h, http.StatusGatewayTimeout)
 			}
-			p.globalTimeout(rs, isRetry)
+			p.globalTimeout(rs)
 			return
 		case res.reason != resetNone:
+			if res.noHost {
+				rs.upHost = ""
+			}
 			if res.reason != resetOverflow {
 				// LocalOriginConnectFailed, reported as 503 without the
 				// external/local split; overflow is not the host's fault.
@@ -294,7 +299,7 @@ func (p *Proxy) route(rs *reqState) {
 			}
 			if p.maybeRetryReset(rs, rst, res.reason, res.started) {
 				if !p.backoff(rs, rst, globalDL) {
-					p.globalTimeout(rs, isRetry)
+					p.globalTimeout(rs)
 					return
 				}
 				isRetry = true
@@ -322,7 +327,7 @@ func (p *Proxy) route(rs *reqState) {
 			if res.reason == resetOverflow {
 				more = append(more, hdr{"X-Envoy-Overloaded", "true"})
 			}
-			p.routerReply(rs, code, body, res.reason.flag(), "upstream_reset_before_response_started{"+strings.ReplaceAll(det, " ", "_")+"}", isRetry, more...)
+			p.routerReply(rs, code, body, res.reason.flag(), "upstream_reset_before_response_started{"+strings.ReplaceAll(det, " ", "_")+"}", true, more...)
 			return
 		}
 		// onUpstreamHeaders.
@@ -341,7 +346,7 @@ func (p *Proxy) route(rs *reqState) {
 				_ = resp.Body.Close()
 				cl.release(res.uc, reuse)
 				if !p.backoff(rs, rst, globalDL) {
-					p.globalTimeout(rs, isRetry)
+					p.globalTimeout(rs)
 					return
 				}
 				isRetry = true
@@ -369,23 +374,23 @@ func (p *Proxy) route(rs *reqState) {
 	}
 }
 
-// routerReply is a local reply sent by the router; once an upstream
-// attempt was made it carries x-envoy-attempt-count when
-// include_attempt_count_in_response is on.
-func (p *Proxy) routerReply(rs *reqState, code int, body string, f respFlag, details string, afterAttempt bool, more ...hdr) {
-	if p.cfg.IncludeAttemptCountInResponse && (afterAttempt || rs.upHost != "") {
+// routerReply is a local reply sent by the router; with withAttempt it
+// carries x-envoy-attempt-count when include_attempt_count_in_response is
+// on (every router reply but a first attempt's "no healthy upstream").
+func (p *Proxy) routerReply(rs *reqState, code int, body string, f respFlag, details string, withAttempt bool, more ...hdr) {
+	if p.cfg.IncludeAttemptCountInResponse && withAttempt {
 		more = append(more, hdr{"X-Envoy-Attempt-Count", strconv.Itoa(rs.attempts)})
 	}
 	p.localReply(rs, code, body, f, details, more...)
 }
 
 // globalTimeout is onResponseTimeout's reply: 504, flag UT.
-func (p *Proxy) globalTimeout(rs *reqState, isRetry bool) {
+func (p *Proxy) globalTimeout(rs *reqState) {
 	cl := p.cluster
 	cl.st.rqTimeout.inc()
 	cl.st.codes.charge(http.StatusGatewayTimeout)
 	cl.st.external.charge(http.StatusGatewayTimeout)
-	p.routerReply(rs, http.StatusGatewayTimeout, "upstream request timeout", flagUT, "response_timeout", isRetry)
+	p.routerReply(rs, http.StatusGatewayTimeout, "upstream request timeout", flagUT, "response_timeout", true)
 }
 
 // maybeRetryReset is Filter::maybeRetryReset.
@@ -450,6 +455,7 @@ type attemptResult struct {
 	tfr      string
 	started  bool // request bytes went upstream
 	hadConn  bool // a connection was attached (the host saw the attempt)
+	noHost   bool // refused before a host was involved (pending overflow)
 	timedOut bool
 	closed   bool
 }
@@ -465,6 +471,8 @@ func (p *Proxy) attempt(rs *reqState, h *host, deadline time.Time, expected time
 		return attemptResult{closed: true}
 	case errors.Is(err, errPoolTimeout):
 		return attemptResult{timedOut: true}
+	case errors.Is(err, errPendingOverflow):
+		return attemptResult{reason: reason, noHost: true}
 	case reason != resetNone:
 		return attemptResult{reason: reason, tfr: tfr}
 	}
