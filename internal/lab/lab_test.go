@@ -298,3 +298,45 @@ func TestStartFailureStopsWhatStarted(t *testing.T) {
 		t.Fatalf("access log err %v", err)
 	}
 }
+
+// Three backend endpoints are every proxy's cluster hosts: the addresses
+// list them, round robin spreads requests over them, and each receipt
+// names its endpoint.
+func TestBackendEndpointsAreClusterHosts(t *testing.T) {
+	var receipts syncBuf
+	l, err := Start(t.Context(), Options{Backend: backend.Options{Receipts: &receipts, Endpoints: 3}, Proxies: ProxiesOptions{Count: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.Addresses()
+	if len(a.Endpoints) != 3 || a.Endpoints[0].URL != a.Backend || a.Endpoints[2].Name != "backend-2" {
+		t.Fatalf("addresses %+v", a)
+	}
+	for i := range 12 {
+		resp, err := http.Get(a.Proxies[i%2].URL + "/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	if err := evidence.ReadLines(bytes.NewReader(receipts.Bytes()), "receipts", func(_ int, r *evidence.Receipt) error {
+		per[r.Endpoint]++
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(per) != 3 || per["backend-0"]+per["backend-1"]+per["backend-2"] != 12 || per["backend-0"] != 4 {
+		t.Fatalf("receipts per endpoint %v", per)
+	}
+	if _, err := Start(t.Context(), Options{Backend: backend.Options{Endpoints: 65}}); err == nil {
+		t.Fatal("65 endpoints accepted")
+	}
+	if err := (Options{Proxies: ProxiesOptions{Config: proxy.Config{Upstreams: []string{"http://x:1"}}}}).Validate(); err == nil {
+		t.Fatal("Config.Upstreams accepted")
+	}
+}
