@@ -130,11 +130,12 @@ run() {
 start_lab() { # TOOL: start a labproxy, sets lab_url and lab_pid
 	local bin=$1 args=()
 	case $1 in lab-after+rl) bin=lab-after; args=(-local -access-log "$work/access.log") ;; esac
-	"$work/$bin" -upstream "$upstream" "${args[@]}" >"$work/lab.json" &
+	rm -f "$work/lab.json"
+	"$work/$bin" -upstream "$upstream" "${args[@]}" >"$work/lab.json" 2>"$work/lab.err" &
 	lab_pid=$!
-	for _ in $(seq 100); do [ -s "$work/lab.json" ] && break; sleep 0.05; done
+	for _ in $(seq 400); do [ -s "$work/lab.json" ] && break; sleep 0.05; done
 	lab_url=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/lab.json")
-	[ -n "$lab_url" ] || { echo "proxy.sh: labproxy $1 did not start" >&2; exit 1; }
+	[ -n "$lab_url" ] || { echo "proxy.sh: labproxy $1 did not start" >&2; cat "$work/lab.err" >&2; exit 1; }
 }
 
 for rep in $(seq "$REPS"); do

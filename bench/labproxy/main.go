@@ -4,7 +4,7 @@
 // {"url":..,"admin":..,"pid":..} on stdout. It stops on SIGTERM or SIGINT.
 // It is a benchmark tool, not part of rlbench.
 //
-//	labproxy -upstream http://127.0.0.1:PORT [-local] [-access-log FILE]
+//	labproxy -upstream http://127.0.0.1:PORT [-local] [-access-log FILE] [-cpuprofile FILE]
 //	labproxy freeport      print a 127.0.0.1 port that was free
 //
 // -local enables the local rate limit filter with a bucket large enough
@@ -20,6 +20,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -42,7 +43,21 @@ func main() {
 	upstream := flag.String("upstream", "", "upstream base URL (required)")
 	local := flag.Bool("local", false, "enable the local rate limit filter (a bucket that never empties)")
 	accessLog := flag.String("access-log", "", "write the JSON access log to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "labproxy:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "labproxy:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if *upstream == "" {
 		fmt.Fprintln(os.Stderr, "labproxy: -upstream is required")
 		os.Exit(2)
