@@ -33,8 +33,7 @@ func main() {
 		// own process is the one listening on it.
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "labproxy:", err)
-			os.Exit(1)
+			fail(err)
 		}
 		fmt.Println(ln.Addr().(*net.TCPAddr).Port)
 		_ = ln.Close()
@@ -48,13 +47,11 @@ func main() {
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "labproxy:", err)
-			os.Exit(1)
+			fail(err)
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(os.Stderr, "labproxy:", err)
-			os.Exit(1)
+			fail(err)
 		}
 		defer pprof.StopCPUProfile()
 	}
@@ -72,19 +69,22 @@ func main() {
 	if *accessLog != "" {
 		f, err := os.Create(*accessLog)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "labproxy:", err)
-			os.Exit(1)
+			fail(err)
 		}
 		defer f.Close()
 		cfg.AccessLog = f
 	}
 	p, err := proxy.Start(ctx, cfg)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "labproxy:", err)
-		os.Exit(1)
+		fail(err)
 	}
 	line, _ := json.Marshal(map[string]any{"url": p.URL(), "admin": p.AdminURL(), "pid": os.Getpid()})
 	fmt.Println(string(line))
 	<-ctx.Done()
 	_ = p.Close()
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "labproxy:", err)
+	os.Exit(1)
 }

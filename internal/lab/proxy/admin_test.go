@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"encoding/json"
-	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -111,12 +110,7 @@ func TestPrometheusNamesFollowEnvoyExtractors(t *testing.T) {
 }
 
 func TestUpstreamConnectFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := deadAddr(t)
 	var alog syncBuf
 	p := startProxy(t, Config{Upstream: "http://" + dead, AccessLog: &alog})
 	r := do(t, "GET", p.URL()+"/x", map[string]string{"X-Rlbench-Id": "uf"})

@@ -347,3 +347,28 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func u32(v uint32) *uint32 { return &v }
+
+// deadAddr returns a 127.0.0.1 address that was free a moment ago: nothing
+// listens there (connections are refused).
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// hanging is an upstream that never answers (until its request or the
+// test ends).
+func hanging(t *testing.T) *scripted {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	return newScripted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+}

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -140,12 +139,7 @@ func TestRetryOnResetThenLimit(t *testing.T) {
 // connect-failure retries a refused connection (UF) and gives up with
 // URX,UF and the transport failure reason.
 func TestRetryConnectFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := deadAddr(t)
 	var alog syncBuf
 	p := startProxy(t, Config{Upstream: "http://" + dead, AccessLog: &alog, Retry: fastRetry("connect-failure", 2)})
 	r := do(t, "GET", p.URL()+"/x", nil)
@@ -177,14 +171,7 @@ func TestRetryOverflow(t *testing.T) {
 // A per-try timeout is retried under 5xx; the final one answers 504 UT
 // "upstream request timeout" with details upstream_per_try_timeout.
 func TestPerTryTimeout(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	up := newScripted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
+	up := hanging(t)
 	var alog syncBuf
 	pol := fastRetry("5xx", 1)
 	pol.PerTryTimeout = 50 * time.Millisecond
@@ -201,14 +188,7 @@ func TestPerTryTimeout(t *testing.T) {
 
 // A per-try timeout at or above the route timeout is ignored (finalTimeout).
 func TestPerTryTimeoutIgnoredAboveRouteTimeout(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	up := newScripted(t, func(n int64, w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
+	up := hanging(t)
 	pol := fastRetry("5xx", 3)
 	pol.PerTryTimeout = time.Second
 	var alog syncBuf

@@ -225,6 +225,17 @@ func (p *Proxy) route(rs *reqState) {
 	}
 	isRetry := false
 	rs.attempts = 1
+	// nextAttempt waits a granted retry's back-off (doRetry); false: the
+	// route timeout passed first and its 504 was sent.
+	nextAttempt := func() bool {
+		if !p.backoff(rs, rst, globalDL) {
+			p.globalTimeout(rs)
+			return false
+		}
+		isRetry = true
+		rs.attempts++
+		return true
+	}
 	for {
 		h := cl.choose()
 		if h == nil {
@@ -269,12 +280,9 @@ func (p *Proxy) route(rs *reqState) {
 					cl.putHTTPCode(h, http.StatusGatewayTimeout) // LocalOriginTimeout
 				}
 				if p.maybeRetryReset(rs, rst, resetLocalReset, true) {
-					if !p.backoff(rs, rst, globalDL) {
-						p.globalTimeout(rs)
+					if !nextAttempt() {
 						return
 					}
-					isRetry = true
-					rs.attempts++
 					continue
 				}
 				cl.st.codes.charge(http.StatusGatewayTimeout)
@@ -298,12 +306,9 @@ func (p *Proxy) route(rs *reqState) {
 				cl.putHTTPCode(h, http.StatusServiceUnavailable)
 			}
 			if p.maybeRetryReset(rs, rst, res.reason, res.started) {
-				if !p.backoff(rs, rst, globalDL) {
-					p.globalTimeout(rs)
+				if !nextAttempt() {
 					return
 				}
-				isRetry = true
-				rs.attempts++
 				continue
 			}
 			code := http.StatusServiceUnavailable
@@ -345,12 +350,9 @@ func (p *Proxy) route(rs *reqState) {
 				reuse := resp.ContentLength == 0 && !resp.Close
 				_ = resp.Body.Close()
 				cl.release(res.uc, reuse)
-				if !p.backoff(rs, rst, globalDL) {
-					p.globalTimeout(rs)
+				if !nextAttempt() {
 					return
 				}
-				isRetry = true
-				rs.attempts++
 				continue
 			case retryNoOverflow:
 				rs.flags.add(flagUO)
