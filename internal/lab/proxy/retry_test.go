@@ -174,10 +174,13 @@ func TestPerTryTimeout(t *testing.T) {
 	up := hanging(t)
 	var alog syncBuf
 	pol := fastRetry("5xx", 1)
-	pol.PerTryTimeout = 50 * time.Millisecond
+	pol.PerTryTimeout = 200 * time.Millisecond
 	p := startProxy(t, Config{Upstream: up.URL(), AccessLog: &alog, Retry: pol, IncludeAttemptCount: true})
 	r := do(t, "GET", p.URL()+"/x", nil)
 	must(t, r.code == 504 && r.body == "upstream request timeout", "reply %d %q", r.code, r.body)
+	// The proxy sent both attempts; the upstream's handler may still be
+	// starting on the second.
+	waitFor(t, "the second attempt upstream", func() bool { return len(up.seen()) >= 2 })
 	must(t, slices.Equal(up.seen(), []string{"1", "2"}), "attempts %v", up.seen())
 	text := textStats(t, p)
 	must(t, textCounter(text, "cluster.backend.upstream_rq_per_try_timeout") == 2 && textCounter(text, "cluster.backend.upstream_rq_504") == 1 &&
@@ -192,8 +195,9 @@ func TestPerTryTimeoutIgnoredAboveRouteTimeout(t *testing.T) {
 	pol := fastRetry("5xx", 3)
 	pol.PerTryTimeout = time.Second
 	var alog syncBuf
-	p := startProxy(t, Config{Upstream: up.URL(), AccessLog: &alog, Retry: pol, UpstreamTimeout: 80 * time.Millisecond})
+	p := startProxy(t, Config{Upstream: up.URL(), AccessLog: &alog, Retry: pol, UpstreamTimeout: 300 * time.Millisecond})
 	r := do(t, "GET", p.URL()+"/x", nil)
+	waitFor(t, "the attempt upstream", func() bool { return up.n.Load() >= 1 })
 	must(t, r.code == 504 && up.n.Load() == 1, "reply %d after %d attempts", r.code, up.n.Load())
 	log := accessLog(t, p, &alog)
 	must(t, len(log) == 1 && log[0].ResponseFlags == "UT" && log[0].ResponseCodeDetails == "response_timeout", "log %+v", log)
