@@ -143,7 +143,9 @@ var startProxy = proxy.Start
 func ProxyName(i int) string { return fmt.Sprintf("proxy-%c", 'a'+i) }
 
 // withDefaults returns o with the lab's defaults applied (see the field docs);
-// o is not modified and the copy shares none of o's pointers.
+// o is not modified: the filters it changes are copies. The nested
+// configuration it leaves alone (descriptors, rate_limits, retry policy,
+// breakers, outlier detection, faults) is shared, and only read.
 func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
