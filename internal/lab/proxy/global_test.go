@@ -273,3 +273,32 @@ func TestPercentHitFraction(t *testing.T) {
 	must(t, hits > 4690 && hits < 5310, "25%% drew %d of 20000", hits)
 	must(t, !r.hit(nil) && !r.hit(pct(0)) && r.hit(pct(100)), "edge percentages")
 }
+
+// Several rate_limits entries go to the RLS as several descriptors of one
+// call; an entry whose action cannot produce its entry is left out, and a
+// request with no descriptor makes no call.
+func TestGlobalSeveralEntriesOneCall(t *testing.T) {
+	be := startBackend(t)
+	f, addr := startFakeRLS(t)
+	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Second, RateLimits: []RateLimit{
+		{Actions: []Action{{GenericKey: &GenericKeyAction{DescriptorKey: "mode", DescriptorValue: "ok"}}, {RemoteAddress: &RemoteAddressAction{}}}},
+		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
+		{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "gold", Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}}}},
+	}}})
+	r := do(t, "GET", p.URL()+"/x", map[string]string{"X-User": "alice"})
+	must(t, r.code == 200 && f.calls.Load() == 1, "reply %d after %d RLS calls", r.code, f.calls.Load())
+	var got []string
+	for _, d := range f.lastRequest().GetDescriptors() {
+		var es []string
+		for _, e := range d.GetEntries() {
+			es = append(es, e.GetKey()+"="+e.GetValue())
+		}
+		got = append(got, strings.Join(es, ","))
+	}
+	must(t, strings.Join(got, " | ") == "mode=ok,remote_address=127.0.0.1 | user=alice", "descriptors %q", got)
+	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Second, RateLimits: []RateLimit{
+		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}}})
+	r = do(t, "GET", none.URL()+"/x", nil)
+	must(t, r.code == 200 && f.calls.Load() == 1, "no descriptor: %d, %d calls", r.code, f.calls.Load())
+	must(t, textCounter(textStats(t, none), "cluster.backend.ratelimit.ok") == 0, "a request without descriptor counted ok")
+}
