@@ -2,7 +2,8 @@ package proxy
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // AccessLogEntry is one line of the JSON access log, named after Envoy's
@@ -60,21 +61,21 @@ type AccessLogEntry struct {
 // reflection or allocation when dst has room.
 func appendAccessLog(dst []byte, e *AccessLogEntry) []byte {
 	dst = append(dst, `{"start_time":`...)
-	dst = appendJSONString(dst, e.StartTime)
+	dst = evidence.AppendJSONString(dst, e.StartTime)
 	dst = append(dst, `,"start_ns":`...)
 	dst = strconv.AppendInt(dst, e.StartNs, 10)
 	dst = append(dst, `,"method":`...)
-	dst = appendJSONString(dst, e.Method)
+	dst = evidence.AppendJSONString(dst, e.Method)
 	dst = append(dst, `,"path":`...)
-	dst = appendJSONString(dst, e.Path)
+	dst = evidence.AppendJSONString(dst, e.Path)
 	dst = append(dst, `,"protocol":`...)
-	dst = appendJSONString(dst, e.Protocol)
+	dst = evidence.AppendJSONString(dst, e.Protocol)
 	dst = append(dst, `,"response_code":`...)
 	dst = strconv.AppendInt(dst, int64(e.ResponseCode), 10)
 	dst = append(dst, `,"response_flags":`...)
-	dst = appendJSONString(dst, e.ResponseFlags)
+	dst = evidence.AppendJSONString(dst, e.ResponseFlags)
 	dst = append(dst, `,"response_code_details":`...)
-	dst = appendJSONString(dst, e.ResponseCodeDetails)
+	dst = evidence.AppendJSONString(dst, e.ResponseCodeDetails)
 	dst = append(dst, `,"bytes_received":`...)
 	dst = strconv.AppendInt(dst, e.BytesReceived, 10)
 	dst = append(dst, `,"bytes_sent":`...)
@@ -83,7 +84,7 @@ func appendAccessLog(dst []byte, e *AccessLogEntry) []byte {
 	dst = strconv.AppendInt(dst, e.DurationMs, 10)
 	if e.UpstreamHost != "" {
 		dst = append(dst, `,"upstream_host":`...)
-		dst = appendJSONString(dst, e.UpstreamHost)
+		dst = evidence.AppendJSONString(dst, e.UpstreamHost)
 	}
 	if e.UpstreamRequestAttemptCount != 0 {
 		dst = append(dst, `,"upstream_request_attempt_count":`...)
@@ -91,75 +92,19 @@ func appendAccessLog(dst []byte, e *AccessLogEntry) []byte {
 	}
 	if e.RlbenchID != "" {
 		dst = append(dst, `,"x_rlbench_id":`...)
-		dst = appendJSONString(dst, e.RlbenchID)
+		dst = evidence.AppendJSONString(dst, e.RlbenchID)
 	}
 	if e.RequestID != "" {
 		dst = append(dst, `,"x_request_id":`...)
-		dst = appendJSONString(dst, e.RequestID)
+		dst = evidence.AppendJSONString(dst, e.RequestID)
 	}
 	if e.ForwardedFor != "" {
 		dst = append(dst, `,"x_forwarded_for":`...)
-		dst = appendJSONString(dst, e.ForwardedFor)
+		dst = evidence.AppendJSONString(dst, e.ForwardedFor)
 	}
 	dst = append(dst, `,"proxy":`...)
-	dst = appendJSONString(dst, e.Proxy)
+	dst = evidence.AppendJSONString(dst, e.Proxy)
 	return append(dst, '}')
 }
 
 const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string the way encoding/json does
-// with HTML escaping on: <, > and & as \u003c \u003e \u0026, U+2028 and
-// U+2029 escaped, control bytes as \b \f \n \r \t or \u00XX, invalid UTF-8
-// as \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
