@@ -506,7 +506,7 @@ func verdict(in *Input, c Composed) {
 		}
 	}
 	for _, ps := range sr.Stats {
-		if ps.Status == "reset" {
+		if ps.Status == StatsReset {
 			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: %s (%s)", ps.Proxy, ps.Detail, strings.Join(ps.Resets, "; ")))
 		}
 	}
@@ -679,7 +679,7 @@ func checkStats(in *Input) (r Result) {
 		r.Incomplete = append(r.Incomplete, "stats_agree expected but no stats snapshots under "+evidence.StatsDir+"/")
 	}
 	for _, ps := range sr.Stats {
-		if ps.Status == "missing" {
+		if ps.Status == StatsMissing {
 			r.Incomplete = append(r.Incomplete, ps.Detail)
 			continue
 		}
@@ -722,7 +722,7 @@ func checkRLSLogged(in *Input) (r Result) {
 	var received int64
 	comparable := len(sr.Stats) > 0
 	for _, ps := range sr.Stats {
-		if ps.Status != "ok" {
+		if ps.Status != StatsOK {
 			comparable = false
 		}
 		received += ps.Deltas[DeltaGlobalOK] + ps.Deltas[DeltaGlobalOverLimit]

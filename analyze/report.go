@@ -210,9 +210,19 @@ type Receipts struct {
 // SampleIDs is how many example IDs each Receipts list keeps.
 const SampleIDs = 20
 
+// Statuses of ProxyStats.Status.
+const (
+	// StatsOK: both snapshots were read and no counter went down.
+	StatsOK = "ok"
+	// StatsMissing: a snapshot is absent, unreadable or of another proxy.
+	StatsMissing = "missing"
+	// StatsReset: a counter went down between the snapshots (restart or
+	// /reset_counters): the comparison is unknown.
+	StatsReset = "reset"
+)
+
 // ProxyStats compares one proxy's counter deltas (after − before) with what
-// the clients of that proxy saw. Status is "ok", "missing" (a snapshot is
-// absent) or "reset" (a counter went down: the comparison is unknown).
+// the clients of that proxy saw. Status is StatsOK, StatsMissing or StatsReset.
 type ProxyStats struct {
 	Proxy  string            `json:"proxy"`
 	Status string            `json:"status"`

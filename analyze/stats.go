@@ -62,7 +62,7 @@ func proxyStats(in *Input) []ProxyStats {
 		ps := ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []Check{}}
 		before, after := snaps.Before, snaps.After
 		if before == nil || after == nil {
-			ps.Status = "missing"
+			ps.Status = StatsMissing
 			var msgs []string
 			for _, e := range []string{snaps.BeforeErr, snaps.AfterErr} {
 				if e != "" {
@@ -75,7 +75,7 @@ func proxyStats(in *Input) []ProxyStats {
 		}
 		if (before.Proxy != "" && before.Proxy != p) || (after.Proxy != "" && after.Proxy != p) {
 			d := evidence.Dir(in.Evidence.Path)
-			ps.Status = "missing"
+			ps.Status = StatsMissing
 			ps.Detail = fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q",
 				d.StatsSnapshot(p, evidence.LabelBefore, ".json"), before.Proxy, d.StatsSnapshot(p, evidence.LabelAfter, ".json"), after.Proxy, p)
 			out = append(out, ps)
@@ -84,7 +84,7 @@ func proxyStats(in *Input) []ProxyStats {
 		bm, bLocal, bGlobal := flatten(before)
 		am, aLocal, aGlobal := flatten(after)
 		local, global := bLocal || aLocal, bGlobal || aGlobal
-		ps.Status = "ok"
+		ps.Status = StatsOK
 		// Every counter of either snapshot: one that vanished went down.
 		for k := range bm {
 			if _, ok := am[k]; !ok {
@@ -100,7 +100,7 @@ func proxyStats(in *Input) []ProxyStats {
 		}
 		sort.Strings(ps.Resets)
 		if len(ps.Resets) > 0 {
-			ps.Status = "reset"
+			ps.Status = StatsReset
 			ps.Detail = "a counter went down between snapshots (restart or reset_counters): comparison unknown"
 		}
 		var c *Classes
@@ -115,7 +115,7 @@ func proxyStats(in *Input) []ProxyStats {
 				want = fmt.Sprintf("%d..%d", lo, hi)
 			}
 			st := passIf(got >= int64(lo) && got <= int64(hi))
-			if ps.Status == "reset" {
+			if ps.Status == StatsReset {
 				st = CheckUnknown
 			}
 			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: strconv.FormatInt(got, 10)})

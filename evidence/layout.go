@@ -34,9 +34,24 @@ const (
 	metricsPrefix = "metrics."
 )
 
-// Schema IDs of the files rlbench writes. A reader accepts the IDs listed
-// with each type (earlier versions included).
+// Schema IDs of the files rlbench writes, "rlbench.<thing>/v<N>"; the JSON
+// Schema of each is schemas/<thing>.v<N>.schema.json, generated from these
+// types (go generate ./...). A reader accepts the IDs listed with each type
+// (earlier versions included). Files that carry no "schema" field (the JSON
+// Lines records) are identified by their name; their IDs only name their
+// schemas.
 const (
+	// RequestSchema is the schema of one requests.jsonl line (Request).
+	RequestSchema = "rlbench.request/v1"
+	// ReceiptSchema is the schema of one receipts.jsonl line (Receipt).
+	ReceiptSchema = "rlbench.receipt/v1"
+	// FaultSchema is the schema of one faults.jsonl line (Fault).
+	FaultSchema = "rlbench.fault/v1"
+	// DecisionSchema is the schema of one rls/decisions.jsonl line (Decision).
+	DecisionSchema = "rlbench.decision/v1"
+	// RLSLogSchema is the schema of rls/log.json (collect/rls.Log).
+	RLSLogSchema = "rlbench.rls-log/v1"
+	// ScenarioSchema is the schema of scenario.json (Scenario).
 	ScenarioSchema = "rlbench.scenario/v1"
 	// AttackSchema is the schema of attack.json since the attack file
 	// became one shape (Attack). Files of AttackSummarySchema, in either
@@ -45,8 +60,11 @@ const (
 	// AttackSummarySchema is the schema of one attack's AttackSummary, and of
 	// attack.json as written before AttackSchema.
 	AttackSummarySchema = "rlbench.attack/v1"
-	ManifestSchema      = "rlbench.manifest/v1"
-	RLSMetricsSchema    = "rlbench.rls-metrics/v1"
+	// ManifestSchema is the schema of manifest.json (Manifest).
+	ManifestSchema = "rlbench.manifest/v1"
+	// RLSMetricsSchema is the schema of rls/metrics.<label>.json
+	// (RLSMetrics, or a bare RLSCounters of an older collect).
+	RLSMetricsSchema = "rlbench.rls-metrics/v1"
 	// EnvoyStatsSchema is collect/envoy.SnapshotSchema, the schema of
 	// stats/<proxy>.<label>.json.
 	EnvoyStatsSchema = envoy.SnapshotSchema

@@ -20,6 +20,16 @@ const (
 	NginxLimitReqFile  = "limit_req.jsonl"
 )
 
+// Schema IDs of the parsed nginx evidence files (see the Schema IDs of layout.go).
+const (
+	// NginxAccessSchema is the schema of one access.jsonl line (collect/nginx.AccessRecord).
+	NginxAccessSchema = "rlbench.nginx-access/v1"
+	// NginxLimitReqSchema is the schema of one limit_req.jsonl line (collect/nginx.ErrorEntry).
+	NginxLimitReqSchema = "rlbench.nginx-limit-req/v1"
+	// NginxStubStatusSchema is the schema of stub_status.<label>.json (collect/nginx.StubStatus).
+	NginxStubStatusSchema = "rlbench.nginx-stub-status/v1"
+)
+
 // NginxPath returns nginx/<proxy>/<name>, the place of one nginx evidence file (name is one of the Nginx*File
 // constants or a NginxStubStatus* name) relative to the evidence directory.
 func NginxPath(proxy, name string) string { return filepath.Join(NginxDir, proxy, name) }

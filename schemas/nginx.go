@@ -1,5 +1,12 @@
 package schemas
 
-// NginxAccess is the schema of one nginx/<proxy>/access.jsonl line (collect/nginx.AccessRecord), written by
-// `rlbench collect nginx-access-log --out`.
-const NginxAccess = "nginx-access.v1.schema.json"
+// File names of the parsed nginx evidence files' schemas (evidence.Nginx*Schema).
+const (
+	// NginxAccess is the schema of one nginx/<proxy>/access.jsonl line (collect/nginx.AccessRecord), written by
+	// `rlbench collect nginx-access-log --out`.
+	NginxAccess = "nginx-access.v1.schema.json"
+	// NginxLimitReq is the schema of one nginx/<proxy>/limit_req.jsonl line (collect/nginx.ErrorEntry).
+	NginxLimitReq = "nginx-limit-req.v1.schema.json"
+	// NginxStubStatus is the schema of nginx/<proxy>/stub_status.<label>.json (collect/nginx.StubStatus).
+	NginxStubStatus = "nginx-stub-status.v1.schema.json"
+)

@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"bytes"
-	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/rlbench/rlbench/schemas"
 	"github.com/rogpeppe/go-internal/testscript"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 func TestMain(m *testing.M) {
@@ -41,32 +39,37 @@ func TestScripts(t *testing.T) {
 				if len(args) == 2 {
 					name = args[1]
 				}
-				f, err := schemas.FS.Open(name)
-				ts.Check(err)
-				doc, err := jsonschema.UnmarshalJSON(f)
-				ts.Check(err)
-				c := jsonschema.NewCompiler()
-				ts.Check(c.AddResource(name, doc))
-				sch, err := c.Compile(name)
-				ts.Check(err)
-				docs := []string{ts.ReadFile(args[0])}
+				data := []byte(ts.ReadFile(args[0]))
+				var err error
 				if strings.HasSuffix(args[0], ".jsonl") {
-					docs = strings.Split(strings.TrimSpace(docs[0]), "\n")
+					err = schemas.ValidateLines(name, data)
+				} else {
+					err = schemas.Validate(name, data)
 				}
-				var verr error
-				for i, d := range docs {
-					inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(d)))
-					ts.Check(err)
-					if err := sch.Validate(inst); err != nil && verr == nil {
-						verr = fmt.Errorf("line %d: %v", i+1, err)
-					}
-				}
-				if neg && verr == nil {
+				if neg && err == nil {
 					ts.Fatalf("%s matches %s", args[0], name)
 				}
-				if !neg && verr != nil {
-					ts.Fatalf("%s: %v", args[0], verr)
+				if !neg && err != nil {
+					ts.Fatalf("%s: %v", args[0], err)
 				}
+			},
+			// schemacheckdir DIR [MIN]: every JSON file of the evidence layout
+			// under DIR matches its schema (schemas.ValidateDir), and there
+			// are at least MIN of them.
+			"schemacheckdir": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 1 || len(args) > 2 {
+					ts.Fatalf("usage: schemacheckdir DIR [MIN]")
+				}
+				n, err := schemas.ValidateDir(ts.MkAbs(args[0]))
+				ts.Check(err)
+				if len(args) == 2 {
+					min, err := strconv.Atoi(args[1])
+					ts.Check(err)
+					if n < min {
+						ts.Fatalf("%s: %d schema-checked files, want at least %d", args[0], n, min)
+					}
+				}
+				ts.Logf("%s: %d files match their schemas", args[0], n)
 			},
 		},
 	})

@@ -18,7 +18,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/rlbench/rlbench/schemas"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 func runCLIIn(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -31,34 +30,11 @@ func runCLIIn(t *testing.T, stdin string, args ...string) (int, string, string) 
 // validateLines checks every line of a JSON Lines file against schemas/<name> and returns the line count.
 func validateLines(t *testing.T, path, name string) int {
 	t.Helper()
-	f, err := schemas.FS.Open(name)
-	if err != nil {
-		t.Fatal(err)
+	data := readFile(t, path)
+	if err := schemas.ValidateLines(name, data); err != nil {
+		t.Errorf("%s: %v", path, err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(name, doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for i, line := range strings.Split(strings.TrimSpace(string(readFile(t, path))), "\n") {
-		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sch.Validate(inst); err != nil {
-			t.Errorf("%s:%d: %v", path, i+1, err)
-		}
-		n++
-	}
-	return n
+	return len(strings.Split(strings.TrimSpace(string(data)), "\n"))
 }
 
 func readFile(t *testing.T, path string) []byte {
@@ -101,6 +77,10 @@ func TestCollectNginxAccessLog(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	// Both files (and nothing else of the layout) match their schemas.
+	if n, err := schemas.ValidateDir(dir); err != nil || n != 2 {
+		t.Errorf("nginx evidence: %d files valid, %v", n, err)
 	}
 	if len(limits) != 19 || limits[0].Limit == nil || limits[0].Limit.Action != collectnginx.LimitActionDelay || limits[0].Limit.ExcessMilli != 1000 {
 		t.Errorf("limit_req.jsonl: %d lines, first %+v", len(limits), limits)
@@ -211,6 +191,9 @@ func TestCollectNginxStatus(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(readFile(t, filepath.Join(base, evidence.NginxStubStatusRaw("before")))), "Active connections: 1 \n") {
 		t.Error("raw before page not kept")
+	}
+	if n, err := schemas.ValidateDir(dir); err != nil || n != 2 {
+		t.Errorf("stub_status evidence: %d files valid, %v", n, err)
 	}
 	code, _, stderr = runCLIIn(t, "", "collect", "nginx-status", "--url", srv.URL+"/nope", "--label", "x", "--out", dir)
 	if code == 0 || !strings.Contains(stderr, "HTTP 404") {

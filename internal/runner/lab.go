@@ -65,7 +65,7 @@ func (lp *LabPlan) labOptions() lab.Options {
 			o.Backend.Faults = *b.Faults
 		}
 	}
-	if r := lp.RLS; r != nil && r.Kind == "lab" {
+	if r := lp.RLS; r != nil && r.Kind == RLSLab {
 		o.RLS.Lab = &labrls.Options{WindowStart: r.WindowStart, Delay: time.Duration(r.Delay)}
 	}
 	return o
@@ -99,7 +99,7 @@ func (lp *LabPlan) validate() error {
 		}
 	}
 	o := lp.labOptions()
-	if lp.RLS != nil && lp.RLS.Kind == "real" {
+	if lp.RLS != nil && lp.RLS.Kind == RLSReal {
 		o.RLS.Address = realRLSStandIn
 	}
 	return o.Validate()
@@ -121,7 +121,7 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 			return err.Error()
 		}
 		switch lp.RLS.Kind {
-		case "lab":
+		case RLSLab:
 			dw, err := evidence.Create(evidence.Dir(r.dir).Decisions())
 			if err != nil {
 				return err.Error()
@@ -129,7 +129,7 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 			r.cleanups = append(r.cleanups, func() { _ = dw.Close() })
 			opts.RLS.Lab.Configs = []*rlsconfig.Config{cfg}
 			opts.RLS.Lab.Decisions = dw
-		case "real":
+		case RLSReal:
 			addr, reason := r.startRealRLS(ctx, lp.RLS.Config)
 			if reason != "" {
 				return reason

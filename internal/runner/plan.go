@@ -22,6 +22,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// PlanSchema names the plan format's JSON Schema,
+// schemas/plan.v1.schema.json (a plan is YAML; the schema describes its
+// JSON form, as sigs.k8s.io/yaml converts it). Plan files carry no schema
+// field.
+const PlanSchema = "rlbench.plan/v1"
+
 // Plan is a YAML plan file (`rlbench run PLAN.yaml`).
 type Plan struct {
 	// Name labels the run in manifest.json.
@@ -216,10 +222,19 @@ type GlobalPlan struct {
 // so a plan can say what the lab can do, no more.
 type ActionPlan = proxy.Action
 
+// Kinds of RLSPlan.Kind.
+const (
+	// RLSLab is the in-process lab RLS: in-memory counts, a restart loses them.
+	RLSLab = "lab"
+	// RLSReal is the real envoyproxy/ratelimit on Redis, started from .bin.
+	RLSReal = "real"
+)
+
 // RLSPlan selects and configures the rate limit service.
 type RLSPlan struct {
-	// Kind is "lab" (in-process, in-memory counts: a restart loses them) or
-	// "real" (envoyproxy/ratelimit on Redis, started from .bin); default lab.
+	// Kind is RLSLab ("lab", in-process, in-memory counts: a restart loses
+	// them) or RLSReal ("real", envoyproxy/ratelimit on Redis, started from
+	// .bin); default lab.
 	Kind string `json:"kind,omitempty"`
 	// Config is the envoyproxy/ratelimit YAML config, inline.
 	Config string `json:"config"`
@@ -493,9 +508,9 @@ func (p *Plan) validate() error {
 				return fmt.Errorf("%s: lab.global needs lab.rls", where)
 			}
 			if l.RLS != nil && l.RLS.Kind == "" {
-				l.RLS.Kind = "lab"
+				l.RLS.Kind = RLSLab
 			}
-			if l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real" {
+			if l.RLS != nil && l.RLS.Kind != RLSLab && l.RLS.Kind != RLSReal {
 				return fmt.Errorf("%s: lab.rls.kind must be lab or real", where)
 			}
 			if err := l.validate(); err != nil {

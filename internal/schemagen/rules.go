@@ -1,0 +1,229 @@
+package schemagen
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/collect/rls"
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/runner"
+)
+
+// A rule constrains the schema of a property or a definition.
+type rule func(*jsonschema.Schema)
+
+// fieldRules constrain properties, keyed "<package>.<Type>.<Field>" (Go
+// names). Closed sets are enums of the constants that own them; a field
+// added with a closed set of values gets its rule here. Generate fails when
+// a key names no field of the schemas.
+var fieldRules = map[string]rule{
+	// evidence records
+	"evidence.Request.Code":                between(0, 999),
+	"evidence.Receipt.RecvTime":            format("date-time"),
+	"evidence.Fault.Action":                enum(evidence.ActionStop, evidence.ActionStart, evidence.ActionRestart, evidence.ActionExec),
+	"evidence.Decision.Code":               enum(decisionCodes...),
+	"evidence.LimitSpec.Kind":              enum(evidence.LimitTokenBucket, evidence.LimitFixedWindow),
+	"evidence.LimitSpec.WindowStart":       enum(evidence.WindowAligned, evidence.WindowFirstHit),
+	"evidence.Expectation.Classes":         keys(classNames()...),
+	"evidence.AttackSummary.Start":         format("date-time"),
+	"evidence.AttackSummary.End":           format("date-time"),
+	"evidence.AttackSummary.CodesByTarget": values(keyPattern(`^[0-9]+$`)),
+	"evidence.Manifest.Start":              format("date-time"),
+	"evidence.Manifest.End":                format("date-time"),
+	"evidence.Manifest.PlanDigest":         pattern(`^sha256:[0-9a-f]{64}$`),
+	"envoy.Snapshot.Format":                enum(string(envoy.FormatText), string(envoy.FormatJSON), string(envoy.FormatPrometheus)),
+
+	// nginx evidence
+	"nginx.AccessRecord.Line":           minimum(1),
+	"nginx.AccessRecord.Status":         between(0, 999),
+	"nginx.AccessRecord.TimeMs":         minimum(0),
+	"nginx.AccessRecord.RequestTimeMs":  minimum(0),
+	"nginx.AccessRecord.LimitReqStatus": enum(nginx.LimitReqPassed, nginx.LimitReqDelayed, nginx.LimitReqRejected, nginx.LimitReqDelayedDryRun, nginx.LimitReqRejectedDryRun),
+	"nginx.AccessRecord.Connection":     minimum(0),
+	"nginx.UpstreamTry.Status":          between(0, 999),
+	"nginx.UpstreamTry.ResponseTimeMs":  minimum(0),
+	"nginx.UpstreamTry.Group":           minimum(0),
+	"nginx.ErrorEntry.Line":             minimum(1),
+	"nginx.ErrorEntry.Conn":             minimum(0),
+	"nginx.LimitEvent.Action":           enum(nginx.LimitActionReject, nginx.LimitActionDelay, nginx.LimitActionNoMemory),
+	"nginx.LimitEvent.ExcessMilli":      minimum(0),
+
+	// the report
+	"analyze.Report.GeneratedAt":    format("date-time"),
+	"analyze.Report.Status":         enum(verdicts...),
+	"analyze.ScenarioReport.Status": enum(verdicts...),
+	"analyze.Group.Status":          enum(verdicts...),
+	"analyze.Check.Status":          enum(analyze.CheckPass, analyze.CheckFail, analyze.CheckUnknown),
+	"analyze.ProxyStats.Status":     enum(analyze.StatsOK, analyze.StatsMissing, analyze.StatsReset),
+	"analyze.RLSCheck.ByCode":       keys(decisionCodes...),
+	"analyze.RealDecision.Code":     enum(decisionCodes...),
+	"analyze.RealIdentity.Status":   enum(rls.IdentityPass, analyze.IdentityExplained, rls.IdentityFail, analyze.IdentityUnknown),
+	"analyze.Group.Repeats":         minimum(0),
+	"analyze.TargetReport.Receipts": minimum(0),
+	"analyze.FaultWindow.Receipts":  minimum(0),
+	"analyze.RLSCheck.Decisions":    minimum(0),
+	"analyze.ScenarioReport.Repeat": minimum(0),
+
+	// the plan: what runner.ParsePlan checks, where a schema can say it
+	"runner.Plan.Scenarios":                    minItems(1),
+	"runner.ScenarioPlan.Name":                 minLength(1),
+	"runner.AttackPlan.IDs":                    minimum(1),
+	"runner.LocalPlan.MaxTokens":               minimum(1),
+	"runner.LocalPlan.FilterEnabled":           between(0, 100),
+	"runner.LocalPlan.FilterEnforced":          between(0, 100),
+	"runner.GlobalPlan.Domain":                 minLength(1),
+	"runner.GlobalPlan.Descriptors":            minItems(1),
+	"runner.RLSPlan.Kind":                      enum(runner.RLSLab, runner.RLSReal),
+	"runner.RLSPlan.Config":                    minLength(1),
+	"runner.RLSPlan.WindowStart":               enum(evidence.WindowAligned, evidence.WindowFirstHit),
+	"runner.ExternalPlan.Proxies":              minItems(1),
+	"runner.FaultPlan.Action":                  enum(evidence.ActionStop, evidence.ActionStart, evidence.ActionRestart, evidence.ActionExec),
+	"proxy.GenericKeyAction.DescriptorValue":   minLength(1),
+	"proxy.RequestHeadersAction.HeaderName":    minLength(1),
+	"proxy.RequestHeadersAction.DescriptorKey": minLength(1),
+}
+
+// planRequired lists the plan fields runner.ParsePlan requires ("<package>.<Type>.<Field>").
+var planRequired = map[string]bool{
+	"runner.Plan.Scenarios":                    true,
+	"runner.ScenarioPlan.Name":                 true,
+	"runner.AttackPlan.IDs":                    true,
+	"runner.LocalPlan.MaxTokens":               true,
+	"runner.LocalPlan.FillInterval":            true,
+	"runner.GlobalPlan.Domain":                 true,
+	"runner.GlobalPlan.Descriptors":            true,
+	"runner.RLSPlan.Config":                    true,
+	"runner.ExternalPlan.Proxies":              true,
+	"runner.FaultPlan.Action":                  true,
+	"proxy.GenericKeyAction.DescriptorValue":   true,
+	"proxy.RequestHeadersAction.HeaderName":    true,
+	"proxy.RequestHeadersAction.DescriptorKey": true,
+}
+
+// typeRules constrain definitions, keyed "<package>.<Type>".
+var typeRules = map[string]rule{
+	"analyze.Classes":     allMinimum(0),
+	"nginx.StubStatus":    allMinimum(0),
+	"analyze.RealWindow":  allMinimum(0, "key", "epoch"),
+	"analyze.RealErrors":  allMinimum(0),
+	"analyze.Receipts":    allMinimum(0),
+	"runner.ScenarioPlan": scenarioPlanShape,
+	// Step: exactly one of attack or fault.
+	"runner.Step": func(s *jsonschema.Schema) { s.OneOf = []*jsonschema.Schema{required("attack"), required("fault")} },
+	// FaultPlan: stop, start and restart act on rls or redis; exec runs a command.
+	"runner.FaultPlan": func(s *jsonschema.Schema) {
+		s.AllOf = []*jsonschema.Schema{
+			{If: actionIn(evidence.ActionStop, evidence.ActionStart, evidence.ActionRestart),
+				Then: withProps(map[string]*jsonschema.Schema{"target": {Enum: anys("rls", "redis")}}, "target")},
+			{If: actionIn(evidence.ActionExec), Then: withProps(map[string]*jsonschema.Schema{"command": {MinLength: uptr(1)}}, "command")},
+		}
+	},
+	// proxy.Action (a plan's descriptors entry): exactly one action.
+	"proxy.Action": func(s *jsonschema.Schema) { s.MinProperties, s.MaxProperties = uptr(1), uptr(1) },
+}
+
+// scenarioPlanShape: exactly one of lab or external; attack or steps, not both.
+func scenarioPlanShape(s *jsonschema.Schema) {
+	s.AllOf = []*jsonschema.Schema{
+		{OneOf: []*jsonschema.Schema{required("lab"), required("external")}},
+		{AnyOf: []*jsonschema.Schema{required("attack"), required("steps")}},
+		{Not: required("attack", "steps")},
+	}
+}
+
+var (
+	verdicts      = []string{evidence.Pass, evidence.Fail, evidence.NotRun}
+	decisionCodes = []string{evidence.CodeOK, evidence.CodeOverLimit, evidence.CodeError, evidence.CodeUnknown}
+)
+
+// classNames are the names an expectation may bound: every evidence.Class and "sent".
+func classNames() []string {
+	var out []string
+	for c := evidence.Class(0); c < evidence.NumClasses; c++ {
+		out = append(out, c.String())
+	}
+	return append(out, "sent")
+}
+
+func anys(vs ...string) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
+}
+
+func uptr(n uint64) *uint64 { return &n }
+
+func num(n int) json.Number { return json.Number(strconv.Itoa(n)) }
+
+func enum(vs ...string) rule { return func(s *jsonschema.Schema) { s.Enum = anys(vs...) } }
+
+// keys constrains the keys of a map property to vs.
+func keys(vs ...string) rule {
+	return func(s *jsonschema.Schema) { s.PropertyNames = &jsonschema.Schema{Enum: anys(vs...)} }
+}
+
+func keyPattern(p string) rule {
+	return func(s *jsonschema.Schema) { s.PropertyNames = &jsonschema.Schema{Pattern: p} }
+}
+
+// values applies r to the schema of a map property's values.
+func values(r rule) rule { return func(s *jsonschema.Schema) { r(s.AdditionalProperties) } }
+
+func format(f string) rule   { return func(s *jsonschema.Schema) { s.Format = f } }
+func pattern(p string) rule  { return func(s *jsonschema.Schema) { s.Pattern = p } }
+func minimum(n int) rule     { return func(s *jsonschema.Schema) { s.Minimum = num(n) } }
+func minItems(n uint64) rule { return func(s *jsonschema.Schema) { s.MinItems = uptr(n) } }
+func minLength(n uint64) rule {
+	return func(s *jsonschema.Schema) { s.MinLength = uptr(n) }
+}
+
+func between(lo, hi int) rule {
+	return func(s *jsonschema.Schema) { s.Minimum, s.Maximum = num(lo), num(hi) }
+}
+
+// allMinimum sets a minimum on every integer property but the named ones.
+func allMinimum(n int, except ...string) rule {
+	return func(s *jsonschema.Schema) {
+		skip := map[string]bool{}
+		for _, e := range except {
+			skip[e] = true
+		}
+		for name, p := range s.Properties.FromOldest() {
+			if p.Type == "integer" && !skip[name] {
+				p.Minimum = num(n)
+			}
+		}
+	}
+}
+
+func required(names ...string) *jsonschema.Schema { return &jsonschema.Schema{Required: names} }
+
+func actionIn(actions ...string) *jsonschema.Schema {
+	return withProps(map[string]*jsonschema.Schema{"action": {Enum: anys(actions...)}}, "action")
+}
+
+// withProps is {properties: props, required: req} (props in key order).
+func withProps(props map[string]*jsonschema.Schema, req ...string) *jsonschema.Schema {
+	p := jsonschema.NewProperties()
+	for _, k := range sortedKeys(props) {
+		p.Set(k, props[k])
+	}
+	return &jsonschema.Schema{Properties: p, Required: req}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,118 @@
+package schemagen
+
+import (
+	"reflect"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/collect/rls"
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/runner"
+)
+
+func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// specs lists every schema file: each JSON file of an evidence directory
+// (status.txt is text and the raw Envoy, nginx and RLS pages and logs are
+// theirs, not rlbench's: they have none), the analyze report and the plan.
+func specs() []spec {
+	return []spec{
+		{id: evidence.RequestSchema, what: "one line of requests.jsonl (attack.Run)", root: typeOf[evidence.Request]()},
+		{id: evidence.ReceiptSchema, what: "one line of receipts.jsonl (the backend)", root: typeOf[evidence.Receipt]()},
+		{id: evidence.FaultSchema, what: "one line of faults.jsonl", root: typeOf[evidence.Fault]()},
+		{id: evidence.DecisionSchema, what: "one line of rls/decisions.jsonl", root: typeOf[evidence.Decision]()},
+		{id: evidence.ScenarioSchema, what: "scenario.json", root: typeOf[evidence.Scenario](),
+			consts: map[string]string{"Scenario": evidence.ScenarioSchema}, ranges: rangeAny},
+		{id: evidence.AttackSchema, what: "attack.json", root: typeOf[evidence.Attack](),
+			consts: map[string]string{"Attack": evidence.AttackSchema, "AttackSummary": evidence.AttackSummarySchema}},
+		{id: evidence.AttackSummarySchema, what: "attack.json as written before rlbench.attack/v2 (a bare summary of `rlbench attack`, or the runner's phases), and one attack's summary",
+			oneOf:  []reflect.Type{typeOf[evidence.AttackSummary](), typeOf[evidence.Attack]()},
+			consts: map[string]string{"Attack": evidence.AttackSummarySchema, "AttackSummary": evidence.AttackSummarySchema}},
+		{id: evidence.ManifestSchema, what: "manifest.json of a run directory", root: typeOf[evidence.Manifest](),
+			consts: map[string]string{"Manifest": evidence.ManifestSchema}},
+		{id: evidence.EnvoyStatsSchema, what: "stats/<proxy>.<label>.json, a parsed Envoy admin /stats snapshot", root: typeOf[envoy.Snapshot](),
+			consts: map[string]string{"Snapshot": evidence.EnvoyStatsSchema}},
+		{id: evidence.RLSMetricsSchema, what: "rls/metrics.<label>.json, one scrape of the real RLS's /metrics (or the bare counters an older collect wrote)",
+			oneOf:  []reflect.Type{typeOf[evidence.RLSMetrics](), typeOf[evidence.RLSCounters]()},
+			consts: map[string]string{"RLSMetrics": evidence.RLSMetricsSchema}},
+		{id: evidence.RLSLogSchema, what: "rls/log.json, the real RLS's log parsed by `rlbench collect rls-log`", root: typeOf[rls.Log]()},
+		{id: evidence.NginxAccessSchema, what: "one line of nginx/<proxy>/access.jsonl", root: typeOf[nginx.AccessRecord]()},
+		{id: evidence.NginxLimitReqSchema, what: "one line of nginx/<proxy>/limit_req.jsonl", root: typeOf[nginx.ErrorEntry]()},
+		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginx.StubStatus]()},
+		{id: analyze.ReportSchema, what: "the report of `rlbench analyze --format json` (and `rlbench run --format json`)",
+			root: typeOf[analyze.Report](), consts: map[string]string{"Report": analyze.ReportSchema}},
+		{id: runner.PlanSchema, what: "a plan (`rlbench run PLAN.yaml`), in the JSON form of its YAML", root: typeOf[runner.Plan](),
+			ranges: rangePlan, plan: true},
+	}
+}
+
+// rangeMode is how a file writes evidence.Range.
+type rangeMode int
+
+const (
+	// rangeObject: {min, max}, as rlbench writes it (reports).
+	rangeObject rangeMode = iota
+	// rangeAny: every form evidence.Range reads: N, "N", "MIN..MAX", {min, max}.
+	rangeAny
+	// rangePlan: rangeAny with non-negative counts, as plans must have.
+	rangePlan
+)
+
+// Patterns of the string forms of the custom types. They accept every
+// string the Go parser accepts (FuzzPatterns); bounds a regular expression
+// cannot check (MIN <= MAX, a positive duration, overflow) are left to the
+// loader.
+const (
+	// rangePattern is evidence.ParseRange's syntax: N or MIN..MAX.
+	rangePattern = `^\s*([+-]?[0-9]+|-?[0-9]+\s*\.\.\s*-?[0-9]+)\s*$`
+	// planRangePattern is rangePattern without negative counts.
+	planRangePattern = `^\s*(\+?[0-9]+|-0+|([0-9]+|-0+)\s*\.\.\s*-?[0-9]+)\s*$`
+	// durationPattern is time.ParseDuration's syntax.
+	durationPattern = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// ratePattern is attack.ParseRate's syntax: "", "0", "infinity", N,
+	// N/DURATION or N/UNIT.
+	ratePattern = `^\s*(0|infinity|\+?[0-9]+(/(\+?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+|\.?(ns|us|µs|μs|ms|s|m|h)))?)?\s*$`
+)
+
+// special returns the definition (and its name) of a type whose JSON form
+// is its own (custom UnmarshalJSON), or nil for other types.
+func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, string) {
+	switch t {
+	case typeOf[evidence.Range]():
+		return g.rangeDef(t, mode), "Range"
+	case typeOf[runner.Duration]():
+		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, "") +
+			"\n\nThe syntax of time.ParseDuration: a sequence of decimal numbers with units ns, us (or µs), ms, s, m, h, e.g. \"300ms\", \"1h30m\"; \"0\" is zero.",
+			Examples: []any{"1h", "20ms"}}, "Duration"
+	case typeOf[runner.Rate]():
+		return &jsonschema.Schema{Description: g.comment(t, "") +
+			"\n\nA string N/DURATION (\"100/1s\", \"10/100ms\"), N/UNIT (\"60/m\"), N (per second), or \"\", \"0\" or \"infinity\" for no pacing; or an integer N per second (0: no pacing). N and DURATION must be positive.",
+			OneOf: []*jsonschema.Schema{{Type: "string", Pattern: ratePattern}, {Type: "integer", Minimum: "0"}}}, "Rate"
+	}
+	return nil, ""
+}
+
+// rangeDef is evidence.Range's definition in a file of the given mode.
+func (g *gen) rangeDef(t reflect.Type, mode rangeMode) *jsonschema.Schema {
+	props := jsonschema.NewProperties()
+	min := &jsonschema.Schema{Type: "integer", Description: "The smallest value in the range."}
+	max := &jsonschema.Schema{Type: "integer", Description: "The largest value in the range."}
+	props.Set("min", min)
+	props.Set("max", max)
+	obj := &jsonschema.Schema{Type: "object", Properties: props, Required: []string{"min", "max"}, AdditionalProperties: jsonschema.FalseSchema}
+	desc := g.comment(t, "")
+	switch mode {
+	case rangeObject:
+		obj.Description = desc + "\n\nWritten as {min, max} with min <= max."
+		return obj
+	case rangePlan:
+		min.Minimum = "0"
+		return &jsonschema.Schema{Description: desc + "\n\nCounts in a plan are >= 0; min <= max is checked when the plan is loaded.",
+			OneOf: []*jsonschema.Schema{{Type: "integer", Minimum: "0"}, {Type: "string", Pattern: planRangePattern}, obj}}
+	}
+	return &jsonschema.Schema{Description: desc + "\n\nmin <= max is checked when the file is read.",
+		OneOf: []*jsonschema.Schema{{Type: "integer"}, {Type: "string", Pattern: rangePattern}, obj}}
+}
