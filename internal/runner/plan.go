@@ -36,13 +36,16 @@ type Plan struct {
 	Root string `json:"root,omitempty"`
 	// Tools maps a tool name to a command that prints its version
 	// (e.g. envoy: "envoy --version"); the output goes into manifest.json.
-	Tools     map[string]string `json:"tools,omitempty"`
-	Scenarios []ScenarioPlan    `json:"scenarios"`
+	Tools map[string]string `json:"tools,omitempty"`
+	// Scenarios run in order (at least one); their names must be unique.
+	Scenarios []ScenarioPlan `json:"scenarios"`
 }
 
 // ScenarioPlan is one scenario: the parts it runs on, its steps and what it expects.
 type ScenarioPlan struct {
-	Name        string `json:"name"`
+	// Name names the scenario in reports and its directory NN-<slug>/<repeat> (required).
+	Name string `json:"name"`
+	// Description says what the scenario shows (copied into scenario.json).
 	Description string `json:"description,omitempty"`
 	// Repeat runs the scenario K times, each on fresh parts; default 1.
 	Repeat int `json:"repeat,omitempty"`
@@ -55,16 +58,19 @@ type ScenarioPlan struct {
 	// Attack is shorthand for a single attack step.
 	Attack *AttackPlan `json:"attack,omitempty"`
 	// Steps run in order: attacks and faults.
-	Steps  []Step     `json:"steps,omitempty"`
+	Steps []Step `json:"steps,omitempty"`
+	// Expect is what the scenario must show to PASS.
 	Expect ExpectPlan `json:"expect"`
 }
 
 // LabPlan configures the embedded lab of a scenario.
 type LabPlan struct {
 	// Proxies is the number of lab proxies (proxy-a, proxy-b, ...); default 2.
-	Proxies int         `json:"proxies,omitempty"`
-	Local   *LocalPlan  `json:"local,omitempty"`
-	Global  *GlobalPlan `json:"global,omitempty"`
+	Proxies int `json:"proxies,omitempty"`
+	// Local gives every proxy Envoy's local rate limit filter (one token bucket per proxy).
+	Local *LocalPlan `json:"local,omitempty"`
+	// Global gives every proxy Envoy's rate limit filter, which asks the RLS.
+	Global *GlobalPlan `json:"global,omitempty"`
 	// RLS configures the rate limit service the global filter calls.
 	RLS *RLSPlan `json:"rls,omitempty"`
 	// Backend configures the backend: its endpoints and their faults.
@@ -80,12 +86,19 @@ type LabPlan struct {
 // downstream connection): the default token bucket and the descriptors
 // (proxy.LocalRateLimit has the semantics).
 type LocalPlan struct {
-	MaxTokens      uint32   `json:"max_tokens"`
-	TokensPerFill  uint32   `json:"tokens_per_fill,omitempty"`
-	FillInterval   Duration `json:"fill_interval"`
-	FilterEnabled  *float64 `json:"filter_enabled,omitempty"`
+	// MaxTokens is token_bucket.max_tokens (> 0): the bucket starts full and never holds more.
+	MaxTokens uint32 `json:"max_tokens"`
+	// TokensPerFill is token_bucket.tokens_per_fill; default 1 (Envoy's).
+	TokensPerFill uint32 `json:"tokens_per_fill,omitempty"`
+	// FillInterval is token_bucket.fill_interval; Envoy requires >= 50ms.
+	FillInterval Duration `json:"fill_interval"`
+	// FilterEnabled is filter_enabled, the percentage 0..100 of requests the filter evaluates; default 100.
+	FilterEnabled *float64 `json:"filter_enabled,omitempty"`
+	// FilterEnforced is filter_enforced, the percentage 0..100 of token-less requests that get the 429; default
+	// 100 (0 is shadow mode).
 	FilterEnforced *float64 `json:"filter_enforced,omitempty"`
-	StatPrefix     string   `json:"stat_prefix,omitempty"`
+	// StatPrefix roots the filter's counters <stat_prefix>.http_local_rate_limit.*; default http_local_rate_limiter.
+	StatPrefix string `json:"stat_prefix,omitempty"`
 	// Status is the local reply's status (< 400 means 429).
 	Status int `json:"status,omitempty"`
 	// EnableXRateLimitHeaders adds x-ratelimit-* (DRAFT_VERSION_03).
@@ -202,17 +215,22 @@ type OutlierDetectionPlan struct {
 
 // GlobalPlan is Envoy's ratelimit filter with its route rate_limits actions.
 type GlobalPlan struct {
+	// Domain is the filter's rate limit domain (required).
 	Domain string `json:"domain"`
 	// Descriptors are the actions of a first rate_limits entry, e.g.
 	// {generic_key: {descriptor_key: tenant, descriptor_value: lab}}.
 	Descriptors []ActionPlan `json:"descriptors,omitempty"`
 	// RateLimits are further rate_limits entries, one descriptor each:
 	// [{actions: [{request_headers: {header_name: x-user, descriptor_key: user}}, {remote_address: {}}]}].
-	RateLimits              []RateLimitPlan `json:"rate_limits,omitempty"`
-	Timeout                 Duration        `json:"timeout,omitempty"`
-	FailureModeDeny         bool            `json:"failure_mode_deny,omitempty"`
-	StatusOnError           int             `json:"status_on_error,omitempty"`
-	EnableXRateLimitHeaders bool            `json:"enable_x_ratelimit_headers,omitempty"`
+	RateLimits []RateLimitPlan `json:"rate_limits,omitempty"`
+	// Timeout bounds each RLS call; default 20ms (Envoy's). Exceeding it is an RLS error.
+	Timeout Duration `json:"timeout,omitempty"`
+	// FailureModeDeny is failure_mode_deny: on an RLS error reply status_on_error instead of admitting.
+	FailureModeDeny bool `json:"failure_mode_deny,omitempty"`
+	// StatusOnError is status_on_error.code; default 500.
+	StatusOnError int `json:"status_on_error,omitempty"`
+	// EnableXRateLimitHeaders is enable_x_ratelimit_headers: DRAFT_VERSION_03.
+	EnableXRateLimitHeaders bool `json:"enable_x_ratelimit_headers,omitempty"`
 }
 
 // ActionPlan is one route rate limit action, in Envoy's YAML shape
@@ -246,18 +264,23 @@ type RLSPlan struct {
 
 // ExternalPlan names proxies that rlbench does not start.
 type ExternalPlan struct {
+	// Proxies are the targets (at least one).
 	Proxies []ExternalProxy `json:"proxies"`
 	// ReceiptsURL is the rlbench backend's /_rlbench/receipts, to collect receipts.
 	ReceiptsURL string `json:"receipts_url,omitempty"`
 	// Setup and Teardown are shell commands run before and after each repeat.
-	Setup    string `json:"setup,omitempty"`
+	Setup string `json:"setup,omitempty"`
+	// Teardown is the shell command run after each repeat.
 	Teardown string `json:"teardown,omitempty"`
 }
 
 // ExternalProxy is one existing proxy: its listener URL and Envoy admin URL.
 type ExternalProxy struct {
-	Name  string `json:"name"`
-	URL   string `json:"url"`
+	// Name is the attack target's name in the evidence.
+	Name string `json:"name"`
+	// URL is the proxy's listener base URL.
+	URL string `json:"url"`
+	// Admin is the proxy's Envoy admin base URL, for the stats snapshots; without it stats_agree is not checked.
 	Admin string `json:"admin,omitempty"`
 	// AccessLog is the file this proxy's Envoy access log is written to ($VAR expanded); the lines appended during a scenario are copied to accesslog/<name>.log.
 	AccessLog string `json:"access_log,omitempty"`
@@ -265,9 +288,13 @@ type ExternalProxy struct {
 
 // Step is one attack or one fault.
 type Step struct {
-	Name   string      `json:"name,omitempty"`
+	// Name names the step in the evidence (the attack's phase, the fault's name); default "attack<N>" or
+	// "<action> <target>".
+	Name string `json:"name,omitempty"`
+	// Attack fires an attack (exactly one of Attack and Fault is set).
 	Attack *AttackPlan `json:"attack,omitempty"`
-	Fault  *FaultPlan  `json:"fault,omitempty"`
+	// Fault acts on a part.
+	Fault *FaultPlan `json:"fault,omitempty"`
 }
 
 // FaultPlan is a timed fault action, recorded in faults.jsonl.
@@ -295,15 +322,25 @@ type FaultPlan struct {
 
 // AttackPlan configures one attack.
 type AttackPlan struct {
-	IDs         int               `json:"ids"`
-	Split       string            `json:"split,omitempty"`
-	Seed        int64             `json:"seed,omitempty"`
-	Concurrency int               `json:"concurrency,omitempty"`
-	Rate        Rate              `json:"rate,omitempty"`
-	Method      string            `json:"method,omitempty"`
-	Path        string            `json:"path,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Timeout     Duration          `json:"timeout,omitempty"`
+	// IDs is the number of request IDs to fire, each once (> 0).
+	IDs int `json:"ids"`
+	// Split distributes the IDs over the targets, in attack.ParseSplit syntax: even (default), sticky,
+	// counts=N,N,... or weights=W,W,...
+	Split string `json:"split,omitempty"`
+	// Seed seeds the weights split's shuffle.
+	Seed int64 `json:"seed,omitempty"`
+	// Concurrency caps the requests in flight; 0 sends all at once (or as Rate allows).
+	Concurrency int `json:"concurrency,omitempty"`
+	// Rate paces the sends open-loop; unset sends as fast as possible.
+	Rate Rate `json:"rate,omitempty"`
+	// Method is the HTTP method; default GET.
+	Method string `json:"method,omitempty"`
+	// Path is appended to each target URL (it may carry a query).
+	Path string `json:"path,omitempty"`
+	// Headers are sent with every request.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout bounds each request; default 10s. A timed-out request is indeterminate (code 0).
+	Timeout Duration `json:"timeout,omitempty"`
 }
 
 // ExpectPlan is the scenario's expectation as planned: scenario.json's
@@ -311,8 +348,12 @@ type AttackPlan struct {
 // default to true (stats_agree only for proxies with an admin URL).
 type ExpectPlan struct {
 	evidence.Expectation
+	// ReceiptsEqualAdmitted requires every admitted ID to have exactly one receipt and no rejected ID to have
+	// one; default true.
 	ReceiptsEqualAdmitted *bool `json:"receipts_equal_admitted,omitempty"`
-	StatsAgree            *bool `json:"stats_agree,omitempty"`
+	// StatsAgree requires the proxies' counter deltas to agree with the clients; default true for proxies with
+	// an admin URL.
+	StatsAgree *bool `json:"stats_agree,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("1h", "20ms").

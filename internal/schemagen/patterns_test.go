@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 )
 
 var (
@@ -14,6 +15,7 @@ var (
 	planRangeRE = regexp.MustCompile(planRangePattern)
 	durationRE  = regexp.MustCompile(durationPattern)
 	rateRE      = regexp.MustCompile(ratePattern)
+	latencyRE   = regexp.MustCompile(latencyPattern)
 )
 
 // ascii reports whether s is printable ASCII, space or tab: the patterns'
@@ -45,12 +47,16 @@ func checkPatterns(t *testing.T, s string) {
 	if _, err := attack.ParseRate(s); err == nil && ascii(s) && !rateRE.MatchString(s) {
 		t.Errorf("attack.ParseRate accepts %q, ratePattern does not", s)
 	}
+	if _, err := backend.ParseLatency(s); err == nil && ascii(s) && !latencyRE.MatchString(s) {
+		t.Errorf("backend.ParseLatency accepts %q, latencyPattern does not", s)
+	}
 }
 
 var patternSeeds = []string{
 	"", "0", "5", "+5", "-5", "-0", "007", " 5 ", "5..10", " 5 .. 10 ", "-3..-1", "0..0", "10..5",
 	"1h", "20ms", "1h30m", "1.5s", ".5s", "1.s", "-1s", "+0", "300µs", "2μs", "1us", "1ns",
 	"100/1s", "10/100ms", "60/m", "60/.m", "100", "infinity", " 100/1s ", "+5/s", "5/+1s", "1/1h30m",
+	"uniform:10ms..50ms", " uniform: 1s .. 2s ", "exp:20ms", "normal:50ms,10ms", "normal: 50ms , 10ms", "uniform:2s..1s", "exp:",
 	"5/0s", "5/", "5/-1s", "0/1s", "x", "1..", "..1", "1 h", "1/1 s", "/1s", "5/s.", "1e3",
 }
 
@@ -73,6 +79,7 @@ func TestPatternsReject(t *testing.T) {
 		{planRangeRE, nil, []string{"-5", "-1..3", "x"}},
 		{durationRE, func(s string) error { _, err := time.ParseDuration(s); return err }, []string{"", "1", "1 h", "h", "1d", "1.5", "--1s"}},
 		{rateRE, func(s string) error { _, err := attack.ParseRate(s); return err }, []string{"x", "1/1 s", "/1s", "-5/1s", "5/1d", "5/s.", "1.5"}},
+		{latencyRE, func(s string) error { _, err := backend.ParseLatency(s); return err }, []string{"x", "gamma:1s", "uniform:1s", "normal:1s", "exp:", "1d"}},
 	}
 	for _, c := range cases {
 		for _, s := range c.bad {

@@ -12,6 +12,7 @@ import (
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/runner"
 )
 
@@ -26,7 +27,7 @@ var fieldRules = map[string]rule{
 	// evidence records
 	"evidence.Request.Code":                between(0, 999),
 	"evidence.Receipt.RecvTime":            format("date-time"),
-	"evidence.Fault.Action":                enum(evidence.ActionStop, evidence.ActionStart, evidence.ActionRestart, evidence.ActionExec),
+	"evidence.Fault.Action":                enum(faultActions...),
 	"evidence.Decision.Code":               enum(decisionCodes...),
 	"evidence.LimitSpec.Kind":              enum(evidence.LimitTokenBucket, evidence.LimitFixedWindow),
 	"evidence.LimitSpec.WindowStart":       enum(evidence.WindowAligned, evidence.WindowFirstHit),
@@ -83,7 +84,11 @@ var fieldRules = map[string]rule{
 	"runner.RLSPlan.Config":                    minLength(1),
 	"runner.RLSPlan.WindowStart":               enum(evidence.WindowAligned, evidence.WindowFirstHit),
 	"runner.ExternalPlan.Proxies":              minItems(1),
-	"runner.FaultPlan.Action":                  enum(evidence.ActionStop, evidence.ActionStart, evidence.ActionRestart, evidence.ActionExec),
+	"runner.FaultPlan.Action":                  enum(faultActions...),
+	"backend.Faults.ErrorProbability":          between(0, 1),
+	"backend.Faults.ResetProbability":          between(0, 1),
+	"backend.Faults.MaxConcurrent":             minimum(0),
+	"backend.Faults.OverCapacity":              enum(backend.OverCapacity503, backend.OverCapacityRefuse),
 	"proxy.GenericKeyAction.DescriptorValue":   minLength(1),
 	"proxy.RequestHeadersAction.HeaderName":    minLength(1),
 	"proxy.RequestHeadersAction.DescriptorKey": minLength(1),
@@ -95,9 +100,7 @@ var planRequired = map[string]bool{
 	"runner.ScenarioPlan.Name":                 true,
 	"runner.AttackPlan.IDs":                    true,
 	"runner.LocalPlan.MaxTokens":               true,
-	"runner.LocalPlan.FillInterval":            true,
 	"runner.GlobalPlan.Domain":                 true,
-	"runner.GlobalPlan.Descriptors":            true,
 	"runner.RLSPlan.Config":                    true,
 	"runner.ExternalPlan.Proxies":              true,
 	"runner.FaultPlan.Action":                  true,
@@ -122,7 +125,20 @@ var typeRules = map[string]rule{
 			{If: actionIn(evidence.ActionStop, evidence.ActionStart, evidence.ActionRestart),
 				Then: withProps(map[string]*jsonschema.Schema{"target": {Enum: anys("rls", "redis")}}, "target")},
 			{If: actionIn(evidence.ActionExec), Then: withProps(map[string]*jsonschema.Schema{"command": {MinLength: uptr(1)}}, "command")},
+			// set and clear act on the lab backend; set installs faults, clear takes none.
+			{If: actionIn(evidence.ActionSet, evidence.ActionClear),
+				Then: withProps(map[string]*jsonschema.Schema{"target": {Enum: anys("backend")}}, "target")},
+			{If: actionIn(evidence.ActionSet), Then: required("faults")},
+			{If: actionIn(evidence.ActionClear), Then: &jsonschema.Schema{Not: &jsonschema.Schema{AnyOf: []*jsonschema.Schema{required("faults"), required("for")}}}},
 		}
+	},
+	// GlobalPlan: at least one action, in descriptors or in rate_limits.
+	"runner.GlobalPlan": func(s *jsonschema.Schema) {
+		s.AnyOf = []*jsonschema.Schema{nonEmpty("descriptors"), nonEmpty("rate_limits")}
+	},
+	// LocalPlan: the default bucket needs a fill_interval unless descriptors carry the buckets.
+	"runner.LocalPlan": func(s *jsonschema.Schema) {
+		s.AnyOf = []*jsonschema.Schema{required("fill_interval"), nonEmpty("descriptors")}
 	},
 	// proxy.Action (a plan's descriptors entry): exactly one action.
 	"proxy.Action": func(s *jsonschema.Schema) { s.MinProperties, s.MaxProperties = uptr(1), uptr(1) },
@@ -138,6 +154,7 @@ func scenarioPlanShape(s *jsonschema.Schema) {
 }
 
 var (
+	faultActions  = []string{evidence.ActionStop, evidence.ActionStart, evidence.ActionRestart, evidence.ActionExec, evidence.ActionSet, evidence.ActionClear}
 	verdicts      = []string{evidence.Pass, evidence.Fail, evidence.NotRun}
 	decisionCodes = []string{evidence.CodeOK, evidence.CodeOverLimit, evidence.CodeError, evidence.CodeUnknown}
 )
@@ -205,6 +222,11 @@ func allMinimum(n int, except ...string) rule {
 }
 
 func required(names ...string) *jsonschema.Schema { return &jsonschema.Schema{Required: names} }
+
+// nonEmpty is {properties: {name: {minItems: 1}}, required: [name]}.
+func nonEmpty(name string) *jsonschema.Schema {
+	return withProps(map[string]*jsonschema.Schema{name: {MinItems: uptr(1)}}, name)
+}
 
 func actionIn(actions ...string) *jsonschema.Schema {
 	return withProps(map[string]*jsonschema.Schema{"action": {Enum: anys(actions...)}}, "action")

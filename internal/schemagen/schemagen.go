@@ -16,6 +16,7 @@ package schemagen
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -191,6 +192,10 @@ func (g *gen) file(sp spec) ([]byte, error) {
 	r.Mapper = func(t reflect.Type) *jsonschema.Schema {
 		def, name := g.special(t, sp.ranges)
 		if def == nil {
+			if ownJSON(t) && nameErr == nil {
+				nameErr = fmt.Errorf("%s has its own JSON form (a MarshalJSON/UnmarshalJSON or text method): "+
+					"describe it in special() of internal/schemagen/specs.go", goName(t))
+			}
 			return nil
 		}
 		special[name] = def
@@ -263,6 +268,24 @@ func typeNames(ts []reflect.Type) []string {
 	return out
 }
 
+var (
+	jsonMarshaler   = reflect.TypeFor[json.Marshaler]()
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textMarshaler   = reflect.TypeFor[encoding.TextMarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// ownJSON reports whether t (or *t) encodes or decodes itself, so that its
+// fields do not describe its JSON form.
+func ownJSON(t reflect.Type) bool {
+	for _, i := range []reflect.Type{jsonMarshaler, jsonUnmarshaler, textMarshaler, textUnmarshaler} {
+		if t.Implements(i) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(i)) {
+			return true
+		}
+	}
+	return false
+}
+
 // referenced reports whether a definition refers to #/$defs/name.
 func referenced(defs jsonschema.Definitions, name string) bool {
 	for _, d := range defs {
@@ -286,9 +309,18 @@ func (g *gen) constrain(s *jsonschema.Schema, t reflect.Type, sp spec) {
 
 // fields walks the fields of t as encoding/json does (embedded structs
 // without a name are flattened) and constrains their properties in s.
+//
+// A field without a doc comment of its own takes the comment of an earlier
+// field of the struct that names it ("// Method and URI are ..." above
+// Method documents URI too).
 func (g *gen) fields(s *jsonschema.Schema, t reflect.Type, sp spec) {
+	var docs []string // the doc comments of the fields so far
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
+		doc := g.comment(t, f.Name)
+		if doc != "" {
+			docs = append(docs, doc)
+		}
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" {
 			continue
@@ -313,6 +345,14 @@ func (g *gen) fields(s *jsonschema.Schema, t reflect.Type, sp spec) {
 		if !ok {
 			continue
 		}
+		if prop.Description == "" && doc == "" {
+			for j := len(docs) - 1; j >= 0; j-- {
+				if names(docs[j], f.Name) {
+					prop.Description = docs[j]
+					break
+				}
+			}
+		}
 		k := goName(t) + "." + f.Name
 		if r, ok := fieldRules[k]; ok {
 			g.used[k] = true
@@ -329,6 +369,26 @@ func (g *gen) fields(s *jsonschema.Schema, t reflect.Type, sp spec) {
 				OneOf: []*jsonschema.Schema{{Type: "null"}, withoutDescription(prop)}})
 		}
 	}
+}
+
+// names reports whether the text mentions the Go identifier name as a word.
+func names(text, name string) bool {
+	for i := strings.Index(text, name); i >= 0; {
+		end := i + len(name)
+		if (i == 0 || !isIdent(text[i-1])) && (end == len(text) || !isIdent(text[end])) {
+			return true
+		}
+		j := strings.Index(text[end:], name)
+		if j < 0 {
+			return false
+		}
+		i = end + j
+	}
+	return false
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 func withoutDescription(s *jsonschema.Schema) *jsonschema.Schema {

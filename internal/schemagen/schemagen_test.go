@@ -225,6 +225,23 @@ func TestTidy(t *testing.T) {
 	}
 }
 
+func TestNames(t *testing.T) {
+	for _, c := range []struct {
+		text, name string
+		want       bool
+	}{
+		{"Method and URI are $request_method and $request_uri.", "URI", true},
+		{"OK and OverLimit exclude zombies; ZombieOK counts them.", "OK", true},
+		{"ZombieOK counts them.", "OK", false},
+		{"OKAY", "OK", false},
+		{"see ZombieOK, then OK.", "OK", true},
+	} {
+		if got := names(c.text, c.name); got != c.want {
+			t.Errorf("names(%q, %q) = %v", c.text, c.name, got)
+		}
+	}
+}
+
 func TestUnescapeHTML(t *testing.T) {
 	in := `{"a":"\u003cproxy\u003e \u0026 \\u003c \"q\" \n"}`
 	want := `{"a":"<proxy> & \\u003c \"q\" \n"}`

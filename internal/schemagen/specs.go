@@ -10,6 +10,7 @@ import (
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/runner"
 )
 
@@ -72,6 +73,11 @@ const (
 	planRangePattern = `^\s*(\+?[0-9]+|-0+|([0-9]+|-0+)\s*\.\.\s*-?[0-9]+)\s*$`
 	// durationPattern is time.ParseDuration's syntax.
 	durationPattern = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)$`
+	// latencyPattern is backend.ParseLatency's syntax: DURATION,
+	// uniform:MIN..MAX, exp:MEAN or normal:MEAN,STDDEV.
+	latencyPattern = `^\s*(` + durationBody + `|uniform:\s*` + durationBody + `\s*\.\.\s*` + durationBody +
+		`|exp:\s*` + durationBody + `|normal:\s*` + durationBody + `\s*,\s*` + durationBody + `)\s*$`
+	durationBody = `[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)`
 	// ratePattern is attack.ParseRate's syntax: "", "0", "infinity", N,
 	// N/DURATION or N/UNIT.
 	ratePattern = `^\s*(0|infinity|\+?[0-9]+(/(\+?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+|\.?(ns|us|µs|μs|ms|s|m|h)))?)?\s*$`
@@ -87,6 +93,10 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, "") +
 			"\n\nThe syntax of time.ParseDuration: a sequence of decimal numbers with units ns, us (or µs), ms, s, m, h, e.g. \"300ms\", \"1h30m\"; \"0\" is zero.",
 			Examples: []any{"1h", "20ms"}}, "Duration"
+	case typeOf[backend.Latency]():
+		return &jsonschema.Schema{Type: "string", Pattern: latencyPattern, Description: g.comment(t, "") +
+			"\n\nA Go duration (\"20ms\", fixed), \"uniform:MIN..MAX\", \"exp:MEAN\" or \"normal:MEAN,STDDEV\".",
+			Examples: []any{"20ms", "uniform:10ms..50ms"}}, "Latency"
 	case typeOf[runner.Rate]():
 		return &jsonschema.Schema{Description: g.comment(t, "") +
 			"\n\nA string N/DURATION (\"100/1s\", \"10/100ms\"), N/UNIT (\"60/m\"), N (per second), or \"\", \"0\" or \"infinity\" for no pacing; or an integer N per second (0: no pacing). N and DURATION must be positive.",

@@ -77,8 +77,17 @@ func TestPlanSchemaRejects(t *testing.T) {
 	if _, err := runner.ParsePlan("ok", []byte(ok)); err != nil {
 		t.Fatal(err)
 	}
-	if err := validatePlan([]byte(ok)); err != nil {
-		t.Fatalf("the base plan does not match: %v", err)
+	for _, good := range []string{ok,
+		"scenarios: [{name: a, lab: {backend: {endpoints: 2, faults: {latency: 'uniform:10ms..50ms', error_status: 503, error_probability: 0.5}}}, " +
+			"steps: [{fault: {action: set, target: backend, faults: {latency: 20ms}, for: 1s}}, {attack: {ids: 3}}, {fault: {action: clear, target: backend}}]}]",
+		"scenarios: [{name: a, lab: {global: {domain: d, rate_limits: [{actions: [{remote_address: {}}]}]}, rls: {config: 'domain: d'}}, attack: {ids: 3}}]",
+	} {
+		if _, err := runner.ParsePlan("good", []byte(good)); err != nil {
+			t.Fatalf("%s: %v", good, err)
+		}
+		if err := validatePlan([]byte(good)); err != nil {
+			t.Fatalf("a good plan does not match: %v\n%s", err, good)
+		}
 	}
 	bad := map[string]string{
 		"unknown field":       "scenarios: [{name: a, " + lab + ", attack: {ids: 3}, retries: 2}]",
@@ -102,6 +111,12 @@ func TestPlanSchemaRejects(t *testing.T) {
 		"no max_tokens":       "scenarios: [{name: a, lab: {local: {fill_interval: 1h}}, attack: {ids: 3}}]",
 		"two actions":         "scenarios: [{name: a, lab: {global: {domain: d, descriptors: [{remote_address: {}, generic_key: {descriptor_value: v}}]}, rls: {config: 'domain: d'}}, attack: {ids: 3}}]",
 		"percent":             "scenarios: [{name: a, lab: {local: {max_tokens: 5, fill_interval: 1h, filter_enabled: 150}}, attack: {ids: 3}}]",
+		"no global action":    "scenarios: [{name: a, lab: {global: {domain: d}, rls: {config: 'domain: d'}}, attack: {ids: 3}}]",
+		"set without faults":  "scenarios: [{name: a, " + lab + ", steps: [{fault: {action: set, target: backend}}, {attack: {ids: 1}}]}]",
+		"set on rls":          "scenarios: [{name: a, " + lab + ", steps: [{fault: {action: set, target: rls, faults: {error_status: 503}}}, {attack: {ids: 1}}]}]",
+		"clear with faults":   "scenarios: [{name: a, " + lab + ", steps: [{fault: {action: clear, target: backend, faults: {error_status: 503}}}, {attack: {ids: 1}}]}]",
+		"bad latency":         "scenarios: [{name: a, lab: {backend: {faults: {latency: gamma:1s}}}, attack: {ids: 3}}]",
+		"probability":         "scenarios: [{name: a, lab: {backend: {faults: {error_status: 503, error_probability: 2}}}, attack: {ids: 3}}]",
 	}
 	for name, y := range bad {
 		if _, err := runner.ParsePlan(name, []byte(y)); err == nil {
