@@ -19,10 +19,13 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -67,19 +70,11 @@ func Generate(root string) ([]File, error) {
 		files = append(files, File{Name: schemas.FileName(sp.id), ID: sp.id, Data: data})
 	}
 	var unused []string
-	for k := range fieldRules {
-		if !g.used[k] {
-			unused = append(unused, k)
-		}
-	}
-	for k := range typeRules {
-		if !g.used[k] {
-			unused = append(unused, k)
-		}
-	}
-	for k := range planRequired {
-		if !g.used[k] {
-			unused = append(unused, k)
+	for _, keys := range []iter.Seq[string]{maps.Keys(fieldRules), maps.Keys(typeRules), maps.Keys(addedLater), maps.Keys(planRequired)} {
+		for k := range keys {
+			if !g.used[k] {
+				unused = append(unused, k)
+			}
 		}
 	}
 	if len(unused) > 0 {
@@ -357,6 +352,10 @@ func (g *gen) fields(s *jsonschema.Schema, t reflect.Type, sp spec) {
 		if r, ok := fieldRules[k]; ok {
 			g.used[k] = true
 			r(prop)
+		}
+		if addedLater[k] {
+			g.used[k] = true
+			s.Required = slices.DeleteFunc(s.Required, func(r string) bool { return r == name })
 		}
 		if sp.plan && planRequired[k] {
 			g.used[k] = true

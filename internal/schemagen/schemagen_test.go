@@ -249,3 +249,14 @@ func TestUnescapeHTML(t *testing.T) {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }
+
+// TestRuleForMissingFieldFails: a rule whose field was renamed or removed
+// stops the generator instead of constraining nothing.
+func TestRuleForMissingFieldFails(t *testing.T) {
+	fieldRules["evidence.Request.Renamed"] = minimum(0)
+	defer delete(fieldRules, "evidence.Request.Renamed")
+	_, err := Generate(testfix.RepoRoot(t))
+	if err == nil || !strings.Contains(err.Error(), "evidence.Request.Renamed") {
+		t.Fatalf("Generate = %v, want an error naming the rule", err)
+	}
+}
