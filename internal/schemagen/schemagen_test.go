@@ -18,7 +18,7 @@ import (
 )
 
 // regenerate is the command a failing freshness check asks for.
-const regenerate = "run go generate ./... (or go run ./internal/cmd/schemagen) and commit schemas/"
+const regenerate = "run go generate ./schemas (or go generate ./...) and commit schemas/"
 
 // stale compares generated files with the directory dir and returns one
 // problem per file that differs, is missing or is left over.
