@@ -164,8 +164,9 @@ var DefaultCaptureHeaders = []string{
 
 // Options configures one Run.
 type Options struct {
-	// IDs are the request IDs, sent in this order; they must be unique and
-	// valid header values (see ReadIDs).
+	// IDs are the request IDs of a single-flow attack, sent in this order;
+	// they must be unique and valid header values (see ReadIDs). With
+	// Flows, leave IDs empty: each flow has its own.
 	IDs []string
 	// Targets receive the IDs according to Split (see Assign).
 	Targets []Target
@@ -194,6 +195,22 @@ type Options struct {
 	// (hit k at (k+1)*Per/Freq after the start); the zero value sends as
 	// fast as the workers allow. Negative values are an error.
 	Rate vegeta.Rate
+
+	// Flows, when not empty, makes a multi-flow attack (package doc,
+	// "Flows"): each flow has its own IDs, rate, request and split, and
+	// all start together. IDs, Split, Seed, Method, Path, Header, Body,
+	// Concurrency and Rate above must then be unset.
+	Flows []Flow
+	// Shard, when Count > 0, sends only the Index-th of Count
+	// deterministic slices of every flow's IDs (package doc, "Shards").
+	Shard Shard
+	// StartAt, when set, holds the start (the barrier's release and the
+	// schedule's origin) until that wall-clock instant; connections are
+	// warmed before it (package doc, "Synchronised start"). WarmAhead is
+	// how long before StartAt warming begins (default DefaultWarmAhead).
+	StartAt   time.Time
+	WarmAhead time.Duration
+
 	// InterruptGrace is how long an interrupted attack waits for requests
 	// already in flight before cancelling them (they are then recorded with
 	// code 0, indeterminate); default 1s.
@@ -222,23 +239,34 @@ type Options struct {
 	// is due one interval later). Callers that time something relative to
 	// the attack (a fault at an offset into it) start their clocks there,
 	// not when they called Run: warming may take a while. It must not
-	// block; it is not called when nothing is sent.
+	// block; it is not called when nothing is sent. A multi-flow attack
+	// calls it once: all flows start at that instant.
 	OnStart func(time.Time)
+	// Progress, if set, receives live counters while Run runs (read them
+	// with Progress.Snapshot from any goroutine); see Progress.
+	Progress *Progress
 
 	// DisableKeepAlives opens a new connection for every request and sends
 	// "Connection: close". Envoy's local rate limit with
 	// local_rate_limit_per_downstream_connection keeps one bucket per
 	// connection, so this gives every request its own bucket (package doc,
-	// "Bursts and per-connection buckets").
+	// "Bursts and per-connection buckets"). In a multi-flow attack it
+	// applies to every flow (Flow.DisableKeepAlives sets it for one).
 	DisableKeepAlives bool
-	// MaxConnections caps the open connections per target; 0 is no cap
-	// beyond the workers. Requests beyond it wait for an idle connection and
-	// the wait does not count as latency (it is not on the wire).
+	// MaxConnections caps the open connections per target (per flow); 0 is
+	// no cap beyond the workers. Requests beyond it wait for an idle
+	// connection and the wait does not count as latency (it is not on the
+	// wire).
 	MaxConnections int
 	// TLSConfig is used for https targets; nil uses Go's defaults. Run uses
 	// a copy with ServerName set from the URL when empty and NextProtos
-	// ["http/1.1"].
+	// ["http/1.1"] (["h2"] with ProtoH2).
 	TLSConfig *tls.Config
+	// Protocol is the HTTP version: ProtoHTTP1 (""), ProtoH2 (HTTP/2 over
+	// TLS, ALPN h2: https targets only) or ProtoH2C (HTTP/2 over cleartext
+	// TCP with prior knowledge, RFC 9113 section 3.3: http targets only).
+	// See the package doc, "HTTP/2".
+	Protocol string
 
 	// testResend makes the engine write a request a second time on a new
 	// connection after a reused connection failed, as net/http's Transport
@@ -247,6 +275,62 @@ type Options struct {
 	// testDial replaces the TCP dial (tests only: it injects dial errors
 	// such as EMFILE).
 	testDial func(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// Protocols of Options.Protocol, named as evidence.Request.Proto records
+// them ("HTTP/1.1", "HTTP/2.0") by protoName.
+const (
+	ProtoHTTP1 = "http1"
+	ProtoH2    = "h2"
+	ProtoH2C   = "h2c"
+)
+
+// DefaultWarmAhead is Options.WarmAhead's default: connections are opened
+// this long before Options.StartAt, so that a server's idle timeout (Envoy's
+// default idle_timeout is 1 h, nginx's keepalive_timeout 75 s) does not
+// close them while they wait.
+const DefaultWarmAhead = 5 * time.Second
+
+// Flow is one stream of requests of a multi-flow attack (Options.Flows): a
+// user or a client with its own IDs, rate, request and split over the
+// attack's targets. Fields mean what the Options fields of the same name
+// mean for a single-flow attack.
+type Flow struct {
+	// Name identifies the flow in evidence (evidence.Request.Flow) and in
+	// Summary.Flows; required, unique within the attack, without control
+	// characters.
+	Name string
+	// IDs are the flow's request IDs; IDs must be unique over all flows.
+	IDs   []string
+	Split Split
+	Seed  int64
+	// Method, Path, Header and Body describe the flow's request.
+	Method, Path string
+	Header       http.Header
+	Body         []byte
+	// Rate paces the flow on its own open-loop schedule from the attack's
+	// common start; zero sends all the flow's IDs at once (released from
+	// the attack's one barrier).
+	Rate        vegeta.Rate
+	Concurrency int
+	// DisableKeepAlives gives this flow a new connection per request.
+	DisableKeepAlives bool
+	// Requests, when not empty, are the flow's request templates and
+	// replace Split, Method, Path, Header and Body: ID k (0-based, in IDs
+	// order) is sent as Requests[k mod len(Requests)], the order in which
+	// vegeta's attacker cycles through a list of targets (`rlbench attack
+	// --targets-file`).
+	Requests []RequestTemplate
+}
+
+// RequestTemplate is one request of Flow.Requests.
+type RequestTemplate struct {
+	// Target names one of Options.Targets ("" is the first).
+	Target string
+	// Method (default GET), Path, Header and Body as in Options.
+	Method, Path string
+	Header       http.Header
+	Body         []byte
 }
 
 // TargetConfig is one target as recorded in Summary.Config.
@@ -265,14 +349,18 @@ type Burst = evidence.AttackBurst
 // Pacing describes a paced attack against its schedule (evidence.AttackPacing).
 type Pacing = evidence.AttackPacing
 
+// FlowSummary is one flow's part of a multi-flow Summary (evidence.AttackFlow).
+type FlowSummary = evidence.AttackFlow
+
 // Summary describes a finished (or interrupted) attack; callers add it to
 // attack.json (evidence.Attack) after requests.jsonl is closed. The record
 // type is evidence's (evidence.AttackSummary).
 type Summary = evidence.AttackSummary
 
-// Run sends every ID in opts.IDs once, to the target Assign picks, and
-// writes one evidence.Request per result to out as soon as it arrives (out
-// flushes at least every evidence.FlushEvery; Run does not close out).
+// Run sends every ID in opts.IDs (or in every flow of opts.Flows) once, to
+// the target Assign picks, and writes one evidence.Request per result to
+// out as soon as it arrives (out flushes at least every evidence.FlushEvery;
+// Run does not close out).
 //
 // The ID travels in opts.IDHeader. Timing: evidence.Request.SentNs is when
 // the request's write began on an open connection (connection setup is not
@@ -320,60 +408,69 @@ func Check(opts Options) error {
 // prepared holds validated options and everything precomputed for a Run.
 type prepared struct {
 	opts     Options
-	assign   []int32  // per ID index: target index
+	flows    []*flowPrep
 	tnames   []string // per target: name
-	urls     []string // per target: URL+Path
+	turls    []string // per target: base URL
 	idKey    string   // canonical ID header name
 	capture  []string // lower-case exact names
 	prefixes []string // lower-case prefixes
-	workers  int      // bound on workers at the start
-	maxWork  int      // absolute bound (rate mode may grow to it)
+	multi    bool     // Options.Flows was given
+	ids      int      // IDs this Run sends (after sharding)
 	config   Config
+	shard    *evidence.AttackShard
+}
+
+// flowPrep is one validated flow (a single-flow attack has one, unnamed).
+type flowPrep struct {
+	name   string
+	ids    []string // the IDs this Run sends, in order
+	sched  []int64  // sharded: per ID, its index in the unsharded flow (the schedule's hit number); nil = its own index
+	tmpls  []tmplPrep
+	assign []int32 // per ID: template index
+	rate   vegeta.Rate
+	paced  bool
+	perSec float64
+	keep   bool
+	conc   int
+	// workers bound the requests in flight at the start; maxWork is the
+	// absolute bound (a paced flow may grow to it).
+	workers, maxWork int
+	config           Config
+}
+
+// tmplPrep is one request shape of a flow: for a Split, one per target.
+type tmplPrep struct {
+	target       int
+	method, path string
+	header       http.Header
+	body         []byte
 }
 
 // fdMargin descriptors are kept free besides the halving (package doc).
 const fdMargin = 64
 
+// flowSpec is a Flow before validation; a single-flow attack's Options
+// become one.
+type flowSpec = Flow
+
 func prepare(o Options) (*prepared, error) {
-	if len(o.IDs) == 0 {
-		return nil, invalid("no ids")
-	}
 	if len(o.Targets) == 0 {
 		return nil, invalid("no targets")
 	}
-	for i, id := range o.IDs {
-		if err := checkID(id); err != nil {
-			return nil, invalid("id %d: %v", i+1, err)
+	multi := len(o.Flows) > 0
+	var specs []flowSpec
+	if multi {
+		if len(o.IDs) > 0 || o.Split.Mode != "" || o.Seed != 0 || o.Method != "" || o.Path != "" || len(o.Header) > 0 ||
+			len(o.Body) > 0 || o.Concurrency != 0 || o.Rate != (vegeta.Rate{}) {
+			return nil, invalid("with flows, set ids, split, seed, method, path, header, body, concurrency and rate per flow, not for the attack")
 		}
-	}
-	if i, j, dup := findDuplicate(o.IDs); dup {
-		return nil, invalid("id %d %q duplicates id %d", j+1, o.IDs[j], i+1)
-	}
-	if o.Method == "" {
-		o.Method = DefaultMethod
-	}
-	o.Method = strings.ToUpper(o.Method)
-	if !httpguts.ValidHeaderFieldName(o.Method) { // method = token (RFC 9110 9.1)
-		return nil, invalid("method %q is not an HTTP token", o.Method)
-	}
-	if o.Method == "CONNECT" {
-		return nil, invalid("method CONNECT is not supported")
-	}
-	if o.Path != "" && !strings.HasPrefix(o.Path, "/") {
-		return nil, invalid("path %q must start with '/'", o.Path)
-	}
-	if strings.Contains(o.Path, "#") {
-		return nil, invalid("path %q must not contain '#'", o.Path)
-	}
-	if strings.ContainsFunc(o.Path, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return nil, invalid("path %q contains spaces or control characters", o.Path)
-	}
-	for k, vs := range o.Header {
-		for _, v := range append(vs[:len(vs):len(vs)], "") { // "" checks the name of a header without values
-			if err := CheckHeader(k, v); err != nil {
-				return nil, invalid("%v", err)
-			}
+		specs = o.Flows
+	} else {
+		if len(o.IDs) == 0 {
+			return nil, invalid("no ids")
 		}
+		specs = []flowSpec{{IDs: o.IDs, Split: o.Split, Seed: o.Seed, Method: o.Method, Path: o.Path, Header: o.Header,
+			Body: o.Body, Rate: o.Rate, Concurrency: o.Concurrency}}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
@@ -393,20 +490,30 @@ func prepare(o Options) (*prepared, error) {
 	if o.CaptureHeaders == nil {
 		o.CaptureHeaders = DefaultCaptureHeaders
 	}
-	if o.Concurrency < 0 {
-		return nil, invalid("negative concurrency %d", o.Concurrency)
-	}
 	if o.MaxConnections < 0 {
 		return nil, invalid("negative max connections %d", o.MaxConnections)
-	}
-	if o.Rate.Freq < 0 || o.Rate.Per < 0 {
-		return nil, invalid("negative rate %s", o.Rate)
 	}
 	if o.InterruptGrace < 0 {
 		return nil, invalid("negative interrupt grace %s", o.InterruptGrace)
 	}
+	if o.WarmAhead < 0 {
+		return nil, invalid("negative warm-ahead %s", o.WarmAhead)
+	}
+	if o.WarmAhead == 0 {
+		o.WarmAhead = DefaultWarmAhead
+	}
+	switch o.Protocol {
+	case "":
+		o.Protocol = ProtoHTTP1
+	case ProtoHTTP1, ProtoH2, ProtoH2C:
+	default:
+		return nil, invalid("protocol %q: want %s, %s or %s", o.Protocol, ProtoHTTP1, ProtoH2, ProtoH2C)
+	}
+	if err := o.Shard.check(); err != nil {
+		return nil, invalid("%v", err)
+	}
 
-	names := map[string]bool{}
+	names := map[string]int{}
 	ts := make([]Target, len(o.Targets))
 	for k, t := range o.Targets {
 		u, err := url.Parse(t.URL)
@@ -422,71 +529,67 @@ func prepare(o Options) (*prepared, error) {
 		if u.User != nil {
 			return nil, invalid("target %d url %q must not carry user info", k+1, t.URL)
 		}
+		switch {
+		case o.Protocol == ProtoH2 && u.Scheme != "https":
+			return nil, invalid("target %d url %q: HTTP/2 over TLS (h2) needs an https URL; use h2c for cleartext", k+1, t.URL)
+		case o.Protocol == ProtoH2C && u.Scheme != "http":
+			return nil, invalid("target %d url %q: h2c (cleartext HTTP/2) needs an http URL; use h2 for https", k+1, t.URL)
+		}
 		if t.Name == "" {
 			t.Name = u.Host
 		}
-		if names[t.Name] {
+		if _, dup := names[t.Name]; dup {
 			return nil, invalid("duplicate target name %q", t.Name)
 		}
-		names[t.Name] = true
+		names[t.Name] = k
 		t.URL = strings.TrimSuffix(t.URL, "/")
-		if o.Path == "" && t.URL == u.Scheme+"://"+u.Host {
-			t.URL += "/"
-		}
 		ts[k] = t
 	}
 	o.Targets = ts
 
-	to, err := assignTargets(len(o.IDs), len(o.Targets), o.Split, o.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("attack: %w: %v", ErrInvalidOptions, err)
+	p := &prepared{opts: o, multi: multi}
+	for _, t := range o.Targets {
+		p.tnames = append(p.tnames, t.Name)
+		p.turls = append(p.turls, t.URL)
 	}
-
-	p := &prepared{opts: o, assign: to}
-	n := len(o.IDs)
-	fd := fdLimits()
-	cfg := Config{
-		Name: o.Name, Split: o.Split.String(), Seed: o.Seed, Method: o.Method, Path: o.Path,
-		BodyBytes: len(o.Body), Concurrency: o.Concurrency,
-		Rate: "0", TimeoutNs: int64(o.Timeout), IDs: n, IDHeader: o.IDHeader,
-		CaptureHeaders: o.CaptureHeaders, BodyPrefix: o.BodyPrefix,
-		DisableKeepAlives: o.DisableKeepAlives, MaxConnections: o.MaxConnections,
-		FDLimit: fd.limit, FDOpen: fd.open, FDCap: fd.capacity(),
-	}
-	paced := o.Rate.Freq > 0 && o.Rate.Per > 0
-	if paced {
-		cfg.Rate = FormatRate(o.Rate)
-		cfg.RatePerSec = float64(o.Rate.Freq) / o.Rate.Per.Seconds()
-	}
-	cfg.Barrier = !paced
-
-	// Workers: explicit, or the default bounded by IDs and descriptors.
-	absolute := n
-	if cfg.FDCap > 0 && cfg.FDCap < absolute {
-		absolute = cfg.FDCap
-	}
-	switch {
-	case o.Concurrency > 0:
-		p.maxWork = min(o.Concurrency, n)
-		if fd.limit > 0 && p.maxWork > fd.free() {
-			return nil, invalid("concurrency %d needs more file descriptors than are free (%d open of a limit of %d); raise the limit (ulimit -n) or lower --concurrency",
-				p.maxWork, fd.open, fd.limit)
+	flowNames := map[string]bool{}
+	var all [][]string
+	for fi := range specs {
+		fs := &specs[fi]
+		where := "attack"
+		if multi {
+			where = fmt.Sprintf("flow %d", fi+1)
+			if fs.Name == "" {
+				return nil, invalid("%s: a flow needs a name", where)
+			}
+			if strings.ContainsFunc(fs.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+				return nil, invalid("%s: name %q contains control characters", where, fs.Name)
+			}
+			where = fmt.Sprintf("flow %q", fs.Name)
+			if flowNames[fs.Name] {
+				return nil, invalid("%s: duplicate flow name", where)
+			}
+			flowNames[fs.Name] = true
 		}
-		p.workers = p.maxWork
-		cfg.WorkersFrom = "concurrency"
-	case paced:
-		p.maxWork = absolute
-		p.workers = rateBound(cfg.RatePerSec, 0, absolute)
-		cfg.WorkersFrom = "rate"
-	default:
-		p.maxWork = absolute
-		p.workers = absolute
-		cfg.WorkersFrom = "ids"
-		if absolute < n {
-			cfg.WorkersFrom = "fd_limit"
+		fp, err := prepareFlow(o, fs, names, where)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, fs.IDs)
+		p.flows = append(p.flows, fp)
+	}
+	if err := checkUniqueIDs(all, specs, multi); err != nil {
+		return nil, err
+	}
+	if o.Shard.Count > 0 {
+		p.shard = shardInfo(o, specs, p.flows)
+		for _, fp := range p.flows {
+			fp.applyShard(o.Shard)
 		}
 	}
-	cfg.Workers = p.workers
+	if err := p.sizeWorkers(); err != nil {
+		return nil, err
+	}
 
 	for _, c := range o.CaptureHeaders {
 		c = strings.ToLower(strings.TrimSpace(c))
@@ -497,21 +600,270 @@ func prepare(o Options) (*prepared, error) {
 		}
 	}
 	p.idKey = http.CanonicalHeaderKey(o.IDHeader)
-	counts := make([]int, len(o.Targets))
-	for _, t := range to {
-		counts[t]++
+	p.buildConfig()
+	return p, nil
+}
+
+// checkUniqueIDs validates every ID and reports the first duplicate over
+// all flows.
+func checkUniqueIDs(all [][]string, specs []flowSpec, multi bool) error {
+	n := 0
+	for _, ids := range all {
+		n += len(ids)
 	}
+	flat := make([]string, 0, n)
+	for fi, ids := range all {
+		for i, id := range ids {
+			if err := checkID(id); err != nil {
+				if multi {
+					return invalid("flow %q: id %d: %v", specs[fi].Name, i+1, err)
+				}
+				return invalid("id %d: %v", i+1, err)
+			}
+		}
+		flat = append(flat, ids...)
+	}
+	i, j, dup := findDuplicate(flat)
+	if !dup {
+		return nil
+	}
+	if !multi {
+		return invalid("id %d %q duplicates id %d", j+1, flat[j], i+1)
+	}
+	locate := func(k int) string {
+		for fi, ids := range all {
+			if k < len(ids) {
+				return fmt.Sprintf("id %d of flow %q", k+1, specs[fi].Name)
+			}
+			k -= len(ids)
+		}
+		return ""
+	}
+	return invalid("%s (%q) duplicates %s: every id is sent once in the whole attack", locate(j), flat[j], locate(i))
+}
+
+// checkRequest validates one request shape.
+func checkRequest(where, method, path string, header http.Header) (string, error) {
+	if method == "" {
+		method = DefaultMethod
+	}
+	method = strings.ToUpper(method)
+	if !httpguts.ValidHeaderFieldName(method) { // method = token (RFC 9110 9.1)
+		return "", invalid("%smethod %q is not an HTTP token", where, method)
+	}
+	if method == "CONNECT" {
+		return "", invalid("%smethod CONNECT is not supported", where)
+	}
+	if path != "" && !strings.HasPrefix(path, "/") {
+		return "", invalid("%spath %q must start with '/'", where, path)
+	}
+	if strings.Contains(path, "#") {
+		return "", invalid("%spath %q must not contain '#'", where, path)
+	}
+	if strings.ContainsFunc(path, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return "", invalid("%spath %q contains spaces or control characters", where, path)
+	}
+	for k, vs := range header {
+		for _, v := range append(vs[:len(vs):len(vs)], "") { // "" checks the name of a header without values
+			if err := CheckHeader(k, v); err != nil {
+				return "", invalid("%s%v", where, err)
+			}
+		}
+	}
+	return method, nil
+}
+
+// prepareFlow validates one flow and builds its templates and assignment.
+func prepareFlow(o Options, fs *flowSpec, names map[string]int, where string) (*flowPrep, error) {
+	pre := ""
+	if where != "attack" {
+		pre = where + ": "
+	}
+	if len(fs.IDs) == 0 {
+		return nil, invalid("%sno ids", pre)
+	}
+	if fs.Concurrency < 0 {
+		return nil, invalid("%snegative concurrency %d", pre, fs.Concurrency)
+	}
+	if fs.Rate.Freq < 0 || fs.Rate.Per < 0 {
+		return nil, invalid("%snegative rate %s", pre, fs.Rate)
+	}
+	fp := &flowPrep{name: fs.Name, ids: fs.IDs, rate: fs.Rate, conc: fs.Concurrency, keep: !(o.DisableKeepAlives || fs.DisableKeepAlives)}
+	fp.paced = fs.Rate.Freq > 0 && fs.Rate.Per > 0
+	if fp.paced {
+		fp.perSec = float64(fs.Rate.Freq) / fs.Rate.Per.Seconds()
+	}
+	n := len(fs.IDs)
+	if len(fs.Requests) > 0 {
+		if fs.Split.Mode != "" || fs.Method != "" || fs.Path != "" || len(fs.Header) > 0 || len(fs.Body) > 0 {
+			return nil, invalid("%swith request templates, set method, path, header and body per template and no split", pre)
+		}
+		for k, rt := range fs.Requests {
+			w := fmt.Sprintf("%srequest %d: ", pre, k+1)
+			ti := 0
+			if rt.Target != "" {
+				var ok bool
+				if ti, ok = names[rt.Target]; !ok {
+					return nil, invalid("%sno target named %q", w, rt.Target)
+				}
+			}
+			m, err := checkRequest(w, rt.Method, rt.Path, rt.Header)
+			if err != nil {
+				return nil, err
+			}
+			fp.tmpls = append(fp.tmpls, tmplPrep{target: ti, method: m, path: rt.Path, header: rt.Header, body: rt.Body})
+		}
+		fp.assign = make([]int32, n)
+		for i := range fp.assign {
+			fp.assign[i] = int32(i % len(fs.Requests))
+		}
+	} else {
+		m, err := checkRequest(pre, fs.Method, fs.Path, fs.Header)
+		if err != nil {
+			return nil, err
+		}
+		for ti := range o.Targets {
+			fp.tmpls = append(fp.tmpls, tmplPrep{target: ti, method: m, path: fs.Path, header: fs.Header, body: fs.Body})
+		}
+		to, err := assignTargets(n, len(o.Targets), fs.Split, fs.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("attack: %w: %s%v", ErrInvalidOptions, pre, err)
+		}
+		fp.assign = to
+	}
+	split := fs.Split
+	fp.config = Config{Flow: fs.Name, Split: split.String(), Seed: fs.Seed, Concurrency: fs.Concurrency,
+		Rate: "0", DisableKeepAlives: !fp.keep}
+	if len(fs.Requests) > 0 {
+		fp.config.Split = SplitRequests
+		for _, t := range fp.tmpls {
+			fp.config.Requests = append(fp.config.Requests, evidence.AttackRequestTemplate{Target: o.Targets[t.target].Name,
+				Method: t.method, Path: t.path, HeaderNames: headerNames(t.header), BodyBytes: len(t.body)})
+		}
+	} else {
+		t := fp.tmpls[0]
+		fp.config.Method, fp.config.Path, fp.config.HeaderNames, fp.config.BodyBytes = t.method, t.path, headerNames(t.header), len(t.body)
+	}
+	if fp.paced {
+		fp.config.Rate = FormatRate(fs.Rate)
+		fp.config.RatePerSec = fp.perSec
+	}
+	fp.config.Barrier = !fp.paced
+	return fp, nil
+}
+
+// SplitRequests is AttackConfig.Split of a flow with request templates
+// (Flow.Requests): ID k goes to template k mod len(Requests).
+const SplitRequests = "requests"
+
+func headerNames(h http.Header) []string {
+	var out []string
+	for k := range h {
+		out = append(out, http.CanonicalHeaderKey(k))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sizeWorkers sets every flow's worker bounds: explicit, or the default
+// bounded by its IDs and its share of the descriptors (package doc,
+// "Descriptors").
+func (p *prepared) sizeWorkers() error {
+	fd := fdLimits()
+	total := 0
+	for _, fp := range p.flows {
+		total += len(fp.ids)
+	}
+	p.ids = total
+	explicit := 0
+	for _, fp := range p.flows {
+		n := len(fp.ids)
+		fp.config.IDs = n
+		if n == 0 { // a shard without any of this flow's IDs
+			fp.config.WorkersFrom = "ids"
+			continue
+		}
+		absolute := n
+		if c := fd.capacity(); c > 0 {
+			share := c
+			if len(p.flows) > 1 {
+				share = max(1, int(int64(c)*int64(n)/int64(total)))
+			}
+			absolute = min(absolute, share)
+		}
+		switch {
+		case fp.conc > 0:
+			fp.maxWork = min(fp.conc, n)
+			fp.workers = fp.maxWork
+			fp.config.WorkersFrom = "concurrency"
+			explicit += fp.maxWork
+		case fp.paced:
+			fp.maxWork = absolute
+			fp.workers = rateBound(fp.perSec/float64(max(1, p.opts.Shard.Count)), 0, absolute)
+			fp.config.WorkersFrom = "rate"
+		default:
+			fp.maxWork = absolute
+			fp.workers = absolute
+			fp.config.WorkersFrom = "ids"
+			if absolute < n {
+				fp.config.WorkersFrom = "fd_limit"
+			}
+		}
+		fp.config.Workers = fp.workers
+	}
+	if fd.limit > 0 && explicit > fd.free() {
+		return invalid("concurrency %d needs more file descriptors than are free (%d open of a limit of %d); raise the limit (ulimit -n) or lower --concurrency",
+			explicit, fd.open, fd.limit)
+	}
+	p.config.FDLimit, p.config.FDOpen, p.config.FDCap = fd.limit, fd.open, fd.capacity()
+	return nil
+}
+
+// buildConfig fills the attack's and every flow's recorded configuration.
+func (p *prepared) buildConfig() {
+	o := p.opts
+	counts := make([]int, len(o.Targets))
+	for _, fp := range p.flows {
+		fc := make([]int, len(o.Targets))
+		for _, ti := range fp.assign {
+			fc[fp.tmpls[ti].target]++
+		}
+		c := &fp.config
+		c.Name, c.TimeoutNs, c.IDHeader, c.CaptureHeaders, c.BodyPrefix = o.Name, int64(o.Timeout), o.IDHeader, o.CaptureHeaders, o.BodyPrefix
+		c.MaxConnections, c.Protocol = o.MaxConnections, protocolConfig(o.Protocol)
+		c.FDLimit, c.FDOpen, c.FDCap = p.config.FDLimit, p.config.FDOpen, p.config.FDCap
+		for k, t := range o.Targets {
+			c.Targets = append(c.Targets, TargetConfig{Name: t.Name, URL: t.URL, IDs: fc[k]})
+			counts[k] += fc[k]
+		}
+	}
+	if !p.multi {
+		cfg := p.flows[0].config
+		cfg.Flow = ""
+		p.config = cfg
+		return
+	}
+	cfg := Config{Name: o.Name, Split: "flows", Rate: "0", TimeoutNs: int64(o.Timeout), IDs: p.ids, IDHeader: o.IDHeader,
+		CaptureHeaders: o.CaptureHeaders, BodyPrefix: o.BodyPrefix, DisableKeepAlives: o.DisableKeepAlives,
+		MaxConnections: o.MaxConnections, FDLimit: p.config.FDLimit, FDOpen: p.config.FDOpen, FDCap: p.config.FDCap,
+		WorkersFrom: "flows", Protocol: protocolConfig(o.Protocol)}
 	for k, t := range o.Targets {
-		p.tnames = append(p.tnames, t.Name)
-		p.urls = append(p.urls, t.URL+o.Path)
 		cfg.Targets = append(cfg.Targets, TargetConfig{Name: t.Name, URL: t.URL, IDs: counts[k]})
 	}
-	for k := range o.Header {
-		cfg.HeaderNames = append(cfg.HeaderNames, http.CanonicalHeaderKey(k))
+	for _, fp := range p.flows {
+		cfg.Workers += fp.workers
+		cfg.Barrier = cfg.Barrier || !fp.paced
 	}
-	sort.Strings(cfg.HeaderNames)
 	p.config = cfg
-	return p, nil
+}
+
+// protocolConfig is AttackConfig.Protocol: "" for HTTP/1.1 (as before it
+// existed), else the Options.Protocol.
+func protocolConfig(proto string) string {
+	if proto == ProtoHTTP1 {
+		return ""
+	}
+	return proto
 }
 
 // rateBound is the worker bound for a paced attack at perSec requests/s

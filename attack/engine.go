@@ -29,45 +29,76 @@ import (
 type engine struct {
 	p       *prepared
 	out     *evidence.Writer
-	targets []*target
+	flows   []*flowRun
 	timeout time.Duration
-	keep    bool // keep-alive
-	paced   bool
+	prog    *Progress
 
 	stop     atomic.Bool // take no further IDs (interrupt or write failure)
 	abortCtx context.Context
 	abortFn  context.CancelFunc
-	next     atomic.Int64 // unpaced: next ID index to take
 
 	mu       sync.Mutex
 	workers  []*worker
 	writeErr error
+
+	// released is the start instant (unix ns) and proceed whether the
+	// attack goes on (false: interrupted while warming), both written
+	// before the barrier opens; warmNs is how long warming took.
+	released int64
+	proceed  bool
+	warmNs   int64
+}
+
+// flowRun is one flow's state while the attack runs.
+type flowRun struct {
+	e     *engine
+	f     *flowPrep
+	idx   int
+	tmpls []*tmpl
+	pools []*pool // per attack target; nil when the flow sends none there
+	next  atomic.Int64
 
 	lat, pace, fromIntended, burst hist
 	// Paced: the first sizingSample latencies, summed (package doc, "Fixed
 	// rates").
 	sampleN, sampleSum atomic.Int64
 	warm               atomic.Int64 // connections warmed before the start
-	// released is the barrier's release instant (unix ns), written before
-	// the barrier opens; burstMin/Max bound the released requests' SentNs.
-	released           int64
 	burstMin, burstMax atomic.Int64
+	burstN             int // workers released by the barrier
+	// Paced results.
+	peak, bound int
+	sizedBy     time.Duration
+	jobs        chan job
 }
 
-// target is one target's connection pool and request template.
-type target struct {
-	name, url string
-	addr      string
-	tlsConf   *tls.Config // nil for http
-	// A request is prefix + ID + suffix: (*http.Request).Write's bytes with
-	// a marker as the ID header value, split at the marker.
+// pool is one flow's connections to one target.
+type pool struct {
+	name    string
+	addr    string
+	tlsConf *tls.Config // nil for http
+	h2      *h2pool     // HTTP/2 (h2, h2c); nil for HTTP/1.1
+	idle    chan *hconn
+	slots   chan struct{} // one token per open connection; nil = no cap
+	dialer  net.Dialer
+	timeout time.Duration
+	// testDial replaces the TCP dial (Options.testDial).
+	testDial func(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// tmpl is one request shape (a target of a split, or a request template)
+// ready for the wire.
+type tmpl struct {
+	pool   *pool
+	target int // attack target index
+	url    string
+	method string
+	// HTTP/1.1: a request is prefix + ID + suffix: (*http.Request).Write's
+	// bytes with a marker as the ID header value, split at the marker.
 	prefix, suffix []byte
-	req            *http.Request // read-only: tells http.ReadResponse the method
-	idle           chan *hconn
-	slots          chan struct{} // one token per open connection; nil = no cap
-	dialer         net.Dialer
-	timeout        time.Duration
-	testDial       func(ctx context.Context, addr string) (net.Conn, error)
+	// req tells http.ReadResponse the method (HTTP/1.1); for HTTP/2 it is
+	// the template each request is copied from (h2.go).
+	req  *http.Request
+	body []byte
 }
 
 // hconn is one HTTP/1.1 client connection.
@@ -75,7 +106,7 @@ type hconn struct {
 	net.Conn
 	br        *bufio.Reader
 	raw       syscall.RawConn // the TCP socket, for the liveness peek
-	t         *target
+	p         *pool
 	isTLS     bool
 	used      bool      // has carried a request
 	idleSince time.Time // when it was put back idle
@@ -84,8 +115,8 @@ type hconn struct {
 // close closes the connection and frees its slot.
 func (c *hconn) close() {
 	c.Conn.Close()
-	if c.t.slots != nil {
-		<-c.t.slots
+	if c.p.slots != nil {
+		<-c.p.slots
 	}
 }
 
@@ -94,44 +125,50 @@ func (c *hconn) close() {
 const staleAfter = time.Millisecond
 
 func newEngine(p *prepared, out *evidence.Writer) (*engine, error) {
-	e := &engine{p: p, out: out, timeout: p.opts.Timeout, keep: !p.opts.DisableKeepAlives}
-	e.paced = p.opts.Rate.Freq > 0 && p.opts.Rate.Per > 0
+	e := &engine{p: p, out: out, timeout: p.opts.Timeout, prog: p.opts.Progress}
 	marker := make([]byte, 12)
 	if _, err := rand.Read(marker); err != nil {
 		return nil, err
 	}
 	mark := "rlbench-id-" + hex.EncodeToString(marker)
-	idleCap := p.maxWork
-	if p.opts.MaxConnections > 0 {
-		idleCap = min(idleCap, p.opts.MaxConnections)
-	}
-	for k, t := range p.opts.Targets {
-		tg, err := newTarget(p, t, p.urls[k], mark)
-		if err != nil {
-			return nil, err
-		}
-		tg.name = p.tnames[k]
-		tg.idle = make(chan *hconn, idleCap)
+	for fi, fp := range p.flows {
+		fr := &flowRun{e: e, f: fp, idx: fi, pools: make([]*pool, len(p.opts.Targets))}
+		idleCap := fp.maxWork
 		if p.opts.MaxConnections > 0 {
-			tg.slots = make(chan struct{}, p.opts.MaxConnections)
+			idleCap = min(idleCap, p.opts.MaxConnections)
 		}
-		e.targets = append(e.targets, tg)
+		for _, tp := range fp.tmpls {
+			pl := fr.pools[tp.target]
+			if pl == nil {
+				var err error
+				if pl, err = newPool(p, tp.target, idleCap, !fp.keep); err != nil {
+					return nil, err
+				}
+				fr.pools[tp.target] = pl
+			}
+			t, err := newTmpl(p, fp, tp, pl, mark)
+			if err != nil {
+				return nil, err
+			}
+			fr.tmpls = append(fr.tmpls, t)
+		}
+		e.flows = append(e.flows, fr)
 	}
 	return e, nil
 }
 
-func newTarget(p *prepared, t Target, full, mark string) (*target, error) {
-	u, err := url.Parse(full)
+func newPool(p *prepared, ti, idleCap int, single bool) (*pool, error) {
+	u, err := url.Parse(p.turls[ti])
 	if err != nil {
-		return nil, invalid("url %q: %v", full, err)
+		return nil, invalid("url %q: %v", p.turls[ti], err)
 	}
 	port := u.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	tg := &target{url: full, addr: net.JoinHostPort(u.Hostname(), port), timeout: p.opts.Timeout}
-	tg.dialer = net.Dialer{Timeout: p.opts.Timeout, KeepAlive: 30 * time.Second}
-	tg.testDial = p.opts.testDial
+	pl := &pool{name: p.tnames[ti], addr: net.JoinHostPort(u.Hostname(), port), timeout: p.opts.Timeout}
+	pl.dialer = net.Dialer{Timeout: p.opts.Timeout, KeepAlive: 30 * time.Second}
+	pl.testDial = p.opts.testDial
 	if u.Scheme == "https" {
 		cfg := &tls.Config{}
 		if p.opts.TLSConfig != nil {
@@ -141,14 +178,35 @@ func newTarget(p *prepared, t Target, full, mark string) (*target, error) {
 			cfg.ServerName = u.Hostname()
 		}
 		cfg.NextProtos = []string{"http/1.1"}
-		tg.tlsConf = cfg
+		if p.opts.Protocol == ProtoH2 {
+			cfg.NextProtos = []string{"h2"}
+		}
+		pl.tlsConf = cfg
 	}
-	req, err := http.NewRequest(p.opts.Method, full, nil)
+	if p.opts.Protocol != ProtoHTTP1 {
+		pl.h2 = newH2Pool(pl, p.opts.MaxConnections, single)
+		return pl, nil
+	}
+	pl.idle = make(chan *hconn, idleCap)
+	if p.opts.MaxConnections > 0 {
+		pl.slots = make(chan struct{}, p.opts.MaxConnections)
+	}
+	return pl, nil
+}
+
+func newTmpl(p *prepared, fp *flowPrep, tp tmplPrep, pl *pool, mark string) (*tmpl, error) {
+	base := p.turls[tp.target]
+	full := base + tp.path
+	if u, err := url.Parse(base); err == nil && tp.path == "" && base == u.Scheme+"://"+u.Host {
+		full += "/"
+	}
+	t := &tmpl{pool: pl, target: tp.target, url: full, method: tp.method, body: tp.body}
+	req, err := http.NewRequest(tp.method, full, nil)
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
 	h := http.Header{}
-	for k, vs := range p.opts.Header {
+	for k, vs := range tp.header {
 		ck := http.CanonicalHeaderKey(k)
 		switch {
 		case ck == p.idKey:
@@ -160,12 +218,18 @@ func newTarget(p *prepared, t Target, full, mark string) (*target, error) {
 			h[ck] = append(h[ck], vs...)
 		}
 	}
+	if pl.h2 != nil {
+		req.Header = h
+		req.ContentLength = int64(len(tp.body))
+		t.req = req
+		return t, nil
+	}
 	h[p.idKey] = []string{mark}
 	req.Header = h
-	req.Close = p.opts.DisableKeepAlives
-	if len(p.opts.Body) > 0 {
-		req.Body = io.NopCloser(bytes.NewReader(p.opts.Body))
-		req.ContentLength = int64(len(p.opts.Body))
+	req.Close = !fp.keep
+	if len(tp.body) > 0 {
+		req.Body = io.NopCloser(bytes.NewReader(tp.body))
+		req.ContentLength = int64(len(tp.body))
 	}
 	var b bytes.Buffer
 	if err := req.Write(&b); err != nil {
@@ -176,16 +240,16 @@ func newTarget(p *prepared, t Target, full, mark string) (*target, error) {
 	if at < 0 || bytes.Count(wire, []byte(mark)) != 1 {
 		return nil, fmt.Errorf("attack: request template for %s: id marker not found once", full)
 	}
-	tg.prefix = append([]byte(nil), wire[:at]...)
-	tg.suffix = append([]byte(nil), wire[at+len(mark):]...)
+	t.prefix = append([]byte(nil), wire[:at]...)
+	t.suffix = append([]byte(nil), wire[at+len(mark):]...)
 	req.Body, req.GetBody = nil, nil
-	tg.req = req
-	return tg, nil
+	t.req = req
+	return t, nil
 }
 
 // get returns an idle live connection or opens a new one (waiting for an
 // idle one or a free slot when MaxConnections is reached).
-func (t *target) get(ctx context.Context) (*hconn, error) {
+func (t *pool) get(ctx context.Context) (*hconn, error) {
 	for {
 		var c *hconn
 		select {
@@ -212,7 +276,7 @@ func (t *target) get(ctx context.Context) (*hconn, error) {
 // warm opens a connection for a worker's first request without waiting for
 // a slot; nil when the cap is reached (the worker then waits after the
 // release) or the dial failed (it is tried again then, and recorded).
-func (t *target) warm(ctx context.Context) *hconn {
+func (t *pool) warm(ctx context.Context) *hconn {
 	if t.slots != nil {
 		select {
 		case t.slots <- struct{}{}:
@@ -227,9 +291,9 @@ func (t *target) warm(ctx context.Context) *hconn {
 	return c
 }
 
-// dial opens a connection (holding a slot already when t.slots is set, which
-// it frees on error): TCP connect and, for https, the TLS handshake.
-func (t *target) dial(ctx context.Context) (*hconn, error) {
+// dialConn opens the transport: TCP connect and, for https, the TLS
+// handshake (checking the ALPN protocol HTTP/2 needs).
+func (t *pool) dialConn(ctx context.Context) (net.Conn, syscall.RawConn, error) {
 	var nc net.Conn
 	var err error
 	if t.testDial != nil {
@@ -238,41 +302,70 @@ func (t *target) dial(ctx context.Context) (*hconn, error) {
 		nc, err = t.dialer.DialContext(ctx, "tcp", t.addr)
 	}
 	if err != nil {
-		if t.slots != nil {
-			<-t.slots
-		}
-		return nil, err
+		return nil, nil, err
 	}
-	c := &hconn{t: t}
+	var raw syscall.RawConn
 	if tc, ok := nc.(*net.TCPConn); ok {
-		c.raw, _ = tc.SyscallConn()
+		raw, _ = tc.SyscallConn()
 	}
 	if t.tlsConf != nil {
 		tc := tls.Client(nc, t.tlsConf)
 		nc.SetDeadline(time.Now().Add(t.timeout))
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
-			if t.slots != nil {
-				<-t.slots
-			}
-			return nil, err
+			return nil, nil, err
 		}
 		nc.SetDeadline(time.Time{})
+		if t.h2 != nil {
+			if p := tc.ConnectionState().NegotiatedProtocol; p != "h2" {
+				tc.Close()
+				return nil, nil, fmt.Errorf("the server did not negotiate HTTP/2 (ALPN %q, want \"h2\")", p)
+			}
+		}
 		nc = tc
-		c.isTLS = true
 	}
+	return nc, raw, nil
+}
+
+// dial opens an HTTP/1.1 connection (holding a slot already when t.slots is
+// set, which it frees on error).
+func (t *pool) dial(ctx context.Context) (*hconn, error) {
+	nc, raw, err := t.dialConn(ctx)
+	if err != nil {
+		if t.slots != nil {
+			<-t.slots
+		}
+		return nil, err
+	}
+	c := &hconn{p: t, raw: raw, isTLS: t.tlsConf != nil}
 	c.Conn = nc
 	c.br = bufio.NewReaderSize(nc, 4096)
 	return c, nil
 }
 
 // put returns a reusable connection to the idle pool.
-func (t *target) put(c *hconn, now time.Time) {
+func (t *pool) put(c *hconn, now time.Time) {
 	c.used, c.idleSince = true, now
 	select {
 	case t.idle <- c:
 	default:
 		c.close()
+	}
+}
+
+// closeIdle closes the idle connections (at the end of a Run).
+func (t *pool) closeIdle() {
+	if t.h2 != nil {
+		t.h2.closeAll()
+		return
+	}
+	for {
+		select {
+		case c := <-t.idle:
+			c.close()
+		default:
+			return
+		}
 	}
 }
 
@@ -292,9 +385,11 @@ func (c *hconn) live() bool {
 	return !peekClosed(c.raw)
 }
 
-// worker is one request loop; its buffers are reused for every request.
+// worker is one request loop of one flow; its buffers are reused for
+// every request.
 type worker struct {
 	e     *engine
+	fr    *flowRun
 	wbuf  []byte // the request on the wire
 	lbuf  []byte // the evidence line
 	body  []byte // body prefix
@@ -306,6 +401,8 @@ type worker struct {
 	// sender; sentCh is closed when it was.
 	burst  *attempt
 	sentCh chan struct{}
+	// h2burst is an HTTP/2 worker's stream slot for its first request.
+	h2burst *h2conn
 
 	attempted, recorded, notSent, resent int
 	firstNotSent                         string
@@ -313,8 +410,9 @@ type worker struct {
 	minSent, maxSent                     int64
 }
 
-func (e *engine) newWorker() *worker {
-	w := &worker{e: e, codes: make([]map[int]int, len(e.targets)), minSent: math.MaxInt64}
+func (fr *flowRun) newWorker() *worker {
+	e := fr.e
+	w := &worker{e: e, fr: fr, codes: make([]map[int]int, len(e.p.opts.Targets)), minSent: math.MaxInt64}
 	for i := range w.codes {
 		w.codes[i] = map[int]int{}
 	}
@@ -328,10 +426,13 @@ func (e *engine) newWorker() *worker {
 	return w
 }
 
-// build puts ID i's request bytes into w.wbuf.
+// build puts ID i's request bytes into w.wbuf (HTTP/1.1).
 func (w *worker) build(i int) {
-	tg := w.e.targets[w.e.p.assign[i]]
-	w.wbuf = append(append(append(w.wbuf[:0], tg.prefix...), w.e.p.opts.IDs[i]...), tg.suffix...)
+	t := w.fr.tmpls[w.fr.f.assign[i]]
+	if t.pool.h2 != nil {
+		return
+	}
+	w.wbuf = append(append(append(w.wbuf[:0], t.prefix...), w.fr.f.ids[i]...), t.suffix...)
 }
 
 // abortAll makes every request in flight fail at once (their deadline is
@@ -344,6 +445,13 @@ func (e *engine) abortAll() {
 	for _, w := range e.workers {
 		if c := w.cur.Load(); c != nil {
 			c.SetDeadline(past)
+		}
+	}
+	for _, fr := range e.flows {
+		for _, pl := range fr.pools {
+			if pl != nil && pl.h2 != nil {
+				pl.h2.abort()
+			}
 		}
 	}
 }
@@ -364,16 +472,26 @@ type attempt struct {
 	werr error
 }
 
+// send sends ID i: build then do (HTTP/1.1) or doH2.
+func (w *worker) send(i int, intended int64) {
+	if w.fr.tmpls[w.fr.f.assign[i]].pool.h2 != nil {
+		w.doH2(i, intended, nil, false)
+		return
+	}
+	w.build(i)
+	w.do(i, intended, nil, false)
+}
+
 // do sends ID i (whose bytes build put in w.wbuf) on c, or on a connection
 // from the pool when c is nil, reads the response and records the line.
 // intended is the schedule's send time (paced attacks), 0 otherwise.
 func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	e := w.e
-	tg := e.targets[e.p.assign[i]]
+	tg := w.fr.tmpls[w.fr.f.assign[i]]
 	a := attempt{i: i, intended: intended, inBurst: inBurst, c: c, start: time.Now()}
 	for try := 0; ; try++ {
 		if a.c == nil {
-			if a.c, a.err = tg.get(e.abortCtx); a.err != nil {
+			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
 				a.notSent = true
 				break
 			}
@@ -413,29 +531,18 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 // connection, and records the evidence line and the statistics.
 func (w *worker) finish(a *attempt) {
 	e := w.e
-	tg := e.targets[e.p.assign[a.i]]
-	r := &w.line
-	*r = evidence.Request{ID: e.p.opts.IDs[a.i], Target: tg.name, URL: tg.url, Method: e.p.opts.Method,
-		Phase: e.p.opts.Name, IntendedNs: a.intended}
-	w.attempted++
+	tg := w.fr.tmpls[w.fr.f.assign[a.i]]
+	r := w.startLine(a, tg)
 	c := a.c
 	var end time.Time
 	switch {
 	case a.notSent:
 		end = time.Now()
-		a.sent = a.start
-		r.NotSent = true
-		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
-		w.notSent++
-		if w.firstNotSent == "" {
-			w.firstNotSent = r.Error
-		}
 		if c != nil {
 			c.close()
 		}
 	case a.err != nil:
 		end = time.Now()
-		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
 		if c != nil {
 			c.close()
 		}
@@ -443,22 +550,55 @@ func (w *worker) finish(a *attempt) {
 		nb, berr := w.readBody(a.resp)
 		end = time.Now()
 		if berr != nil {
-			r.Error = requestError(r.Method, r.URL, berr, e.timeout)
+			a.err = berr
 			c.close()
 			break
 		}
 		r.Code, r.BytesIn = a.resp.StatusCode, nb
-		if r.Code < 200 || r.Code >= 400 {
-			r.Error = a.resp.Status
-		}
 		w.capture(a.resp.Header)
-		if e.keep && !a.resp.Close && r.Code != http.StatusSwitchingProtocols && e.abortCtx.Err() == nil {
-			tg.put(c, end)
+		if w.fr.f.keep && !a.resp.Close && r.Code != http.StatusSwitchingProtocols && e.abortCtx.Err() == nil {
+			tg.pool.put(c, end)
 		} else {
 			c.close()
 		}
 	}
 	w.cur.Store(nil)
+	w.record(a, r, end)
+}
+
+// startLine resets w.line for attempt a on template tg.
+func (w *worker) startLine(a *attempt, tg *tmpl) *evidence.Request {
+	r := &w.line
+	proto := "HTTP/1.1"
+	if tg.pool.h2 != nil {
+		proto = "HTTP/2.0"
+	}
+	*r = evidence.Request{ID: w.fr.f.ids[a.i], Target: tg.pool.name, URL: tg.url, Method: tg.method,
+		Phase: w.e.p.opts.Name, IntendedNs: a.intended, Flow: w.fr.f.name, Proto: proto}
+	return r
+}
+
+// record completes the line of attempt a (its code, bytes and headers set
+// by the caller; a.err is the transport error, if any) ended at end,
+// writes it, and counts it.
+func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
+	e, fr := w.e, w.fr
+	w.attempted++
+	if a.notSent {
+		a.sent = a.start
+		r.NotSent = true
+		r.Code = 0
+		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
+		w.notSent++
+		if w.firstNotSent == "" {
+			w.firstNotSent = r.Error
+		}
+	} else if a.err != nil {
+		r.Code = 0
+		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
+	} else if r.Code < 200 || r.Code >= 400 {
+		r.Error = a.resp.Status
+	}
 	r.SentNs = a.sent.UnixNano()
 	r.LatencyNs = int64(end.Sub(a.sent))
 	if a.writes > 1 {
@@ -473,26 +613,29 @@ func (w *worker) finish(a *attempt) {
 		w.sends++
 		w.minSent, w.maxSent = min(w.minSent, r.SentNs), max(w.maxSent, r.SentNs)
 		if a.inBurst {
-			e.burst.add(r.SentNs - e.released)
-			atomicMin(&e.burstMin, r.SentNs)
-			atomicMax(&e.burstMax, r.SentNs)
+			fr.burst.add(r.SentNs - e.released)
+			atomicMin(&fr.burstMin, r.SentNs)
+			atomicMax(&fr.burstMax, r.SentNs)
 		}
 		if a.intended != 0 {
-			e.pace.add(r.SentNs - a.intended)
+			fr.pace.add(r.SentNs - a.intended)
 			if r.Code != 0 {
-				e.fromIntended.add(end.UnixNano() - a.intended)
+				fr.fromIntended.add(end.UnixNano() - a.intended)
 			}
 		}
 	}
 	if r.Code != 0 {
-		e.lat.add(r.LatencyNs)
-		if e.paced && e.sampleN.Load() < sizingSample {
-			if e.sampleN.Add(1) <= sizingSample {
-				e.sampleSum.Add(r.LatencyNs)
+		fr.lat.add(r.LatencyNs)
+		if fr.f.paced && fr.sampleN.Load() < sizingSample {
+			if fr.sampleN.Add(1) <= sizingSample {
+				fr.sampleSum.Add(r.LatencyNs)
 			}
 		}
 	}
-	w.codes[e.p.assign[a.i]][r.Code]++
+	w.codes[fr.tmpls[fr.f.assign[a.i]].target][r.Code]++
+	if e.prog != nil {
+		e.prog.record(r.Code, r.NotSent)
+	}
 	w.lbuf = evidence.AppendRequestJSON(w.lbuf[:0], r)
 	if werr := e.out.WriteRaw(w.lbuf); werr != nil {
 		e.fail(fmt.Errorf("attack: writing request %q: %w", r.ID, werr))
@@ -613,7 +756,6 @@ func (e *engine) fail(err error) {
 // run executes the attack and builds the Summary.
 func (e *engine) run(ctx context.Context) (*Summary, error) {
 	p := e.p
-	n := len(p.opts.IDs)
 	grace := p.opts.InterruptGrace
 	if grace <= 0 {
 		grace = time.Second
@@ -632,56 +774,134 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 		if t := graceTimer.Load(); t != nil {
 			t.Stop()
 		}
-		for _, tg := range e.targets {
-			for {
-				select {
-				case c := <-tg.idle:
-					c.close()
-					continue
-				default:
+		for _, fr := range e.flows {
+			for _, pl := range fr.pools {
+				if pl != nil {
+					pl.closeIdle()
 				}
-				break
 			}
 		}
 	}()
 
-	sum := &Summary{Schema: Schema, Config: p.config, CodesByTarget: map[string]map[string]int{}}
+	sum := &Summary{Schema: Schema, Config: p.config, CodesByTarget: map[string]map[string]int{}, Shard: p.shard}
+	sum.Host, _ = os.Hostname()
 	for _, tc := range p.config.Targets {
 		sum.CodesByTarget[tc.Name] = map[string]int{}
 	}
-	var start time.Time
-	if e.paced {
-		start = e.runPaced(ctx, sum)
-	} else {
-		start = e.runUnpaced(ctx, sum)
+	if e.prog != nil {
+		e.prog.begin(p)
 	}
+	start := e.execute(ctx, sum)
 	end := time.Now()
+	if e.prog != nil {
+		e.prog.finish()
+	}
 
-	attempted, recorded := 0, 0
-	first, last := int64(math.MaxInt64), int64(0)
-	sends := 0
+	type counts struct {
+		attempted, recorded, notSent, resent, sends int
+		first, last                                 int64
+		codes                                       map[string]map[string]int
+	}
+	per := make([]counts, len(e.flows))
+	for i := range per {
+		per[i].first = math.MaxInt64
+		per[i].codes = map[string]map[string]int{}
+		for _, tc := range p.config.Targets {
+			per[i].codes[tc.Name] = map[string]int{}
+		}
+	}
 	firstNotSent := ""
 	e.mu.Lock()
 	for _, w := range e.workers {
-		attempted += w.attempted
-		recorded += w.recorded
-		sum.NotSent += w.notSent
-		sum.Resent += w.resent
-		sends += w.sends
+		c := &per[w.fr.idx]
+		c.attempted += w.attempted
+		c.recorded += w.recorded
+		c.notSent += w.notSent
+		c.resent += w.resent
+		c.sends += w.sends
 		if w.sends > 0 {
-			first, last = min(first, w.minSent), max(last, w.maxSent)
+			c.first, c.last = min(c.first, w.minSent), max(c.last, w.maxSent)
 		}
 		if firstNotSent == "" {
 			firstNotSent = w.firstNotSent
 		}
 		for t, m := range w.codes {
-			for code, c := range m {
-				sum.CodesByTarget[p.tnames[t]][strconv.Itoa(code)] += c
+			for code, n := range m {
+				c.codes[p.tnames[t]][strconv.Itoa(code)] += n
 			}
 		}
 	}
 	writeErr := e.writeErr
 	e.mu.Unlock()
+
+	attempted, recorded, sends := 0, 0, 0
+	first, last := int64(math.MaxInt64), int64(0)
+	var lat, pace, fromIntended, burst hist
+	var burstMin, burstMax int64 = math.MaxInt64, 0
+	var pacing *Pacing
+	var pacedSends int
+	pacedFirst, pacedLast := int64(math.MaxInt64), int64(0)
+	for i, fr := range e.flows {
+		c := per[i]
+		attempted += c.attempted
+		recorded += c.recorded
+		sum.NotSent += c.notSent
+		sum.Resent += c.resent
+		sends += c.sends
+		if c.sends > 0 {
+			first, last = min(first, c.first), max(last, c.last)
+		}
+		for t, m := range c.codes {
+			for code, n := range m {
+				sum.CodesByTarget[t][code] += n
+			}
+		}
+		lat.merge(&fr.lat)
+		fs := FlowSummary{Config: fr.f.config, Sent: c.attempted, NotSent: c.notSent, Recorded: c.recorded,
+			CodesByTarget: c.codes, LatencyNs: fr.lat.quantiles()}
+		if c.sends > 0 {
+			fs.FirstSendNs, fs.LastSendNs = c.first, c.last
+		}
+		if fr.f.paced {
+			pc := fr.pacing(c.sends, c.first, c.last)
+			fs.Pacing = pc
+			pace.merge(&fr.pace)
+			fromIntended.merge(&fr.fromIntended)
+			if pacing == nil {
+				pacing = &Pacing{}
+			}
+			pacing.WorkersPeak += pc.WorkersPeak
+			pacing.WorkersBound += pc.WorkersBound
+			pacing.WarmConnections += pc.WarmConnections
+			pacing.SizingLatencyNs = max(pacing.SizingLatencyNs, pc.SizingLatencyNs)
+			pacedSends += c.sends
+			if c.sends > 0 {
+				pacedFirst, pacedLast = min(pacedFirst, c.first), max(pacedLast, c.last)
+			}
+		} else {
+			fs.Burst = fr.burstSummary(e.released)
+			burst.merge(&fr.burst)
+			burstMin, burstMax = min(burstMin, fr.burstMin.Load()), max(burstMax, fr.burstMax.Load())
+		}
+		if p.multi {
+			sum.Flows = append(sum.Flows, fs)
+		} else {
+			sum.Burst, sum.Pacing = fs.Burst, fs.Pacing
+		}
+	}
+	if p.multi {
+		if sum.Burst = e.burstTotal(&burst, burstMin, burstMax); sum.Burst != nil {
+			sum.Burst.WarmNs = e.warmNs
+		}
+		if pacing != nil {
+			if pacedSends > 1 && pacedLast > pacedFirst {
+				pacing.AchievedPerSec = float64(pacedSends-1) / (float64(pacedLast-pacedFirst) / 1e9)
+			}
+			pacing.ErrorNs = pace.quantiles()
+			pacing.LatencyFromIntendedNs = fromIntended.quantiles()
+			sum.Pacing = pacing
+		}
+	}
 
 	sum.Sent, sum.Recorded = attempted, recorded
 	sum.StartNs, sum.EndNs = start.UnixNano(), end.UnixNano()
@@ -690,23 +910,13 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 		sum.FirstSendNs, sum.LastSendNs = first, last
 		sum.SendSpreadNs = last - first
 	}
-	sum.LatencyNs = e.lat.quantiles()
-	if sum.Burst != nil {
-		sum.Burst.SendNs = e.burst.quantiles()
-		if sum.Burst.SendNs.N > 1 {
-			sum.Burst.SpreadNs = e.burstMax.Load() - e.burstMin.Load()
-		}
-		sum.Burst.WarmConnections = int(e.warm.Load())
-	}
-	if sum.Pacing != nil {
-		if sends > 1 && last > first {
-			sum.Pacing.AchievedPerSec = float64(sends-1) / (float64(last-first) / 1e9)
-		}
-		sum.Pacing.ErrorNs = e.pace.quantiles()
-		sum.Pacing.LatencyFromIntendedNs = e.fromIntended.quantiles()
+	sum.LatencyNs = lat.quantiles()
+	if sa := sum.StartAt; sa != nil {
+		sa.LateNs = max(0, sum.StartNs-sa.AtNs)
 	}
 	stopWatch()
 	sum.Interrupted = interrupted.Load()
+	n := p.ids
 	sum.Complete = writeErr == nil && attempted == n && recorded == n && sum.NotSent == 0 && !sum.Interrupted
 	switch {
 	case writeErr != nil:
@@ -718,6 +928,50 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 		sum.Error = fmt.Sprintf("%d of %d requests were not sent (first: %s)", sum.NotSent, attempted, firstNotSent)
 	}
 	return sum, nil
+}
+
+// pacing is a paced flow's Pacing from its counts.
+func (fr *flowRun) pacing(sends int, first, last int64) *Pacing {
+	pc := &Pacing{WorkersPeak: fr.peak, WorkersBound: fr.bound, SizingLatencyNs: int64(fr.sizedBy), WarmConnections: int(fr.warm.Load())}
+	if sends > 1 && last > first {
+		pc.AchievedPerSec = float64(sends-1) / (float64(last-first) / 1e9)
+	}
+	pc.ErrorNs = fr.pace.quantiles()
+	pc.LatencyFromIntendedNs = fr.fromIntended.quantiles()
+	return pc
+}
+
+// burstSummary is an unpaced flow's Burst.
+func (fr *flowRun) burstSummary(released int64) *Burst {
+	b := &Burst{Requests: fr.burstN, ReleaseNs: released, WarmNs: fr.e.warmNs, WarmConnections: int(fr.warm.Load())}
+	b.SendNs = fr.burst.quantiles()
+	if b.SendNs.N > 1 {
+		b.SpreadNs = fr.burstMax.Load() - fr.burstMin.Load()
+	}
+	return b
+}
+
+// burstTotal is a multi-flow attack's Burst over all unpaced flows (one
+// barrier); nil when every flow is paced.
+func (e *engine) burstTotal(h *hist, lo, hi int64) *Burst {
+	var b *Burst
+	for _, fr := range e.flows {
+		if fr.f.paced {
+			continue
+		}
+		if b == nil {
+			b = &Burst{ReleaseNs: e.released}
+		}
+		b.Requests += fr.burstN
+		b.WarmConnections += int(fr.warm.Load())
+	}
+	if b != nil {
+		b.SendNs = h.quantiles()
+		if b.SendNs.N > 1 {
+			b.SpreadNs = hi - lo
+		}
+	}
+	return b
 }
 
 func atomicMin(a *atomic.Int64, v int64) {

@@ -77,3 +77,19 @@ func (h *hist) quantiles() Quantiles {
 	q.P50, q.P90, q.P99 = out[0], out[1], out[2]
 	return q
 }
+
+// merge adds o's values to h; call it after every add to o has returned.
+func (h *hist) merge(o *hist) {
+	if o.n.Load() == 0 {
+		return
+	}
+	for i := range o.counts {
+		if c := o.counts[i].Load(); c > 0 {
+			h.counts[i].Add(c)
+		}
+	}
+	h.n.Add(o.n.Load())
+	if m := o.max.Load(); m > h.max.Load() {
+		h.max.Store(m)
+	}
+}

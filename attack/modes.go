@@ -8,118 +8,198 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
-// runUnpaced runs an attack without a Rate: p.workers workers each warm a
-// connection for their first ID (worker k sends ID k first) and block
-// reading its response; then the barrier releases: GOMAXPROCS sender
-// goroutines write all these first requests back to back (no goroutine
-// switch between two sends, and responses are handled only once the Ps are
-// free), and the workers go on to take the remaining IDs in order until
-// none are left (closed loop). A worker whose connection could not be
-// warmed sends its first request itself after the release. It returns the
-// release instant.
-func (e *engine) runUnpaced(ctx context.Context, sum *Summary) time.Time {
-	n := len(e.p.opts.IDs)
-	workers := e.p.workers
-	e.next.Store(int64(workers))
-	e.burstMin.Store(math.MaxInt64)
+// execute runs every flow: it warms all of them (unpaced flows: a
+// connection per first request; paced flows: their initial pools), waits
+// for Options.StartAt if set, and then starts all together: the barrier
+// releases the unpaced flows' first requests and the paced flows'
+// schedules begin at the same instant, which it returns.
+func (e *engine) execute(ctx context.Context, sum *Summary) time.Time {
+	o := e.p.opts
+	if !o.StartAt.IsZero() {
+		sum.StartAt = &evidence.AttackStartAt{AtNs: o.StartAt.UnixNano(), At: o.StartAt.UTC().Format(time.RFC3339Nano),
+			WarmAheadNs: int64(o.WarmAhead)}
+		sleepCtx(ctx, time.Until(o.StartAt.Add(-o.WarmAhead)))
+	}
+	clock := clockInfo()
 	var ready, done sync.WaitGroup
-	ready.Add(workers)
-	done.Add(workers)
 	release := make(chan struct{})
-	var proceed bool                 // written before close(release), read after it
-	warm := make([]*worker, workers) // workers with a warm connection, by first ID
 	warmStart := time.Now()
-	for k := 0; k < workers; k++ {
-		w := e.newWorker()
-		go func() {
-			defer done.Done()
-			w.build(k)
-			tg := e.targets[e.p.assign[k]]
-			c := tg.warm(e.abortCtx)
-			if c == nil {
-				ready.Done()
-				<-release
-				if proceed {
-					w.do(k, 0, nil, true)
-				}
-			} else {
-				e.warm.Add(1)
-				w.burst = &attempt{i: k, inBurst: true, c: c}
-				w.sentCh = make(chan struct{})
-				w.cur.Store(c)
-				warm[k] = w
-				ready.Done()
-				resp, err := readResponse(c.br, tg.req) // until the response, or woken
-				<-w.sentCh
-				if !proceed {
-					c.close()
-					w.cur.Store(nil)
-					return
-				}
-				a := w.burst
-				w.burst = nil
-				if a.werr != nil {
-					a.err, a.notSent = a.werr, a.wn == 0
-				} else {
-					a.resp, a.err = resp, err
-				}
-				w.finish(a)
-			}
-			if !proceed {
-				return
-			}
-			for !e.stop.Load() {
-				i := int(e.next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				w.build(i)
-				w.do(i, 0, nil, false)
-			}
-		}()
+	var burst []*worker
+	var first [][]*worker
+	for _, fr := range e.flows {
+		fr.burstMin.Store(math.MaxInt64)
+		if fr.f.paced {
+			fr.warmPaced(&ready, &done)
+		} else {
+			first = append(first, fr.startUnpaced(&ready, &done, release))
+		}
 	}
 	ready.Wait()
-	warmed := time.Since(warmStart)
+	e.warmNs = int64(time.Since(warmStart))
+	for _, ws := range first {
+		for _, w := range ws {
+			if w != nil {
+				burst = append(burst, w)
+			}
+		}
+	}
+	if !o.StartAt.IsZero() {
+		sleepCtx(ctx, time.Until(o.StartAt))
+	}
 	// A collection now rather than during the burst: the barrier exists to
 	// make the requests leave together.
 	runtime.GC()
-	proceed = ctx.Err() == nil
+	e.proceed = ctx.Err() == nil
+	clock.WallNs, clock.MonotonicNs = readClocks()
 	at := time.Now()
 	e.released = at.UnixNano()
-	if proceed && e.p.opts.OnStart != nil {
-		e.p.opts.OnStart(at)
+	sum.Clock = clock
+	if e.proceed && o.OnStart != nil && e.p.ids > 0 {
+		o.OnStart(at)
+	}
+	if e.prog != nil && e.proceed {
+		e.prog.start(at, e)
 	}
 	close(release)
-	var list []*worker
-	for _, w := range warm {
-		if w != nil {
-			list = append(list, w)
+	for _, fr := range e.flows {
+		if !fr.f.paced {
+			continue
 		}
+		if !e.proceed {
+			close(fr.jobs)
+			continue
+		}
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			fr.dispatch(ctx, at, &done)
+		}()
 	}
-	senders := max(1, min(runtime.GOMAXPROCS(0), len(list)))
+	senders := max(1, min(runtime.GOMAXPROCS(0), len(burst)))
 	var sending sync.WaitGroup
 	for s := 1; s < senders; s++ {
 		sending.Add(1)
 		go func() {
 			defer sending.Done()
-			e.sendBurst(list[s*len(list)/senders:(s+1)*len(list)/senders], proceed)
+			e.sendBurst(burst[s*len(burst)/senders : (s+1)*len(burst)/senders])
 		}()
 	}
-	e.sendBurst(list[:len(list)/senders], proceed)
+	e.sendBurst(burst[:len(burst)/senders])
 	sending.Wait()
 	done.Wait()
-	sum.Burst = &Burst{Requests: workers, WarmNs: int64(warmed), ReleaseNs: e.released}
 	return at
+}
+
+// sleepCtx waits d, or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// startUnpaced starts an unpaced flow's workers: each warms a connection
+// (HTTP/2: a stream slot on a warm connection) for its first ID (worker k
+// sends ID k first) and, for HTTP/1.1, blocks reading its response; after
+// the release GOMAXPROCS sender goroutines write all these first requests
+// back to back (no goroutine switch between two sends, and responses are
+// handled only once the Ps are free), HTTP/2 workers send theirs
+// themselves, and the workers go on to take the remaining IDs in order
+// until none are left (closed loop). A worker whose connection could not be
+// warmed sends its first request itself after the release. It returns the
+// HTTP/1.1 workers with a warm connection, by first ID (nil for the
+// others), complete once ready is done.
+func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct{}) []*worker {
+	e := fr.e
+	n := len(fr.f.ids)
+	workers := fr.f.workers
+	fr.burstN = workers
+	fr.next.Store(int64(workers))
+	ready.Add(workers)
+	done.Add(workers)
+	warm := make([]*worker, workers)
+	for k := 0; k < workers; k++ {
+		w := fr.newWorker()
+		go func() {
+			defer done.Done()
+			tg := fr.tmpls[fr.f.assign[k]]
+			if h := tg.pool.h2; h != nil {
+				c, dialed, _ := h.acquire(e.abortCtx)
+				if dialed {
+					fr.warm.Add(1)
+				}
+				ready.Done()
+				<-release
+				if !e.proceed {
+					if c != nil {
+						h.release(c)
+					}
+					return
+				}
+				w.doH2(k, 0, c, true)
+			} else {
+				w.build(k)
+				c := tg.pool.warm(e.abortCtx)
+				if c == nil {
+					ready.Done()
+					<-release
+					if e.proceed {
+						w.do(k, 0, nil, true)
+					}
+				} else {
+					fr.warm.Add(1)
+					w.burst = &attempt{i: k, inBurst: true, c: c}
+					w.sentCh = make(chan struct{})
+					w.cur.Store(c)
+					warm[k] = w
+					ready.Done()
+					resp, err := readResponse(c.br, tg.req) // until the response, or woken
+					<-w.sentCh
+					if !e.proceed {
+						c.close()
+						w.cur.Store(nil)
+						return
+					}
+					a := w.burst
+					w.burst = nil
+					if a.werr != nil {
+						a.err, a.notSent = a.werr, a.wn == 0
+					} else {
+						a.resp, a.err = resp, err
+					}
+					w.finish(a)
+				}
+			}
+			if !e.proceed {
+				return
+			}
+			for !e.stop.Load() {
+				i := int(fr.next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				w.send(i, 0)
+			}
+		}()
+	}
+	return warm
 }
 
 // sendBurst writes the first request of each worker in ws on its warm
 // connection (or, when the attack does not proceed, wakes the worker).
-func (e *engine) sendBurst(ws []*worker, proceed bool) {
+func (e *engine) sendBurst(ws []*worker) {
 	for _, w := range ws {
 		a := w.burst
-		if !proceed {
+		if !e.proceed {
 			a.c.SetDeadline(time.Unix(1, 0))
 			close(w.sentCh)
 			continue
@@ -150,73 +230,85 @@ type job struct {
 	intended int64
 }
 
-// runPaced runs an attack with a Rate: the dispatcher hands ID k at its
-// intended time (vegeta ConstantPacer: (k+1)*Per/Freq after the start) to
-// an idle worker, starting a new one when none is idle and the bound allows
-// (package doc, "Fixed rates"). It returns the schedule's start.
-func (e *engine) runPaced(ctx context.Context, sum *Summary) time.Time {
-	p := e.p
-	n := len(p.opts.IDs)
-	pacer := vegeta.ConstantPacer(p.opts.Rate)
-	fixed := p.opts.Concurrency > 0
-	bound := p.workers
-	// Initial pool: workers for about one millisecond of requests, and warm
-	// connections for the whole bound, opened in parallel before the start,
-	// so that catching up after a stall needs no dial.
-	initial := min(bound, max(2, int(math.Ceil(p.config.RatePerSec/1000))))
-	var warming sync.WaitGroup
-	for k := 0; k < bound; k++ {
-		warming.Add(1)
+// warmPaced opens a paced flow's warm connections for its whole initial
+// bound in parallel (so that catching up after a stall needs no dial) and
+// starts its initial workers: about one millisecond of requests. They wait
+// for jobs from dispatch.
+func (fr *flowRun) warmPaced(ready, done *sync.WaitGroup) {
+	e := fr.e
+	n := len(fr.f.ids)
+	fr.bound = fr.f.workers
+	fr.jobs = make(chan job)
+	h2streams := map[*pool]int{}
+	for k := 0; k < fr.bound; k++ {
+		tg := fr.tmpls[fr.f.assign[k%n]]
+		if tg.pool.h2 != nil {
+			h2streams[tg.pool]++
+			continue
+		}
+		ready.Add(1)
 		go func() {
-			defer warming.Done()
-			tg := e.targets[p.assign[k%n]]
-			if c := tg.warm(e.abortCtx); c != nil {
-				e.warm.Add(1)
-				tg.put(c, time.Now())
+			defer ready.Done()
+			if c := tg.pool.warm(e.abortCtx); c != nil {
+				fr.warm.Add(1)
+				tg.pool.put(c, time.Now())
 			}
 		}()
 	}
-	warming.Wait()
-	jobs := make(chan job)
-	var done sync.WaitGroup
-	spawn := func(first *job) {
-		w := e.newWorker()
-		done.Add(1)
+	for pl, streams := range h2streams {
+		ready.Add(1)
 		go func() {
-			defer done.Done()
-			if first != nil {
-				w.build(first.i)
-				w.do(first.i, first.intended, nil, false)
-			}
-			for j := range jobs {
-				w.build(j.i)
-				w.do(j.i, j.intended, nil, false)
-			}
+			defer ready.Done()
+			fr.warm.Add(int64(pl.h2.prewarm(e.abortCtx, streams)))
 		}()
 	}
+	initial := min(fr.bound, max(2, int(math.Ceil(fr.f.perSec/1000))))
 	for range initial {
-		spawn(nil)
+		fr.spawn(nil, done)
 	}
-	peak := initial
-	var sizedBy time.Duration // mean of the first sizingSample latencies, once known
-	sum.Pacing = &Pacing{}
-	defer func() {
-		sum.Pacing.WorkersPeak, sum.Pacing.WorkersBound, sum.Pacing.SizingLatencyNs = peak, bound, int64(sizedBy)
-		sum.Pacing.WarmConnections = int(e.warm.Load())
-	}()
+	fr.peak = initial
+}
 
+// spawn starts a paced worker, sending first (if not nil) before it takes
+// jobs.
+func (fr *flowRun) spawn(first *job, done *sync.WaitGroup) {
+	w := fr.newWorker()
+	done.Add(1)
+	go func() {
+		defer done.Done()
+		if first != nil {
+			w.send(first.i, first.intended)
+		}
+		for j := range fr.jobs {
+			w.send(j.i, j.intended)
+		}
+	}()
+}
+
+// dispatch runs a paced flow from began: it hands ID k at its intended time
+// (vegeta ConstantPacer: (h+1)*Per/Freq after the start, h the ID's hit
+// number in the unsharded flow) to an idle worker, starting a new one when
+// none is idle and the bound allows (package doc, "Fixed rates").
+func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.WaitGroup) {
+	e := fr.e
+	f := fr.f
+	n := len(f.ids)
+	pacer := vegeta.ConstantPacer(f.rate)
+	fixed := f.conc > 0
+	perSec := f.perSec / float64(max(1, e.p.opts.Shard.Count))
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	began := time.Now()
-	if ctx.Err() == nil && p.opts.OnStart != nil {
-		p.opts.OnStart(began)
-	}
+	defer close(fr.jobs)
 dispatch:
 	for k := 0; k < n; k++ {
 		if e.stop.Load() {
 			break
 		}
-		off, stop := pacer.Pace(0, uint64(k)) // from the start: (k+1)*interval
+		hit := uint64(k)
+		if f.sched != nil {
+			hit = uint64(f.sched[k])
+		}
+		off, stop := pacer.Pace(0, hit) // from the start: (hit+1)*interval
 		if stop {
 			break
 		}
@@ -231,26 +323,23 @@ dispatch:
 		}
 		j := job{i: k, intended: at.UnixNano()}
 		select {
-		case jobs <- j:
+		case fr.jobs <- j:
 			continue
 		default:
 		}
-		if !fixed && sizedBy == 0 && e.sampleN.Load() >= sizingSample {
-			sizedBy = time.Duration(e.sampleSum.Load() / sizingSample)
-			bound = max(bound, rateBound(p.config.RatePerSec, sizedBy, p.maxWork))
+		if !fixed && fr.sizedBy == 0 && fr.sampleN.Load() >= sizingSample {
+			fr.sizedBy = time.Duration(fr.sampleSum.Load() / sizingSample)
+			fr.bound = max(fr.bound, rateBound(perSec, fr.sizedBy, f.maxWork))
 		}
-		if peak < bound {
-			peak++
-			spawn(&j)
+		if fr.peak < fr.bound {
+			fr.peak++
+			fr.spawn(&j, done)
 			continue
 		}
 		select {
-		case jobs <- j:
+		case fr.jobs <- j:
 		case <-ctx.Done():
 			break dispatch
 		}
 	}
-	close(jobs)
-	done.Wait()
-	return began
 }

@@ -81,6 +81,131 @@ type AttackConfig struct {
 	DisableKeepAlives bool `json:"disable_keepalives"`
 	// MaxConnections caps connections per target host, 0 = unlimited.
 	MaxConnections int `json:"max_connections"`
+	// Flow is the flow's name in the configuration of one flow of a
+	// multi-flow attack (AttackFlow.Config); empty in the attack's own.
+	Flow string `json:"flow,omitempty"`
+	// Requests are the flow's request templates (`rlbench attack
+	// --targets-file`): ID k went to template k mod len(Requests); Split is
+	// then "requests" and Method, Path, HeaderNames and BodyBytes are unset.
+	Requests []AttackRequestTemplate `json:"requests,omitempty"`
+	// Protocol is "h2" (HTTP/2 over TLS, ALPN h2) or "h2c" (cleartext
+	// HTTP/2 with prior knowledge); empty for HTTP/1.1 and in older files.
+	Protocol string `json:"protocol,omitempty"`
+}
+
+// AttackRequestTemplate is one request template of a flow
+// (AttackConfig.Requests); header values are not recorded.
+type AttackRequestTemplate struct {
+	// Target is the attack target's name.
+	Target string `json:"target"`
+	// Method and Path are the request's; Path is appended to the target's URL.
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// HeaderNames lists the template's extra request header names.
+	HeaderNames []string `json:"header_names,omitempty"`
+	// BodyBytes is the request body length in bytes.
+	BodyBytes int `json:"body_bytes"`
+}
+
+// AttackFlow is one flow of a multi-flow attack (AttackSummary.Flows):
+// its configuration and its own counts and figures. The flows of one
+// attack start at the same instant (AttackSummary.StartNs).
+type AttackFlow struct {
+	// Config is the flow's effective options (Config.Flow names it).
+	Config AttackConfig `json:"config"`
+	// Sent, NotSent and Recorded count the flow's requests as in
+	// AttackSummary.
+	Sent     int `json:"sent"`
+	NotSent  int `json:"not_sent"`
+	Recorded int `json:"recorded"`
+	// CodesByTarget counts the flow's recorded requests per target and
+	// status code ("0": no response).
+	CodesByTarget map[string]map[string]int `json:"codes_by_target"`
+	// FirstSendNs and LastSendNs bound the flow's SentNs, unix ns (0 if none).
+	FirstSendNs int64 `json:"first_send_ns"`
+	LastSendNs  int64 `json:"last_send_ns"`
+	// LatencyNs is the distribution of the flow's latencies (responses only).
+	LatencyNs AttackQuantiles `json:"latency_ns"`
+	// Burst is set for an unpaced flow (its requests released by the
+	// attack's barrier; SendNs from the common release), Pacing for a
+	// paced one (against the flow's own schedule).
+	Burst  *AttackBurst  `json:"burst,omitempty"`
+	Pacing *AttackPacing `json:"pacing,omitempty"`
+}
+
+// AttackShard identifies one shard of a sharded attack (`rlbench attack
+// --shard K/N`, issue 15) and carries what a merge needs to check that the
+// shards cover the attack exactly once: every shard of one attack has the
+// same Count, Digest and IDSetDigest, the Index values are 0..Count-1 once
+// each, and the IDs add up to TotalIDs.
+type AttackShard struct {
+	// Index is K (0-based), Count is N.
+	Index int `json:"index"`
+	Count int `json:"count"`
+	// IDs is how many IDs this shard sends; TotalIDs those of the unsharded attack.
+	IDs      int `json:"ids"`
+	TotalIDs int `json:"total_ids"`
+	// IDSetDigest is "sha256:<hex>" of the unsharded IDs of all flows in
+	// order, each followed by a newline.
+	IDSetDigest string `json:"id_set_digest"`
+	// Digest is "sha256:<hex>" over every flow's ConfigDigest and the
+	// IDSetDigest: equal digests mean the same unsharded attack.
+	Digest string `json:"digest"`
+	// Flows has one entry per flow (one for a single-flow attack), in order.
+	Flows []AttackShardFlow `json:"flows"`
+	// FromEnv names the environment variable the index was read from
+	// (`--shard-from-env JOB_COMPLETION_INDEX`), if any.
+	FromEnv string `json:"from_env,omitempty"`
+}
+
+// AttackShardFlow is one flow of a shard (AttackShard.Flows).
+type AttackShardFlow struct {
+	// Flow is the flow's name ("" for a single-flow attack).
+	Flow string `json:"flow"`
+	// IDs is how many of the flow's IDs this shard sends, TotalIDs the flow's.
+	IDs      int `json:"ids"`
+	TotalIDs int `json:"total_ids"`
+	// IDSetDigest is "sha256:<hex>" of the flow's unsharded IDs in order,
+	// each followed by a newline.
+	IDSetDigest string `json:"id_set_digest"`
+	// ConfigDigest is "sha256:<hex>" of what shapes the flow's requests and
+	// schedule (name, split, seed, rate, concurrency, keep-alive, target
+	// URLs, methods, paths, headers with values, bodies, ID header, protocol).
+	ConfigDigest string `json:"config_digest"`
+}
+
+// AttackClock is the client's clock as read when the attack started
+// (AttackSummary.Clock), for bounding the offsets between hosts.
+type AttackClock struct {
+	// WallNs (CLOCK_REALTIME) and MonotonicNs (CLOCK_MONOTONIC) were read
+	// back to back at the start: WallNs-MonotonicNs compared between two
+	// readings on one host shows a wall-clock step.
+	WallNs      int64 `json:"wall_ns"`
+	MonotonicNs int64 `json:"monotonic_ns,omitempty"`
+	// Source is the kernel's clock source (Linux
+	// /sys/devices/system/clocksource/clocksource0/current_clocksource:
+	// tsc, kvm-clock, hpet...), when known.
+	Source string `json:"source,omitempty"`
+	// Synchronized is the kernel's NTP state (adjtimex(2): not
+	// TIME_ERROR), MaxErrorNs and EstErrorNs its maximum and estimated
+	// error; absent where the OS does not tell.
+	Synchronized *bool `json:"synchronized,omitempty"`
+	MaxErrorNs   int64 `json:"max_error_ns,omitempty"`
+	EstErrorNs   int64 `json:"est_error_ns,omitempty"`
+}
+
+// AttackStartAt records a start held until a wall-clock instant
+// (`rlbench attack --start-at`).
+type AttackStartAt struct {
+	// AtNs is the requested instant, unix ns; At is it in RFC 3339 (UTC).
+	AtNs int64  `json:"at_ns"`
+	At   string `json:"at"`
+	// LateNs is the actual start (AttackSummary.StartNs) minus AtNs: how
+	// late this client started (negative never; large when warming took
+	// longer than WarmAheadNs or the instant had passed).
+	LateNs int64 `json:"late_ns"`
+	// WarmAheadNs is how long before AtNs warming was to begin.
+	WarmAheadNs int64 `json:"warm_ahead_ns"`
 }
 
 // AttackSummary describes one finished (or interrupted) attack; attack.Run
@@ -125,6 +250,17 @@ type AttackSummary struct {
 	// Burst is set for unpaced attacks, Pacing for paced ones (issue 14).
 	Burst  *AttackBurst  `json:"burst,omitempty"`
 	Pacing *AttackPacing `json:"pacing,omitempty"`
+	// Flows holds one entry per flow of a multi-flow attack (issue 11);
+	// absent for a single-flow attack.
+	Flows []AttackFlow `json:"flows,omitempty"`
+	// Shard identifies a shard of a sharded attack (issue 15).
+	Shard *AttackShard `json:"shard,omitempty"`
+	// Host is the client's host name (issue 15; absent in older files).
+	Host string `json:"host,omitempty"`
+	// Clock is the client's clock at the start (issue 15).
+	Clock *AttackClock `json:"clock,omitempty"`
+	// StartAt is set when the start was held until a wall-clock instant.
+	StartAt *AttackStartAt `json:"start_at,omitempty"`
 	// Complete is true when every ID was sent (none NotSent) and recorded
 	// without error.
 	Complete bool `json:"complete"`

@@ -48,6 +48,17 @@ type Request struct {
 	// have reached the backend, and an attack with any is incomplete.
 	// Added with issue 10; absent (false) in older files.
 	NotSent bool `json:"not_sent,omitempty"`
+	// Flow names the flow of a multi-flow attack that sent the request
+	// (attack.Flow.Name; issue 11): within one attack, flows run at the
+	// same time with their own IDs, rate, path and headers. Empty for an
+	// attack of one unnamed flow, and in older files.
+	Flow string `json:"flow,omitempty"`
+	// Proto is the HTTP version the request was sent (or, if NotSent,
+	// would have been sent) with, as in net/http's Request.Proto:
+	// "HTTP/1.1", or "HTTP/2.0" for HTTP/2 over TLS (ALPN h2) or cleartext
+	// with prior knowledge (h2c). Absent in older files, which are all
+	// HTTP/1.1.
+	Proto string `json:"proto,omitempty"`
 }
 
 // EndNs is the unix ns at which the client stopped waiting for the request.

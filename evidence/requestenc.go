@@ -67,6 +67,14 @@ func AppendRequestJSON(dst []byte, r *Request) []byte {
 	if r.NotSent {
 		dst = append(dst, `,"not_sent":true`...)
 	}
+	if r.Flow != "" {
+		dst = append(dst, `,"flow":`...)
+		dst = AppendJSONString(dst, r.Flow)
+	}
+	if r.Proto != "" {
+		dst = append(dst, `,"proto":`...)
+		dst = AppendJSONString(dst, r.Proto)
+	}
 	return append(dst, '}')
 }
 

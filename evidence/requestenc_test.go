@@ -42,6 +42,12 @@ func randRequest(rng *rand.Rand) *Request {
 		NotSent: rng.IntN(2) == 0,
 	}
 	if rng.IntN(2) == 0 {
+		r.Flow = randString(rng)
+	}
+	if rng.IntN(2) == 0 {
+		r.Proto = randString(rng)
+	}
+	if rng.IntN(2) == 0 {
 		r.Error = randString(rng)
 	}
 	if rng.IntN(2) == 0 {
@@ -104,7 +110,7 @@ func FuzzAppendRequestJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id, url, errs string, sent int64, code int, hk, hv string) {
 		r := &Request{ID: id, Target: hv, URL: url, Method: hk, SentNs: sent, LatencyNs: -sent, Code: code, Error: errs,
-			BytesIn: uint64(sent), Body: hk + hv, Phase: errs, IntendedNs: sent / 3, NotSent: code%2 == 0}
+			BytesIn: uint64(sent), Body: hk + hv, Phase: errs, IntendedNs: sent / 3, NotSent: code%2 == 0, Flow: hv, Proto: url}
 		if hk != "" {
 			r.Headers = map[string]string{hk: hv, hv: id, "server": errs}
 		}
