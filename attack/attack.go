@@ -91,6 +91,78 @@
 // intended) and the latency from the intended send time (coordinated
 // omission) besides the latency from the actual send.
 //
+// # Flows
+//
+// An attack may hold several flows (Options.Flows, issue 11): each is a
+// client of its own — a user at 300/s with "x-user: A", another at 20/s,
+// an endpoint /report next to /ping — with its own IDs, rate (or all at
+// once), method, path, headers, body, split over the attack's targets,
+// concurrency and keep-alive, and its own connections (an Envoy
+// per-connection bucket is never shared by two flows). Every flow is warmed
+// first; then they start at one instant: one OnStart, one barrier that
+// releases the first requests of all unpaced flows, and the schedules of
+// all paced flows counted from it (open loop per flow: hit k of a flow at
+// rate r is due (k+1)/r after the common start, whatever the other flows
+// do). Each line records its flow (evidence.Request.Flow); Summary.Flows
+// holds each flow's configuration, counts and burst or pacing figures. The
+// no-replay guarantee below holds for every flow: flows share the engine.
+// A flow with Requests (request templates, as read from vegeta's target
+// formats) sends ID k as template k mod len(Requests), each to its own
+// target, path, method, headers and body.
+//
+// # Shards
+//
+// Options.Shard (K of N, issue 15) sends only the IDs at positions k with
+// k mod N == K of every flow: targets are assigned over the whole flow
+// first and paced flows keep the whole flow's schedule, so N shards
+// started at one instant send exactly the unsharded attack between them.
+// Summary.Shard records K, N, the counts and digests of the ID set and of
+// every flow's configuration, so that a merge can check that the shards
+// cover the attack exactly once; Summary.Host and Summary.Clock (wall and
+// monotonic clocks at the start, the kernel's clock source and NTP state)
+// help bound the clock offsets between hosts.
+//
+// # Synchronised start
+//
+// Options.StartAt holds the start until a wall-clock instant: Run waits
+// until WarmAhead before it, warms every connection, and waits for the
+// instant, so the first requests leave at it rather than after a warm-up of
+// unknown length. Summary.StartAt records how late the start was (the
+// release instant minus StartAt: warming that took longer than WarmAhead,
+// an instant already past, scheduling).
+//
+// # HTTP/2
+//
+// With Protocol ProtoH2 (TLS with ALPN h2) or ProtoH2C (cleartext with
+// prior knowledge), Run dials each connection itself, hands it to
+// golang.org/x/net/http2 as a ClientConn (Transport.NewClientConn) and
+// warms it with the client preface, the SETTINGS exchange and one PING
+// round trip — no request. Requests go through ClientConn.RoundTrip, which
+// writes a stream's HEADERS once; http2.Transport.RoundTrip, which retries
+// a request on another connection after RST_STREAM REFUSED_STREAM, a
+// GOAWAY or an unusable connection (x/net/http2 transport_common.go
+// roundTripViaPool, shouldRetryRequest, canRetryError), is never used. A
+// request whose HEADERS were never written (httptrace WroteHeaders did not
+// fire and RoundTrip returned without its context ending) did not leave and
+// is tried once on another connection, like a zero-byte HTTP/1.1 write;
+// one whose HEADERS were written is never sent again: a refused stream, a
+// GOAWAY or a connection closed mid-stream record it with code 0.
+// TestRunH2NeverResends proves it against a server that does all three
+// (TestH2TransportResends shows http2.Transport re-sending there). Each
+// connection carries at most the server's SETTINGS_MAX_CONCURRENT_STREAMS
+// streams at once (at most 1000); beyond that another connection is opened
+// (warmed before a burst), so no request waits inside the ClientConn for a
+// stream slot. Lines record the version (evidence.Request.Proto).
+//
+// Envoy's local_rate_limit_per_downstream_connection bucket is per
+// downstream connection, and over HTTP/2 one connection carries many
+// streams: all requests multiplexed on a connection share its bucket
+// (Filter::getPerConnectionRateLimiter keys the limiter on the connection's
+// filter state, not on the stream). A burst of N requests over HTTP/2 thus
+// meets about N/MAX_CONCURRENT_STREAMS buckets, not N as over HTTP/1.1;
+// DisableKeepAlives gives each HTTP/2 request its own connection (and
+// bucket) again.
+//
 // # Descriptors
 //
 // Each connection is a file descriptor. Go raises the soft RLIMIT_NOFILE to

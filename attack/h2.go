@@ -248,9 +248,10 @@ func (w *worker) doH2(i int, intended int64, c *h2conn, inBurst bool) {
 	r := w.startLine(&a, tg)
 	var resp *http.Response
 	for try := 0; ; try++ {
+		fresh := false // dialed for this request (else reused or warmed earlier)
 		if c == nil {
 			var err error
-			if c, _, err = h.acquire(e.abortCtx); err != nil {
+			if c, fresh, err = h.acquire(e.abortCtx); err != nil {
 				a.err, a.notSent = err, true
 				break
 			}
@@ -267,13 +268,12 @@ func (w *worker) doH2(i int, intended int64, c *h2conn, inBurst bool) {
 			// is final (x/net/http2 internalRoundTrip waits for cs.donec).
 			written := wrote.Load() || ctx.Err() != nil
 			cancel()
-			reused := c.used
 			h.release(c)
 			c = nil
 			if written {
 				a.writes = 1
 			}
-			if !written && reused && try == 0 {
+			if !written && !fresh && try == 0 {
 				continue // nothing of it left: try another connection
 			}
 			a.err, a.notSent = err, !written
