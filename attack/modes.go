@@ -47,12 +47,13 @@ func (e *engine) execute(ctx context.Context, sum *Summary) time.Time {
 			}
 		}
 	}
+	// A collection now rather than during the burst: the barrier exists to
+	// make the requests leave together (and before the wait for StartAt,
+	// so that it does not make the start late).
+	runtime.GC()
 	if !o.StartAt.IsZero() {
 		sleepCtx(ctx, time.Until(o.StartAt))
 	}
-	// A collection now rather than during the burst: the barrier exists to
-	// make the requests leave together.
-	runtime.GC()
 	e.proceed = ctx.Err() == nil
 	clock.WallNs, clock.MonotonicNs = readClocks()
 	at := time.Now()

@@ -2,15 +2,22 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/human"
 	"github.com/spf13/cobra"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -20,7 +27,8 @@ type AttackOptions struct {
 	IO *IOStreams
 	// Targets are the --target NAME=URL flags, in order, names unique.
 	Targets []attack.Target
-	// IDs is --ids (generated PREFIX-0001...); IDsFile is --ids-file. Exactly one is set.
+	// IDs is --ids (generated PREFIX-0001...); IDsFile is --ids-file. At most
+	// one is set; one is required unless flows or a targets file give the IDs.
 	IDs      int
 	IDPrefix string
 	IDsFile  string
@@ -28,7 +36,8 @@ type AttackOptions struct {
 	Seed     int64
 	Method   string
 	Path     string
-	// Header holds the --header "Name: value" flags, validated.
+	// Header holds the --header "Name: value" flags, validated; with flows
+	// they are sent by every flow.
 	Header   http.Header
 	Body     string
 	BodyFile string
@@ -37,11 +46,35 @@ type AttackOptions struct {
 	Concurrency int
 	// NoKeepAlive is --no-keepalive: one new connection per request.
 	NoKeepAlive bool
-	// Rate is --rate; the zero Rate means no pacing.
-	Rate    vegeta.Rate
-	Timeout time.Duration
-	Capture []string
-	Out     string
+	// Rate is --rate; the zero Rate means no pacing. Duration is
+	// --duration: with a rate, the IDs are rate x duration (vegeta's
+	// -duration).
+	Rate     vegeta.Rate
+	Duration time.Duration
+	Timeout  time.Duration
+	Capture  []string
+	Out      string
+
+	// Flows are the --flow flags (a multi-flow attack).
+	Flows []FlowSpec
+	// TargetsFile is --targets-file in TargetsFormat (--targets-format:
+	// vegeta's "http" or "json" target format).
+	TargetsFile   string
+	TargetsFormat string
+
+	// TLS: --insecure, --cacert, --cert and --key; Protocol from --http2
+	// (attack.ProtoH2) or --h2c (attack.ProtoH2C).
+	Insecure       bool
+	CACert         string
+	Cert, Key      string
+	HTTP2, H2C     bool
+	Shard          attack.Shard
+	ShardFromEnv   string
+	Shards         int
+	StartAt        time.Time
+	WarmAhead      time.Duration
+	Quiet          bool
+	changedForFlow []string // attack-level flags that flows replace, as given
 }
 
 // NewAttackCmd is `rlbench attack`. runF, when not nil, receives the parsed
@@ -49,21 +82,53 @@ type AttackOptions struct {
 func NewAttackCmd(io *IOStreams, runF func(*AttackOptions) error) *cobra.Command {
 	o := &AttackOptions{IO: io}
 	cmd := &cobra.Command{
-		Use:   "attack --target NAME=URL... (--ids N | --ids-file FILE) --out DIR",
+		Use:   "attack --target NAME=URL... (--ids N | --ids-file FILE | --flow SPEC... | --targets-file FILE) --out DIR",
 		Short: "Fire a fixed set of request IDs at one or more targets, once each, and record every outcome",
 		Long: `attack sends each ID exactly once (no retries, no silent re-send on a dead
-keep-alive connection) in the X-Rlbench-Id header, split over the targets:
-even (round robin), sticky (all to the first), counts=10,10 or
+keep-alive connection or HTTP/2 stream) in the X-Rlbench-Id header, split over
+the targets: even (round robin), sticky (all to the first), counts=10,10 or
 weights=60,30,10 (deterministic with --seed). It writes DIR/requests.jsonl
 (one line per ID, flushed as results arrive) and DIR/attack.json. SIGINT
-stops it: recorded lines are kept and attack.json says "complete": false.`,
+stops it: recorded lines are kept and attack.json says "complete": false.
+
+Flows: --flow 'name=A,rate=300/s,ids=1500,header=x-user:A,path=/ping'
+(repeatable) runs several clients at once, each with its own IDs, rate (or
+all at once), request and split; they start together and every line names
+its flow. Keys: name (required), ids=N or ids-file=FILE or duration=D (with
+rate: rate x D IDs), id-prefix (default PREFIX-NAME), rate, method, path,
+header=Name:value (repeatable), body, split (weights=60:30:10 or
+counts=5:5, ':' between the values), seed, concurrency, no-keepalive.
+A value cannot hold a comma.
+
+Targets files: --targets-file FILE reads vegeta's HTTP or JSON target
+format (--targets-format) with vegeta's own decoders; target line k (0-based)
+is one request template, and ID j is sent as template j mod L (L lines: the
+order in which vegeta cycles through its targets). The IDs are --ids N,
+--ids-file, rate x --duration, or one per line. Each URL's scheme://host:port
+is the target of the --target with that URL, else a target named host:port.
+
+Sharding: --shard K/N (or --shard-from-env JOB_COMPLETION_INDEX --shards N)
+sends the K-th of N slices of every flow (IDs at positions k with
+k mod N == K), so N shards send the whole attack between them; --start-at
+holds the start until a wall-clock instant (RFC 3339 or unix ns), with the
+connections warmed --warm-ahead before it. Progress is shown on stderr (a
+bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
 		Example: `  rlbench attack --target proxy-a=http://127.0.0.1:10000 --target proxy-b=http://127.0.0.1:10001 \
-      --ids 20 --split even --path /inventory --out evidence/manual`,
+      --ids 20 --split even --path /inventory --out evidence/manual
+  rlbench attack --target p=http://127.0.0.1:10000 --out evidence/users \
+      --flow 'name=A,rate=300/s,duration=5s,header=x-user:A,path=/ping' \
+      --flow 'name=B,rate=20/s,duration=5s,header=x-user:B,path=/ping'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, name := range []string{"ids", "ids-file", "id-prefix", "split", "seed", "method", "path", "body", "body-file", "concurrency", "rate", "duration"} {
+				if cmd.Flags().Changed(name) {
+					o.changedForFlow = append(o.changedForFlow, "--"+name)
+				}
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
+			o.changedForFlow = nil
 			if runF != nil {
 				return runF(o)
 			}
@@ -85,57 +150,278 @@ stops it: recorded lines are kept and attack.json says "complete": false.`,
 	f.IntVar(&o.Concurrency, "concurrency", 0, "most requests in flight (default: all IDs at once, capped below the file-descriptor limit; with --rate, a pool sized from the rate and latency)")
 	f.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "one new connection per request (one Envoy per-connection bucket per request)")
 	rateFlag(f, &o.Rate, "rate", "open-loop rate such as 100/1s (default: no pacing)")
+	f.DurationVar(&o.Duration, "duration", 0, "with --rate: send rate x duration IDs (instead of --ids)")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Second, "per-request timeout")
 	f.StringArrayVar(&o.Capture, "capture-header", nil, "response header to record (repeatable; default: the rate-limit headers)")
 	f.StringVar(&o.Out, "out", "", "evidence directory to write requests.jsonl and attack.json into")
+	flowsFlag(f, &o.Flows, "flow", "a flow `SPEC` such as 'name=A,rate=300/s,ids=1500,header=x-user:A,path=/ping' (repeatable)")
+	f.StringVar(&o.TargetsFile, "targets-file", "", "vegeta targets `FILE` (one request template per target)")
+	enumFlag(cmd, &o.TargetsFormat, "targets-format", "http", []string{"http", "json"}, "format of --targets-file (vegeta's)")
+	f.BoolVar(&o.Insecure, "insecure", false, "do not verify the servers' TLS certificates")
+	f.StringVar(&o.CACert, "cacert", "", "PEM `FILE` of the CA certificates that sign the servers' certificates")
+	f.StringVar(&o.Cert, "cert", "", "PEM `FILE` of the client certificate (mTLS; with --key)")
+	f.StringVar(&o.Key, "key", "", "PEM `FILE` of the client certificate's private key")
+	f.BoolVar(&o.HTTP2, "http2", false, "HTTP/2 over TLS (ALPN h2) to https targets")
+	f.BoolVar(&o.H2C, "h2c", false, "HTTP/2 over cleartext TCP with prior knowledge to http targets")
+	shardFlag(f, &o.Shard, "shard", "send the K-th of N slices (`K/N`, 0 <= K < N)")
+	f.StringVar(&o.ShardFromEnv, "shard-from-env", "", "read the shard index K from environment `VAR` (e.g. JOB_COMPLETION_INDEX; with --shards)")
+	f.IntVar(&o.Shards, "shards", 0, "the shard count N with --shard-from-env")
+	startAtFlag(f, &o.StartAt, "start-at", "hold the start until this wall-clock `TIME` (RFC 3339 or unix ns); connections are warmed before")
+	f.DurationVar(&o.WarmAhead, "warm-ahead", attack.DefaultWarmAhead, "with --start-at: begin warming connections this long before it")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress or summary lines on stderr")
 	return cmd
 }
 
 // validate reports flag combinations that cannot work, as usage errors.
 func (o *AttackOptions) validate() error {
-	if len(o.Targets) == 0 {
+	if len(o.Targets) == 0 && o.TargetsFile == "" {
 		return usageErrorf("at least one --target NAME=URL is required")
 	}
 	if o.Out == "" {
 		return usageErrorf("--out DIR is required")
 	}
-	if o.IDs < 0 {
-		return usageErrorf("--ids must be positive, not %d", o.IDs)
+	if len(o.Flows) > 0 {
+		if o.TargetsFile != "" {
+			return usageErrorf("give --flow or --targets-file, not both")
+		}
+		if len(o.changedForFlow) > 0 {
+			return usageErrorf("with --flow, set %s in each flow (e.g. --flow 'name=A,ids=10,rate=5/s'), not for the attack", strings.Join(o.changedForFlow, ", "))
+		}
+	} else {
+		if o.IDs < 0 {
+			return usageErrorf("--ids must be positive, not %d", o.IDs)
+		}
+		if o.IDs > 0 && o.IDsFile != "" {
+			return usageErrorf("give exactly one of --ids N or --ids-file FILE")
+		}
+		if o.Duration < 0 {
+			return usageErrorf("--duration must be positive, not %s", o.Duration)
+		}
+		if o.Duration > 0 {
+			if o.Rate.Freq == 0 {
+				return usageErrorf("--duration needs --rate (the IDs are rate x duration)")
+			}
+			if o.IDs > 0 || o.IDsFile != "" {
+				return usageErrorf("give --duration or --ids/--ids-file, not both")
+			}
+			o.IDs = durationIDs(o.Rate, o.Duration)
+			if o.IDs == 0 {
+				return usageErrorf("--rate %s for --duration %s is no request", attack.FormatRate(o.Rate), o.Duration)
+			}
+		}
+		if o.IDs == 0 && o.IDsFile == "" && o.TargetsFile == "" {
+			return usageErrorf("give exactly one of --ids N or --ids-file FILE")
+		}
+		if o.Concurrency < 0 {
+			return usageErrorf("--concurrency must be >= 0, not %d", o.Concurrency)
+		}
+		if o.TargetsFile != "" {
+			for _, name := range []string{"--method", "--path", "--body", "--body-file", "--split"} {
+				for _, c := range o.changedForFlow {
+					if c == name {
+						return usageErrorf("%s does not go with --targets-file: each target line gives its request", name)
+					}
+				}
+			}
+		}
 	}
-	if (o.IDs > 0) == (o.IDsFile != "") {
-		return usageErrorf("give exactly one of --ids N or --ids-file FILE")
+	if o.HTTP2 && o.H2C {
+		return usageErrorf("give --http2 (TLS) or --h2c (cleartext), not both")
 	}
-	if o.Concurrency < 0 {
-		return usageErrorf("--concurrency must be >= 0, not %d", o.Concurrency)
+	if (o.Cert == "") != (o.Key == "") {
+		return usageErrorf("--cert and --key go together (the client certificate and its key)")
+	}
+	if o.ShardFromEnv != "" || o.Shards != 0 {
+		if o.Shard.Count > 0 {
+			return usageErrorf("give --shard K/N or --shard-from-env VAR --shards N, not both")
+		}
+		if o.ShardFromEnv == "" || o.Shards < 1 {
+			return usageErrorf("--shard-from-env VAR needs --shards N (N >= 1), and --shards needs --shard-from-env")
+		}
+		v, ok := os.LookupEnv(o.ShardFromEnv)
+		if !ok {
+			return usageErrorf("--shard-from-env %s: the variable is not set", o.ShardFromEnv)
+		}
+		k, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || k < 0 || k >= o.Shards {
+			return usageErrorf("--shard-from-env %s=%q: want an index 0..%d for --shards %d", o.ShardFromEnv, v, o.Shards-1, o.Shards)
+		}
+		o.Shard = attack.Shard{Index: k, Count: o.Shards}
+	}
+	if o.WarmAhead < 0 {
+		return usageErrorf("--warm-ahead must be >= 0, not %s", o.WarmAhead)
 	}
 	return nil
 }
 
-func runAttack(ctx context.Context, o *AttackOptions) error {
-	var err error
-	body := []byte(o.Body)
-	if o.BodyFile != "" {
-		if body, err = os.ReadFile(o.BodyFile); err != nil {
-			return err
-		}
+// durationIDs is vegeta's request count for a rate over a duration:
+// freq x duration / per, rounded down.
+func durationIDs(r vegeta.Rate, d time.Duration) int {
+	if r.Freq <= 0 || r.Per <= 0 {
+		return 0
 	}
-	var ids []string
-	if o.IDsFile != "" {
-		f, err := os.Open(o.IDsFile)
-		if err != nil {
-			return err
+	return int(int64(r.Freq) * int64(d) / int64(r.Per))
+}
+
+// attackOptions builds the library's options from the flags: it reads the
+// ID, body, targets and certificate files. Errors name the file.
+func (o *AttackOptions) attackOptions() (attack.Options, error) {
+	opts := attack.Options{Targets: o.Targets, Timeout: o.Timeout, CaptureHeaders: o.Capture, DisableKeepAlives: o.NoKeepAlive,
+		Shard: o.Shard, StartAt: o.StartAt, WarmAhead: o.WarmAhead}
+	cfg, err := o.tlsConfig()
+	if err != nil {
+		return opts, err
+	}
+	opts.TLSConfig = cfg
+	switch {
+	case o.HTTP2:
+		opts.Protocol = attack.ProtoH2
+	case o.H2C:
+		opts.Protocol = attack.ProtoH2C
+	}
+	switch {
+	case len(o.Flows) > 0:
+		for _, fs := range o.Flows {
+			fl, err := fs.flow(o.IDPrefix, o.Header)
+			if err != nil {
+				return opts, err
+			}
+			opts.Flows = append(opts.Flows, fl)
 		}
-		ids, err = attack.ReadIDs(f, o.IDsFile)
-		f.Close()
+	case o.TargetsFile != "":
+		fl, targets, err := o.targetsFileFlow()
 		if err != nil {
-			return err
+			return opts, err
 		}
+		opts.Targets, opts.Flows = targets, []attack.Flow{fl}
+	default:
+		body := []byte(o.Body)
+		if o.BodyFile != "" {
+			if body, err = os.ReadFile(o.BodyFile); err != nil {
+				return opts, err
+			}
+		}
+		ids, err := readIDs(o.IDs, o.IDsFile, o.IDPrefix)
+		if err != nil {
+			return opts, err
+		}
+		opts.IDs, opts.Split, opts.Seed, opts.Method, opts.Path, opts.Header, opts.Body = ids, o.Split, o.Seed, o.Method, o.Path, o.Header, body
+		opts.Concurrency, opts.Rate = o.Concurrency, o.Rate
+	}
+	return opts, nil
+}
+
+// readIDs is --ids-file's IDs, or n generated with prefix.
+func readIDs(n int, file, prefix string) ([]string, error) {
+	if file == "" {
+		return attack.IDs(n, prefix), nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return attack.ReadIDs(f, file)
+}
+
+// tlsConfig builds the client TLS configuration of --insecure, --cacert
+// and --cert/--key; nil when none is given.
+func (o *AttackOptions) tlsConfig() (*tls.Config, error) {
+	if !o.Insecure && o.CACert == "" && o.Cert == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{InsecureSkipVerify: o.Insecure}
+	if o.CACert != "" {
+		pem, err := os.ReadFile(o.CACert)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate found", o.CACert)
+		}
+		cfg.RootCAs = pool
+	}
+	if o.Cert != "" {
+		c, err := tls.LoadX509KeyPair(o.Cert, o.Key)
+		if err != nil {
+			return nil, fmt.Errorf("--cert %s --key %s: %w", o.Cert, o.Key, err)
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
+}
+
+// targetsFileFlow reads --targets-file with vegeta's decoder of
+// --targets-format into one flow of request templates, and the targets
+// their URLs name (package doc of attack: ID j goes to template j mod L).
+func (o *AttackOptions) targetsFileFlow() (attack.Flow, []attack.Target, error) {
+	f, err := os.Open(o.TargetsFile)
+	if err != nil {
+		return attack.Flow{}, nil, err
+	}
+	defer f.Close()
+	var body []byte
+	if o.Body != "" || o.BodyFile != "" {
+		return attack.Flow{}, nil, &UsageError{Err: errors.New("--body does not go with --targets-file: each target gives its body")}
+	}
+	var tr vegeta.Targeter
+	if o.TargetsFormat == "json" {
+		tr = vegeta.NewJSONTargeter(f, body, o.Header)
 	} else {
-		ids = attack.IDs(o.IDs, o.IDPrefix)
+		tr = vegeta.NewHTTPTargeter(f, body, o.Header)
 	}
-	opts := attack.Options{IDs: ids, Targets: o.Targets, Split: o.Split, Seed: o.Seed, Method: o.Method,
-		Path: o.Path, Header: o.Header, Body: body, Concurrency: o.Concurrency, Rate: o.Rate, Timeout: o.Timeout,
-		CaptureHeaders: o.Capture, DisableKeepAlives: o.NoKeepAlive}
+	targets := append([]attack.Target(nil), o.Targets...)
+	byOrigin := map[string]string{}
+	for _, t := range targets {
+		byOrigin[strings.TrimRight(t.URL, "/")] = t.Name
+	}
+	var tmpls []attack.RequestTemplate
+	for k := 1; ; k++ {
+		var t vegeta.Target
+		if err := tr(&t); err != nil {
+			if errors.Is(err, vegeta.ErrNoTargets) {
+				break
+			}
+			return attack.Flow{}, nil, fmt.Errorf("%s: target %d: %w", o.TargetsFile, k, err)
+		}
+		u, err := url.Parse(t.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return attack.Flow{}, nil, fmt.Errorf("%s: target %d: URL %q: want http(s)://host[:port]/path", o.TargetsFile, k, t.URL)
+		}
+		origin := u.Scheme + "://" + u.Host
+		name, ok := byOrigin[origin]
+		if !ok {
+			name = u.Host
+			targets = append(targets, attack.Target{Name: name, URL: origin})
+			byOrigin[origin] = name
+		}
+		path := u.EscapedPath()
+		if u.RawQuery != "" {
+			path += "?" + u.RawQuery
+		}
+		tmpls = append(tmpls, attack.RequestTemplate{Target: name, Method: t.Method, Path: path, Header: t.Header, Body: t.Body})
+	}
+	if len(tmpls) == 0 {
+		return attack.Flow{}, nil, fmt.Errorf("%s: no targets", o.TargetsFile)
+	}
+	n := o.IDs
+	if n == 0 && o.IDsFile == "" {
+		n = len(tmpls)
+	}
+	ids, err := readIDs(n, o.IDsFile, o.IDPrefix)
+	if err != nil {
+		return attack.Flow{}, nil, err
+	}
+	fl := attack.Flow{Name: filepath.Base(o.TargetsFile), IDs: ids, Requests: tmpls, Rate: o.Rate, Concurrency: o.Concurrency, Seed: 0}
+	return fl, targets, nil
+}
+
+func runAttack(ctx context.Context, o *AttackOptions) error {
+	opts, err := o.attackOptions()
+	if err != nil {
+		return err
+	}
 	// A split that does not fit the IDs and targets, an invalid method or
 	// header, a concurrency beyond the descriptor limit: usage errors, found
 	// before anything is sent or written.
@@ -152,17 +438,27 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	if err != nil {
 		return err
 	}
+	errOut := o.IO.ErrOut
+	if o.Quiet {
+		errOut = io.Discard
+	}
+	opts.Progress = new(attack.Progress)
+	stop := liveProgress(errOut, "attack", opts.Progress)
 	sum, runErr := attack.Run(ctx, opts, w)
+	stop()
 	if cerr := w.Close(); runErr == nil && cerr != nil {
 		runErr = cerr
 	}
 	if sum != nil {
+		if o.ShardFromEnv != "" && sum.Shard != nil {
+			sum.Shard.FromEnv = o.ShardFromEnv
+		}
 		if err := evidence.WriteJSONFile(evidence.Dir(o.Out).Attack(), evidence.NewAttack(sum)); err != nil {
 			return err
 		}
-		printAttackSummary(o, sum, len(ids))
+		printAttackSummary(errOut, o.Out, sum)
 		if sum.Interrupted {
-			return &ExitCodeError{Code: ExitInterrupted, Msg: fmt.Sprintf("interrupted after %d of %d IDs; recorded lines kept, attack.json says complete=false", sum.Sent, len(ids))}
+			return &ExitCodeError{Code: ExitInterrupted, Msg: fmt.Sprintf("interrupted after %d of %d IDs; recorded lines kept, attack.json says complete=false", sum.Sent, sum.Config.IDs)}
 		}
 	}
 	if runErr == nil && sum != nil && sum.NotSent > 0 {
@@ -172,18 +468,36 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 }
 
 // printAttackSummary prints the outcome, the worker bound and where it
-// came from (descriptor cap included), and the burst or pacing figures.
-func printAttackSummary(o *AttackOptions, sum *attack.Summary, ids int) {
+// came from (descriptor cap included), the burst or pacing figures, each
+// flow's, the shard and the start's lateness.
+func printAttackSummary(w io.Writer, out string, sum *attack.Summary) {
 	c := sum.Config
-	fmt.Fprintf(o.IO.ErrOut, "attack: %d of %d IDs sent (%d not sent), codes %v -> %s\n", sum.Sent-sum.NotSent, ids, sum.NotSent, sum.CodesByTarget, o.Out)
-	fmt.Fprintf(o.IO.ErrOut, "attack: workers %d (from %s; descriptor cap %d of limit %d, %d open)\n", c.Workers, c.WorkersFrom, c.FDCap, c.FDLimit, c.FDOpen)
-	if b := sum.Burst; b != nil {
-		fmt.Fprintf(o.IO.ErrOut, "attack: burst of %d on %d warm connections, send spread %s (p50 %s, p99 %s after release)\n",
-			b.Requests, b.WarmConnections, time.Duration(b.SpreadNs), time.Duration(b.SendNs.P50), time.Duration(b.SendNs.P99))
+	fmt.Fprintf(w, "attack: %d of %d IDs sent (%d not sent) -> %s\n", sum.Sent-sum.NotSent, c.IDs, sum.NotSent, out)
+	fmt.Fprintf(w, "attack: codes %s\n", human.Codes(sum.CodesByTarget))
+	fmt.Fprintf(w, "attack: workers %d (from %s; descriptor cap %d of limit %d, %d open)\n", c.Workers, c.WorkersFrom, c.FDCap, c.FDLimit, c.FDOpen)
+	if len(sum.Flows) == 0 {
+		printFigures(w, "attack: ", c, sum.Burst, sum.Pacing)
 	}
-	if pc := sum.Pacing; pc != nil {
-		fmt.Fprintf(o.IO.ErrOut, "attack: rate %.0f/s achieved (intended %.0f/s), pacing error p50 %s p99 %s max %s, latency from intended p99 %s, workers peak %d bound %d\n",
-			pc.AchievedPerSec, c.RatePerSec, time.Duration(pc.ErrorNs.P50), time.Duration(pc.ErrorNs.P99), time.Duration(pc.ErrorNs.Max),
+	for _, f := range sum.Flows {
+		fmt.Fprintf(w, "attack: flow %s: %d of %d IDs sent, codes %s\n", f.Config.Flow, f.Sent-f.NotSent, f.Config.IDs, human.Codes(f.CodesByTarget))
+		printFigures(w, "attack: flow "+f.Config.Flow+": ", f.Config, f.Burst, f.Pacing)
+	}
+	if sh := sum.Shard; sh != nil {
+		fmt.Fprintf(w, "attack: shard %d/%d: %d of the attack's %d IDs (id set %s)\n", sh.Index, sh.Count, sh.IDs, sh.TotalIDs, sh.IDSetDigest)
+	}
+	if sa := sum.StartAt; sa != nil {
+		fmt.Fprintf(w, "attack: started %s after --start-at %s\n", time.Duration(sa.LateNs), sa.At)
+	}
+}
+
+func printFigures(w io.Writer, prefix string, c attack.Config, b *attack.Burst, pc *attack.Pacing) {
+	if b != nil {
+		fmt.Fprintf(w, "%sburst of %d on %d warm connections, send spread %s (p50 %s, p99 %s after release)\n",
+			prefix, b.Requests, b.WarmConnections, time.Duration(b.SpreadNs), time.Duration(b.SendNs.P50), time.Duration(b.SendNs.P99))
+	}
+	if pc != nil {
+		fmt.Fprintf(w, "%srate %.0f/s achieved (intended %.0f/s), pacing error p50 %s p99 %s max %s, latency from intended p99 %s, workers peak %d bound %d\n",
+			prefix, pc.AchievedPerSec, c.RatePerSec, time.Duration(pc.ErrorNs.P50), time.Duration(pc.ErrorNs.P99), time.Duration(pc.ErrorNs.Max),
 			time.Duration(pc.LatencyFromIntendedNs.P99), pc.WorkersPeak, pc.WorkersBound)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
@@ -305,4 +306,248 @@ func countFlag(fs *pflag.FlagSet, p **int, name, usage string) {
 
 func descriptorsFlag(fs *pflag.FlagSet, p *[]proxy.Action, name, usage string) {
 	fs.Var(&descriptorsValue{p: p, name: name}, name, usage)
+}
+
+// FlowSpec is one --flow value, parsed at the flag boundary: the keys of
+// NewAttackCmd's help. IDs come from IDs (generated with IDPrefix, default
+// "<--id-prefix>-<name>"), IDsFile, or Rate x Duration.
+type FlowSpec struct {
+	Name        string
+	IDs         int
+	IDPrefix    string
+	IDsFile     string
+	Rate        vegeta.Rate
+	Duration    time.Duration
+	Method      string
+	Path        string
+	Header      http.Header
+	Body        string
+	Split       attack.Split
+	Seed        int64
+	Concurrency int
+	NoKeepAlive bool
+}
+
+// ParseFlowSpec parses "key=value,key=value,..." (see NewAttackCmd); errors
+// quote the spec and name the bad part.
+func ParseFlowSpec(s string) (FlowSpec, error) {
+	var f FlowSpec
+	bad := func(part, format string, a ...any) error {
+		return fmt.Errorf("flow %q: %q: %s", s, part, fmt.Sprintf(format, a...))
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		k = strings.TrimSpace(k)
+		if !ok && k != "no-keepalive" {
+			return f, bad(part, "want key=value")
+		}
+		var err error
+		switch k {
+		case "name":
+			f.Name = v
+		case "ids":
+			if f.IDs, err = strconv.Atoi(v); err != nil || f.IDs <= 0 {
+				return f, bad(part, "want a count > 0")
+			}
+		case "id-prefix":
+			f.IDPrefix = v
+		case "ids-file":
+			f.IDsFile = v
+		case "rate":
+			if f.Rate, err = attack.ParseRate(v); err != nil {
+				return f, bad(part, "%v", err)
+			}
+		case "duration":
+			if f.Duration, err = time.ParseDuration(v); err != nil || f.Duration <= 0 {
+				return f, bad(part, "want a positive duration such as 5s")
+			}
+		case "method":
+			f.Method = v
+		case "path":
+			f.Path = v
+		case "header":
+			name, val, err := attack.ParseHeader(v)
+			if err != nil {
+				return f, bad(part, "%v", err)
+			}
+			if f.Header == nil {
+				f.Header = http.Header{}
+			}
+			f.Header.Add(name, val)
+		case "body":
+			f.Body = v
+		case "split":
+			if f.Split, err = attack.ParseSplit(strings.ReplaceAll(v, ":", ",")); err != nil {
+				return f, bad(part, "%v (values separated by ':', e.g. weights=60:30:10)", err)
+			}
+		case "seed":
+			if f.Seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+				return f, bad(part, "want an integer")
+			}
+		case "concurrency":
+			if f.Concurrency, err = strconv.Atoi(v); err != nil || f.Concurrency < 0 {
+				return f, bad(part, "want a count >= 0")
+			}
+		case "no-keepalive":
+			if !ok {
+				v = "true"
+			}
+			if f.NoKeepAlive, err = strconv.ParseBool(v); err != nil {
+				return f, bad(part, "want true or false")
+			}
+		default:
+			return f, bad(part, "unknown key %q (name, ids, id-prefix, ids-file, rate, duration, method, path, header, body, split, seed, concurrency, no-keepalive)", k)
+		}
+	}
+	switch {
+	case f.Name == "":
+		return f, fmt.Errorf("flow %q: name=NAME is required", s)
+	case f.Duration > 0 && f.Rate.Freq == 0:
+		return f, fmt.Errorf("flow %q: duration needs a rate (the IDs are rate x duration)", s)
+	case countTrue(f.IDs > 0, f.IDsFile != "", f.Duration > 0) != 1:
+		return f, fmt.Errorf("flow %q: give one of ids=N, ids-file=FILE or duration=D (with rate)", s)
+	}
+	if f.Duration > 0 {
+		if f.IDs = durationIDs(f.Rate, f.Duration); f.IDs == 0 {
+			return f, fmt.Errorf("flow %q: rate %s over %s is no request", s, attack.FormatRate(f.Rate), f.Duration)
+		}
+	}
+	return f, nil
+}
+
+func countTrue(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// flow is the attack.Flow of f: its IDs read or generated (prefix
+// "<prefix>-<name>" unless f.IDPrefix), common headers under its own.
+func (f FlowSpec) flow(prefix string, common http.Header) (attack.Flow, error) {
+	p := f.IDPrefix
+	if p == "" {
+		p = prefix + "-" + f.Name
+	}
+	n := f.IDs
+	if f.IDsFile != "" {
+		n = 0
+	}
+	ids, err := readIDs(n, f.IDsFile, p)
+	if err != nil {
+		return attack.Flow{}, err
+	}
+	h := common.Clone()
+	for k, vs := range f.Header {
+		if h == nil {
+			h = http.Header{}
+		}
+		h[k] = vs
+	}
+	return attack.Flow{Name: f.Name, IDs: ids, Split: f.Split, Seed: f.Seed, Method: f.Method, Path: f.Path, Header: h,
+		Body: []byte(f.Body), Rate: f.Rate, Concurrency: f.Concurrency, DisableKeepAlives: f.NoKeepAlive}, nil
+}
+
+// flowsValue is the repeatable --flow (ParseFlowSpec); names unique.
+type flowsValue struct {
+	p    *[]FlowSpec
+	name string
+}
+
+func (v *flowsValue) String() string {
+	var names []string
+	for _, f := range *v.p {
+		names = append(names, f.Name)
+	}
+	return strings.Join(names, ",")
+}
+func (v *flowsValue) Type() string { return "flow" }
+func (v *flowsValue) Set(s string) error {
+	f, err := ParseFlowSpec(s)
+	if err != nil {
+		return usageErrorf("--%s: %v", v.name, err)
+	}
+	for _, g := range *v.p {
+		if g.Name == f.Name {
+			return usageErrorf("--%s: flow name %q given twice", v.name, f.Name)
+		}
+	}
+	*v.p = append(*v.p, f)
+	return nil
+}
+
+// shardValue is --shard K/N (attack.ParseShard).
+type shardValue struct {
+	p    *attack.Shard
+	name string
+}
+
+func (v *shardValue) String() string { return v.p.String() }
+func (v *shardValue) Type() string   { return "K/N" }
+func (v *shardValue) Set(s string) error {
+	sh, err := attack.ParseShard(s)
+	if err != nil {
+		return usageErrorf("--%s: %v", v.name, err)
+	}
+	*v.p = sh
+	return nil
+}
+
+// startAtValue is --start-at: RFC 3339 (with or without fraction) or an
+// integer of unix ns.
+type startAtValue struct {
+	p    *time.Time
+	name string
+}
+
+func (v *startAtValue) String() string {
+	if v.p.IsZero() {
+		return ""
+	}
+	return v.p.UTC().Format(time.RFC3339Nano)
+}
+func (v *startAtValue) Type() string { return "time" }
+func (v *startAtValue) Set(s string) error {
+	t, err := ParseStartAt(s)
+	if err != nil {
+		return usageErrorf("--%s: %v", v.name, err)
+	}
+	*v.p = t
+	return nil
+}
+
+// ParseStartAt parses an instant written in RFC 3339 ("2026-12-01T12:00:00Z",
+// fractions allowed) or as unix nanoseconds ("1796124000000000000").
+func ParseStartAt(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n <= 0 {
+			return time.Time{}, fmt.Errorf("%q: want a positive unix ns", s)
+		}
+		return time.Unix(0, n), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q: want RFC 3339 (2026-12-01T12:00:00Z) or unix ns", s)
+	}
+	return t, nil
+}
+
+func flowsFlag(fs *pflag.FlagSet, p *[]FlowSpec, name, usage string) {
+	fs.Var(&flowsValue{p: p, name: name}, name, usage)
+}
+
+func shardFlag(fs *pflag.FlagSet, p *attack.Shard, name, usage string) {
+	fs.Var(&shardValue{p: p, name: name}, name, usage)
+}
+
+func startAtFlag(fs *pflag.FlagSet, p *time.Time, name, usage string) {
+	fs.Var(&startAtValue{p: p, name: name}, name, usage)
 }

@@ -1,0 +1,108 @@
+// Package human writes attack figures as text for a person: status code
+// counts and live progress lines (never Go's map syntax). The CLI and the
+// plan runner use it for their stderr lines.
+package human
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/attack"
+)
+
+// Codes writes counts per target and status code, targets and codes in
+// order, e.g. "proxy-a: 5 × 200, 5 × 429; proxy-b: 10 × 200". Code "0" is
+// written "no response"; a target without requests is left out; no
+// requests at all is "none".
+func Codes(byTarget map[string]map[string]int) string {
+	targets := make([]string, 0, len(byTarget))
+	for t, m := range byTarget {
+		if len(m) > 0 {
+			targets = append(targets, t)
+		}
+	}
+	sort.Strings(targets)
+	var parts []string
+	for _, t := range targets {
+		parts = append(parts, t+": "+codeList(byTarget[t]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func codeList(m map[string]int) string {
+	codes := make([]string, 0, len(m))
+	for c := range m {
+		codes = append(codes, c)
+	}
+	sort.Slice(codes, func(i, j int) bool {
+		a, _ := strconv.Atoi(codes[i])
+		b, _ := strconv.Atoi(codes[j])
+		return a < b
+	})
+	parts := make([]string, len(codes))
+	for i, c := range codes {
+		parts[i] = count(m[c], c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func count(n int, code string) string {
+	if code == "0" {
+		return fmt.Sprintf("%d × no response", n)
+	}
+	return fmt.Sprintf("%d × %s", n, code)
+}
+
+// Progress writes a snapshot as one line without a newline, e.g.
+// "120/500 sent, 118 answered (200: 100, 429: 18), 40/s, 9.5s left", or
+// "warming connections for 500 requests" before the start.
+func Progress(s attack.ProgressSnapshot) string {
+	if !s.Started {
+		return fmt.Sprintf("warming connections for %d requests", s.Total)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d/%d sent, %d answered", s.Sent, s.Total, s.Answered)
+	if len(s.Codes) > 0 {
+		parts := make([]string, len(s.Codes))
+		for i, c := range s.Codes {
+			parts[i] = fmt.Sprintf("%d: %d", c.Code, c.N)
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(parts, ", "))
+	}
+	if s.NoResponse > 0 {
+		fmt.Fprintf(&b, ", %d without response", s.NoResponse)
+	}
+	if s.NotSent > 0 {
+		fmt.Fprintf(&b, ", %d not sent", s.NotSent)
+	}
+	fmt.Fprintf(&b, ", %s/s", rate(s.PerSec))
+	switch {
+	case s.Done:
+		fmt.Fprintf(&b, ", done in %s", Duration(s.Elapsed))
+	case s.Left > 0:
+		fmt.Fprintf(&b, ", %s left", Duration(s.Left))
+	}
+	return b.String()
+}
+
+func rate(r float64) string {
+	if r >= 100 {
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(r, 'f', 1, 64)
+}
+
+// Duration rounds d for reading: to 0.1 s below a minute, to the second
+// above.
+func Duration(d time.Duration) string {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
