@@ -120,6 +120,11 @@ func proxyStats(in *Input) []ProxyStats {
 			}
 			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: strconv.FormatInt(got, 10)})
 		}
+		if c == nil && attackedWithNone(in.Evidence.Attack, p) {
+			// The attack had this proxy as a target and sent it nothing (a
+			// sticky split): its clients sent 0, which its counters must show.
+			c = &Classes{}
+		}
 		if c == nil {
 			ps.Checks = append(ps.Checks, Check{Name: "clients of this proxy", Status: CheckUnknown, Want: "a target named " + p, Got: "none"})
 			out = append(out, ps)
@@ -156,4 +161,32 @@ func proxyStats(in *Input) []ProxyStats {
 		out = append(out, ps)
 	}
 	return out
+}
+
+// attackedWithNone reports whether attack.json lists a target named
+// proxy (in any phase, or any flow of one): the attack knew it and assigned
+// it IDs (0 of them, when no request line names it).
+func attackedWithNone(a *evidence.Attack, proxy string) bool {
+	if a == nil {
+		return false
+	}
+	has := func(c evidence.AttackConfig) bool {
+		for _, t := range c.Targets {
+			if t.Name == proxy {
+				return true
+			}
+		}
+		return false
+	}
+	for _, ph := range a.Phases {
+		if has(ph.Config) {
+			return true
+		}
+		for _, f := range ph.Flows {
+			if has(f.Config) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/examples"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
@@ -94,6 +95,7 @@ func runPlan(ctx context.Context, o *RunOptions) error {
 	ro := runner.Options{Root: o.Root, PlanBytes: data}
 	if !o.Quiet {
 		ro.Progress = o.IO.ErrOut
+		ro.Live = func(label string, p *attack.Progress) func() { return liveProgress(o.IO.ErrOut, label, p) }
 	}
 	dir, err := runner.Run(ctx, plan, ro)
 	if err != nil {

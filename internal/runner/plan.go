@@ -320,10 +320,12 @@ type FaultPlan struct {
 	At Duration `json:"at,omitempty"`
 }
 
-// AttackPlan configures one attack.
+// AttackPlan configures one attack: a single flow (ids, split, rate,
+// method, path, headers, body) or, with flows, several at once.
 type AttackPlan struct {
-	// IDs is the number of request IDs to fire, each once (> 0).
-	IDs int `json:"ids"`
+	// IDs is the number of request IDs to fire, each once (> 0); with flows,
+	// set per flow.
+	IDs int `json:"ids,omitempty"`
 	// Split distributes the IDs over the targets, in attack.ParseSplit syntax: even (default), sticky,
 	// counts=N,N,... or weights=W,W,...
 	Split string `json:"split,omitempty"`
@@ -337,10 +339,112 @@ type AttackPlan struct {
 	Method string `json:"method,omitempty"`
 	// Path is appended to each target URL (it may carry a query).
 	Path string `json:"path,omitempty"`
-	// Headers are sent with every request.
+	// Headers are sent with every request (with flows: by every flow, under
+	// the flow's own).
 	Headers map[string]string `json:"headers,omitempty"`
+	// Body is sent with every request (Content-Length set).
+	Body string `json:"body,omitempty"`
 	// Timeout bounds each request; default 10s. A timed-out request is indeterminate (code 0).
 	Timeout Duration `json:"timeout,omitempty"`
+	// NoKeepAlive gives every request its own connection (attack.Options
+	// DisableKeepAlives: one Envoy per-connection bucket per request); with
+	// flows it applies to all of them.
+	NoKeepAlive bool `json:"no_keepalive,omitempty"`
+	// Flows run concurrently in this one attack (attack.Flow): they start
+	// together and each request line records its flow. With flows, ids,
+	// split, seed, concurrency, rate, method, path and body are set per flow;
+	// headers here are sent by every flow.
+	Flows []FlowPlan `json:"flows,omitempty"`
+}
+
+// FlowPlan is one flow of an attack (attack.Flow): its IDs are ids
+// generated ones, or rate x duration.
+type FlowPlan struct {
+	// Name names the flow: each request line records it; unique in the attack.
+	Name string `json:"name"`
+	// IDs is the flow's number of request IDs; give IDs or Duration.
+	IDs int `json:"ids,omitempty"`
+	// Duration, with Rate, makes rate x duration IDs (vegeta's -duration).
+	Duration Duration `json:"duration,omitempty"`
+	// Rate paces the flow open-loop from the attack's common start; unset
+	// sends all its IDs at once.
+	Rate Rate `json:"rate,omitempty"`
+	// Split distributes the flow's IDs over the targets (attack.ParseSplit syntax).
+	Split string `json:"split,omitempty"`
+	// Seed seeds the weights split's shuffle.
+	Seed int64 `json:"seed,omitempty"`
+	// Concurrency caps the flow's requests in flight.
+	Concurrency int `json:"concurrency,omitempty"`
+	// Method is the flow's HTTP method; default GET.
+	Method string `json:"method,omitempty"`
+	// Path is appended to each target URL.
+	Path string `json:"path,omitempty"`
+	// Headers are the flow's request headers (e.g. x-user: A).
+	Headers map[string]string `json:"headers,omitempty"`
+	// Body is the flow's request body.
+	Body string `json:"body,omitempty"`
+	// NoKeepAlive gives each of the flow's requests its own connection.
+	NoKeepAlive bool `json:"no_keepalive,omitempty"`
+}
+
+// ids is the flow's ID count: IDs, or rate x duration (vegeta's count).
+func (f *FlowPlan) ids() int {
+	if f.IDs > 0 {
+		return f.IDs
+	}
+	r := vegeta.Rate(f.Rate)
+	if r.Freq <= 0 || r.Per <= 0 {
+		return 0
+	}
+	return int(int64(r.Freq) * int64(f.Duration) / int64(r.Per))
+}
+
+// validate checks an attack step's plan: counts, splits and flows.
+func (ap *AttackPlan) validate() error {
+	if len(ap.Flows) == 0 {
+		if ap.IDs <= 0 {
+			return fmt.Errorf("attack.ids must be > 0")
+		}
+		return checkSplit("attack", ap.Split)
+	}
+	if ap.IDs != 0 || ap.Split != "" || ap.Seed != 0 || ap.Concurrency != 0 || vegeta.Rate(ap.Rate) != (vegeta.Rate{}) ||
+		ap.Method != "" || ap.Path != "" || ap.Body != "" {
+		return fmt.Errorf("attack: with flows, set ids, split, seed, concurrency, rate, method, path and body in each flow")
+	}
+	seen := map[string]bool{}
+	for i := range ap.Flows {
+		f := &ap.Flows[i]
+		where := fmt.Sprintf("attack.flows[%d] (%s)", i, f.Name)
+		switch {
+		case f.Name == "":
+			return fmt.Errorf("attack.flows[%d]: name is required", i)
+		case seen[f.Name]:
+			return fmt.Errorf("%s: duplicate flow name", where)
+		case f.IDs < 0 || f.Duration < 0:
+			return fmt.Errorf("%s: ids and duration must be positive", where)
+		case (f.IDs > 0) == (f.Duration > 0):
+			return fmt.Errorf("%s: give ids or duration (with rate), not both or neither", where)
+		case f.Duration > 0 && vegeta.Rate(f.Rate).Freq == 0:
+			return fmt.Errorf("%s: duration needs a rate (the IDs are rate x duration)", where)
+		case f.ids() == 0:
+			return fmt.Errorf("%s: rate %s over %s is no request", where, attack.FormatRate(vegeta.Rate(f.Rate)), time.Duration(f.Duration))
+		}
+		seen[f.Name] = true
+		if err := checkSplit(where, f.Split); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkSplit(where, s string) error {
+	if s == "" {
+		return nil
+	}
+	if _, err := attack.ParseSplit(s); err != nil {
+		return fmt.Errorf("%s: %v", where, err)
+	}
+	return nil
 }
 
 // ExpectPlan is the scenario's expectation as planned: scenario.json's
@@ -475,8 +579,8 @@ func (p *Plan) validate() error {
 			}
 			if st.Attack != nil {
 				attacks++
-				if st.Attack.IDs <= 0 {
-					return fmt.Errorf("%s: steps[%d]: attack.ids must be > 0", where, j)
+				if err := st.Attack.validate(); err != nil {
+					return fmt.Errorf("%s: steps[%d]: %w", where, j, err)
 				}
 				if st.Name == "" {
 					st.Name = fmt.Sprintf("attack%d", attacks)

@@ -23,6 +23,7 @@ import (
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/buildinfo"
+	"github.com/rlbench/rlbench/internal/human"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -36,6 +37,10 @@ type Options struct {
 	PlanBytes []byte
 	// Progress receives one human line per step; nil discards.
 	Progress io.Writer
+	// Live, if set, is called before each attack with its label and the
+	// attack's live counters, and returns a function called when the attack
+	// has ended (the CLI draws progress there).
+	Live func(label string, p *attack.Progress) (stop func())
 	// Now is the clock for directory names and the manifest; time.Now when nil.
 	Now func() time.Time
 }
@@ -128,7 +133,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 				continue
 			}
 			fmt.Fprintf(progress, "scenario %q repeat %d/%d\n", sc.Name, rep, sc.Repeat)
-			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, runID: filepath.Base(runDir)}
+			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, live: opts.Live, runID: filepath.Base(runDir)}
 			if reason := sr.run(ctx); reason != "" {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
 				sp := ed.Scenario()
@@ -166,6 +171,7 @@ type scenarioRun struct {
 	repeat   int
 	dir      string
 	progress io.Writer
+	live     func(string, *attack.Progress) func()
 	// runID (the run directory's name) prefixes every request ID, so IDs
 	// are unique across runs that share an external backend.
 	runID string
@@ -292,7 +298,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			agg.Error = err.Error()
 			break
 		}
-		fmt.Fprintf(r.progress, "  attack %s: %d sent, codes %v\n", st.Name, sum.Sent, sum.CodesByTarget)
+		fmt.Fprintf(r.progress, "  attack %s: %d sent, codes %s\n", st.Name, sum.Sent, human.Codes(sum.CodesByTarget))
 	}
 	if err := reqs.Close(); err != nil {
 		agg.Complete, agg.Error = false, err.Error()
@@ -463,21 +469,51 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 
 func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, onStart func(time.Time)) (*attack.Summary, error) {
 	ap := st.Attack
-	split := attack.Split{Mode: attack.SplitEven}
-	if ap.Split != "" {
-		var err error
-		if split, err = attack.ParseSplit(ap.Split); err != nil {
+	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
+	opts := attack.Options{Targets: r.targets, Timeout: time.Duration(ap.Timeout), Name: st.Name, OnStart: onStart,
+		DisableKeepAlives: ap.NoKeepAlive, Progress: new(attack.Progress)}
+	if len(ap.Flows) == 0 {
+		split, err := parseSplit(ap.Split)
+		if err != nil {
 			return nil, err
 		}
+		opts.IDs, opts.Split, opts.Seed, opts.Method, opts.Path = attack.IDs(ap.IDs, prefix), split, ap.Seed, ap.Method, ap.Path
+		opts.Header, opts.Body, opts.Concurrency, opts.Rate = headers(nil, ap.Headers), []byte(ap.Body), ap.Concurrency, vegeta.Rate(ap.Rate)
 	}
-	hdr := http.Header{}
-	for k, v := range ap.Headers {
-		hdr.Set(k, v)
+	for _, f := range ap.Flows {
+		split, err := parseSplit(f.Split)
+		if err != nil {
+			return nil, err
+		}
+		opts.Flows = append(opts.Flows, attack.Flow{Name: f.Name, IDs: attack.IDs(f.ids(), prefix+"-"+slug(f.Name)), Split: split,
+			Seed: f.Seed, Method: f.Method, Path: f.Path, Header: headers(ap.Headers, f.Headers), Body: []byte(f.Body),
+			Rate: vegeta.Rate(f.Rate), Concurrency: f.Concurrency, DisableKeepAlives: f.NoKeepAlive})
 	}
-	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
-	return attack.Run(ctx, attack.Options{IDs: attack.IDs(ap.IDs, prefix), Targets: r.targets, Split: split, Seed: ap.Seed,
-		Method: ap.Method, Path: ap.Path, Header: hdr, Concurrency: ap.Concurrency, Rate: vegeta.Rate(ap.Rate), Timeout: time.Duration(ap.Timeout),
-		Name: st.Name, OnStart: onStart}, w)
+	stop := func() {}
+	if r.live != nil {
+		stop = r.live("  attack "+st.Name, opts.Progress)
+	}
+	defer stop()
+	return attack.Run(ctx, opts, w)
+}
+
+// parseSplit is a plan's split ("" is even).
+func parseSplit(s string) (attack.Split, error) {
+	if s == "" {
+		return attack.Split{Mode: attack.SplitEven}, nil
+	}
+	return attack.ParseSplit(s)
+}
+
+// headers merges a plan's header maps, later ones winning.
+func headers(maps ...map[string]string) http.Header {
+	h := http.Header{}
+	for _, m := range maps {
+		for k, v := range m {
+			h.Set(k, v)
+		}
+	}
+	return h
 }
 
 // externalReceipts copies the receipts of this scenario's IDs from an

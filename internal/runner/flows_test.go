@@ -1,0 +1,134 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/attack"
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// TestStickyAnyProxyCount: a sticky split sends every ID to proxy-a; the
+// other proxies' stats show 0 requests, which is their clients' count, so
+// the scenario is judged (PASS), not NOT_RUN for want of clients, on 1, 2,
+// 3 and 5 proxies.
+func TestStickyAnyProxyCount(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 5} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			plan, err := ParsePlan("sticky.yaml", []byte(fmt.Sprintf(`
+scenarios:
+  - name: sticky
+    lab:
+      proxies: %d
+      local: {max_tokens: 4, fill_interval: 1h}
+    attack: {ids: 10, split: sticky}
+    expect: {admitted: 4}
+`, n)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := rep.Scenarios[0]
+			if s.Status != analyze.Pass || len(s.Stats) != n {
+				t.Fatalf("%d proxies: status %s reasons %v stats %+v", n, s.Status, s.Reasons, s.Stats)
+			}
+			for _, ps := range s.Stats {
+				for _, c := range ps.Checks {
+					if c.Status != analyze.CheckPass {
+						t.Errorf("%s: check %+v", ps.Proxy, c)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPlanFlows: a plan attack with flows runs them in one attack on the
+// lab: every line names its flow, the per-flow counts are exact, the
+// flows' headers and no_keepalive reach attack.json.
+func TestPlanFlows(t *testing.T) {
+	plan, err := ParsePlan("flows.yaml", []byte(`
+scenarios:
+  - name: users
+    lab: {proxies: 2}
+    attack:
+      headers: {x-plan: free}
+      no_keepalive: true
+      flows:
+        - {name: A, rate: 200/1s, duration: 100ms, headers: {x-user: A}, path: /ping}
+        - {name: B, ids: 6, headers: {x-user: B}, path: /report, split: sticky, no_keepalive: true}
+    expect: {admitted: 26}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Scenarios[0]; s.Status != analyze.Pass {
+		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
+	}
+	sd := filepath.Join(dir, "01-users", "1")
+	perFlow := map[string]map[string]int{}
+	if err := evidence.ReadFile(filepath.Join(sd, evidence.RequestsFile), func(_ int, r *evidence.Request) error {
+		if perFlow[r.Flow] == nil {
+			perFlow[r.Flow] = map[string]int{}
+		}
+		perFlow[r.Flow][r.Target]++
+		if !strings.Contains(r.ID, "-"+strings.ToLower(r.Flow)+"-") {
+			t.Errorf("%s: ID without its flow", r.ID)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if perFlow["A"]["proxy-a"] != 10 || perFlow["A"]["proxy-b"] != 10 || perFlow["B"]["proxy-a"] != 6 || perFlow["B"]["proxy-b"] != 0 {
+		t.Fatalf("lines per flow and target %v", perFlow)
+	}
+	b, err := os.ReadFile(evidence.Dir(sd).Attack())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := evidence.DecodeAttack(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := a.Phases[0].Flows
+	if len(fl) != 2 || fl[0].Config.Flow != "A" || !fl[0].Config.DisableKeepAlives || fl[0].Config.Rate != "200/1s" ||
+		strings.Join(fl[0].Config.HeaderNames, ",") != "X-Plan,X-User" || fl[1].Config.Split != string(attack.SplitSticky) || fl[1].Sent != 6 {
+		t.Fatalf("flows %+v", fl)
+	}
+}
+
+func TestParsePlanFlowErrors(t *testing.T) {
+	for name, y := range map[string]string{
+		"flow without name": "scenarios:\n - {name: a, lab: {}, attack: {flows: [{ids: 1}]}}\n",
+		"dup flow":          "scenarios:\n - {name: a, lab: {}, attack: {flows: [{name: x, ids: 1}, {name: x, ids: 2}]}}\n",
+		"ids and flows":     "scenarios:\n - {name: a, lab: {}, attack: {ids: 3, flows: [{name: x, ids: 1}]}}\n",
+		"duration no rate":  "scenarios:\n - {name: a, lab: {}, attack: {flows: [{name: x, duration: 1s}]}}\n",
+		"ids and duration":  "scenarios:\n - {name: a, lab: {}, attack: {flows: [{name: x, ids: 2, duration: 1s, rate: 5}]}}\n",
+		"bad flow split":    "scenarios:\n - {name: a, lab: {}, attack: {flows: [{name: x, ids: 2, split: thirds}]}}\n",
+		"bad split":         "scenarios:\n - {name: a, lab: {}, attack: {ids: 2, split: thirds}}\n",
+	} {
+		if _, err := ParsePlan("p.yaml", []byte(y)); err == nil || !strings.HasPrefix(err.Error(), "p.yaml: ") {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
