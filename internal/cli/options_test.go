@@ -89,7 +89,7 @@ func TestNewAttackCmd(t *testing.T) {
 	b := attack.Target{Name: "b", URL: "https://127.0.0.1:2/prefix"}
 	defaults := func(f func(*AttackOptions)) *AttackOptions {
 		o := &AttackOptions{IO: tio, Targets: []attack.Target{a}, IDs: 3, IDPrefix: "req", Split: attack.Split{Mode: attack.SplitEven},
-			Seed: 1, Method: "GET", Path: "/", Timeout: 10 * time.Second, Out: "ev"}
+			Seed: 1, Method: "GET", Path: "/", Timeout: 10 * time.Second, Out: "ev", TargetsFormat: "http", WarmAhead: attack.DefaultWarmAhead}
 		if f != nil {
 			f(o)
 		}
@@ -116,6 +116,48 @@ func TestNewAttackCmd(t *testing.T) {
 				o.Rate, o.Split = vegeta.Rate{Freq: 5, Per: time.Second}, attack.Split{Mode: attack.SplitSticky}
 			})},
 		{name: "no pacing", argv: argv("--target a=http://127.0.0.1:1 --ids 3 --out ev --rate 0"), want: defaults(nil)},
+		{name: "flows", argv: append(argv("--target a=http://127.0.0.1:1 --out ev"), "--flow", "name=A,rate=300/s,ids=1500,header=x-user:A,path=/ping",
+			"--flow", "name=B,rate=20/1s,duration=5s,header=x-user: B,header=x-plan:free,split=weights=2:1,seed=3,method=post,body=x,concurrency=2,no-keepalive",
+			"--flow", "name=C,ids-file=c.txt,id-prefix=c"),
+			want: defaults(func(o *AttackOptions) {
+				o.IDs = 0
+				o.Flows = []FlowSpec{
+					{Name: "A", Rate: vegeta.Rate{Freq: 300, Per: time.Second}, IDs: 1500, Header: http.Header{"X-User": {"A"}}, Path: "/ping"},
+					{Name: "B", Rate: vegeta.Rate{Freq: 20, Per: time.Second}, Duration: 5 * time.Second, IDs: 100,
+						Header: http.Header{"X-User": {"B"}, "X-Plan": {"free"}}, Split: attack.Split{Mode: attack.SplitWeights, Values: []int{2, 1}},
+						Seed: 3, Method: "post", Body: "x", Concurrency: 2, NoKeepAlive: true},
+					{Name: "C", IDsFile: "c.txt", IDPrefix: "c"},
+				}
+			})},
+		{name: "tls, h2, shard, start", argv: argv("--target a=https://127.0.0.1:1 --ids 3 --out ev --insecure --cacert ca.pem --cert c.pem --key c.key --http2 --shard 1/4 --start-at 2026-12-01T12:00:00Z --warm-ahead 2s -q"),
+			want: defaults(func(o *AttackOptions) {
+				o.Targets = []attack.Target{{Name: "a", URL: "https://127.0.0.1:1"}}
+				o.Insecure, o.CACert, o.Cert, o.Key, o.HTTP2, o.Quiet = true, "ca.pem", "c.pem", "c.key", true, true
+				o.Shard, o.StartAt, o.WarmAhead = attack.Shard{Index: 1, Count: 4}, time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), 2*time.Second
+			})},
+		{name: "start at unix ns, duration", argv: argv("--target a=http://127.0.0.1:1 --out ev --start-at 1796124000000000000 --rate 10/1s --duration 3s --h2c"),
+			want: defaults(func(o *AttackOptions) {
+				o.StartAt, o.Rate, o.Duration, o.IDs, o.H2C = time.Unix(0, 1796124000000000000), vegeta.Rate{Freq: 10, Per: time.Second}, 3*time.Second, 30, true
+			})},
+		{name: "targets file", argv: argv("--targets-file t.json --targets-format json --out ev"),
+			want: defaults(func(o *AttackOptions) { o.Targets, o.IDs, o.TargetsFile, o.TargetsFormat = nil, 0, "t.json", "json" })},
+		{name: "flow and ids", argv: append(argv("--target a=http://x --ids 3 --out ev"), "--flow", "name=A,ids=2"), err: "with --flow, set --ids in each flow"},
+		{name: "flow no name", argv: append(argv("--target a=http://x --out ev"), "--flow", "ids=2"), err: `flow "ids=2": name=NAME is required`},
+		{name: "flow bad key", argv: append(argv("--target a=http://x --out ev"), "--flow", "name=A,ids=2,speed=3"), err: `"speed=3": unknown key "speed"`},
+		{name: "flow bad rate", argv: append(argv("--target a=http://x --out ev"), "--flow", "name=A,ids=2,rate=fast"), err: `"rate=fast": rate "fast"`},
+		{name: "flow bad header", argv: append(argv("--target a=http://x --out ev"), "--flow", "name=A,ids=2,header=x y:1"), err: `"header=x y:1": header "x y:1": invalid header name`},
+		{name: "flow no ids", argv: append(argv("--target a=http://x --out ev"), "--flow", "name=A,rate=5"), err: "give one of ids=N, ids-file=FILE or duration=D"},
+		{name: "flow duration no rate", argv: append(argv("--target a=http://x --out ev"), "--flow", "name=A,duration=5s"), err: "duration needs a rate"},
+		{name: "flow twice", argv: append(argv("--target a=http://x --out ev"), "--flow", "name=A,ids=1", "--flow", "name=A,ids=2"), err: `flow name "A" given twice`},
+		{name: "http2 and h2c", argv: argv("--target a=http://x --ids 3 --out ev --http2 --h2c"), err: "--http2 (TLS) or --h2c"},
+		{name: "cert without key", argv: argv("--target a=http://x --ids 3 --out ev --cert c.pem"), err: "--cert and --key go together"},
+		{name: "bad shard", argv: argv("--target a=http://x --ids 3 --out ev --shard 4/4"), err: `--shard: shard "4/4"`},
+		{name: "shard env unset", argv: argv("--target a=http://x --ids 3 --out ev --shard-from-env RLBENCH_TEST_UNSET_INDEX --shards 3"), err: "RLBENCH_TEST_UNSET_INDEX: the variable is not set"},
+		{name: "shards without env", argv: argv("--target a=http://x --ids 3 --out ev --shards 3"), err: "--shard-from-env VAR needs --shards N"},
+		{name: "bad start", argv: argv("--target a=http://x --ids 3 --out ev --start-at noon"), err: `--start-at: "noon": want RFC 3339`},
+		{name: "duration without rate", argv: argv("--target a=http://x --out ev --duration 3s"), err: "--duration needs --rate"},
+		{name: "targets file and path", argv: argv("--targets-file t --out ev --path /x"), err: "--path does not go with --targets-file"},
+		{name: "bad targets format", argv: argv("--targets-file t --out ev --targets-format yaml"), err: "--targets-format must be http or json"},
 
 		{name: "no target", argv: argv("--ids 3 --out ev"), err: "at least one --target"},
 		{name: "no out", argv: argv("--target a=http://127.0.0.1:1 --ids 3"), err: "--out DIR is required"},

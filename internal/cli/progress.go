@@ -33,13 +33,19 @@ func liveProgress(w io.Writer, label string, p *attack.Progress) (stop func()) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar := progressbar.NewOptions64(-1, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(20),
-			progressbar.OptionSetPredictTime(false), progressbar.OptionSetElapsedTime(false), progressbar.OptionThrottle(0),
-			progressbar.OptionShowDescriptionAtLineEnd(), progressbar.OptionSetRenderBlankState(false))
+		// The bar is made once the total is known (Run sets it before
+		// warming): with a known maximum progressbar runs no goroutine of
+		// its own.
+		var bar *progressbar.ProgressBar
 		draw := func() {
 			s := p.Snapshot()
-			if s.Total > 0 && bar.GetMax64() != int64(s.Total) {
-				bar.ChangeMax64(int64(s.Total))
+			if s.Total == 0 {
+				return
+			}
+			if bar == nil {
+				bar = progressbar.NewOptions64(int64(s.Total), progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(20),
+					progressbar.OptionSetPredictTime(false), progressbar.OptionSetElapsedTime(false), progressbar.OptionThrottle(0),
+					progressbar.OptionShowDescriptionAtLineEnd())
 			}
 			bar.Describe(label + ": " + human.Progress(s))
 			_ = bar.Set64(int64(s.Recorded))
@@ -54,7 +60,9 @@ func liveProgress(w io.Writer, label string, p *attack.Progress) (stop func()) {
 					draw()
 				case <-done:
 					draw()
-					fmt.Fprintln(w)
+					if bar != nil {
+						fmt.Fprintln(w)
+					}
 					return
 				}
 			}
