@@ -324,7 +324,7 @@ func TestShardsCoverExactly(t *testing.T) {
 		}
 		key := func(a, b shardedRequest) int {
 			if a.flow != b.flow {
-				return cmpStr(a.flow, b.flow)
+				return strings.Compare(a.flow, b.flow)
 			}
 			return int(a.hit - b.hit)
 		}
@@ -334,16 +334,6 @@ func TestShardsCoverExactly(t *testing.T) {
 			t.Fatalf("%d shards send %d requests, unsharded %d (or they differ)\n got %v\nwant %v", n, len(got), len(want), got, want)
 		}
 	})
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // TestRunShards runs 3 shards of a two-flow attack against one backend:

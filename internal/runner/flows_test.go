@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 func TestStickyAnyProxyCount(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 5} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			plan, err := ParsePlan("sticky.yaml", []byte(fmt.Sprintf(`
+			_, rep := runPlanText(t, "sticky.yaml", fmt.Sprintf(`
 scenarios:
   - name: sticky
     lab:
@@ -28,18 +27,7 @@ scenarios:
       local: {max_tokens: 4, fill_interval: 1h}
     attack: {ids: 10, split: sticky}
     expect: {admitted: 4}
-`, n)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+`, n))
 			s := rep.Scenarios[0]
 			if s.Status != analyze.Pass || len(s.Stats) != n {
 				t.Fatalf("%d proxies: status %s reasons %v stats %+v", n, s.Status, s.Reasons, s.Stats)
@@ -59,7 +47,7 @@ scenarios:
 // lab: every line names its flow, the per-flow counts are exact, the
 // flows' headers and no_keepalive reach attack.json.
 func TestPlanFlows(t *testing.T) {
-	plan, err := ParsePlan("flows.yaml", []byte(`
+	dir, rep := runPlanText(t, "flows.yaml", `
 scenarios:
   - name: users
     lab: {proxies: 2}
@@ -70,18 +58,7 @@ scenarios:
         - {name: A, rate: 200/1s, duration: 100ms, headers: {x-user: A}, path: /ping}
         - {name: B, ids: 6, headers: {x-user: B}, path: /report, split: sticky, no_keepalive: true}
     expect: {admitted: 26}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	if s := rep.Scenarios[0]; s.Status != analyze.Pass {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}

@@ -106,7 +106,7 @@ func TestNewRunDirIsUnique(t *testing.T) {
 // are decided by the RLS, those after get 500s, and the fault window holds
 // exactly the 500s.
 func TestFaultAtOffsetInsideAttack(t *testing.T) {
-	plan, err := ParsePlan("offset.yaml", []byte(`
+	dir, rep := runPlanText(t, "offset.yaml", `
 name: offset
 scenarios:
   - name: stop during attack
@@ -125,18 +125,7 @@ scenarios:
     steps:
       - fault: {action: stop, target: rls, at: 100ms}
       - attack: {ids: 20, rate: 50/1s}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	s := rep.Scenarios[0]
 	if s.Totals.Sent != 20 || s.Totals.Admitted+s.Totals.RLSError+s.Totals.NoResponse != 20 {
 		t.Fatalf("totals %+v reasons %v", s.Totals, s.Reasons)
@@ -185,4 +174,23 @@ scenarios:
 	if err != nil || !strings.Contains(string(b), `"action":"stop"`) {
 		t.Fatalf("faults.jsonl: %v %s", err, b)
 	}
+}
+
+// runPlanText parses the plan text, runs it under a temporary root and
+// analyses the run directory.
+func runPlanText(t *testing.T, name, text string) (string, *analyze.Report) {
+	t.Helper()
+	plan, err := ParsePlan(name, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, rep
 }
