@@ -20,6 +20,7 @@ import (
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/testpki"
+	"github.com/rlbench/rlbench/schemas"
 )
 
 // idServer is a backend that counts the requests per ID and remembers each
@@ -119,6 +120,9 @@ func TestAttackFlowsCLI(t *testing.T) {
 	}
 	if n["A"] != 20 || n["B"] != 5 || len(seen) != 25 {
 		t.Fatalf("lines per flow %v, %d IDs received", n, len(seen))
+	}
+	if n, err := schemas.ValidateDir(out); err != nil || n != 2 {
+		t.Fatalf("schemas: %d files, %v", n, err)
 	}
 	if a := readAttack(t, out); len(a.Phases[0].Flows) != 2 || a.Phases[0].Flows[0].Config.Rate != "200/1s" {
 		t.Fatalf("attack.json flows %+v", a.Phases[0].Flows)
@@ -220,6 +224,9 @@ func TestAttackShardsCLI(t *testing.T) {
 			"--shards", "4", "--start-at", at, "--warm-ahead", "100ms")
 		if code != 0 || !strings.Contains(stderr, fmt.Sprintf("attack: shard %d/4: ", k)) {
 			t.Fatalf("shard %d: exit %d: %s", k, code, stderr)
+		}
+		if n, err := schemas.ValidateDir(out); err != nil || n != 2 {
+			t.Fatalf("shard %d: schemas: %d files, %v", k, n, err)
 		}
 		ph := readAttack(t, out).Phases[0]
 		if sh := ph.Shard; sh == nil || sh.Index != k || sh.Count != 4 || sh.FromEnv != "JOB_COMPLETION_INDEX" || sh.TotalIDs != 30 || ph.Host == "" || ph.StartAt == nil {

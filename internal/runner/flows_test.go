@@ -10,6 +10,7 @@ import (
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/schemas"
 )
 
 // TestStickyAnyProxyCount: a sticky split sends every ID to proxy-a; the
@@ -63,6 +64,11 @@ scenarios:
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}
 	sd := filepath.Join(dir, "01-users", "1")
+	// The multi-flow evidence (flow on every line, attack.json flows)
+	// matches the published schemas.
+	if n, err := schemas.ValidateDir(sd); err != nil || n == 0 {
+		t.Fatalf("schemas: %d files, %v", n, err)
+	}
 	perFlow := map[string]map[string]int{}
 	if err := evidence.ReadFile(filepath.Join(sd, evidence.RequestsFile), func(_ int, r *evidence.Request) error {
 		if perFlow[r.Flow] == nil {

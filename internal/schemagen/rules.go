@@ -25,20 +25,28 @@ type rule func(*jsonschema.Schema)
 // a key names no field of the schemas.
 var fieldRules = map[string]rule{
 	// evidence records
-	"evidence.Request.Code":                between(0, 999),
-	"evidence.Receipt.RecvTime":            format("date-time"),
-	"evidence.Fault.Action":                enum(faultActions...),
-	"evidence.Decision.Code":               enum(decisionCodes...),
-	"evidence.LimitSpec.Kind":              enum(evidence.LimitTokenBucket, evidence.LimitFixedWindow),
-	"evidence.LimitSpec.WindowStart":       enum(evidence.WindowAligned, evidence.WindowFirstHit),
-	"evidence.Expectation.Classes":         keys(classNames()...),
-	"evidence.AttackSummary.Start":         format("date-time"),
-	"evidence.AttackSummary.End":           format("date-time"),
-	"evidence.AttackSummary.CodesByTarget": values(keyPattern(`^[0-9]+$`)),
-	"evidence.Manifest.Start":              format("date-time"),
-	"evidence.Manifest.End":                format("date-time"),
-	"evidence.Manifest.PlanDigest":         pattern(`^sha256:[0-9a-f]{64}$`),
-	"envoy.Snapshot.Format":                enum(string(envoy.FormatText), string(envoy.FormatJSON), string(envoy.FormatPrometheus)),
+	"evidence.Request.Code":                 between(0, 999),
+	"evidence.Receipt.RecvTime":             format("date-time"),
+	"evidence.Fault.Action":                 enum(faultActions...),
+	"evidence.Decision.Code":                enum(decisionCodes...),
+	"evidence.LimitSpec.Kind":               enum(evidence.LimitTokenBucket, evidence.LimitFixedWindow),
+	"evidence.LimitSpec.WindowStart":        enum(evidence.WindowAligned, evidence.WindowFirstHit),
+	"evidence.Expectation.Classes":          keys(classNames()...),
+	"evidence.AttackSummary.Start":          format("date-time"),
+	"evidence.AttackSummary.End":            format("date-time"),
+	"evidence.AttackSummary.CodesByTarget":  values(keyPattern(`^[0-9]+$`)),
+	"evidence.AttackFlow.CodesByTarget":     values(keyPattern(`^[0-9]+$`)),
+	"evidence.Request.Proto":                enum("HTTP/1.1", "HTTP/2.0"),
+	"evidence.AttackConfig.Protocol":        enum("h2", "h2c"),
+	"evidence.AttackShard.IDSetDigest":      pattern(`^sha256:[0-9a-f]{64}$`),
+	"evidence.AttackShard.Digest":           pattern(`^sha256:[0-9a-f]{64}$`),
+	"evidence.AttackShardFlow.IDSetDigest":  pattern(`^sha256:[0-9a-f]{64}$`),
+	"evidence.AttackShardFlow.ConfigDigest": pattern(`^sha256:[0-9a-f]{64}$`),
+	"evidence.AttackStartAt.At":             format("date-time"),
+	"evidence.Manifest.Start":               format("date-time"),
+	"evidence.Manifest.End":                 format("date-time"),
+	"evidence.Manifest.PlanDigest":          pattern(`^sha256:[0-9a-f]{64}$`),
+	"envoy.Snapshot.Format":                 enum(string(envoy.FormatText), string(envoy.FormatJSON), string(envoy.FormatPrometheus)),
 
 	// nginx evidence
 	"nginx.AccessRecord.Line":           minimum(1),
@@ -75,6 +83,9 @@ var fieldRules = map[string]rule{
 	"runner.Plan.Scenarios":                    minItems(1),
 	"runner.ScenarioPlan.Name":                 minLength(1),
 	"runner.AttackPlan.IDs":                    minimum(1),
+	"runner.AttackPlan.Flows":                  minItems(1),
+	"runner.FlowPlan.Name":                     minLength(1),
+	"runner.FlowPlan.IDs":                      minimum(1),
 	"runner.LocalPlan.MaxTokens":               minimum(1),
 	"runner.LocalPlan.FilterEnabled":           between(0, 100),
 	"runner.LocalPlan.FilterEnforced":          between(0, 100),
@@ -98,7 +109,7 @@ var fieldRules = map[string]rule{
 var planRequired = map[string]bool{
 	"runner.Plan.Scenarios":                    true,
 	"runner.ScenarioPlan.Name":                 true,
-	"runner.AttackPlan.IDs":                    true,
+	"runner.FlowPlan.Name":                     true,
 	"runner.LocalPlan.MaxTokens":               true,
 	"runner.GlobalPlan.Domain":                 true,
 	"runner.RLSPlan.Config":                    true,
@@ -129,6 +140,12 @@ var typeRules = map[string]rule{
 	"analyze.RealErrors":  allMinimum(0),
 	"analyze.Receipts":    allMinimum(0),
 	"runner.ScenarioPlan": scenarioPlanShape,
+	// AttackPlan: a single flow (ids) or flows.
+	"runner.AttackPlan": func(s *jsonschema.Schema) { s.OneOf = []*jsonschema.Schema{required("ids"), required("flows")} },
+	// FlowPlan: ids or duration (with a rate).
+	"runner.FlowPlan": func(s *jsonschema.Schema) {
+		s.OneOf = []*jsonschema.Schema{required("ids"), required("duration", "rate")}
+	},
 	// Step: exactly one of attack or fault.
 	"runner.Step": func(s *jsonschema.Schema) { s.OneOf = []*jsonschema.Schema{required("attack"), required("fault")} },
 	// FaultPlan: stop, start and restart act on rls or redis; exec runs a command.
