@@ -48,7 +48,14 @@ scenarios:
 // lab: every line names its flow, the per-flow counts are exact, the
 // flows' headers and no_keepalive reach attack.json.
 func TestPlanFlows(t *testing.T) {
-	dir, rep := runPlanText(t, "flows.yaml", `
+	var labels []string
+	var progs []*attack.Progress
+	stopped := 0
+	live := func(label string, p *attack.Progress) func() {
+		labels, progs = append(labels, label), append(progs, p)
+		return func() { stopped++ }
+	}
+	dir, rep := runPlanTextWith(t, "flows.yaml", `
 scenarios:
   - name: users
     lab: {proxies: 2}
@@ -59,7 +66,14 @@ scenarios:
         - {name: A, rate: 200/1s, duration: 100ms, headers: {x-user: A}, path: /ping}
         - {name: B, ids: 6, headers: {x-user: B}, path: /report, split: sticky, no_keepalive: true}
     expect: {admitted: 26}
-`)
+`, Options{Live: live})
+	// The live progress hook saw the attack, and its counters ended exact.
+	if len(labels) != 1 || labels[0] != "  attack attack" || stopped != 1 {
+		t.Fatalf("live labels %q, stopped %d", labels, stopped)
+	}
+	if s := progs[0].Snapshot(); !s.Done || s.Total != 26 || s.Answered != 26 {
+		t.Fatalf("progress %+v", s)
+	}
 	if s := rep.Scenarios[0]; s.Status != analyze.Pass {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}

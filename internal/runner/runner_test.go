@@ -180,11 +180,18 @@ scenarios:
 // analyses the run directory.
 func runPlanText(t *testing.T, name, text string) (string, *analyze.Report) {
 	t.Helper()
+	return runPlanTextWith(t, name, text, Options{})
+}
+
+// runPlanTextWith is runPlanText with options (Root is set here).
+func runPlanTextWith(t *testing.T, name, text string, opts Options) (string, *analyze.Report) {
+	t.Helper()
 	plan, err := ParsePlan(name, []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
+	opts.Root = t.TempDir()
+	dir, err := Run(context.Background(), plan, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
