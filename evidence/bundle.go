@@ -75,6 +75,13 @@ type ScenarioEvidence struct {
 	// RLSMetrics are the rls/metrics.*.json files, sorted by file name; one
 	// that does not decode has only Label and Error.
 	RLSMetrics []RLSMetrics `json:"rls_metrics"`
+	// RLSConfigLoads are the configuration loads of the RLS log, from
+	// rls/log.json (config_loads); nil without that file.
+	RLSConfigLoads []RLSConfigLoad `json:"rls_config_loads,omitempty"`
+	// RLSPendingLookups counts the RLS log's cache lookups that never got
+	// their answer (calls hung on a dead Redis, gRPC or /json), from
+	// rls/log.json (pending_lookups); -1 without that file.
+	RLSPendingLookups int `json:"rls_pending_lookups"`
 	// Problems lists the evidence that could not be read, in layout order.
 	Problems []Problem `json:"problems"`
 }
@@ -98,8 +105,9 @@ type AccessLog struct {
 }
 
 // Requests are the request lines of a scenario in columns, in file order,
-// keeping what judging needs: the ID, target, phase, send and end times,
-// status code and class. Index i of every column is the i-th request.
+// keeping what judging needs: the ID, target, phase, URL, connection, send
+// and end times, status code, class and rate-limit headers. Index i of
+// every column is the i-th request.
 type Requests struct {
 	IDs IDTable
 	// Target and Phase index Targets and Phases (names in first-seen order).
@@ -107,15 +115,26 @@ type Requests struct {
 	Targets []string
 	Phase   []uint16
 	Phases  []string
+	// URL indexes URLs (Request.URL, first-seen order).
+	URL  []uint32
+	URLs []string
+	// Conn indexes Conns (Request.Conn; index 0 is "", not recorded).
+	Conn  []uint32
+	Conns []string
 	// SentNs and EndNs (SentNs + LatencyNs) are unix ns.
 	SentNs []int64
 	EndNs  []int64
 	// Code is the HTTP status, 0 for no response.
 	Code  []uint16
 	Class []Class
+	// Rate holds the parsed rate-limit headers of the responses that had
+	// any, in request order (sparse: RateHeaders.Request is the index).
+	Rate []RateHeaders
 
 	targetIdx map[string]uint16
 	phaseIdx  map[string]uint16
+	urlIdx    map[string]uint32
+	connIdx   map[string]uint32
 }
 
 // Len is the number of requests.
@@ -123,16 +142,34 @@ func (r *Requests) Len() int { return len(r.SentNs) }
 
 // Add appends a request and returns its index, or the index of the request
 // that already has its ID and false (the request is then not added).
-func (r *Requests) Add(q *Request) (int, bool) {
-	return r.add([]byte(q.ID), q.Target, q.Phase, q.SentNs, q.SentNs+q.LatencyNs, q.Code, q.Classify())
+func (r *Requests) Add(q *Request) (int, bool) { return r.AddClassified(q, nil) }
+
+// AddClassified is Add with the request classified by c (nil: the built-in
+// marks only).
+func (r *Requests) AddClassified(q *Request, c *Classifier) (int, bool) {
+	i, ok := r.add([]byte(q.ID), q.Target, q.Phase, q.URL, q.Conn, q.SentNs, q.SentNs+q.LatencyNs, q.Code, c.ClassifyRequest(q))
+	if ok {
+		if h, has := ParseRateHeaders(q.header); has {
+			h.Request = int32(i)
+			r.Rate = append(r.Rate, h)
+		}
+	}
+	return i, ok
 }
 
-func (r *Requests) add(id []byte, target, phase string, sent, end int64, code int, c Class) (int, bool) {
+func (q *Request) header(name string) (string, bool) {
+	v, ok := q.Headers[name]
+	return v, ok
+}
+
+func (r *Requests) add(id []byte, target, phase, url, conn string, sent, end int64, code int, c Class) (int, bool) {
 	if prev, dup := r.IDs.insert(id, r.Len()); dup {
 		return prev, false
 	}
 	r.Target = append(r.Target, intern(&r.targetIdx, &r.Targets, target))
 	r.Phase = append(r.Phase, intern(&r.phaseIdx, &r.Phases, phase))
+	r.URL = append(r.URL, intern32(&r.urlIdx, &r.URLs, url))
+	r.Conn = append(r.Conn, r.connIndex(conn))
 	r.SentNs = append(r.SentNs, sent)
 	r.EndNs = append(r.EndNs, end)
 	r.Code = append(r.Code, uint16(min(max(code, 0), 65535)))
@@ -140,11 +177,47 @@ func (r *Requests) add(id []byte, target, phase string, sent, end int64, code in
 	return r.Len() - 1, true
 }
 
+// connIndex interns a connection name; "" is always index 0.
+func (r *Requests) connIndex(conn string) uint32 {
+	if len(r.Conns) == 0 {
+		intern32(&r.connIdx, &r.Conns, "")
+	}
+	return intern32(&r.connIdx, &r.Conns, conn)
+}
+
+// received reclassifies the requests the backend has a receipt of
+// (Class.Received): a 4xx or 5xx of unknown origin came from the backend.
+func (r *Requests) received(recs *Receipts) {
+	for _, i := range recs.Request {
+		if i >= 0 && int(i) < r.Len() {
+			r.Class[i] = r.Class[i].Received(int(r.Code[i]))
+		}
+	}
+}
+
+// ConnOf returns Request.Conn of request i ("" when not recorded).
+func (r *Requests) ConnOf(i int) string {
+	if i < len(r.Conn) && int(r.Conn[i]) < len(r.Conns) {
+		return r.Conns[r.Conn[i]]
+	}
+	return ""
+}
+
+// URLOf returns Request.URL of request i.
+func (r *Requests) URLOf(i int) string {
+	if i < len(r.URL) && int(r.URL[i]) < len(r.URLs) {
+		return r.URLs[r.URL[i]]
+	}
+	return ""
+}
+
 // grow makes room for n requests in all.
 func (r *Requests) grow(n int) {
 	r.IDs.grow(n)
 	r.Target = growTo(r.Target, n)
 	r.Phase = growTo(r.Phase, n)
+	r.URL = growTo(r.URL, n)
+	r.Conn = growTo(r.Conn, n)
 	r.SentNs = growTo(r.SentNs, n)
 	r.EndNs = growTo(r.EndNs, n)
 	r.Code = growTo(r.Code, n)
@@ -173,6 +246,20 @@ func intern(idx *map[string]uint16, names *[]string, name string) uint16 {
 		return 65534
 	}
 	i := uint16(len(*names))
+	*names = append(*names, name)
+	(*idx)[name] = i
+	return i
+}
+
+// intern32 is intern with 32-bit indices (URLs and connections may be many).
+func intern32(idx *map[string]uint32, names *[]string, name string) uint32 {
+	if *idx == nil {
+		*idx = map[string]uint32{}
+	}
+	if i, ok := (*idx)[name]; ok {
+		return i
+	}
+	i := uint32(len(*names))
 	*names = append(*names, name)
 	(*idx)[name] = i
 	return i

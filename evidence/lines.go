@@ -47,9 +47,14 @@ type reqChunk struct {
 	target, phase    []uint16
 	targets, phases  []string
 	targetIx, phasIx map[string]uint16
+	url, conn        []uint32
+	urls, conns      []string
+	urlIx, connIx    map[string]uint32
 	sentNs, endNs    []int64
 	code             []uint16
 	class            []Class
+	// rate are the rows' rate-limit headers; Request is the row in the chunk.
+	rate []RateHeaders
 }
 
 // recChunk is the decoded receipts of one span, their IDs resolved; next
@@ -159,7 +164,7 @@ func estimateRows(f *os.File, bytes int64) int {
 // decoding both files' chunks on every CPU. It returns the lines skipped
 // because their ID was recorded before, and the errors that stopped each
 // read (fs.ErrNotExist when a file is absent).
-func readRequests(ctx context.Context, reqPath string, wantXRID bool, reqs *Requests, recs *Receipts, recPath string) ([]Problem, loadErrs) {
+func readRequests(ctx context.Context, reqPath string, cls *Classifier, wantXRID bool, reqs *Requests, recs *Receipts, recPath string) ([]Problem, loadErrs) {
 	var errs loadErrs
 	rf, _, err := OpenRegularFile(reqPath)
 	if err != nil {
@@ -190,7 +195,7 @@ func readRequests(ctx context.Context, reqPath string, wantXRID bool, reqs *Requ
 				tasks = append(tasks, func() {
 					defer close(c.done)
 					if !stop.Load() {
-						c.read(ctx, rf, size, reqPath)
+						c.read(ctx, rf, size, reqPath, cls)
 					}
 				})
 			}
@@ -245,17 +250,20 @@ func parallel(tasks []func()) {
 	wg.Wait()
 }
 
-func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string) {
+func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string, cls *Classifier) {
 	n := estimateRows(f, c.end-c.start)
 	c.ends = make([]int, 0, n)
 	c.line = make([]int32, 0, n)
 	c.target = make([]uint16, 0, n)
 	c.phase = make([]uint16, 0, n)
+	c.url = make([]uint32, 0, n)
+	c.conn = make([]uint32, 0, n)
 	c.sentNs = make([]int64, 0, n)
 	c.endNs = make([]int64, 0, n)
 	c.code = make([]uint16, 0, n)
 	c.class = make([]Class, 0, n)
-	var sc reqScan
+	sc := reqScan{wanted: cls.Headers()}
+	rules := cls.HasRules()
 	eachSpanLine(f, size, &c.span, name, func(line int, b []byte, complete bool) error {
 		if len(b) == 0 {
 			return nil
@@ -263,17 +271,28 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 		if line&0xffff == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if scanRequest(b, &sc) && !(sc.bodyEsc && sc.code == 429) {
+		if scanRequest(b, &sc) && !(sc.bodyEsc && needsBody(sc.code, rules)) {
 			if len(sc.id) == 0 {
 				return &LineError{File: name, Line: line, Err: errors.New("request without id")}
 			}
 			m := Marks{Code: int(sc.code)}
-			if sc.code == 429 || sc.code == 500 {
-				m = Marks{Code: int(sc.code), Body: string(sc.body), BytesIn: sc.bytesIn, RateLimited: string(sc.rateLimited),
-					UpstreamServiceTime: string(sc.ust), ContentType: string(sc.contentType)}
+			if needsBody(sc.code, rules) {
+				m = sc.marks()
 			}
-			c.add(line, sc.id, internBytes(&c.targetIx, &c.targets, sc.target), internBytes(&c.phasIx, &c.phases, sc.phase),
-				sc.sent, sc.sent+sc.latency, int(sc.code), m.Classify())
+			var cl Class
+			if rules {
+				cl = cls.Classify(string(sc.target), m, sc.header)
+			} else {
+				cl = m.Classify()
+			}
+			row := c.add(line, sc.id, internBytes(&c.targetIx, &c.targets, sc.target), internBytes(&c.phasIx, &c.phases, sc.phase),
+				internBytes32(&c.urlIx, &c.urls, sc.url), internBytes32(&c.connIx, &c.conns, sc.conn), sc.sent, sc.sent+sc.latency, int(sc.code), cl)
+			if sc.hasRate != [numRateHeaders]bool{} {
+				if h, ok := ParseRateHeaders(sc.rateHeaderByName); ok {
+					h.Request = int32(row)
+					c.rate = append(c.rate, h)
+				}
+			}
 			return nil
 		}
 		var r Request
@@ -283,22 +302,37 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 		if r.ID == "" {
 			return &LineError{File: name, Line: line, Err: errors.New("request without id")}
 		}
-		c.add(line, []byte(r.ID), intern(&c.targetIx, &c.targets, r.Target), intern(&c.phasIx, &c.phases, r.Phase),
-			r.SentNs, r.EndNs(), r.Code, r.Classify())
+		row := c.add(line, []byte(r.ID), intern(&c.targetIx, &c.targets, r.Target), intern(&c.phasIx, &c.phases, r.Phase),
+			intern32(&c.urlIx, &c.urls, r.URL), intern32(&c.connIx, &c.conns, r.Conn), r.SentNs, r.EndNs(), r.Code, cls.ClassifyRequest(&r))
+		if h, ok := ParseRateHeaders(r.header); ok {
+			h.Request = int32(row)
+			c.rate = append(c.rate, h)
+		}
 		return nil
 	})
 }
 
-func (c *reqChunk) add(line int, id []byte, target, phase uint16, sent, end int64, code int, cl Class) {
+func (c *reqChunk) add(line int, id []byte, target, phase uint16, url, conn uint32, sent, end int64, code int, cl Class) int {
 	c.arena = append(c.arena, id...)
 	c.ends = append(c.ends, len(c.arena))
 	c.line = append(c.line, int32(line))
 	c.target = append(c.target, target)
 	c.phase = append(c.phase, phase)
+	c.url = append(c.url, url)
+	c.conn = append(c.conn, conn)
 	c.sentNs = append(c.sentNs, sent)
 	c.endNs = append(c.endNs, end)
 	c.code = append(c.code, uint16(min(max(code, 0), 65535)))
 	c.class = append(c.class, cl)
+	return len(c.ends) - 1
+}
+
+// internBytes32 is intern32 for a name given as bytes.
+func internBytes32(idx *map[string]uint32, names *[]string, name []byte) uint32 {
+	if i, ok := (*idx)[string(name)]; ok {
+		return i
+	}
+	return intern32(idx, names, string(name))
 }
 
 // relocate turns a span-relative *LineError into a file-relative one.
@@ -329,7 +363,15 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 		for i, p := range c.phases {
 			pmap[i] = intern(&reqs.phaseIdx, &reqs.Phases, p)
 		}
-		start := 0
+		umap := make([]uint32, len(c.urls))
+		for i, u := range c.urls {
+			umap[i] = intern32(&reqs.urlIdx, &reqs.URLs, u)
+		}
+		cmap := make([]uint32, len(c.conns))
+		for i, cn := range c.conns {
+			cmap[i] = reqs.connIndex(cn)
+		}
+		start, ri := 0, 0
 		for i, e := range c.ends {
 			id := c.arena[start:e]
 			start = e
@@ -339,9 +381,18 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 					name, offset+int(c.line[i]), id, lines[prev])})
 				continue
 			}
+			for ; ri < len(c.rate) && int(c.rate[ri].Request) < i; ri++ {
+			}
+			if ri < len(c.rate) && int(c.rate[ri].Request) == i {
+				h := c.rate[ri]
+				h.Request = int32(reqs.Len())
+				reqs.Rate = append(reqs.Rate, h)
+			}
 			lines = append(lines, int32(offset+int(c.line[i])))
 			reqs.Target = append(reqs.Target, tmap[c.target[i]])
 			reqs.Phase = append(reqs.Phase, pmap[c.phase[i]])
+			reqs.URL = append(reqs.URL, umap[c.url[i]])
+			reqs.Conn = append(reqs.Conn, cmap[c.conn[i]])
 			reqs.SentNs = append(reqs.SentNs, c.sentNs[i])
 			reqs.EndNs = append(reqs.EndNs, c.endNs[i])
 			reqs.Code = append(reqs.Code, c.code[i])

@@ -120,13 +120,14 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	// scenario.json (optional for a bare attack, but then nothing is expected).
 	sp := d.Scenario()
 	if b, err := ReadRegular(ctx, sp, MaxDocumentBytes); err == nil {
-		switch err := json.Unmarshal(b, &s.Scenario); {
+		sc, err := DecodeScenario(b)
+		switch {
 		case err != nil:
-			problem(ScenarioFile, "%s: %v", sp, JSONError(b, err))
-		case s.Scenario.Schema != ScenarioSchema || s.Scenario.Name == "":
+			problem(ScenarioFile, "%s: %v", sp, err)
+		case sc.Schema != ScenarioSchema || sc.Name == "":
 			problem(ScenarioFile, "%s: not a scenario (want schema %q and a name)", sp, ScenarioSchema)
 		default:
-			s.HasScenario = true
+			s.Scenario, s.HasScenario = sc, true
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		problem(ScenarioFile, "%s: %v", sp, err)
@@ -155,7 +156,9 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	// Access logs first: receipts keep their x-request-id only when a log may join it.
 	s.AccessLogs, s.Problems = readAccessLogs(d, s.Problems)
 
-	reqProblems, reqErr := readRequests(ctx, d.Requests(), len(s.AccessLogs) > 0, &s.Requests, &s.Receipts, d.Receipts())
+	cls, _ := NewClassifier(s.Scenario.Classify) // validated by DecodeScenario
+	reqProblems, reqErr := readRequests(ctx, d.Requests(), cls, len(s.AccessLogs) > 0, &s.Requests, &s.Receipts, d.Receipts())
+	s.Requests.received(&s.Receipts)
 	s.HasRequests = !errors.Is(reqErr.requests, fs.ErrNotExist)
 	s.Problems = append(s.Problems, reqProblems...)
 	if reqErr.requests != nil && s.HasRequests {
@@ -185,11 +188,37 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	_, err1 := os.Stat(d.RLSLog())
 	_, err2 := os.Stat(d.RLSParsedLog())
 	s.RLSLog, s.RLSParsedLog = err1 == nil, err2 == nil
+	s.RLSPendingLookups = -1
+	if s.RLSParsedLog {
+		if err := readRLSLogFacts(d.RLSParsedLog(), s); err != nil {
+			problem(RLSParsedLogFile, "%v", err)
+		}
+	}
 	paths, labels := rlsMetricsFiles(d)
 	for i, p := range paths {
 		s.RLSMetrics = append(s.RLSMetrics, decodeRLSMetrics(p, labels[i]))
 	}
 	return s
+}
+
+// readRLSLogFacts reads the configuration loads and the hung lookups of
+// rls/log.json (collect/rls.Log, written by `rlbench collect rls-log --out`
+// and by the runner).
+func readRLSLogFacts(path string, s *ScenarioEvidence) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var lg struct {
+		ConfigLoads    []RLSConfigLoad   `json:"config_loads"`
+		PendingLookups []json.RawMessage `json:"pending_lookups"`
+	}
+	if err := json.Unmarshal(b, &lg); err != nil {
+		return fmt.Errorf("%s: %w", path, JSONError(b, err))
+	}
+	s.RLSConfigLoads = append([]RLSConfigLoad{}, lg.ConfigLoads...)
+	s.RLSPendingLookups = len(lg.PendingLookups)
+	return nil
 }
 
 // readStats loads stats/<proxy>.{before,after}.json of every proxy named in

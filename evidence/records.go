@@ -59,6 +59,13 @@ type Request struct {
 	// with prior knowledge (h2c). Absent in older files, which are all
 	// HTTP/1.1.
 	Proto string `json:"proto,omitempty"`
+	// Conn names the client connection that carried the request:
+	// "<local host:port>/<n>", the client's local address and the ordinal
+	// (1-based, within the attack) of the connection among those the attack
+	// opened, so that a later connection reusing the port is another conn.
+	// Requests of one keep-alive connection share it; empty when the
+	// request never got a connection or the recorder predates the field.
+	Conn string `json:"conn,omitempty"`
 }
 
 // EndNs is the unix ns at which the client stopped waiting for the request.
@@ -200,6 +207,41 @@ type Decision struct {
 	Code string `json:"code"`
 	// Error is the failure of an ERROR decision.
 	Error string `json:"error,omitempty"`
+	// Shadow is true when the rule is in shadow_mode and the hit was over
+	// its limit: the code was forced to OK (envoyproxy/ratelimit
+	// src/limiter/base_limiter.go: "Limit with key %s, is in shadow_mode").
+	Shadow bool `json:"shadow,omitempty"`
+	// NoLimit is true when the descriptor matched no rule (or an unknown
+	// domain): OK without a counter ("descriptor does not match any limit,
+	// no limits applied", src/service/ratelimit.go). Unlimited marks an
+	// `unlimited: true` rule. Decisions written before these fields have an
+	// empty Key and Limit 0 in both cases.
+	NoLimit   bool `json:"no_limit,omitempty"`
+	Unlimited bool `json:"unlimited,omitempty"`
+}
+
+// Applied reports whether a limit was applied to the decision's
+// descriptor: a counter key or a limit, and neither NoLimit nor Unlimited.
+func (d *Decision) Applied() bool {
+	return !d.NoLimit && !d.Unlimited && (d.Key != "" || d.Limit != 0 || d.Unit != "")
+}
+
+// RLSConfigLoad is one configuration load logged by envoyproxy/ratelimit
+// (src/config, src/server: `Successfully loaded new configuration`,
+// `Successfully loaded the initial ratelimit configs` (OK, Initial) or
+// `Error loading new configuration: %s`), as collect/rls.ParseLog reads it
+// and rls/log.json holds it.
+type RLSConfigLoad struct {
+	// Line is the log line (1-based).
+	Line int `json:"line"`
+	// TimeNs is the line's time, unix ns (whole seconds in text logs).
+	TimeNs int64 `json:"time_ns"`
+	// OK is false for a load that failed (the previous configuration stays).
+	OK bool `json:"ok"`
+	// Initial is true for the load at start-up.
+	Initial bool `json:"initial,omitempty"`
+	// Message is the line's message.
+	Message string `json:"message"`
 }
 
 // Scenario is scenario.json: what one scenario's evidence is judged against.
@@ -217,8 +259,22 @@ type Scenario struct {
 	IntendedLimit *int `json:"intended_limit,omitempty"`
 	// Expect is what the scenario must show to PASS.
 	Expect Expectation `json:"expect"`
-	// Limits describes the configured limiters, for the bound the configuration allows.
+	// Limits describes the configured limiters, for the whole-run bound the
+	// configuration allows (Bound); the previous release's only limiter
+	// description, translated into Limiters when those are absent
+	// (EffectiveLimiters).
 	Limits []LimitSpec `json:"limits,omitempty"`
+	// Limiters declares the limiters on the requests' path, in the order a
+	// request meets them (local before global), for the model checker.
+	Limiters []Limiter `json:"limiters,omitempty"`
+	// Classify are classification rules tried before the built-in marks
+	// (ClassRule): how a non-Envoy proxy's rejections look.
+	Classify []ClassRule `json:"classify,omitempty"`
+	// RequestHeaders gives, per attack phase (Request.Phase), the request
+	// headers the limiters' descriptor actions read, as the attack sent
+	// them (lower-case names). Only those are recorded: other header values
+	// may be credentials.
+	RequestHeaders map[string]map[string]string `json:"request_headers,omitempty"`
 	// Repeat is the 1-based repeat index of this run, 0 when not repeated.
 	Repeat int `json:"repeat,omitempty"`
 	// Faults is the number of fault actions the scenario plans; fewer lines
@@ -236,7 +292,9 @@ type Scenario struct {
 type Expectation struct {
 	// Label is a human name for the expectation, e.g. "local buckets: 10 admitted".
 	Label string `json:"label,omitempty"`
-	// Admitted is the allowed range of 2xx responses over all targets.
+	// Admitted is the allowed range of requests the limiters admitted over
+	// all targets: those that passed every limiter (Class.Passed, or a
+	// receipt), whatever the backend answered.
 	Admitted *Range `json:"admitted,omitempty"`
 	// Classes bounds the responses per class name (a Class, or "sent").
 	Classes map[string]Range `json:"classes,omitempty"`
@@ -245,6 +303,21 @@ type Expectation struct {
 	ReceiptsEqualAdmitted bool `json:"receipts_equal_admitted,omitempty"`
 	// StatsAgree requires the proxies' counter deltas to agree with the clients.
 	StatsAgree bool `json:"stats_agree,omitempty"`
+	// NotLimited expects that no limit engaged: no request was rejected by a
+	// limiter, and every request that went to an RLS produced no
+	// descriptor or matched no rule (an unlimited rule included).
+	NotLimited bool `json:"not_limited,omitempty"`
+	// Shadow is the allowed range of would-have-rejected requests: passed
+	// by a limiter that does not enforce (an RLS rule in shadow_mode, Envoy
+	// filter_enforced below 100 %), as its decisions or counters show.
+	Shadow *Range `json:"shadow,omitempty"`
+}
+
+// Checks reports whether the expectation asks anything about the limit:
+// admitted, classes, not_limited or shadow. (Receipts and stats agreement
+// are integrity requirements, checked whenever they apply.)
+func (e *Expectation) Checks() bool {
+	return e.Admitted != nil || len(e.Classes) > 0 || e.NotLimited || e.Shadow != nil
 }
 
 // LimitSpec describes one configured limiter for computing the admissions the

@@ -75,6 +75,10 @@ func AppendRequestJSON(dst []byte, r *Request) []byte {
 		dst = append(dst, `,"proto":`...)
 		dst = AppendJSONString(dst, r.Proto)
 	}
+	if r.Conn != "" {
+		dst = append(dst, `,"conn":`...)
+		dst = AppendJSONString(dst, r.Conn)
+	}
 	return append(dst, '}')
 }
 

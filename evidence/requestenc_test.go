@@ -48,6 +48,9 @@ func randRequest(rng *rand.Rand) *Request {
 		r.Proto = randString(rng)
 	}
 	if rng.IntN(2) == 0 {
+		r.Conn = randString(rng)
+	}
+	if rng.IntN(2) == 0 {
 		r.Error = randString(rng)
 	}
 	if rng.IntN(2) == 0 {

@@ -317,21 +317,35 @@ func foldsTo(key []byte, names []string) bool {
 // finish checks that only whitespace follows the object.
 func finish(b []byte, i int) bool { return skipWS(b, i) == len(b) }
 
-// reqScan holds what scanRequest keeps of a request line.
+// reqScan holds what scanRequest keeps of a request line. wanted (set by
+// the caller, kept across lines) names extra response headers to keep, the
+// ones classification rules read.
 type reqScan struct {
-	id, target, phase, body         []byte
-	bodyEsc                         bool
-	sent, latency, code             int64
-	bytesIn                         uint64
-	rateLimited, ust, contentType   []byte
-	hasRL, hasUST, hasCT, hasHeader bool
+	id, target, phase, body, url, conn      []byte
+	bodyEsc, hasBody                        bool
+	sent, latency, code                     int64
+	bytesIn                                 uint64
+	rateLimited, ust, contentType, overload []byte
+	hasRL, hasUST, hasCT, hasOverload       bool
+	hasHeader                               bool
+	rate                                    [numRateHeaders][]byte
+	hasRate                                 [numRateHeaders]bool
+	wanted                                  []string
+	extra                                   [][]byte
+	hasExtra                                []bool
 }
 
-var requestFields = []string{"id", "target", "url", "method", "sent_ns", "latency_ns", "code", "error", "bytes_in", "headers", "body", "phase"}
+var requestFields = []string{"id", "target", "url", "method", "sent_ns", "latency_ns", "code", "error", "bytes_in", "headers", "body",
+	"phase", "conn"}
 
 // scanRequest scans a requests.jsonl line into f; false means "decode in full".
 func scanRequest(b []byte, f *reqScan) bool {
-	*f = reqScan{}
+	wanted, extra, hasExtra := f.wanted, f.extra[:0], f.hasExtra[:0]
+	*f = reqScan{wanted: wanted}
+	for range wanted {
+		extra, hasExtra = append(extra, nil), append(hasExtra, false)
+	}
+	f.extra, f.hasExtra = extra, hasExtra
 	end, ok := objectLoop(b, skipWS(b, 0), func(key []byte, i int) (int, bool) {
 		var ok bool
 		switch string(key) {
@@ -341,7 +355,11 @@ func scanRequest(b []byte, f *reqScan) bool {
 			f.target, i, ok = keptString(b, i)
 		case "phase":
 			f.phase, i, ok = keptString(b, i)
-		case "url", "method", "error":
+		case "url":
+			f.url, i, ok = keptString(b, i)
+		case "conn":
+			f.conn, i, ok = keptString(b, i)
+		case "method", "error":
 			i, ok = stringValue(b, i)
 		case "sent_ns":
 			f.sent, i, ok = intValue(b, i, true)
@@ -360,7 +378,7 @@ func scanRequest(b []byte, f *reqScan) bool {
 				if end, f.bodyEsc, high, ok = scanString(b, i+1); !ok {
 					return 0, false
 				}
-				f.body, i = b[i+1:end-1], end
+				f.body, i, f.hasBody = b[i+1:end-1], end, true
 				// Invalid UTF-8 would be replaced by the decoder: decode such bodies in full.
 				if high && !utf8.Valid(f.body) {
 					return 0, false
@@ -380,7 +398,22 @@ func scanRequest(b []byte, f *reqScan) bool {
 				case "content-type":
 					f.contentType, j, ok = keptString(b, j)
 					f.hasCT = true
+				case "x-envoy-overloaded":
+					f.overload, j, ok = keptString(b, j)
+					f.hasOverload = true
 				default:
+					if k := rateHeaderIndex(hk); k >= 0 {
+						f.rate[k], j, ok = keptString(b, j)
+						f.hasRate[k] = true
+						break
+					}
+					for w, name := range f.wanted {
+						if string(hk) == name {
+							f.extra[w], j, ok = keptString(b, j)
+							f.hasExtra[w] = true
+							return j, ok
+						}
+					}
 					if j < len(b) && b[j] == '"' {
 						j, _, _, ok = scanString(b, j+1)
 					}
@@ -397,6 +430,38 @@ func scanRequest(b []byte, f *reqScan) bool {
 	})
 	return ok && finish(b, end)
 }
+
+// marks are the scanned parts Classify reads (the body only when it has
+// no escapes: a line whose body has escapes is decoded in full when the
+// body matters, see needsBody).
+func (f *reqScan) marks() Marks {
+	return Marks{Code: int(f.code), Body: string(f.body), BytesIn: f.bytesIn, RateLimited: string(f.rateLimited),
+		UpstreamServiceTime: string(f.ust), HasUpstreamServiceTime: f.hasUST, ContentType: string(f.contentType),
+		Overloaded: string(f.overload)}
+}
+
+// header returns a kept response header by lower-case name.
+func (f *reqScan) header(name string) (string, bool) {
+	for w, n := range f.wanted {
+		if n == name {
+			return string(f.extra[w]), f.hasExtra[w]
+		}
+	}
+	return "", false
+}
+
+// rateHeaderByName returns a kept rate-limit header by lower-case name.
+func (f *reqScan) rateHeaderByName(name string) (string, bool) {
+	if k := rateHeaderIndex([]byte(name)); k >= 0 {
+		return string(f.rate[k]), f.hasRate[k]
+	}
+	return "", false
+}
+
+// needsBody reports whether the class of a response with this code can
+// depend on its body: every non-2xx response (limiter bodies, the
+// backend's own body), and any response when rules read bodies.
+func needsBody(code int64, rules bool) bool { return rules || code < 200 || code >= 300 }
 
 // recScan holds what scanReceipt keeps of a receipt line.
 type recScan struct {

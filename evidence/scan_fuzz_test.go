@@ -56,15 +56,18 @@ func FuzzScanRequest(f *testing.F) {
 				t.Fatalf("scanner accepted %q, %s rejects it: %v", line, name, err)
 			}
 			if string(sc.id) != r.ID || string(sc.target) != r.Target || string(sc.phase) != r.Phase || sc.sent != r.SentNs ||
-				sc.latency != r.LatencyNs || sc.code != int64(r.Code) || sc.bytesIn != r.BytesIn {
-				t.Fatalf("%q: scanner %q %q %q %d %d %d %d, %s %+v", line, sc.id, sc.target, sc.phase, sc.sent, sc.latency, sc.code, sc.bytesIn, name, r)
+				sc.latency != r.LatencyNs || sc.code != int64(r.Code) || sc.bytesIn != r.BytesIn || string(sc.url) != r.URL || string(sc.conn) != r.Conn {
+				t.Fatalf("%q: scanner %q %q %q %d %d %d %d %q %q, %s %+v", line, sc.id, sc.target, sc.phase, sc.sent, sc.latency, sc.code, sc.bytesIn, sc.url, sc.conn, name, r)
 			}
-			if sc.bodyEsc && sc.code == 429 {
+			gotRate, gotOK := ParseRateHeaders(sc.rateHeaderByName)
+			wantRate, wantOK := ParseRateHeaders(r.header)
+			if gotOK != wantOK || gotRate != wantRate {
+				t.Fatalf("%q: scanner rate-limit headers %v %v, %s %v %v", line, gotRate, gotOK, name, wantRate, wantOK)
+			}
+			if sc.bodyEsc && needsBody(sc.code, false) {
 				continue // Load decodes such a line in full
 			}
-			m := Marks{Code: int(sc.code), Body: string(sc.body), BytesIn: sc.bytesIn, RateLimited: string(sc.rateLimited),
-				UpstreamServiceTime: string(sc.ust), ContentType: string(sc.contentType)}
-			if got, want := m.Classify(), r.Classify(); got != want {
+			if got, want := sc.marks().Classify(), r.Classify(); got != want {
 				t.Fatalf("%q: scanner class %s, %s class %s", line, got, name, want)
 			}
 		}
@@ -173,7 +176,7 @@ func FuzzLoadRequests(f *testing.F) {
 		old := chunkBytes
 		chunkBytes = int64(chunk%64) + 1
 		var got Requests
-		gotProblems, gotErrs := readRequests(context.Background(), path, false, &got, &Receipts{}, Dir(dir).Receipts())
+		gotProblems, gotErrs := readRequests(context.Background(), path, nil, false, &got, &Receipts{}, Dir(dir).Receipts())
 		chunkBytes = old
 
 		var want Requests
@@ -201,11 +204,14 @@ func FuzzLoadRequests(f *testing.F) {
 			t.Fatalf("%d requests, sequential read %d", got.Len(), want.Len())
 		}
 		for i := 0; i < got.Len(); i++ {
-			g := fmt.Sprint(got.IDs.ID(i), got.Targets[got.Target[i]], got.Phases[got.Phase[i]], got.SentNs[i], got.EndNs[i], got.Code[i], got.Class[i])
-			w := fmt.Sprint(want.IDs.ID(i), want.Targets[want.Target[i]], want.Phases[want.Phase[i]], want.SentNs[i], want.EndNs[i], want.Code[i], want.Class[i])
+			g := fmt.Sprint(got.IDs.ID(i), got.Targets[got.Target[i]], got.Phases[got.Phase[i]], got.URLOf(i), got.ConnOf(i), got.SentNs[i], got.EndNs[i], got.Code[i], got.Class[i])
+			w := fmt.Sprint(want.IDs.ID(i), want.Targets[want.Target[i]], want.Phases[want.Phase[i]], want.URLOf(i), want.ConnOf(i), want.SentNs[i], want.EndNs[i], want.Code[i], want.Class[i])
 			if g != w {
 				t.Fatalf("request %d: %s, sequential read %s", i, g, w)
 			}
+		}
+		if fmt.Sprint(got.Rate) != fmt.Sprint(want.Rate) {
+			t.Fatalf("rate-limit headers %v, sequential read %v", got.Rate, want.Rate)
 		}
 	})
 }

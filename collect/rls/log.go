@@ -154,14 +154,9 @@ type Event struct {
 
 // ConfigLoad is a `Successfully loaded new configuration` /
 // `Successfully loaded the initial ratelimit configs` (OK) or
-// `Error loading new configuration: %s` (not OK) line.
-type ConfigLoad struct {
-	Line    int    `json:"line"`
-	TimeNs  int64  `json:"time_ns"`
-	OK      bool   `json:"ok"`
-	Initial bool   `json:"initial,omitempty"`
-	Message string `json:"message"`
-}
+// `Error loading new configuration: %s` (not OK) line (evidence.RLSConfigLoad,
+// which analysis reads from rls/log.json).
+type ConfigLoad = evidence.RLSConfigLoad
 
 // LimitDef is one `loading descriptor: key=<domain>.<path>[ ratelimit={requests_per_unit=N, unit=U, ...}]`
 // line (config/config_impl.go). HasLimit is false for intermediate nodes.
@@ -995,15 +990,18 @@ func (l *Log) CountCodes() map[string]int {
 }
 
 // EvidenceDecisions converts the decisions to the shared evidence.Decision
-// lines of rls/decisions.jsonl, in log order. Time resolution, pairing and
-// flags are dropped; use Log.Decisions for them.
+// lines of rls/decisions.jsonl, in log order: Shadow is set for a
+// shadow-mode hit over its limit, NoLimit and Unlimited as parsed. Time
+// resolution, pairing and the local-cache flag are dropped; use
+// Log.Decisions for them.
 func (l *Log) EvidenceDecisions() []evidence.Decision {
 	out := make([]evidence.Decision, 0, len(l.Decisions))
 	for _, d := range l.Decisions {
 		out = append(out, evidence.Decision{
 			TimeNs: d.TimeNs, Domain: d.Domain, Descriptor: d.Descriptor, Key: d.Key,
 			WindowStart: d.WindowStart, Current: d.Current, Limit: d.Limit, Unit: d.Unit,
-			Code: d.Code, Error: d.Error,
+			Code: d.Code, Error: d.Error, Shadow: d.Shadow && d.HasCurrent && d.Limit > 0 && d.Current > uint64(d.Limit),
+			NoLimit: d.NoLimit, Unlimited: d.Unlimited,
 		})
 	}
 	return out

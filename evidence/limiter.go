@@ -1,0 +1,357 @@
+package evidence
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/analyze/model"
+)
+
+// Limiter stages (Limiter.Stage), in the order a request meets them.
+const (
+	// StageLocal is a limiter inside the proxy that decides on its own: Envoy's
+	// local_ratelimit filter, nginx limit_req, a gateway's token bucket. It runs
+	// before any StageGlobal limiter (Envoy: local_ratelimit precedes the
+	// ratelimit filter in the lab's and the usual filter chain).
+	StageLocal = "local"
+	// StageGlobal is a rate limit service the proxy asks: Envoy's ratelimit
+	// filter calling envoyproxy/ratelimit (or the lab RLS). Its calls can fail
+	// (rls_error, failure_mode_allowed) and faults on its parts act on it.
+	StageGlobal = "global"
+)
+
+// Limiter keys (Limiter.Key): what one instance of the limiter's state
+// (a bucket, a counter) is shared by.
+const (
+	// KeyTarget: one instance per attack target, i.e. per proxy process
+	// (Envoy local_ratelimit: "the token bucket is shared across all workers").
+	KeyTarget = "target"
+	// KeyConnection: one per client connection (Envoy
+	// local_rate_limit_per_downstream_connection); needs Request.Conn.
+	KeyConnection = "connection"
+	// KeyShared: one instance for every request of the limiter's targets (one
+	// RLS counter of a fixed descriptor, a cluster-wide bucket).
+	KeyShared = "shared"
+	// KeyDescriptor: one per descriptor value the Actions compute (an RLS
+	// rule's counter per value, a bucket per user or per client address).
+	KeyDescriptor = "descriptor"
+)
+
+// Fault targets a limiter can depend on (Fault.Target).
+const (
+	FaultTargetRLS   = "rls"
+	FaultTargetRedis = "redis"
+)
+
+// Limiter declares one rate limiter on the requests' path, for the model
+// checker (analyze/model): which targets' requests it sees, what its
+// instances are keyed by, and its semantic — a model.Spec, or an RLS whose
+// configuration gives one fixed window per matched rule.
+//
+//	{"name":"local proxy-a","stage":"local","targets":["proxy-a"],"key":"target",
+//	 "model":{"kind":"envoy_local","envoy_version":"1.30","max_tokens":5,"tokens_per_fill":5,"fill_interval":"1h0m0s",
+//	          "timer_start":"2026-12-01T09:15:58.1Z"}}
+//	{"name":"global","stage":"global","key":"descriptor",
+//	 "actions":[{"generic_key":{"descriptor_key":"tenant","descriptor_value":"lab"}}],
+//	 "rls":{"domain":"inventory","config":"domain: inventory\n...","align":"epoch"},"resets":["rls"]}
+type Limiter struct {
+	// Name names the limiter in the report and in check names; unique in a scenario.
+	Name string `json:"name"`
+	// Stage is StageLocal or StageGlobal.
+	Stage string `json:"stage"`
+	// Targets are the attack targets whose requests meet this limiter; empty: every target.
+	Targets []string `json:"targets,omitempty"`
+	// Key is one of the Key constants.
+	Key string `json:"key"`
+	// Model is the limiter's semantic (analyze/model, decoded strictly);
+	// exactly one of Model and RLS is set.
+	Model *model.Spec `json:"model,omitempty"`
+	// RLS is a rate limit service configuration: each request's descriptor
+	// (from Actions) is matched against it as envoyproxy/ratelimit does, and
+	// each matched rule is a fixed_window model.
+	RLS *RLSLimiter `json:"rls,omitempty"`
+	// Actions are the Envoy route rate_limits actions that build each
+	// request's descriptor (one descriptor per request): the RLS's, or an
+	// envoy_local model's request descriptor, or the key of KeyDescriptor.
+	Actions []RateLimitAction `json:"actions,omitempty"`
+	// Rejections are the class names of this limiter's rejections; default
+	// local_429 (StageLocal) or global_429 (StageGlobal).
+	Rejections []string `json:"rejections,omitempty"`
+	// DependsOn are the fault targets whose outage acts on this limiter
+	// (its requests then fail or fail open); default rls and redis for
+	// StageGlobal, none for StageLocal.
+	DependsOn []string `json:"depends_on,omitempty"`
+	// Resets are the fault targets whose start or restart loses the
+	// limiter's state (the lab RLS keeps counters in memory: rls; the real
+	// RLS keeps them in Redis without persistence: redis).
+	Resets []string `json:"resets,omitempty"`
+	// RateLimitHeaders is true when the limiter adds x-ratelimit-* (Envoy
+	// enable_x_ratelimit_headers) or RateLimit-* headers (envoyproxy/ratelimit
+	// LIMIT_RESPONSE_HEADERS_ENABLED) to its responses.
+	RateLimitHeaders bool `json:"rate_limit_headers,omitempty"`
+	// FailureModeDeny is the Envoy ratelimit filter's failure_mode_deny of a
+	// StageGlobal limiter: an RLS error is a 500 (rls_error) instead of an admission.
+	FailureModeDeny bool `json:"failure_mode_deny,omitempty"`
+	// TimeoutNs is the ratelimit filter's RLS call timeout (ns; 0: unknown):
+	// a decision the RLS made later than sent + timeout reached no one.
+	TimeoutNs int64 `json:"timeout_ns,omitempty"`
+}
+
+// RLSLimiter is the RLS part of a Limiter.
+type RLSLimiter struct {
+	// Domain is the descriptors' domain (RateLimitRequest.domain).
+	Domain string `json:"domain"`
+	// Config is the envoyproxy/ratelimit YAML configuration of Domain.
+	Config string `json:"config"`
+	// Align is model.AlignEpoch (envoyproxy/ratelimit, default) or
+	// model.AlignFirstHit (the lab RLS with window_start first-hit).
+	Align string `json:"align,omitempty"`
+}
+
+// RateLimitAction is one Envoy route rate limit action
+// (config.route.v3.RateLimit.Action, api/envoy/config/route/v3/route_components.proto),
+// in Envoy's YAML shape; exactly one field is set.
+type RateLimitAction struct {
+	// GenericKey yields (descriptor_key or "generic_key", descriptor_value).
+	GenericKey *GenericKeyAction `json:"generic_key,omitempty"`
+	// RequestHeaders yields (descriptor_key, the header's value).
+	RequestHeaders *RequestHeadersAction `json:"request_headers,omitempty"`
+	// RemoteAddress yields ("remote_address", the client's IP).
+	RemoteAddress *RemoteAddressAction `json:"remote_address,omitempty"`
+}
+
+// GenericKeyAction is the generic_key action.
+type GenericKeyAction struct {
+	DescriptorKey   string `json:"descriptor_key,omitempty"`
+	DescriptorValue string `json:"descriptor_value"`
+}
+
+// RequestHeadersAction is the request_headers action: when the header is
+// absent the descriptor is not produced, unless SkipIfAbsent, which skips
+// only this entry (source/common/router/router_ratelimit.cc).
+type RequestHeadersAction struct {
+	HeaderName    string `json:"header_name"`
+	DescriptorKey string `json:"descriptor_key"`
+	SkipIfAbsent  bool   `json:"skip_if_absent,omitempty"`
+}
+
+// RemoteAddressAction is the remote_address action (the downstream peer's IP).
+type RemoteAddressAction struct{}
+
+// RequestAttrs is what a descriptor action reads of one request: its
+// headers (lower-case names; pseudo-headers :path, :method, :authority
+// included) and the client's IP.
+type RequestAttrs struct {
+	Header   func(lowerName string) (string, bool)
+	RemoteIP string
+}
+
+// Descriptor builds the descriptor of actions for a request as Envoy's
+// router does (source/common/router/router_ratelimit.cc
+// RateLimitPolicyEntryImpl::populateDescriptors): the entries in order;
+// ok is false when an action cannot produce its entry (a missing header
+// without skip_if_absent, no client address) or no entry was produced, and
+// then no descriptor is sent.
+func Descriptor(actions []RateLimitAction, a RequestAttrs) ([]DescriptorEntry, bool) {
+	var out []DescriptorEntry
+	for _, act := range actions {
+		switch {
+		case act.GenericKey != nil:
+			k := act.GenericKey.DescriptorKey
+			if k == "" {
+				k = "generic_key"
+			}
+			out = append(out, DescriptorEntry{Key: k, Value: act.GenericKey.DescriptorValue})
+		case act.RequestHeaders != nil:
+			v, ok := "", false
+			if a.Header != nil {
+				v, ok = a.Header(strings.ToLower(act.RequestHeaders.HeaderName))
+			}
+			if !ok {
+				if act.RequestHeaders.SkipIfAbsent {
+					continue
+				}
+				return nil, false
+			}
+			out = append(out, DescriptorEntry{Key: act.RequestHeaders.DescriptorKey, Value: v})
+		case act.RemoteAddress != nil:
+			if a.RemoteIP == "" {
+				return nil, false
+			}
+			out = append(out, DescriptorEntry{Key: "remote_address", Value: a.RemoteIP})
+		}
+	}
+	return out, len(out) > 0
+}
+
+func (a *RateLimitAction) validate() error {
+	n := 0
+	if g := a.GenericKey; g != nil {
+		n++
+		if g.DescriptorValue == "" {
+			return fmt.Errorf("generic_key.descriptor_value is empty")
+		}
+	}
+	if h := a.RequestHeaders; h != nil {
+		n++
+		if h.HeaderName == "" || h.DescriptorKey == "" {
+			return fmt.Errorf("request_headers needs header_name and descriptor_key")
+		}
+	}
+	if a.RemoteAddress != nil {
+		n++
+	}
+	if n != 1 {
+		return fmt.Errorf("set exactly one of generic_key, request_headers, remote_address (has %d)", n)
+	}
+	return nil
+}
+
+// RejectionClasses returns the limiter's rejection classes (Rejections or
+// the stage's default).
+func (l *Limiter) RejectionClasses() []Class {
+	if len(l.Rejections) == 0 {
+		if l.Stage == StageGlobal {
+			return []Class{ClassGlobal429}
+		}
+		return []Class{ClassLocal429}
+	}
+	out := make([]Class, 0, len(l.Rejections))
+	for _, r := range l.Rejections {
+		if c, ok := ParseClass(r); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Dependencies returns DependsOn or the stage's default.
+func (l *Limiter) Dependencies() []string {
+	if l.DependsOn == nil && l.Stage == StageGlobal {
+		return []string{FaultTargetRLS, FaultTargetRedis}
+	}
+	return l.DependsOn
+}
+
+// AppliesTo reports whether requests to target meet the limiter.
+func (l *Limiter) AppliesTo(target string) bool {
+	return len(l.Targets) == 0 || containsString(l.Targets, target)
+}
+
+// Validate checks the declaration (the RLS configuration is checked by its
+// reader, analyze). Errors name the field.
+func (l *Limiter) Validate() error {
+	if l.Name == "" {
+		return fmt.Errorf("name: missing")
+	}
+	switch l.Stage {
+	case StageLocal, StageGlobal:
+	default:
+		return fmt.Errorf("stage: want %q or %q, got %q", StageLocal, StageGlobal, l.Stage)
+	}
+	switch l.Key {
+	case KeyTarget, KeyConnection, KeyShared, KeyDescriptor:
+	default:
+		return fmt.Errorf("key: want %s, %s, %s or %s, got %q", KeyTarget, KeyConnection, KeyShared, KeyDescriptor, l.Key)
+	}
+	if (l.Model == nil) == (l.RLS == nil) {
+		return fmt.Errorf("model, rls: give exactly one")
+	}
+	if l.Model != nil {
+		if err := l.Model.Validate(); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+	}
+	if r := l.RLS; r != nil {
+		if r.Domain == "" {
+			return fmt.Errorf("rls.domain: missing")
+		}
+		switch r.Align {
+		case "", model.AlignEpoch, model.AlignFirstHit:
+		default:
+			return fmt.Errorf("rls.align: want %q or %q, got %q", model.AlignEpoch, model.AlignFirstHit, r.Align)
+		}
+		if len(l.Actions) == 0 {
+			return fmt.Errorf("actions: an rls limiter needs the actions that build its descriptors")
+		}
+	}
+	if l.Key == KeyDescriptor && len(l.Actions) == 0 {
+		return fmt.Errorf("actions: key %q needs actions", KeyDescriptor)
+	}
+	for i := range l.Actions {
+		if err := l.Actions[i].validate(); err != nil {
+			return fmt.Errorf("actions[%d]: %w", i, err)
+		}
+	}
+	for _, r := range l.Rejections {
+		if c, ok := ParseClass(r); !ok || c == ClassNoResponse || c.FromBackend() {
+			return fmt.Errorf("rejections: %q is not a class a limiter answers with", r)
+		}
+	}
+	for _, t := range append(append([]string(nil), l.DependsOn...), l.Resets...) {
+		if t == "" {
+			return fmt.Errorf("depends_on, resets: empty fault target")
+		}
+	}
+	if l.TimeoutNs < 0 {
+		return fmt.Errorf("timeout_ns: negative")
+	}
+	return nil
+}
+
+// EffectiveLimiters returns the scenario's limiter declarations: Limiters,
+// or, for a scenario.json of the previous release that has only Limits,
+// their translation (LimitSpec.Limiter). realRLS tells whether the scenario
+// ran on the real envoyproxy/ratelimit (its counters live in Redis).
+func (s *Scenario) EffectiveLimiters(targets []string, realRLS bool) []Limiter {
+	if len(s.Limiters) > 0 {
+		return s.Limiters
+	}
+	var out []Limiter
+	for i, l := range s.Limits {
+		if lim, ok := l.Limiter(i, targets, realRLS); ok {
+			out = append(out, lim)
+		}
+	}
+	return out
+}
+
+// Limiter translates a LimitSpec (the previous release's scenario.json
+// limits) into a Limiter, the i-th of the scenario; targets are the
+// scenario's attack targets. A token bucket is the lab proxy's local bucket:
+// Envoy's local_ratelimit refilled by a timer from StartNs (envoy_version
+// 1.30: before 1.31 Envoy refills on a timer), one per target (one per
+// proxy process) unless Buckets is 1 for several targets (one shared). A
+// fixed window is an RLS rule counting every request of the run under one
+// key (the LimitSpec has no descriptor), windows epoch-aligned or from the
+// first hit; a restart of the lab RLS (or of Redis under the real RLS)
+// loses its counters. ok is false for an unknown kind.
+func (l LimitSpec) Limiter(i int, targets []string, realRLS bool) (Limiter, bool) {
+	switch l.Kind {
+	case LimitTokenBucket:
+		tpf := uint32(max(l.TokensPerFill, 1))
+		spec := model.Spec{Kind: model.KindEnvoyLocal, EnvoyVersion: "1.30", MaxTokens: uint32(max(l.MaxTokens, 0)),
+			TokensPerFill: &tpf, FillInterval: model.Duration(l.FillInterval)}
+		if l.StartNs > 0 {
+			spec.TimerStart = time.Unix(0, l.StartNs).UTC().Format(time.RFC3339Nano)
+		}
+		key := KeyTarget
+		if l.Buckets == 1 && len(targets) > 1 {
+			key = KeyShared
+		}
+		return Limiter{Name: fmt.Sprintf("limits[%d] token bucket", i), Stage: StageLocal, Key: key, Model: &spec}, true
+	case LimitFixedWindow:
+		align := model.AlignEpoch
+		if l.WindowStart == WindowFirstHit {
+			align = model.AlignFirstHit
+		}
+		spec := model.Spec{Kind: model.KindFixedWindow, Limit: uint64(max(l.Limit, 0)), Unit: strings.ToLower(l.Unit), Align: align}
+		resets := []string{FaultTargetRLS}
+		if realRLS {
+			resets = []string{FaultTargetRedis}
+		}
+		return Limiter{Name: fmt.Sprintf("limits[%d] fixed window", i), Stage: StageGlobal, Key: KeyShared, Model: &spec, Resets: resets}, true
+	}
+	return Limiter{}, false
+}

@@ -1,0 +1,105 @@
+package evidence
+
+import (
+	"bytes"
+	stdjson "encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// DecodeScenario reads scenario.json strictly, like a plan: an unknown
+// field (a misspelt "admited") is an error naming the field and its line,
+// trailing data is an error, and the limiters and classification rules are
+// validated (errors name "limiters[i].<field>" or "classify[i]"). It does
+// not check the schema ID or the name (see Load).
+func DecodeScenario(b []byte) (Scenario, error) {
+	var s Scenario
+	dec := stdjson.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Scenario{}, locate(b, err)
+	}
+	if dec.More() {
+		return Scenario{}, fmt.Errorf("line %d: trailing data after the object", lineAt(b, int(dec.InputOffset())))
+	}
+	names := map[string]bool{}
+	for i := range s.Limiters {
+		l := &s.Limiters[i]
+		if err := l.Validate(); err != nil {
+			return Scenario{}, locateField(b, fmt.Sprintf("limiters[%d].%v", i, err), fieldOf(err))
+		}
+		if names[l.Name] {
+			return Scenario{}, locateField(b, fmt.Sprintf("limiters[%d].name: %q is used twice", i, l.Name), "name")
+		}
+		names[l.Name] = true
+	}
+	if _, err := NewClassifier(s.Classify); err != nil {
+		return Scenario{}, locateField(b, err.Error(), "classify")
+	}
+	return s, nil
+}
+
+var (
+	unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
+	specFieldRE    = regexp.MustCompile(`limiter spec: ([a-z_]+)(?:\[\d+\])?(?:\.([a-z_]+))?:`)
+)
+
+// locate names the line of a decoding error: the offset of a syntax or type
+// error, or the first line with the unknown field as a key.
+func locate(b []byte, err error) error {
+	var se *stdjson.SyntaxError
+	var te *stdjson.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("line %d: %w", lineAt(b, int(se.Offset)), err)
+	case errors.As(err, &te):
+		return fmt.Errorf("line %d: %s: %w", lineAt(b, int(te.Offset)), te.Field, err)
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
+		return locateField(b, msg, m[1])
+	}
+	if m := specFieldRE.FindStringSubmatch(msg); m != nil {
+		f := m[1]
+		if m[2] != "" {
+			f = m[2]
+		}
+		return locateField(b, msg, f)
+	}
+	return errors.New(msg)
+}
+
+// locateField prefixes msg with the line of the first `"field":` in b.
+func locateField(b []byte, msg, field string) error {
+	if field != "" {
+		re := regexp.MustCompile(`"` + regexp.QuoteMeta(field) + `"\s*:`)
+		if loc := re.FindIndex(b); loc != nil {
+			return fmt.Errorf("line %d: %s", lineAt(b, loc[0]), msg)
+		}
+	}
+	return errors.New(msg)
+}
+
+// fieldOf returns the JSON field a validation error starts with ("name: ...").
+func fieldOf(err error) string {
+	s := err.Error()
+	if m := specFieldRE.FindStringSubmatch(s); m != nil {
+		if m[2] != "" {
+			return m[2]
+		}
+		return m[1]
+	}
+	f, _, _ := strings.Cut(s, ":")
+	f, _, _ = strings.Cut(f, ",")
+	f, _, _ = strings.Cut(f, "[")
+	if i := strings.LastIndexByte(f, '.'); i >= 0 {
+		f = f[i+1:]
+	}
+	return strings.TrimSpace(f)
+}
+
+func lineAt(b []byte, off int) int {
+	return 1 + bytes.Count(b[:min(max(off, 0), len(b))], []byte{'\n'})
+}
