@@ -83,13 +83,17 @@ type AccessLogJoin struct {
 // ProducerAgrees reports whether the client class of a response (Classify)
 // is consistent with the producer its proxy logged (envoy.Producer):
 //
-//	local_429  ↔ local_limiter   (local_ratelimit filter: flag RL, local_rate_limited)
-//	global_429 ↔ global_limiter  (ratelimit filter OVER_LIMIT: flag RL, request_rate_limited)
-//	rls_error  ↔ rls_error       (ratelimit filter, RLS failed, failure_mode_deny: flag RLSE)
-//	admitted   ↔ backend         (no flag: the upstream answered 2xx)
-//	other_4xx  ↔ backend, other  (a 429 with no flag came from the backend)
-//	other_5xx  ↔ backend, circuit_breaker (UO), upstream_failure (UF, UC, URX, ...), other
-//	other      ↔ backend, other
+//	local_429       ↔ local_limiter   (local_ratelimit filter: flag RL, local_rate_limited)
+//	global_429      ↔ global_limiter  (ratelimit filter OVER_LIMIT: flag RL, request_rate_limited)
+//	rls_error       ↔ rls_error       (ratelimit filter, RLS failed, failure_mode_deny: flag RLSE)
+//	admitted        ↔ backend         (no flag: the upstream answered 2xx)
+//	backend_4xx,
+//	backend_429,
+//	backend_5xx     ↔ backend         (the upstream's own answer)
+//	circuit_breaker ↔ circuit_breaker (UO)
+//	other_4xx       ↔ backend, other
+//	other_5xx       ↔ backend, circuit_breaker (UO), upstream_failure (UF, UC, URX, ...), other
+//	other           ↔ backend, other
 //
 // no_response is consistent with any producer (the client saw nothing).
 func ProducerAgrees(class, producer string) bool {
@@ -100,8 +104,10 @@ func ProducerAgrees(class, producer string) bool {
 		return producer == envoy.ProducerGlobalLimiter
 	case ClassRLSError:
 		return producer == envoy.ProducerRLSError
-	case ClassAdmitted:
+	case ClassAdmitted, ClassBackend4xx, ClassBackend429, ClassBackend5xx:
 		return producer == envoy.ProducerBackend
+	case ClassCircuitBreaker:
+		return producer == envoy.ProducerCircuitBreaker
 	case ClassOther4xx, ClassOther:
 		return producer == envoy.ProducerBackend || producer == envoy.ProducerOther
 	case ClassOther5xx:
@@ -270,7 +276,7 @@ func checkAccessLogs(in *Input) (res Result) {
 	return res
 }
 
-func sampleOf(ids []string) []string { return ids[:min(len(ids), SampleIDs)] }
+func sampleOf(ids []string) []string { return append([]string{}, ids[:min(len(ids), SampleIDs)]...) }
 
 func sumCounts(m map[string]int) int {
 	n := 0

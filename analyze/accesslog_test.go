@@ -67,7 +67,7 @@ func everyProducer() []producerCase {
 			prod: envoy.ProducerBackend, class: ClassAdmitted, joined: JoinRlbenchID},
 		{id: "a-b429", req: req("a-b429", "proxy-a", 429, "slow down", ust), receipt: true,
 			line: `{"start_time":"2026-11-30T10:00:00.008Z","response_code":429,"response_flags":"-","response_code_details":"via_upstream","upstream_host":"127.0.0.1:8080","x_rlbench_id":"a-b429","proxy":"proxy-a"}`,
-			prod: envoy.ProducerBackend, class: ClassOther4xx, joined: JoinRlbenchID},
+			prod: envoy.ProducerBackend, class: ClassBackend429, joined: JoinRlbenchID},
 		// proxy-b: Envoy's default format. Rejected requests carry their ID as
 		// x-request-id; backend responses join through the receipt's x-request-id.
 		{id: "b-local", req: req("b-local", "proxy-b", 429, "local_rate_limited", nil),
@@ -93,7 +93,7 @@ func everyProducer() []producerCase {
 			prod: envoy.ProducerBackend, class: ClassAdmitted, joined: JoinReceipt},
 		{id: "b-b429", req: req("b-b429", "proxy-b", 429, "slow down", ust), receipt: true, xrid: "5f0c1d7e-0000-4000-8000-000000000002",
 			line: `[2026-11-30T10:00:00.018Z] "GET /inventory HTTP/1.1" 429 - 0 9 1 1 "-" "rlbench" "5f0c1d7e-0000-4000-8000-000000000002" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerBackend, class: ClassOther4xx, joined: JoinReceipt},
+			prod: envoy.ProducerBackend, class: ClassBackend429, joined: JoinReceipt},
 	}
 }
 
@@ -181,7 +181,8 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	if s.Status != Pass {
 		t.Errorf("status %s, reasons %v", s.Status, s.Reasons)
 	}
-	if s.Totals.Other5xx != 6 || s.Totals.Other4xx != 2 || s.Totals.Local429 != 2 || s.Totals.Global429 != 2 || s.Totals.RLSError != 2 || s.Totals.Admitted != 2 {
+	if s.Totals.Other5xx != 6 || s.Totals.Backend429 != 2 || s.Totals.Other4xx != 0 || s.Totals.Local429 != 2 || s.Totals.Global429 != 2 ||
+		s.Totals.RLSError != 2 || s.Totals.Admitted != 2 || s.Totals.Passed != 4 {
 		t.Errorf("totals %+v", s.Totals)
 	}
 
@@ -220,14 +221,18 @@ func TestAccessLogDisagreementFails(t *testing.T) {
 
 func TestProducerAgrees(t *testing.T) {
 	yes := map[string][]string{
-		ClassLocal429:   {envoy.ProducerLocalLimiter},
-		ClassGlobal429:  {envoy.ProducerGlobalLimiter},
-		ClassRLSError:   {envoy.ProducerRLSError},
-		ClassAdmitted:   {envoy.ProducerBackend},
-		ClassOther4xx:   {envoy.ProducerBackend, envoy.ProducerOther},
-		ClassOther5xx:   {envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther},
-		ClassOther:      {envoy.ProducerBackend, envoy.ProducerOther},
-		ClassNoResponse: {envoy.ProducerLocalLimiter, envoy.ProducerGlobalLimiter, envoy.ProducerRLSError, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerBackend, envoy.ProducerOther},
+		ClassLocal429:       {envoy.ProducerLocalLimiter},
+		ClassGlobal429:      {envoy.ProducerGlobalLimiter},
+		ClassRLSError:       {envoy.ProducerRLSError},
+		ClassAdmitted:       {envoy.ProducerBackend},
+		ClassBackend4xx:     {envoy.ProducerBackend},
+		ClassBackend429:     {envoy.ProducerBackend},
+		ClassBackend5xx:     {envoy.ProducerBackend},
+		ClassCircuitBreaker: {envoy.ProducerCircuitBreaker},
+		ClassOther4xx:       {envoy.ProducerBackend, envoy.ProducerOther},
+		ClassOther5xx:       {envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther},
+		ClassOther:          {envoy.ProducerBackend, envoy.ProducerOther},
+		ClassNoResponse:     {envoy.ProducerLocalLimiter, envoy.ProducerGlobalLimiter, envoy.ProducerRLSError, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerBackend, envoy.ProducerOther},
 	}
 	all := yes[ClassNoResponse]
 	for class, ok := range yes {

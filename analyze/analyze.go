@@ -80,7 +80,7 @@ func missingScenario(dir, reason string) ScenarioReport {
 // JSON schema requires arrays.
 func newScenarioReport(name, dir string) ScenarioReport {
 	return ScenarioReport{Name: name, Dir: dir, Reasons: []string{}, Checks: []Check{}, Targets: []TargetReport{},
-		Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{},
+		Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{}, Limiters: []LimiterReport{},
 		Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, PhantomIDs: []string{}}}
 }
 
@@ -122,6 +122,12 @@ type Input struct {
 	AccessLogs *AccessLogJoin
 	// labRLS is the decisions' reconciliation before the real RLS's is attached.
 	labRLS *RLSCheck
+	// limiters are the scenario's limiters as the model checks judged them.
+	limiters *limiterSet
+	// received tells, per request, whether the backend has its receipt;
+	// recvNs is its earliest receipt time (0: none).
+	received []bool
+	recvNs   []int64
 }
 
 // JudgeScenario judges one scenario's evidence. It never fails: unreadable
@@ -154,12 +160,36 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) ScenarioReport {
 	if opts.Series {
 		sr.Series = seriesOf(in, acc)
 	}
+	if why := nothingToCheck(in, opts); why != "" && !sr.Incomplete {
+		sr.Status = NotRun
+		sr.Reasons = append(sr.Reasons, "nothing to check: "+why)
+		return sr
+	}
 	checkers := DefaultCheckers
 	if opts.Checkers != nil {
 		checkers = opts.Checkers
 	}
 	verdict(in, Compose(in, checkers))
 	return sr
+}
+
+// nothingToCheck says why a scenario asks nothing that could fail: no
+// requests, no scenario.json (and no expectation given in Options), or
+// neither an expectation nor an intended limit nor a configured limiter.
+// Such a scenario is NOT_RUN, never PASS.
+func nothingToCheck(in *Input, opts Options) string {
+	ev := in.Evidence
+	switch {
+	case ev.Requests.Len() == 0:
+		return "no requests in " + evidence.RequestsFile
+	case opts.Admitted != nil || opts.IntendedLimit != nil:
+		return ""
+	case !ev.HasScenario:
+		return "no " + evidence.ScenarioFile + " (no expectation, no configured limit)"
+	case !in.Scenario.Expect.Checks() && in.Scenario.IntendedLimit == nil && (in.limiters == nil || len(in.limiters.runs) == 0):
+		return evidence.ScenarioFile + " has neither an expectation nor an intended limit nor a configured limiter"
+	}
+	return ""
 }
 
 // incomplete records a reason the evidence is incomplete.
@@ -251,15 +281,16 @@ func observe(in *Input) *latencyAccs {
 	ev, sr := in.Evidence, in.Report
 	reqs := &ev.Requests
 	n := reqs.Len()
-	perTarget := make([][evidence.NumClasses]int, len(reqs.Targets))
-	perPhase := make([][evidence.NumClasses]int, len(reqs.Phases))
-	var total [evidence.NumClasses]int
+	targetReceipts := reconcile(in)
+	perTarget := make([]Classes, len(reqs.Targets))
+	perPhase := make([]Classes, len(reqs.Phases))
+	var total Classes
 	var start, end int64
 	for i := 0; i < n; i++ {
-		c := reqs.Class[i]
-		total[c]++
-		perTarget[reqs.Target[i]][c]++
-		perPhase[reqs.Phase[i]][c]++
+		c, got := reqs.Class[i], in.received[i]
+		total.add(c, got)
+		perTarget[reqs.Target[i]].add(c, got)
+		perPhase[reqs.Phase[i]].add(c, got)
 		if s := reqs.SentNs[i]; start == 0 || s < start {
 			start = s
 		}
@@ -268,64 +299,129 @@ func observe(in *Input) *latencyAccs {
 		}
 	}
 	sr.StartNs, sr.EndNs = start, end
-	sr.Totals = classesOf(total)
+	sr.Totals = total
 	if len(reqs.Phases) >= 2 {
 		for p, name := range reqs.Phases {
-			sr.Phases = append(sr.Phases, PhaseReport{Phase: name, Classes: classesOf(perPhase[p])})
+			sr.Phases = append(sr.Phases, PhaseReport{Phase: name, Classes: perPhase[p]})
 		}
 	}
-	targetReceipts := reconcile(in)
 	order := targetOrder(reqs)
 	for _, t := range order {
-		sr.Targets = append(sr.Targets, TargetReport{Target: reqs.Targets[t], Classes: classesOf(perTarget[t]), Receipts: targetReceipts[t]})
+		sr.Targets = append(sr.Targets, TargetReport{Target: reqs.Targets[t], Classes: perTarget[t], Receipts: targetReceipts[t]})
 	}
 
 	if il := in.Scenario.IntendedLimit; il != nil {
-		lo, hi := sr.Totals.Admitted, sr.Totals.Admitted+sr.Totals.NoResponse
+		lo, hi := sr.Totals.Passed, sr.Totals.PassedMax(sr.Receipts.IndeterminateWithReceipt)
 		sr.OverAdmission = &OverAdmission{Intended: *il, AdmittedMin: lo, AdmittedMax: hi, Min: lo - *il, Max: hi - *il}
 	}
 	sr.Bound = configuredBound(in.Scenario.Limits, start, end)
 	sr.Stats = proxyStats(in)
-	sr.FaultWindows = faultWindows(ev)
+	sr.FaultWindows = faultWindows(ev, in.received)
 	sr.RLS = rlsCheck(ev)
 	in.labRLS = sr.RLS
 	if j := JoinAccessLogs(ev.AccessLogs, reqs, &ev.Receipts); j.Entries > 0 {
 		in.AccessLogs = j
 		sr.ProducerCounts = j.Producers
 	}
+	judgeLimiters(in)
 	if ev.RLSLog || ev.RLSParsedLog {
 		if sr.RLS == nil {
 			sr.RLS = &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}
 		}
-		sr.RLS.Real = reconcileReal(ev, sr.FaultWindows, sr.Totals, failOpen(sr))
+		sr.RLS.Real = reconcileReal(in)
 	}
 	acc := accumulateLatency(reqs)
 	sr.Latency = latencyOf(ev, sr, acc)
 	return acc
 }
 
-func classesOf(n [evidence.NumClasses]int) Classes {
-	var c Classes
-	for cl, k := range n {
-		c.addN(evidence.Class(cl), k)
+// judgeLimiters resolves the scenario's limiters, joins the RLS decisions
+// to their requests, places the faults, runs each limiter's model check
+// and the findings that need no expectation.
+func judgeLimiters(in *Input) {
+	ev, sr := in.Evidence, in.Report
+	ls := resolveLimiters(in)
+	in.limiters = ls
+	ls.failOpen = failOpen(sr)
+	if ev.HasDecisions && len(ev.Decisions) > 0 {
+		eligible := func(i int) bool { return true }
+		if ls.global {
+			eligible = func(i int) bool { return ls.throughGlobal[i] }
+		}
+		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), eligible, ls.descriptorKey)
 	}
-	return c
+	ls.applyFaults(in, in.received)
+	if why := requestsIncomplete(in); why != "" {
+		for _, r := range ls.runs {
+			r.err = why
+		}
+	}
+	ls.checkModels(in, in.received, in.recvNs)
+	sr.Limiters = make([]LimiterReport, 0, len(ls.runs))
+	for _, r := range ls.runs {
+		sr.Limiters = append(sr.Limiters, *r.report)
+	}
+	if b, ok := ls.endToEnd(&ev.Requests); ok {
+		sr.Model = &b
+	}
+	if ls.global || ls.failOpen > 0 {
+		sr.RLSFailures = ls.failures(in, in.received)
+	}
+	sr.Engagement = ls.engagement(in, in.received)
+	if len(ls.runs) > 0 || ev.HasDecisions {
+		sr.Shadow = ls.shadowCounts(in)
+	}
+	sr.RateLimitHeaders = ls.rateHeaders(in, in.received)
 }
 
-// reconcile joins receipts to requests by ID (sr.Receipts) and returns the
-// number of requests with a receipt per target index.
+// requestsIncomplete says why requests.jsonl lacks requests that may have
+// reached the limiters (a model replay needs all of them), or "".
+func requestsIncomplete(in *Input) string {
+	ev := in.Evidence
+	if a := ev.Attack; a != nil && a.Sent > ev.Requests.Len() {
+		return fmt.Sprintf("%s holds %d of the %d requests sent: a replay needs every one", evidence.RequestsFile, ev.Requests.Len(), a.Sent)
+	}
+	for _, p := range ev.Problems {
+		if p.File == evidence.RequestsFile {
+			return evidence.RequestsFile + " is incomplete: a replay needs every request"
+		}
+	}
+	return ""
+}
+
+// descriptorKey is the RLS counter key (domain and descriptor, without the
+// window) of request i at the first RLS limiter that computes one; "" when
+// none does.
+func (ls *limiterSet) descriptorKey(i int) string {
+	for _, r := range ls.runs {
+		if r.decl.RLS != nil && r.desc != nil && r.desc[i] != nil {
+			return evidence.CacheKeyPrefix(r.decl.RLS.Domain, r.desc[i])
+		}
+	}
+	return ""
+}
+
+// reconcile joins receipts to requests by ID (sr.Receipts), sets
+// in.received and in.recvNs, and returns the number of requests with a
+// receipt per target index.
 func reconcile(in *Input) []int {
 	ev, sr := in.Evidence, in.Report
 	reqs, recs := &ev.Requests, &ev.Receipts
 	rc := &sr.Receipts
 	rc.Total = recs.Len()
 	count := make([]int32, reqs.Len())
+	in.received = make([]bool, reqs.Len())
+	in.recvNs = make([]int64, reqs.Len())
 	phantom := map[string]int{}
 	pi := 0
-	for _, r := range recs.Request {
+	for k, r := range recs.Request {
 		switch {
 		case r >= 0:
 			count[r]++
+			in.received[r] = true
+			if t := recs.RecvNs[k]; in.recvNs[r] == 0 || t < in.recvNs[r] {
+				in.recvNs[r] = t
+			}
 		case r == evidence.NoID:
 			rc.WithoutID++
 		default:
@@ -350,9 +446,9 @@ func reconcile(in *Input) []int {
 			dups = append(dups, reqs.IDs.ID(i))
 		}
 		switch {
-		case c == evidence.ClassAdmitted && n > 0:
+		case c.FromBackend() && n > 0:
 			rc.AdmittedWithReceipt++
-		case c == evidence.ClassAdmitted:
+		case c.FromBackend():
 			rc.AdmittedWithoutReceipt++
 			sample(&rc.LostIDs, reqs.IDs.ID(i))
 		case c.ProxyRejected() && n > 0:
@@ -544,7 +640,12 @@ var DefaultCheckers = []Checker{
 	{"RLS 500s in fault windows", checkRLSErrorsInFaultWindows},
 	{"intended limit", checkIntendedLimit},
 	{"receipts without id", checkWithoutID},
-	{"configured bound", checkBound},
+	{"limiter models", checkLimiters},
+	{"fail-open leak", checkLeak},
+	{"limit engaged", checkEngaged},
+	{"not limited", checkNotLimited},
+	{"shadow", checkShadow},
+	{"rate-limit headers", checkRateHeaders},
 	{"proxy stats", checkStats},
 	{"rls decisions", checkRLSDecisions},
 	{"rls decisions logged", checkRLSLogged},
@@ -556,7 +657,7 @@ func checkAdmitted(in *Input) (r Result) {
 	if ex.Admitted == nil {
 		return r
 	}
-	lo, hi := t.Admitted, t.Admitted+t.NoResponse
+	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
 	st := CheckFail
 	switch {
 	case ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi):
@@ -566,7 +667,7 @@ func checkAdmitted(in *Input) (r Result) {
 	}
 	got := strconv.Itoa(lo)
 	if hi != lo {
-		got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, t.NoResponse)
+		got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, hi-lo)
 	}
 	r.add("admitted", st, ex.Admitted.String(), got)
 	return r
@@ -604,7 +705,8 @@ func checkReceiptsEqualAdmitted(in *Input) (r Result) {
 	if !in.Scenario.Expect.ReceiptsEqualAdmitted {
 		return r
 	}
-	rc, lo := in.Report.Receipts, in.Report.Totals.Admitted
+	t := in.Report.Totals
+	rc, lo := in.Report.Receipts, t.Admitted+t.Backend4xx+t.Backend429+t.Backend5xx
 	got := rc.AdmittedWithReceipt + rc.IndeterminateWithReceipt
 	r.add("receipts = admitted", passIf(got == lo && rc.AdmittedWithoutReceipt == 0), strconv.Itoa(lo),
 		strconv.Itoa(rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))
@@ -612,17 +714,25 @@ func checkReceiptsEqualAdmitted(in *Input) (r Result) {
 }
 
 // checkRLSErrorsInFaultWindows: with faults, an RLS-error 500 should fall in
-// (or straddle) a fault window; one entirely outside every window is unexplained.
+// (or straddle) a fault window or its recovery lag; one entirely outside
+// every window is unexplained.
 func checkRLSErrorsInFaultWindows(in *Input) (r Result) {
 	sr := in.Report
 	if len(sr.FaultWindows) == 0 || sr.Totals.RLSError == 0 {
 		return r
 	}
-	explained := 0
+	var iv intervals
 	for _, w := range sr.FaultWindows {
-		explained += w.Inside.RLSError + w.Straddling.RLSError
+		iv = append(iv, [2]int64{w.BeginNs, w.EndNs + w.RecoveryLagNs})
 	}
-	outside := sr.Totals.RLSError - explained
+	iv = iv.merged()
+	reqs := &in.Evidence.Requests
+	outside := 0
+	for i := 0; i < reqs.Len(); i++ {
+		if reqs.Class[i] == evidence.ClassRLSError && !iv.overlaps(reqs.SentNs[i], reqs.EndNs[i]) {
+			outside++
+		}
+	}
 	r.add("RLS 500s outside fault windows (unexplained)", passIf(outside <= 0), "0", strconv.Itoa(max(outside, 0)))
 	return r
 }
@@ -634,7 +744,7 @@ func checkIntendedLimit(in *Input) (r Result) {
 		return r
 	}
 	il, t := *in.Scenario.IntendedLimit, in.Report.Totals
-	lo, hi := t.Admitted, t.Admitted+t.NoResponse
+	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
 	st := passIf(hi <= il)
 	if lo <= il && hi > il {
 		st = CheckUnknown
@@ -648,25 +758,6 @@ func checkIntendedLimit(in *Input) (r Result) {
 func checkWithoutID(in *Input) (r Result) {
 	n := in.Report.Receipts.WithoutID
 	r.add("receipts without id (unidentified)", passIf(n == 0), "0", strconv.Itoa(n))
-	return r
-}
-
-// checkBound: admissions within what the configured limiters allow, unless
-// faults were injected. Requests the proxies admitted without an RLS
-// decision (failure mode allow: RLS error or timeout) are outside what the
-// limit bounds.
-func checkBound(in *Input) (r Result) {
-	sr := in.Report
-	if sr.Bound == nil || len(in.Evidence.Faults) > 0 {
-		return r
-	}
-	fo := failOpen(sr)
-	hi := int64(sr.Totals.Admitted) - fo
-	got := strconv.FormatInt(hi, 10)
-	if fo > 0 {
-		got = fmt.Sprintf("%d (%d admitted - %d failure_mode_allowed)", hi, sr.Totals.Admitted, fo)
-	}
-	r.add("admitted within configured bound", passIf(hi <= int64(sr.Bound.Allowed)), fmt.Sprintf("<= %d", sr.Bound.Allowed), got)
 	return r
 }
 
@@ -693,7 +784,7 @@ func checkStats(in *Input) (r Result) {
 // checkRLSDecisions: per counter window, the RLS's OK decisions within the
 // limit, and every admission counted OK when the proxies asked the RLS.
 func checkRLSDecisions(in *Input) (r Result) {
-	rc, sr := in.labRLS, in.Report
+	rc := in.labRLS
 	if rc == nil {
 		return r
 	}
@@ -703,11 +794,32 @@ func checkRLSDecisions(in *Input) (r Result) {
 		}
 	}
 	if globalInLoop(in) {
-		ok := rc.ByCode[evidence.CodeOK]
-		need := int64(sr.Totals.Admitted) - failOpen(sr)
+		ok, need := okForAdmissions(in)
 		r.add("every admitted request counted OK by the RLS", passIf(int64(ok) >= need), fmt.Sprintf(">= %d", need), strconv.Itoa(ok))
 	}
 	return r
+}
+
+// okForAdmissions returns the RLS's OK decisions that reached a request
+// (late ones excluded) and the admissions that needed one: those that
+// went to the RLS (their descriptor was produced) minus the proxies'
+// fail-open admissions.
+func okForAdmissions(in *Input) (int, int64) {
+	ev, ls := in.Evidence, in.limiters
+	reqs := &ev.Requests
+	ok := 0
+	for k, d := range ev.Decisions {
+		if d.Code == evidence.CodeOK && !ls.join.isZombie(k) {
+			ok++
+		}
+	}
+	var need int64
+	for i := 0; i < reqs.Len(); i++ {
+		if (reqs.Class[i].FromBackend() || in.received[i]) && (!ls.global || ls.throughGlobal[i]) {
+			need++
+		}
+	}
+	return ok, need - failOpen(in.Report)
 }
 
 // checkRLSLogged: the lab RLS logs every decision it sends; the proxies count
@@ -749,17 +861,12 @@ func failOpen(sr *ScenarioReport) int64 {
 	return n
 }
 
-// globalInLoop reports whether the proxies asked an RLS for every request:
-// scenario.json describes a fixed-window limit, or (evidence recorded by
-// hand, without limits) the proxies' stats show the global filter.
+// globalInLoop reports whether the proxies asked an RLS: scenario.json
+// declares a global limiter (or a fixed-window limit), or (evidence
+// recorded by hand, without limits) the proxies' stats show the global filter.
 func globalInLoop(in *Input) bool {
-	for _, l := range in.Scenario.Limits {
-		if l.Kind == evidence.LimitFixedWindow {
-			return true
-		}
-	}
-	if len(in.Scenario.Limits) > 0 {
-		return false
+	if ls := in.limiters; ls != nil && len(ls.runs) > 0 {
+		return ls.global
 	}
 	for _, ps := range in.Report.Stats {
 		if _, ok := ps.Deltas[DeltaGlobalOK]; ok {
@@ -770,8 +877,8 @@ func globalInLoop(in *Input) bool {
 }
 
 func idsGot(n int, ids []string) string {
-	if n == 0 {
-		return "0"
+	if n == 0 || len(ids) == 0 {
+		return strconv.Itoa(n)
 	}
 	s := strconv.Itoa(n) + " (" + strings.Join(ids, ",")
 	if n > len(ids) {

@@ -259,10 +259,12 @@ func TestClassify(t *testing.T) {
 		{evidence.Request{Code: 204}, ClassAdmitted},
 		{evidence.Request{Code: 429, Body: "local_rate_limited", BytesIn: 18}, ClassLocal429},
 		{evidence.Request{Code: 429, Headers: map[string]string{"x-envoy-ratelimited": "true"}}, ClassGlobal429},
-		{evidence.Request{Code: 429, Body: "slow down", BytesIn: 9}, ClassOther4xx}, // backend's own 429
+		{evidence.Request{Code: 429, Body: "slow down", BytesIn: 9}, ClassOther4xx}, // no mark of its origin (a receipt makes it backend_429)
+		{evidence.Request{Code: 429, Body: `{"id":"x"}`, BytesIn: 10}, ClassBackend429},
+		{evidence.Request{Code: 503, Headers: map[string]string{"x-envoy-overloaded": "true"}}, ClassCircuitBreaker},
 		{evidence.Request{Code: 500}, ClassRLSError},
 		{evidence.Request{Code: 500, BytesIn: 5, Body: "oops!"}, ClassOther5xx},
-		{evidence.Request{Code: 500, Headers: map[string]string{"x-envoy-upstream-service-time": "3"}}, ClassOther5xx},
+		{evidence.Request{Code: 500, Headers: map[string]string{"x-envoy-upstream-service-time": "3"}}, ClassBackend5xx},
 		{evidence.Request{Code: 503, BytesIn: 10}, ClassOther5xx},
 		{evidence.Request{Code: 0, Error: "EOF"}, ClassNoResponse},
 		{evidence.Request{Code: 302}, ClassOther},

@@ -22,7 +22,7 @@ const (
 // runs to the end of the evidence. Requests are tallied inside the window when
 // both their send and their end fall in it, and as straddling when they
 // overlap an edge.
-func faultWindows(ev *evidence.ScenarioEvidence) []FaultWindow {
+func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow {
 	faults := append([]evidence.Fault(nil), ev.Faults...)
 	sort.SliceStable(faults, func(i, j int) bool { return faults[i].BeginNs < faults[j].BeginNs })
 	reqs, recs := &ev.Requests, &ev.Receipts
@@ -44,7 +44,7 @@ func faultWindows(ev *evidence.ScenarioEvidence) []FaultWindow {
 			if _, ok := open[f.Target]; ok {
 				continue // already down
 			}
-			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true})
+			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true, ActsOn: []string{}})
 			open[f.Target] = len(out) - 1
 		case ActionStart, evidence.ActionClear:
 			if i, ok := open[f.Target]; ok {
@@ -53,7 +53,7 @@ func faultWindows(ev *evidence.ScenarioEvidence) []FaultWindow {
 				delete(open, f.Target)
 			}
 		case ActionRestart, ActionExec:
-			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs})
+			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs, ActsOn: []string{}})
 		}
 	}
 	for i := range out {
@@ -65,9 +65,9 @@ func faultWindows(ev *evidence.ScenarioEvidence) []FaultWindow {
 			e := reqs.EndNs[j]
 			switch {
 			case s >= w.BeginNs && e <= w.EndNs:
-				w.Inside.add(reqs.Class[j])
+				w.Inside.add(reqs.Class[j], received[j])
 			case s <= w.EndNs && e >= w.BeginNs:
-				w.Straddling.add(reqs.Class[j])
+				w.Straddling.add(reqs.Class[j], received[j])
 			}
 		}
 		for _, t := range recs.RecvNs {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,11 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 )
+
+// update rewrites the reports and status files of testdata/v1-release with
+// this release's (go test ./analyze -run TestPreviousReleaseEvidence -update):
+// review the diff, every change must be deliberate.
+var update = flag.Bool("update", false, "rewrite testdata/v1-release/*.report.json and *.status.txt")
 
 // TestPreviousReleaseEvidence analyses evidence written by the previous
 // release (testdata/v1-release: `rlbench demo`, `rlbench run
@@ -42,6 +48,14 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 			must(t, err)
 			var got bytes.Buffer
 			must(t, WriteJSON(&got, rep))
+			if *update {
+				must(t, os.WriteFile(filepath.Join(base, c.report+".report.json"), got.Bytes(), 0o644))
+				if c.opts.Admitted == nil {
+					var st bytes.Buffer
+					must(t, WriteStatus(&st, rep))
+					must(t, os.WriteFile(filepath.Join(base, c.name+".status.txt"), st.Bytes(), 0o644))
+				}
+			}
 			want, err := os.ReadFile(filepath.Join(base, c.report+".report.json"))
 			must(t, err)
 			if g, w := normalise(t, got.Bytes(), want), normalise(t, want, nil); g != w {

@@ -97,19 +97,23 @@ func WriteTable(w io.Writer, rep *Report) error {
 	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Vs intended limit", "Status")
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
-		row := func(target string, c Classes, receipts string, over, status string) error {
-			return t.Append(name, target, c.Sent, c.Admitted, c.Local429, c.Global429, c.RLSError,
-				c.Other4xx+c.Other5xx+c.Other, c.NoResponse, receipts, over, status)
+		row := func(target string, c Classes, receipts string, over, status string, model string) error {
+			adm := strconv.Itoa(c.Passed)
+			if model != "" {
+				adm += " " + model
+			}
+			return t.Append(name, target, c.Sent, adm, c.Local429, c.Global429, c.RLSError,
+				c.Other4xx+c.Other5xx+c.Other+c.Backend4xx+c.Backend429+c.Backend5xx+c.CircuitBreaker, c.NoResponse, receipts, over, status)
 		}
 		if len(s.Targets) > 1 {
 			for _, tr := range s.Targets {
-				if err := row(tr.Target, tr.Classes, strconv.Itoa(tr.Receipts), "", ""); err != nil {
+				if err := row(tr.Target, tr.Classes, strconv.Itoa(tr.Receipts), "", "", ""); err != nil {
 					return err
 				}
 			}
 		}
 		for _, ph := range s.Phases {
-			if err := row("phase "+ph.Phase, ph.Classes, "", "", ""); err != nil {
+			if err := row("phase "+ph.Phase, ph.Classes, "", "", "", ""); err != nil {
 				return err
 			}
 		}
@@ -117,7 +121,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if len(s.Targets) == 1 {
 			target = s.Targets[0].Target
 		}
-		if err := row(target, s.Totals, strconv.Itoa(s.Receipts.Total), overString(s.OverAdmission), s.Status); err != nil {
+		if err := row(target, s.Totals, strconv.Itoa(s.Receipts.Total), overString(s.OverAdmission), s.Status, modelString(&s)); err != nil {
 			return err
 		}
 	}
@@ -132,14 +136,19 @@ func WriteTable(w io.Writer, rep *Report) error {
 				end += " (open)"
 			}
 			in := f.Inside
-			fw = append(fw, []any{s.Name, f.Name, f.Target, end, in.Sent, in.Admitted, in.Local429 + in.Global429, in.RLSError,
-				in.Other4xx + in.Other5xx + in.Other, in.NoResponse, f.Straddling.Sent, f.Receipts})
+			acts := "-"
+			if len(f.ActsOn) > 0 {
+				acts = strings.Join(f.ActsOn, ", ")
+			}
+			fw = append(fw, []any{s.Name, f.Name, f.Target, end, acts, time.Duration(f.RecoveryLagNs).Round(time.Millisecond).String(),
+				in.Sent, in.Passed, in.Local429 + in.Global429, in.RLSError,
+				in.Other4xx + in.Other5xx + in.Other + in.Backend4xx + in.Backend429 + in.Backend5xx + in.CircuitBreaker, in.NoResponse, f.Straddling.Sent, f.Receipts})
 		}
 	}
 	if len(fw) > 0 {
 		fmt.Fprintln(w, "\nFault windows:")
 		ft := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		ft.Header("Scenario", "Fault", "Target", "Duration", "Sent inside", "Admitted", "429", "RLS 500", "Other", "No resp", "Straddling", "Receipts")
+		ft.Header("Scenario", "Fault", "Target", "Duration", "Acts on", "Recovery lag", "Sent inside", "Admitted", "429", "RLS 500", "Other", "No resp", "Straddling", "Receipts")
 		if err := ft.Bulk(fw); err != nil {
 			return err
 		}
@@ -179,14 +188,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 		return err
 	}
 	for _, s := range rep.Scenarios {
-		if s.Bound != nil {
-			note := ""
-			if len(s.FaultWindows) > 0 {
-				note = "; not checked: the scenario injects faults"
-			}
-			name := scenarioLabel(s, repeats)
-			fmt.Fprintf(w, "%s: configuration allows at most %d admitted over %s (%s%s)\n", name, s.Bound.Allowed,
-				time.Duration(s.Bound.DurationNs).Round(time.Microsecond), strings.Join(s.Bound.Explain, "; "), note)
+		name := scenarioLabel(s, repeats)
+		for _, l := range s.Limiters {
+			fmt.Fprintf(w, "%s: limiter %s (%s, key %s): %s\n", name, l.Name, l.Model, l.Key, limiterLine(&l))
 		}
 	}
 	for _, s := range rep.Scenarios {
@@ -200,6 +204,55 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	_, err := fmt.Fprintf(w, "Verdict: %s\n", rep.Status)
 	return err
+}
+
+// modelString is the end-to-end model bound beside the admitted count:
+// "(model 10..10)", with the requests suspended by faults.
+func modelString(s *ScenarioReport) string {
+	suspended := 0
+	for _, l := range s.Limiters {
+		suspended += l.Suspended
+	}
+	if s.Model == nil {
+		if suspended > 0 {
+			return "(model: suspended by faults)"
+		}
+		return ""
+	}
+	out := fmt.Sprintf("(model %d..%d", s.Model.Min, s.Model.Max)
+	if suspended > 0 {
+		out += ", " + strconv.Itoa(suspended) + " suspended"
+	}
+	return out + ")"
+}
+
+// limiterLine describes one limiter's model check in a line.
+func limiterLine(l *LimiterReport) string {
+	switch l.Status {
+	case LimiterNotChecked:
+		return "not checked: " + l.Detail
+	case LimiterSuspended:
+		return fmt.Sprintf("suspended: all %d requests lie in fault windows acting on it", l.Offered)
+	}
+	out := l.Total.String()
+	if l.Suspended > 0 {
+		out += fmt.Sprintf(", %d of %d requests suspended by faults", l.Suspended, l.Offered)
+	}
+	out += fmt.Sprintf("; must admit %d, must reject %d, either %d", l.MustAdmit, l.MustReject, l.Uncertainty.Either)
+	if l.Uncertainty.MaxWidthNs > 0 {
+		out += fmt.Sprintf("; timing uncertainty median %s, max %s", time.Duration(l.Uncertainty.MedianWidthNs).Round(time.Microsecond),
+			time.Duration(l.Uncertainty.MaxWidthNs).Round(time.Microsecond))
+	}
+	if l.OverAdmittedCount > 0 {
+		out += "; over-admitted " + verdictsGot(l.OverAdmittedCount, l.OverAdmitted)
+	}
+	if l.UnderAdmittedCount > 0 {
+		out += "; under-admitted " + verdictsGot(l.UnderAdmittedCount, l.UnderAdmitted)
+	}
+	if l.ShadowCount > 0 {
+		out += "; would have rejected " + verdictsGot(l.ShadowCount, l.Shadow)
+	}
+	return out
 }
 
 // repeatsByName maps a scenario name to how many times it ran; a repeat

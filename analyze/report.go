@@ -44,10 +44,18 @@ var (
 	ClassLocal429   = evidence.ClassLocal429.String()   // 429 with body local_rate_limited (Envoy local_ratelimit filter)
 	ClassGlobal429  = evidence.ClassGlobal429.String()  // 429 with x-envoy-ratelimited (Envoy ratelimit filter, OVER_LIMIT)
 	ClassRLSError   = evidence.ClassRLSError.String()   // 500 with an empty body: Envoy ratelimit filter, RLS error and failure_mode_deny
-	ClassOther4xx   = evidence.ClassOther4xx.String()   // any other 4xx (a 429 without either mark came from the backend)
-	ClassOther5xx   = evidence.ClassOther5xx.String()   // any other 5xx
+	ClassOther4xx   = evidence.ClassOther4xx.String()   // any other 4xx of unknown origin (no upstream mark, no receipt)
+	ClassOther5xx   = evidence.ClassOther5xx.String()   // any other 5xx of unknown origin
 	ClassOther      = evidence.ClassOther.String()      // 1xx/3xx
 	ClassNoResponse = evidence.ClassNoResponse.String() // code 0: indeterminate, it may have reached the backend
+	// ClassBackend4xx, ClassBackend429 and ClassBackend5xx came from the
+	// backend (x-envoy-upstream-service-time, the backend's own body, or a
+	// receipt): the request passed every limiter.
+	ClassBackend4xx = evidence.ClassBackend4xx.String()
+	ClassBackend429 = evidence.ClassBackend429.String()
+	ClassBackend5xx = evidence.ClassBackend5xx.String()
+	// ClassCircuitBreaker is Envoy's 503 with x-envoy-overloaded (flag UO).
+	ClassCircuitBreaker = evidence.ClassCircuitBreaker.String()
 )
 
 // Report is the result of analysing an evidence directory.
@@ -112,6 +120,22 @@ type ScenarioReport struct {
 	// Series holds the time series for plots; computed only when
 	// Options.Series is set (the HTML report), nil otherwise.
 	Series *Series `json:"series,omitempty"`
+	// Limiters holds the model check of every limiter of scenario.json
+	// (limiters, or its limits translated), in the order requests meet them.
+	Limiters []LimiterReport `json:"limiters"`
+	// Model is the end-to-end bound the limiters' models put on Totals.Passed
+	// (the last limiter of each target's path); nil when it cannot be told.
+	Model *ModelBound `json:"model,omitempty"`
+	// RLSFailures sets the admissions the RLS did not decide against the
+	// fault windows; nil without an RLS in the path.
+	RLSFailures *RLSFailures `json:"rls_failures,omitempty"`
+	// Engagement tells whether the RLS limits engaged; nil without an RLS.
+	Engagement *Engagement `json:"engagement,omitempty"`
+	// Shadow counts would-have-rejected requests; nil without limiters.
+	Shadow *ShadowCounts `json:"shadow,omitempty"`
+	// RateLimitHeaders checks x-ratelimit-* and RateLimit-* headers; nil when
+	// no response carried them.
+	RateLimitHeaders *RateHeaderReport `json:"rate_limit_headers,omitempty"`
 }
 
 // Check is one judged property of a scenario.
@@ -122,7 +146,8 @@ type Check struct {
 	Got    string `json:"got"`
 }
 
-// Classes counts responses by class (see the Class constants).
+// Classes counts responses by class (see the Class constants), and the
+// requests that passed every limiter.
 type Classes struct {
 	Sent       int `json:"sent"`
 	Admitted   int `json:"admitted"`
@@ -133,12 +158,29 @@ type Classes struct {
 	Other5xx   int `json:"other_5xx"`
 	Other      int `json:"other"`
 	NoResponse int `json:"no_response"`
+	// Backend4xx, Backend429, Backend5xx and CircuitBreaker are the classes
+	// added in v1.1 (absent from earlier reports, where a backend's 4xx/5xx
+	// counted as other_4xx/other_5xx).
+	Backend4xx     int `json:"backend_4xx,omitempty"`
+	Backend429     int `json:"backend_429,omitempty"`
+	Backend5xx     int `json:"backend_5xx,omitempty"`
+	CircuitBreaker int `json:"circuit_breaker,omitempty"`
+	// Passed counts the requests that passed every limiter: a response of
+	// the backend (admitted, backend_4xx, backend_429, backend_5xx), a
+	// circuit-breaker 503 (after the rate limit filters), or no response
+	// but a receipt. It is what the admitted expectation and the model
+	// bounds count.
+	Passed int `json:"passed"`
 }
 
-// Get returns the count of class name (a class name, or "sent"), and whether the name is known.
+// Get returns the count of class name (a class name, "sent" or
+// "passed"), and whether the name is known.
 func (c Classes) Get(class string) (int, bool) {
-	if class == "sent" {
+	switch class {
+	case "sent":
 		return c.Sent, true
+	case "passed":
+		return c.Passed, true
 	}
 	cl, ok := evidence.ParseClass(class)
 	if !ok {
@@ -163,15 +205,32 @@ func (c *Classes) field(cl evidence.Class) *int {
 		return &c.Other5xx
 	case evidence.ClassNoResponse:
 		return &c.NoResponse
+	case evidence.ClassBackend4xx:
+		return &c.Backend4xx
+	case evidence.ClassBackend429:
+		return &c.Backend429
+	case evidence.ClassBackend5xx:
+		return &c.Backend5xx
+	case evidence.ClassCircuitBreaker:
+		return &c.CircuitBreaker
 	}
 	return &c.Other
 }
 
-func (c *Classes) add(cl evidence.Class) { c.addN(cl, 1) }
+// add counts one request of class cl; received tells whether the backend
+// has its receipt (a request without response but with a receipt passed).
+func (c *Classes) add(cl evidence.Class, received bool) {
+	c.Sent++
+	*c.field(cl)++
+	if cl.Passed() || (cl == evidence.ClassNoResponse && received) {
+		c.Passed++
+	}
+}
 
-func (c *Classes) addN(cl evidence.Class, n int) {
-	c.Sent += n
-	*c.field(cl) += n
+// PassedMax is the most requests that may have passed every limiter:
+// Passed plus the requests without response and without receipt.
+func (c Classes) PassedMax(noResponseWithReceipt int) int {
+	return c.Passed + c.NoResponse - noResponseWithReceipt
 }
 
 // TargetReport is the classes of the requests sent to one target.
@@ -270,6 +329,17 @@ type FaultWindow struct {
 	Receipts int `json:"receipts"`
 	// ProxyDeltas sums the proxies' ratelimit.error and failure_mode_allowed deltas of the phase(s) inside the window.
 	ProxyDeltas map[string]int64 `json:"proxy_deltas,omitempty"`
+	// ActsOn names the limiters the fault acts on: those that depend on its
+	// target (an exec marker, or a fault on a part no limiter uses, acts on
+	// none and suspends nothing).
+	ActsOn []string `json:"acts_on"`
+	// RecoveryLagNs is how long after EndNs the RLS still failed (RLS
+	// errors, fail-open admissions) before it answered again; checks of the
+	// limiters it acts on are suspended from BeginNs to EndNs + RecoveryLagNs.
+	RecoveryLagNs int64 `json:"recovery_lag_ns"`
+	// FailOpenAfter counts the fail-open admissions sent after EndNs, within
+	// the recovery lag (known when the RLS decisions are recorded).
+	FailOpenAfter int `json:"fail_open_after"`
 }
 
 // RLSCheck reconciles the rate limit service's decisions with the clients.

@@ -43,12 +43,17 @@ type RLSReal struct {
 	// Descriptors compares, per descriptor, OK decisions (zombies excluded) with the admissions that went
 	// through the RLS.
 	Descriptors []RealDescriptor `json:"descriptors"`
-	// Zombies counts OK/OVER_LIMIT decisions logged while no client request was in flight: calls that hung on a
-	// dead Redis and were executed after their clients had given up: envoyproxy/ratelimit counts a hit when its
-	// Redis pipeline returns (src/redis/fixed_cache_impl.go DoLimit), whether or not the Envoy that asked still
-	// waits (its ratelimit filter's timeout, api/envoy/extensions/filters/http/ratelimit/v3/rate_limit.proto). They
-	// consume the window but admit nobody, so they are excluded from OK counts.
+	// Zombies counts OK/OVER_LIMIT decisions that reached no request: joined per call (analyze's rlsJoin: same
+	// descriptor, made while that request was in flight, a code its outcome agrees with, one decision per request),
+	// none could take them: calls that hung on a dead Redis and were executed after their clients had given up:
+	// envoyproxy/ratelimit counts a hit when its Redis pipeline returns (src/redis/fixed_cache_impl.go DoLimit),
+	// whether or not the Envoy that asked still waits (its ratelimit filter's timeout,
+	// api/envoy/extensions/filters/http/ratelimit/v3/rate_limit.proto), and calls of other clients (the RLS's HTTP
+	// /json endpoint). They consume the window but admit nobody, so they are excluded from OK counts.
 	Zombies int `json:"zombies"`
+	// JoinSkipped says why the decisions were not joined to requests ("" when they were); no decision is then
+	// called late.
+	JoinSkipped string `json:"join_skipped,omitempty"`
 	// ZombieDecisions holds up to SampleIDs of them.
 	ZombieDecisions []RealDecision `json:"zombie_decisions"`
 	Errors          RealErrors     `json:"errors"`
@@ -77,8 +82,15 @@ type RealWindow struct {
 	MaxCurrent uint64 `json:"max_current"`
 	// DuplicateCurrents are counter values logged more than once: within a window each INCRBY yields a unique N.
 	DuplicateCurrents []uint64 `json:"duplicate_currents"`
-	// Inconsistent counts decisions whose code disagrees with "OK iff current <= limit".
+	// Inconsistent counts decisions whose code disagrees with "OK iff current <= limit" (each decision against the
+	// limit it was decided with; a shadow_mode hit over its limit is OK).
 	Inconsistent int `json:"inconsistent"`
+	// Limits lists the limits the window's decisions applied, in order, when more than one: the configuration
+	// was reloaded within the window (Reloaded tells whether a config-load line of the RLS log lies between).
+	Limits   []int `json:"limits,omitempty"`
+	Reloaded *bool `json:"reloaded,omitempty"`
+	// Shadow counts OK decisions of a shadow_mode rule over its limit (would have rejected).
+	Shadow int `json:"shadow,omitempty"`
 }
 
 // RealDescriptor compares one descriptor's OK decisions with client admissions.
@@ -183,6 +195,10 @@ func checkRealRLS(in *Input) (res Result) {
 			add(name+": OK iff current <= limit", passIf(w.Inconsistent == 0), "0 inconsistent",
 				strconv.Itoa(w.Inconsistent))
 		}
+		if w.Reloaded != nil {
+			add(name+": limit change explained by a config reload", passIf(*w.Reloaded), "a config-load line between",
+				fmt.Sprintf("limits %v", w.Limits))
+		}
 	}
 	if globalInLoop(in) {
 		for _, d := range rr.Descriptors {
@@ -199,7 +215,8 @@ func checkRealRLS(in *Input) (res Result) {
 			if d.ZombieOK > 0 {
 				got += fmt.Sprintf(" (+%d zombie)", d.ZombieOK)
 			}
-			if len(sr.Stats) == 0 && rr.Errors.Total > 0 && sr.Totals.Admitted > 0 {
+			joined := sr.RLSFailures != nil && sr.RLSFailures.FailOpen == 0 && rr.JoinSkipped == "" && in.Evidence.HasDecisions
+			if len(sr.Stats) == 0 && rr.Errors.Total > 0 && sr.Totals.Passed > 0 && !joined {
 				st, got = CheckUnknown, got+"; fail-open admissions unknown without proxy stats"
 			}
 			add(name, st, want, got)
@@ -223,9 +240,10 @@ func checkRealRLS(in *Input) (res Result) {
 	return res
 }
 
-// reconcileReal computes rls.real; fws are the scenario's fault windows, totals its client classes and
-// failOpenN the proxies' ratelimit.failure_mode_allowed (admissions without an RLS decision).
-func reconcileReal(ev *evidence.ScenarioEvidence, fws []FaultWindow, totals Classes, failOpenN int64) *RLSReal {
+// reconcileReal computes rls.real from the scenario's decisions, fault windows, client classes, the proxies'
+// ratelimit.failure_mode_allowed (admissions without an RLS decision) and the per-call join of the decisions.
+func reconcileReal(in *Input) *RLSReal {
+	ev, fws, totals, failOpenN := in.Evidence, in.Report.FaultWindows, in.Report.Totals, failOpen(in.Report)
 	rr := &RLSReal{Windows: []RealWindow{}, Descriptors: []RealDescriptor{}, ZombieDecisions: []RealDecision{},
 		Errors: RealErrors{Windows: []RealErrorWindow{}}, Snapshots: []RealSnapshot{}, Identities: []RealIdentity{}}
 	rr.TimeResolutionNs = decisionResolution(ev.Decisions)
@@ -285,14 +303,18 @@ func reconcileReal(ev *evidence.ScenarioEvidence, fws []FaultWindow, totals Clas
 		}
 		return name
 	}
-	flight := inFlight(&ev.Requests)
+	join := in.limiters.join
+	if join != nil {
+		rr.JoinSkipped = join.skipped
+	}
 
 	type wkey struct{ key, epoch string }
 	widx := map[wkey]int{}
+	windowLast := map[wkey]int64{}
 	seen := map[wkey]map[uint64]int{}
 	didx := map[string]int{}
 	var errs []rls.ErrorLine
-	for _, d := range ev.Decisions {
+	for di, d := range ev.Decisions {
 		desc := descriptorName(d)
 		i, ok := didx[desc]
 		if !ok && len(d.Descriptor) > 0 {
@@ -308,7 +330,7 @@ func reconcileReal(ev *evidence.ScenarioEvidence, fws []FaultWindow, totals Clas
 		if d.Code != "OK" && d.Code != "OVER_LIMIT" {
 			continue
 		}
-		zombie := !flight.overlaps(d.TimeNs, d.TimeNs+res-1)
+		zombie := join.isZombie(di)
 		if zombie {
 			rr.Zombies++
 			if len(rr.ZombieDecisions) < SampleIDs {
@@ -337,6 +359,16 @@ func reconcileReal(ev *evidence.ScenarioEvidence, fws []FaultWindow, totals Clas
 		w := &rr.Windows[j]
 		w.Decisions++
 		w.MaxCurrent = max(w.MaxCurrent, d.Current)
+		if d.Limit > 0 && (len(w.Limits) == 0 && int(d.Limit) != w.Limit || len(w.Limits) > 0 && w.Limits[len(w.Limits)-1] != int(d.Limit)) {
+			if len(w.Limits) == 0 {
+				w.Limits = []int{w.Limit}
+			}
+			w.Limits = append(w.Limits, int(d.Limit))
+			reloaded := w.Reloaded == nil || *w.Reloaded
+			reloaded = reloaded && configLoadBetween(ev.RLSConfigLoads, windowLast[k], d.TimeNs+res-1)
+			w.Reloaded = &reloaded
+		}
+		windowLast[k] = d.TimeNs
 		if seen[k][d.Current]++; seen[k][d.Current] == 2 {
 			w.DuplicateCurrents = append(w.DuplicateCurrents, d.Current)
 		}
@@ -350,7 +382,15 @@ func reconcileReal(ev *evidence.ScenarioEvidence, fws []FaultWindow, totals Clas
 		default:
 			w.OverLimit++
 		}
-		if w.Limit > 0 && (d.Code == "OK") != (d.Current <= uint64(w.Limit)) {
+		limit := uint64(w.Limit)
+		if d.Limit > 0 {
+			limit = uint64(d.Limit) // the limit this decision was made with (a reload changes it)
+		}
+		shadow := d.Code == "OK" && limit > 0 && d.Current > limit && (d.Shadow || in.limiters.shadowRule(&d))
+		if shadow {
+			w.Shadow++
+		}
+		if limit > 0 && (d.Code == "OK") != (d.Current <= limit) && !shadow {
 			w.Inconsistent++
 		}
 	}
@@ -367,7 +407,7 @@ func reconcileReal(ev *evidence.ScenarioEvidence, fws []FaultWindow, totals Clas
 	}
 
 	// Admissions that needed an OK decision.
-	admitted, noResp := totals.Admitted, totals.NoResponse
+	admitted, noResp := totals.Passed, totals.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)-totals.Passed
 	for i := range rr.Descriptors {
 		rr.Descriptors[i].AdmittedMin = max(0, admitted-int(failOpenN))
 		rr.Descriptors[i].AdmittedMax = max(0, admitted+noResp-int(failOpenN))
@@ -404,8 +444,18 @@ func reconcileReal(ev *evidence.ScenarioEvidence, fws []FaultWindow, totals Clas
 		}
 	}
 
-	rr.Snapshots, rr.Identities = realIdentities(ev.RLSMetrics)
+	rr.Snapshots, rr.Identities = realIdentities(ev.RLSMetrics, ev.RLSPendingLookups)
 	return rr
+}
+
+// configLoadBetween reports whether a successful configuration load was logged in [from, to] (unix ns).
+func configLoadBetween(loads []evidence.RLSConfigLoad, from, to int64) bool {
+	for _, l := range loads {
+		if l.OK && !l.Initial && l.TimeNs >= from && l.TimeNs <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // decisionResolution infers the log's time resolution from the decision times (see RLSReal.TimeResolutionNs).
@@ -432,24 +482,6 @@ func descriptorName(d evidence.Decision) string {
 // intervals is a sorted union of closed [begin, end] intervals, unix ns.
 type intervals [][2]int64
 
-// inFlight merges the requests' [SentNs, EndNs] intervals.
-func inFlight(reqs *evidence.Requests) intervals {
-	iv := make(intervals, 0, reqs.Len())
-	for i, s := range reqs.SentNs {
-		iv = append(iv, [2]int64{s, reqs.EndNs[i]})
-	}
-	sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
-	out := intervals{}
-	for _, x := range iv {
-		if n := len(out); n > 0 && x[0] <= out[n-1][1] {
-			out[n-1][1] = max(out[n-1][1], x[1])
-			continue
-		}
-		out = append(out, x)
-	}
-	return out
-}
-
 // overlaps reports whether [lo, hi] meets any interval.
 func (iv intervals) overlaps(lo, hi int64) bool {
 	i := sort.Search(len(iv), func(i int) bool { return iv[i][1] >= lo })
@@ -458,7 +490,11 @@ func (iv intervals) overlaps(lo, hi int64) bool {
 
 // realIdentities checks the stat identity per RLS process on its last good snapshot of ms (the scenario's
 // rls/metrics.*.json). Snapshots without a process number are split into processes where a counter goes down.
-func realIdentities(files []evidence.RLSMetrics) ([]RealSnapshot, []RealIdentity) {
+// pendingLookups are the RLS log's lookups that never got an answer (-1: unknown): calls that hung, over gRPC or
+// the HTTP /json endpoint; the gRPC ones show as total_requests − response_time count, the /json ones only there
+// (envoyproxy/ratelimit counts ShouldRateLimit_total_requests in its gRPC interceptor, not for /json calls, whose
+// hits are in total_hits all the same).
+func realIdentities(files []evidence.RLSMetrics, pendingLookups int) ([]RealSnapshot, []RealIdentity) {
 	snaps := []RealSnapshot{}
 	ids := []RealIdentity{}
 	ms := append([]evidence.RLSMetrics(nil), files...)
@@ -535,6 +571,11 @@ func realIdentities(files []evidence.RLSMetrics) ([]RealSnapshot, []RealIdentity
 			gaps += max(r.Gap, 0)
 		}
 		explainable := m.Counters.RedisErrors + max(hanging, 0)
+		jsonHanging := 0.0
+		if pendingLookups > 0 {
+			jsonHanging = max(float64(pendingLookups)-max(hanging, 0), 0)
+			explainable += jsonHanging
+		}
 		for _, r := range results {
 			id := RealIdentity{Process: p, Snapshot: m.Label, Key: r.Key, TotalHits: r.After.TotalHits, WithinLimit: r.After.WithinLimit,
 				OverLimit: r.After.OverLimit, Gap: r.Gap, RedisErrors: m.Counters.RedisErrors, Hanging: hanging}
@@ -548,6 +589,9 @@ func realIdentities(files []evidence.RLSMetrics) ([]RealSnapshot, []RealIdentity
 				id.Status = IdentityExplained
 				id.Detail = fmt.Sprintf("total_hits %g = within_limit %g + over_limit %g + %g hits of failed or hanging calls (redis_error %g, hanging %g)",
 					r.After.TotalHits, r.After.WithinLimit, r.After.OverLimit, r.Gap, m.Counters.RedisErrors, hanging)
+				if jsonHanging > 0 {
+					id.Detail += fmt.Sprintf(", %g more hung in the log (/json calls)", jsonHanging)
+				}
 			case !m.Stable:
 				id.Status, id.Detail = IdentityUnknown, r.Detail+" (snapshot "+m.Label+" was not stable: counters still moving)"
 			default:

@@ -115,15 +115,26 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 		t.Fatalf("errors %+v", e)
 	}
 
-	// The same late decisions while a client request is still in flight are not zombies: the OK now needs an
-	// admission, and none happened, so the reconciliation fails.
+	// Joined per call: one unrelated client still in flight does not hide them. A request that got a 500 took no
+	// decision (its RLS call failed), so all ten stay late and the scenario passes; the previous reconciliation
+	// (no zombie while any request of the run was in flight) counted all ten and failed.
 	e.request("late", 22, 30, 500)
 	e.write()
 	s = run(t, dir).Scenarios[0]
-	if s.RLS.Real.Zombies != 0 || s.Status != Fail {
-		t.Fatalf("zombies %d status %s", s.RLS.Real.Zombies, s.Status)
+	if s.RLS.Real.Zombies != 10 || s.Status != Pass {
+		t.Fatalf("zombies %d status %s %v", s.RLS.Real.Zombies, s.Status, s.Reasons)
 	}
-	if c := check(t, s, "rls real inventory tenant=lab: OK decisions"); c.Status != CheckFail || c.Got != "5" || c.Want != "0" {
+	// An admitted request in flight takes exactly one OK decision: one is not late, nine are.
+	e.requests = e.requests[:len(e.requests)-1]
+	e.receipts = nil
+	e.request("admitted", 22, 30, 200)
+	e.scenario.Expect.Admitted = &evidence.Range{Min: 1, Max: 1}
+	e.write()
+	s = run(t, dir).Scenarios[0]
+	if s.RLS.Real.Zombies != 9 {
+		t.Fatalf("zombies %d status %s %v", s.RLS.Real.Zombies, s.Status, s.Reasons)
+	}
+	if c := check(t, s, "rls real inventory tenant=lab: OK decisions"); c.Status != CheckPass || c.Got != "1 (+4 zombie)" || c.Want != "1" {
 		t.Fatalf("check %+v", c)
 	}
 }
@@ -267,8 +278,18 @@ func TestRealOutageFixture(t *testing.T) {
 		}
 	}
 	e := realEv(t)
-	// Clients waiting during the whole phase (the gRPC client of d_outage.jsonl and the calls after it).
-	e.request("phase", (stop-t0)/ms-100, (started-stop)/ms+8000, 200)
+	// The clients of the phase (the gRPC calls of d_outage.jsonl and the calls after it), one per decision, in
+	// flight during the whole phase: each decision reaches one of them.
+	for k, d := range ds {
+		code := 200
+		switch d.Code {
+		case evidence.CodeOverLimit:
+			code = 429
+		case evidence.CodeError:
+			code = 500
+		}
+		e.request(fmt.Sprintf("phase-%02d", k), (stop-t0)/ms-100, (started-stop)/ms+8000, code)
+	}
 	dir := e.write()
 	rlsRestart := int64(1796031758) * int64(time.Second) // "received terminated" at 09:42:38
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{

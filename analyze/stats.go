@@ -83,6 +83,14 @@ func proxyStats(in *Input) []ProxyStats {
 		}
 		bm, bLocal, bGlobal := flatten(before)
 		am, aLocal, aGlobal := flatten(after)
+		if len(bm) == 0 && len(am) == 0 {
+			// Nothing in either snapshot: not evidence of anything.
+			ps.Status = "missing"
+			ps.Detail = fmt.Sprintf("stats snapshot: %s and %s hold no rate limit or upstream counters",
+				evidence.Dir(in.Evidence.Path).StatsSnapshot(p, evidence.LabelBefore, ".json"), evidence.Dir(in.Evidence.Path).StatsSnapshot(p, evidence.LabelAfter, ".json"))
+			out = append(out, ps)
+			continue
+		}
 		local, global := bLocal || aLocal, bGlobal || aGlobal
 		ps.Status = StatsOK
 		// Every counter of either snapshot: one that vanished went down.

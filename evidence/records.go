@@ -313,11 +313,12 @@ type Expectation struct {
 	Shadow *Range `json:"shadow,omitempty"`
 }
 
-// Checks reports whether the expectation asks anything about the limit:
-// admitted, classes, not_limited or shadow. (Receipts and stats agreement
-// are integrity requirements, checked whenever they apply.)
+// Checks reports whether the expectation asks anything: admitted,
+// classes, receipts_equal_admitted, stats_agree, not_limited or shadow.
+// An empty expectation (and no intended limit, no limiter) leaves nothing
+// to check: such a scenario is NOT_RUN, never PASS.
 func (e *Expectation) Checks() bool {
-	return e.Admitted != nil || len(e.Classes) > 0 || e.NotLimited || e.Shadow != nil
+	return e.Admitted != nil || len(e.Classes) > 0 || e.ReceiptsEqualAdmitted || e.StatsAgree || e.NotLimited || e.Shadow != nil
 }
 
 // LimitSpec describes one configured limiter for computing the admissions the

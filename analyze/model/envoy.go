@@ -3,6 +3,7 @@ package model
 import (
 	"container/list"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -358,7 +359,9 @@ func (m *envoyModel) bucketParams(label string, max, tpf float64, interval, peri
 		p.refill = continuousRefill(tpf/float64(interval), ref)
 		p.floatLevel, p.tol = true, floatTol
 	} else {
-		p.refill = timerRefill(tpf, period, m.timerStart, m.phaseKnown && m.spec.Scope != ScopeConnection, ref)
+		known := m.phaseKnown && m.spec.Scope != ScopeConnection
+		p.refill = timerRefill(tpf, period, m.timerStart, known, ref)
+		p.exact = known && max == math.Trunc(max) && tpf == math.Trunc(tpf) && max < 1<<40 && tpf < 1<<40
 	}
 	return p
 }

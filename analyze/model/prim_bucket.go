@@ -42,6 +42,13 @@ type tbParams struct {
 	// tol: how far the limiter's own arithmetic may be from the exact level;
 	// a level that close to the threshold is "either".
 	tol float64
+	// exact: every level the lower bound computes is an integer held
+	// exactly (integer C, theta = cUp = cLo = 1, a timer refill of known
+	// phase and integer batch: Envoy up to 1.30 with its timer start
+	// known), so "the least D above y" is floor(y)+1, not the
+	// rounding-tolerant ceil(y - slack), which is one short when y is an
+	// integer.
+	exact bool
 }
 
 func (p *tbParams) countsAll() bool { return false }
@@ -524,7 +531,12 @@ func (t *tbPrim) lowerDP(pts []int64) int {
 	}
 	t0 := pts[0] - 1
 	// least integer D with D > y, rounding-tolerant (mag: refill magnitude)
-	more := func(y, mag float64) float64 { return math.Ceil(y - p.slack(mag)/p.cLo) }
+	more := func(y, mag float64) float64 {
+		if p.exact {
+			return math.Floor(y) + 1
+		}
+		return math.Ceil(y - p.slack(mag)/p.cLo)
+	}
 	step := math.Floor((p.C-p.theta)/p.cUp) + 1 // D(y-, y) > (C-theta)/c exactly
 	if p.floatLevel {
 		step = more((p.C-p.theta)/p.cUp, 0)

@@ -381,8 +381,10 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 		switch {
 		case l == nil:
 			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+			dec.NoLimit = true
 		case l.unlimited:
 			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: math.MaxUint32}
+			dec.Unlimited = true
 		default:
 			add := hitsAddend
 			if h := d.GetHitsAddend(); h != nil {
@@ -513,6 +515,8 @@ func (s *Server) countLocked(domain string, entries []evidence.DescriptorEntry, 
 	if after > uint64(l.rpu) {
 		if !l.shadow {
 			st.Code = pb.RateLimitResponse_OVER_LIMIT
+		} else {
+			dec.Shadow = true
 		}
 	} else {
 		st.LimitRemaining = l.rpu - uint32(after)

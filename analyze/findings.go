@@ -1,0 +1,519 @@
+package analyze
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// RLSFailures is rls_failures of the report: the requests the rate limit
+// service failed to decide (RLS errors, fail-open admissions) set against
+// the fault windows acting on it.
+type RLSFailures struct {
+	// FailOpen is the admissions without an RLS decision: the proxies'
+	// ratelimit.failure_mode_allowed, or, with the RLS decisions recorded,
+	// the admitted requests no decision was joined to (the larger).
+	FailOpen int `json:"fail_open"`
+	// FailOpenIDs names the fail-open admissions when the decisions tell
+	// them (at most SampleIDs).
+	FailOpenIDs []string `json:"fail_open_ids"`
+	// OutsideFaults counts the fail-open admissions that no fault window
+	// (with its recovery lag) acting on the RLS explains; -1 when it cannot
+	// be told (neither decisions nor enough admissions inside the windows).
+	OutsideFaults int `json:"outside_faults"`
+	// OutsideIDs names them when known (at most SampleIDs).
+	OutsideIDs []string `json:"outside_ids"`
+	// ErrorDecisions counts the RLS's ERROR decisions.
+	ErrorDecisions int `json:"error_decisions"`
+}
+
+// Engagement is engagement of the report: whether the limits engaged for
+// the requests that went to a rate limit service.
+type Engagement struct {
+	// Requests counts the requests that reached an RLS limiter.
+	Requests int `json:"requests"`
+	// NoDescriptor counts those whose actions produced no descriptor (no
+	// RLS call: Envoy sends none), NoRule those whose descriptor matched no
+	// rule of the configuration (envoyproxy/ratelimit's own matcher),
+	// Unlimited those that matched an unlimited rule.
+	NoDescriptor int `json:"no_descriptor"`
+	NoRule       int `json:"no_rule"`
+	Unlimited    int `json:"unlimited"`
+	// IDs names up to SampleIDs of the requests not limited.
+	IDs []string `json:"ids"`
+	// NoLimitDecisions counts the RLS decisions that applied no limit
+	// ("descriptor does not match any limit", unknown domain, unlimited).
+	NoLimitDecisions int `json:"no_limit_decisions"`
+	// Limited counts the requests that matched a finite rule, and the
+	// decisions that applied one.
+	Limited          int `json:"limited"`
+	LimitedDecisions int `json:"limited_decisions"`
+}
+
+// ShadowCounts is shadow of the report: would-have-rejected requests of
+// limiters that do not enforce every rejection.
+type ShadowCounts struct {
+	// Observed is what the evidence shows: RLS decisions of a shadow_mode
+	// rule over its limit (late ones excluded) plus the proxies' local
+	// http_local_rate_limit.rate_limited − enforced; -1 when no source.
+	Observed int `json:"observed"`
+	// RLS and Local are its two parts.
+	RLS   int `json:"rls"`
+	Local int `json:"local"`
+	// Model counts the passes the limiter models say must have been
+	// rejected by a non-enforcing limiter (a lower bound of Observed).
+	Model int `json:"model"`
+}
+
+// failures computes rls_failures: the fail-open admissions and where they lie.
+func (ls *limiterSet) failures(in *Input, received []bool) *RLSFailures {
+	ev := in.Evidence
+	reqs := &ev.Requests
+	f := &RLSFailures{FailOpenIDs: []string{}, OutsideIDs: []string{}}
+	for _, d := range ev.Decisions {
+		if d.Code == evidence.CodeError {
+			f.ErrorDecisions++
+		}
+	}
+	stats := int(ls.failOpen)
+	acting := ls.actingWindows(in.Report)
+	perRequest := ev.HasDecisions && ls.join != nil && ls.join.skipped == ""
+	var ids, outside []string
+	admittedIn, admittedOut := 0, 0
+	for i := 0; i < reqs.Len(); i++ {
+		if !ls.throughGlobal[i] || !(reqs.Class[i].Passed() || received[i]) {
+			continue
+		}
+		in := acting.overlaps(reqs.SentNs[i], reqs.EndNs[i])
+		if in {
+			admittedIn++
+		} else {
+			admittedOut++
+		}
+		if perRequest && !ls.joinedOK(i) {
+			ids = append(ids, reqs.IDs.ID(i))
+			if !in {
+				outside = append(outside, reqs.IDs.ID(i))
+			}
+		}
+	}
+	f.FailOpen = max(stats, len(ids))
+	f.FailOpenIDs = sampleOf(ids)
+	switch {
+	case f.FailOpen == 0:
+		f.OutsideFaults = 0
+	case perRequest && len(ids) >= stats:
+		f.OutsideFaults, f.OutsideIDs = len(outside), sampleOf(outside)
+	case f.FailOpen > admittedIn:
+		f.OutsideFaults = f.FailOpen - admittedIn
+	case admittedOut == 0:
+		f.OutsideFaults = 0
+	default:
+		f.OutsideFaults = -1
+	}
+	return f
+}
+
+// actingWindows are the fault windows (with their recovery lag) that act
+// on some RLS limiter.
+func (ls *limiterSet) actingWindows(sr *ScenarioReport) intervals {
+	var iv intervals
+	for _, w := range sr.FaultWindows {
+		if len(w.ActsOn) == 0 {
+			continue
+		}
+		for _, name := range w.ActsOn {
+			if r := ls.byName(name); r != nil && r.decl.Stage == evidence.StageGlobal {
+				iv = append(iv, [2]int64{w.BeginNs, w.EndNs + w.RecoveryLagNs})
+				break
+			}
+		}
+	}
+	return iv.merged()
+}
+
+func (ls *limiterSet) byName(name string) *limiterRun {
+	for _, r := range ls.runs {
+		if r.decl.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// merged sorts and merges the intervals.
+func (iv intervals) merged() intervals {
+	sort.Slice(iv, func(a, b int) bool { return iv[a][0] < iv[b][0] })
+	out := intervals{}
+	for _, x := range iv {
+		if n := len(out); n > 0 && x[0] <= out[n-1][1] {
+			out[n-1][1] = max(out[n-1][1], x[1])
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// applyFaults decides, for every fault window, the limiters it acts on
+// (a fault on a part a limiter depends on; an exec marker acts on none)
+// and its recovery lag, the time after the window's end until the RLS
+// answered again: the last RLS failure (an rls_error response, an ERROR
+// decision, a fail-open admission) before the first RLS answer after the
+// window. Each limiter's checks are suspended inside its windows plus
+// their lag; a fault on a part that keeps a limiter's state (Resets)
+// starts a new epoch of its counters.
+func (ls *limiterSet) applyFaults(in *Input, received []bool) {
+	ev := in.Evidence
+	reqs := &ev.Requests
+	sr := in.Report
+	res := int64(1)
+	if ls.join != nil {
+		res = ls.join.res
+	}
+	for wi := range sr.FaultWindows {
+		w := &sr.FaultWindows[wi]
+		w.ActsOn = []string{}
+		var global bool
+		for _, r := range ls.runs {
+			if slices.Contains(r.decl.Dependencies(), w.Target) {
+				w.ActsOn = append(w.ActsOn, r.decl.Name)
+				global = global || r.decl.Stage == evidence.StageGlobal
+			}
+			if slices.Contains(r.decl.Resets, w.Target) && !w.Open {
+				r.resets = append(r.resets, epochBoundary{lo: w.BeginNs, hi: w.EndNs, name: w.Name})
+			}
+		}
+		if !global {
+			continue
+		}
+		// the first RLS answer after the window
+		first := int64(1<<63 - 1)
+		for i := 0; i < reqs.Len(); i++ {
+			if ls.throughGlobal[i] && reqs.Class[i] == evidence.ClassGlobal429 && reqs.SentNs[i] > w.EndNs {
+				first = min(first, reqs.SentNs[i])
+			}
+		}
+		for k, d := range ev.Decisions {
+			if (d.Code == evidence.CodeOK || d.Code == evidence.CodeOverLimit) && d.TimeNs > w.EndNs && !ls.join.isZombie(k) {
+				first = min(first, d.TimeNs)
+			}
+		}
+		lagEnd := w.EndNs
+		failOpenAfter := 0
+		perRequest := ev.HasDecisions && ls.join != nil && ls.join.skipped == ""
+		for i := 0; i < reqs.Len(); i++ {
+			if !ls.throughGlobal[i] || reqs.EndNs[i] <= w.EndNs || reqs.SentNs[i] >= first {
+				continue
+			}
+			switch {
+			case reqs.Class[i] == evidence.ClassRLSError:
+				lagEnd = max(lagEnd, reqs.EndNs[i])
+			case perRequest && (reqs.Class[i].Passed() || received[i]) && !ls.joinedOK(i):
+				lagEnd = max(lagEnd, reqs.EndNs[i])
+				if reqs.SentNs[i] > w.EndNs {
+					failOpenAfter++
+				}
+			}
+		}
+		for _, d := range ev.Decisions {
+			if d.Code == evidence.CodeError && d.TimeNs > w.EndNs && d.TimeNs < first {
+				lagEnd = max(lagEnd, d.TimeNs+res-1)
+			}
+		}
+		w.RecoveryLagNs = lagEnd - w.EndNs
+		w.FailOpenAfter = failOpenAfter
+	}
+	for _, r := range ls.runs {
+		var iv intervals
+		for _, w := range sr.FaultWindows {
+			if slices.Contains(w.ActsOn, r.decl.Name) {
+				iv = append(iv, [2]int64{w.BeginNs, w.EndNs + w.RecoveryLagNs})
+			}
+		}
+		r.suspend = iv.merged()
+		sort.Slice(r.resets, func(a, b int) bool { return r.resets[a].lo < r.resets[b].lo })
+	}
+}
+
+// engagement counts, over the RLS limiters, the requests no limit engaged for.
+func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
+	ev := in.Evidence
+	reqs := &ev.Requests
+	e := &Engagement{IDs: []string{}}
+	any := false
+	var ids []string
+	for k, r := range ls.runs {
+		if r.decl.Stage != evidence.StageGlobal {
+			continue
+		}
+		any = true
+		if r.desc == nil {
+			continue // no actions known (a previous release's limits): decisions only
+		}
+		for i := 0; i < reqs.Len(); i++ {
+			if !ls.reaches(k, i, reqs, received) {
+				continue
+			}
+			e.Requests++
+			switch {
+			case r.desc[i] == nil:
+				e.NoDescriptor++
+				ids = append(ids, reqs.IDs.ID(i))
+			case r.rule == nil:
+			case r.rule[i] == -1:
+				e.NoRule++
+				ids = append(ids, reqs.IDs.ID(i))
+			case r.rule[i] == -2:
+				e.Unlimited++
+				ids = append(ids, reqs.IDs.ID(i))
+			default:
+				e.Limited++
+			}
+		}
+	}
+	for k, d := range ev.Decisions {
+		if d.Code != evidence.CodeOK && d.Code != evidence.CodeOverLimit || ls.join.isZombie(k) {
+			continue
+		}
+		if d.Applied() {
+			e.LimitedDecisions++
+		} else {
+			e.NoLimitDecisions++
+		}
+		any = true
+	}
+	if !any {
+		return nil
+	}
+	e.IDs = sampleOf(ids)
+	return e
+}
+
+// unlimited is the number of requests (or, without descriptors, decisions)
+// for which no limit engaged.
+func (e *Engagement) unlimited() int {
+	return max(e.NoDescriptor+e.NoRule+e.Unlimited, e.NoLimitDecisions)
+}
+
+// shadowCounts sums the would-have-rejected requests the evidence shows.
+func (ls *limiterSet) shadowCounts(in *Input) *ShadowCounts {
+	ev := in.Evidence
+	sc := &ShadowCounts{Observed: -1}
+	src := false
+	for k, d := range ev.Decisions {
+		if d.Code != evidence.CodeOK || ls.join.isZombie(k) {
+			continue
+		}
+		if d.Shadow || (d.Limit > 0 && d.Current > uint64(d.Limit) && ls.shadowRule(&d)) {
+			sc.RLS++
+		}
+	}
+	if ev.HasDecisions {
+		src = true
+	}
+	for _, ps := range in.Report.Stats {
+		if ps.Status != "ok" {
+			continue
+		}
+		if _, ok := ps.Deltas[DeltaLocalRateLimited]; ok {
+			src = true
+			sc.Local += int(max(ps.Deltas[DeltaLocalRateLimited]-ps.Deltas[DeltaLocalEnforced], 0))
+		}
+	}
+	for _, r := range ls.runs {
+		sc.Model += r.report.ShadowCount
+	}
+	if src {
+		sc.Observed = sc.RLS + sc.Local
+	}
+	return sc
+}
+
+// shadowRule reports whether the decision's descriptor matches a
+// shadow_mode rule of an RLS limiter (decisions written before
+// Decision.Shadow do not say).
+func (ls *limiterSet) shadowRule(d *evidence.Decision) bool {
+	for _, r := range ls.runs {
+		if r.cfg == nil || r.decl.RLS.Domain != d.Domain || len(d.Descriptor) == 0 {
+			continue
+		}
+		if m, _ := r.cfg.Match(d.Descriptor); m != nil && m.ShadowMode {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLimiters: every limiter's model check — its admitted count within
+// the model's bounds (both: fewer than the lower bound fails, so a limiter
+// that rejects everything fails), no request the model must reject
+// admitted, none it must admit rejected, no window or bucket count the
+// model cannot produce.
+func checkLimiters(in *Input) (r Result) {
+	ls := in.limiters
+	if ls == nil {
+		return r
+	}
+	for _, run := range ls.runs {
+		rep := run.report
+		name := "limiter " + rep.Name
+		switch rep.Status {
+		case LimiterNotChecked:
+			if rep.Offered > 0 || run.err != "" || strings.Contains(rep.Detail, "key") {
+				r.add(name+": model check", CheckUnknown, "a model check", rep.Detail)
+			}
+			continue
+		case LimiterSuspended:
+			continue // every request in a fault window: nothing to judge
+		}
+		t := rep.Total
+		got := strconv.Itoa(t.Admitted)
+		if t.Possible != t.Admitted {
+			got = fmt.Sprintf("%d..%d (%d without outcome)", t.Admitted, t.Possible, t.Possible-t.Admitted)
+		}
+		if rep.Suspended > 0 {
+			got += fmt.Sprintf("; %d of %d suspended by faults", rep.Suspended, rep.Offered)
+		}
+		r.add(name+": admitted within model bounds", passIf(t.Holds()), evidence.Range{Min: t.Min, Max: t.Max}.String(), got)
+		r.add(name+": over-admitted (model must reject)", passIf(rep.OverAdmittedCount == 0), "0", verdictsGot(rep.OverAdmittedCount, rep.OverAdmitted))
+		r.add(name+": under-admitted (model must admit)", passIf(rep.UnderAdmittedCount == 0), "0", verdictsGot(rep.UnderAdmittedCount, rep.UnderAdmitted))
+		fgot := strconv.Itoa(len(rep.Findings))
+		if len(rep.Findings) > 0 {
+			fgot += " (" + strings.Join(rep.Findings[:min(3, len(rep.Findings))], "; ")
+			if len(rep.Findings) > 3 {
+				fgot += "; …"
+			}
+			fgot += ")"
+		}
+		r.add(name+": window and bucket counts the model allows", passIf(len(rep.Findings) == 0), "0 findings", fgot)
+	}
+	return r
+}
+
+func verdictsGot(n int, vs []RequestVerdict) string {
+	if n == 0 {
+		return "0"
+	}
+	ids := make([]string, 0, len(vs))
+	for _, v := range vs {
+		ids = append(ids, v.ID)
+	}
+	return idsGot(n, ids)
+}
+
+// checkLeak: admissions the RLS did not decide (fail open) need a fault to
+// explain them: none without a fault window acting on the RLS ("leak"),
+// and none outside the windows and their recovery lag.
+func checkLeak(in *Input) (r Result) {
+	f := in.Report.RLSFailures
+	if f == nil || f.FailOpen == 0 {
+		return r
+	}
+	ids := f.OutsideIDs
+	if len(ids) == 0 && f.OutsideFaults == f.FailOpen {
+		ids = f.FailOpenIDs
+	}
+	noFault := len(in.limiters.actingWindows(in.Report)) == 0
+	switch {
+	case noFault:
+		r.add(fmt.Sprintf("leak: %d admitted while the RLS failed, with no fault injected", f.FailOpen), CheckFail, "0 fail-open admissions",
+			idsGot(f.FailOpen, f.FailOpenIDs))
+	case f.OutsideFaults < 0:
+		r.add("fail-open admissions inside fault windows", CheckUnknown, "0 outside the fault windows",
+			fmt.Sprintf("%d fail-open admissions; the RLS decisions are needed to place them", f.FailOpen))
+	default:
+		r.add("fail-open admissions inside fault windows", passIf(f.OutsideFaults == 0), "0 outside the fault windows and their recovery lag",
+			idsGot(f.OutsideFaults, ids))
+	}
+	return r
+}
+
+// checkEngaged: a limit that was meant to hold must engage: every request
+// that went to an RLS produced a descriptor that matched a finite rule
+// (unless the expectation is not_limited).
+func checkEngaged(in *Input) (r Result) {
+	e := in.Report.Engagement
+	if e == nil || in.Scenario.Expect.NotLimited || e.Requests+e.NoLimitDecisions+e.LimitedDecisions == 0 {
+		return r
+	}
+	n := e.unlimited()
+	got := strconv.Itoa(n)
+	if n > 0 {
+		var parts []string
+		for _, p := range []struct {
+			n    int
+			what string
+		}{{e.NoDescriptor, "produced no descriptor"}, {e.NoRule, "matched no rule"}, {e.Unlimited, "matched an unlimited rule"},
+			{e.NoLimitDecisions, "RLS decisions applied no limit"}} {
+			if p.n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+			}
+		}
+		got = strings.Join(parts, ", ")
+		if len(e.IDs) > 0 {
+			got += " (" + strings.Join(e.IDs, ",")
+			if e.NoDescriptor+e.NoRule+e.Unlimited > len(e.IDs) {
+				got += ",…"
+			}
+			got += ")"
+		}
+	}
+	name := "limit engaged for every request to the RLS"
+	if n > 0 && e.Limited == 0 && e.LimitedDecisions == 0 {
+		name = "limit never engaged"
+	}
+	r.add(name, passIf(n == 0), "0 requests unlimited", got)
+	return r
+}
+
+// checkNotLimited: expect.not_limited holds exactly when no limiter
+// rejected anything and no limit engaged.
+func checkNotLimited(in *Input) (r Result) {
+	if !in.Scenario.Expect.NotLimited {
+		return r
+	}
+	reqs := &in.Evidence.Requests
+	var rejected []string
+	rejects := []evidence.Class{evidence.ClassLocal429, evidence.ClassGlobal429}
+	if ls := in.limiters; ls != nil {
+		for _, run := range ls.runs {
+			rejects = append(rejects, run.rejects...)
+		}
+	}
+	for i := 0; i < reqs.Len(); i++ {
+		if slices.Contains(rejects, reqs.Class[i]) {
+			rejected = append(rejected, reqs.IDs.ID(i))
+		}
+	}
+	r.add("not limited: no limiter rejection", passIf(len(rejected) == 0), "0", idsGot(len(rejected), sampleOf(rejected)))
+	if e := in.Report.Engagement; e != nil {
+		got := fmt.Sprintf("%d requests matched a rule, %d RLS decisions applied a limit", e.Limited, e.LimitedDecisions)
+		r.add("not limited: no limit engaged", passIf(e.Limited == 0 && e.LimitedDecisions == 0), "0 requests and 0 decisions limited", got)
+	}
+	return r
+}
+
+// checkShadow: would-have-rejected requests (shadow_mode, filter_enforced
+// below 100 %) against expect.shadow.
+func checkShadow(in *Input) (r Result) {
+	want := in.Scenario.Expect.Shadow
+	sc := in.Report.Shadow
+	if want == nil {
+		return r
+	}
+	if sc == nil || sc.Observed < 0 {
+		r.add("shadow (would-have-rejected)", CheckUnknown, want.String(), "no RLS decisions nor local rate limit stats to count them")
+		return r
+	}
+	got := strconv.Itoa(sc.Observed)
+	if sc.RLS > 0 && sc.Local > 0 {
+		got += fmt.Sprintf(" (%d RLS shadow_mode, %d local not enforced)", sc.RLS, sc.Local)
+	}
+	r.add("shadow (would-have-rejected)", passIf(want.Contains(sc.Observed)), want.String(), got)
+	return r
+}

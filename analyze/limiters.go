@@ -1,0 +1,781 @@
+package analyze
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/rlsconfig"
+)
+
+// Limiter check statuses (LimiterReport.Status).
+const (
+	// LimiterChecked: the model judged the requests that reached the limiter.
+	LimiterChecked = "checked"
+	// LimiterSuspended: every request that reached the limiter lies in a
+	// fault window acting on it (or its recovery lag): nothing was judged.
+	LimiterSuspended = "suspended"
+	// LimiterNotChecked: the limiter could not be judged (Detail says why:
+	// a bad RLS configuration, no connection recorded for a per-connection key).
+	LimiterNotChecked = "not_checked"
+)
+
+// LimiterReport is the model check (analyze/model) of one limiter that
+// scenario.json declares (or that its limits translate to): the requests
+// that reached it, replayed through its model with each one's arrival
+// known only within [send, min(response, receipt)].
+type LimiterReport struct {
+	Name    string   `json:"name"`
+	Stage   string   `json:"stage"`
+	Key     string   `json:"key"`
+	Targets []string `json:"targets"`
+	// Model names the semantic: the model kind, or "rls" with the rules matched.
+	Model  string `json:"model"`
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	// Offered counts the requests that reached the limiter (those an
+	// earlier limiter rejected did not); Suspended those of them judged
+	// unknown because they lie in a fault window acting on the limiter or in
+	// its recovery lag; Zombies the RLS decisions that reached no request
+	// (they count as hits, not as admissions).
+	Offered   int `json:"offered"`
+	Suspended int `json:"suspended"`
+	Zombies   int `json:"zombies,omitempty"`
+	// Admitted, Rejected and Unknown are the outcomes observed at the limiter.
+	Admitted int `json:"admitted"`
+	Rejected int `json:"rejected"`
+	Unknown  int `json:"unknown"`
+	// MustAdmit and MustReject count the requests the model decided.
+	MustAdmit  int `json:"must_admit"`
+	MustReject int `json:"must_reject"`
+	// Total bounds the limiter's admitted count over every schedule the
+	// intervals allow; Buckets per key (and, for Envoy, per descriptor
+	// bucket); Windows per fixed window. Late RLS decisions (Zombies) are
+	// in them as the hits they were: they took room in their window.
+	Total   ModelBound   `json:"total"`
+	Buckets []ModelBound `json:"buckets"`
+	Windows []ModelBound `json:"windows"`
+	// OverAdmitted are admissions the model says it must have rejected;
+	// UnderAdmitted rejections it must have admitted; Shadow passes of a
+	// limiter that does not enforce every rejection where the model says
+	// reject (would have rejected). Lists hold at most SampleIDs; the counts
+	// are exact.
+	OverAdmitted       []RequestVerdict `json:"over_admitted"`
+	OverAdmittedCount  int              `json:"over_admitted_count"`
+	UnderAdmitted      []RequestVerdict `json:"under_admitted"`
+	UnderAdmittedCount int              `json:"under_admitted_count"`
+	Shadow             []RequestVerdict `json:"shadow"`
+	ShadowCount        int              `json:"shadow_count"`
+	// Findings are count findings that need no single culprit (too many
+	// admissions surely inside one window or bucket, too few).
+	Findings []string `json:"findings"`
+	// Uncertainty is how wide the timing uncertainty was.
+	Uncertainty ModelUncertainty `json:"uncertainty"`
+}
+
+// ModelBound is the model's bound on one admitted count: a bucket (a key),
+// a fixed window of it, or the whole limiter (Bucket empty).
+type ModelBound struct {
+	Bucket string `json:"bucket,omitempty"`
+	// FromNs and ToNs bound a window (unix ns); 0 for a bucket or a total.
+	FromNs int64 `json:"from_ns,omitempty"`
+	ToNs   int64 `json:"to_ns,omitempty"`
+	// Offered are the requests that may have reached it.
+	Offered int `json:"offered"`
+	// Min..Max is what the model admits of them over every schedule.
+	Min int `json:"min"`
+	Max int `json:"max"`
+	// Admitted are the observed admissions surely in it; Possible the
+	// admissions and requests without outcome that may be in it.
+	Admitted int `json:"admitted"`
+	Possible int `json:"possible"`
+}
+
+// Holds reports whether the observation fits: no more sure admissions
+// than Max, no fewer possible ones than Min.
+func (b ModelBound) Holds() bool { return b.Admitted <= b.Max && b.Possible >= b.Min }
+
+// String renders "admitted N (model MIN..MAX)".
+func (b ModelBound) String() string {
+	got := strconv.Itoa(b.Admitted)
+	if b.Possible != b.Admitted {
+		got += ".." + strconv.Itoa(b.Possible)
+	}
+	return fmt.Sprintf("admitted %s (model %d..%d)", got, b.Min, b.Max)
+}
+
+// RequestVerdict is the model's verdict on one request that contradicts it.
+type RequestVerdict struct {
+	ID string `json:"id"`
+	// Model is "must admit" or "must reject"; Observed "admitted" or "rejected".
+	Model    string `json:"model"`
+	Observed string `json:"observed"`
+	Bucket   string `json:"bucket"`
+	Why      string `json:"why"`
+}
+
+// ModelUncertainty is model.Uncertainty in ns.
+type ModelUncertainty struct {
+	MaxWidthNs    int64 `json:"max_width_ns"`
+	MedianWidthNs int64 `json:"median_width_ns"`
+	P99WidthNs    int64 `json:"p99_width_ns"`
+	// Either counts the requests the model left undecided; EitherFromTiming
+	// those of them exact arrival times would have decided.
+	Either           int `json:"either"`
+	EitherFromTiming int `json:"either_from_timing"`
+}
+
+// limiterRun is one limiter while it is being judged.
+type limiterRun struct {
+	decl    evidence.Limiter
+	rejects []evidence.Class
+	applies []bool // per target index
+	// per request: the descriptor the limiter's actions build (nil: none)
+	// and, for an RLS limiter, the rule matched (-1 none, -2 unlimited).
+	desc   [][]evidence.DescriptorEntry
+	rule   []int32
+	rules  []*rlsconfig.Match
+	cfg    *rlsconfig.Config
+	err    string
+	report *LimiterReport
+	// suspend are the fault windows (with recovery lag) acting on it.
+	suspend intervals
+	// resets are the state resets (epochs) of its counters.
+	resets []epochBoundary
+	// unruled counts the requests that reached an RLS limiter and matched
+	// no rule (or produced no descriptor): not limited by it.
+	unruled int
+}
+
+type epochBoundary struct {
+	lo, hi int64
+	name   string
+}
+
+// limiterSet is every limiter of a scenario with what the checkers share.
+type limiterSet struct {
+	runs []*limiterRun
+	// reached[k][i]: request i reached limiter k.
+	global bool // some limiter is StageGlobal
+	join   *rlsJoin
+	// throughGlobal[i]: request i went to an RLS (reached a global limiter
+	// and had a descriptor).
+	throughGlobal []bool
+	// failOpen: admissions without an RLS decision are known to exist.
+	failOpen int64
+	lastNs   int64
+}
+
+// resolveLimiters builds the scenario's limiters (Scenario.EffectiveLimiters)
+// with each request's descriptor and RLS rule.
+func resolveLimiters(in *Input) *limiterSet {
+	ev := in.Evidence
+	reqs := &ev.Requests
+	decls := in.Scenario.EffectiveLimiters(reqs.Targets, ev.RLSLog || ev.RLSParsedLog)
+	ls := &limiterSet{}
+	for _, e := range reqs.EndNs {
+		ls.lastNs = max(ls.lastNs, e)
+	}
+	// local limiters first, in declaration order, then global ones
+	sort.SliceStable(decls, func(a, b int) bool {
+		return decls[a].Stage == evidence.StageLocal && decls[b].Stage != evidence.StageLocal
+	})
+	attrs := newAttrs(in)
+	for _, d := range decls {
+		r := &limiterRun{decl: d, rejects: d.RejectionClasses(), applies: make([]bool, len(reqs.Targets))}
+		for t, name := range reqs.Targets {
+			r.applies[t] = d.AppliesTo(name)
+		}
+		targets := d.Targets
+		if len(targets) == 0 {
+			targets = append([]string(nil), reqs.Targets...)
+			sort.Strings(targets)
+		}
+		r.report = &LimiterReport{Name: d.Name, Stage: d.Stage, Key: d.Key, Targets: targets, Status: LimiterChecked, Buckets: []ModelBound{},
+			Windows: []ModelBound{}, OverAdmitted: []RequestVerdict{}, UnderAdmitted: []RequestVerdict{}, Shadow: []RequestVerdict{}, Findings: []string{}}
+		if d.Model != nil {
+			r.report.Model = d.Model.Kind
+		} else {
+			r.report.Model = "rls"
+		}
+		if len(d.Actions) > 0 {
+			r.desc = make([][]evidence.DescriptorEntry, reqs.Len())
+			for i := 0; i < reqs.Len(); i++ {
+				if !r.applies[reqs.Target[i]] {
+					continue
+				}
+				if e, ok := evidence.Descriptor(d.Actions, attrs.of(i)); ok {
+					r.desc[i] = e
+				}
+			}
+		}
+		if d.RLS != nil {
+			ls.resolveRLS(r, reqs)
+		}
+		if d.Stage == evidence.StageGlobal {
+			ls.global = true
+		}
+		ls.runs = append(ls.runs, r)
+	}
+	ls.throughGlobal = make([]bool, reqs.Len())
+	for i := 0; i < reqs.Len(); i++ {
+		for k, r := range ls.runs {
+			if r.decl.Stage != evidence.StageGlobal || !ls.reaches(k, i, reqs, nil) {
+				continue
+			}
+			if r.desc == nil || r.desc[i] != nil {
+				ls.throughGlobal[i] = true
+			}
+		}
+	}
+	return ls
+}
+
+// resolveRLS parses the limiter's RLS configuration and matches every
+// request's descriptor with the pinned envoyproxy/ratelimit's matcher.
+func (ls *limiterSet) resolveRLS(r *limiterRun, reqs *evidence.Requests) {
+	cfg, err := rlsconfig.Parse(fmt.Sprintf("scenario.json limiter %q rls.config", r.decl.Name), []byte(r.decl.RLS.Config))
+	if err != nil {
+		r.err = err.Error()
+		return
+	}
+	if cfg.Domain != r.decl.RLS.Domain {
+		r.err = fmt.Sprintf("rls.config is for domain %q, the limiter's domain is %q", cfg.Domain, r.decl.RLS.Domain)
+		return
+	}
+	r.cfg = cfg
+	r.rule = make([]int32, reqs.Len())
+	byKey := map[string]int32{}
+	for i := range r.rule {
+		r.rule[i] = -1
+		if r.desc == nil || r.desc[i] == nil {
+			continue
+		}
+		m, ok := cfg.Match(r.desc[i])
+		switch {
+		case m == nil:
+		case !ok:
+			r.rule[i] = -2 // unlimited
+		default:
+			k, seen := byKey[m.FullKey]
+			if !seen {
+				k = int32(len(r.rules))
+				byKey[m.FullKey] = k
+				r.rules = append(r.rules, m)
+			}
+			r.rule[i] = k
+		}
+	}
+}
+
+// reaches reports whether request i reached the k-th limiter: its target
+// meets it and no earlier limiter of its target rejected it (a rejection
+// with a receipt did not stop it).
+func (ls *limiterSet) reaches(k, i int, reqs *evidence.Requests, received []bool) bool {
+	r := ls.runs[k]
+	if !r.applies[reqs.Target[i]] {
+		return false
+	}
+	if received != nil && received[i] {
+		return true
+	}
+	c := reqs.Class[i]
+	for j := 0; j < k; j++ {
+		if e := ls.runs[j]; e.applies[reqs.Target[i]] && slices.Contains(e.rejects, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// outcome is what limiter k saw of request i (which reached it).
+func (ls *limiterSet) outcome(k, i int, reqs *evidence.Requests, received []bool) model.Outcome {
+	r := ls.runs[k]
+	c := reqs.Class[i]
+	switch {
+	case received[i]:
+		return model.Admitted
+	case slices.Contains(r.rejects, c):
+		return model.Rejected
+	case c.Passed():
+		return model.Admitted
+	}
+	for j := k + 1; j < len(ls.runs); j++ {
+		if e := ls.runs[j]; e.applies[reqs.Target[i]] {
+			if slices.Contains(e.rejects, c) {
+				return model.Admitted // a later limiter answered: it passed this one
+			}
+			if c == evidence.ClassRLSError && e.decl.Stage == evidence.StageGlobal && r.decl.Stage == evidence.StageLocal {
+				return model.Admitted // the RLS call comes after the local filter
+			}
+		}
+	}
+	return model.Unknown
+}
+
+// reqAttrs gives descriptor actions what they read of each request: the
+// phase's recorded request headers, the pseudo-headers of its URL and
+// method, and the client's address from its connection.
+type reqAttrs struct {
+	reqs    *evidence.Requests
+	headers map[string]map[string]string
+	methods map[string]string
+	urls    []*url.URL
+}
+
+func newAttrs(in *Input) *reqAttrs {
+	a := &reqAttrs{reqs: &in.Evidence.Requests, headers: map[string]map[string]string{}, methods: map[string]string{}}
+	for p, h := range in.Scenario.RequestHeaders {
+		lh := map[string]string{}
+		for k, v := range h {
+			lh[strings.ToLower(k)] = v
+		}
+		a.headers[p] = lh
+	}
+	if at := in.Evidence.Attack; at != nil {
+		for _, ph := range at.Phases {
+			a.methods[ph.Config.Name] = ph.Config.Method
+		}
+	}
+	a.urls = make([]*url.URL, len(a.reqs.URLs))
+	for i, u := range a.reqs.URLs {
+		a.urls[i], _ = url.Parse(u)
+	}
+	return a
+}
+
+func (a *reqAttrs) of(i int) evidence.RequestAttrs {
+	phase := a.reqs.Phases[a.reqs.Phase[i]]
+	var u *url.URL
+	if int(a.reqs.URL[i]) < len(a.urls) {
+		u = a.urls[a.reqs.URL[i]]
+	}
+	ip := ""
+	if c := a.reqs.ConnOf(i); c != "" {
+		addr, _, _ := strings.Cut(c, "/")
+		ip, _, _ = net.SplitHostPort(addr)
+	}
+	return evidence.RequestAttrs{RemoteIP: ip, Header: func(name string) (string, bool) {
+		switch name {
+		case ":path":
+			if u != nil {
+				return u.RequestURI(), true
+			}
+			return "", false
+		case ":authority":
+			if u != nil {
+				return u.Host, true
+			}
+			return "", false
+		case ":method":
+			m, ok := a.methods[phase]
+			if m == "" {
+				m, ok = "GET", true // attack's default method
+			}
+			return m, ok
+		}
+		v, ok := a.headers[phase][name]
+		return v, ok
+	}}
+}
+
+// eventKey is the model Key of request i at limiter r (KeyShared: "all").
+func (r *limiterRun) eventKey(i int, reqs *evidence.Requests) (string, bool) {
+	switch r.decl.Key {
+	case evidence.KeyTarget:
+		return reqs.Targets[reqs.Target[i]], true
+	case evidence.KeyConnection:
+		c := reqs.ConnOf(i)
+		if c == "" {
+			return "", false
+		}
+		return reqs.Targets[reqs.Target[i]] + " " + reqs.Phases[reqs.Phase[i]] + " " + c, true
+	case evidence.KeyDescriptor:
+		if r.desc == nil || r.desc[i] == nil {
+			return "", false
+		}
+		if r.decl.RLS != nil {
+			return evidence.CacheKeyPrefix(r.decl.RLS.Domain, r.desc[i]), true
+		}
+		return descriptorString(r.desc[i]), true
+	}
+	return "all", true
+}
+
+func descriptorString(es []evidence.DescriptorEntry) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Key + "=" + e.Value
+	}
+	return strings.Join(parts, ",")
+}
+
+// checkModels replays, for every limiter, the requests that reached it
+// through its model (model.Check) and fills its report.
+func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
+	ev := in.Evidence
+	reqs := &ev.Requests
+	for k, r := range ls.runs {
+		rep := r.report
+		if r.err != "" {
+			rep.Status, rep.Detail = LimiterNotChecked, r.err
+			continue
+		}
+		// models: one per RLS rule, or the declared one
+		type group struct {
+			m      model.Model
+			events []model.Event
+		}
+		var groups []*group
+		if r.decl.Model != nil {
+			m, err := model.New(*r.decl.Model)
+			if err != nil {
+				rep.Status, rep.Detail = LimiterNotChecked, err.Error()
+				continue
+			}
+			groups = []*group{{m: m}}
+		} else {
+			var names []string
+			for _, rule := range r.rules {
+				spec := model.Spec{Kind: model.KindFixedWindow, Limit: uint64(rule.Limit.RequestsPerUnit), Unit: strings.ToLower(rule.Limit.Unit),
+					Align: r.decl.RLS.Align, ShadowMode: rule.ShadowMode}
+				m, err := model.New(spec)
+				if err != nil {
+					rep.Status, rep.Detail = LimiterNotChecked, fmt.Sprintf("rule %s: %v", rule.FullKey, err)
+					break
+				}
+				groups = append(groups, &group{m: m})
+				names = append(names, fmt.Sprintf("%s %d/%s", rule.FullKey, rule.Limit.RequestsPerUnit, strings.ToLower(rule.Limit.Unit)))
+			}
+			if rep.Status == LimiterNotChecked {
+				continue
+			}
+			rep.Model = "rls " + strings.Join(names, ", ")
+		}
+		shadowVisible := false
+		noKey := 0
+		for i := 0; i < reqs.Len(); i++ {
+			if !ls.reaches(k, i, reqs, received) {
+				continue
+			}
+			g := 0
+			if r.rule != nil {
+				if r.rule[i] < 0 {
+					r.unruled++ // no rule applied: not limited (see the engagement check)
+					continue
+				}
+				g = int(r.rule[i])
+			}
+			key, ok := r.eventKey(i, reqs)
+			if !ok {
+				noKey++
+				continue
+			}
+			o := ls.outcome(k, i, reqs, received)
+			lo, hi := reqs.SentNs[i], reqs.EndNs[i]
+			if received[i] && recvNs[i] > 0 {
+				hi = min(hi, recvNs[i])
+			}
+			hi = max(hi, lo)
+			if r.decl.Stage == evidence.StageGlobal {
+				if ls.failOpen > 0 && o == model.Admitted && !ls.joinedOK(i) {
+					o = model.Unknown // may have been let through without a decision
+				}
+				if d := ls.joinedDecision(i); d != nil && d.Shadow && o == model.Admitted {
+					o, shadowVisible = model.ShadowRejected, true
+				}
+				if o == model.Unknown && !ev.HasDecisions {
+					hi = max(hi, ls.lastNs) // the RLS may count it late (zombie), unseen without its log
+				}
+			}
+			rep.Offered++
+			if r.suspend.overlaps(lo, hi) {
+				o = model.Unknown
+				rep.Suspended++
+			}
+			switch o {
+			case model.Admitted, model.ShadowRejected:
+				rep.Admitted++
+			case model.Rejected:
+				rep.Rejected++
+			default:
+				rep.Unknown++
+			}
+			var descs []model.Descriptor
+			if r.decl.Model != nil && r.desc != nil && r.desc[i] != nil {
+				descs = []model.Descriptor{toModelDescriptor(r.desc[i])}
+			}
+			eps := r.epochsOf(lo, hi)
+			if len(eps) > 1 {
+				o = model.Unknown // in flight across a state reset: either epoch
+			}
+			for _, e := range eps {
+				groups[g].events = append(groups[g].events, model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: hi, Key: key + e, Descriptors: descs, Outcome: o})
+			}
+		}
+		if noKey > 0 {
+			rep.Status = LimiterNotChecked
+			rep.Detail = fmt.Sprintf("%d requests have no %s key (%s)", noKey, r.decl.Key, keyNeeds(r.decl.Key))
+			continue
+		}
+		// RLS decisions that reached no request still counted (zombies).
+		if r.decl.Stage == evidence.StageGlobal && ls.join != nil {
+			for _, zi := range ls.join.zombieIdx {
+				d := &ev.Decisions[zi]
+				g, key, ok := r.zombieGroup(d)
+				if !ok {
+					continue
+				}
+				o := model.Admitted
+				if d.Code == evidence.CodeOverLimit {
+					o = model.Rejected
+				}
+				lo, hi := d.TimeNs, d.TimeNs+ls.join.res-1
+				for _, e := range r.epochsOf(lo, hi) {
+					groups[g].events = append(groups[g].events, model.Event{ID: zombieID(zi), Lo: lo, Hi: hi, Key: key + e, Outcome: o})
+				}
+				rep.Zombies++
+			}
+		}
+		if rep.Offered == 0 {
+			rep.Status, rep.Detail = LimiterNotChecked, "no request reached it"
+			continue
+		}
+		if rep.Suspended == rep.Offered {
+			rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
+		}
+		opts := model.Options{ShadowVisible: shadowVisible}
+		var widths []int64
+		used := 0
+		for _, g := range groups {
+			if len(g.events) > 0 {
+				used++
+			}
+		}
+		for _, g := range groups {
+			if len(g.events) == 0 {
+				continue
+			}
+			res, err := model.Check(g.m, g.events, opts)
+			if err != nil {
+				rep.Status, rep.Detail = LimiterNotChecked, err.Error()
+				break
+			}
+			rep.merge(res, used == 1)
+			for _, e := range g.events {
+				widths = append(widths, e.Hi-e.Lo)
+			}
+		}
+		rep.Total.Offered = rep.Offered + rep.Zombies // a request across a state reset is an event of both epochs
+		rep.Uncertainty.setWidths(widths)
+		sort.Slice(rep.Buckets, func(a, b int) bool { return rep.Buckets[a].Bucket < rep.Buckets[b].Bucket })
+		sort.SliceStable(rep.Windows, func(a, b int) bool {
+			if rep.Windows[a].FromNs != rep.Windows[b].FromNs {
+				return rep.Windows[a].FromNs < rep.Windows[b].FromNs
+			}
+			return rep.Windows[a].Bucket < rep.Windows[b].Bucket
+		})
+	}
+}
+
+func keyNeeds(key string) string {
+	switch key {
+	case evidence.KeyConnection:
+		return "requests.jsonl records each request's conn since rlbench v1.1"
+	case evidence.KeyDescriptor:
+		return "the limiter's actions produced no descriptor"
+	}
+	return ""
+}
+
+func toModelDescriptor(es []evidence.DescriptorEntry) model.Descriptor {
+	d := make(model.Descriptor, len(es))
+	for i, e := range es {
+		d[i] = model.Entry{Key: e.Key, Value: e.Value}
+	}
+	return d
+}
+
+// zombieID names a late RLS decision in the model's events.
+func zombieID(i int) string { return "rls-decision#" + strconv.Itoa(i+1) }
+
+func isZombieID(id string) bool { return strings.HasPrefix(id, "rls-decision#") }
+
+// zombieGroup returns the model group and key of a late decision at r.
+func (r *limiterRun) zombieGroup(d *evidence.Decision) (int, string, bool) {
+	if !d.Applied() {
+		return 0, "", false
+	}
+	if r.decl.Model != nil {
+		if r.decl.Key == evidence.KeyShared {
+			return 0, "all", true
+		}
+		return 0, "", false
+	}
+	if d.Domain != r.decl.RLS.Domain || len(d.Descriptor) == 0 || r.cfg == nil {
+		return 0, "", false
+	}
+	m, ok := r.cfg.Match(d.Descriptor)
+	if !ok {
+		return 0, "", false
+	}
+	for g, rule := range r.rules {
+		if rule.FullKey == m.FullKey {
+			return g, evidence.CacheKeyPrefix(d.Domain, d.Descriptor), true
+		}
+	}
+	return 0, "", false
+}
+
+// epochsOf returns the epoch suffixes of an interval: "" before the first
+// state reset, " after <fault>" after it; several when it straddles one.
+func (r *limiterRun) epochsOf(lo, hi int64) []string {
+	if len(r.resets) == 0 {
+		return []string{""}
+	}
+	var out []string
+	name := ""
+	for k := 0; k <= len(r.resets); k++ {
+		start, end := int64(-1<<63), int64(1<<63-1)
+		if k > 0 {
+			start = r.resets[k-1].lo
+			name = " after " + r.resets[k-1].name
+		}
+		if k < len(r.resets) {
+			end = r.resets[k].hi
+		}
+		if lo <= end && hi >= start {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// merge adds one model.Check result to the report.
+// single tells that it is the limiter's only model (its run-level finding
+// is then the total check's).
+func (rep *LimiterReport) merge(res *model.Result, single bool) {
+	rep.MustAdmit += res.MustAdmit
+	rep.MustReject += res.MustReject
+	verdict := func(v model.Violation) RequestVerdict {
+		return RequestVerdict{ID: v.ID, Model: v.Verdict.String(), Observed: v.Outcome.String(), Bucket: v.Bucket, Why: v.Why}
+	}
+	add := func(list *[]RequestVerdict, n *int, vs []model.Violation) {
+		for _, v := range vs {
+			if isZombieID(v.ID) {
+				continue
+			}
+			*n++
+			if len(*list) < SampleIDs {
+				*list = append(*list, verdict(v))
+			}
+		}
+	}
+	add(&rep.OverAdmitted, &rep.OverAdmittedCount, res.Over)
+	add(&rep.UnderAdmitted, &rep.UnderAdmittedCount, res.Under)
+	add(&rep.Shadow, &rep.ShadowCount, res.Shadow)
+	for _, w := range res.Windows {
+		if single && strings.HasPrefix(w.Why, "run: ") {
+			continue // the run-level finding: the total check reports it
+		}
+		rep.Findings = append(rep.Findings, w.Why)
+	}
+	bound := func(b model.Bound) ModelBound {
+		return ModelBound{Bucket: b.Bucket, FromNs: b.From, ToNs: b.To, Offered: b.Offered, Min: b.Min, Max: b.Max, Admitted: b.Admitted, Possible: b.Possible}
+	}
+	t := res.Total
+	rep.Total.Offered += t.Offered
+	rep.Total.Min += t.Min
+	rep.Total.Max += t.Max
+	rep.Total.Admitted += t.Admitted
+	rep.Total.Possible += t.Possible
+	for _, b := range res.Buckets {
+		rep.Buckets = append(rep.Buckets, bound(b))
+	}
+	for _, b := range res.WindowBounds {
+		rep.Windows = append(rep.Windows, bound(b))
+	}
+	u := &rep.Uncertainty
+	u.Either += res.Uncertainty.Either
+	u.EitherFromTiming += res.Uncertainty.EitherFromTiming
+}
+
+func (u *ModelUncertainty) setWidths(w []int64) {
+	if len(w) == 0 {
+		return
+	}
+	slices.Sort(w)
+	n := len(w)
+	u.MaxWidthNs, u.MedianWidthNs, u.P99WidthNs = w[n-1], w[n/2], w[min(n-1, n*99/100)]
+}
+
+// joinedDecision returns the RLS decision joined to request i, if any.
+func (ls *limiterSet) joinedDecision(i int) *evidence.Decision {
+	if ls.join == nil || ls.join.req2dec == nil || ls.join.req2dec[i] < 0 {
+		return nil
+	}
+	return ls.join.decision(int(ls.join.req2dec[i]))
+}
+
+// joinedOK reports whether request i has an OK decision joined to it.
+func (ls *limiterSet) joinedOK(i int) bool {
+	d := ls.joinedDecision(i)
+	return d != nil && d.Code == evidence.CodeOK
+}
+
+// endToEnd is the scenario's end-to-end model bound: for each target, the
+// last limiter on its path bounds what passed; the totals of those
+// limiters add up when each is last for all of its targets. ok is false
+// when no limiter was checked or the limiters do not partition the targets.
+func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (ModelBound, bool) {
+	if ls == nil || len(ls.runs) == 0 {
+		return ModelBound{}, false
+	}
+	last := make([]int, len(reqs.Targets))
+	for t := range reqs.Targets {
+		last[t] = -1
+		for k, r := range ls.runs {
+			if r.applies[t] {
+				last[t] = k
+			}
+		}
+	}
+	var out ModelBound
+	used := map[int]bool{}
+	for t, k := range last {
+		if k < 0 {
+			return ModelBound{}, false
+		}
+		r := ls.runs[k]
+		for t2, ok := range r.applies {
+			if ok && last[t2] != k {
+				return ModelBound{}, false
+			}
+		}
+		_ = t
+		if used[k] {
+			continue
+		}
+		used[k] = true
+		if r.report.Status != LimiterChecked || r.unruled > 0 {
+			return ModelBound{}, false
+		}
+		tb := r.report.Total
+		out.Offered += tb.Offered
+		out.Min += tb.Min
+		out.Max += tb.Max
+		out.Admitted += tb.Admitted
+		out.Possible += tb.Possible
+	}
+	return out, len(used) > 0
+}
+
+// fmtNs renders a duration of ns for check texts.
+func fmtNs(ns int64) string { return time.Duration(ns).Round(time.Microsecond).String() }
