@@ -317,13 +317,13 @@ func observe(in *Input) *latencyAccs {
 	sr.Bound = configuredBound(in.Scenario.Limits, start, end)
 	sr.Stats = proxyStats(in)
 	sr.FaultWindows = faultWindows(ev, in.received)
-	sr.RLS = rlsCheck(ev)
-	in.labRLS = sr.RLS
 	if j := JoinAccessLogs(ev.AccessLogs, reqs, &ev.Receipts); j.Entries > 0 {
 		in.AccessLogs = j
 		sr.ProducerCounts = j.Producers
 	}
 	judgeLimiters(in)
+	sr.RLS = rlsCheck(ev, in.limiters.shadowRule)
+	in.labRLS = sr.RLS
 	if ev.RLSLog || ev.RLSParsedLog {
 		if sr.RLS == nil {
 			sr.RLS = &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}

@@ -379,7 +379,7 @@ func checkLimiters(in *Input) (r Result) {
 		if rep.Suspended > 0 {
 			got += fmt.Sprintf("; %d of %d suspended by faults", rep.Suspended, rep.Offered)
 		}
-		r.add(name+": admitted within model bounds", passIf(t.Holds()), evidence.Range{Min: t.Min, Max: t.Max}.String(), got)
+		r.add(name+": admitted within model bounds", passIf(t.Holds()), fmt.Sprintf("%d..%d", t.Min, t.Max), got)
 		r.add(name+": over-admitted (model must reject)", passIf(rep.OverAdmittedCount == 0), "0", verdictsGot(rep.OverAdmittedCount, rep.OverAdmitted))
 		r.add(name+": under-admitted (model must admit)", passIf(rep.UnderAdmittedCount == 0), "0", verdictsGot(rep.UnderAdmittedCount, rep.UnderAdmitted))
 		fgot := strconv.Itoa(len(rep.Findings))

@@ -359,4 +359,7 @@ type RLSWindow struct {
 	Limit int    `json:"limit"`
 	OK    int    `json:"ok"`
 	Over  int    `json:"over_limit"`
+	// Shadow counts the OK decisions of a shadow_mode rule over its limit
+	// (would have rejected); they are not in OK.
+	Shadow int `json:"shadow,omitempty"`
 }

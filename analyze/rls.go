@@ -11,13 +11,16 @@ import (
 // (rls/decisions.jsonl) per counter window (cache key): how many were OK
 // against the window's limit. envoyproxy/ratelimit answers OVER_LIMIT iff the
 // counter after increment exceeds the limit, so a window's OK count above its
-// limit means the RLS itself over-admitted. Nil without decisions.
+// limit means the RLS itself over-admitted. The limit is the largest one the
+// window's decisions applied (a configuration reload may raise it
+// mid-window); the OKs of a shadow_mode rule over its limit are shadow,
+// not admissions. Nil without decisions.
 //
 // A start or restart of the rls or redis target (faults.jsonl) may reset the
 // counters (the lab RLS keeps them in memory; Redis without persistence
 // loses them), so decisions after such a fault are judged as a new counter
 // epoch, named "<key> after <fault>".
-func rlsCheck(ev *evidence.ScenarioEvidence) *RLSCheck {
+func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision) bool) *RLSCheck {
 	if len(ev.Decisions) == 0 {
 		return nil
 	}
@@ -54,11 +57,15 @@ func rlsCheck(ev *evidence.ScenarioEvidence) *RLSCheck {
 			i = len(rc.Windows) - 1
 			idx[key] = i
 		}
-		switch d.Code {
-		case "OK":
-			rc.Windows[i].OK++
-		case "OVER_LIMIT":
-			rc.Windows[i].Over++
+		w := &rc.Windows[i]
+		w.Limit = max(w.Limit, int(d.Limit))
+		switch {
+		case d.Code == "OK" && (d.Shadow || d.Limit > 0 && d.Current > uint64(d.Limit) && shadowRule(&d)):
+			w.Shadow++
+		case d.Code == "OK":
+			w.OK++
+		case d.Code == "OVER_LIMIT":
+			w.Over++
 		}
 	}
 	sort.Slice(rc.Windows, func(i, j int) bool { return rc.Windows[i].Key < rc.Windows[j].Key })

@@ -49,6 +49,17 @@ func flatten(s *envoy.Snapshot) (m map[string]uint64, local, global bool) {
 	return m, local, global
 }
 
+// partialLocal reports whether a local limiter of proxy evaluates only part
+// of the requests (an envoy_local model with filter_enabled below 100 %).
+func partialLocal(in *Input, proxy string) bool {
+	for _, l := range in.Scenario.Limiters {
+		if l.Stage == evidence.StageLocal && l.AppliesTo(proxy) && l.Model != nil && l.Model.FilterEnabledPercent != nil && *l.Model.FilterEnabledPercent < 100 {
+			return true
+		}
+	}
+	return false
+}
+
 // proxyStats computes, for every proxy with a snapshot under stats/, the
 // counter deltas (after − before) and checks them against what that proxy's
 // clients saw. The attack target named like the proxy is its client side.
@@ -150,8 +161,16 @@ func proxyStats(in *Input) []ProxyStats {
 		}
 		if local {
 			// Every request that reached the proxy passed the local filter first:
-			// ok = reached − local 429s; enforced = local 429s (Envoy local_ratelimit).
-			add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK], n-nr-c.Local429, n-c.Local429)
+			// ok + (rate_limited − enforced) = reached − local 429s (rejections
+			// not enforced, filter_enforced below 100 %, pass); enforced = local
+			// 429s (Envoy local_ratelimit). With filter_enabled below 100 % some
+			// requests are not evaluated: only the upper bound holds.
+			shadow := max(ps.Deltas[DeltaLocalRateLimited]-ps.Deltas[DeltaLocalEnforced], 0)
+			lo := n - nr - c.Local429
+			if partialLocal(in, p) {
+				lo = 0
+			}
+			add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK]+shadow, lo, n-c.Local429)
 			add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.Local429, c.Local429+nr)
 		}
 		if cl := in.Scenario.Cluster; cl != "" {
