@@ -50,3 +50,27 @@ func TestRunRecordsConnections(t *testing.T) {
 		})
 	}
 }
+
+// TestRunH2RecordsConnections: over HTTP/2 a line names the connection its
+// stream went on: as many distinct conns as connections the server saw,
+// each a local address the server saw as a peer.
+func TestRunH2RecordsConnections(t *testing.T) {
+	h := newH2Recorder(t, false, 4, nil)
+	sum, err, lines := runToLines(t, context.Background(), Options{IDs: IDs(20, "c"), Targets: []Target{{URL: h.URL}}, Protocol: ProtoH2C})
+	if err != nil || !sum.Complete || len(lines) != 20 {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	conns := map[string]bool{}
+	for _, l := range lines {
+		addr, n, ok := strings.Cut(l.Conn, "/")
+		if !ok || n == "" || !h.remotes[addr] {
+			t.Fatalf("%s: conn %q, the server saw %v", l.ID, l.Conn, h.remotes)
+		}
+		conns[l.Conn] = true
+	}
+	if len(conns) != len(h.remotes) {
+		t.Fatalf("%d conns %v, the server saw %d connections", len(conns), conns, len(h.remotes))
+	}
+}

@@ -47,6 +47,8 @@ type engine struct {
 	released int64
 	proceed  bool
 	warmNs   int64
+	// conns numbers the connections the attack opens (evidence.Request.Conn).
+	conns atomic.Int64
 }
 
 // flowRun is one flow's state while the attack runs.
@@ -83,6 +85,8 @@ type pool struct {
 	timeout time.Duration
 	// testDial replaces the TCP dial (Options.testDial).
 	testDial func(ctx context.Context, addr string) (net.Conn, error)
+	// conns numbers the attack's connections (engine.conns).
+	conns *atomic.Int64
 }
 
 // tmpl is one request shape (a target of a split, or a request template)
@@ -104,6 +108,7 @@ type tmpl struct {
 // hconn is one HTTP/1.1 client connection.
 type hconn struct {
 	net.Conn
+	name      string // evidence.Request.Conn
 	br        *bufio.Reader
 	raw       syscall.RawConn // the TCP socket, for the liveness peek
 	p         *pool
@@ -144,6 +149,7 @@ func newEngine(p *prepared, out *evidence.Writer) (*engine, error) {
 				if pl, err = newPool(p, tp.target, idleCap, !fp.keep); err != nil {
 					return nil, err
 				}
+				pl.conns = &e.conns
 				fr.pools[tp.target] = pl
 			}
 			t, err := newTmpl(p, fp, tp, pl, mark)
@@ -337,10 +343,16 @@ func (t *pool) dial(ctx context.Context) (*hconn, error) {
 		}
 		return nil, err
 	}
-	c := &hconn{p: t, raw: raw, isTLS: t.tlsConf != nil}
+	c := &hconn{p: t, raw: raw, isTLS: t.tlsConf != nil, name: t.connName(nc)}
 	c.Conn = nc
 	c.br = bufio.NewReaderSize(nc, 4096)
 	return c, nil
+}
+
+// connName names a new connection for evidence.Request.Conn: its local
+// address and its ordinal among the attack's connections ("127.0.0.1:50412/3").
+func (t *pool) connName(nc net.Conn) string {
+	return nc.LocalAddr().String() + "/" + strconv.FormatInt(t.conns.Add(1), 10)
 }
 
 // put returns a reusable connection to the idle pool.
@@ -534,6 +546,9 @@ func (w *worker) finish(a *attempt) {
 	tg := w.fr.tmpls[w.fr.f.assign[a.i]]
 	r := w.startLine(a, tg)
 	c := a.c
+	if c != nil {
+		r.Conn = c.name
+	}
 	var end time.Time
 	switch {
 	case a.notSent:

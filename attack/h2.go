@@ -54,6 +54,7 @@ type h2pool struct {
 type h2conn struct {
 	cc     *http2.ClientConn
 	nc     net.Conn
+	name   string // evidence.Request.Conn
 	active int
 	limit  int
 	used   bool // has carried a stream
@@ -94,7 +95,7 @@ func (h *h2pool) dial(ctx context.Context) (*h2conn, error) {
 	if h.single {
 		limit = 1
 	}
-	return &h2conn{cc: cc, nc: nc, limit: limit}, nil
+	return &h2conn{cc: cc, nc: nc, limit: limit, name: h.p.connName(nc)}, nil
 }
 
 // acquire returns a connection with a stream slot taken for the caller,
@@ -260,6 +261,7 @@ func (w *worker) doH2(i int, intended int64, c *h2conn, inBurst bool) {
 		ctx, cancel := context.WithTimeout(e.abortCtx, e.timeout)
 		req := tg.h2request(ctx, e.p.idKey, w.fr.f.ids[i], &wrote)
 		a.sent = time.Now()
+		r.Conn = c.name
 		var err error
 		resp, err = c.cc.RoundTrip(req)
 		if err != nil {
@@ -274,6 +276,7 @@ func (w *worker) doH2(i int, intended int64, c *h2conn, inBurst bool) {
 				a.writes = 1
 			}
 			if !written && !fresh && try == 0 {
+				r.Conn = ""
 				continue // nothing of it left: try another connection
 			}
 			a.err, a.notSent = err, !written
