@@ -191,5 +191,10 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 		r.limits = append(r.limits, evidence.LimitSpec{Kind: evidence.LimitTokenBucket, Buckets: eff.Proxies.Count, MaxTokens: int(lc.MaxTokens),
 			TokensPerFill: int(lc.TokensPerFill), FillInterval: int64(lc.FillInterval), StartNs: l.ProxiesStartNs, Refill: refill})
 	}
+	lims, err := labLimiters(lp, l)
+	if err != nil {
+		return err.Error()
+	}
+	r.limiters = append(r.limiters, lims...)
 	return ""
 }

@@ -61,6 +61,15 @@ type ScenarioPlan struct {
 	Steps []Step `json:"steps,omitempty"`
 	// Expect is what the scenario must show to PASS.
 	Expect ExpectPlan `json:"expect"`
+	// Classify are classification rules for the targets' responses
+	// (evidence.ClassRule: status + header/body → class), tried before the
+	// built-in Envoy marks; they go into scenario.json. Use them for a proxy
+	// that is not Envoy: nginx's limit_req_status 503, HAProxy's 429.
+	Classify []evidence.ClassRule `json:"classify,omitempty"`
+	// Limiters declare the limiters on the requests' path for the model
+	// checker (evidence.Limiter, in request order). The lab's are written
+	// without them; give them for external targets.
+	Limiters []evidence.Limiter `json:"limiters,omitempty"`
 }
 
 // LabPlan configures the embedded lab of a scenario.
@@ -672,6 +681,20 @@ func (p *Plan) validate() error {
 		}
 		if e := s.External; e != nil && len(e.Proxies) == 0 {
 			return fmt.Errorf("%s: external.proxies is empty", where)
+		}
+		if _, err := evidence.NewClassifier(s.Classify); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		names := map[string]bool{}
+		for j := range s.Limiters {
+			l := &s.Limiters[j]
+			if err := l.Validate(); err != nil {
+				return fmt.Errorf("%s: limiters[%d].%w", where, j, err)
+			}
+			if names[l.Name] {
+				return fmt.Errorf("%s: limiters[%d].name: %q is used twice", where, j, l.Name)
+			}
+			names[l.Name] = true
 		}
 	}
 	return nil

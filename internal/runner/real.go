@@ -311,6 +311,11 @@ func (r *scenarioRun) finishReal(ctx context.Context) error {
 	if err := evidence.WriteLines(evidence.Dir(r.dir).Decisions(), lg.EvidenceDecisions()); err != nil {
 		return err
 	}
+	// The parsed log too: analysis reads its configuration loads (a limit
+	// changed mid-window) and its hung lookups (the stat identity).
+	if err := evidence.WriteJSONFile(evidence.Dir(r.dir).RLSParsedLog(), lg); err != nil {
+		return err
+	}
 	fmt.Fprintf(r.progress, "  rls log: %d decisions %v, %d error lines, %d hung lookups\n", len(lg.Decisions),
 		lg.CountCodes(), len(lg.Errors), len(lg.PendingLookups))
 	if stopErr != nil {

@@ -190,6 +190,8 @@ type scenarioRun struct {
 	real     *realParts
 	cleanups []func()
 	limits   []evidence.LimitSpec
+	// limiters are scenario.json's limiters: the lab's (labLimiters) or the plan's.
+	limiters []evidence.Limiter
 }
 
 // run executes the scenario; it returns a NOT_RUN reason or "".
@@ -390,7 +392,8 @@ func (r *scenarioRun) writeScenario() error {
 		}
 	}
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
-		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat, Faults: faults,
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: sc.Classify,
+		RequestHeaders: r.requestHeaders(), Repeat: r.repeat, Faults: faults,
 		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
 }

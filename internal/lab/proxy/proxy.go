@@ -411,6 +411,10 @@ func (p *Proxy) Name() string { return p.name }
 // one drawn when it was 0).
 func (p *Proxy) Seed() uint64 { return p.seed }
 
+// Started returns when the proxy started (Config.Now at Start): its local
+// token buckets were full then and a timer refill runs from then.
+func (p *Proxy) Started() time.Time { return p.started }
+
 // Close closes both listeners and every downstream connection, waits for
 // the requests being handled, stops the cluster (its connections and
 // timers), flushes the access log and closes the RLS connection. It is
