@@ -76,6 +76,10 @@ func TestRealRLSPlan(t *testing.T) {
 	if w := s.RLS.Real.Windows; len(w) != 1 || w[0].OK != 5 || w[0].OverLimit != 15 || w[0].MaxCurrent != 20 || w[0].Limit != 5 {
 		t.Errorf("shared: windows %+v", w)
 	}
+	// The RLS limiter's model (the rule's fixed window, epoch aligned) admits exactly 5 of the 20.
+	if s.Model == nil || s.Model.Min != 5 || s.Model.Max != 5 || len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterChecked {
+		t.Errorf("shared: model %+v limiters %+v", s.Model, s.Limiters)
+	}
 
 	for _, name := range []string{"Redis stopped, deny", "Redis stopped, allow"} {
 		s := by[name]
@@ -92,6 +96,10 @@ func TestRealRLSPlan(t *testing.T) {
 		e := s.RLS.Real.Errors
 		if e.Total == 0 || e.Inside != e.Total || e.Unexplained != 0 {
 			t.Errorf("%s: rls errors %+v", name, e)
+		}
+		// The RLS limiter is suspended: every request lies in the Redis fault window.
+		if len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterSuspended || len(s.FaultWindows[0].ActsOn) != 1 {
+			t.Errorf("%s: limiters %+v acts on %v", name, s.Limiters, s.FaultWindows[0].ActsOn)
 		}
 		// No OK of the RLS admitted anyone: zombies (if any ran after Redis came back) are not counted.
 		for _, w := range s.RLS.Real.Windows {
@@ -123,6 +131,10 @@ func TestRealRLSPlan(t *testing.T) {
 	}
 	if before != 3 || after != 2 {
 		t.Errorf("restart: admitted %d before and %d after the RLS restart, want 3 and 2", before, after)
+	}
+	// Counts live in Redis: the RLS restart is no new epoch, the model admits 5 of the 23.
+	if s.Model == nil || s.Model.Min != 5 || s.Model.Max != 5 {
+		t.Errorf("restart: model %+v", s.Model)
 	}
 	rr := s.RLS.Real
 	if len(rr.Windows) != 1 || rr.Windows[0].OK != 5 || rr.Windows[0].MaxCurrent != 23 || len(rr.Windows[0].DuplicateCurrents) != 0 {
