@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/labshape"
 )
 
@@ -11,9 +13,9 @@ import (
 // n receipts (internal/labshape, shaped like `rlbench demo`'s evidence); it
 // reports requests analysed per second. Peak RSS is measured by
 // bench/analyze.sh.
-func benchLoadJudge(b *testing.B, n int) {
+func benchLoadJudge(b *testing.B, n int, limiters ...evidence.Limiter) {
 	dir := b.TempDir()
-	if err := labshape.Write(dir, labshape.Options{N: n}); err != nil {
+	if err := labshape.Write(dir, labshape.Options{N: n, Limiters: limiters}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -24,7 +26,7 @@ func benchLoadJudge(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		s := rep.Scenarios[0]
-		if s.Status != Pass || s.Totals.Admitted != n || s.Receipts.AdmittedWithReceipt != n {
+		if s.Status != Pass || s.Totals.Admitted != n || s.Receipts.AdmittedWithReceipt != n || len(s.Limiters) != len(limiters) {
 			b.Fatalf("status %s totals %+v reasons %v", s.Status, s.Totals, s.Reasons)
 		}
 	}
@@ -36,3 +38,17 @@ func BenchmarkLoadJudgeMillion(b *testing.B) { benchLoadJudge(b, 1_000_000) }
 
 // BenchmarkLoadJudge100k: 100,000 requests + 100,000 receipts (quick).
 func BenchmarkLoadJudge100k(b *testing.B) { benchLoadJudge(b, 100_000) }
+
+// roomyBucket is a token bucket per proxy that admits every lab-shaped
+// request (one every µs, alternating between two proxies).
+func roomyBucket() evidence.Limiter {
+	spec := model.Spec{Kind: model.KindTokenBucket, Capacity: 1e7, RatePerSec: 1e7}
+	return evidence.Limiter{Name: "bucket", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec}
+}
+
+// BenchmarkLoadJudgeModel100k: 100,000 requests replayed through a
+// limiter model (model.Check on every request) on top of Load + Judge.
+func BenchmarkLoadJudgeModel100k(b *testing.B) { benchLoadJudge(b, 100_000, roomyBucket()) }
+
+// BenchmarkLoadJudgeModelMillion: the million, through the model.
+func BenchmarkLoadJudgeModelMillion(b *testing.B) { benchLoadJudge(b, 1_000_000, roomyBucket()) }

@@ -459,6 +459,9 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			}
 			rep.Model = "rls " + strings.Join(names, ", ")
 		}
+		if len(groups) == 1 {
+			groups[0].events = make([]model.Event, 0, reqs.Len())
+		}
 		shadowVisible := false
 		noKey := 0
 		for i := 0; i < reqs.Len(); i++ {
@@ -552,7 +555,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
 		}
 		opts := model.Options{ShadowVisible: shadowVisible}
-		var widths []int64
+		widths := make([]int64, 0, rep.Offered+rep.Zombies)
 		used := 0
 		for _, g := range groups {
 			if len(g.events) > 0 {

@@ -26,6 +26,9 @@ type Options struct {
 	// Each, if set, is called with every request line written (e.g. to
 	// convert it to another tool's format).
 	Each func(*evidence.Request)
+	// Limiters, if set, are declared in scenario.json (the model checker
+	// replays every request through them).
+	Limiters []evidence.Limiter
 }
 
 // Write writes requests.jsonl, receipts.jsonl, attack.json and scenario.json
@@ -82,7 +85,7 @@ func Write(dir string, o Options) error {
 		"start_ns": T0, "end_ns": last}
 	scen := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "lab-shaped",
 		Expect: evidence.Expectation{Label: fmt.Sprintf("%d admitted", o.N), Admitted: &evidence.Range{Min: o.N, Max: o.N},
-			ReceiptsEqualAdmitted: true}}
+			ReceiptsEqualAdmitted: true}, Limiters: o.Limiters}
 	if err := writeJSON(filepath.Join(dir, evidence.AttackFile), attack); err != nil {
 		return err
 	}
