@@ -7,6 +7,8 @@
 # the same requests as vegeta JSON results, then prints the wall time and peak
 # RSS (/usr/bin/time -v; Debian package `time`) of `rlbench analyze` and of
 # `vegeta report` (vegeta v12.13.0's CLI, built into a temporary GOBIN).
+# Then it times analyze on the same evidence with a limiter declared (evgen
+# -model): every request replayed through its model.
 # RLBENCH=/path/to/rlbench times that binary instead of building ./cmd/rlbench.
 # REPEAT (default 3) runs each command that many times; the machine may be
 # shared, so compare medians.
@@ -43,5 +45,9 @@ for n in "${@:-1000000 3000000}"; do
 		measure "rlbench analyze" "$work/rlbench" analyze --format json --status-file - "$dir"
 		measure "vegeta report" "$work/bin/vegeta" report "$work/results-$m.json"
 		rm -rf "$dir" "$work/results-$m.json"
+		# the same, with a limiter declared: every request through its model
+		"$work/evgen" -n "$m" -out "$dir" -model
+		measure "analyze + model" "$work/rlbench" analyze --format json --status-file - "$dir"
+		rm -rf "$dir"
 	done
 done

@@ -3,7 +3,10 @@
 // so that `vegeta report` and `rlbench analyze` can be timed on the same
 // number of results.
 //
-//	go run ./bench/evgen -n 1000000 -out DIR [-vegeta FILE]
+//	go run ./bench/evgen -n 1000000 -out DIR [-vegeta FILE] [-model]
+//
+// With -model, scenario.json declares a token bucket per proxy that admits
+// every request, so that analyze replays each through the limiter model.
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/labshape"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -23,6 +27,7 @@ func main() {
 	n := flag.Int("n", 1_000_000, "requests (each admitted, with one receipt)")
 	out := flag.String("out", "", "scenario directory to write")
 	vg := flag.String("vegeta", "", "also write the requests as vegeta JSON results to this file")
+	withModel := flag.Bool("model", false, "declare a limiter (a roomy token bucket per proxy) that the model checker replays")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "evgen: -out DIR is required")
@@ -56,7 +61,12 @@ func main() {
 		seq++
 		encErr = enc.Encode(&res)
 	}
-	if err := labshape.Write(*out, labshape.Options{N: *n, Each: each}); err != nil {
+	var lims []evidence.Limiter
+	if *withModel {
+		spec := model.Spec{Kind: model.KindTokenBucket, Capacity: 1e7, RatePerSec: 1e7}
+		lims = []evidence.Limiter{{Name: "bucket", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec}}
+	}
+	if err := labshape.Write(*out, labshape.Options{N: *n, Each: each, Limiters: lims}); err != nil {
 		fmt.Fprintln(os.Stderr, "evgen:", err)
 		os.Exit(1)
 	}
