@@ -3,6 +3,8 @@ package analyze
 import (
 	"fmt"
 	"slices"
+
+	"github.com/rlbench/rlbench/collect/nginx"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,7 +61,8 @@ type Engagement struct {
 type ShadowCounts struct {
 	// Observed is what the evidence shows: RLS decisions of a shadow_mode
 	// rule over its limit (late ones excluded) plus the proxies' local
-	// http_local_rate_limit.rate_limited − enforced; -1 when no source.
+	// http_local_rate_limit.rate_limited − enforced and nginx's
+	// REJECTED_DRY_RUN ($limit_req_status); -1 when no source.
 	Observed int `json:"observed"`
 	// RLS and Local are its two parts.
 	RLS   int `json:"rls"`
@@ -323,6 +326,12 @@ func (ls *limiterSet) shadowCounts(in *Input) *ShadowCounts {
 		if _, ok := ps.Deltas[DeltaLocalRateLimited]; ok {
 			src = true
 			sc.Local += int(max(ps.Deltas[DeltaLocalRateLimited]-ps.Deltas[DeltaLocalEnforced], 0))
+		}
+	}
+	for _, st := range ev.LimitReq {
+		src = true
+		if st == nginx.LimitReqRejectedDryRun {
+			sc.Local++ // nginx limit_req_dry_run: would have rejected
 		}
 	}
 	for _, r := range ls.runs {

@@ -642,3 +642,41 @@ func TestIssue9ClassificationRules(t *testing.T) {
 		t.Fatalf("totals %+v limiter %+v", s.Totals, s.Limiters[0])
 	}
 }
+
+// nginx's own log says what limit_req decided ($limit_req_status in
+// nginx/<proxy>/access.jsonl, written by `rlbench collect nginx-access-log`):
+// REJECTED is the limiter's rejection whatever nginx answered, and a dry run's
+// REJECTED_DRY_RUN is a would-have-rejected pass.
+func TestIssue9NginxLimitReqStatus(t *testing.T) {
+	for _, dry := range []bool{false, true} {
+		e := bare(t)
+		spec := model.Spec{Kind: model.KindNginxLimitReq, Rate: "1r/s", Burst: 2, NoDelay: true, DryRun: dry}
+		e.scenario.Limiters = []evidence.Limiter{{Name: "nginx", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec}}
+		rejected := func(int) (int, string, map[string]string) { return 503, "<html>503</html>", nil }
+		if dry {
+			rejected = ok200
+			e.scenario.Expect.Shadow = &evidence.Range{Min: 7, Max: 7}
+		}
+		e.reqs(10, "nginx", 0, firstN(3, rejected))
+		dir := e.write()
+		var recs []string
+		for i, r := range e.requests {
+			st := "PASSED"
+			if i >= 3 {
+				st = map[bool]string{false: "REJECTED", true: "REJECTED_DRY_RUN"}[dry]
+			}
+			recs = append(recs, fmt.Sprintf(`{"line":%d,"id":%q,"status":%d,"limit_req_status":%q}`, i+1, r.ID, r.Code, st))
+		}
+		must(t, os.MkdirAll(filepath.Join(dir, evidence.NginxPath("nginx", "")), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, evidence.NginxPath("nginx", evidence.NginxAccessFile)), []byte(strings.Join(recs, "\n")+"\n"), 0o644))
+		s := judged(t, dir, fmt.Sprintf("18-nginx-limit-req-status-dry-%v", dry))
+		wantVerdict(t, s, Pass)
+		l := s.Limiters[0]
+		if !dry && (s.Totals.Local429 != 7 || l.Rejected != 7 || l.Total.Min != 3 || l.Total.Max != 3) {
+			t.Fatalf("totals %+v limiter %+v", s.Totals, l)
+		}
+		if dry && (s.Shadow.Local != 7 || l.Total.Min != 3 || l.Total.Max != 3 || l.OverAdmittedCount != 0) {
+			t.Fatalf("shadow %+v limiter %+v", s.Shadow, l)
+		}
+	}
+}

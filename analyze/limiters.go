@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 )
@@ -482,6 +483,17 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				continue
 			}
 			o := ls.outcome(k, i, reqs, received)
+			if st, ok := ev.LimitReq[int32(i)]; ok && r.decl.Model != nil && r.decl.Model.Kind == model.KindNginxLimitReq {
+				// nginx logged limit_req's own decision ($limit_req_status)
+				switch st {
+				case nginx.LimitReqRejected:
+					o = model.Rejected
+				case nginx.LimitReqPassed, nginx.LimitReqDelayed, nginx.LimitReqDelayedDryRun:
+					o = model.Admitted
+				case nginx.LimitReqRejectedDryRun:
+					o, shadowVisible = model.ShadowRejected, true
+				}
+			}
 			lo, hi := reqs.SentNs[i], reqs.EndNs[i]
 			if received[i] && recvNs[i] > 0 {
 				hi = min(hi, recvNs[i])

@@ -75,6 +75,11 @@ type ScenarioEvidence struct {
 	// RLSMetrics are the rls/metrics.*.json files, sorted by file name; one
 	// that does not decode has only Label and Error.
 	RLSMetrics []RLSMetrics `json:"rls_metrics"`
+	// LimitReq maps a request (index in Requests) to the $limit_req_status
+	// nginx logged for it (collect/nginx.LimitReq*: PASSED, DELAYED,
+	// REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN), from
+	// nginx/<proxy>/access.jsonl; nil without such files.
+	LimitReq map[int32]string `json:"-"`
 	// RLSConfigLoads are the configuration loads of the RLS log, from
 	// rls/log.json (config_loads); nil without that file.
 	RLSConfigLoads []RLSConfigLoad `json:"rls_config_loads,omitempty"`

@@ -15,6 +15,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/collect/nginx"
 )
 
 // Load reads the evidence directory dir into memory. dir is either one
@@ -188,6 +189,9 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	_, err1 := os.Stat(d.RLSLog())
 	_, err2 := os.Stat(d.RLSParsedLog())
 	s.RLSLog, s.RLSParsedLog = err1 == nil, err2 == nil
+	if err := readNginxAccess(d, s); err != nil {
+		problem(NginxDir, "%v", err)
+	}
 	s.RLSPendingLookups = -1
 	if s.RLSParsedLog {
 		if err := readRLSLogFacts(d.RLSParsedLog(), s); err != nil {
@@ -199,6 +203,43 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 		s.RLSMetrics = append(s.RLSMetrics, decodeRLSMetrics(p, labels[i]))
 	}
 	return s
+}
+
+// readNginxAccess reads the $limit_req_status of every request that an
+// nginx/<proxy>/access.jsonl (collect/nginx.AccessRecord lines) names by ID,
+// into s.LimitReq; a request limit_req REJECTED without a receipt is the
+// proxy limiter's rejection (ClassLocal429), whatever status nginx answered
+// with (limit_req_status, default 503).
+func readNginxAccess(d Dir, s *ScenarioEvidence) error {
+	paths, err := filepath.Glob(d.Path(NginxPath("*", NginxAccessFile)))
+	if err != nil || len(paths) == 0 {
+		return err
+	}
+	sort.Strings(paths)
+	received := make(map[int32]bool, len(s.Receipts.Request))
+	for _, i := range s.Receipts.Request {
+		if i >= 0 {
+			received[i] = true
+		}
+	}
+	s.LimitReq = map[int32]string{}
+	for _, p := range paths {
+		err := ReadFile(p, func(_ int, a *nginx.AccessRecord) error {
+			i, ok := s.Requests.IDs.Lookup(a.ID)
+			if a.ID == "" || !ok || a.LimitReqStatus == nginx.LimitReqNone {
+				return nil
+			}
+			s.LimitReq[int32(i)] = a.LimitReqStatus
+			if a.LimitReqStatus == nginx.LimitReqRejected && !received[int32(i)] && !s.Requests.Class[i].FromBackend() {
+				s.Requests.Class[i] = ClassLocal429
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readRLSLogFacts reads the configuration loads and the hung lookups of
