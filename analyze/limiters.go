@@ -254,9 +254,22 @@ func (ls *limiterSet) resolveRLS(r *limiterRun, reqs *evidence.Requests) {
 	r.cfg = cfg
 	r.rule = make([]int32, reqs.Len())
 	byKey := map[string]int32{}
+	byDesc := map[string]int32{} // descriptor (cache key prefix) -> rule, matched once
 	for i := range r.rule {
 		r.rule[i] = -1
 		if r.desc == nil || r.desc[i] == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, e := range r.desc[i] {
+			b.WriteString(e.Key)
+			b.WriteByte(0)
+			b.WriteString(e.Value)
+			b.WriteByte(0)
+		}
+		dk := b.String()
+		if g, ok := byDesc[dk]; ok {
+			r.rule[i] = g
 			continue
 		}
 		m, ok := cfg.Match(r.desc[i])
@@ -273,6 +286,7 @@ func (ls *limiterSet) resolveRLS(r *limiterRun, reqs *evidence.Requests) {
 			}
 			r.rule[i] = k
 		}
+		byDesc[dk] = r.rule[i]
 	}
 }
 
