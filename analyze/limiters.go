@@ -172,6 +172,7 @@ type limiterSet struct {
 	// failOpen: admissions without an RLS decision are known to exist.
 	failOpen int64
 	lastNs   int64
+	attrs    *reqAttrs
 }
 
 // resolveLimiters builds the scenario's limiters (Scenario.EffectiveLimiters)
@@ -189,6 +190,7 @@ func resolveLimiters(in *Input) *limiterSet {
 		return decls[a].Stage == evidence.StageLocal && decls[b].Stage != evidence.StageLocal
 	})
 	attrs := newAttrs(in)
+	ls.attrs = attrs
 	for _, d := range decls {
 		r := &limiterRun{decl: d, rejects: d.RejectionClasses(), applies: make([]bool, len(reqs.Targets))}
 		for t, name := range reqs.Targets {
@@ -477,6 +479,11 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		if len(groups) == 1 {
 			groups[0].events = make([]model.Event, 0, reqs.Len())
 		}
+		zoneKeys, unknownVar := nginxZoneKeys(r.decl.Model)
+		if unknownVar != "" {
+			rep.Status, rep.Detail = LimiterNotChecked, fmt.Sprintf("zone key %s is not known from the evidence (%s)", unknownVar, strings.Join(nginxKnownVars, ", "))
+			continue
+		}
 		shadowVisible := false
 		noKey := 0
 		for i := 0; i < reqs.Len(); i++ {
@@ -541,12 +548,16 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			if r.decl.Model != nil && r.desc != nil && r.desc[i] != nil {
 				descs = []model.Descriptor{toModelDescriptor(r.desc[i])}
 			}
+			var vars map[string]string
+			if len(zoneKeys) > 0 {
+				vars = nginxVars(zoneKeys, key, ls.attrs, i)
+			}
 			eps := r.epochsOf(lo, hi)
 			if len(eps) > 1 {
 				o = model.Unknown // in flight across a state reset: either epoch
 			}
 			for _, e := range eps {
-				groups[g].events = append(groups[g].events, model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: hi, Key: key + e, Descriptors: descs, Outcome: o})
+				groups[g].events = append(groups[g].events, model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: hi, Key: key + e, Descriptors: descs, Vars: vars, Outcome: o})
 			}
 		}
 		if noKey > 0 {
@@ -580,7 +591,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		if rep.Suspended == rep.Offered {
 			rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
 		}
-		opts := model.Options{ShadowVisible: shadowVisible}
+		opts := model.Options{ShadowVisible: shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
 		widths := make([]int64, 0, rep.Offered+rep.Zombies)
 		used := 0
 		for _, g := range groups {
@@ -612,6 +623,74 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			return rep.Windows[a].Bucket < rep.Windows[b].Bucket
 		})
 	}
+}
+
+// nginxKnownVars are the nginx variables a zone key may use that the
+// evidence tells per request.
+var nginxKnownVars = []string{"$binary_remote_addr", "$remote_addr", "$host", "$server_name", "$uri", "$request_uri", "$http_<name>"}
+
+// nginxZoneKeys lists the zone keys (nginx variables) of an nginx_limit_req
+// spec, and the first one the evidence cannot tell.
+func nginxZoneKeys(s *model.Spec) (keys []string, unknown string) {
+	if s == nil || s.Kind != model.KindNginxLimitReq {
+		return nil, ""
+	}
+	if s.Key != "" {
+		keys = append(keys, s.Key)
+	}
+	for _, z := range s.Zones {
+		if z.Key != "" {
+			keys = append(keys, z.Key)
+		}
+	}
+	for _, k := range keys {
+		switch {
+		case k == "$binary_remote_addr", k == "$remote_addr", k == "$host", k == "$server_name", k == "$uri", k == "$request_uri",
+			strings.HasPrefix(k, "$http_"):
+		default:
+			return keys, k
+		}
+	}
+	return keys, ""
+}
+
+// nginxVars gives an nginx zone's key variables for request i, each
+// prefixed with the limiter instance (key: one nginx's zones are its own).
+// A request without a recorded connection is taken to come from the one
+// address rlbench attack sends from.
+func nginxVars(keys []string, instance string, a *reqAttrs, i int) map[string]string {
+	at := a.of(i)
+	vars := make(map[string]string, len(keys))
+	for _, k := range keys {
+		v, ok := "", false
+		switch {
+		case k == "$binary_remote_addr" || k == "$remote_addr":
+			v, ok = at.RemoteIP, true
+			if v == "" {
+				v = "the attack's address"
+			}
+		case k == "$host" || k == "$server_name":
+			if h, found := at.Header(":authority"); found {
+				v, ok = h, true
+				if host, _, err := net.SplitHostPort(h); err == nil {
+					v = host
+				}
+			}
+		case k == "$uri":
+			if p, found := at.Header(":path"); found {
+				v, _, _ = strings.Cut(p, "?")
+				ok = true
+			}
+		case k == "$request_uri":
+			v, ok = at.Header(":path")
+		default: // $http_<name>: the request header, '_' for '-'
+			v, ok = at.Header(strings.ReplaceAll(strings.TrimPrefix(k, "$http_"), "_", "-"))
+		}
+		if ok && v != "" {
+			vars[k] = instance + " " + v
+		}
+	}
+	return vars
 }
 
 func keyNeeds(key string) string {

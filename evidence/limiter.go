@@ -93,9 +93,12 @@ type Limiter struct {
 	// FailureModeDeny is the Envoy ratelimit filter's failure_mode_deny of a
 	// StageGlobal limiter: an RLS error is a 500 (rls_error) instead of an admission.
 	FailureModeDeny bool `json:"failure_mode_deny,omitempty"`
-	// TimeoutNs is the ratelimit filter's RLS call timeout (ns; 0: unknown):
-	// a decision the RLS made later than sent + timeout reached no one.
+	// TimeoutNs is the ratelimit filter's RLS call timeout (ns; 0: unknown).
 	TimeoutNs int64 `json:"timeout_ns,omitempty"`
+	// ClockSkewNs is the most the limiter's clock may differ from the
+	// clients' (ns): its windows and refills are placed by its own clock.
+	// 0 for the lab and a limiter on the clients' host.
+	ClockSkewNs int64 `json:"clock_skew_ns,omitempty"`
 }
 
 // RLSLimiter is the RLS part of a Limiter.
@@ -294,8 +297,8 @@ func (l *Limiter) Validate() error {
 			return fmt.Errorf("depends_on, resets: empty fault target")
 		}
 	}
-	if l.TimeoutNs < 0 {
-		return fmt.Errorf("timeout_ns: negative")
+	if l.TimeoutNs < 0 || l.ClockSkewNs < 0 {
+		return fmt.Errorf("timeout_ns, clock_skew_ns: negative")
 	}
 	return nil
 }
