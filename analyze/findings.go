@@ -91,15 +91,15 @@ func (ls *limiterSet) failures(in *Input, received []bool) *RLSFailures {
 		if !ls.throughGlobal[i] || !(reqs.Class[i].Passed() || received[i]) {
 			continue
 		}
-		in := acting.overlaps(reqs.SentNs[i], reqs.EndNs[i])
-		if in {
+		inside := acting.overlaps(reqs.SentNs[i], reqs.EndNs[i])
+		if inside {
 			admittedIn++
 		} else {
 			admittedOut++
 		}
 		if perRequest && !ls.joinedOK(i) {
 			ids = append(ids, reqs.IDs.ID(i))
-			if !in {
+			if !inside {
 				outside = append(outside, reqs.IDs.ID(i))
 			}
 		}
@@ -248,13 +248,13 @@ func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
 	ev := in.Evidence
 	reqs := &ev.Requests
 	e := &Engagement{IDs: []string{}}
-	any := false
+	found := false
 	var ids []string
 	for k, r := range ls.runs {
 		if r.decl.Stage != evidence.StageGlobal {
 			continue
 		}
-		any = true
+		found = true
 		if r.desc == nil {
 			continue // no actions known (a previous release's limits): decisions only
 		}
@@ -288,9 +288,9 @@ func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
 		} else {
 			e.NoLimitDecisions++
 		}
-		any = true
+		found = true
 	}
-	if !any {
+	if !found {
 		return nil
 	}
 	e.IDs = sampleOf(ids)

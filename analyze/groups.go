@@ -27,7 +27,7 @@ func groups(srs []ScenarioReport) []Group {
 		if s.Status == NotRun && s.Totals.Sent == 0 {
 			continue
 		}
-		lo, hi := s.Totals.Admitted, s.Totals.Admitted+s.Totals.NoResponse
+		lo, hi := s.Totals.Passed, s.Totals.PassedMax(s.Receipts.IndeterminateWithReceipt)
 		if g.Admitted == nil {
 			g.Admitted = &evidence.Range{Min: lo, Max: hi}
 		} else {

@@ -265,6 +265,10 @@ func (l *Limiter) Validate() error {
 		if err := l.Model.Validate(); err != nil {
 			return fmt.Errorf("model: %w", err)
 		}
+		if l.Model.Kind == model.KindEnvoyLocal && (l.Model.Scope == model.ScopeConnection) != (l.Key == KeyConnection) {
+			return fmt.Errorf("key: %q with an envoy_local model of scope %q: give key %q and scope %q together",
+				l.Key, l.Model.Scope, KeyConnection, model.ScopeConnection)
+		}
 	}
 	if r := l.RLS; r != nil {
 		if r.Domain == "" {
