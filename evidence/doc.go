@@ -17,7 +17,7 @@
 //
 // # Scenario directory
 //
-//	scenario.json                 Scenario (rlbench.scenario/v1): expectation and configured limits
+//	scenario.json                 Scenario (rlbench.scenario/v1): expectation, limiters (models), classification rules; read strictly
 //	NOT_RUN                       present when the scenario did not execute; its text is the reason
 //	attack.json                   Attack (rlbench.attack/v2; v1 files of both earlier shapes load)
 //	requests.jsonl                one Request per fired ID, as the client saw it
@@ -25,7 +25,8 @@
 //	faults.jsonl                  one Fault per fault action (optional)
 //	rls/decisions.jsonl           one Decision per descriptor decision of the rate limit service (optional)
 //	rls/rls.log                   envoyproxy/ratelimit's own log (real RLS; LOG_FORMAT=json, LOG_LEVEL=debug)
-//	rls/log.json                  that log parsed by `rlbench collect rls-log` (collect/rls.Log)
+//	rls/log.json                  that log parsed by `rlbench collect rls-log` or the runner (collect/rls.Log)
+//	nginx/<proxy>/access.jsonl    an nginx access log parsed (collect/nginx.AccessRecord): $limit_req_status per ID
 //	rls/metrics.<label>.prom      raw Prometheus /metrics page of the real RLS
 //	rls/metrics.<label>.json      RLSMetrics (rlbench.rls-metrics/v1), or a bare RLSCounters (older collect)
 //	rls/redis/                    the real Redis's log
@@ -50,7 +51,11 @@
 // "local_rate_limited"), the rate limit filter's OVER_LIMIT reply with header
 // x-envoy-ratelimited (source/extensions/filters/http/ratelimit/ratelimit.cc)
 // and its failure_mode_deny reply with status_on_error (api/envoy/extensions/
-// filters/http/ratelimit/v3/rate_limit.proto). Decision records the
+// filters/http/ratelimit/v3/rate_limit.proto), the router's circuit-breaker
+// overflow (503, x-envoy-overloaded, source/common/router/router.cc) and its
+// x-envoy-upstream-service-time on upstream responses (a backend_4xx,
+// backend_429 or backend_5xx, as is any 4xx/5xx the backend has a receipt
+// of); a scenario's ClassRules describe other proxies. Decision records the
 // envoy.service.ratelimit.v3.RateLimitResponse codes, and the cache key and
 // window of envoyproxy/ratelimit (src/limiter/cache_key.go,
 // src/utils/utilities.go). See https://github.com/envoyproxy/envoy and
