@@ -194,7 +194,7 @@ func classNames() []string {
 	for c := evidence.Class(0); c < evidence.NumClasses; c++ {
 		out = append(out, c.String())
 	}
-	return append(out, "sent")
+	return append(out, "sent", "passed")
 }
 
 func anys(vs ...string) []any {
