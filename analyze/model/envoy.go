@@ -161,11 +161,13 @@ func (m *envoyModel) descName(mt envoyMatch) string {
 // --- simulator ---
 
 // envoyBucket is one token bucket's state: continuous (tau: the virtual time
-// of AtomicTokenBucketImpl, tokens = min(max, (now-tau)*rate)) or timer
-// (integer tokens).
+// of AtomicTokenBucketImpl, tokens = min(max, (now-tau)*rate); with
+// Spec.ExactLevel a token count refilled since last, as the lab proxy
+// keeps it) or timer (integer tokens).
 type envoyBucket struct {
 	tau    float64
 	tokens float64
+	last   int64
 }
 
 type envoyLimiter struct {
@@ -200,11 +202,11 @@ func (m *envoyModel) NewSimulator(seed int64) Simulator {
 func (s *envoySim) secs(t int64) float64 { return float64(t-s.base) / 1e9 }
 
 func (s *envoySim) newBucket(now int64, max, tpf float64, interval int64) *envoyBucket {
-	if s.m.continuous {
+	if s.m.continuous && !s.m.spec.ExactLevel {
 		rate := tpf / (float64(interval) / 1e9)
 		return &envoyBucket{tau: s.secs(now) - max/rate}
 	}
-	return &envoyBucket{tokens: max}
+	return &envoyBucket{tokens: max, last: now}
 }
 
 func (s *envoySim) limiter(key string, now int64) *envoyLimiter {
@@ -267,6 +269,18 @@ func (s *envoySim) consume(b *envoyBucket, now int64, max, tpf float64, interval
 		return true
 	}
 	rate := tpf / (float64(interval) / 1e9)
+	if s.m.spec.ExactLevel {
+		// internal/lab/proxy's bucket: tokens += elapsed s * rate, capped
+		if d := now - b.last; d > 0 {
+			b.tokens = min(max, b.tokens+time.Duration(d).Seconds()*rate)
+			b.last = now
+		}
+		if b.tokens < 1 {
+			return false
+		}
+		b.tokens--
+		return true
+	}
 	t := s.secs(now)
 	if t <= b.tau {
 		return false
@@ -358,6 +372,11 @@ func (m *envoyModel) bucketParams(label string, max, tpf float64, interval, peri
 	if m.continuous {
 		p.refill = continuousRefill(tpf/float64(interval), ref)
 		p.floatLevel, p.tol = true, floatTol
+		if m.spec.ExactLevel {
+			// a token count: a take of 1 is exact, a refill add (or its
+			// product) rounds by at most a few ulps of max
+			p.floatLevel, p.levelDrift = false, 4*max*0x1p-52
+		}
 	} else {
 		known := m.phaseKnown && m.spec.Scope != ScopeConnection
 		p.refill = timerRefill(tpf, period, m.timerStart, known, ref)

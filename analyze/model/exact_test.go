@@ -9,16 +9,18 @@ import (
 // TestTimerBucketLowerBoundExact: Envoy up to 1.30 with its timer start
 // known keeps integer tokens, so a fresh bucket of 5 offered 10 at once
 // admits exactly 5: the lower bound is 5, not the rounding-tolerant 4 that
-// a float bucket (1.31+) must allow.
+// a float bucket (1.31+) must allow, unless it keeps an exact token count
+// (ExactLevel, the lab proxy's continuous bucket).
 func TestTimerBucketLowerBoundExact(t *testing.T) {
 	start := time.Unix(0, t0-int64(time.Second)).UTC().Format(time.RFC3339Nano)
 	tpf := uint32(5)
 	for _, c := range []struct {
 		version, timerStart string
+		exactLevel          bool
 		min                 int
-	}{{"1.30", start, 5}, {"1.31", "", 4}} {
+	}{{"1.30", start, false, 5}, {"1.31", "", false, 4}, {"1.34", "", true, 5}} {
 		m := MustNew(Spec{Kind: KindEnvoyLocal, EnvoyVersion: c.version, MaxTokens: 5, TokensPerFill: &tpf,
-			FillInterval: Duration(time.Hour), TimerStart: c.timerStart})
+			FillInterval: Duration(time.Hour), TimerStart: c.timerStart, ExactLevel: c.exactLevel})
 		var evs []Event
 		for i := 0; i < 10; i++ {
 			o := Admitted

@@ -49,11 +49,21 @@ type tbParams struct {
 	// rounding-tolerant ceil(y - slack), which is one short when y is an
 	// integer.
 	exact bool
+	// levelDrift > 0: the limiter keeps its level as a float token count
+	// (Spec.ExactLevel) whose every refill or take may round it by at most
+	// levelDrift; a bucket of n requests is then within (n+1)*levelDrift of
+	// the exact level, its tol.
+	levelDrift float64
 }
 
 func (p *tbParams) countsAll() bool { return false }
 
 func (p *tbParams) newPrim(c *primCtx) prim {
+	if p.levelDrift > 0 {
+		q := *p
+		q.tol = math.Max(levelTol, float64(len(c.lo)+1)*p.levelDrift)
+		p = &q
+	}
 	t := &tbPrim{p: p, c: c}
 	t.init()
 	return t

@@ -46,6 +46,9 @@ func genSpec(t *rapid.T, kind string) Spec {
 		if !v.atLeast(1, 31) && rapid.Bool().Draw(t, "known phase") {
 			s.TimerStart = time.Unix(0, t0-rapid.Int64Range(0, int64(time.Second)).Draw(t, "phase")).UTC().Format(time.RFC3339Nano)
 		}
+		if v.atLeast(1, 31) && rapid.Bool().Draw(t, "exact level") {
+			s.ExactLevel = true // the simulator keeps a token count: exact
+		}
 		nd := rapid.IntRange(0, 3).Draw(t, "descriptors")
 		values := []string{"a", "b"}
 		if v.atLeast(1, 34) {

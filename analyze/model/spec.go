@@ -157,6 +157,13 @@ type Spec struct {
 	FilterEnabledPercent  *float64          `json:"filter_enabled_percent,omitempty"`
 	FilterEnforcedPercent *float64          `json:"filter_enforced_percent,omitempty"`
 	TimerStart            string            `json:"timer_start,omitempty"`
+	// ExactLevel (envoy_local, 1.31+) declares a continuous bucket that
+	// keeps its level as a token count (capped at max_tokens, one taken per
+	// request, refills added), as the rlbench lab proxy does, instead of
+	// Envoy's AtomicTokenBucket, whose double seconds since boot can make
+	// even a burst from full come out one token short: from full, a burst
+	// admits exactly max_tokens. Refill rounding stays tolerated.
+	ExactLevel bool `json:"exact_level,omitempty"`
 
 	// fixed_window: Limit hits per Unit (second, minute, hour, day, week,
 	// month = 30 days, year = 365 days, as envoyproxy/ratelimit
@@ -188,7 +195,7 @@ var kindFields = map[string][]string{
 	KindTokenBucket: {"capacity", "rate_per_sec"},
 	KindEnvoyLocal: {"envoy_version", "max_tokens", "tokens_per_fill", "fill_interval", "scope", "descriptors",
 		"always_consume_default_token_bucket", "max_dynamic_descriptors", "filter_enabled_percent",
-		"filter_enforced_percent", "timer_start"},
+		"filter_enforced_percent", "timer_start", "exact_level"},
 	KindFixedWindow:    {"limit", "unit", "align", "shadow_mode", "unlimited"},
 	KindNginxLimitReq:  {"rate", "burst", "nodelay", "delay", "key", "zones", "dry_run"},
 	KindSlidingLog:     {"limit", "window", "count"},
@@ -537,6 +544,9 @@ func (s Spec) normalizedEnvoy() (Spec, error) {
 		if _, err := time.Parse(time.RFC3339Nano, s.TimerStart); err != nil {
 			return s, fieldErr("timer_start", "want RFC 3339 time: %v", err)
 		}
+	}
+	if s.ExactLevel && !v.atLeast(1, 31) {
+		return s, fieldErr("exact_level", "applies to the continuous refill of Envoy 1.31+ (declared %s)", s.EnvoyVersion)
 	}
 	if len(s.Descriptors) > 0 && !v.atLeast(1, 26) {
 		return s, fieldErr("descriptors", "descriptor consumption before Envoy 1.26 is not modelled (declared %s)", s.EnvoyVersion)
