@@ -344,11 +344,7 @@ func judgeLimiters(in *Input) {
 	in.limiters = ls
 	ls.failOpen = failOpen(sr)
 	if ev.HasDecisions && len(ev.Decisions) > 0 {
-		eligible := func(i int) bool { return true }
-		if ls.global {
-			eligible = func(i int) bool { return ls.throughGlobal[i] }
-		}
-		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), eligible, ls.descriptorKey)
+		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.rlsUnits())
 	}
 	ls.applyFaults(in, in.received)
 	if why := requestsIncomplete(in); why != "" {
@@ -389,16 +385,24 @@ func requestsIncomplete(in *Input) string {
 	return ""
 }
 
-// descriptorKey is the RLS counter key (domain and descriptor, without the
-// window) of request i at the first RLS limiter that computes one; "" when
-// none does.
-func (ls *limiterSet) descriptorKey(i int) string {
-	for _, r := range ls.runs {
-		if r.decl.RLS != nil && r.desc != nil && r.desc[i] != nil {
-			return evidence.CacheKeyPrefix(r.decl.RLS.Domain, r.desc[i])
+// rlsUnits gives the join each request's RLS descriptor keys (the RLS
+// counter keys, domain and descriptor without the window) at the first RLS
+// limiter that computes them; one unknown key ("") for a request that
+// called the RLS with descriptors no limiter computes; none for a request
+// that did not call it.
+func (ls *limiterSet) rlsUnits() func(int) []string {
+	unknown := []string{""}
+	return func(i int) []string {
+		if ls.global && !ls.throughGlobal[i] {
+			return nil
 		}
+		for _, r := range ls.runs {
+			if set := r.set(i); r.decl.RLS != nil && set != nil {
+				return set.keys
+			}
+		}
+		return unknown
 	}
-	return ""
 }
 
 // reconcile joins receipts to requests by ID (sr.Receipts), sets
@@ -842,12 +846,21 @@ func checkRLSLogged(in *Input) (r Result) {
 	if !comparable {
 		return r
 	}
-	logged := 0
-	if in.labRLS != nil {
-		logged = in.labRLS.ByCode[evidence.CodeOK] + in.labRLS.ByCode[evidence.CodeOverLimit]
+	// the proxies count calls; the RLS logs a decision per descriptor and
+	// numbers the calls of several (Decision.Call)
+	var answered []evidence.Decision
+	for _, d := range in.Evidence.Decisions {
+		if d.Code == evidence.CodeOK || d.Code == evidence.CodeOverLimit {
+			answered = append(answered, d)
+		}
+	}
+	logged := evidence.Calls(answered)
+	got := strconv.Itoa(logged) + " in " + evidence.DecisionsFile
+	if logged != len(answered) {
+		got = fmt.Sprintf("%d calls (%d decisions) in %s", logged, len(answered), evidence.DecisionsFile)
 	}
 	r.add("rls decisions logged = decisions the proxies received", passIf(int64(logged) == received),
-		strconv.FormatInt(received, 10)+" (ratelimit.ok + over_limit)", strconv.Itoa(logged)+" in "+evidence.DecisionsFile)
+		strconv.FormatInt(received, 10)+" (ratelimit.ok + over_limit)", got)
 	return r
 }
 

@@ -255,7 +255,7 @@ func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
 			continue
 		}
 		found = true
-		if r.desc == nil {
+		if r.entries == nil {
 			continue // no actions known (a previous release's limits): decisions only
 		}
 		for i := 0; i < reqs.Len(); i++ {
@@ -263,19 +263,20 @@ func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
 				continue
 			}
 			e.Requests++
+			set := r.set(i)
 			switch {
-			case r.desc[i] == nil:
+			case set == nil || len(set.descs) == 0:
 				e.NoDescriptor++
 				ids = append(ids, reqs.IDs.ID(i))
-			case r.rule == nil:
-			case r.rule[i] == -1:
-				e.NoRule++
-				ids = append(ids, reqs.IDs.ID(i))
-			case r.rule[i] == -2:
+			case set.rule == nil:
+			case set.limited > 0:
+				e.Limited++
+			case slices.Contains(set.rule, -2):
 				e.Unlimited++
 				ids = append(ids, reqs.IDs.ID(i))
 			default:
-				e.Limited++
+				e.NoRule++
+				ids = append(ids, reqs.IDs.ID(i))
 			}
 		}
 	}

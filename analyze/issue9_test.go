@@ -75,7 +75,7 @@ func localLimiter(name string, maxTokens, tpf uint32, fill time.Duration, start 
 
 // rlsLimiter is a global limiter on an RLS configuration.
 func rlsLimiter(config string, actions ...evidence.RateLimitAction) evidence.Limiter {
-	return evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, Actions: actions,
+	return evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, RateLimits: []evidence.RateLimitEntry{{Actions: actions}},
 		RLS: &evidence.RLSLimiter{Domain: "inventory", Config: config}, Resets: []string{evidence.FaultTargetRLS}}
 }
 

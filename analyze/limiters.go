@@ -3,6 +3,7 @@ package analyze
 import (
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -79,6 +80,9 @@ type LimiterReport struct {
 	Findings []string `json:"findings"`
 	// Uncertainty is how wide the timing uncertainty was.
 	Uncertainty ModelUncertainty `json:"uncertainty"`
+
+	// units counts the events judged (a request per counter it hit).
+	units int
 }
 
 // ModelBound is the model's bound on one admitted count: a bucket (a key),
@@ -138,21 +142,58 @@ type limiterRun struct {
 	decl    evidence.Limiter
 	rejects []evidence.Class
 	applies []bool // per target index
-	// per request: the descriptor the limiter's actions build (nil: none)
-	// and, for an RLS limiter, the rule matched (-1 none, -2 unlimited).
-	desc   [][]evidence.DescriptorEntry
-	rule   []int32
-	rules  []*rlsconfig.Match
-	cfg    *rlsconfig.Config
-	err    string
-	report *LimiterReport
+	// entries are the limiter's compiled rate_limits (nil: none declared);
+	// descOf[i] indexes sets with request i's descriptors (-1: its target
+	// does not meet the limiter, or no rate_limits).
+	entries []evidence.CompiledRateLimit
+	descOf  []int32
+	sets    []*descSet
+	rules   []*rlsconfig.Match
+	cfg     *rlsconfig.Config
+	err     string
+	report  *LimiterReport
 	// suspend are the fault windows (with recovery lag) acting on it.
 	suspend intervals
 	// resets are the state resets (epochs) of its counters.
 	resets []epochBoundary
 	// unruled counts the requests that reached an RLS limiter and matched
-	// no rule (or produced no descriptor): not limited by it.
-	unruled int
+	// no rule (or produced no descriptor): not limited by it. multi counts
+	// those with more than one limited descriptor (several counters).
+	unruled, multi int
+}
+
+// descSet is the descriptors one kind of request produces (the rate_limits
+// entries evaluated on its phase's headers and client address), with each
+// one's key (the RLS cache key prefix, or the entries as k=v) and, for an
+// RLS limiter, the rule matched (-1 none, -2 unlimited).
+type descSet struct {
+	descs [][]evidence.DescriptorEntry
+	keys  []string
+	rule  []int32
+	// limited counts the descriptors with a rule (rule >= 0).
+	limited int
+}
+
+// set returns request i's descriptors at r (nil: not evaluated).
+func (r *limiterRun) set(i int) *descSet {
+	if r.descOf == nil || r.descOf[i] < 0 {
+		return nil
+	}
+	return r.sets[r.descOf[i]]
+}
+
+// firstLimited returns request i's first descriptor with a rule at an RLS
+// limiter (the first descriptor otherwise); -1 when none.
+func (s *descSet) firstLimited(rls bool) int {
+	if s == nil || rls && s.rule == nil {
+		return -1
+	}
+	for u := range s.descs {
+		if !rls || s.rule[u] >= 0 {
+			return u
+		}
+	}
+	return -1
 }
 
 type epochBoundary struct {
@@ -208,14 +249,36 @@ func resolveLimiters(in *Input) *limiterSet {
 		} else {
 			r.report.Model = "rls"
 		}
-		if len(d.Actions) > 0 {
-			r.desc = make([][]evidence.DescriptorEntry, reqs.Len())
-			for i := 0; i < reqs.Len(); i++ {
-				if !r.applies[reqs.Target[i]] {
-					continue
-				}
-				if e, ok := evidence.Descriptor(d.Actions, attrs.of(i)); ok {
-					r.desc[i] = e
+		if len(d.RateLimits) > 0 {
+			entries, err := evidence.CompileRateLimits("rate_limits", d.RateLimits)
+			if err != nil {
+				r.err = err.Error()
+			} else {
+				r.entries = entries
+				r.descOf = make([]int32, reqs.Len())
+				byAttrs := map[[2]string]int32{}
+				for i := 0; i < reqs.Len(); i++ {
+					r.descOf[i] = -1
+					if !r.applies[reqs.Target[i]] {
+						continue
+					}
+					phase, ip := reqs.Phases[reqs.Phase[i]], attrs.remoteIP(i)
+					k, ok := byAttrs[[2]string{phase, ip}]
+					if !ok {
+						descs := evidence.Descriptors(entries, attrs.header(phase), ip)
+						set := &descSet{descs: descs, keys: make([]string, len(descs))}
+						for u, e := range descs {
+							if d.RLS != nil {
+								set.keys[u] = evidence.CacheKeyPrefix(d.RLS.Domain, e)
+							} else {
+								set.keys[u] = descriptorString(e)
+							}
+						}
+						k = int32(len(r.sets))
+						r.sets = append(r.sets, set)
+						byAttrs[[2]string{phase, ip}] = k
+					}
+					r.descOf[i] = k
 				}
 			}
 		}
@@ -233,7 +296,7 @@ func resolveLimiters(in *Input) *limiterSet {
 			if r.decl.Stage != evidence.StageGlobal || !ls.reaches(k, i, reqs, nil) {
 				continue
 			}
-			if r.desc == nil || r.desc[i] != nil {
+			if set := r.set(i); r.entries == nil || set != nil && len(set.descs) > 0 {
 				ls.throughGlobal[i] = true
 			}
 		}
@@ -254,41 +317,27 @@ func (ls *limiterSet) resolveRLS(r *limiterRun, reqs *evidence.Requests) {
 		return
 	}
 	r.cfg = cfg
-	r.rule = make([]int32, reqs.Len())
 	byKey := map[string]int32{}
-	byDesc := map[string]int32{} // descriptor (cache key prefix) -> rule, matched once
-	for i := range r.rule {
-		r.rule[i] = -1
-		if r.desc == nil || r.desc[i] == nil {
-			continue
-		}
-		var b strings.Builder
-		for _, e := range r.desc[i] {
-			b.WriteString(e.Key)
-			b.WriteByte(0)
-			b.WriteString(e.Value)
-			b.WriteByte(0)
-		}
-		dk := b.String()
-		if g, ok := byDesc[dk]; ok {
-			r.rule[i] = g
-			continue
-		}
-		m, ok := cfg.Match(r.desc[i])
-		switch {
-		case m == nil:
-		case !ok:
-			r.rule[i] = -2 // unlimited
-		default:
-			k, seen := byKey[m.FullKey]
-			if !seen {
-				k = int32(len(r.rules))
-				byKey[m.FullKey] = k
-				r.rules = append(r.rules, m)
+	for _, set := range r.sets {
+		set.rule = make([]int32, len(set.descs))
+		for u, desc := range set.descs {
+			m, ok := cfg.Match(desc)
+			switch {
+			case m == nil:
+				set.rule[u] = -1
+			case !ok:
+				set.rule[u] = -2 // unlimited
+			default:
+				k, seen := byKey[m.FullKey]
+				if !seen {
+					k = int32(len(r.rules))
+					byKey[m.FullKey] = k
+					r.rules = append(r.rules, m)
+				}
+				set.rule[u] = k
+				set.limited++
 			}
-			r.rule[i] = k
 		}
-		byDesc[dk] = r.rule[i]
 	}
 }
 
@@ -337,29 +386,24 @@ func (ls *limiterSet) outcome(k, i int, reqs *evidence.Requests, received []bool
 	return model.Unknown
 }
 
-// reqAttrs gives descriptor actions what they read of each request: the
-// phase's recorded request headers, the pseudo-headers of its URL and
-// method, and the client's address from its connection.
+// reqAttrs gives descriptor actions what they read of each request: its
+// phase's recorded request headers (Scenario.RequestHeaders, canonical
+// keys) and the client's address from its connection; and nginx zone keys
+// its URL. Like the lab proxy, actions read no pseudo-headers.
 type reqAttrs struct {
 	reqs    *evidence.Requests
-	headers map[string]map[string]string
-	methods map[string]string
+	headers map[string]http.Header
 	urls    []*url.URL
 }
 
 func newAttrs(in *Input) *reqAttrs {
-	a := &reqAttrs{reqs: &in.Evidence.Requests, headers: map[string]map[string]string{}, methods: map[string]string{}}
+	a := &reqAttrs{reqs: &in.Evidence.Requests, headers: map[string]http.Header{}}
 	for p, h := range in.Scenario.RequestHeaders {
-		lh := map[string]string{}
+		hh := make(http.Header, len(h))
 		for k, v := range h {
-			lh[strings.ToLower(k)] = v
+			hh[http.CanonicalHeaderKey(k)] = []string{v}
 		}
-		a.headers[p] = lh
-	}
-	if at := in.Evidence.Attack; at != nil {
-		for _, ph := range at.Phases {
-			a.methods[ph.Config.Name] = ph.Config.Method
-		}
+		a.headers[p] = hh
 	}
 	a.urls = make([]*url.URL, len(a.reqs.URLs))
 	for i, u := range a.reqs.URLs {
@@ -368,42 +412,35 @@ func newAttrs(in *Input) *reqAttrs {
 	return a
 }
 
-func (a *reqAttrs) of(i int) evidence.RequestAttrs {
-	phase := a.reqs.Phases[a.reqs.Phase[i]]
-	var u *url.URL
-	if int(a.reqs.URL[i]) < len(a.urls) {
-		u = a.urls[a.reqs.URL[i]]
+// header returns a phase's request headers (never nil).
+func (a *reqAttrs) header(phase string) http.Header {
+	if h, ok := a.headers[phase]; ok {
+		return h
 	}
-	ip := ""
-	if c := a.reqs.ConnOf(i); c != "" {
-		addr, _, _ := strings.Cut(c, "/")
-		ip, _, _ = net.SplitHostPort(addr)
-	}
-	return evidence.RequestAttrs{RemoteIP: ip, Header: func(name string) (string, bool) {
-		switch name {
-		case ":path":
-			if u != nil {
-				return u.RequestURI(), true
-			}
-			return "", false
-		case ":authority":
-			if u != nil {
-				return u.Host, true
-			}
-			return "", false
-		case ":method":
-			m, ok := a.methods[phase]
-			if m == "" {
-				m, ok = "GET", true // attack's default method
-			}
-			return m, ok
-		}
-		v, ok := a.headers[phase][name]
-		return v, ok
-	}}
+	return http.Header{}
 }
 
-// eventKey is the model Key of request i at limiter r (KeyShared: "all").
+// remoteIP is the client's IP of request i from its connection ("": not recorded).
+func (a *reqAttrs) remoteIP(i int) string {
+	c := a.reqs.ConnOf(i)
+	if c == "" {
+		return ""
+	}
+	addr, _, _ := strings.Cut(c, "/")
+	ip, _, _ := net.SplitHostPort(addr)
+	return ip
+}
+
+// url is request i's URL (nil: not recorded or not parsable).
+func (a *reqAttrs) url(i int) *url.URL {
+	if k := int(a.reqs.URL[i]); k < len(a.urls) {
+		return a.urls[k]
+	}
+	return nil
+}
+
+// eventKey is the model Key of request i at limiter r (KeyShared: "all";
+// KeyDescriptor: its first limited descriptor).
 func (r *limiterRun) eventKey(i int, reqs *evidence.Requests) (string, bool) {
 	switch r.decl.Key {
 	case evidence.KeyTarget:
@@ -415,13 +452,15 @@ func (r *limiterRun) eventKey(i int, reqs *evidence.Requests) (string, bool) {
 		}
 		return reqs.Targets[reqs.Target[i]] + " " + reqs.Phases[reqs.Phase[i]] + " " + c, true
 	case evidence.KeyDescriptor:
-		if r.desc == nil || r.desc[i] == nil {
+		set := r.set(i)
+		u := set.firstLimited(r.decl.RLS != nil && r.cfg != nil)
+		if u < 0 {
 			return "", false
 		}
-		if r.decl.RLS != nil {
-			return evidence.CacheKeyPrefix(r.decl.RLS.Domain, r.desc[i]), true
+		if r.decl.RLS == nil {
+			return strings.Join(set.keys, " "), true
 		}
-		return descriptorString(r.desc[i]), true
+		return set.keys[u], true
 	}
 	return "all", true
 }
@@ -486,17 +525,21 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		}
 		shadowVisible := false
 		noKey := 0
+		global := r.decl.Stage == evidence.StageGlobal
+		isRLS := r.decl.RLS != nil
 		for i := 0; i < reqs.Len(); i++ {
 			if !ls.reaches(k, i, reqs, received) {
 				continue
 			}
-			g := 0
-			if r.rule != nil {
-				if r.rule[i] < 0 {
+			set := r.set(i)
+			if isRLS {
+				if set == nil || set.limited == 0 {
 					r.unruled++ // no rule applied: not limited (see the engagement check)
 					continue
 				}
-				g = int(r.rule[i])
+				if set.limited > 1 {
+					r.multi++
+				}
 			}
 			key, ok := r.eventKey(i, reqs)
 			if !ok {
@@ -520,44 +563,96 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				hi = min(hi, recvNs[i])
 			}
 			hi = max(hi, lo)
-			if r.decl.Stage == evidence.StageGlobal {
-				if ls.failOpen > 0 && o == model.Admitted && !ls.joinedOK(i) {
-					o = model.Unknown // may have been let through without a decision
-				}
-				if d := ls.joinedDecision(i); d != nil && d.Shadow && o == model.Admitted {
-					o, shadowVisible = model.ShadowRejected, true
-				}
-				if o == model.Unknown && !ev.HasDecisions {
-					hi = max(hi, ls.lastNs) // the RLS may count it late (zombie), unseen without its log
-				}
-			}
 			rep.Offered++
-			if r.suspend.overlaps(lo, hi) {
-				o = model.Unknown
+			suspended := r.suspend.overlaps(lo, hi)
+			if suspended {
 				rep.Suspended++
 			}
-			switch o {
+			// one event per counter the request hit: per limited descriptor
+			// at an RLS, else one
+			type unit struct {
+				g   int
+				key string
+			}
+			units := []unit{{0, key}}
+			if isRLS {
+				units = units[:0]
+				for u, rule := range set.rule {
+					if rule >= 0 {
+						units = append(units, unit{int(rule), set.keys[u]})
+					}
+				}
+			}
+			var descs []model.Descriptor
+			if r.decl.Model != nil && set != nil && len(set.descs) > 0 {
+				descs = make([]model.Descriptor, len(set.descs))
+				for u, d := range set.descs {
+					descs[u] = toModelDescriptor(d)
+				}
+			}
+			var vars map[string]string
+			if len(zoneKeys) > 0 {
+				vars = nginxVars(zoneKeys, key, ls.attrs, i)
+			}
+			var tally model.Outcome
+			for n, un := range units {
+				uo, uhi := o, hi
+				if global {
+					dkey := un.key
+					if !isRLS {
+						dkey = "" // the request's decision, whatever the descriptor
+					}
+					d := ls.unitDecision(i, dkey)
+					if len(units) > 1 && uo == model.Rejected {
+						// one of its counters rejected it: which, its decisions tell
+						switch {
+						case d == nil:
+							uo = model.Unknown
+						case d.Code == evidence.CodeOK:
+							uo = model.Admitted
+						}
+					}
+					if ls.failOpen > 0 && uo == model.Admitted && (d == nil || d.Code != evidence.CodeOK) {
+						uo = model.Unknown // may have been let through without a decision
+					}
+					if d != nil && d.Shadow && uo == model.Admitted {
+						uo, shadowVisible = model.ShadowRejected, true
+					}
+					if uo == model.Unknown && !ev.HasDecisions {
+						uhi = max(uhi, ls.lastNs) // the RLS may count it late (zombie), unseen without its log
+					}
+				}
+				if suspended {
+					uo = model.Unknown
+				}
+				switch {
+				case n == 0:
+					tally = uo
+				case tally == uo, tally == model.ShadowRejected && uo == model.Admitted:
+				case tally == model.Admitted && uo == model.ShadowRejected:
+					tally = uo
+				default:
+					tally = model.Unknown
+				}
+				eps := r.epochsOf(lo, uhi)
+				if len(eps) > 1 {
+					uo = model.Unknown // in flight across a state reset: either epoch
+				}
+				for _, e := range eps {
+					groups[un.g].events = append(groups[un.g].events, model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: uhi, Key: un.key + e, Descriptors: descs, Vars: vars, Outcome: uo})
+				}
+				rep.units++
+			}
+			if o == model.Rejected && !suspended {
+				tally = model.Rejected // one of its counters rejected it
+			}
+			switch tally {
 			case model.Admitted, model.ShadowRejected:
 				rep.Admitted++
 			case model.Rejected:
 				rep.Rejected++
 			default:
 				rep.Unknown++
-			}
-			var descs []model.Descriptor
-			if r.decl.Model != nil && r.desc != nil && r.desc[i] != nil {
-				descs = []model.Descriptor{toModelDescriptor(r.desc[i])}
-			}
-			var vars map[string]string
-			if len(zoneKeys) > 0 {
-				vars = nginxVars(zoneKeys, key, ls.attrs, i)
-			}
-			eps := r.epochsOf(lo, hi)
-			if len(eps) > 1 {
-				o = model.Unknown // in flight across a state reset: either epoch
-			}
-			for _, e := range eps {
-				groups[g].events = append(groups[g].events, model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: hi, Key: key + e, Descriptors: descs, Vars: vars, Outcome: o})
 			}
 		}
 		if noKey > 0 {
@@ -592,7 +687,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
 		}
 		opts := model.Options{ShadowVisible: shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
-		widths := make([]int64, 0, rep.Offered+rep.Zombies)
+		widths := make([]int64, 0, rep.units+rep.Zombies)
 		used := 0
 		for _, g := range groups {
 			if len(g.events) > 0 {
@@ -613,7 +708,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				widths = append(widths, e.Hi-e.Lo)
 			}
 		}
-		rep.Total.Offered = rep.Offered + rep.Zombies // a request across a state reset is an event of both epochs
+		rep.Total.Offered = rep.units + rep.Zombies // a request across a state reset is an event of both epochs
 		rep.Uncertainty.setWidths(widths)
 		sort.Slice(rep.Buckets, func(a, b int) bool { return rep.Buckets[a].Bucket < rep.Buckets[b].Bucket })
 		sort.SliceStable(rep.Windows, func(a, b int) bool {
@@ -659,32 +754,43 @@ func nginxZoneKeys(s *model.Spec) (keys []string, unknown string) {
 // A request without a recorded connection is taken to come from the one
 // address rlbench attack sends from.
 func nginxVars(keys []string, instance string, a *reqAttrs, i int) map[string]string {
-	at := a.of(i)
+	u := a.url(i)
+	h := a.header(a.reqs.Phases[a.reqs.Phase[i]])
 	vars := make(map[string]string, len(keys))
 	for _, k := range keys {
 		v, ok := "", false
 		switch {
 		case k == "$binary_remote_addr" || k == "$remote_addr":
-			v, ok = at.RemoteIP, true
+			v, ok = a.remoteIP(i), true
 			if v == "" {
 				v = "the attack's address"
 			}
 		case k == "$host" || k == "$server_name":
-			if h, found := at.Header(":authority"); found {
-				v, ok = h, true
-				if host, _, err := net.SplitHostPort(h); err == nil {
-					v = host
+			if hv := h.Get("Host"); hv != "" {
+				v, ok = hv, true
+			} else if u != nil {
+				v, ok = u.Host, true
+			}
+			if host, _, err := net.SplitHostPort(v); err == nil {
+				v = host
+			}
+			v = strings.ToLower(v)
+		case k == "$uri":
+			if u != nil {
+				v, ok = u.EscapedPath(), true
+				if v == "" {
+					v = "/"
 				}
 			}
-		case k == "$uri":
-			if p, found := at.Header(":path"); found {
-				v, _, _ = strings.Cut(p, "?")
-				ok = true
-			}
 		case k == "$request_uri":
-			v, ok = at.Header(":path")
+			if u != nil {
+				v, ok = u.RequestURI(), true
+			}
 		default: // $http_<name>: the request header, '_' for '-'
-			v, ok = at.Header(strings.ReplaceAll(strings.TrimPrefix(k, "$http_"), "_", "-"))
+			vs := h[http.CanonicalHeaderKey(strings.ReplaceAll(strings.TrimPrefix(k, "$http_"), "_", "-"))]
+			if len(vs) > 0 {
+				v, ok = vs[0], true
+			}
 		}
 		if ok && v != "" {
 			vars[k] = instance + " " + v
@@ -824,18 +930,37 @@ func (u *ModelUncertainty) setWidths(w []int64) {
 	u.MaxWidthNs, u.MedianWidthNs, u.P99WidthNs = w[n-1], w[n/2], w[min(n-1, n*99/100)]
 }
 
-// joinedDecision returns the RLS decision joined to request i, if any.
-func (ls *limiterSet) joinedDecision(i int) *evidence.Decision {
-	if ls.join == nil || ls.join.req2dec == nil || ls.join.req2dec[i] < 0 {
+// unitDecision returns the RLS decision joined to request i's descriptor
+// with cache key prefix key ("": its first), if any.
+func (ls *limiterSet) unitDecision(i int, key string) *evidence.Decision {
+	j := ls.join
+	if j == nil || j.unitStart == nil {
 		return nil
 	}
-	return ls.join.decision(int(ls.join.req2dec[i]))
+	for u := j.unitStart[i]; u < j.unitStart[i+1]; u++ {
+		if key == "" || j.unitKey[u] == "" || j.unitKey[u] == key {
+			if j.unit2dec[u] < 0 {
+				return nil
+			}
+			return j.decision(int(j.unit2dec[u]))
+		}
+	}
+	return nil
 }
 
-// joinedOK reports whether request i has an OK decision joined to it.
+// joinedOK reports whether request i has an OK decision joined to one of
+// its descriptors: a sure sign the RLS answered its call.
 func (ls *limiterSet) joinedOK(i int) bool {
-	d := ls.joinedDecision(i)
-	return d != nil && d.Code == evidence.CodeOK
+	j := ls.join
+	if j == nil || j.unitStart == nil {
+		return false
+	}
+	for u := j.unitStart[i]; u < j.unitStart[i+1]; u++ {
+		if k := j.unit2dec[u]; k >= 0 && j.ds[k].Code == evidence.CodeOK {
+			return true
+		}
+	}
+	return false
 }
 
 // endToEnd is the scenario's end-to-end model bound: for each target, the
@@ -872,7 +997,7 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (ModelBound, bool) {
 			continue
 		}
 		used[k] = true
-		if r.report.Status != LimiterChecked || r.unruled > 0 {
+		if r.report.Status != LimiterChecked || r.unruled > 0 || r.multi > 0 {
 			return ModelBound{}, false
 		}
 		tb := r.report.Total

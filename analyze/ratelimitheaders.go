@@ -58,10 +58,12 @@ type headerWindow struct {
 func (r *limiterRun) headerWindow(i int) headerWindow {
 	hw := headerWindow{limit: -1}
 	if r.decl.RLS != nil {
-		if r.rule == nil || r.rule[i] < 0 {
+		set := r.set(i)
+		u := set.firstLimited(true)
+		if u < 0 || set.rule == nil {
 			return hw
 		}
-		rule := r.rules[r.rule[i]]
+		rule := r.rules[set.rule[u]]
 		hw.limit = int64(rule.Limit.RequestsPerUnit)
 		hw.seconds = model.UnitSeconds(rule.Limit.Unit)
 		if r.decl.RLS.Align != model.AlignFirstHit {

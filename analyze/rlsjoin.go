@@ -6,33 +6,39 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// maxJoinPairs bounds the (decision, request) candidate pairs of one join;
-// maxJoinSteps the augmenting-path search. Beyond them the join is not
-// made and nothing is called late.
+// maxJoinPairs bounds the (decision, descriptor) candidate pairs of one
+// join; maxJoinSteps the augmenting-path search. Beyond them the join is
+// not made and nothing is called late.
 const (
 	maxJoinPairs = 4 << 20
 	maxJoinSteps = 32 << 20
 )
 
-// rlsJoin joins each RLS decision (OK or OVER_LIMIT) to the request it
-// answered. No RLS log names a request, so a decision can belong to any
-// request that went to the RLS with the same descriptor, that was in
-// flight when the decision was made ([send, response], widened by the
-// log's time resolution) and whose outcome agrees with the code (see
-// compatible). Each request gets at most one decision per call: the join is a
-// maximum matching of that bipartite graph (greedy earliest-end first,
-// then augmenting paths), so that one unrelated request in flight cannot
-// hide many late decisions. A decision no request can take is late (a
-// "zombie": the RLS executed the call after its client had given up,
-// envoyproxy/ratelimit src/redis/fixed_cache_impl.go): it counted in its
-// window but admitted no one.
+// rlsJoin joins each RLS decision (OK or OVER_LIMIT) to the call it
+// answered: a request's descriptor (a "unit"; Envoy sends all of a
+// request's descriptors in one call and the RLS logs a decision per
+// descriptor). No RLS log names a request, so a decision can belong to any
+// unit with the same descriptor whose request was in flight when the
+// decision was made ([send, response], widened by the log's time
+// resolution) and whose outcome agrees with the code (see compatible).
+// Each unit gets at most one decision: the join is a maximum matching of
+// that bipartite graph (greedy earliest-end first, then augmenting paths),
+// so that one unrelated request in flight cannot hide many late decisions.
+// A decision no unit can take is late (a "zombie": the RLS executed the
+// call after its client had given up, envoyproxy/ratelimit
+// src/redis/fixed_cache_impl.go): it counted in its window but admitted
+// no one.
 type rlsJoin struct {
 	ds  []evidence.Decision
 	res int64
+	// unitStart[i]..unitStart[i+1] are request i's units; unitKey their
+	// descriptor keys (evidence.CacheKeyPrefix; "": unknown, matches any
+	// decision); unit2dec the decision joined to each (-1: none).
+	unitStart []int32
+	unitKey   []string
+	unit2dec  []int32
 	// dec2req is, per decision, the request joined (-1: none).
 	dec2req []int32
-	// req2dec is, per request, the decision joined (-1: none).
-	req2dec []int32
 	// zombieIdx are the OK/OVER_LIMIT decisions joined to no request.
 	zombieIdx []int
 	// Skipped says why the join was not made ("" when it was).
@@ -41,17 +47,34 @@ type rlsJoin struct {
 
 func (j *rlsJoin) decision(k int) *evidence.Decision { return &j.ds[k] }
 
-// joinDecisions joins ev's decisions to the requests for which eligible is
-// true; key gives a request's descriptor key (evidence.CacheKeyPrefix of
-// its domain and descriptor, "" when unknown: it matches any decision).
-func joinDecisions(ev *evidence.ScenarioEvidence, res int64, eligible func(int) bool, key func(int) string) *rlsJoin {
+// joinDecisions joins ev's decisions to the requests' units: units(i)
+// gives request i's descriptor keys (nil: it did not call the RLS; a ""
+// key matches any decision).
+func joinDecisions(ev *evidence.ScenarioEvidence, res int64, units func(int) []string) *rlsJoin {
 	reqs := &ev.Requests
-	j := &rlsJoin{ds: ev.Decisions, res: max(res, 1), dec2req: make([]int32, len(ev.Decisions)), req2dec: make([]int32, reqs.Len())}
+	n := reqs.Len()
+	j := &rlsJoin{ds: ev.Decisions, res: max(res, 1), dec2req: make([]int32, len(ev.Decisions)), unitStart: make([]int32, n+1)}
 	for i := range j.dec2req {
 		j.dec2req[i] = -1
 	}
-	for i := range j.req2dec {
-		j.req2dec[i] = -1
+	var rq []int
+	for i := 0; i < n; i++ {
+		ks := units(i)
+		j.unitKey = append(j.unitKey, ks...)
+		j.unitStart[i+1] = int32(len(j.unitKey))
+		if len(ks) > 0 {
+			rq = append(rq, i)
+		}
+	}
+	j.unit2dec = make([]int32, len(j.unitKey))
+	for u := range j.unit2dec {
+		j.unit2dec[u] = -1
+	}
+	unitReq := make([]int32, len(j.unitKey))
+	for i := 0; i < n; i++ {
+		for u := j.unitStart[i]; u < j.unitStart[i+1]; u++ {
+			unitReq[u] = int32(i)
+		}
 	}
 	var dec []int
 	dkey := make([]string, len(ev.Decisions))
@@ -66,22 +89,14 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res int64, eligible func(int) 
 		}
 	}
 	sort.SliceStable(dec, func(a, b int) bool { return ev.Decisions[dec[a]].TimeNs < ev.Decisions[dec[b]].TimeNs })
-	var rq []int
-	rkey := make([]string, reqs.Len())
-	for i := 0; i < reqs.Len(); i++ {
-		if eligible(i) {
-			rq = append(rq, i)
-			rkey[i] = key(i)
-		}
-	}
 	sort.SliceStable(rq, func(a, b int) bool { return reqs.SentNs[rq[a]] < reqs.SentNs[rq[b]] })
 
-	// candidates of each decision, by a sweep over send times
+	// candidate units of each decision, by a sweep over send times
 	start := make([]int, len(dec)+1)
 	var adj []int32
 	var active []int
 	next, scanned := 0, 0
-	for n, k := range dec {
+	for m, k := range dec {
 		d := &ev.Decisions[k]
 		lo, hi := d.TimeNs, d.TimeNs+j.res-1
 		for ; next < len(rq) && reqs.SentNs[rq[next]] <= hi; next++ {
@@ -94,63 +109,74 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res int64, eligible func(int) 
 				continue // ended before this decision, and before every later one
 			}
 			kept = append(kept, i)
-			if (dkey[k] == "" || rkey[i] == "" || dkey[k] == rkey[i]) && compatible(d.Code, reqs.Class[i]) {
-				adj = append(adj, int32(i))
+			multi := j.unitStart[i+1]-j.unitStart[i] > 1
+			if !compatible(d.Code, reqs.Class[i], multi) {
+				continue
+			}
+			for u := j.unitStart[i]; u < j.unitStart[i+1]; u++ {
+				if dkey[k] == "" || j.unitKey[u] == "" || dkey[k] == j.unitKey[u] {
+					adj = append(adj, u)
+				}
 			}
 		}
 		active = kept
-		start[n+1] = len(adj)
+		start[m+1] = len(adj)
 		if len(adj) > maxJoinPairs || scanned > 4*maxJoinPairs {
 			j.skipped = "too many requests in flight per decision to join them"
 			return j
 		}
 	}
-	// greedy: earliest-ending candidate first
-	match := func(n int, i int32) {
-		j.dec2req[dec[n]] = i
-		j.req2dec[i] = int32(dec[n])
+	dec2unit := make([]int32, len(ev.Decisions))
+	for k := range dec2unit {
+		dec2unit[k] = -1
 	}
-	for n := range dec {
+	match := func(m int, u int32) {
+		dec2unit[dec[m]] = u
+		j.unit2dec[u] = int32(dec[m])
+	}
+	endOf := func(u int32) int64 { return reqs.EndNs[unitReq[u]] }
+	// greedy: earliest-ending candidate first
+	for m := range dec {
 		best := int32(-1)
-		for _, i := range adj[start[n]:start[n+1]] {
-			if j.req2dec[i] < 0 && (best < 0 || reqs.EndNs[i] < reqs.EndNs[best]) {
-				best = i
+		for _, u := range adj[start[m]:start[m+1]] {
+			if j.unit2dec[u] < 0 && (best < 0 || endOf(u) < endOf(best)) {
+				best = u
 			}
 		}
 		if best >= 0 {
-			match(n, best)
+			match(m, best)
 		}
 	}
 	// augmenting paths for the decisions left over
-	pos := make(map[int]int, len(dec)) // decision index -> n
-	for n, k := range dec {
-		pos[k] = n
+	pos := make(map[int]int, len(dec)) // decision index -> m
+	for m, k := range dec {
+		pos[k] = m
 	}
-	seen := make([]int, reqs.Len())
+	seen := make([]int, len(j.unitKey))
 	stamp, steps := 0, 0
-	var try func(n int) bool
-	try = func(n int) bool {
-		for _, i := range adj[start[n]:start[n+1]] {
+	var try func(m int) bool
+	try = func(m int) bool {
+		for _, u := range adj[start[m]:start[m+1]] {
 			if steps++; steps > maxJoinSteps {
 				return false
 			}
-			if seen[i] == stamp {
+			if seen[u] == stamp {
 				continue
 			}
-			seen[i] = stamp
-			if j.req2dec[i] < 0 || try(pos[int(j.req2dec[i])]) {
-				match(n, i)
+			seen[u] = stamp
+			if j.unit2dec[u] < 0 || try(pos[int(j.unit2dec[u])]) {
+				match(m, u)
 				return true
 			}
 		}
 		return false
 	}
-	for n, k := range dec {
-		if j.dec2req[k] >= 0 || start[n] == start[n+1] {
+	for m, k := range dec {
+		if dec2unit[k] >= 0 || start[m] == start[m+1] {
 			continue
 		}
 		stamp++
-		try(n)
+		try(m)
 		if steps > maxJoinSteps {
 			j.skipped = "joining the decisions to their requests took too long"
 			j.zombieIdx = nil
@@ -158,7 +184,9 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res int64, eligible func(int) 
 		}
 	}
 	for _, k := range dec {
-		if j.dec2req[k] < 0 {
+		if u := dec2unit[k]; u >= 0 {
+			j.dec2req[k] = unitReq[u]
+		} else {
 			j.zombieIdx = append(j.zombieIdx, k)
 		}
 	}
@@ -169,9 +197,11 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res int64, eligible func(int) 
 // compatible reports whether a decision with code reached a request whose
 // client outcome is c: an OK one that passed the RLS (or whose outcome is
 // unknown), an OVER_LIMIT one the RLS rejected (or unknown). A request
-// whose RLS call failed (rls_error) got no decision in time: a decision made
-// during it reached no one.
-func compatible(code string, c evidence.Class) bool {
+// with several descriptors (multi) that the RLS rejected had at least one
+// OVER_LIMIT, its other descriptors may be OK. A request whose RLS call
+// failed (rls_error) got no decision in time: a decision made during it
+// reached no one.
+func compatible(code string, c evidence.Class, multi bool) bool {
 	switch c {
 	case evidence.ClassRLSError:
 		return false
@@ -179,7 +209,7 @@ func compatible(code string, c evidence.Class) bool {
 		return true
 	}
 	if code == evidence.CodeOK {
-		return c.Passed()
+		return c.Passed() || multi && c == evidence.ClassGlobal429
 	}
 	return c == evidence.ClassGlobal429
 }

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -33,7 +34,7 @@ const (
 	// KeyShared: one instance for every request of the limiter's targets (one
 	// RLS counter of a fixed descriptor, a cluster-wide bucket).
 	KeyShared = "shared"
-	// KeyDescriptor: one per descriptor value the Actions compute (an RLS
+	// KeyDescriptor: one per descriptor value the RateLimits compute (an RLS
 	// rule's counter per value, a bucket per user or per client address).
 	KeyDescriptor = "descriptor"
 )
@@ -53,7 +54,7 @@ const (
 //	 "model":{"kind":"envoy_local","envoy_version":"1.30","max_tokens":5,"tokens_per_fill":5,"fill_interval":"1h0m0s",
 //	          "timer_start":"2026-12-01T09:15:58.1Z"}}
 //	{"name":"global","stage":"global","key":"descriptor",
-//	 "actions":[{"generic_key":{"descriptor_key":"tenant","descriptor_value":"lab"}}],
+//	 "rate_limits":[{"actions":[{"generic_key":{"descriptor_key":"tenant","descriptor_value":"lab"}}]}],
 //	 "rls":{"domain":"inventory","config":"domain: inventory\n...","align":"epoch"},"resets":["rls"]}
 type Limiter struct {
 	// Name names the limiter in the report and in check names; unique in a scenario.
@@ -67,14 +68,17 @@ type Limiter struct {
 	// Model is the limiter's semantic (analyze/model, decoded strictly);
 	// exactly one of Model and RLS is set.
 	Model *model.Spec `json:"model,omitempty"`
-	// RLS is a rate limit service configuration: each request's descriptor
-	// (from Actions) is matched against it as envoyproxy/ratelimit does, and
-	// each matched rule is a fixed_window model.
+	// RLS is a rate limit service configuration: each of a request's
+	// descriptors (from RateLimits) is matched against it as
+	// envoyproxy/ratelimit does, and each matched rule is a fixed_window
+	// model with a counter per descriptor value.
 	RLS *RLSLimiter `json:"rls,omitempty"`
-	// Actions are the Envoy route rate_limits actions that build each
-	// request's descriptor (one descriptor per request): the RLS's, or an
-	// envoy_local model's request descriptor, or the key of KeyDescriptor.
-	Actions []RateLimitAction `json:"actions,omitempty"`
+	// RateLimits are the Envoy route rate_limits entries whose actions
+	// build each request's descriptors (one per entry that produces one):
+	// those sent to the RLS, an envoy_local model's request descriptors, or
+	// the key of KeyDescriptor (at an RLS each descriptor with a rule is a
+	// counter of its own; for a Model, the request's descriptors together).
+	RateLimits []RateLimitEntry `json:"rate_limits,omitempty"`
 	// Rejections are the class names of this limiter's rejections; default
 	// local_429 (StageLocal) or global_429 (StageGlobal).
 	Rejections []string `json:"rejections,omitempty"`
@@ -110,105 +114,6 @@ type RLSLimiter struct {
 	// Align is model.AlignEpoch (envoyproxy/ratelimit, default) or
 	// model.AlignFirstHit (the lab RLS with window_start first-hit).
 	Align string `json:"align,omitempty"`
-}
-
-// RateLimitAction is one Envoy route rate limit action
-// (config.route.v3.RateLimit.Action, api/envoy/config/route/v3/route_components.proto),
-// in Envoy's YAML shape; exactly one field is set.
-type RateLimitAction struct {
-	// GenericKey yields (descriptor_key or "generic_key", descriptor_value).
-	GenericKey *GenericKeyAction `json:"generic_key,omitempty"`
-	// RequestHeaders yields (descriptor_key, the header's value).
-	RequestHeaders *RequestHeadersAction `json:"request_headers,omitempty"`
-	// RemoteAddress yields ("remote_address", the client's IP).
-	RemoteAddress *RemoteAddressAction `json:"remote_address,omitempty"`
-}
-
-// GenericKeyAction is the generic_key action.
-type GenericKeyAction struct {
-	DescriptorKey   string `json:"descriptor_key,omitempty"`
-	DescriptorValue string `json:"descriptor_value"`
-}
-
-// RequestHeadersAction is the request_headers action: when the header is
-// absent the descriptor is not produced, unless SkipIfAbsent, which skips
-// only this entry (source/common/router/router_ratelimit.cc).
-type RequestHeadersAction struct {
-	HeaderName    string `json:"header_name"`
-	DescriptorKey string `json:"descriptor_key"`
-	SkipIfAbsent  bool   `json:"skip_if_absent,omitempty"`
-}
-
-// RemoteAddressAction is the remote_address action (the downstream peer's IP).
-type RemoteAddressAction struct{}
-
-// RequestAttrs is what a descriptor action reads of one request: its
-// headers (lower-case names; pseudo-headers :path, :method, :authority
-// included) and the client's IP.
-type RequestAttrs struct {
-	Header   func(lowerName string) (string, bool)
-	RemoteIP string
-}
-
-// Descriptor builds the descriptor of actions for a request as Envoy's
-// router does (source/common/router/router_ratelimit.cc
-// RateLimitPolicyEntryImpl::populateDescriptors): the entries in order;
-// ok is false when an action cannot produce its entry (a missing header
-// without skip_if_absent, no client address) or no entry was produced, and
-// then no descriptor is sent.
-func Descriptor(actions []RateLimitAction, a RequestAttrs) ([]DescriptorEntry, bool) {
-	var out []DescriptorEntry
-	for _, act := range actions {
-		switch {
-		case act.GenericKey != nil:
-			k := act.GenericKey.DescriptorKey
-			if k == "" {
-				k = "generic_key"
-			}
-			out = append(out, DescriptorEntry{Key: k, Value: act.GenericKey.DescriptorValue})
-		case act.RequestHeaders != nil:
-			v, ok := "", false
-			if a.Header != nil {
-				v, ok = a.Header(strings.ToLower(act.RequestHeaders.HeaderName))
-			}
-			if !ok {
-				if act.RequestHeaders.SkipIfAbsent {
-					continue
-				}
-				return nil, false
-			}
-			out = append(out, DescriptorEntry{Key: act.RequestHeaders.DescriptorKey, Value: v})
-		case act.RemoteAddress != nil:
-			if a.RemoteIP == "" {
-				return nil, false
-			}
-			out = append(out, DescriptorEntry{Key: "remote_address", Value: a.RemoteIP})
-		}
-	}
-	return out, len(out) > 0
-}
-
-func (a *RateLimitAction) validate() error {
-	n := 0
-	if g := a.GenericKey; g != nil {
-		n++
-		if g.DescriptorValue == "" {
-			return fmt.Errorf("generic_key.descriptor_value is empty")
-		}
-	}
-	if h := a.RequestHeaders; h != nil {
-		n++
-		if h.HeaderName == "" || h.DescriptorKey == "" {
-			return fmt.Errorf("request_headers needs header_name and descriptor_key")
-		}
-	}
-	if a.RemoteAddress != nil {
-		n++
-	}
-	if n != 1 {
-		return fmt.Errorf("set exactly one of generic_key, request_headers, remote_address (has %d)", n)
-	}
-	return nil
 }
 
 // RejectionClasses returns the limiter's rejection classes (Rejections or
@@ -279,17 +184,15 @@ func (l *Limiter) Validate() error {
 		default:
 			return fmt.Errorf("rls.align: want %q or %q, got %q", model.AlignEpoch, model.AlignFirstHit, r.Align)
 		}
-		if len(l.Actions) == 0 {
-			return fmt.Errorf("actions: an rls limiter needs the actions that build its descriptors")
+		if len(l.RateLimits) == 0 {
+			return fmt.Errorf("rate_limits: an rls limiter needs the actions that build its descriptors")
 		}
 	}
-	if l.Key == KeyDescriptor && len(l.Actions) == 0 {
-		return fmt.Errorf("actions: key %q needs actions", KeyDescriptor)
+	if l.Key == KeyDescriptor && len(l.RateLimits) == 0 {
+		return fmt.Errorf("rate_limits: key %q needs actions", KeyDescriptor)
 	}
-	for i := range l.Actions {
-		if err := l.Actions[i].validate(); err != nil {
-			return fmt.Errorf("actions[%d]: %w", i, err)
-		}
+	if _, err := CompileRateLimits("rate_limits", l.RateLimits); err != nil {
+		return err
 	}
 	for _, r := range l.Rejections {
 		if c, ok := ParseClass(r); !ok || c == ClassNoResponse || c.FromBackend() {
@@ -361,4 +264,20 @@ func (l LimitSpec) Limiter(i int, targets []string, realRLS bool) (Limiter, bool
 		return Limiter{Name: fmt.Sprintf("limits[%d] fixed window", i), Stage: StageGlobal, Key: KeyShared, Model: &spec, Resets: resets}, true
 	}
 	return Limiter{}, false
+}
+
+// Descriptors builds a request's descriptors from compiled rate_limits
+// entries (CompileRateLimits of Limiter.RateLimits): one per entry whose
+// actions all produced (or skipped) their entries, in order, as the lab
+// proxy builds them (Envoy sends them in one RLS call). h holds the
+// request's headers (canonical keys), remoteIP the client's address ("":
+// unknown, remote_address drops its descriptor).
+func Descriptors(entries []CompiledRateLimit, h http.Header, remoteIP string) [][]DescriptorEntry {
+	var out [][]DescriptorEntry
+	for i := range entries {
+		if d, ok := entries[i].Descriptor(nil, h, remoteIP); ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }

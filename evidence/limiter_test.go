@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,30 +94,47 @@ func TestLegacyLimitsTranslate(t *testing.T) {
 
 // TestDescriptorActions follows Envoy's router: entries in order, a missing
 // header drops the descriptor unless skip_if_absent, remote_address needs
-// the client's address.
+// the client's address, one descriptor per rate_limits entry.
 func TestDescriptorActions(t *testing.T) {
-	hdr := func(m map[string]string) func(string) (string, bool) {
-		return func(n string) (string, bool) { v, ok := m[n]; return v, ok }
+	compile := func(es ...RateLimitEntry) []CompiledRateLimit {
+		t.Helper()
+		c, err := CompileRateLimits("rate_limits", es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
 	acts := []RateLimitAction{{GenericKey: &GenericKeyAction{DescriptorValue: "lab"}},
 		{RequestHeaders: &RequestHeadersAction{HeaderName: "X-Tenant", DescriptorKey: "tenant"}}}
-	d, ok := Descriptor(acts, RequestAttrs{Header: hdr(map[string]string{"x-tenant": "a"})})
-	if !ok || len(d) != 2 || d[0] != (DescriptorEntry{"generic_key", "lab"}) || d[1] != (DescriptorEntry{"tenant", "a"}) {
-		t.Fatalf("%v %v", d, ok)
+	d := Descriptors(compile(RateLimitEntry{Actions: acts}), http.Header{"X-Tenant": {"a"}}, "")
+	if len(d) != 1 || len(d[0]) != 2 || d[0][0] != (DescriptorEntry{"generic_key", "lab"}) || d[0][1] != (DescriptorEntry{"tenant", "a"}) {
+		t.Fatalf("%v", d)
 	}
-	if _, ok := Descriptor(acts, RequestAttrs{Header: hdr(nil)}); ok {
-		t.Fatal("missing header: a descriptor")
+	if d := Descriptors(compile(RateLimitEntry{Actions: acts}), http.Header{}, ""); len(d) != 0 {
+		t.Fatalf("missing header: %v", d)
 	}
-	acts[1].RequestHeaders.SkipIfAbsent = true
-	if d, ok := Descriptor(acts, RequestAttrs{}); !ok || len(d) != 1 {
-		t.Fatalf("skip_if_absent: %v %v", d, ok)
+	skip := []RateLimitAction{acts[0], {RequestHeaders: &RequestHeadersAction{HeaderName: "X-Tenant", DescriptorKey: "tenant", SkipIfAbsent: true}}}
+	if d := Descriptors(compile(RateLimitEntry{Actions: skip}), nil, ""); len(d) != 1 || len(d[0]) != 1 {
+		t.Fatalf("skip_if_absent: %v", d)
 	}
-	ra := []RateLimitAction{{RemoteAddress: &RemoteAddressAction{}}}
-	if _, ok := Descriptor(ra, RequestAttrs{}); ok {
+	ra := RateLimitEntry{Actions: []RateLimitAction{{RemoteAddress: &RemoteAddressAction{}}}}
+	if d := Descriptors(compile(ra), nil, ""); len(d) != 0 {
 		t.Fatal("remote_address without an address")
 	}
-	if d, ok := Descriptor(ra, RequestAttrs{RemoteIP: "127.0.0.1"}); !ok || d[0].Value != "127.0.0.1" {
-		t.Fatalf("%v", d)
+	if d := Descriptors(compile(ra, RateLimitEntry{Actions: acts}), http.Header{"X-Tenant": {"b"}}, "127.0.0.1"); len(d) != 2 || d[0][0].Value != "127.0.0.1" || d[1][1].Value != "b" {
+		t.Fatalf("two entries: %v", d)
+	}
+	yes := "gold"
+	hv := RateLimitEntry{Actions: []RateLimitAction{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "gold",
+		Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: &yes}}}}}}
+	if d := Descriptors(compile(hv), http.Header{"X-Plan": {"gold"}}, ""); len(d) != 1 || d[0][0] != (DescriptorEntry{"header_match", "gold"}) {
+		t.Fatalf("header_value_match: %v", d)
+	}
+	if d := Descriptors(compile(hv), http.Header{"X-Plan": {"free"}}, ""); len(d) != 0 {
+		t.Fatalf("header_value_match, no match: %v", d)
+	}
+	if _, err := CompileRateLimits("rate_limits", []RateLimitEntry{{}}); err == nil {
+		t.Fatal("an entry without actions compiled")
 	}
 }
 

@@ -218,6 +218,27 @@ type Decision struct {
 	// empty Key and Limit 0 in both cases.
 	NoLimit   bool `json:"no_limit,omitempty"`
 	Unlimited bool `json:"unlimited,omitempty"`
+	// Call numbers the RLS call (from 1) when it carried several
+	// descriptors: its decisions, one per descriptor, share it. 0: the
+	// decision is a call of its own (or the log does not tell).
+	Call uint64 `json:"call,omitempty"`
+}
+
+// Calls counts the RLS calls of decisions: those with a Call number once
+// per number, the others one each.
+func Calls(ds []Decision) int {
+	n := 0
+	seen := map[uint64]bool{}
+	for i := range ds {
+		switch c := ds[i].Call; {
+		case c == 0:
+			n++
+		case !seen[c]:
+			seen[c] = true
+			n++
+		}
+	}
+	return n
 }
 
 // Applied reports whether a limit was applied to the decision's

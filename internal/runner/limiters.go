@@ -1,52 +1,57 @@
 package runner
 
 import (
-	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 )
 
-// labEnvoyVersion is the Envoy version whose local rate limit semantics the
-// lab proxy's bucket has: a timer adds tokens_per_fill every fill_interval
-// from the proxy's start, as Envoy did up to 1.30 (1.31 refills lazily and
-// continuously, source/common/common/token_bucket_impl.cc); see
-// internal/lab/proxy's bucket.
-const labEnvoyVersion = "1.30"
+// The Envoy versions whose local rate limit semantics the lab proxy's
+// buckets have (internal/lab/proxy's bucket): labEnvoyVersion for its
+// continuous refill (the default; Envoy 1.31+ AtomicTokenBucket, wildcard
+// descriptors 1.34+), labEnvoyTimerVersion for token_bucket_mode timer (a
+// timer adds tokens_per_fill every fill_interval from the filter's
+// creation, as Envoy did up to 1.30).
+const (
+	labEnvoyVersion      = "1.34"
+	labEnvoyTimerVersion = "1.30"
+)
 
 // labLimiters declares the lab's limiters for scenario.json (evidence.Limiter),
-// in request order: each proxy's local bucket (its own timer from its start),
-// then the RLS the global filter calls — the lab RLS (windows aligned or from
-// the first hit, counters in memory: a restart loses them) or the real
-// envoyproxy/ratelimit (epoch-aligned windows counting over-limit hits too,
-// counters in Redis without persistence: a Redis restart loses them).
+// in request order: each proxy's local limiter (its buckets, per proxy or
+// per downstream connection), then the RLS the global filter calls — the
+// lab RLS (windows aligned or from the first hit, counters in memory: a
+// restart loses them) or the real envoyproxy/ratelimit (epoch-aligned
+// windows counting over-limit hits too, counters in Redis without
+// persistence: a Redis restart loses them).
 func labLimiters(lp *LabPlan, l *lab.Lab) ([]evidence.Limiter, error) {
 	eff := l.Options()
 	var out []evidence.Limiter
 	if lc := eff.Proxies.Config.Local; lc != nil {
 		for _, p := range l.Proxies {
-			tpf := max(lc.TokensPerFill, 1)
-			spec := model.Spec{Kind: model.KindEnvoyLocal, EnvoyVersion: labEnvoyVersion, MaxTokens: lc.MaxTokens, TokensPerFill: &tpf,
-				FillInterval: model.Duration(lc.FillInterval), TimerStart: p.Started().UTC().Format(time.RFC3339Nano),
-				FilterEnabledPercent: lc.FilterEnabled, FilterEnforcedPercent: lc.FilterEnforced}
-			out = append(out, evidence.Limiter{Name: "local " + p.Name(), Stage: evidence.StageLocal, Targets: []string{p.Name()},
-				Key: evidence.KeyTarget, Model: &spec, RateLimitHeaders: lc.EnableXRateLimitHeaders})
+			spec, ok := localSpec(lc, p.Started())
+			if !ok {
+				continue // not expressible as a model: the scenario declares no such limiter
+			}
+			d := evidence.Limiter{Name: "local " + p.Name(), Stage: evidence.StageLocal, Targets: []string{p.Name()},
+				Key: evidence.KeyTarget, Model: spec, RateLimitHeaders: lc.EnableXRateLimitHeaders}
+			if lc.PerDownstreamConnection {
+				d.Key = evidence.KeyConnection
+			}
+			if len(lc.Descriptors) > 0 {
+				d.RateLimits = lc.RateLimits // evaluated only with descriptors, as by the lab proxy
+			}
+			out = append(out, d)
 		}
 	}
 	if g := eff.Proxies.Config.Global; g != nil && lp.RLS != nil {
-		b, err := json.Marshal(g.Actions) // the lab's actions are Envoy's YAML shape, as evidence's
-		if err != nil {
-			return nil, err
-		}
-		var acts []evidence.RateLimitAction
-		if err := json.Unmarshal(b, &acts); err != nil {
-			return nil, fmt.Errorf("lab.global actions: %w", err)
-		}
 		rl := &evidence.RLSLimiter{Domain: g.Domain, Config: lp.RLS.Config, Align: model.AlignEpoch}
 		resets := []string{evidence.FaultTargetRedis}
 		if lp.RLS.Kind == "lab" {
@@ -55,7 +60,7 @@ func labLimiters(lp *LabPlan, l *lab.Lab) ([]evidence.Limiter, error) {
 				rl.Align = model.AlignFirstHit
 			}
 		}
-		out = append(out, evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, Actions: acts, RLS: rl,
+		out = append(out, evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, RateLimits: g.Entries(), RLS: rl,
 			Resets: resets, FailureModeDeny: g.FailureModeDeny, TimeoutNs: int64(g.Timeout), RateLimitHeaders: g.EnableXRateLimitHeaders})
 	}
 	for i := range out {
@@ -64,6 +69,70 @@ func labLimiters(lp *LabPlan, l *lab.Lab) ([]evidence.Limiter, error) {
 		}
 	}
 	return out, nil
+}
+
+// localSpec is the envoy_local model of the lab proxy's local rate limit
+// started at start. A limiter without a default bucket (fill_interval 0,
+// descriptors only) admits what no descriptor limits: it is modelled as a
+// default bucket that never empties (2^32-1 tokens, refilled in full every
+// fill interval of the shortest descriptor's). ok is false when that is not
+// expressible (a timer whose descriptor intervals share no divisor of 50ms
+// or more).
+func localSpec(lc *proxy.LocalRateLimit, start time.Time) (*model.Spec, bool) {
+	tpf := max(lc.TokensPerFill, 1)
+	spec := &model.Spec{Kind: model.KindEnvoyLocal, EnvoyVersion: labEnvoyVersion, MaxTokens: lc.MaxTokens, TokensPerFill: &tpf,
+		FillInterval: model.Duration(lc.FillInterval), FilterEnabledPercent: lc.FilterEnabled, FilterEnforcedPercent: lc.FilterEnforced,
+		AlwaysConsumeDefault: lc.AlwaysConsumeDefaultTokenBucket}
+	timer := lc.TokenBucketMode == proxy.TokenBucketTimer
+	if !timer {
+		spec.ExactLevel = true // the lab's bucket keeps a token count, not Envoy's double time
+	}
+	if timer {
+		spec.EnvoyVersion = labEnvoyTimerVersion
+		if !lc.PerDownstreamConnection {
+			spec.TimerStart = start.UTC().Format(time.RFC3339Nano)
+		}
+	}
+	if lc.PerDownstreamConnection {
+		spec.Scope = model.ScopeConnection
+	}
+	if lc.MaxDynamicDescriptors != nil {
+		n := int(*lc.MaxDynamicDescriptors)
+		spec.MaxDynamicDescriptors = &n
+	}
+	for _, d := range lc.Descriptors {
+		es := make([]model.Entry, len(d.Entries))
+		for i, e := range d.Entries {
+			es[i] = model.Entry{Key: e.Key, Value: e.Value}
+		}
+		dtpf := max(d.TokenBucket.TokensPerFill, 1)
+		spec.Descriptors = append(spec.Descriptors, model.EnvoyDescriptor{Entries: es, MaxTokens: d.TokenBucket.MaxTokens, TokensPerFill: &dtpf,
+			FillInterval: model.Duration(d.TokenBucket.FillInterval)})
+	}
+	if lc.FillInterval == 0 {
+		never := uint32(math.MaxUint32)
+		spec.MaxTokens, spec.TokensPerFill = never, &never
+		var fill time.Duration
+		for _, d := range lc.Descriptors {
+			if timer {
+				fill = gcd(fill, d.TokenBucket.FillInterval)
+			} else if fill == 0 || d.TokenBucket.FillInterval < fill {
+				fill = d.TokenBucket.FillInterval
+			}
+		}
+		if fill < proxy.MinFillInterval {
+			return nil, false
+		}
+		spec.FillInterval = model.Duration(fill)
+	}
+	return spec, true
+}
+
+func gcd(a, b time.Duration) time.Duration {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // scenarioLimiters are the limiters scenario.json declares: the plan's own
@@ -77,15 +146,22 @@ func (r *scenarioRun) scenarioLimiters() []evidence.Limiter {
 }
 
 // requestHeaders records, per attack step, the values of the request
-// headers the limiters' descriptor actions read (lower-case names): the
-// model checker builds each request's descriptor from them. Other header
-// values are not recorded.
+// headers the limiters' descriptor actions read (request_headers and
+// header_value_match; lower-case names): the model checker builds each
+// request's descriptors from them. Other header values are not recorded.
 func (r *scenarioRun) requestHeaders() map[string]map[string]string {
 	read := map[string]bool{}
 	for _, l := range r.scenarioLimiters() {
-		for _, a := range l.Actions {
-			if h := a.RequestHeaders; h != nil {
-				read[strings.ToLower(h.HeaderName)] = true
+		for _, e := range l.RateLimits {
+			for _, a := range e.Actions {
+				if h := a.RequestHeaders; h != nil {
+					read[strings.ToLower(h.HeaderName)] = true
+				}
+				if m := a.HeaderValueMatch; m != nil {
+					for _, h := range m.Headers {
+						read[strings.ToLower(h.Name)] = true
+					}
+				}
 			}
 		}
 	}

@@ -2,18 +2,23 @@ package runner
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 
 // TestE06PlanModelBounds runs examples/e06/plan.yaml on the lab: every
 // scenario PASSes with the previous figures, and its scenario.json declares
-// the limiters the model checks with: each proxy's bucket (Envoy 1.30 timer
-// from the proxy's start) or the RLS rule, the bounds "10..10", "5..5".
+// the limiters the model checks with: each proxy's bucket (the lab proxy's
+// continuous refill, Envoy 1.31+ with an exact token count) or the RLS
+// rule, the bounds "10..10", "5..5".
 func TestE06PlanModelBounds(t *testing.T) {
 	plan, err := LoadPlan("../../examples/e06/plan.yaml")
 	if err != nil {
@@ -57,7 +62,7 @@ func TestE06PlanModelBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(sc.Limiters) != 2 || sc.Limiters[0].Targets[0] != "proxy-a" || sc.Limiters[0].Model.EnvoyVersion != labEnvoyVersion ||
-		sc.Limiters[0].Model.TimerStart == "" || sc.Limiters[1].Targets[0] != "proxy-b" {
+		!sc.Limiters[0].Model.ExactLevel || sc.Limiters[0].Model.TimerStart != "" || sc.Limiters[1].Targets[0] != "proxy-b" {
 		t.Fatalf("limiters %+v", sc.Limiters)
 	}
 }
@@ -120,5 +125,114 @@ scenarios:
 	}
 	if s.Limiters[0].Total.Min != 3 || s.Limiters[0].Total.Max != 3 || s.Limiters[0].OverAdmittedCount != 0 {
 		t.Fatalf("limiter %+v", s.Limiters[0])
+	}
+}
+
+// TestLocalSpec maps the lab proxy's local rate limit to the envoy_local
+// model: continuous (default) or timer refill, per-connection scope,
+// descriptors, and a limiter without a default bucket.
+func TestLocalSpec(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	no := false
+	two := uint32(2)
+	desc := []proxy.LocalDescriptor{{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "a"}},
+		TokenBucket: proxy.TokenBucket{MaxTokens: 2, FillInterval: 2 * time.Second}}}
+	cases := []struct {
+		name  string
+		lc    proxy.LocalRateLimit
+		check func(*model.Spec) bool
+	}{
+		{"continuous", proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour},
+			func(s *model.Spec) bool {
+				return s.EnvoyVersion == labEnvoyVersion && s.ExactLevel && s.TimerStart == ""
+			}},
+		{"timer", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, TokenBucketMode: proxy.TokenBucketTimer},
+			func(s *model.Spec) bool {
+				return s.EnvoyVersion == labEnvoyTimerVersion && !s.ExactLevel && s.TimerStart == start.Format(time.RFC3339Nano)
+			}},
+		{"per connection", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, TokenBucketMode: proxy.TokenBucketTimer, PerDownstreamConnection: true},
+			func(s *model.Spec) bool { return s.Scope == model.ScopeConnection && s.TimerStart == "" }},
+		{"descriptors", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, Descriptors: desc, AlwaysConsumeDefaultTokenBucket: &no, MaxDynamicDescriptors: &two},
+			func(s *model.Spec) bool {
+				return len(s.Descriptors) == 1 && s.Descriptors[0].MaxTokens == 2 && *s.Descriptors[0].TokensPerFill == 1 &&
+					!*s.AlwaysConsumeDefault && *s.MaxDynamicDescriptors == 2
+			}},
+		{"no default bucket", proxy.LocalRateLimit{MaxTokens: 5, Descriptors: desc},
+			func(s *model.Spec) bool {
+				return s.MaxTokens == math.MaxUint32 && time.Duration(s.FillInterval) == 2*time.Second
+			}},
+	}
+	for _, c := range cases {
+		s, ok := localSpec(&c.lc, start)
+		if !ok {
+			t.Fatalf("%s: not expressible", c.name)
+		}
+		if _, err := model.New(*s); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !c.check(s) {
+			t.Errorf("%s: %+v", c.name, s)
+		}
+	}
+}
+
+// TestLabPlanSeveralDescriptors: a global filter with two rate_limits
+// entries sends two descriptors per call (tenant, and user from a header);
+// the RLS logs a decision per descriptor, the join takes each to its own
+// descriptor of its own request, and each rule's counter is checked: a
+// user's 3 of 6, then 4 of the tenant's remaining 10 - 6 = 4 admitted.
+func TestLabPlanSeveralDescriptors(t *testing.T) {
+	plan, err := ParsePlan("multi.yaml", []byte(`
+name: multi
+scenarios:
+  - name: tenant and user
+    lab:
+      proxies: 1
+      global:
+        domain: inventory
+        descriptors: [{generic_key: {descriptor_key: tenant, descriptor_value: lab}}]
+        rate_limits: [{actions: [{request_headers: {header_name: x-user, descriptor_key: user}}]}]
+        timeout: 1s
+        failure_mode_deny: true
+      rls:
+        config: |
+          domain: inventory
+          descriptors:
+            - {key: tenant, value: lab, rate_limit: {unit: hour, requests_per_unit: 10}}
+            - {key: user, value: alice, rate_limit: {unit: hour, requests_per_unit: 3}}
+    steps:
+      - name: alice
+        attack: {ids: 6, headers: {X-User: alice}}
+      - name: anonymous
+        attack: {ids: 10}
+    expect: {admitted: 7}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Scenarios[0]
+	if s.Status != analyze.Pass || s.Totals.Passed != 7 || len(s.Limiters) != 1 {
+		t.Fatalf("status %s passed %d limiters %+v reasons %v", s.Status, s.Totals.Passed, s.Limiters, s.Reasons)
+	}
+	l := s.Limiters[0]
+	if l.Status != analyze.LimiterChecked || l.Offered != 16 || l.Admitted != 7 || l.Rejected != 9 || l.Zombies != 0 || l.Total.Offered != 22 || l.OverAdmittedCount+l.UnderAdmittedCount != 0 {
+		t.Fatalf("limiter %+v", l)
+	}
+	want := map[string][2]int{"inventory_tenant_lab_": {10, 10}, "inventory_user_alice_": {3, 3}}
+	for _, b := range l.Buckets {
+		if w, ok := want[b.Bucket]; !ok || b.Min != w[0] || b.Max != w[1] {
+			t.Errorf("bucket %+v, want %v", b, want)
+		}
+	}
+	if s.Model != nil {
+		t.Errorf("several counters per request: no end-to-end bound, got %+v", s.Model)
 	}
 }

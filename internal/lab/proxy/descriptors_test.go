@@ -310,16 +310,16 @@ func TestHeaderMatcherSemantics(t *testing.T) {
 		{HeaderMatcher{Name: "x-a", ContainsMatch: ptr("z")}, false},
 		{HeaderMatcher{Name: "x-n", RangeMatch: &Int64Range{Start: 1, End: 5}}, false},
 	} {
-		c2, err := c.m.compile("m")
+		c2, err := c.m.Compile("m")
 		if err != nil {
 			t.Fatal(err)
 		}
-		must(t, c2.matches(h) == c.want, "%+v: got %v", c.m, !c.want)
+		must(t, c2.Matches(h) == c.want, "%+v: got %v", c.m, !c.want)
 	}
 	h.Set("X-N", "4")
-	c3, _ := (&HeaderMatcher{Name: "x-n", RangeMatch: &Int64Range{Start: 1, End: 5}}).compile("m")
-	must(t, c3.matches(h), "range")
-	if _, err := (&HeaderMatcher{Name: "x", ExactMatch: ptr("a"), PrefixMatch: ptr("b")}).compile("m"); err == nil {
+	c3, _ := (&HeaderMatcher{Name: "x-n", RangeMatch: &Int64Range{Start: 1, End: 5}}).Compile("m")
+	must(t, c3.Matches(h), "range")
+	if _, err := (&HeaderMatcher{Name: "x", ExactMatch: ptr("a"), PrefixMatch: ptr("b")}).Compile("m"); err == nil {
 		t.Error("two specifiers accepted")
 	}
 }

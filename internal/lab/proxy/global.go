@@ -114,7 +114,7 @@ func globalDescriptors(entries []rateLimitEntry, h http.Header, remoteIP string)
 	var out []*rlcommon.RateLimitDescriptor
 	var buf [4]evidence.DescriptorEntry
 	for i := range entries {
-		es, ok := entries[i].descriptor(buf[:0], h, remoteIP)
+		es, ok := entries[i].Descriptor(buf[:0], h, remoteIP)
 		if !ok {
 			continue
 		}

@@ -93,7 +93,7 @@ func (p *Proxy) process(rs *reqState) {
 		var descs [][]evidence.DescriptorEntry
 		if lim.hasDescrip {
 			for i := range p.localEntries {
-				if d, ok := p.localEntries[i].descriptor(nil, rs.req.Header, rs.dc.remoteIP); ok {
+				if d, ok := p.localEntries[i].Descriptor(nil, rs.req.Header, rs.dc.remoteIP); ok {
 					descs = append(descs, d)
 				}
 			}

@@ -134,7 +134,7 @@ func parseMatcher(s string) (HeaderMatcher, error) {
 	if m.Name == "" {
 		return m, fmt.Errorf("matcher %q: empty header name", s)
 	}
-	if _, err := m.compile("matcher"); err != nil {
+	if _, err := m.Compile("matcher"); err != nil {
 		return m, err
 	}
 	return m, nil

@@ -159,6 +159,7 @@ type Server struct {
 	counters map[string]*counter
 	gen      uint64
 	hits     uint64 // increments since the last prune
+	calls    uint64 // calls with several descriptors so far (Decision.Call); restarts keep it
 
 	logMu  sync.Mutex
 	logErr error
@@ -375,8 +376,13 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 		s.cmu.Unlock()
 		return nil, ErrStopped
 	}
+	var call uint64
+	if len(descs) > 1 {
+		s.calls++
+		call = s.calls
+	}
 	for i, d := range descs {
-		dec := evidence.Decision{TimeNs: now.UnixNano(), Domain: domain, Descriptor: entries[i], Code: "OK"}
+		dec := evidence.Decision{TimeNs: now.UnixNano(), Domain: domain, Descriptor: entries[i], Code: "OK", Call: call}
 		l := limits[i]
 		switch {
 		case l == nil:
