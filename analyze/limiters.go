@@ -262,10 +262,10 @@ func resolveLimiters(in *Input) *limiterSet {
 					if !r.applies[reqs.Target[i]] {
 						continue
 					}
-					phase, ip := reqs.Phases[reqs.Phase[i]], attrs.remoteIP(i)
-					k, ok := byAttrs[[2]string{phase, ip}]
+					src, ip := attrs.source(i), attrs.remoteIP(i)
+					k, ok := byAttrs[[2]string{src, ip}]
 					if !ok {
-						descs := evidence.Descriptors(entries, attrs.header(phase), ip)
+						descs := evidence.Descriptors(entries, attrs.header(i), ip)
 						set := &descSet{descs: descs, keys: make([]string, len(descs))}
 						for u, e := range descs {
 							if d.RLS != nil {
@@ -276,7 +276,7 @@ func resolveLimiters(in *Input) *limiterSet {
 						}
 						k = int32(len(r.sets))
 						r.sets = append(r.sets, set)
-						byAttrs[[2]string{phase, ip}] = k
+						byAttrs[[2]string{src, ip}] = k
 					}
 					r.descOf[i] = k
 				}
@@ -393,17 +393,26 @@ func (ls *limiterSet) outcome(k, i int, reqs *evidence.Requests, received []bool
 type reqAttrs struct {
 	reqs    *evidence.Requests
 	headers map[string]http.Header
+	flows   map[[2]string]http.Header // phase, flow
 	urls    []*url.URL
 }
 
 func newAttrs(in *Input) *reqAttrs {
-	a := &reqAttrs{reqs: &in.Evidence.Requests, headers: map[string]http.Header{}}
-	for p, h := range in.Scenario.RequestHeaders {
+	a := &reqAttrs{reqs: &in.Evidence.Requests, headers: map[string]http.Header{}, flows: map[[2]string]http.Header{}}
+	canon := func(h map[string]string) http.Header {
 		hh := make(http.Header, len(h))
 		for k, v := range h {
 			hh[http.CanonicalHeaderKey(k)] = []string{v}
 		}
-		a.headers[p] = hh
+		return hh
+	}
+	for p, h := range in.Scenario.RequestHeaders {
+		a.headers[p] = canon(h)
+	}
+	for p, fs := range in.Scenario.FlowRequestHeaders {
+		for f, h := range fs {
+			a.flows[[2]string{p, f}] = canon(h)
+		}
 	}
 	a.urls = make([]*url.URL, len(a.reqs.URLs))
 	for i, u := range a.reqs.URLs {
@@ -412,12 +421,28 @@ func newAttrs(in *Input) *reqAttrs {
 	return a
 }
 
-// header returns a phase's request headers (never nil).
-func (a *reqAttrs) header(phase string) http.Header {
+// header returns request i's recorded request headers: its flow's, else
+// its phase's (never nil).
+func (a *reqAttrs) header(i int) http.Header {
+	phase := a.reqs.Phases[a.reqs.Phase[i]]
+	if len(a.flows) > 0 && i < len(a.reqs.Flow) {
+		if h, ok := a.flows[[2]string{phase, a.reqs.Flows[a.reqs.Flow[i]]}]; ok {
+			return h
+		}
+	}
 	if h, ok := a.headers[phase]; ok {
 		return h
 	}
 	return http.Header{}
+}
+
+// source names what request i's headers come from (its phase and flow).
+func (a *reqAttrs) source(i int) string {
+	s := a.reqs.Phases[a.reqs.Phase[i]]
+	if i < len(a.reqs.Flow) {
+		s += "\x00" + a.reqs.Flows[a.reqs.Flow[i]]
+	}
+	return s
 }
 
 // remoteIP is the client's IP of request i from its connection ("": not recorded).
@@ -755,7 +780,7 @@ func nginxZoneKeys(s *model.Spec) (keys []string, unknown string) {
 // address rlbench attack sends from.
 func nginxVars(keys []string, instance string, a *reqAttrs, i int) map[string]string {
 	u := a.url(i)
-	h := a.header(a.reqs.Phases[a.reqs.Phase[i]])
+	h := a.header(i)
 	vars := make(map[string]string, len(keys))
 	for _, k := range keys {
 		v, ok := "", false

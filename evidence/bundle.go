@@ -110,7 +110,7 @@ type AccessLog struct {
 }
 
 // Requests are the request lines of a scenario in columns, in file order,
-// keeping what judging needs: the ID, target, phase, URL, connection, send
+// keeping what judging needs: the ID, target, phase, flow, URL, connection, send
 // and end times, status code, class and rate-limit headers. Index i of
 // every column is the i-th request.
 type Requests struct {
@@ -120,6 +120,9 @@ type Requests struct {
 	Targets []string
 	Phase   []uint16
 	Phases  []string
+	// Flow indexes Flows (Request.Flow, "" for an unnamed flow).
+	Flow  []uint16
+	Flows []string
 	// URL indexes URLs (Request.URL, first-seen order).
 	URL  []uint32
 	URLs []string
@@ -138,6 +141,7 @@ type Requests struct {
 
 	targetIdx map[string]uint16
 	phaseIdx  map[string]uint16
+	flowIdx   map[string]uint16
 	urlIdx    map[string]uint32
 	connIdx   map[string]uint32
 }
@@ -152,7 +156,7 @@ func (r *Requests) Add(q *Request) (int, bool) { return r.AddClassified(q, nil) 
 // AddClassified is Add with the request classified by c (nil: the built-in
 // marks only).
 func (r *Requests) AddClassified(q *Request, c *Classifier) (int, bool) {
-	i, ok := r.add([]byte(q.ID), q.Target, q.Phase, q.URL, q.Conn, q.SentNs, q.SentNs+q.LatencyNs, q.Code, c.ClassifyRequest(q))
+	i, ok := r.add([]byte(q.ID), q.Target, q.Phase, q.Flow, q.URL, q.Conn, q.SentNs, q.SentNs+q.LatencyNs, q.Code, c.ClassifyRequest(q))
 	if ok {
 		if h, has := ParseRateHeaders(q.header); has {
 			h.Request = int32(i)
@@ -167,12 +171,13 @@ func (q *Request) header(name string) (string, bool) {
 	return v, ok
 }
 
-func (r *Requests) add(id []byte, target, phase, url, conn string, sent, end int64, code int, c Class) (int, bool) {
+func (r *Requests) add(id []byte, target, phase, flow, url, conn string, sent, end int64, code int, c Class) (int, bool) {
 	if prev, dup := r.IDs.insert(id, r.Len()); dup {
 		return prev, false
 	}
 	r.Target = append(r.Target, intern(&r.targetIdx, &r.Targets, target))
 	r.Phase = append(r.Phase, intern(&r.phaseIdx, &r.Phases, phase))
+	r.Flow = append(r.Flow, intern(&r.flowIdx, &r.Flows, flow))
 	r.URL = append(r.URL, intern32(&r.urlIdx, &r.URLs, url))
 	r.Conn = append(r.Conn, r.connIndex(conn))
 	r.SentNs = append(r.SentNs, sent)
@@ -221,6 +226,7 @@ func (r *Requests) grow(n int) {
 	r.IDs.grow(n)
 	r.Target = growTo(r.Target, n)
 	r.Phase = growTo(r.Phase, n)
+	r.Flow = growTo(r.Flow, n)
 	r.URL = growTo(r.URL, n)
 	r.Conn = growTo(r.Conn, n)
 	r.SentNs = growTo(r.SentNs, n)

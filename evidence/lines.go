@@ -47,6 +47,9 @@ type reqChunk struct {
 	target, phase    []uint16
 	targets, phases  []string
 	targetIx, phasIx map[string]uint16
+	flow             []uint16
+	flows            []string
+	flowIx           map[string]uint16
 	url, conn        []uint32
 	urls, conns      []string
 	urlIx, connIx    map[string]uint32
@@ -256,6 +259,7 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 	c.line = make([]int32, 0, n)
 	c.target = make([]uint16, 0, n)
 	c.phase = make([]uint16, 0, n)
+	c.flow = make([]uint16, 0, n)
 	c.url = make([]uint32, 0, n)
 	c.conn = make([]uint32, 0, n)
 	c.sentNs = make([]int64, 0, n)
@@ -286,7 +290,7 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 				cl = m.Classify()
 			}
 			row := c.add(line, sc.id, internBytes(&c.targetIx, &c.targets, sc.target), internBytes(&c.phasIx, &c.phases, sc.phase),
-				internBytes32(&c.urlIx, &c.urls, sc.url), internBytes32(&c.connIx, &c.conns, sc.conn), sc.sent, sc.sent+sc.latency, int(sc.code), cl)
+				internBytes(&c.flowIx, &c.flows, sc.flow), internBytes32(&c.urlIx, &c.urls, sc.url), internBytes32(&c.connIx, &c.conns, sc.conn), sc.sent, sc.sent+sc.latency, int(sc.code), cl)
 			if sc.hasRate != [numRateHeaders]bool{} {
 				if h, ok := ParseRateHeaders(sc.rateHeaderByName); ok {
 					h.Request = int32(row)
@@ -303,7 +307,7 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 			return &LineError{File: name, Line: line, Err: errors.New("request without id")}
 		}
 		row := c.add(line, []byte(r.ID), intern(&c.targetIx, &c.targets, r.Target), intern(&c.phasIx, &c.phases, r.Phase),
-			intern32(&c.urlIx, &c.urls, r.URL), intern32(&c.connIx, &c.conns, r.Conn), r.SentNs, r.EndNs(), r.Code, cls.ClassifyRequest(&r))
+			intern(&c.flowIx, &c.flows, r.Flow), intern32(&c.urlIx, &c.urls, r.URL), intern32(&c.connIx, &c.conns, r.Conn), r.SentNs, r.EndNs(), r.Code, cls.ClassifyRequest(&r))
 		if h, ok := ParseRateHeaders(r.header); ok {
 			h.Request = int32(row)
 			c.rate = append(c.rate, h)
@@ -312,12 +316,13 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 	})
 }
 
-func (c *reqChunk) add(line int, id []byte, target, phase uint16, url, conn uint32, sent, end int64, code int, cl Class) int {
+func (c *reqChunk) add(line int, id []byte, target, phase, flow uint16, url, conn uint32, sent, end int64, code int, cl Class) int {
 	c.arena = append(c.arena, id...)
 	c.ends = append(c.ends, len(c.arena))
 	c.line = append(c.line, int32(line))
 	c.target = append(c.target, target)
 	c.phase = append(c.phase, phase)
+	c.flow = append(c.flow, flow)
 	c.url = append(c.url, url)
 	c.conn = append(c.conn, conn)
 	c.sentNs = append(c.sentNs, sent)
@@ -363,6 +368,10 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 		for i, p := range c.phases {
 			pmap[i] = intern(&reqs.phaseIdx, &reqs.Phases, p)
 		}
+		fmap := make([]uint16, len(c.flows))
+		for i, f := range c.flows {
+			fmap[i] = intern(&reqs.flowIdx, &reqs.Flows, f)
+		}
 		umap := make([]uint32, len(c.urls))
 		for i, u := range c.urls {
 			umap[i] = intern32(&reqs.urlIdx, &reqs.URLs, u)
@@ -391,6 +400,7 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 			lines = append(lines, int32(offset+int(c.line[i])))
 			reqs.Target = append(reqs.Target, tmap[c.target[i]])
 			reqs.Phase = append(reqs.Phase, pmap[c.phase[i]])
+			reqs.Flow = append(reqs.Flow, fmap[c.flow[i]])
 			reqs.URL = append(reqs.URL, umap[c.url[i]])
 			reqs.Conn = append(reqs.Conn, cmap[c.conn[i]])
 			reqs.SentNs = append(reqs.SentNs, c.sentNs[i])

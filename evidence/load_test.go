@@ -62,7 +62,8 @@ func TestLoadChunksAgreeWithSequentialDecode(t *testing.T) {
 	var b strings.Builder
 	for i := 0; i < 300; i++ {
 		r := Request{ID: fmt.Sprintf("id-%03d", i), Target: []string{"proxy-a", "proxy-b"}[i%2], URL: "http://x/", Method: "GET",
-			SentNs: int64(1e18) + int64(i), LatencyNs: 1000, Code: []int{200, 429, 500, 0}[i%4], Phase: []string{"", "p1"}[i/150]}
+			SentNs: int64(1e18) + int64(i), LatencyNs: 1000, Code: []int{200, 429, 500, 0}[i%4], Phase: []string{"", "p1"}[i/150],
+			Flow: []string{"", "alice", "bob"}[i%3], Conn: fmt.Sprintf("127.0.0.1:%d/%d", 40000+i%5, i%5+1)}
 		if r.Code == 429 {
 			r.Body, r.BytesIn = "local_rate_limited", 18
 		}
@@ -103,8 +104,8 @@ func TestLoadChunksAgreeWithSequentialDecode(t *testing.T) {
 		t.Fatalf("%d requests, want %d", r.Len(), len(want))
 	}
 	for i, w := range want {
-		got := fmt.Sprint(r.IDs.ID(i), r.Targets[r.Target[i]], r.Phases[r.Phase[i]], r.SentNs[i], r.EndNs[i], r.Code[i], r.Class[i])
-		exp := fmt.Sprint(w.ID, w.Target, w.Phase, w.SentNs, w.EndNs(), w.Code, w.Classify())
+		got := fmt.Sprint(r.IDs.ID(i), r.Targets[r.Target[i]], r.Phases[r.Phase[i]], r.Flows[r.Flow[i]], r.ConnOf(i), r.URLOf(i), r.SentNs[i], r.EndNs[i], r.Code[i], r.Class[i])
+		exp := fmt.Sprint(w.ID, w.Target, w.Phase, w.Flow, w.Conn, w.URL, w.SentNs, w.EndNs(), w.Code, w.Classify())
 		if got != exp {
 			t.Fatalf("request %d: got %s, want %s", i, got, exp)
 		}

@@ -296,6 +296,11 @@ type Scenario struct {
 	// them (lower-case names). Only those are recorded: other header values
 	// may be credentials.
 	RequestHeaders map[string]map[string]string `json:"request_headers,omitempty"`
+	// FlowRequestHeaders gives them for the requests of a named flow
+	// (Request.Flow) of a multi-flow attack: phase, then flow, then the
+	// headers that flow sent (the attack's and its own). A flow's entry
+	// replaces its phase's.
+	FlowRequestHeaders map[string]map[string]map[string]string `json:"flow_request_headers,omitempty"`
 	// Repeat is the 1-based repeat index of this run, 0 when not repeated.
 	Repeat int `json:"repeat,omitempty"`
 	// Faults is the number of fault actions the scenario plans; fewer lines

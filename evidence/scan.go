@@ -321,22 +321,22 @@ func finish(b []byte, i int) bool { return skipWS(b, i) == len(b) }
 // the caller, kept across lines) names extra response headers to keep, the
 // ones classification rules read.
 type reqScan struct {
-	id, target, phase, body, url, conn      []byte
-	bodyEsc, hasBody                        bool
-	sent, latency, code                     int64
-	bytesIn                                 uint64
-	rateLimited, ust, contentType, overload []byte
-	hasRL, hasUST, hasCT, hasOverload       bool
-	hasHeader                               bool
-	rate                                    [numRateHeaders][]byte
-	hasRate                                 [numRateHeaders]bool
-	wanted                                  []string
-	extra                                   [][]byte
-	hasExtra                                []bool
+	id, target, phase, flow, body, url, conn []byte
+	bodyEsc, hasBody                         bool
+	sent, latency, code                      int64
+	bytesIn                                  uint64
+	rateLimited, ust, contentType, overload  []byte
+	hasRL, hasUST, hasCT, hasOverload        bool
+	hasHeader                                bool
+	rate                                     [numRateHeaders][]byte
+	hasRate                                  [numRateHeaders]bool
+	wanted                                   []string
+	extra                                    [][]byte
+	hasExtra                                 []bool
 }
 
 var requestFields = []string{"id", "target", "url", "method", "sent_ns", "latency_ns", "code", "error", "bytes_in", "headers", "body",
-	"phase", "conn"}
+	"phase", "conn", "flow"}
 
 // scanRequest scans a requests.jsonl line into f; false means "decode in full".
 func scanRequest(b []byte, f *reqScan) bool {
@@ -359,6 +359,8 @@ func scanRequest(b []byte, f *reqScan) bool {
 			f.url, i, ok = keptString(b, i)
 		case "conn":
 			f.conn, i, ok = keptString(b, i)
+		case "flow":
+			f.flow, i, ok = keptString(b, i)
 		case "method", "error":
 			i, ok = stringValue(b, i)
 		case "sent_ns":

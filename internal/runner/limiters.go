@@ -145,11 +145,12 @@ func (r *scenarioRun) scenarioLimiters() []evidence.Limiter {
 	return r.limiters
 }
 
-// requestHeaders records, per attack step, the values of the request
-// headers the limiters' descriptor actions read (request_headers and
-// header_value_match; lower-case names): the model checker builds each
-// request's descriptors from them. Other header values are not recorded.
-func (r *scenarioRun) requestHeaders() map[string]map[string]string {
+// requestHeaders records, per attack step (and, for an attack with flows,
+// per flow), the values of the request headers the limiters' descriptor
+// actions read (request_headers and header_value_match; lower-case names):
+// the model checker builds each request's descriptors from them. Other
+// header values are not recorded.
+func (r *scenarioRun) requestHeaders() (perStep map[string]map[string]string, perFlow map[string]map[string]map[string]string) {
 	read := map[string]bool{}
 	for _, l := range r.scenarioLimiters() {
 		for _, e := range l.RateLimits {
@@ -166,20 +167,34 @@ func (r *scenarioRun) requestHeaders() map[string]map[string]string {
 		}
 	}
 	if len(read) == 0 {
-		return nil
+		return nil, nil
 	}
-	out := map[string]map[string]string{}
+	keep := func(maps ...map[string]string) map[string]string {
+		hs := map[string]string{}
+		for _, m := range maps {
+			for k, v := range m {
+				if read[strings.ToLower(k)] {
+					hs[strings.ToLower(k)] = v
+				}
+			}
+		}
+		return hs
+	}
+	perStep = map[string]map[string]string{}
 	for _, st := range r.plan.Steps {
 		if st.Attack == nil {
 			continue
 		}
-		hs := map[string]string{}
-		for k, v := range st.Attack.Headers {
-			if read[strings.ToLower(k)] {
-				hs[strings.ToLower(k)] = v
+		perStep[st.Name] = keep(st.Attack.Headers)
+		for _, f := range st.Attack.Flows {
+			if perFlow == nil {
+				perFlow = map[string]map[string]map[string]string{}
 			}
+			if perFlow[st.Name] == nil {
+				perFlow[st.Name] = map[string]map[string]string{}
+			}
+			perFlow[st.Name][f.Name] = keep(st.Attack.Headers, f.Headers)
 		}
-		out[st.Name] = hs
 	}
-	return out
+	return perStep, perFlow
 }

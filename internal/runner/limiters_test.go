@@ -236,3 +236,73 @@ scenarios:
 		t.Errorf("several counters per request: no end-to-end bound, got %+v", s.Model)
 	}
 }
+
+// TestLabPlanFlowHeaders: the flows of one attack send their own headers;
+// scenario.json records them per flow (flow_request_headers), so each
+// request's descriptor is its flow's: alice's 2 and bob's 3 admitted, each
+// user's counter bounded exactly.
+func TestLabPlanFlowHeaders(t *testing.T) {
+	plan, err := ParsePlan("flows.yaml", []byte(`
+name: flows
+scenarios:
+  - name: two users
+    lab:
+      proxies: 1
+      global:
+        domain: inventory
+        descriptors: [{request_headers: {header_name: x-user, descriptor_key: user}}]
+        timeout: 1s
+        failure_mode_deny: true
+      rls:
+        config: |
+          domain: inventory
+          descriptors:
+            - {key: user, value: alice, rate_limit: {unit: hour, requests_per_unit: 2}}
+            - {key: user, value: bob, rate_limit: {unit: hour, requests_per_unit: 3}}
+    attack:
+      headers: {x-tenant: lab}
+      flows:
+        - {name: alice, ids: 5, headers: {X-User: alice}}
+        - {name: bob, ids: 5, headers: {x-user: bob}}
+    expect: {admitted: 5}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Run(context.Background(), plan, Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "01-two-users", "1", evidence.ScenarioFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := evidence.DecodeScenario(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phase string
+	for p := range sc.FlowRequestHeaders {
+		phase = p
+	}
+	if f := sc.FlowRequestHeaders[phase]; len(sc.FlowRequestHeaders) != 1 || f["alice"]["x-user"] != "alice" || f["bob"]["x-user"] != "bob" || len(f["bob"]) != 1 {
+		t.Fatalf("flow request headers %v", sc.FlowRequestHeaders)
+	}
+	rep, err := analyze.Analyze(context.Background(), dir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Scenarios[0]
+	if s.Status != analyze.Pass || s.Totals.Passed != 5 || s.Engagement == nil || s.Engagement.Limited != 10 {
+		t.Fatalf("status %s passed %d engagement %+v reasons %v", s.Status, s.Totals.Passed, s.Engagement, s.Reasons)
+	}
+	want := map[string]int{"inventory_user_alice_": 2, "inventory_user_bob_": 3}
+	for _, bk := range s.Limiters[0].Buckets {
+		if w, ok := want[bk.Bucket]; !ok || bk.Min != w || bk.Max != w || bk.Admitted != w {
+			t.Errorf("bucket %+v, want %v", bk, want)
+		}
+	}
+	if len(s.Limiters[0].Buckets) != 2 {
+		t.Errorf("buckets %+v", s.Limiters[0].Buckets)
+	}
+}

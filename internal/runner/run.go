@@ -391,9 +391,10 @@ func (r *scenarioRun) writeScenario() error {
 			}
 		}
 	}
+	perStep, perFlow := r.requestHeaders()
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
 		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: sc.Classify,
-		RequestHeaders: r.requestHeaders(), Repeat: r.repeat, Faults: faults,
+		RequestHeaders: perStep, FlowRequestHeaders: perFlow, Repeat: r.repeat, Faults: faults,
 		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
 }
