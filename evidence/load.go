@@ -193,10 +193,15 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 }
 
 // readStats loads stats/<proxy>.{before,after}.json of every proxy named in
-// proxies or with such a file.
+// proxies or with such a file; a name in proxies that is not a CheckName
+// name is a Problem (it is never read as a path).
 func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, []Problem) {
 	names := map[string]bool{}
 	for _, p := range proxies {
+		if err := CheckName("scenario.json proxies", p); err != nil { // never a path out of stats/
+			problems = append(problems, Problem{File: StatsDir, Msg: err.Error()})
+			continue
+		}
 		names[p] = true
 	}
 	entries, err := os.ReadDir(d.Stats())
