@@ -83,7 +83,7 @@ func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
 		}
 		return err
 	}
-	snap.Proxy, snap.Label, snap.Admin = o.Proxy, o.Label, o.Admin
+	snap.Proxy, snap.Label, snap.Admin = o.Proxy, o.Label, evidence.RedactURL(o.Admin)
 	if err := evidence.WriteStats(d, o.Proxy, o.Label, string(o.Format), raw, snap); err != nil {
 		return err
 	}
