@@ -25,7 +25,9 @@ import (
 // keeping only the columns of Requests and Receipts.
 //
 // Missing or malformed evidence is not an error: it is a Problem of the
-// scenario naming the file and line (a truncated last line says so). The
+// scenario naming the file and line (a truncated last line says so), and so
+// is a sealed JSON Lines file that its writer never closed, closed after a
+// write error, or that changed since (seal.go). The
 // error is non-nil only when dir cannot be read, its manifest.json does not
 // decode, or ctx is done.
 func Load(ctx context.Context, dir string) (*Bundle, error) {
@@ -164,6 +166,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	if reqErr.receipts != nil {
 		problem(ReceiptsFile, "%v", reqErr.receipts)
 	}
+	s.Problems = append(s.Problems, checkSeals(d)...) // a recorder that died is not a lost request (seal.go)
 
 	if err := ReadFile(d.Faults(), func(_ int, f *Fault) error {
 		s.Faults = append(s.Faults, *f)
