@@ -111,10 +111,10 @@ func (lp *LabPlan) validate() (field string, err error) {
 // proxy; for kind real it first starts the real RLS (startRealRLS). It sets
 // the scenario's targets, admin URLs, cluster and limits, and returns a
 // NOT_RUN reason or "".
-func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) string {
+func (r *scenarioRun) startLab(ctx context.Context) string {
 	lp := r.plan.Lab
 	opts := lp.labOptions()
-	opts.Backend.ReceiptWriter = receipts
+	opts.Backend.ReceiptsFile = evidence.Dir(r.dir).Receipts()
 	var cfg *rlsconfig.Config
 	if lp.RLS != nil {
 		var err error

@@ -199,26 +199,32 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			r.cleanups[i]()
 		}
 	}()
+	// receipts.jsonl: the lab's backend writes (and seals) its own; for an
+	// external scenario the runner writes what it fetches (externalReceipts),
+	// or nothing when there is no receipts_url.
 	var receipts *evidence.Writer
 	var err error
-	if receipts, err = evidence.Create(evidence.Dir(r.dir).Receipts()); err != nil {
-		return err.Error()
-	}
 	receiptsClosed := false
-	closeReceipts := func() {
-		if !receiptsClosed {
-			receiptsClosed = true
-			_ = receipts.Close()
+	closeReceipts := func() error {
+		if receipts == nil || receiptsClosed {
+			return nil
 		}
+		receiptsClosed = true
+		return receipts.Close()
 	}
 	defer closeReceipts()
 
 	if r.plan.Lab != nil {
-		if reason := r.startLab(ctx, receipts); reason != "" {
+		if reason := r.startLab(ctx); reason != "" {
 			return reason
 		}
-	} else if reason := r.checkExternal(ctx); reason != "" {
-		return reason
+	} else {
+		if receipts, err = evidence.Create(evidence.Dir(r.dir).Receipts()); err != nil {
+			return err.Error()
+		}
+		if reason := r.checkExternal(ctx); reason != "" {
+			return reason
+		}
 	}
 	if err := r.writeScenario(); err != nil {
 		return err.Error()
@@ -308,7 +314,9 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		agg.Complete, agg.Error = false, err.Error()
 	}
 	r.windows.closeAll()
-	_ = faults.Close()
+	if err := faults.Close(); err != nil { // a fault record that was not written
+		agg.Complete, agg.Error = false, "faults: "+err.Error()
+	}
 	_ = r.snapshot(ctx, "after")
 	if err := r.copyAccessLogs(); err != nil {
 		agg.Complete, agg.Error = false, err.Error()
@@ -318,17 +326,24 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			agg.Complete, agg.Error = false, "rls evidence: "+err.Error()
 		}
 	}
-	// Stop the lab so that the backend flushes every receipt before it is read.
+	// Stop the lab so that the backend seals its receipts before they are read.
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()
 	}
 	r.cleanups = nil
+	if r.backend != nil {
+		if err := r.backend.Err(); err != nil { // its seal says so too
+			agg.Complete, agg.Error = false, err.Error()
+		}
+	}
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
 		if err := r.externalReceipts(ctx, receipts, extBefore); err != nil {
 			agg.Complete, agg.Error = false, "receipts: "+err.Error()
 		}
 	}
-	closeReceipts()
+	if err := closeReceipts(); err != nil {
+		agg.Complete, agg.Error = false, "receipts: "+err.Error()
+	}
 	if err := writeJSON(evidence.Dir(r.dir).Attack(), agg); err != nil {
 		return err.Error()
 	}
