@@ -42,6 +42,8 @@ type Plan struct {
 	Root string `json:"root,omitempty"`
 	// Tools maps a tool name to a command that prints its version
 	// (e.g. envoy: "envoy --version"); the output goes into manifest.json.
+	// Each command runs with sh -c, like exec steps and external setup and
+	// teardown: a plan is code, to be reviewed as a script before it runs.
 	Tools map[string]string `json:"tools,omitempty"`
 	// Scenarios run in order (at least one); their names must be unique.
 	Scenarios []ScenarioPlan `json:"scenarios"`
