@@ -10,9 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-
-	"github.com/rlbench/rlbench/schemas"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // scenarioWith writes a minimal scenario directory (attack.json, one
@@ -193,54 +190,3 @@ func TestSyncWriterWritesThrough(t *testing.T) {
 	}
 }
 
-// TestSealMatchesSchema: open and closed seals (with an error too)
-// validate against schemas/jsonl-state.v1.schema.json, which allows no
-// undocumented field.
-func TestSealMatchesSchema(t *testing.T) {
-	f, err := schemas.FS.Open(schemas.FileState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemas.FileState, doc); err != nil {
-		t.Fatal(err)
-	}
-	sch, err := c.Compile(schemas.FileState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check := func(what, path string) {
-		b, err := os.ReadFile(StatePath(path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if err := sch.Validate(v); err != nil {
-			t.Errorf("%s: %v\n%s", what, err, b)
-		}
-	}
-	p := filepath.Join(t.TempDir(), ReceiptsFile)
-	w, err := CreateSync(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("open", p)
-	_ = w.Close()
-	check("closed", p)
-	q := filepath.Join(t.TempDir(), RequestsFile)
-	w, err = create(q, func(f io.Writer) *Writer { return NewSyncWriter(&failAfter{w: f}) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = w.Write(Request{ID: "x"})
-	_ = w.Close()
-	check("closed with an error", q)
-}

@@ -147,6 +147,33 @@ scenarios:
 	}
 }
 
+// startBackend starts an rlbench backend (receipts in a temporary file),
+// closed when the test ends.
+func startBackend(t *testing.T) *backend.Backend {
+	t.Helper()
+	be, err := backend.Start(t.Context(), backend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	return be
+}
+
+// runPlan parses and runs the plan text into a temporary root and returns
+// the run directory.
+func runPlan(t *testing.T, plan string) string {
+	t.Helper()
+	p, err := runner.ParsePlan("plan.yaml", []byte(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir, err := runner.Run(t.Context(), p, runner.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runDir
+}
+
 // TestExternalReceiptsJudgeEveryReceiptInTheWindow (issue 10, "external
 // plans hide foreign receipts": the runner kept only receipts with its own
 // ID prefix, so requests that reached the backend with no ID or someone
@@ -157,11 +184,7 @@ scenarios:
 // earlier run's, one without an ID) are outside its window and do not
 // count, so the honest proxy's scenario PASSes.
 func TestExternalReceiptsJudgeEveryReceiptInTheWindow(t *testing.T) {
-	be, err := backend.Start(t.Context(), backend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
+	be := startBackend(t)
 	send := func(id string) {
 		req, _ := http.NewRequest(http.MethodGet, be.URL()+"/x", nil)
 		if id != "" {
@@ -204,14 +227,7 @@ scenarios:
     attack: {ids: 4}
     expect: {admitted: 4}
 `, be.URL(), honest.URL, leaky.URL)
-	p, err := runner.ParsePlan("plan.yaml", []byte(plan))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runDir, err := runner.Run(t.Context(), p, runner.Options{Root: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runDir := runPlan(t, plan)
 	count := func(dir string) (n int, ids []string) {
 		if err := evidence.ReadFile(evidence.Dir(filepath.Join(runDir, dir)).Receipts(), func(_ int, rc *evidence.Receipt) error {
 			n++
@@ -251,11 +267,7 @@ scenarios:
 // the run directory (requests.jsonl, attack.json, manifest.json,
 // faults.jsonl, receipts) holds it.
 func TestExternalUserinfoRedacted(t *testing.T) {
-	be, err := backend.Start(t.Context(), backend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer be.Close()
+	be := startBackend(t)
 	var mu sync.Mutex
 	var auths []string
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -283,14 +295,7 @@ scenarios:
       - attack: {ids: 3}
     expect: {admitted: 3}
 `, withPass(be.URL()), withPass(proxy.URL))
-	p, err := runner.ParsePlan("plan.yaml", []byte(plan))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runDir, err := runner.Run(t.Context(), p, runner.Options{Root: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	runDir := runPlan(t, plan)
 	mu.Lock()
 	if len(auths) != 3 || auths[0] != "ops:hunter2" {
 		t.Errorf("basic auth seen by the proxy: %q", auths)
