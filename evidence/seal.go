@@ -59,27 +59,33 @@ const (
 	StateClosed = "closed"
 )
 
-// FileState is the sidecar <file>.state.json of a sealed JSON Lines file.
+// FileState is the sidecar <file>.jsonl.state.json of a sealed JSON Lines
+// file (seal.go), padded with spaces to a fixed size.
 type FileState struct {
 	// Schema is StateSchema.
 	Schema string `json:"schema"`
 	// File is the JSON Lines file's base name.
 	File string `json:"file"`
-	// Writer is the program that wrote it ("rlbench backend": the
-	// executable's base name and its subcommand); Version its build
-	// (internal/buildinfo); PID its process.
-	Writer  string `json:"writer"`
+	// Writer is the program that wrote it: the executable's base name and
+	// its subcommand ("rlbench backend").
+	Writer string `json:"writer"`
+	// Version is the writer's build (internal/buildinfo: a module version,
+	// "(devel)" in a checkout).
 	Version string `json:"version,omitempty"`
-	PID     int    `json:"pid"`
-	// State is StateOpen until the writer closed the file, then StateClosed.
+	// PID is the writer's process.
+	PID int `json:"pid"`
+	// State is StateOpen until the writer closed the file, then
+	// StateClosed. An open file's recorder was killed, crashed, or still runs.
 	State string `json:"state"`
-	// OpenedNs and ClosedNs are when the file was created and closed, unix ns.
+	// OpenedNs is when the file was created, unix ns.
 	OpenedNs int64 `json:"opened_ns"`
+	// ClosedNs is when the writer closed it, unix ns; 0 while open.
 	ClosedNs int64 `json:"closed_ns,omitempty"`
-	// Records and Bytes are the lines (and their bytes, newlines included)
-	// the writer wrote; set when closed.
+	// Records is the number of lines the writer wrote; set when closed.
 	Records int64 `json:"records"`
-	Bytes   int64 `json:"bytes"`
+	// Bytes is their bytes, newlines included: the file's size when
+	// closed; set when closed.
+	Bytes int64 `json:"bytes"`
 	// Error is the first write (or close) error: the file may miss lines.
 	Error string `json:"error,omitempty"`
 }

@@ -189,4 +189,3 @@ func TestSyncWriterWritesThrough(t *testing.T) {
 		t.Error("write after Close succeeded")
 	}
 }
-
