@@ -387,7 +387,7 @@ func (o *AttackOptions) targetsFileFlow() (attack.Flow, []attack.Target, error) 
 		}
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return attack.Flow{}, nil, fmt.Errorf("%s: target %d: URL %q: want http(s)://host[:port]/path", o.TargetsFile, k, t.URL)
+			return attack.Flow{}, nil, fmt.Errorf("%s: target %d: URL %q: want http(s)://host[:port]/path", o.TargetsFile, k, evidence.RedactText(t.URL))
 		}
 		origin := u.Scheme + "://" + u.Host
 		name, ok := byOrigin[origin]
