@@ -590,22 +590,19 @@ func prepare(o Options) (*prepared, error) {
 	for k, t := range o.Targets {
 		u, err := url.Parse(t.URL)
 		if err != nil {
-			return nil, invalid("target %d url %q: %v", k+1, t.URL, err)
+			return nil, invalid("target %d url %q: %v", k+1, evidence.RedactText(t.URL), evidence.RedactText(err.Error()))
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, invalid("target %d url %q: want http(s)://host[:port][/prefix]", k+1, t.URL)
+			return nil, invalid("target %d url %q: want http(s)://host[:port][/prefix]", k+1, u.Redacted())
 		}
 		if u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(t.URL, "?#") {
-			return nil, invalid("target %d url %q must not have a query or fragment", k+1, t.URL)
-		}
-		if u.User != nil {
-			return nil, invalid("target %d url %q must not carry user info", k+1, t.URL)
+			return nil, invalid("target %d url %q must not have a query or fragment", k+1, u.Redacted())
 		}
 		switch {
 		case o.Protocol == ProtoH2 && u.Scheme != "https":
-			return nil, invalid("target %d url %q: HTTP/2 over TLS (h2) needs an https URL; use h2c for cleartext", k+1, t.URL)
+			return nil, invalid("target %d url %q: HTTP/2 over TLS (h2) needs an https URL; use h2c for cleartext", k+1, u.Redacted())
 		case o.Protocol == ProtoH2C && u.Scheme != "http":
-			return nil, invalid("target %d url %q: h2c (cleartext HTTP/2) needs an http URL; use h2 for https", k+1, t.URL)
+			return nil, invalid("target %d url %q: h2c (cleartext HTTP/2) needs an http URL; use h2 for https", k+1, u.Redacted())
 		}
 		if t.Name == "" {
 			t.Name = u.Host
@@ -905,7 +902,7 @@ func (p *prepared) buildConfig() {
 		c.MaxConnections, c.Protocol = o.MaxConnections, protocolConfig(o.Protocol)
 		c.FDLimit, c.FDOpen, c.FDCap = p.config.FDLimit, p.config.FDOpen, p.config.FDCap
 		for k, t := range o.Targets {
-			c.Targets = append(c.Targets, TargetConfig{Name: t.Name, URL: t.URL, IDs: fc[k]})
+			c.Targets = append(c.Targets, TargetConfig{Name: t.Name, URL: evidence.RedactURL(t.URL), IDs: fc[k]})
 			counts[k] += fc[k]
 		}
 	}
@@ -920,7 +917,7 @@ func (p *prepared) buildConfig() {
 		MaxConnections: o.MaxConnections, FDLimit: p.config.FDLimit, FDOpen: p.config.FDOpen, FDCap: p.config.FDCap,
 		WorkersFrom: "flows", Protocol: protocolConfig(o.Protocol)}
 	for k, t := range o.Targets {
-		cfg.Targets = append(cfg.Targets, TargetConfig{Name: t.Name, URL: t.URL, IDs: counts[k]})
+		cfg.Targets = append(cfg.Targets, TargetConfig{Name: t.Name, URL: evidence.RedactURL(t.URL), IDs: counts[k]})
 	}
 	for _, fp := range p.flows {
 		cfg.Workers += fp.workers

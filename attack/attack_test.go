@@ -305,7 +305,7 @@ func TestRunValidation(t *testing.T) {
 		"header lf":      func(o *Options) { o.Header = http.Header{"X-A": {"1\nb"}} },
 		"id header":      func(o *Options) { o.IDHeader = "X:Id" },
 		"path space":     func(o *Options) { o.Path = "/a b" },
-		"userinfo":       func(o *Options) { o.Targets = []Target{{URL: "http://u:p@x"}} },
+		"invalid utf-8":  func(o *Options) { o.IDs = []string{"a-\xff", "a-\xfe"} },
 		"counts":         func(o *Options) { o.Split = Split{Mode: SplitCounts, Values: []int{3}} },
 		"negative rate":  func(o *Options) { o.Rate = vegeta.Rate{Freq: -1, Per: time.Second} },
 		"negative conc":  func(o *Options) { o.Concurrency = -1 },
@@ -592,6 +592,60 @@ func TestRunInterruptCancelsInFlight(t *testing.T) {
 	for _, l := range lines {
 		if l.Code != 0 || l.Error == "" {
 			t.Errorf("%s: code %d error %q", l.ID, l.Code, l.Error)
+		}
+	}
+}
+
+// TestRunUserinfoSentAsBasicAuthRedacted (issue 10, "a target URL with
+// user:password@ is written in clear to requests.jsonl and attack.json"):
+// such a target is accepted, the credentials go on the wire as
+// Authorization: Basic (as net/http's client sends them), and no evidence
+// line or summary field holds the password.
+func TestRunUserinfoSentAsBasicAuthRedacted(t *testing.T) {
+	rec := newRecorder()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec.add(r)
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	const secret = "s3cr%40t"
+	target := strings.Replace(srv.URL, "http://", "http://alice:"+secret+"@", 1)
+	sum, err, lines := runToLines(t, context.Background(), Options{IDs: IDs(3, "u"), Targets: []Target{{Name: "edge", URL: target}}})
+	if err != nil || sum == nil || !sum.Complete || len(lines) != 3 {
+		t.Fatalf("run: %v %+v %d lines", err, sum, len(lines))
+	}
+	for id, seen := range rec.snapshot() {
+		user, pass, ok := (&http.Request{Header: seen[0].Header}).BasicAuth()
+		if !ok || user != "alice" || pass != "s3cr@t" {
+			t.Errorf("%s: basic auth %q %q %v, want alice / s3cr@t", id, user, pass, ok)
+		}
+	}
+	var everything bytes.Buffer
+	for _, l := range lines {
+		everything.WriteString(l.URL + " " + l.Error + "\n")
+		if want := strings.Replace(srv.URL, "http://", "http://alice:xxxxx@", 1) + "/"; l.URL != want {
+			t.Errorf("recorded url %q, want %q", l.URL, want)
+		}
+	}
+	for _, tc := range sum.Config.Targets {
+		everything.WriteString(tc.URL + "\n")
+	}
+	everything.WriteString(sum.Error)
+	if strings.Contains(everything.String(), "s3cr") {
+		t.Errorf("the password is in the evidence:\n%s", everything.String())
+	}
+	// A header set by the caller wins, as with net/http.
+	rec2 := newRecorder()
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rec2.add(r) }))
+	defer srv2.Close()
+	target2 := strings.Replace(srv2.URL, "http://", "http://alice:pw@", 1)
+	if _, err, _ := runToLines(t, context.Background(), Options{IDs: IDs(1, "h"), Targets: []Target{{URL: target2}},
+		Header: http.Header{"Authorization": {"Bearer t"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, seen := range rec2.snapshot() {
+		if got := seen[0].Header.Values("Authorization"); len(got) != 1 || got[0] != "Bearer t" {
+			t.Errorf("Authorization %q, want the caller's only", got)
 		}
 	}
 }

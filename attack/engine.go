@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -166,7 +167,7 @@ func newEngine(p *prepared, out *evidence.Writer) (*engine, error) {
 func newPool(p *prepared, ti, idleCap int, single bool) (*pool, error) {
 	u, err := url.Parse(p.turls[ti])
 	if err != nil {
-		return nil, invalid("url %q: %v", p.turls[ti], err)
+		return nil, invalid("url %q: %v", evidence.RedactText(p.turls[ti]), evidence.RedactText(err.Error()))
 	}
 	port := u.Port()
 	if port == "" {
@@ -203,13 +204,16 @@ func newPool(p *prepared, ti, idleCap int, single bool) (*pool, error) {
 func newTmpl(p *prepared, fp *flowPrep, tp tmplPrep, pl *pool, mark string) (*tmpl, error) {
 	base := p.turls[tp.target]
 	full := base + tp.path
-	if u, err := url.Parse(base); err == nil && tp.path == "" && base == u.Scheme+"://"+u.Host {
+	u, err := url.Parse(base)
+	if err == nil && tp.path == "" && u.Path == "" && u.RawPath == "" {
 		full += "/"
 	}
-	t := &tmpl{pool: pl, target: tp.target, url: full, method: tp.method, body: tp.body}
+	// The URL recorded (evidence.Request.URL, errors) never carries the
+	// password of a user:password@ target (evidence.RedactURL).
+	t := &tmpl{pool: pl, target: tp.target, url: evidence.RedactURL(full), method: tp.method, body: tp.body}
 	req, err := http.NewRequest(tp.method, full, nil)
 	if err != nil {
-		return nil, invalid("%v", err)
+		return nil, invalid("%v", evidence.RedactText(err.Error()))
 	}
 	h := http.Header{}
 	for k, vs := range tp.header {
@@ -223,6 +227,14 @@ func newTmpl(p *prepared, fp *flowPrep, tp tmplPrep, pl *pool, mark string) (*tm
 		default:
 			h[ck] = append(h[ck], vs...)
 		}
+	}
+	// A user:password@ target sends basic auth, as net/http's client does
+	// for a URL with userinfo and no Authorization header (client.go send;
+	// RFC 7617); neither (*http.Request).Write nor the HTTP/2 framer writes
+	// userinfo.
+	if ui := req.URL.User; ui != nil && h.Get("Authorization") == "" {
+		pw, _ := ui.Password()
+		h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(ui.Username()+":"+pw)))
 	}
 	if pl.h2 != nil {
 		req.Header = h
@@ -239,12 +251,12 @@ func newTmpl(p *prepared, fp *flowPrep, tp tmplPrep, pl *pool, mark string) (*tm
 	}
 	var b bytes.Buffer
 	if err := req.Write(&b); err != nil {
-		return nil, invalid("building the request for %s: %v", full, err)
+		return nil, invalid("building the request for %s: %v", t.url, evidence.RedactText(err.Error()))
 	}
 	wire := b.Bytes()
 	at := bytes.Index(wire, []byte(mark))
 	if at < 0 || bytes.Count(wire, []byte(mark)) != 1 {
-		return nil, fmt.Errorf("attack: request template for %s: id marker not found once", full)
+		return nil, fmt.Errorf("attack: request template for %s: id marker not found once", t.url)
 	}
 	t.prefix = append([]byte(nil), wire[:at]...)
 	t.suffix = append([]byte(nil), wire[at+len(mark):]...)

@@ -2,6 +2,7 @@ package attack
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -79,4 +80,15 @@ func CheckHeader(name, value string) error {
 		return fmt.Errorf("the value of %s holds a control character (CR, LF, NUL...)", name)
 	}
 	return nil
+}
+
+// CheckRequest reports, wrapping ErrInvalidOptions, what Run would refuse
+// in a request's method, path and headers before sending anything (the
+// method is upper-cased first, as Run does): the method must be an RFC 9110
+// token (section 9.1) other than CONNECT; the path empty or starting with
+// '/', without '#', spaces or control characters; every header as
+// CheckHeader wants it. A plan checks its attacks with it when loaded.
+func CheckRequest(method, path string, header http.Header) error {
+	_, err := checkRequest("", method, path, header)
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Target is one endpoint an attack sends requests to.
@@ -19,7 +20,11 @@ type Target struct {
 	Name string `json:"name"`
 	// URL is the base URL scheme://host[:port], optionally with a path prefix;
 	// Options.Path is appended to it verbatim. It must not carry a query or
-	// fragment (the fragment is used internally, see Run).
+	// fragment (the fragment is used internally, see Run). A
+	// user:password@ in it is sent as basic auth (an Authorization header,
+	// unless Options.Header has one), as net/http's client does, and is
+	// recorded redacted (evidence.RedactURL): evidence never holds the
+	// password.
 	URL string `json:"url"`
 }
 
@@ -153,6 +158,9 @@ func assignTargets(n, nt int, split Split, seed int64) ([]int32, error) {
 	if n == 0 {
 		return nil, errors.New("assign: no ids")
 	}
+	if err := checkSplit(split, n, nt); err != nil {
+		return nil, err
+	}
 	to := make([]int32, n)
 	switch split.Mode {
 	case SplitEven, "":
@@ -162,19 +170,6 @@ func assignTargets(n, nt int, split Split, seed int64) ([]int32, error) {
 	case SplitSticky:
 		// all zero
 	case SplitCounts:
-		if len(split.Values) != nt {
-			return nil, fmt.Errorf("assign: split %s has %d counts for %d targets", split, len(split.Values), nt)
-		}
-		sum := 0
-		for _, v := range split.Values {
-			if v < 0 {
-				return nil, fmt.Errorf("assign: split %s has a negative count", split)
-			}
-			sum += v
-		}
-		if sum != n {
-			return nil, fmt.Errorf("assign: split %s sums to %d but there are %d ids", split, sum, n)
-		}
 		i := 0
 		for k, v := range split.Values {
 			for j := 0; j < v; j++ {
@@ -183,9 +178,6 @@ func assignTargets(n, nt int, split Split, seed int64) ([]int32, error) {
 			}
 		}
 	case SplitWeights:
-		if len(split.Values) != nt {
-			return nil, fmt.Errorf("assign: split %s has %d weights for %d targets", split, len(split.Values), nt)
-		}
 		counts, err := weightCounts(split.Values, n)
 		if err != nil {
 			return nil, fmt.Errorf("assign: split %s: %w", split, err)
@@ -198,10 +190,52 @@ func assignTargets(n, nt int, split Split, seed int64) ([]int32, error) {
 			}
 		}
 		shuffle(to, seed)
-	default:
-		return nil, fmt.Errorf("assign: unknown split mode %q", split.Mode)
 	}
 	return to, nil
+}
+
+// CheckSplit reports the error Assign would return for ids IDs and targets
+// targets under split (values that do not match the targets, counts that
+// do not sum to the IDs, an unknown mode), without assigning anything: a
+// plan checks its attacks with it when loaded.
+func CheckSplit(split Split, ids, targets int) error {
+	if targets == 0 {
+		return errors.New("assign: no targets")
+	}
+	if ids == 0 {
+		return errors.New("assign: no ids")
+	}
+	return checkSplit(split, ids, targets)
+}
+
+func checkSplit(split Split, n, nt int) error {
+	switch split.Mode {
+	case SplitEven, "", SplitSticky:
+		return nil
+	case SplitCounts, SplitWeights:
+		kind := "counts"
+		if split.Mode == SplitWeights {
+			kind = "weights"
+		}
+		if len(split.Values) != nt {
+			return fmt.Errorf("assign: split %s has %d %s for %d targets", split, len(split.Values), kind, nt)
+		}
+		sum := 0
+		for _, v := range split.Values {
+			if v < 0 {
+				return fmt.Errorf("assign: split %s has a negative value", split)
+			}
+			sum += v
+		}
+		if split.Mode == SplitCounts && sum != n {
+			return fmt.Errorf("assign: split %s sums to %d but there are %d ids", split, sum, n)
+		}
+		if sum == 0 {
+			return fmt.Errorf("assign: split %s: weights sum to 0", split)
+		}
+		return nil
+	}
+	return fmt.Errorf("assign: unknown split mode %q", split.Mode)
 }
 
 // Counts returns how many assignments go to each of nTargets targets.
@@ -364,6 +398,11 @@ func checkID(id string) error {
 		if c := id[i]; (c < 0x20 && c != '\t') || c == 0x7f {
 			return fmt.Errorf("id %q contains control character 0x%02x", id, c)
 		}
+	}
+	// Evidence is JSON, whose strings are UTF-8: an invalid byte would be
+	// recorded as U+FFFD, and two IDs differing only there would collide.
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("id %q is not valid UTF-8", id)
 	}
 	return nil
 }

@@ -232,6 +232,9 @@ func TestReadIDs(t *testing.T) {
 		{"a\nb\x01c\n", "ids.txt:2: "},
 		{"# only comments\n\n", "ids.txt: no ids"},
 		{"a\n" + strings.Repeat("x", 2000) + "\n", "ids.txt:2: id of 2000 bytes"},
+		// Invalid UTF-8 would become U+FFFD in the JSON evidence, and these two
+		// would then collide (issue 10): refused with the line.
+		{"ok\nid-\xff\nid-\xfe\n", `ids.txt:2: id "id-\xff" is not valid UTF-8`},
 	}
 	for _, c := range bad {
 		_, err := ReadIDs(strings.NewReader(c.in), "ids.txt")

@@ -36,12 +36,19 @@
 //	stats/<proxy>.<label>.json    parsed snapshot, collect/envoy.Snapshot (rlbench.envoy-stats/v1)
 //	accesslog/<proxy>.log         the proxy's HTTP access log (Envoy default, Istio or JSON format)
 //	status.txt                    status lines, when analysed on its own
+//	<file>.jsonl.state.json       the seal of each JSON Lines file above (FileState): "open" until
+//	                              its writer closed it, then "closed" with its lines and bytes, or the write error
 //
 // Times are unix nanoseconds (int64) unless a field says otherwise; durations
 // are nanoseconds. JSON Lines files are written one record per line and
-// flushed at least every FlushEvery, so an interrupted writer loses at most
-// that much and leaves at worst a truncated last line, which Load reports as
-// incomplete evidence with the file and line.
+// flushed at least every FlushEvery (the backend's receipts: written through,
+// each before its request is answered), so an interrupted writer loses at
+// most that much and leaves at worst a truncated last line, which Load
+// reports as incomplete evidence with the file and line. Each file's seal
+// (seal.go) tells a recorder that died, or failed to write, from a system
+// that lost a request: Load reports the first as incomplete evidence naming
+// the file (NOT_RUN), whatever its lines say. Files without a seal, from
+// earlier releases, load as before.
 //
 // # Semantics recorded
 //

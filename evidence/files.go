@@ -609,7 +609,8 @@ func WriteNotRun(d Dir, reason string) error {
 	return os.WriteFile(d.NotRun(), []byte(strings.TrimRight(reason, "\n")+"\n"), 0o644)
 }
 
-// WriteStats saves one Envoy admin /stats snapshot of proxy under d/stats/:
+// WriteStats saves one Envoy admin /stats snapshot of proxy under d/stats/
+// (proxy and label must pass CheckName):
 // the raw body as <proxy>.<label><RawStatsExt(format)> (when raw is not
 // empty) and the parsed snapshot (collect/envoy.Snapshot, or any value of
 // its JSON shape) as <proxy>.<label>.json (when snap is not nil).
@@ -617,6 +618,12 @@ func WriteStats(d Dir, proxy, label, format string, raw []byte, snap any) error 
 	ext, ok := RawStatsExt(format)
 	if !ok {
 		return fmt.Errorf("stats format %q: want text, json or prometheus", format)
+	}
+	if err := CheckName("stats proxy", proxy); err != nil {
+		return err
+	}
+	if err := CheckName("stats label", label); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(d.Stats(), 0o755); err != nil {
 		return err
@@ -633,8 +640,12 @@ func WriteStats(d Dir, proxy, label, format string, raw []byte, snap any) error 
 }
 
 // WriteRLSMetrics saves one RLS /metrics scrape under d/rls/: the raw page as
-// metrics.<label>.prom (when raw is not empty) and m as metrics.<label>.json.
+// metrics.<label>.prom (when raw is not empty) and m as metrics.<label>.json
+// (m.Label must pass CheckName).
 func WriteRLSMetrics(d Dir, m *RLSMetrics, raw []byte) error {
+	if err := CheckName("rls metrics label", m.Label); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(d.RLS(), 0o755); err != nil {
 		return err
 	}
@@ -654,4 +665,17 @@ func rlsMetricsFiles(d Dir) (paths, labels []string) {
 		labels = append(labels, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), metricsPrefix), ".json"))
 	}
 	return paths, labels
+}
+
+// CreateAccessLog creates (truncating) d/accesslog/<proxy>.log and its
+// directory, for a proxy's access log; proxy must pass CheckName.
+func CreateAccessLog(d Dir, proxy string) (*os.File, error) {
+	if err := CheckName("access log proxy", proxy); err != nil {
+		return nil, err
+	}
+	p := d.AccessLog(proxy)
+	if err := Mkdir(p); err != nil {
+		return nil, err
+	}
+	return os.Create(p)
 }

@@ -14,22 +14,51 @@ import (
 	json "github.com/goccy/go-json"
 )
 
-// Writer writes JSON Lines through a buffer that is flushed at least every
-// FlushEvery and on Close. It is safe for concurrent use.
+// Writer writes JSON Lines. It is safe for concurrent use. It has two
+// modes:
+//
+//   - buffered (NewWriter, Create): lines go through a 64 KiB buffer that is
+//     flushed at least every FlushEvery and on Close; a process killed
+//     meanwhile loses at most that much, and a write error shows at the
+//     next Write, Flush or Close;
+//   - write-through (NewSyncWriter, CreateSync): Write returns once the
+//     line, and every line written before it, has been handed to the
+//     underlying writer (one write(2) of a file); concurrent Writes share
+//     those calls (group commit: while one call writes, the lines of the
+//     others gather for the next). A killed process loses nothing that a
+//     Write returned for, and a failed write fails that very Write.
+//
+// Either way the first write error is kept: that call and every later one
+// return it. A Writer made by Create or CreateSync also keeps the file's
+// seal (seal.go): the sidecar <file>.state.json says "open" until Close
+// says "closed" with the line and byte counts, or the error.
 type Writer struct {
-	mu     sync.Mutex
-	bw     *bufio.Writer
-	c      io.Closer
-	stop   chan struct{}
-	done   chan struct{}
-	err    error
-	closed bool
+	mu      sync.Mutex
+	bw      *bufio.Writer // buffered mode
+	out     io.Writer     // write-through mode
+	c       io.Closer
+	stop    chan struct{} // buffered mode: ends the flush loop
+	done    chan struct{}
+	err     error
+	closed  bool
+	records int64 // lines accepted (buffered) or written (write-through)
+	bytes   int64 // their bytes, newlines included
+	seal    *seal
+
+	// write-through mode: lines queued while another call writes.
+	cond      *sync.Cond
+	pend      []byte
+	spare     []byte
+	pendLines int64
+	queued    uint64 // lines queued so far
+	committed uint64 // lines written so far
+	writing   bool
 }
 
-// FlushEvery is the longest a written line may stay in a Writer's buffer.
+// FlushEvery is the longest a written line may stay in a buffered Writer's buffer.
 const FlushEvery = 100 * time.Millisecond
 
-// NewWriter returns a Writer on w; if w is an io.Closer, Close closes it.
+// NewWriter returns a buffered Writer on w; if w is an io.Closer, Close closes it.
 func NewWriter(w io.Writer) *Writer {
 	jw := &Writer{bw: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
 	if c, ok := w.(io.Closer); ok {
@@ -39,17 +68,44 @@ func NewWriter(w io.Writer) *Writer {
 	return jw
 }
 
-// Create creates (truncating) the file at path, and its parent directories,
-// and returns a Writer on it.
-func Create(path string) (*Writer, error) {
+// NewSyncWriter returns a write-through Writer on w; if w is an
+// io.Closer, Close closes it.
+func NewSyncWriter(w io.Writer) *Writer {
+	jw := &Writer{out: w}
+	jw.cond = sync.NewCond(&jw.mu)
+	if c, ok := w.(io.Closer); ok {
+		jw.c = c
+	}
+	return jw
+}
+
+// Create creates (truncating) the file at path, and its parent
+// directories, and returns a buffered Writer on it, sealed (seal.go): its
+// sidecar says "open" before the first line and "closed" after Close.
+func Create(path string) (*Writer, error) { return create(path, NewWriter) }
+
+// CreateSync is Create with a write-through Writer: for a recorder whose
+// every line must be on the file before it acts on it (the backend answers
+// a request only once its receipt is written).
+func CreateSync(path string) (*Writer, error) { return create(path, NewSyncWriter) }
+
+func create(path string, mk func(io.Writer) *Writer) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	// The seal first: a file that has lines always says what wrote it.
+	sl, err := openSeal(path)
+	if err != nil {
 		return nil, err
 	}
 	f, err := os.Create(path)
 	if err != nil {
+		sl.discard()
 		return nil, err
 	}
-	return NewWriter(f), nil
+	w := mk(f)
+	w.seal = sl
+	return w, nil
 }
 
 func (w *Writer) loop() {
@@ -75,6 +131,9 @@ func (w *Writer) Write(v any) error {
 	return w.WriteRaw(b)
 }
 
+// errClosedWriter is returned by a write on a closed Writer.
+var errClosedWriter = errors.New("evidence: write on closed writer")
+
 // WriteRaw writes b (one JSON document without newline) as one line.
 func (w *Writer) WriteRaw(b []byte) error {
 	w.mu.Lock()
@@ -83,7 +142,10 @@ func (w *Writer) WriteRaw(b []byte) error {
 		return w.err
 	}
 	if w.closed {
-		return errors.New("evidence: write on closed writer")
+		return errClosedWriter
+	}
+	if w.bw == nil {
+		return w.commit(b)
 	}
 	if _, err := w.bw.Write(b); err != nil {
 		w.err = err
@@ -91,8 +153,52 @@ func (w *Writer) WriteRaw(b []byte) error {
 	}
 	if err := w.bw.WriteByte('\n'); err != nil {
 		w.err = err
+		return err
 	}
-	return w.err
+	w.records++
+	w.bytes += int64(len(b)) + 1
+	return nil
+}
+
+// commit queues b and returns once it is written (write-through mode;
+// w.mu is held, and released while this or another call writes).
+func (w *Writer) commit(b []byte) error {
+	w.pend = append(append(w.pend, b...), '\n')
+	w.pendLines++
+	w.queued++
+	mine := w.queued
+	for w.committed < mine {
+		if w.err != nil {
+			return w.err
+		}
+		if w.writing {
+			w.cond.Wait()
+			continue
+		}
+		w.writing = true
+		batch, lines, upto := w.pend, w.pendLines, w.queued
+		w.pend, w.pendLines = w.spare[:0], 0
+		w.mu.Unlock()
+		n, err := w.out.Write(batch)
+		if err == nil && n < len(batch) {
+			err = io.ErrShortWrite
+		}
+		w.mu.Lock()
+		w.writing = false
+		if err != nil {
+			w.err = err
+		} else {
+			w.records += lines
+			w.bytes += int64(n)
+			w.committed = upto
+		}
+		w.spare = nil
+		if cap(batch) <= 1<<20 { // keep a modest buffer for the next batch
+			w.spare = batch[:0]
+		}
+		w.cond.Broadcast()
+	}
+	return nil
 }
 
 // WriteLines creates (truncating) path and writes one JSON line per element
@@ -112,11 +218,12 @@ func WriteLines[T any](path string, vs []T) error {
 	return w.Close()
 }
 
-// Flush writes buffered lines to the underlying writer.
+// Flush writes buffered lines to the underlying writer (write-through
+// Writers have none: it returns the first write error).
 func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil || w.closed {
+	if w.err != nil || w.closed || w.bw == nil {
 		return w.err
 	}
 	if err := w.bw.Flush(); err != nil {
@@ -125,23 +232,62 @@ func (w *Writer) Flush() error {
 	return w.err
 }
 
-// Close flushes and closes the writer (and the underlying io.Closer).
+// Written returns the lines and bytes on the underlying writer so far:
+// in write-through mode exactly what Writes returned for (the bytes end at
+// a line boundary), in buffered mode what was flushed of them (lines
+// counts the lines accepted).
+func (w *Writer) Written() (lines, bytes int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.bw != nil {
+		return w.records, w.bytes - int64(w.bw.Buffered())
+	}
+	return w.records, w.bytes
+}
+
+// Err returns the first write error, nil while every write succeeded.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close flushes and closes the writer (and the underlying io.Closer), then
+// seals the file of a Writer made by Create or CreateSync: its sidecar
+// says "closed", with the lines and bytes written, or with the first write
+// error. It returns that error, or the close's or the seal's.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return w.err
 	}
-	w.mu.Unlock()
-	close(w.stop)
-	<-w.done
-	err := w.Flush()
+	if w.bw == nil {
+		for w.writing || len(w.pend) > 0 && w.err == nil { // Writes still under way finish first
+			w.cond.Wait()
+		}
+		w.closed = true
+		w.mu.Unlock()
+	} else {
+		w.mu.Unlock()
+		close(w.stop)
+		<-w.done
+		_ = w.Flush()
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+	}
 	w.mu.Lock()
-	w.closed = true
+	err, records, bytes := w.err, w.records, w.bytes
 	w.mu.Unlock()
 	if w.c != nil {
-		if cerr := w.c.Close(); err == nil {
+		if cerr := w.c.Close(); err == nil && cerr != nil {
 			err = cerr
+		}
+	}
+	if w.seal != nil {
+		if serr := w.seal.close(records, bytes, err); err == nil {
+			err = serr
 		}
 	}
 	return err

@@ -26,7 +26,9 @@ import (
 // keeping only the columns of Requests and Receipts.
 //
 // Missing or malformed evidence is not an error: it is a Problem of the
-// scenario naming the file and line (a truncated last line says so). The
+// scenario naming the file and line (a truncated last line says so), and so
+// is a sealed JSON Lines file that its writer never closed, closed after a
+// write error, or that changed since (seal.go). The
 // error is non-nil only when dir cannot be read, its manifest.json does not
 // decode, or ctx is done.
 func Load(ctx context.Context, dir string) (*Bundle, error) {
@@ -168,6 +170,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	if reqErr.receipts != nil {
 		problem(ReceiptsFile, "%v", reqErr.receipts)
 	}
+	s.Problems = append(s.Problems, checkSeals(d)...) // a recorder that died is not a lost request (seal.go)
 
 	if err := ReadFile(d.Faults(), func(_ int, f *Fault) error {
 		s.Faults = append(s.Faults, *f)
@@ -263,10 +266,15 @@ func readRLSLogFacts(path string, s *ScenarioEvidence) error {
 }
 
 // readStats loads stats/<proxy>.{before,after}.json of every proxy named in
-// proxies or with such a file.
+// proxies or with such a file; a name in proxies that is not a CheckName
+// name is a Problem (it is never read as a path).
 func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, []Problem) {
 	names := map[string]bool{}
 	for _, p := range proxies {
+		if err := CheckName("scenario.json proxies", p); err != nil { // never a path out of stats/
+			problems = append(problems, Problem{File: StatsDir, Msg: err.Error()})
+			continue
+		}
 		names[p] = true
 	}
 	entries, err := os.ReadDir(d.Stats())

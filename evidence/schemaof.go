@@ -14,8 +14,17 @@ import (
 // and ok false for a name that is not part of the layout. For attack.json
 // it returns AttackSchema; a file of the earlier AttackSummarySchema names
 // it in its "schema" field.
+//
+// The seal of a JSON Lines file of the layout, <file>.jsonl.state.json
+// (seal.go), has StateSchema.
 func SchemaOf(rel string) (id string, ok bool) {
 	rel = path.Clean(rel)
+	if sealed, isState := strings.CutSuffix(rel, StateSuffix); isState {
+		if _, known := SchemaOf(sealed); known && strings.HasSuffix(sealed, ".jsonl") {
+			return StateSchema, true
+		}
+		return "", false
+	}
 	base := path.Base(rel)
 	dir := path.Base(path.Dir(rel))
 	grand := path.Base(path.Dir(path.Dir(rel)))

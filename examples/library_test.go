@@ -57,7 +57,7 @@ func TestLibraryExample(t *testing.T) {
 	}
 	// The evidence files it wrote with the library's writers match their schemas.
 	n, err := schemas.ValidateDir(dir)
-	if err != nil || n != 4 {
-		t.Fatalf("evidence of the example: %d files valid (want scenario, attack, requests, receipts), %v", n, err)
+	if err != nil || n != 6 {
+		t.Fatalf("evidence of the example: %d files valid (want scenario, attack, requests, receipts and the seals of the last two), %v", n, err)
 	}
 }

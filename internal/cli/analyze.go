@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 
@@ -75,28 +76,35 @@ func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool
 }
 
 // finishReport writes status.txt (unless statusFile is "-"), renders the
-// report in format and returns the verdict's exit code.
+// report in format and returns the verdict's exit code. status.txt that
+// cannot be written (a read-only evidence directory) is a warning on
+// stderr: the report is still rendered and the exit code is the verdict's.
 func finishReport(io *IOStreams, b *evidence.Bundle, rep *analyze.Report, format, statusFile, dir string) error {
 	if statusFile != "-" {
 		if statusFile == "" {
 			statusFile = evidence.Dir(dir).Status()
 		}
-		f, err := os.Create(statusFile)
-		if err != nil {
-			return err
-		}
-		werr := analyze.WriteStatus(f, rep)
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return werr
+		if err := writeStatus(statusFile, rep); err != nil {
+			fmt.Fprintf(io.ErrOut, "rlbench: warning: status.txt not written: %v (the report below and the exit code still give the verdict)\n", err)
 		}
 	}
 	if err := render(io.Out, format, rep, b); err != nil {
 		return err
 	}
 	return verdictError(rep)
+}
+
+// writeStatus writes rep's status lines to path (analyze.WriteStatus).
+func writeStatus(path string, rep *analyze.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	werr := analyze.WriteStatus(f, rep)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
 }
 
 // render writes rep in one of reportFormats; b is the evidence it was

@@ -387,7 +387,7 @@ func (o *AttackOptions) targetsFileFlow() (attack.Flow, []attack.Target, error) 
 		}
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return attack.Flow{}, nil, fmt.Errorf("%s: target %d: URL %q: want http(s)://host[:port]/path", o.TargetsFile, k, t.URL)
+			return attack.Flow{}, nil, fmt.Errorf("%s: target %d: URL %q: want http(s)://host[:port]/path", o.TargetsFile, k, evidence.RedactText(t.URL))
 		}
 		origin := u.Scheme + "://" + u.Host
 		name, ok := byOrigin[origin]
@@ -446,8 +446,16 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	stop := liveProgress(errOut, "attack", opts.Progress)
 	sum, runErr := attack.Run(ctx, opts, w)
 	stop()
-	if cerr := w.Close(); runErr == nil && cerr != nil {
-		runErr = cerr
+	// A requests.jsonl that could not be written whole (the last lines
+	// are flushed by Close) makes the attack incomplete in attack.json too.
+	if cerr := w.Close(); cerr != nil {
+		if runErr == nil {
+			runErr = cerr
+		}
+		if sum != nil && (sum.Complete || sum.Error == "") {
+			sum.Complete = false
+			sum.Error = evidence.RequestsFile + ": " + cerr.Error()
+		}
 	}
 	if sum != nil {
 		if o.ShardFromEnv != "" && sum.Shard != nil {

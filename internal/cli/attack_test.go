@@ -121,7 +121,7 @@ func TestAttackFlowsCLI(t *testing.T) {
 	if n["A"] != 20 || n["B"] != 5 || len(seen) != 25 {
 		t.Fatalf("lines per flow %v, %d IDs received", n, len(seen))
 	}
-	if n, err := schemas.ValidateDir(out); err != nil || n != 2 {
+	if n, err := schemas.ValidateDir(out); err != nil || n != 3 { // attack.json, requests.jsonl and its seal
 		t.Fatalf("schemas: %d files, %v", n, err)
 	}
 	if a := readAttack(t, out); len(a.Phases[0].Flows) != 2 || a.Phases[0].Flows[0].Config.Rate != "200/1s" {
@@ -225,7 +225,7 @@ func TestAttackShardsCLI(t *testing.T) {
 		if code != 0 || !strings.Contains(stderr, fmt.Sprintf("attack: shard %d/4: ", k)) {
 			t.Fatalf("shard %d: exit %d: %s", k, code, stderr)
 		}
-		if n, err := schemas.ValidateDir(out); err != nil || n != 2 {
+		if n, err := schemas.ValidateDir(out); err != nil || n != 3 { // attack.json, requests.jsonl and its seal
 			t.Fatalf("shard %d: schemas: %d files, %v", k, n, err)
 		}
 		ph := readAttack(t, out).Phases[0]

@@ -30,8 +30,11 @@ func NewBackendCmd(io *IOStreams, runF func(*BackendOptions) error) *cobra.Comma
 		Short: "Run the upstream that records a receipt for every request it really receives",
 		Long: `backend listens on 127.0.0.1 (port 0 picks a free port; with --endpoints N,
 N listeners backend-0 .. backend-N-1, the first on --listen), prints its
-addresses as one JSON line on stdout, and appends one receipt line per
-request to --receipts (flushed at least every 100 ms and on SIGTERM/SIGINT).
+addresses as one JSON line on stdout, and writes one receipt line per
+request to --receipts, each on the file before its request is answered
+(with its seal, --receipts.state.json, closed on SIGTERM/SIGINT). A receipt
+that cannot be written (a full disk) answers that request 500 and stops the
+backend with exit 1.
 A request without X-Rlbench-Id is recorded with "id": null. Every receipt
 names its endpoint and the status answered, also when a fault shaped the
 answer: --latency, --error-status (with --error-probability), a
@@ -40,7 +43,8 @@ the connection) and --reset-probability (connection reset after reading
 the request), drawn from --seed. PUT /_rlbench/faults with
 {"endpoints":[1],"faults":{"error_status":503,"latency":"20ms"}} changes
 them while it runs; GET /_rlbench/faults shows them. GET
-/_rlbench/receipts returns the receipts so far; GET /healthz answers ok.`,
+/_rlbench/receipts serves the receipts so far from the file (none are kept
+in memory); GET /healthz answers ok.`,
 		Example: `  rlbench backend --listen 127.0.0.1:8080 --receipts evidence/manual/receipts.jsonl
   rlbench backend --endpoints 3 --latency uniform:5ms..50ms --error-status 503 --error-probability 0.1 --seed 1`,
 		Args: cobra.NoArgs,
@@ -68,13 +72,8 @@ them while it runs; GET /_rlbench/faults shows them. GET
 }
 
 func runBackend(ctx context.Context, o *BackendOptions) error {
-	w, err := evidence.Create(o.Receipts)
+	be, err := backend.Start(ctx, backend.Options{Listen: o.Listen, ReceiptsFile: o.Receipts, Headers: o.Headers, Endpoints: o.Endpoints, Faults: o.Faults, Seed: o.Seed})
 	if err != nil {
-		return err
-	}
-	be, err := backend.Start(ctx, backend.Options{Listen: o.Listen, ReceiptWriter: w, Headers: o.Headers, Endpoints: o.Endpoints, Faults: o.Faults, Seed: o.Seed})
-	if err != nil {
-		_ = w.Close()
 		return err
 	}
 	line, _ := json.Marshal(struct {
@@ -84,13 +83,16 @@ func runBackend(ctx context.Context, o *BackendOptions) error {
 		Endpoints []backend.Endpoint `json:"endpoints"`
 	}{be.URL(), be.Addr(), o.Receipts, be.Endpoints()})
 	fmt.Fprintln(o.IO.Out, string(line))
-	<-ctx.Done()
+	// A receipt that cannot be written stops the backend at once (that
+	// request was answered 500): it must not keep answering unrecorded.
+	select {
+	case <-ctx.Done():
+	case <-be.Failed():
+	}
 	err = be.Close()
-	if cerr := w.Close(); err == nil {
-		err = cerr
+	if err != nil {
+		return fmt.Errorf("%w (stopped after %d receipts)", err, be.Count())
 	}
-	if err == nil {
-		fmt.Fprintf(o.IO.ErrOut, "backend: %d receipts flushed to %s\n", be.Count(), o.Receipts)
-	}
-	return err
+	fmt.Fprintf(o.IO.ErrOut, "backend: %d receipts written to %s\n", be.Count(), o.Receipts)
+	return nil
 }

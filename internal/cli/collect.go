@@ -83,7 +83,7 @@ func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
 		}
 		return err
 	}
-	snap.Proxy, snap.Label, snap.Admin = o.Proxy, o.Label, o.Admin
+	snap.Proxy, snap.Label, snap.Admin = o.Proxy, o.Label, evidence.RedactURL(o.Admin)
 	if err := evidence.WriteStats(d, o.Proxy, o.Label, string(o.Format), raw, snap); err != nil {
 		return err
 	}
@@ -92,16 +92,6 @@ func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
 	return nil
 }
 
-// safeName reports whether s can be used as one part of a file name under
-// stats/: letters, digits, '-' and '_' only (no dots: analyze splits on the first).
-func safeName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
-			return false
-		}
-	}
-	return true
-}
+// safeName reports whether s can be one part of a file name in an evidence
+// directory (evidence.CheckName, the one rule: letters, digits, '-' and '_').
+func safeName(s string) bool { return evidence.CheckName("name", s) == nil }

@@ -299,7 +299,7 @@ func runCollectNginxStatus(ctx context.Context, o *CollectNginxStatusOptions) er
 	if err := evidence.WriteJSONFile(filepath.Join(dir, evidence.NginxStubStatusJSON(o.Label)), st); err != nil {
 		return err
 	}
-	res := NginxStatusOutput{URL: o.URL, Label: o.Label, Status: st}
+	res := NginxStatusOutput{URL: evidence.RedactURL(o.URL), Label: o.Label, Status: st}
 	beforePath := filepath.Join(dir, evidence.NginxStubStatusRaw("before"))
 	if b, err := os.ReadFile(beforePath); err == nil && o.Label != "before" {
 		before, err := collectnginx.ParseStubStatus(bytes.NewReader(b), beforePath)

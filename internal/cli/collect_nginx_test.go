@@ -78,8 +78,8 @@ func TestCollectNginxAccessLog(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// Both files (and nothing else of the layout) match their schemas.
-	if n, err := schemas.ValidateDir(dir); err != nil || n != 2 {
+	// Both files and their seals (and nothing else of the layout) match their schemas.
+	if n, err := schemas.ValidateDir(dir); err != nil || n != 4 {
 		t.Errorf("nginx evidence: %d files valid, %v", n, err)
 	}
 	if len(limits) != 19 || limits[0].Limit == nil || limits[0].Limit.Action != collectnginx.LimitActionDelay || limits[0].Limit.ExcessMilli != 1000 {

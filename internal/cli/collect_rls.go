@@ -217,7 +217,7 @@ func runCollectPrometheus(ctx context.Context, o *CollectPrometheusOptions) erro
 		return err
 	}
 	// The same shape as the runner's real-RLS snapshots, so analyze reads both.
-	m := evidence.RLSMetrics{Schema: evidence.RLSMetricsSchema, Label: o.Label, TimeNs: time.Now().UnixNano(), URL: o.URL,
+	m := evidence.RLSMetrics{Schema: evidence.RLSMetricsSchema, Label: o.Label, TimeNs: time.Now().UnixNano(), URL: evidence.RedactURL(o.URL),
 		Process: 1, Stable: true, Prometheus: &snap.RLSPrometheus, Counters: snap.RLSCounters()}
 	if err := evidence.WriteRLSMetrics(d, &m, raw); err != nil {
 		return err

@@ -140,8 +140,9 @@ func (v *splitValue) Set(s string) error {
 	return nil
 }
 
-// targetsValue is a repeatable NAME=URL flag into attack targets: NAME
-// non-empty and unique, URL http:// or https://.
+// targetsValue is a repeatable NAME=URL flag into attack targets: NAME a
+// unique evidence.CheckName name, URL http:// or https:// (a
+// user:password@ in it is sent as basic auth and shown redacted).
 type targetsValue struct {
 	p    *[]attack.Target
 	name string
@@ -150,7 +151,7 @@ type targetsValue struct {
 func (v *targetsValue) String() string {
 	var parts []string
 	for _, t := range *v.p {
-		parts = append(parts, t.Name+"="+t.URL)
+		parts = append(parts, t.Name+"="+evidence.RedactURL(t.URL))
 	}
 	return strings.Join(parts, ",")
 }
@@ -158,10 +159,14 @@ func (v *targetsValue) Type() string { return "NAME=URL" }
 func (v *targetsValue) Set(s string) error {
 	name, u, ok := strings.Cut(s, "=")
 	if !ok || name == "" || u == "" {
-		return usageErrorf("--%s %q: want NAME=URL", v.name, s)
+		return usageErrorf("--%s %q: want NAME=URL", v.name, evidence.RedactText(s))
+	}
+	// NAME is the proxy whose stats/<NAME>.<label>.json analyze joins.
+	if err := evidence.CheckName("--"+v.name+" NAME", name); err != nil {
+		return &UsageError{Err: err}
 	}
 	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return usageErrorf("--%s %s: the URL must start with http:// or https://", v.name, s)
+		return usageErrorf("--%s %s: the URL must start with http:// or https://", v.name, evidence.RedactText(s))
 	}
 	for _, t := range *v.p {
 		if t.Name == name {

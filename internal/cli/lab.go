@@ -276,12 +276,7 @@ func runLab(ctx context.Context, o *LabOptions) (err error) {
 		closers = append(closers, dw.Close)
 		lo.RLS.Lab.Configs, lo.RLS.Lab.Decisions = []*rlsconfig.Config{cfg}, dw
 	}
-	rw, err := evidence.Create(o.Receipts)
-	if err != nil {
-		return err
-	}
-	closers = append(closers, rw.Close)
-	lo.Backend.ReceiptWriter = rw
+	lo.Backend.ReceiptsFile = o.Receipts
 	l, err := lab.Start(ctx, lo)
 	if err != nil {
 		return err
@@ -293,10 +288,15 @@ func runLab(ctx context.Context, o *LabOptions) (err error) {
 	if f, ok := o.IO.Out.(*os.File); ok {
 		_ = f.Sync()
 	}
-	<-ctx.Done()
+	// A receipt that cannot be written stops the lab at once (that request
+	// was answered 500): it must not keep answering unrecorded.
+	select {
+	case <-ctx.Done():
+	case <-l.Backend.Failed():
+	}
 	if err := l.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintln(o.IO.ErrOut, "lab: stopping; receipts flushed to", o.Receipts)
+	fmt.Fprintln(o.IO.ErrOut, "lab: stopping; receipts written to", o.Receipts)
 	return nil
 }

@@ -35,7 +35,8 @@ limit service (or checks external targets), snapshots proxy stats, runs the
 scenario's attacks and faults, and writes <root>/<UTC yyyymmddThhmmssZ>-<n>/
 with manifest.json, one folder per scenario and repeat, and status.txt.
 A scenario that cannot run is NOT_RUN with the reason; the others still run.
-It exits with analyze's exit code.`,
+It exits with analyze's exit code. A plan is code: its exec steps, external
+setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 		Example: `  rlbench run examples/e06/plan.yaml
   rlbench run --root /tmp/ev --format json examples/e06/plan.yaml`,
 		Args: cobra.ExactArgs(1),

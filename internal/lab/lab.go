@@ -39,8 +39,8 @@ const DefaultProxies = 2
 // proxy.Config, labrls.Options) and reaches the lab without new wiring.
 type Options struct {
 	// Backend configures the backend. Listen defaults to 127.0.0.1:0 and Now
-	// to Options.Now. Its receipt writer (Receipts or ReceiptWriter) is
-	// flushed when the lab closes; the caller keeps owning it.
+	// to Options.Now. Its receipts file (ReceiptsFile) is sealed when the
+	// lab closes; a Receipts writer stays the caller's.
 	Backend backend.Options
 	// Proxies configures the proxies in front of the backend.
 	Proxies ProxiesOptions
@@ -335,7 +335,7 @@ func (l *Lab) Addresses() Addresses {
 }
 
 // Close stops the proxies first (so no request is mid-way), then the
-// backend, flushing its receipts, then the lab RLS. It returns the joined
+// backend, sealing its receipts, then the lab RLS. It returns the joined
 // errors. The writers given in Options stay open: they are the caller's.
 func (l *Lab) Close() error {
 	var errs []error

@@ -279,13 +279,15 @@ func fireBurst(t *testing.T, cfg NginxConfig, ids []string) burstResult {
 	if r.errs, err = collectnginx.ParseErrorLog(bytes.NewReader(mustRead(t, n.ErrorLogPath())), n.ErrorLogPath()); err != nil {
 		t.Fatal(err)
 	}
-	if err := be.Close(); err != nil {
-		t.Fatal(err)
-	}
+	// Every receipt is on the backend's file before its request is answered;
+	// its temporary file is gone after Close.
 	if err := evidence.ReadLines(bytes.NewReader(be.Receipts()), "receipts", func(_ int, rc *evidence.Receipt) error {
 		r.receipts = append(r.receipts, *rc)
 		return nil
 	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// The joins every burst must satisfy: one access record per ID with the client's status and header; a

@@ -82,9 +82,6 @@ func (r *scenarioRun) copyAccessLogs() error {
 		return nil
 	}
 	marks := v.([]accessLogMark)
-	if err := os.MkdirAll(evidence.Dir(r.dir).AccessLogs(), 0o755); err != nil {
-		return err
-	}
 	var errs []error
 	for _, m := range marks {
 		if err := r.copyAccessLog(m); err != nil {
@@ -111,7 +108,7 @@ func (r *scenarioRun) copyAccessLog(m accessLogMark) error {
 		return err
 	}
 	defer f.Close()
-	out, err := os.Create(evidence.Dir(r.dir).AccessLog(m.proxy))
+	out, err := evidence.CreateAccessLog(evidence.Dir(r.dir), m.proxy)
 	if err != nil {
 		return err
 	}

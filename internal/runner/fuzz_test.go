@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 
@@ -82,8 +84,8 @@ func checkPlan(t *testing.T, p *Plan) {
 			}
 			if st.Attack != nil {
 				attacks++
-				if st.Attack.IDs <= 0 {
-					t.Fatalf("scenario %q: attack of %d ids", s.Name, st.Attack.IDs)
+				if a := st.Attack; a.IDs <= 0 || a.Concurrency < 0 || a.Timeout < 0 {
+					t.Fatalf("scenario %q: attack of %d ids, concurrency %d, timeout %s", s.Name, a.IDs, a.Concurrency, time.Duration(a.Timeout))
 				}
 			}
 		}
@@ -92,6 +94,13 @@ func checkPlan(t *testing.T, p *Plan) {
 		}
 		if l := s.Lab; l != nil && (l.Proxies < 1 || l.Proxies > 26 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
 			t.Fatalf("scenario %q: lab %+v", s.Name, l)
+		}
+		if e := s.External; e != nil {
+			for _, px := range e.Proxies {
+				if err := evidence.CheckName("proxy", px.Name); err != nil {
+					t.Fatalf("scenario %q: %v", s.Name, err)
+				}
+			}
 		}
 		if a := s.Expect.Admitted; a != nil && (a.Min < 0 || a.Min > a.Max) {
 			t.Fatalf("scenario %q: admitted %v", s.Name, a)

@@ -92,17 +92,18 @@ const realRLSStandIn = "grpc://127.0.0.1:0"
 // (lab.Options.Validate) when the plan is loaded, before anything runs, and
 // the inline RLS config with rlsconfig.Parse (bounded like a file), so that a
 // bad or hostile one stops the plan before any part starts.
-func (lp *LabPlan) validate() error {
+// The field is the failing part's key under lab ("rls.config" or "").
+func (lp *LabPlan) validate() (field string, err error) {
 	if lp.RLS != nil {
 		if _, err := rlsconfig.Parse("lab.rls.config", []byte(lp.RLS.Config)); err != nil {
-			return err
+			return "rls.config", err
 		}
 	}
 	o := lp.labOptions()
 	if lp.RLS != nil && lp.RLS.Kind == RLSReal {
 		o.RLS.Address = realRLSStandIn
 	}
-	return o.Validate()
+	return "", o.Validate()
 }
 
 // startLab starts the scenario's lab (lab.Start) with its evidence writers:
@@ -110,10 +111,10 @@ func (lp *LabPlan) validate() error {
 // proxy; for kind real it first starts the real RLS (startRealRLS). It sets
 // the scenario's targets, admin URLs, cluster and limits, and returns a
 // NOT_RUN reason or "".
-func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) string {
+func (r *scenarioRun) startLab(ctx context.Context) string {
 	lp := r.plan.Lab
 	opts := lp.labOptions()
-	opts.Backend.ReceiptWriter = receipts
+	opts.Backend.ReceiptsFile = evidence.Dir(r.dir).Receipts()
 	var cfg *rlsconfig.Config
 	if lp.RLS != nil {
 		var err error
@@ -141,7 +142,7 @@ func (r *scenarioRun) startLab(ctx context.Context, receipts *evidence.Writer) s
 		return err.Error()
 	}
 	opts.Proxies.AccessLog = func(name string) (io.Writer, error) {
-		f, err := os.Create(evidence.Dir(r.dir).AccessLog(name))
+		f, err := evidence.CreateAccessLog(evidence.Dir(r.dir), name)
 		if err != nil {
 			return nil, err
 		}

@@ -7,10 +7,15 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
@@ -19,6 +24,7 @@ import (
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/internal/yamlguard"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 )
 
@@ -36,6 +42,8 @@ type Plan struct {
 	Root string `json:"root,omitempty"`
 	// Tools maps a tool name to a command that prints its version
 	// (e.g. envoy: "envoy --version"); the output goes into manifest.json.
+	// Each command runs with sh -c, like exec steps and external setup and
+	// teardown: a plan is code, to be reviewed as a script before it runs.
 	Tools map[string]string `json:"tools,omitempty"`
 	// Scenarios run in order (at least one); their names must be unique.
 	Scenarios []ScenarioPlan `json:"scenarios"`
@@ -408,54 +416,6 @@ func (f *FlowPlan) ids() int {
 	return int(int64(r.Freq) * int64(f.Duration) / int64(r.Per))
 }
 
-// validate checks an attack step's plan: counts, splits and flows.
-func (ap *AttackPlan) validate() error {
-	if len(ap.Flows) == 0 {
-		if ap.IDs <= 0 {
-			return fmt.Errorf("attack.ids must be > 0")
-		}
-		return checkSplit("attack", ap.Split)
-	}
-	if ap.IDs != 0 || ap.Split != "" || ap.Seed != 0 || ap.Concurrency != 0 || vegeta.Rate(ap.Rate) != (vegeta.Rate{}) ||
-		ap.Method != "" || ap.Path != "" || ap.Body != "" {
-		return fmt.Errorf("attack: with flows, set ids, split, seed, concurrency, rate, method, path and body in each flow")
-	}
-	seen := map[string]bool{}
-	for i := range ap.Flows {
-		f := &ap.Flows[i]
-		where := fmt.Sprintf("attack.flows[%d] (%s)", i, f.Name)
-		switch {
-		case f.Name == "":
-			return fmt.Errorf("attack.flows[%d]: name is required", i)
-		case seen[f.Name]:
-			return fmt.Errorf("%s: duplicate flow name", where)
-		case f.IDs < 0 || f.Duration < 0:
-			return fmt.Errorf("%s: ids and duration must be positive", where)
-		case (f.IDs > 0) == (f.Duration > 0):
-			return fmt.Errorf("%s: give ids or duration (with rate), not both or neither", where)
-		case f.Duration > 0 && vegeta.Rate(f.Rate).Freq == 0:
-			return fmt.Errorf("%s: duration needs a rate (the IDs are rate x duration)", where)
-		case f.ids() == 0:
-			return fmt.Errorf("%s: rate %s over %s is no request", where, attack.FormatRate(vegeta.Rate(f.Rate)), time.Duration(f.Duration))
-		}
-		seen[f.Name] = true
-		if err := checkSplit(where, f.Split); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func checkSplit(where, s string) error {
-	if s == "" {
-		return nil
-	}
-	if _, err := attack.ParseSplit(s); err != nil {
-		return fmt.Errorf("%s: %v", where, err)
-	}
-	return nil
-}
-
 // ExpectPlan is the scenario's expectation as planned: scenario.json's
 // evidence.Expectation, except that receipts_equal_admitted and stats_agree
 // default to true (stats_agree only for proxies with an admin URL).
@@ -536,12 +496,15 @@ func LoadPlan(path string) (*Plan, error) {
 }
 
 // ParsePlan decodes plan YAML strictly (unknown fields are errors) and
-// validates it; errors name the file. Before decoding, the YAML is bounded
+// validates it (every value the run would refuse is refused here, before
+// anything starts); errors name the file and, when the field is found in
+// the YAML, its line. Before decoding, the YAML is bounded
 // by yamlguard.Parse (size, nodes with aliases expanded, depth): an alias
 // bomb is refused naming the line of the alias, before sigs.k8s.io/yaml
 // expands it.
 func ParsePlan(name string, data []byte) (*Plan, error) {
-	if _, err := yamlguard.Parse(name, data, yamlguard.Limits{}); yamlguard.IsGuard(err) {
+	root, err := yamlguard.Parse(name, data, yamlguard.Limits{})
+	if yamlguard.IsGuard(err) {
 		return nil, err
 	}
 	// A syntax error is left to the decoder below, whose messages name the line.
@@ -550,9 +513,34 @@ func ParsePlan(name string, data []byte) (*Plan, error) {
 		return nil, fmt.Errorf("%s: %s", name, planErrorLine(data, err))
 	}
 	if err := p.validate(); err != nil {
+		var pe *planError
+		if errors.As(err, &pe) && root != nil {
+			if line := nodeLine(root, pe.path); line > 0 {
+				return nil, fmt.Errorf("%s: line %d: %w", name, line, err)
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &p, nil
+}
+
+// planError is a plan error about the field at path (keys and [index]es
+// from the plan's root, e.g. "scenarios[0].steps[1].attack.concurrency");
+// ParsePlan names the line of that field. msg is the error as printed.
+type planError struct {
+	path string
+	msg  string
+	err  error // what %w wrapped, if anything
+}
+
+func (e *planError) Error() string { return e.msg }
+func (e *planError) Unwrap() error { return e.err }
+
+// at returns a planError at path whose message is where + ": " + the
+// message (format may wrap an error with %w).
+func at(path, where, format string, a ...any) error {
+	err := fmt.Errorf(format, a...)
+	return &planError{path: path, msg: where + ": " + err.Error(), err: errors.Unwrap(err)}
 }
 
 func (p *Plan) validate() error {
@@ -562,65 +550,91 @@ func (p *Plan) validate() error {
 	seen := map[string]bool{}
 	for i := range p.Scenarios {
 		s := &p.Scenarios[i]
+		sp := fmt.Sprintf("scenarios[%d]", i)
 		where := fmt.Sprintf("scenarios[%d] (%s)", i, s.Name)
 		if s.Name == "" {
-			return fmt.Errorf("scenarios[%d]: name is required", i)
+			return at(sp, sp, "name is required")
+		}
+		// The name is a label; its directory is its slug (never a path).
+		if slug(s.Name) == "" || strings.ContainsFunc(s.Name, unicode.IsControl) {
+			return at(sp+".name", sp, "name %q: want a label with letters or digits and no control characters", s.Name)
 		}
 		if seen[slug(s.Name)] {
-			return fmt.Errorf("%s: duplicate scenario name", where)
+			return at(sp+".name", where, "duplicate scenario name")
 		}
 		seen[slug(s.Name)] = true
 		if (s.Lab == nil) == (s.External == nil) {
-			return fmt.Errorf("%s: exactly one of lab or external is required", where)
+			return at(sp, where, "exactly one of lab or external is required")
 		}
 		if s.Attack != nil && len(s.Steps) > 0 {
-			return fmt.Errorf("%s: give attack or steps, not both", where)
+			return at(sp+".attack", where, "give attack or steps, not both")
 		}
+		stepPath := func(j int) string { return fmt.Sprintf("%s.steps[%d]", sp, j) }
 		if s.Attack != nil {
 			s.Steps = []Step{{Name: "attack", Attack: s.Attack}}
 			s.Attack = nil
+			stepPath = func(int) string { return sp } // the shorthand: <sp>.attack
+		}
+		if s.Repeat < 0 {
+			return at(sp+".repeat", where, "repeat must be >= 1 (or absent), not %d", s.Repeat)
+		}
+		if s.IntendedLimit != nil && *s.IntendedLimit < 0 {
+			return at(sp+".intended_limit", where, "intended_limit must be >= 0, not %d", *s.IntendedLimit)
+		}
+		if l := s.Lab; l != nil && l.Proxies < 0 {
+			return at(sp+".lab.proxies", where, "lab.proxies must be >= 1 (or absent), not %d", l.Proxies)
+		}
+		if l := s.Lab; l != nil && l.Proxies == 0 {
+			l.Proxies = lab.DefaultProxies
+		}
+		if e := s.External; e != nil {
+			if err := e.validate(sp+".external", where); err != nil {
+				return err
+			}
 		}
 		attacks := 0
 		for j := range s.Steps {
 			st := &s.Steps[j]
+			jp := stepPath(j)
 			if (st.Attack == nil) == (st.Fault == nil) {
-				return fmt.Errorf("%s: steps[%d]: exactly one of attack or fault", where, j)
+				return at(jp, where, "steps[%d]: exactly one of attack or fault", j)
 			}
 			if st.Attack != nil {
 				attacks++
-				if err := st.Attack.validate(); err != nil {
-					return fmt.Errorf("%s: steps[%d]: %w", where, j, err)
+				if err := st.Attack.validate(s, jp+".attack", fmt.Sprintf("%s: steps[%d]", where, j)); err != nil {
+					return err
 				}
 				if st.Name == "" {
 					st.Name = fmt.Sprintf("attack%d", attacks)
 				}
 			}
 			if f := st.Fault; f != nil {
+				fp := jp + ".fault"
 				switch f.Action {
 				case "stop", "start", "restart":
 					if f.Target != "rls" && f.Target != "redis" {
-						return fmt.Errorf("%s: steps[%d]: fault target must be rls or redis, not %q", where, j, f.Target)
+						return at(fp+".target", where, "steps[%d]: fault target must be rls or redis, not %q", j, f.Target)
 					}
 				case "exec":
 					if f.Command == "" {
-						return fmt.Errorf("%s: steps[%d]: exec needs a command", where, j)
+						return at(fp, where, "steps[%d]: exec needs a command", j)
 					}
 				case evidence.ActionSet, evidence.ActionClear:
 					if f.Target != "backend" {
-						return fmt.Errorf("%s: steps[%d]: %s applies to target backend, not %q", where, j, f.Action, f.Target)
+						return at(fp+".target", where, "steps[%d]: %s applies to target backend, not %q", j, f.Action, f.Target)
 					}
 					if s.Lab == nil {
-						return fmt.Errorf("%s: steps[%d]: backend faults need a lab scenario", where, j)
+						return at(fp, where, "steps[%d]: backend faults need a lab scenario", j)
 					}
 					if f.Action == evidence.ActionSet && f.Faults == nil {
-						return fmt.Errorf("%s: steps[%d]: set needs faults", where, j)
+						return at(fp, where, "steps[%d]: set needs faults", j)
 					}
 					if f.Action == evidence.ActionClear && (f.Faults != nil || f.For > 0) {
-						return fmt.Errorf("%s: steps[%d]: clear takes no faults or for", where, j)
+						return at(fp, where, "steps[%d]: clear takes no faults or for", j)
 					}
 					if f.Faults != nil {
 						if err := f.Faults.Validate(); err != nil {
-							return fmt.Errorf("%s: steps[%d]: %w", where, j, err)
+							return at(fp+".faults", where, "steps[%d]: %v", j, err)
 						}
 					}
 					n := 1
@@ -629,11 +643,17 @@ func (p *Plan) validate() error {
 					}
 					for _, e := range f.Endpoints {
 						if e < 0 || e >= n {
-							return fmt.Errorf("%s: steps[%d]: no backend endpoint %d (the lab has %d)", where, j, e, n)
+							return at(fp+".endpoints", where, "steps[%d]: no backend endpoint %d (the lab has %d)", j, e, n)
 						}
 					}
 				default:
-					return fmt.Errorf("%s: steps[%d]: fault action must be stop, start, restart, exec, set or clear, not %q", where, j, f.Action)
+					return at(fp+".action", where, "steps[%d]: fault action must be stop, start, restart, exec, set or clear, not %q", j, f.Action)
+				}
+				if f.At < 0 {
+					return at(fp+".at", where, "steps[%d]: at must be >= 0, not %s", j, time.Duration(f.At))
+				}
+				if f.For < 0 {
+					return at(fp+".for", where, "steps[%d]: for must be >= 0, not %s", j, time.Duration(f.For))
 				}
 				if st.Name == "" {
 					st.Name = f.Action + " " + f.Target
@@ -641,61 +661,194 @@ func (p *Plan) validate() error {
 			}
 		}
 		if attacks == 0 {
-			return fmt.Errorf("%s: no attack", where)
+			return at(sp, where, "no attack")
 		}
 		for j := len(s.Steps) - 1; j >= 0 && s.Steps[j].Attack == nil; j-- {
 			if f := s.Steps[j].Fault; f != nil && f.At > 0 {
-				return fmt.Errorf("%s: steps[%d]: a fault with at: needs an attack step after it", where, j)
+				return at(stepPath(j)+".fault.at", where, "steps[%d]: a fault with at: needs an attack step after it", j)
 			}
 			if f := s.Steps[j].Fault; f != nil && f.For > 0 {
-				return fmt.Errorf("%s: steps[%d]: a fault with for: needs an attack step after it", where, j)
+				return at(stepPath(j)+".fault.for", where, "steps[%d]: a fault with for: needs an attack step after it", j)
 			}
 		}
-		if s.Repeat <= 0 {
+		if s.Repeat == 0 {
 			s.Repeat = 1
 		}
 		if l := s.Lab; l != nil {
-			if l.Proxies <= 0 {
-				l.Proxies = lab.DefaultProxies
-			}
 			if l.Global != nil && l.RLS == nil {
-				return fmt.Errorf("%s: lab.global needs lab.rls", where)
+				return at(sp+".lab.global", where, "lab.global needs lab.rls")
 			}
 			if l.RLS != nil && l.RLS.Kind == "" {
 				l.RLS.Kind = RLSLab
 			}
 			if l.RLS != nil && l.RLS.Kind != RLSLab && l.RLS.Kind != RLSReal {
-				return fmt.Errorf("%s: lab.rls.kind must be lab or real", where)
+				return at(sp+".lab.rls.kind", where, "lab.rls.kind must be lab or real")
 			}
-			if err := l.validate(); err != nil {
-				return fmt.Errorf("%s: %w", where, err)
+			if field, err := l.validate(); err != nil {
+				return at(strings.TrimSuffix(sp+".lab."+field, "."), where, "%w", err)
 			}
 		}
 		if a := s.Expect.Admitted; a != nil && a.Min < 0 {
-			return fmt.Errorf("%s: expect.admitted %s: want 0 <= min <= max", where, a)
+			return at(sp+".expect.admitted", where, "expect.admitted %s: want 0 <= min <= max", a)
 		}
 		for k, c := range s.Expect.Classes {
 			if c.Min < 0 {
-				return fmt.Errorf("%s: expect.classes.%s %s: want 0 <= min <= max", where, k, c)
+				return at(sp+".expect.classes."+k, where, "expect.classes.%s %s: want 0 <= min <= max", k, c)
 			}
 		}
-		if e := s.External; e != nil && len(e.Proxies) == 0 {
-			return fmt.Errorf("%s: external.proxies is empty", where)
-		}
 		if _, err := evidence.NewClassifier(s.Classify); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+			return at(sp+".classify", where, "%w", err)
 		}
 		names := map[string]bool{}
 		for j := range s.Limiters {
 			l := &s.Limiters[j]
+			lp := fmt.Sprintf("%s.limiters[%d]", sp, j)
 			if err := l.Validate(); err != nil {
-				return fmt.Errorf("%s: limiters[%d].%w", where, j, err)
+				return at(lp, where, "limiters[%d].%w", j, err)
 			}
 			if names[l.Name] {
-				return fmt.Errorf("%s: limiters[%d].name: %q is used twice", where, j, l.Name)
+				return at(lp+".name", where, "limiters[%d].name: %q is used twice", j, l.Name)
 			}
 			names[l.Name] = true
 		}
+	}
+	return nil
+}
+
+// validate checks an external section: proxies named by evidence.CheckName
+// (their names become stats/<name>.<label>.json and accesslog/<name>.log),
+// unique, with http(s) URLs (a user:password@ is allowed: the attack sends
+// it as basic auth and evidence records it redacted).
+func (e *ExternalPlan) validate(ep, where string) error {
+	if len(e.Proxies) == 0 {
+		return at(ep+".proxies", where, "external.proxies is empty")
+	}
+	names := map[string]bool{}
+	for k, p := range e.Proxies {
+		pp := fmt.Sprintf("%s.proxies[%d]", ep, k)
+		field := fmt.Sprintf("external.proxies[%d].name", k)
+		if err := evidence.CheckName(field, p.Name); err != nil {
+			return at(pp+".name", where, "%v", err)
+		}
+		if names[p.Name] {
+			return at(pp+".name", where, "%s %q: duplicate proxy name", field, p.Name)
+		}
+		names[p.Name] = true
+		for _, f := range []struct{ key, url string }{{"url", p.URL}, {"admin", p.Admin}} {
+			if f.url == "" && f.key == "admin" {
+				continue
+			}
+			u, err := url.Parse(f.url)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return at(pp+"."+f.key, where, "external.proxies[%d].%s %q: want http(s)://host[:port][/prefix]", k, f.key, evidence.RedactText(f.url))
+			}
+		}
+	}
+	if e.ReceiptsURL != "" {
+		u, err := url.Parse(e.ReceiptsURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return at(ep+".receipts_url", where, "external.receipts_url %q: want http(s)://host[:port]/_rlbench/receipts", evidence.RedactText(e.ReceiptsURL))
+		}
+	}
+	return nil
+}
+
+// validate checks one attack step: its shape (ids, or flows each with ids
+// or rate x duration, unique names) and, with the attack's own rules, so
+// that what attack.Run would refuse stops the plan when it is loaded,
+// before any part starts: ids > 0, concurrency and timeout >= 0, the
+// method, path and headers (attack.CheckRequest), the split against the
+// ids and the scenario's targets (attack.CheckSplit), for the attack or
+// for each flow. A rate was checked when decoded (attack.ParseRate: "0/1s"
+// is refused). ap is the attack's path in the plan (for the line), where
+// prefixes the messages.
+func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
+	targets := 0
+	if s.Lab != nil {
+		targets = s.Lab.Proxies
+	} else if s.External != nil {
+		targets = len(s.External.Proxies)
+	}
+	if a.Timeout < 0 {
+		return at(ap+".timeout", where, "attack.timeout must be >= 0, not %s", time.Duration(a.Timeout))
+	}
+	if len(a.Flows) == 0 {
+		if a.IDs <= 0 {
+			return at(ap+".ids", where, "attack.ids must be > 0")
+		}
+		return checkRequestPlan(ap, where, "attack", a.IDs, a.Concurrency, a.Method, a.Path, a.Split, a.Headers, nil, targets)
+	}
+	if a.IDs != 0 || a.Split != "" || a.Seed != 0 || a.Concurrency != 0 || vegeta.Rate(a.Rate) != (vegeta.Rate{}) ||
+		a.Method != "" || a.Path != "" || a.Body != "" {
+		return at(ap, where, "attack: with flows, set ids, split, seed, concurrency, rate, method, path and body in each flow")
+	}
+	seen := map[string]bool{}
+	for i := range a.Flows {
+		f := &a.Flows[i]
+		fp := fmt.Sprintf("%s.flows[%d]", ap, i)
+		fw := fmt.Sprintf("attack.flows[%d] (%s)", i, f.Name)
+		switch {
+		case f.Name == "":
+			return at(fp, where, "attack.flows[%d]: name is required", i)
+		case seen[f.Name]:
+			return at(fp+".name", where, "%s: duplicate flow name", fw)
+		case f.IDs < 0 || f.Duration < 0:
+			return at(fp, where, "%s: ids and duration must be positive", fw)
+		case (f.IDs > 0) == (f.Duration > 0):
+			return at(fp, where, "%s: give ids or duration (with rate), not both or neither", fw)
+		case f.Duration > 0 && vegeta.Rate(f.Rate).Freq == 0:
+			return at(fp+".duration", where, "%s: duration needs a rate (the IDs are rate x duration)", fw)
+		case f.ids() == 0:
+			return at(fp, where, "%s: rate %s over %s is no request", fw, attack.FormatRate(vegeta.Rate(f.Rate)), time.Duration(f.Duration))
+		}
+		seen[f.Name] = true
+		if err := checkRequestPlan(fp, where, fw, f.ids(), f.Concurrency, f.Method, f.Path, f.Split, a.Headers, f.Headers, targets); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRequestPlan checks one flow of an attack (or the attack's one flow)
+// as attack.Run would: concurrency >= 0, method, path and headers (the
+// attack's, then the flow's) by attack.CheckRequest, the split by
+// attack.ParseSplit and attack.CheckSplit against ids and targets.
+func checkRequestPlan(fp, where, what string, ids, concurrency int, method, path, split string, common, own map[string]string, targets int) error {
+	field := "attack.concurrency"
+	if what != "attack" { // a flow: its messages name it
+		where, field = where+": "+what, "concurrency"
+	}
+	if concurrency < 0 {
+		return at(fp+".concurrency", where, "%s must be >= 0, not %d", field, concurrency)
+	}
+	if method == "" {
+		method = attack.DefaultMethod
+	}
+	hdr := http.Header{}
+	for _, m := range []map[string]string{common, own} {
+		for k, v := range m {
+			hdr[k] = []string{v}
+		}
+	}
+	if err := attack.CheckRequest(strings.ToUpper(method), path, hdr); err != nil {
+		key := ".headers"
+		switch {
+		case strings.Contains(err.Error(), "method"):
+			key = ".method"
+		case strings.Contains(err.Error(), "path"):
+			key = ".path"
+		}
+		return at(fp+key, where, "%v", err)
+	}
+	sp := attack.Split{Mode: attack.SplitEven}
+	if split != "" {
+		var err error
+		if sp, err = attack.ParseSplit(split); err != nil {
+			return at(fp+".split", where, "%v", err)
+		}
+	}
+	if err := attack.CheckSplit(sp, ids, targets); err != nil {
+		return at(fp+".split", where, "%v (%d ids over %d targets)", err, ids, targets)
 	}
 	return nil
 }
@@ -736,3 +889,47 @@ func planErrorLine(data []byte, err error) string {
 }
 
 var quotedRE = regexp.MustCompile(`"([^"]*)"`)
+
+// nodeLine returns the line of the field at path ("scenarios[0].steps[1].attack.ids")
+// in the YAML tree root (a document node, as yamlguard.Parse returns), or
+// of the deepest part of path that exists; 0 when not even the first does.
+func nodeLine(root *yamlv3.Node, path string) int {
+	n := root
+	if n.Kind == yamlv3.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, part := range strings.Split(path, ".") {
+		key, rest, _ := strings.Cut(part, "[")
+		if key != "" {
+			v, l := mappingValue(n, key)
+			if v == nil {
+				return line
+			}
+			n, line = v, l
+		}
+		for rest != "" {
+			ix, tail, _ := strings.Cut(rest, "]")
+			rest = strings.TrimPrefix(tail, "[")
+			i, err := strconv.Atoi(ix)
+			if n.Kind != yamlv3.SequenceNode || err != nil || i < 0 || i >= len(n.Content) {
+				return line
+			}
+			n, line = n.Content[i], n.Content[i].Line
+		}
+	}
+	return line
+}
+
+// mappingValue returns the value of key in the mapping n and the line of the key.
+func mappingValue(n *yamlv3.Node, key string) (*yamlv3.Node, int) {
+	if n.Kind != yamlv3.MappingNode {
+		return nil, 0
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1], n.Content[i].Line
+		}
+	}
+	return nil, 0
+}

@@ -24,7 +24,7 @@ func inlinePlan(config string) []byte {
 // and the line inside the config.
 func TestInlineRLSConfigCheckedAtLoad(t *testing.T) {
 	_, err := ParsePlan("p.yaml", inlinePlan("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"))
-	if err == nil || !strings.HasPrefix(err.Error(), `p.yaml: scenarios[0] (inline): lab.rls.config:4: invalid rate limit unit 'fortnight'`) {
+	if err == nil || !strings.HasPrefix(err.Error(), `p.yaml: line 6: scenarios[0] (inline): lab.rls.config:4: invalid rate limit unit 'fortnight'`) {
 		t.Errorf("bad unit: %v", err)
 	}
 	if _, err := ParsePlan("p.yaml", inlinePlan("{}")); err == nil || !strings.Contains(err.Error(), "config file cannot have empty domain") {

@@ -107,7 +107,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		if err != nil {
 			v = fmt.Sprintf("unavailable (%s: %v) %s", cmd, err, v)
 		}
-		m.Tools[name] = v
+		m.Tools[name] = evidence.RedactText(v)
 	}
 	for si := range plan.Scenarios {
 		sc := &plan.Scenarios[si]
@@ -201,26 +201,32 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			r.cleanups[i]()
 		}
 	}()
+	// receipts.jsonl: the lab's backend writes (and seals) its own; for an
+	// external scenario the runner writes what it fetches (externalReceipts),
+	// or nothing when there is no receipts_url.
 	var receipts *evidence.Writer
 	var err error
-	if receipts, err = evidence.Create(evidence.Dir(r.dir).Receipts()); err != nil {
-		return err.Error()
-	}
 	receiptsClosed := false
-	closeReceipts := func() {
-		if !receiptsClosed {
-			receiptsClosed = true
-			_ = receipts.Close()
+	closeReceipts := func() error {
+		if receipts == nil || receiptsClosed {
+			return nil
 		}
+		receiptsClosed = true
+		return receipts.Close()
 	}
 	defer closeReceipts()
 
 	if r.plan.Lab != nil {
-		if reason := r.startLab(ctx, receipts); reason != "" {
+		if reason := r.startLab(ctx); reason != "" {
 			return reason
 		}
-	} else if reason := r.checkExternal(ctx); reason != "" {
-		return reason
+	} else {
+		if receipts, err = evidence.Create(evidence.Dir(r.dir).Receipts()); err != nil {
+			return err.Error()
+		}
+		if reason := r.checkExternal(ctx); reason != "" {
+			return reason
+		}
 	}
 	if err := r.writeScenario(); err != nil {
 		return err.Error()
@@ -229,9 +235,13 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		return reason
 	}
 	r.markAccessLogs()
-	var extBefore map[string]int
+	// The receipts an external backend holds before the first step are
+	// not this scenario's; every one after them is (externalReceipts).
+	extBefore := 0
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
-		extBefore = map[string]int{}
+		if extBefore, err = r.countExternalReceipts(ctx); err != nil {
+			return "receipts: " + err.Error()
+		}
 	}
 
 	reqs, err := evidence.Create(evidence.Dir(r.dir).Requests())
@@ -306,7 +316,9 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		agg.Complete, agg.Error = false, err.Error()
 	}
 	r.windows.closeAll()
-	_ = faults.Close()
+	if err := faults.Close(); err != nil { // a fault record that was not written
+		agg.Complete, agg.Error = false, "faults: "+err.Error()
+	}
 	_ = r.snapshot(ctx, "after")
 	if err := r.copyAccessLogs(); err != nil {
 		agg.Complete, agg.Error = false, err.Error()
@@ -316,17 +328,24 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			agg.Complete, agg.Error = false, "rls evidence: "+err.Error()
 		}
 	}
-	// Stop the lab so that the backend flushes every receipt before it is read.
+	// Stop the lab so that the backend seals its receipts before they are read.
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()
 	}
 	r.cleanups = nil
+	if r.backend != nil {
+		if err := r.backend.Err(); err != nil { // its seal says so too
+			agg.Complete, agg.Error = false, err.Error()
+		}
+	}
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
 		if err := r.externalReceipts(ctx, receipts, extBefore); err != nil {
 			agg.Complete, agg.Error = false, "receipts: "+err.Error()
 		}
 	}
-	closeReceipts()
+	if err := closeReceipts(); err != nil {
+		agg.Complete, agg.Error = false, "receipts: "+err.Error()
+	}
 	if err := writeJSON(evidence.Dir(r.dir).Attack(), agg); err != nil {
 		return err.Error()
 	}
@@ -338,7 +357,7 @@ func (r *scenarioRun) checkExternal(ctx context.Context) string {
 	e := r.plan.External
 	if e.Setup != "" {
 		if out, err := exec.CommandContext(ctx, "sh", "-c", e.Setup).CombinedOutput(); err != nil {
-			return fmt.Sprintf("setup %q failed: %v: %s", e.Setup, err, strings.TrimSpace(string(out)))
+			return evidence.RedactText(fmt.Sprintf("setup %q failed: %v: %s", e.Setup, err, strings.TrimSpace(string(out))))
 		}
 	}
 	if e.Teardown != "" {
@@ -348,7 +367,7 @@ func (r *scenarioRun) checkExternal(ctx context.Context) string {
 	for _, p := range e.Proxies {
 		u, err := url.Parse(p.URL)
 		if err != nil || u.Host == "" {
-			return fmt.Sprintf("target %s: bad url %q", p.Name, p.URL)
+			return fmt.Sprintf("target %s: bad url %q", p.Name, evidence.RedactText(p.URL))
 		}
 		c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "tcp", u.Host)
 		if err != nil {
@@ -415,9 +434,9 @@ func (r *scenarioRun) snapshot(ctx context.Context, label string) string {
 		}
 		raw, snap, err := envoy.Fetch(ctx, client, admin, envoy.FormatText)
 		if err != nil {
-			return fmt.Sprintf("stats of %s (%s): %v", t.Name, admin, err)
+			return evidence.RedactText(fmt.Sprintf("stats of %s (%s): %v", t.Name, admin, err))
 		}
-		snap.Proxy, snap.Label, snap.Admin = t.Name, label, admin
+		snap.Proxy, snap.Label, snap.Admin = t.Name, label, evidence.RedactURL(admin)
 		if err := evidence.WriteStats(evidence.Dir(r.dir), t.Name, label, string(envoy.FormatText), raw, snap); err != nil {
 			return err.Error()
 		}
@@ -466,7 +485,7 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 	ev.EndNs = time.Now().UnixNano()
 	ev.OK = err == nil
 	if err != nil {
-		ev.Error = err.Error()
+		ev.Error = evidence.RedactText(err.Error()) // an exec's output may quote a URL with its password
 	}
 	return ev
 }
@@ -520,28 +539,70 @@ func headers(maps ...map[string]string) http.Header {
 	return h
 }
 
-// externalReceipts copies the receipts of this scenario's IDs from an
-// external rlbench backend.
-func (r *scenarioRun) externalReceipts(ctx context.Context, w *evidence.Writer, _ map[string]int) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.plan.External.ReceiptsURL, nil)
+// External receipts: an rlbench backend's GET /_rlbench/receipts lists
+// every receipt it recorded since it started, in receive order. The
+// scenario's window is what it recorded after the receipts counted before
+// the first step (countExternalReceipts) until the lab and the attacks
+// have stopped (externalReceipts). Every receipt in the window is the
+// scenario's evidence, whatever its ID: one without an ID, or with an ID
+// the scenario did not send (another run's, someone else's), is judged by
+// analyze as unidentified or phantom, so a run in which such requests
+// reached the backend never PASSes. (Before, only the IDs with the run's
+// prefix were kept, and those requests were never seen.)
+
+// getExternalReceipts GETs the backend's receipts; the caller closes the body.
+func (r *scenarioRun) getExternalReceipts(ctx context.Context) (io.ReadCloser, error) {
+	u := r.plan.External.ReceiptsURL
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return err
+		return nil, errors.New(evidence.RedactText(err.Error()))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		return nil, errors.New(evidence.RedactText(err.Error()))
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s: %s", evidence.RedactURL(u), resp.Status)
+	}
+	return resp.Body, nil
+}
+
+// countExternalReceipts counts the receipt lines the backend holds now.
+func (r *scenarioRun) countExternalReceipts(ctx context.Context) (int, error) {
+	body, err := r.getExternalReceipts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer body.Close()
+	n := 0
+	err = evidence.ReadLines(body, evidence.RedactURL(r.plan.External.ReceiptsURL), func(int, *evidence.Receipt) error { n++; return nil })
+	return n, err
+}
+
+// externalReceipts copies every receipt the backend recorded after the
+// first before of them (the scenario's window) into w.
+func (r *scenarioRun) externalReceipts(ctx context.Context, w *evidence.Writer, before int) error {
+	body, err := r.getExternalReceipts(ctx)
+	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", r.plan.External.ReceiptsURL, resp.Status)
-	}
-	prefix := fmt.Sprintf("%s-s%dr%d-", r.runID, r.index+1, r.repeat)
-	return evidence.ReadLines(resp.Body, r.plan.External.ReceiptsURL, func(_ int, rc *evidence.Receipt) error {
-		if rc.ID != nil && strings.HasPrefix(*rc.ID, prefix) {
-			return w.Write(rc)
+	defer body.Close()
+	name := evidence.RedactURL(r.plan.External.ReceiptsURL)
+	n := 0
+	if err := evidence.ReadLines(body, name, func(_ int, rc *evidence.Receipt) error {
+		n++
+		if n <= before {
+			return nil
 		}
-		return nil
-	})
+		return w.Write(rc)
+	}); err != nil {
+		return err
+	}
+	if n < before {
+		return fmt.Errorf("%s: %d receipts, %d before the scenario: the backend restarted or lost receipts", name, n, before)
+	}
+	return nil
 }
 
 // backendTarget is the fault record's target for backend faults on

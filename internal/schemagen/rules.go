@@ -47,6 +47,9 @@ var fieldRules = map[string]rule{
 	"evidence.Manifest.End":                 format("date-time"),
 	"evidence.Manifest.PlanDigest":          pattern(`^sha256:[0-9a-f]{64}$`),
 	"envoy.Snapshot.Format":                 enum(string(envoy.FormatText), string(envoy.FormatJSON), string(envoy.FormatPrometheus)),
+	"evidence.FileState.State":              enum(evidence.StateOpen, evidence.StateClosed),
+	"evidence.FileState.Records":            minimum(0),
+	"evidence.FileState.Bytes":              minimum(0),
 
 	// nginx evidence
 	"nginx.AccessRecord.Line":           minimum(1),
@@ -106,6 +109,12 @@ var fieldRules = map[string]rule{
 	"evidence.RequestHeadersAction.DescriptorKey":     minLength(1),
 	"evidence.RateLimitEntry.Actions":                 minItems(1),
 	"evidence.HeaderMatcher.Name":                     minLength(1),
+	"runner.ExternalProxy.Name":                       pattern(`^[A-Za-z0-9_-]{1,100}$`), // evidence.CheckName
+	"runner.ScenarioPlan.Repeat":                      minimum(0),
+	"runner.ScenarioPlan.IntendedLimit":               minimum(0),
+	"runner.LabPlan.Proxies":                          minimum(0),
+	"runner.AttackPlan.Concurrency":                   minimum(0),
+	"runner.FlowPlan.Concurrency":                     minimum(0),
 }
 
 // planRequired lists the plan fields runner.ParsePlan requires ("<package>.<Type>.<Field>").

@@ -6,10 +6,22 @@
 // admissions claimed by a proxy can be checked against deliveries. Faults
 // can be changed while it runs (SetFaults, or PUT /_rlbench/faults). It
 // never prints and never exits; errors are returned.
+//
+// # Durable receipts
+//
+// A receipt is written through to the receipts file (evidence.CreateSync:
+// one write(2) per batch of concurrent requests) before its request is
+// answered, so a backend killed at any moment has every receipt of every
+// request it answered on the file, and its seal says "open" (evidence,
+// seal.go): analyze reports the scenario NOT_RUN naming receipts.jsonl,
+// never "admitted without receipt (lost)". A receipt that cannot be
+// written (a full disk) fails its request with 500 at once, and every
+// request after it, never 200; Failed is closed and Err says why, so
+// `rlbench backend` exits non-zero within that request. The backend keeps
+// no receipt in memory: GET /_rlbench/receipts serves the file.
 package backend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +30,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +47,8 @@ const IDHeader = "X-Rlbench-Id"
 // Paths served by the backend that are NOT recorded as receipts.
 const (
 	// ReceiptsPath returns every receipt line recorded so far (JSON Lines,
-	// content-type application/x-ndjson), in receive order.
+	// content-type application/x-ndjson), in receive order, served from
+	// the receipts file (Range requests work).
 	ReceiptsPath = "/_rlbench/receipts"
 	// HealthPath returns 200 with body "ok".
 	HealthPath = "/healthz"
@@ -72,13 +86,15 @@ type Options struct {
 	// waits on it. Default: a timer (stopped when the backend closes).
 	// Tests inject one to check the delays without waiting for them.
 	After func(d time.Duration) <-chan time.Time
-	// Receipts, if non-nil, receives the receipt lines through an
-	// evidence.Writer owned by the Backend (flushed every
-	// evidence.FlushEvery and on Close). Receipts itself is never closed.
+	// ReceiptsFile is the receipts file (receipts.jsonl), created
+	// (truncated) with its seal by evidence.CreateSync and sealed on Close.
+	// Empty: a temporary file, removed on Close.
+	ReceiptsFile string
+	// Receipts, if non-nil and ReceiptsFile is empty, also receives every
+	// receipt line, written through after the temporary file's copy, in
+	// the same order; a write error of either fails the request. It is
+	// never closed.
 	Receipts io.Writer
-	// ReceiptWriter, if non-nil, receives the receipt lines instead of
-	// Receipts. It is flushed on Close but not closed: the caller owns it.
-	ReceiptWriter *evidence.Writer
 	// Headers lists the request header names (case-insensitive) recorded in
 	// Receipt.Headers, keyed by lower-case name, when present on the request.
 	// nil means DefaultHeaders; an empty non-nil slice records none.
@@ -100,17 +116,17 @@ type Backend struct {
 	body    []byte
 	now     func() time.Time
 
-	jw    *evidence.Writer
-	ownJW bool
-	rnd   *seededRand
-	after func(time.Duration) <-chan time.Time
-	done  chan struct{} // closed by Close: injected latencies end
+	jw      *evidence.Writer // write-through (evidence.CreateSync or NewSyncWriter)
+	path    string           // the receipts file GET ReceiptsPath serves
+	tmp     bool             // path is a temporary file, removed on Close
+	tmpFile *os.File
+	rnd     *seededRand
+	after   func(time.Duration) <-chan time.Time
+	done    chan struct{} // closed by Close: injected latencies end
 
-	mu     sync.Mutex
-	mem    bytes.Buffer // every receipt line, newline-terminated
-	count  int
-	closed bool
-	werr   error
+	failOnce sync.Once
+	failed   chan struct{} // closed at the first receipt write error
+	ferr     atomic.Pointer[error]
 
 	inflight  sync.RWMutex
 	closeOnce sync.Once
@@ -184,17 +200,13 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 		seed = uint64(time.Now().UnixNano()) | 1
 	}
 	b := &Backend{headers: lower, status: status, body: opts.Body, now: now, after: opts.After, done: make(chan struct{}),
-		rnd: &seededRand{r: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}}
-	switch {
-	case opts.ReceiptWriter != nil:
-		b.jw = opts.ReceiptWriter
-	case opts.Receipts != nil:
-		b.jw = evidence.NewWriter(noCloser{opts.Receipts})
-		b.ownJW = true
-	}
+		failed: make(chan struct{}), rnd: &seededRand{r: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}}
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("backend: listen %s: %w", listen, err)
+	}
+	if err := b.openReceipts(opts); err != nil {
+		return nil, err
 	}
 	var lc net.ListenConfig
 	for i := range n {
@@ -205,6 +217,7 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 		ln, err := lc.Listen(ctx, "tcp", addr)
 		if err != nil {
 			b.closeEndpoints()
+			b.closeReceipts()
 			return nil, fmt.Errorf("backend: listen %s: %w", addr, err)
 		}
 		ep := &endpoint{b: b, i: i, name: EndpointName(i), served: make(chan struct{})}
@@ -272,8 +285,6 @@ func rst(c net.Conn) {
 	_ = c.Close()
 }
 
-type noCloser struct{ io.Writer }
-
 // Addr returns the first endpoint's host:port, e.g. "127.0.0.1:40123".
 func (b *Backend) Addr() string { return b.eps[0].ln.Addr().String() }
 
@@ -335,25 +346,97 @@ func (b *Backend) FaultsOf(i int) Faults { return *b.eps[i].faults.Load() }
 
 // Count returns the number of receipts recorded so far.
 func (b *Backend) Count() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.count
+	n, _ := b.jw.Written()
+	return int(n)
 }
 
-// Receipts returns a copy of every receipt line recorded so far (JSON Lines).
+// Receipts reads every receipt line recorded so far (JSON Lines) from the
+// receipts file, for tests and small runs: it holds them all in memory
+// (GET ReceiptsPath streams them). nil after Close when the file was
+// temporary.
 func (b *Backend) Receipts() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.mem.Bytes())
+	_, n := b.jw.Written()
+	f, err := os.Open(b.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	out := make([]byte, n)
+	k, _ := io.ReadFull(f, out)
+	return out[:k]
+}
+
+// ReceiptsFile is the path of the receipts file (Options.ReceiptsFile, or
+// the temporary file).
+func (b *Backend) ReceiptsFile() string { return b.path }
+
+// Failed is closed when a receipt could not be written: from then on every
+// request is answered 500 and recorded nowhere; Err says why. A process
+// serving the backend stops on it (`rlbench backend` exits non-zero).
+func (b *Backend) Failed() <-chan struct{} { return b.failed }
+
+// Err returns the first receipt write error, nil while every receipt was written.
+func (b *Backend) Err() error {
+	if p := b.ferr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records the first receipt write error and closes Failed.
+func (b *Backend) fail(err error) {
+	b.failOnce.Do(func() {
+		err = fmt.Errorf("backend: receipt not recorded: %w", err)
+		b.ferr.Store(&err)
+		close(b.failed)
+	})
+}
+
+// openReceipts opens the receipts file: Options.ReceiptsFile sealed, or a
+// temporary file (teed to Options.Receipts).
+func (b *Backend) openReceipts(opts Options) error {
+	if opts.ReceiptsFile != "" {
+		if opts.Receipts != nil {
+			return errors.New("backend: give Options.ReceiptsFile or Options.Receipts, not both")
+		}
+		w, err := evidence.CreateSync(opts.ReceiptsFile)
+		if err != nil {
+			return fmt.Errorf("backend: receipts: %w", err)
+		}
+		b.jw, b.path = w, opts.ReceiptsFile
+		return nil
+	}
+	f, err := os.CreateTemp("", "rlbench-receipts-*.jsonl")
+	if err != nil {
+		return fmt.Errorf("backend: receipts: %w", err)
+	}
+	var out io.Writer = struct{ io.Writer }{f} // closed by closeReceipts
+	if opts.Receipts != nil {
+		out = io.MultiWriter(f, opts.Receipts)
+	}
+	b.jw, b.path, b.tmp = evidence.NewSyncWriter(out), f.Name(), true
+	b.tmpFile = f
+	return nil
+}
+
+// closeReceipts closes (and seals) the receipts file, removing a temporary one.
+func (b *Backend) closeReceipts() error {
+	err := b.jw.Close()
+	if b.tmp {
+		if cerr := b.tmpFile.Close(); err == nil {
+			err = cerr
+		}
+		_ = os.Remove(b.path)
+	}
+	return err
 }
 
 // Close stops the endpoints (closing their connections and ending injected
 // latencies; handlers already running finish and their receipts are kept),
-// then flushes the receipts: an owned evidence.Writer is closed
-// (Options.Receipts itself stays open), a caller's ReceiptWriter is
-// flushed. It returns the first write or flush error. Close is idempotent:
-// later (or concurrent) calls wait for the first to finish and return its
-// result.
+// then closes the receipts file, sealing it (Options.Receipts stays open;
+// a temporary file is removed). It returns the first receipt write error,
+// or the close's. Close is idempotent: later (or concurrent) calls wait for
+// the first to finish and return its result.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(b.doClose)
 	return b.closeErr
@@ -373,32 +456,20 @@ func (b *Backend) closeEndpoints() error {
 }
 
 func (b *Backend) doClose() {
-	b.mu.Lock()
-	b.closed = true
-	b.mu.Unlock()
 	close(b.done)
 	// Close the listeners and every connection at once (Shutdown would wait
 	// up to 5 s for connections a client dialed but never used), then wait
-	// for handlers already running, so every receipt they record is flushed.
+	// for handlers already running, so every receipt they record is written.
 	err := b.closeEndpoints()
 	b.inflight.Lock() // waits for running handlers (they hold RLock)
 	defer b.inflight.Unlock()
-	if b.jw != nil {
-		var ferr error
-		if b.ownJW {
-			ferr = b.jw.Close()
-		} else {
-			ferr = b.jw.Flush()
-		}
-		if err == nil {
-			err = ferr
-		}
+	rerr := b.closeReceipts()
+	if ferr := b.Err(); ferr != nil {
+		rerr = ferr
 	}
-	b.mu.Lock()
-	if err == nil {
-		err = b.werr
+	if rerr != nil {
+		err = rerr
 	}
-	b.mu.Unlock()
 	b.closeErr = err
 }
 
@@ -459,16 +530,19 @@ func (ep *endpoint) serveRecord(w http.ResponseWriter, r *http.Request) {
 	}
 	// Drain the request body so the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
-	b.mu.Lock()
-	b.mem.Write(line)
-	b.mem.WriteByte('\n')
-	b.count++
-	if b.jw != nil {
-		if werr := b.jw.WriteRaw(line); werr != nil && b.werr == nil {
-			b.werr = werr
+	// The receipt is on the file before the request is answered; one that
+	// is not is a 500, never a 200 (package doc, "Durable receipts").
+	werr := b.Err()
+	if werr == nil {
+		if werr = b.jw.WriteRaw(line); werr != nil {
+			b.fail(werr)
+			werr = b.Err()
 		}
 	}
-	b.mu.Unlock()
+	if werr != nil {
+		http.Error(w, werr.Error(), http.StatusInternalServerError)
+		return
+	}
 
 	b.wait(dec.delay)
 	if dec.reset {
@@ -540,14 +614,19 @@ func (b *Backend) serveReceipts(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if b.jw != nil {
-		if err := b.jw.Flush(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
-			http.Error(w, "flush receipts: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
+	if err := b.Err(); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
 	}
-	data := b.Receipts()
+	// Every receipt written so far, up to a line boundary (later ones are
+	// appended past it while this is served).
+	_, n := b.jw.Written()
+	f, err := os.Open(b.path)
+	if err != nil {
+		http.Error(w, "receipts: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Length", fmt.Sprint(len(data)))
-	_, _ = w.Write(data)
+	http.ServeContent(w, r, "", time.Time{}, io.NewSectionReader(f, 0, n))
 }

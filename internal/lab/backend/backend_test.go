@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -143,7 +145,7 @@ func TestReceiptsForEveryRequest(t *testing.T) {
 		t.Errorf("raw receipts lack \"id\":null: %s", served)
 	}
 
-	// Close flushes everything to the sink, in the same order.
+	// The sink got everything, in the same order.
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -155,13 +157,17 @@ func TestReceiptsForEveryRequest(t *testing.T) {
 	}
 }
 
-func TestFlushOnCloseCallerWriterAndStatus(t *testing.T) {
-	var sink syncBuf
-	jw := evidence.NewWriter(&sink)
-	defer jw.Close()
-	b, err := Start(t.Context(), Options{ReceiptWriter: jw, Status: 503, Body: []byte("down"), Headers: []string{"X-Forwarded-For"}})
+// TestReceiptsFileSealedAndStatus: with a ReceiptsFile the receipt is on
+// the file as soon as its request is answered (before Close), and Close
+// seals the file (evidence, seal.go) with the count.
+func TestReceiptsFileSealedAndStatus(t *testing.T) {
+	path := filepath.Join(t.TempDir(), evidence.ReceiptsFile)
+	b, err := Start(t.Context(), Options{ReceiptsFile: path, Status: 503, Body: []byte("down"), Headers: []string{"X-Forwarded-For"}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if b.ReceiptsFile() != path {
+		t.Errorf("ReceiptsFile %q", b.ReceiptsFile())
 	}
 	req, _ := http.NewRequest("DELETE", b.URL()+"/x", nil)
 	req.Header.Set("X-Forwarded-For", "10.0.0.1")
@@ -174,16 +180,22 @@ func TestFlushOnCloseCallerWriterAndStatus(t *testing.T) {
 	if resp.StatusCode != 503 || string(body) != "down" {
 		t.Fatalf("got %d %q", resp.StatusCode, body)
 	}
+	onFile, _ := os.ReadFile(path) // answered: written through already
+	got := readReceipts(t, path, onFile)
+	if len(got) != 1 || got[0].ID != nil || got[0].Method != "DELETE" || got[0].Headers["x-forwarded-for"] != "10.0.0.1" {
+		t.Fatalf("receipts on the file before Close %+v", got)
+	}
+	if st, err := evidence.ReadFileState(path); err != nil || st.State != evidence.StateOpen {
+		t.Fatalf("seal while running %+v %v", st, err)
+	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The caller's writer was flushed (not closed): the line is there now.
-	got := readReceipts(t, "sink", []byte(sink.String()))
-	if len(got) != 1 || got[0].ID != nil || got[0].Method != "DELETE" || got[0].Headers["x-forwarded-for"] != "10.0.0.1" {
-		t.Fatalf("receipts %+v", got)
+	if st, err := evidence.ReadFileState(path); err != nil || st.State != evidence.StateClosed || st.Records != 1 || st.Bytes != int64(len(onFile)) {
+		t.Fatalf("seal after Close %+v %v", st, err)
 	}
-	if err := jw.Write(map[string]int{"still": 1}); err != nil {
-		t.Errorf("caller writer closed by Backend.Close: %v", err)
+	if _, err := Start(t.Context(), Options{ReceiptsFile: path, Receipts: io.Discard}); err == nil {
+		t.Error("ReceiptsFile and Receipts both accepted")
 	}
 }
 

@@ -1,0 +1,36 @@
+package evidence
+
+import (
+	"fmt"
+)
+
+// MaxNameBytes bounds a name checked by CheckName.
+const MaxNameBytes = 100
+
+// CheckName is the one rule for every name that becomes part of a path in
+// an evidence directory: a proxy (stats/<proxy>.<label>.json,
+// accesslog/<proxy>.log, nginx/<proxy>/), a snapshot label
+// (rls/metrics.<label>.json, stub_status.<label>.json), an attack target
+// name (the proxy whose stats analyze joins), a flow. A name is 1 to
+// MaxNameBytes ASCII letters, digits, '-' and '_': no dot (Load splits
+// <proxy>.<label> at the first one, and ".." climbs out of the directory),
+// no '/' or '\', no NUL or other control character, nothing that makes the
+// path absolute. what says which name it is ("--proxy", "external.proxies[0].name")
+// and starts the error, which quotes the name.
+//
+// Scenario names are labels, not path names: their directory is their slug
+// (internal/runner), which is made of such characters only.
+func CheckName(what, name string) error {
+	if name == "" {
+		return fmt.Errorf("%s: empty name: want a simple name (letters, digits, - and _)", what)
+	}
+	if len(name) > MaxNameBytes {
+		return fmt.Errorf("%s %.20q...: longer than %d bytes: want a simple name (letters, digits, - and _)", what, name, MaxNameBytes)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c == '-' || c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return fmt.Errorf("%s %q must be a simple name (letters, digits, - and _; no dots, separators or control characters)", what, name)
+		}
+	}
+	return nil
+}

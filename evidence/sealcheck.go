@@ -1,0 +1,53 @@
+package evidence
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// sealedFiles are the JSON Lines files of a scenario directory whose seal
+// Load checks (seal.go), in layout order.
+var sealedFiles = []string{RequestsFile, ReceiptsFile, FaultsFile, DecisionsFile}
+
+// checkSeals returns a Problem for every sealed file of d whose sidecar
+// says it is incomplete: never closed (its recorder died, or still runs),
+// closed after a write error, or changed since. A file without a sidecar
+// (written before seals, or by hand) and a missing file give none here.
+func checkSeals(d Dir) []Problem {
+	var out []Problem
+	for _, name := range sealedFiles {
+		if msg := sealProblem(d.Path(name)); msg != "" {
+			out = append(out, Problem{File: name, Msg: msg})
+		}
+	}
+	return out
+}
+
+// sealProblem says why the sealed file at path is incomplete, or "".
+func sealProblem(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "" // a missing file is reported where it is read
+	}
+	st, err := ReadFileState(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case err != nil:
+		return fmt.Sprintf("%s: its close record is unreadable (%v): the recorder may have died while closing it; lines may be missing", path, err)
+	}
+	who := fmt.Sprintf("%s, pid %d", st.Writer, st.PID)
+	switch {
+	case st.State == StateOpen:
+		return fmt.Sprintf("%s: never closed by its writer (%s, opened %s): the recorder was killed or crashed (or still runs), so lines may be missing; not judged",
+			path, who, time.Unix(0, st.OpenedNs).UTC().Format(time.RFC3339))
+	case st.Error != "":
+		return fmt.Sprintf("%s: its writer (%s) failed: %s; lines may be missing", path, who, st.Error)
+	case fi.Size() != st.Bytes:
+		return fmt.Sprintf("%s: %d bytes, but its writer (%s) closed it at %d bytes: the file changed after it was written", path, fi.Size(), who, st.Bytes)
+	}
+	return ""
+}

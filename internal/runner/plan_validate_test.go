@@ -1,0 +1,93 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPlanValidatedAtLoad (issue 10, "validation"): values the run would
+// refuse only after starting the lab are refused by ParsePlan, naming the
+// file, the line and the field; `rlbench run` maps them to exit 2
+// (internal/cli TestRunRefusesBadPlanBeforeStarting).
+func TestPlanValidatedAtLoad(t *testing.T) {
+	for name, c := range map[string]struct{ plan, want string }{
+		"rate 0/1s": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 1\n     rate: 0/1s\n",
+			`p.yaml: line 6: `},
+		"negative concurrency": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 4\n     concurrency: -1\n",
+			`p.yaml: line 6: scenarios[0] (a): steps[0]: attack.concurrency must be >= 0, not -1`},
+		"negative timeout": {"scenarios:\n - name: a\n   lab: {}\n   steps:\n    - attack: {ids: 1}\n    - attack:\n        ids: 1\n        timeout: -1s\n",
+			`p.yaml: line 8: scenarios[0] (a): steps[1]: attack.timeout must be >= 0, not -1s`},
+		"counts not summing": {"scenarios:\n - name: a\n   lab: {proxies: 2}\n   attack:\n     ids: 5\n     split: counts=1,1\n",
+			`p.yaml: line 6: scenarios[0] (a): steps[0]: assign: split counts=1,1 sums to 2 but there are 5 ids`},
+		"counts for other targets": {"scenarios:\n - name: a\n   lab: {proxies: 3}\n   attack:\n     ids: 2\n     split: counts=1,1\n",
+			`p.yaml: line 6: scenarios[0] (a): steps[0]: assign: split counts=1,1 has 2 counts for 3 targets`},
+		"repeat -2": {"scenarios:\n - name: a\n   lab: {}\n   repeat: -2\n   attack: {ids: 1}\n",
+			`p.yaml: line 4: scenarios[0] (a): repeat must be >= 1 (or absent), not -2`},
+		"negative proxies": {"scenarios:\n - name: a\n   lab:\n     proxies: -1\n   attack: {ids: 1}\n",
+			`p.yaml: line 4: scenarios[0] (a): lab.proxies must be >= 1`},
+		"negative intended limit": {"scenarios:\n - name: a\n   intended_limit: -5\n   lab: {}\n   attack: {ids: 1}\n",
+			`p.yaml: line 3: scenarios[0] (a): intended_limit must be >= 0, not -5`},
+		"bad method": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 1\n     method: G T\n",
+			`p.yaml: line 6: scenarios[0] (a): steps[0]: attack: invalid attack options: method "G T" is not an HTTP token`},
+		"crlf in header": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 1\n     headers:\n       x-a: \"1\\r\\nx-b: 2\"\n",
+			`p.yaml: line 6: scenarios[0] (a): steps[0]: attack: invalid attack options: the value of x-a holds a control character`},
+		"flow counts": {"scenarios:\n - name: a\n   lab: {proxies: 2}\n   attack:\n     flows:\n      - {name: x, ids: 2}\n      - name: z\n        ids: 3\n        split: counts=1,1\n",
+			`p.yaml: line 9: scenarios[0] (a): steps[0]: attack.flows[1] (z): assign: split counts=1,1 sums to 2 but there are 3 ids`},
+		"flow concurrency": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     flows:\n      - name: x\n        ids: 2\n        concurrency: -2\n",
+			`p.yaml: line 8: scenarios[0] (a): steps[0]: attack.flows[0] (x): concurrency must be >= 0, not -2`},
+		"negative at": {"scenarios:\n - name: a\n   lab: {rls: {config: 'domain: d'}}\n   steps:\n    - fault: {action: stop, target: rls, at: -1s}\n    - attack: {ids: 1}\n",
+			`p.yaml: line 5: scenarios[0] (a): steps[0]: at must be >= 0, not -1s`},
+	} {
+		_, err := ParsePlan("p.yaml", []byte(c.plan))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want prefix %q", name, err, c.want)
+		}
+	}
+}
+
+// TestPlanNamesThatBecomePaths (issue 10, "path traversal": plan proxy
+// names were used in file names unchecked, `../../..` wrote outside the
+// evidence directory): an external proxy name is an evidence.CheckName
+// name, refused at load with its line; a scenario name is a label whose
+// directory is its slug, which never leaves the run directory.
+func TestPlanNamesThatBecomePaths(t *testing.T) {
+	for _, bad := range []string{"../../..", "../x", "/etc/x", "a/b", `a\\b`, "a\\0b", "be.fore"} {
+		y := "scenarios:\n - name: a\n   external:\n     proxies:\n      - name: \"" + bad + "\"\n        url: http://127.0.0.1:1\n   attack: {ids: 1}\n"
+		_, err := ParsePlan("p.yaml", []byte(y))
+		if err == nil || !strings.HasPrefix(err.Error(), "p.yaml: line 5: scenarios[0] (a): external.proxies[0].name") || !strings.Contains(err.Error(), "must be a simple name") {
+			t.Errorf("proxy name %q: %v", bad, err)
+		}
+	}
+	y := "scenarios:\n - name: a\n   external:\n     proxies:\n      - {name: p, url: http://127.0.0.1:1}\n      - {name: p, url: http://127.0.0.1:2}\n   attack: {ids: 2}\n"
+	if _, err := ParsePlan("p.yaml", []byte(y)); err == nil || !strings.Contains(err.Error(), `line 6: scenarios[0] (a): external.proxies[1].name "p": duplicate`) {
+		t.Errorf("duplicate proxy: %v", err)
+	}
+	if _, err := ParsePlan("p.yaml", []byte("scenarios:\n - name: \"a\\0b\"\n   lab: {}\n   attack: {ids: 1}\n")); err == nil || !strings.Contains(err.Error(), "line 2: scenarios[0]: name") {
+		t.Errorf("NUL in a scenario name: %v", err)
+	}
+	if _, err := ParsePlan("p.yaml", []byte("scenarios:\n - name: \"../..\"\n   lab: {}\n   attack: {ids: 1}\n")); err == nil || !strings.Contains(err.Error(), "want a label with letters or digits") {
+		t.Errorf("scenario name without letters: %v", err)
+	}
+	// Scenario names with separators run in a directory of the run.
+	p, err := ParsePlan("p.yaml", []byte("root: ROOT\nscenarios:\n - name: ../../escape\n   lab: {proxies: 1}\n   attack: {ids: 1}\n - name: /etc/abs\n   lab: {proxies: 1}\n   attack: {ids: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "root")
+	p.Root = root
+	dir, err := Run(t.Context(), p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"01-escape/1/requests.jsonl", "02-etc-abs/1/requests.jsonl"} {
+		if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Dir(root))
+	if len(entries) != 1 {
+		t.Errorf("the run wrote beside its root: %v", entries)
+	}
+}
