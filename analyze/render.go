@@ -178,6 +178,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := writeLatencyTable(w, rep); err != nil {
 		return err
 	}
+	if err := writeArrivalsTable(w, rep); err != nil {
+		return err
+	}
 	for _, s := range rep.Scenarios {
 		if s.Bound != nil {
 			note := ""

@@ -87,7 +87,7 @@ func scenarioDirs(root string) ([]string, error) {
 		if !d.IsDir() || p == root {
 			return nil
 		}
-		if d.Name() == StatsDir || d.Name() == RLSDir {
+		if d.Name() == StatsDir || d.Name() == RLSDir || d.Name() == NginxDir {
 			return fs.SkipDir
 		}
 		if IsScenarioDir(p) {
@@ -112,7 +112,7 @@ func LoadScenario(ctx context.Context, dir string, inRun bool) *ScenarioEvidence
 func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidence {
 	d := Dir(path)
 	s := &ScenarioEvidence{Dir: ".", Path: path, InRun: inRun, Faults: []Fault{}, Decisions: []Decision{}, Stats: []ProxySnapshots{},
-		AccessLogs: []AccessLog{}, RLSMetrics: []RLSMetrics{}, Problems: []Problem{}}
+		AccessLogs: []AccessLog{}, RLSMetrics: []RLSMetrics{}, Nginx: []NginxEvidence{}, Problems: []Problem{}}
 	problem := func(file, format string, a ...any) {
 		s.Problems = append(s.Problems, Problem{File: file, Msg: fmt.Sprintf(format, a...)})
 	}
@@ -181,6 +181,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	}
 
 	s.Stats, s.Problems = readStats(d, s.Scenario.Proxies, s.Problems)
+	s.Nginx, s.Problems = readNginx(d, s.Problems)
 
 	_, err1 := os.Stat(d.RLSLog())
 	_, err2 := os.Stat(d.RLSParsedLog())

@@ -245,6 +245,18 @@ type Expectation struct {
 	ReceiptsEqualAdmitted bool `json:"receipts_equal_admitted,omitempty"`
 	// StatsAgree requires the proxies' counter deltas to agree with the clients.
 	StatsAgree bool `json:"stats_agree,omitempty"`
+	// BackendPeak bounds the receipts in sliding windows (one expectation
+	// or a list; see PeakExpectation).
+	BackendPeak PeakExpectations `json:"backend_peak,omitempty"`
+	// Amplification bounds the upstream attempts the backend received per
+	// request that passed the limiter (proxy retries: Envoy retry_policy,
+	// nginx proxy_next_upstream), e.g. {"max": 4}.
+	Amplification *FactorRange `json:"amplification,omitempty"`
+	// LimitReqStatus bounds the nginx access log records by
+	// $limit_req_status (PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN,
+	// REJECTED_DRY_RUN; collect/nginx.LimitReq*) over every nginx proxy,
+	// e.g. {"PASSED": 5, "DELAYED": 6}: delay=N forwards N+1 at once.
+	LimitReqStatus map[string]Range `json:"limit_req_status,omitempty"`
 }
 
 // LimitSpec describes one configured limiter for computing the admissions the

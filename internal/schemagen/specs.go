@@ -6,6 +6,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
@@ -97,12 +98,25 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 		return &jsonschema.Schema{Type: "string", Pattern: latencyPattern, Description: g.comment(t, "") +
 			"\n\nA Go duration (\"20ms\", fixed), \"uniform:MIN..MAX\", \"exp:MEAN\" or \"normal:MEAN,STDDEV\".",
 			Examples: []any{"20ms", "uniform:10ms..50ms"}}, "Latency"
+	case typeOf[model.Duration]():
+		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, "") +
+			"\n\nThe syntax of time.ParseDuration, e.g. \"10ms\", \"1s\".", Examples: []any{"10ms", "1s"}}, "ModelDuration"
+	case typeOf[evidence.PeakExpectations]():
+		one := &jsonschema.Schema{Ref: "#/$defs/PeakExpectation"}
+		return &jsonschema.Schema{Description: g.comment(t, ""),
+			OneOf: []*jsonschema.Schema{one, {Type: "array", Items: one}}}, "PeakExpectations"
 	case typeOf[runner.Rate]():
 		return &jsonschema.Schema{Description: g.comment(t, "") +
 			"\n\nA string N/DURATION (\"100/1s\", \"10/100ms\"), N/UNIT (\"60/m\"), N (per second), or \"\", \"0\" or \"infinity\" for no pacing; or an integer N per second (0: no pacing). N and DURATION must be positive.",
 			OneOf: []*jsonschema.Schema{{Type: "string", Pattern: ratePattern}, {Type: "integer", Minimum: "0"}}}, "Rate"
 	}
 	return nil, ""
+}
+
+// specialNeeds lists, per special type, the struct types its definition
+// refers to (they are reflected into the same file).
+var specialNeeds = map[reflect.Type][]reflect.Type{
+	typeOf[evidence.PeakExpectations](): {typeOf[evidence.PeakExpectation]()},
 }
 
 // rangeDef is evidence.Range's definition in a file of the given mode.
