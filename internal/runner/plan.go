@@ -80,6 +80,10 @@ type LabPlan struct {
 	// Cluster configures every proxy's backend cluster (circuit breakers,
 	// outlier detection, panic threshold).
 	Cluster *ClusterPlan `json:"cluster,omitempty"`
+	// Nginx puts private nginx processes in front of the backend instead of
+	// the lab proxies: nginx limit_req and proxy_next_upstream under test
+	// (the scenario is NOT_RUN when nginx is not installed).
+	Nginx *NginxPlan `json:"nginx,omitempty"`
 }
 
 // LocalPlan is Envoy's local_ratelimit filter (per proxy process, or per
@@ -645,7 +649,19 @@ func (p *Plan) validate() error {
 		if s.Repeat <= 0 {
 			s.Repeat = 1
 		}
-		if l := s.Lab; l != nil {
+		if l := s.Lab; l != nil && l.Nginx != nil {
+			if err := l.validateNginx(); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			if err := l.validate(); err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			for j, st := range s.Steps {
+				if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
+					return fmt.Errorf("%s: steps[%d]: a scenario with lab.nginx has no %s", where, j, f.Target)
+				}
+			}
+		} else if l != nil {
 			if l.Proxies <= 0 {
 				l.Proxies = lab.DefaultProxies
 			}
