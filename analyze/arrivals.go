@@ -139,12 +139,20 @@ func (p peakLimiter) appliesTo(target string) bool {
 	return len(p.targets) == 0 || slices.Contains(p.targets, target)
 }
 
-// peakLimiters returns the scenario's limiters that have a model, from
-// scenario.json's limits: the lab proxies' token buckets (Envoy's
-// local_ratelimit: continuous refill from 1.31, the timer before) and the
-// RLS's fixed window.
+// peakLimiters returns the scenario's limiters that have a model: the
+// declared limiters, else those of scenario.json's limits (the lab
+// proxies' token buckets: Envoy's local_ratelimit, continuous refill from
+// 1.31, the timer before; the RLS's fixed window).
 func peakLimiters(in *Input) []peakLimiter {
 	var out []peakLimiter
+	for _, l := range in.Scenario.Limiters {
+		if l.Model != nil {
+			out = append(out, peakLimiter{name: l.Name, targets: l.Targets, shared: l.Key == evidence.KeyShared, spec: *l.Model})
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
 	for i, l := range in.Scenario.Limits {
 		switch l.Kind {
 		case evidence.LimitTokenBucket:
@@ -489,21 +497,23 @@ type peakWindow struct {
 
 // modelPeakWindows checks every window [t, t+w) starting at a receipt (recv
 // sorted) against bound (the model's bound over w plus the tolerance) plus
-// the backlog at t: the model's forwards (fwd, sorted, simulated on the
-// clients' send times) due before t - tol that had not been received
-// before t. A limiter or backend that stalls (a loaded machine: a process
-// not scheduled for a while) delivers the forwards it held back together
-// when it runs again; those are allowed, in the window after the silence
-// and the next ones. Forwards nothing held back are not: a limiter that
-// lets a burst through where its model queues it has no backlog to
-// explain it (a limiter that batches its forwards at its average rate is
-// indistinguishable from one that stalls). It returns the window with the
-// largest count over allowed, or the fullest window when every one fits.
+// what a silence held back: the model's forwards (fwd, sorted, simulated
+// on the clients' send times) due before t - tol that had not been
+// received before t, but never more than the model forwards by t + w +
+// tol beyond the receipts before t. A limiter or backend that stalls (a
+// loaded machine: a process not scheduled for a while) delivers the
+// forwards it held back together when it runs again; those are allowed, in
+// the window after the silence and the next ones. Forwards nothing held
+// back are not: a limiter that lets a burst through where its model queues
+// it has no backlog to explain it (a limiter that batches its forwards at
+// its average rate is indistinguishable from one that stalls). It returns
+// the window with the largest count over allowed, or the fullest window
+// when every one fits.
 func modelPeakWindows(recv, fwd []int64, w, tol time.Duration, bound int) peakWindow {
 	best := peakWindow{count: -1}
 	worst := peakWindow{}
 	violated := false
-	j, k := 0, 0
+	j, k, m := 0, 0, 0
 	for i := range recv {
 		for j < len(recv) && recv[j]-recv[i] < int64(w) {
 			j++
@@ -511,12 +521,15 @@ func modelPeakWindows(recv, fwd []int64, w, tol time.Duration, bound int) peakWi
 		for k < len(fwd) && fwd[k] <= recv[i]-int64(tol) {
 			k++
 		}
-		backlog := max(k-i, 0)
-		pw := peakWindow{at: recv[i], count: j - i, allowed: bound + backlog, backlog: backlog}
+		for m < len(fwd) && fwd[m] < recv[i]+int64(w+tol) {
+			m++
+		}
+		held := min(max(k-i, 0), max(m-i-bound, 0))
+		pw := peakWindow{at: recv[i], count: j - i, allowed: bound + held, backlog: held}
 		if pw.count > pw.allowed && (!violated || pw.count-pw.allowed > worst.count-worst.allowed) {
 			worst, violated = pw, true
 		}
-		if pw.count > best.count {
+		if pw.count > best.count || pw.count == best.count && pw.backlog < best.backlog {
 			best = pw
 		}
 	}

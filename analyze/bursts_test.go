@@ -298,6 +298,25 @@ func TestModelPeakWindowsAllowsOnlyHeldBackForwards(t *testing.T) {
 	if v := modelPeakWindows(burst, fwd[:201], w, tol, bound); v.count <= v.allowed || v.at != 0 {
 		t.Errorf("no smoothing: %+v, want a violation at the start", v)
 	}
+	// nodelay: the model forwards 201 at the sends (within 3 ms); the
+	// receipts come 6..9 ms later: that is latency, not a silence, and the
+	// allowance stays the bound (the model forwards no more than 201).
+	var at, late []int64
+	for i := range 201 {
+		at = append(at, int64(i)*15_000)
+		late = append(late, 6*ms+int64(i)*15_000)
+	}
+	if v := modelPeakWindows(late, at, w, tol, 202); v.count != 201 || v.allowed != 202 || v.backlog != 0 {
+		t.Errorf("latency: %+v, want 201 allowed 202 without backlog", v)
+	}
+	// A bucket that lets 300 through where the model forwards 200: caught, latency or not.
+	var over []int64
+	for i := range 300 {
+		over = append(over, 6*ms+int64(i)*10_000)
+	}
+	if v := modelPeakWindows(over, at[:200], w, tol, 201); v.count <= v.allowed || v.allowed != 201 {
+		t.Errorf("over-admission: %+v, want a violation against 201", v)
+	}
 	if v := modelPeakWindows(nil, fwd, w, tol, bound); v.count != 0 || v.allowed != bound {
 		t.Errorf("no receipts: %+v", v)
 	}

@@ -219,6 +219,8 @@ type Scenario struct {
 	Expect Expectation `json:"expect"`
 	// Limits describes the configured limiters, for the bound the configuration allows.
 	Limits []LimitSpec `json:"limits,omitempty"`
+	// Limiters declares the limiters on the requests' path, with their models.
+	Limiters []Limiter `json:"limiters,omitempty"`
 	// Repeat is the 1-based repeat index of this run, 0 when not repeated.
 	Repeat int `json:"repeat,omitempty"`
 	// Faults is the number of fault actions the scenario plans; fewer lines

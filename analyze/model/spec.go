@@ -195,6 +195,10 @@ var kindFields = map[string][]string{
 	KindSlidingCounter: {"limit", "window", "count"},
 }
 
+// KindFields returns the JSON fields a Spec of kind may give besides
+// "kind" (nil for an unknown kind).
+func KindFields(kind string) []string { return append([]string(nil), kindFields[kind]...) }
+
 // Kinds returns the kinds a Spec may declare, sorted.
 func Kinds() []string {
 	out := make([]string, 0, len(kindFields))

@@ -242,6 +242,13 @@ func (r *scenarioRun) startNginx(ctx context.Context) string {
 		fmt.Fprintf(r.progress, "  nginx %s %s (pid %d, %s)\n", ln.name, n.URL(), n.PID(), n.Build().Version)
 	}
 	r.captureHeaders = nginxCaptureHeaders()
+	if spec, ok := np.modelSpec(); ok {
+		for _, ln := range r.nginx {
+			s := spec
+			r.limiters = append(r.limiters, evidence.Limiter{Name: ln.name + " limit_req", Stage: evidence.StageLocal, Targets: []string{ln.name},
+				Key: evidence.KeyTarget, Model: &s})
+		}
+	}
 	return ""
 }
 

@@ -192,6 +192,8 @@ type scenarioRun struct {
 	limits   []evidence.LimitSpec
 	// nginx are lab.nginx's running instances (targets nginx-a, ...).
 	nginx []*labNginx
+	// limiters are the limiter declarations of scenario.json.
+	limiters []evidence.Limiter
 	// captureHeaders are the response headers the attacks record; nil: attack's defaults.
 	captureHeaders []string
 }
@@ -397,7 +399,7 @@ func (r *scenarioRun) writeScenario() error {
 		}
 	}
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
-		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Repeat: r.repeat, Faults: faults,
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.limiters, Repeat: r.repeat, Faults: faults,
 		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
 }

@@ -2,6 +2,7 @@ package schemagen
 
 import (
 	"reflect"
+	"strings"
 
 	"github.com/invopop/jsonschema"
 
@@ -99,8 +100,10 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 			"\n\nA Go duration (\"20ms\", fixed), \"uniform:MIN..MAX\", \"exp:MEAN\" or \"normal:MEAN,STDDEV\".",
 			Examples: []any{"20ms", "uniform:10ms..50ms"}}, "Latency"
 	case typeOf[model.Duration]():
-		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, "") +
-			"\n\nThe syntax of time.ParseDuration, e.g. \"10ms\", \"1s\".", Examples: []any{"10ms", "1s"}}, "ModelDuration"
+		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, ""),
+			Examples: []any{"1s", "500ms"}}, "ModelDuration"
+	case typeOf[model.Spec]():
+		return g.modelSpecDef(t), "Spec"
 	case typeOf[evidence.PeakExpectations]():
 		one := &jsonschema.Schema{Ref: "#/$defs/PeakExpectation"}
 		return &jsonschema.Schema{Description: g.comment(t, ""),
@@ -111,6 +114,48 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 			OneOf: []*jsonschema.Schema{{Type: "string", Pattern: ratePattern}, {Type: "integer", Minimum: "0"}}}, "Rate"
 	}
 	return nil, ""
+}
+
+// specFields is model.Spec without its methods: its fields as JSON sees them.
+type specFields model.Spec
+
+// modelSpecDef is model.Spec's definition: one shape per kind, each with
+// "kind" and the fields that kind takes (model.KindFields), as Spec's strict
+// UnmarshalJSON reads it; values are checked by Spec.Validate.
+func (g *gen) modelSpecDef(t reflect.Type) *jsonschema.Schema {
+	r := &jsonschema.Reflector{Anonymous: true, DoNotReference: true, AllowAdditionalProperties: false,
+		Mapper: func(ft reflect.Type) *jsonschema.Schema {
+			if ft == typeOf[model.Duration]() {
+				return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(ft, "")}
+			}
+			return nil
+		}}
+	all := r.ReflectFromType(typeOf[specFields]())
+	byJSON := map[string]string{} // json name -> Go field name, for the doc comments
+	st := typeOf[model.Spec]()
+	for i := 0; i < st.NumField(); i++ {
+		name, _, _ := strings.Cut(st.Field(i).Tag.Get("json"), ",")
+		byJSON[name] = st.Field(i).Name
+	}
+	def := &jsonschema.Schema{Description: g.comment(t, "")}
+	for _, kind := range model.Kinds() {
+		props := jsonschema.NewProperties()
+		props.Set("kind", &jsonschema.Schema{Const: kind, Description: g.comment(t, "Kind")})
+		for _, f := range model.KindFields(kind) {
+			p, ok := all.Properties.Get(f)
+			if !ok {
+				continue
+			}
+			c := *p
+			if d := g.comment(t, byJSON[f]); d != "" {
+				c.Description = d
+			}
+			props.Set(f, &c)
+		}
+		def.OneOf = append(def.OneOf, &jsonschema.Schema{Type: "object", Properties: props, Required: []string{"kind"},
+			AdditionalProperties: jsonschema.FalseSchema})
+	}
+	return def
 }
 
 // specialNeeds lists, per special type, the struct types its definition
