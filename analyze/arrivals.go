@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -206,11 +207,9 @@ func arrivalStats(times []int64, windows []time.Duration) ArrivalStats {
 	for i := 1; i < len(times); i++ {
 		acc.record(times[i] - times[i-1])
 	}
-	st.InterArrival = GapStats{Count: acc.count, MinNs: acc.min, P50Ns: acc.quantileNs(50), P90Ns: acc.quantileNs(90),
-		P99Ns: acc.quantileNs(99), P999Ns: acc.quantileNs(99.9), MaxNs: acc.max}
-	if acc.count > 0 {
-		st.InterArrival.MeanNs = acc.sumNs / int64(acc.count)
-	}
+	g := acc.summary("")
+	st.InterArrival = GapStats{Count: g.Count, MinNs: acc.min, P50Ns: g.P50Ns, P90Ns: g.P90Ns, P99Ns: g.P99Ns, P999Ns: g.P999Ns,
+		MaxNs: g.MaxNs, MeanNs: g.MeanNs}
 	return st
 }
 
@@ -231,28 +230,59 @@ func arrivalsOf(in *Input) *Arrivals {
 	reqs, recs := &ev.Requests, &ev.Receipts
 	windows := arrivalWindows(&in.Scenario.Expect)
 	nt := len(reqs.Targets)
-	all := slices.Clone(recs.RecvNs)
-	byTarget := make([][]int64, nt)
-	endpoints := map[string][]int64{}
-	for i, r := range recs.Request {
-		if r >= 0 && int(r) < reqs.Len() {
-			t := reqs.Target[r]
-			byTarget[t] = append(byTarget[t], recs.RecvNs[i])
-		}
-		if e := recs.EndpointOf(i); e != "" {
-			endpoints[e] = append(endpoints[e], recs.RecvNs[i])
+	// Exact-size columns: a million receipts are a few MB per split.
+	nAdm, admPer, recPer := 0, make([]int, nt), make([]int, nt)
+	for i := 0; i < reqs.Len(); i++ {
+		if reqs.Class[i] == evidence.ClassAdmitted {
+			nAdm++
+			admPer[reqs.Target[i]]++
 		}
 	}
-	var adm []int64
-	admByTarget := make([][]int64, nt)
+	if len(recs.RecvNs) == 0 && nAdm == 0 {
+		return nil
+	}
+	for _, r := range recs.Request {
+		if r >= 0 && int(r) < reqs.Len() {
+			recPer[reqs.Target[r]]++
+		}
+	}
+	all := slices.Clone(recs.RecvNs)
+	adm := make([]int64, 0, nAdm)
+	var byTarget, admByTarget [][]int64
+	if nt > 1 {
+		byTarget, admByTarget = make([][]int64, nt), make([][]int64, nt)
+		for t := range nt {
+			byTarget[t], admByTarget[t] = make([]int64, 0, recPer[t]), make([]int64, 0, admPer[t])
+		}
+	}
 	for i := 0; i < reqs.Len(); i++ {
 		if reqs.Class[i] == evidence.ClassAdmitted {
 			adm = append(adm, reqs.EndNs[i])
-			admByTarget[reqs.Target[i]] = append(admByTarget[reqs.Target[i]], reqs.EndNs[i])
+			if nt > 1 {
+				admByTarget[reqs.Target[i]] = append(admByTarget[reqs.Target[i]], reqs.EndNs[i])
+			}
 		}
 	}
-	if len(all) == 0 && len(adm) == 0 {
-		return nil
+	var endpoints [][]int64 // by Receipts.Endpoint index; index 0 names none
+	if len(recs.Endpoints) > 2 {
+		per := make([]int, len(recs.Endpoints))
+		for _, e := range recs.Endpoint {
+			per[e]++
+		}
+		endpoints = make([][]int64, len(recs.Endpoints))
+		for e := range endpoints {
+			endpoints[e] = make([]int64, 0, per[e])
+		}
+	}
+	for i, r := range recs.Request {
+		if nt > 1 && r >= 0 && int(r) < reqs.Len() {
+			t := reqs.Target[r]
+			byTarget[t] = append(byTarget[t], recs.RecvNs[i])
+		}
+		if endpoints != nil {
+			e := recs.Endpoint[i]
+			endpoints[e] = append(endpoints[e], recs.RecvNs[i])
+		}
 	}
 	a := &Arrivals{Receipts: arrivalStats(all, windows), Admissions: arrivalStats(adm, windows), Targets: []TargetArrivals{},
 		Endpoints: []EndpointArrivals{}, Expected: []ExpectedPeaks{}}
@@ -262,14 +292,14 @@ func arrivalsOf(in *Input) *Arrivals {
 				Admissions: arrivalStats(admByTarget[t], windows)})
 		}
 	}
-	if len(endpoints) > 1 {
-		names := make([]string, 0, len(endpoints))
-		for e := range endpoints {
-			names = append(names, e)
+	if endpoints != nil {
+		order := make([]int, 0, len(endpoints)-1)
+		for e := 1; e < len(endpoints); e++ {
+			order = append(order, e)
 		}
-		sort.Strings(names)
-		for _, e := range names {
-			a.Endpoints = append(a.Endpoints, EndpointArrivals{Endpoint: e, Receipts: arrivalStats(endpoints[e], windows)})
+		sort.Slice(order, func(x, y int) bool { return recs.Endpoints[order[x]] < recs.Endpoints[order[y]] })
+		for _, e := range order {
+			a.Endpoints = append(a.Endpoints, EndpointArrivals{Endpoint: recs.Endpoints[e], Receipts: arrivalStats(endpoints[e], windows)})
 		}
 	}
 	for _, l := range peakLimiters(in) {
@@ -298,39 +328,35 @@ func (l peakLimiter) simulate(reqs *evidence.Requests) (simulation, bool) {
 	if err != nil {
 		return simulation{}, false
 	}
-	var mr []model.Request
-	var targets []string
-	keys := map[string]bool{}
-	for i := 0; i < reqs.Len(); i++ {
-		t := reqs.Targets[reqs.Target[i]]
-		if !l.appliesTo(t) {
+	keys := make([]string, len(reqs.Targets)) // per target index; "" when the limiter does not apply
+	used := map[string]bool{}
+	for t, name := range reqs.Targets {
+		if !l.appliesTo(name) {
 			continue
 		}
-		key := "target " + t
+		keys[t] = "target " + name
 		if l.shared {
-			key = "shared"
+			keys[t] = "shared"
 		}
-		keys[key] = true
-		mr = append(mr, model.Request{At: reqs.SentNs[i], Key: key})
-		targets = append(targets, t)
 	}
-	if len(mr) == 0 {
+	var order []int32
+	for i := 0; i < reqs.Len(); i++ {
+		if k := keys[reqs.Target[i]]; k != "" {
+			order = append(order, int32(i))
+			used[k] = true
+		}
+	}
+	if len(order) == 0 {
 		return simulation{}, false
 	}
-	order := make([]int, len(mr))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return mr[order[a]].At < mr[order[b]].At })
-	sorted := make([]model.Request, len(mr))
-	for i, o := range order {
-		sorted[i] = mr[o]
-	}
-	sim := simulation{m: m, fwd: map[string][]int64{}, instances: len(keys)}
-	for i, d := range model.Simulate(m, sorted, 1) {
-		if d.Admit {
-			t := targets[order[i]]
-			sim.fwd[t] = append(sim.fwd[t], sorted[i].At+int64(d.Delay))
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(reqs.SentNs[a], reqs.SentNs[b]) })
+	sim := simulation{m: m, fwd: map[string][]int64{}, instances: len(used)}
+	s := m.NewSimulator(1)
+	for _, i := range order {
+		t := reqs.Target[i]
+		if d := s.Offer(model.Request{At: reqs.SentNs[i], Key: keys[t]}); d.Admit {
+			name := reqs.Targets[t]
+			sim.fwd[name] = append(sim.fwd[name], reqs.SentNs[i]+int64(d.Delay))
 		}
 	}
 	for _, f := range sim.fwd {

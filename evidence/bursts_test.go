@@ -3,6 +3,7 @@ package evidence
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -198,3 +199,69 @@ func TestPeakExpectations(t *testing.T) {
 }
 
 func durationOf(d time.Duration) model.Duration { return model.Duration(d) }
+
+// TestWriteNginxEvidenceLoads: what the WriteNginx* functions write is what
+// Load reads back, raw copies byte for byte.
+func TestWriteNginxEvidenceLoads(t *testing.T) {
+	dir := t.TempDir()
+	d := Dir(dir)
+	writeFile(t, d.Requests(), lines(t, []Request{{ID: "a", Target: "nginx-a", Code: 503}}))
+	access := `{"id":"a","status":"503","upstream_status":"","upstream_addr":"","request_time":0.000,"upstream_response_time":"","limit_req_status":"REJECTED","msec":1796115529.123}` + "\n"
+	errlog := `2026/12/01 08:58:50 [error] 28319#28319: *20 limiting requests, excess: 6.000 by zone "rl", client: 127.0.0.1, server: , request: "GET / HTTP/1.1", host: "127.0.0.1"` + "\n"
+	recs, err := WriteNginxAccessLog(d, "nginx-a", "access.log", strings.NewReader(access))
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%v %v", recs, err)
+	}
+	l, err := WriteNginxErrorLog(d, "nginx-a", "error.log", strings.NewReader(errlog))
+	if err != nil || len(l.Limits()) != 1 {
+		t.Fatalf("%+v %v", l, err)
+	}
+	st := nginx.StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1}
+	raw := "Active connections: 1 \nserver accepts handled requests\n 3 3 1 \nReading: 0 Writing: 1 Waiting: 0 \n"
+	if err := WriteNginxStubStatus(d, "nginx-a", LabelBefore, []byte(raw), &st); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNginxStubStatus(d, "nginx-a", LabelAfter, []byte("garbage"), nil); err != nil { // a page that did not parse: raw only
+		t.Fatal(err)
+	}
+	if err := WriteNginxConf(d, "nginx-a", []byte("daemon off;\n")); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{NginxAccessLogFile: access, NginxErrorLogFile: errlog, NginxStubStatusRaw(LabelBefore): raw,
+		NginxStubStatusRaw(LabelAfter): "garbage", NginxConfFile: "daemon off;\n"} {
+		b, err := os.ReadFile(d.Path(NginxPath("nginx-a", name)))
+		if err != nil || string(b) != want {
+			t.Errorf("%s: %q %v", name, b, err)
+		}
+	}
+	s := LoadScenario(context.Background(), dir, false)
+	if len(s.Nginx) != 1 || len(s.Nginx[0].Records) != 1 || s.Nginx[0].Records[0].LimitReqStatus != nginx.LimitReqRejected ||
+		s.Nginx[0].Before == nil || *s.Nginx[0].Before != st || s.Nginx[0].After != nil || len(problemsOf(s, NginxDir)) != 0 {
+		t.Errorf("loaded %+v, problems %v", s.Nginx, problemsOf(s, NginxDir))
+	}
+	if _, err := WriteNginxAccessLog(d, "nginx-b", "bad.log", strings.NewReader("{not json\n")); err == nil || !strings.Contains(err.Error(), "bad.log:1") {
+		t.Errorf("bad access log: %v", err)
+	}
+}
+
+// FuzzPeakExpectations: whatever decodes as backend_peak re-encodes and
+// decodes to the same list.
+func FuzzPeakExpectations(f *testing.F) {
+	f.Add([]byte(`{"window":"10ms","max":20}`))
+	f.Add([]byte(`[{"window":"10ms","model":true,"tolerance":"2ms"},{"window":"1s","min":1,"target":"nginx-a"}]`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var l PeakExpectations
+		if err := json.Unmarshal(b, &l); err != nil {
+			return
+		}
+		out, err := json.Marshal(l)
+		if err != nil {
+			t.Fatalf("%q decoded to %+v, which does not encode: %v", b, l, err)
+		}
+		var back PeakExpectations
+		if err := json.Unmarshal(out, &back); err != nil || !reflect.DeepEqual(l, back) {
+			t.Fatalf("%q: %+v -> %s -> %+v (%v)", b, l, out, back, err)
+		}
+	})
+}

@@ -31,7 +31,7 @@ func WriteNginxAccessLog(d Dir, proxy, name string, r io.Reader) ([]nginx.Access
 	if err = errors.Join(err, raw.Close()); err != nil {
 		return nil, err
 	}
-	return recs, writeLinesFile(d.Path(NginxPath(proxy, NginxAccessFile)), recs)
+	return recs, WriteLines(d.Path(NginxPath(proxy, NginxAccessFile)), recs)
 }
 
 // WriteNginxErrorLog copies an nginx error log read from r into
@@ -50,7 +50,7 @@ func WriteNginxErrorLog(d Dir, proxy, name string, r io.Reader) (*nginx.ErrorLog
 	if err = errors.Join(err, raw.Close()); err != nil {
 		return nil, err
 	}
-	return l, writeLinesFile(d.Path(NginxPath(proxy, NginxLimitReqFile)), l.Limits())
+	return l, WriteLines(d.Path(NginxPath(proxy, NginxLimitReqFile)), l.Limits())
 }
 
 // WriteNginxStubStatus saves one stub_status page under d's nginx/<proxy>/:
@@ -77,19 +77,4 @@ func WriteNginxConf(d Dir, proxy string, conf []byte) error {
 		return err
 	}
 	return os.WriteFile(d.Path(NginxPath(proxy, NginxConfFile)), conf, 0o644)
-}
-
-// writeLinesFile writes one JSON line per element through a Writer
-// (flushed as it goes).
-func writeLinesFile[T any](path string, items []T) error {
-	w, err := Create(path)
-	if err != nil {
-		return err
-	}
-	for i := range items {
-		if err := w.Write(&items[i]); err != nil {
-			return errors.Join(err, w.Close())
-		}
-	}
-	return w.Close()
 }
