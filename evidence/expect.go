@@ -85,19 +85,22 @@ func (p *PeakExpectation) Validate() error {
 // list of them (JSON and plan YAML accept either; it is written as a list).
 type PeakExpectations []PeakExpectation
 
-// UnmarshalJSON accepts an object or an array of objects.
+// UnmarshalJSON accepts an object or an array of objects, strictly: an
+// unknown field ("maximum") is an error naming it, as in the rest of a plan.
 func (l *PeakExpectations) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
 	if len(b) > 0 && b[0] == '{' {
 		var p PeakExpectation
-		if err := json.Unmarshal(b, &p); err != nil {
+		if err := dec.Decode(&p); err != nil {
 			return err
 		}
 		*l = PeakExpectations{p}
 		return nil
 	}
 	var ps []PeakExpectation
-	if err := json.Unmarshal(b, &ps); err != nil {
+	if err := dec.Decode(&ps); err != nil {
 		return err
 	}
 	*l = ps

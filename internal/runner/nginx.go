@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -189,6 +190,35 @@ func (n *NginxPlan) modelSpec() (model.Spec, bool) {
 		s.Zones = append(s.Zones, model.NginxZone{Name: z.Name, Rate: z.Rate, Burst: z.Burst, NoDelay: z.NoDelay, Delay: z.Delay})
 	}
 	return s, true
+}
+
+// limitReqStatuses are the values of $limit_req_status an expectation may
+// count (collect/nginx.LimitReq*), and "none" for records without one.
+var limitReqStatuses = []string{collectnginx.LimitReqPassed, collectnginx.LimitReqDelayed, collectnginx.LimitReqRejected,
+	collectnginx.LimitReqDelayedDryRun, collectnginx.LimitReqRejectedDryRun, collectnginx.LimitReqNoneKey}
+
+// validateBurstExpect checks expect.backend_peak, expect.amplification and
+// expect.limit_req_status when the plan is loaded.
+func validateBurstExpect(ex *evidence.Expectation) error {
+	for i := range ex.BackendPeak {
+		if err := ex.BackendPeak[i].Validate(); err != nil {
+			return fmt.Errorf("expect.backend_peak[%d]: %w", i, err)
+		}
+	}
+	if a := ex.Amplification; a != nil {
+		if err := a.Validate(); err != nil {
+			return fmt.Errorf("expect.amplification: %w", err)
+		}
+	}
+	for k, r := range ex.LimitReqStatus {
+		if !slices.Contains(limitReqStatuses, k) {
+			return fmt.Errorf("expect.limit_req_status.%s: want one of %s", k, strings.Join(limitReqStatuses, ", "))
+		}
+		if r.Min < 0 {
+			return fmt.Errorf("expect.limit_req_status.%s %s: want 0 <= min <= max", k, r)
+		}
+	}
+	return nil
 }
 
 // nginxCaptureHeaders are the response headers a scenario with nginx

@@ -35,6 +35,25 @@ func TestNginxPlanValidation(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.lab, err, c.bad)
 		}
 	}
+	for _, c := range []struct{ expect, bad string }{
+		{`{backend_peak: {window: 10ms, max: 20}}`, ""},
+		{`{backend_peak: [{window: 10ms, model: true}, {window: 1s, min: 1, max: 5, tolerance: 20ms}]}`, ""},
+		{`{backend_peak: {window: 10ms}}`, "expect.backend_peak[0]: give max, min or model"},
+		{`{backend_peak: [{window: 10ms, max: 1}, {window: 0s, max: 1}]}`, "expect.backend_peak[1]: window 0s"},
+		{`{backend_peak: {window: ten, max: 1}}`, "ten"},
+		{`{backend_peak: {window: 10ms, max: 1, maximum: 2}}`, "maximum"},
+		{`{amplification: {max: 4}}`, ""},
+		{`{amplification: {}}`, "expect.amplification: give min or max"},
+		{`{amplification: {min: 4, max: 3}}`, "min 4 > max 3"},
+		{`{limit_req_status: {PASSED: 5, DELAYED: "6..7", none: 0}}`, ""},
+		{`{limit_req_status: {passed: 5}}`, "expect.limit_req_status.passed: want one of PASSED"},
+	} {
+		plan := "name: p\nscenarios:\n - name: s\n   lab: {nginx: {rate: 10r/s}}\n   attack: {ids: 1}\n   expect: " + c.expect + "\n"
+		_, err := ParsePlan("p.yaml", []byte(plan))
+		if (err == nil) != (c.bad == "") || err != nil && !strings.Contains(err.Error(), c.bad) {
+			t.Errorf("%s: %v, want %q", c.expect, err, c.bad)
+		}
+	}
 	plan := "name: p\nscenarios:\n - name: s\n   lab: {nginx: {rate: 1r/s}}\n   steps:\n    - fault: {action: stop, target: rls}\n    - attack: {ids: 1}\n"
 	if _, err := ParsePlan("p.yaml", []byte(plan)); err == nil || !strings.Contains(err.Error(), "has no rls") {
 		t.Errorf("rls fault with nginx: %v", err)

@@ -686,6 +686,9 @@ func (p *Plan) validate() error {
 				return fmt.Errorf("%s: expect.classes.%s %s: want 0 <= min <= max", where, k, c)
 			}
 		}
+		if err := validateBurstExpect(&s.Expect.Expectation); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
 		if e := s.External; e != nil && len(e.Proxies) == 0 {
 			return fmt.Errorf("%s: external.proxies is empty", where)
 		}
