@@ -130,12 +130,17 @@ func passedLimiter(reqs *evidence.Requests, s *retrySplit, nj *nginxJoin, i int)
 }
 
 // amplificationOf computes the Amplification section: when some request
-// has several receipts, a receipt carries an attempt count, nginx logged
-// upstream tries, or the scenario expects an amplification; nil otherwise.
+// has several receipts, a receipt carries an attempt count, nginx retried a
+// request, or the scenario expects an amplification; nil otherwise.
 func amplificationOf(in *Input, s *retrySplit) *Amplification {
 	ev, sr := in.Evidence, in.Report
 	reqs := &ev.Requests
-	show := ev.Receipts.Attempt != nil || in.Scenario.Expect.Amplification != nil || in.nginx != nil
+	show := ev.Receipts.Attempt != nil || in.Scenario.Expect.Amplification != nil
+	if in.nginx != nil {
+		for _, p := range in.nginx.report.Proxies {
+			show = show || p.Retried > 0
+		}
+	}
 	for _, k := range s.receipts {
 		if k > 1 {
 			show = true
