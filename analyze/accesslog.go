@@ -88,8 +88,11 @@ type AccessLogJoin struct {
 //	rls_error       ↔ rls_error       (ratelimit filter, RLS failed, failure_mode_deny: flag RLSE)
 //	admitted        ↔ backend         (no flag: the upstream answered 2xx)
 //	backend_4xx,
-//	backend_429,
-//	backend_5xx     ↔ backend         (the upstream's own answer)
+//	backend_429     ↔ backend         (the upstream's own answer)
+//	backend_5xx     ↔ backend, upstream_failure, circuit_breaker (a try reached
+//	                  the backend, whose receipt makes the class; a later try
+//	                  failed or was refused: nginx 502 after proxy_next_upstream,
+//	                  Envoy UF/URX after a retry, UO when max_retries refused one)
 //	circuit_breaker ↔ circuit_breaker (UO)
 //	other_4xx       ↔ backend, other
 //	other_5xx       ↔ backend, circuit_breaker (UO), upstream_failure (UF, UC, URX, ...), other
@@ -104,8 +107,10 @@ func ProducerAgrees(class, producer string) bool {
 		return producer == envoy.ProducerGlobalLimiter
 	case ClassRLSError:
 		return producer == envoy.ProducerRLSError
-	case ClassAdmitted, ClassBackend4xx, ClassBackend429, ClassBackend5xx:
+	case ClassAdmitted, ClassBackend4xx, ClassBackend429:
 		return producer == envoy.ProducerBackend
+	case ClassBackend5xx:
+		return producer == envoy.ProducerBackend || producer == envoy.ProducerUpstreamFailure || producer == envoy.ProducerCircuitBreaker
 	case ClassCircuitBreaker:
 		return producer == envoy.ProducerCircuitBreaker
 	case ClassOther4xx, ClassOther:

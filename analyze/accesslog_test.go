@@ -227,7 +227,7 @@ func TestProducerAgrees(t *testing.T) {
 		ClassAdmitted:       {envoy.ProducerBackend},
 		ClassBackend4xx:     {envoy.ProducerBackend},
 		ClassBackend429:     {envoy.ProducerBackend},
-		ClassBackend5xx:     {envoy.ProducerBackend},
+		ClassBackend5xx:     {envoy.ProducerBackend, envoy.ProducerUpstreamFailure, envoy.ProducerCircuitBreaker},
 		ClassCircuitBreaker: {envoy.ProducerCircuitBreaker},
 		ClassOther4xx:       {envoy.ProducerBackend, envoy.ProducerOther},
 		ClassOther5xx:       {envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther},

@@ -81,7 +81,7 @@ func missingScenario(dir, reason string) ScenarioReport {
 func newScenarioReport(name, dir string) ScenarioReport {
 	return ScenarioReport{Name: name, Dir: dir, Reasons: []string{}, Checks: []Check{}, Targets: []TargetReport{},
 		Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{}, Limiters: []LimiterReport{},
-		Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, PhantomIDs: []string{}}}
+		Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, ResentIDs: []string{}, PhantomIDs: []string{}}}
 }
 
 func overall(srs []ScenarioReport) string {
@@ -128,6 +128,11 @@ type Input struct {
 	// recvNs is its earliest receipt time (0: none).
 	received []bool
 	recvNs   []int64
+	// nginx is the join of the nginx access logs with the requests; nil
+	// without nginx evidence.
+	nginx *nginxJoin
+	// retries splits the repeated receipts into proxy retries and re-sends.
+	retries *retrySplit
 }
 
 // JudgeScenario judges one scenario's evidence. It never fails: unreadable
@@ -269,6 +274,7 @@ func completeness(in *Input) bool {
 	}
 	problems(evidence.StatsDir)
 	problems(evidence.AccessLogDir)
+	problems(evidence.NginxDir)
 	return false
 }
 
@@ -280,6 +286,11 @@ func completeness(in *Input) bool {
 func observe(in *Input) *latencyAccs {
 	ev, sr := in.Evidence, in.Report
 	reqs := &ev.Requests
+	// nginx's log says who answered: its limit_req rejections become local_429.
+	in.nginx = joinNginx(ev)
+	if in.nginx != nil {
+		sr.Nginx = in.nginx.report
+	}
 	n := reqs.Len()
 	targetReceipts := reconcile(in)
 	perTarget := make([]Classes, len(reqs.Targets))
@@ -317,6 +328,8 @@ func observe(in *Input) *latencyAccs {
 	sr.Bound = configuredBound(in.Scenario.Limits, start, end)
 	sr.Stats = proxyStats(in)
 	sr.FaultWindows = faultWindows(ev, in.received)
+	sr.Amplification = amplificationOf(in, in.retries)
+	sr.Arrivals = arrivalsOf(in)
 	if j := JoinAccessLogs(ev.AccessLogs, reqs, &ev.Receipts); j.Entries > 0 {
 		in.AccessLogs = j
 		sr.ProducerCounts = j.Producers
@@ -438,6 +451,7 @@ func reconcile(in *Input) []int {
 			*l = append(*l, id)
 		}
 	}
+	in.retries = splitRetries(reqs, recs, in.nginx)
 	perTarget := make([]int, len(reqs.Targets))
 	var dups []string
 	for i, n := range count {
@@ -447,15 +461,18 @@ func reconcile(in *Input) []int {
 		}
 		if n > 1 {
 			rc.Duplicates += int(n) - 1
+			rc.ProxyRetries += int(in.retries.retries[i])
+			rc.Resent += int(in.retries.resent[i])
 			dups = append(dups, reqs.IDs.ID(i))
 		}
+		rejected := c.ProxyRejected() || in.nginx != nil && in.nginx.rejected[i]
 		switch {
 		case c.FromBackend() && n > 0:
 			rc.AdmittedWithReceipt++
 		case c.FromBackend():
 			rc.AdmittedWithoutReceipt++
 			sample(&rc.LostIDs, reqs.IDs.ID(i))
-		case c.ProxyRejected() && n > 0:
+		case rejected && n > 0:
 			rc.RejectedWithReceipt++
 			sample(&rc.LeakedIDs, reqs.IDs.ID(i))
 		case c == evidence.ClassNoResponse:
@@ -471,6 +488,7 @@ func reconcile(in *Input) []int {
 		rc.Phantom += n
 		if n > 1 {
 			rc.Duplicates += n - 1
+			rc.Resent += n - 1
 			dups = append(dups, id)
 		}
 	}
@@ -478,6 +496,12 @@ func reconcile(in *Input) []int {
 	sort.Strings(phantoms)
 	for _, id := range dups {
 		sample(&rc.DuplicateIDs, id)
+	}
+	rc.ResentIDs = resentIDs(reqs, in.retries)
+	for _, id := range phantoms {
+		if phantom[id] > 1 && len(rc.ResentIDs) < SampleIDs {
+			rc.ResentIDs = append(rc.ResentIDs, id)
+		}
 	}
 	for _, id := range phantoms {
 		sample(&rc.PhantomIDs, id)
@@ -637,6 +661,7 @@ func passIf(ok bool) string {
 // requests still reach the backend does not hold.
 var DefaultCheckers = []Checker{
 	{"access logs", checkAccessLogs},
+	{"nginx logs", checkNginx},
 	{"admitted", checkAdmitted},
 	{"classes", checkClasses},
 	{"receipts", checkReceipts},
@@ -650,6 +675,8 @@ var DefaultCheckers = []Checker{
 	{"not limited", checkNotLimited},
 	{"shadow", checkShadow},
 	{"rate-limit headers", checkRateHeaders},
+	{"backend peak", checkBackendPeak},
+	{"amplification", checkAmplification},
 	{"proxy stats", checkStats},
 	{"rls decisions", checkRLSDecisions},
 	{"rls decisions logged", checkRLSLogged},
@@ -700,7 +727,11 @@ func checkReceipts(in *Input) (r Result) {
 	rc := in.Report.Receipts
 	r.add("admitted without receipt (lost)", passIf(rc.AdmittedWithoutReceipt == 0), "0", idsGot(rc.AdmittedWithoutReceipt, rc.LostIDs))
 	r.add("rejected with receipt (leaked)", passIf(rc.RejectedWithReceipt == 0), "0", idsGot(rc.RejectedWithReceipt, rc.LeakedIDs))
-	r.add("duplicate receipts (re-sent)", passIf(rc.Duplicates == 0), "0", idsGot(rc.Duplicates, rc.DuplicateIDs))
+	resent := idsGot(rc.Resent, rc.ResentIDs)
+	if rc.ProxyRetries > 0 {
+		resent += fmt.Sprintf("; %d more are proxy retries", rc.ProxyRetries)
+	}
+	r.add("duplicate receipts (re-sent)", passIf(rc.Resent == 0), "0", resent)
 	r.add("phantom receipts (never sent)", passIf(rc.Phantom == 0), "0", idsGot(rc.Phantom, rc.PhantomIDs))
 	return r
 }

@@ -661,11 +661,14 @@ func TestIssue9NginxLimitReqStatus(t *testing.T) {
 		dir := e.write()
 		var recs []string
 		for i, r := range e.requests {
-			st := "PASSED"
+			st, up := "PASSED", `,"upstreams":[{"addr":"127.0.0.1:8080","server":true,"status":200}]`
 			if i >= 3 {
 				st = map[bool]string{false: "REJECTED", true: "REJECTED_DRY_RUN"}[dry]
+				if !dry {
+					up = "" // rejected by limit_req: no upstream try
+				}
 			}
-			recs = append(recs, fmt.Sprintf(`{"line":%d,"id":%q,"status":%d,"limit_req_status":%q}`, i+1, r.ID, r.Code, st))
+			recs = append(recs, fmt.Sprintf(`{"line":%d,"id":%q,"status":%d,"limit_req_status":%q%s}`, i+1, r.ID, r.Code, st, up))
 		}
 		must(t, os.MkdirAll(filepath.Join(dir, evidence.NginxPath("nginx", "")), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.NginxPath("nginx", evidence.NginxAccessFile)), []byte(strings.Join(recs, "\n")+"\n"), 0o644))

@@ -187,6 +187,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := writeLatencyTable(w, rep); err != nil {
 		return err
 	}
+	if err := writeArrivalsTable(w, rep); err != nil {
+		return err
+	}
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
 		for _, l := range s.Limiters {

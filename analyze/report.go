@@ -127,6 +127,17 @@ type ScenarioReport struct {
 	FaultWindows   []FaultWindow  `json:"fault_windows"`
 	RLS            *RLSCheck      `json:"rls"`
 	ProducerCounts map[string]int `json:"producers,omitempty"`
+	// Arrivals is what the backend saw in time: peaks per sliding window and
+	// inter-arrival gaps of the receipts and of the clients' admissions, and
+	// what the declared limiters predict; nil without receipts and admissions.
+	Arrivals *Arrivals `json:"arrivals,omitempty"`
+	// Amplification is the upstream attempts per request that passed the
+	// limiter, proxy retries apart from client re-sends; nil when no request
+	// has several receipts and nothing tells attempts (see amplificationOf).
+	Amplification *Amplification `json:"amplification,omitempty"`
+	// Nginx is the nginx proxies' access logs and stub_status joined to the
+	// requests; nil without nginx/ evidence.
+	Nginx *NginxReport `json:"nginx,omitempty"`
 	// Latency is the client-side latency by class, target and phase, and the
 	// RLS call latency; nil when the scenario sent nothing.
 	Latency *Latency `json:"latency,omitempty"`
@@ -264,14 +275,22 @@ type PhaseReport struct {
 // Each *IDs list holds at most SampleIDs IDs; the counts are exact.
 type Receipts struct {
 	// Total is the number of receipt lines.
-	Total                    int      `json:"total"`
-	AdmittedWithReceipt      int      `json:"admitted_with_receipt"`
-	AdmittedWithoutReceipt   int      `json:"admitted_without_receipt"`
-	LostIDs                  []string `json:"lost_ids"`
-	RejectedWithReceipt      int      `json:"rejected_with_receipt"`
-	LeakedIDs                []string `json:"leaked_ids"`
-	Duplicates               int      `json:"duplicates"`
-	DuplicateIDs             []string `json:"duplicate_ids"`
+	Total                  int      `json:"total"`
+	AdmittedWithReceipt    int      `json:"admitted_with_receipt"`
+	AdmittedWithoutReceipt int      `json:"admitted_without_receipt"`
+	LostIDs                []string `json:"lost_ids"`
+	RejectedWithReceipt    int      `json:"rejected_with_receipt"`
+	LeakedIDs              []string `json:"leaked_ids"`
+	// Duplicates counts every receipt beyond an ID's first (DuplicateIDs
+	// the IDs), proxy retries included.
+	Duplicates   int      `json:"duplicates"`
+	DuplicateIDs []string `json:"duplicate_ids"`
+	// ProxyRetries counts the duplicates that proxy retries explain (see
+	// Amplification); Resent the others, re-sent by the client (or phantom),
+	// which the receipts check fails on (ResentIDs the IDs).
+	ProxyRetries             int      `json:"proxy_retries"`
+	Resent                   int      `json:"resent"`
+	ResentIDs                []string `json:"resent_ids"`
 	Phantom                  int      `json:"phantom"`
 	PhantomIDs               []string `json:"phantom_ids"`
 	WithoutID                int      `json:"without_id"`

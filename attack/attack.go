@@ -222,7 +222,8 @@ func invalid(format string, a ...any) error {
 // enable_x_ratelimit_headers: DRAFT_VERSION_03, local and global filters),
 // ratelimit-* (envoyproxy/ratelimit LIMIT_RESPONSE_HEADERS_ENABLED),
 // retry-after, x-envoy-upstream-service-time (present only when the request
-// reached the upstream) and server.
+// reached the upstream), x-envoy-overloaded (a circuit breaker's 503,
+// source/common/router/router.cc) and server.
 var DefaultCaptureHeaders = []string{
 	"x-envoy-ratelimited",
 	"x-ratelimit-limit",
@@ -231,6 +232,7 @@ var DefaultCaptureHeaders = []string{
 	"ratelimit-*",
 	"retry-after",
 	"x-envoy-upstream-service-time",
+	"x-envoy-overloaded",
 	"server",
 }
 

@@ -87,6 +87,8 @@ type ScenarioEvidence struct {
 	// their answer (calls hung on a dead Redis, gRPC or /json), from
 	// rls/log.json (pending_lookups); -1 without that file.
 	RLSPendingLookups int `json:"rls_pending_lookups"`
+	// Nginx holds the nginx/<proxy>/ evidence of every nginx proxy, sorted by proxy.
+	Nginx []NginxEvidence `json:"nginx"`
 	// Problems lists the evidence that could not be read, in layout order.
 	Problems []Problem `json:"problems"`
 }
@@ -296,6 +298,80 @@ type Receipts struct {
 	// and forwards); filled only when the scenario has access logs, which
 	// it joins (analyze.JoinAccessLogs).
 	XRequestID []string
+	// Attempt is each receipt's x-envoy-attempt-count header (AttemptCountHeader:
+	// the upstream try that reached the backend, 1 for the first), 0 when
+	// absent or not a positive number; nil when no receipt has one.
+	Attempt []uint16
+	// Endpoint indexes Endpoints (names in first-seen order): the backend
+	// endpoint that received each receipt (Receipt.Endpoint); nil when no
+	// receipt names one (receipts of a backend with one endpoint before
+	// endpoints were named).
+	Endpoint  []uint16
+	Endpoints []string
+
+	endpointIdx map[string]uint16
+}
+
+// AttemptOf returns receipt i's attempt count (Attempt), 0 when unknown.
+func (r *Receipts) AttemptOf(i int) int {
+	if i < len(r.Attempt) {
+		return int(r.Attempt[i])
+	}
+	return 0
+}
+
+// EndpointOf returns the name of the endpoint that received receipt i, ""
+// when unknown.
+func (r *Receipts) EndpointOf(i int) string {
+	if i < len(r.Endpoint) && int(r.Endpoint[i]) < len(r.Endpoints) {
+		return r.Endpoints[r.Endpoint[i]]
+	}
+	return ""
+}
+
+// AttemptCountHeader is the request header Envoy's router sets on every
+// upstream try when include_request_attempt_count is on (route.v3
+// VirtualHost.include_request_attempt_count; source/common/router/router.cc):
+// 1 for the first try, 2 for the first retry, ... The backend records it
+// in its receipts.
+const AttemptCountHeader = "x-envoy-attempt-count"
+
+// ParseAttemptCount parses an x-envoy-attempt-count value: a decimal
+// number 1..65535, else 0 (unknown).
+func ParseAttemptCount(s string) uint16 {
+	n := 0
+	if s == "" || len(s) > 5 {
+		return 0
+	}
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 1 || n > 65535 {
+		return 0
+	}
+	return uint16(n)
+}
+
+// addColumns appends receipt i's attempt count and endpoint, allocating
+// each column when its first value arrives (the receipts before get 0 and
+// "" ).
+func (r *Receipts) addColumns(n int, attempt uint16, endpoint string) {
+	if attempt != 0 || r.Attempt != nil {
+		if r.Attempt == nil {
+			r.Attempt = make([]uint16, n-1, n)
+		}
+		r.Attempt = append(r.Attempt, attempt)
+	}
+	if endpoint != "" || r.Endpoint != nil {
+		if r.Endpoint == nil {
+			r.Endpoint = make([]uint16, n-1, n)
+			intern(&r.endpointIdx, &r.Endpoints, "") // index 0: unknown
+		}
+		r.Endpoint = append(r.Endpoint, intern(&r.endpointIdx, &r.Endpoints, endpoint))
+	}
 }
 
 // Len is the number of receipts.
@@ -320,6 +396,25 @@ func (r *Receipts) Add(reqs *Requests, c *Receipt) {
 		}
 		r.XRequestID = append(r.XRequestID, x)
 	}
+	r.addColumns(r.Len(), attemptCount(c.Headers), c.Endpoint)
+}
+
+// attemptCount returns the x-envoy-attempt-count of receipt headers (any
+// spelling of the name), 0 when absent.
+func attemptCount(h map[string]string) uint16 {
+	if v, ok := h[AttemptCountHeader]; ok {
+		return ParseAttemptCount(v)
+	}
+	key := "" // another spelling: the least, so the choice does not depend on map order
+	for k := range h {
+		if foldsTo([]byte(k), []string{AttemptCountHeader}) && (key == "" || k < key) {
+			key = k
+		}
+	}
+	if key == "" {
+		return 0
+	}
+	return ParseAttemptCount(h[key])
 }
 
 func xRequestID(h map[string]string) string {

@@ -70,6 +70,13 @@ type recChunk struct {
 	request  []int32
 	phantoms []string
 	xrid     []string
+	// attempt and endpoint are the receipts' attempt counts and endpoint
+	// names (indexes of endpoints); any is set when one is known.
+	attempt    []uint16
+	endpoint   []uint16
+	endpoints  []string
+	endpointIx map[string]uint16
+	any        bool
 }
 
 // spans splits a file of size n into chunks.
@@ -422,6 +429,7 @@ func (c *recChunk) read(ctx context.Context, f *os.File, size int64, name string
 	n := estimateRows(f, c.end-c.start)
 	c.recv = make([]int64, 0, n)
 	c.request = make([]int32, 0, n)
+	intern(&c.endpointIx, &c.endpoints, "") // index 0: no endpoint named
 	var sc recScan
 	eachSpanLine(f, size, &c.span, name, func(line int, b []byte, complete bool) error {
 		if len(b) == 0 {
@@ -433,6 +441,7 @@ func (c *recChunk) read(ctx context.Context, f *os.File, size int64, name string
 		sc.wantHeader = wantXRID
 		if scanReceipt(b, &sc) {
 			c.add(reqs, sc.recv, sc.id, sc.hasID)
+			c.addColumns(sc.attempt, internBytes(&c.endpointIx, &c.endpoints, sc.endpoint))
 			if wantXRID {
 				c.xrid = append(c.xrid, string(sc.xrid))
 			}
@@ -447,11 +456,21 @@ func (c *recChunk) read(ctx context.Context, f *os.File, size int64, name string
 			id = []byte(*r.ID)
 		}
 		c.add(reqs, r.RecvNs, id, r.ID != nil)
+		c.addColumns(attemptCount(r.Headers), intern(&c.endpointIx, &c.endpoints, r.Endpoint))
 		if wantXRID {
 			c.xrid = append(c.xrid, xRequestID(r.Headers))
 		}
 		return nil
 	})
+}
+
+// addColumns records a receipt's attempt count and endpoint index.
+func (c *recChunk) addColumns(attempt uint16, endpoint uint16) {
+	c.attempt = append(c.attempt, attempt)
+	c.endpoint = append(c.endpoint, endpoint)
+	if attempt != 0 || c.endpoints[endpoint] != "" {
+		c.any = true
+	}
 }
 
 func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
@@ -495,12 +514,22 @@ func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool) error {
 	if wantXRID && recs.XRequestID == nil {
 		recs.XRequestID = make([]string, recs.Len(), recs.Len()+total)
 	}
+	columns := recs.Attempt != nil || recs.Endpoint != nil
 	for _, c := range chunks {
+		columns = columns || c.any
+	}
+	for _, c := range chunks {
+		n := recs.Len()
 		recs.RecvNs = append(recs.RecvNs, c.recv...)
 		recs.Request = append(recs.Request, c.request...)
 		recs.PhantomIDs = append(recs.PhantomIDs, c.phantoms...)
 		if wantXRID {
 			recs.XRequestID = append(recs.XRequestID, c.xrid...)
+		}
+		if columns {
+			for i := range c.recv {
+				recs.addColumns(n+i+1, c.attempt[i], c.endpoints[c.endpoint[i]])
+			}
 		}
 		*c = recChunk{}
 	}

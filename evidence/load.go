@@ -90,7 +90,7 @@ func scenarioDirs(root string) ([]string, error) {
 		if !d.IsDir() || p == root {
 			return nil
 		}
-		if d.Name() == StatsDir || d.Name() == RLSDir {
+		if d.Name() == StatsDir || d.Name() == RLSDir || d.Name() == NginxDir {
 			return fs.SkipDir
 		}
 		if IsScenarioDir(p) {
@@ -115,7 +115,7 @@ func LoadScenario(ctx context.Context, dir string, inRun bool) *ScenarioEvidence
 func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidence {
 	d := Dir(path)
 	s := &ScenarioEvidence{Dir: ".", Path: path, InRun: inRun, Faults: []Fault{}, Decisions: []Decision{}, Stats: []ProxySnapshots{},
-		AccessLogs: []AccessLog{}, RLSMetrics: []RLSMetrics{}, Problems: []Problem{}}
+		AccessLogs: []AccessLog{}, RLSMetrics: []RLSMetrics{}, Nginx: []NginxEvidence{}, Problems: []Problem{}}
 	problem := func(file, format string, a ...any) {
 		s.Problems = append(s.Problems, Problem{File: file, Msg: fmt.Sprintf(format, a...)})
 	}
@@ -188,13 +188,12 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	}
 
 	s.Stats, s.Problems = readStats(d, s.Scenario.Proxies, s.Problems)
+	s.Nginx, s.Problems = readNginx(d, s.Problems)
 
 	_, err1 := os.Stat(d.RLSLog())
 	_, err2 := os.Stat(d.RLSParsedLog())
 	s.RLSLog, s.RLSParsedLog = err1 == nil, err2 == nil
-	if err := readNginxAccess(d, s); err != nil {
-		problem(NginxDir, "%v", err)
-	}
+	limitReqFromNginx(s)
 	s.RLSPendingLookups = -1
 	if s.RLSParsedLog {
 		if err := readRLSLogFacts(d.RLSParsedLog(), s); err != nil {
@@ -208,41 +207,24 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	return s
 }
 
-// readNginxAccess reads the $limit_req_status of every request that an
-// nginx/<proxy>/access.jsonl (collect/nginx.AccessRecord lines) names by ID,
-// into s.LimitReq; a request limit_req REJECTED without a receipt is the
-// proxy limiter's rejection (ClassLocal429), whatever status nginx answered
-// with (limit_req_status, default 503).
-func readNginxAccess(d Dir, s *ScenarioEvidence) error {
-	paths, err := filepath.Glob(d.Path(NginxPath("*", NginxAccessFile)))
-	if err != nil || len(paths) == 0 {
-		return err
-	}
-	sort.Strings(paths)
-	received := make(map[int32]bool, len(s.Receipts.Request))
-	for _, i := range s.Receipts.Request {
-		if i >= 0 {
-			received[i] = true
-		}
-	}
-	s.LimitReq = map[int32]string{}
-	for _, p := range paths {
-		err := ReadFile(p, func(_ int, a *nginx.AccessRecord) error {
+// limitReqFromNginx records the $limit_req_status of every request that an
+// nginx proxy's access log (s.Nginx, collect/nginx.AccessRecord) names by
+// ID into s.LimitReq, for the nginx_limit_req model's observed decisions.
+// (analyze classifies a REJECTED reply as the limiter's rejection.)
+func limitReqFromNginx(s *ScenarioEvidence) {
+	for _, n := range s.Nginx {
+		for k := range n.Records {
+			a := &n.Records[k]
 			i, ok := s.Requests.IDs.Lookup(a.ID)
 			if a.ID == "" || !ok || a.LimitReqStatus == nginx.LimitReqNone {
-				return nil
+				continue
+			}
+			if s.LimitReq == nil {
+				s.LimitReq = map[int32]string{}
 			}
 			s.LimitReq[int32(i)] = a.LimitReqStatus
-			if a.LimitReqStatus == nginx.LimitReqRejected && !received[int32(i)] && !s.Requests.Class[i].FromBackend() {
-				s.Requests.Class[i] = ClassLocal429
-			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
 	}
-	return nil
 }
 
 // readRLSLogFacts reads the configuration loads and the hung lookups of

@@ -337,14 +337,28 @@ type Expectation struct {
 	// by a limiter that does not enforce (an RLS rule in shadow_mode, Envoy
 	// filter_enforced below 100 %), as its decisions or counters show.
 	Shadow *Range `json:"shadow,omitempty"`
+	// BackendPeak bounds the receipts in sliding windows (one expectation
+	// or a list; see PeakExpectation).
+	BackendPeak PeakExpectations `json:"backend_peak,omitempty"`
+	// Amplification bounds the upstream attempts the backend received per
+	// request that passed the limiter (proxy retries: Envoy retry_policy,
+	// nginx proxy_next_upstream), e.g. {"max": 4}.
+	Amplification *FactorRange `json:"amplification,omitempty"`
+	// LimitReqStatus bounds the nginx access log records by
+	// $limit_req_status (PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN,
+	// REJECTED_DRY_RUN; collect/nginx.LimitReq*) over every nginx proxy,
+	// e.g. {"PASSED": 5, "DELAYED": 6}: delay=N forwards N+1 at once.
+	LimitReqStatus map[string]Range `json:"limit_req_status,omitempty"`
 }
 
 // Checks reports whether the expectation asks anything: admitted,
-// classes, receipts_equal_admitted, stats_agree, not_limited or shadow.
-// An empty expectation (and no intended limit, no limiter) leaves nothing
-// to check: such a scenario is NOT_RUN, never PASS.
+// classes, receipts_equal_admitted, stats_agree, not_limited, shadow,
+// backend_peak, amplification or limit_req_status. An empty expectation
+// (and no intended limit, no limiter) leaves nothing to check: such a
+// scenario is NOT_RUN, never PASS.
 func (e *Expectation) Checks() bool {
-	return e.Admitted != nil || len(e.Classes) > 0 || e.ReceiptsEqualAdmitted || e.StatsAgree || e.NotLimited || e.Shadow != nil
+	return e.Admitted != nil || len(e.Classes) > 0 || e.ReceiptsEqualAdmitted || e.StatsAgree || e.NotLimited || e.Shadow != nil ||
+		len(e.BackendPeak) > 0 || e.Amplification != nil || len(e.LimitReqStatus) > 0
 }
 
 // LimitSpec describes one configured limiter for computing the admissions the

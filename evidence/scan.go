@@ -473,12 +473,16 @@ type recScan struct {
 	xrid       []byte
 	hasXRID    bool
 	wantHeader bool
+	endpoint   []byte
+	attempt    uint16
+	hasAttempt bool
 }
 
-var receiptFields = []string{"id", "recv_ns", "recv_time", "method", "path", "query", "remote", "headers"}
+var receiptFields = []string{"id", "recv_ns", "recv_time", "method", "path", "query", "remote", "headers", "endpoint"}
 
 // scanReceipt scans a receipts.jsonl line into f; false means "decode in
-// full". The x-request-id header is kept when f.wantHeader is set.
+// full". The x-request-id header is kept when f.wantHeader is set; the
+// endpoint and the x-envoy-attempt-count header always are.
 func scanReceipt(b []byte, f *recScan) bool {
 	want := f.wantHeader
 	*f = recScan{wantHeader: want}
@@ -497,8 +501,21 @@ func scanReceipt(b []byte, f *recScan) bool {
 			f.recv, i, ok = intValue(b, i, true)
 		case "recv_time", "method", "path", "query", "remote":
 			i, ok = stringValue(b, i)
+		case "endpoint":
+			f.endpoint, i, ok = keptString(b, i)
 		case "headers":
 			i, ok = objectLoop(b, i, func(hk []byte, j int) (int, bool) {
+				if foldsTo(hk, []string{AttemptCountHeader}) {
+					if string(hk) != AttemptCountHeader || f.hasAttempt {
+						return 0, false // several spellings: decode in full
+					}
+					v, end, ok := keptString(b, j)
+					if !ok {
+						return 0, false
+					}
+					f.attempt, f.hasAttempt = ParseAttemptCount(string(v)), true
+					return end, true
+				}
 				if want && foldsTo(hk, []string{"x-request-id"}) {
 					if string(hk) != "x-request-id" || f.hasXRID {
 						return 0, false // several spellings: decode in full

@@ -79,6 +79,8 @@ func FuzzScanReceipt(f *testing.F) {
 	seedLines(f, ReceiptsFile)
 	f.Add([]byte(`{"id":null,"recv_ns":1,"headers":{"X-Request-Id":"a"}}`))
 	f.Add([]byte(`{"id":"a","recv_ns":1,"headers":{"x-request-id":"r","x-request-id":"s"}}`))
+	f.Add([]byte(`{"id":"a","recv_ns":1,"headers":{"x-envoy-attempt-count":"3"},"endpoint":"backend-2","status":503,"fault":"error"}`))
+	f.Add([]byte(`{"id":"a","recv_ns":1,"headers":{"X-Envoy-Attempt-Count":"x"},"endpoint":"b\u0031"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		for _, want := range []bool{false, true} {
 			sc := recScan{wantHeader: want}
@@ -95,6 +97,9 @@ func FuzzScanReceipt(f *testing.F) {
 				}
 				if want && string(sc.xrid) != xRequestID(r.Headers) {
 					t.Fatalf("%q: scanner x-request-id %q, %s %q", line, sc.xrid, name, xRequestID(r.Headers))
+				}
+				if string(sc.endpoint) != r.Endpoint || sc.attempt != attemptCount(r.Headers) {
+					t.Fatalf("%q: scanner endpoint %q attempt %d, %s %q %d", line, sc.endpoint, sc.attempt, name, r.Endpoint, attemptCount(r.Headers))
 				}
 			}
 		}

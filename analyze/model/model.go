@@ -122,14 +122,6 @@ func ForwardTimes(reqs []Request, decisions []Decision) []int64 {
 // in any half-open window [t, t+window): the expected backend peak per window
 // of a simulated run.
 func PeakCount(times []int64, window time.Duration) int {
-	best, j := 0, 0
-	for i := range times {
-		for times[i]-times[j] >= int64(window) {
-			j++
-		}
-		if n := i - j + 1; n > best {
-			best = n
-		}
-	}
-	return best
+	n, _ := PeakAt(times, window)
+	return n
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -91,76 +90,42 @@ func runCollectNginxAccessLog(ctx context.Context, o *CollectNginxAccessLogOptio
 		return err
 	}
 	defer in.Close()
-	var dir string
-	var r io.Reader = in
+	d := evidence.Dir(o.Out)
+	var recs []collectnginx.AccessRecord
 	if o.Out != "" {
-		dir = filepath.Join(o.Out, evidence.NginxPath(o.Proxy, ""))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		raw, err := os.Create(filepath.Join(dir, evidence.NginxAccessLogFile))
-		if err != nil {
-			return err
-		}
-		defer raw.Close()
-		r = io.TeeReader(in, raw)
+		recs, err = evidence.WriteNginxAccessLog(d, o.Proxy, name, in)
+	} else {
+		recs, err = collectnginx.ParseAccessLog(in, name)
 	}
-	recs, err := collectnginx.ParseAccessLog(r, name)
 	if err != nil {
 		return err
 	}
 	s := NginxAccessLogSummary{Source: name, AccessSummary: collectnginx.Summarize(recs)}
-	var errLog *collectnginx.ErrorLog
 	if o.ErrorLog != "" {
 		f, err := os.Open(o.ErrorLog)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		var er io.Reader = f
-		if dir != "" {
-			raw, err := os.Create(filepath.Join(dir, evidence.NginxErrorLogFile))
-			if err != nil {
-				return err
-			}
-			defer raw.Close()
-			er = io.TeeReader(f, raw)
+		var errLog *collectnginx.ErrorLog
+		if o.Out != "" {
+			errLog, err = evidence.WriteNginxErrorLog(d, o.Proxy, o.ErrorLog, f)
+		} else {
+			errLog, err = collectnginx.ParseErrorLog(f, o.ErrorLog)
 		}
-		if errLog, err = collectnginx.ParseErrorLog(er, o.ErrorLog); err != nil {
+		if err != nil {
 			return err
 		}
 		s.ErrorLog, s.LimitReqLines = o.ErrorLog, errLog.LimitCounts()
 		s.UpstreamHits = collectnginx.UpstreamHits(recs, errLog)
 	}
-	if dir != "" {
-		if err := writeJSONLines(filepath.Join(dir, evidence.NginxAccessFile), recs); err != nil {
-			return err
-		}
-		if errLog != nil {
-			if err := writeJSONLines(filepath.Join(dir, evidence.NginxLimitReqFile), errLog.Limits()); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(o.IO.ErrOut, "collect: %s: %d requests -> %s\n", name, len(recs), filepath.Join(dir, evidence.NginxAccessFile))
+	if o.Out != "" {
+		fmt.Fprintf(o.IO.ErrOut, "collect: %s: %d requests -> %s\n", name, len(recs), d.Path(evidence.NginxPath(o.Proxy, evidence.NginxAccessFile)))
 	}
 	if o.Format == formatJSON {
 		return writeJSONOut(o.IO.Out, s)
 	}
 	return renderNginxAccessTable(o.IO.Out, recs, s)
-}
-
-// writeJSONLines writes one JSON line per element through an evidence.Writer (flushed as it goes).
-func writeJSONLines[T any](path string, items []T) error {
-	w, err := evidence.Create(path)
-	if err != nil {
-		return err
-	}
-	for i := range items {
-		if err := w.Write(&items[i]); err != nil {
-			return errors.Join(err, w.Close())
-		}
-	}
-	return w.Close()
 }
 
 func renderNginxAccessTable(out io.Writer, recs []collectnginx.AccessRecord, s NginxAccessLogSummary) error {
@@ -284,19 +249,15 @@ in the same place, the output also gives the delta.`,
 
 func runCollectNginxStatus(ctx context.Context, o *CollectNginxStatusOptions) error {
 	raw, st, err := collectnginx.FetchStubStatus(ctx, &http.Client{Timeout: o.Timeout}, o.URL)
-	dir := filepath.Join(o.Out, evidence.NginxPath(o.Proxy, ""))
-	if mkErr := os.MkdirAll(dir, 0o755); mkErr != nil {
-		return mkErr
-	}
-	if len(raw) > 0 {
-		if werr := os.WriteFile(filepath.Join(dir, evidence.NginxStubStatusRaw(o.Label)), raw, 0o644); werr != nil {
+	d := evidence.Dir(o.Out)
+	dir := d.Path(evidence.NginxPath(o.Proxy, ""))
+	if err != nil {
+		if werr := evidence.WriteNginxStubStatus(d, o.Proxy, o.Label, raw, nil); werr != nil {
 			return werr
 		}
-	}
-	if err != nil {
 		return err
 	}
-	if err := evidence.WriteJSONFile(filepath.Join(dir, evidence.NginxStubStatusJSON(o.Label)), st); err != nil {
+	if err := evidence.WriteNginxStubStatus(d, o.Proxy, o.Label, raw, &st); err != nil {
 		return err
 	}
 	res := NginxStatusOutput{URL: evidence.RedactURL(o.URL), Label: o.Label, Status: st}

@@ -70,6 +70,11 @@ type ProxiesOptions struct {
 	// called with the proxy's name before it starts; it replaces
 	// Config.AccessLog. The lab never closes these writers.
 	AccessLog func(proxyName string) (io.Writer, error)
+	// None starts no proxy: the lab is its backend (and lab RLS) only, for
+	// proxies started outside it in front of the backend's endpoints (the
+	// runner's private nginx). Count must then be 0 and Config carry no
+	// filter, router or cluster setting.
+	None bool
 }
 
 // RLSOptions select the rate limit service the global filter calls: the lab
@@ -157,7 +162,7 @@ func (o Options) withDefaults() Options {
 		o.Backend.Now = o.Now
 	}
 	p := &o.Proxies
-	if p.Count == 0 {
+	if p.Count == 0 && !p.None {
 		p.Count = DefaultProxies
 	}
 	if p.Config.Cluster == "" {
@@ -208,9 +213,15 @@ func percent(v float64) *float64 { return &v }
 // (labrls.Options.Validate). Start calls it first; a CLI calls it to report
 // misuse before it creates any file.
 func (o Options) Validate() error {
+	if p := o.Proxies; p.None {
+		c := p.Config
+		if p.Count != 0 || c.Local != nil || c.Global != nil || c.Retry != nil || c.CircuitBreakers != nil || c.OutlierDetection != nil {
+			return errors.New("lab: no proxies (Proxies.None), but a proxy count or proxy settings are given")
+		}
+	}
 	o = o.withDefaults()
 	p := o.Proxies
-	if p.Count < 1 || p.Count > MaxProxies {
+	if !p.None && (p.Count < 1 || p.Count > MaxProxies) {
 		return fmt.Errorf("lab: %d proxies, want 1..%d", p.Count, MaxProxies)
 	}
 	c := p.Config

@@ -147,6 +147,9 @@ func TestValidate(t *testing.T) {
 		{"bad address", Options{RLS: RLSOptions{Address: "127.0.0.1:1"}}, "want grpc://host:port"},
 		{"bad window start", Options{RLS: RLSOptions{Lab: &labrls.Options{WindowStart: "sliding"}}}, `window start "sliding"`},
 		{"negative delay", Options{RLS: RLSOptions{Lab: &labrls.Options{Delay: -time.Second}}}, "negative delay"},
+		{"no proxies", Options{Proxies: ProxiesOptions{None: true}}, ""},
+		{"no proxies but a count", Options{Proxies: ProxiesOptions{None: true, Count: 1}}, "no proxies (Proxies.None)"},
+		{"no proxies but a bucket", Options{Proxies: ProxiesOptions{None: true, Config: proxy.Config{Local: local}}}, "no proxies (Proxies.None)"},
 	} {
 		err := c.opts.Validate()
 		if c.want == "" && err != nil {
@@ -338,5 +341,34 @@ func TestBackendEndpointsAreClusterHosts(t *testing.T) {
 	}
 	if err := (Options{Proxies: ProxiesOptions{Config: proxy.Config{Upstreams: []string{"http://x:1"}}}}).Validate(); err == nil {
 		t.Fatal("Config.Upstreams accepted")
+	}
+}
+
+// TestNoProxies: with Proxies.None the lab is its backend alone (for the
+// runner's nginx): no proxy, every endpoint serving receipts.
+func TestNoProxies(t *testing.T) {
+	var rec testfix.SyncBuffer
+	l, err := Start(t.Context(), Options{Proxies: ProxiesOptions{None: true}, Backend: backend.Options{Endpoints: 2, Receipts: &rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.Addresses()
+	if len(l.Proxies) != 0 || len(a.Proxies) != 0 || len(a.Endpoints) != 2 {
+		t.Fatalf("proxies %d, addresses %+v", len(l.Proxies), a)
+	}
+	for _, ep := range a.Endpoints {
+		req, _ := http.NewRequest(http.MethodGet, ep.URL+"/", nil)
+		req.Header.Set("X-Rlbench-Id", "id-"+ep.Name)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.String(); !strings.Contains(got, `"id-backend-0"`) || !strings.Contains(got, `"id-backend-1"`) {
+		t.Errorf("receipts %s", got)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // and the real RLS's address. A lab RLS (kind lab) gets its WindowStart and
 // Delay here.
 func (lp *LabPlan) labOptions() lab.Options {
-	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies}}
+	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies, None: lp.Nginx != nil}}
 	c := &o.Proxies.Config
 	if l := lp.Local; l != nil {
 		c.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: l.TokensPerFill,
@@ -158,6 +158,9 @@ func (r *scenarioRun) startLab(ctx context.Context) string {
 	r.cleanups = append(r.cleanups, func() { _ = l.Close() })
 	r.rls = l.RLS
 	r.backend, r.baseline = l.Backend, opts.Backend.Faults
+	if lp.Nginx != nil {
+		return r.startNginx(ctx)
+	}
 	eff := l.Options()
 	r.cluster = eff.Proxies.Config.Cluster
 	r.admins = map[string]string{}

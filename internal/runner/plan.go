@@ -97,6 +97,10 @@ type LabPlan struct {
 	// Cluster configures every proxy's backend cluster (circuit breakers,
 	// outlier detection, panic threshold).
 	Cluster *ClusterPlan `json:"cluster,omitempty"`
+	// Nginx puts private nginx processes in front of the backend instead of
+	// the lab proxies: nginx limit_req and proxy_next_upstream under test
+	// (the scenario is NOT_RUN when nginx is not installed).
+	Nginx *NginxPlan `json:"nginx,omitempty"`
 }
 
 // LocalPlan is Envoy's local_ratelimit filter (per proxy process, or per
@@ -584,7 +588,7 @@ func (p *Plan) validate() error {
 		if l := s.Lab; l != nil && l.Proxies < 0 {
 			return at(sp+".lab.proxies", where, "lab.proxies must be >= 1 (or absent), not %d", l.Proxies)
 		}
-		if l := s.Lab; l != nil && l.Proxies == 0 {
+		if l := s.Lab; l != nil && l.Proxies == 0 && l.Nginx == nil {
 			l.Proxies = lab.DefaultProxies
 		}
 		if e := s.External; e != nil {
@@ -674,7 +678,19 @@ func (p *Plan) validate() error {
 		if s.Repeat == 0 {
 			s.Repeat = 1
 		}
-		if l := s.Lab; l != nil {
+		if l := s.Lab; l != nil && l.Nginx != nil {
+			if err := l.validateNginx(); err != nil {
+				return at(sp+".lab.nginx", where, "%w", err)
+			}
+			if field, err := l.validate(); err != nil {
+				return at(strings.TrimSuffix(sp+".lab."+field, "."), where, "%w", err)
+			}
+			for j, st := range s.Steps {
+				if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
+					return at(stepPath(j)+".fault.target", where, "steps[%d]: a scenario with lab.nginx has no %s", j, f.Target)
+				}
+			}
+		} else if l != nil {
 			if l.Global != nil && l.RLS == nil {
 				return at(sp+".lab.global", where, "lab.global needs lab.rls")
 			}
@@ -695,6 +711,9 @@ func (p *Plan) validate() error {
 			if c.Min < 0 {
 				return at(sp+".expect.classes."+k, where, "expect.classes.%s %s: want 0 <= min <= max", k, c)
 			}
+		}
+		if err := validateBurstExpect(&s.Expect.Expectation); err != nil {
+			return at(sp+".expect", where, "%w", err)
 		}
 		if _, err := evidence.NewClassifier(s.Classify); err != nil {
 			return at(sp+".classify", where, "%w", err)
@@ -764,7 +783,9 @@ func (e *ExternalPlan) validate(ep, where string) error {
 // prefixes the messages.
 func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 	targets := 0
-	if s.Lab != nil {
+	if s.Lab != nil && s.Lab.Nginx != nil {
+		targets = max(s.Lab.Nginx.Instances, 1)
+	} else if s.Lab != nil {
 		targets = s.Lab.Proxies
 	} else if s.External != nil {
 		targets = len(s.External.Proxies)

@@ -190,8 +190,12 @@ type scenarioRun struct {
 	real     *realParts
 	cleanups []func()
 	limits   []evidence.LimitSpec
-	// limiters are scenario.json's limiters: the lab's (labLimiters) or the plan's.
+	// nginx are lab.nginx's running instances (targets nginx-a, ...).
+	nginx []*labNginx
+	// limiters are the limiter declarations of scenario.json.
 	limiters []evidence.Limiter
+	// captureHeaders are the response headers the attacks record; nil: attack's defaults.
+	captureHeaders []string
 }
 
 // run executes the scenario; it returns a NOT_RUN reason or "".
@@ -323,6 +327,9 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	if err := r.copyAccessLogs(); err != nil {
 		agg.Complete, agg.Error = false, err.Error()
 	}
+	if err := r.finishNginx(ctx); err != nil {
+		agg.Complete, agg.Error = false, "nginx evidence: "+err.Error()
+	}
 	if r.real != nil {
 		if err := r.finishReal(ctx); err != nil {
 			agg.Complete, agg.Error = false, "rls evidence: "+err.Error()
@@ -426,6 +433,9 @@ func (r *scenarioRun) snapshot(ctx context.Context, label string) string {
 			return reason
 		}
 	}
+	if reason := r.snapshotNginx(ctx, label); reason != "" {
+		return reason
+	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	for _, t := range r.targets {
 		admin, ok := r.admins[t.Name]
@@ -494,7 +504,7 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, o
 	ap := st.Attack
 	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
 	opts := attack.Options{Targets: r.targets, Timeout: time.Duration(ap.Timeout), Name: st.Name, OnStart: onStart,
-		DisableKeepAlives: ap.NoKeepAlive, Progress: new(attack.Progress)}
+		DisableKeepAlives: ap.NoKeepAlive, Progress: new(attack.Progress), CaptureHeaders: r.captureHeaders}
 	if len(ap.Flows) == 0 {
 		split, err := parseSplit(ap.Split)
 		if err != nil {

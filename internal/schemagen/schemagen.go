@@ -184,8 +184,12 @@ func (g *gen) file(sp spec) ([]byte, error) {
 		},
 	}
 	special := map[string]*jsonschema.Schema{}
+	var needs []reflect.Type
 	r.Mapper = func(t reflect.Type) *jsonschema.Schema {
 		def, name := g.special(t, sp.ranges)
+		if def != nil {
+			needs = append(needs, specialNeeds[t]...)
+		}
 		if def == nil {
 			if ownJSON(t) && nameErr == nil {
 				nameErr = fmt.Errorf("%s has its own JSON form (a MarshalJSON/UnmarshalJSON or text method): "+
@@ -204,6 +208,11 @@ func (g *gen) file(sp spec) ([]byte, error) {
 	for _, t := range roots {
 		s := r.ReflectFromType(t)
 		for k, v := range s.Definitions {
+			defs[k] = v
+		}
+	}
+	for i := 0; i < len(needs); i++ { // reflecting a need may add needs
+		for k, v := range r.ReflectFromType(needs[i]).Definitions {
 			defs[k] = v
 		}
 	}

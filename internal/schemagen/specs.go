@@ -106,6 +106,10 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 			Examples: []any{"1s", "500ms"}}, "ModelDuration"
 	case typeOf[model.Spec]():
 		return g.modelSpecDef(t), "Spec"
+	case typeOf[evidence.PeakExpectations]():
+		one := &jsonschema.Schema{Ref: "#/$defs/PeakExpectation"}
+		return &jsonschema.Schema{Description: g.comment(t, ""),
+			OneOf: []*jsonschema.Schema{one, {Type: "array", Items: one}}}, "PeakExpectations"
 	case typeOf[runner.Rate]():
 		return &jsonschema.Schema{Description: g.comment(t, "") +
 			"\n\nA string N/DURATION (\"100/1s\", \"10/100ms\"), N/UNIT (\"60/m\"), N (per second), or \"\", \"0\" or \"infinity\" for no pacing; or an integer N per second (0: no pacing). N and DURATION must be positive.",
@@ -154,6 +158,12 @@ func (g *gen) modelSpecDef(t reflect.Type) *jsonschema.Schema {
 			AdditionalProperties: jsonschema.FalseSchema})
 	}
 	return def
+}
+
+// specialNeeds lists, per special type, the struct types its definition
+// refers to (they are reflected into the same file).
+var specialNeeds = map[reflect.Type][]reflect.Type{
+	typeOf[evidence.PeakExpectations](): {typeOf[evidence.PeakExpectation]()},
 }
 
 // rangeDef is evidence.Range's definition in a file of the given mode.

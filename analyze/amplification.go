@@ -1,0 +1,232 @@
+package analyze
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// Ways a repeated receipt of one ID is explained as a proxy retry
+// (Amplification.ExplainedBy).
+const (
+	// ExplainedByAttemptCount: the receipts carry distinct
+	// x-envoy-attempt-count values (Envoy's router numbers every upstream
+	// try; retry_policy).
+	ExplainedByAttemptCount = "x-envoy-attempt-count"
+	// ExplainedByNginxTries: nginx's $upstream_addr logged at least that many
+	// server tries for the request (proxy_next_upstream).
+	ExplainedByNginxTries = "nginx $upstream_addr"
+)
+
+// Amplification is what the backend received per request that passed the
+// limiter: upstream attempts, from the receipts (one per attempt that
+// reached it), split into proxy retries, which the receipts' attempt counts
+// or nginx's upstream lists explain, and re-sends by the client, which
+// nothing explains (rlbench never re-sends an ID, so any is a finding).
+type Amplification struct {
+	// Passed counts the requests that passed the limiter: with a receipt,
+	// admitted (2xx), or logged by nginx as passed.
+	Passed int `json:"passed"`
+	// Attempts counts the receipts of those requests.
+	Attempts int `json:"attempts"`
+	// Factor is Attempts / Passed (0 when nothing passed).
+	Factor float64 `json:"factor"`
+	// MaxAttempts is the most receipts of one request.
+	MaxAttempts int `json:"max_attempts"`
+	// ByAttempts[k] is the number of passed requests with k receipts.
+	ByAttempts []int `json:"by_attempts"`
+	// ProxyRetries counts the receipts beyond a request's first that the
+	// evidence explains; ClientResends those it does not.
+	ProxyRetries  int `json:"proxy_retries"`
+	ClientResends int `json:"client_resends"`
+	// ExplainedBy counts the explained retries by evidence (the
+	// ExplainedBy* constants).
+	ExplainedBy map[string]int `json:"explained_by"`
+	// Windows gives the factor of the requests sent inside each fault
+	// window and, last, of those sent outside every window; empty without
+	// fault windows.
+	Windows []AmplificationWindow `json:"windows"`
+}
+
+// AmplificationWindow is the amplification of the requests sent in one
+// fault window (or outside all of them: Name "outside fault windows").
+type AmplificationWindow struct {
+	Name     string  `json:"name"`
+	Target   string  `json:"target,omitempty"`
+	BeginNs  int64   `json:"begin_ns,omitempty"`
+	EndNs    int64   `json:"end_ns,omitempty"`
+	Passed   int     `json:"passed"`
+	Attempts int     `json:"attempts"`
+	Factor   float64 `json:"factor"`
+}
+
+// retrySplit is, per request, its receipts and how many of them are
+// explained retries and unexplained re-sends.
+type retrySplit struct {
+	receipts []int32
+	retries  []int32
+	resent   []int32
+	by       map[string]int
+}
+
+// splitRetries explains each request's repeated receipts. A request with k
+// receipts has allowed = the distinct x-envoy-attempt-count values among
+// them when every one carries the header, else the server tries nginx
+// logged for it (nj, may be nil), else 1; max(k - max(allowed, 1), 0) of
+// them are re-sent by the client, the rest beyond the first are proxy
+// retries.
+func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoin) *retrySplit {
+	n := reqs.Len()
+	s := &retrySplit{receipts: make([]int32, n), retries: make([]int32, n), resent: make([]int32, n), by: map[string]int{}}
+	// attempts[i] holds the distinct attempt counts of request i, only for
+	// requests with several receipts (most have one).
+	withAttempt := make([]int32, n)
+	for k, r := range recs.Request {
+		if r >= 0 && int(r) < n {
+			s.receipts[r]++
+			if recs.AttemptOf(k) > 0 {
+				withAttempt[r]++
+			}
+		}
+	}
+	distinct := map[int32]map[int]bool{}
+	for k, r := range recs.Request {
+		if r >= 0 && int(r) < n && s.receipts[r] > 1 && withAttempt[r] == s.receipts[r] {
+			if distinct[r] == nil {
+				distinct[r] = map[int]bool{}
+			}
+			distinct[r][recs.AttemptOf(k)] = true
+		}
+	}
+	for i := 0; i < n; i++ {
+		k := s.receipts[i]
+		if k <= 1 {
+			continue
+		}
+		allowed, by := int32(1), ""
+		switch {
+		case distinct[int32(i)] != nil:
+			allowed, by = int32(len(distinct[int32(i)])), ExplainedByAttemptCount
+		case nj != nil && nj.tries[i] > 0:
+			allowed, by = int32(nj.tries[i]), ExplainedByNginxTries
+		}
+		s.resent[i] = max(k-max(allowed, 1), 0)
+		s.retries[i] = k - 1 - s.resent[i]
+		if s.retries[i] > 0 {
+			s.by[by] += int(s.retries[i])
+		}
+	}
+	return s
+}
+
+// passedLimiter reports whether request i passed the limiter: a receipt,
+// a 2xx, or an nginx record that says so.
+func passedLimiter(reqs *evidence.Requests, s *retrySplit, nj *nginxJoin, i int) bool {
+	if s.receipts[i] > 0 || reqs.Class[i] == evidence.ClassAdmitted {
+		return true
+	}
+	return nj != nil && nj.tries[i] >= 0 && !nj.rejected[i] && nj.producer[i] != ""
+}
+
+// amplificationOf computes the Amplification section: when some request
+// has several receipts, a receipt carries an attempt count, nginx retried a
+// request, or the scenario expects an amplification; nil otherwise.
+func amplificationOf(in *Input, s *retrySplit) *Amplification {
+	ev, sr := in.Evidence, in.Report
+	reqs := &ev.Requests
+	show := ev.Receipts.Attempt != nil || in.Scenario.Expect.Amplification != nil
+	if in.nginx != nil {
+		for _, p := range in.nginx.report.Proxies {
+			show = show || p.Retried > 0
+		}
+	}
+	for _, k := range s.receipts {
+		if k > 1 {
+			show = true
+			break
+		}
+	}
+	if !show {
+		return nil
+	}
+	a := &Amplification{ByAttempts: []int{}, ExplainedBy: s.by, Windows: []AmplificationWindow{}}
+	wins := make([]AmplificationWindow, len(sr.FaultWindows))
+	for w, f := range sr.FaultWindows {
+		wins[w] = AmplificationWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs}
+	}
+	outside := AmplificationWindow{Name: "outside fault windows"}
+	for i := 0; i < reqs.Len(); i++ {
+		if !passedLimiter(reqs, s, in.nginx, i) {
+			continue
+		}
+		k := int(s.receipts[i])
+		a.Passed++
+		a.Attempts += k
+		a.MaxAttempts = max(a.MaxAttempts, k)
+		for len(a.ByAttempts) <= k {
+			a.ByAttempts = append(a.ByAttempts, 0)
+		}
+		a.ByAttempts[k]++
+		a.ProxyRetries += int(s.retries[i])
+		a.ClientResends += int(s.resent[i])
+		in := false
+		for w := range wins {
+			if t := reqs.SentNs[i]; t >= wins[w].BeginNs && t <= wins[w].EndNs {
+				wins[w].Passed++
+				wins[w].Attempts += k
+				in = true
+			}
+		}
+		if !in {
+			outside.Passed++
+			outside.Attempts += k
+		}
+	}
+	a.Factor = ratio(a.Attempts, a.Passed)
+	if len(wins) > 0 {
+		for _, w := range append(wins, outside) {
+			w.Factor = ratio(w.Attempts, w.Passed)
+			a.Windows = append(a.Windows, w)
+		}
+	}
+	return a
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// checkAmplification judges expect.amplification: the attempts per request
+// that passed the limiter.
+func checkAmplification(in *Input) (r Result) {
+	ex := in.Scenario.Expect.Amplification
+	if ex == nil {
+		return r
+	}
+	a := in.Report.Amplification
+	if a == nil || a.Passed == 0 {
+		r.add("upstream attempts per passed request", CheckUnknown, ex.String(), "no request passed the limiter")
+		return r
+	}
+	got := fmt.Sprintf("%.2f (%d attempts for %d requests; %d proxy retries, %d client re-sends)", a.Factor, a.Attempts, a.Passed,
+		a.ProxyRetries, a.ClientResends)
+	r.add("upstream attempts per passed request", passIf(ex.Contains(a.Factor)), ex.String(), got)
+	return r
+}
+
+// resentIDs returns up to SampleIDs IDs of requests with client re-sends,
+// sorted.
+func resentIDs(reqs *evidence.Requests, s *retrySplit) []string {
+	ids := []string{}
+	for i, k := range s.resent {
+		if k > 0 {
+			ids = append(ids, reqs.IDs.ID(i))
+		}
+	}
+	sort.Strings(ids)
+	return sampleOf(ids)
+}

@@ -1,0 +1,257 @@
+package analyze
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rlbench/rlbench/collect/envoy"
+	collectnginx "github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// NginxReport is what the nginx proxies' own evidence says (nginx/<proxy>/:
+// the JSON access log with $limit_req_status and the $upstream_* tries,
+// stub_status before and after), joined to the requests by X-Rlbench-Id:
+// who produced each response, as analyze/accesslog.go does for Envoy's
+// access logs.
+type NginxReport struct {
+	// Proxies has one entry per nginx proxy, sorted by name.
+	Proxies []NginxProxyReport `json:"proxies"`
+	// Producers counts the joined records by producer, in envoy.Producer's
+	// names: local_limiter (limit_req REJECTED: nginx answered
+	// limit_req_status itself), backend (the last upstream try answered the
+	// status the client got), upstream_failure (nginx's own 502 or 504: every
+	// try failed, or no live upstreams), other.
+	Producers map[string]int `json:"producers"`
+	// Rejected is the number of requests nginx's limit_req rejected
+	// (REJECTED, not dry run); Reclassified how many of them the clients'
+	// marks alone left as other_4xx or other_5xx and the log made local_429.
+	Rejected     int `json:"rejected"`
+	Reclassified int `json:"reclassified"`
+	// Unjoined counts records whose ID matches no request of the scenario.
+	Unjoined int `json:"unjoined"`
+	// Missing lists (up to SampleIDs) requests sent to an nginx proxy that
+	// got a response but have no record; MissingCount is their number.
+	Missing      []string `json:"missing"`
+	MissingCount int      `json:"missing_count"`
+	// Several lists (up to SampleIDs) requests with more than one record
+	// (sent twice); SeveralCount is their number.
+	Several      []string `json:"several"`
+	SeveralCount int      `json:"several_count"`
+	// Disagreements lists (up to SampleIDs) records whose status or producer
+	// disagrees with what the client got; DisagreementCount is their number.
+	Disagreements     []string `json:"disagreements"`
+	DisagreementCount int      `json:"disagreement_count"`
+}
+
+// NginxProxyReport is one nginx proxy's access log and stub_status.
+type NginxProxyReport struct {
+	Proxy string `json:"proxy"`
+	// File is the access log read, relative to the scenario directory.
+	File string `json:"file"`
+	// Records is the number of access log records.
+	Records int `json:"records"`
+	// ByLimitReqStatus counts the records by $limit_req_status
+	// (collect/nginx.LimitReq*; "none" when no limit_req ran).
+	ByLimitReqStatus map[string]int `json:"by_limit_req_status"`
+	// ByStatus counts the records by $status.
+	ByStatus map[string]int `json:"by_status"`
+	// Proxied counts records with an upstream try, Retried those with
+	// several (proxy_next_upstream), Tries and ServerTries the tries.
+	Proxied     int `json:"proxied"`
+	Retried     int `json:"retried"`
+	Tries       int `json:"tries"`
+	ServerTries int `json:"server_tries"`
+	// StubStatus is the stub_status delta (after − before); nil without both
+	// snapshots or when a counter went down.
+	StubStatus *collectnginx.StubStatusDelta `json:"stub_status,omitempty"`
+}
+
+// nginxJoin is the join of the nginx access logs with the requests.
+type nginxJoin struct {
+	report *NginxReport
+	// tries[i] is the number of server tries the records of request i
+	// logged (-1: no record), for the amplification split.
+	tries []int
+	// producer[i] is the producer of request i's last record ("" without one).
+	producer []string
+	// rejected[i] is true when a record says limit_req REJECTED request i.
+	rejected []bool
+	// proxies are the names of the nginx proxies.
+	proxies map[string]bool
+}
+
+// NginxProducer returns who produced the response of an nginx access log
+// record (see NginxReport.Producers): local_limiter when limit_req rejected
+// it (REJECTED; a dry run rejects nothing), upstream_failure for nginx's own
+// 502 or 504 (the status nginx records for a try that failed or timed out,
+// and for "no live upstreams": ngx_http_upstream_next), backend when the
+// last upstream try answered the status the record has, other otherwise.
+// A backend answering 502 or 504 itself is counted as upstream_failure: the
+// log does not tell them apart.
+func NginxProducer(a collectnginx.AccessRecord) string {
+	switch {
+	case a.LimitReqStatus == collectnginx.LimitReqRejected:
+		return envoy.ProducerLocalLimiter
+	case a.Status == 502 || a.Status == 504:
+		return envoy.ProducerUpstreamFailure
+	case len(a.Upstreams) > 0:
+		last := a.Upstreams[len(a.Upstreams)-1]
+		if last.Server && last.Status == a.Status {
+			return envoy.ProducerBackend
+		}
+	}
+	return envoy.ProducerOther
+}
+
+// joinNginx joins the nginx access logs to the requests (by X-Rlbench-Id)
+// and reclassifies, in reqs, the requests whose record says limit_req
+// REJECTED and that the clients' marks left as other_4xx or other_5xx: they
+// are local_429 (nginx answers limit_req_status, 503 by default, from its
+// own limiter). It returns nil without nginx evidence.
+func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
+	if len(ev.Nginx) == 0 {
+		return nil
+	}
+	reqs := &ev.Requests
+	n := reqs.Len()
+	j := &nginxJoin{report: &NginxReport{Proxies: []NginxProxyReport{}, Producers: map[string]int{}, Missing: []string{},
+		Several: []string{}, Disagreements: []string{}}, tries: make([]int, n), producer: make([]string, n),
+		rejected: make([]bool, n), proxies: map[string]bool{}}
+	for i := range j.tries {
+		j.tries[i] = -1
+	}
+	rep := j.report
+	records := make([]int, n)
+	for _, ng := range ev.Nginx {
+		j.proxies[ng.Proxy] = true
+		s := collectnginx.Summarize(ng.Records)
+		pr := NginxProxyReport{Proxy: ng.Proxy, File: ng.File, Records: s.Requests, ByLimitReqStatus: s.ByLimitReqStatus,
+			ByStatus: map[string]int{}, Proxied: s.Proxied, Retried: s.Retried, Tries: s.Tries, ServerTries: s.ServerTries}
+		for code, k := range s.ByStatus {
+			pr.ByStatus[strconv.Itoa(code)] = k
+		}
+		if ng.Before != nil && ng.After != nil {
+			if d, err := collectnginx.Delta(*ng.Before, *ng.After); err == nil {
+				pr.StubStatus = &d
+			}
+		}
+		rep.Proxies = append(rep.Proxies, pr)
+		for _, a := range ng.Records {
+			i, ok := reqs.IDs.Lookup(a.ID)
+			if a.ID == "" || !ok {
+				rep.Unjoined++
+				continue
+			}
+			prod := NginxProducer(a)
+			rep.Producers[prod]++
+			records[i]++
+			if j.tries[i] < 0 {
+				j.tries[i] = 0
+			}
+			j.tries[i] += a.ServerTries()
+			j.producer[i] = prod
+			if prod == envoy.ProducerLocalLimiter {
+				j.rejected[i] = true
+			}
+			if c := reqs.Class[i]; prod == envoy.ProducerLocalLimiter && (c == evidence.ClassOther4xx || c == evidence.ClassOther5xx || c.FromBackend()) &&
+				int(reqs.Code[i]) == a.Status {
+				reqs.Class[i] = evidence.ClassLocal429
+				rep.Reclassified++
+			}
+			target := reqs.Targets[reqs.Target[i]]
+			var why []string
+			if code := int(reqs.Code[i]); code != 0 {
+				if code != a.Status {
+					why = append(why, fmt.Sprintf("client code %d, logged %d", code, a.Status))
+				}
+				if cl := reqs.Class[i].String(); !ProducerAgrees(cl, prod) {
+					why = append(why, fmt.Sprintf("client class %s, log producer %s", cl, prod))
+				}
+			}
+			if target != ng.Proxy {
+				why = append(why, fmt.Sprintf("sent to %s, logged by %s", target, ng.Proxy))
+			}
+			if len(why) > 0 {
+				rep.DisagreementCount++
+				if len(rep.Disagreements) < SampleIDs {
+					rep.Disagreements = append(rep.Disagreements, fmt.Sprintf("%s %s:%d: %s", a.ID, evidence.NginxPath(ng.Proxy, ""), a.Line,
+						strings.Join(why, "; ")))
+				}
+			}
+		}
+	}
+	var missing, several []string
+	for i := 0; i < n; i++ {
+		if j.rejected[i] {
+			rep.Rejected++
+		}
+		if records[i] > 1 {
+			several = append(several, reqs.IDs.ID(i))
+		}
+		if records[i] == 0 && reqs.Code[i] != 0 && j.proxies[reqs.Targets[reqs.Target[i]]] {
+			missing = append(missing, reqs.IDs.ID(i))
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(several)
+	rep.MissingCount, rep.SeveralCount = len(missing), len(several)
+	rep.Missing, rep.Several = sampleOf(missing), sampleOf(several)
+	return j
+}
+
+// checkNginx judges the nginx evidence; without it, it does nothing:
+//   - "requests without nginx log entry": 0 (a request answered by an
+//     nginx proxy that has an access log must be in it);
+//   - "nginx log agrees with client": same status, NginxProducer consistent
+//     with the client's class (ProducerAgrees), logged by the proxy the
+//     request was sent to;
+//   - "requests with several nginx log entries": 0 (a re-sent request);
+//   - per proxy with both stub_status snapshots, "stub_status requests =
+//     access log records + 1": the after page counts itself (stub_status
+//     counts every request, the status requests included);
+//   - expect.limit_req_status: the records per $limit_req_status.
+func checkNginx(in *Input) (r Result) {
+	j := in.nginx
+	if j == nil {
+		if len(in.Scenario.Expect.LimitReqStatus) > 0 {
+			r.add("limit_req_status", CheckUnknown, "nginx access log records", "no nginx evidence under "+evidence.NginxDir+"/")
+		}
+		return r
+	}
+	rep := j.report
+	r.add("requests without nginx log entry", passIf(rep.MissingCount == 0), "0", idsGot(rep.MissingCount, rep.Missing))
+	got := strconv.Itoa(rep.DisagreementCount)
+	if rep.DisagreementCount > 0 {
+		got += " (" + strings.Join(rep.Disagreements, "; ")
+		if rep.DisagreementCount > len(rep.Disagreements) {
+			got += "; …"
+		}
+		got += ")"
+	}
+	r.add("nginx log agrees with client", passIf(rep.DisagreementCount == 0), "0 disagreements", got)
+	r.add("requests with several nginx log entries", passIf(rep.SeveralCount == 0), "0", idsGot(rep.SeveralCount, rep.Several))
+	total := map[string]int{}
+	for _, p := range rep.Proxies {
+		for k, v := range p.ByLimitReqStatus {
+			total[k] += v
+		}
+		if p.StubStatus != nil {
+			want := int64(p.Records) + 1
+			r.add(p.Proxy+": stub_status requests = access log records + 1", passIf(p.StubStatus.Requests == want),
+				strconv.FormatInt(want, 10), strconv.FormatInt(p.StubStatus.Requests, 10))
+		}
+	}
+	ex := in.Scenario.Expect.LimitReqStatus
+	keys := make([]string, 0, len(ex))
+	for k := range ex {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r.add("limit_req_status "+k, passIf(ex[k].Contains(total[k])), ex[k].String(), strconv.Itoa(total[k]))
+	}
+	return r
+}

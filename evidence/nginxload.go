@@ -1,0 +1,104 @@
+package evidence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+
+	json "github.com/goccy/go-json"
+
+	"github.com/rlbench/rlbench/collect/nginx"
+)
+
+// NginxEvidence is the evidence of one nginx proxy, nginx/<proxy>/ (see
+// NginxPath): its access log records and its stub_status snapshots.
+type NginxEvidence struct {
+	// Proxy is the directory name: the attack target name of this nginx.
+	Proxy string `json:"proxy"`
+	// File is the access log that was read, relative to the scenario
+	// directory: the parsed NginxAccessFile, or the raw NginxAccessLogFile
+	// (parsed with collect/nginx.ParseAccessLog) when there is no parsed one;
+	// "" when neither exists.
+	File string `json:"file,omitempty"`
+	// Records are the access log's records in file order.
+	Records []nginx.AccessRecord `json:"records"`
+	// Before and After are the stub_status snapshots taken before the first
+	// and after the last attack (NginxStubStatusJSON of LabelBefore and
+	// LabelAfter); nil when absent.
+	Before *nginx.StubStatus `json:"before,omitempty"`
+	After  *nginx.StubStatus `json:"after,omitempty"`
+}
+
+// readNginx loads every nginx/<proxy>/ directory of d, sorted by proxy. A
+// file that does not decode is a Problem (File NginxDir) naming it and the
+// line; the other proxies still load.
+func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
+	out := []NginxEvidence{}
+	entries, err := os.ReadDir(d.Path(NginxDir))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			problems = append(problems, Problem{File: NginxDir, Msg: err.Error()})
+		}
+		return out, problems
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		n := NginxEvidence{Proxy: e.Name(), Records: []nginx.AccessRecord{}}
+		fail := func(err error) { problems = append(problems, Problem{File: NginxDir, Msg: err.Error()}) }
+		parsed, raw := NginxPath(n.Proxy, NginxAccessFile), NginxPath(n.Proxy, NginxAccessLogFile)
+		err := ReadFile(d.Path(parsed), func(_ int, a *nginx.AccessRecord) error {
+			n.Records = append(n.Records, *a)
+			return nil
+		})
+		switch {
+		case err == nil:
+			n.File = parsed
+		case !errors.Is(err, fs.ErrNotExist):
+			fail(err)
+		default:
+			f, err := OpenRegular(context.Background(), d.Path(raw), 0)
+			if err == nil {
+				n.File = raw
+				if n.Records, err = nginx.ParseAccessLog(f, d.Path(raw)); err != nil {
+					fail(err)
+				}
+				if n.Records == nil {
+					n.Records = []nginx.AccessRecord{}
+				}
+				f.Close()
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				fail(err)
+			}
+		}
+		for _, label := range []string{LabelBefore, LabelAfter} {
+			p := d.Path(NginxPath(n.Proxy, NginxStubStatusJSON(label)))
+			b, err := ReadRegular(context.Background(), p, MaxDocumentBytes)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			var st nginx.StubStatus
+			if err == nil {
+				if err = json.Unmarshal(b, &st); err != nil {
+					err = fmt.Errorf("%s: %w", p, JSONError(b, err))
+				}
+			}
+			if err != nil {
+				fail(err)
+				continue
+			}
+			if label == LabelBefore {
+				n.Before = &st
+			} else {
+				n.After = &st
+			}
+		}
+		out = append(out, n)
+	}
+	return out, problems
+}

@@ -1,0 +1,80 @@
+package evidence
+
+import (
+	"errors"
+	"io"
+	"os"
+
+	"github.com/rlbench/rlbench/collect/nginx"
+)
+
+// nginxDir creates nginx/<proxy>/ under d and returns it.
+func nginxDir(d Dir, proxy string) (string, error) {
+	p := d.Path(NginxPath(proxy, ""))
+	return p, os.MkdirAll(p, 0o755)
+}
+
+// WriteNginxAccessLog copies an nginx JSON access log read from r into
+// nginx/<proxy>/access.log under d (raw, as nginx wrote it) while parsing it
+// (collect/nginx.ParseAccessLog; name names r in errors), then writes the
+// records to nginx/<proxy>/access.jsonl, one per line. It returns the
+// records; on a parse error the raw copy holds what was read.
+func WriteNginxAccessLog(d Dir, proxy, name string, r io.Reader) ([]nginx.AccessRecord, error) {
+	if _, err := nginxDir(d, proxy); err != nil {
+		return nil, err
+	}
+	raw, err := os.Create(d.Path(NginxPath(proxy, NginxAccessLogFile)))
+	if err != nil {
+		return nil, err
+	}
+	recs, err := nginx.ParseAccessLog(io.TeeReader(r, raw), name)
+	if err = errors.Join(err, raw.Close()); err != nil {
+		return nil, err
+	}
+	return recs, WriteLines(d.Path(NginxPath(proxy, NginxAccessFile)), recs)
+}
+
+// WriteNginxErrorLog copies an nginx error log read from r into
+// nginx/<proxy>/error.log under d while parsing it
+// (collect/nginx.ParseErrorLog), then writes its limit_req lines to
+// nginx/<proxy>/limit_req.jsonl.
+func WriteNginxErrorLog(d Dir, proxy, name string, r io.Reader) (*nginx.ErrorLog, error) {
+	if _, err := nginxDir(d, proxy); err != nil {
+		return nil, err
+	}
+	raw, err := os.Create(d.Path(NginxPath(proxy, NginxErrorLogFile)))
+	if err != nil {
+		return nil, err
+	}
+	l, err := nginx.ParseErrorLog(io.TeeReader(r, raw), name)
+	if err = errors.Join(err, raw.Close()); err != nil {
+		return nil, err
+	}
+	return l, WriteLines(d.Path(NginxPath(proxy, NginxLimitReqFile)), l.Limits())
+}
+
+// WriteNginxStubStatus saves one stub_status page under d's nginx/<proxy>/:
+// raw (when not empty) as stub_status.<label>.txt and st (when not nil) as
+// stub_status.<label>.json.
+func WriteNginxStubStatus(d Dir, proxy, label string, raw []byte, st *nginx.StubStatus) error {
+	if _, err := nginxDir(d, proxy); err != nil {
+		return err
+	}
+	if len(raw) > 0 {
+		if err := os.WriteFile(d.Path(NginxPath(proxy, NginxStubStatusRaw(label))), raw, 0o644); err != nil {
+			return err
+		}
+	}
+	if st == nil {
+		return nil
+	}
+	return WriteJSONFile(d.Path(NginxPath(proxy, NginxStubStatusJSON(label))), st)
+}
+
+// WriteNginxConf saves the configuration an nginx ran as nginx/<proxy>/nginx.conf under d.
+func WriteNginxConf(d Dir, proxy string, conf []byte) error {
+	if _, err := nginxDir(d, proxy); err != nil {
+		return err
+	}
+	return os.WriteFile(d.Path(NginxPath(proxy, NginxConfFile)), conf, 0o644)
+}

@@ -1,0 +1,120 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/realparts"
+)
+
+func TestNginxPlanValidation(t *testing.T) {
+	for _, c := range []struct{ lab, bad string }{
+		{`{nginx: {rate: 10r/s, burst: 5}}`, ""},
+		{`{nginx: {instances: 2, zones: [{rate: 10r/s, burst: 5, nodelay: true}, {name: g, key: $host, rate: 2r/s}]}}`, ""},
+		{`{backend: {endpoints: 3, faults: {error_status: 500}}, nginx: {proxy_next_upstream: [error, timeout, http_500], proxy_next_upstream_tries: 3, max_fails: 0}}`, ""},
+		{`{proxies: 1, nginx: {rate: 10r/s}}`, "lab.nginx replaces the lab proxies"},
+		{`{local: {max_tokens: 1, fill_interval: 1s}, nginx: {rate: 10r/s}}`, "lab.nginx replaces the lab proxies"},
+		{`{nginx: {rate: 10r/s, zones: [{rate: 1r/s}]}}`, "not both"},
+		{`{nginx: {burst: 5}}`, "need rate"},
+		{`{nginx: {rate: ten}}`, `nginx rate "ten"`},
+		{`{nginx: {rate: 10r/s, nodelay: true, delay: 2}}`, "NoDelay and Delay are exclusive"},
+		{`{nginx: {proxy_next_upstream: [sometimes]}}`, `NextUpstream[0] "sometimes"`},
+		{`{nginx: {limit_req_status: 200}}`, "LimitReqStatus 200"},
+		{`{nginx: {instances: 30}}`, "instances 30"},
+		{`{backend: {endpoints: 99}, nginx: {}}`, "endpoints"},
+	} {
+		plan := "name: p\nscenarios:\n - name: s\n   lab: " + c.lab + "\n   attack: {ids: 1}\n"
+		_, err := ParsePlan("p.yaml", []byte(plan))
+		if (err == nil) != (c.bad == "") || err != nil && !strings.Contains(err.Error(), c.bad) {
+			t.Errorf("%s: %v, want %q", c.lab, err, c.bad)
+		}
+	}
+	for _, c := range []struct{ expect, bad string }{
+		{`{backend_peak: {window: 10ms, max: 20}}`, ""},
+		{`{backend_peak: [{window: 10ms, model: true}, {window: 1s, min: 1, max: 5, tolerance: 20ms}]}`, ""},
+		{`{backend_peak: {window: 10ms}}`, "expect.backend_peak[0]: give max, min or model"},
+		{`{backend_peak: [{window: 10ms, max: 1}, {window: 0s, max: 1}]}`, "expect.backend_peak[1]: window 0s"},
+		{`{backend_peak: {window: ten, max: 1}}`, "ten"},
+		{`{backend_peak: {window: 10ms, max: 1, maximum: 2}}`, "maximum"},
+		{`{amplification: {max: 4}}`, ""},
+		{`{amplification: {}}`, "expect.amplification: give min or max"},
+		{`{amplification: {min: 4, max: 3}}`, "min 4 > max 3"},
+		{`{limit_req_status: {PASSED: 5, DELAYED: "6..7", none: 0}}`, ""},
+		{`{limit_req_status: {passed: 5}}`, "expect.limit_req_status.passed: want one of PASSED"},
+	} {
+		plan := "name: p\nscenarios:\n - name: s\n   lab: {nginx: {rate: 10r/s}}\n   attack: {ids: 1}\n   expect: " + c.expect + "\n"
+		_, err := ParsePlan("p.yaml", []byte(plan))
+		if (err == nil) != (c.bad == "") || err != nil && !strings.Contains(err.Error(), c.bad) {
+			t.Errorf("%s: %v, want %q", c.expect, err, c.bad)
+		}
+	}
+	plan := "name: p\nscenarios:\n - name: s\n   lab: {nginx: {rate: 1r/s}}\n   steps:\n    - fault: {action: stop, target: rls}\n    - attack: {ids: 1}\n"
+	if _, err := ParsePlan("p.yaml", []byte(plan)); err == nil || !strings.Contains(err.Error(), "has no rls") {
+		t.Errorf("rls fault with nginx: %v", err)
+	}
+}
+
+// TestNginxPlanConfigAndModel: the plan's settings become the rendered
+// config's directives and the model's zones.
+func TestNginxPlanConfigAndModel(t *testing.T) {
+	zero := 0
+	np := &NginxPlan{Rate: "100r/s", Burst: 200, Delay: 50, LimitReqStatus: 429, ProxyNextUpstream: []string{"error", "http_500"},
+		ProxyNextUpstreamTries: 3, MaxFails: &zero}
+	cfg, err := np.config([]string{"127.0.0.1:7001", "127.0.0.1:7002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := realparts.RenderNginxConf(cfg, realparts.NginxLayout{Prefix: "/tmp/x", Port: 8001, StatusPort: 8002})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"limit_req_zone $binary_remote_addr zone=rl:1m rate=100r/s;", "limit_req zone=rl burst=200 delay=50;",
+		"limit_req_status 429;", "proxy_next_upstream error http_500;", "proxy_next_upstream_tries 3;",
+		"server 127.0.0.1:7001 max_fails=0;", "server 127.0.0.1:7002 max_fails=0;"} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("config lacks %q:\n%s", want, conf)
+		}
+	}
+	s, ok := np.modelSpec()
+	if !ok || len(s.Zones) != 1 || s.Zones[0] != (model.NginxZone{Name: "rl", Rate: "100r/s", Burst: 200, Delay: 50}) {
+		t.Errorf("model %+v %v", s, ok)
+	}
+	if _, ok := (&NginxPlan{Rate: "1r/s", Key: "$http_x_user"}).modelSpec(); ok {
+		t.Error("a per-request key has a per-instance model")
+	}
+	if _, ok := (&NginxPlan{}).modelSpec(); ok {
+		t.Error("no zone, but a model")
+	}
+}
+
+// TestNginxNotInstalledIsNotRun: without nginx the scenario is NOT_RUN
+// with the install hint, never PASS or FAIL; the lab was started and
+// stopped cleanly around it.
+func TestNginxNotInstalledIsNotRun(t *testing.T) {
+	t.Setenv(realparts.EnvNginxBin, filepath.Join(t.TempDir(), "no-nginx"))
+	p, err := ParsePlan("p.yaml", []byte("name: p\nscenarios:\n - name: leaky\n   lab: {nginx: {rate: 10r/s}}\n   attack: {ids: 3}\n   expect: {admitted: 1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir, err := Run(context.Background(), p, Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(runDir, "01-leaky", "1", evidence.NotRunFile))
+	if err != nil || !strings.HasPrefix(string(b), NginxNotInstalledReason) {
+		t.Fatalf("NOT_RUN %q %v", b, err)
+	}
+	rep, err := analyze.Analyze(context.Background(), runDir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != analyze.NotRun || !strings.HasPrefix(rep.Scenarios[0].Reasons[0], NginxNotInstalledReason) {
+		t.Errorf("%s %v", rep.Status, rep.Scenarios[0].Reasons)
+	}
+}
