@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/schemas"
 )
 
 // The deliberate differences from the previous release's reports (issue 9),
@@ -171,6 +172,16 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 			var gm, om map[string]any
 			must(t, json.Unmarshal(got.Bytes(), &gm))
 			must(t, json.Unmarshal(want, &om))
+			// The previous release's report validates against the schema it
+			// published (frozen), and its version is the one deliberate
+			// difference of the envelope.
+			if err := schemas.Validate(schemas.ReportV1, want); err != nil {
+				t.Errorf("previous release's report does not match %s: %v", schemas.ReportV1, err)
+			}
+			if om["schema"] != "rlbench.report/v1" || gm["schema"] != ReportSchema {
+				t.Errorf("schema %v, previous %v", gm["schema"], om["schema"])
+			}
+			om["schema"] = ReportSchema
 			gsc, osc := gm["scenarios"].([]any), om["scenarios"].([]any)
 			if len(gsc) != len(osc) {
 				t.Fatalf("%d scenarios, previous release %d", len(gsc), len(osc))

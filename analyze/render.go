@@ -13,7 +13,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// WriteJSON writes the report as indented JSON (schemas/report.v1.schema.json),
+// WriteJSON writes the report as indented JSON (schemas/report.v2.schema.json),
 // without HTML escaping: "<stdin>" stays "<stdin>", not "\u003cstdin\u003e".
 func WriteJSON(w io.Writer, rep *Report) error {
 	enc := json.NewEncoder(w)

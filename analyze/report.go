@@ -25,13 +25,13 @@
 // headers are findings of their own; a scenario that asks nothing is NOT_RUN.
 //
 // The report is an API for dashboards: its JSON form is versioned by
-// ReportSchema and described by schemas/report.v1.schema.json.
+// ReportSchema and described by schemas/report.v2.schema.json.
 package analyze
 
 import "github.com/rlbench/rlbench/evidence"
 
 // ReportSchema identifies the JSON form of Report.
-const ReportSchema = "rlbench.report/v1"
+const ReportSchema = "rlbench.report/v2"
 
 // Verdicts of a scenario (evidence.Pass, evidence.Fail, evidence.NotRun).
 // NOT_RUN covers both a scenario that did not execute and one whose evidence

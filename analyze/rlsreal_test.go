@@ -412,7 +412,7 @@ func TestRealOnlyWithRLSLog(t *testing.T) {
 	}
 }
 
-// A report with every rls.real part filled validates against schemas/report.v1.schema.json.
+// A report with every rls.real part filled validates against schemas/report.v2.schema.json.
 func TestRealReportMatchesSchema(t *testing.T) {
 	e := realEv(t)
 	e.request("a", 0, 50, 200)

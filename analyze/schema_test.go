@@ -13,7 +13,7 @@ import (
 )
 
 // validReport fails the test when the JSON form of rep does not match
-// schemas/report.v1.schema.json.
+// schemas/report.v2.schema.json.
 func validReport(t *testing.T, rep *Report) {
 	t.Helper()
 	var buf bytes.Buffer
@@ -25,7 +25,7 @@ func validReport(t *testing.T, rep *Report) {
 
 // TestReportMatchesSchema renders reports that exercise every optional part
 // (over-admission, bound, fault windows, RLS decisions, NOT_RUN) and validates
-// them against schemas/report.v1.schema.json, whose additionalProperties:false
+// them against schemas/report.v2.schema.json, whose additionalProperties:false
 // makes an undocumented field fail.
 func TestReportMatchesSchema(t *testing.T) {
 	e := newEv(t).demo()
@@ -40,7 +40,7 @@ func TestReportMatchesSchema(t *testing.T) {
 		validReport(t, rep)
 	}
 	// The schema really constrains: an unknown field is rejected.
-	bad := `{"schema":"rlbench.report/v1","dir":"x","generated_at":"2026-11-30T00:00:00Z","status":"PASS","scenarios":[],"groups":[],"extra":1}`
+	bad := `{"schema":"rlbench.report/v2","dir":"x","generated_at":"2026-11-30T00:00:00Z","status":"PASS","scenarios":[],"groups":[],"extra":1}`
 	if schemas.Validate(schemas.Report, []byte(bad)) == nil {
 		t.Fatal("schema accepted an undocumented field")
 	}

@@ -37,8 +37,11 @@ func FileName(id string) string {
 // File names of the schemas, FileName of the schema IDs that evidence,
 // analyze and runner own.
 const (
-	// Report is the schema of `rlbench analyze --format json` (analyze.ReportSchema "rlbench.report/v1").
-	Report = "report.v1.schema.json"
+	// Report is the schema of `rlbench analyze --format json` (analyze.ReportSchema "rlbench.report/v2").
+	Report = "report.v2.schema.json"
+	// ReportV1 is the schema of the reports of "rlbench.report/v1", as the
+	// release that wrote them published it (Frozen: no longer generated).
+	ReportV1 = "report.v1.schema.json"
 	// Plan is the schema of a plan's JSON form (runner.PlanSchema "rlbench.plan/v1").
 	Plan = "plan.v1.schema.json"
 	// Request is the schema of one requests.jsonl line (evidence.Request).
@@ -68,6 +71,21 @@ const (
 	// <file>.jsonl.state.json (evidence.FileState, "rlbench.jsonl-state/v1").
 	FileState = "jsonl-state.v1.schema.json"
 )
+
+// Frozen are the schemas of earlier versions of a file, kept verbatim as
+// their release published them so that files of that release still
+// validate; the generator neither writes nor removes them.
+var Frozen = []string{ReportV1}
+
+// IsFrozen reports whether name is one of Frozen.
+func IsFrozen(name string) bool {
+	for _, f := range Frozen {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
 
 var compiled sync.Map // file name -> *jsonschema.Schema
 

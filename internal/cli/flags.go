@@ -39,7 +39,7 @@ func flagError(_ *cobra.Command, err error) error {
 // and json (dataFormats).
 const (
 	formatTable    = "table"    // analyze.WriteTable: for people
-	formatJSON     = "json"     // analyze.WriteJSON: schemas/report.v1.schema.json
+	formatJSON     = "json"     // analyze.WriteJSON: schemas/report.v2.schema.json
 	formatMarkdown = "markdown" // analyze.WriteMarkdown: a pull-request comment
 	formatJUnit    = "junit"    // analyze.WriteJUnit: CI test reports
 	formatCSV      = "csv"      // analyze.WriteCSV: one row per request

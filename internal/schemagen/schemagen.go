@@ -490,7 +490,7 @@ func Write(dir string, files []File) error {
 		return err
 	}
 	for _, p := range stale {
-		if !keep[filepath.Base(p)] {
+		if !keep[filepath.Base(p)] && !schemas.IsFrozen(filepath.Base(p)) {
 			if err := os.Remove(p); err != nil {
 				return err
 			}

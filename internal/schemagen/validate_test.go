@@ -152,8 +152,8 @@ func TestEvidenceSchemasReject(t *testing.T) {
 		{schemas.Scenario, `{"schema":"rlbench.scenario/v2","name":"s","expect":{}}`, "other schema ID"},
 		{schemas.Scenario, `{"schema":"rlbench.scenario/v1","name":"s","expect":{"classes":{"teapot":1}}}`, "unknown class"},
 		{schemas.Attack, `{"schema":"rlbench.attack/v1","complete":true,"interrupted":false,"sent":0,"recorded":0,"start_ns":0,"end_ns":0,"phases":[]}`, "v1 ID in a v2 file"},
-		{schemas.Report, `{"schema":"rlbench.report/v1","dir":"x","generated_at":"2026-11-30T00:00:00Z","status":"PASS","scenarios":[],"groups":[],"extra":1}`, "unknown field"},
-		{schemas.Report, `{"schema":"rlbench.report/v1","dir":"x","generated_at":"2026-11-30T00:00:00Z","status":"MAYBE","scenarios":[],"groups":[]}`, "unknown verdict"},
+		{schemas.Report, `{"schema":"rlbench.report/v2","dir":"x","generated_at":"2026-11-30T00:00:00Z","status":"PASS","scenarios":[],"groups":[],"extra":1}`, "unknown field"},
+		{schemas.Report, `{"schema":"rlbench.report/v2","dir":"x","generated_at":"2026-11-30T00:00:00Z","status":"MAYBE","scenarios":[],"groups":[]}`, "unknown verdict"},
 	}
 	for _, c := range bad {
 		if schemas.Validate(c.schema, []byte(c.doc)) == nil {
