@@ -125,7 +125,6 @@ func each(b []byte, fn func([]byte)) {
 	}
 }
 
-
 // copyDir copies the regular files of src (recursively) into dst.
 func copyDir(t *testing.T, src, dst string) {
 	t.Helper()
