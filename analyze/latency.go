@@ -9,8 +9,8 @@ import (
 )
 
 // Latency is the client-side latency of a scenario's requests by response
-// class: over all targets, per target, and per attack phase when the
-// scenario has more than one. A request's latency is requests.jsonl's
+// class: over all targets, per target, per attack phase when the scenario
+// has more than one, and per named flow of multi-flow attacks. A request's latency is requests.jsonl's
 // latency_ns (evidence.Request.LatencyNs: from the send until the body was
 // read, or until the error), taken from the Bundle's columns as EndNs − SentNs.
 //
@@ -27,6 +27,9 @@ type Latency struct {
 	// Phases holds the classes per attack phase, in send order; empty when
 	// the scenario has a single phase.
 	Phases []PhaseLatency `json:"phases"`
+	// Flows holds the classes per named flow (evidence.Request.Flow), in
+	// first-seen order; empty when no request names a flow.
+	Flows []FlowLatency `json:"flows"`
 	// RLS is the rate limit service call latency where the evidence gives it
 	// (see RLSLatency); empty otherwise.
 	RLS []RLSLatency `json:"rls"`
@@ -62,6 +65,14 @@ type TargetLatency struct {
 type PhaseLatency struct {
 	// Phase is the attack phase (plan step) name.
 	Phase string `json:"phase"`
+	// Classes holds one entry per class with requests, in class order.
+	Classes []ClassLatency `json:"classes"`
+}
+
+// FlowLatency is the latency by class of the requests of one named flow.
+type FlowLatency struct {
+	// Flow is the flow's name.
+	Flow string `json:"flow"`
 	// Classes holds one entry per class with requests, in class order.
 	Classes []ClassLatency `json:"classes"`
 }
@@ -134,21 +145,29 @@ func (c *classAccs) summaries() []ClassLatency {
 }
 
 // latencyAccs are the accumulators of a scenario: all targets, per target
-// index and per phase index (Requests.Targets and Requests.Phases).
+// index, per phase index and per flow index (Requests.Targets,
+// Requests.Phases and Requests.Flows).
 type latencyAccs struct {
 	all     classAccs
 	targets []classAccs
 	phases  []classAccs
+	flows   []classAccs
 }
 
-// accumulateLatency records every request's latency by class, target and phase.
+// accumulateLatency records every request's latency by class, target, phase
+// and flow.
 func accumulateLatency(reqs *evidence.Requests) *latencyAccs {
-	a := &latencyAccs{targets: make([]classAccs, len(reqs.Targets)), phases: make([]classAccs, len(reqs.Phases))}
+	a := &latencyAccs{targets: make([]classAccs, len(reqs.Targets)), phases: make([]classAccs, len(reqs.Phases)),
+		flows: make([]classAccs, len(reqs.Flows))}
+	flows := len(reqs.Flow) == reqs.Len()
 	for i, n := 0, reqs.Len(); i < n; i++ {
 		ns, c := reqs.EndNs[i]-reqs.SentNs[i], reqs.Class[i]
 		a.all[c].record(ns)
 		a.targets[reqs.Target[i]][c].record(ns)
 		a.phases[reqs.Phase[i]][c].record(ns)
+		if flows {
+			a.flows[reqs.Flow[i]][c].record(ns)
+		}
 	}
 	return a
 }
@@ -156,7 +175,7 @@ func accumulateLatency(reqs *evidence.Requests) *latencyAccs {
 // latencyOf is the scenario's Latency section (RLS call latency included).
 func latencyOf(ev *evidence.ScenarioEvidence, sr *ScenarioReport, a *latencyAccs) *Latency {
 	reqs := &ev.Requests
-	l := &Latency{Classes: a.all.summaries(), Targets: []TargetLatency{}, Phases: []PhaseLatency{}, RLS: rlsLatency(ev, sr)}
+	l := &Latency{Classes: a.all.summaries(), Targets: []TargetLatency{}, Phases: []PhaseLatency{}, Flows: []FlowLatency{}, RLS: rlsLatency(ev, sr)}
 	order := targetOrder(reqs)
 	for _, t := range order {
 		l.Targets = append(l.Targets, TargetLatency{Target: reqs.Targets[t], Classes: a.targets[t].summaries()})
@@ -164,6 +183,11 @@ func latencyOf(ev *evidence.ScenarioEvidence, sr *ScenarioReport, a *latencyAccs
 	if len(reqs.Phases) >= 2 {
 		for p, name := range reqs.Phases {
 			l.Phases = append(l.Phases, PhaseLatency{Phase: name, Classes: a.phases[p].summaries()})
+		}
+	}
+	for f, name := range reqs.Flows {
+		if name != "" {
+			l.Flows = append(l.Flows, FlowLatency{Flow: name, Classes: a.flows[f].summaries()})
 		}
 	}
 	return l

@@ -37,14 +37,16 @@ func exactQuantile(sorted []int64, q float64) int64 {
 
 // TestLatencyPerClassTargetPhase records known latencies and checks each
 // figure against the exact value: percentiles within the histogram's 0.1%
-// (plus its 1 µs unit), max and mean exact, per class, target and phase.
+// (plus its 1 µs unit), max and mean exact, per class, target, phase and
+// flow.
 func TestLatencyPerClassTargetPhase(t *testing.T) {
 	var reqs []evidence.Request
 	want := map[string][]int64{} // "<target>/<phase>/<class>" -> latencies
 	for i := 0; i < 4000; i++ {
 		target := []string{"proxy-b", "proxy-a"}[i%2]
 		phase := []string{"before", "after"}[i/2000]
-		r := evidence.Request{ID: fmt.Sprintf("id-%d", i), Target: target, Phase: phase, SentNs: t0 + int64(i)*1e6}
+		flow := []string{"alice", "bob", "carol"}[i%3]
+		r := evidence.Request{ID: fmt.Sprintf("id-%d", i), Target: target, Phase: phase, Flow: flow, SentNs: t0 + int64(i)*1e6}
 		class := ClassAdmitted
 		switch {
 		case i%5 == 0:
@@ -59,7 +61,7 @@ func TestLatencyPerClassTargetPhase(t *testing.T) {
 			r.LatencyNs = int64((i*7919)%50_000_000 + 1_000_000) // 1..51 ms, scattered
 		}
 		reqs = append(reqs, r)
-		for _, k := range []string{"all/all/" + class, target + "/all/" + class, "all/" + phase + "/" + class} {
+		for _, k := range []string{"all/all/" + class, target + "/all/" + class, "all/" + phase + "/" + class, "flow/" + flow + "/" + class} {
 			want[k] = append(want[k], r.LatencyNs)
 		}
 	}
@@ -115,6 +117,12 @@ func TestLatencyPerClassTargetPhase(t *testing.T) {
 	}
 	for _, pl := range l.Phases {
 		check("all/"+pl.Phase, pl.Classes)
+	}
+	if len(l.Flows) != 3 || l.Flows[0].Flow != "alice" || l.Flows[2].Flow != "carol" {
+		t.Fatalf("flows %+v", l.Flows)
+	}
+	for _, fl := range l.Flows {
+		check("flow/"+fl.Flow, fl.Classes)
 	}
 	if l.Classes[0].Class != ClassNoResponse || l.Classes[1].Class != ClassAdmitted {
 		t.Errorf("classes not in class order: %+v", l.Classes)

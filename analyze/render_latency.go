@@ -25,7 +25,7 @@ func HumanNs(ns int64) string {
 }
 
 // latencyRows are the rows of the latency table: per target, then per
-// phase, each class with its count and figures.
+// phase, then per flow, each class with its count and figures.
 func latencyRows(rep *Report) [][]string {
 	repeats := repeatsByName(rep)
 	var rows [][]string
@@ -45,6 +45,9 @@ func latencyRows(rep *Report) [][]string {
 		}
 		for _, p := range s.Latency.Phases {
 			add("phase "+p.Phase, p.Classes)
+		}
+		for _, f := range s.Latency.Flows {
+			add("flow "+f.Flow, f.Classes)
 		}
 	}
 	return rows
