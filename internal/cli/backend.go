@@ -29,7 +29,8 @@ func NewBackendCmd(io *IOStreams, runF func(*BackendOptions) error) *cobra.Comma
 		Use:   "backend --receipts FILE",
 		Short: "Run the upstream that records a receipt for every request it really receives",
 		Long: `backend listens on 127.0.0.1 (port 0 picks a free port; with --endpoints N,
-N listeners backend-0 .. backend-N-1, the first on --listen), prints its
+N listeners backend-0 .. backend-N-1, the first on --listen and the others
+on the next ports, or on free ports with port 0), prints its
 addresses as one JSON line on stdout, and writes one receipt line per
 request to --receipts, each on the file before its request is answered
 (with its seal, --receipts.state.json, closed on SIGTERM/SIGINT). A receipt

@@ -70,6 +70,9 @@ type LabOptions struct {
 	OutlierMaxEjection  time.Duration
 	OutlierMaxPercent   *uint32
 	PanicThreshold      *float64
+	// ListenBase (--listen-base) puts the lab on fixed ports of 127.0.0.1
+	// (lab.Options.ListenBase); 0: free ports.
+	ListenBase int
 }
 
 // NewLabCmd is `rlbench lab`. runF, when not nil, receives the parsed and
@@ -79,7 +82,8 @@ func NewLabCmd(io *IOStreams, runF func(*LabOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
 		Short: "Start the embedded lab: a receipt-recording backend and N proxies with Envoy's rate-limit semantics",
-		Long: `lab starts on 127.0.0.1 (free ports) the backend (--endpoints listeners,
+		Long: `lab starts on 127.0.0.1 (free ports, or fixed ones with --listen-base) the
+backend (--endpoints listeners,
 backend-0, backend-1, ...) and N proxies (proxy-a, proxy-b, ...) that follow
 Envoy's HTTP local rate limit filter (a token bucket per proxy, per-key
 buckets with --local-descriptor and --local-rate-limit), with --global-domain
@@ -91,7 +95,13 @@ cluster: retries (--retry-on), circuit breakers (--max-*), outlier detection
 Each proxy has an admin listener with Envoy's /stats (text, json, prometheus),
 /server_info and /ready. It prints one JSON line with every address
 ({"backend":..,"endpoints":[..],"receipts":..,"rls":..,"proxies":[{"name":..,"url":..,"admin":..}]})
-and runs until SIGINT/SIGTERM.
+and runs until SIGINT/SIGTERM, which flush the receipts.
+
+--listen-base PORT gives every part a fixed port of 127.0.0.1: proxy i
+(proxy-a is 0) on PORT+i, its admin on PORT+100+i, backend endpoint j on
+PORT+200+j, the lab RLS on PORT+300. With --listen-base 10000: proxy-a on
+10000, proxy-b on 10001, their admins on 10100 and 10101, the backend on
+10200. A port that is taken is an error naming it (exit 1).
 
 Rate limit actions (--global-rate-limit, --local-rate-limit; one rate_limits
 entry per flag, actions separated by ","): generic_key=VALUE,
@@ -101,7 +111,8 @@ skip_if_absent), remote_address, [!]header_value_match:[KEY=]VALUE@MATCHERS
 HEADER*=CONTAINS, HEADER~=REGEX, each optionally !-inverted).
 Local descriptors: KEY=VALUE[,KEY=VALUE...]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_INTERVAL]]
 (an empty VALUE is a wildcard: a bucket per value).`,
-		Example: `  rlbench lab --proxies 2 --local-max-tokens 5 --local-tokens-per-fill 5 --local-fill-interval 1h --receipts receipts.jsonl
+		Example: `  rlbench lab --listen-base 10000 --proxies 2 --receipts ev/receipts.jsonl
+  rlbench lab --proxies 2 --local-max-tokens 5 --local-tokens-per-fill 5 --local-fill-interval 1h --receipts receipts.jsonl
   rlbench lab --global-domain inventory --global-descriptor tenant=lab --rls-config examples/envoy/ratelimit/config/inventory.yaml --rls-timeout 1s
   rlbench lab --proxies 1 --local-max-tokens 1000 --local-fill-interval 1s --local-rate-limit request_headers:x-user=user --local-descriptor user=A:10:10:1s --local-descriptor user=:100:100:1s
   rlbench lab --proxies 1 --endpoints 3 --retry-on 5xx,reset --num-retries 2 --outlier-consecutive-5xx 5 --outlier-max-ejection-percent 34 --backend-error-status 503 --backend-error-probability 0.2`,
@@ -117,6 +128,8 @@ Local descriptors: KEY=VALUE[,KEY=VALUE...]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_IN
 		},
 	}
 	f := cmd.Flags()
+	f.IntVar(&o.ListenBase, "listen-base", 0, fmt.Sprintf("fixed ports on 127.0.0.1: proxies from `PORT`, admins from PORT+%d, backend from PORT+%d, lab RLS PORT+%d (0: free ports)",
+		lab.AdminPortOffset, lab.BackendPortOffset, lab.RLSPortOffset))
 	f.IntVar(&o.Proxies, "proxies", lab.DefaultProxies, fmt.Sprintf("number of proxies (1..%d)", lab.MaxProxies))
 	f.Uint32Var(&o.LocalMaxTokens, "local-max-tokens", 0, "local token bucket max_tokens (0: no local rate limit)")
 	f.Uint32Var(&o.LocalTokensPerFill, "local-tokens-per-fill", 0, "local token bucket tokens_per_fill (default 1, as in Envoy)")
@@ -211,7 +224,7 @@ func (o *LabOptions) validate() error {
 // labOptions is the lab the flags describe, without its writers and the
 // lab RLS's configuration (runLab adds them).
 func (o *LabOptions) labOptions() lab.Options {
-	lo := lab.Options{Proxies: lab.ProxiesOptions{Count: o.Proxies}}
+	lo := lab.Options{Proxies: lab.ProxiesOptions{Count: o.Proxies}, ListenBase: o.ListenBase}
 	c := &lo.Proxies.Config
 	if o.LocalMaxTokens > 0 {
 		c.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: o.LocalTokensPerFill, FillInterval: o.LocalFillInterval,

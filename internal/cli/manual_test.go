@@ -109,6 +109,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"analyze"}, ExitUsage},
 		{[]string{"attack", "--ids", "-3", "--target", "a=http://127.0.0.1:1", "--out", empty}, ExitUsage},
 		{[]string{"lab", "--rls", "grpc://127.0.0.1:1"}, ExitUsage},
+		{[]string{"lab", "--listen-base", "65300"}, ExitUsage},
 		{[]string{"analyze", empty}, ExitNotRun},
 		{[]string{"analyze", filepath.Join(empty, "nope")}, ExitError},
 		{[]string{"--version"}, ExitOK},

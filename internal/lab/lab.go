@@ -19,7 +19,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rlbench/rlbench/internal/lab/backend"
@@ -33,6 +36,22 @@ const MaxProxies = 26
 // DefaultProxies is ProxiesOptions.Count when 0; it is also the default of
 // `rlbench lab --proxies` and of a plan's lab.proxies.
 const DefaultProxies = 2
+
+// The fixed-port layout of Options.ListenBase: every part of the lab binds
+// 127.0.0.1:ListenBase+offset, the offsets leaving room for MaxProxies
+// proxies and backend.MaxEndpoints endpoints.
+const (
+	// ProxyPortOffset: proxy i (proxy-a is 0) listens on base+ProxyPortOffset+i.
+	ProxyPortOffset = 0
+	// AdminPortOffset: proxy i's admin (/stats) listens on base+AdminPortOffset+i.
+	AdminPortOffset = 100
+	// BackendPortOffset: backend endpoint j listens on base+BackendPortOffset+j.
+	BackendPortOffset = 200
+	// RLSPortOffset: the lab RLS (when started) listens on base+RLSPortOffset.
+	RLSPortOffset = 300
+	// MaxListenBase is the highest base whose layout fits below port 65536.
+	MaxListenBase = 65535 - RLSPortOffset
+)
 
 // Options describe a whole lab, one struct per part, so that a new knob of a
 // part is a new field of that part's own options (backend.Options,
@@ -48,6 +67,16 @@ type Options struct {
 	RLS RLSOptions
 	// Now is the clock of every part; default time.Now.
 	Now func() time.Time
+	// ListenBase, when not 0 (1..MaxListenBase), puts every part on a fixed
+	// port of 127.0.0.1 instead of a free one: proxy i on
+	// ListenBase+ProxyPortOffset+i, its admin on ListenBase+AdminPortOffset+i,
+	// backend endpoint j on ListenBase+BackendPortOffset+j and the lab RLS
+	// on ListenBase+RLSPortOffset (base 10000: proxies 10000.., admins
+	// 10100.., backend 10200.., RLS 10300). Backend.Listen and the lab RLS's
+	// Listen must then be left empty. A port that is taken fails Start with
+	// an error wrapping syscall.EADDRINUSE that names the port and the
+	// layout.
+	ListenBase int
 }
 
 // ProxiesOptions describe the lab's proxies: Count copies of one Config.
@@ -156,7 +185,7 @@ func (o Options) withDefaults() Options {
 		o.Now = time.Now
 	}
 	if o.Backend.Listen == "" {
-		o.Backend.Listen = "127.0.0.1:0"
+		o.Backend.Listen = o.listenAddr(BackendPortOffset)
 	}
 	if o.Backend.Now == nil {
 		o.Backend.Now = o.Now
@@ -192,7 +221,7 @@ func (o Options) withDefaults() Options {
 	if r := o.RLS.Lab; r != nil {
 		rc := *r
 		if rc.Listen == "" {
-			rc.Listen = "127.0.0.1:0"
+			rc.Listen = o.listenAddr(RLSPortOffset)
 		}
 		if rc.WindowStart == "" {
 			rc.WindowStart = labrls.WindowAligned
@@ -207,6 +236,26 @@ func (o Options) withDefaults() Options {
 
 func percent(v float64) *float64 { return &v }
 
+// listenAddr is the 127.0.0.1 address of the part at offset of the
+// ListenBase layout, or a free port ("127.0.0.1:0") without a base.
+func (o Options) listenAddr(offset int) string {
+	if o.ListenBase == 0 {
+		return "127.0.0.1:0"
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(o.ListenBase+offset))
+}
+
+// portTaken adds the ListenBase layout to a bind error for a taken port, so
+// the message says which fixed port collided and what to change.
+func (o Options) portTaken(err error) error {
+	if o.ListenBase == 0 || !errors.Is(err, syscall.EADDRINUSE) {
+		return err
+	}
+	b := o.ListenBase
+	return fmt.Errorf("%w: that port of listen base %d is taken (the layout: proxies on %d.., their admins on %d.., the backend on %d.., the lab RLS on %d); stop what holds it or choose another base",
+		err, b, b+ProxyPortOffset, b+AdminPortOffset, b+BackendPortOffset, b+RLSPortOffset)
+}
+
 // Validate checks o without starting anything, after applying the defaults:
 // the proxy count, the proxy template (proxy.Config.Validate) and the fields
 // the lab sets itself, the RLS choice, and the lab RLS options
@@ -217,6 +266,17 @@ func (o Options) Validate() error {
 		c := p.Config
 		if p.Count != 0 || c.Local != nil || c.Global != nil || c.Retry != nil || c.CircuitBreakers != nil || c.OutlierDetection != nil {
 			return errors.New("lab: no proxies (Proxies.None), but a proxy count or proxy settings are given")
+		}
+	}
+	if o.ListenBase != 0 {
+		if o.ListenBase < 1 || o.ListenBase > MaxListenBase {
+			return fmt.Errorf("lab: listen base %d, want 1..%d (its layout reaches base+%d)", o.ListenBase, MaxListenBase, RLSPortOffset)
+		}
+		if o.Backend.Listen != "" {
+			return fmt.Errorf("lab: backend Listen %q and a listen base %d: give one", o.Backend.Listen, o.ListenBase)
+		}
+		if o.RLS.Lab != nil && o.RLS.Lab.Listen != "" {
+			return fmt.Errorf("lab: lab RLS Listen %q and a listen base %d: give one", o.RLS.Lab.Listen, o.ListenBase)
 		}
 	}
 	o = o.withDefaults()
@@ -263,7 +323,7 @@ func (o Options) Validate() error {
 
 // Start validates opts (Validate) and starts the lab on 127.0.0.1: the lab
 // RLS (when asked for), the backend, then the proxies in name order, each
-// on free ports. On any error it stops what it started and returns the
+// on free ports or on the ports of Options.ListenBase. On any error it stops what it started and returns the
 // error, which names the part ("lab rls: ...", "lab: backend: ...",
 // "lab: proxy-b: ..."). Everything stops on Close, or when ctx is done.
 func Start(ctx context.Context, opts Options) (*Lab, error) {
@@ -275,7 +335,7 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	if o.RLS.Lab != nil {
 		srv, err := labrls.Start(ctx, *o.RLS.Lab)
 		if err != nil {
-			return nil, err // labrls errors start with "lab rls: "
+			return nil, o.portTaken(err) // labrls errors start with "lab rls: "
 		}
 		l.RLS = srv
 		l.rlsAddr = "grpc://" + srv.Addr()
@@ -283,7 +343,7 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	be, err := backend.Start(ctx, o.Backend)
 	if err != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("lab: backend: %w", err)
+		return nil, fmt.Errorf("lab: backend: %w", o.portTaken(err))
 	}
 	l.Backend = be
 	l.ProxiesStartNs = o.Now().UnixNano()
@@ -294,6 +354,9 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	for i := range o.Proxies.Count {
 		cfg := o.Proxies.Config
 		cfg.Name, cfg.Upstreams = ProxyName(i), hosts
+		if o.ListenBase != 0 {
+			cfg.Listen, cfg.AdminListen = o.listenAddr(ProxyPortOffset+i), o.listenAddr(AdminPortOffset+i)
+		}
 		if cfg.Seed != 0 {
 			cfg.Seed += uint64(i)
 		}
@@ -316,7 +379,7 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 		p, err := startProxy(ctx, cfg)
 		if err != nil {
 			_ = l.Close()
-			return nil, fmt.Errorf("lab: %s: %w", cfg.Name, err)
+			return nil, fmt.Errorf("lab: %s: %w", cfg.Name, o.portTaken(err))
 		}
 		l.Proxies = append(l.Proxies, p)
 	}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +152,11 @@ func TestValidate(t *testing.T) {
 		{"no proxies", Options{Proxies: ProxiesOptions{None: true}}, ""},
 		{"no proxies but a count", Options{Proxies: ProxiesOptions{None: true, Count: 1}}, "no proxies (Proxies.None)"},
 		{"no proxies but a bucket", Options{Proxies: ProxiesOptions{None: true, Config: proxy.Config{Local: local}}}, "no proxies (Proxies.None)"},
+		{"listen base", Options{ListenBase: MaxListenBase}, ""},
+		{"listen base too high", Options{ListenBase: MaxListenBase + 1}, "listen base 65236, want 1..65235"},
+		{"negative listen base", Options{ListenBase: -1}, "listen base -1"},
+		{"listen base and backend listen", Options{ListenBase: 10000, Backend: backend.Options{Listen: "127.0.0.1:8080"}}, "give one"},
+		{"listen base and rls listen", Options{ListenBase: 10000, RLS: RLSOptions{Lab: &labrls.Options{Listen: "127.0.0.1:8081"}}}, "give one"},
 	} {
 		err := c.opts.Validate()
 		if c.want == "" && err != nil {
@@ -370,5 +377,65 @@ func TestNoProxies(t *testing.T) {
 	}
 	if got := rec.String(); !strings.Contains(got, `"id-backend-0"`) || !strings.Contains(got, `"id-backend-1"`) {
 		t.Errorf("receipts %s", got)
+	}
+}
+
+// TestListenBase starts a lab on the fixed ports of a listen base: every
+// part is where the layout says, requests go through, and a taken port is
+// an error naming the layout that leaves nothing listening.
+func TestListenBase(t *testing.T) {
+	base := testfix.FreePortSpan(t, RLSPortOffset+1)
+	cfg, err := rlsconfig.Parse("inline", []byte("domain: d\ndescriptors:\n  - key: k\n    value: v\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	global := &proxy.GlobalRateLimit{Domain: "d", Timeout: time.Second, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
+	opts := Options{ListenBase: base, Backend: backend.Options{Endpoints: 2}, Proxies: ProxiesOptions{Count: 2, Config: proxy.Config{Global: global}},
+		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}}}}
+	l, err := Start(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := func(off int) string { return fmt.Sprintf("http://127.0.0.1:%d", base+off) }
+	a := l.Addresses()
+	want := Addresses{Backend: url(BackendPortOffset), RLS: fmt.Sprintf("grpc://127.0.0.1:%d", base+RLSPortOffset),
+		Endpoints: []backend.Endpoint{{Name: "backend-0", URL: url(BackendPortOffset)}, {Name: "backend-1", URL: url(BackendPortOffset + 1)}},
+		Proxies: []ProxyAddress{{Name: "proxy-a", URL: url(0), Admin: url(AdminPortOffset)}, {Name: "proxy-b", URL: url(1), Admin: url(AdminPortOffset + 1)}}}
+	if got, w := fmt.Sprint(a), fmt.Sprint(want); got != w {
+		t.Fatalf("addresses\n%s\nwant\n%s", got, w)
+	}
+	for i := range 6 {
+		resp, err := http.Get(url(i % 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{true: 200, false: 429}[i < 5]; resp.StatusCode != want {
+			t.Fatalf("request %d: %d, want %d (limit 5 per hour through the lab RLS)", i, resp.StatusCode, want)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// proxy-b's admin port taken: Start fails, names the layout, and
+	// stops what it had started (the same lab starts again once it is free).
+	hold, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+AdminPortOffset+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Start(t.Context(), opts)
+	if err == nil || !errors.Is(err, syscall.EADDRINUSE) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("lab: proxy-b: proxy proxy-b: admin listen 127.0.0.1:%d", base+AdminPortOffset+1)) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("that port of listen base %d is taken (the layout: proxies on %d.., their admins on %d..", base, base, base+AdminPortOffset)) {
+		t.Fatalf("start with a taken port: %v", err)
+	}
+	hold.Close()
+	l, err = Start(t.Context(), opts)
+	if err != nil {
+		t.Fatalf("start after the port was freed (the failed start left a part listening?): %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

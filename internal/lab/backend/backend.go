@@ -73,8 +73,9 @@ var DefaultHeaders = []string{"x-envoy-attempt-count", "x-forwarded-for", "x-req
 // Options configures a Backend. The zero value is usable.
 type Options struct {
 	// Listen is the TCP address of the first endpoint; default
-	// "127.0.0.1:0" (a free port). The other endpoints bind port 0 on the
-	// same host.
+	// "127.0.0.1:0" (a free port). The other endpoints bind the next ports
+	// on the same host (endpoint i on port+i), or free ports when the port
+	// is 0.
 	Listen string
 	// Endpoints is the number of endpoints, 1..MaxEndpoints; 0 means 1.
 	Endpoints int
@@ -201,9 +202,13 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	b := &Backend{headers: lower, status: status, body: opts.Body, now: now, after: opts.After, done: make(chan struct{}),
 		failed: make(chan struct{}), rnd: &seededRand{r: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}}
-	host, _, err := net.SplitHostPort(listen)
+	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return nil, fmt.Errorf("backend: listen %s: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port+n-1 > 65535 {
+		return nil, fmt.Errorf("backend: listen %s: want a port number with room for %d endpoint(s) below 65536", listen, n)
 	}
 	if err := b.openReceipts(opts); err != nil {
 		return nil, err
@@ -212,7 +217,11 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 	for i := range n {
 		addr := listen
 		if i > 0 {
-			addr = net.JoinHostPort(host, "0")
+			next := 0
+			if port != 0 {
+				next = port + i
+			}
+			addr = net.JoinHostPort(host, strconv.Itoa(next))
 		}
 		ln, err := lc.Listen(ctx, "tcp", addr)
 		if err != nil {

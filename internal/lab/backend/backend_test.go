@@ -229,3 +229,22 @@ func TestContextCancelCloses(t *testing.T) {
 		t.Fatalf("%d receipts after cancel", len(got))
 	}
 }
+
+// TestEndpointsOnConsecutivePorts: with a fixed first port the endpoints
+// take the next ones; a port that does not fit is refused before any bind.
+func TestEndpointsOnConsecutivePorts(t *testing.T) {
+	base := testfix.FreePortSpan(t, 3)
+	b, err := Start(t.Context(), Options{Listen: fmt.Sprintf("127.0.0.1:%d", base), Endpoints: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i, ep := range b.Endpoints() {
+		if want := fmt.Sprintf("http://127.0.0.1:%d", base+i); ep.URL != want {
+			t.Errorf("%s: %s, want %s", ep.Name, ep.URL, want)
+		}
+	}
+	if _, err := Start(t.Context(), Options{Listen: "127.0.0.1:65535", Endpoints: 2}); err == nil || !strings.Contains(err.Error(), "room for 2 endpoint(s)") {
+		t.Errorf("65535 with 2 endpoints: %v", err)
+	}
+}
