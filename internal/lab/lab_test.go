@@ -400,7 +400,7 @@ func TestListenBase(t *testing.T) {
 	a := l.Addresses()
 	want := Addresses{Backend: url(BackendPortOffset), RLS: fmt.Sprintf("grpc://127.0.0.1:%d", base+RLSPortOffset),
 		Endpoints: []backend.Endpoint{{Name: "backend-0", URL: url(BackendPortOffset)}, {Name: "backend-1", URL: url(BackendPortOffset + 1)}},
-		Proxies: []ProxyAddress{{Name: "proxy-a", URL: url(0), Admin: url(AdminPortOffset)}, {Name: "proxy-b", URL: url(1), Admin: url(AdminPortOffset + 1)}}}
+		Proxies:   []ProxyAddress{{Name: "proxy-a", URL: url(0), Admin: url(AdminPortOffset)}, {Name: "proxy-b", URL: url(1), Admin: url(AdminPortOffset + 1)}}}
 	if got, w := fmt.Sprint(a), fmt.Sprint(want); got != w {
 		t.Fatalf("addresses\n%s\nwant\n%s", got, w)
 	}
