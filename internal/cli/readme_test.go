@@ -1,0 +1,620 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/internal/realparts"
+	"github.com/rlbench/rlbench/internal/testfix"
+	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/text"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The README test. README.md's code blocks are its examples, and a reader on
+// a fresh machine runs them as written, top to bottom, in the repository's
+// directory. TestREADME does the same: it reads README.md when it runs (so it
+// follows every README edit), classifies every code block by its fence's info
+// string, and runs the runnable ones in README order, each in its own
+// testscript, all in one work directory (the reader's shell: a later block
+// sees what an earlier one wrote, e.g. evidence/latest) that holds a copy of
+// examples/.
+//
+// Classification (the rules the HTML comment at the top of README.md states):
+//
+//   - ```sh: runnable. Every command runs and must exit 0.
+//   - ```sh needs-real-parts: needs Redis and envoyproxy/ratelimit from
+//     scripts/install-real-parts.sh; run by `go test -tags integration` when
+//     they are installed (skipped without them, failed without them when
+//     RLBENCH_REQUIRE_REAL_PARTS=1), skipped otherwise.
+//   - ```sh needs-WORD (any other word): needs something the README does not
+//     start (a real Envoy, an RLS, nginx, kubectl, root): not run. Its first
+//     line must be a "# needs: ..." comment saying what; that is the reason
+//     the test logs.
+//   - ```text output: what the runnable sh block just before it prints: every
+//     non-blank line of it must be a line of the stdout of that block's last
+//     command that ran.
+//   - ```text, ```yaml, ```json, ```nginx: documentation, not run.
+//   - anything else (no info string, another language or marker, an indented
+//     code block) fails the test: every block is classified on purpose.
+//
+// A runnable block is parsed as POSIX shell (mvdan.cc/sh) and each command
+// becomes one testscript line, with the README line it came from as a
+// comment. The text is executed as written, with these mappings, which are
+// the only liberties taken:
+//
+//   - `go run ./cmd/rlbench ARGS`, `./rlbench ARGS` and `rlbench ARGS` run
+//     the rlbench command of this test binary (testscript.Main): the same
+//     code, built once;
+//   - `go build -o rlbench ./cmd/rlbench` and `go install ./cmd/rlbench` are
+//     therefore already done, and `go test ...` is the suite this test runs
+//     in: none of them runs again;
+//   - the fixed ports the README uses for the lab's layout, 10000..10300
+//     (`--listen-base 10000`, `:10000`, `:10100`, ...), are moved to a span
+//     of ports this test found free (base+k for 10000+k), as ports must not
+//     be assumed free;
+//   - `CMD &` starts CMD in the background and goes on once it has printed
+//     its first line on stdout (the address line of `rlbench lab` and
+//     `rlbench backend`), as the README tells the reader to; `kill [-SIG] %N`
+//     signals the block's N-th background job by its PID and `wait` waits for
+//     all of them, each of which must exit 0. A block must stop what it
+//     started.
+//
+// Words are expanded as the shell does (quotes, globs in the work directory;
+// an unset variable is an error). What the translation cannot run as
+// written (pipes, &&, variables assignments, redirections other than
+// `> FILE`, subshells...) fails the test, naming the README line: make the
+// example simpler, or mark its block needs-WORD.
+//
+// The first code block of the README must be the first screen's two
+// commands: the demo and the test command.
+
+// readmeBlock is one fenced code block of README.md.
+type readmeBlock struct {
+	line    int    // README line of the opening fence
+	lang    string // first word of the info string
+	markers []string
+	text    string // content, with the container's indentation removed
+}
+
+func (b readmeBlock) String() string {
+	return fmt.Sprintf("README.md:%d (%s)", b.line, strings.TrimSpace(b.lang+" "+strings.Join(b.markers, " ")))
+}
+
+// readmeBlocks returns every code block of the Markdown src in order; an
+// indented code block is an error.
+func readmeBlocks(src []byte) ([]readmeBlock, error) {
+	lineOf := func(off int) int { return bytes.Count(src[:off], []byte("\n")) + 1 }
+	doc := goldmark.New().Parser().Parse(text.NewReader(src))
+	var blocks []readmeBlock
+	var errs []string
+	err := ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		if n.Type() != ast.TypeBlock {
+			return ast.WalkContinue, nil
+		}
+		var content strings.Builder
+		lines := n.Lines()
+		first := -1
+		for i := range lines.Len() {
+			seg := lines.At(i)
+			if first < 0 {
+				first = seg.Start
+			}
+			content.Write(seg.Value(src))
+		}
+		switch n := n.(type) {
+		case *ast.FencedCodeBlock:
+			b := readmeBlock{text: content.String()}
+			if n.Info != nil {
+				seg := n.Info.Segment
+				b.line = lineOf(seg.Start)
+				f := strings.Fields(string(seg.Value(src)))
+				if len(f) > 0 {
+					b.lang, b.markers = f[0], f[1:]
+				}
+			} else if first >= 0 {
+				b.line = lineOf(first) - 1
+			}
+			blocks = append(blocks, b)
+		case *ast.CodeBlock:
+			errs = append(errs, fmt.Sprintf("README.md:%d: an indented code block: use a fenced one with an info string (```sh, ```sh needs-WORD, ```text ...) so the README test can classify it", lineOf(first)))
+		}
+		return ast.WalkContinue, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return blocks, nil
+}
+
+// readmeKind is what the test does with a block.
+type readmeKind int
+
+const (
+	kindRun       readmeKind = iota // a runnable sh block
+	kindRealParts                   // sh needs-real-parts
+	kindNeeds                       // sh needs-WORD: not run
+	kindOutput                      // text output: checked against the block before
+	kindDoc                         // documentation: not run
+)
+
+// docLanguages are the fence languages that are documentation, never run.
+var docLanguages = map[string]bool{"text": true, "yaml": true, "json": true, "nginx": true}
+
+// classify returns the block's kind, and for a needs-WORD block the reason
+// its "# needs:" line gives; an unclassifiable block is an error.
+func classify(b readmeBlock) (readmeKind, string, error) {
+	switch {
+	case b.lang == "sh" && len(b.markers) == 0:
+		return kindRun, "", nil
+	case b.lang == "sh" && len(b.markers) == 1 && strings.HasPrefix(b.markers[0], "needs-") && len(b.markers[0]) > len("needs-"):
+		first, _, _ := strings.Cut(b.text, "\n")
+		reason, ok := strings.CutPrefix(strings.TrimSpace(first), "# needs:")
+		if !ok || strings.TrimSpace(reason) == "" {
+			return 0, "", fmt.Errorf("%s: a %s block must start with a line \"# needs: ...\" saying what it needs", b, b.markers[0])
+		}
+		if b.markers[0] == "needs-real-parts" {
+			return kindRealParts, strings.TrimSpace(reason), nil
+		}
+		return kindNeeds, strings.TrimSpace(reason), nil
+	case b.lang == "text" && len(b.markers) == 1 && b.markers[0] == "output":
+		return kindOutput, "", nil
+	case docLanguages[b.lang] && len(b.markers) == 0:
+		return kindDoc, "", nil
+	case b.lang == "":
+		return 0, "", fmt.Errorf("%s: a code block without an info string: say what it is (```sh for commands, ```text output for what the block before prints, ```text, ```yaml ...)", b)
+	}
+	return 0, "", fmt.Errorf("%s: unknown info string %q: the README test knows sh, sh needs-WORD, text output, and %v for documentation", b, strings.Join(append([]string{b.lang}, b.markers...), " "), slices.Sorted(maps.Keys(docLanguages)))
+}
+
+// readmePortRE finds the README's fixed lab ports in a word: a host:port
+// or a --listen-base=PORT of five digits (readmeMovePorts keeps those
+// outside readmePortLow..readmePortHigh).
+var readmePortRE = regexp.MustCompile(`(:|^--listen-base=)(\d{5})\b`)
+
+const (
+	readmePortLow  = 10000 // the README's --listen-base
+	readmePortHigh = 10300 // its lab RLS port (lab.RLSPortOffset)
+)
+
+// readmeMovePorts moves the README's ports readmePortLow+k in the words of
+// a command to base+k: in host:port, --listen-base=PORT, and the word
+// after --listen-base.
+func readmeMovePorts(args []string, base int) []string {
+	move := func(p int) (int, bool) {
+		return base + p - readmePortLow, p >= readmePortLow && p <= readmePortHigh
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		if p, err := strconv.Atoi(a); err == nil && i > 0 && args[i-1] == "--listen-base" {
+			if q, ok := move(p); ok {
+				out[i] = strconv.Itoa(q)
+				continue
+			}
+		}
+		out[i] = readmePortRE.ReplaceAllStringFunc(a, func(m string) string {
+			sub := readmePortRE.FindStringSubmatch(m)
+			p, _ := strconv.Atoi(sub[2])
+			if q, ok := move(p); ok {
+				return sub[1] + strconv.Itoa(q)
+			}
+			return m
+		})
+	}
+	return out
+}
+
+// tsQuote quotes s as one testscript word (single quotes disable its
+// variable expansion; a quote inside is doubled).
+func tsQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// translate turns the runnable block b into testscript lines, expanding
+// words in dir and moving the README's ports to base (readmeMovePorts). It
+// also returns how many commands run.
+func translate(b readmeBlock, dir string, base int) (script []string, runs int, err error) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(b.text), "")
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %v", b, err)
+	}
+	cfg := &expand.Config{Env: expand.ListEnviron("PWD=" + dir), ReadDir2: os.ReadDir, NoUnset: true}
+	jobs := 0
+	for _, st := range f.Stmts {
+		line := b.line + int(st.Pos().Line())
+		src := strings.TrimSuffix(strings.TrimSpace(b.text[st.Pos().Offset():st.End().Offset()]), ";")
+		fail := func(format string, a ...any) error {
+			return fmt.Errorf("README.md:%d: %s: %s", line, src, fmt.Sprintf(format, a...))
+		}
+		script = append(script, fmt.Sprintf("# README.md:%d: %s", line, strings.ReplaceAll(src, "\n", " ")))
+		call, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok || st.Negated || st.Coprocess || st.Disown {
+			return nil, 0, fail("the README test runs simple commands only (no pipes, &&, ||, !, loops or subshells); simplify it or mark the block needs-WORD")
+		}
+		if len(call.Assigns) > 0 {
+			return nil, 0, fail("variable assignments are not run by the README test; mark the block needs-WORD")
+		}
+		args, err := expand.Fields(cfg, call.Args...)
+		if err != nil {
+			return nil, 0, fail("%v", err)
+		}
+		var out string
+		for _, r := range st.Redirs {
+			if r.Op != syntax.RdrOut || r.N != nil || out != "" {
+				return nil, 0, fail("the README test runs only one `> FILE` redirection")
+			}
+			if out, err = expand.Literal(cfg, r.Word); err != nil {
+				return nil, 0, fail("%v", err)
+			}
+		}
+		// Any other program runs as it is, from PATH: a fresh machine must
+		// have it, or the block needs marking.
+		switch {
+		case len(args) >= 3 && args[0] == "go" && args[1] == "run" && args[2] == "./cmd/rlbench":
+			args = append([]string{"rlbench"}, args[3:]...)
+			if st.Background {
+				return nil, 0, fail("`go run` in the background: kill would stop go, not rlbench (go run does not pass signals on); build the binary and run ./rlbench")
+			}
+		case args[0] == "rlbench" || args[0] == "./rlbench":
+			args[0] = "rlbench"
+		case strings.Join(args, " ") == "go build -o rlbench ./cmd/rlbench" || strings.Join(args, " ") == "go install ./cmd/rlbench":
+			script = append(script, "# (rlbench is this test binary's command, built already)")
+			continue
+		case len(args) >= 2 && args[0] == "go" && args[1] == "test":
+			script = append(script, "# (the test suite: this test runs inside it)")
+			continue
+		case args[0] == "go":
+			return nil, 0, fail("the README test runs go run ./cmd/rlbench, go build -o rlbench ./cmd/rlbench, go install ./cmd/rlbench and go test only")
+		case args[0] == "kill" || args[0] == "wait":
+			if st.Background || out != "" {
+				return nil, 0, fail("kill and wait run in the foreground, without redirection")
+			}
+			if args[0] == "wait" {
+				if len(args) != 1 {
+					return nil, 0, fail("the README test runs `wait` without arguments (all background jobs)")
+				}
+				script = append(script, "readme-wait")
+				continue
+			}
+			sig, job := "TERM", ""
+			switch len(args) {
+			case 2:
+				job = args[1]
+			case 3:
+				sig, job = strings.TrimPrefix(args[1], "-"), args[2]
+			}
+			n, err := strconv.Atoi(strings.TrimPrefix(job, "%"))
+			if !strings.HasPrefix(job, "%") || err != nil || n < 1 || n > jobs {
+				return nil, 0, fail("the README test runs `kill [-SIGNAL] %%N` for one of the block's %d background job(s)", jobs)
+			}
+			script = append(script, fmt.Sprintf("readme-kill %s %d", sig, n))
+			continue
+		}
+		args = readmeMovePorts(args, base)
+		quoted := make([]string, len(args))
+		for i, a := range args {
+			quoted[i] = tsQuote(a)
+		}
+		if st.Background {
+			if out != "" {
+				return nil, 0, fail("a background job's output goes to the test log, not to a file")
+			}
+			jobs++
+			script = append(script, "readme-bg "+strings.Join(quoted, " "))
+			runs++
+			continue
+		}
+		script = append(script, "exec "+strings.Join(quoted, " "))
+		if out != "" {
+			script = append(script, "cp stdout "+tsQuote(out))
+		}
+		runs++
+	}
+	script = append(script, "readme-end")
+	return script, runs, nil
+}
+
+// readmeJob is a background job of a block.
+type readmeJob struct {
+	name   string
+	cmd    *exec.Cmd
+	stdout bytes.Buffer // after the first line
+	stderr bytes.Buffer
+	mu     sync.Mutex
+	done   chan struct{} // closed when the process has exited
+	err    error         // its exit, once done
+	waited bool
+}
+
+type readmeJobsKey struct{}
+type readmeEnvKey struct{}
+
+// readmeJobs are the background jobs of one script.
+type readmeJobs struct{ list []*readmeJob }
+
+var readmeCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	// readme-bg PROG ARGS...: start PROG in the background and return once
+	// it has printed its first line (the address line) on stdout.
+	"readme-bg": func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) < 1 {
+			ts.Fatalf("usage: readme-bg PROG ARGS...")
+		}
+		jobs := ts.Value(readmeJobsKey{}).(*readmeJobs)
+		prog, err := exec.LookPath(args[0])
+		ts.Check(err)
+		j := &readmeJob{name: strings.Join(args, " "), done: make(chan struct{})}
+		j.cmd = exec.Command(prog, args[1:]...)
+		j.cmd.Dir = ts.MkAbs(".")
+		j.cmd.Env = append(append([]string(nil), ts.Value(readmeEnvKey{}).([]string)...), "PWD="+j.cmd.Dir)
+		j.cmd.Stderr = &lockedWriter{mu: &j.mu, w: &j.stderr}
+		out, err := j.cmd.StdoutPipe()
+		ts.Check(err)
+		ts.Check(j.cmd.Start())
+		jobs.list = append(jobs.list, j)
+		first := make(chan string, 1)
+		go func() {
+			r := bufio.NewReader(out)
+			line, err := r.ReadString('\n')
+			if err == nil {
+				first <- strings.TrimSpace(line)
+			}
+			close(first)
+			_, _ = io.Copy(&lockedWriter{mu: &j.mu, w: &j.stdout}, r)
+			j.err = j.cmd.Wait()
+			close(j.done)
+		}()
+		ts.Defer(func() { // a job left running when the script fails
+			select {
+			case <-j.done:
+			default:
+				_ = j.cmd.Process.Kill()
+				<-j.done
+			}
+		})
+		select {
+		case line, ok := <-first:
+			if !ok {
+				<-j.done
+				ts.Fatalf("%s exited (%v) before printing its address line; stderr:\n%s", j.name, j.err, j.stderr.String())
+			}
+			if !json.Valid([]byte(line)) {
+				ts.Fatalf("%s printed %q first, not its JSON address line", j.name, line)
+			}
+			ts.Logf("[background %d, pid %d] %s", len(jobs.list), j.cmd.Process.Pid, line)
+		case <-time.After(30 * time.Second):
+			ts.Fatalf("%s printed no address line in 30s", j.name)
+		}
+	},
+	// readme-kill SIGNAL N: signal the N-th background job by its PID.
+	"readme-kill": func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: readme-kill SIGNAL N")
+		}
+		jobs := ts.Value(readmeJobsKey{}).(*readmeJobs)
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		if n < 1 || n > len(jobs.list) {
+			ts.Fatalf("no background job %d", n)
+		}
+		sig := map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGTERM": syscall.SIGTERM}[args[0]]
+		if sig == 0 {
+			ts.Fatalf("readme-kill: signal %q: the README test sends INT or TERM", args[0])
+		}
+		ts.Check(jobs.list[n-1].cmd.Process.Signal(sig))
+	},
+	// readme-wait: wait for every background job; each must exit 0.
+	"readme-wait": func(ts *testscript.TestScript, neg bool, args []string) {
+		jobs := ts.Value(readmeJobsKey{}).(*readmeJobs)
+		for i, j := range jobs.list {
+			if j.waited {
+				continue
+			}
+			select {
+			case <-j.done:
+			case <-time.After(30 * time.Second):
+				ts.Fatalf("background job %d (%s) still running 30s after wait", i+1, j.name)
+			}
+			j.waited = true
+			j.mu.Lock()
+			ts.Logf("[background %d] exit %v; stdout after the address line:\n%sstderr:\n%s", i+1, j.err, j.stdout.String(), j.stderr.String())
+			j.mu.Unlock()
+			if j.err != nil {
+				ts.Fatalf("background job %d (%s): %v", i+1, j.name, j.err)
+			}
+		}
+	},
+	// readme-end: the block stopped everything it started.
+	"readme-end": func(ts *testscript.TestScript, neg bool, args []string) {
+		for i, j := range ts.Value(readmeJobsKey{}).(*readmeJobs).list {
+			if !j.waited {
+				ts.Fatalf("background job %d (%s) was not stopped and waited for by the block: add `kill %%%d` and `wait`", i+1, j.name, i+1)
+			}
+		}
+	},
+	// readme-output FILE: every non-blank line of FILE is a line of the
+	// last command's stdout (trailing spaces ignored).
+	"readme-output": func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: readme-output FILE")
+		}
+		if missing := readmeMissingLines(ts.ReadFile("stdout"), ts.ReadFile(args[0])); len(missing) > 0 {
+			ts.Fatalf("the README's output block has %d line(s) the command did not print:\n%s", len(missing), strings.Join(missing, "\n"))
+		}
+	},
+}
+
+// readmeMissingLines returns the non-blank lines of want that are not lines
+// of out (trailing spaces ignored).
+func readmeMissingLines(out, want string) []string {
+	have := map[string]bool{}
+	for l := range strings.Lines(out) {
+		have[strings.TrimRight(l, " \t\r\n")] = true
+	}
+	var missing []string
+	for l := range strings.Lines(want) {
+		l = strings.TrimRight(l, " \t\r\n")
+		if l != "" && !have[l] {
+			missing = append(missing, l)
+		}
+	}
+	return missing
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// TestREADME runs README.md's examples (see the comment at the top of this
+// file for the rules).
+func TestREADME(t *testing.T) {
+	root := testfix.RepoRoot(t)
+	src, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := readmeBlocks(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := make([]readmeKind, len(blocks))
+	reasons := make([]string, len(blocks))
+	var errs []string
+	for i, b := range blocks {
+		if kinds[i], reasons[i], err = classify(b); err != nil {
+			errs = append(errs, err.Error())
+		}
+		if kinds[i] == kindOutput && (i == 0 || kinds[i-1] != kindRun && kinds[i-1] != kindRealParts) {
+			errs = append(errs, fmt.Sprintf("%s: an output block must follow the sh block whose output it shows", b))
+		}
+	}
+	if len(blocks) == 0 || kinds[0] != kindRun || !firstScreen(blocks[0].text) {
+		errs = append(errs, "README.md: the first code block must be the first screen's sh block of two commands, `go run ./cmd/rlbench demo` and `go test ...`")
+	}
+	if len(errs) > 0 {
+		t.Fatalf("README.md has code blocks the README test cannot classify:\n%s", strings.Join(errs, "\n"))
+	}
+
+	work := t.TempDir()
+	if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS(filepath.Join(root, "examples"))); err != nil {
+		t.Fatal(err)
+	}
+	base := testfix.FreePortSpan(t, readmePortHigh-readmePortLow+1)
+	t.Logf("the README's ports %d..%d run as %d..%d; its text is otherwise executed as written", readmePortLow, readmePortHigh, base, base+readmePortHigh-readmePortLow)
+	scripts := t.TempDir()
+	for i, b := range blocks {
+		switch kinds[i] {
+		case kindDoc, kindOutput:
+			continue
+		case kindNeeds:
+			t.Logf("%s: not run, needs: %s", b, reasons[i])
+			continue
+		}
+		name := fmt.Sprintf("README.md:%d", b.line)
+		t.Run(name, func(t *testing.T) {
+			env := []string{}
+			if kinds[i] == kindRealParts {
+				env = readmeRealParts(t, reasons[i])
+			}
+			lines, runs, err := translate(b, work, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runs == 0 {
+				t.Fatalf("%s runs no command", b)
+			}
+			archive := fmt.Sprintf("# %s, executed in the README work directory\n", b)
+			archive += strings.Join(lines, "\n") + "\n"
+			if i+1 < len(blocks) && kinds[i+1] == kindOutput {
+				// After the block's last command (readme-end checks nothing
+				// of stdout): check the output block against it.
+				archive = strings.TrimSuffix(archive, "readme-end\n") + "readme-output $WORK/readme-output.txt\nreadme-end\n"
+				archive += "-- readme-output.txt --\n" + blocks[i+1].text
+			}
+			file := filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i))
+			if err := os.WriteFile(file, []byte(archive), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			testscript.Run(t, testscript.Params{
+				Files:               []string{file},
+				RequireExplicitExec: true,
+				Cmds:                readmeCmds,
+				Setup: func(e *testscript.Env) error {
+					e.Vars = append(e.Vars, env...)
+					if os.Getenv("GORACE") == "" {
+						// A -race binary sleeps 1 s at exit by default
+						// (atexit_sleep_ms), once per README command.
+						e.Vars = append(e.Vars, "GORACE=atexit_sleep_ms=10")
+					}
+					e.Cd = work
+					e.Values[readmeJobsKey{}] = &readmeJobs{}
+					e.Values[readmeEnvKey{}] = append([]string(nil), e.Vars...)
+					return nil
+				},
+			})
+		})
+	}
+}
+
+// firstScreen reports whether the block text is the two first-screen
+// commands: the demo, then the test command.
+func firstScreen(s string) bool {
+	var cmds []string
+	for l := range strings.Lines(s) {
+		if c, _, _ := strings.Cut(l, "#"); strings.TrimSpace(c) != "" {
+			cmds = append(cmds, strings.Join(strings.Fields(c), " "))
+		}
+	}
+	return len(cmds) == 2 && cmds[0] == "go run ./cmd/rlbench demo" && strings.HasPrefix(cmds[1], "go test ")
+}
+
+// readmeRealParts returns the environment that points a needs-real-parts
+// block at the installed real parts, or skips the block: without the
+// integration tag, or without the parts (unless RLBENCH_REQUIRE_REAL_PARTS=1:
+// then it fails).
+func readmeRealParts(t *testing.T, reason string) []string {
+	t.Helper()
+	if !readmeIntegration {
+		t.Skipf("needs: %s; run by go test -tags integration", reason)
+	}
+	rls, err := realparts.FindRLS()
+	var redis string
+	if err == nil {
+		redis, err = realparts.FindRedis()
+	}
+	if err != nil {
+		if os.Getenv("RLBENCH_REQUIRE_REAL_PARTS") == "1" {
+			t.Fatalf("RLBENCH_REQUIRE_REAL_PARTS=1 and %v", err)
+		}
+		t.Skipf("needs: %s: %v", reason, err)
+	}
+	return []string{realparts.EnvRLSBin + "=" + rls, realparts.EnvRedisBin + "=" + redis}
+}
