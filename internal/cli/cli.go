@@ -128,6 +128,7 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		NewLabCmd(io, nil),
 		newCollectCmd(io),
 		NewLintCmd(io, nil),
+		NewWaitCmd(io, nil),
 	)
 	finishTree(root)
 	return root

@@ -81,10 +81,11 @@ func TestREADMEHarness(t *testing.T) {
 go run ./cmd/rlbench demo      # the main job
 go test -race ./...
 ./rlbench lab --listen-base 10000 \
-    --receipts "ev/receipts.jsonl" &   # go on once it has printed its address line
+    --receipts "ev/receipts.jsonl" &   # in the background
+./rlbench wait http://127.0.0.1:10100/ready
 rlbench lint *.yaml --rls-config 'x y'
 ./rlbench analyze --format json ev > report.json
-kill -INT %1; wait
+kill -INT $!; wait
 `), dir, 20000)
 		if err != nil {
 			t.Fatal(err)
@@ -95,29 +96,33 @@ kill -INT %1; wait
 			"# README.md:13: go test -race ./...", "# (the test suite: this test runs inside it)",
 			`# README.md:14: ./rlbench lab --listen-base 10000 \     --receipts "ev/receipts.jsonl" &`,
 			"readme-bg 'rlbench' 'lab' '--listen-base' '20000' '--receipts' 'ev/receipts.jsonl'",
-			"# README.md:16: rlbench lint *.yaml --rls-config 'x y'", "exec 'rlbench' 'lint' 'a.yaml' 'b.yaml' '--rls-config' 'x y'",
-			"# README.md:17: ./rlbench analyze --format json ev > report.json", "exec 'rlbench' 'analyze' '--format' 'json' 'ev'", "cp stdout 'report.json'",
-			"# README.md:18: kill -INT %1", "readme-kill INT 1",
-			"# README.md:18: wait", "readme-wait",
+			"# README.md:16: ./rlbench wait http://127.0.0.1:10100/ready", "exec 'rlbench' 'wait' 'http://127.0.0.1:20100/ready'",
+			"# README.md:17: rlbench lint *.yaml --rls-config 'x y'", "exec 'rlbench' 'lint' 'a.yaml' 'b.yaml' '--rls-config' 'x y'",
+			"# README.md:18: ./rlbench analyze --format json ev > report.json", "exec 'rlbench' 'analyze' '--format' 'json' 'ev'", "cp stdout 'report.json'",
+			"# README.md:19: kill -INT $!", "readme-kill INT 1",
+			"# README.md:19: wait", "readme-wait",
 			"readme-end",
 		}
-		if runs != 4 || !reflect.DeepEqual(lines, want) {
+		if runs != 5 || !reflect.DeepEqual(lines, want) {
 			t.Fatalf("runs %d\n%s\nwant\n%s", runs, strings.Join(lines, "\n"), strings.Join(want, "\n"))
 		}
 		for text, msg := range map[string]string{
-			"rlbench demo | tee out":           "simple commands only",
-			"rlbench demo && rlbench demo":     "simple commands only",
-			"! rlbench demo":                   "simple commands only",
-			"A=1 rlbench demo":                 "variable assignments",
-			"rlbench attack --out $OUT":        "OUT",
-			"go run ./cmd/rlbench lab &":       "go run does not pass signals on",
-			"rlbench lab &\nkill %2":           "1 background job(s)",
-			"kill %1":                          "0 background job(s)",
-			"wait %1":                          "without arguments",
-			"go vet ./...":                     "go run ./cmd/rlbench, go build",
-			"rlbench demo 2> err":              "one `> FILE` redirection",
-			"rlbench lab > lab.json &":         "a background job's output",
-			"for i in 1 2; do rlbench x; done": "simple commands only",
+			"rlbench demo | tee out":                   "simple commands only",
+			"rlbench demo && rlbench demo":             "simple commands only",
+			"! rlbench demo":                           "simple commands only",
+			"A=1 rlbench demo":                         "variable assignments",
+			"rlbench attack --out $OUT":                "OUT",
+			"go run ./cmd/rlbench lab &":               "go run does not pass signals on",
+			"rlbench lab &\nrlbench wait u\nkill %1":   "dash (Debian's sh) has no job control",
+			"kill $!":                                  "the block has 0",
+			"rlbench lab &\nrlbench wait u\nkill 1234": "after a background job",
+			"rlbench lab &\nkill $!":                   "must be `./rlbench wait URL...`",
+			"./rlbench lab &\nrlbench attack":          "must be `./rlbench wait URL...`",
+			"wait %1":                                  "without arguments",
+			"go vet ./...":                             "go run ./cmd/rlbench, go build",
+			"rlbench demo 2> err":                      "one `> FILE` redirection",
+			"rlbench lab > lab.json &":                 "a background job's output",
+			"for i in 1 2; do rlbench x; done":         "simple commands only",
 		} {
 			if _, _, err := translate(block(text), dir, 20000); err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "README.md:1") {
 				t.Errorf("%q: err %v, want one naming its README line and %q", text, err, msg)

@@ -73,10 +73,12 @@ import (
 //     be assumed free;
 //   - `CMD &` starts CMD in the background and goes on once it has printed
 //     its first line on stdout (the address line of `rlbench lab` and
-//     `rlbench backend`), as the README tells the reader to; `kill [-SIG] %N`
-//     signals the block's N-th background job by its PID and `wait` waits for
-//     all of them, each of which must exit 0. A block must stop what it
-//     started.
+//     `rlbench backend`); the README's next command must be `rlbench wait
+//     URL...`, which makes a reader's shell wait as well; `kill [-SIG] $!`
+//     signals the block's last background job by its PID and `wait` waits
+//     for all of them, each of which must exit 0. A block must stop what it
+//     started. (`kill %N` is refused: dash, Debian's sh, cannot signal a job
+//     spec without job control.)
 //
 // Words are expanded as the shell does (quotes, globs in the work directory;
 // an unset variable is an error). What the translation cannot run as
@@ -242,6 +244,7 @@ func translate(b readmeBlock, dir string, base int) (script []string, runs int, 
 	}
 	cfg := &expand.Config{Env: expand.ListEnviron("PWD=" + dir), ReadDir2: os.ReadDir, NoUnset: true}
 	jobs := 0
+	needWait := "" // the background command the next one must wait for
 	for _, st := range f.Stmts {
 		line := b.line + int(st.Pos().Line())
 		src := strings.TrimSuffix(strings.TrimSpace(b.text[st.Pos().Offset():st.End().Offset()]), ";")
@@ -256,8 +259,10 @@ func translate(b readmeBlock, dir string, base int) (script []string, runs int, 
 		if len(call.Assigns) > 0 {
 			return nil, 0, fail("variable assignments are not run by the README test; mark the block needs-WORD")
 		}
-		args, err := expand.Fields(cfg, call.Args...)
-		if err != nil {
+		var args []string
+		if len(call.Args) > 0 && call.Args[0].Lit() == "kill" {
+			args = []string{"kill"} // its words are read as written, below
+		} else if args, err = expand.Fields(cfg, call.Args...); err != nil {
 			return nil, 0, fail("%v", err)
 		}
 		var out string
@@ -268,6 +273,16 @@ func translate(b readmeBlock, dir string, base int) (script []string, runs int, 
 			if out, err = expand.Literal(cfg, r.Word); err != nil {
 				return nil, 0, fail("%v", err)
 			}
+		}
+		if len(args) == 0 {
+			return nil, 0, fail("nothing to run")
+		}
+		if needWait != "" {
+			w := strings.Join(args, " ")
+			if !strings.HasPrefix(w, "rlbench wait ") && !strings.HasPrefix(w, "./rlbench wait ") && !strings.HasPrefix(w, "go run ./cmd/rlbench wait ") {
+				return nil, 0, fail("the command after `%s` must be `./rlbench wait URL...` for its readiness URLs: a reader's shell goes on at once", needWait)
+			}
+			needWait = ""
 		}
 		// Any other program runs as it is, from PATH: a fresh machine must
 		// have it, or the block needs marking.
@@ -298,18 +313,25 @@ func translate(b readmeBlock, dir string, base int) (script []string, runs int, 
 				script = append(script, "readme-wait")
 				continue
 			}
+			// The words as written: $! is the shell's, not expanded here.
+			var raw []string
+			for _, w := range call.Args {
+				raw = append(raw, b.text[w.Pos().Offset():w.End().Offset()])
+			}
 			sig, job := "TERM", ""
-			switch len(args) {
+			switch len(raw) {
 			case 2:
-				job = args[1]
+				job = raw[1]
 			case 3:
-				sig, job = strings.TrimPrefix(args[1], "-"), args[2]
+				sig, job = strings.TrimPrefix(raw[1], "-"), raw[2]
 			}
-			n, err := strconv.Atoi(strings.TrimPrefix(job, "%"))
-			if !strings.HasPrefix(job, "%") || err != nil || n < 1 || n > jobs {
-				return nil, 0, fail("the README test runs `kill [-SIGNAL] %%N` for one of the block's %d background job(s)", jobs)
+			if strings.HasPrefix(job, "%") {
+				return nil, 0, fail("use `kill [-SIGNAL] $!`: dash (Debian's sh) has no job control in a script, so `kill %%N` fails there")
 			}
-			script = append(script, fmt.Sprintf("readme-kill %s %d", sig, n))
+			if job != "$!" || jobs == 0 {
+				return nil, 0, fail("the README test runs `kill [-SIGNAL] $!` after a background job (the block has %d)", jobs)
+			}
+			script = append(script, fmt.Sprintf("readme-kill %s %d", sig, jobs))
 			continue
 		}
 		args = readmeMovePorts(args, base)
@@ -322,6 +344,7 @@ func translate(b readmeBlock, dir string, base int) (script []string, runs int, 
 				return nil, 0, fail("a background job's output goes to the test log, not to a file")
 			}
 			jobs++
+			needWait = src
 			script = append(script, "readme-bg "+strings.Join(quoted, " "))
 			runs++
 			continue
@@ -449,7 +472,7 @@ var readmeCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 	"readme-end": func(ts *testscript.TestScript, neg bool, args []string) {
 		for i, j := range ts.Value(readmeJobsKey{}).(*readmeJobs).list {
 			if !j.waited {
-				ts.Fatalf("background job %d (%s) was not stopped and waited for by the block: add `kill %%%d` and `wait`", i+1, j.name, i+1)
+				ts.Fatalf("background job %d (%s) was not stopped and waited for by the block: add `kill -INT $!` and `wait` after it", i+1, j.name)
 			}
 		}
 	},
