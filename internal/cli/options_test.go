@@ -285,6 +285,10 @@ func TestNewLabCmd(t *testing.T) {
 				o.GlobalDescriptors = []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "a", DescriptorValue: "1"}}, {GenericKey: &proxy.GenericKeyAction{DescriptorValue: "2"}}}
 			})},
 		{name: "26 proxies", argv: argv("--proxies 26"), want: defaults(func(o *LabOptions) { o.Proxies = 26 })},
+		{name: "listen base (README)", argv: argv("--listen-base 10000 --proxies 2 --receipts ev-weights/receipts.jsonl"),
+			want: defaults(func(o *LabOptions) { o.ListenBase, o.Receipts = 10000, "ev-weights/receipts.jsonl" })},
+		{name: "listen base too high", argv: argv("--listen-base 65300"), err: "listen base 65300, want 1..65235"},
+		{name: "negative listen base", argv: argv("--listen-base -1"), err: "listen base -1"},
 		{name: "data path", argv: argv("--endpoints 3 --backend-latency uniform:1ms..5ms --backend-error-status 503 --backend-error-probability 0.25 " +
 			"--backend-max-concurrent 8 --backend-over-capacity refuse --backend-reset-probability 0.1 --backend-seed 9 --retry-on 5xx,reset --num-retries 2 " +
 			"--per-try-timeout 1s --retry-base-interval 10ms --retry-max-interval 50ms --route-timeout 5s --include-attempt-count --include-attempt-count-in-response " +
@@ -452,8 +456,20 @@ func TestNewLintCmd(t *testing.T) {
 // TestEveryLeafHasAnOptionsTest: each leaf command of the tree has a
 // TestNewXCmd above (the list is kept by hand; a new command fails here
 // until its table test exists).
+func TestNewWaitCmd(t *testing.T) {
+	testCmd(t, NewWaitCmd, []cmdCase[WaitOptions]{
+		{name: "README", argv: argv("http://127.0.0.1:10100/ready http://127.0.0.1:10101/ready"),
+			want: &WaitOptions{IO: tio, URLs: []string{"http://127.0.0.1:10100/ready", "http://127.0.0.1:10101/ready"}, Timeout: 10 * time.Second, Interval: 50 * time.Millisecond}},
+		{name: "every flag", argv: argv("--timeout 30s --interval 1s https://envoy:9901/ready"),
+			want: &WaitOptions{IO: tio, URLs: []string{"https://envoy:9901/ready"}, Timeout: 30 * time.Second, Interval: time.Second}},
+		{name: "no URL", argv: nil, err: "requires at least 1 arg"},
+		{name: "not a URL", argv: argv("127.0.0.1:9901"), err: `"127.0.0.1:9901" is not an http(s) URL`},
+		{name: "zero timeout", argv: argv("--timeout 0s http://x/ready"), err: "--timeout and --interval must be > 0"},
+	})
+}
+
 func TestEveryLeafHasAnOptionsTest(t *testing.T) {
-	tested := map[string]bool{"analyze": true, "report": true, "export vegeta": true, "run": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
+	tested := map[string]bool{"wait": true, "analyze": true, "report": true, "export vegeta": true, "run": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
 		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true,
 		"collect nginx-access-log": true, "collect nginx-status": true} // the nginx ones: collect_nginx_test.go
 	var walk func(c *cobra.Command)

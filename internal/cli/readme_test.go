@@ -82,7 +82,7 @@ import (
 //
 // Words are expanded as the shell does (quotes, globs in the work directory;
 // an unset variable is an error). What the translation cannot run as
-// written (pipes, &&, variables assignments, redirections other than
+// written (pipes, &&, variable assignments, redirections other than
 // `> FILE`, subshells...) fails the test, naming the README line: make the
 // example simpler, or mark its block needs-WORD.
 //

@@ -70,7 +70,7 @@ func runWait(ctx context.Context, o *WaitOptions) error {
 	client := &http.Client{Timeout: time.Second}
 	pending := map[string]error{}
 	for _, u := range o.URLs {
-		pending[u] = errors.New("not tried")
+		pending[u] = errNotTried
 	}
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
@@ -80,7 +80,9 @@ func runWait(ctx context.Context, o *WaitOptions) error {
 				continue
 			}
 			if err := ready(ctx, client, u); err != nil {
-				pending[u] = err
+				if ctx.Err() == nil || errors.Is(pending[u], errNotTried) {
+					pending[u] = err // a try cut short by the timeout keeps the one before
+				}
 			} else {
 				delete(pending, u)
 			}
@@ -104,6 +106,8 @@ func runWait(ctx context.Context, o *WaitOptions) error {
 		}
 	}
 }
+
+var errNotTried = errors.New("not tried")
 
 // ready GETs u once: nil when it answers 2xx.
 func ready(ctx context.Context, client *http.Client, u string) error {
