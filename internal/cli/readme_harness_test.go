@@ -1,12 +1,42 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
 )
+
+// fakeT is a testscript.T that records a failure instead of failing the
+// test, so that the harness's own failures can be checked.
+type fakeT struct {
+	failed bool
+	log    strings.Builder
+}
+
+type fakeStop struct{}
+
+func (f *fakeT) Skip(a ...any)  { panic(fakeStop{}) }
+func (f *fakeT) Fatal(a ...any) { f.Log(a...); f.failed = true; panic(fakeStop{}) }
+func (f *fakeT) Parallel()      {}
+func (f *fakeT) Log(a ...any)   { fmt.Fprintln(&f.log, a...) }
+func (f *fakeT) FailNow()       { f.failed = true; panic(fakeStop{}) }
+func (f *fakeT) Verbose() bool  { return false }
+func (f *fakeT) Run(name string, fn func(testscript.T)) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(fakeStop); !ok {
+				panic(r)
+			}
+		}
+	}()
+	fn(f)
+}
 
 // TestREADMEHarness checks the README test's own parts on small inputs:
 // what it extracts, how it classifies, what it runs, and what it refuses.
@@ -36,6 +66,7 @@ func TestREADMEHarness(t *testing.T) {
 			err    string
 		}{
 			{readmeBlock{lang: "sh"}, kindRun, "", ""},
+			{readmeBlock{lang: "sh", markers: []string{"script"}}, kindScript, "", ""},
 			{readmeBlock{lang: "sh", markers: []string{"needs-envoy"}, text: "# needs: an Envoy at :9901\nx\n"}, kindNeeds, "an Envoy at :9901", ""},
 			{readmeBlock{lang: "sh", markers: []string{"needs-real-parts"}, text: "# needs: Redis\n"}, kindRealParts, "Redis", ""},
 			{readmeBlock{lang: "sh", markers: []string{"needs-envoy"}, text: "rlbench x\n"}, 0, "", `must start with a line "# needs: ..."`},
@@ -65,6 +96,10 @@ func TestREADMEHarness(t *testing.T) {
 		want := []string{"lab", "--listen-base", "30000", "--listen-base=30300", "a=http://127.0.0.1:30001/x",
 			"http://127.0.0.1:9901", "127.0.0.1:10301", "--ids", "10000", "--admin", "http://127.0.0.1:30100"}
 		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q\nwant %q", got, want)
+		}
+		text := "./rlbench lab --listen-base 10000 & LAB=$!\ncurl http://127.0.0.1:10100/ready http://127.0.0.1:9901 :10301\n"
+		if got, want := readmeMoveTextPorts(text, 30000), "./rlbench lab --listen-base 30000 & LAB=$!\ncurl http://127.0.0.1:30100/ready http://127.0.0.1:9901 :10301\n"; got != want {
 			t.Fatalf("%q\nwant %q", got, want)
 		}
 	})
@@ -137,6 +172,43 @@ kill -INT $!; wait
 		}
 		if m := readmeMissingLines(out, "│ a │ 6 │\nVerdict: PASS\n"); !reflect.DeepEqual(m, []string{"│ a │ 6 │"}) {
 			t.Errorf("missing %q", m)
+		}
+	})
+
+	// The custom commands, run by testscript as TestREADME runs them: what
+	// must fail does.
+	t.Run("scripts", func(t *testing.T) {
+		work := t.TempDir()
+		for _, c := range []struct {
+			name, archive string
+			fail          string // "" = must pass; else a substring of the log
+		}{
+			{"output matches", "exec rlbench --version\nreadme-output $WORK/o.txt\n-- o.txt --\n", ""},
+			{"output differs", "exec rlbench --version\nreadme-output $WORK/o.txt\n-- o.txt --\nrlbench version 0\n", "1 line(s) the command did not print"},
+			{"background stopped", "readme-bg rlbench backend --receipts r.jsonl\nreadme-kill INT 1\nreadme-wait\nreadme-end\n", ""},
+			{"background left running", "readme-bg rlbench backend --receipts r2.jsonl\nreadme-end\n", "was not stopped and waited for"},
+			{"background fails", "readme-bg rlbench backend --endpoints 0\n", "exited (exit status 2) before printing its address line"},
+			{"sh script", "readme-sh $WORK/s.sh\n-- s.sh --\nrlbench --version > v.txt\n", ""},
+			{"sh script fails", "readme-sh $WORK/s.sh\n-- s.sh --\nrlbench nosuch\n", "sh -e"},
+			{"sh script leaves a process", "readme-sh $WORK/s.sh\n-- s.sh --\nsleep 30 &\n", "the block left processes running"},
+		} {
+			ft := &fakeT{}
+			file := filepath.Join(t.TempDir(), "s.txtar")
+			if err := os.WriteFile(file, []byte(c.archive), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			testscript.RunT(ft, readmeParams(file, work, nil))
+			log := ft.log.String()
+			switch {
+			case c.fail == "" && ft.failed:
+				t.Errorf("%s: failed:\n%s", c.name, log)
+			case c.fail != "" && (!ft.failed || !strings.Contains(log, c.fail)):
+				t.Errorf("%s: failed %v, want a failure with %q:\n%s", c.name, ft.failed, c.fail, log)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("%s: took %s", c.name, d)
+			}
 		}
 	})
 

@@ -41,6 +41,11 @@ import (
 // Classification (the rules the HTML comment at the top of README.md states):
 //
 //   - ```sh: runnable. Every command runs and must exit 0.
+//   - ```sh script: runnable as a whole by /bin/sh -e (for loops,
+//     variables, $(...)); it must start what it uses and stop it: processes
+//     it leaves running fail the test (and are killed with their process
+//     group). `go run ./cmd/rlbench` is a shell function that runs rlbench,
+//     ./rlbench is a link to it; its ports are moved as below.
 //   - ```sh needs-real-parts: needs Redis and envoyproxy/ratelimit from
 //     scripts/install-real-parts.sh; run by `go test -tags integration` when
 //     they are installed (skipped without them, failed without them when
@@ -158,6 +163,7 @@ type readmeKind int
 
 const (
 	kindRun       readmeKind = iota // a runnable sh block
+	kindScript                      // sh script: run by /bin/sh as a whole
 	kindRealParts                   // sh needs-real-parts
 	kindNeeds                       // sh needs-WORD: not run
 	kindOutput                      // text output: checked against the block before
@@ -173,6 +179,8 @@ func classify(b readmeBlock) (readmeKind, string, error) {
 	switch {
 	case b.lang == "sh" && len(b.markers) == 0:
 		return kindRun, "", nil
+	case b.lang == "sh" && len(b.markers) == 1 && b.markers[0] == "script":
+		return kindScript, "", nil
 	case b.lang == "sh" && len(b.markers) == 1 && strings.HasPrefix(b.markers[0], "needs-") && len(b.markers[0]) > len("needs-"):
 		first, _, _ := strings.Cut(b.text, "\n")
 		reason, ok := strings.CutPrefix(strings.TrimSpace(first), "# needs:")
@@ -190,7 +198,7 @@ func classify(b readmeBlock) (readmeKind, string, error) {
 	case b.lang == "":
 		return 0, "", fmt.Errorf("%s: a code block without an info string: say what it is (```sh for commands, ```text output for what the block before prints, ```text, ```yaml ...)", b)
 	}
-	return 0, "", fmt.Errorf("%s: unknown info string %q: the README test knows sh, sh needs-WORD, text output, and %v for documentation", b, strings.Join(append([]string{b.lang}, b.markers...), " "), slices.Sorted(maps.Keys(docLanguages)))
+	return 0, "", fmt.Errorf("%s: unknown info string %q: the README test knows sh, sh script, sh needs-WORD, text output, and %v for documentation", b, strings.Join(append([]string{b.lang}, b.markers...), " "), slices.Sorted(maps.Keys(docLanguages)))
 }
 
 // readmePortRE finds the README's fixed lab ports in a word: a host:port
@@ -229,6 +237,31 @@ func readmeMovePorts(args []string, base int) []string {
 	}
 	return out
 }
+
+// readmeTextPortRE is readmePortRE for a whole script: host:port and
+// --listen-base PORT.
+var readmeTextPortRE = regexp.MustCompile(`(:|--listen-base[ =])(\d{5})\b`)
+
+// readmeMoveTextPorts moves the README's ports in the text of a script
+// block, as readmeMovePorts does in a command's words.
+func readmeMoveTextPorts(s string, base int) string {
+	return readmeTextPortRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := readmeTextPortRE.FindStringSubmatch(m)
+		p, _ := strconv.Atoi(sub[2])
+		if p < readmePortLow || p > readmePortHigh {
+			return m
+		}
+		return sub[1] + strconv.Itoa(base+p-readmePortLow)
+	})
+}
+
+// readmeScriptPrelude runs before a script block: `go run ./cmd/rlbench`
+// is rlbench; any other go command is refused.
+const readmeScriptPrelude = `go() {
+  if [ "$1" = run ] && [ "$2" = ./cmd/rlbench ]; then shift 2; rlbench "$@"; return; fi
+  echo "README test: go $* is not run in a script block" >&2; return 2
+}
+`
 
 // tsQuote quotes s as one testscript word (single quotes disable its
 // variable expansion; a quote inside is doubled).
@@ -430,6 +463,47 @@ var readmeCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 			ts.Fatalf("%s printed no address line in 30s", j.name)
 		}
 	},
+	// readme-sh FILE: run FILE with sh -e in its own process group, which
+	// must be empty when it exits (what is left is killed, and fails).
+	"readme-sh": func(ts *testscript.TestScript, neg bool, args []string) {
+		if neg || len(args) != 1 {
+			ts.Fatalf("usage: readme-sh FILE")
+		}
+		// Files, not pipes: a process left running keeps a pipe open, and
+		// Wait would wait for it.
+		out, err := os.Create(filepath.Join(ts.Getenv("WORK"), "readme-sh.stdout"))
+		ts.Check(err)
+		defer out.Close()
+		errOut, err := os.Create(filepath.Join(ts.Getenv("WORK"), "readme-sh.stderr"))
+		ts.Check(err)
+		defer errOut.Close()
+		cmd := exec.Command("sh", "-e", ts.MkAbs(args[0]))
+		cmd.Dir = ts.MkAbs(".")
+		cmd.Env = append(append([]string(nil), ts.Value(readmeEnvKey{}).([]string)...), "PWD="+cmd.Dir)
+		cmd.Stdout, cmd.Stderr = out, errOut
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		ts.Check(cmd.Start())
+		pgid := cmd.Process.Pid
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err = <-done:
+		case <-time.After(60 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			err = fmt.Errorf("still running after 60s: %v", <-done)
+		}
+		left := syscall.Kill(-pgid, 0) == nil
+		if left {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		ts.Logf("[sh] stdout:\n%s[sh] stderr:\n%s", ts.ReadFile(out.Name()), ts.ReadFile(errOut.Name()))
+		if err != nil {
+			ts.Fatalf("sh -e %s: %v", args[0], err)
+		}
+		if left {
+			ts.Fatalf("the block left processes running (process group %d, killed): stop what it starts (kill -INT $PID; wait $PID)", pgid)
+		}
+	},
 	// readme-kill SIGNAL N: signal the N-th background job by its PID.
 	"readme-kill": func(ts *testscript.TestScript, neg bool, args []string) {
 		if neg || len(args) != 2 {
@@ -550,6 +624,15 @@ func TestREADME(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS(filepath.Join(root, "examples"))); err != nil {
 		t.Fatal(err)
 	}
+	// ./rlbench, as a reader's `go build -o rlbench ./cmd/rlbench` leaves it
+	// (for sh script blocks): this test binary's rlbench command.
+	prog, err := exec.LookPath("rlbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(prog, filepath.Join(work, "rlbench")); err != nil {
+		t.Fatal(err)
+	}
 	base := testfix.FreePortSpan(t, readmePortHigh-readmePortLow+1)
 	t.Logf("the README's ports %d..%d run as %d..%d; its text is otherwise executed as written", readmePortLow, readmePortHigh, base, base+readmePortHigh-readmePortLow)
 	scripts := t.TempDir()
@@ -559,6 +642,13 @@ func TestREADME(t *testing.T) {
 			continue
 		case kindNeeds:
 			t.Logf("%s: not run, needs: %s", b, reasons[i])
+			continue
+		case kindScript:
+			t.Run(fmt.Sprintf("README.md:%d", b.line), func(t *testing.T) {
+				archive := fmt.Sprintf("# %s, run by sh -e in the README work directory\nreadme-sh $WORK/readme-block.sh\n-- readme-block.sh --\n%s%s",
+					b, readmeScriptPrelude, readmeMoveTextPorts(b.text, base))
+				runReadmeScript(t, filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i)), archive, work, nil)
+			})
 			continue
 		}
 		name := fmt.Sprintf("README.md:%d", b.line)
@@ -582,28 +672,38 @@ func TestREADME(t *testing.T) {
 				archive = strings.TrimSuffix(archive, "readme-end\n") + "readme-output $WORK/readme-output.txt\nreadme-end\n"
 				archive += "-- readme-output.txt --\n" + blocks[i+1].text
 			}
-			file := filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i))
-			if err := os.WriteFile(file, []byte(archive), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			testscript.Run(t, testscript.Params{
-				Files:               []string{file},
-				RequireExplicitExec: true,
-				Cmds:                readmeCmds,
-				Setup: func(e *testscript.Env) error {
-					e.Vars = append(e.Vars, env...)
-					if os.Getenv("GORACE") == "" {
-						// A -race binary sleeps 1 s at exit by default
-						// (atexit_sleep_ms), once per README command.
-						e.Vars = append(e.Vars, "GORACE=atexit_sleep_ms=10")
-					}
-					e.Cd = work
-					e.Values[readmeJobsKey{}] = &readmeJobs{}
-					e.Values[readmeEnvKey{}] = append([]string(nil), e.Vars...)
-					return nil
-				},
-			})
+			runReadmeScript(t, filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i)), archive, work, env)
 		})
+	}
+}
+
+// runReadmeScript writes archive to file and runs it with testscript in
+// the README work directory, env added to the script's environment.
+func runReadmeScript(t *testing.T, file, archive, work string, env []string) {
+	if err := os.WriteFile(file, []byte(archive), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, readmeParams(file, work, env))
+}
+
+// readmeParams are the testscript parameters of one README block's script.
+func readmeParams(file, work string, env []string) testscript.Params {
+	return testscript.Params{
+		Files:               []string{file},
+		RequireExplicitExec: true,
+		Cmds:                readmeCmds,
+		Setup: func(e *testscript.Env) error {
+			e.Vars = append(e.Vars, env...)
+			if os.Getenv("GORACE") == "" {
+				// A -race binary sleeps 1 s at exit by default
+				// (atexit_sleep_ms), once per README command.
+				e.Vars = append(e.Vars, "GORACE=atexit_sleep_ms=10")
+			}
+			e.Cd = work
+			e.Values[readmeJobsKey{}] = &readmeJobs{}
+			e.Values[readmeEnvKey{}] = append([]string(nil), e.Vars...)
+			return nil
+		},
 	}
 }
 
