@@ -3,8 +3,11 @@ package cli
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -158,9 +161,49 @@ kill -INT $!; wait
 			"rlbench demo 2> err":                      "one `> FILE` redirection",
 			"rlbench lab > lab.json &":                 "a background job's output",
 			"for i in 1 2; do rlbench x; done":         "simple commands only",
+			"curl http://127.0.0.1:10100/stats":        "curl is not on a fresh machine",
+			"examples/none.sh":                         "examples/none.sh is not in the README work directory",
+			"/usr/bin/env rlbench":                     "mark the block `sh needs-env`",
 		} {
 			if _, _, err := translate(block(text), dir, 20000); err == nil || !strings.Contains(err.Error(), msg) || !strings.Contains(err.Error(), "README.md:1") {
 				t.Errorf("%q: err %v, want one naming its README line and %q", text, err, msg)
+			}
+		}
+	})
+
+	t.Run("script programs", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "run.sh"), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ok := readmeBlock{line: 20, lang: "sh", markers: []string{"script"}, text: "f() { date; }\nfor k in 1 2; do ./rlbench x $(f) & done\nwait\n./run.sh\n$CMD x\n"}
+		if err := readmeCheckScript(ok, dir); err != nil {
+			t.Errorf("%v", err)
+		}
+		bad := readmeBlock{line: 20, lang: "sh", markers: []string{"script"}, text: "A=$(date)\nfor k in 1; do\n  echo $(kubectl get pods)\ndone\n"}
+		if err := readmeCheckScript(bad, dir); err == nil || !strings.Contains(err.Error(), "README.md:23: kubectl is not on a fresh machine") {
+			t.Errorf("err %v, want README.md:23 and kubectl", err)
+		}
+	})
+
+	t.Run("blocks not run", func(t *testing.T) {
+		blk := func(text string) readmeBlock {
+			return readmeBlock{line: 30, lang: "sh", markers: []string{"needs-envoy"}, text: "# needs: x\n" + text}
+		}
+		good := "./rlbench collect envoy --admin http://127.0.0.1:9901 --proxy a --label after --out $EV\n" +
+			"kubectl logs deploy/ratelimit | go run ./cmd/rlbench collect rls-log - --out ev\nENVOY_BIN=/x examples/envoy/run.sh\n"
+		if err := readmeCheckUnrun(blk(good)); err != nil {
+			t.Errorf("%v", err)
+		}
+		for text, want := range map[string]string{
+			"./rlbench collect envoy --admn http://127.0.0.1:9901":      "README.md:32: rlbench collect envoy --admn http://127.0.0.1:9901: unknown flag: --admn",
+			"kubectl logs x | ./rlbench collect rls-log a.log b.log":    "README.md:32: rlbench collect rls-log a.log b.log: ",
+			"rlbench attack --ids ten":                                  "README.md:32: rlbench attack --ids ten: invalid argument",
+			"for i in 1; do\n  go run ./cmd/rlbench colect envoy\ndone": "README.md:33: rlbench colect envoy: ",
+			"rlbench demo (": "README.md:30 (sh needs-envoy): ",
+		} {
+			if err := readmeCheckUnrun(blk(text)); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: err %v, want %q", text, err, want)
 			}
 		}
 	})
@@ -219,6 +262,112 @@ kill -INT $!; wait
 		for _, s := range []string{"go run ./cmd/rlbench demo\n", "go test ./...\ngo run ./cmd/rlbench demo\n", "go run ./cmd/rlbench demo\ngo test ./...\nrlbench x\n"} {
 			if firstScreen(s) {
 				t.Errorf("%q taken for the first screen", s)
+			}
+		}
+	})
+}
+
+// TestREADMEFailures runs TestREADME itself, in a child test process, on
+// small synthetic READMEs and checks how it fails when an example breaks:
+// the failing block's subtest is named by its README line, the message
+// says what broke (the command and its line, the output line not printed,
+// the job left running, the program a fresh machine lacks...), the other
+// blocks still run, and the README's fixed ports ran as the free span the
+// log names.
+func TestREADMEFailures(t *testing.T) {
+	if os.Getenv(readmeFileEnv) != "" {
+		t.Skip("the child process's own run")
+	}
+	// md builds a README from blocks and returns each block's fence line.
+	md := func(blocks ...string) (string, []int) {
+		var b strings.Builder
+		var lines []int
+		b.WriteString("# synthetic\n\n")
+		for _, blk := range blocks {
+			lines = append(lines, strings.Count(b.String(), "\n")+1)
+			b.WriteString(blk + "\n\n")
+		}
+		return b.String(), lines
+	}
+	child := func(t *testing.T, readme string) (string, error) {
+		t.Helper()
+		dir := t.TempDir()
+		file := filepath.Join(dir, "README.md")
+		if err := os.WriteFile(file, []byte(readme), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestREADME$", "-test.count=1", "-test.v", "-test.timeout=2m")
+		cmd.Env = append(os.Environ(), readmeFileEnv+"="+file)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	t.Run("broken examples", func(t *testing.T) {
+		readme, at := md(
+			"```sh\ngo run ./cmd/rlbench demo   # the main job\ngo test ./...\n```",
+			"```sh\nprintf 'admitted 10\\n'\n```\n\n```text output\nadmitted 10\n```",
+			"```sh\n./rlbench analyze no-such-dir --expect-admitted 1\n```",
+			"```sh\nprintf 'admitted 10\\n'\n```\n\n```text output\nadmitted 5\n```",
+			"```sh\n./rlbench backend --listen 127.0.0.1:10200 --receipts bg/receipts.jsonl &\n./rlbench wait http://127.0.0.1:10200/healthz\n```",
+			"```sh\n./rlbench demo | tee demo.txt\n```",
+			"```sh\njq . report.json\n```",
+			"```sh script\nfor k in 1 2; do ./rlbench attack --no-such-flag; done\n```",
+			"```sh\nprintf 'still run\\n'\n```\n\n```text output\nstill run\n```",
+		)
+		out, err := child(t, readme)
+		if err == nil {
+			t.Fatalf("TestREADME passed on broken examples:\n%s", out)
+		}
+		sub := func(i int) string { return fmt.Sprintf("TestREADME/README.md:%d (", at[i]) }
+		for _, want := range []string{
+			"--- PASS: " + sub(0), "--- PASS: " + sub(1), "--- PASS: " + sub(8),
+			"--- FAIL: " + sub(2),
+			fmt.Sprintf("# README.md:%d: ./rlbench analyze no-such-dir --expect-admitted 1", at[2]+1),
+			"unexpected command failure",
+			"--- FAIL: " + sub(3), "the README's output block has 1 line(s) the command did not print:\n",
+			"--- FAIL: " + sub(4), "(rlbench backend --listen 127.0.0.1:",
+			"was not stopped and waited for by the block: add `kill -INT $!` and `wait` after it",
+			"--- FAIL: " + sub(5), fmt.Sprintf("README.md:%d: ./rlbench demo | tee demo.txt: the README test runs simple commands only", at[5]+1),
+			"--- FAIL: " + sub(6), fmt.Sprintf("README.md:%d: jq . report.json: jq is not on a fresh machine", at[6]+1), "mark the block `sh needs-jq`",
+			"--- FAIL: " + sub(7), "+ ./rlbench attack --no-such-flag\n", "unknown flag: --no-such-flag", "(the block's commands are traced",
+			"--- FAIL: TestREADME ",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the output lacks %q", want)
+			}
+		}
+		if strings.Contains(out, "--- FAIL: "+sub(0)) || strings.Contains(out, "--- FAIL: "+sub(1)) {
+			t.Errorf("a working block failed")
+		}
+		// The backend of README port 10200 ran on base+200 of the span
+		// TestREADME logged.
+		m := regexp.MustCompile(`the README's ports 10000\.\.10300 run as (\d+)\.\.`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no port span logged:\n%s", out)
+		}
+		base, _ := strconv.Atoi(m[1])
+		if !strings.Contains(out, fmt.Sprintf("http://127.0.0.1:%d", base+200)) {
+			t.Errorf("the backend's address line does not show port %d (README 10200 moved to the span at %d)", base+200, base)
+		}
+		if t.Failed() {
+			t.Logf("child output:\n%s", out)
+		}
+	})
+
+	t.Run("unclassified blocks", func(t *testing.T) {
+		readme, at := md("```bash\nrlbench demo\n```", "```\nrlbench demo\n```")
+		out, err := child(t, readme)
+		if err == nil {
+			t.Fatalf("TestREADME passed:\n%s", out)
+		}
+		for _, want := range []string{
+			"README.md has code blocks the README test cannot classify:",
+			fmt.Sprintf(`README.md:%d (bash): unknown info string "bash"`, at[0]),
+			fmt.Sprintf("README.md:%d (): a code block without an info string", at[1]),
+			"the first code block must be the first screen's sh block of two commands",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the output lacks %q:\n%s", want, out)
 			}
 		}
 	})

@@ -85,6 +85,12 @@ import (
 //     started. (`kill %N` is refused: dash, Debian's sh, cannot signal a job
 //     spec without job control.)
 //
+// Besides go and rlbench, a block runs only programs a fresh machine has
+// (readmeFreshPrograms: the POSIX shell's utilities) or files of the work
+// directory; any other program (curl, jq, kubectl, envoy) fails it, naming
+// the README line and the needs-WORD marker to add. A sh script block is
+// checked for the same before it runs, and traced (set -x).
+//
 // Words are expanded as the shell does (quotes, globs in the work directory;
 // an unset variable is an error). What the translation cannot run as
 // written (pipes, &&, variable assignments, redirections other than
@@ -255,12 +261,139 @@ func readmeMoveTextPorts(s string, base int) string {
 	})
 }
 
+// readmeFreshPrograms are the programs besides go and rlbench that a fresh
+// machine (Debian with Go installed) has: the POSIX shell's builtins and
+// the utilities of Debian's essential packages (coreutils, dash, findutils,
+// grep, sed, diffutils, tar, gzip). A README example that runs anything else
+// (curl, jq, kubectl, envoy, redis-server...) needs it installed, and its
+// block is marked needs-WORD.
+var readmeFreshPrograms = map[string]bool{
+	// sh builtins (POSIX.1-2017 XCU 1.6 and 2.14)
+	":": true, ".": true, "cd": true, "command": true, "echo": true, "exit": true, "export": true, "false": true,
+	"kill": true, "printf": true, "read": true, "return": true, "set": true, "shift": true, "test": true, "[": true,
+	"trap": true, "true": true, "unset": true, "wait": true,
+	// coreutils, findutils, grep, sed, diffutils, tar, gzip, dash
+	"basename": true, "cat": true, "chmod": true, "cmp": true, "cp": true, "cut": true, "date": true, "diff": true,
+	"dirname": true, "env": true, "find": true, "grep": true, "gzip": true, "head": true, "ln": true, "ls": true,
+	"mkdir": true, "mktemp": true, "mv": true, "rm": true, "sed": true, "seq": true, "sh": true, "sleep": true,
+	"sort": true, "tail": true, "tar": true, "tee": true, "touch": true, "tr": true, "uniq": true, "wc": true,
+	"xargs": true,
+}
+
+// readmeFreshProgram returns an error unless prog is one a fresh machine
+// has in the README work directory dir: go, rlbench (./rlbench), a program
+// of readmeFreshPrograms, or a file of the repository given by a relative
+// path (examples/envoy/run.sh).
+func readmeFreshProgram(prog, dir string) error {
+	switch {
+	case prog == "go" || prog == "rlbench" || prog == "./rlbench" || readmeFreshPrograms[prog]:
+		return nil
+	case strings.Contains(prog, "/") && !filepath.IsAbs(prog):
+		if _, err := os.Stat(filepath.Join(dir, prog)); err != nil {
+			return fmt.Errorf("%s is not in the README work directory (a copy of examples/)", prog)
+		}
+		return nil
+	}
+	name := filepath.Base(prog)
+	return fmt.Errorf("%s is not on a fresh machine (the README test runs go, rlbench and the POSIX shell's utilities): mark the block `sh needs-%s` with a first line `# needs: ...` saying what to install", prog, name)
+}
+
+// readmeCheckScript returns an error naming the README line of the first
+// command of the sh script block b that a fresh machine does not have
+// (readmeFreshProgram); functions the script defines are its own.
+func readmeCheckScript(b readmeBlock, dir string) error {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(b.text), "")
+	if err != nil {
+		return fmt.Errorf("%s: %v", b, err)
+	}
+	own := map[string]bool{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if fd, ok := n.(*syntax.FuncDecl); ok {
+			own[fd.Name.Value] = true
+		}
+		return true
+	})
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || err != nil || len(call.Args) == 0 {
+			return err == nil
+		}
+		prog := call.Args[0].Lit() // "" for a word with expansions: not checked
+		if prog == "" || own[prog] {
+			return true
+		}
+		if e := readmeFreshProgram(prog, dir); e != nil {
+			err = fmt.Errorf("README.md:%d: %v", b.line+int(call.Pos().Line()), e)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// readmeCheckUnrun checks what can be checked of a block the test does not
+// run (needs-WORD, and needs-real-parts without the parts): it parses as
+// POSIX shell, and each of its rlbench commands names a subcommand, flags
+// and arguments that rlbench accepts (cobra's Find, ParseFlags and
+// ValidateArgs; what the command checks when it runs is not checked).
+// Variables are expanded as empty, command substitutions are left as
+// written.
+func readmeCheckUnrun(b readmeBlock) error {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(b.text), "")
+	if err != nil {
+		return fmt.Errorf("%s: %v", b, err)
+	}
+	cfg := &expand.Config{Env: expand.ListEnviron()}
+	var errs []string
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		var args []string
+		for _, w := range call.Args {
+			a, err := expand.Literal(cfg, w)
+			if err != nil {
+				a = b.text[w.Pos().Offset():w.End().Offset()]
+			}
+			args = append(args, a)
+		}
+		switch {
+		case len(args) >= 3 && args[0] == "go" && args[1] == "run" && args[2] == "./cmd/rlbench":
+			args = args[3:]
+		case args[0] == "rlbench" || args[0] == "./rlbench":
+			args = args[1:]
+		default:
+			return true
+		}
+		var out bytes.Buffer
+		root := NewRoot(&IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out})
+		cmd, rest, err := root.Find(args)
+		if err == nil {
+			err = cmd.ParseFlags(rest)
+		}
+		if err == nil {
+			err = cmd.ValidateArgs(cmd.Flags().Args())
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("README.md:%d: rlbench %s: %v (not run: the block %s, but its rlbench commands must be valid)",
+				b.line+int(call.Pos().Line()), strings.Join(args, " "), err, strings.Join(b.markers, " ")))
+		}
+		return true
+	})
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
 // readmeScriptPrelude runs before a script block: `go run ./cmd/rlbench`
-// is rlbench; any other go command is refused.
+// is rlbench; any other go command is refused. Then the block's commands
+// are traced (set -x) on its stderr.
 const readmeScriptPrelude = `go() {
   if [ "$1" = run ] && [ "$2" = ./cmd/rlbench ]; then shift 2; rlbench "$@"; return; fi
   echo "README test: go $* is not run in a script block" >&2; return 2
 }
+set -x
 `
 
 // tsQuote quotes s as one testscript word (single quotes disable its
@@ -319,6 +452,9 @@ func translate(b readmeBlock, dir string, base int) (script []string, runs int, 
 		}
 		// Any other program runs as it is, from PATH: a fresh machine must
 		// have it, or the block needs marking.
+		if err := readmeFreshProgram(args[0], dir); err != nil {
+			return nil, 0, fail("%v", err)
+		}
 		switch {
 		case len(args) >= 3 && args[0] == "go" && args[1] == "run" && args[2] == "./cmd/rlbench":
 			args = append([]string{"rlbench"}, args[3:]...)
@@ -498,7 +634,7 @@ var readmeCmds = map[string]func(ts *testscript.TestScript, neg bool, args []str
 		}
 		ts.Logf("[sh] stdout:\n%s[sh] stderr:\n%s", ts.ReadFile(out.Name()), ts.ReadFile(errOut.Name()))
 		if err != nil {
-			ts.Fatalf("sh -e %s: %v", args[0], err)
+			ts.Fatalf("sh -e %s: %v (the block's commands are traced, + ..., in its stderr above)", args[0], err)
 		}
 		if left {
 			ts.Fatalf("the block left processes running (process group %d, killed): stop what it starts (kill -INT $PID; wait $PID)", pgid)
@@ -590,11 +726,20 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// readmeFileEnv names a Markdown file for TestREADME to run instead of the
+// repository's README.md, with the examples/ directory beside it (if any):
+// TestREADMEFailures runs TestREADME on small synthetic READMEs in a child
+// test process to show how it fails.
+const readmeFileEnv = "RLBENCH_README_TEST_FILE"
+
 // TestREADME runs README.md's examples (see the comment at the top of this
 // file for the rules).
 func TestREADME(t *testing.T) {
-	root := testfix.RepoRoot(t)
-	src, err := os.ReadFile(filepath.Join(root, "README.md"))
+	file := filepath.Join(testfix.RepoRoot(t), "README.md")
+	if f := os.Getenv(readmeFileEnv); f != "" {
+		file = f
+	}
+	src, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,8 +766,10 @@ func TestREADME(t *testing.T) {
 	}
 
 	work := t.TempDir()
-	if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS(filepath.Join(root, "examples"))); err != nil {
-		t.Fatal(err)
+	if examples := filepath.Join(filepath.Dir(file), "examples"); readmeIsDir(examples) {
+		if err := os.CopyFS(filepath.Join(work, "examples"), os.DirFS(examples)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// ./rlbench, as a reader's `go build -o rlbench ./cmd/rlbench` leaves it
 	// (for sh script blocks): this test binary's rlbench command.
@@ -642,9 +789,15 @@ func TestREADME(t *testing.T) {
 			continue
 		case kindNeeds:
 			t.Logf("%s: not run, needs: %s", b, reasons[i])
+			if err := readmeCheckUnrun(b); err != nil {
+				t.Error(err)
+			}
 			continue
 		case kindScript:
 			t.Run(fmt.Sprintf("README.md:%d", b.line), func(t *testing.T) {
+				if err := readmeCheckScript(b, work); err != nil {
+					t.Fatal(err)
+				}
 				archive := fmt.Sprintf("# %s, run by sh -e in the README work directory\nreadme-sh $WORK/readme-block.sh\n-- readme-block.sh --\n%s%s",
 					b, readmeScriptPrelude, readmeMoveTextPorts(b.text, base))
 				runReadmeScript(t, filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i)), archive, work, nil)
@@ -655,6 +808,9 @@ func TestREADME(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			env := []string{}
 			if kinds[i] == kindRealParts {
+				if err := readmeCheckUnrun(b); err != nil {
+					t.Fatal(err)
+				}
 				env = readmeRealParts(t, reasons[i])
 			}
 			lines, runs, err := translate(b, work, base)
@@ -675,6 +831,12 @@ func TestREADME(t *testing.T) {
 			runReadmeScript(t, filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i)), archive, work, env)
 		})
 	}
+}
+
+// readmeIsDir reports whether path is a directory.
+func readmeIsDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // runReadmeScript writes archive to file and runs it with testscript in
