@@ -112,6 +112,16 @@ func (b readmeBlock) String() string {
 	return fmt.Sprintf("README.md:%d (%s)", b.line, strings.TrimSpace(b.lang+" "+strings.Join(b.markers, " ")))
 }
 
+// parse parses the block's text as POSIX shell (mvdan.cc/sh); a syntax
+// error names the block.
+func (b readmeBlock) parse() (*syntax.File, error) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(b.text), "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b, err)
+	}
+	return f, nil
+}
+
 // readmeBlocks returns every code block of the Markdown src in order; an
 // indented code block is an error.
 func readmeBlocks(src []byte) ([]readmeBlock, error) {
@@ -302,9 +312,9 @@ func readmeFreshProgram(prog, dir string) error {
 // command of the sh script block b that a fresh machine does not have
 // (readmeFreshProgram); functions the script defines are its own.
 func readmeCheckScript(b readmeBlock, dir string) error {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(b.text), "")
+	f, err := b.parse()
 	if err != nil {
-		return fmt.Errorf("%s: %v", b, err)
+		return err
 	}
 	own := map[string]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
@@ -338,9 +348,9 @@ func readmeCheckScript(b readmeBlock, dir string) error {
 // Variables are expanded as empty, command substitutions are left as
 // written.
 func readmeCheckUnrun(b readmeBlock) error {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(b.text), "")
+	f, err := b.parse()
 	if err != nil {
-		return fmt.Errorf("%s: %v", b, err)
+		return err
 	}
 	cfg := &expand.Config{Env: expand.ListEnviron()}
 	var errs []string
@@ -404,9 +414,9 @@ func tsQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + 
 // words in dir and moving the README's ports to base (readmeMovePorts). It
 // also returns how many commands run.
 func translate(b readmeBlock, dir string, base int) (script []string, runs int, err error) {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(b.text), "")
+	f, err := b.parse()
 	if err != nil {
-		return nil, 0, fmt.Errorf("%s: %v", b, err)
+		return nil, 0, err
 	}
 	cfg := &expand.Config{Env: expand.ListEnviron("PWD=" + dir), ReadDir2: os.ReadDir, NoUnset: true}
 	jobs := 0
