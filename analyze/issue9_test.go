@@ -29,20 +29,7 @@ func dump(t *testing.T, dir, name string) {
 	}
 	dst := filepath.Join(root, name)
 	must(t, os.RemoveAll(dst))
-	must(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if fi.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	}))
+	copyDir(t, dir, dst)
 }
 
 // judged runs analyze on dir (after dumping it as name) and returns the scenario.
