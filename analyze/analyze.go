@@ -359,6 +359,9 @@ func judgeLimiters(in *Input) {
 	if ev.HasDecisions && len(ev.Decisions) > 0 {
 		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.rlsUnits())
 	}
+	if namedFlows(&ev.Requests) {
+		ls.keys = newKeyUse(len(ls.runs), ev.Requests.Len())
+	}
 	ls.applyFaults(in, in.received)
 	if why := requestsIncomplete(in); why != "" {
 		for _, r := range ls.runs {
@@ -370,6 +373,7 @@ func judgeLimiters(in *Input) {
 	for _, r := range ls.runs {
 		sr.Limiters = append(sr.Limiters, *r.report)
 	}
+	flowTables(in)
 	if b, ok := ls.endToEnd(&ev.Requests); ok {
 		sr.Model = &b
 	}
@@ -674,6 +678,7 @@ var DefaultCheckers = []Checker{
 	{"limit engaged", checkEngaged},
 	{"not limited", checkNotLimited},
 	{"shadow", checkShadow},
+	{"starved", checkStarved},
 	{"rate-limit headers", checkRateHeaders},
 	{"backend peak", checkBackendPeak},
 	{"amplification", checkAmplification},

@@ -214,6 +214,9 @@ type limiterSet struct {
 	failOpen int64
 	lastNs   int64
 	attrs    *reqAttrs
+	// keys collects which buckets each request used, for the per-flow and
+	// per-key tables (flows.go); nil when the requests name no flow.
+	keys *keyUse
 }
 
 // resolveLimiters builds the scenario's limiters (Scenario.EffectiveLimiters)
@@ -513,6 +516,9 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		type group struct {
 			m      model.Model
 			events []model.Event
+			// idx is each event's request index (-1: a late RLS decision);
+			// kept only for the per-flow and per-key tables (ls.keys).
+			idx []int32
 		}
 		var groups []*group
 		if r.decl.Model != nil {
@@ -665,6 +671,9 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				}
 				for _, e := range eps {
 					groups[un.g].events = append(groups[un.g].events, model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: uhi, Key: un.key + e, Descriptors: descs, Vars: vars, Outcome: uo})
+					if ls.keys != nil {
+						groups[un.g].idx = append(groups[un.g].idx, int32(i))
+					}
 				}
 				rep.units++
 			}
@@ -700,6 +709,9 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				lo, hi := d.TimeNs, d.TimeNs+ls.join.res-1
 				for _, e := range r.epochsOf(lo, hi) {
 					groups[g].events = append(groups[g].events, model.Event{ID: zombieID(zi), Lo: lo, Hi: hi, Key: key + e, Outcome: o})
+					if ls.keys != nil {
+						groups[g].idx = append(groups[g].idx, -1)
+					}
 				}
 				rep.Zombies++
 			}
@@ -731,6 +743,9 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			rep.merge(res, used == 1)
 			for _, e := range g.events {
 				widths = append(widths, e.Hi-e.Lo)
+			}
+			if ls.keys != nil {
+				ls.keys.route(k, g.m, g.events, g.idx)
 			}
 		}
 		rep.Total.Offered = rep.units + rep.Zombies // a request across a state reset is an event of both epochs

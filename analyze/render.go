@@ -190,6 +190,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := writeArrivalsTable(w, rep); err != nil {
 		return err
 	}
+	if err := writeFlowTables(w, rep); err != nil {
+		return err
+	}
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
 		for _, l := range s.Limiters {

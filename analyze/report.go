@@ -160,6 +160,12 @@ type ScenarioReport struct {
 	// RateLimitHeaders checks x-ratelimit-* and RateLimit-* headers; nil when
 	// no response carried them.
 	RateLimitHeaders *RateHeaderReport `json:"rate_limit_headers,omitempty"`
+	// Flows is the per-flow table and Keys the per-key (bucket) table, when
+	// the requests name their flows (issue 11); Starved the flows a shared
+	// bucket starved (StarvedFlow).
+	Flows   []FlowReport  `json:"flows,omitempty"`
+	Keys    []KeyReport   `json:"keys,omitempty"`
+	Starved []StarvedFlow `json:"starved,omitempty"`
 }
 
 // Check is one judged property of a scenario.

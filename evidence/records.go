@@ -349,16 +349,23 @@ type Expectation struct {
 	// REJECTED_DRY_RUN; collect/nginx.LimitReq*) over every nginx proxy,
 	// e.g. {"PASSED": 5, "DELAYED": 6}: delay=N forwards N+1 at once.
 	LimitReqStatus map[string]Range `json:"limit_req_status,omitempty"`
+	// Starved is what the per-flow analysis may find of a flow that stayed
+	// within its fair share of a shared bucket (the bucket's rate / the
+	// flows using it) but was rejected while other flows consumed it
+	// (issue 11): absent or false, such a flow fails the scenario; true
+	// accepts it and requires at least one (a global bucket shown to
+	// starve the polite users).
+	Starved *bool `json:"starved,omitempty"`
 }
 
 // Checks reports whether the expectation asks anything: admitted,
 // classes, receipts_equal_admitted, stats_agree, not_limited, shadow,
-// backend_peak, amplification or limit_req_status. An empty expectation
+// backend_peak, amplification, limit_req_status or starved. An empty expectation
 // (and no intended limit, no limiter) leaves nothing to check: such a
 // scenario is NOT_RUN, never PASS.
 func (e *Expectation) Checks() bool {
 	return e.Admitted != nil || len(e.Classes) > 0 || e.ReceiptsEqualAdmitted || e.StatsAgree || e.NotLimited || e.Shadow != nil ||
-		len(e.BackendPeak) > 0 || e.Amplification != nil || len(e.LimitReqStatus) > 0
+		len(e.BackendPeak) > 0 || e.Amplification != nil || len(e.LimitReqStatus) > 0 || e.Starved != nil
 }
 
 // LimitSpec describes one configured limiter for computing the admissions the
