@@ -212,6 +212,16 @@ func TestNewRunCmd(t *testing.T) {
 	})
 }
 
+func TestNewSimulateCmd(t *testing.T) {
+	testCmd(t, NewSimulateCmd, []cmdCase[SimulateOptions]{
+		{name: "defaults", argv: argv("plan.yaml"), want: &SimulateOptions{IO: tio, PlanFile: "plan.yaml", Format: "table", Seed: 1}},
+		{name: "every flag", argv: argv("--seed 7 --format json plan.yaml"), want: &SimulateOptions{IO: tio, PlanFile: "plan.yaml", Format: "json", Seed: 7}},
+		{name: "no plan", argv: nil, err: "accepts 1 arg"},
+		{name: "bad seed", argv: argv("--seed x plan.yaml"), err: `invalid argument "x" for "--seed"`},
+		{name: "bad format", argv: argv("--format xml plan.yaml"), err: `--format must be table, json, markdown, junit, csv or html, not "xml"`},
+	})
+}
+
 func TestNewReportCmd(t *testing.T) {
 	five := 5
 	testCmd(t, NewReportCmd, []cmdCase[ReportOptions]{
@@ -469,7 +479,7 @@ func TestNewWaitCmd(t *testing.T) {
 }
 
 func TestEveryLeafHasAnOptionsTest(t *testing.T) {
-	tested := map[string]bool{"wait": true, "analyze": true, "report": true, "export vegeta": true, "run": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
+	tested := map[string]bool{"wait": true, "analyze": true, "report": true, "export vegeta": true, "run": true, "simulate": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
 		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true,
 		"collect nginx-access-log": true, "collect nginx-status": true} // the nginx ones: collect_nginx_test.go
 	var walk func(c *cobra.Command)

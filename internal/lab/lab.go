@@ -234,6 +234,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Effective returns o with the lab's defaults applied, as Start runs it
+// (withDefaults): what a simulation of the lab declares without starting it.
+func (o Options) Effective() Options { return o.withDefaults() }
+
 func percent(v float64) *float64 { return &v }
 
 // listenAddr is the 127.0.0.1 address of the part at offset of the

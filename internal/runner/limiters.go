@@ -32,15 +32,36 @@ const (
 // windows counting over-limit hits too, counters in Redis without
 // persistence: a Redis restart loses them).
 func labLimiters(lp *LabPlan, l *lab.Lab) ([]evidence.Limiter, error) {
-	eff := l.Options()
+	names, starts := make([]string, len(l.Proxies)), make([]time.Time, len(l.Proxies))
+	for i, p := range l.Proxies {
+		names[i], starts[i] = p.Name(), p.Started()
+	}
+	return declareLabLimiters(lp, l.Options(), names, starts)
+}
+
+// LabLimiters declares the limiters of the plan's lab as labLimiters does
+// for a lab whose proxies all started at start, without starting anything
+// (rlbench simulate runs them on a virtual clock).
+func (lp *LabPlan) LabLimiters(start time.Time) ([]evidence.Limiter, error) {
+	eff := lp.labOptions().Effective()
+	names, starts := make([]string, eff.Proxies.Count), make([]time.Time, eff.Proxies.Count)
+	for i := range names {
+		names[i], starts[i] = lab.ProxyName(i), start
+	}
+	return declareLabLimiters(lp, eff, names, starts)
+}
+
+// declareLabLimiters is labLimiters for the lab's effective options and its
+// proxies' names and start times.
+func declareLabLimiters(lp *LabPlan, eff lab.Options, names []string, starts []time.Time) ([]evidence.Limiter, error) {
 	var out []evidence.Limiter
 	if lc := eff.Proxies.Config.Local; lc != nil {
-		for _, p := range l.Proxies {
-			spec, ok := localSpec(lc, p.Started())
+		for i, name := range names {
+			spec, ok := localSpec(lc, starts[i])
 			if !ok {
 				continue // not expressible as a model: the scenario declares no such limiter
 			}
-			d := evidence.Limiter{Name: "local " + p.Name(), Stage: evidence.StageLocal, Targets: []string{p.Name()},
+			d := evidence.Limiter{Name: "local " + name, Stage: evidence.StageLocal, Targets: []string{name},
 				Key: evidence.KeyTarget, Model: spec, RateLimitHeaders: lc.EnableXRateLimitHeaders}
 			if lc.PerDownstreamConnection {
 				d.Key = evidence.KeyConnection
@@ -151,8 +172,17 @@ func (r *scenarioRun) scenarioLimiters() []evidence.Limiter {
 // the model checker builds each request's descriptors from them. Other
 // header values are not recorded.
 func (r *scenarioRun) requestHeaders() (perStep map[string]map[string]string, perFlow map[string]map[string]map[string]string) {
+	return RequestHeaders(r.scenarioLimiters(), r.plan.Steps)
+}
+
+// RequestHeaders gives scenario.json's request_headers and
+// flow_request_headers for the attack steps: per step (and per flow), the
+// values of the headers the limiters' descriptor actions read
+// (request_headers and header_value_match; lower-case names). Other
+// header values are not recorded.
+func RequestHeaders(limiters []evidence.Limiter, steps []Step) (perStep map[string]map[string]string, perFlow map[string]map[string]map[string]string) {
 	read := map[string]bool{}
-	for _, l := range r.scenarioLimiters() {
+	for _, l := range limiters {
 		for _, e := range l.RateLimits {
 			for _, a := range e.Actions {
 				if h := a.RequestHeaders; h != nil {
@@ -181,7 +211,7 @@ func (r *scenarioRun) requestHeaders() (perStep map[string]map[string]string, pe
 		return hs
 	}
 	perStep = map[string]map[string]string{}
-	for _, st := range r.plan.Steps {
+	for _, st := range steps {
 		if st.Attack == nil {
 			continue
 		}

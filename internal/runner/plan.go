@@ -78,6 +78,9 @@ type ScenarioPlan struct {
 	// checker (evidence.Limiter, in request order). The lab's are written
 	// without them; give them for external targets.
 	Limiters []evidence.Limiter `json:"limiters,omitempty"`
+	// Simulate configures `rlbench simulate` (arrivals, limiters the lab
+	// cannot build, the summary grid); the lab ignores it.
+	Simulate *SimulatePlan `json:"simulate,omitempty"`
 }
 
 // LabPlan configures the embedded lab of a scenario.
@@ -729,6 +732,11 @@ func (p *Plan) validate() error {
 				return at(lp+".name", where, "limiters[%d].name: %q is used twice", j, l.Name)
 			}
 			names[l.Name] = true
+		}
+		if sim := s.Simulate; sim != nil {
+			if err := sim.validate(sp+".simulate", where); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/schemas"
+)
+
+// TestSimulateInstances: `rlbench simulate` of the dimensions example
+// prints analyze's tables, the grid, PASS and exits 0; --format json is a
+// report that validates against its schema; a bad simulate field is a
+// usage error naming its line.
+func TestSimulateInstances(t *testing.T) {
+	code, out, errOut := runCLI(t, "simulate", "../../examples/dimensions/instances.yaml")
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"Flows:", "Keys:", "Simulated admitted per second", "│ sticky 100:0:0       │ 110.0      │ 36.6", "Verdict: PASS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "simulate", "--format", "json", "../../examples/dimensions/users.yaml")
+	if code != ExitOK {
+		t.Fatalf("json: exit %d\n%s", code, out)
+	}
+	if err := schemas.Validate(schemas.Report, []byte(out)); err != nil {
+		t.Fatal(err)
+	}
+	var rep analyze.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 2 || len(rep.Scenarios[0].Starved) != 3 || len(rep.Scenarios[1].Starved) != 0 {
+		t.Fatalf("starved findings: %+v", rep.Scenarios)
+	}
+}
