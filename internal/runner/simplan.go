@@ -73,7 +73,9 @@ func (f *FlowPlan) Count() int { return f.ids() }
 
 // ScenarioDir is a scenario repeat's directory in a run directory,
 // NN-<slug>/<repeat>, as `rlbench run` names it.
-func ScenarioDir(index int, sc *ScenarioPlan, repeat int) string { return scenarioDir(index, sc, repeat) }
+func ScenarioDir(index int, sc *ScenarioPlan, repeat int) string {
+	return scenarioDir(index, sc, repeat)
+}
 
 // Slug is a plan name as the runner puts it in directory names and IDs.
 func Slug(s string) string { return slug(s) }

@@ -203,9 +203,9 @@ func limiters(sc *runner.ScenarioPlan, start time.Time) ([]evidence.Limiter, err
 // send is one request to simulate.
 type send struct {
 	id, target, flow, phase, method, path, conn string
-	header                               http.Header
-	sentNs                               int64
-	order                                int // flow index, then ID order: ties keep it
+	header                                      http.Header
+	sentNs                                      int64
+	order                                       int // flow index, then ID order: ties keep it
 }
 
 // sends lays out one attack step's requests on the virtual clock from
@@ -218,11 +218,11 @@ func sends(st runner.Step, j int, sc *runner.ScenarioPlan, index, repeat int, ts
 	ap := st.Attack
 	type flow struct {
 		name, split, method, path string
-		ids                        int
-		seed                       int64
-		rate                       vegeta.Rate
-		header                     http.Header
-		noKeepAlive                bool
+		ids                       int
+		seed                      int64
+		rate                      vegeta.Rate
+		header                    http.Header
+		noKeepAlive               bool
 	}
 	var flows []flow
 	if len(ap.Flows) == 0 {
