@@ -11,7 +11,7 @@ import (
 func TestSimulatePlanValidated(t *testing.T) {
 	head := "scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1}\n   simulate:\n"
 	for name, c := range map[string]struct{ plan, want string }{
-		"arrivals": {head + "     arrivals: bursty\n", `p.yaml: line 6: scenarios[0] (a): simulate.arrivals must be uniform or poisson, not "bursty"`},
+		"arrivals":  {head + "     arrivals: bursty\n", `p.yaml: line 6: scenarios[0] (a): simulate.arrivals must be uniform or poisson, not "bursty"`},
 		"row alone": {head + "     row: r\n", `p.yaml: line 5: scenarios[0] (a): simulate: give row and column together`},
 		"latency":   {head + "     latency: -1ms\n", `p.yaml: line 6: scenarios[0] (a): simulate.latency must be > 0`},
 		"limiter": {head + "     limiters:\n      - {name: x, stage: local, key: shared}\n",
