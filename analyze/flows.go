@@ -386,6 +386,21 @@ func flowTables(in *Input) {
 		}
 		sr.Flows = append(sr.Flows, fr)
 	}
+	// by phase (in send order), then by name: a table that does not depend
+	// on which flow's request happened to be answered first
+	phaseRank := map[string]int{}
+	for _, a := range flows {
+		if _, ok := phaseRank[a.phase]; !ok {
+			phaseRank[a.phase] = len(phaseRank)
+		}
+	}
+	sort.SliceStable(sr.Flows, func(a, b int) bool {
+		fa, fb := &sr.Flows[a], &sr.Flows[b]
+		if pa, pb := phaseRank[fa.Phase], phaseRank[fb.Phase]; pa != pb {
+			return pa < pb
+		}
+		return fa.Flow < fb.Flow
+	})
 }
 
 // starvedAt finds the starved flows at one bucket shared by several flows.
