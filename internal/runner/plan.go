@@ -721,17 +721,8 @@ func (p *Plan) validate() error {
 		if _, err := evidence.NewClassifier(s.Classify); err != nil {
 			return at(sp+".classify", where, "%w", err)
 		}
-		names := map[string]bool{}
-		for j := range s.Limiters {
-			l := &s.Limiters[j]
-			lp := fmt.Sprintf("%s.limiters[%d]", sp, j)
-			if err := l.Validate(); err != nil {
-				return at(lp, where, "limiters[%d].%w", j, err)
-			}
-			if names[l.Name] {
-				return at(lp+".name", where, "limiters[%d].name: %q is used twice", j, l.Name)
-			}
-			names[l.Name] = true
+		if err := validateLimiters(s.Limiters, sp, where, "limiters"); err != nil {
+			return err
 		}
 		if sim := s.Simulate; sim != nil {
 			if err := sim.validate(sp+".simulate", where); err != nil {

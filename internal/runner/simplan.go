@@ -53,15 +53,22 @@ func (s *SimulatePlan) validate(sp, where string) error {
 	if s.Latency < 0 {
 		return at(sp+".latency", where, "simulate.latency must be > 0 (or absent)")
 	}
+	return validateLimiters(s.Limiters, sp, where, "simulate.limiters")
+}
+
+// validateLimiters checks limiter declarations (evidence.Limiter.Validate)
+// and that their names are unique; sp is the path of the section holding
+// them, field their key as messages name it ("limiters").
+func validateLimiters(ls []evidence.Limiter, sp, where, field string) error {
 	names := map[string]bool{}
-	for j := range s.Limiters {
-		l := &s.Limiters[j]
+	for j := range ls {
+		l := &ls[j]
 		lp := fmt.Sprintf("%s.limiters[%d]", sp, j)
 		if err := l.Validate(); err != nil {
-			return at(lp, where, "simulate.limiters[%d].%w", j, err)
+			return at(lp, where, "%s[%d].%w", field, j, err)
 		}
 		if names[l.Name] {
-			return at(lp+".name", where, "simulate.limiters[%d].name: %q is used twice", j, l.Name)
+			return at(lp+".name", where, "%s[%d].name: %q is used twice", field, j, l.Name)
 		}
 		names[l.Name] = true
 	}
