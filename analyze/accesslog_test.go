@@ -304,9 +304,9 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 		id := "rid-" + string(rune('0'+i))
 		e.requests = append(e.requests, evidence.Request{ID: id, Target: "envoy", Code: 200, SentNs: t0, LatencyNs: 1})
 		if i < 4 { // the backend's receipt for the last one carries no x-request-id
-			e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id), Headers: map[string]string{"X-Request-Id": xrids[i]}})
+			e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id), RecvNs: t0, Headers: map[string]string{"X-Request-Id": xrids[i]}})
 		} else {
-			e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id)})
+			e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id), RecvNs: t0})
 		}
 	}
 	e.attack["sent"] = 5

@@ -111,9 +111,9 @@ func TestReconciliationFlagsEachAnomaly(t *testing.T) {
 	// 200 without receipt: drop id-00's receipt.
 	e.receipts = e.receipts[1:]
 	// 429 with receipt (leaked): id-10 was rejected but reached the backend.
-	e.receipts = append(e.receipts, evidence.Receipt{ID: sp("id-10")})
+	e.receipts = append(e.receipts, evidence.Receipt{ID: sp("id-10"), RecvNs: t0 + 1e9})
 	// duplicate receipt: id-01 arrived twice (a re-send).
-	e.receipts = append(e.receipts, evidence.Receipt{ID: sp("id-01")})
+	e.receipts = append(e.receipts, evidence.Receipt{ID: sp("id-01"), RecvNs: t0 + 1e9})
 	// phantom: an ID never sent.
 	e.receipts = append(e.receipts, evidence.Receipt{ID: sp("ghost-1")})
 	// and a receipt without any ID header.

@@ -140,6 +140,9 @@ type Requests struct {
 	// Rate holds the parsed rate-limit headers of the responses that had
 	// any, in request order (sparse: RateHeaders.Request is the index).
 	Rate []RateHeaders
+	// NotSent are the indexes, increasing, of the requests recorded with
+	// not_sent (Request.NotSent: they never left the client).
+	NotSent []int32
 
 	targetIdx map[string]uint16
 	phaseIdx  map[string]uint16
@@ -160,6 +163,9 @@ func (r *Requests) Add(q *Request) (int, bool) { return r.AddClassified(q, nil) 
 func (r *Requests) AddClassified(q *Request, c *Classifier) (int, bool) {
 	i, ok := r.add([]byte(q.ID), q.Target, q.Phase, q.Flow, q.URL, q.Conn, q.SentNs, q.SentNs+q.LatencyNs, q.Code, c.ClassifyRequest(q))
 	if ok {
+		if q.NotSent {
+			r.NotSent = append(r.NotSent, int32(i))
+		}
 		if h, has := ParseRateHeaders(q.header); has {
 			h.Request = int32(i)
 			r.Rate = append(r.Rate, h)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	json "github.com/goccy/go-json"
 )
@@ -58,6 +59,10 @@ type reqChunk struct {
 	class            []Class
 	// rate are the rows' rate-limit headers; Request is the row in the chunk.
 	rate []RateHeaders
+	// notSent are the rows recorded with not_sent.
+	notSent []int32
+	// outside is the first row sent outside the attack's span.
+	outside lineFinding
 }
 
 // recChunk is the decoded receipts of one span, their IDs resolved; next
@@ -77,6 +82,10 @@ type recChunk struct {
 	endpoints  []string
 	endpointIx map[string]uint16
 	any        bool
+	// early is the first receipt recorded before its request was sent
+	// (beyond the clock tolerance), unsent the first of a request
+	// recorded as not sent.
+	early, unsent lineFinding
 }
 
 // spans splits a file of size n into chunks.
@@ -172,9 +181,10 @@ func estimateRows(f *os.File, bytes int64) int {
 
 // readRequests reads requests.jsonl into reqs and receipts.jsonl into recs,
 // decoding both files' chunks on every CPU. It returns the lines skipped
-// because their ID was recorded before, and the errors that stopped each
-// read (fs.ErrNotExist when a file is absent).
-func readRequests(ctx context.Context, reqPath string, cls *Classifier, wantXRID bool, reqs *Requests, recs *Receipts, recPath string) ([]Problem, loadErrs) {
+// because their ID was recorded before, the lines whose times or not_sent
+// contradict the attack (clk) or their request, and the errors that
+// stopped each read (fs.ErrNotExist when a file is absent).
+func readRequests(ctx context.Context, reqPath string, cls *Classifier, wantXRID bool, reqs *Requests, recs *Receipts, recPath string, clk clockChecks) ([]Problem, loadErrs) {
 	var errs loadErrs
 	rf, _, err := OpenRegularFile(reqPath)
 	if err != nil {
@@ -205,13 +215,13 @@ func readRequests(ctx context.Context, reqPath string, cls *Classifier, wantXRID
 				tasks = append(tasks, func() {
 					defer close(c.done)
 					if !stop.Load() {
-						c.read(ctx, rf, size, reqPath, cls)
+						c.read(ctx, rf, size, reqPath, cls, &clk)
 					}
 				})
 			}
 			finished := make(chan struct{})
 			go func() { parallel(tasks); close(finished) }()
-			problems, errs.requests = mergeRequests(chunks, reqs, reqPath, estimateRows(rf, size))
+			problems, errs.requests = mergeRequests(chunks, reqs, reqPath, estimateRows(rf, size), &clk)
 			stop.Store(true)
 			<-finished
 		}
@@ -226,10 +236,12 @@ func readRequests(ctx context.Context, reqPath string, cls *Classifier, wantXRID
 			for _, sp := range spans(size) {
 				c := &recChunk{span: sp}
 				chunks = append(chunks, c)
-				tasks = append(tasks, func() { c.read(ctx, cf, size, recPath, reqs, wantXRID) })
+				tasks = append(tasks, func() { c.read(ctx, cf, size, recPath, reqs, wantXRID, &clk) })
 			}
 			parallel(tasks)
-			errs.receipts = mergeReceipts(chunks, recs, wantXRID)
+			var more []Problem
+			more, errs.receipts = mergeReceipts(chunks, recs, wantXRID, recPath)
+			problems = append(problems, more...)
 		}
 	}
 	return problems, errs
@@ -260,7 +272,7 @@ func parallel(tasks []func()) {
 	wg.Wait()
 }
 
-func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string, cls *Classifier) {
+func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string, cls *Classifier, clk *clockChecks) {
 	n := estimateRows(f, c.end-c.start)
 	c.ends = make([]int, 0, n)
 	c.line = make([]int32, 0, n)
@@ -286,6 +298,9 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 			if len(sc.id) == 0 {
 				return &LineError{File: name, Line: line, Err: errors.New("request without id")}
 			}
+			if err := requestTimesError(sc.sent, sc.latency); err != nil {
+				return &LineError{File: name, Line: line, Err: err}
+			}
 			m := Marks{Code: int(sc.code)}
 			if needsBody(sc.code, rules) {
 				m = sc.marks()
@@ -298,6 +313,7 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 			}
 			row := c.add(line, sc.id, internBytes(&c.targetIx, &c.targets, sc.target), internBytes(&c.phasIx, &c.phases, sc.phase),
 				internBytes(&c.flowIx, &c.flows, sc.flow), internBytes32(&c.urlIx, &c.urls, sc.url), internBytes32(&c.connIx, &c.conns, sc.conn), sc.sent, sc.sent+sc.latency, int(sc.code), cl)
+			c.check(line, row, sc.notSent, clk)
 			if sc.hasRate != [numRateHeaders]bool{} {
 				if h, ok := ParseRateHeaders(sc.rateHeaderByName); ok {
 					h.Request = int32(row)
@@ -313,8 +329,12 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 		if r.ID == "" {
 			return &LineError{File: name, Line: line, Err: errors.New("request without id")}
 		}
+		if err := requestTimesError(r.SentNs, r.LatencyNs); err != nil {
+			return &LineError{File: name, Line: line, Err: err}
+		}
 		row := c.add(line, []byte(r.ID), intern(&c.targetIx, &c.targets, r.Target), intern(&c.phasIx, &c.phases, r.Phase),
 			intern(&c.flowIx, &c.flows, r.Flow), intern32(&c.urlIx, &c.urls, r.URL), intern32(&c.connIx, &c.conns, r.Conn), r.SentNs, r.EndNs(), r.Code, cls.ClassifyRequest(&r))
+		c.check(line, row, r.NotSent, clk)
 		if h, ok := ParseRateHeaders(r.header); ok {
 			h.Request = int32(row)
 			c.rate = append(c.rate, h)
@@ -339,6 +359,27 @@ func (c *reqChunk) add(line int, id []byte, target, phase, flow uint16, url, con
 	return len(c.ends) - 1
 }
 
+// check records row (on line) as not sent, and as sent outside the attack's span.
+func (c *reqChunk) check(line, row int, notSent bool, clk *clockChecks) {
+	if notSent {
+		c.notSent = append(c.notSent, int32(row))
+	}
+	if sent := c.sentNs[row]; clk.outside(sent) {
+		c.outside.note(line, func() string {
+			return fmt.Sprintf("id %q: sent_ns %d lies outside the attack's start_ns..end_ns %d..%d (%s, tolerance %v): contradictory evidence",
+				c.arena[c.idStart(row):c.ends[row]], sent, clk.startNs, clk.endNs, AttackFile, time.Duration(clk.tolNs))
+		})
+	}
+}
+
+// idStart is where row's ID begins in the arena.
+func (c *reqChunk) idStart(row int) int {
+	if row == 0 {
+		return 0
+	}
+	return c.ends[row-1]
+}
+
 // internBytes32 is intern32 for a name given as bytes.
 func internBytes32(idx *map[string]uint32, names *[]string, name []byte) uint32 {
 	if i, ok := (*idx)[string(name)]; ok {
@@ -359,10 +400,22 @@ func relocate(err error, offset int) error {
 }
 
 // mergeRequests appends the chunks' requests to reqs in file order, up to the
-// first error, and reports repeated IDs (the later line is skipped).
-func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int) ([]Problem, error) {
+// first error, and reports repeated IDs (the later line is skipped), the
+// first request sent outside the attack's span and the first recorded as
+// not sent, unless attack.json reports as many not sent (clk).
+func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int, clk *clockChecks) (problems []Problem, _ error) {
 	reqs.grow(reqs.Len() + estimate)
-	var problems []Problem
+	var outside, notSent lineFinding
+	defer func() {
+		if p, ok := outside.problem(RequestsFile, name); ok {
+			problems = append(problems, p)
+		}
+		if notSent.n != clk.attackNotSent {
+			if p, ok := notSent.problem(RequestsFile, name); ok {
+				problems = append(problems, p)
+			}
+		}
+	}()
 	lines := make([]int32, 0, estimate) // line of each request kept
 	offset := 0
 	for _, c := range chunks {
@@ -387,10 +440,14 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 		for i, cn := range c.conns {
 			cmap[i] = reqs.connIndex(cn)
 		}
-		start, ri := 0, 0
+		start, ri, ni := 0, 0, 0
+		outside.merge(c.outside, offset)
 		for i, e := range c.ends {
 			id := c.arena[start:e]
 			start = e
+			for ; ni < len(c.notSent) && int(c.notSent[ni]) < i; ni++ {
+			}
+			unsent := ni < len(c.notSent) && int(c.notSent[ni]) == i
 			if prev, dup := reqs.IDs.insert(id, reqs.Len()); dup {
 				// The attack records each ID once: a second line is damage.
 				problems = append(problems, Problem{File: RequestsFile, Msg: fmt.Sprintf("%s:%d: id %q recorded again (first on line %d)",
@@ -403,6 +460,12 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 				h := c.rate[ri]
 				h.Request = int32(reqs.Len())
 				reqs.Rate = append(reqs.Rate, h)
+			}
+			if unsent {
+				notSent.note(offset+int(c.line[i]), func() string {
+					return fmt.Sprintf("id %q was not sent (not_sent): the attack is incomplete", id)
+				})
+				reqs.NotSent = append(reqs.NotSent, int32(reqs.Len()))
 			}
 			lines = append(lines, int32(offset+int(c.line[i])))
 			reqs.Target = append(reqs.Target, tmap[c.target[i]])
@@ -425,7 +488,7 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 	return problems, nil
 }
 
-func (c *recChunk) read(ctx context.Context, f *os.File, size int64, name string, reqs *Requests, wantXRID bool) {
+func (c *recChunk) read(ctx context.Context, f *os.File, size int64, name string, reqs *Requests, wantXRID bool, clk *clockChecks) {
 	n := estimateRows(f, c.end-c.start)
 	c.recv = make([]int64, 0, n)
 	c.request = make([]int32, 0, n)
@@ -441,6 +504,7 @@ func (c *recChunk) read(ctx context.Context, f *os.File, size int64, name string
 		sc.wantHeader = wantXRID
 		if scanReceipt(b, &sc) {
 			c.add(reqs, sc.recv, sc.id, sc.hasID)
+			c.check(line, reqs, clk)
 			c.addColumns(sc.attempt, internBytes(&c.endpointIx, &c.endpoints, sc.endpoint))
 			if wantXRID {
 				c.xrid = append(c.xrid, string(sc.xrid))
@@ -456,12 +520,36 @@ func (c *recChunk) read(ctx context.Context, f *os.File, size int64, name string
 			id = []byte(*r.ID)
 		}
 		c.add(reqs, r.RecvNs, id, r.ID != nil)
+		c.check(line, reqs, clk)
 		c.addColumns(attemptCount(r.Headers), intern(&c.endpointIx, &c.endpoints, r.Endpoint))
 		if wantXRID {
 			c.xrid = append(c.xrid, xRequestID(r.Headers))
 		}
 		return nil
 	})
+}
+
+// check records the receipt just added (on line) when it precedes its
+// request's sent_ns by more than the clock tolerance, or its request was
+// recorded as not sent: a receipt is the backend's proof that the
+// request arrived.
+func (c *recChunk) check(line int, reqs *Requests, clk *clockChecks) {
+	k := c.request[len(c.request)-1]
+	if k < 0 {
+		return
+	}
+	recv, sent := c.recv[len(c.recv)-1], reqs.SentNs[k]
+	if recv < sent-clk.tolNs {
+		c.early.note(line, func() string {
+			return fmt.Sprintf("receipt of id %q: recv_ns %d is %v before its request was sent (sent_ns %d in %s; tolerance %v): contradictory evidence",
+				reqs.IDs.ID(int(k)), recv, time.Duration(sent-recv), sent, RequestsFile, time.Duration(clk.tolNs))
+		})
+	}
+	if reqs.IsNotSent(int(k)) {
+		c.unsent.note(line, func() string {
+			return fmt.Sprintf("receipt of id %q, which %s records as not sent (not_sent): contradictory evidence", reqs.IDs.ID(int(k)), RequestsFile)
+		})
+	}
 }
 
 // addColumns records a receipt's attempt count and endpoint index.
@@ -493,17 +581,27 @@ func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
 }
 
 // mergeReceipts appends the chunks' receipts to recs in file order, up to
-// the first error.
-func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool) error {
+// the first error, and returns the first receipt (of file name) that
+// precedes its request and the first of a request not sent.
+func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name string) ([]Problem, error) {
 	var err error
+	var early, unsent lineFinding
 	offset := 0
 	for i, c := range chunks {
+		early.merge(c.early, offset)
+		unsent.merge(c.unsent, offset)
 		if c.err != nil {
 			err = relocate(c.err, offset)
 			chunks = chunks[:i+1]
 			break
 		}
 		offset += c.lines
+	}
+	var problems []Problem
+	for _, f := range []*lineFinding{&early, &unsent} {
+		if p, ok := f.problem(ReceiptsFile, name); ok {
+			problems = append(problems, p)
+		}
 	}
 	total := 0
 	for _, c := range chunks {
@@ -533,5 +631,5 @@ func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool) error {
 		}
 		*c = recChunk{}
 	}
-	return err
+	return problems, err
 }

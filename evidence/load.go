@@ -28,7 +28,12 @@ import (
 // Missing or malformed evidence is not an error: it is a Problem of the
 // scenario naming the file and line (a truncated last line says so), and so
 // is a sealed JSON Lines file that its writer never closed, closed after a
-// write error, or that changed since (seal.go). The
+// write error, or that changed since (seal.go). A request line whose
+// sent_ns or latency_ns is negative stops the read like a malformed one;
+// contradictory lines are Problems naming the first such line: a request
+// sent outside attack.json's start_ns..end_ns, one recorded as not sent
+// that attack.json does not report, a receipt earlier than its request's
+// sent_ns or of a request not sent (ClockTolerance). The
 // error is non-nil only when dir cannot be read, its manifest.json does not
 // decode, or ctx is done.
 func Load(ctx context.Context, dir string) (*Bundle, error) {
@@ -160,7 +165,8 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	s.AccessLogs, s.Problems = readAccessLogs(d, s.Problems)
 
 	cls, _ := NewClassifier(s.Scenario.Classify) // validated by DecodeScenario
-	reqProblems, reqErr := readRequests(ctx, d.Requests(), cls, len(s.AccessLogs) > 0, &s.Requests, &s.Receipts, d.Receipts())
+	clk := newClockChecks(s.Attack, s.Scenario.Limiters)
+	reqProblems, reqErr := readRequests(ctx, d.Requests(), cls, len(s.AccessLogs) > 0, &s.Requests, &s.Receipts, d.Receipts(), clk)
 	s.Requests.received(&s.Receipts)
 	s.HasRequests = !errors.Is(reqErr.requests, fs.ErrNotExist)
 	s.Problems = append(s.Problems, reqProblems...)

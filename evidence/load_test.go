@@ -88,7 +88,7 @@ func TestLoadChunksAgreeWithSequentialDecode(t *testing.T) {
 		want = append(want, r)
 	}
 	writeFile(t, Dir(dir).Requests(), b.String())
-	writeFile(t, Dir(dir).Receipts(), lines(t, []Receipt{{ID: &want[0].ID, RecvNs: 3}, {RecvNs: 4}, {ID: ptr("ghost"), RecvNs: 5}}))
+	writeFile(t, Dir(dir).Receipts(), lines(t, []Receipt{{ID: &want[0].ID, RecvNs: want[0].SentNs + 3}, {RecvNs: 4}, {ID: ptr("ghost"), RecvNs: 5}}))
 	s := LoadScenario(context.Background(), dir, false)
 	var problems []string
 	for _, p := range s.Problems {
@@ -115,7 +115,7 @@ func TestLoadChunksAgreeWithSequentialDecode(t *testing.T) {
 	}
 	rc := &s.Receipts
 	if !reflect.DeepEqual(rc.Request, []int32{0, NoID, Phantom}) || !reflect.DeepEqual(rc.PhantomIDs, []string{"ghost"}) ||
-		!reflect.DeepEqual(rc.RecvNs, []int64{3, 4, 5}) {
+		!reflect.DeepEqual(rc.RecvNs, []int64{want[0].SentNs + 3, 4, 5}) {
 		t.Fatalf("receipts %+v", rc)
 	}
 }

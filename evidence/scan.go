@@ -322,7 +322,7 @@ func finish(b []byte, i int) bool { return skipWS(b, i) == len(b) }
 // ones classification rules read.
 type reqScan struct {
 	id, target, phase, flow, body, url, conn []byte
-	bodyEsc, hasBody                         bool
+	bodyEsc, hasBody, notSent                bool
 	sent, latency, code                      int64
 	bytesIn                                  uint64
 	rateLimited, ust, contentType, overload  []byte
@@ -336,7 +336,7 @@ type reqScan struct {
 }
 
 var requestFields = []string{"id", "target", "url", "method", "sent_ns", "latency_ns", "code", "error", "bytes_in", "headers", "body",
-	"phase", "conn", "flow"}
+	"phase", "conn", "flow", "not_sent"}
 
 // scanRequest scans a requests.jsonl line into f; false means "decode in full".
 func scanRequest(b []byte, f *reqScan) bool {
@@ -369,6 +369,13 @@ func scanRequest(b []byte, f *reqScan) bool {
 			f.latency, i, ok = intValue(b, i, true)
 		case "code":
 			f.code, i, ok = intValue(b, i, true)
+		case "not_sent":
+			j := i
+			if i, ok = literal(b, j, "true"); ok {
+				f.notSent = true
+			} else if i, ok = literal(b, j, "false"); !ok {
+				i, ok = literal(b, j, "null")
+			}
 		case "bytes_in":
 			var v int64
 			v, i, ok = intValue(b, i, false)

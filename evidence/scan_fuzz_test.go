@@ -181,7 +181,7 @@ func FuzzLoadRequests(f *testing.F) {
 		old := chunkBytes
 		chunkBytes = int64(chunk%64) + 1
 		var got Requests
-		gotProblems, gotErrs := readRequests(context.Background(), path, nil, false, &got, &Receipts{}, Dir(dir).Receipts())
+		gotProblems, gotErrs := readRequests(context.Background(), path, nil, false, &got, &Receipts{}, Dir(dir).Receipts(), clockChecks{attackNotSent: -1})
 		chunkBytes = old
 
 		var want Requests
@@ -190,6 +190,9 @@ func FuzzLoadRequests(f *testing.F) {
 		wantErr := ReadFile(path, func(line int, r *Request) error {
 			if r.ID == "" {
 				return &LineError{File: path, Line: line, Err: errors.New("request without id")}
+			}
+			if err := requestTimesError(r.SentNs, r.LatencyNs); err != nil {
+				return &LineError{File: path, Line: line, Err: err}
 			}
 			if prev, ok := first[r.ID]; ok {
 				wantProblems = append(wantProblems, Problem{File: RequestsFile, Msg: fmt.Sprintf("%s:%d: id %q recorded again (first on line %d)", path, line, r.ID, prev)})
@@ -214,6 +217,9 @@ func FuzzLoadRequests(f *testing.F) {
 			if g != w {
 				t.Fatalf("request %d: %s, sequential read %s", i, g, w)
 			}
+		}
+		if fmt.Sprint(got.NotSent) != fmt.Sprint(want.NotSent) {
+			t.Fatalf("not sent %v, sequential read %v", got.NotSent, want.NotSent)
 		}
 		if fmt.Sprint(got.Rate) != fmt.Sprint(want.Rate) {
 			t.Fatalf("rate-limit headers %v, sequential read %v", got.Rate, want.Rate)

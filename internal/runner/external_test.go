@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/evidence"
@@ -39,7 +40,7 @@ func fakeEnvoy(t *testing.T, logPath string) *httptest.Server {
 			return
 		}
 		id := r.Header.Get("X-Rlbench-Id")
-		rc, _ := json.Marshal(evidence.Receipt{ID: &id, Method: r.Method, Path: r.URL.Path})
+		rc, _ := json.Marshal(evidence.Receipt{ID: &id, RecvNs: time.Now().UnixNano(), Method: r.Method, Path: r.URL.Path})
 		line, _ := json.Marshal(map[string]any{"response_code": 200, "response_flags": "-", "response_code_details": "via_upstream",
 			"path": r.URL.Path, "rlbench_id": r.Header.Get("X-Rlbench-Id")})
 		mu.Lock()
