@@ -634,7 +634,7 @@ func verdict(in *Input, c Composed) {
 		}
 	}
 	for _, ps := range sr.Stats {
-		if ps.Status == StatsReset {
+		if ps.Status == StatsReset && !statsOff(in) {
 			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: %s (%s)", ps.Proxy, ps.Detail, strings.Join(ps.Resets, "; ")))
 		}
 	}
@@ -801,12 +801,16 @@ func checkWithoutID(in *Input) (r Result) {
 	return r
 }
 
-// checkStats: proxy counters are compared whenever snapshots exist; a missing
-// one of a pair (or of a proxy the scenario names), or none at all under
-// stats_agree, is incomplete evidence.
+// checkStats: proxy counters are compared whenever snapshots exist, unless
+// scenario.json's stats_agree is false; a missing one of a pair (or of a
+// proxy the scenario names), or none at all under stats_agree true, is
+// incomplete evidence.
 func checkStats(in *Input) (r Result) {
 	sr := in.Report
-	if in.Scenario.Expect.StatsAgree && len(sr.Stats) == 0 {
+	if statsOff(in) {
+		return r
+	}
+	if in.Scenario.Expect.StatsAgree != nil && len(sr.Stats) == 0 {
 		r.Incomplete = append(r.Incomplete, "stats_agree expected but no stats snapshots under "+evidence.StatsDir+"/")
 	}
 	for _, ps := range sr.Stats {
@@ -819,6 +823,14 @@ func checkStats(in *Input) (r Result) {
 		}
 	}
 	return r
+}
+
+// statsOff reports whether scenario.json's stats_agree is false: the
+// proxies' counters are then compared with nothing (checkStats,
+// checkRLSLogged), only reported.
+func statsOff(in *Input) bool {
+	a := in.Scenario.Expect.StatsAgree
+	return a != nil && !*a
 }
 
 // checkRLSDecisions: per counter window, the RLS's OK decisions within the
@@ -868,7 +880,7 @@ func okForAdmissions(in *Input) (int, int64) {
 // after a proxy gave up; its log is judged by checkRealRLS instead.)
 func checkRLSLogged(in *Input) (r Result) {
 	sr := in.Report
-	if !in.Scenario.RLSDecisions || in.Evidence.RLSLog || !globalInLoop(in) {
+	if !in.Scenario.RLSDecisions || in.Evidence.RLSLog || !globalInLoop(in) || statsOff(in) {
 		return r
 	}
 	var received int64

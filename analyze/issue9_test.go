@@ -384,7 +384,7 @@ func TestIssue9ShadowModeRuleCountsShadow(t *testing.T) {
 func TestIssue9UnenforcedLocalFilterCountsShadow(t *testing.T) {
 	e := bare(t)
 	e.scenario.Expect = evidence.Expectation{Label: "shadow", Admitted: &evidence.Range{Min: 10, Max: 10}, Shadow: &evidence.Range{Min: 5, Max: 5},
-		ReceiptsEqualAdmitted: true, StatsAgree: true}
+		ReceiptsEqualAdmitted: true, StatsAgree: yes}
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitTokenBucket, Buckets: 1, MaxTokens: 5, TokensPerFill: 5, FillInterval: int64(time.Hour), StartNs: t0 - int64(time.Second)}}
 	l := localLimiter("local", 5, 5, time.Hour, t0-int64(time.Second))
 	zero := 0.0
@@ -505,7 +505,7 @@ func TestIssue9NothingCheckedIsNotRun(t *testing.T) {
 			return e.write()
 		},
 		"empty stats": func(e *ev) string {
-			e.scenario.Expect = evidence.Expectation{StatsAgree: true}
+			e.scenario.Expect = evidence.Expectation{StatsAgree: yes}
 			e.reqs(3, "proxy-a", 0, ok200)
 			dir := e.write()
 			for _, l := range []string{"before", "after"} {

@@ -4,9 +4,15 @@ package analyze
 // test edits the demo evidence as the tester did and asserts the verdict.
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // spanned is the demo evidence with attack.json's start_ns..end_ns
@@ -77,5 +83,56 @@ func TestTesterNotSentWithReceiptIsNotRun(t *testing.T) {
 	wantVerdict(t, s, NotRun, "attack did not complete")
 	if r := reasons(s); strings.Contains(r, "was not sent (not_sent)") {
 		t.Fatalf("attack.json reports the request not sent; reasons:\n%s", r)
+	}
+}
+
+// yes and no are stats_agree's explicit values.
+var yes, no = func() (*bool, *bool) { t, f := true, false; return &t, &f }()
+
+// Tester 9: stats_agree false had no effect: with snapshots present the
+// scenario still FAILed on the proxies' counters. Explicit false turns the
+// comparison off (the snapshots are still reported); absent, they are
+// compared whenever snapshots exist; true requires them.
+func TestTesterStatsAgreeFalseTurnsTheComparisonOff(t *testing.T) {
+	e := newEv(t).demo()
+	dir := e.write()
+	writeSnap(t, dir, "proxy-a", "before", 100, 40)
+	writeSnap(t, dir, "proxy-a", "after", 105, 47) // local enforced disagrees: 7, the clients saw 5
+	wantVerdict(t, run(t, dir).Scenarios[0], Fail, "proxy-a: local enforced = local 429s: want 5, got 7")
+
+	e.scenario.Expect.StatsAgree = no
+	e.write()
+	s := run(t, dir).Scenarios[0]
+	wantVerdict(t, s, Pass)
+	if len(s.Stats) != 1 || s.Stats[0].Deltas[DeltaLocalEnforced] != 7 {
+		t.Fatalf("stats not reported: %+v", s.Stats)
+	}
+	for _, c := range s.Checks {
+		if strings.HasPrefix(c.Name, "proxy-a:") {
+			t.Fatalf("check %+v with stats_agree false", c)
+		}
+	}
+	// a reset or a missing snapshot is not judged either
+	must(t, os.Remove(filepath.Join(dir, evidence.StatsDir, "proxy-a.after.json")))
+	wantVerdict(t, run(t, dir).Scenarios[0], Pass)
+
+	e.scenario.Expect.StatsAgree = yes
+	e.write()
+	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, "proxy-a.after.json")
+}
+
+// scenario.json of earlier releases: stats_agree true and false (omitted)
+// decode to true and absent.
+func TestStatsAgreeDecodes(t *testing.T) {
+	for in, want := range map[string]string{`{"stats_agree":true}`: "true", `{"stats_agree":false}`: "false", `{}`: "absent"} {
+		var x evidence.Expectation
+		must(t, json.Unmarshal([]byte(in), &x))
+		got := "absent"
+		if x.StatsAgree != nil {
+			got = fmt.Sprint(*x.StatsAgree)
+		}
+		if got != want || x.Checks() != (want == "true") {
+			t.Errorf("%s: stats_agree %s, checks %v", in, got, x.Checks())
+		}
 	}
 }

@@ -26,7 +26,7 @@ func reasons(s ScenarioReport) string { return strings.Join(s.Reasons, "\n") }
 
 func TestStatsDeltasAgreeAndResetIsUnknown(t *testing.T) {
 	e := newEv(t).demo()
-	e.scenario.Expect.StatsAgree = true
+	e.scenario.Expect.StatsAgree = yes
 	dir := e.write()
 	for _, p := range []string{"proxy-a", "proxy-b"} {
 		writeSnap(t, dir, p, "before", 100, 40)
@@ -54,9 +54,9 @@ func TestStatsDeltasAgreeAndResetIsUnknown(t *testing.T) {
 			t.Fatalf("check %+v after a reset", c)
 		}
 	}
-	// One snapshot of a pair missing: incomplete, whatever stats_agree says.
+	// One snapshot of a pair missing: incomplete, stats_agree absent or true.
 	must(t, os.Remove(filepath.Join(dir, evidence.StatsDir, "proxy-b.after.json")))
-	e.scenario.Expect.StatsAgree = false
+	e.scenario.Expect.StatsAgree = nil
 	e.write()
 	if s = run(t, dir).Scenarios[0]; s.Status != NotRun || !strings.Contains(reasons(s), "proxy-b.after.json") {
 		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
@@ -142,7 +142,7 @@ func TestRunDirectoryIntegrity(t *testing.T) {
 // or one whose rate-limit counters vanished never lets the scenario PASS.
 func TestTamperedSnapshotsAreNotPass(t *testing.T) {
 	e := newEv(t).demo()
-	e.scenario.Expect.StatsAgree = true
+	e.scenario.Expect.StatsAgree = yes
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: "token_bucket", Buckets: 2, MaxTokens: 5, TokensPerFill: 5, FillInterval: 3600e9}}
 	dir := e.write()
 	good := func() {

@@ -327,8 +327,12 @@ type Expectation struct {
 	// ReceiptsEqualAdmitted requires every admitted ID to have exactly one
 	// receipt and no rejected ID to have one.
 	ReceiptsEqualAdmitted bool `json:"receipts_equal_admitted,omitempty"`
-	// StatsAgree requires the proxies' counter deltas to agree with the clients.
-	StatsAgree bool `json:"stats_agree,omitempty"`
+	// StatsAgree is whether the proxies' counter deltas (stats/ snapshots)
+	// are compared with the clients: true requires snapshots and their
+	// agreement; false turns the comparison off (the snapshots are still
+	// reported); absent, they are compared whenever snapshots exist (the
+	// behaviour of every scenario.json before this field was a pointer).
+	StatsAgree *bool `json:"stats_agree,omitempty"`
 	// NotLimited expects that no limit engaged: no request was rejected by a
 	// limiter, and every request that went to an RLS produced no
 	// descriptor or matched no rule (an unlimited rule included).
@@ -359,12 +363,12 @@ type Expectation struct {
 }
 
 // Checks reports whether the expectation asks anything: admitted,
-// classes, receipts_equal_admitted, stats_agree, not_limited, shadow,
+// classes, receipts_equal_admitted, stats_agree true, not_limited, shadow,
 // backend_peak, amplification, limit_req_status or starved. An empty expectation
 // (and no intended limit, no limiter) leaves nothing to check: such a
 // scenario is NOT_RUN, never PASS.
 func (e *Expectation) Checks() bool {
-	return e.Admitted != nil || len(e.Classes) > 0 || e.ReceiptsEqualAdmitted || e.StatsAgree || e.NotLimited || e.Shadow != nil ||
+	return e.Admitted != nil || len(e.Classes) > 0 || e.ReceiptsEqualAdmitted || e.StatsAgree != nil && *e.StatsAgree || e.NotLimited || e.Shadow != nil ||
 		len(e.BackendPeak) > 0 || e.Amplification != nil || len(e.LimitReqStatus) > 0 || e.Starved != nil
 }
 

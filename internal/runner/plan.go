@@ -432,7 +432,7 @@ type ExpectPlan struct {
 	// one; default true.
 	ReceiptsEqualAdmitted *bool `json:"receipts_equal_admitted,omitempty"`
 	// StatsAgree requires the proxies' counter deltas to agree with the clients; default true for proxies with
-	// an admin URL.
+	// an admin URL; false turns the comparison off (scenario.json's stats_agree).
 	StatsAgree *bool `json:"stats_agree,omitempty"`
 }
 
