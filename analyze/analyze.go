@@ -257,6 +257,9 @@ func completeness(in *Input) bool {
 	// A fault that did not take effect, or fewer faults than planned, means
 	// the scenario's premise (e.g. "the RLS is down") was not established.
 	for i, f := range ev.Faults {
+		if why := faultTimes(f, ev.Attack); why != "" {
+			in.incomplete("%s:%d: fault %q (%s %s): %s: contradictory evidence", d.Faults(), i+1, f.Name, f.Action, f.Target, why)
+		}
 		if !f.OK {
 			why := f.Error
 			if why == "" {
@@ -355,6 +358,7 @@ func judgeLimiters(in *Input) {
 	ev, sr := in.Evidence, in.Report
 	ls := resolveLimiters(in)
 	in.limiters = ls
+	impossibleFaults(in, ls)
 	ls.failOpen = failOpen(sr)
 	if ev.HasDecisions && len(ev.Decisions) > 0 {
 		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.rlsUnits())

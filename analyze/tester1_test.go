@@ -136,3 +136,71 @@ func TestStatsAgreeDecodes(t *testing.T) {
 		}
 	}
 }
+
+// forgedSharedRLS copies e06's shared-RLS evidence (the lab RLS, 5 per
+// hour, 20 requests) with the 429 of id attack-07 turned into a 200 with
+// a receipt (6 admitted) and the expectation emptied, as the tester did.
+func forgedSharedRLS(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	copyDir(t, filepath.Join("testdata", "v1-release", "e06", "02-shared-rls", "1"), dir)
+	const forged = "20261201T091558Z-1-s2r1-attack-07"
+	var reqs []evidence.Request
+	must(t, evidence.ReadFile(filepath.Join(dir, evidence.RequestsFile), func(_ int, r *evidence.Request) error {
+		if r.ID == forged {
+			if r.Code != 429 {
+				t.Fatalf("%s: code %d, want the 429 to forge", forged, r.Code)
+			}
+			r.Code, r.Error, r.Body, r.BytesIn = 200, "", `{"id":"`+forged+`"}`, 10
+			r.Headers = map[string]string{"server": "envoy", "x-envoy-upstream-service-time": "1"}
+			defer func() {
+				f, err := os.OpenFile(filepath.Join(dir, evidence.ReceiptsFile), os.O_APPEND|os.O_WRONLY, 0)
+				must(t, err)
+				b, _ := json.Marshal(evidence.Receipt{ID: sp(forged), RecvNs: r.SentNs + 1_000_000, Method: "GET", Path: "/inventory"})
+				_, err = f.Write(append(b, '\n'))
+				must(t, err)
+				must(t, f.Close())
+			}()
+		}
+		reqs = append(reqs, *r)
+		return nil
+	}))
+	writeLines(t, filepath.Join(dir, evidence.RequestsFile), reqs)
+	var sc map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, evidence.ScenarioFile))
+	must(t, err)
+	must(t, json.Unmarshal(b, &sc))
+	sc["expect"] = map[string]any{}
+	b, _ = json.Marshal(sc)
+	must(t, os.WriteFile(filepath.Join(dir, evidence.ScenarioFile), b, 0o644))
+	return dir
+}
+
+// Tester 10: a Redis fault hid the over-admission of a lab RLS, which has
+// no Redis: the fault line is impossible evidence (NOT_RUN naming it) and
+// acts on no limiter; the RLS fault of the same window still suspends.
+func TestTesterRedisFaultOnLabRLSIsImpossible(t *testing.T) {
+	dir := forgedSharedRLS(t)
+	s := run(t, dir).Scenarios[0]
+	wantVerdict(t, s, Fail, "admitted within model bounds: want 5..5, got 6")
+	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
+		{Name: "x", Action: ActionStop, Target: evidence.FaultTargetRedis, BeginNs: 1, EndNs: 1 << 62, OK: true}})
+	s = run(t, dir).Scenarios[0]
+	wantVerdict(t, s, NotRun, `faults.jsonl:1: fault "x" (stop redis): the scenario has no redis`, "impossible evidence")
+	if len(s.FaultWindows) != 1 || len(s.FaultWindows[0].ActsOn) != 0 {
+		t.Fatalf("fault windows %+v: a redis fault acts on no lab-RLS limiter", s.FaultWindows)
+	}
+	for _, l := range s.Limiters {
+		if l.Suspended != 0 {
+			t.Fatalf("limiter %s: %d suspended by an impossible fault", l.Name, l.Suspended)
+		}
+	}
+
+	// begin_ns 1 .. end_ns 2^62 is no time of this scenario, whatever the target
+	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
+		{Name: "x", Action: ActionStop, Target: evidence.FaultTargetRLS, BeginNs: 1, EndNs: 1 << 62, OK: true}})
+	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, `faults.jsonl:1: fault "x" (stop rls): begin_ns..end_ns 1..4611686018427387904 lies more than 1h0m0s outside the attack's start_ns..end_ns`)
+	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
+		{Name: "x", Action: ActionRestart, Target: evidence.FaultTargetRLS, BeginNs: 0, EndNs: 5, OK: true}})
+	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, `faults.jsonl:1: fault "x" (restart rls): begin_ns 0 is not a time`)
+}

@@ -83,8 +83,9 @@ type Limiter struct {
 	// local_429 (StageLocal) or global_429 (StageGlobal).
 	Rejections []string `json:"rejections,omitempty"`
 	// DependsOn are the fault targets whose outage acts on this limiter
-	// (its requests then fail or fail open); default rls and redis for
-	// StageGlobal, none for StageLocal.
+	// (its requests then fail or fail open); default for StageGlobal rls,
+	// and redis unless Resets says the counters live in the RLS (the lab
+	// RLS keeps them in memory: no Redis on its path); none for StageLocal.
 	DependsOn []string `json:"depends_on,omitempty"`
 	// Resets are the fault targets whose start or restart loses the
 	// limiter's state (the lab RLS keeps counters in memory: rls; the real
@@ -137,6 +138,9 @@ func (l *Limiter) RejectionClasses() []Class {
 // Dependencies returns DependsOn or the stage's default.
 func (l *Limiter) Dependencies() []string {
 	if l.DependsOn == nil && l.Stage == StageGlobal {
+		if containsString(l.Resets, FaultTargetRLS) && !containsString(l.Resets, FaultTargetRedis) {
+			return []string{FaultTargetRLS} // in-memory counters: no Redis
+		}
 		return []string{FaultTargetRLS, FaultTargetRedis}
 	}
 	return l.DependsOn

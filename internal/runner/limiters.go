@@ -74,15 +74,15 @@ func declareLabLimiters(lp *LabPlan, eff lab.Options, names []string, starts []t
 	}
 	if g := eff.Proxies.Config.Global; g != nil && lp.RLS != nil {
 		rl := &evidence.RLSLimiter{Domain: g.Domain, Config: lp.RLS.Config, Align: model.AlignEpoch}
-		resets := []string{evidence.FaultTargetRedis}
+		resets, deps := []string{evidence.FaultTargetRedis}, []string{evidence.FaultTargetRLS, evidence.FaultTargetRedis}
 		if lp.RLS.Kind == "lab" {
-			resets = []string{evidence.FaultTargetRLS}
+			resets, deps = []string{evidence.FaultTargetRLS}, []string{evidence.FaultTargetRLS} // in-memory counters, no Redis
 			if eff.RLS.Lab != nil && eff.RLS.Lab.WindowStart == labrls.WindowFirstHit {
 				rl.Align = model.AlignFirstHit
 			}
 		}
 		out = append(out, evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, RateLimits: g.Entries(), RLS: rl,
-			Resets: resets, FailureModeDeny: g.FailureModeDeny, TimeoutNs: int64(g.Timeout), RateLimitHeaders: g.EnableXRateLimitHeaders})
+			DependsOn: deps, Resets: resets, FailureModeDeny: g.FailureModeDeny, TimeoutNs: int64(g.Timeout), RateLimitHeaders: g.EnableXRateLimitHeaders})
 	}
 	for i := range out {
 		if err := out[i].Validate(); err != nil {
