@@ -244,7 +244,10 @@ func limiterLine(l *LimiterReport) string {
 	if l.Suspended > 0 {
 		out += fmt.Sprintf(", %d of %d requests suspended by faults", l.Suspended, l.Offered)
 	}
-	out += fmt.Sprintf("; must admit %d, must reject %d, either %d", l.MustAdmit, l.MustReject, l.Uncertainty.Either)
+	// MustAdmit/MustReject are the model's verdicts given the other
+	// requests' observed outcomes and times, not a prediction from nothing.
+	out += fmt.Sprintf("; model per request, given the observed outcomes and timing: %d certainly admitted, %d certainly rejected, %d either way",
+		l.MustAdmit, l.MustReject, l.Uncertainty.Either)
 	if l.Uncertainty.MaxWidthNs > 0 {
 		out += fmt.Sprintf("; timing uncertainty median %s, max %s", time.Duration(l.Uncertainty.MedianWidthNs).Round(time.Microsecond),
 			time.Duration(l.Uncertainty.MaxWidthNs).Round(time.Microsecond))
