@@ -92,7 +92,11 @@ type ModelBound struct {
 	// FromNs and ToNs bound a window (unix ns); 0 for a bucket or a total.
 	FromNs int64 `json:"from_ns,omitempty"`
 	ToNs   int64 `json:"to_ns,omitempty"`
-	// Offered are the requests that may have reached it.
+	// Offered are the model's events that may have hit it: the requests
+	// that may have reached it (one per counter a request hit at an RLS,
+	// and per epoch when it was in flight across a state reset) and the
+	// RLS decisions that reached no request (LimiterReport.Zombies), which
+	// counted without admitting anyone; so it may exceed the requests.
 	Offered int `json:"offered"`
 	// Min..Max is what the model admits of them over every schedule.
 	Min int `json:"min"`
@@ -749,6 +753,14 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			}
 		}
 		rep.Total.Offered = rep.units + rep.Zombies // a request across a state reset is an event of both epochs
+		if rep.Zombies > 0 {
+			// the model's "of the N offered" counts them: say so
+			for f, why := range rep.Findings {
+				if strings.HasSuffix(why, " offered") {
+					rep.Findings[f] = why + fmt.Sprintf(" (%d requests' hits and %d RLS decisions that reached no request)", rep.units, rep.Zombies)
+				}
+			}
+		}
 		rep.Uncertainty.setWidths(widths)
 		sort.Slice(rep.Buckets, func(a, b int) bool { return rep.Buckets[a].Bucket < rep.Buckets[b].Bucket })
 		sort.SliceStable(rep.Windows, func(a, b int) bool {

@@ -204,3 +204,16 @@ func TestTesterRedisFaultOnLabRLSIsImpossible(t *testing.T) {
 		{Name: "x", Action: ActionRestart, Target: evidence.FaultTargetRLS, BeginNs: 0, EndNs: 5, OK: true}})
 	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, `faults.jsonl:1: fault "x" (restart rls): begin_ns 0 is not a time`)
 }
+
+// Tester 11: the forged shared-RLS case reported 21 offered at the bucket
+// with 20 requests: the 21st is the RLS's OVER_LIMIT decision that the
+// forged 200 cannot have taken (a late decision, counted without
+// admitting anyone); the finding says so.
+func TestTesterOfferedCountsLateDecisions(t *testing.T) {
+	s := run(t, forgedSharedRLS(t)).Scenarios[0]
+	l := s.Limiters[0]
+	if l.Offered != 20 || l.Zombies != 1 || l.Total.Offered != 21 || len(l.Buckets) != 1 || l.Buckets[0].Offered != 21 {
+		t.Fatalf("offered %d, zombies %d, total %+v, buckets %+v", l.Offered, l.Zombies, l.Total, l.Buckets)
+	}
+	wantVerdict(t, s, Fail, `bucket "all": 6 admitted, the model admits at most 5 of the 21 offered (20 requests' hits and 1 RLS decisions that reached no request)`)
+}
