@@ -546,6 +546,13 @@ func prepare(o Options) (*prepared, error) {
 		specs = []flowSpec{{IDs: o.IDs, Split: o.Split, Seed: o.Seed, Method: o.Method, Path: o.Path, Header: o.Header,
 			Body: o.Body, Rate: o.Rate, Concurrency: o.Concurrency}}
 	}
+	total := 0
+	for _, fs := range specs {
+		total += len(fs.IDs)
+	}
+	if err := CheckIDs("ids", total); err != nil {
+		return nil, invalid("%v", err)
+	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}

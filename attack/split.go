@@ -310,9 +310,10 @@ func boundedDraw(r *rand.PCG, n uint64) uint64 {
 
 // IDs returns n IDs "<prefix>-<k>" for k = 1..n, k zero-padded to the number
 // of decimal digits of n (IDs(100, "r") gives r-001 ... r-100). An empty
-// prefix gives the bare numbers. n <= 0 gives nil.
+// prefix gives the bare numbers. n <= 0 or n > MaxIDs gives nil (check n
+// with CheckIDs first for the error).
 func IDs(n int, prefix string) []string {
-	if n <= 0 {
+	if n <= 0 || n > MaxIDs {
 		return nil
 	}
 	width := len(strconv.Itoa(n))
@@ -351,8 +352,8 @@ func digits(k int) int {
 // blank lines and lines starting with '#' are skipped. Errors name the
 // source (name) and the 1-based line: a duplicate ID (with the line of its
 // first occurrence), an ID that is not a valid HTTP header value (control
-// characters) or longer than 1024 bytes, a read error; a source without any
-// ID is an error too.
+// characters) or longer than 1024 bytes, more than MaxIDs IDs, a read
+// error; a source without any ID is an error too.
 func ReadIDs(r io.Reader, name string) ([]string, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -370,6 +371,9 @@ func ReadIDs(r io.Reader, name string) ([]string, error) {
 		}
 		if first, dup := seen[s]; dup {
 			return nil, fmt.Errorf("%s:%d: duplicate id %q (first on line %d)", name, line, s, first)
+		}
+		if len(ids) == MaxIDs {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, CheckIDs("ids", MaxIDs+1))
 		}
 		seen[s] = line
 		ids = append(ids, s)

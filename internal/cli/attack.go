@@ -187,6 +187,13 @@ func (o *AttackOptions) validate() error {
 		if len(o.changedForFlow) > 0 {
 			return usageErrorf("with --flow, set %s in each flow (e.g. --flow 'name=A,ids=10,rate=5/s'), not for the attack", strings.Join(o.changedForFlow, ", "))
 		}
+		total := 0
+		for _, f := range o.Flows {
+			total += f.IDs // each is at most attack.MaxIDs (parseFlow)
+		}
+		if err := attack.CheckIDs(fmt.Sprintf("--flow: %d flows", len(o.Flows)), total); err != nil {
+			return &UsageError{Err: err}
+		}
 	} else {
 		if o.IDs < 0 {
 			return usageErrorf("--ids must be positive, not %d", o.IDs)
@@ -204,10 +211,16 @@ func (o *AttackOptions) validate() error {
 			if o.IDs > 0 || o.IDsFile != "" {
 				return usageErrorf("give --duration or --ids/--ids-file, not both")
 			}
-			o.IDs = durationIDs(o.Rate, o.Duration)
+			o.IDs = attack.DurationIDs(o.Rate, o.Duration)
 			if o.IDs == 0 {
 				return usageErrorf("--rate %s for --duration %s is no request", attack.FormatRate(o.Rate), o.Duration)
 			}
+			if err := attack.CheckIDs(fmt.Sprintf("--rate %s for --duration %s", attack.FormatRate(o.Rate), o.Duration), o.IDs); err != nil {
+				return &UsageError{Err: err}
+			}
+		}
+		if err := attack.CheckIDs(fmt.Sprintf("--ids %d", o.IDs), o.IDs); err != nil {
+			return &UsageError{Err: err}
 		}
 		if o.IDs == 0 && o.IDsFile == "" && o.TargetsFile == "" {
 			return usageErrorf("give exactly one of --ids N or --ids-file FILE")
@@ -252,15 +265,6 @@ func (o *AttackOptions) validate() error {
 		return usageErrorf("--warm-ahead must be >= 0, not %s", o.WarmAhead)
 	}
 	return nil
-}
-
-// durationIDs is vegeta's request count for a rate over a duration:
-// freq x duration / per, rounded down.
-func durationIDs(r vegeta.Rate, d time.Duration) int {
-	if r.Freq <= 0 || r.Per <= 0 {
-		return 0
-	}
-	return int(int64(r.Freq) * int64(d) / int64(r.Per))
 }
 
 // attackOptions builds the library's options from the flags: it reads the

@@ -417,9 +417,12 @@ func ParseFlowSpec(s string) (FlowSpec, error) {
 		return f, fmt.Errorf("flow %q: give one of ids=N, ids-file=FILE or duration=D (with rate)", s)
 	}
 	if f.Duration > 0 {
-		if f.IDs = durationIDs(f.Rate, f.Duration); f.IDs == 0 {
+		if f.IDs = attack.DurationIDs(f.Rate, f.Duration); f.IDs == 0 {
 			return f, fmt.Errorf("flow %q: rate %s over %s is no request", s, attack.FormatRate(f.Rate), f.Duration)
 		}
+	}
+	if err := attack.CheckIDs(fmt.Sprintf("flow %q", s), f.IDs); err != nil {
+		return f, err
 	}
 	return f, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
@@ -34,6 +35,11 @@ func FuzzParsePlan(f *testing.F) {
 	f.Add([]byte("scenarios:\n - {name: A b, lab: {}, attack: {ids: 3}, expect: {admitted: \"2..3\", classes: {local_429: 0}}}\n"))
 	f.Add([]byte("scenarios:\n - {name: a, lab: {local: {max_tokens: 1, fill_interval: 1s}}, steps: [{fault: {action: stop, target: rls, at: 1s}}, {attack: {ids: 1}}]}\n"))
 	f.Add([]byte(realPlanYAML))
+	// Bounds (tester report 1, items 1 and 2): counts that exhausted memory or panicked.
+	f.Add([]byte("scenarios: [{name: s, repeat: 99999999999, lab: {proxies: 1}, attack: {ids: 3}, expect: {admitted: 3}}]\n"))
+	f.Add([]byte("scenarios: [{name: s, lab: {}, attack: {ids: 9223372036854775807}}]\n"))
+	f.Add([]byte("scenarios: [{name: s, lab: {}, attack: {flows: [{name: x, rate: 1000000000/1s, duration: 10000h}]}}]\n"))
+	f.Add([]byte("scenarios: [{name: s, lab: {}, attack: {flows: [{name: x, ids: 6000000}, {name: y, ids: 6000000}]}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePlan("plan.yaml", data)
 		if err != nil {
@@ -74,7 +80,7 @@ func checkPlan(t *testing.T, p *Plan) {
 			t.Fatalf("scenario name %q empty or duplicate", s.Name)
 		}
 		seen[slug(s.Name)] = true
-		if (s.Lab == nil) == (s.External == nil) || s.Attack != nil || s.Repeat < 1 {
+		if (s.Lab == nil) == (s.External == nil) || s.Attack != nil || s.Repeat < 1 || s.Repeat > MaxRepeat {
 			t.Fatalf("scenario %q: lab/external/attack/repeat invariants broken: %+v", s.Name, s)
 		}
 		attacks := 0
@@ -86,6 +92,13 @@ func checkPlan(t *testing.T, p *Plan) {
 				attacks++
 				if a := st.Attack; a.IDs <= 0 || a.Concurrency < 0 || a.Timeout < 0 {
 					t.Fatalf("scenario %q: attack of %d ids, concurrency %d, timeout %s", s.Name, a.IDs, a.Concurrency, time.Duration(a.Timeout))
+				}
+				total := st.Attack.IDs
+				for i := range st.Attack.Flows {
+					total += st.Attack.Flows[i].ids()
+				}
+				if total > attack.MaxIDs {
+					t.Fatalf("scenario %q: attack of %d ids accepted (attack.MaxIDs %d)", s.Name, total, attack.MaxIDs)
 				}
 			}
 		}

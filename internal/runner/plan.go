@@ -28,6 +28,15 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// MaxRepeat is the most repeats of one scenario (its repeat:), and MaxRuns
+// the most scenario runs of a plan (its scenarios times their repeats):
+// each run is a directory of evidence and a fresh lab, and manifest.json
+// lists them all. A plan over either is refused when it loads.
+const (
+	MaxRepeat = 1000
+	MaxRuns   = 10000
+)
+
 // PlanSchema names the plan format's JSON Schema,
 // schemas/plan.v1.schema.json (a plan is YAML; the schema describes its
 // JSON form, as sigs.k8s.io/yaml converts it). Plan files carry no schema
@@ -55,7 +64,7 @@ type ScenarioPlan struct {
 	Name string `json:"name"`
 	// Description says what the scenario shows (copied into scenario.json).
 	Description string `json:"description,omitempty"`
-	// Repeat runs the scenario K times, each on fresh parts; default 1.
+	// Repeat runs the scenario K times, each on fresh parts; default 1, at most MaxRepeat (1000).
 	Repeat int `json:"repeat,omitempty"`
 	// IntendedLimit is the admissions meant for the whole backend; over-admission is measured against it.
 	IntendedLimit *int `json:"intended_limit,omitempty"`
@@ -347,8 +356,9 @@ type FaultPlan struct {
 // AttackPlan configures one attack: a single flow (ids, split, rate,
 // method, path, headers, body) or, with flows, several at once.
 type AttackPlan struct {
-	// IDs is the number of request IDs to fire, each once (> 0); with flows,
-	// set per flow.
+	// IDs is the number of request IDs to fire, each once (1..10,000,000,
+	// attack.MaxIDs); with flows, set per flow (the flows' ids together at
+	// most attack.MaxIDs).
 	IDs int `json:"ids,omitempty"`
 	// Split distributes the IDs over the targets, in attack.ParseSplit syntax: even (default), sticky,
 	// counts=N,N,... or weights=W,W,...
@@ -386,7 +396,8 @@ type AttackPlan struct {
 type FlowPlan struct {
 	// Name names the flow: each request line records it; unique in the attack.
 	Name string `json:"name"`
-	// IDs is the flow's number of request IDs; give IDs or Duration.
+	// IDs is the flow's number of request IDs (at most attack.MaxIDs, rate
+	// x duration too); give IDs or Duration.
 	IDs int `json:"ids,omitempty"`
 	// Duration, with Rate, makes rate x duration IDs (vegeta's -duration).
 	Duration Duration `json:"duration,omitempty"`
@@ -416,11 +427,7 @@ func (f *FlowPlan) ids() int {
 	if f.IDs > 0 {
 		return f.IDs
 	}
-	r := vegeta.Rate(f.Rate)
-	if r.Freq <= 0 || r.Per <= 0 {
-		return 0
-	}
-	return int(int64(r.Freq) * int64(f.Duration) / int64(r.Per))
+	return attack.DurationIDs(vegeta.Rate(f.Rate), time.Duration(f.Duration))
 }
 
 // ExpectPlan is the scenario's expectation as planned: scenario.json's
@@ -555,6 +562,7 @@ func (p *Plan) validate() error {
 		return fmt.Errorf("no scenarios")
 	}
 	seen := map[string]bool{}
+	runs := 0
 	for i := range p.Scenarios {
 		s := &p.Scenarios[i]
 		sp := fmt.Sprintf("scenarios[%d]", i)
@@ -582,8 +590,11 @@ func (p *Plan) validate() error {
 			s.Attack = nil
 			stepPath = func(int) string { return sp } // the shorthand: <sp>.attack
 		}
-		if s.Repeat < 0 {
-			return at(sp+".repeat", where, "repeat must be >= 1 (or absent), not %d", s.Repeat)
+		if s.Repeat < 0 || s.Repeat > MaxRepeat {
+			return at(sp+".repeat", where, "repeat must be 1..%d (or absent), not %d", MaxRepeat, s.Repeat)
+		}
+		if runs += max(s.Repeat, 1); runs > MaxRuns {
+			return at(sp+".repeat", where, "the plan's scenarios and repeats add up to more than %d scenario runs", MaxRuns)
 		}
 		if s.IntendedLimit != nil && *s.IntendedLimit < 0 {
 			return at(sp+".intended_limit", where, "intended_limit must be >= 0, not %d", *s.IntendedLimit)
@@ -796,6 +807,9 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 		if a.IDs <= 0 {
 			return at(ap+".ids", where, "attack.ids must be > 0")
 		}
+		if err := attack.CheckIDs(fmt.Sprintf("attack.ids %d", a.IDs), a.IDs); err != nil {
+			return at(ap+".ids", where, "%v", err)
+		}
 		return checkRequestPlan(ap, where, "attack", a.IDs, a.Concurrency, a.Method, a.Path, a.Split, a.Headers, nil, targets)
 	}
 	if a.IDs != 0 || a.Split != "" || a.Seed != 0 || a.Concurrency != 0 || vegeta.Rate(a.Rate) != (vegeta.Rate{}) ||
@@ -803,6 +817,7 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 		return at(ap, where, "attack: with flows, set ids, split, seed, concurrency, rate, method, path and body in each flow")
 	}
 	seen := map[string]bool{}
+	total := 0
 	for i := range a.Flows {
 		f := &a.Flows[i]
 		fp := fmt.Sprintf("%s.flows[%d]", ap, i)
@@ -820,6 +835,16 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 			return at(fp+".duration", where, "%s: duration needs a rate (the IDs are rate x duration)", fw)
 		case f.ids() == 0:
 			return at(fp, where, "%s: rate %s over %s is no request", fw, attack.FormatRate(vegeta.Rate(f.Rate)), time.Duration(f.Duration))
+		}
+		if err := attack.CheckIDs(fw, f.ids()); err != nil {
+			key := ".ids"
+			if f.IDs == 0 {
+				key = ".duration"
+			}
+			return at(fp+key, where, "%v", err)
+		}
+		if total += f.ids(); total > attack.MaxIDs {
+			return at(fp, where, "%v", attack.CheckIDs(fmt.Sprintf("attack.flows[0..%d]", i), total))
 		}
 		seen[f.Name] = true
 		if err := checkRequestPlan(fp, where, fw, f.ids(), f.Concurrency, f.Method, f.Path, f.Split, a.Headers, f.Headers, targets); err != nil {

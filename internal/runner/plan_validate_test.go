@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,25 @@ func TestPlanValidatedAtLoad(t *testing.T) {
 		"counts for other targets": {"scenarios:\n - name: a\n   lab: {proxies: 3}\n   attack:\n     ids: 2\n     split: counts=1,1\n",
 			`p.yaml: line 6: scenarios[0] (a): steps[0]: assign: split counts=1,1 has 2 counts for 3 targets`},
 		"repeat -2": {"scenarios:\n - name: a\n   lab: {}\n   repeat: -2\n   attack: {ids: 1}\n",
-			`p.yaml: line 4: scenarios[0] (a): repeat must be >= 1 (or absent), not -2`},
+			`p.yaml: line 4: scenarios[0] (a): repeat must be 1..1000 (or absent), not -2`},
+		// The tester's plan: repeat 99999999999 allocated scenario directories until OOM.
+		"repeat huge": {"scenarios: [{name: s, repeat: 99999999999, lab: {proxies: 1}, attack: {ids: 3}, expect: {admitted: 3}}]\n",
+			`p.yaml: line 1: scenarios[0] (s): repeat must be 1..1000 (or absent), not 99999999999`},
+		"repeat 1001": {"scenarios:\n - name: a\n   lab: {}\n   repeat: 1001\n   attack: {ids: 1}\n",
+			`p.yaml: line 4: scenarios[0] (a): repeat must be 1..1000 (or absent), not 1001`},
+		"runs over max": {"scenarios:\n" + manyScenarios(10, 1000) + " - name: k\n   lab: {}\n   repeat: 1\n   attack: {ids: 1}\n",
+			`p.yaml: line 14: scenarios[10] (k): the plan's scenarios and repeats add up to more than 10000 scenario runs`},
+		// The tester's panic: makeslice in attack.IDs, after the lab had started.
+		"ids maxint": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 9223372036854775807\n",
+			`p.yaml: line 5: scenarios[0] (a): steps[0]: attack.ids 9223372036854775807: more than 10000000 ids, the most one attack sends`},
+		"ids over max": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 10000001\n",
+			`p.yaml: line 5: scenarios[0] (a): steps[0]: attack.ids 10000001: more than 10000000 ids`},
+		"flow ids over max": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     flows:\n      - name: x\n        ids: 9223372036854775807\n",
+			`p.yaml: line 7: scenarios[0] (a): steps[0]: attack.flows[0] (x): more than 10000000 ids`},
+		"flow rate x duration over max": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     flows:\n      - name: x\n        rate: 1000000000/1s\n        duration: 10000h\n",
+			`p.yaml: line 8: scenarios[0] (a): steps[0]: attack.flows[0] (x): more than 10000000 ids`},
+		"flows sum over max": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     flows:\n      - {name: x, ids: 6000000}\n      - {name: y, ids: 6000000}\n",
+			`p.yaml: line 7: scenarios[0] (a): steps[0]: attack.flows[0..1]: more than 10000000 ids`},
 		"negative proxies": {"scenarios:\n - name: a\n   lab:\n     proxies: -1\n   attack: {ids: 1}\n",
 			`p.yaml: line 4: scenarios[0] (a): lab.proxies must be >= 1`},
 		"negative intended limit": {"scenarios:\n - name: a\n   intended_limit: -5\n   lab: {}\n   attack: {ids: 1}\n",
@@ -45,6 +64,15 @@ func TestPlanValidatedAtLoad(t *testing.T) {
 			t.Errorf("%s: err %v, want prefix %q", name, err, c.want)
 		}
 	}
+}
+
+// manyScenarios is n one-line scenarios s0, s1, ... of repeat each.
+func manyScenarios(n, repeat int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, " - {name: s%d, lab: {}, repeat: %d, attack: {ids: 1}}\n", i, repeat)
+	}
+	return b.String()
 }
 
 // TestPlanNamesThatBecomePaths (issue 10, "path traversal": plan proxy

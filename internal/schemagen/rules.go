@@ -8,6 +8,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
@@ -85,10 +86,10 @@ var fieldRules = map[string]rule{
 	// the plan: what runner.ParsePlan checks, where a schema can say it
 	"runner.Plan.Scenarios":                           minItems(1),
 	"runner.ScenarioPlan.Name":                        minLength(1),
-	"runner.AttackPlan.IDs":                           minimum(1),
+	"runner.AttackPlan.IDs":                           between(1, attack.MaxIDs),
 	"runner.AttackPlan.Flows":                         minItems(1),
 	"runner.FlowPlan.Name":                            minLength(1),
-	"runner.FlowPlan.IDs":                             minimum(1),
+	"runner.FlowPlan.IDs":                             between(1, attack.MaxIDs),
 	"runner.LocalPlan.MaxTokens":                      minimum(1),
 	"runner.LocalPlan.FilterEnabled":                  between(0, 100),
 	"runner.LocalPlan.FilterEnforced":                 between(0, 100),
@@ -110,7 +111,7 @@ var fieldRules = map[string]rule{
 	"evidence.RateLimitEntry.Actions":                 minItems(1),
 	"evidence.HeaderMatcher.Name":                     minLength(1),
 	"runner.ExternalProxy.Name":                       pattern(`^[A-Za-z0-9_-]{1,100}$`), // evidence.CheckName
-	"runner.ScenarioPlan.Repeat":                      minimum(0),
+	"runner.ScenarioPlan.Repeat":                      between(0, runner.MaxRepeat),
 	"runner.ScenarioPlan.IntendedLimit":               minimum(0),
 	"runner.LabPlan.Proxies":                          minimum(0),
 	"runner.AttackPlan.Concurrency":                   minimum(0),
