@@ -524,6 +524,13 @@ func ParsePlan(name string, data []byte) (*Plan, error) {
 	// A syntax error is left to the decoder below, whose messages name the line.
 	var p Plan
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		if ute := (*json.UnmarshalTypeError)(nil); errors.As(err, &ute) {
+			line, msg := planTypeError(root, ute)
+			if line > 0 {
+				return nil, fmt.Errorf("%s: line %d: %s", name, line, msg)
+			}
+			return nil, fmt.Errorf("%s: %s", name, msg)
+		}
 		return nil, fmt.Errorf("%s: %s", name, planErrorLine(data, err))
 	}
 	if err := p.validate(); err != nil {
