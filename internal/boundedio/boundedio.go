@@ -37,10 +37,13 @@ type NotRegularError struct {
 }
 
 func (e *NotRegularError) Error() string {
-	return fmt.Sprintf("%s: not a regular file but %s; rlbench reads only regular files", e.Path, fileKind(e.Mode))
+	return fmt.Sprintf("%s: not a regular file but %s; rlbench reads only regular files", e.Path, FileKind(e.Mode))
 }
 
-func fileKind(m fs.FileMode) string {
+// FileKind names what a file mode is ("a named pipe (FIFO)", "a character
+// device", "a directory", ...) for messages about a path that is not a
+// regular file.
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
 		return "a named pipe (FIFO)"

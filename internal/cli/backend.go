@@ -3,9 +3,16 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/boundedio"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/spf13/cobra"
 )
@@ -32,7 +39,8 @@ func NewBackendCmd(io *IOStreams, runF func(*BackendOptions) error) *cobra.Comma
 N listeners backend-0 .. backend-N-1, the first on --listen and the others
 on the next ports, or on free ports with port 0), prints its
 addresses as one JSON line on stdout, and writes one receipt line per
-request to --receipts, each on the file before its request is answered
+request to --receipts (whose directory must exist; a FIFO or a device is
+refused), each on the file before its request is answered
 (with its seal, --receipts.state.json, closed on SIGTERM/SIGINT). A receipt
 that cannot be written (a full disk) answers that request 500 and stops the
 backend with exit 1.
@@ -56,6 +64,9 @@ in memory); GET /healthz answers ok.`,
 			if o.Endpoints < 1 || o.Endpoints > backend.MaxEndpoints {
 				return usageErrorf("--endpoints must be 1..%d, not %d", backend.MaxEndpoints, o.Endpoints)
 			}
+			if err := checkListen(o.Listen, o.Endpoints); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -73,6 +84,9 @@ in memory); GET /healthz answers ok.`,
 }
 
 func runBackend(ctx context.Context, o *BackendOptions) error {
+	if err := checkOutputFile("--receipts", o.Receipts); err != nil {
+		return err
+	}
 	be, err := backend.Start(ctx, backend.Options{Listen: o.Listen, ReceiptsFile: o.Receipts, Headers: o.Headers, Endpoints: o.Endpoints, Faults: o.Faults, Seed: o.Seed})
 	if err != nil {
 		return err
@@ -95,5 +109,49 @@ func runBackend(ctx context.Context, o *BackendOptions) error {
 		return fmt.Errorf("%w (stopped after %d receipts)", err, be.Count())
 	}
 	fmt.Fprintf(o.IO.ErrOut, "backend: %d receipts written to %s\n", be.Count(), o.Receipts)
+	return nil
+}
+
+// checkListen refuses a --listen that is not HOST:PORT with a port number
+// 0..65535 leaving room for n endpoints on the next ports (usage error).
+func checkListen(listen string, n int) error {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return usageErrorf("--listen %q: want HOST:PORT (%v)", listen, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return usageErrorf("--listen %q: port %q is not a port number 0..65535", listen, port)
+	}
+	if p != 0 && p+n-1 > 65535 {
+		return usageErrorf("--listen %q: %d endpoints from port %d go past 65535", listen, n, p)
+	}
+	return nil
+}
+
+// checkOutputFile refuses (usage error) an output path whose directory
+// does not exist (nothing creates it silently) or that names something
+// other than a regular file (a FIFO, a device, a directory): a receipt
+// written into a pipe is not evidence anyone can read back.
+func checkOutputFile(flag, path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("%s %s: directory %s does not exist (create it first)", flag, path, dir)
+	case err != nil:
+		return usageErrorf("%s %s: %v", flag, path, err)
+	case !st.IsDir():
+		return usageErrorf("%s %s: %s is not a directory but %s", flag, path, dir, boundedio.FileKind(st.Mode()))
+	}
+	st, err = os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return usageErrorf("%s %s: %v", flag, path, err)
+	case !st.Mode().IsRegular():
+		return usageErrorf("%s %s: not a regular file but %s", flag, path, boundedio.FileKind(st.Mode()))
+	}
 	return nil
 }

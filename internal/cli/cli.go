@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rlbench/rlbench/internal/boundedio"
 	"github.com/rlbench/rlbench/internal/buildinfo"
 	"github.com/spf13/cobra"
 )
@@ -83,6 +84,7 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	var ue *UsageError
 	var ce *ExitCodeError
+	var nr *boundedio.NotRegularError
 	switch {
 	case errors.As(err, &ce):
 		if ce.Msg != "" {
@@ -92,6 +94,12 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "rlbench:", ue.Err)
 		fmt.Fprintln(stderr, "Run 'rlbench --help' for usage.")
+		return ExitUsage
+	case errors.As(err, &nr):
+		// An input that is a FIFO, a device or a directory where a file
+		// is wanted (`rlbench run fifo.yaml`, `rlbench lint /dev/null`):
+		// the argument is wrong, nothing was read from it.
+		fmt.Fprintln(stderr, "rlbench:", err)
 		return ExitUsage
 	default:
 		fmt.Fprintln(stderr, "rlbench:", err)

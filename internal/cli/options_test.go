@@ -268,6 +268,9 @@ func TestNewBackendCmd(t *testing.T) {
 					MaxConcurrent: 4, OverCapacity: "503", ResetProbability: 0.01}}},
 		{name: "bad faults", argv: argv("--over-capacity refuse"), err: "over_capacity needs max_concurrent"},
 		{name: "no endpoints", argv: argv("--endpoints 0"), err: "endpoints"},
+		{name: "port out of range", argv: argv("--listen 0.0.0.0:99999"), err: `--listen "0.0.0.0:99999": port "99999" is not a port number 0..65535`},
+		{name: "no port", argv: argv("--listen 127.0.0.1"), err: `--listen "127.0.0.1": want HOST:PORT`},
+		{name: "endpoints past 65535", argv: argv("--listen 127.0.0.1:65535 --endpoints 2"), err: "2 endpoints from port 65535 go past 65535"},
 		{name: "argument", argv: argv("x"), err: `unknown command "x"`},
 	})
 }
