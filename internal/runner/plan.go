@@ -725,13 +725,8 @@ func (p *Plan) validate() error {
 				return at(strings.TrimSuffix(sp+".lab."+field, "."), where, "%w", err)
 			}
 		}
-		if a := s.Expect.Admitted; a != nil && a.Min < 0 {
-			return at(sp+".expect.admitted", where, "expect.admitted %s: want 0 <= min <= max", a)
-		}
-		for k, c := range s.Expect.Classes {
-			if c.Min < 0 {
-				return at(sp+".expect.classes."+k, where, "expect.classes.%s %s: want 0 <= min <= max", k, c)
-			}
+		if field, err := s.Expect.CheckCounts(); err != nil {
+			return at(sp+"."+field, where, "%w", err)
 		}
 		if err := validateBurstExpect(&s.Expect.Expectation); err != nil {
 			return at(sp+".expect", where, "%w", err)

@@ -33,6 +33,15 @@ func TestPlanValidatedAtLoad(t *testing.T) {
 			`p.yaml: line 4: scenarios[0] (a): repeat must be 1..1000 (or absent), not 1001`},
 		"runs over max": {"scenarios:\n" + manyScenarios(10, 1000) + " - name: k\n   lab: {}\n   repeat: 1\n   attack: {ids: 1}\n",
 			`p.yaml: line 14: scenarios[10] (k): the plan's scenarios and repeats add up to more than 10000 scenario runs`},
+		// Tester report 1, item 4: a misspelt class ran the lab, then FAILed "got unknown class".
+		"unknown class": {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 3}\n   expect:\n     admitted: 3\n     classes: {local429: 0}\n",
+			`p.yaml: line 7: scenarios[0] (a): expect.classes.local429: unknown class "local429"; want one of no_response, admitted, local_429,`},
+		"sent and passed are classes": {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 3}\n   expect:\n     classes: {sent: 3, passed: 3, nosuch: 1}\n",
+			`p.yaml: line 6: scenarios[0] (a): expect.classes.nosuch: unknown class`},
+		"negative class": {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 3}\n   expect:\n     classes:\n       local_429: -3..-1\n",
+			`p.yaml: line 7: scenarios[0] (a): expect.classes.local_429 -3..-1: want 0 <= min <= max`},
+		"negative admitted": {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 3}\n   expect:\n     admitted: {min: -5, max: -1}\n",
+			`p.yaml: line 6: scenarios[0] (a): expect.admitted -5..-1: want 0 <= min <= max`},
 		// The tester's panic: makeslice in attack.IDs, after the lab had started.
 		"ids maxint": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 9223372036854775807\n",
 			`p.yaml: line 5: scenarios[0] (a): steps[0]: attack.ids 9223372036854775807: more than 10000000 ids, the most one attack sends`},

@@ -205,13 +205,7 @@ var (
 )
 
 // classNames are the names an expectation may bound: every evidence.Class and "sent".
-func classNames() []string {
-	var out []string
-	for c := evidence.Class(0); c < evidence.NumClasses; c++ {
-		out = append(out, c.String())
-	}
-	return append(out, "sent", "passed")
-}
+func classNames() []string { return evidence.ExpectClassNames() }
 
 func anys(vs ...string) []any {
 	out := make([]any, len(vs))

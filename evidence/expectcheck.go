@@ -1,0 +1,57 @@
+package evidence
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// ExpectClassNames are the names Expectation.Classes accepts: every class
+// name (ClassNames), "sent" (the requests sent) and "passed" (those that
+// passed every limiter), as analyze.Classes.Get counts them.
+func ExpectClassNames() []string { return append(ClassNames(), "sent", "passed") }
+
+// IsExpectClass reports whether name is one of ExpectClassNames.
+func IsExpectClass(name string) bool { return slices.Contains(ExpectClassNames(), name) }
+
+// CheckCounts checks the expectation's count ranges: admitted, shadow,
+// classes (known names, ExpectClassNames) and limit_req_status must have
+// 0 <= min (min <= max holds after decoding). It returns the first bad
+// field's path ("expect.classes.local429") and the error, naming it.
+// Plans (at load, exit 2) and scenario.json (NOT_RUN) check with it.
+func (e *Expectation) CheckCounts() (path string, err error) {
+	neg := func(p string, r Range) (string, error) {
+		return p, fmt.Errorf("%s %s: want 0 <= min <= max", p, r)
+	}
+	if r := e.Admitted; r != nil && r.Min < 0 {
+		return neg("expect.admitted", *r)
+	}
+	if r := e.Shadow; r != nil && r.Min < 0 {
+		return neg("expect.shadow", *r)
+	}
+	for _, k := range sortedKeys(e.Classes) {
+		p := "expect.classes." + k
+		if !IsExpectClass(k) {
+			return p, fmt.Errorf("%s: unknown class %q; want one of %s", p, k, strings.Join(ExpectClassNames(), ", "))
+		}
+		if r := e.Classes[k]; r.Min < 0 {
+			return neg(p, r)
+		}
+	}
+	for _, k := range sortedKeys(e.LimitReqStatus) {
+		if r := e.LimitReqStatus[k]; r.Min < 0 {
+			return neg("expect.limit_req_status."+k, r)
+		}
+	}
+	return "", nil
+}
+
+func sortedKeys(m map[string]Range) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
