@@ -1,6 +1,8 @@
 package evidence
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -75,11 +77,28 @@ func (r *Range) UnmarshalJSON(b []byte) error {
 	}
 	var m struct{ Min, Max *int }
 	if err := json.Unmarshal(b, &m); err != nil || m.Min == nil || m.Max == nil {
-		return fmt.Errorf("range must be N, \"MIN..MAX\" or {min, max}: %s", b)
+		return fmt.Errorf("range must be N, \"MIN..MAX\" or {min, max}, not %s", compactJSON(b))
 	}
 	if *m.Min > *m.Max {
-		return fmt.Errorf("range %s: min > max", b)
+		return fmt.Errorf("range {min: %d, max: %d}: %w", *m.Min, *m.Max, errRangeOrder)
 	}
 	*r = Range{Min: *m.Min, Max: *m.Max}
 	return nil
+}
+
+// errRangeOrder is a range whose min is above its max.
+var errRangeOrder = errors.New("min > max")
+
+// compactJSON is b on one line and at most 80 bytes, for messages.
+func compactJSON(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		buf.Reset()
+		buf.Write(b)
+	}
+	s := strings.Join(strings.Fields(buf.String()), " ")
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return s
 }

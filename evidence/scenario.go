@@ -12,13 +12,24 @@ import (
 // DecodeScenario reads scenario.json strictly, like a plan: an unknown
 // field (a misspelt "admited") is an error naming the field and its line,
 // trailing data is an error, and the limiters and classification rules are
-// validated (errors name "limiters[i].<field>" or "classify[i]"). It does
+// validated (errors name "limiters[i].<field>" or "classify[i]"), as are
+// the expectation's class names and count ranges (Expectation.CheckCounts:
+// expect.classes.local429 is an error, not a FAIL), a range's min > max
+// is named by its path and line, and a duplicate key is an error (JSON
+// decoders keep one of them silently). It does
 // not check the schema ID or the name (see Load).
 func DecodeScenario(b []byte) (Scenario, error) {
 	var s Scenario
+	keys, err := scanKeys(b)
+	if err != nil {
+		return Scenario{}, err
+	}
 	dec := stdjson.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, errRangeOrder) && keys.badRangeLine > 0 {
+			return Scenario{}, fmt.Errorf("line %d: %s: %w", keys.badRangeLine, keys.badRange, err)
+		}
 		return Scenario{}, locate(b, err)
 	}
 	if dec.More() {
@@ -37,6 +48,12 @@ func DecodeScenario(b []byte) (Scenario, error) {
 	}
 	if _, err := NewClassifier(s.Classify); err != nil {
 		return Scenario{}, locateField(b, err.Error(), "classify")
+	}
+	if path, err := s.Expect.CheckCounts(); err != nil {
+		if line := keys.lines[path]; line > 0 {
+			return Scenario{}, fmt.Errorf("line %d: %w", line, err)
+		}
+		return Scenario{}, err
 	}
 	return s, nil
 }
