@@ -566,11 +566,19 @@ func (n *Nginx) stopProc(ctx context.Context, p *proc) error {
 			errs = append(errs, fmt.Errorf("realparts: %v to nginx master %d: %w", sig, p.pid(), err))
 			continue
 		}
-		wait := n.grace
 		if sig == syscall.SIGKILL {
-			wait = 2 * time.Second
+			// SIGKILL cannot be ignored: wait (bounded) until the master
+			// is reaped, even when ctx is over (an interrupt sends the
+			// three signals at once), before calling it still running.
+			t := time.NewTimer(2 * time.Second)
+			select {
+			case <-p.done:
+			case <-t.C:
+			}
+			t.Stop()
+			break
 		}
-		t := time.NewTimer(wait)
+		t := time.NewTimer(n.grace)
 		select {
 		case <-p.done:
 		case <-t.C:
