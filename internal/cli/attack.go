@@ -485,13 +485,13 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 func printAttackSummary(w io.Writer, out string, sum *attack.Summary) {
 	c := sum.Config
 	fmt.Fprintf(w, "attack: %d of %d IDs sent (%d not sent) -> %s\n", sum.Sent-sum.NotSent, c.IDs, sum.NotSent, out)
-	fmt.Fprintf(w, "attack: codes %s\n", human.Codes(sum.CodesByTarget))
+	fmt.Fprintf(w, "attack: codes %s\n", human.Codes(sum.CodesByTarget, sum.NotSent))
 	fmt.Fprintf(w, "attack: workers %d (from %s; descriptor cap %d of limit %d, %d open)\n", c.Workers, c.WorkersFrom, c.FDCap, c.FDLimit, c.FDOpen)
 	if len(sum.Flows) == 0 {
 		printFigures(w, "attack: ", c, sum.Burst, sum.Pacing)
 	}
 	for _, f := range sum.Flows {
-		fmt.Fprintf(w, "attack: flow %s: %d of %d IDs sent, codes %s\n", f.Config.Flow, f.Sent-f.NotSent, f.Config.IDs, human.Codes(f.CodesByTarget))
+		fmt.Fprintf(w, "attack: flow %s: %d of %d IDs sent, codes %s\n", f.Config.Flow, f.Sent-f.NotSent, f.Config.IDs, human.Codes(f.CodesByTarget, f.NotSent))
 		printFigures(w, "attack: flow "+f.Config.Flow+": ", f.Config, f.Burst, f.Pacing)
 	}
 	if sh := sum.Shard; sh != nil {

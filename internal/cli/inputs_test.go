@@ -68,3 +68,32 @@ func TestBackendReceiptsPathChecked(t *testing.T) {
 		t.Errorf("the receipts of a refused backend were created: %v", err)
 	}
 }
+
+// TestReportFilesOnly (tester report 1, item 15): `report --html FILE`
+// and `--prometheus FILE` write the files and say so on stderr, without
+// the table on stdout (unless --format asks for it), and keep the
+// verdict's exit code; an error names FILE, not the temporary file.
+func TestReportFilesOnly(t *testing.T) {
+	ev := filepath.Join("..", "..", "analyze", "testdata", "v1-release", "demo")
+	dir := t.TempDir()
+	html, prom := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.prom")
+	code, stdout, stderr := runCLI(t, "report", ev, "--html", html, "--prometheus", prom)
+	if code != ExitOK || stdout != "" || !strings.Contains(stderr, "report: wrote "+html+"\n") ||
+		!strings.Contains(stderr, "report: wrote "+prom+"\n") || !strings.Contains(stderr, "report: verdict PASS") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	for _, p := range []string{html, prom} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	code, stdout, _ = runCLI(t, "report", ev, "--prometheus", prom, "--format", "markdown")
+	if code != ExitOK || !strings.Contains(stdout, "PASS") {
+		t.Errorf("--format markdown: exit %d, stdout %q", code, stdout)
+	}
+	missing := filepath.Join(dir, "missing", "x.html")
+	code, _, stderr = runCLI(t, "report", ev, "--html", missing)
+	if code != ExitError || !strings.Contains(stderr, "rlbench: "+missing+": no such file or directory") || strings.Contains(stderr, ".tmp") {
+		t.Errorf("missing dir: exit %d, stderr %q", code, stderr)
+	}
+}

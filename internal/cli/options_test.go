@@ -235,6 +235,7 @@ func TestNewReportCmd(t *testing.T) {
 		{name: "every flag", argv: argv("--html r.html --prometheus r.prom --format markdown --expect-admitted 5 --intended-limit 5 ev"),
 			want: &ReportOptions{IO: tio, Dir: "ev", Format: "markdown", HTMLFile: "r.html", PrometheusFile: "r.prom",
 				ExpectAdmitted: &evidence.Range{Min: 5, Max: 5}, IntendedLimit: &five}},
+		{name: "files only", argv: argv("--html r.html ev"), want: &ReportOptions{IO: tio, Dir: "ev", HTMLFile: "r.html"}},
 		{name: "no dir", argv: nil, err: "accepts 1 arg"},
 		{name: "bad format", argv: argv("--format pdf ev"), err: `--format must be table, json, markdown, junit, csv or html, not "pdf"`},
 	})

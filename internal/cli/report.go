@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,14 +44,19 @@ writes the result where it is asked for:
                      the offending IDs;
   --prometheus FILE  the verdicts and key figures in the Prometheus text format, for a
                      node-exporter textfile collector;
-and prints the report on stdout in --format (default table). Files are written to a
-temporary file beside them and renamed, so a reader never sees half a file.
+and prints the report on stdout in --format (default table); with --html or
+--prometheus it prints only "report: wrote FILE" and the verdict on stderr,
+unless --format is given. Files are written to a temporary file beside them
+and renamed, so a reader never sees half a file; errors name FILE.
 It exits as analyze does: 0 PASS, 3 FAIL, 4 NOT_RUN.`,
 		Example: `  rlbench report evidence/latest --html report.html
   rlbench report evidence/latest --prometheus /var/lib/node_exporter/textfile/rlbench.prom --format markdown`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]
+			if (o.HTMLFile != "" || o.PrometheusFile != "") && !cmd.Flags().Changed("format") {
+				o.Format = "" // the files were asked for, not the table
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -71,15 +77,23 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.HTMLFile != "" {
-		if err := writeFileAtomic(o.HTMLFile, func(w io.Writer) error { return analyze.WriteHTML(w, rep) }); err != nil {
+	for _, f := range []struct {
+		path  string
+		write func(io.Writer, *analyze.Report) error
+	}{{o.HTMLFile, analyze.WriteHTML}, {o.PrometheusFile, analyze.WritePrometheus}} {
+		if f.path == "" {
+			continue
+		}
+		if err := writeFileAtomic(f.path, func(w io.Writer) error { return f.write(w, rep) }); err != nil {
 			return err
+		}
+		if o.Format == "" {
+			fmt.Fprintf(o.IO.ErrOut, "report: wrote %s\n", f.path)
 		}
 	}
-	if o.PrometheusFile != "" {
-		if err := writeFileAtomic(o.PrometheusFile, func(w io.Writer) error { return analyze.WritePrometheus(w, rep) }); err != nil {
-			return err
-		}
+	if o.Format == "" {
+		fmt.Fprintf(o.IO.ErrOut, "report: verdict %s\n", rep.Status)
+		return verdictError(rep)
 	}
 	return finishReport(o.IO, b, rep, o.Format, "-", o.Dir)
 }
@@ -93,9 +107,16 @@ func writeFileAtomic(path string, fn func(io.Writer) error) (err error) {
 	if dir == "" {
 		dir = "."
 	}
+	// Errors name path, not the temporary file (whose name the user never gave).
+	fail := func(err error) error {
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp*")
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	defer func() {
 		if err != nil {
@@ -108,16 +129,22 @@ func writeFileAtomic(path string, fn func(io.Writer) error) (err error) {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if err := bw.Flush(); err != nil {
-		return err
+		return fail(err)
 	}
 	if err := f.Chmod(0o644); err != nil {
-		return err
+		return fail(err)
 	}
 	if err := f.Sync(); err != nil {
-		return err
+		return fail(err)
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return fail(err)
 	}
-	return os.Rename(f.Name(), path)
+	if err := os.Rename(f.Name(), path); err != nil {
+		if le := (*os.LinkError)(nil); errors.As(err, &le) {
+			err = le.Err
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

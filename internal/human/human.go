@@ -14,20 +14,33 @@ import (
 )
 
 // Codes writes counts per target and status code, targets and codes in
-// order, e.g. "proxy-a: 5 × 200, 5 × 429; proxy-b: 10 × 200". Code "0" is
-// written "no response"; a target without requests is left out; no
-// requests at all is "none".
-func Codes(byTarget map[string]map[string]int) string {
+// order, e.g. "proxy-a: 5 × 200, 5 × 429; proxy-b: 10 × 200"; a target
+// without requests is left out; no requests at all is "none". Code "0"
+// (no status) counts both requests without a response and, notSent of
+// them, requests that never left the client (README: not sent is not "no
+// response"): it is written "no response" when notSent is 0, "not sent"
+// when every code 0 is one, and "no response or not sent" when both are
+// among them (the counts per target do not tell them apart).
+func Codes(byTarget map[string]map[string]int, notSent int) string {
 	targets := make([]string, 0, len(byTarget))
+	zero := 0
 	for t, m := range byTarget {
 		if len(m) > 0 {
 			targets = append(targets, t)
 		}
+		zero += m["0"]
 	}
 	sort.Strings(targets)
+	none := "no response"
+	switch {
+	case notSent > 0 && notSent >= zero:
+		none = "not sent"
+	case notSent > 0:
+		none = "no response or not sent"
+	}
 	var parts []string
 	for _, t := range targets {
-		parts = append(parts, t+": "+codeList(byTarget[t]))
+		parts = append(parts, t+": "+codeList(byTarget[t], none))
 	}
 	if len(parts) == 0 {
 		return "none"
@@ -35,7 +48,7 @@ func Codes(byTarget map[string]map[string]int) string {
 	return strings.Join(parts, "; ")
 }
 
-func codeList(m map[string]int) string {
+func codeList(m map[string]int, none string) string {
 	codes := make([]string, 0, len(m))
 	for c := range m {
 		codes = append(codes, c)
@@ -47,16 +60,13 @@ func codeList(m map[string]int) string {
 	})
 	parts := make([]string, len(codes))
 	for i, c := range codes {
-		parts[i] = count(m[c], c)
+		if c == "0" {
+			parts[i] = fmt.Sprintf("%d × %s", m[c], none)
+		} else {
+			parts[i] = fmt.Sprintf("%d × %s", m[c], c)
+		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-func count(n int, code string) string {
-	if code == "0" {
-		return fmt.Sprintf("%d × no response", n)
-	}
-	return fmt.Sprintf("%d × %s", n, code)
 }
 
 // Progress writes a snapshot as one line without a newline, e.g.

@@ -9,12 +9,20 @@ import (
 )
 
 func TestCodes(t *testing.T) {
-	got := Codes(map[string]map[string]int{"proxy-b": {"200": 10}, "proxy-a": {"429": 5, "200": 5, "0": 1}, "proxy-c": {}})
+	got := Codes(map[string]map[string]int{"proxy-b": {"200": 10}, "proxy-a": {"429": 5, "200": 5, "0": 1}, "proxy-c": {}}, 0)
 	if want := "proxy-a: 1 × no response, 5 × 200, 5 × 429; proxy-b: 10 × 200"; got != want {
 		t.Fatalf("got %q want %q", got, want)
 	}
-	if got := Codes(nil); got != "none" {
+	if got := Codes(nil, 0); got != "none" {
 		t.Fatalf("nil: %q", got)
+	}
+	// Tester report 1, item 15: an attack on a closed port, every request
+	// not sent, printed "3 × no response" beside "3 not sent".
+	if got, want := Codes(map[string]map[string]int{"a": {"0": 3}}, 3), "a: 3 × not sent"; got != want {
+		t.Errorf("all not sent: got %q want %q", got, want)
+	}
+	if got, want := Codes(map[string]map[string]int{"a": {"0": 2, "200": 1}, "b": {"0": 1}}, 1), "a: 2 × no response or not sent, 1 × 200; b: 1 × no response or not sent"; got != want {
+		t.Errorf("mixed: got %q want %q", got, want)
 	}
 }
 
@@ -32,7 +40,7 @@ func TestProgress(t *testing.T) {
 	if got := Progress(attack.ProgressSnapshot{Total: 7}); got != "warming connections for 7 requests" {
 		t.Fatalf("warming: %q", got)
 	}
-	for _, l := range []string{Progress(s), Codes(map[string]map[string]int{"a": {"200": 1}})} {
+	for _, l := range []string{Progress(s), Codes(map[string]map[string]int{"a": {"200": 1}}, 0)} {
 		if strings.Contains(l, "map[") {
 			t.Fatalf("Go map syntax in %q", l)
 		}

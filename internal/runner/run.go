@@ -314,7 +314,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			agg.Error = err.Error()
 			break
 		}
-		fmt.Fprintf(r.progress, "  attack %s: %d sent, codes %s\n", st.Name, sum.Sent, human.Codes(sum.CodesByTarget))
+		fmt.Fprintf(r.progress, "  attack %s: %d sent, codes %s\n", st.Name, sum.Sent, human.Codes(sum.CodesByTarget, sum.NotSent))
 	}
 	if err := reqs.Close(); err != nil {
 		agg.Complete, agg.Error = false, err.Error()
