@@ -114,9 +114,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"analyze", filepath.Join(empty, "nope")}, ExitError},
 		{[]string{"--version"}, ExitOK},
 		{[]string{"lint", emptyFile}, ExitFail},
-		{[]string{"lint", fifo}, ExitError},
-		{[]string{"collect", "rls-log", fifo}, ExitError},
-		{[]string{"run", fifo}, ExitError},
+		// A FIFO or a device as an input file is a usage error (tester report 1, item 14).
+		{[]string{"lint", fifo}, ExitUsage},
+		{[]string{"collect", "rls-log", fifo}, ExitUsage},
+		{[]string{"run", fifo}, ExitUsage},
+		{[]string{"lint", "/dev/null"}, ExitUsage},
+		{[]string{"backend", "--listen", "0.0.0.0:99999"}, ExitUsage},
 	} {
 		if code, _, stderr := runCLI(t, c.args...); code != c.want {
 			t.Errorf("rlbench %v: exit %d, want %d (%s)", c.args, code, c.want, stderr)

@@ -308,7 +308,7 @@ func TestREADMEFailures(t *testing.T) {
 			"```sh\nprintf 'admitted 10\\n'\n```\n\n```text output\nadmitted 10\n```",
 			"```sh\n./rlbench analyze no-such-dir --expect-admitted 1\n```",
 			"```sh\nprintf 'admitted 10\\n'\n```\n\n```text output\nadmitted 5\n```",
-			"```sh\n./rlbench backend --listen 127.0.0.1:10200 --receipts bg/receipts.jsonl &\n./rlbench wait http://127.0.0.1:10200/healthz\n```",
+			"```sh\nmkdir -p bg\n./rlbench backend --listen 127.0.0.1:10200 --receipts bg/receipts.jsonl &\n./rlbench wait http://127.0.0.1:10200/healthz\n```",
 			"```sh\n./rlbench demo | tee demo.txt\n```",
 			"```sh\njq . report.json\n```",
 			"```sh script\nfor k in 1 2; do ./rlbench attack --no-such-flag; done\n```",
