@@ -225,6 +225,7 @@ func completeness(in *Input) bool {
 		return true
 	}
 	problems(evidence.AttackFile)
+	problems(evidence.MergeFile)
 	if a := ev.Attack; a != nil {
 		for i, ph := range a.Phases {
 			if !ph.Complete && a.Complete {
@@ -359,6 +360,7 @@ func judgeLimiters(in *Input) {
 	ls := resolveLimiters(in)
 	in.limiters = ls
 	impossibleFaults(in, ls)
+	applyShardClocks(in)
 	ls.failOpen = failOpen(sr)
 	if ev.HasDecisions && len(ev.Decisions) > 0 {
 		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.rlsUnits())

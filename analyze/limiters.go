@@ -139,6 +139,10 @@ type ModelUncertainty struct {
 	// those of them exact arrival times would have decided.
 	Either           int `json:"either"`
 	EitherFromTiming int `json:"either_from_timing"`
+	// WidenNs is how much every interval was widened on each side for
+	// clock offsets: the limiter's clock_skew_ns plus, in a merged run,
+	// the shards' clock offset bound (ShardsReport.OffsetBoundNs).
+	WidenNs int64 `json:"widen_ns,omitempty"`
 }
 
 // limiterRun is one limiter while it is being judged.
@@ -728,6 +732,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
 		}
 		opts := model.Options{ShadowVisible: shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
+		rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
 		widths := make([]int64, 0, rep.units+rep.Zombies)
 		used := 0
 		for _, g := range groups {

@@ -193,6 +193,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if err := writeFlowTables(w, rep); err != nil {
 		return err
 	}
+	if err := writeShardsTable(w, rep); err != nil {
+		return err
+	}
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
 		for _, l := range s.Limiters {
@@ -251,6 +254,9 @@ func limiterLine(l *LimiterReport) string {
 	if l.Uncertainty.MaxWidthNs > 0 {
 		out += fmt.Sprintf("; timing uncertainty median %s, max %s", time.Duration(l.Uncertainty.MedianWidthNs).Round(time.Microsecond),
 			time.Duration(l.Uncertainty.MaxWidthNs).Round(time.Microsecond))
+		if l.Uncertainty.WidenNs > 0 {
+			out += fmt.Sprintf(" (clock offsets ±%s)", time.Duration(l.Uncertainty.WidenNs).Round(time.Microsecond))
+		}
 	}
 	if l.OverAdmittedCount > 0 {
 		out += "; over-admitted " + verdictsGot(l.OverAdmittedCount, l.OverAdmitted)

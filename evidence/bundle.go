@@ -89,6 +89,10 @@ type ScenarioEvidence struct {
 	RLSPendingLookups int `json:"rls_pending_lookups"`
 	// Nginx holds the nginx/<proxy>/ evidence of every nginx proxy, sorted by proxy.
 	Nginx []NginxEvidence `json:"nginx"`
+	// Merge is merge.json of a directory written by Merge (issue 15: the
+	// shards of one attack joined); nil otherwise. Its problems are
+	// Problems of MergeFile.
+	Merge *MergeRecord `json:"merge,omitempty"`
 	// Problems lists the evidence that could not be read, in layout order.
 	Problems []Problem `json:"problems"`
 }

@@ -245,6 +245,25 @@ func (w *Writer) Written() (lines, bytes int64) {
 	return w.records, w.bytes
 }
 
+// Fail records err (not nil) as the writer's error, after flushing what
+// is buffered, unless it already has one: later Writes return it and Close
+// seals the file with it. It is for a recorder whose source failed (a
+// receipts stream cut short): the file's seal then says it may miss lines.
+func (w *Writer) Fail(err error) {
+	if err == nil {
+		return
+	}
+	_ = w.Flush()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+	if w.cond != nil {
+		w.cond.Broadcast()
+	}
+}
+
 // Err returns the first write error, nil while every write succeeded.
 func (w *Writer) Err() error {
 	w.mu.Lock()

@@ -11,11 +11,17 @@ import (
 // directory (or, for ManifestFile, StatusFile and LatestLink, to a run
 // directory or its root). Use Dir to build paths.
 const (
-	ScenarioFile  = "scenario.json"
-	NotRunFile    = "NOT_RUN"
-	AttackFile    = "attack.json"
-	RequestsFile  = "requests.jsonl"
-	ReceiptsFile  = "receipts.jsonl"
+	ScenarioFile = "scenario.json"
+	NotRunFile   = "NOT_RUN"
+	AttackFile   = "attack.json"
+	RequestsFile = "requests.jsonl"
+	ReceiptsFile = "receipts.jsonl"
+	// ReceiptsDir holds receipts pulled from running backends (`rlbench
+	// collect receipts`), one receipts/<source>.jsonl per backend replica;
+	// Merge joins them with every receipts.jsonl into one.
+	ReceiptsDir = "receipts"
+	// MergeFile records a merge of shard directories (Merge).
+	MergeFile     = "merge.json"
 	FaultsFile    = "faults.jsonl"
 	StatusFile    = "status.txt"
 	ManifestFile  = "manifest.json"
@@ -99,6 +105,14 @@ func (d Dir) Requests() string { return d.Path(RequestsFile) }
 
 // Receipts is <d>/receipts.jsonl.
 func (d Dir) Receipts() string { return d.Path(ReceiptsFile) }
+
+// CollectedReceipts is <d>/receipts/<source>.jsonl (source must pass CheckName).
+func (d Dir) CollectedReceipts(source string) string {
+	return d.Path(ReceiptsDir + "/" + source + ".jsonl")
+}
+
+// Merge is <d>/merge.json.
+func (d Dir) Merge() string { return d.Path(MergeFile) }
 
 // Faults is <d>/faults.jsonl.
 func (d Dir) Faults() string { return d.Path(FaultsFile) }

@@ -152,6 +152,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 		return s
 	}
 
+	readMerge(ctx, d, s)
 	ap := d.Attack()
 	if b, err := ReadRegular(ctx, ap, MaxDocumentBytes); err != nil {
 		problem(AttackFile, "%s: missing (the attack did not finish writing its summary)", ap)

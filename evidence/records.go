@@ -104,6 +104,12 @@ type Receipt struct {
 	Fault string `json:"fault,omitempty"`
 	// DelayNs is the injected latency before the answer, ns.
 	DelayNs int64 `json:"delay_ns,omitempty"`
+	// Replica names the backend process that recorded the receipt
+	// (`rlbench backend --replica`, by default "<host name>-<pid>"; issue
+	// 15), so that the receipts of several backend replicas merged into
+	// one scenario stay apart (evidence.Merge). Empty for the lab's
+	// backend and in older receipts.
+	Replica string `json:"replica,omitempty"`
 }
 
 // Receipt.Fault values: the injected backend fault behind an answer.

@@ -70,6 +70,8 @@ func SchemaOf(rel string) (id string, ok bool) {
 		return "", false
 	case dir == AccessLogDir:
 		return "", strings.HasSuffix(base, ".log")
+	case dir == ReceiptsDir && strings.HasSuffix(base, ".jsonl"):
+		return ReceiptSchema, true
 	}
 	switch base {
 	case ScenarioFile:
@@ -84,6 +86,8 @@ func SchemaOf(rel string) (id string, ok bool) {
 		return FaultSchema, true
 	case ManifestFile:
 		return ManifestSchema, true
+	case MergeFile:
+		return MergeSchema, true
 	case NotRunFile, StatusFile, LatestLink:
 		return "", true
 	}

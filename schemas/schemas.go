@@ -61,6 +61,8 @@ const (
 	AttackV1 = "attack.v1.schema.json"
 	// Manifest is the schema of manifest.json (evidence.Manifest).
 	Manifest = "manifest.v1.schema.json"
+	// Merge is the schema of merge.json (evidence.MergeRecord, "rlbench.merge/v1").
+	Merge = "merge.v1.schema.json"
 	// EnvoyStats is the schema of stats/<proxy>.<label>.json (collect/envoy.Snapshot).
 	EnvoyStats = "envoy-stats.v1.schema.json"
 	// RLSMetrics is the schema of rls/metrics.<label>.json (evidence.RLSMetrics, or a bare evidence.RLSCounters).

@@ -35,6 +35,8 @@ func NewAnalyzeCmd(io *IOStreams, runF func(*AnalyzeOptions) error) *cobra.Comma
 scenario directory, or of every scenario directory below a run directory, and
 reports response classes per target, the reconciliation by ID with backend
 receipts, proxy counter deltas, over-admission and fault-window tallies.
+Given a directory of shard directories (rlbench attack --shard K/N), it
+judges them merged as one run, as rlbench merge would write it.
 It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 4 when one is NOT_RUN or incomplete.`,
 		Example: `  rlbench analyze evidence/20261130T101500Z-1
@@ -67,7 +69,11 @@ func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
 // judgeDir loads the evidence directory and judges it; series adds the
 // time series the HTML report plots.
 func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool) (*evidence.Bundle, *analyze.Report, error) {
-	b, err := evidence.Load(ctx, dir)
+	load := evidence.Load
+	if evidence.IsShardSet(dir) { // a directory of shard directories: judged merged
+		load = evidence.LoadShardSet
+	}
+	b, err := load(ctx, dir)
 	if err != nil {
 		return nil, nil, err
 	}

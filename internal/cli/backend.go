@@ -26,6 +26,19 @@ type BackendOptions struct {
 	Endpoints int
 	Faults    backend.Faults
 	Seed      uint64
+	// Replica is recorded in every receipt; "" means DefaultReplica().
+	Replica string
+}
+
+// DefaultReplica is the backend's replica identity when --replica is not
+// given: "<host name>-<pid>" (in a Kubernetes pod the host name is the
+// pod's name), "backend-<pid>" when the host name is unknown.
+func DefaultReplica() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "backend"
+	}
+	return h + "-" + strconv.Itoa(os.Getpid())
 }
 
 // NewBackendCmd is `rlbench backend`. runF, when not nil, receives the
@@ -53,7 +66,8 @@ the request), drawn from --seed. PUT /_rlbench/faults with
 {"endpoints":[1],"faults":{"error_status":503,"latency":"20ms"}} changes
 them while it runs; GET /_rlbench/faults shows them. GET
 /_rlbench/receipts serves the receipts so far from the file (none are kept
-in memory); GET /healthz answers ok.`,
+in memory); GET /healthz answers ok. Every receipt carries --replica (default
+<host name>-<pid>), so that the receipts of several replicas merge apart.`,
 		Example: `  rlbench backend --listen 127.0.0.1:8080 --receipts evidence/manual/receipts.jsonl
   rlbench backend --endpoints 3 --latency uniform:5ms..50ms --error-status 503 --error-probability 0.1 --seed 1`,
 		Args: cobra.NoArgs,
@@ -80,6 +94,7 @@ in memory); GET /healthz answers ok.`,
 	f.IntVar(&o.Endpoints, "endpoints", 1, fmt.Sprintf("number of endpoints (1..%d), each its own listener", backend.MaxEndpoints))
 	backendFaultFlags(f, &o.Faults, "")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of the fault draws (0: random)")
+	f.StringVar(&o.Replica, "replica", "", "replica identity recorded in every receipt (default <host name>-<pid>)")
 	return cmd
 }
 
@@ -87,7 +102,12 @@ func runBackend(ctx context.Context, o *BackendOptions) error {
 	if err := checkOutputFile("--receipts", o.Receipts); err != nil {
 		return err
 	}
-	be, err := backend.Start(ctx, backend.Options{Listen: o.Listen, ReceiptsFile: o.Receipts, Headers: o.Headers, Endpoints: o.Endpoints, Faults: o.Faults, Seed: o.Seed})
+	replica := o.Replica
+	if replica == "" {
+		replica = DefaultReplica()
+	}
+	be, err := backend.Start(ctx, backend.Options{Listen: o.Listen, ReceiptsFile: o.Receipts, Headers: o.Headers, Endpoints: o.Endpoints,
+		Faults: o.Faults, Seed: o.Seed, Replica: replica})
 	if err != nil {
 		return err
 	}
@@ -95,8 +115,9 @@ func runBackend(ctx context.Context, o *BackendOptions) error {
 		Backend   string             `json:"backend"`
 		Addr      string             `json:"addr"`
 		Receipts  string             `json:"receipts"`
+		Replica   string             `json:"replica"`
 		Endpoints []backend.Endpoint `json:"endpoints"`
-	}{be.URL(), be.Addr(), o.Receipts, be.Endpoints()})
+	}{be.URL(), be.Addr(), o.Receipts, replica, be.Endpoints()})
 	fmt.Fprintln(o.IO.Out, string(line))
 	// A receipt that cannot be written stops the backend at once (that
 	// request was answered 500): it must not keep answering unrecorded.

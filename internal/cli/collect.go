@@ -19,7 +19,7 @@ func newCollectCmd(io *IOStreams) *cobra.Command {
 	}
 	cmd.AddCommand(NewCollectEnvoyCmd(io, nil), NewCollectRLSLogCmd(io, nil), NewCollectPrometheusCmd(io, nil),
 		NewCollectStatsdCmd(io, nil), NewCollectAccessLogCmd(io, nil),
-		NewCollectNginxAccessLogCmd(io, nil), NewCollectNginxStatusCmd(io, nil))
+		NewCollectNginxAccessLogCmd(io, nil), NewCollectNginxStatusCmd(io, nil), NewCollectReceiptsCmd(io, nil))
 	return cmd
 }
 

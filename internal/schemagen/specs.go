@@ -44,6 +44,8 @@ func specs() []spec {
 		{id: evidence.RLSLogSchema, what: "rls/log.json, the real RLS's log parsed by `rlbench collect rls-log`", root: typeOf[rls.Log]()},
 		{id: evidence.StateSchema, what: "<file>.jsonl.state.json, the seal of a JSON Lines file: open until its writer closed it, then closed with its lines and bytes, or the write error",
 			root: typeOf[evidence.FileState](), consts: map[string]string{"FileState": evidence.StateSchema}},
+		{id: evidence.MergeSchema, what: "merge.json of a scenario directory written by `rlbench merge` (the shards of one attack joined)",
+			root: typeOf[evidence.MergeRecord](), consts: map[string]string{"MergeRecord": evidence.MergeSchema}},
 		{id: evidence.NginxAccessSchema, what: "one line of nginx/<proxy>/access.jsonl", root: typeOf[nginx.AccessRecord]()},
 		{id: evidence.NginxLimitReqSchema, what: "one line of nginx/<proxy>/limit_req.jsonl", root: typeOf[nginx.ErrorEntry]()},
 		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginx.StubStatus]()},

@@ -107,6 +107,9 @@ type Options struct {
 	Body []byte
 	// Now returns the receive time; default time.Now.
 	Now func() time.Time
+	// Replica is recorded in every receipt (evidence.Receipt.Replica): the
+	// identity of this backend among several replicas; "" records none.
+	Replica string
 }
 
 // Backend is a running lab upstream. Its methods are safe for concurrent use.
@@ -122,6 +125,7 @@ type Backend struct {
 	tmp     bool             // path is a temporary file, removed on Close
 	tmpFile *os.File
 	rnd     *seededRand
+	replica string
 	after   func(time.Duration) <-chan time.Time
 	done    chan struct{} // closed by Close: injected latencies end
 
@@ -200,7 +204,7 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano()) | 1
 	}
-	b := &Backend{headers: lower, status: status, body: opts.Body, now: now, after: opts.After, done: make(chan struct{}),
+	b := &Backend{headers: lower, status: status, body: opts.Body, now: now, after: opts.After, done: make(chan struct{}), replica: opts.Replica,
 		failed: make(chan struct{}), rnd: &seededRand{r: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}}
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -519,6 +523,7 @@ func (ep *endpoint) serveRecord(w http.ResponseWriter, r *http.Request) {
 		Status:   dec.status,
 		Fault:    dec.fault,
 		DelayNs:  int64(dec.delay),
+		Replica:  b.replica,
 	}
 	if vs, ok := r.Header[http.CanonicalHeaderKey(IDHeader)]; ok && len(vs) > 0 {
 		id := vs[0]
