@@ -244,3 +244,32 @@ func TestIndexedJobLocal(t *testing.T) {
 		t.Fatalf("merge without shard 2: exit %d, %s: %v", code, gs.Status, gs.Reasons)
 	}
 }
+
+// TestMergeAndCollectReceiptsUsage: misuse is exit 2 before anything runs.
+func TestMergeAndCollectReceiptsUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"merge", dir}, "--out is required"},
+		{[]string{"merge", "--out", dir}, "requires at least 1 arg"},
+		{[]string{"collect", "receipts", "--out", dir}, "--url (at least one)"},
+		{[]string{"collect", "receipts", "--url", "ftp://x", "--out", dir}, "want http://HOST:PORT"},
+		{[]string{"collect", "receipts", "--url", "http://u:pw@127.0.0.1:1", "--url", "http://127.0.0.1:1/", "--out", dir}, "the same backend"},
+	} {
+		code, _, stderr := runCLI(t, c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Contains(stderr, ":pw@") {
+			t.Errorf("%v: exit %d, stderr %q; want %d with %q", c.args, code, stderr, ExitUsage, c.want)
+		}
+	}
+	// An unreachable backend: exit 1 naming it, and the file's seal says why.
+	code, _, stderr := runCLI(t, "collect", "receipts", "--url", "http://127.0.0.1:1", "--out", dir)
+	if code != ExitError || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Fatalf("unreachable: exit %d, %q", code, stderr)
+	}
+	st, err := evidence.ReadFileState(evidence.Dir(dir).CollectedReceipts("127_0_0_1_1"))
+	if err != nil || st.State != evidence.StateClosed || st.Error == "" {
+		t.Fatalf("seal of a failed pull: %+v, %v", st, err)
+	}
+}

@@ -1,0 +1,190 @@
+package evidence
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeShard writes a shard directory: attack.json of shard k/n and one
+// request per ID (code 200, sent at send[i], 100 ns latency).
+func fakeShard(t *testing.T, dir string, k, n, total int, digest, host string, ids []string, send []int64) {
+	t.Helper()
+	sum := &AttackSummary{Schema: AttackSummarySchema, Complete: true, Sent: len(ids), Recorded: len(ids), StartNs: 1000 + int64(k), Host: host,
+		Shard: &AttackShard{Index: k, Count: n, IDs: len(ids), TotalIDs: total, Digest: digest, IDSetDigest: digest}}
+	if err := WriteJSONFile(Dir(dir).Attack(), NewAttack(sum)); err != nil {
+		t.Fatal(err)
+	}
+	var reqs []Request
+	for i, id := range ids {
+		reqs = append(reqs, Request{ID: id, Target: "proxy-a", URL: "http://127.0.0.1:1", Method: "GET", SentNs: send[i], LatencyNs: 100, Code: 200})
+	}
+	if err := WriteLines(Dir(dir).Requests(), reqs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func receipt(id string, recv int64, replica string) Receipt {
+	return Receipt{ID: &id, RecvNs: recv, Method: "GET", Path: "/", Remote: "127.0.0.1:2", Replica: replica}
+}
+
+func mergeOf(t *testing.T, inputs ...string) (*MergeRecord, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "run")
+	rec, err := Merge(context.Background(), MergeOptions{Inputs: inputs, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, out
+}
+
+func hasProblem(rec *MergeRecord, sub string) bool {
+	for _, p := range rec.Problems {
+		if strings.Contains(p, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMergeCoverage(t *testing.T) {
+	root := t.TempDir()
+	d := func(name string) string { return filepath.Join(root, name) }
+	fakeShard(t, d("s0"), 0, 3, 6, "sha256:a", "h0", []string{"i0", "i3"}, []int64{10, 20})
+	fakeShard(t, d("s1"), 1, 3, 6, "sha256:a", "h1", []string{"i1", "i4"}, []int64{10, 20})
+	fakeShard(t, d("s2"), 2, 3, 6, "sha256:a", "h2", []string{"i2", "i5"}, []int64{10, 20})
+	fakeShard(t, d("s1again"), 1, 3, 6, "sha256:a", "h1", []string{"i1", "i4"}, []int64{10, 20})
+	fakeShard(t, d("other"), 0, 2, 6, "sha256:b", "h9", []string{"x0"}, []int64{10})
+	fakeShard(t, d("overlap"), 2, 3, 6, "sha256:a", "h2", []string{"i2", "i0"}, []int64{10, 20})
+
+	rec, out := mergeOf(t, d("s0"), d("s1"), d("s2"))
+	if len(rec.Problems) != 0 || len(rec.Shards) != 3 || rec.Count != 3 || rec.StartSpreadNs != 2 {
+		t.Fatalf("complete merge: %+v", rec)
+	}
+	s := LoadScenario(context.Background(), out, false)
+	if s.Merge == nil || s.Requests.Len() != 6 || len(s.Problems) != 0 || s.Attack == nil || len(s.Attack.Phases) != 3 || s.Attack.Sent != 6 {
+		t.Fatalf("merged load: merge %v, %d requests, problems %v", s.Merge != nil, s.Requests.Len(), s.Problems)
+	}
+
+	for _, c := range []struct {
+		name   string
+		inputs []string
+		want   string
+	}{
+		{"missing", []string{d("s0"), d("s2")}, "shard 1/3 missing"},
+		{"twice", []string{d("s0"), d("s1"), d("s1again"), d("s2")}, "shard 1/3 twice: " + d("s1") + " and " + d("s1again")},
+		{"other attack", []string{d("s0"), d("s1"), d("s2"), d("other")}, "shard 0/2 (" + d("other") + "): of another attack"},
+		{"overlap", []string{d("s0"), d("s1"), d("overlap")}, `ID "i0" sent by shard 0/3 (` + d("s0") + ") and shard 2/3 (" + d("overlap") + ")"},
+	} {
+		rec, out := mergeOf(t, c.inputs...)
+		if !hasProblem(rec, c.want) {
+			t.Errorf("%s: problems %q, want one with %q", c.name, rec.Problems, c.want)
+			continue
+		}
+		// Load turns them into problems of merge.json: analyze's NOT_RUN.
+		s := LoadScenario(context.Background(), out, false)
+		found := false
+		for _, p := range s.Problems {
+			found = found || p.File == MergeFile && strings.Contains(p.Msg, c.want)
+		}
+		if !found {
+			t.Errorf("%s: loaded problems %+v lack %q", c.name, s.Problems, c.want)
+		}
+	}
+	// A directory of shard directories is a shard set, expanded one level.
+	set := t.TempDir()
+	for _, n := range []string{"s0", "s1", "s2"} {
+		if err := os.Rename(d(n), filepath.Join(set, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !IsShardSet(set) || IsShardSet(filepath.Join(set, "s0")) {
+		t.Fatal("IsShardSet")
+	}
+	b, err := LoadShardSet(context.Background(), set)
+	if err != nil || len(b.Scenarios) != 1 || b.Scenarios[0].Requests.Len() != 6 || b.Scenarios[0].Merge == nil {
+		t.Fatalf("LoadShardSet: %v %+v", err, b)
+	}
+	// An output that is not empty is refused.
+	if _, err := Merge(context.Background(), MergeOptions{Inputs: []string{set}, Out: set}); err == nil {
+		t.Fatal("merge into a non-empty directory")
+	}
+}
+
+// TestMergeClockOffset: θ (backend clock minus shard clock) lies in
+// [max(recv-end), min(recv-send)]; identical receipts are taken once,
+// receipts that differ (another replica) both.
+func TestMergeClockOffset(t *testing.T) {
+	root := t.TempDir()
+	const theta = 500
+	// Shard 0: sends at 1000 and 2000, each answered after 100 ns.
+	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 3, "sha256:a", "h0", []string{"a", "b", "c"}, []int64{1000, 2000, 3000})
+	// Replica r1 received a 50 ns after its send, b 10 ns after; c never.
+	recs := []Receipt{receipt("a", 1000+50+theta, "r1"), receipt("b", 2000+10+theta, "r1")}
+	if err := WriteLines(Dir(filepath.Join(root, "be1")).Receipts(), recs); err != nil {
+		t.Fatal(err)
+	}
+	// The same receipts pulled again (identical), and r2's receipt of a.
+	if err := WriteLines(Dir(filepath.Join(root, "pulled")).CollectedReceipts("x"), append(recs, receipt("a", 1000+90+theta, "r2"))); err != nil {
+		t.Fatal(err)
+	}
+	rec, out := mergeOf(t, root)
+	if len(rec.Problems) != 0 || rec.ReceiptsRead != 5 || rec.ReceiptsIdentical != 2 || len(rec.Replicas) != 2 {
+		t.Fatalf("merge: %+v", rec)
+	}
+	offs := rec.Shards[0].Offsets
+	// a: [1550-1100, 1550-1000] = [450, 550]; b: [2510-2100, 2510-2000] = [410, 510].
+	if len(offs) != 2 || offs[0] != (ClockOffset{Replica: "r1", Pairs: 2, Bounded: true, MinNs: 450, MaxNs: 510}) {
+		t.Fatalf("offsets %+v", offs)
+	}
+	if o := offs[1]; o.Replica != "r2" || o.MinNs != 490 || o.MaxNs != 590 || o.AbsNs() != 590 {
+		t.Fatalf("r2 offset %+v", o)
+	}
+	if !(offs[0].MinNs <= theta && theta <= offs[0].MaxNs) {
+		t.Fatal("the bound excludes the true offset")
+	}
+	s := LoadScenario(context.Background(), out, false)
+	if s.Receipts.Len() != 3 || len(s.Problems) != 0 {
+		t.Fatalf("merged receipts %d, problems %v", s.Receipts.Len(), s.Problems)
+	}
+	// An open receipts file (its backend still runs) is a problem naming it.
+	w, err := Create(Dir(filepath.Join(root, "be1")).Receipts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	rec, _ = mergeOf(t, root)
+	if !hasProblem(rec, fmt.Sprintf("receipts: %s: never closed", Dir(filepath.Join(root, "be1")).Receipts())) {
+		t.Fatalf("open receipts: %q", rec.Problems)
+	}
+}
+
+// TestMergeTakesStatsOnce: the same stats file from two inputs must be
+// identical.
+func TestMergeTakesStatsOnce(t *testing.T) {
+	root := t.TempDir()
+	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 1, "sha256:a", "h", []string{"a"}, []int64{1})
+	for i, body := range []string{"same", "same", "different"} {
+		p := Dir(filepath.Join(root, fmt.Sprintf("c%d", i))).StatsSnapshot("proxy-a", "before", ".txt")
+		if err := Mkdir(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, out := mergeOf(t, filepath.Join(root, "s0"), filepath.Join(root, "c0"), filepath.Join(root, "c1"))
+	if len(rec.Problems) != 0 || rec.Files["stats/proxy-a.before.txt"] != filepath.Join(root, "c0") {
+		t.Fatalf("identical stats: %+v", rec)
+	}
+	if b, err := os.ReadFile(Dir(out).StatsSnapshot("proxy-a", "before", ".txt")); err != nil || string(b) != "same" {
+		t.Fatalf("copied stats %q %v", b, err)
+	}
+	rec, _ = mergeOf(t, filepath.Join(root, "s0"), filepath.Join(root, "c0"), filepath.Join(root, "c2"))
+	if !hasProblem(rec, "stats/proxy-a.before.txt: in "+filepath.Join(root, "c0")) {
+		t.Fatalf("differing stats: %q", rec.Problems)
+	}
+}
