@@ -71,10 +71,10 @@ const MergeSchema = "rlbench.merge/v1"
 // MergeOptions configure Merge.
 type MergeOptions struct {
 	// Inputs are directories: shard directories (attack.json with a
-	// shard), directories of receipts or stats, or directories whose
-	// immediate sub-directories are such (a directory of shard
-	// directories). A directory holding merge.json (an earlier merge) and
-	// Out itself are skipped.
+	// shard), directories of receipts or stats, and their immediate
+	// sub-directories that are such (a directory of shard directories,
+	// which may hold receipts.jsonl itself). A directory holding
+	// merge.json (an earlier merge) and Out itself are skipped.
 	Inputs []string
 	// Out is the scenario directory to write; it must not exist or be empty.
 	Out string
@@ -188,6 +188,13 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 		return err == nil
 	}
 	var parts []string
+	taken := map[string]bool{}
+	add := func(p string) {
+		if a, _ := filepath.Abs(p); !taken[a] { // an input given twice, or with its parent
+			taken[a] = true
+			parts = append(parts, p)
+		}
+	}
 	for _, in := range inputs {
 		st, err := os.Stat(in)
 		if err != nil {
@@ -199,19 +206,19 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 		if skip(in) {
 			continue
 		}
+		n := 0
 		if isPart(in) {
-			parts = append(parts, in)
-			continue
+			add(in)
+			n++
 		}
 		entries, err := os.ReadDir(in)
 		if err != nil {
 			return nil, err
 		}
-		n := 0
 		for _, e := range entries {
 			p := filepath.Join(in, e.Name())
-			if e.IsDir() && !skip(p) && isPart(p) {
-				parts = append(parts, p)
+			if e.IsDir() && !layoutDirs[e.Name()] && !skip(p) && isPart(p) {
+				add(p)
 				n++
 			}
 		}
@@ -221,6 +228,10 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 	}
 	return parts, nil
 }
+
+// layoutDirs are the directories of a scenario directory's layout: never
+// inputs of their own.
+var layoutDirs = map[string]bool{StatsDir: true, AccessLogDir: true, RLSDir: true, NginxDir: true, ReceiptsDir: true}
 
 // partEntries are the names whose presence makes a directory a merge input.
 var partEntries = []string{AttackFile, RequestsFile, ReceiptsFile, ReceiptsDir, StatsDir, ScenarioFile, AccessLogDir, RLSDir,

@@ -101,8 +101,16 @@ func TestMergeCoverage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The set may hold the backend's receipts itself; a shard given twice
+	// (on its own and in its set) is one input.
+	if err := WriteLines(Dir(set).Receipts(), []Receipt{receipt("i0", 50, "r")}); err != nil {
+		t.Fatal(err)
+	}
 	if !IsShardSet(set) || IsShardSet(filepath.Join(set, "s0")) {
 		t.Fatal("IsShardSet")
+	}
+	if rec, _ := mergeOf(t, set, filepath.Join(set, "s0")); len(rec.Problems) != 0 || len(rec.Replicas) != 1 || len(rec.Inputs) != 4 {
+		t.Fatalf("set with receipts: %+v", rec)
 	}
 	b, err := LoadShardSet(context.Background(), set)
 	if err != nil || len(b.Scenarios) != 1 || b.Scenarios[0].Requests.Len() != 6 || b.Scenarios[0].Merge == nil {
