@@ -44,6 +44,17 @@ func strict(t *testing.T, where string, doc []byte, v any) {
 	}
 }
 
+// add decodes one object strictly into into, by its name.
+func add[T any, P interface {
+	*T
+	GetName() string
+}](t *testing.T, where string, doc []byte, into map[string]*T) {
+	t.Helper()
+	var o T
+	strict(t, where, doc, &o)
+	into[P(&o).GetName()] = &o
+}
+
 func load(t *testing.T) *manifests {
 	t.Helper()
 	m := &manifests{namespaces: map[string]*corev1.Namespace{}, pvcs: map[string]*corev1.PersistentVolumeClaim{},
@@ -66,33 +77,19 @@ func load(t *testing.T) *manifests {
 			}
 			switch tm.APIVersion + " " + tm.Kind {
 			case "v1 Namespace":
-				var o corev1.Namespace
-				strict(t, where, doc, &o)
-				m.namespaces[o.Name] = &o
+				add(t, where, doc, m.namespaces)
 			case "v1 PersistentVolumeClaim":
-				var o corev1.PersistentVolumeClaim
-				strict(t, where, doc, &o)
-				m.pvcs[o.Name] = &o
+				add(t, where, doc, m.pvcs)
 			case "apps/v1 Deployment":
-				var o appsv1.Deployment
-				strict(t, where, doc, &o)
-				m.deployments[o.Name] = &o
+				add(t, where, doc, m.deployments)
 			case "v1 Service":
-				var o corev1.Service
-				strict(t, where, doc, &o)
-				m.services[o.Name] = &o
+				add(t, where, doc, m.services)
 			case "v1 ConfigMap":
-				var o corev1.ConfigMap
-				strict(t, where, doc, &o)
-				m.configMaps[o.Name] = &o
+				add(t, where, doc, m.configMaps)
 			case "batch/v1 Job":
-				var o batchv1.Job
-				strict(t, where, doc, &o)
-				m.jobs[o.Name] = &o
+				add(t, where, doc, m.jobs)
 			case "v1 Pod":
-				var o corev1.Pod
-				strict(t, where, doc, &o)
-				m.pods[o.Name] = &o
+				add(t, where, doc, m.pods)
 			default:
 				t.Fatalf("%s: unexpected %s %s", where, tm.APIVersion, tm.Kind)
 			}

@@ -263,8 +263,8 @@ func TestNewBackendCmd(t *testing.T) {
 	testCmd(t, NewBackendCmd, []cmdCase[BackendOptions]{
 		{name: "defaults", argv: nil, want: &BackendOptions{IO: tio, Listen: "127.0.0.1:0", Receipts: evidence.ReceiptsFile, Endpoints: 1}},
 		{name: "every flag", argv: argv("--listen 127.0.0.1:8080 --receipts ev/r.jsonl --header x-a --header x-b --endpoints 3 --latency exp:5ms " +
-			"--error-status 502 --error-probability 0.5 --max-concurrent 4 --over-capacity 503 --reset-probability 0.01 --seed 3"),
-			want: &BackendOptions{IO: tio, Listen: "127.0.0.1:8080", Receipts: "ev/r.jsonl", Headers: []string{"x-a", "x-b"}, Endpoints: 3, Seed: 3,
+			"--error-status 502 --error-probability 0.5 --max-concurrent 4 --over-capacity 503 --reset-probability 0.01 --seed 3 --replica pod-a"),
+			want: &BackendOptions{IO: tio, Listen: "127.0.0.1:8080", Receipts: "ev/r.jsonl", Headers: []string{"x-a", "x-b"}, Endpoints: 3, Seed: 3, Replica: "pod-a",
 				Faults: backend.Faults{Latency: &backend.Latency{Dist: "exp", A: 5 * time.Millisecond}, ErrorStatus: 502, ErrorProbability: ptrTo(0.5),
 					MaxConcurrent: 4, OverCapacity: "503", ResetProbability: 0.01}}},
 		{name: "bad faults", argv: argv("--over-capacity refuse"), err: "over_capacity needs max_concurrent"},
@@ -473,6 +473,29 @@ func TestNewLintCmd(t *testing.T) {
 	})
 }
 
+func TestNewCollectReceiptsCmd(t *testing.T) {
+	testCmd(t, NewCollectReceiptsCmd, []cmdCase[CollectReceiptsOptions]{
+		{name: "two replicas", argv: argv("--url http://10.0.0.7:8080 --url https://u:pw@b.example:8443/_rlbench/receipts --out ev"),
+			want: &CollectReceiptsOptions{IO: tio, URLs: []string{"http://10.0.0.7:8080/_rlbench/receipts", "https://u:pw@b.example:8443/_rlbench/receipts"},
+				Out: "ev", Timeout: 10 * time.Minute, MaxBytes: 4 << 30}},
+		{name: "every flag", argv: argv("--url http://a:1 --out ev --timeout 5s --max-bytes 1000"),
+			want: &CollectReceiptsOptions{IO: tio, URLs: []string{"http://a:1/_rlbench/receipts"}, Out: "ev", Timeout: 5 * time.Second, MaxBytes: 1000}},
+		{name: "no url", argv: argv("--out ev"), err: "--url (at least one) and --out are required"},
+		{name: "no out", argv: argv("--url http://a:1"), err: "--url (at least one) and --out are required"},
+		{name: "twice", argv: argv("--url http://a:1 --url http://a:1/ --out ev"), err: "the same backend"},
+		{name: "negative max", argv: argv("--url http://a:1 --out ev --max-bytes -1"), err: "--max-bytes must not be negative"},
+	})
+}
+
+func TestNewMergeCmd(t *testing.T) {
+	testCmd(t, NewMergeCmd, []cmdCase[MergeOptions]{
+		{name: "shards", argv: argv("s0 s1 rec --out run"), want: &MergeOptions{IO: tio, Inputs: []string{"s0", "s1", "rec"}, Out: "run"}},
+		{name: "scenario", argv: argv("ev --out run --scenario sc.json"), want: &MergeOptions{IO: tio, Inputs: []string{"ev"}, Out: "run", Scenario: "sc.json"}},
+		{name: "no out", argv: argv("s0"), err: "--out is required"},
+		{name: "no input", argv: argv("--out run"), err: "requires at least 1 arg"},
+	})
+}
+
 // TestEveryLeafHasAnOptionsTest: each leaf command of the tree has a
 // TestNewXCmd above (the list is kept by hand; a new command fails here
 // until its table test exists).
@@ -491,7 +514,8 @@ func TestNewWaitCmd(t *testing.T) {
 func TestEveryLeafHasAnOptionsTest(t *testing.T) {
 	tested := map[string]bool{"wait": true, "analyze": true, "report": true, "export vegeta": true, "run": true, "simulate": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
 		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true,
-		"collect nginx-access-log": true, "collect nginx-status": true} // the nginx ones: collect_nginx_test.go
+		"collect nginx-access-log": true, "collect nginx-status": true, // the nginx ones: collect_nginx_test.go
+		"collect receipts": true, "merge": true}
 	var walk func(c *cobra.Command)
 	n := 0
 	walk = func(c *cobra.Command) {
