@@ -549,8 +549,16 @@ func (ep *endpoint) serveRecord(w http.ResponseWriter, r *http.Request) {
 	werr := b.Err()
 	if werr == nil {
 		if werr = b.jw.WriteRaw(line); werr != nil {
+			// Answer 500 and flush it before Failed closes: the process
+			// then closes every connection, and an unflushed answer would
+			// be lost (the client would retry into a closed port).
+			w.Header().Set("Connection", "close")
+			http.Error(w, fmt.Sprintf("backend: receipt not recorded: %v", werr), http.StatusInternalServerError)
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
 			b.fail(werr)
-			werr = b.Err()
+			return
 		}
 	}
 	if werr != nil {
