@@ -141,7 +141,7 @@ func (t *StatsdTotals) RLSCounters() *Counters { return CountersFromStats(t.Name
 
 // ParseStatDump reads `name: value` lines, the format of the pre-2020 RLS
 // debug-port /stats and of the README "Statistics" section
-// (shared/fixtures/rls/gh_ratelimit_README_statsd_stat_lines.txt). Values must
+// (github.com/envoyproxy/ratelimit README.md, "Statistics"). Values must
 // be numbers; anything else is an error naming name and the line (the current
 // /stats page is expvar JSON, not stats).
 func ParseStatDump(r io.Reader, name string) (map[string]float64, error) {

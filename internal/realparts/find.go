@@ -17,7 +17,7 @@ import (
 )
 
 // RLSModuleVersion is the pinned envoyproxy/ratelimit build: main-branch commit 3fb702589d36 of 2026-01-22, the
-// version every observation in shared/reference/rls-behaviour-observed.md was made with. The module has no tags,
+// version rlbench's integration tests pin and assert the behaviour of. The module has no tags,
 // so @latest drifts and must not be used.
 const RLSModuleVersion = "github.com/envoyproxy/ratelimit/src/service_cmd@v1.4.1-0.20260122083618-3fb702589d36"
 

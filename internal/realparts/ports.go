@@ -43,7 +43,8 @@ func FreePorts(n int) ([]int, error) {
 // Ownership tells who listens on one local TCP port (any local address, IPv4 or IPv6) as seen from the network
 // namespace of PID. Owned counts listening sockets held open by PID, Foreign those not held by PID. Since
 // envoyproxy/ratelimit binds with SO_REUSEPORT, a second process can listen on the same port without an error and
-// silently take part of the traffic (shared/reference/rls-behaviour-observed.md §8.1); Foreign > 0 exposes that.
+// silently take part of the traffic (src/server/server_impl.go listens with github.com/libp2p/go-reuseport);
+// Foreign > 0 exposes that.
 type Ownership struct {
 	PID     int
 	Port    int

@@ -14,7 +14,7 @@ import (
 
 // DefaultStopGrace is how long Stop waits after SIGTERM before it sends SIGKILL, when the options leave it zero.
 // envoyproxy/ratelimit's GracefulStop waits for in-flight RPCs, and calls stuck on a dead Redis never finish
-// (shared/reference/rls-behaviour-observed.md §4(d')), so the wait has to be bounded.
+// (src/server/server_impl.go calls grpc.Server.GracefulStop), so the wait has to be bounded.
 const DefaultStopGrace = 3 * time.Second
 
 // DefaultStartTimeout bounds how long a start waits for readiness when the options leave it zero.

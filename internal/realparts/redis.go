@@ -27,8 +27,8 @@ type Options struct {
 }
 
 // Redis is one redis-server started by StartRedis: bound to 127.0.0.1 only, without persistence
-// (--save "" --appendonly no), so a restart loses every counter, as in shared/reference/rls-behaviour-observed.md
-// §4(d). Methods are safe for concurrent use.
+// (--save "" --appendonly no), so a restart loses every counter (redis.io "Redis persistence": with
+// neither RDB nor AOF nothing survives a restart). Methods are safe for concurrent use.
 type Redis struct {
 	bin     string
 	dir     string
