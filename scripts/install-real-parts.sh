@@ -12,8 +12,8 @@ set -euo pipefail
 
 RLS_MODULE="github.com/envoyproxy/ratelimit"
 RLS_PKG="${RLS_MODULE}/src/service_cmd"
-# main-branch commit 3fb702589d36 (2026-01-22); the module has no tags, so @latest drifts. See
-# shared/reference/rls-behaviour-observed.md §1.
+# main-branch commit 3fb702589d36 (2026-01-22); the module has no tags, so @latest drifts. It must equal
+# internal/realparts.RLSModuleVersion.
 RLS_VERSION="v1.4.1-0.20260122083618-3fb702589d36"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
