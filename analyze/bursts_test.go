@@ -500,6 +500,7 @@ func nginxFixtureEv(t *testing.T, fixture string, byLimitReq map[string]int) str
 
 func eachJSONLine(t *testing.T, b []byte, fn func([]byte)) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), len(b)+1) // a line may be as long as the input
 	for sc.Scan() {
 		if l := bytes.TrimSpace(sc.Bytes()); len(l) > 0 {
 			fn(l)

@@ -1,7 +1,6 @@
 package analyze
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -52,7 +51,7 @@ func FuzzJudgeNeverPassesMismatch(f *testing.F) {
 		if err != nil || rep.Status != Pass {
 			return
 		}
-		if why := mismatch(reqs, recs, 10); why != "" {
+		if why := mismatch(t, reqs, recs, 10); why != "" {
 			t.Fatalf("PASS although %s; reasons %v", why, rep.Scenarios[0].Reasons)
 		}
 	})
@@ -60,10 +59,10 @@ func FuzzJudgeNeverPassesMismatch(f *testing.F) {
 
 // mismatch says how requests and receipts fail to match exactly (see
 // FuzzJudgeNeverPassesMismatch), or "".
-func mismatch(reqs, recs []byte, admitted int) string {
+func mismatch(t *testing.T, reqs, recs []byte, admitted int) string {
 	sent := map[string]int{} // id -> code
 	ok := true
-	each(reqs, func(b []byte) {
+	eachJSONLine(t, reqs, func(b []byte) {
 		var r struct {
 			ID   *string `json:"id"`
 			Code int     `json:"code"`
@@ -82,7 +81,7 @@ func mismatch(reqs, recs []byte, admitted int) string {
 	}
 	got := map[string]int{}
 	n := 0
-	each(recs, func(b []byte) {
+	eachJSONLine(t, recs, func(b []byte) {
 		var r struct {
 			ID *string `json:"id"`
 		}
@@ -113,16 +112,6 @@ func mismatch(reqs, recs []byte, admitted int) string {
 		}
 	}
 	return ""
-}
-
-func each(b []byte, fn func([]byte)) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		if l := bytes.TrimSpace(sc.Bytes()); len(l) > 0 {
-			fn(l)
-		}
-	}
 }
 
 // copyDir copies the regular files of src (recursively) into dst.
