@@ -307,6 +307,32 @@ func Merge(ctx context.Context, o MergeOptions) (*MergeRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
+	// Everything is written into a temporary directory beside Out and
+	// renamed into place at the end: a merge that fails leaves no
+	// half-written scenario directory.
+	final := o.Out
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(final)), 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(final)), "."+filepath.Base(final)+".merge-")
+	if err != nil {
+		return nil, err
+	}
+	o.Out = tmp
+	rec, err := merge(ctx, o, parts)
+	if err == nil {
+		_ = os.Remove(final) // an empty Out (checked above) gives way
+		err = os.Rename(tmp, final)
+	}
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, err
+	}
+	return rec, nil
+}
+
+// merge is Merge writing into o.Out, a new empty directory.
+func merge(ctx context.Context, o MergeOptions, parts []string) (*MergeRecord, error) {
 	rec := &MergeRecord{Schema: MergeSchema, Inputs: parts, Shards: []MergeShard{}, Replicas: []MergeReplica{},
 		Files: map[string]string{}, Problems: []string{}}
 	problem := func(format string, a ...any) { rec.Problems = append(rec.Problems, fmt.Sprintf(format, a...)) }
@@ -496,7 +522,11 @@ func (rec *MergeRecord) mergeRequests(ctx context.Context, out Dir, shards []sha
 			ms.Requests++
 			return w.Write(q)
 		})
-		if err != nil {
+		if le := (*LineError)(nil); errors.As(err, &le) {
+			// A malformed or truncated input line: the lines before it are
+			// merged, and the run is NOT_RUN naming it (never lost silently).
+			problem("shard %d/%d: %v", s.sh.Index, rec.Count, le)
+		} else if err != nil {
 			_ = w.Close()
 			return nil, fmt.Errorf("merge: %w", err)
 		}
@@ -584,7 +614,9 @@ func (rec *MergeRecord) mergeReceipts(ctx context.Context, out Dir, parts []stri
 				}
 				return w.WriteRaw(b)
 			})
-			if err != nil {
+			if le := (*LineError)(nil); errors.As(err, &le) {
+				problem("receipts: %v", le) // the lines before it are merged; NOT_RUN names it
+			} else if err != nil {
 				_ = w.Close()
 				return fmt.Errorf("merge: %w", err)
 			}

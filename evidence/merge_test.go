@@ -196,3 +196,57 @@ func TestMergeTakesStatsOnce(t *testing.T) {
 		t.Fatalf("differing stats: %q", rec.Problems)
 	}
 }
+
+// TestMergeMalformedInputs: a shard's requests.jsonl or a receipts file cut
+// mid-line is merged up to that line and named as a problem (the merged
+// run is NOT_RUN), not an error that leaves nothing to judge; the shard
+// set loads as one scenario with the problem. A merge that fails writes
+// nothing at Out.
+func TestMergeMalformedInputs(t *testing.T) {
+	root := t.TempDir()
+	d := func(name string) string { return filepath.Join(root, name) }
+	fakeShard(t, d("s0"), 0, 2, 4, "sha256:a", "h", []string{"i0", "i2"}, []int64{10, 20})
+	fakeShard(t, d("s1"), 1, 2, 4, "sha256:a", "h", []string{"i1", "i3"}, []int64{10, 20})
+	cut := func(path string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b[:len(b)-10], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut(Dir(d("s1")).Requests())
+	if err := WriteLines(Dir(d("s0")).Receipts(), []Receipt{receipt("i0", 30, "r"), receipt("i2", 40, "r")}); err != nil {
+		t.Fatal(err)
+	}
+	cut(Dir(d("s0")).Receipts())
+	rec, out := mergeOf(t, d("s0"), d("s1"))
+	if !hasProblem(rec, RequestsFile+":2: truncated") || !hasProblem(rec, ReceiptsFile+":2: truncated") {
+		t.Fatalf("problems %q", rec.Problems)
+	}
+	s := LoadScenario(context.Background(), out, false)
+	if s.Requests.Len() != 3 || len(s.Receipts.RecvNs) != 1 || len(s.Problems) == 0 {
+		t.Fatalf("%d requests, %d receipts, problems %v", s.Requests.Len(), len(s.Receipts.RecvNs), s.Problems)
+	}
+	b, err := LoadShardSet(context.Background(), root)
+	if err != nil {
+		t.Fatalf("shard set with a truncated shard: %v", err)
+	}
+	if len(b.Scenarios) != 1 || len(b.Scenarios[0].Problems) == 0 {
+		t.Fatalf("shard set: %+v", b.Scenarios)
+	}
+
+	// A failing merge (an attack.json that does not decode) leaves no Out.
+	if err := os.WriteFile(Dir(d("s1")).Attack(), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failed := filepath.Join(t.TempDir(), "run")
+	if _, err := Merge(context.Background(), MergeOptions{Inputs: []string{d("s0"), d("s1")}, Out: failed}); err == nil {
+		t.Fatal("merge of an undecodable attack.json succeeded")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(failed))
+	if len(entries) != 0 {
+		t.Fatalf("a failed merge left %v", entries)
+	}
+}
