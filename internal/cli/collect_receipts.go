@@ -46,6 +46,9 @@ run NOT_RUN rather than lost receipts.`,
 			}
 			seen := map[string]string{}
 			for i, u := range o.URLs {
+				if err := checkHTTPURL("--url", u); err != nil {
+					return err
+				}
 				ru, err := receipts.ReceiptsURL(u)
 				if err != nil {
 					return &UsageError{Err: err}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -558,4 +559,20 @@ func shardFlag(fs *pflag.FlagSet, p *attack.Shard, name, usage string) {
 
 func startAtFlag(fs *pflag.FlagSet, p *time.Time, name, usage string) {
 	fs.Var(&startAtValue{p: p, name: name}, name, usage)
+}
+
+// checkHTTPURL refuses (usage error) a URL that is not http(s)://HOST[:PORT]
+// with a port number 1..65535: what names it (a flag or "wait") prefixes
+// the message, and the URL is shown redacted.
+func checkHTTPURL(what, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageErrorf("%s: %q is not an http(s) URL", what, evidence.RedactText(raw))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return usageErrorf("%s: %q: port %q is not a port number 1..65535", what, evidence.RedactURL(raw), p)
+		}
+	}
+	return nil
 }

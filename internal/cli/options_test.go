@@ -484,6 +484,8 @@ func TestNewCollectReceiptsCmd(t *testing.T) {
 		{name: "no out", argv: argv("--url http://a:1"), err: "--url (at least one) and --out are required"},
 		{name: "twice", argv: argv("--url http://a:1 --url http://a:1/ --out ev"), err: "the same backend"},
 		{name: "negative max", argv: argv("--url http://a:1 --out ev --max-bytes -1"), err: "--max-bytes must not be negative"},
+		{name: "port out of range", argv: argv("--url http://127.0.0.1:99999 --out ev"), err: `--url: "http://127.0.0.1:99999": port "99999" is not a port number 1..65535`},
+		{name: "not http", argv: argv("--url ftp://a:1 --out ev"), err: `--url: "ftp://a:1" is not an http(s) URL`},
 	})
 }
 
@@ -508,6 +510,7 @@ func TestNewWaitCmd(t *testing.T) {
 		{name: "no URL", argv: nil, err: "requires at least 1 arg"},
 		{name: "not a URL", argv: argv("127.0.0.1:9901"), err: `"127.0.0.1:9901" is not an http(s) URL`},
 		{name: "zero timeout", argv: argv("--timeout 0s http://x/ready"), err: "--timeout and --interval must be > 0"},
+		{name: "port out of range", argv: argv("http://127.0.0.1:99999/ready"), err: `port "99999" is not a port number 1..65535`},
 	})
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -44,9 +43,8 @@ rlbench backend's /healthz.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, a := range args {
-				u, err := url.Parse(a)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-					return usageErrorf("wait: %q is not an http(s) URL", a)
+				if err := checkHTTPURL("wait", a); err != nil {
+					return err
 				}
 			}
 			if o.Timeout <= 0 || o.Interval <= 0 {
