@@ -35,7 +35,8 @@ type SimulatePlan struct {
 	// send to last send): give both or neither.
 	Row    string `json:"row,omitempty"`
 	Column string `json:"column,omitempty"`
-	// Latency is each request's virtual response time (> 0); default 1ms.
+	// Latency is each request's virtual response time; 0 or absent means the
+	// default, 1ms (sim.DefaultLatency).
 	// The limiters decide a tenth of it after the send.
 	Latency Duration `json:"latency,omitempty"`
 }
@@ -51,7 +52,7 @@ func (s *SimulatePlan) validate(sp, where string) error {
 		return at(sp, where, "simulate: give row and column together")
 	}
 	if s.Latency < 0 {
-		return at(sp+".latency", where, "simulate.latency must be > 0 (or absent)")
+		return at(sp+".latency", where, "simulate.latency must not be negative (0 or absent: the default 1ms)")
 	}
 	return validateLimiters(s.Limiters, sp, where, "simulate.limiters")
 }
