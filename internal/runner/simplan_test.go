@@ -13,7 +13,7 @@ func TestSimulatePlanValidated(t *testing.T) {
 	for name, c := range map[string]struct{ plan, want string }{
 		"arrivals":  {head + "     arrivals: bursty\n", `p.yaml: line 6: scenarios[0] (a): simulate.arrivals must be uniform or poisson, not "bursty"`},
 		"row alone": {head + "     row: r\n", `p.yaml: line 5: scenarios[0] (a): simulate: give row and column together`},
-		"latency":   {head + "     latency: -1ms\n", `p.yaml: line 6: scenarios[0] (a): simulate.latency must be > 0`},
+		"latency":   {head + "     latency: -1ms\n", `p.yaml: line 6: scenarios[0] (a): simulate.latency must not be negative`},
 		"limiter": {head + "     limiters:\n      - {name: x, stage: local, key: shared}\n",
 			`p.yaml: line 7: scenarios[0] (a): simulate.limiters[0].model, rls: give exactly one`},
 		"limiter twice": {head + "     limiters:\n      - {name: x, stage: local, key: shared, model: {kind: token_bucket, capacity: 1, rate_per_sec: 1}}\n" +
