@@ -95,6 +95,10 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rlbench:", ue.Err)
 		fmt.Fprintln(stderr, "Run 'rlbench --help' for usage.")
 		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		// The command's context ends only by SIGINT or SIGTERM (Main).
+		fmt.Fprintln(stderr, "rlbench: interrupted:", err)
+		return ExitInterrupted
 	case errors.As(err, &nr):
 		// An input that is a FIFO, a device or a directory where a file
 		// is wanted (`rlbench run fifo.yaml`, `rlbench lint /dev/null`):

@@ -46,12 +46,12 @@ run NOT_RUN rather than lost receipts.`,
 			}
 			seen := map[string]string{}
 			for i, u := range o.URLs {
-				if err := checkHTTPURL("--url", u); err != nil {
-					return err
-				}
 				ru, err := receipts.ReceiptsURL(u)
 				if err != nil {
 					return &UsageError{Err: err}
+				}
+				if err := checkHTTPURL("--url", u); err != nil {
+					return err
 				}
 				src := receipts.SourceName(ru)
 				if prev, dup := seen[src]; dup {

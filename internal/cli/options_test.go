@@ -485,7 +485,6 @@ func TestNewCollectReceiptsCmd(t *testing.T) {
 		{name: "twice", argv: argv("--url http://a:1 --url http://a:1/ --out ev"), err: "the same backend"},
 		{name: "negative max", argv: argv("--url http://a:1 --out ev --max-bytes -1"), err: "--max-bytes must not be negative"},
 		{name: "port out of range", argv: argv("--url http://127.0.0.1:99999 --out ev"), err: `--url: "http://127.0.0.1:99999": port "99999" is not a port number 1..65535`},
-		{name: "not http", argv: argv("--url ftp://a:1 --out ev"), err: `--url: "ftp://a:1" is not an http(s) URL`},
 	})
 }
 

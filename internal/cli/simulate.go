@@ -63,6 +63,9 @@ func runSimulate(ctx context.Context, o *SimulateOptions) error {
 		return err
 	}
 	rep := analyze.Judge(b, analyze.Options{Series: o.Format == formatHTML})
+	if err := ctx.Err(); err != nil { // a verdict judged after the interrupt is not printed
+		return err
+	}
 	if err := render(o.IO.Out, o.Format, rep, b); err != nil {
 		return err
 	}

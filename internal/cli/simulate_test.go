@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 
@@ -36,5 +38,18 @@ func TestSimulateInstances(t *testing.T) {
 	}
 	if len(rep.Scenarios) != 2 || len(rep.Scenarios[0].Starved) != 3 || len(rep.Scenarios[1].Starved) != 0 {
 		t.Fatalf("starved findings: %+v", rep.Scenarios)
+	}
+}
+
+// TestSimulateInterrupted: a simulation whose context is done (SIGINT or
+// SIGTERM) exits 130 and prints no verdict.
+func TestSimulateInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out strings.Builder
+	err := runSimulate(ctx, &SimulateOptions{IO: &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out},
+		PlanFile: "../../examples/dimensions/instances.yaml", Format: formatTable})
+	if code := exitCode(err, io.Discard); code != ExitInterrupted || strings.Contains(out.String(), "Verdict") {
+		t.Fatalf("err %v (exit %d), output %q", err, code, out.String())
 	}
 }
