@@ -68,6 +68,11 @@ type flowRun struct {
 	warm               atomic.Int64 // connections warmed before the start
 	burstMin, burstMax atomic.Int64
 	burstN             int // workers released by the barrier
+	// Paced: the workers alive (job workers and parked ones), and a
+	// signal that a parked worker exited (cap 1).
+	alive  atomic.Int64
+	exited chan struct{}
+	direct int // requests the dispatcher wrote itself (direct.go)
 	// Paced results.
 	peak, bound int
 	sizedBy     time.Duration
@@ -84,6 +89,9 @@ type pool struct {
 	slots   chan struct{} // one token per open connection; nil = no cap
 	dialer  net.Dialer
 	timeout time.Duration
+	// lot holds the parked workers of a direct paced flow (direct.go); nil
+	// otherwise.
+	lot *lot
 	// testDial replaces the TCP dial (Options.testDial).
 	testDial func(ctx context.Context, addr string) (net.Conn, error)
 	// conns numbers the attack's connections (engine.conns).
@@ -418,6 +426,8 @@ type worker struct {
 	lbuf  []byte // the evidence line
 	body  []byte // body prefix
 	hdrs  map[string]string
+	fast  fastResp          // the last response's head, when readFastHead took it
+	strs  map[string]string // intern's cache
 	line  evidence.Request
 	cur   atomic.Pointer[hconn]
 	codes []map[int]int // per target
@@ -427,6 +437,10 @@ type worker struct {
 	sentCh chan struct{}
 	// h2burst is an HTTP/2 worker's stream slot for its first request.
 	h2burst *h2conn
+	// A parked worker's connection, state and current attempt (direct.go).
+	pc   *hconn
+	park atomic.Int32
+	pa   attempt
 
 	attempted, recorded, notSent, resent int
 	firstNotSent                         string
@@ -488,12 +502,17 @@ type attempt struct {
 	c           *hconn
 	start, sent time.Time
 	resp        *http.Response
+	fast        bool // the response is in worker.fast (readFastHead), resp is nil
 	err         error
 	writes      int // writes that put at least one byte on the wire
 	notSent     bool
-	// Set by a burst sender (runUnpaced): the result of its write.
+	// Set by a burst sender (runUnpaced) or the dispatcher (direct sends):
+	// the result of its write.
 	wn   int
 	werr error
+	// Direct sends: the connection is w.pc, parked again after the
+	// response; retracted when not one byte was written on it.
+	park, retracted bool
 }
 
 // send sends ID i: build then do (HTTP/1.1) or doH2.
@@ -540,7 +559,7 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 			a.err, a.notSent = werr, n == 0
 			break
 		}
-		a.resp, a.err = readResponse(a.c.br, tg.req)
+		w.readResp(&a, a.c.br, tg.req)
 		if a.err != nil && e.p.opts.testResend && a.c.used && try == 0 {
 			a.c.close()
 			a.c = nil
@@ -552,8 +571,9 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 }
 
 // finish reads the body of a's response, releases or closes its
-// connection, and records the evidence line and the statistics.
-func (w *worker) finish(a *attempt) {
+// connection, and records the evidence line and the statistics. It
+// reports whether a parked worker's connection is kept (a.park).
+func (w *worker) finish(a *attempt) (kept bool) {
 	e := w.e
 	tg := w.fr.tmpls[w.fr.f.assign[a.i]]
 	r := w.startLine(a, tg)
@@ -574,23 +594,43 @@ func (w *worker) finish(a *attempt) {
 			c.close()
 		}
 	default:
-		nb, berr := w.readBody(a.resp)
+		var nb uint64
+		var berr error
+		code, closes := 0, false
+		if a.fast {
+			var k int
+			k, nb, berr = w.fast.readFastBody(c.br, w.body)
+			w.setBody(k)
+			code, closes = w.fast.code, w.fast.close
+		} else {
+			nb, berr = w.readBody(a.resp)
+			code, closes = a.resp.StatusCode, a.resp.Close
+		}
 		end = time.Now()
 		if berr != nil {
 			a.err = berr
 			c.close()
 			break
 		}
-		r.Code, r.BytesIn = a.resp.StatusCode, nb
-		w.capture(a.resp.Header)
-		if w.fr.f.keep && !a.resp.Close && r.Code != http.StatusSwitchingProtocols && e.abortCtx.Err() == nil {
-			tg.pool.put(c, end)
+		r.Code, r.BytesIn = code, nb
+		if a.fast {
+			w.captureFast()
+		} else {
+			w.capture(a.resp.Header)
+		}
+		if w.fr.f.keep && !closes && r.Code != http.StatusSwitchingProtocols && e.abortCtx.Err() == nil {
+			if a.park {
+				c.used, kept = true, true
+			} else {
+				tg.pool.put(c, end)
+			}
 		} else {
 			c.close()
 		}
 	}
 	w.cur.Store(nil)
 	w.record(a, r, end)
+	return kept
 }
 
 // startLine resets w.line for attempt a on template tg.
@@ -624,7 +664,11 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 		r.Code = 0
 		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
 	} else if r.Code < 200 || r.Code >= 400 {
-		r.Error = a.resp.Status
+		if a.fast {
+			r.Error = w.statusText(w.fast.status)
+		} else {
+			r.Error = a.resp.Status
+		}
 	}
 	r.SentNs = a.sent.UnixNano()
 	r.LatencyNs = int64(end.Sub(a.sent))
@@ -670,6 +714,63 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 		w.recorded++
 	}
 }
+
+// readResp reads the response to a's request from br: its head into w.fast
+// (a.fast) when it is in the common form, else with readResponse.
+func (w *worker) readResp(a *attempt, br *bufio.Reader, req *http.Request) {
+	a.fast, a.resp = false, nil
+	if canFast(req) {
+		ok, err := w.fast.readFastHead(br, w.e.p.capturesBytes)
+		if err != nil {
+			a.err = err
+			return
+		}
+		if ok {
+			a.fast, a.err = true, nil
+			return
+		}
+	}
+	a.resp, a.err = readResponse(br, req)
+}
+
+// captureFast is capture for a response in w.fast.
+func (w *worker) captureFast() {
+	if len(w.fast.caps) == 0 {
+		return
+	}
+	if w.hdrs == nil {
+		w.hdrs = map[string]string{}
+	}
+	clear(w.hdrs)
+	for _, c := range w.fast.caps {
+		k := w.intern(c.name)
+		if v, dup := w.hdrs[k]; dup {
+			w.hdrs[k] = v + ", " + string(c.value)
+		} else {
+			w.hdrs[k] = string(c.value)
+		}
+	}
+	w.line.Headers = w.hdrs
+}
+
+// intern returns b as a string from the worker's bounded cache (header
+// names and status lines repeat: no allocation after the first).
+func (w *worker) intern(b []byte) string {
+	if s, ok := w.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if w.strs == nil {
+		w.strs = map[string]string{}
+	}
+	if len(w.strs) < 256 && len(b) <= 128 {
+		w.strs[s] = s
+	}
+	return s
+}
+
+// statusText is http.Response.Status for a fast response's status bytes.
+func (w *worker) statusText(b []byte) string { return w.intern(b) }
 
 // readResponse reads the response to one request, skipping 1xx interim
 // responses other than 101 (as net/http's Transport does).
@@ -900,6 +1001,7 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 			pacing.WorkersPeak += pc.WorkersPeak
 			pacing.WorkersBound += pc.WorkersBound
 			pacing.WarmConnections += pc.WarmConnections
+			pacing.DirectSends += pc.DirectSends
 			pacing.SizingLatencyNs = max(pacing.SizingLatencyNs, pc.SizingLatencyNs)
 			pacedSends += c.sends
 			if c.sends > 0 {
@@ -959,7 +1061,8 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 
 // pacing is a paced flow's Pacing from its counts.
 func (fr *flowRun) pacing(sends int, first, last int64) *Pacing {
-	pc := &Pacing{WorkersPeak: fr.peak, WorkersBound: fr.bound, SizingLatencyNs: int64(fr.sizedBy), WarmConnections: int(fr.warm.Load())}
+	pc := &Pacing{WorkersPeak: fr.peak, WorkersBound: fr.bound, SizingLatencyNs: int64(fr.sizedBy), WarmConnections: int(fr.warm.Load()),
+		DirectSends: fr.direct}
 	if sends > 1 && last > first {
 		pc.AchievedPerSec = float64(sends-1) / (float64(last-first) / 1e9)
 	}

@@ -72,6 +72,7 @@ func (e *engine) execute(ctx context.Context, sum *Summary) time.Time {
 		}
 		if !e.proceed {
 			close(fr.jobs)
+			fr.closeLots()
 			continue
 		}
 		done.Add(1)
@@ -240,7 +241,16 @@ func (fr *flowRun) warmPaced(ready, done *sync.WaitGroup) {
 	n := len(fr.f.ids)
 	fr.bound = fr.f.workers
 	fr.jobs = make(chan job)
+	fr.exited = make(chan struct{}, 1)
 	h2streams := map[*pool]int{}
+	direct := fr.directPools()
+	if direct {
+		for _, pl := range fr.pools {
+			if pl != nil {
+				pl.lot = &lot{ws: make(chan *worker, fr.bound)}
+			}
+		}
+	}
 	for k := 0; k < fr.bound; k++ {
 		tg := fr.tmpls[fr.f.assign[k%n]]
 		if tg.pool.h2 != nil {
@@ -252,7 +262,11 @@ func (fr *flowRun) warmPaced(ready, done *sync.WaitGroup) {
 			defer ready.Done()
 			if c := tg.pool.warm(e.abortCtx); c != nil {
 				fr.warm.Add(1)
-				tg.pool.put(c, time.Now())
+				if direct {
+					fr.parkOn(tg.pool, c, done)
+				} else {
+					tg.pool.put(c, time.Now())
+				}
 			}
 		}()
 	}
@@ -264,10 +278,12 @@ func (fr *flowRun) warmPaced(ready, done *sync.WaitGroup) {
 		}()
 	}
 	initial := min(fr.bound, max(2, int(math.Ceil(fr.f.perSec/1000))))
+	if direct {
+		initial = 0 // parked workers; job workers start when none is free
+	}
 	for range initial {
 		fr.spawn(nil, done)
 	}
-	fr.peak = initial
 }
 
 // spawn starts a paced worker, sending first (if not nil) before it takes
@@ -275,6 +291,7 @@ func (fr *flowRun) warmPaced(ready, done *sync.WaitGroup) {
 func (fr *flowRun) spawn(first *job, done *sync.WaitGroup) {
 	w := fr.newWorker()
 	done.Add(1)
+	fr.alive.Add(1)
 	go func() {
 		defer done.Done()
 		if first != nil {
@@ -297,9 +314,13 @@ func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.Wai
 	pacer := vegeta.ConstantPacer(f.rate)
 	fixed := f.conc > 0
 	perSec := f.perSec / float64(max(1, e.p.opts.Shard.Count))
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	defer close(fr.jobs)
+	defer fr.closeLots()
+	direct := fr.directPools()
+	fr.peak = int(fr.alive.Load()) // the initial job workers, or the parked ones
+	sl := newSleeper(direct)
+	defer sl.stop()
+	handed := false // the last ID went to a worker goroutine (not direct)
 dispatch:
 	for k := 0; k < n; k++ {
 		if e.stop.Load() {
@@ -314,15 +335,20 @@ dispatch:
 			break
 		}
 		at := began.Add(off)
-		if d := time.Until(at); d > 0 {
-			timer.Reset(d)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-				break dispatch
-			}
+		if !sl.until(ctx, at, handed) {
+			break dispatch
 		}
 		j := job{i: k, intended: at.UnixNano()}
+		var parked chan *worker // nil: no direct send (a nil channel is never ready)
+		if direct {
+			l := fr.tmpls[f.assign[k]].pool.lot
+			if fr.sendDirect(l, j) {
+				handed = false
+				continue
+			}
+			parked = l.ws
+		}
+		handed = true
 		select {
 		case fr.jobs <- j:
 			continue
@@ -332,15 +358,27 @@ dispatch:
 			fr.sizedBy = time.Duration(fr.sampleSum.Load() / sizingSample)
 			fr.bound = max(fr.bound, rateBound(perSec, fr.sizedBy, f.maxWork))
 		}
-		if fr.peak < fr.bound {
-			fr.peak++
-			fr.spawn(&j, done)
-			continue
-		}
-		select {
-		case fr.jobs <- j:
-		case <-ctx.Done():
-			break dispatch
+	wait:
+		for {
+			// Parked workers exit when their connection ends: fewer alive
+			// than the bound starts a job worker.
+			if alive := int(fr.alive.Load()); alive < fr.bound {
+				fr.spawn(&j, done)
+				fr.peak = max(fr.peak, alive+1)
+				break
+			}
+			select {
+			case fr.jobs <- j:
+				break wait
+			case w := <-parked:
+				if w.park.CompareAndSwap(parkIdle, parkAssigned) && w.writeParked(j) {
+					handed = false
+					break wait
+				}
+			case <-fr.exited:
+			case <-ctx.Done():
+				break dispatch
+			}
 		}
 	}
 }

@@ -329,6 +329,12 @@ type AttackPacing struct {
 	SizingLatencyNs int64 `json:"sizing_latency_ns"`
 	// WarmConnections counts the connections opened before the start.
 	WarmConnections int `json:"warm_connections"`
+	// DirectSends counts the requests written by the scheduler itself, at
+	// their intended time, on a warm HTTP/1.1 connection whose worker was
+	// waiting for the response (no goroutine hand-off between the due time
+	// and the write); the others went through a worker. 0 for HTTP/2 and
+	// without keep-alive; omitted when 0 (and by earlier releases).
+	DirectSends int `json:"direct_sends,omitempty"`
 }
 
 // Attack is attack.json: the summaries of a scenario's attacks (one per

@@ -1,0 +1,191 @@
+package attack
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Direct sends (paced HTTP/1.1 flows with keep-alive): the dispatcher
+// writes each request itself, at its intended time, on a warm connection
+// whose worker is already parked reading it. Nothing is scheduled between
+// the dispatcher's wake-up and the write, so the pacing error is the
+// wake-up's alone; handing the ID to a worker goroutine instead (the job
+// path, still used when no parked connection is free) costs a goroutine
+// switch on a busy runtime, milliseconds at the 99th percentile on two
+// cores. The worker reads the response when it arrives (the network poller
+// wakes it), records the line, and parks again on the same connection.
+
+// Parked worker states (worker.park).
+const (
+	parkIdle     int32 = iota // in its lot, reading its idle connection
+	parkAssigned              // popped by the dispatcher: a request is (being) written
+	parkDead                  // its connection ended while idle (EOF, unsolicited bytes)
+	parkClosed                // the flow is over: the dispatcher woke it to exit
+)
+
+// lot holds a pool's parked workers, first parked first used (as the
+// pool's idle channel).
+type lot struct {
+	ws      chan *worker
+	closing atomic.Bool
+}
+
+// directPools reports whether fr's paced sends go direct: every pool is
+// HTTP/1.1 and connections are kept.
+func (fr *flowRun) directPools() bool {
+	if !fr.f.keep {
+		return false
+	}
+	for _, pl := range fr.pools {
+		if pl != nil && pl.h2 != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// parkOn starts a parked worker on c, a warm connection of pl.
+func (fr *flowRun) parkOn(pl *pool, c *hconn, done *sync.WaitGroup) {
+	w := fr.newWorker()
+	w.pc = c
+	w.sentCh = make(chan struct{}, 1)
+	done.Add(1)
+	fr.alive.Add(1)
+	go func() {
+		defer done.Done()
+		for w.parkedSend(pl.lot, c) {
+		}
+		fr.alive.Add(-1)
+		select {
+		case fr.exited <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// parkedSend parks w on c until the dispatcher writes a request on it,
+// then reads and records the response; it reports whether w parks again
+// (false: c was closed and w exits).
+func (w *worker) parkedSend(l *lot, c *hconn) bool {
+	if c.br.Buffered() > 0 {
+		// Bytes nobody asked for (a 408 before a close, say) would be
+		// taken for the next request's response (as pool.live).
+		c.close()
+		return false
+	}
+	c.SetDeadline(time.Time{}) // idle: no deadline until a request is written
+	w.park.Store(parkIdle)
+	l.ws <- w // never blocks: the channel holds every parked worker
+	if l.closing.Load() && w.park.CompareAndSwap(parkIdle, parkClosed) {
+		c.close()
+		return false
+	}
+	_, _ = c.br.Peek(1) // until the response, EOF, or the dispatcher's wake-up
+	if w.park.CompareAndSwap(parkIdle, parkDead) || w.park.Load() == parkClosed {
+		// Nothing was asked on c: the server closed it, sent something
+		// unsolicited (a 408, say), or the flow is over.
+		c.close()
+		return false
+	}
+	w.awaitWrite()
+	a := &w.pa
+	if a.retracted {
+		// Not one byte was written: the dispatcher sends the ID elsewhere.
+		c.close()
+		return false
+	}
+	if a.werr != nil {
+		a.err, a.notSent = a.werr, a.wn == 0
+	} else {
+		w.readResp(a, c.br, w.fr.tmpls[w.fr.f.assign[a.i]].req)
+	}
+	return w.finish(a)
+}
+
+// awaitWrite waits for the dispatcher to finish writing (the response can
+// come first, before it has recorded the write): a few yields before
+// blocking, so that the dispatcher's send rarely has a goroutine to wake
+// (it would wake it on its own P, which its next system-call sleep holds).
+func (w *worker) awaitWrite() {
+	for range 64 {
+		select {
+		case <-w.sentCh:
+			return
+		default:
+			runtime.Gosched()
+		}
+	}
+	<-w.sentCh
+}
+
+// sendDirect writes job j on a parked worker of its pool's lot, if one is
+// idle: it reports whether j was taken (sent, or failed after some bytes
+// left, which w records); false leaves j to the job path, unsent.
+func (fr *flowRun) sendDirect(l *lot, j job) bool {
+	for {
+		var w *worker
+		select {
+		case w = <-l.ws:
+		default:
+			return false
+		}
+		if w.park.CompareAndSwap(parkIdle, parkAssigned) && w.writeParked(j) {
+			return true
+		}
+	}
+}
+
+// writeParked writes j's request on w's connection; false when not one
+// byte left (the connection is closed by w, and j is still to send).
+func (w *worker) writeParked(j job) bool {
+	e := w.e
+	w.build(j.i)
+	c := w.pc
+	a := &w.pa
+	*a = attempt{i: j.i, intended: j.intended, c: c, park: true}
+	w.cur.Store(c)
+	a.start = time.Now()
+	a.sent = a.start
+	c.SetDeadline(a.sent.Add(e.timeout))
+	if e.abortCtx.Err() != nil {
+		c.SetDeadline(time.Unix(1, 0))
+	}
+	a.wn, a.werr = c.Write(w.wbuf)
+	if a.wn > 0 {
+		a.writes = 1
+	}
+	if a.werr != nil {
+		c.SetDeadline(time.Unix(1, 0)) // wake the reader
+		if a.wn == 0 && c.used {
+			a.retracted = true // as do: a reused connection gone stale
+		}
+	}
+	w.sentCh <- struct{}{}
+	if !a.retracted {
+		w.fr.direct++
+	}
+	return !a.retracted
+}
+
+// closeLots wakes fr's parked workers to exit, at the end of its schedule.
+func (fr *flowRun) closeLots() {
+	for _, pl := range fr.pools {
+		if pl == nil || pl.lot == nil {
+			continue
+		}
+		pl.lot.closing.Store(true)
+		for {
+			select {
+			case w := <-pl.lot.ws:
+				if w.park.CompareAndSwap(parkIdle, parkClosed) {
+					w.pc.SetDeadline(time.Unix(1, 0))
+				}
+				continue
+			default:
+			}
+			break
+		}
+	}
+}
