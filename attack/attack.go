@@ -84,9 +84,8 @@
 // worker is parked reading it; the worker reads the response when the
 // network poller wakes it and parks again. No goroutine is scheduled
 // between the due time and the write, and on Linux the dispatcher sleeps
-// its last few milliseconds in clock_nanosleep(2) on a locked thread with
-// 1 ns timer slack, as the runtime's timers can fire a millisecond late on
-// an idle process. When no parked connection is free (or over HTTP/2, or
+// its last few milliseconds in clock_nanosleep(2), as the runtime's timers
+// can fire a millisecond late on an idle process. When no parked connection is free (or over HTTP/2, or
 // without keep-alive) the ID goes to an idle worker instead. The pool starts
 // with warm connections, and grows only when a request is due and no worker is idle,
 // up to a bound sized from the rate and the observed latency: rate*10ms at

@@ -18,24 +18,23 @@ const preciseMax = 3 * time.Millisecond
 // (runtime/netpoll_epoll.go rounds any shorter delay up to 1 ms), so a
 // 50 µs timer fires about 1 ms later, and a fixed rate of 20,000/s would
 // leave in bunches. A precise sleeper (Linux, GOMAXPROCS >= 2) sleeps the
-// last preciseMax in clock_nanosleep(2) on its own locked thread with a
-// timer slack of 1 ns, which wakes within the scheduler's latency (tens of
-// microseconds). Only the dispatcher of direct sends uses it: while it
-// sleeps in a system call its P cannot run a goroutine it just made ready,
-// so after a hand-off to a worker (yield) it first lets that worker run.
+// last preciseMax in clock_nanosleep(2), which wakes within the timer slack
+// (50 µs) and the scheduler's latency. Only the dispatcher of direct sends
+// uses it: while it sleeps in a system call, its P does not run a goroutine
+// it just made ready until the runtime takes the P back, so after a
+// hand-off to a worker (yield) it first lets that worker run. (A thread of
+// its own, locked with 1 ns of slack, was measured too: better against an
+// idle target, worse on two cores shared with a busy one, as every lost P
+// then costs two thread wake-ups.)
 type sleeper struct {
 	precise bool
 	timer   *time.Timer
 }
 
-// newSleeper returns a sleeper for the calling goroutine (locked to its
-// thread for good when precise); stop its timer with stop.
+// newSleeper returns a sleeper; stop its timer with stop.
 func newSleeper(precise bool) *sleeper {
 	s := &sleeper{precise: precise && preciseAvailable(), timer: time.NewTimer(time.Hour)}
 	s.timer.Stop()
-	if s.precise {
-		lockPrecise()
-	}
 	return s
 }
 

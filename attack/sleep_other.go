@@ -7,6 +7,4 @@ import "time"
 // preciseAvailable: off Linux, the dispatcher waits on runtime timers only.
 func preciseAvailable() bool { return false }
 
-func lockPrecise() {}
-
 func nanosleep(d time.Duration) { time.Sleep(d) }
