@@ -20,6 +20,11 @@ func TestRunRefusesBadPlanBeforeStarting(t *testing.T) {
 		"huge ids":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 9223372036854775807}\n", "line 4: scenarios[0] (a): steps[0]: attack.ids 9223372036854775807: more than 10000000 ids"},
 		"ids type":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: three}\n", `line 4: scenarios[0].attack.ids: want a whole number from -9223372036854775808 to 9223372036854775807, not the string "three"`},
 		"rate":        {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1, rate: 0/1s}\n", "line 4: "},
+		// Values refused by their own decoder name the field and line too.
+		"rate 1e300":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1, rate: 1e300}\n", `line 4: scenarios[0].attack.rate: rate "1e+300": want N/duration`},
+		"latency":       {"scenarios:\n - name: a\n   lab: {backend: {faults: {latency: fast}}}\n   attack: {ids: 1}\n", `line 3: scenarios[0].lab.backend.faults.latency: latency "fast"`},
+		"range":         {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1}\n   expect: {admitted: {min: many}}\n", `line 5: scenarios[0].expect.admitted: range must be N, "MIN..MAX" or {min, max}`},
+		"flow duration": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     flows: [{name: x, rate: 5/1s, duration: 5y}]\n", `line 5: scenarios[0].attack.flows[0].duration: time: unknown unit "y"`},
 	} {
 		dir := t.TempDir()
 		plan := filepath.Join(dir, "plan.yaml")
@@ -33,6 +38,10 @@ func TestRunRefusesBadPlanBeforeStarting(t *testing.T) {
 		}
 		if _, err := os.Stat(root); !os.IsNotExist(err) {
 			t.Errorf("%s: %s exists: the plan ran", name, root)
+		}
+		// simulate loads plans the same way: the same exit and message.
+		if code, _, stderr := runCLI(t, "simulate", plan); code != ExitUsage || !strings.Contains(stderr, plan+": "+c.want) {
+			t.Errorf("simulate %s: exit %d, stderr %q; want exit %d and %q", name, code, stderr, ExitUsage, c.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -531,6 +532,11 @@ func ParsePlan(name string, data []byte) (*Plan, error) {
 			}
 			return nil, fmt.Errorf("%s: %s", name, msg)
 		}
+		// A value whose own UnmarshalJSON refused it (a rate, a duration,
+		// a range): encoding/json does not say which field it was in.
+		if path, line, ok := valueErrorAt(root, reflect.TypeFor[Plan](), decodeErrorText(err)); ok {
+			return nil, fmt.Errorf("%s: line %d: %s: %s", name, line, path, decodeErrorText(err))
+		}
 		return nil, fmt.Errorf("%s: %s", name, planErrorLine(data, err))
 	}
 	if err := p.validate(); err != nil {
@@ -913,10 +919,7 @@ var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)
 // for an unknown field the first line with it as a key, for a bad quoted
 // value the first line with it as a value.
 func planErrorLine(data []byte, err error) string {
-	msg := err.Error()
-	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
-		msg = strings.Replace(msg, p, "", 1)
-	}
+	msg := decodeErrorText(err)
 	var find *regexp.Regexp
 	if m := unknownFieldRE.FindStringSubmatch(msg); m != nil {
 		find = regexp.MustCompile(`(^|[\s{,-])` + regexp.QuoteMeta(m[1]) + `\s*:`)
@@ -931,6 +934,16 @@ func planErrorLine(data []byte, err error) string {
 		if find.MatchString(l) {
 			return fmt.Sprintf("line %d: %s", i+1, msg)
 		}
+	}
+	return msg
+}
+
+// decodeErrorText is err of sigs.k8s.io/yaml's decoder without the
+// prefixes it and encoding/json add.
+func decodeErrorText(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"error unmarshaling JSON: ", "while decoding JSON: ", "json: "} {
+		msg = strings.Replace(msg, p, "", 1)
 	}
 	return msg
 }

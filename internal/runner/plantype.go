@@ -114,6 +114,11 @@ func findTypeCandidate(n *yamlv3.Node, path string, parts []string, value string
 		if v, _ := mappingValue(n, parts[0]); v != nil {
 			return findTypeCandidate(v, joinPath(path, parts[0]), parts[1:], value, first, budget)
 		}
+		if isGoName(parts[0]) {
+			// An embedded struct's Go name (ExpectPlan's "Expectation"):
+			// encoding/json puts it in Field, its fields are this mapping's.
+			return findTypeCandidate(n, path, parts[1:], value, first, budget)
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if tc := findTypeCandidate(n.Content[i+1], joinPath(path, n.Content[i].Value), parts, value, first, budget); tc != nil {
 				return tc
@@ -128,6 +133,10 @@ func findTypeCandidate(n *yamlv3.Node, path string, parts []string, value string
 	}
 	return nil
 }
+
+// isGoName reports whether a part of an UnmarshalTypeError's Field is a Go
+// type name (upper case first, as no plan key is) rather than a json key.
+func isGoName(part string) bool { return part != "" && part[0] >= 'A' && part[0] <= 'Z' }
 
 func joinPath(path, key string) string {
 	if path == "" {
