@@ -180,6 +180,9 @@ func (o *AttackOptions) validate() error {
 	if o.Out == "" {
 		return usageErrorf("--out DIR is required")
 	}
+	if err := checkOutputDir("--out", o.Out, false); err != nil {
+		return err
+	}
 	if len(o.Flows) > 0 {
 		if o.TargetsFile != "" {
 			return usageErrorf("give --flow or --targets-file, not both")

@@ -3,16 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/boundedio"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/spf13/cobra"
 )
@@ -146,33 +142,6 @@ func checkListen(listen string, n int) error {
 	}
 	if p != 0 && p+n-1 > 65535 {
 		return usageErrorf("--listen %q: %d endpoints from port %d go past 65535", listen, n, p)
-	}
-	return nil
-}
-
-// checkOutputFile refuses (usage error) an output path whose directory
-// does not exist (nothing creates it silently) or that names something
-// other than a regular file (a FIFO, a device, a directory): a receipt
-// written into a pipe is not evidence anyone can read back.
-func checkOutputFile(flag, path string) error {
-	dir := filepath.Dir(path)
-	st, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return usageErrorf("%s %s: directory %s does not exist (create it first)", flag, path, dir)
-	case err != nil:
-		return usageErrorf("%s %s: %v", flag, path, err)
-	case !st.IsDir():
-		return usageErrorf("%s %s: %s is not a directory but %s", flag, path, dir, boundedio.FileKind(st.Mode()))
-	}
-	st, err = os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return usageErrorf("%s %s: %v", flag, path, err)
-	case !st.Mode().IsRegular():
-		return usageErrorf("%s %s: not a regular file but %s", flag, path, boundedio.FileKind(st.Mode()))
 	}
 	return nil
 }

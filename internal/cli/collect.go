@@ -54,6 +54,9 @@ compares). NAME must be the attack target name of that proxy.`,
 			if !safeName(o.Proxy) || !safeName(o.Label) {
 				return usageErrorf("--proxy and --label must be simple names (letters, digits, - and _), not %q / %q", o.Proxy, o.Label)
 			}
+			if err := checkOutputDir("--out", o.Out, false); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}

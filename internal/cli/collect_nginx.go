@@ -70,6 +70,11 @@ and, with --error-log, error.log (raw) and limit_req.jsonl (the limit_req lines)
 			if !safeName(o.Proxy) {
 				return usageErrorf("--proxy must be a simple name (letters, digits, - and _), not %q", o.Proxy)
 			}
+			if o.Out != "" {
+				if err := checkOutputDir("--out", o.Out, false); err != nil {
+					return err
+				}
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -231,6 +236,9 @@ in the same place, the output also gives the delta.`,
 			}
 			if !safeName(o.Proxy) || !safeName(o.Label) {
 				return usageErrorf("--proxy and --label must be simple names (letters, digits, - and _), not %q / %q", o.Proxy, o.Label)
+			}
+			if err := checkOutputDir("--out", o.Out, false); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(o)

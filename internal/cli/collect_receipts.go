@@ -37,7 +37,9 @@ names its replica (rlbench backend --replica). rlbench merge joins them with
 the shards' requests. A status other than 200, a line that is not a receipt
 (the URL and line are named), a stream cut short or longer than --max-bytes
 is an error (exit 1), and the file's seal records it, so analyze reports the
-run NOT_RUN rather than lost receipts.`,
+run NOT_RUN rather than lost receipts. DIR may hold other evidence, but a
+DIR/receipts/ that already holds files (an earlier collection) is a usage
+error (exit 2): these receipts would overwrite or mix with them.`,
 		Example: `  rlbench collect receipts --url http://10.0.0.7:8080 --url http://10.0.0.8:8080 --out ev`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -62,6 +64,9 @@ run NOT_RUN rather than lost receipts.`,
 			}
 			if o.MaxBytes < 0 {
 				return usageErrorf("--max-bytes must not be negative")
+			}
+			if err := checkReceiptsOut("--out", o.Out); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(o)

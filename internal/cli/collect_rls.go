@@ -91,6 +91,11 @@ warning on stderr (most often the RLS did not run with LOG_LEVEL=debug).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.File = args[0]
+			if o.Out != "" {
+				if err := checkOutputDir("--out", o.Out, false); err != nil {
+					return err
+				}
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -189,6 +194,9 @@ over_limit, near_limit, shadow_mode; should_rate_limit errors; config loads).`,
 			if !safeName(o.Label) {
 				return usageErrorf("--label must be a simple name (letters, digits, - and _), not %q", o.Label)
 			}
+			if err := checkOutputDir("--out", o.Out, false); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -254,6 +262,9 @@ gauge values, timer counts.`,
 			}
 			if o.Duration < 0 {
 				return usageErrorf("--duration must be >= 0, not %s", o.Duration)
+			}
+			if err := checkOutputNewFile("--out", o.Out); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(o)

@@ -42,6 +42,9 @@ scenario NOT_RUN naming it (exit 4 here too).`,
 			if o.Out == "" {
 				return usageErrorf("--out is required")
 			}
+			if err := checkOutputDir("--out", o.Out, true); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}

@@ -42,6 +42,9 @@ setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.PlanFile = args[0]
+			if err := o.checkRoot(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -69,6 +72,9 @@ and prints the analysis. The plan is examples/demo/plan.yaml.`,
 		Example: `  go run ./cmd/rlbench demo`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkRoot(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -79,6 +85,14 @@ and prints the analysis. The plan is examples/demo/plan.yaml.`,
 	reportFormatFlag(cmd, &o.Format)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
+}
+
+// checkRoot refuses a --root that cannot be a directory (usage error).
+func (o *RunOptions) checkRoot() error {
+	if o.Root == "" {
+		return nil
+	}
+	return checkOutputDir("--root", o.Root, false)
 }
 
 func runPlan(ctx context.Context, o *RunOptions) error {
