@@ -1,0 +1,286 @@
+package attack
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// Paced attacks (direct sends on parked connections, the job path, the
+// fast response parser) against hostile or unusual servers. Every
+// scenario checks the invariants of package doc "No replays": the attack
+// returns before its guard context ends, every ID has exactly one line, no
+// ID reaches the server twice, nothing was resent, and a line's code is
+// the answer to its own request (the server echoes the ID in X-Echo and
+// marks what it sends unasked "unsolicited").
+
+// echoHeader carries, on every response of a rawIDServer, the ID of the
+// request it answers.
+const echoHeader = "X-Echo"
+
+// rawIDServer is a raw TCP HTTP/1.1 server that reads requests with
+// http.ReadRequest, counts the IDs it receives, and answers with respond:
+// it writes whatever it likes on c (n is the request's number on its
+// connection, from 1) and returns false to end the connection.
+type rawIDServer struct {
+	mu    sync.Mutex
+	seen  map[string]int
+	conns int
+}
+
+type respondFunc func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool
+
+func newRawIDServer(t *testing.T, respond respondFunc) (*rawIDServer, string) {
+	s := &rawIDServer{seen: map[string]int{}}
+	host := serveRaw(t, func(c net.Conn) {
+		s.mu.Lock()
+		s.conns++
+		s.mu.Unlock()
+		br := bufio.NewReader(c)
+		for n := 1; ; n++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			id := req.Header.Get(DefaultIDHeader)
+			s.mu.Lock()
+			s.seen[id]++
+			s.mu.Unlock()
+			if !respond(c, br, req, id, n) {
+				return
+			}
+		}
+	})
+	return s, "http://" + host
+}
+
+// drain reads the rest of req's body (a respond that answers first).
+func drain(req *http.Request) { io.Copy(io.Discard, req.Body) }
+
+// paced returns Options for a paced attack of n IDs on url, capturing
+// X-Echo, with a short timeout (a request no server answers ends soon).
+func paced(n int, prefix, url string, perSec int) Options {
+	return Options{IDs: IDs(n, prefix), Targets: []Target{{URL: url}}, Rate: vegeta.Rate{Freq: perSec, Per: time.Second},
+		CaptureHeaders: []string{echoHeader}, Timeout: 3 * time.Second}
+}
+
+// runGuarded runs opts with a guard context; it fails t if the guard had
+// to end the attack (a hang).
+func runGuarded(t *testing.T, opts Options, guard time.Duration) (*Summary, error, []evidence.Request) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	sum, err, lines := runToLines(t, ctx, opts)
+	if ctx.Err() != nil {
+		t.Fatalf("the attack needed its %s guard to end (hang): summary %+v", guard, sum)
+	}
+	return sum, err, lines
+}
+
+// checkLines checks the invariants every scenario shares and returns the
+// lines by code. seen may be nil (a server that does not count).
+func checkLines(t *testing.T, ids []string, sum *Summary, lines []evidence.Request, s *rawIDServer) map[int]int {
+	t.Helper()
+	if sum == nil {
+		t.Fatal("no summary")
+	}
+	if sum.Resent != 0 {
+		t.Errorf("Resent %d", sum.Resent)
+	}
+	per := map[string]int{}
+	codes := map[int]int{}
+	for _, l := range lines {
+		per[l.ID]++
+		codes[l.Code]++
+		if l.Code != 0 {
+			if got := l.Headers[strings.ToLower(echoHeader)]; got != l.ID {
+				t.Errorf("%s: code %d answered request %q", l.ID, l.Code, got)
+			}
+		}
+	}
+	for _, id := range ids {
+		if per[id] != 1 {
+			t.Errorf("%s: %d lines", id, per[id])
+		}
+	}
+	if len(lines) != len(ids) {
+		t.Errorf("%d lines for %d IDs", len(lines), len(ids))
+	}
+	if s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, l := range lines {
+			if s.seen[l.ID] > 1 {
+				t.Errorf("%s received %d times", l.ID, s.seen[l.ID])
+			}
+			if l.Code != 0 && s.seen[l.ID] != 1 {
+				t.Errorf("%s: code %d but the server never received it", l.ID, l.Code)
+			}
+		}
+	}
+	return codes
+}
+
+func okResp(id, extra string) string {
+	return "HTTP/1.1 200 OK\r\n" + echoHeader + ": " + id + "\r\nContent-Length: 2\r\n" + extra + "\r\nok"
+}
+
+// TestPacedHostileServers: a paced keep-alive attack against servers that
+// answer in unusual or hostile ways. want is the code every line must
+// have (-1: any, the invariants only); direct whether some sends must be
+// direct.
+func TestPacedHostileServers(t *testing.T) {
+	big := strings.Repeat("b", 6000)
+	cases := []struct {
+		name    string
+		method  string
+		body    []byte
+		respond respondFunc
+		want    int
+		direct  bool
+	}{
+		{name: "answers before reading the body", body: []byte(strings.Repeat("x", 3000)), want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				io.WriteString(c, okResp(id, ""))
+				drain(req)
+				return true
+			}},
+		{name: "answers twice (one write)", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				io.WriteString(c, okResp(id, "")+okResp("unsolicited", ""))
+				return true
+			}},
+		{name: "garbage after the body", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				io.WriteString(c, okResp(id, "")+"GARBAGE\r\n\r\n")
+				return true
+			}},
+		{name: "chunked", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n%s: %s\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", echoHeader, id, len(id), id)
+				return true
+			}},
+		{name: "HTTP/1.0 keep-alive", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				fmt.Fprintf(c, "HTTP/1.0 200 OK\r\n%s: %s\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", echoHeader, id)
+				return true
+			}},
+		{name: "HTTP/1.0 body until close", want: 200,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				fmt.Fprintf(c, "HTTP/1.0 200 OK\r\n%s: %s\r\n\r\nbody until the close", echoHeader, id)
+				return false
+			}},
+		{name: "204", want: 204, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				fmt.Fprintf(c, "HTTP/1.1 204 No Content\r\n%s: %s\r\n\r\n", echoHeader, id)
+				return true
+			}},
+		{name: "304 with a Content-Length", want: 304, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				fmt.Fprintf(c, "HTTP/1.1 304 Not Modified\r\n%s: %s\r\nContent-Length: 50\r\n\r\n", echoHeader, id)
+				return true
+			}},
+		{name: "100 Continue then 200 (one write)", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"+okResp(id, ""))
+				return true
+			}},
+		{name: "100 Continue then 200 (two writes)", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				io.WriteString(c, "HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n")
+				io.WriteString(c, okResp(id, ""))
+				return true
+			}},
+		{name: "HEAD with a Content-Length", method: http.MethodHead, want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n%s: %s\r\nContent-Length: 1000\r\n\r\n", echoHeader, id)
+				return true
+			}},
+		{name: "head larger than 4 KB", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				io.WriteString(c, okResp(id, "X-Big: "+big+"\r\n"))
+				return true
+			}},
+		{name: "body larger than the prefix", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s", echoHeader, id, len(big), big)
+				return true
+			}},
+		{name: "Content-Length longer than the body, then close", want: 0,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n%s: %s\r\nContent-Length: 10\r\n\r\nshort", echoHeader, id)
+				return false
+			}},
+		{name: "Connection: close on every response", want: 200,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				io.WriteString(c, okResp(id, "Connection: close\r\n"))
+				return false
+			}},
+		{name: "a byte per write", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				for _, b := range []byte(okResp(id, "")) {
+					c.Write([]byte{b})
+				}
+				return true
+			}},
+		{name: "bare LF line ends", want: 200, direct: true,
+			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+				drain(req)
+				fmt.Fprintf(c, "HTTP/1.1 200 OK\n%s: %s\nContent-Length: 2\n\nok", echoHeader, id)
+				return true
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, url := newRawIDServer(t, tc.respond)
+			const n = 100
+			opts := paced(n, "h", url, 1000)
+			opts.Method, opts.Body = tc.method, tc.body
+			opts.BodyPrefix = 8
+			sum, err, lines := runGuarded(t, opts, 20*time.Second)
+			if err != nil {
+				t.Fatalf("err %v", err)
+			}
+			codes := checkLines(t, opts.IDs, sum, lines, s)
+			if tc.want >= 0 && codes[tc.want] != n {
+				t.Errorf("codes %v, want %d for all", codes, tc.want)
+			}
+			if tc.want > 0 && !sum.Complete {
+				t.Errorf("incomplete: %+v", sum)
+			}
+			if pc := sum.Pacing; pc == nil || (tc.direct && pc.DirectSends == 0) || pc.DirectSends > n {
+				t.Errorf("pacing %+v", pc)
+			}
+			for _, l := range lines {
+				if l.Code == 200 && tc.method != http.MethodHead && (l.BytesIn == 0 || len(l.Body) > 8) {
+					t.Errorf("%s: %d bytes in, body %q", l.ID, l.BytesIn, l.Body)
+				}
+			}
+		})
+	}
+}
