@@ -169,6 +169,31 @@ func (w *worker) writeParked(j job) bool {
 	return !a.retracted
 }
 
+// retireIdle wakes one parked worker idle in a lot other than own to exit
+// (it signals fr.exited once gone); false when there is none.
+func (fr *flowRun) retireIdle(own *lot) bool {
+	for _, pl := range fr.pools {
+		if pl == nil || pl.lot == nil || pl.lot == own {
+			continue
+		}
+		for {
+			var w *worker
+			select {
+			case w = <-pl.lot.ws:
+			default:
+			}
+			if w == nil {
+				break
+			}
+			if w.park.CompareAndSwap(parkIdle, parkClosed) {
+				w.pc.SetDeadline(time.Unix(1, 0))
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // closeLots wakes fr's parked workers to exit, at the end of its schedule.
 func (fr *flowRun) closeLots() {
 	for _, pl := range fr.pools {

@@ -284,3 +284,190 @@ func TestPacedHostileServers(t *testing.T) {
 		})
 	}
 }
+
+func echoOK(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+	drain(req)
+	io.WriteString(c, okResp(id, ""))
+	return true
+}
+
+// TestPacedSplitCountsSecondTarget: with counts=N,N the first IDs, and so
+// every warm (parked) connection, go to the first target; the second
+// target's IDs then need job workers although the parked workers fill the
+// bound.
+func TestPacedSplitCountsSecondTarget(t *testing.T) {
+	sa, ua := newRawIDServer(t, echoOK)
+	sb, ub := newRawIDServer(t, echoOK)
+	const n = 120
+	opts := paced(n, "s", ua, 1000)
+	opts.Targets = []Target{{Name: "a", URL: ua}, {Name: "b", URL: ub}}
+	opts.Split = Split{Mode: SplitCounts, Values: []int{n / 2, n / 2}}
+	sum, err, lines := runGuarded(t, opts, 20*time.Second)
+	if err != nil || !sum.Complete {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	codes := checkLines(t, opts.IDs, sum, lines, nil)
+	if codes[200] != n {
+		t.Fatalf("codes %v", codes)
+	}
+	for _, s := range []*rawIDServer{sa, sb} {
+		s.mu.Lock()
+		if len(s.seen) != n/2 {
+			t.Errorf("a target received %d IDs, want %d", len(s.seen), n/2)
+		}
+		s.mu.Unlock()
+	}
+	for _, l := range lines {
+		if want := map[bool]string{true: "a", false: "b"}[l.ID < opts.IDs[n/2]]; l.Target != want {
+			t.Errorf("%s went to %s", l.ID, l.Target)
+		}
+	}
+}
+
+// slowFor answers the first slow requests of a server after d (a latency
+// the test imposes, not a synchronisation), the others at once.
+func slowFor(slow int, d time.Duration) respondFunc {
+	var mu sync.Mutex
+	k := 0
+	return func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool {
+		mu.Lock()
+		k++
+		late := k <= slow
+		mu.Unlock()
+		if late {
+			time.Sleep(d)
+		}
+		return echoOK(c, br, req, id, n)
+	}
+}
+
+// TestPacedSlowThenFast: a latency above the bound's worth of the rate
+// (16 workers at 1000/s: 16 ms) keeps every parked worker busy; once the
+// sizing sample (200 latencies) raised the bound, job workers start on new
+// connections; the server then answers at once.
+func TestPacedSlowThenFast(t *testing.T) {
+	s, url := newRawIDServer(t, slowFor(250, 40*time.Millisecond))
+	const n = 400
+	opts := paced(n, "sf", url, 1000)
+	sum, err, lines := runGuarded(t, opts, 20*time.Second)
+	if err != nil || !sum.Complete {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	if codes := checkLines(t, opts.IDs, sum, lines, s); codes[200] != n {
+		t.Fatalf("codes %v", codes)
+	}
+	pc := sum.Pacing
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
+	if pc == nil || pc.DirectSends == 0 || pc.DirectSends == n || pc.WorkersPeak <= pc.WarmConnections || conns <= pc.WarmConnections {
+		t.Fatalf("pacing %+v, %d connections: want direct sends and job workers on new connections", pc, conns)
+	}
+}
+
+// TestPacedNoNewConnections: a server that keeps its warm connections but
+// closes every later one at once, while slow enough that job workers are
+// needed (once the sizing sample raised the bound): their IDs fail (never
+// received, never retried), the parked connections' IDs are answered.
+func TestPacedNoNewConnections(t *testing.T) {
+	s := &rawIDServer{seen: map[string]int{}}
+	respond := slowFor(1<<30, 30*time.Millisecond)
+	host := serveRaw(t, func(c net.Conn) {
+		s.mu.Lock()
+		s.conns++
+		nth := s.conns
+		s.mu.Unlock()
+		if nth > 16 { // the warm connections of 1000/s (rateBound)
+			return
+		}
+		br := bufio.NewReader(c)
+		for n := 1; ; n++ {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			id := req.Header.Get(DefaultIDHeader)
+			s.mu.Lock()
+			s.seen[id]++
+			s.mu.Unlock()
+			if !respond(c, br, req, id, n) {
+				return
+			}
+		}
+	})
+	const n = 400
+	opts := paced(n, "nn", "http://"+host, 1000)
+	sum, err, lines := runGuarded(t, opts, 20*time.Second)
+	if err != nil {
+		t.Fatalf("err %v", err)
+	}
+	codes := checkLines(t, opts.IDs, sum, lines, s)
+	if codes[200] == 0 || codes[0] == 0 || codes[200]+codes[0] != n || sum.Complete && sum.NotSent != 0 {
+		t.Fatalf("codes %v summary %+v", codes, sum)
+	}
+	if pc := sum.Pacing; pc == nil || pc.WarmConnections != 16 || pc.DirectSends < codes[200] {
+		t.Fatalf("pacing %+v, codes %v", pc, codes)
+	}
+}
+
+// TestPacedCancelled: the context ends in the middle of a paced run (the
+// server cancels it when it has the 50th request): Run returns, marked
+// interrupted and incomplete, every line once, no ID sent twice.
+func TestPacedCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got sync.WaitGroup
+	got.Add(1)
+	var once sync.Once
+	var mu sync.Mutex
+	k := 0
+	s, url := newRawIDServer(t, func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool {
+		mu.Lock()
+		k++
+		if k == 50 {
+			once.Do(func() { cancel(); got.Done() })
+		}
+		mu.Unlock()
+		return echoOK(c, br, req, id, n)
+	})
+	const n = 300
+	opts := paced(n, "cx", url, 1000)
+	guard, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	done := make(chan struct{})
+	var sum *Summary
+	var err error
+	var lines []evidence.Request
+	go func() {
+		defer close(done)
+		sum, err, lines = runToLines(t, ctx, opts)
+	}()
+	select {
+	case <-done:
+	case <-guard.Done():
+		t.Fatal("Run did not return after its context ended")
+	}
+	got.Wait()
+	if err != nil || !sum.Interrupted || sum.Complete || len(lines) >= n || len(lines) < 50 || sum.Recorded != len(lines) || sum.Resent != 0 {
+		t.Fatalf("err %v, %d lines, summary %+v", err, len(lines), sum)
+	}
+	per := map[string]int{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range lines {
+		if per[l.ID]++; per[l.ID] > 1 {
+			t.Errorf("%s: two lines", l.ID)
+		}
+		if s.seen[l.ID] > 1 {
+			t.Errorf("%s received %d times", l.ID, s.seen[l.ID])
+		}
+		if l.Code != 0 && l.Headers[strings.ToLower(echoHeader)] != l.ID {
+			t.Errorf("%s answered by %q", l.ID, l.Headers[strings.ToLower(echoHeader)])
+		}
+	}
+	for id, c := range s.seen {
+		if c > 0 && per[id] == 0 {
+			t.Errorf("%s received but has no line", id)
+		}
+	}
+}

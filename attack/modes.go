@@ -358,14 +358,23 @@ dispatch:
 			fr.sizedBy = time.Duration(fr.sampleSum.Load() / sizingSample)
 			fr.bound = max(fr.bound, rateBound(perSec, fr.sizedBy, f.maxWork))
 		}
+		retired := false
 	wait:
 		for {
 			// Parked workers exit when their connection ends: fewer alive
 			// than the bound starts a job worker.
-			if alive := int(fr.alive.Load()); alive < fr.bound {
+			alive := int(fr.alive.Load())
+			if alive < fr.bound {
 				fr.spawn(&j, done)
 				fr.peak = max(fr.peak, alive+1)
 				break
+			}
+			// The bound may be filled by parked workers idle on another
+			// target's connections (a counts split warms only the first
+			// target's): one of them gives up its place, or nothing would
+			// ever take j (no job worker, no parked one for its target).
+			if direct && !retired {
+				retired = fr.retireIdle(fr.tmpls[f.assign[k]].pool.lot)
 			}
 			select {
 			case fr.jobs <- j:
