@@ -53,10 +53,12 @@ func (fr *flowRun) parkOn(pl *pool, c *hconn, done *sync.WaitGroup) {
 	w.sentCh = make(chan struct{}, 1)
 	done.Add(1)
 	fr.alive.Add(1)
+	pl.parked.Add(1)
 	go func() {
 		defer done.Done()
 		for w.parkedSend(pl.lot, c) {
 		}
+		pl.parked.Add(-1)
 		fr.alive.Add(-1)
 		select {
 		case fr.exited <- struct{}{}:
@@ -167,6 +169,14 @@ func (w *worker) writeParked(j job) bool {
 		w.fr.direct++
 	}
 	return !a.retracted
+}
+
+// onlyParked reports whether every connection pl may open is a parked
+// worker's (MaxConnections reached by them): a job worker would wait for a
+// slot until one of them exits, at the schedule's end, so pl's IDs wait
+// for a parked worker instead.
+func (pl *pool) onlyParked() bool {
+	return pl.slots != nil && int(pl.parked.Load()) >= cap(pl.slots)
 }
 
 // retireIdle wakes one parked worker idle in a lot other than own to exit

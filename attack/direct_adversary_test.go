@@ -37,6 +37,8 @@ type rawIDServer struct {
 	mu    sync.Mutex
 	seen  map[string]int
 	conns int
+	// open and maxOpen: connections open now and at most at once.
+	open, maxOpen int
 }
 
 type respondFunc func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool
@@ -46,7 +48,14 @@ func newRawIDServer(t *testing.T, respond respondFunc) (*rawIDServer, string) {
 	host := serveRaw(t, func(c net.Conn) {
 		s.mu.Lock()
 		s.conns++
+		s.open++
+		s.maxOpen = max(s.maxOpen, s.open)
 		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.open--
+			s.mu.Unlock()
+		}()
 		br := bufio.NewReader(c)
 		for n := 1; ; n++ {
 			req, err := http.ReadRequest(br)
@@ -469,5 +478,35 @@ func TestPacedCancelled(t *testing.T) {
 		if c > 0 && per[id] == 0 {
 			t.Errorf("%s received but has no line", id)
 		}
+	}
+}
+
+// TestPacedMaxConnectionsBelowWarm: MaxConnections below the warm count
+// (16 at 1000/s): only that many connections are opened, parked, and
+// every ID is answered on them, none waiting for the schedule's end.
+func TestPacedMaxConnectionsBelowWarm(t *testing.T) {
+	s, url := newRawIDServer(t, slowFor(1<<30, 3*time.Millisecond))
+	const n = 300
+	opts := paced(n, "mc", url, 500)
+	opts.MaxConnections = 2
+	sum, err, lines := runGuarded(t, opts, 30*time.Second)
+	if err != nil || !sum.Complete {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	if codes := checkLines(t, opts.IDs, sum, lines, s); codes[200] != n {
+		t.Fatalf("codes %v", codes)
+	}
+	s.mu.Lock()
+	conns, open := s.conns, s.maxOpen
+	s.mu.Unlock()
+	pc := sum.Pacing
+	if open > 2 || pc == nil || pc.WarmConnections != 2 || pc.DirectSends == 0 {
+		t.Fatalf("%d connections at once, pacing %+v", open, pc)
+	}
+	// The parked workers hold both slots for the whole run: a job worker
+	// would have waited for one until the schedule's end (its ID sent last,
+	// on a third connection).
+	if conns != 2 || pc.DirectSends != n {
+		t.Fatalf("%d connections, pacing %+v: IDs left the parked connections", conns, pc)
 	}
 }

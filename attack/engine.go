@@ -92,6 +92,9 @@ type pool struct {
 	// lot holds the parked workers of a direct paced flow (direct.go); nil
 	// otherwise.
 	lot *lot
+	// parked counts the parked workers on the pool's connections (each
+	// holds a slot).
+	parked atomic.Int32
 	// testDial replaces the TCP dial (Options.testDial).
 	testDial func(ctx context.Context, addr string) (net.Conn, error)
 	// conns numbers the attack's connections (engine.conns).

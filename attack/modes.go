@@ -340,19 +340,21 @@ dispatch:
 		}
 		j := job{i: k, intended: at.UnixNano()}
 		var parked chan *worker // nil: no direct send (a nil channel is never ready)
+		pl := fr.tmpls[f.assign[k]].pool
 		if direct {
-			l := fr.tmpls[f.assign[k]].pool.lot
-			if fr.sendDirect(l, j) {
+			if fr.sendDirect(pl.lot, j) {
 				handed = false
 				continue
 			}
-			parked = l.ws
+			parked = pl.lot.ws
 		}
 		handed = true
-		select {
-		case fr.jobs <- j:
-			continue
-		default:
+		if !direct || !pl.onlyParked() {
+			select {
+			case fr.jobs <- j:
+				continue
+			default:
+			}
 		}
 		if !fixed && fr.sizedBy == 0 && fr.sampleN.Load() >= sizingSample {
 			fr.sizedBy = time.Duration(fr.sampleSum.Load() / sizingSample)
@@ -364,20 +366,23 @@ dispatch:
 			// Parked workers exit when their connection ends: fewer alive
 			// than the bound starts a job worker.
 			alive := int(fr.alive.Load())
-			if alive < fr.bound {
+			jobs := fr.jobs
+			if direct && pl.onlyParked() {
+				jobs = nil // only a parked worker can send j
+			} else if alive < fr.bound {
 				fr.spawn(&j, done)
 				fr.peak = max(fr.peak, alive+1)
 				break
-			}
-			// The bound may be filled by parked workers idle on another
-			// target's connections (a counts split warms only the first
-			// target's): one of them gives up its place, or nothing would
-			// ever take j (no job worker, no parked one for its target).
-			if direct && !retired {
-				retired = fr.retireIdle(fr.tmpls[f.assign[k]].pool.lot)
+			} else if direct && !retired {
+				// The bound may be filled by parked workers idle on another
+				// target's connections (a counts split warms only the first
+				// target's): one of them gives up its place, or nothing
+				// would ever take j (no job worker, no parked one for its
+				// target).
+				retired = fr.retireIdle(pl.lot)
 			}
 			select {
-			case fr.jobs <- j:
+			case jobs <- j:
 				break wait
 			case w := <-parked:
 				if w.park.CompareAndSwap(parkIdle, parkAssigned) && w.writeParked(j) {
