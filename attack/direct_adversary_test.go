@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -508,5 +509,134 @@ func TestPacedMaxConnectionsBelowWarm(t *testing.T) {
 	// on a third connection).
 	if conns != 2 || pc.DirectSends != n {
 		t.Fatalf("%d connections, pacing %+v: IDs left the parked connections", conns, pc)
+	}
+}
+
+// TestPacedFlowsOneTarget: several paced flows on one target, each with
+// its own parked connections.
+func TestPacedFlowsOneTarget(t *testing.T) {
+	s, url := newRawIDServer(t, echoOK)
+	const n = 100
+	opts := Options{Targets: []Target{{URL: url}}, CaptureHeaders: []string{echoHeader}, Timeout: 3 * time.Second,
+		Flows: []Flow{
+			{Name: "a", IDs: IDs(n, "fa"), Rate: vegeta.Rate{Freq: 800, Per: time.Second}},
+			{Name: "b", IDs: IDs(n, "fb"), Rate: vegeta.Rate{Freq: 500, Per: time.Second}},
+			{Name: "c", IDs: IDs(n, "fc"), Rate: vegeta.Rate{Freq: 1200, Per: time.Second}, Method: http.MethodHead},
+		}}
+	sum, err, lines := runGuarded(t, opts, 20*time.Second)
+	if err != nil || !sum.Complete {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	var all []string
+	for _, f := range opts.Flows {
+		all = append(all, f.IDs...)
+	}
+	if codes := checkLines(t, all, sum, lines, s); codes[200] != len(all) {
+		t.Fatalf("codes %v", codes)
+	}
+	if len(sum.Flows) != 3 || sum.Pacing == nil || sum.Pacing.DirectSends == 0 {
+		t.Fatalf("flows %+v pacing %+v", sum.Flows, sum.Pacing)
+	}
+	for _, f := range sum.Flows {
+		if f.Pacing == nil || f.Pacing.DirectSends == 0 || f.Recorded != n {
+			t.Errorf("flow %s: %+v", f.Config.Flow, f)
+		}
+	}
+}
+
+// TestPacedSplitDeadTarget: an even split over a live target and a dead
+// one (its port closed): the live one's IDs are answered, the dead one's
+// recorded not sent, once each.
+func TestPacedSplitDeadTarget(t *testing.T) {
+	s, live := newRawIDServer(t, echoOK)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	const n = 150
+	opts := paced(n, "dt", live, 1000)
+	opts.Targets = []Target{{Name: "live", URL: live}, {Name: "dead", URL: dead}}
+	sum, err, lines := runGuarded(t, opts, 20*time.Second)
+	if err != nil || sum.Complete || sum.NotSent != n/2 {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	codes := checkLines(t, opts.IDs, sum, lines, s)
+	if codes[200] != n/2 || codes[0] != n/2 {
+		t.Fatalf("codes %v", codes)
+	}
+	for _, l := range lines {
+		if (l.Target == "dead") != l.NotSent || (l.Target == "dead") != (l.Code == 0) {
+			t.Errorf("line %+v", l)
+		}
+	}
+	if sum.Pacing == nil || sum.Pacing.DirectSends == 0 {
+		t.Fatalf("pacing %+v", sum.Pacing)
+	}
+}
+
+// TestPacedTLS: a paced attack over TLS sends directly on parked TLS
+// connections (TLS 1.3 session tickets arrive before the first response).
+func TestPacedTLS(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(DefaultIDHeader)
+		mu.Lock()
+		seen[id]++
+		mu.Unlock()
+		w.Header().Set(echoHeader, id)
+	}))
+	t.Cleanup(srv.Close)
+	const n = 150
+	opts := paced(n, "tls", srv.URL, 1000)
+	opts.TLSConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
+	sum, err, lines := runGuarded(t, opts, 20*time.Second)
+	if err != nil || !sum.Complete {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	if codes := checkLines(t, opts.IDs, sum, lines, nil); codes[200] != n {
+		t.Fatalf("codes %v", codes)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range opts.IDs {
+		if seen[id] != 1 {
+			t.Errorf("%s received %d times", id, seen[id])
+		}
+	}
+	if pc := sum.Pacing; pc == nil || pc.DirectSends == 0 || pc.WarmConnections == 0 {
+		t.Fatalf("pacing %+v", pc)
+	}
+}
+
+// TestPacedDisableKeepAlives: without keep-alive nothing is parked: every
+// ID goes to a job worker on its own connection (direct_sends 0).
+func TestPacedDisableKeepAlives(t *testing.T) {
+	s, url := newRawIDServer(t, func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool {
+		drain(req)
+		if !req.Close {
+			fmt.Fprintf(c, "HTTP/1.1 400 Bad Request\r\n%s: %s\r\nContent-Length: 0\r\n\r\n", echoHeader, id)
+			return false
+		}
+		io.WriteString(c, okResp(id, "Connection: close\r\n"))
+		return false
+	})
+	const n = 100
+	opts := paced(n, "dk", url, 1000)
+	opts.DisableKeepAlives = true
+	sum, err, lines := runGuarded(t, opts, 20*time.Second)
+	if err != nil || !sum.Complete {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	if codes := checkLines(t, opts.IDs, sum, lines, s); codes[200] != n {
+		t.Fatalf("codes %v", codes)
+	}
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
+	if pc := sum.Pacing; pc == nil || pc.DirectSends != 0 || conns < n {
+		t.Fatalf("pacing %+v, %d connections", pc, conns)
 	}
 }
