@@ -32,14 +32,33 @@ type lot struct {
 	closing atomic.Bool
 }
 
+// directMaxRequest is the longest request (bytes on the wire, before
+// TLS) the dispatcher writes itself: a write into an idle socket returns at
+// once only while the request fits in its send buffer (Linux starts it at
+// tcp_wmem's default, 16 KB, of which the kernel's accounting leaves about
+// half to data; tcp(7)); a longer one waits for the server to read, and the
+// whole schedule would wait with it.
+const directMaxRequest = 4 << 10
+
 // directPools reports whether fr's paced sends go direct: every pool is
-// HTTP/1.1 and connections are kept.
+// HTTP/1.1, connections are kept, and no request is longer than
+// directMaxRequest (with fr's longest ID). warmPaced decides it once
+// (fr.direct).
 func (fr *flowRun) directPools() bool {
 	if !fr.f.keep {
 		return false
 	}
 	for _, pl := range fr.pools {
 		if pl != nil && pl.h2 != nil {
+			return false
+		}
+	}
+	longest := 0
+	for _, id := range fr.f.ids {
+		longest = max(longest, len(id))
+	}
+	for _, t := range fr.tmpls {
+		if len(t.prefix)+longest+len(t.suffix) > directMaxRequest {
 			return false
 		}
 	}
@@ -166,7 +185,7 @@ func (w *worker) writeParked(j job) bool {
 	}
 	w.sentCh <- struct{}{}
 	if !a.retracted {
-		w.fr.direct++
+		w.fr.directN++
 	}
 	return !a.retracted
 }

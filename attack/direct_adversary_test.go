@@ -640,3 +640,95 @@ func TestPacedDisableKeepAlives(t *testing.T) {
 		t.Fatalf("pacing %+v, %d connections", pc, conns)
 	}
 }
+
+// TestPacedServerEndsConnections: servers that end parked connections
+// under the client: an idle timeout shorter than the gap between two
+// requests on a connection, a reset (SO_LINGER 0) after every third
+// response, a server that never answers (the client's timeout ends each
+// request). Every ID still leaves at most once and is recorded once.
+func TestPacedServerEndsConnections(t *testing.T) {
+	cases := []struct {
+		name    string
+		respond respondFunc
+		timeout time.Duration
+		minOK   int
+	}{
+		{name: "idle timeout", minOK: 1, respond: func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool {
+			echoOK(c, br, req, id, n)
+			c.SetReadDeadline(time.Now().Add(5 * time.Millisecond)) // the server's keep-alive timeout
+			return true
+		}},
+		{name: "reset", minOK: 1, respond: func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool {
+			echoOK(c, br, req, id, n)
+			if n%3 == 0 {
+				c.(*net.TCPConn).SetLinger(0)
+				return false
+			}
+			return true
+		}},
+		{name: "never answers", timeout: 200 * time.Millisecond, respond: func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool {
+			drain(req)
+			return true
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, url := newRawIDServer(t, tc.respond)
+			const n = 120
+			opts := paced(n, "se", url, 500)
+			if tc.timeout > 0 {
+				opts.Timeout = tc.timeout
+			}
+			sum, err, lines := runGuarded(t, opts, 30*time.Second)
+			if err != nil {
+				t.Fatalf("err %v", err)
+			}
+			codes := checkLines(t, opts.IDs, sum, lines, s)
+			if codes[200] < tc.minOK || codes[200]+codes[0] != n {
+				t.Fatalf("codes %v", codes)
+			}
+			if tc.minOK == 0 && codes[0] != n {
+				t.Fatalf("codes %v", codes)
+			}
+			t.Logf("codes %v, %d connections, pacing %+v", codes, s.conns, sum.Pacing)
+		})
+	}
+}
+
+// TestPacedLargeRequestNotDirect: a flow with a request longer than
+// directMaxRequest is not sent direct (the dispatcher's write of a request
+// larger than the socket's send buffer would wait for the server to read
+// it, and the schedule with it: measured with 4 MB bodies read after
+// 50 ms, the small requests between them left 200 ms late at the median):
+// every ID goes through job workers, once.
+func TestPacedLargeRequestNotDirect(t *testing.T) {
+	big := make([]byte, 64<<10)
+	s, url := newRawIDServer(t, func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool {
+		if req.ContentLength > 0 {
+			time.Sleep(20 * time.Millisecond) // a server slow to read (the condition, not a synchronisation)
+		}
+		return echoOK(c, br, req, id, n)
+	})
+	const n = 40
+	opts := Options{Targets: []Target{{URL: url}}, CaptureHeaders: []string{echoHeader}, Timeout: 5 * time.Second,
+		Flows: []Flow{{Name: "mixed", IDs: IDs(n, "lb"), Rate: vegeta.Rate{Freq: 200, Per: time.Second},
+			Requests: []RequestTemplate{{Method: http.MethodPost, Body: big}, {}}}}}
+	sum, err, lines := runGuarded(t, opts, 30*time.Second)
+	if err != nil || !sum.Complete {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	if codes := checkLines(t, opts.Flows[0].IDs, sum, lines, s); codes[200] != n {
+		t.Fatalf("codes %v", codes)
+	}
+	if pc := sum.Pacing; pc == nil || pc.DirectSends != 0 || pc.WarmConnections == 0 {
+		t.Fatalf("pacing %+v", pc)
+	}
+	// Small requests alone are sent direct.
+	opts.Flows[0].Requests = []RequestTemplate{{Method: http.MethodPost, Body: big[:directMaxRequest/2]}, {}}
+	opts.Flows[0].IDs = IDs(n, "sb")
+	sum, err, lines = runGuarded(t, opts, 30*time.Second)
+	if err != nil || !sum.Complete || sum.Pacing == nil || sum.Pacing.DirectSends == 0 {
+		t.Fatalf("err %v summary %+v pacing %+v", err, sum, sum.Pacing)
+	}
+	checkLines(t, opts.Flows[0].IDs, sum, lines, s)
+}

@@ -243,7 +243,8 @@ func (fr *flowRun) warmPaced(ready, done *sync.WaitGroup) {
 	fr.jobs = make(chan job)
 	fr.exited = make(chan struct{}, 1)
 	h2streams := map[*pool]int{}
-	direct := fr.directPools()
+	fr.direct = fr.directPools()
+	direct := fr.direct
 	if direct {
 		for _, pl := range fr.pools {
 			if pl != nil {
@@ -316,7 +317,7 @@ func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.Wai
 	perSec := f.perSec / float64(max(1, e.p.opts.Shard.Count))
 	defer close(fr.jobs)
 	defer fr.closeLots()
-	direct := fr.directPools()
+	direct := fr.direct
 	fr.peak = int(fr.alive.Load()) // the initial job workers, or the parked ones
 	sl := newSleeper(direct)
 	defer sl.stop()
