@@ -306,10 +306,17 @@ func echoOK(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bo
 // target's IDs then need job workers although the parked workers fill the
 // bound.
 func TestPacedSplitCountsSecondTarget(t *testing.T) {
+	for _, conc := range []int{0, 4} { // the bound from the rate, or fixed
+		t.Run(fmt.Sprint("concurrency ", conc), func(t *testing.T) { splitCountsSecondTarget(t, conc) })
+	}
+}
+
+func splitCountsSecondTarget(t *testing.T, conc int) {
 	sa, ua := newRawIDServer(t, echoOK)
 	sb, ub := newRawIDServer(t, echoOK)
 	const n = 120
 	opts := paced(n, "s", ua, 1000)
+	opts.Concurrency = conc
 	opts.Targets = []Target{{Name: "a", URL: ua}, {Name: "b", URL: ub}}
 	opts.Split = Split{Mode: SplitCounts, Values: []int{n / 2, n / 2}}
 	sum, err, lines := runGuarded(t, opts, 20*time.Second)
@@ -731,4 +738,59 @@ func TestPacedLargeRequestNotDirect(t *testing.T) {
 		t.Fatalf("err %v summary %+v pacing %+v", err, sum, sum.Pacing)
 	}
 	checkLines(t, opts.Flows[0].IDs, sum, lines, s)
+}
+
+// TestPacedCancelledInFlight: the context ends while every parked worker
+// waits for a server that never answers (the request timeout far away):
+// the interrupt's grace aborts them, and Run returns with each sent ID
+// recorded once, as a transport error.
+func TestPacedCancelledInFlight(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	k := 0
+	s, url := newRawIDServer(t, func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool {
+		drain(req)
+		mu.Lock()
+		if k++; k == 10 {
+			cancel()
+		}
+		mu.Unlock()
+		return true // never answers
+	})
+	const n = 100
+	opts := paced(n, "ci", url, 1000)
+	opts.Timeout = time.Minute
+	opts.InterruptGrace = 100 * time.Millisecond
+	guard, stop := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stop()
+	done := make(chan struct{})
+	var sum *Summary
+	var err error
+	var lines []evidence.Request
+	go func() {
+		defer close(done)
+		sum, err, lines = runToLines(t, ctx, opts)
+	}()
+	select {
+	case <-done:
+	case <-guard.Done():
+		t.Fatal("Run did not return after its context ended")
+	}
+	if err != nil || !sum.Interrupted || sum.Complete || len(lines) < 10 || len(lines) >= n || sum.Recorded != len(lines) {
+		t.Fatalf("err %v, %d lines, summary %+v", err, len(lines), sum)
+	}
+	per := map[string]int{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range lines {
+		if per[l.ID]++; per[l.ID] > 1 || s.seen[l.ID] > 1 || l.Code != 0 || l.Error == "" {
+			t.Errorf("line %+v (%d lines, received %d times)", l, per[l.ID], s.seen[l.ID])
+		}
+	}
+	for id, c := range s.seen {
+		if c > 0 && per[id] == 0 {
+			t.Errorf("%s received but has no line", id)
+		}
+	}
 }
