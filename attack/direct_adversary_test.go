@@ -794,3 +794,33 @@ func TestPacedCancelledInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestPacedMaxConnectionsServerEnds: parked connections holding every
+// MaxConnections slot end under the client (endingServer): their slots go
+// to job workers, and the attack finishes with every ID once.
+func TestPacedMaxConnectionsServerEnds(t *testing.T) {
+	s := &endingServer{seen: map[string]int{}}
+	host := serveRaw(t, s.handle)
+	const n = 120
+	opts := Options{IDs: IDs(n, "me"), Targets: []Target{{URL: "http://" + host}}, Rate: vegeta.Rate{Freq: 1000, Per: time.Second},
+		MaxConnections: 3, Timeout: 3 * time.Second}
+	sum, err, lines := runGuarded(t, opts, 20*time.Second)
+	if err != nil || len(lines) != n || sum.Resent != 0 || sum.Recorded != n {
+		t.Fatalf("err %v summary %+v, %d lines", err, sum, len(lines))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	per := map[string]int{}
+	ok := 0
+	for _, l := range lines {
+		if per[l.ID]++; per[l.ID] > 1 || s.seen[l.ID] > 1 || l.Code == 408 {
+			t.Errorf("line %+v: %d lines, received %d times", l, per[l.ID], s.seen[l.ID])
+		}
+		if l.Code == 200 {
+			ok++
+		}
+	}
+	if pc := sum.Pacing; pc == nil || pc.WarmConnections != 3 || s.conns <= 3 || ok < n/2 {
+		t.Fatalf("pacing %+v, %d connections, %d answered", pc, s.conns, ok)
+	}
+}
