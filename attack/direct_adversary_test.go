@@ -45,10 +45,22 @@ type rawIDServer struct {
 type respondFunc func(c net.Conn, br *bufio.Reader, req *http.Request, id string, n int) bool
 
 func newRawIDServer(t *testing.T, respond respondFunc) (*rawIDServer, string) {
+	return newRawIDServerUpTo(t, 0, respond)
+}
+
+// newRawIDServerUpTo is newRawIDServer closing at once every connection
+// after the first upTo (0: none).
+func newRawIDServerUpTo(t *testing.T, upTo int, respond respondFunc) (*rawIDServer, string) {
 	s := &rawIDServer{seen: map[string]int{}}
 	host := serveRaw(t, func(c net.Conn) {
 		s.mu.Lock()
 		s.conns++
+		refuse := upTo > 0 && s.conns > upTo
+		s.mu.Unlock()
+		if refuse {
+			return
+		}
+		s.mu.Lock()
 		s.open++
 		s.maxOpen = max(s.maxOpen, s.open)
 		s.mu.Unlock()
@@ -142,6 +154,16 @@ func checkLines(t *testing.T, ids []string, sum *Summary, lines []evidence.Reque
 	return codes
 }
 
+// answer is a respondFunc that reads the request's body, writes head(id)
+// in one write and keeps the connection when keep.
+func answer(keep bool, head func(id string) string) respondFunc {
+	return func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+		drain(req)
+		io.WriteString(c, head(id))
+		return keep
+	}
+}
+
 func okResp(id, extra string) string {
 	return "HTTP/1.1 200 OK\r\n" + echoHeader + ": " + id + "\r\nContent-Length: 2\r\n" + extra + "\r\nok"
 }
@@ -167,17 +189,9 @@ func TestPacedHostileServers(t *testing.T) {
 				return true
 			}},
 		{name: "answers twice (one write)", want: 200, direct: true,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				io.WriteString(c, okResp(id, "")+okResp("unsolicited", ""))
-				return true
-			}},
+			respond: answer(true, func(id string) string { return okResp(id, "") + okResp("unsolicited", "") })},
 		{name: "garbage after the body", want: 200, direct: true,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				io.WriteString(c, okResp(id, "")+"GARBAGE\r\n\r\n")
-				return true
-			}},
+			respond: answer(true, func(id string) string { return okResp(id, "") + "GARBAGE\r\n\r\n" })},
 		{name: "chunked", want: 200, direct: true,
 			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
 				drain(req)
@@ -185,35 +199,21 @@ func TestPacedHostileServers(t *testing.T) {
 				return true
 			}},
 		{name: "HTTP/1.0 keep-alive", want: 200, direct: true,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				fmt.Fprintf(c, "HTTP/1.0 200 OK\r\n%s: %s\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", echoHeader, id)
-				return true
-			}},
+			respond: answer(true, func(id string) string {
+				return "HTTP/1.0 200 OK\r\n" + echoHeader + ": " + id + "\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok"
+			})},
 		{name: "HTTP/1.0 body until close", want: 200,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				fmt.Fprintf(c, "HTTP/1.0 200 OK\r\n%s: %s\r\n\r\nbody until the close", echoHeader, id)
-				return false
-			}},
+			respond: answer(false, func(id string) string {
+				return "HTTP/1.0 200 OK\r\n" + echoHeader + ": " + id + "\r\n\r\nbody until the close"
+			})},
 		{name: "204", want: 204, direct: true,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				fmt.Fprintf(c, "HTTP/1.1 204 No Content\r\n%s: %s\r\n\r\n", echoHeader, id)
-				return true
-			}},
+			respond: answer(true, func(id string) string { return "HTTP/1.1 204 No Content\r\n" + echoHeader + ": " + id + "\r\n\r\n" })},
 		{name: "304 with a Content-Length", want: 304, direct: true,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				fmt.Fprintf(c, "HTTP/1.1 304 Not Modified\r\n%s: %s\r\nContent-Length: 50\r\n\r\n", echoHeader, id)
-				return true
-			}},
+			respond: answer(true, func(id string) string {
+				return "HTTP/1.1 304 Not Modified\r\n" + echoHeader + ": " + id + "\r\nContent-Length: 50\r\n\r\n"
+			})},
 		{name: "100 Continue then 200 (one write)", want: 200, direct: true,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n"+okResp(id, ""))
-				return true
-			}},
+			respond: answer(true, func(id string) string { return "HTTP/1.1 100 Continue\r\n\r\n" + okResp(id, "") })},
 		{name: "100 Continue then 200 (two writes)", want: 200, direct: true,
 			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
 				drain(req)
@@ -227,11 +227,7 @@ func TestPacedHostileServers(t *testing.T) {
 				return true
 			}},
 		{name: "head larger than 4 KB", want: 200, direct: true,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				io.WriteString(c, okResp(id, "X-Big: "+big+"\r\n"))
-				return true
-			}},
+			respond: answer(true, func(id string) string { return okResp(id, "X-Big: "+big+"\r\n") })},
 		{name: "body larger than the prefix", want: 200, direct: true,
 			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
 				drain(req)
@@ -239,17 +235,11 @@ func TestPacedHostileServers(t *testing.T) {
 				return true
 			}},
 		{name: "Content-Length longer than the body, then close", want: 0,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\r\n%s: %s\r\nContent-Length: 10\r\n\r\nshort", echoHeader, id)
-				return false
-			}},
+			respond: answer(false, func(id string) string {
+				return "HTTP/1.1 200 OK\r\n" + echoHeader + ": " + id + "\r\nContent-Length: 10\r\n\r\nshort"
+			})},
 		{name: "Connection: close on every response", want: 200,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				io.WriteString(c, okResp(id, "Connection: close\r\n"))
-				return false
-			}},
+			respond: answer(false, func(id string) string { return okResp(id, "Connection: close\r\n") })},
 		{name: "a byte per write", want: 200, direct: true,
 			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
 				drain(req)
@@ -259,11 +249,9 @@ func TestPacedHostileServers(t *testing.T) {
 				return true
 			}},
 		{name: "bare LF line ends", want: 200, direct: true,
-			respond: func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-				drain(req)
-				fmt.Fprintf(c, "HTTP/1.1 200 OK\n%s: %s\nContent-Length: 2\n\nok", echoHeader, id)
-				return true
-			}},
+			respond: answer(true, func(id string) string {
+				return "HTTP/1.1 200 OK\n" + echoHeader + ": " + id + "\nContent-Length: 2\n\nok"
+			})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -387,33 +375,10 @@ func TestPacedSlowThenFast(t *testing.T) {
 // needed (once the sizing sample raised the bound): their IDs fail (never
 // received, never retried), the parked connections' IDs are answered.
 func TestPacedNoNewConnections(t *testing.T) {
-	s := &rawIDServer{seen: map[string]int{}}
-	respond := slowFor(1<<30, 30*time.Millisecond)
-	host := serveRaw(t, func(c net.Conn) {
-		s.mu.Lock()
-		s.conns++
-		nth := s.conns
-		s.mu.Unlock()
-		if nth > 16 { // the warm connections of 1000/s (rateBound)
-			return
-		}
-		br := bufio.NewReader(c)
-		for n := 1; ; n++ {
-			req, err := http.ReadRequest(br)
-			if err != nil {
-				return
-			}
-			id := req.Header.Get(DefaultIDHeader)
-			s.mu.Lock()
-			s.seen[id]++
-			s.mu.Unlock()
-			if !respond(c, br, req, id, n) {
-				return
-			}
-		}
-	})
+	// 16: the warm connections of 1000/s (rateBound).
+	s, url := newRawIDServerUpTo(t, 16, slowFor(1<<30, 30*time.Millisecond))
 	const n = 400
-	opts := paced(n, "nn", "http://"+host, 1000)
+	opts := paced(n, "nn", url, 1000)
 	sum, err, lines := runGuarded(t, opts, 20*time.Second)
 	if err != nil {
 		t.Fatalf("err %v", err)
@@ -448,9 +413,23 @@ func TestPacedCancelled(t *testing.T) {
 		return echoOK(c, br, req, id, n)
 	})
 	const n = 300
-	opts := paced(n, "cx", url, 1000)
-	guard, stop := context.WithTimeout(context.Background(), 20*time.Second)
-	defer stop()
+	lines := runInterrupted(t, ctx, paced(n, "cx", url, 1000), 50, s)
+	got.Wait()
+	for _, l := range lines {
+		if l.Code != 0 && l.Headers[strings.ToLower(echoHeader)] != l.ID {
+			t.Errorf("%s answered by %q", l.ID, l.Headers[strings.ToLower(echoHeader)])
+		}
+	}
+}
+
+// runInterrupted runs opts with ctx, which the test ends during the run:
+// Run must return before a guard, interrupted and incomplete, with at
+// least least and fewer than all lines, each ID once, none received twice,
+// every ID the server received recorded.
+func runInterrupted(t *testing.T, ctx context.Context, opts Options, least int, s *rawIDServer) []evidence.Request {
+	t.Helper()
+	guard := time.NewTimer(20 * time.Second)
+	defer guard.Stop()
 	done := make(chan struct{})
 	var sum *Summary
 	var err error
@@ -461,25 +440,18 @@ func TestPacedCancelled(t *testing.T) {
 	}()
 	select {
 	case <-done:
-	case <-guard.Done():
+	case <-guard.C:
 		t.Fatal("Run did not return after its context ended")
 	}
-	got.Wait()
-	if err != nil || !sum.Interrupted || sum.Complete || len(lines) >= n || len(lines) < 50 || sum.Recorded != len(lines) || sum.Resent != 0 {
+	if err != nil || !sum.Interrupted || sum.Complete || len(lines) >= len(opts.IDs) || len(lines) < least || sum.Recorded != len(lines) || sum.Resent != 0 {
 		t.Fatalf("err %v, %d lines, summary %+v", err, len(lines), sum)
 	}
 	per := map[string]int{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, l := range lines {
-		if per[l.ID]++; per[l.ID] > 1 {
-			t.Errorf("%s: two lines", l.ID)
-		}
-		if s.seen[l.ID] > 1 {
-			t.Errorf("%s received %d times", l.ID, s.seen[l.ID])
-		}
-		if l.Code != 0 && l.Headers[strings.ToLower(echoHeader)] != l.ID {
-			t.Errorf("%s answered by %q", l.ID, l.Headers[strings.ToLower(echoHeader)])
+		if per[l.ID]++; per[l.ID] > 1 || s.seen[l.ID] > 1 {
+			t.Errorf("line %+v: %d lines, received %d times", l, per[l.ID], s.seen[l.ID])
 		}
 	}
 	for id, c := range s.seen {
@@ -487,6 +459,7 @@ func TestPacedCancelled(t *testing.T) {
 			t.Errorf("%s received but has no line", id)
 		}
 	}
+	return lines
 }
 
 // TestPacedMaxConnectionsBelowWarm: MaxConnections below the warm count
@@ -762,35 +735,9 @@ func TestPacedCancelledInFlight(t *testing.T) {
 	opts := paced(n, "ci", url, 1000)
 	opts.Timeout = time.Minute
 	opts.InterruptGrace = 100 * time.Millisecond
-	guard, stop := context.WithTimeout(context.Background(), 20*time.Second)
-	defer stop()
-	done := make(chan struct{})
-	var sum *Summary
-	var err error
-	var lines []evidence.Request
-	go func() {
-		defer close(done)
-		sum, err, lines = runToLines(t, ctx, opts)
-	}()
-	select {
-	case <-done:
-	case <-guard.Done():
-		t.Fatal("Run did not return after its context ended")
-	}
-	if err != nil || !sum.Interrupted || sum.Complete || len(lines) < 10 || len(lines) >= n || sum.Recorded != len(lines) {
-		t.Fatalf("err %v, %d lines, summary %+v", err, len(lines), sum)
-	}
-	per := map[string]int{}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, l := range lines {
-		if per[l.ID]++; per[l.ID] > 1 || s.seen[l.ID] > 1 || l.Code != 0 || l.Error == "" {
-			t.Errorf("line %+v (%d lines, received %d times)", l, per[l.ID], s.seen[l.ID])
-		}
-	}
-	for id, c := range s.seen {
-		if c > 0 && per[id] == 0 {
-			t.Errorf("%s received but has no line", id)
+	for _, l := range runInterrupted(t, ctx, opts, 10, s) {
+		if l.Code != 0 || l.Error == "" {
+			t.Errorf("line %+v: want a transport error", l)
 		}
 	}
 }
