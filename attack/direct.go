@@ -36,7 +36,8 @@ type lot struct {
 // TLS) the dispatcher writes itself: a write into an idle socket returns at
 // once only while the request fits in its send buffer (Linux starts it at
 // tcp_wmem's default, 16 KB, of which the kernel's accounting leaves about
-// half to data; tcp(7)); a longer one waits for the server to read, and the
+// half to data; tcp(7) tcp_wmem, socket(7) SO_SNDBUF); a longer one waits
+// for the server to read, and the
 // whole schedule would wait with it.
 const directMaxRequest = 4 << 10
 
