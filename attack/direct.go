@@ -37,8 +37,7 @@ type lot struct {
 // once only while the request fits in its send buffer (Linux starts it at
 // tcp_wmem's default, 16 KB, of which the kernel's accounting leaves about
 // half to data; tcp(7) tcp_wmem, socket(7) SO_SNDBUF); a longer one waits
-// for the server to read, and the
-// whole schedule would wait with it.
+// for the server to read, and the whole schedule would wait with it.
 const directMaxRequest = 4 << 10
 
 // directPools reports whether fr's paced sends go direct: every pool is
