@@ -85,8 +85,11 @@
 // network poller wakes it and parks again. No goroutine is scheduled
 // between the due time and the write, and on Linux the dispatcher sleeps
 // its last few milliseconds in clock_nanosleep(2), as the runtime's timers
-// can fire a millisecond late on an idle process. When no parked connection is free (or over HTTP/2, or
-// without keep-alive) the ID goes to an idle worker instead. The pool starts
+// can fire a millisecond late on an idle process. When no parked connection is free (or over HTTP/2,
+// without keep-alive, or for a flow with a request longer than 4 KB, whose
+// write could wait for the server to read it) the ID goes to an idle
+// worker instead; when parked connections hold every MaxConnections slot
+// of a target, its IDs wait for one of them. The pool starts
 // with warm connections, and grows only when a request is due and no worker is idle,
 // up to a bound sized from the rate and the observed latency: rate*10ms at
 // first, then, once, rate*max(4*L, 10ms) with L the mean latency of the

@@ -32,14 +32,33 @@ type lot struct {
 	closing atomic.Bool
 }
 
+// directMaxRequest is the longest request (bytes on the wire, before
+// TLS) the dispatcher writes itself: a write into an idle socket returns at
+// once only while the request fits in its send buffer (Linux starts it at
+// tcp_wmem's default, 16 KB, of which the kernel's accounting leaves about
+// half to data; tcp(7) tcp_wmem, socket(7) SO_SNDBUF); a longer one waits
+// for the server to read, and the whole schedule would wait with it.
+const directMaxRequest = 4 << 10
+
 // directPools reports whether fr's paced sends go direct: every pool is
-// HTTP/1.1 and connections are kept.
+// HTTP/1.1, connections are kept, and no request is longer than
+// directMaxRequest (with fr's longest ID). warmPaced decides it once
+// (fr.direct).
 func (fr *flowRun) directPools() bool {
 	if !fr.f.keep {
 		return false
 	}
 	for _, pl := range fr.pools {
 		if pl != nil && pl.h2 != nil {
+			return false
+		}
+	}
+	longest := 0
+	for _, id := range fr.f.ids {
+		longest = max(longest, len(id))
+	}
+	for _, t := range fr.tmpls {
+		if len(t.prefix)+longest+len(t.suffix) > directMaxRequest {
 			return false
 		}
 	}
@@ -53,10 +72,12 @@ func (fr *flowRun) parkOn(pl *pool, c *hconn, done *sync.WaitGroup) {
 	w.sentCh = make(chan struct{}, 1)
 	done.Add(1)
 	fr.alive.Add(1)
+	pl.parked.Add(1)
 	go func() {
 		defer done.Done()
 		for w.parkedSend(pl.lot, c) {
 		}
+		pl.parked.Add(-1)
 		fr.alive.Add(-1)
 		select {
 		case fr.exited <- struct{}{}:
@@ -164,9 +185,42 @@ func (w *worker) writeParked(j job) bool {
 	}
 	w.sentCh <- struct{}{}
 	if !a.retracted {
-		w.fr.direct++
+		w.fr.directN++
 	}
 	return !a.retracted
+}
+
+// onlyParked reports whether every connection pl may open is a parked
+// worker's (MaxConnections reached by them): a job worker would wait for a
+// slot until one of them exits, at the schedule's end, so pl's IDs wait
+// for a parked worker instead.
+func (pl *pool) onlyParked() bool {
+	return pl.slots != nil && int(pl.parked.Load()) >= cap(pl.slots)
+}
+
+// retireIdle wakes one parked worker idle in a lot other than own to exit
+// (it signals fr.exited once gone); false when there is none.
+func (fr *flowRun) retireIdle(own *lot) bool {
+	for _, pl := range fr.pools {
+		if pl == nil || pl.lot == nil || pl.lot == own {
+			continue
+		}
+		for {
+			var w *worker
+			select {
+			case w = <-pl.lot.ws:
+			default:
+			}
+			if w == nil {
+				break
+			}
+			if w.park.CompareAndSwap(parkIdle, parkClosed) {
+				w.pc.SetDeadline(time.Unix(1, 0))
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // closeLots wakes fr's parked workers to exit, at the end of its schedule.

@@ -70,9 +70,10 @@ type flowRun struct {
 	burstN             int // workers released by the barrier
 	// Paced: the workers alive (job workers and parked ones), and a
 	// signal that a parked worker exited (cap 1).
-	alive  atomic.Int64
-	exited chan struct{}
-	direct int // requests the dispatcher wrote itself (direct.go)
+	alive   atomic.Int64
+	exited  chan struct{}
+	direct  bool // paced sends go direct (directPools, decided by warmPaced)
+	directN int  // requests the dispatcher wrote itself (direct.go)
 	// Paced results.
 	peak, bound int
 	sizedBy     time.Duration
@@ -92,6 +93,9 @@ type pool struct {
 	// lot holds the parked workers of a direct paced flow (direct.go); nil
 	// otherwise.
 	lot *lot
+	// parked counts the parked workers on the pool's connections (each
+	// holds a slot).
+	parked atomic.Int32
 	// testDial replaces the TCP dial (Options.testDial).
 	testDial func(ctx context.Context, addr string) (net.Conn, error)
 	// conns numbers the attack's connections (engine.conns).
@@ -1062,7 +1066,7 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 // pacing is a paced flow's Pacing from its counts.
 func (fr *flowRun) pacing(sends int, first, last int64) *Pacing {
 	pc := &Pacing{WorkersPeak: fr.peak, WorkersBound: fr.bound, SizingLatencyNs: int64(fr.sizedBy), WarmConnections: int(fr.warm.Load()),
-		DirectSends: fr.direct}
+		DirectSends: fr.directN}
 	if sends > 1 && last > first {
 		pc.AchievedPerSec = float64(sends-1) / (float64(last-first) / 1e9)
 	}

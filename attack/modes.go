@@ -243,7 +243,8 @@ func (fr *flowRun) warmPaced(ready, done *sync.WaitGroup) {
 	fr.jobs = make(chan job)
 	fr.exited = make(chan struct{}, 1)
 	h2streams := map[*pool]int{}
-	direct := fr.directPools()
+	fr.direct = fr.directPools()
+	direct := fr.direct
 	if direct {
 		for _, pl := range fr.pools {
 			if pl != nil {
@@ -316,7 +317,7 @@ func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.Wai
 	perSec := f.perSec / float64(max(1, e.p.opts.Shard.Count))
 	defer close(fr.jobs)
 	defer fr.closeLots()
-	direct := fr.directPools()
+	direct := fr.direct
 	fr.peak = int(fr.alive.Load()) // the initial job workers, or the parked ones
 	sl := newSleeper(direct)
 	defer sl.stop()
@@ -340,35 +341,49 @@ dispatch:
 		}
 		j := job{i: k, intended: at.UnixNano()}
 		var parked chan *worker // nil: no direct send (a nil channel is never ready)
+		pl := fr.tmpls[f.assign[k]].pool
 		if direct {
-			l := fr.tmpls[f.assign[k]].pool.lot
-			if fr.sendDirect(l, j) {
+			if fr.sendDirect(pl.lot, j) {
 				handed = false
 				continue
 			}
-			parked = l.ws
+			parked = pl.lot.ws
 		}
 		handed = true
-		select {
-		case fr.jobs <- j:
-			continue
-		default:
+		if !direct || !pl.onlyParked() {
+			select {
+			case fr.jobs <- j:
+				continue
+			default:
+			}
 		}
 		if !fixed && fr.sizedBy == 0 && fr.sampleN.Load() >= sizingSample {
 			fr.sizedBy = time.Duration(fr.sampleSum.Load() / sizingSample)
 			fr.bound = max(fr.bound, rateBound(perSec, fr.sizedBy, f.maxWork))
 		}
+		retired := false
 	wait:
 		for {
 			// Parked workers exit when their connection ends: fewer alive
 			// than the bound starts a job worker.
-			if alive := int(fr.alive.Load()); alive < fr.bound {
+			alive := int(fr.alive.Load())
+			jobs := fr.jobs
+			if direct && pl.onlyParked() {
+				jobs = nil // only a parked worker can send j
+			} else if alive < fr.bound {
 				fr.spawn(&j, done)
 				fr.peak = max(fr.peak, alive+1)
 				break
+			} else if direct && !retired {
+				// The bound may be filled by parked workers idle on another
+				// target's connections (a counts split warms only the first
+				// target's): one of them gives up its place, or nothing
+				// would ever take j (no job worker, no parked one for its
+				// target).
+				retired = fr.retireIdle(pl.lot)
 			}
 			select {
-			case fr.jobs <- j:
+			case jobs <- j:
 				break wait
 			case w := <-parked:
 				if w.park.CompareAndSwap(parkIdle, parkAssigned) && w.writeParked(j) {

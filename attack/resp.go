@@ -55,6 +55,14 @@ func (f *fastResp) readFastHead(br *bufio.Reader, captures func(lower []byte) bo
 				f.head = append(f.head[:0], b[:end]...)
 				break
 			}
+			// Wait for more only while the lines so far are in the common
+			// form: net/http decides a head ended by a bare LF (RFC 9112
+			// section 2.2 lets a recipient take LF as a line end), or a
+			// malformed line, without more bytes, and the server may send
+			// none until it has the next request.
+			if ok, _ := f.scan(b); !ok {
+				return false, nil
+			}
 		}
 		if n >= min(maxFastHead, br.Size()) {
 			return false, nil
@@ -83,81 +91,94 @@ var crlfcrlf = []byte("\r\n\r\n")
 
 // parse checks and reads f.head; false when it is not in the common form.
 func (f *fastResp) parse() bool {
-	h := f.head
+	ok, complete := f.scan(f.head)
+	return ok && complete
+}
+
+// scan checks h, a head or the start of one, and reads what it holds into
+// f: ok reports whether h is in the common form (so far, when h holds
+// only the start of a head: a last line without its LF is not checked
+// beyond the protocol), complete whether it held the blank line ending the
+// head.
+func (f *fastResp) scan(h []byte) (ok, complete bool) {
 	f.caps = f.caps[:0]
 	f.length = -1
 	f.close = false
 	const proto = "HTTP/1.1 "
-	if len(h) < len(proto)+3+2 || string(h[:len(proto)]) != proto {
-		return false
-	}
 	line, rest := cutLine(h)
 	if line == nil {
-		return false
+		if bytes.IndexByte(h, '\n') >= 0 {
+			return false, false // a bare LF or CR
+		}
+		k := min(len(h), len(proto))
+		return string(h[:k]) == proto[:k], false
+	}
+	if len(line) < len(proto)+3 || string(line[:len(proto)]) != proto {
+		return false, false
 	}
 	st := line[len(proto):]
 	// net/http: Status is the line after the first space, spaces trimmed on
 	// the left; the code is what precedes the next space, three digits.
 	if len(st) < 3 || !digit(st[0]) || !digit(st[1]) || !digit(st[2]) || (len(st) > 3 && st[3] != ' ') {
-		return false
+		return false, false
 	}
 	for _, c := range st {
 		if c < ' ' && c != '\t' || c == 0x7f {
-			return false
+			return false, false
 		}
 	}
 	f.code = int(st[0]-'0')*100 + int(st[1]-'0')*10 + int(st[2]-'0')
 	if f.code < 200 || f.code == 204 || f.code == 304 {
-		return false
+		return false, false
 	}
 	f.status = st
 	sawLength := false
 	for {
-		line, rest = cutLine(rest)
+		next := rest
+		line, rest = cutLine(next)
 		if line == nil {
-			return false
+			return bytes.IndexByte(next, '\n') < 0, false // incomplete, or a bare LF or CR
 		}
 		if len(line) == 0 {
-			break // the blank line ending the head
+			return sawLength && len(rest) == 0, true // the blank line ending the head
 		}
 		colon := bytes.IndexByte(line, ':')
 		if colon <= 0 {
-			return false
+			return false, false
 		}
 		name := line[:colon]
 		for _, c := range name {
 			if !tokenByte(c) {
-				return false
+				return false, false
 			}
 		}
 		value := trimOWS(line[colon+1:])
 		for _, c := range value {
 			if c < ' ' && c != '\t' || c == 0x7f {
-				return false
+				return false, false
 			}
 		}
 		switch {
 		case asciiEqualFold(name, "content-length"):
 			if sawLength || len(value) == 0 || len(value) > 18 {
-				return false
+				return false, false
 			}
 			var n int64
 			for _, c := range value {
 				if !digit(c) {
-					return false
+					return false, false
 				}
 				n = n*10 + int64(c-'0')
 			}
 			f.length, sawLength = n, true
 		case asciiEqualFold(name, "transfer-encoding"):
-			return false
+			return false, false
 		case asciiEqualFold(name, "connection"):
 			if hasToken(value, "close") {
 				f.close = true
 			}
 		}
 	}
-	return sawLength && len(rest) == 0
 }
 
 // capture records the headers captures keeps, names lower-cased in place.

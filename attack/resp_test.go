@@ -17,6 +17,19 @@ import (
 // It returns whether the fast path took the response.
 func fastVsNetHTTP(t *testing.T, data []byte) bool {
 	t.Helper()
+	// On a connection the server may send nothing more until the next
+	// request: when net/http decides (a response or an error) from data
+	// alone, the fast path must not wait for more either.
+	nr := &stallReader{data: data}
+	http.ReadResponse(bufio.NewReaderSize(nr, 4096), &http.Request{Method: http.MethodGet})
+	if !nr.stalled {
+		fr := &stallReader{data: data}
+		var f fastResp
+		f.readFastHead(bufio.NewReaderSize(fr, 4096), nil)
+		if fr.stalled {
+			t.Fatalf("%q: the fast path waits for bytes net/http does not need", data)
+		}
+	}
 	var f fastResp
 	br := bufio.NewReaderSize(bytes.NewReader(data), 4096)
 	ok, ferr := f.readFastHead(br, func([]byte) bool { return true })
@@ -105,6 +118,12 @@ var fastHeadSeeds = []struct {
 	{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", false},
 	{"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 0\r\n\r\n", false},
 	{"HTTP/1.1 200 OK\nContent-Length: 0\n\n", false},
+	// Bare LF line ends with nothing after the head (the server waits for
+	// the next request): net/http reads it at once, so must the fast path.
+	{"HTTP/1.1 200 OK\r\nContent-Length: 0\n\n", false},
+	{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\n", false},
+	{"HTTP/1.1 200 OK\r\nBad Name: x\r\n", false},
+	{"garbage\r\n", false},
 	{"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n", false},
 	{"HTTP/1.1  200 OK\r\nContent-Length: 0\r\n\r\n", false},
 	{"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n", false},
@@ -112,6 +131,25 @@ var fastHeadSeeds = []struct {
 	{"HTTP/1.1 200 OK\r\n\r\n", false},
 	{"", false},
 	{"garbage\r\n\r\n", false},
+}
+
+// stallReader returns data, then errStall: the reader would have had to
+// wait for more (stalled).
+type stallReader struct {
+	data    []byte
+	stalled bool
+}
+
+var errStall = errors.New("stall: waiting for more bytes")
+
+func (r *stallReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		r.stalled = true
+		return 0, errStall
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
 }
 
 func TestFastHeadAgreesWithNetHTTP(t *testing.T) {
