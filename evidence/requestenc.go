@@ -34,24 +34,7 @@ func AppendRequestJSON(dst []byte, r *Request) []byte {
 	}
 	dst = append(dst, `,"bytes_in":`...)
 	dst = strconv.AppendUint(dst, r.BytesIn, 10)
-	if len(r.Headers) > 0 {
-		dst = append(dst, `,"headers":{`...)
-		var small [8]string
-		keys := small[:0]
-		for k := range r.Headers {
-			keys = append(keys, k)
-		}
-		sortStrings(keys)
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = AppendJSONString(dst, k)
-			dst = append(dst, ':')
-			dst = AppendJSONString(dst, r.Headers[k])
-		}
-		dst = append(dst, '}')
-	}
+	dst = appendHeaders(dst, r.Headers)
 	if r.Body != "" {
 		dst = append(dst, `,"body":`...)
 		dst = AppendJSONString(dst, r.Body)
@@ -78,6 +61,81 @@ func AppendRequestJSON(dst []byte, r *Request) []byte {
 	if r.Conn != "" {
 		dst = append(dst, `,"conn":`...)
 		dst = AppendJSONString(dst, r.Conn)
+	}
+	return append(dst, '}')
+}
+
+// AppendReceiptJSON appends rc as one JSON object (no newline) to dst and
+// returns the extended slice: exactly encoding/json's Marshal of *Receipt,
+// as AppendRequestJSON is for *Request (TestAppendReceiptJSONMatches and
+// FuzzAppendReceiptJSON check it). It allocates nothing when dst has room
+// (more than 8 headers cost one sort buffer). The backend writes
+// receipts.jsonl with it.
+func AppendReceiptJSON(dst []byte, rc *Receipt) []byte {
+	dst = append(dst, `{"id":`...)
+	if rc.ID == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = AppendJSONString(dst, *rc.ID)
+	}
+	dst = append(dst, `,"recv_ns":`...)
+	dst = strconv.AppendInt(dst, rc.RecvNs, 10)
+	dst = append(dst, `,"recv_time":`...)
+	dst = AppendJSONString(dst, rc.RecvTime)
+	dst = append(dst, `,"method":`...)
+	dst = AppendJSONString(dst, rc.Method)
+	dst = append(dst, `,"path":`...)
+	dst = AppendJSONString(dst, rc.Path)
+	if rc.Query != "" {
+		dst = append(dst, `,"query":`...)
+		dst = AppendJSONString(dst, rc.Query)
+	}
+	dst = append(dst, `,"remote":`...)
+	dst = AppendJSONString(dst, rc.Remote)
+	dst = appendHeaders(dst, rc.Headers)
+	if rc.Endpoint != "" {
+		dst = append(dst, `,"endpoint":`...)
+		dst = AppendJSONString(dst, rc.Endpoint)
+	}
+	if rc.Status != 0 {
+		dst = append(dst, `,"status":`...)
+		dst = strconv.AppendInt(dst, int64(rc.Status), 10)
+	}
+	if rc.Fault != "" {
+		dst = append(dst, `,"fault":`...)
+		dst = AppendJSONString(dst, rc.Fault)
+	}
+	if rc.DelayNs != 0 {
+		dst = append(dst, `,"delay_ns":`...)
+		dst = strconv.AppendInt(dst, rc.DelayNs, 10)
+	}
+	if rc.Replica != "" {
+		dst = append(dst, `,"replica":`...)
+		dst = AppendJSONString(dst, rc.Replica)
+	}
+	return append(dst, '}')
+}
+
+// appendHeaders appends `,"headers":{...}` with sorted keys, or nothing for
+// an empty map (omitempty).
+func appendHeaders(dst []byte, h map[string]string) []byte {
+	if len(h) == 0 {
+		return dst
+	}
+	dst = append(dst, `,"headers":{`...)
+	var small [8]string
+	keys := small[:0]
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendJSONString(dst, k)
+		dst = append(dst, ':')
+		dst = AppendJSONString(dst, h[k])
 	}
 	return append(dst, '}')
 }

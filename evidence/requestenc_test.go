@@ -107,6 +107,84 @@ func TestAppendRequestJSONAllocs(t *testing.T) {
 	}
 }
 
+func checkSameReceipt(t *testing.T, rc *Receipt) {
+	t.Helper()
+	want, err := json.Marshal(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendReceiptJSON(nil, rc); !bytes.Equal(got, want) {
+		t.Fatalf("receipt %#v\n got %s\nwant %s", rc, got, want)
+	}
+}
+
+func randReceipt(rng *rand.Rand) *Receipt {
+	rc := &Receipt{RecvNs: rng.Int64() - rng.Int64(), RecvTime: randString(rng), Method: randString(rng), Path: randString(rng),
+		Remote: randString(rng)}
+	if rng.IntN(3) > 0 {
+		id := randString(rng)
+		rc.ID = &id
+	}
+	pick := func() string {
+		if rng.IntN(2) == 0 {
+			return ""
+		}
+		return randString(rng)
+	}
+	rc.Query, rc.Endpoint, rc.Fault, rc.Replica = pick(), pick(), pick(), pick()
+	if rng.IntN(2) == 0 {
+		rc.Status = rng.IntN(700) - 1
+	}
+	if rng.IntN(2) == 0 {
+		rc.DelayNs = rng.Int64() - rng.Int64()
+	}
+	if rng.IntN(2) == 0 {
+		rc.Headers = map[string]string{}
+		for range rng.IntN(12) {
+			rc.Headers[randString(rng)] = randString(rng)
+		}
+	}
+	return rc
+}
+
+func TestAppendReceiptJSONMatches(t *testing.T) {
+	checkSameReceipt(t, &Receipt{})
+	id := "req-1"
+	checkSameReceipt(t, &Receipt{ID: &id, RecvNs: 1, RecvTime: "2026-12-01T15:00:00.000000001Z", Method: "GET", Path: "/",
+		Remote: "127.0.0.1:5", Headers: map[string]string{"x-envoy-attempt-count": "2"}, Endpoint: "backend-0", Status: 200})
+	rng := rand.New(rand.NewPCG(14, 11))
+	for range 5000 {
+		checkSameReceipt(t, randReceipt(rng))
+	}
+}
+
+func TestAppendReceiptJSONAllocs(t *testing.T) {
+	id := "req-0001"
+	rc := &Receipt{ID: &id, RecvNs: 1, RecvTime: "2026-12-01T15:00:00.000000001Z", Method: "GET", Path: "/p", Remote: "127.0.0.1:5",
+		Headers: map[string]string{"x-request-id": "abc"}, Endpoint: "backend-0", Status: 200}
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendReceiptJSON(buf[:0], rc) }); n != 0 {
+		t.Fatalf("%v allocations per encode, want 0", n)
+	}
+}
+
+func FuzzAppendReceiptJSON(f *testing.F) {
+	for _, s := range oddStrings {
+		f.Add(s, s, s, int64(1), 200, true)
+	}
+	f.Fuzz(func(t *testing.T, id, path, hk string, recv int64, status int, hasID bool) {
+		rc := &Receipt{RecvNs: recv, RecvTime: path + hk, Method: hk, Path: path, Query: id, Remote: hk, Endpoint: path,
+			Status: status, Fault: id, DelayNs: -recv, Replica: hk}
+		if hasID {
+			rc.ID = &id
+		}
+		if hk != "" {
+			rc.Headers = map[string]string{hk: path, path: id}
+		}
+		checkSameReceipt(t, rc)
+	})
+}
+
 func FuzzAppendRequestJSON(f *testing.F) {
 	for _, s := range oddStrings {
 		f.Add(s, s, s, int64(1), 200, s, s)
