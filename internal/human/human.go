@@ -18,37 +18,50 @@ import (
 // without requests is left out; no requests at all is "none". Code "0"
 // (no status) counts both requests without a response and, notSent of
 // them, requests that never left the client (README: not sent is not "no
-// response"): it is written "no response" when notSent is 0, "not sent"
-// when every code 0 is one, and "no response or not sent" when both are
-// among them (the counts per target do not tell them apart).
+// response"): it is written "no response" when notSent is 0 and "not sent"
+// when every code 0 is one. When both are among them and one target has
+// all the code-0 requests, they are split ("2 × no response, 1 × not
+// sent"); otherwise (the counts per target do not tell them apart) they
+// are "no response or not sent", followed by how many of all were not sent.
 func Codes(byTarget map[string]map[string]int, notSent int) string {
 	targets := make([]string, 0, len(byTarget))
-	zero := 0
+	zero, zeroTargets := 0, 0
 	for t, m := range byTarget {
 		if len(m) > 0 {
 			targets = append(targets, t)
 		}
 		zero += m["0"]
+		if m["0"] > 0 {
+			zeroTargets++
+		}
 	}
 	sort.Strings(targets)
 	none := "no response"
+	split, suffix := false, ""
 	switch {
 	case notSent > 0 && notSent >= zero:
 		none = "not sent"
+	case notSent > 0 && zeroTargets == 1:
+		split = true
 	case notSent > 0:
 		none = "no response or not sent"
+		suffix = fmt.Sprintf(" (%d of the %d without a status not sent)", notSent, zero)
 	}
 	var parts []string
 	for _, t := range targets {
-		parts = append(parts, t+": "+codeList(byTarget[t], none))
+		zeroText := func(n int) string { return fmt.Sprintf("%d × %s", n, none) }
+		if split {
+			zeroText = func(n int) string { return fmt.Sprintf("%d × no response, %d × not sent", n-notSent, notSent) }
+		}
+		parts = append(parts, t+": "+codeList(byTarget[t], zeroText))
 	}
 	if len(parts) == 0 {
 		return "none"
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, "; ") + suffix
 }
 
-func codeList(m map[string]int, none string) string {
+func codeList(m map[string]int, zeroText func(n int) string) string {
 	codes := make([]string, 0, len(m))
 	for c := range m {
 		codes = append(codes, c)
@@ -61,7 +74,7 @@ func codeList(m map[string]int, none string) string {
 	parts := make([]string, len(codes))
 	for i, c := range codes {
 		if c == "0" {
-			parts[i] = fmt.Sprintf("%d × %s", m[c], none)
+			parts[i] = zeroText(m[c])
 		} else {
 			parts[i] = fmt.Sprintf("%d × %s", m[c], c)
 		}

@@ -21,8 +21,12 @@ func TestCodes(t *testing.T) {
 	if got, want := Codes(map[string]map[string]int{"a": {"0": 3}}, 3), "a: 3 × not sent"; got != want {
 		t.Errorf("all not sent: got %q want %q", got, want)
 	}
-	if got, want := Codes(map[string]map[string]int{"a": {"0": 2, "200": 1}, "b": {"0": 1}}, 1), "a: 2 × no response or not sent, 1 × 200; b: 1 × no response or not sent"; got != want {
+	if got, want := Codes(map[string]map[string]int{"a": {"0": 2, "200": 1}, "b": {"0": 1}}, 1), "a: 2 × no response or not sent, 1 × 200; b: 1 × no response or not sent (1 of the 3 without a status not sent)"; got != want {
 		t.Errorf("mixed: got %q want %q", got, want)
+	}
+	// One target holds every code 0: the not-sent ones are told apart.
+	if got, want := Codes(map[string]map[string]int{"a": {"0": 3, "200": 1}, "b": {"200": 2}}, 1), "a: 2 × no response, 1 × not sent, 1 × 200; b: 2 × 200"; got != want {
+		t.Errorf("one target: got %q want %q", got, want)
 	}
 }
 
