@@ -1,6 +1,7 @@
 // Package testfix locates files that tests read from outside their own
-// package: the repository root (the directory holding go.mod) and the shared
-// fixtures kept beside the clone, in <repo>/../shared/fixtures/<sub>/.
+// package: the repository root (the directory holding go.mod) and the
+// fixture store that a CI machine provides next to the clone (SharedDir),
+// whose fixtures/<sub>/ directories hold captures too large to commit.
 //
 // Skip versus fail: a test that needs shared/ is skipped only when there is
 // no shared/ directory beside the repository (a bare clone). When shared/ is
@@ -48,7 +49,8 @@ func repoRoot() (string, error) {
 	}
 }
 
-// SharedDir returns <repo>/../shared. It skips the test if that directory
+// SharedDir returns the fixture store: the directory "shared" that is a
+// sibling of the repository root. It skips the test if that directory
 // does not exist, and fails it if the path exists but cannot be used.
 func SharedDir(t testing.TB) string {
 	t.Helper()
@@ -65,7 +67,7 @@ func SharedDir(t testing.TB) string {
 	return d
 }
 
-// SharedFixtureDir returns <repo>/../shared/fixtures/<sub> (sub is
+// SharedFixtureDir returns SharedDir's fixtures/<sub> (sub is
 // slash-separated, e.g. "envoy" or "rls"). It skips the test if shared/ is
 // absent and fails it if shared/ is present but the directory is not.
 func SharedFixtureDir(t testing.TB, sub string) string {
@@ -83,7 +85,7 @@ func SharedFixtureDir(t testing.TB, sub string) string {
 
 // Fixture returns the path of the fixture name (slash-separated, relative):
 // testdata/<name> in the working directory if that exists, else
-// <repo>/../shared/fixtures/<sub>/<name>. With no testdata copy it skips the
+// SharedFixtureDir's <sub>/<name>. With no testdata copy it skips the
 // test if shared/ is absent and fails it if shared/ is present but lacks the
 // fixture.
 func Fixture(t testing.TB, sub, name string) string {
