@@ -152,31 +152,43 @@ func (fr *flowRun) sendDirect(l *lot, j job) bool {
 		default:
 			return false
 		}
-		if w.park.CompareAndSwap(parkIdle, parkAssigned) && w.writeParked(j) {
+		if w.take(j) {
 			return true
 		}
+	}
+}
+
+// take claims w, idle in its lot, for j and writes it (writeParked):
+// false when w's connection ended first or not one byte of j left.
+func (w *worker) take(j job) bool {
+	return w.park.CompareAndSwap(parkIdle, parkAssigned) && w.writeParked(j)
+}
+
+// wakeOne takes one worker out of l and, if it is idle, wakes it to exit
+// (parkClosed): woke says so; empty, that l held no worker.
+func (l *lot) wakeOne() (woke, empty bool) {
+	select {
+	case w := <-l.ws:
+		if w.park.CompareAndSwap(parkIdle, parkClosed) {
+			w.pc.SetDeadline(time.Unix(1, 0))
+			return true, false
+		}
+		return false, false
+	default:
+		return false, true
 	}
 }
 
 // writeParked writes j's request on w's connection; false when not one
 // byte left (the connection is closed by w, and j is still to send).
 func (w *worker) writeParked(j job) bool {
-	e := w.e
 	w.build(j.i)
 	c := w.pc
 	a := &w.pa
 	*a = attempt{i: j.i, intended: j.intended, c: c, park: true}
 	w.cur.Store(c)
-	a.start = time.Now()
-	a.sent = a.start
-	c.SetDeadline(a.sent.Add(e.timeout))
-	if e.abortCtx.Err() != nil {
-		c.SetDeadline(time.Unix(1, 0))
-	}
-	a.wn, a.werr = c.Write(w.wbuf)
-	if a.wn > 0 {
-		a.writes = 1
-	}
+	w.e.writeRequest(a, c, w.wbuf)
+	a.start = a.sent
 	if a.werr != nil {
 		c.SetDeadline(time.Unix(1, 0)) // wake the reader
 		if a.wn == 0 && c.used {
@@ -206,17 +218,12 @@ func (fr *flowRun) retireIdle(own *lot) bool {
 			continue
 		}
 		for {
-			var w *worker
-			select {
-			case w = <-pl.lot.ws:
-			default:
-			}
-			if w == nil {
-				break
-			}
-			if w.park.CompareAndSwap(parkIdle, parkClosed) {
-				w.pc.SetDeadline(time.Unix(1, 0))
+			woke, empty := pl.lot.wakeOne()
+			if woke {
 				return true
+			}
+			if empty {
+				break
 			}
 		}
 	}
@@ -231,15 +238,9 @@ func (fr *flowRun) closeLots() {
 		}
 		pl.lot.closing.Store(true)
 		for {
-			select {
-			case w := <-pl.lot.ws:
-				if w.park.CompareAndSwap(parkIdle, parkClosed) {
-					w.pc.SetDeadline(time.Unix(1, 0))
-				}
-				continue
-			default:
+			if _, empty := pl.lot.wakeOne(); empty {
+				break
 			}
-			break
 		}
 	}
 }

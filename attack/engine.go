@@ -544,23 +544,15 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 			}
 		}
 		w.cur.Store(a.c)
-		a.sent = time.Now()
-		a.c.SetDeadline(a.sent.Add(e.timeout))
-		if e.abortCtx.Err() != nil {
-			a.c.SetDeadline(time.Unix(1, 0))
-		}
-		n, werr := a.c.Write(w.wbuf)
-		if n > 0 {
-			a.writes++
-		}
-		if werr != nil {
+		e.writeRequest(&a, a.c, w.wbuf)
+		if a.werr != nil {
 			reused := a.c.used
 			a.c.close()
 			a.c = nil
-			if n == 0 && reused && try == 0 {
+			if a.wn == 0 && reused && try == 0 {
 				continue // not one byte left: the request was not sent
 			}
-			a.err, a.notSent = werr, n == 0
+			a.err, a.notSent = a.werr, a.wn == 0
 			break
 		}
 		w.readResp(&a, a.c.br, tg.req)
@@ -572,6 +564,23 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 		break
 	}
 	w.finish(&a)
+}
+
+// writeRequest stamps a's send time, sets c's deadline from it (in the
+// past once the attack is aborted, so that the response read fails at
+// once) and writes b on c once: a.wn and a.werr are the write's result, and
+// a.writes counts it when a byte left. Every HTTP/1.1 send goes through it
+// (a worker's, a burst sender's, the dispatcher's direct send).
+func (e *engine) writeRequest(a *attempt, c *hconn, b []byte) {
+	a.sent = time.Now()
+	c.SetDeadline(a.sent.Add(e.timeout))
+	if e.abortCtx.Err() != nil {
+		c.SetDeadline(time.Unix(1, 0))
+	}
+	a.wn, a.werr = c.Write(b)
+	if a.wn > 0 {
+		a.writes++
+	}
 }
 
 // finish reads the body of a's response, releases or closes its

@@ -206,13 +206,8 @@ func (e *engine) sendBurst(ws []*worker) {
 			close(w.sentCh)
 			continue
 		}
-		a.start = time.Now()
-		a.sent = a.start
-		a.c.SetDeadline(a.sent.Add(e.timeout))
-		a.wn, a.werr = a.c.Write(w.wbuf)
-		if a.wn > 0 {
-			a.writes = 1
-		}
+		e.writeRequest(a, a.c, w.wbuf)
+		a.start = a.sent
 		if a.werr != nil {
 			a.c.SetDeadline(time.Unix(1, 0)) // wake the reader
 		}
@@ -386,7 +381,7 @@ dispatch:
 			case jobs <- j:
 				break wait
 			case w := <-parked:
-				if w.park.CompareAndSwap(parkIdle, parkAssigned) && w.writeParked(j) {
+				if w.take(j) {
 					handed = false
 					break wait
 				}
