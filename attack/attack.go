@@ -85,7 +85,12 @@
 // network poller wakes it and parks again. No goroutine is scheduled
 // between the due time and the write, and on Linux the dispatcher sleeps
 // its last few milliseconds in clock_nanosleep(2), as the runtime's timers
-// can fire a millisecond late on an idle process. When no parked connection is free (or over HTTP/2,
+// can fire a millisecond late on an idle process. A wake-up can still be
+// late by milliseconds (a virtual CPU the hypervisor runs later, a busy
+// core), and every ID due meanwhile with it; a relief dispatcher (Linux)
+// waits in the network poller and sends, directly, each ID still unclaimed
+// 200 µs after its intended time (Pacing.ReliefSends). The two claim IDs
+// from one counter, so each ID still leaves once. When no parked connection is free (or over HTTP/2,
 // without keep-alive, or for a flow with a request longer than 4 KB, whose
 // write could wait for the server to read it) the ID goes to an idle
 // worker instead; when parked connections hold every MaxConnections slot
@@ -359,6 +364,10 @@ type Options struct {
 	// testDial replaces the TCP dial (tests only: it injects dial errors
 	// such as EMFILE).
 	testDial func(ctx context.Context, addr string) (net.Conn, error)
+	// testHold runs in a paced flow's dispatcher before it waits for ID k
+	// (tests only: blocking it stalls the dispatcher, as a late wake-up
+	// would).
+	testHold func(k int)
 }
 
 // Protocols of Options.Protocol, named as evidence.Request.Proto records

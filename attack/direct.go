@@ -195,11 +195,14 @@ func (w *worker) writeParked(j job) bool {
 			a.retracted = true // as do: a reused connection gone stale
 		}
 	}
-	w.sentCh <- struct{}{}
-	if !a.retracted {
-		w.fr.directN++
+	sent := !a.retracted
+	if sent {
+		w.fr.directN.Add(1)
 	}
-	return !a.retracted
+	// From here on w's attempt is the worker's: it may record it and park
+	// again, and the other dispatcher take it.
+	w.sentCh <- struct{}{}
+	return sent
 }
 
 // onlyParked reports whether every connection pl may open is a parked

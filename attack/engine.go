@@ -59,7 +59,10 @@ type flowRun struct {
 	idx   int
 	tmpls []*tmpl
 	pools []*pool // per attack target; nil when the flow sends none there
-	next  atomic.Int64
+	// next is the next ID to claim: the next unsent ID of a burst's
+	// workers; the next due ID of a paced flow, claimed by the dispatcher
+	// or its relief (compare-and-swap).
+	next atomic.Int64
 
 	lat, pace, fromIntended, burst hist
 	// Paced: the first sizingSample latencies, summed (package doc, "Fixed
@@ -72,8 +75,11 @@ type flowRun struct {
 	// signal that a parked worker exited (cap 1).
 	alive   atomic.Int64
 	exited  chan struct{}
-	direct  bool // paced sends go direct (directPools, decided by warmPaced)
-	directN int  // requests the dispatcher wrote itself (direct.go)
+	direct  bool         // paced sends go direct (directPools, decided by warmPaced)
+	directN atomic.Int64 // requests the dispatcher or its relief wrote itself (direct.go)
+	reliefN int          // of which the relief (relief.go)
+	// testHold, if set, runs before the dispatcher waits for ID k.
+	testHold func(k int)
 	// Paced results.
 	peak, bound int
 	sizedBy     time.Duration
@@ -150,7 +156,7 @@ func newEngine(p *prepared, out *evidence.Writer) (*engine, error) {
 	}
 	mark := "rlbench-id-" + hex.EncodeToString(marker)
 	for fi, fp := range p.flows {
-		fr := &flowRun{e: e, f: fp, idx: fi, pools: make([]*pool, len(p.opts.Targets))}
+		fr := &flowRun{e: e, f: fp, idx: fi, pools: make([]*pool, len(p.opts.Targets)), testHold: p.opts.testHold}
 		idleCap := fp.maxWork
 		if p.opts.MaxConnections > 0 {
 			idleCap = min(idleCap, p.opts.MaxConnections)
@@ -1015,6 +1021,7 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 			pacing.WorkersBound += pc.WorkersBound
 			pacing.WarmConnections += pc.WarmConnections
 			pacing.DirectSends += pc.DirectSends
+			pacing.ReliefSends += pc.ReliefSends
 			pacing.SizingLatencyNs = max(pacing.SizingLatencyNs, pc.SizingLatencyNs)
 			pacedSends += c.sends
 			if c.sends > 0 {
@@ -1075,7 +1082,7 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 // pacing is a paced flow's Pacing from its counts.
 func (fr *flowRun) pacing(sends int, first, last int64) *Pacing {
 	pc := &Pacing{WorkersPeak: fr.peak, WorkersBound: fr.bound, SizingLatencyNs: int64(fr.sizedBy), WarmConnections: int(fr.warm.Load()),
-		DirectSends: fr.directN}
+		DirectSends: int(fr.directN.Load()), ReliefSends: fr.reliefN}
 	if sends > 1 && last > first {
 		pc.AchievedPerSec = float64(sends-1) / (float64(last-first) / 1e9)
 	}

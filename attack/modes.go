@@ -302,12 +302,23 @@ func (fr *flowRun) spawn(first *job, done *sync.WaitGroup) {
 // dispatch runs a paced flow from began: it hands ID k at its intended time
 // (vegeta ConstantPacer: (h+1)*Per/Freq after the start, h the ID's hit
 // number in the unsharded flow) to an idle worker, starting a new one when
-// none is idle and the bound allows (package doc, "Fixed rates").
+// none is idle and the bound allows (package doc, "Fixed rates"). Direct
+// sends have a relief dispatcher (relief.go) that sends the IDs it finds
+// overdue: both claim IDs from fr.next, so each is claimed once.
 func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.WaitGroup) {
 	e := fr.e
 	f := fr.f
-	n := len(f.ids)
+	n := int64(len(f.ids))
 	pacer := vegeta.ConstantPacer(f.rate)
+	// due is ID k's intended time; false when the pacer stops.
+	due := func(k int64) (time.Time, bool) {
+		hit := uint64(k)
+		if f.sched != nil {
+			hit = uint64(f.sched[k])
+		}
+		off, stop := pacer.Pace(0, hit) // from the start: (hit+1)*interval
+		return began.Add(off), !stop
+	}
 	fixed := f.conc > 0
 	perSec := f.perSec / float64(max(1, e.p.opts.Shard.Count))
 	defer close(fr.jobs)
@@ -317,30 +328,24 @@ func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.Wai
 	sl := newSleeper(direct)
 	defer sl.stop()
 	handed := false // the last ID went to a worker goroutine (not direct)
-dispatch:
-	for k := 0; k < n; k++ {
-		if e.stop.Load() {
-			break
-		}
-		hit := uint64(k)
-		if f.sched != nil {
-			hit = uint64(f.sched[k])
-		}
-		off, stop := pacer.Pace(0, hit) // from the start: (hit+1)*interval
-		if stop {
-			break
-		}
-		at := began.Add(off)
-		if !sl.until(ctx, at, handed) {
-			break dispatch
-		}
-		j := job{i: k, intended: at.UnixNano()}
+	fr.next.Store(0)
+	var rl *relief
+	if direct {
+		rl = fr.startRelief(ctx, n, due)
+	}
+	var back <-chan job // the IDs the relief claimed but could not send
+	if rl != nil {
+		back = rl.back
+	}
+	// send sends j now: direct, or through a worker; false when ctx ended
+	// first.
+	send := func(j job) bool {
 		var parked chan *worker // nil: no direct send (a nil channel is never ready)
-		pl := fr.tmpls[f.assign[k]].pool
+		pl := fr.tmpls[f.assign[j.i]].pool
 		if direct {
 			if fr.sendDirect(pl.lot, j) {
 				handed = false
-				continue
+				return true
 			}
 			parked = pl.lot.ws
 		}
@@ -348,7 +353,7 @@ dispatch:
 		if !direct || !pl.onlyParked() {
 			select {
 			case fr.jobs <- j:
-				continue
+				return true
 			default:
 			}
 		}
@@ -357,7 +362,6 @@ dispatch:
 			fr.bound = max(fr.bound, rateBound(perSec, fr.sizedBy, f.maxWork))
 		}
 		retired := false
-	wait:
 		for {
 			// Parked workers exit when their connection ends: fewer alive
 			// than the bound starts a job worker.
@@ -368,7 +372,7 @@ dispatch:
 			} else if alive < fr.bound {
 				fr.spawn(&j, done)
 				fr.peak = max(fr.peak, alive+1)
-				break
+				return true
 			} else if direct && !retired {
 				// The bound may be filled by parked workers idle on another
 				// target's connections (a counts split warms only the first
@@ -379,16 +383,64 @@ dispatch:
 			}
 			select {
 			case jobs <- j:
-				break wait
+				return true
 			case w := <-parked:
 				if w.take(j) {
 					handed = false
-					break wait
+					return true
 				}
 			case <-fr.exited:
 			case <-ctx.Done():
-				break dispatch
+				return false
 			}
 		}
+	}
+dispatch:
+	for !e.stop.Load() {
+		select {
+		case j := <-back:
+			if !send(j) {
+				break dispatch
+			}
+			continue
+		default:
+		}
+		k := fr.next.Load()
+		if k >= n {
+			break dispatch
+		}
+		at, ok := due(k)
+		if !ok {
+			break dispatch
+		}
+		if fr.testHold != nil {
+			fr.testHold(int(k))
+		}
+		if !sl.until(ctx, at, handed) {
+			break dispatch
+		}
+		if !fr.next.CompareAndSwap(k, k+1) {
+			continue // the relief took k
+		}
+		if !send(job{i: int(k), intended: at.UnixNano()}) {
+			break dispatch
+		}
+	}
+	if rl != nil {
+		// The relief may hold an ID it could not send: take it before the
+		// workers are told to finish.
+		rl.halt()
+		for {
+			select {
+			case j := <-back:
+				if ctx.Err() == nil {
+					send(j)
+				}
+				continue
+			case <-rl.done:
+			}
+			break
+		}
+		fr.reliefN = rl.sent
 	}
 }

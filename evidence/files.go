@@ -335,6 +335,11 @@ type AttackPacing struct {
 	// and the write); the others went through a worker. 0 for HTTP/2 and
 	// without keep-alive; omitted when 0 (and by earlier releases).
 	DirectSends int `json:"direct_sends,omitempty"`
+	// ReliefSends counts the direct sends written by the relief
+	// dispatcher: IDs still unclaimed 200 µs after their intended time,
+	// while the dispatcher was late waking up (attack package doc, "Fixed
+	// rates"). Omitted when 0 (and by earlier releases).
+	ReliefSends int `json:"relief_sends,omitempty"`
 }
 
 // Attack is attack.json: the summaries of a scenario's attacks (one per

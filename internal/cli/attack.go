@@ -511,8 +511,12 @@ func printFigures(w io.Writer, prefix string, c attack.Config, b *attack.Burst, 
 			prefix, b.Requests, b.WarmConnections, time.Duration(b.SpreadNs), time.Duration(b.SendNs.P50), time.Duration(b.SendNs.P99))
 	}
 	if pc != nil {
-		fmt.Fprintf(w, "%srate %.0f/s achieved (intended %.0f/s), pacing error p50 %s p99 %s max %s, latency from intended p99 %s, workers peak %d bound %d, %d of %d sent directly\n",
+		relief := ""
+		if pc.ReliefSends > 0 {
+			relief = fmt.Sprintf(" (%d by the relief dispatcher)", pc.ReliefSends)
+		}
+		fmt.Fprintf(w, "%srate %.0f/s achieved (intended %.0f/s), pacing error p50 %s p99 %s max %s, latency from intended p99 %s, workers peak %d bound %d, %d of %d sent directly%s\n",
 			prefix, pc.AchievedPerSec, c.RatePerSec, time.Duration(pc.ErrorNs.P50), time.Duration(pc.ErrorNs.P99), time.Duration(pc.ErrorNs.Max),
-			time.Duration(pc.LatencyFromIntendedNs.P99), pc.WorkersPeak, pc.WorkersBound, pc.DirectSends, pc.ErrorNs.N)
+			time.Duration(pc.LatencyFromIntendedNs.P99), pc.WorkersPeak, pc.WorkersBound, pc.DirectSends, pc.ErrorNs.N, relief)
 	}
 }
