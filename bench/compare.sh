@@ -77,7 +77,7 @@ start_backend() {
 	rm -f "$work/backend.json"
 	"$work/after" backend --listen 127.0.0.1:0 --receipts "$work/receipts.jsonl" >"$work/backend.json" 2>"$work/backend.err" &
 	bpid=$!
-	for _ in $(seq 200); do [ -s "$work/backend.json" ] && break; sleep 0.02; done
+	for _ in $(seq 200); do [ -s "$work/backend.json" ] && [ -z "$(tail -c1 "$work/backend.json")" ] && break; sleep 0.02; done
 	backend="$(sed -n 's/.*"backend":"\([^"]*\)".*/\1/p' "$work/backend.json")"
 	[ -n "$backend" ] || { cat "$work/backend.err" >&2; exit 1; }
 }

@@ -133,7 +133,7 @@ start_lab() { # TOOL: start a labproxy, sets lab_url and lab_pid
 	rm -f "$work/lab.json"
 	"$work/$bin" -upstream "$upstream" "${args[@]}" >"$work/lab.json" 2>"$work/lab.err" &
 	lab_pid=$!
-	for _ in $(seq 400); do [ -s "$work/lab.json" ] && break; sleep 0.05; done
+	for _ in $(seq 400); do [ -s "$work/lab.json" ] && [ -z "$(tail -c1 "$work/lab.json")" ] && break; sleep 0.05; done
 	lab_url=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/lab.json")
 	[ -n "$lab_url" ] || { echo "proxy.sh: labproxy $1 did not start" >&2; cat "$work/lab.err" >&2; exit 1; }
 }

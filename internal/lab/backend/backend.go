@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/h1"
 )
 
 // IDHeader is the request header whose value becomes Receipt.ID. A request
@@ -114,11 +115,12 @@ type Options struct {
 
 // Backend is a running lab upstream. Its methods are safe for concurrent use.
 type Backend struct {
-	eps     []*endpoint
-	headers []string
-	status  int
-	body    []byte
-	now     func() time.Time
+	eps      []*endpoint
+	headers  []recorded
+	status   int
+	body     []byte
+	bodyType string // Content-Type of body (sniffed, as net/http does)
+	now      func() time.Time
 
 	jw      *evidence.Writer // write-through (evidence.CreateSync or NewSyncWriter)
 	path    string           // the receipts file GET ReceiptsPath serves
@@ -144,10 +146,14 @@ type endpoint struct {
 	i        int
 	name     string
 	ln       net.Listener
-	srv      *http.Server
-	served   chan struct{}
+	served   chan struct{} // closed when the accept loop returned (server.go)
 	faults   atomic.Pointer[Faults]
 	inflight atomic.Int64 // requests being answered
+
+	connMu  sync.Mutex
+	conns   map[net.Conn]struct{}
+	closing bool
+	connWG  sync.WaitGroup
 }
 
 // Endpoint describes one endpoint of a running backend.
@@ -188,13 +194,13 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 	if hdrs == nil {
 		hdrs = DefaultHeaders
 	}
-	lower := make([]string, 0, len(hdrs))
+	lower := make([]recorded, 0, len(hdrs))
 	for _, h := range hdrs {
 		h = strings.TrimSpace(h)
 		if h == "" {
 			continue
 		}
-		lower = append(lower, strings.ToLower(h))
+		lower = append(lower, recorded{lower: strings.ToLower(h), key: http.CanonicalHeaderKey(h)})
 	}
 	now := opts.Now
 	if now == nil {
@@ -204,7 +210,7 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano()) | 1
 	}
-	b := &Backend{headers: lower, status: status, body: opts.Body, now: now, after: opts.After, done: make(chan struct{}), replica: opts.Replica,
+	b := &Backend{headers: lower, status: status, body: opts.Body, bodyType: sniff(opts.Body), now: now, after: opts.After, done: make(chan struct{}), replica: opts.Replica,
 		failed: make(chan struct{}), rnd: &seededRand{r: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}}
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -233,30 +239,14 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 			b.closeReceipts()
 			return nil, fmt.Errorf("backend: listen %s: %w", addr, err)
 		}
-		ep := &endpoint{b: b, i: i, name: EndpointName(i), served: make(chan struct{})}
+		ep := &endpoint{b: b, i: i, name: EndpointName(i), served: make(chan struct{}), conns: map[net.Conn]struct{}{}}
 		f := opts.Faults
 		ep.faults.Store(&f)
 		ep.ln = &refusingListener{Listener: ln, ep: ep}
-		mux := http.NewServeMux()
-		mux.HandleFunc(ReceiptsPath, b.serveReceipts)
-		mux.HandleFunc(HealthPath, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/plain")
-			_, _ = io.WriteString(w, "ok")
-		})
-		mux.HandleFunc(FaultsPath, b.serveFaults)
-		mux.HandleFunc("/", ep.serveRecord)
-		ep.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			b.inflight.RLock()
-			defer b.inflight.RUnlock()
-			mux.ServeHTTP(w, r)
-		}), ReadHeaderTimeout: 10 * time.Second}
 		b.eps = append(b.eps, ep)
 	}
 	for _, ep := range b.eps {
-		go func() {
-			defer close(ep.served)
-			_ = ep.srv.Serve(ep.ln)
-		}()
+		go ep.serve()
 	}
 	go func() {
 		select {
@@ -458,12 +448,9 @@ func (b *Backend) Close() error {
 func (b *Backend) closeEndpoints() error {
 	var err error
 	for _, ep := range b.eps {
-		if cerr := ep.srv.Close(); err == nil {
+		if cerr := ep.closeConns(); err == nil && !errors.Is(cerr, net.ErrClosed) {
 			err = cerr
 		}
-	}
-	for _, ep := range b.eps {
-		<-ep.served
 	}
 	return err
 }
@@ -510,7 +497,25 @@ func (b *Backend) wait(d time.Duration) {
 // each line).
 var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-func (ep *endpoint) serveRecord(w http.ResponseWriter, r *http.Request) {
+// recorded is a request header recorded in receipts: its receipt key
+// (lower case) and its canonical form, as http.ReadRequest keys it.
+type recorded struct{ lower, key string }
+
+// idKey is IDHeader in canonical form.
+var idKey = http.CanonicalHeaderKey(IDHeader)
+
+// sniff is the Content-Type net/http's server gives a body written without
+// one (http.DetectContentType); "" for nil (the default JSON body).
+func sniff(body []byte) string {
+	if body == nil {
+		return ""
+	}
+	return http.DetectContentType(body)
+}
+
+// record records req's receipt and answers it (server.go calls it); it
+// reports whether the connection may carry another request.
+func (ep *endpoint) record(cn *conn, req *http.Request, closing bool) bool {
 	b := ep.b
 	t := b.now()
 	inflight := int(ep.inflight.Add(1)) - 1
@@ -519,34 +524,35 @@ func (ep *endpoint) serveRecord(w http.ResponseWriter, r *http.Request) {
 	rc := evidence.Receipt{
 		RecvNs:   t.UnixNano(),
 		RecvTime: t.UTC().Format(time.RFC3339Nano),
-		Method:   r.Method,
-		Path:     r.URL.Path,
-		Query:    r.URL.RawQuery,
-		Remote:   r.RemoteAddr,
+		Method:   req.Method,
+		Path:     req.URL.Path,
+		Query:    req.URL.RawQuery,
+		Remote:   req.RemoteAddr,
 		Endpoint: ep.name,
 		Status:   dec.status,
 		Fault:    dec.fault,
 		DelayNs:  int64(dec.delay),
 		Replica:  b.replica,
 	}
-	if vs, ok := r.Header[http.CanonicalHeaderKey(IDHeader)]; ok && len(vs) > 0 {
+	if vs := req.Header[idKey]; len(vs) > 0 {
 		id := vs[0]
 		rc.ID = &id
 	}
 	for _, h := range b.headers {
-		if vs := r.Header.Values(h); len(vs) > 0 {
+		if vs := req.Header[h.key]; len(vs) > 0 {
 			if rc.Headers == nil {
 				rc.Headers = make(map[string]string, len(b.headers))
 			}
-			rc.Headers[h] = strings.Join(vs, ",")
+			rc.Headers[h.lower] = strings.Join(vs, ",")
 		}
 	}
 	bp := lineBufs.Get().(*[]byte)
 	defer lineBufs.Put(bp)
 	line := evidence.AppendReceiptJSON((*bp)[:0], &rc)
 	*bp = line
-	// Drain the request body so the connection can be reused.
-	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	// Read the request body (up to maxDrain) so the connection can be reused.
+	cn.continue100(req)
+	_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, maxDrain))
 	// The receipt is on the file before the request is answered; one that
 	// is not is a 500, never a 200 (package doc, "Durable receipts").
 	werr := b.Err()
@@ -555,28 +561,24 @@ func (ep *endpoint) serveRecord(w http.ResponseWriter, r *http.Request) {
 			// Answer 500 and flush it before Failed closes: the process
 			// then closes every connection, and an unflushed answer would
 			// be lost (the client would retry into a closed port).
-			w.Header().Set("Connection", "close")
-			http.Error(w, fmt.Sprintf("backend: receipt not recorded: %v", werr), http.StatusInternalServerError)
-			if f, ok := w.(http.Flusher); ok {
-				f.Flush()
-			}
+			cn.writeError(req, http.StatusInternalServerError, fmt.Sprintf("backend: receipt not recorded: %v", werr), true)
+			_ = cn.bw.Flush()
 			b.fail(werr)
-			return
+			return false
 		}
 	}
 	if werr != nil {
-		http.Error(w, werr.Error(), http.StatusInternalServerError)
-		return
+		cn.writeError(req, http.StatusInternalServerError, werr.Error(), closing)
+		return true
 	}
 
 	b.wait(dec.delay)
 	if dec.reset {
-		if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-			rst(c)
-		}
-		return
+		_ = cn.bw.Flush() // the answers to earlier pipelined requests
+		rst(cn.c)
+		return false
 	}
-	body := b.body
+	body, ctype := b.body, b.bodyType
 	if body == nil {
 		// {"id":"..."} (null without an ID), as encoding/json would write it.
 		body = append(line[:0], `{"id":`...)
@@ -587,10 +589,25 @@ func (ep *endpoint) serveRecord(w http.ResponseWriter, r *http.Request) {
 		}
 		body = append(body, '}')
 		*bp = body
-		w.Header().Set("Content-Type", "application/json")
+		ctype = "application/json"
 	}
-	w.WriteHeader(dec.status)
-	_, _ = w.Write(body)
+	n := int64(len(body))
+	if !h1.BodyAllowed(dec.status) {
+		n = -1
+	}
+	cn.writeHead(req, dec.status, ctype, n, closing)
+	if req.Method != http.MethodHead && n >= 0 {
+		_, _ = cn.bw.Write(body)
+	}
+	return true
+}
+
+// writeError answers code with msg as http.Error does (text/plain, nosniff,
+// msg and a newline).
+func (cn *conn) writeError(req *http.Request, code int, msg string, closing bool) {
+	w := &ctlWriter{cn: cn, req: req, h: http.Header{}, closing: closing}
+	http.Error(w, msg, code)
+	w.finish()
 }
 
 // FaultsState is the JSON of GET /_rlbench/faults.

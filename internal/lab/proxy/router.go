@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/h1"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -546,14 +547,14 @@ func (p *Proxy) writeRequest(uc *upConn, rs *reqState, expected time.Duration, s
 	_, _ = w.WriteString(p.pathPrefix)
 	_, _ = w.WriteString(req.URL.RequestURI())
 	_, _ = w.WriteString(" HTTP/1.1\r\n")
-	writeHeader(w, "Host", req.Host)
+	h1.Header(w, "Host", req.Host)
 	hasConn := len(req.Header["Connection"]) > 0
 	for k, vs := range req.Header {
 		if hopHeaders[k] || strippedRequestHeaders[k] || (hasConn && connectionListed(req.Header, k)) {
 			continue
 		}
 		for _, v := range vs {
-			writeHeader(w, k, v)
+			h1.Header(w, k, v)
 		}
 	}
 	if rs.dc.remoteIP != "" {
@@ -568,27 +569,27 @@ func (p *Proxy) writeRequest(uc *upConn, rs *reqState, expected time.Duration, s
 		_, _ = w.WriteString(rs.dc.remoteIP)
 		_, _ = w.WriteString("\r\n")
 	}
-	writeHeader(w, "X-Forwarded-Proto", "http")
+	h1.Header(w, "X-Forwarded-Proto", "http")
 	if rs.genID {
-		writeHeader(w, "X-Request-Id", rs.reqID)
+		h1.Header(w, "X-Request-Id", rs.reqID)
 	}
 	if expected > 0 {
-		writeHeaderInt(w, "X-Envoy-Expected-Rq-Timeout-Ms", expected.Milliseconds())
+		h1.HeaderInt(w, "X-Envoy-Expected-Rq-Timeout-Ms", expected.Milliseconds())
 	}
 	if p.cfg.IncludeAttemptCount {
-		writeHeaderInt(w, "X-Envoy-Attempt-Count", int64(rs.attempts))
+		h1.HeaderInt(w, "X-Envoy-Attempt-Count", int64(rs.attempts))
 	}
 	switch {
 	case rs.body != nil:
-		writeHeaderInt(w, "Content-Length", int64(len(rs.body)))
+		h1.HeaderInt(w, "Content-Length", int64(len(rs.body)))
 		_, _ = w.WriteString("\r\n")
 		_, _ = w.Write(rs.body)
 	case stream != nil && req.ContentLength >= 0:
-		writeHeaderInt(w, "Content-Length", req.ContentLength)
+		h1.HeaderInt(w, "Content-Length", req.ContentLength)
 		_, _ = w.WriteString("\r\n")
 		_, _ = io.Copy(w, stream)
 	case stream != nil:
-		writeHeader(w, "Transfer-Encoding", "chunked")
+		h1.Header(w, "Transfer-Encoding", "chunked")
 		_, _ = w.WriteString("\r\n")
 		cw := httputil.NewChunkedWriter(w)
 		_, _ = io.Copy(cw, stream)
@@ -596,7 +597,7 @@ func (p *Proxy) writeRequest(uc *upConn, rs *reqState, expected time.Duration, s
 		_, _ = w.WriteString("\r\n")
 	default:
 		if req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch {
-			writeHeader(w, "Content-Length", "0")
+			h1.Header(w, "Content-Length", "0")
 		}
 		_, _ = w.WriteString("\r\n")
 	}

@@ -8,11 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/rlbench/rlbench/internal/lab/h1"
 )
 
 // The downstream side is a plain HTTP/1.1 server on net/http's wire code
@@ -98,7 +98,7 @@ func (p *Proxy) serveConn(c net.Conn) {
 	for {
 		req, err := http.ReadRequest(dc.br)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isConnReset(err) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) {
 				// A malformed request: Envoy's codec answers 400 and closes.
 				_, _ = io.WriteString(dc.bw, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 				_ = dc.bw.Flush()
@@ -116,10 +116,6 @@ func (p *Proxy) serveConn(c net.Conn) {
 			}
 		}
 	}
-}
-
-func isConnReset(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "broken pipe"))
 }
 
 // reqState is one request's state as it passes the filters and the router
@@ -210,48 +206,6 @@ func newRequestID() string {
 	return string(out[:])
 }
 
-// dateCache holds the HTTP Date value of the current second.
-var dateCache atomic.Pointer[dateValue]
-
-type dateValue struct {
-	sec int64
-	s   string
-}
-
-func httpDate(now time.Time) string {
-	sec := now.Unix()
-	if d := dateCache.Load(); d != nil && d.sec == sec {
-		return d.s
-	}
-	d := &dateValue{sec: sec, s: now.UTC().Format(http.TimeFormat)}
-	dateCache.Store(d)
-	return d.s
-}
-
-func writeStatusLine(w *bufio.Writer, code int) {
-	_, _ = w.WriteString("HTTP/1.1 ")
-	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(code), 10))
-	_ = w.WriteByte(' ')
-	_, _ = w.WriteString(http.StatusText(code))
-	_, _ = w.WriteString("\r\n")
-}
-
-func writeHeader(w *bufio.Writer, k, v string) {
-	_, _ = w.WriteString(k)
-	_, _ = w.WriteString(": ")
-	_, _ = w.WriteString(v)
-	_, _ = w.WriteString("\r\n")
-}
-
-// writeHeaderInt writes "k: n" without allocating (bufio.Writer's
-// AvailableBuffer).
-func writeHeaderInt(w *bufio.Writer, k string, n int64) {
-	_, _ = w.WriteString(k)
-	_, _ = w.WriteString(": ")
-	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), n, 10))
-	_, _ = w.WriteString("\r\n")
-}
-
 // xRateLimitLocal adds the local filter's DRAFT_VERSION_03 headers for the
 // bucket that decided, read when the response is sent (Envoy
 // local_ratelimit.cc encodeHeaders reads the bucket context then).
@@ -260,9 +214,9 @@ func (p *Proxy) xRateLimitLocal(w *bufio.Writer, rs *reqState) {
 		return
 	}
 	limit, remaining, reset := rs.rlBucket.headers(p.clock.Now())
-	writeHeaderInt(w, "X-Ratelimit-Limit", int64(limit))
-	writeHeaderInt(w, "X-Ratelimit-Remaining", int64(remaining))
-	writeHeaderInt(w, "X-Ratelimit-Reset", reset)
+	h1.HeaderInt(w, "X-Ratelimit-Limit", int64(limit))
+	h1.HeaderInt(w, "X-Ratelimit-Remaining", int64(remaining))
+	h1.HeaderInt(w, "X-Ratelimit-Reset", reset)
 }
 
 // localReply sends an Envoy local reply (sendLocalReply): text/plain body
@@ -270,22 +224,22 @@ func (p *Proxy) xRateLimitLocal(w *bufio.Writer, rs *reqState) {
 // code, body, flag and details.
 func (p *Proxy) localReply(rs *reqState, code int, body string, f respFlag, details string, more ...hdr) {
 	w := rs.dc.bw
-	writeStatusLine(w, code)
+	h1.StatusLine(w, code)
 	if body != "" {
-		writeHeader(w, "Content-Type", "text/plain")
+		h1.Header(w, "Content-Type", "text/plain")
 	}
-	writeHeaderInt(w, "Content-Length", int64(len(body)))
-	writeHeader(w, "Date", httpDate(p.clock.Now()))
-	writeHeader(w, "Server", "envoy")
+	h1.HeaderInt(w, "Content-Length", int64(len(body)))
+	h1.Header(w, "Date", h1.Date(p.clock.Now()))
+	h1.Header(w, "Server", "envoy")
 	p.xRateLimitLocal(w, rs)
 	for _, h := range rs.extra {
-		writeHeader(w, h.k, h.v)
+		h1.Header(w, h.k, h.v)
 	}
 	for _, h := range more {
-		writeHeader(w, h.k, h.v)
+		h1.Header(w, h.k, h.v)
 	}
 	if rs.closeDS {
-		writeHeader(w, "Connection", "close")
+		h1.Header(w, "Connection", "close")
 	}
 	_, _ = w.WriteString("\r\n")
 	if rs.req.Method != http.MethodHead {
@@ -318,47 +272,47 @@ func connectionListed(h http.Header, k string) bool {
 // downstream connection is then closed: the response was cut).
 func (p *Proxy) writeUpstreamResponse(rs *reqState, resp *http.Response, serviceMs int64, attemptHeader bool) (bodyOK bool) {
 	w := rs.dc.bw
-	writeStatusLine(w, resp.StatusCode)
+	h1.StatusLine(w, resp.StatusCode)
 	hasConn := len(resp.Header["Connection"]) > 0
 	for k, vs := range resp.Header {
 		if hopHeaders[k] || k == "Content-Length" || k == "Server" || k == "Date" || (hasConn && connectionListed(resp.Header, k)) {
 			continue
 		}
 		for _, v := range vs {
-			writeHeader(w, k, v)
+			h1.Header(w, k, v)
 		}
 	}
 	if d := resp.Header["Date"]; len(d) > 0 {
-		writeHeader(w, "Date", d[0])
+		h1.Header(w, "Date", d[0])
 	} else {
-		writeHeader(w, "Date", httpDate(p.clock.Now()))
+		h1.Header(w, "Date", h1.Date(p.clock.Now()))
 	}
-	writeHeader(w, "Server", "envoy")
-	writeHeaderInt(w, "X-Envoy-Upstream-Service-Time", serviceMs)
+	h1.Header(w, "Server", "envoy")
+	h1.HeaderInt(w, "X-Envoy-Upstream-Service-Time", serviceMs)
 	if attemptHeader {
-		writeHeaderInt(w, "X-Envoy-Attempt-Count", int64(rs.attempts))
+		h1.HeaderInt(w, "X-Envoy-Attempt-Count", int64(rs.attempts))
 	}
 	p.xRateLimitLocal(w, rs)
 	for _, h := range rs.extra {
-		writeHeader(w, h.k, h.v)
+		h1.Header(w, h.k, h.v)
 	}
-	noBody := rs.req.Method == http.MethodHead || resp.StatusCode == 204 || resp.StatusCode == 304 || resp.StatusCode < 200
+	noBody := rs.req.Method == http.MethodHead || !h1.BodyAllowed(resp.StatusCode)
 	chunked := false
 	switch {
 	case noBody:
 		if resp.ContentLength >= 0 && rs.req.Method == http.MethodHead {
-			writeHeaderInt(w, "Content-Length", resp.ContentLength)
+			h1.HeaderInt(w, "Content-Length", resp.ContentLength)
 		}
 	case resp.ContentLength >= 0:
-		writeHeaderInt(w, "Content-Length", resp.ContentLength)
+		h1.HeaderInt(w, "Content-Length", resp.ContentLength)
 	case rs.req.ProtoAtLeast(1, 1):
-		writeHeader(w, "Transfer-Encoding", "chunked")
+		h1.Header(w, "Transfer-Encoding", "chunked")
 		chunked = true
 	default:
 		rs.closeDS = true // HTTP/1.0 without a length: the close ends the body
 	}
 	if rs.closeDS {
-		writeHeader(w, "Connection", "close")
+		h1.Header(w, "Connection", "close")
 	}
 	_, _ = w.WriteString("\r\n")
 	rs.code = resp.StatusCode

@@ -1,0 +1,350 @@
+package backend
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlbench/rlbench/internal/lab/h1"
+)
+
+// Each endpoint serves HTTP/1.1 itself, on net/http's wire code
+// (http.ReadRequest parses a request and frames its body): one goroutine
+// per connection reads a request, answers it in that goroutine into a
+// buffered writer, and flushes when no pipelined request is waiting. A
+// recorded request creates no goroutine, timer, header map or response
+// writer of its own; the backend shares the two cores of a benchmark with
+// the client it answers, and its cost shows in the client's pacing. The
+// control paths (ReceiptsPath, FaultsPath, HealthPath) run net/http
+// handlers on ctlWriter, a small http.ResponseWriter.
+
+const (
+	// headerTimeout bounds the reading of a request head once its first
+	// byte arrived (net/http's Server.ReadHeaderTimeout); an idle
+	// keep-alive connection waits without a deadline.
+	headerTimeout = 10 * time.Second
+	// maxHeaderBytes bounds a request head (net/http's
+	// DefaultMaxHeaderBytes); a longer one is answered 431.
+	maxHeaderBytes = http.DefaultMaxHeaderBytes
+	// maxDrain is the most of a request body read (and discarded) so that
+	// the connection can carry the next request; past it, the connection
+	// closes after the answer.
+	maxDrain = 1 << 20
+	// maxLeftover is the most of a body a control path left unread that
+	// is read after its answer (net/http's server reads 256 KB).
+	maxLeftover = 256 << 10
+)
+
+var (
+	brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+// conn is one client connection of an endpoint.
+type conn struct {
+	ep     *endpoint
+	c      net.Conn
+	lr     io.LimitedReader // under br: caps a request head at maxHeaderBytes
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	remote string // RemoteAddr, "ip:port"
+	linger bool   // a request body is left unread: close after lingering
+}
+
+// lingerFor is how long a connection closed with a request body unread
+// keeps reading it after its write side closed, so that the client reads
+// the answer before the reset an unread receive queue would cause
+// (net/http's server waits as long, rstAvoidanceDelay).
+const lingerFor = 500 * time.Millisecond
+
+// lingeringClose half-closes c and discards what the client still sends,
+// until it closes or lingerFor passes.
+func (cn *conn) lingeringClose() {
+	tc, ok := cn.c.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	_ = tc.CloseWrite()
+	_ = tc.SetReadDeadline(time.Now().Add(lingerFor))
+	_, _ = io.Copy(io.Discard, tc)
+}
+
+// serve accepts connections until the listener closes.
+func (ep *endpoint) serve() {
+	defer close(ep.served)
+	for {
+		c, err := ep.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		if !ep.track(c, true) {
+			_ = c.Close()
+			return
+		}
+		ep.connWG.Add(1)
+		go ep.serveConn(c)
+	}
+}
+
+// track adds (add) or removes c from the connections closeConns closes;
+// it refuses to add once closing.
+func (ep *endpoint) track(c net.Conn, add bool) bool {
+	ep.connMu.Lock()
+	defer ep.connMu.Unlock()
+	if add {
+		if ep.closing {
+			return false
+		}
+		ep.conns[c] = struct{}{}
+		return true
+	}
+	delete(ep.conns, c)
+	return true
+}
+
+// closeConns closes the listener and every connection, and waits for the
+// connection goroutines (a request being answered holds Backend.inflight:
+// Close waits for those).
+func (ep *endpoint) closeConns() error {
+	err := ep.ln.Close()
+	ep.connMu.Lock()
+	ep.closing = true
+	for c := range ep.conns {
+		_ = c.Close()
+	}
+	ep.connMu.Unlock()
+	<-ep.served
+	ep.connWG.Wait()
+	return err
+}
+
+func (ep *endpoint) serveConn(c net.Conn) {
+	defer ep.connWG.Done()
+	defer ep.track(c, false)
+	defer c.Close()
+	cn := &conn{ep: ep, c: c, remote: c.RemoteAddr().String()}
+	cn.lr = io.LimitedReader{R: c, N: math.MaxInt64}
+	cn.br = brPool.Get().(*bufio.Reader)
+	cn.br.Reset(&cn.lr)
+	cn.bw = bwPool.Get().(*bufio.Writer)
+	cn.bw.Reset(c)
+	defer func() {
+		cn.br.Reset(nil)
+		brPool.Put(cn.br)
+		cn.bw.Reset(nil)
+		bwPool.Put(cn.bw)
+	}()
+	for {
+		if _, err := cn.br.Peek(1); err != nil {
+			return // closed or reset while idle
+		}
+		_ = c.SetReadDeadline(time.Now().Add(headerTimeout))
+		cn.lr.N = maxHeaderBytes
+		req, err := http.ReadRequest(cn.br)
+		limited := cn.lr.N <= 0
+		cn.lr.N = math.MaxInt64
+		if err != nil {
+			switch {
+			case limited:
+				_, _ = io.WriteString(cn.bw, "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) && !isTimeout(err):
+				_, _ = io.WriteString(cn.bw, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			}
+			_ = cn.bw.Flush()
+			return
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		if req.ProtoMajor != 1 {
+			// HTTP/0.x or 2.0 on this wire (as net/http's server answers).
+			_, _ = io.WriteString(cn.bw, "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			_ = cn.bw.Flush()
+			return
+		}
+		req.RemoteAddr = cn.remote
+		if !ep.handle(cn, req) {
+			if cn.bw.Flush() == nil && cn.linger {
+				cn.lingeringClose()
+			}
+			return
+		}
+		if cn.br.Buffered() == 0 {
+			if err := cn.bw.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// handle answers req; it reports whether the connection may carry another
+// request.
+func (ep *endpoint) handle(cn *conn, req *http.Request) bool {
+	b := ep.b
+	b.inflight.RLock()
+	defer b.inflight.RUnlock()
+	closing := req.Close
+	var keep bool
+	switch req.URL.Path {
+	case ReceiptsPath, FaultsPath, HealthPath:
+		keep = ep.control(cn, req, closing)
+	default:
+		keep = ep.record(cn, req, closing)
+	}
+	if !keep {
+		return false
+	}
+	// What the answer left of the body is read, up to maxLeftover, so that
+	// the next request starts at a request line; a longer rest closes the
+	// connection (as net/http's server does).
+	if req.Body != nil && req.Body != http.NoBody {
+		if _, err := io.CopyN(io.Discard, req.Body, maxLeftover+1); err == nil {
+			cn.linger = true
+			return false
+		}
+	}
+	return !closing
+}
+
+// continue100 answers "Expect: 100-continue" before a body is read (RFC
+// 9110 section 10.1.1), as net/http's server does when a handler reads
+// the body.
+func (cn *conn) continue100(req *http.Request) {
+	if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		_, _ = io.WriteString(cn.bw, "HTTP/1.1 100 Continue\r\n\r\n")
+		_ = cn.bw.Flush()
+	}
+}
+
+// writeHead writes a response head: status line, the given content type
+// (none if ""), Content-Length n (none if n < 0), Date, and Connection:
+// close or, for an HTTP/1.0 keep-alive request, keep-alive.
+func (cn *conn) writeHead(req *http.Request, code int, ctype string, n int64, closing bool) {
+	w := cn.bw
+	h1.StatusLine(w, code)
+	if ctype != "" {
+		h1.Header(w, "Content-Type", ctype)
+	}
+	if n >= 0 {
+		h1.HeaderInt(w, "Content-Length", n)
+	}
+	h1.Header(w, "Date", h1.Date(time.Now()))
+	switch {
+	case closing:
+		h1.Header(w, "Connection", "close")
+	case !req.ProtoAtLeast(1, 1):
+		h1.Header(w, "Connection", "keep-alive")
+	}
+	_, _ = w.WriteString("\r\n")
+}
+
+// control runs a control path's net/http handler.
+func (ep *endpoint) control(cn *conn, req *http.Request, closing bool) bool {
+	cn.continue100(req)
+	w := &ctlWriter{cn: cn, req: req, h: http.Header{}, closing: closing}
+	switch req.URL.Path {
+	case ReceiptsPath:
+		ep.b.serveReceipts(w, req)
+	case FaultsPath:
+		ep.b.serveFaults(w, req)
+	default:
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok")
+	}
+	return w.finish()
+}
+
+// ctlWriter is the http.ResponseWriter of the control paths: the head goes
+// out at the first Write (or WriteHeader), with the handler's
+// Content-Length or else chunked (HTTP/1.0: the close ends the body).
+type ctlWriter struct {
+	cn      *conn
+	req     *http.Request
+	h       http.Header
+	code    int
+	wrote   bool
+	noBody  bool
+	chunked io.WriteCloser
+	closing bool
+	n       int64 // body bytes written
+}
+
+func (w *ctlWriter) Header() http.Header { return w.h }
+
+func (w *ctlWriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote, w.code = true, code
+	bw := w.cn.bw
+	w.noBody = w.req.Method == http.MethodHead || !h1.BodyAllowed(code)
+	w.h.Del("Connection")
+	w.h.Del("Transfer-Encoding")
+	if w.h.Get("Content-Length") == "" && !w.noBody {
+		if w.req.ProtoAtLeast(1, 1) {
+			w.h.Set("Transfer-Encoding", "chunked")
+			w.chunked = httputil.NewChunkedWriter(bw)
+		} else {
+			w.closing = true
+		}
+	}
+	h1.StatusLine(bw, code)
+	for k, vs := range w.h {
+		for _, v := range vs {
+			h1.Header(bw, k, v)
+		}
+	}
+	if w.h.Get("Date") == "" {
+		h1.Header(bw, "Date", h1.Date(time.Now()))
+	}
+	if w.closing {
+		h1.Header(bw, "Connection", "close")
+	} else if !w.req.ProtoAtLeast(1, 1) {
+		h1.Header(bw, "Connection", "keep-alive")
+	}
+	_, _ = bw.WriteString("\r\n")
+}
+
+func (w *ctlWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		if w.h.Get("Content-Type") == "" {
+			w.h.Set("Content-Type", http.DetectContentType(p))
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.noBody {
+		return len(p), nil
+	}
+	w.n += int64(len(p))
+	if w.chunked != nil {
+		return w.chunked.Write(p)
+	}
+	return w.cn.bw.Write(p)
+}
+
+// finish ends the response; false when the connection must close.
+func (w *ctlWriter) finish() bool {
+	if !w.wrote {
+		w.h.Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.chunked != nil {
+		_ = w.chunked.Close()
+		_, _ = w.cn.bw.WriteString("\r\n")
+	}
+	return !w.closing
+}

@@ -1,0 +1,90 @@
+// Package h1 holds the HTTP/1.1 response wire helpers of the lab's own
+// servers (the proxy's downstream side and the backend's endpoints): they
+// write a response head into a bufio.Writer without allocating, in the
+// form net/http's server writes it (RFC 9112 section 4 status line, RFC
+// 9110 section 6.6.1 Date). Requests are parsed by net/http
+// (http.ReadRequest).
+package h1
+
+import (
+	"bufio"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// dateCache holds the Date value of the current second.
+var dateCache atomic.Pointer[dateValue]
+
+type dateValue struct {
+	sec int64
+	s   string
+}
+
+// Date returns now's HTTP date (http.TimeFormat, UTC), formatted once per
+// second.
+func Date(now time.Time) string {
+	sec := now.Unix()
+	if d := dateCache.Load(); d != nil && d.sec == sec {
+		return d.s
+	}
+	d := &dateValue{sec: sec, s: now.UTC().Format(http.TimeFormat)}
+	dateCache.Store(d)
+	return d.s
+}
+
+// StatusLine writes "HTTP/1.1 <code> <reason>\r\n"; a code without a
+// registered reason gets "status code <code>", as net/http writes it.
+func StatusLine(w *bufio.Writer, code int) {
+	_, _ = w.WriteString("HTTP/1.1 ")
+	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(code), 10))
+	_ = w.WriteByte(' ')
+	if text := http.StatusText(code); text != "" {
+		_, _ = w.WriteString(text)
+	} else {
+		_, _ = w.WriteString("status code ")
+		_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(code), 10))
+	}
+	_, _ = w.WriteString("\r\n")
+}
+
+// Header writes "k: v\r\n".
+func Header(w *bufio.Writer, k, v string) {
+	_, _ = w.WriteString(k)
+	_, _ = w.WriteString(": ")
+	_, _ = w.WriteString(v)
+	_, _ = w.WriteString("\r\n")
+}
+
+// HeaderInt writes "k: n\r\n" without allocating (bufio.Writer's
+// AvailableBuffer).
+func HeaderInt(w *bufio.Writer, k string, n int64) {
+	_, _ = w.WriteString(k)
+	_, _ = w.WriteString(": ")
+	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), n, 10))
+	_, _ = w.WriteString("\r\n")
+}
+
+// BodyAllowed reports whether a response with this status carries a body
+// (RFC 9110 section 6.4.1: not 1xx, 204 or 304).
+func BodyAllowed(code int) bool {
+	return code >= 200 && code != http.StatusNoContent && code != http.StatusNotModified
+}
+
+// ConnGone reports whether err is the peer resetting or closing the
+// connection (ECONNRESET, EPIPE): a client that left, not a malformed
+// request.
+func ConnGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
+}
