@@ -151,8 +151,8 @@ type endpoint struct {
 	inflight atomic.Int64 // requests being answered
 
 	connMu  sync.Mutex
-	conns   map[net.Conn]struct{}
-	closing bool
+	conns   map[*conn]struct{}
+	closing atomic.Bool // set by closeConns (read by serveConn without connMu)
 	connWG  sync.WaitGroup
 }
 
@@ -239,7 +239,7 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 			b.closeReceipts()
 			return nil, fmt.Errorf("backend: listen %s: %w", addr, err)
 		}
-		ep := &endpoint{b: b, i: i, name: EndpointName(i), served: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+		ep := &endpoint{b: b, i: i, name: EndpointName(i), served: make(chan struct{}), conns: map[*conn]struct{}{}}
 		f := opts.Faults
 		ep.faults.Store(&f)
 		ep.ln = &refusingListener{Listener: ln, ep: ep}
@@ -558,11 +558,11 @@ func (ep *endpoint) record(cn *conn, req *http.Request, closing bool) bool {
 	werr := b.Err()
 	if werr == nil {
 		if werr = b.jw.WriteRaw(line); werr != nil {
-			// Answer 500 and flush it before Failed closes: the process
-			// then closes every connection, and an unflushed answer would
-			// be lost (the client would retry into a closed port).
+			// Answer 500, then close Failed, then flush: a client that
+			// reads the 500 finds Failed closed, and the close of every
+			// connection that Failed causes leaves this one until its
+			// answer is out (closeConns).
 			cn.writeError(req, http.StatusInternalServerError, fmt.Sprintf("backend: receipt not recorded: %v", werr), true)
-			_ = cn.bw.Flush()
 			b.fail(werr)
 			return false
 		}

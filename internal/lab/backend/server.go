@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlbench/rlbench/internal/lab/h1"
@@ -54,8 +55,9 @@ type conn struct {
 	lr     io.LimitedReader // under br: caps a request head at maxHeaderBytes
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	remote string // RemoteAddr, "ip:port"
-	linger bool   // a request body is left unread: close after lingering
+	remote string      // RemoteAddr, "ip:port"
+	linger bool        // a request body is left unread: close after lingering
+	busy   atomic.Bool // a request is being answered (closeConns)
 }
 
 // lingerFor is how long a connection closed with a request body unread
@@ -88,40 +90,54 @@ func (ep *endpoint) serve() {
 			}
 			return
 		}
-		if !ep.track(c, true) {
+		cn := &conn{ep: ep, c: c}
+		if !ep.track(cn, true) {
 			_ = c.Close()
 			return
 		}
 		ep.connWG.Add(1)
-		go ep.serveConn(c)
+		go ep.serveConn(cn)
 	}
 }
 
-// track adds (add) or removes c from the connections closeConns closes;
+// track adds (add) or removes cn from the connections closeConns closes;
 // it refuses to add once closing.
-func (ep *endpoint) track(c net.Conn, add bool) bool {
+func (ep *endpoint) track(cn *conn, add bool) bool {
 	ep.connMu.Lock()
 	defer ep.connMu.Unlock()
 	if add {
-		if ep.closing {
+		if ep.closing.Load() {
 			return false
 		}
-		ep.conns[c] = struct{}{}
+		ep.conns[cn] = struct{}{}
 		return true
 	}
-	delete(ep.conns, c)
+	delete(ep.conns, cn)
 	return true
 }
 
-// closeConns closes the listener and every connection, and waits for the
-// connection goroutines (a request being answered holds Backend.inflight:
-// Close waits for those).
+// closeWrite is how long Close lets a request being answered write its
+// answer.
+const closeWrite = time.Second
+
+// closeConns closes the listener and every idle connection, and waits for
+// the connection goroutines. A connection whose request is being answered
+// is not closed under it: its reads end at once (a body still arriving is
+// cut), its answer may take closeWrite to leave, and its goroutine closes
+// it after the answer, so an answer given before Failed closes (a 500 for
+// a receipt not written) is not lost to the close it causes.
 func (ep *endpoint) closeConns() error {
 	err := ep.ln.Close()
 	ep.connMu.Lock()
-	ep.closing = true
-	for c := range ep.conns {
-		_ = c.Close()
+	ep.closing.Store(true)
+	past := time.Unix(1, 0)
+	for cn := range ep.conns {
+		if cn.busy.Load() {
+			_ = cn.c.SetReadDeadline(past)
+			_ = cn.c.SetWriteDeadline(time.Now().Add(closeWrite))
+			continue
+		}
+		_ = cn.c.Close()
 	}
 	ep.connMu.Unlock()
 	<-ep.served
@@ -129,11 +145,12 @@ func (ep *endpoint) closeConns() error {
 	return err
 }
 
-func (ep *endpoint) serveConn(c net.Conn) {
+func (ep *endpoint) serveConn(cn *conn) {
 	defer ep.connWG.Done()
-	defer ep.track(c, false)
+	defer ep.track(cn, false)
+	c := cn.c
 	defer c.Close()
-	cn := &conn{ep: ep, c: c, remote: c.RemoteAddr().String()}
+	cn.remote = c.RemoteAddr().String()
 	cn.lr = io.LimitedReader{R: c, N: math.MaxInt64}
 	cn.br = brPool.Get().(*bufio.Reader)
 	cn.br.Reset(&cn.lr)
@@ -172,12 +189,18 @@ func (ep *endpoint) serveConn(c net.Conn) {
 			return
 		}
 		req.RemoteAddr = cn.remote
-		if !ep.handle(cn, req) {
-			if cn.bw.Flush() == nil && cn.linger {
+		cn.busy.Store(true)
+		if !ep.handle(cn, req) || ep.closing.Load() {
+			// Flushed while still busy: closeConns leaves the connection
+			// to this goroutine until the answer is out.
+			err := cn.bw.Flush()
+			cn.busy.Store(false)
+			if err == nil && cn.linger && !ep.closing.Load() {
 				cn.lingeringClose()
 			}
 			return
 		}
+		cn.busy.Store(false)
 		if cn.br.Buffered() == 0 {
 			if err := cn.bw.Flush(); err != nil {
 				return
