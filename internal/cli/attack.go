@@ -64,16 +64,18 @@ type AttackOptions struct {
 
 	// TLS: --insecure, --cacert, --cert and --key; Protocol from --http2
 	// (attack.ProtoH2) or --h2c (attack.ProtoH2C).
-	Insecure       bool
-	CACert         string
-	Cert, Key      string
-	HTTP2, H2C     bool
-	Shard          attack.Shard
-	ShardFromEnv   string
-	Shards         int
-	StartAt        time.Time
-	WarmAhead      time.Duration
-	Quiet          bool
+	Insecure     bool
+	CACert       string
+	Cert, Key    string
+	HTTP2, H2C   bool
+	Shard        attack.Shard
+	ShardFromEnv string
+	Shards       int
+	StartAt      time.Time
+	WarmAhead    time.Duration
+	Quiet        bool
+	// Overwrite replaces the attack evidence already in Out (--overwrite).
+	Overwrite      bool
 	changedForFlow []string // attack-level flags that flows replace, as given
 }
 
@@ -169,6 +171,7 @@ bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
 	startAtFlag(f, &o.StartAt, "start-at", "hold the start until this wall-clock `TIME` (RFC 3339 or unix ns); connections are warmed before")
 	f.DurationVar(&o.WarmAhead, "warm-ahead", attack.DefaultWarmAhead, "with --start-at: begin warming connections this long before it")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress or summary lines on stderr")
+	f.BoolVar(&o.Overwrite, "overwrite", false, "replace the requests.jsonl and attack.json already in --out (default: refuse)")
 	return cmd
 }
 
@@ -182,6 +185,14 @@ func (o *AttackOptions) validate() error {
 	}
 	if err := checkOutputDir("--out", o.Out, false); err != nil {
 		return err
+	}
+	if !o.Overwrite {
+		// An earlier attack's evidence is never replaced by accident.
+		for _, name := range []string{evidence.RequestsFile, evidence.AttackFile} {
+			if _, err := os.Lstat(filepath.Join(o.Out, name)); err == nil {
+				return usageErrorf("--out %s: already holds %s from an earlier attack: give a new directory, or --overwrite to replace its attack evidence", o.Out, name)
+			}
+		}
 	}
 	if len(o.Flows) > 0 {
 		if o.TargetsFile != "" {

@@ -205,7 +205,7 @@ func TestAttackTLSCLI(t *testing.T) {
 	if code != 0 || len(srv.snapshot()) != 9 || !strings.Contains(stderr, "2 × no response") {
 		t.Fatalf("without a client certificate: exit %d, %d IDs received: %s", code, len(srv.snapshot()), stderr)
 	}
-	if code, _, stderr := runCLI(t, "attack", "--target", "s="+srv.URL, "--ids", "2", "--out", out, "--cacert", filepath.Join(dir, "none.pem")); code != ExitError || !strings.Contains(stderr, "none.pem") {
+	if code, _, stderr := runCLI(t, "attack", "--target", "s="+srv.URL, "--ids", "2", "--out", filepath.Join(dir, "noca"), "--cacert", filepath.Join(dir, "none.pem")); code != ExitError || !strings.Contains(stderr, "none.pem") {
 		t.Fatalf("missing CA file: exit %d: %s", code, stderr)
 	}
 }
@@ -330,5 +330,33 @@ func TestAttackProgressPiped(t *testing.T) {
 	progressAttack(t, &buf, true)
 	if buf.Len() != 0 {
 		t.Fatalf("--quiet printed %q", buf.String())
+	}
+}
+
+// TestAttackRefusesToOverwrite: a second attack into the same --out is a
+// usage error naming the file it would replace, and sends nothing; with
+// --overwrite it replaces the evidence.
+func TestAttackRefusesToOverwrite(t *testing.T) {
+	srv := newIDServer(t, nil)
+	out := filepath.Join(t.TempDir(), "ev")
+	if code, _, stderr := runCLI(t, "attack", "--target", "p="+srv.URL, "--ids", "3", "--id-prefix", "first", "--out", out, "-q"); code != 0 {
+		t.Fatalf("first attack: exit %d: %s", code, stderr)
+	}
+	before := len(srv.snapshot())
+	code, _, stderr := runCLI(t, "attack", "--target", "p="+srv.URL, "--ids", "3", "--id-prefix", "second", "--out", out, "-q")
+	if code != ExitUsage || !strings.Contains(stderr, "--out "+out+": already holds requests.jsonl") || !strings.Contains(stderr, "--overwrite") {
+		t.Fatalf("second attack: exit %d: %s", code, stderr)
+	}
+	if got := len(srv.snapshot()); got != before {
+		t.Fatalf("the refused attack sent %d requests", got-before)
+	}
+	if lines := readLines(t, out); len(lines) != 3 || !strings.HasPrefix(lines[0].ID, "first") {
+		t.Fatalf("the first attack's evidence changed: %+v", lines)
+	}
+	if code, _, stderr := runCLI(t, "attack", "--target", "p="+srv.URL, "--ids", "2", "--id-prefix", "second", "--out", out, "-q", "--overwrite"); code != 0 {
+		t.Fatalf("--overwrite: exit %d: %s", code, stderr)
+	}
+	if lines := readLines(t, out); len(lines) != 2 || !strings.HasPrefix(lines[0].ID, "second") {
+		t.Fatalf("after --overwrite: %+v", lines)
 	}
 }

@@ -245,7 +245,7 @@ func TestAttackEvidenceWriteFailureIsIncomplete(t *testing.T) {
 	if err := os.Symlink("/dev/full", filepath.Join(out, evidence.RequestsFile)); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := runCLI(t, "attack", "--target", "a="+srv, "--ids", "5", "--out", out)
+	code, _, stderr := runCLI(t, "attack", "--target", "a="+srv, "--ids", "5", "--out", out, "--overwrite") // the prepared sink
 	if code != ExitError || !strings.Contains(stderr, "no space left on device") {
 		t.Errorf("exit %d, stderr %q; want %d naming the error", code, stderr, ExitError)
 	}
