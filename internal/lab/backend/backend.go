@@ -235,7 +235,11 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 		}
 		ln, err := lc.Listen(ctx, "tcp", addr)
 		if err != nil {
-			b.closeEndpoints()
+			// No accept loop runs yet: close the listeners bound so far
+			// (closeEndpoints would wait for their loops).
+			for _, ep := range b.eps {
+				_ = ep.ln.Close()
+			}
 			b.closeReceipts()
 			return nil, fmt.Errorf("backend: listen %s: %w", addr, err)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 // wire starts a backend with opts and dials its first endpoint.
@@ -324,4 +326,43 @@ func FuzzServeConn(f *testing.F) {
 			t.Fatalf("%d receipts for %d responses", got, responses)
 		}
 	})
+}
+
+// TestStartBusyNextPort: when the port of a later endpoint is taken,
+// Start returns an error naming it (and frees the ports it bound) instead
+// of waiting for accept loops it never started.
+func TestStartBusyNextPort(t *testing.T) {
+	base := testfix.FreePortSpan(t, 2)
+	busy, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	type result struct {
+		b   *Backend
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		b, err := Start(t.Context(), Options{Listen: fmt.Sprintf("127.0.0.1:%d", base), Endpoints: 2})
+		got <- result{b, err}
+	}()
+	select {
+	case r := <-got:
+		if r.err == nil {
+			r.b.Close()
+			t.Fatal("Start succeeded with the second port taken")
+		}
+		if !strings.Contains(r.err.Error(), fmt.Sprint(base+1)) {
+			t.Fatalf("error does not name the busy port: %v", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return with the second port taken")
+	}
+	// The first port was released.
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base))
+	if err != nil {
+		t.Fatalf("first port still bound: %v", err)
+	}
+	ln.Close()
 }
