@@ -576,6 +576,9 @@ func (ep *endpoint) record(cn *conn, req *http.Request, closing bool) bool {
 		return true
 	}
 
+	if dec.delay > 0 {
+		_ = cn.bw.Flush() // earlier pipelined answers do not wait with this one
+	}
 	b.wait(dec.delay)
 	if dec.reset {
 		_ = cn.bw.Flush() // the answers to earlier pipelined requests

@@ -60,6 +60,22 @@ type conn struct {
 	busy   atomic.Bool // a request is being answered (closeConns)
 }
 
+// flushReader is what a connection's requests are read from: before it
+// waits on the connection for more bytes (the rest of a pipelined request
+// head or body), it sends the answers written so far, so that no answer
+// waits for the request after it (net/http's server flushes every answer).
+// Pipelined requests already received are still answered in one write.
+type flushReader struct{ cn *conn }
+
+func (r flushReader) Read(p []byte) (int, error) {
+	if r.cn.bw.Buffered() > 0 {
+		if err := r.cn.bw.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return r.cn.c.Read(p)
+}
+
 // lingerFor is how long a connection closed with a request body unread
 // keeps reading it after its write side closed, so that the client reads
 // the answer before the reset an unread receive queue would cause
@@ -151,7 +167,7 @@ func (ep *endpoint) serveConn(cn *conn) {
 	c := cn.c
 	defer c.Close()
 	cn.remote = c.RemoteAddr().String()
-	cn.lr = io.LimitedReader{R: c, N: math.MaxInt64}
+	cn.lr = io.LimitedReader{R: flushReader{cn}, N: math.MaxInt64}
 	cn.br = brPool.Get().(*bufio.Reader)
 	cn.br.Reset(&cn.lr)
 	cn.bw = bwPool.Get().(*bufio.Writer)

@@ -328,6 +328,50 @@ func FuzzServeConn(f *testing.F) {
 	})
 }
 
+// TestWirePipelinedNotHeldBack: the answer to a pipelined request goes
+// out while the request after it is still being received or answered, as
+// net/http's server flushes each answer: here the second request is held
+// in its injected latency (and, on a second connection, its head is
+// incomplete), and the first answer must reach the client meanwhile.
+func TestWirePipelinedNotHeldBack(t *testing.T) {
+	t.Run("latency of the next request", func(t *testing.T) {
+		hold := make(chan time.Time)
+		calls := 0
+		after := func(time.Duration) <-chan time.Time {
+			calls++ // one connection: the calls come one after another
+			if calls == 1 {
+				c := make(chan time.Time, 1)
+				c <- time.Time{}
+				return c
+			}
+			return hold
+		}
+		l, err := ParseLatency("uniform:1s..2s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, c, br := wire(t, Options{After: after, Faults: Faults{Latency: l}})
+		defer close(hold)
+		io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\nX-Rlbench-Id: a\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nX-Rlbench-Id: b\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if resp, body := readResp(t, br, "GET"); resp.StatusCode != 200 || body != `{"id":"a"}` {
+			t.Fatalf("first: %d %q", resp.StatusCode, body)
+		}
+	})
+	t.Run("incomplete next head", func(t *testing.T) {
+		_, c, br := wire(t, Options{})
+		io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\nX-Rlbench-Id: a\r\n\r\nGET /b HTTP/1.1\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if resp, body := readResp(t, br, "GET"); resp.StatusCode != 200 || body != `{"id":"a"}` {
+			t.Fatalf("first: %d %q", resp.StatusCode, body)
+		}
+		io.WriteString(c, "Host: x\r\nX-Rlbench-Id: b\r\n\r\n")
+		if resp, body := readResp(t, br, "GET"); resp.StatusCode != 200 || body != `{"id":"b"}` {
+			t.Fatalf("second: %d %q", resp.StatusCode, body)
+		}
+	})
+}
+
 // TestStartBusyNextPort: when the port of a later endpoint is taken,
 // Start returns an error naming it (and frees the ports it bound) instead
 // of waiting for accept loops it never started.
