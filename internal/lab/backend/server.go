@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/rlbench/rlbench/internal/lab/h1"
 )
 
@@ -191,6 +193,10 @@ func (ep *endpoint) serveConn(cn *conn) {
 			switch {
 			case limited:
 				_, _ = io.WriteString(cn.bw, "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			case unsupportedTE(err):
+				// RFC 9112 section 6.1: a transfer coding the server does
+				// not understand is answered 501, as net/http's server does.
+				_, _ = io.WriteString(cn.bw, "HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) && !isTimeout(err):
 				_, _ = io.WriteString(cn.bw, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			}
@@ -201,6 +207,12 @@ func (ep *endpoint) serveConn(cn *conn) {
 		if req.ProtoMajor != 1 {
 			// HTTP/0.x or 2.0 on this wire (as net/http's server answers).
 			_, _ = io.WriteString(cn.bw, "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			_ = cn.bw.Flush()
+			return
+		}
+		if code := refused(req); code != 0 {
+			h1.StatusLine(cn.bw, code)
+			_, _ = io.WriteString(cn.bw, "Content-Length: 0\r\nConnection: close\r\n\r\n")
 			_ = cn.bw.Flush()
 			return
 		}
@@ -223,6 +235,36 @@ func (ep *endpoint) serveConn(cn *conn) {
 			}
 		}
 	}
+}
+
+// unsupportedTE reports http.ReadRequest's error for a Transfer-Encoding
+// other than chunked (net/http's unsupportedTEError, unexported: its
+// messages, net/http/transfer.go).
+func unsupportedTE(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unsupported transfer encoding") || strings.HasPrefix(s, "too many transfer encodings")
+}
+
+// refused is the status net/http's server answers, with no handler run,
+// a request http.ReadRequest read (net/http/server.go, conn.readRequest
+// and conn.serve); 0 for a request to answer: a malformed Host (RFC 9112
+// section 3.2: 400), an expectation other than 100-continue, the only one
+// a server meets (RFC 9110 section 10.1.1: 417). http.ReadRequest drops
+// the Host header, so an HTTP/1.1 request without one cannot be told from
+// one with an empty Host (valid, RFC 9112 section 3.2): both are answered.
+func refused(req *http.Request) int {
+	if !httpguts.ValidHostHeader(req.Host) {
+		return http.StatusBadRequest
+	}
+	if len(req.Header["Expect"]) > 0 && !expectsContinue(req) {
+		return http.StatusExpectationFailed
+	}
+	return 0
+}
+
+// expectsContinue reports whether req's Expect holds 100-continue.
+func expectsContinue(req *http.Request) bool {
+	return httpguts.HeaderValuesContainsToken(req.Header["Expect"], "100-continue")
 }
 
 func isTimeout(err error) bool {
@@ -263,7 +305,7 @@ func (ep *endpoint) handle(cn *conn, req *http.Request) bool {
 // 9110 section 10.1.1), as net/http's server does when a handler reads
 // the body.
 func (cn *conn) continue100(req *http.Request) {
-	if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+	if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 && expectsContinue(req) {
 		_, _ = io.WriteString(cn.bw, "HTTP/1.1 100 Continue\r\n\r\n")
 		_ = cn.bw.Flush()
 	}

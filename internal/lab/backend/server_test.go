@@ -410,3 +410,43 @@ func TestStartBusyNextPort(t *testing.T) {
 	}
 	ln.Close()
 }
+
+// TestWireRequestChecks: requests net/http's server refuses before any
+// handler runs are refused here too, and record nothing: a malformed Host
+// (RFC 9112 section 3.2: 400), an Expect other than 100-continue (RFC
+// 9110 section 10.1.1: 417), a transfer coding it does not know (RFC 9112
+// section 6.1: 501). An empty Host and an HTTP/1.0 request without one
+// are answered and recorded.
+func TestWireRequestChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name, req string
+		code      int
+	}{
+		{"malformed Host", "GET /a HTTP/1.1\r\nHost: x y\r\n\r\n", 400},
+		{"unknown expectation", "GET /a HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n", 417},
+		{"unknown transfer coding", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, c, br := wire(t, Options{})
+			io.WriteString(c, tc.req)
+			resp, _ := readResp(t, br, "GET")
+			if resp.StatusCode != tc.code || !resp.Close {
+				t.Fatalf("status %d close=%v, want %d and a close", resp.StatusCode, resp.Close, tc.code)
+			}
+			expectClosed(t, br)
+			if n := b.Count(); n != 0 {
+				t.Fatalf("%d receipts for a refused request", n)
+			}
+		})
+	}
+	b, c, br := wire(t, Options{})
+	io.WriteString(c, "GET /a HTTP/1.1\r\nHost:\r\nExpect: 100-continue\r\n\r\nGET /b HTTP/1.0\r\n\r\n")
+	for _, p := range []string{"empty Host", "HTTP/1.0 without Host"} {
+		if resp, _ := readResp(t, br, "GET"); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", p, resp.StatusCode)
+		}
+	}
+	if n := b.Count(); n != 2 {
+		t.Fatalf("%d receipts, want 2", n)
+	}
+}
