@@ -143,3 +143,49 @@ func TestReliefWithEndingConnections(t *testing.T) {
 		t.Fatalf("pacing %+v: the relief never sent", sum.Pacing)
 	}
 }
+
+// TestReliefCancelledWhileHeld: the context ends while the dispatcher is
+// held and the relief sends; each ID the server received is recorded
+// once, none is received twice, with one connection allowed.
+func TestReliefCancelledWhileHeld(t *testing.T) {
+	needRelief(t)
+	for _, maxConns := range []int{0, 1} {
+		const n = 200
+		ids := IDs(n, "c")
+		s, url := newIDServer(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		opts := Options{IDs: ids, Targets: []Target{{URL: url}}, Rate: vegeta.Rate{Freq: 2000, Per: time.Second}, MaxConnections: maxConns}
+		held := false
+		opts.testHold = func(k int) {
+			if k < 30 || held {
+				return
+			}
+			held = true
+			s.mu.Lock()
+			s.want = ids[k+9]
+			s.mu.Unlock()
+			select {
+			case <-s.got:
+			case <-time.After(10 * time.Second):
+				t.Error("the relief did not send while held")
+			}
+			cancel()
+		}
+		_, _, lines := runToLines(t, ctx, opts)
+		cancel()
+		s.mu.Lock()
+		once := map[string]bool{}
+		for _, l := range lines {
+			if once[l.ID] {
+				t.Errorf("max %d: %s recorded twice", maxConns, l.ID)
+			}
+			once[l.ID] = true
+		}
+		for id, c := range s.seen {
+			if c != 1 || !once[id] {
+				t.Errorf("max %d: %s received %d times, recorded %v", maxConns, id, c, once[id])
+			}
+		}
+		s.mu.Unlock()
+	}
+}

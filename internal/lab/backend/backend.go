@@ -235,7 +235,11 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 		}
 		ln, err := lc.Listen(ctx, "tcp", addr)
 		if err != nil {
-			b.closeEndpoints()
+			// No accept loop runs yet: close the listeners bound so far
+			// (closeEndpoints would wait for their loops).
+			for _, ep := range b.eps {
+				_ = ep.ln.Close()
+			}
 			b.closeReceipts()
 			return nil, fmt.Errorf("backend: listen %s: %w", addr, err)
 		}
@@ -572,6 +576,9 @@ func (ep *endpoint) record(cn *conn, req *http.Request, closing bool) bool {
 		return true
 	}
 
+	if dec.delay > 0 {
+		_ = cn.bw.Flush() // earlier pipelined answers do not wait with this one
+	}
 	b.wait(dec.delay)
 	if dec.reset {
 		_ = cn.bw.Flush() // the answers to earlier pipelined requests

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -158,4 +159,32 @@ func TestReceiptMemoryBounded(t *testing.T) {
 		t.Errorf("served %d bytes (%s), file %d", len(served), resp.Header.Get("Content-Type"), len(onFile))
 	}
 	t.Logf("heap %d -> %d bytes over %d requests (%.2f bytes each)", before, after, more, perRequest)
+}
+
+// TestReceiptWriteFailureCloseKeeps500: the process closes the backend
+// as soon as Failed closes (as `rlbench backend` does); the request whose
+// receipt failed still gets its 500, not a closed connection.
+func TestReceiptWriteFailureCloseKeeps500(t *testing.T) {
+	for range 20 {
+		b, err := Start(t.Context(), Options{Receipts: &enospcAfter{left: 0}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := make(chan error, 1)
+		go func() {
+			<-b.Failed()
+			closed <- b.Close()
+		}()
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(b.URL() + "/r")
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 500 {
+			t.Fatalf("status %d, want 500", resp.StatusCode)
+		}
+		if err := <-closed; !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("Close() = %v", err)
+		}
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/rlbench/rlbench/internal/lab/h1"
 )
 
@@ -58,6 +60,22 @@ type conn struct {
 	remote string      // RemoteAddr, "ip:port"
 	linger bool        // a request body is left unread: close after lingering
 	busy   atomic.Bool // a request is being answered (closeConns)
+}
+
+// flushReader is what a connection's requests are read from: before it
+// waits on the connection for more bytes (the rest of a pipelined request
+// head or body), it sends the answers written so far, so that no answer
+// waits for the request after it (net/http's server flushes every answer).
+// Pipelined requests already received are still answered in one write.
+type flushReader struct{ cn *conn }
+
+func (r flushReader) Read(p []byte) (int, error) {
+	if r.cn.bw.Buffered() > 0 {
+		if err := r.cn.bw.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return r.cn.c.Read(p)
 }
 
 // lingerFor is how long a connection closed with a request body unread
@@ -151,7 +169,7 @@ func (ep *endpoint) serveConn(cn *conn) {
 	c := cn.c
 	defer c.Close()
 	cn.remote = c.RemoteAddr().String()
-	cn.lr = io.LimitedReader{R: c, N: math.MaxInt64}
+	cn.lr = io.LimitedReader{R: flushReader{cn}, N: math.MaxInt64}
 	cn.br = brPool.Get().(*bufio.Reader)
 	cn.br.Reset(&cn.lr)
 	cn.bw = bwPool.Get().(*bufio.Writer)
@@ -175,6 +193,10 @@ func (ep *endpoint) serveConn(cn *conn) {
 			switch {
 			case limited:
 				_, _ = io.WriteString(cn.bw, "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			case unsupportedTE(err):
+				// RFC 9112 section 6.1: a transfer coding the server does
+				// not understand is answered 501, as net/http's server does.
+				_, _ = io.WriteString(cn.bw, "HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) && !isTimeout(err):
 				_, _ = io.WriteString(cn.bw, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			}
@@ -185,6 +207,12 @@ func (ep *endpoint) serveConn(cn *conn) {
 		if req.ProtoMajor != 1 {
 			// HTTP/0.x or 2.0 on this wire (as net/http's server answers).
 			_, _ = io.WriteString(cn.bw, "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			_ = cn.bw.Flush()
+			return
+		}
+		if code := refused(req); code != 0 {
+			h1.StatusLine(cn.bw, code)
+			_, _ = io.WriteString(cn.bw, "Content-Length: 0\r\nConnection: close\r\n\r\n")
 			_ = cn.bw.Flush()
 			return
 		}
@@ -207,6 +235,36 @@ func (ep *endpoint) serveConn(cn *conn) {
 			}
 		}
 	}
+}
+
+// unsupportedTE reports http.ReadRequest's error for a Transfer-Encoding
+// other than chunked (net/http's unsupportedTEError, unexported: its
+// messages, net/http/transfer.go).
+func unsupportedTE(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unsupported transfer encoding") || strings.HasPrefix(s, "too many transfer encodings")
+}
+
+// refused is the status net/http's server answers, with no handler run,
+// a request http.ReadRequest read (net/http/server.go, conn.readRequest
+// and conn.serve); 0 for a request to answer: a malformed Host (RFC 9112
+// section 3.2: 400), an expectation other than 100-continue, the only one
+// a server meets (RFC 9110 section 10.1.1: 417). http.ReadRequest drops
+// the Host header, so an HTTP/1.1 request without one cannot be told from
+// one with an empty Host (valid, RFC 9112 section 3.2): both are answered.
+func refused(req *http.Request) int {
+	if !httpguts.ValidHostHeader(req.Host) {
+		return http.StatusBadRequest
+	}
+	if len(req.Header["Expect"]) > 0 && !expectsContinue(req) {
+		return http.StatusExpectationFailed
+	}
+	return 0
+}
+
+// expectsContinue reports whether req's Expect holds 100-continue.
+func expectsContinue(req *http.Request) bool {
+	return httpguts.HeaderValuesContainsToken(req.Header["Expect"], "100-continue")
 }
 
 func isTimeout(err error) bool {
@@ -247,7 +305,7 @@ func (ep *endpoint) handle(cn *conn, req *http.Request) bool {
 // 9110 section 10.1.1), as net/http's server does when a handler reads
 // the body.
 func (cn *conn) continue100(req *http.Request) {
-	if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 && strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+	if req.ProtoAtLeast(1, 1) && req.ContentLength != 0 && expectsContinue(req) {
 		_, _ = io.WriteString(cn.bw, "HTTP/1.1 100 Continue\r\n\r\n")
 		_ = cn.bw.Flush()
 	}

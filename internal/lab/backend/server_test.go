@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 // wire starts a backend with opts and dials its first endpoint.
@@ -324,4 +326,127 @@ func FuzzServeConn(f *testing.F) {
 			t.Fatalf("%d receipts for %d responses", got, responses)
 		}
 	})
+}
+
+// TestWirePipelinedNotHeldBack: the answer to a pipelined request goes
+// out while the request after it is still being received or answered, as
+// net/http's server flushes each answer: here the second request is held
+// in its injected latency (and, on a second connection, its head is
+// incomplete), and the first answer must reach the client meanwhile.
+func TestWirePipelinedNotHeldBack(t *testing.T) {
+	t.Run("latency of the next request", func(t *testing.T) {
+		hold := make(chan time.Time)
+		calls := 0
+		after := func(time.Duration) <-chan time.Time {
+			calls++ // one connection: the calls come one after another
+			if calls == 1 {
+				c := make(chan time.Time, 1)
+				c <- time.Time{}
+				return c
+			}
+			return hold
+		}
+		l, err := ParseLatency("uniform:1s..2s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, c, br := wire(t, Options{After: after, Faults: Faults{Latency: l}})
+		defer close(hold)
+		io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\nX-Rlbench-Id: a\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\nX-Rlbench-Id: b\r\n\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if resp, body := readResp(t, br, "GET"); resp.StatusCode != 200 || body != `{"id":"a"}` {
+			t.Fatalf("first: %d %q", resp.StatusCode, body)
+		}
+	})
+	t.Run("incomplete next head", func(t *testing.T) {
+		_, c, br := wire(t, Options{})
+		io.WriteString(c, "GET /a HTTP/1.1\r\nHost: x\r\nX-Rlbench-Id: a\r\n\r\nGET /b HTTP/1.1\r\n")
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if resp, body := readResp(t, br, "GET"); resp.StatusCode != 200 || body != `{"id":"a"}` {
+			t.Fatalf("first: %d %q", resp.StatusCode, body)
+		}
+		io.WriteString(c, "Host: x\r\nX-Rlbench-Id: b\r\n\r\n")
+		if resp, body := readResp(t, br, "GET"); resp.StatusCode != 200 || body != `{"id":"b"}` {
+			t.Fatalf("second: %d %q", resp.StatusCode, body)
+		}
+	})
+}
+
+// TestStartBusyNextPort: when the port of a later endpoint is taken,
+// Start returns an error naming it (and frees the ports it bound) instead
+// of waiting for accept loops it never started.
+func TestStartBusyNextPort(t *testing.T) {
+	base := testfix.FreePortSpan(t, 2)
+	busy, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	type result struct {
+		b   *Backend
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		b, err := Start(t.Context(), Options{Listen: fmt.Sprintf("127.0.0.1:%d", base), Endpoints: 2})
+		got <- result{b, err}
+	}()
+	select {
+	case r := <-got:
+		if r.err == nil {
+			r.b.Close()
+			t.Fatal("Start succeeded with the second port taken")
+		}
+		if !strings.Contains(r.err.Error(), fmt.Sprint(base+1)) {
+			t.Fatalf("error does not name the busy port: %v", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return with the second port taken")
+	}
+	// The first port was released.
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base))
+	if err != nil {
+		t.Fatalf("first port still bound: %v", err)
+	}
+	ln.Close()
+}
+
+// TestWireRequestChecks: requests net/http's server refuses before any
+// handler runs are refused here too, and record nothing: a malformed Host
+// (RFC 9112 section 3.2: 400), an Expect other than 100-continue (RFC
+// 9110 section 10.1.1: 417), a transfer coding it does not know (RFC 9112
+// section 6.1: 501). An empty Host and an HTTP/1.0 request without one
+// are answered and recorded.
+func TestWireRequestChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name, req string
+		code      int
+	}{
+		{"malformed Host", "GET /a HTTP/1.1\r\nHost: x y\r\n\r\n", 400},
+		{"unknown expectation", "GET /a HTTP/1.1\r\nHost: x\r\nExpect: foo\r\n\r\n", 417},
+		{"unknown transfer coding", "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, c, br := wire(t, Options{})
+			io.WriteString(c, tc.req)
+			resp, _ := readResp(t, br, "GET")
+			if resp.StatusCode != tc.code || !resp.Close {
+				t.Fatalf("status %d close=%v, want %d and a close", resp.StatusCode, resp.Close, tc.code)
+			}
+			expectClosed(t, br)
+			if n := b.Count(); n != 0 {
+				t.Fatalf("%d receipts for a refused request", n)
+			}
+		})
+	}
+	b, c, br := wire(t, Options{})
+	io.WriteString(c, "GET /a HTTP/1.1\r\nHost:\r\nExpect: 100-continue\r\n\r\nGET /b HTTP/1.0\r\n\r\n")
+	for _, p := range []string{"empty Host", "HTTP/1.0 without Host"} {
+		if resp, _ := readResp(t, br, "GET"); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", p, resp.StatusCode)
+		}
+	}
+	if n := b.Count(); n != 2 {
+		t.Fatalf("%d receipts, want 2", n)
+	}
 }
