@@ -101,7 +101,7 @@ type Options struct {
 	// Receipt.Headers, keyed by lower-case name, when present on the request.
 	// nil means DefaultHeaders; an empty non-nil slice records none.
 	Headers []string
-	// Status is the HTTP status of recorded requests; default 200.
+	// Status is the HTTP status of recorded requests, 200..999; default 200.
 	Status int
 	// Body, if non-nil, is the response body of recorded requests instead of
 	// the default `{"id":<id or null>}` JSON.
@@ -166,7 +166,8 @@ type Endpoint struct {
 
 // Start binds the endpoints and serves until Close or until ctx is done
 // (then it closes as Close does). It returns an error naming the address
-// when a bind fails, when Status is outside 100..999, when Endpoints is
+// when a bind fails, when Status is outside 200..999 (a 1xx is not a
+// final answer: the client would wait for one), when Endpoints is
 // outside 0..MaxEndpoints or when Faults do not validate.
 func Start(ctx context.Context, opts Options) (*Backend, error) {
 	listen := opts.Listen
@@ -177,8 +178,8 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if status < 100 || status > 999 {
-		return nil, fmt.Errorf("backend: invalid status %d (want 100..999)", status)
+	if status < 200 || status > 999 {
+		return nil, fmt.Errorf("backend: invalid status %d (want 200..999: a 1xx is not a final answer)", status)
 	}
 	n := opts.Endpoints
 	if n == 0 {

@@ -200,8 +200,10 @@ func TestReceiptsFileSealedAndStatus(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	if _, err := Start(context.Background(), Options{Status: 42}); err == nil {
-		t.Error("status 42 accepted")
+	for _, st := range []int{42, 101, 199, 1000} {
+		if _, err := Start(context.Background(), Options{Status: st}); err == nil {
+			t.Errorf("status %d accepted", st)
+		}
 	}
 	if _, err := Start(context.Background(), Options{Listen: "256.0.0.1:0"}); err == nil || !strings.Contains(err.Error(), "256.0.0.1:0") {
 		t.Errorf("bad listen error %v", err)
