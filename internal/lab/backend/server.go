@@ -200,7 +200,12 @@ func (ep *endpoint) serveConn(cn *conn) {
 			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) && !isTimeout(err):
 				_, _ = io.WriteString(cn.bw, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			}
-			_ = cn.bw.Flush()
+			if cn.bw.Flush() == nil && limited {
+				// The client is likely still writing its head: linger, so
+				// that it reads the 431 before a reset (as net/http's server
+				// does for it).
+				cn.lingeringClose()
+			}
 			return
 		}
 		_ = c.SetReadDeadline(time.Time{})
