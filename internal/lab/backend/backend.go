@@ -150,10 +150,7 @@ type endpoint struct {
 	faults   atomic.Pointer[Faults]
 	inflight atomic.Int64 // requests being answered
 
-	connMu  sync.Mutex
-	conns   map[*conn]struct{}
-	closing atomic.Bool // set by closeConns (read by serveConn without connMu)
-	connWG  sync.WaitGroup
+	conns h1.Conns[*conn] // server.go
 }
 
 // Endpoint describes one endpoint of a running backend.
@@ -244,7 +241,7 @@ func Start(ctx context.Context, opts Options) (*Backend, error) {
 			b.closeReceipts()
 			return nil, fmt.Errorf("backend: listen %s: %w", addr, err)
 		}
-		ep := &endpoint{b: b, i: i, name: EndpointName(i), served: make(chan struct{}), conns: map[*conn]struct{}{}}
+		ep := &endpoint{b: b, i: i, name: EndpointName(i), served: make(chan struct{})}
 		f := opts.Faults
 		ep.faults.Store(&f)
 		ep.ln = &refusingListener{Listener: ln, ep: ep}

@@ -99,39 +99,7 @@ func (cn *conn) lingeringClose() {
 // serve accepts connections until the listener closes.
 func (ep *endpoint) serve() {
 	defer close(ep.served)
-	for {
-		c, err := ep.ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return
-		}
-		cn := &conn{ep: ep, c: c}
-		if !ep.track(cn, true) {
-			_ = c.Close()
-			return
-		}
-		ep.connWG.Add(1)
-		go ep.serveConn(cn)
-	}
-}
-
-// track adds (add) or removes cn from the connections closeConns closes;
-// it refuses to add once closing.
-func (ep *endpoint) track(cn *conn, add bool) bool {
-	ep.connMu.Lock()
-	defer ep.connMu.Unlock()
-	if add {
-		if ep.closing.Load() {
-			return false
-		}
-		ep.conns[cn] = struct{}{}
-		return true
-	}
-	delete(ep.conns, cn)
-	return true
+	ep.conns.Serve(ep.ln, func(c net.Conn) *conn { return &conn{ep: ep, c: c} }, ep.serveConn)
 }
 
 // closeWrite is how long Close lets a request being answered write its
@@ -146,26 +114,21 @@ const closeWrite = time.Second
 // a receipt not written) is not lost to the close it causes.
 func (ep *endpoint) closeConns() error {
 	err := ep.ln.Close()
-	ep.connMu.Lock()
-	ep.closing.Store(true)
 	past := time.Unix(1, 0)
-	for cn := range ep.conns {
+	ep.conns.Close(func(cn *conn) {
 		if cn.busy.Load() {
 			_ = cn.c.SetReadDeadline(past)
 			_ = cn.c.SetWriteDeadline(time.Now().Add(closeWrite))
-			continue
+			return
 		}
 		_ = cn.c.Close()
-	}
-	ep.connMu.Unlock()
+	})
 	<-ep.served
-	ep.connWG.Wait()
+	ep.conns.Wait()
 	return err
 }
 
 func (ep *endpoint) serveConn(cn *conn) {
-	defer ep.connWG.Done()
-	defer ep.track(cn, false)
 	c := cn.c
 	defer c.Close()
 	cn.remote = c.RemoteAddr().String()
@@ -223,12 +186,12 @@ func (ep *endpoint) serveConn(cn *conn) {
 		}
 		req.RemoteAddr = cn.remote
 		cn.busy.Store(true)
-		if !ep.handle(cn, req) || ep.closing.Load() {
+		if !ep.handle(cn, req) || ep.conns.Closing() {
 			// Flushed while still busy: closeConns leaves the connection
 			// to this goroutine until the answer is out.
 			err := cn.bw.Flush()
 			cn.busy.Store(false)
-			if err == nil && cn.linger && !ep.closing.Load() {
+			if err == nil && cn.linger && !ep.conns.Closing() {
 				cn.lingeringClose()
 			}
 			return

@@ -1,9 +1,10 @@
-// Package h1 holds the HTTP/1.1 response wire helpers of the lab's own
-// servers (the proxy's downstream side and the backend's endpoints): they
-// write a response head into a bufio.Writer without allocating, in the
-// form net/http's server writes it (RFC 9112 section 4 status line, RFC
-// 9110 section 6.6.1 Date). Requests are parsed by net/http
-// (http.ReadRequest).
+// Package h1 holds what the lab's own HTTP/1.1 servers (the proxy's
+// downstream side and the backend's endpoints) share: the accept loop and
+// the set of open connections that closing a server closes (Conns), and
+// helpers that write a response head into a bufio.Writer without
+// allocating, in the form net/http's server writes it (RFC 9112 section 4
+// status line, RFC 9110 section 6.6.1 Date). Requests are parsed by
+// net/http (http.ReadRequest).
 package h1
 
 import (

@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -66,5 +69,60 @@ func TestBodyAllowedAndConnGone(t *testing.T) {
 	}
 	if !ConnGone(fmt.Errorf("read: %w", syscall.ECONNRESET)) || !ConnGone(syscall.EPIPE) || ConnGone(errors.New("malformed")) || ConnGone(nil) {
 		t.Fatal("ConnGone")
+	}
+}
+
+// TestConns: Serve runs serve for each accepted connection; Close calls
+// each on the open ones (here: closing them, which ends their serve) and
+// Wait returns once every serve has; a connection accepted after Close is
+// closed unserved.
+func TestConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s Conns[net.Conn]
+	started := make(chan struct{}, 2)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		s.Serve(ln, func(c net.Conn) net.Conn { return c }, func(c net.Conn) {
+			started <- struct{}{}
+			io.Copy(io.Discard, c) // until closed
+		})
+	}()
+	var clients []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		clients = append(clients, c)
+		<-started
+	}
+	n := 0
+	s.Close(func(c net.Conn) { n++; c.Close() })
+	s.Wait()
+	if n != 2 || !s.Closing() {
+		t.Fatalf("each called %d times, closing %v", n, s.Closing())
+	}
+	// Accepted after Close: closed unserved, and Serve returns.
+	late, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	<-served
+	late.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := late.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("late connection: %v, want closed", err)
+	}
+	ln.Close()
+	for _, c := range clients {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("served connection still open: %v", err)
+		}
 	}
 }

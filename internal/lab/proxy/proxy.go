@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/h1"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
@@ -203,10 +204,7 @@ type Proxy struct {
 	stats         *store
 	alog          *evidence.Writer
 	inflight      sync.RWMutex
-	connMu        sync.Mutex
-	conns         map[net.Conn]struct{}
-	closing       bool
-	connWG        sync.WaitGroup
+	conns         h1.Conns[net.Conn] // downstream connections (server.go)
 	closeOnce     sync.Once
 	closeErr      error
 	cancelWatch   context.CancelFunc
@@ -260,7 +258,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	}
 	rnd, seed := newRand(cfg.Seed)
 	p := &Proxy{cfg: cfg, name: name, now: clock.Now, clock: clock, rand: rnd, seed: seed, started: clock.Now(), stats: newStore(),
-		served: make(chan struct{}), conns: map[net.Conn]struct{}{}, pathPrefix: prefix, hostAddrs: addrs}
+		served: make(chan struct{}), pathPrefix: prefix, hostAddrs: addrs}
 	if cfg.Local != nil {
 		l := *cfg.Local
 		if l.StatPrefix == "" {
@@ -427,14 +425,9 @@ func (p *Proxy) Close() error {
 			err = aerr
 		}
 		<-p.served
-		p.connMu.Lock()
-		p.closing = true
-		for c := range p.conns {
-			_ = c.Close()
-		}
-		p.connMu.Unlock()
+		p.conns.Close(func(c net.Conn) { _ = c.Close() })
 		p.cluster.close()
-		p.connWG.Wait()
+		p.conns.Wait()
 		p.inflight.Lock()
 		if p.alog != nil {
 			if cerr := p.alog.Close(); err == nil {

@@ -40,43 +40,10 @@ var (
 
 func (p *Proxy) serve() {
 	defer close(p.served)
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			return
-		}
-		if !p.trackConn(c, true) {
-			_ = c.Close()
-			return
-		}
-		p.connWG.Add(1)
-		go p.serveConn(c)
-	}
-}
-
-// trackConn adds (add) or removes a downstream connection from the set
-// Close closes; it refuses to add once closing.
-func (p *Proxy) trackConn(c net.Conn, add bool) bool {
-	p.connMu.Lock()
-	defer p.connMu.Unlock()
-	if add {
-		if p.closing {
-			return false
-		}
-		p.conns[c] = struct{}{}
-		return true
-	}
-	delete(p.conns, c)
-	return true
+	p.conns.Serve(p.ln, func(c net.Conn) net.Conn { return c }, p.serveConn)
 }
 
 func (p *Proxy) serveConn(c net.Conn) {
-	defer p.connWG.Done()
-	defer p.trackConn(c, false)
 	defer c.Close()
 	dc := &dsConn{p: p, c: c}
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
