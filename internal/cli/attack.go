@@ -452,6 +452,12 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
+	// Receipts already on the file are an earlier run's: analyze would
+	// count them with this attack's (as re-sends and phantoms).
+	rp := filepath.Join(o.Out, evidence.ReceiptsFile)
+	if st, err := os.Stat(rp); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		fmt.Fprintf(o.IO.ErrOut, "attack: warning: %s already holds %d bytes of receipts from before this attack; restart the backend (it truncates its file at start), or analyze counts them with this attack's\n", rp, st.Size())
+	}
 	w, err := evidence.Create(filepath.Join(o.Out, evidence.RequestsFile))
 	if err != nil {
 		return err
@@ -524,7 +530,7 @@ func printFigures(w io.Writer, prefix string, c attack.Config, b *attack.Burst, 
 	if pc != nil {
 		relief := ""
 		if pc.ReliefSends > 0 {
-			relief = fmt.Sprintf(" (%d by the relief dispatcher)", pc.ReliefSends)
+			relief = fmt.Sprintf(" (of which %d by the relief dispatcher)", pc.ReliefSends)
 		}
 		fmt.Fprintf(w, "%srate %.0f/s achieved (intended %.0f/s), pacing error p50 %s p99 %s max %s, latency from intended p99 %s, workers peak %d bound %d, %d of %d sent directly%s\n",
 			prefix, pc.AchievedPerSec, c.RatePerSec, time.Duration(pc.ErrorNs.P50), time.Duration(pc.ErrorNs.P99), time.Duration(pc.ErrorNs.Max),

@@ -353,7 +353,13 @@ func TestAttackRefusesToOverwrite(t *testing.T) {
 	if lines := readLines(t, out); len(lines) != 3 || !strings.HasPrefix(lines[0].ID, "first") {
 		t.Fatalf("the first attack's evidence changed: %+v", lines)
 	}
-	if code, _, stderr := runCLI(t, "attack", "--target", "p="+srv.URL, "--ids", "2", "--id-prefix", "second", "--out", out, "-q", "--overwrite"); code != 0 {
+	// A backend's receipts already in --out are an earlier run's: the
+	// attack says so.
+	if err := os.WriteFile(filepath.Join(out, evidence.ReceiptsFile), []byte(`{"id":"first-1"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "attack", "--target", "p="+srv.URL, "--ids", "2", "--id-prefix", "second", "--out", out, "-q", "--overwrite")
+	if code != 0 || !strings.Contains(stderr, "receipts.jsonl already holds 17 bytes of receipts from before this attack; restart the backend") {
 		t.Fatalf("--overwrite: exit %d: %s", code, stderr)
 	}
 	if lines := readLines(t, out); len(lines) != 2 || !strings.HasPrefix(lines[0].ID, "second") {

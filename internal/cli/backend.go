@@ -52,7 +52,12 @@ request to --receipts (whose directory must exist; a FIFO or a device is
 refused), each on the file before its request is answered
 (with its seal, --receipts.state.json, closed on SIGTERM/SIGINT). A receipt
 that cannot be written (a full disk) answers that request 500 and stops the
-backend with exit 1.
+backend with exit 1. The file is truncated when the backend starts: restart
+it before each attack that reuses its directory.
+A request refused before it is read whole gets no receipt, as it was never
+served: a malformed request (400), a head over 1 MB (431), an Expect other
+than 100-continue (417), an unknown transfer coding (501) or an HTTP
+version other than 1.x (505).
 A request without X-Rlbench-Id is recorded with "id": null. Every receipt
 names its endpoint and the status answered, also when a fault shaped the
 answer: --latency, --error-status (with --error-probability), a
