@@ -189,3 +189,49 @@ func TestReliefCancelledWhileHeld(t *testing.T) {
 		s.mu.Unlock()
 	}
 }
+
+// TestReliefFlowsAndCountsSplit: two paced flows, one split by counts over
+// two targets (the second target's IDs come after all of the first's, so
+// its parked connections sit idle until then), each dispatcher stalled
+// for a while on every seventh ID: every ID is received once and recorded
+// once, and the reliefs sent some.
+func TestReliefFlowsAndCountsSplit(t *testing.T) {
+	needRelief(t)
+	s1, url1 := newIDServer(t)
+	s2, url2 := newIDServer(t)
+	opts := Options{Targets: []Target{{Name: "a", URL: url1}, {Name: "b", URL: url2}}, Flows: []Flow{
+		{Name: "A", IDs: IDs(150, "fa"), Rate: vegeta.Rate{Freq: 3000, Per: time.Second}, Split: Split{Mode: SplitCounts, Values: []int{100, 50}}},
+		{Name: "B", IDs: IDs(90, "fb"), Rate: vegeta.Rate{Freq: 2000, Per: time.Second}, Split: Split{Mode: SplitEven}},
+	}}
+	opts.testHold = func(k int) {
+		if k%7 == 3 {
+			t0 := time.Now()
+			for time.Since(t0) < time.Millisecond { // a late wake-up: the relief's grace is 200 µs
+			}
+		}
+	}
+	sum, err, lines := runToLines(t, context.Background(), opts)
+	if err != nil || !sum.Complete || len(lines) != 240 || sum.Resent != 0 {
+		t.Fatalf("err %v summary %+v, %d lines", err, sum, len(lines))
+	}
+	s1.mu.Lock()
+	defer s1.mu.Unlock()
+	s2.mu.Lock()
+	defer s2.mu.Unlock()
+	once := map[string]bool{}
+	for _, l := range lines {
+		if once[l.ID] {
+			t.Errorf("%s recorded twice", l.ID)
+		}
+		once[l.ID] = true
+		if n := s1.seen[l.ID] + s2.seen[l.ID]; l.Code != 200 || n != 1 {
+			t.Errorf("%s (flow %s, target %s): code %d, received %d times", l.ID, l.Flow, l.Target, l.Code, n)
+		}
+	}
+	if len(s1.seen)+len(s2.seen) != 240 {
+		t.Fatalf("the servers received %d distinct IDs, want 240", len(s1.seen)+len(s2.seen))
+	}
+	if sum.Pacing == nil || sum.Pacing.ReliefSends == 0 {
+		t.Fatalf("pacing %+v: the reliefs never sent", sum.Pacing)
+	}
+}
