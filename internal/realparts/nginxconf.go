@@ -272,11 +272,30 @@ func (c NginxConfig) proxyTimeouts() []struct {
 	}
 }
 
-// Validate checks the config without rendering it; errors name the field, e.g.
-// `NginxConfig.LimitReq[1].Zone "global": no such zone`. nginx -t (run by StartNginx) checks the rest.
+// FieldError is one invalid NginxConfig field: Field is its path in Go
+// form from NginxConfig ("LimitReq[1].Zone"), Problem the rest of the
+// message (` "global": no such zone in Zones`). A caller that builds the
+// config from its own names (a plan) can name its own field instead.
+type FieldError struct{ Field, Problem string }
+
+func (e *FieldError) Error() string { return "NginxConfig." + e.Field + e.Problem }
+
+// fieldError splits msg, "Field rest", at the field path's end.
+func fieldError(msg string) *FieldError {
+	i := strings.IndexAny(msg, " :")
+	if i < 0 {
+		i = len(msg)
+	}
+	return &FieldError{Field: msg[:i], Problem: msg[i:]}
+}
+
+// Validate checks the config without rendering it; it returns every
+// problem joined (errors.Join), each a *FieldError naming its field, e.g.
+// `NginxConfig.LimitReq[1].Zone "global": no such zone in Zones`. nginx -t
+// (run by StartNginx) checks the rest.
 func (c NginxConfig) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("NginxConfig."+format, a...)) }
+	bad := func(format string, a ...any) { errs = append(errs, fieldError(fmt.Sprintf(format, a...))) }
 	if c.WorkerProcesses < 0 {
 		bad("WorkerProcesses %d: must not be negative", c.WorkerProcesses)
 	}
@@ -285,7 +304,7 @@ func (c NginxConfig) Validate() error {
 	}
 	if c.TimerResolution != 0 {
 		if _, err := nginxDuration("TimerResolution", c.TimerResolution); err != nil {
-			errs = append(errs, fmt.Errorf("NginxConfig.%w", err))
+			errs = append(errs, fieldError(err.Error()))
 		}
 	}
 	if c.ErrorLogLevel != "" && !nginxLevels[c.ErrorLogLevel] {
@@ -325,7 +344,7 @@ func (c NginxConfig) Validate() error {
 			bad("LimitReq[%d].Delay %d: must not be negative", i, l.Delay)
 		}
 		if l.NoDelay && l.Delay > 0 {
-			bad("LimitReq[%d]: NoDelay and Delay are exclusive", i)
+			bad("LimitReq[%d]: nodelay and delay are exclusive", i)
 		}
 	}
 	if c.LimitReqStatus != 0 && (c.LimitReqStatus < 400 || c.LimitReqStatus > 599) {
@@ -371,7 +390,7 @@ func (c NginxConfig) Validate() error {
 	for _, d := range c.proxyTimeouts() {
 		if d.v != 0 {
 			if _, err := nginxDuration(d.field, d.v); err != nil {
-				errs = append(errs, fmt.Errorf("NginxConfig.%w", err))
+				errs = append(errs, fieldError(err.Error()))
 			}
 		}
 	}

@@ -190,7 +190,7 @@ func TestNginxConfigValidate(t *testing.T) {
 		{"nodelay and delay", func(c *NginxConfig) {
 			c.Zones = []LimitReqZone{{Name: "z", Rate: NginxRate{Count: 1}}}
 			c.LimitReq = []LimitReq{{Zone: "z", Burst: 5, NoDelay: true, Delay: 2}}
-		}, "LimitReq[0]: NoDelay and Delay are exclusive"},
+		}, "LimitReq[0]: nodelay and delay are exclusive"},
 		{"burst", func(c *NginxConfig) {
 			c.Zones = []LimitReqZone{{Name: "z", Rate: NginxRate{Count: 1}}}
 			c.LimitReq = []LimitReq{{Zone: "z", Burst: -1}}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -136,9 +137,86 @@ func (n *NginxPlan) config(upstreams []string) (realparts.NginxConfig, error) {
 		c.Upstreams = append(c.Upstreams, realparts.NginxServer{Addr: u, MaxFails: n.MaxFails, FailTimeout: time.Duration(n.FailTimeout)})
 	}
 	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("lab.nginx: %w", err)
+		return c, n.planError(err)
 	}
 	return c, nil
+}
+
+// nginxPlanFields maps NginxConfig's fields (realparts.FieldError.Field)
+// to the lab.nginx keys they are rendered from; nginxPlanSubfields, the
+// fields of one zone or upstream server (the plan has one value for every
+// server).
+var (
+	nginxPlanFields = map[string]string{
+		"WorkerProcesses": "worker_processes", "TimerResolution": "timer_resolution",
+		"LimitReqStatus": "limit_req_status", "LimitReqLogLevel": "limit_req_log_level",
+		"NextUpstream": "proxy_next_upstream", "NextUpstreamTries": "proxy_next_upstream_tries",
+		"NextUpstreamTimeout": "proxy_next_upstream_timeout", "ConnectTimeout": "proxy_connect_timeout",
+		"ReadTimeout": "proxy_read_timeout", "SendTimeout": "proxy_send_timeout",
+	}
+	nginxPlanSubfields = map[string]string{
+		"MaxFails": "max_fails", "FailTimeout": "fail_timeout",
+		"Name": "name", "Key": "key", "Size": "size", "Rate": "rate", "Burst": "burst", "Delay": "delay",
+	}
+)
+
+var nginxFieldRE = regexp.MustCompile(`^(LimitReq|Zones|Upstreams|NextUpstream)\[(\d+)\](?:\.(\w+))?$`)
+
+// planError restates NginxConfig.Validate's problems with the plan's keys
+// (lab.nginx.zones[1].burst, lab.nginx.burst for the one zone of rate);
+// a field with no plan key keeps its NginxConfig name.
+func (n *NginxPlan) planError(err error) error {
+	var parts []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	} else {
+		parts = []error{err}
+	}
+	out := make([]error, 0, len(parts))
+	for _, e := range parts {
+		var fe *realparts.FieldError
+		if !errors.As(e, &fe) {
+			out = append(out, fmt.Errorf("lab.nginx: %w", e))
+			continue
+		}
+		if key, ok := n.planKey(fe.Field); ok {
+			out = append(out, fmt.Errorf("lab.nginx%s%s", key, fe.Problem))
+		} else {
+			out = append(out, fmt.Errorf("lab.nginx: %w", e))
+		}
+	}
+	return errors.Join(out...)
+}
+
+// planKey is the lab.nginx key (with its leading dot, or "" for lab.nginx
+// itself) that NginxConfig field f was rendered from.
+func (n *NginxPlan) planKey(f string) (string, bool) {
+	if k, ok := nginxPlanFields[f]; ok {
+		return "." + k, true
+	}
+	m := nginxFieldRE.FindStringSubmatch(f)
+	if m == nil {
+		return "", false
+	}
+	sub := ""
+	if m[3] != "" {
+		k, ok := nginxPlanSubfields[m[3]]
+		if !ok {
+			return "", false
+		}
+		sub = "." + k
+	}
+	switch m[1] {
+	case "LimitReq", "Zones": // zone i: lab.nginx.zones[i], or lab.nginx itself for the one zone of rate
+		if len(n.Zones) > 0 {
+			return ".zones[" + m[2] + "]" + sub, true
+		}
+		return sub, true
+	case "Upstreams":
+		return sub, sub != ""
+	default: // NextUpstream[i]
+		return ".proxy_next_upstream[" + m[2] + "]" + sub, sub == ""
+	}
 }
 
 // validate checks lab.nginx when the plan is loaded: the instances and the

@@ -23,16 +23,26 @@ func TestNginxPlanValidation(t *testing.T) {
 		{`{nginx: {rate: 10r/s, zones: [{rate: 1r/s}]}}`, "not both"},
 		{`{nginx: {burst: 5}}`, "need rate"},
 		{`{nginx: {rate: ten}}`, `nginx rate "ten"`},
-		{`{nginx: {rate: 10r/s, nodelay: true, delay: 2}}`, "NoDelay and Delay are exclusive"},
-		{`{nginx: {proxy_next_upstream: [sometimes]}}`, `NextUpstream[0] "sometimes"`},
-		{`{nginx: {limit_req_status: 200}}`, "LimitReqStatus 200"},
+		// The rendered config's problems name the plan's keys.
+		{`{nginx: {rate: 10r/s, nodelay: true, delay: 2}}`, "lab.nginx: nodelay and delay are exclusive"},
+		{`{nginx: {rate: 10r/s, burst: -3}}`, "lab.nginx.burst -3: must not be negative"},
+		{`{nginx: {zones: [{rate: 1r/s}, {rate: 2r/s, delay: -1}]}}`, "lab.nginx.zones[1].delay -1: must not be negative"},
+		{`{nginx: {zones: [{rate: 1r/s, burst: 2, nodelay: true, delay: 1}]}}`, "lab.nginx.zones[0]: nodelay and delay are exclusive"},
+		{`{nginx: {zones: [{name: "a b", rate: 1r/s}]}}`, `lab.nginx.zones[0].name "a b"`},
+		{`{nginx: {rate: 10r/s, key: "$a;b"}}`, `lab.nginx.key "$a;b"`},
+		{`{nginx: {proxy_next_upstream: [sometimes]}}`, `lab.nginx.proxy_next_upstream[0] "sometimes"`},
+		{`{nginx: {limit_req_status: 200}}`, "lab.nginx.limit_req_status 200: want 400..599"},
+		{`{nginx: {worker_processes: -1}}`, "lab.nginx.worker_processes -1"},
+		{`{nginx: {max_fails: -1}}`, "lab.nginx.max_fails -1"},
+		{`{nginx: {fail_timeout: 1us}}`, "lab.nginx.fail_timeout 1µs: want a positive whole number of milliseconds"},
+		{`{nginx: {proxy_read_timeout: 1us}}`, "lab.nginx.proxy_read_timeout 1µs"},
 		{`{nginx: {instances: 30}}`, "instances 30"},
 		{`{backend: {endpoints: 99}, nginx: {}}`, "endpoints"},
 	} {
 		plan := "name: p\nscenarios:\n - name: s\n   lab: " + c.lab + "\n   attack: {ids: 1}\n"
 		_, err := ParsePlan("p.yaml", []byte(plan))
-		if (err == nil) != (c.bad == "") || err != nil && !strings.Contains(err.Error(), c.bad) {
-			t.Errorf("%s: %v, want %q", c.lab, err, c.bad)
+		if (err == nil) != (c.bad == "") || err != nil && (!strings.Contains(err.Error(), c.bad) || strings.Contains(err.Error(), "NginxConfig")) {
+			t.Errorf("%s: %v, want %q (in the plan's keys)", c.lab, err, c.bad)
 		}
 	}
 	for _, c := range []struct{ expect, bad string }{
