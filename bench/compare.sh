@@ -22,7 +22,9 @@
 #                   (rate20k:nginx: against nginx):
 #                   achieved_per_sec (first to last send), local_errors
 #                   (not sent / dial errors), pacing_p99_us, ok_runs (1 when
-#                   >= 19,800/s with no local error)
+#                   >= 19,800/s with no local error); tool sleep-floor: the
+#                   pacing error of a zero-cost sleeper on the same schedule
+#                   (measure floor), the machine's own floor
 #   burst<N>        N IDs all at once, fresh CLI process: spread_ms (first to
 #                   last send of attack.json; vegeta: of Result.Timestamp)
 #   mem1M           1 M IDs, --concurrency 50, against nginx: b_per_id
@@ -197,6 +199,11 @@ want rate && for rep in $(seq "$RATE_RUNS"); do
 		stop_backend
 		raterun rate20k:nginx "$t" "$nginx_url"
 	done
+	# The machine's floor in the same run: a zero-cost sleeper on the same
+	# schedule, nothing else running (measure floor).
+	"$m" floor -rate 20000 -duration 5s >"$work/s.json"
+	rec rate20k sleep-floor pacing_p99_us "$(awk -v p="$("$m" get "$work/s.json" pacing_p99_ns)" 'BEGIN { printf "%.1f", p/1e3 }')"
+	rec rate20k sleep-floor pacing_p999_us "$(awk -v p="$("$m" get "$work/s.json" pacing_p999_ns)" 'BEGIN { printf "%.1f", p/1e3 }')"
 done
 
 # --- 4. memory per ID ----------------------------------------------------

@@ -10,6 +10,7 @@
 //	measure vegeta -n N -c C [-rate R] [-duration D] URL
 //	measure freeport                       print a free 127.0.0.1 port
 //	measure get FILE KEY                   print a top-level value of a JSON object
+//	measure floor [-rate R] [-duration D]  the pacing error of a zero-cost sleeper (the machine's floor)
 //	measure table RESULTS.jsonl            print the comparison table
 package main
 
@@ -57,6 +58,8 @@ func main() {
 		}
 	case "get":
 		err = get(os.Args[2:])
+	case "floor":
+		err = sleepFloor(os.Args[2:])
 	case "table":
 		err = table(os.Args[2:])
 	default:

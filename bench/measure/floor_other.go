@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+func sleepFloor([]string) error { return errors.New("floor: Linux only (clock_nanosleep)") }
