@@ -368,6 +368,9 @@ type Options struct {
 	// (tests only: blocking it stalls the dispatcher, as a late wake-up
 	// would).
 	testHold func(k int)
+	// testWait runs each time a paced flow's dispatcher is about to block
+	// for a worker for ID k (tests only).
+	testWait func(k int)
 }
 
 // Protocols of Options.Protocol, named as evidence.Request.Proto records

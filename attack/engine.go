@@ -78,8 +78,9 @@ type flowRun struct {
 	direct  bool         // paced sends go direct (directPools, decided by warmPaced)
 	directN atomic.Int64 // requests the dispatcher or its relief wrote itself (direct.go)
 	reliefN int          // of which the relief (relief.go)
-	// testHold, if set, runs before the dispatcher waits for ID k.
-	testHold func(k int)
+	// testHold, if set, runs before the dispatcher waits for ID k;
+	// testWait, before it blocks for a worker for ID k.
+	testHold, testWait func(k int)
 	// Paced results.
 	peak, bound int
 	sizedBy     time.Duration
@@ -156,7 +157,7 @@ func newEngine(p *prepared, out *evidence.Writer) (*engine, error) {
 	}
 	mark := "rlbench-id-" + hex.EncodeToString(marker)
 	for fi, fp := range p.flows {
-		fr := &flowRun{e: e, f: fp, idx: fi, pools: make([]*pool, len(p.opts.Targets)), testHold: p.opts.testHold}
+		fr := &flowRun{e: e, f: fp, idx: fi, pools: make([]*pool, len(p.opts.Targets)), testHold: p.opts.testHold, testWait: p.opts.testWait}
 		idleCap := fp.maxWork
 		if p.opts.MaxConnections > 0 {
 			idleCap = min(idleCap, p.opts.MaxConnections)

@@ -299,6 +299,11 @@ func (fr *flowRun) spawn(first *job, done *sync.WaitGroup) {
 	}()
 }
 
+// retireRetry is how soon a dispatcher waiting for a connection of one
+// target tries again to retire a parked worker of another (send in
+// dispatch), when all of them were busy.
+const retireRetry = time.Millisecond
+
 // dispatch runs a paced flow from began: it hands ID k at its intended time
 // (vegeta ConstantPacer: (h+1)*Per/Freq after the start, h the ID's hit
 // number in the unsharded flow) to an idle worker, starting a new one when
@@ -362,11 +367,18 @@ func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.Wai
 			fr.bound = max(fr.bound, rateBound(perSec, fr.sizedBy, f.maxWork))
 		}
 		retired := false
+		var retry *time.Timer // while no other target's parked worker was idle to retire
+		defer func() {
+			if retry != nil {
+				retry.Stop()
+			}
+		}()
 		for {
 			// Parked workers exit when their connection ends: fewer alive
 			// than the bound starts a job worker.
 			alive := int(fr.alive.Load())
 			jobs := fr.jobs
+			var again <-chan time.Time
 			if direct && pl.onlyParked() {
 				jobs = nil // only a parked worker can send j
 			} else if alive < fr.bound {
@@ -374,12 +386,24 @@ func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.Wai
 				fr.peak = max(fr.peak, alive+1)
 				return true
 			} else if direct && !retired {
-				// The bound may be filled by parked workers idle on another
+				// The bound may be filled by parked workers on another
 				// target's connections (a counts split warms only the first
 				// target's): one of them gives up its place, or nothing
 				// would ever take j (no job worker, no parked one for its
-				// target).
-				retired = fr.retireIdle(pl.lot)
+				// target). When all of them are busy, none can be retired
+				// now, and one parking again signals nothing: try again
+				// shortly.
+				if retired = fr.retireIdle(pl.lot); !retired {
+					if retry == nil {
+						retry = time.NewTimer(retireRetry)
+					} else {
+						retry.Reset(retireRetry)
+					}
+					again = retry.C
+				}
+			}
+			if fr.testWait != nil {
+				fr.testWait(j.i)
 			}
 			select {
 			case jobs <- j:
@@ -390,6 +414,7 @@ func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.Wai
 					return true
 				}
 			case <-fr.exited:
+			case <-again:
 			case <-ctx.Done():
 				return false
 			}

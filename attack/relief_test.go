@@ -235,3 +235,47 @@ func TestReliefFlowsAndCountsSplit(t *testing.T) {
 		t.Fatalf("pacing %+v: the reliefs never sent", sum.Pacing)
 	}
 }
+
+// TestCountsSplitRetiresBusyWorker: a counts split warms only the first
+// target's connections, and when the second target's first ID is due every
+// one of them is busy (the first server holds its answers), so no parked
+// worker can give up its place yet. Once the answers are released, the
+// dispatcher must retire one of them and send the second target's IDs: it
+// used to wait for a signal that parking again never gives, until the
+// context ended (found under load by TestReliefFlowsAndCountsSplit).
+func TestCountsSplitRetiresBusyWorker(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	held := 0
+	slow := newLocalServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		held++
+		mu.Unlock()
+		<-release
+	}))
+	s2, url2 := newIDServer(t)
+	const first = 16 // the bound at 1000/s: max(16, rate x 10 ms); all warmed on target a
+	opts := Options{Targets: []Target{{Name: "a", URL: slow}, {Name: "b", URL: url2}}, IDs: IDs(first+4, "c"),
+		Rate: vegeta.Rate{Freq: 1000, Per: time.Second}, Split: Split{Mode: SplitCounts, Values: []int{first, 4}}}
+	var once sync.Once
+	opts.testWait = func(k int) {
+		if k == first {
+			once.Do(func() { close(release) })
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sum, err, lines := runToLines(t, ctx, opts)
+	once.Do(func() { close(release) })
+	if err != nil || !sum.Complete || len(lines) != first+4 {
+		t.Fatalf("err %v summary %+v, %d lines", err, sum, len(lines))
+	}
+	s2.mu.Lock()
+	defer s2.mu.Unlock()
+	if len(s2.seen) != 4 {
+		t.Fatalf("target b received %d IDs, want 4", len(s2.seen))
+	}
+	if pc := sum.Pacing; pc == nil || pc.WarmConnections != first {
+		t.Fatalf("pacing %+v: want %d warm connections (all on target a)", sum.Pacing, first)
+	}
+}
