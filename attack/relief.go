@@ -2,7 +2,6 @@ package attack
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
@@ -107,32 +106,25 @@ func (r *relief) run(ctx context.Context) {
 	}
 }
 
-// sendOne claims ID k (intended at) and writes it on a parked connection;
-// false when no parked connection was free, or k was claimed but could not
-// be written (it is handed back).
+// sendOne claims ID k (intended at) and writes it on a parked connection
+// (sendDirect); false when no parked connection was free (k is left to the
+// dispatcher's job path), or k was claimed but could not be written (it is
+// handed back). Only an empty lot is seen before the claim: a worker that
+// goes in the meantime makes the ID go back.
 func (r *relief) sendOne(k int64, at time.Time) bool {
 	fr := r.fr
-	pl := fr.tmpls[fr.f.assign[k]].pool
-	var w *worker
-	select {
-	case w = <-pl.lot.ws:
-	default:
-		return false // every connection is busy: the dispatcher's job path sends k
+	lot := fr.tmpls[fr.f.assign[k]].pool.lot
+	if len(lot.ws) == 0 {
+		return false
 	}
 	if !fr.next.CompareAndSwap(k, k+1) {
-		pl.lot.ws <- w // never blocks: the channel holds every parked worker
-		return true    // the dispatcher took k
+		return true // the dispatcher took k
 	}
 	j := job{i: int(k), intended: at.UnixNano()}
-	if w.take(j) || fr.sendDirect(pl.lot, j) {
+	if fr.sendDirect(lot, j) {
 		r.sent++
 		return true
 	}
 	r.back <- j // the dispatcher receives until done
 	return false
-}
-
-// alarmState is shared by the alarm implementations.
-type alarmState struct {
-	halted atomic.Bool
 }

@@ -4,6 +4,7 @@ package attack
 
 import (
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -13,10 +14,10 @@ import (
 // relative): the waiting goroutine holds no P, and an idle P's thread,
 // blocked in epoll_wait(2), wakes when it expires.
 type alarm struct {
-	alarmState
-	fd  int
-	f   *os.File // pollable: the fd is non-blocking (os.NewFile)
-	buf [8]byte
+	halted atomic.Bool // set by interrupt
+	fd     int
+	f      *os.File // pollable: the fd is non-blocking (os.NewFile)
+	buf    [8]byte
 }
 
 func newAlarm() (*alarm, error) {

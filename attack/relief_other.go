@@ -8,7 +8,7 @@ import (
 )
 
 // alarm is Linux's timerfd(2) wait; elsewhere there is no relief.
-type alarm struct{ alarmState }
+type alarm struct{}
 
 func newAlarm() (*alarm, error)       { return nil, errors.New("no timerfd") }
 func (a *alarm) until(time.Time) bool { return false }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,11 +42,6 @@ const (
 	// maxLeftover is the most of a body a control path left unread that
 	// is read after its answer (net/http's server reads 256 KB).
 	maxLeftover = 256 << 10
-)
-
-var (
-	brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
-	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
 )
 
 // conn is one client connection of an endpoint.
@@ -133,16 +127,9 @@ func (ep *endpoint) serveConn(cn *conn) {
 	defer c.Close()
 	cn.remote = c.RemoteAddr().String()
 	cn.lr = io.LimitedReader{R: flushReader{cn}, N: math.MaxInt64}
-	cn.br = brPool.Get().(*bufio.Reader)
-	cn.br.Reset(&cn.lr)
-	cn.bw = bwPool.Get().(*bufio.Writer)
-	cn.bw.Reset(c)
-	defer func() {
-		cn.br.Reset(nil)
-		brPool.Put(cn.br)
-		cn.bw.Reset(nil)
-		bwPool.Put(cn.bw)
-	}()
+	var release func()
+	cn.br, cn.bw, release = h1.Buffers(&cn.lr, c)
+	defer release()
 	for {
 		if _, err := cn.br.Peek(1); err != nil {
 			return // closed or reset while idle
@@ -155,13 +142,13 @@ func (ep *endpoint) serveConn(cn *conn) {
 		if err != nil {
 			switch {
 			case limited:
-				_, _ = io.WriteString(cn.bw, "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				h1.CloseReply(cn.bw, http.StatusRequestHeaderFieldsTooLarge)
 			case unsupportedTE(err):
 				// RFC 9112 section 6.1: a transfer coding the server does
 				// not understand is answered 501, as net/http's server does.
-				_, _ = io.WriteString(cn.bw, "HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				h1.CloseReply(cn.bw, http.StatusNotImplemented)
 			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) && !isTimeout(err):
-				_, _ = io.WriteString(cn.bw, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				h1.CloseReply(cn.bw, http.StatusBadRequest)
 			}
 			if cn.bw.Flush() == nil && limited {
 				// The client is likely still writing its head: linger, so
@@ -174,13 +161,12 @@ func (ep *endpoint) serveConn(cn *conn) {
 		_ = c.SetReadDeadline(time.Time{})
 		if req.ProtoMajor != 1 {
 			// HTTP/0.x or 2.0 on this wire (as net/http's server answers).
-			_, _ = io.WriteString(cn.bw, "HTTP/1.1 505 HTTP Version Not Supported\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			h1.CloseReply(cn.bw, http.StatusHTTPVersionNotSupported)
 			_ = cn.bw.Flush()
 			return
 		}
 		if code := refused(req); code != 0 {
-			h1.StatusLine(cn.bw, code)
-			_, _ = io.WriteString(cn.bw, "Content-Length: 0\r\nConnection: close\r\n\r\n")
+			h1.CloseReply(cn.bw, code)
 			_ = cn.bw.Flush()
 			return
 		}

@@ -10,9 +10,11 @@ package h1
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -88,4 +90,32 @@ func ConnGone(err error) bool {
 	}
 	s := err.Error()
 	return strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe")
+}
+
+// CloseReply writes a bodiless answer that ends the connection: the status
+// line, "Content-Length: 0" and "Connection: close" (how net/http's server
+// answers a request it refuses before any handler).
+func CloseReply(w *bufio.Writer, code int) {
+	StatusLine(w, code)
+	_, _ = w.WriteString("Content-Length: 0\r\nConnection: close\r\n\r\n")
+}
+
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+// Buffers returns a connection's pooled 4 KB reader on r and writer on w;
+// release returns them to the pool (call it once the connection is done).
+func Buffers(r io.Reader, w io.Writer) (br *bufio.Reader, bw *bufio.Writer, release func()) {
+	br = readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	bw = writers.Get().(*bufio.Writer)
+	bw.Reset(w)
+	return br, bw, func() {
+		br.Reset(nil)
+		readers.Put(br)
+		bw.Reset(nil)
+		writers.Put(bw)
+	}
 }

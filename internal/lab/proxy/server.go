@@ -32,11 +32,7 @@ type dsConn struct {
 	limiter  *localLimiter
 }
 
-var (
-	brPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
-	bwPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
-	cpPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-)
+var cpPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func (p *Proxy) serve() {
 	defer close(p.served)
@@ -52,22 +48,15 @@ func (p *Proxy) serveConn(c net.Conn) {
 	if l := p.cfg.Local; l != nil && l.PerDownstreamConnection {
 		dc.limiter = newLocalLimiter(l, p.clock.Now())
 	}
-	dc.br = brPool.Get().(*bufio.Reader)
-	dc.br.Reset(c)
-	dc.bw = bwPool.Get().(*bufio.Writer)
-	dc.bw.Reset(c)
-	defer func() {
-		dc.br.Reset(nil)
-		brPool.Put(dc.br)
-		dc.bw.Reset(nil)
-		bwPool.Put(dc.bw)
-	}()
+	var release func()
+	dc.br, dc.bw, release = h1.Buffers(c, c)
+	defer release()
 	for {
 		req, err := http.ReadRequest(dc.br)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) {
 				// A malformed request: Envoy's codec answers 400 and closes.
-				_, _ = io.WriteString(dc.bw, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+				h1.CloseReply(dc.bw, http.StatusBadRequest)
 				_ = dc.bw.Flush()
 			}
 			return
