@@ -108,9 +108,19 @@ func agree(t *testing.T, lab, simulated *analyze.ScenarioReport, lag time.Durati
 }
 
 // TestLabUsers: on the lab (real sockets, the lab proxy's buckets), per-user
-// buckets admit at least 95% of B, C and D and one global bucket well under
-// half; the global bucket's starved finding is found (and expected), and
-// the simulation of the same plan agrees with the lab.
+// buckets admit at least 95% of B, C and D, and one global bucket admits
+// under half of their requests taken together; the global bucket's starved
+// finding is found (and expected), and the simulation of the same plan
+// agrees with the lab.
+//
+// The global bound is on B, C and D together, not on each: their requests
+// are due at the same instants as one of A's (every 50 ms), and which of
+// them the bucket sees first is the lab's timing, not the plan. Once A has
+// emptied the burst (about 0.4 s), the bucket refills 1 token per 10 ms and
+// A takes one every 3.3 ms, so at those instants it holds under 1⅓ tokens:
+// B, C and D get at most one between them. That is at most 24 of their
+// first 8 sends each plus 32 later, 56 of 120. One flow alone can win every
+// such instant (a loaded CI run gave D 20 of 40).
 func TestLabUsers(t *testing.T) {
 	p := labPlan(t, "users.yaml", 2*time.Second)
 	rep := runLab(t, p)
@@ -118,13 +128,22 @@ func TestLabUsers(t *testing.T) {
 		t.Fatalf("lab: %v", analyze.StatusLines(rep))
 	}
 	global, perUser := &rep.Scenarios[0], &rep.Scenarios[1]
+	for _, f := range global.Flows {
+		t.Logf("lab global %s: sent %d, admitted %d", f.Flow, f.Sent, f.Admitted)
+	}
+	var sent, admitted int
 	for _, u := range []string{"B", "C", "D"} {
-		if f := flow(t, global, u); f.AdmittedPct >= 50 || f.Sent != 40 {
+		f := flow(t, global, u)
+		if f.Sent != 40 || f.Admitted == f.Sent {
 			t.Errorf("lab global: %s %+v", u, f)
 		}
+		sent, admitted = sent+f.Sent, admitted+f.Admitted
 		if f := flow(t, perUser, u); f.AdmittedPct < 95 || f.Sent != 40 {
 			t.Errorf("lab per user: %s %+v", u, f)
 		}
+	}
+	if 2*admitted >= sent {
+		t.Errorf("lab global: B, C and D admitted %d of %d, want under half", admitted, sent)
 	}
 	if len(global.Starved) == 0 || len(perUser.Starved) != 0 {
 		t.Fatalf("starved: global %+v, per user %+v", global.Starved, perUser.Starved)
