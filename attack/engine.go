@@ -573,21 +573,48 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	w.finish(&a)
 }
 
-// writeRequest stamps a's send time, sets c's deadline from it (in the
-// past once the attack is aborted, so that the response read fails at
-// once) and writes b on c once: a.wn and a.werr are the write's result, and
-// a.writes counts it when a byte left. Every HTTP/1.1 send goes through it
-// (a worker's, a burst sender's, the dispatcher's direct send).
+// writeRequest stamps a's send time, writes b on c once (sendBytes) and
+// sets c's deadline from the send time (setDeadline): a.wn and a.werr are
+// the write's result, and a.writes counts it when a byte left. Every
+// HTTP/1.1 send goes through it or, for a burst, through sendBytes and then
+// setDeadline (a worker's, a burst sender's, the dispatcher's direct send).
 func (e *engine) writeRequest(a *attempt, c *hconn, b []byte) {
+	e.sendBytes(a, c, b)
+	e.setDeadline(a, c)
+}
+
+// sendBytes stamps a's send time and writes b on c: first in one raw
+// non-blocking write (rawWrite), then, if bytes are left, through c with
+// its deadline set (that write may wait for the peer). Once the attack is
+// aborted nothing is written raw, and the deadline is in the past, so c's
+// Write fails at once with not one byte left.
+func (e *engine) sendBytes(a *attempt, c *hconn, b []byte) {
 	a.sent = time.Now()
-	c.SetDeadline(a.sent.Add(e.timeout))
-	if e.abortCtx.Err() != nil {
-		c.SetDeadline(time.Unix(1, 0))
+	n := 0
+	if e.abortCtx.Err() == nil {
+		n = rawWrite(c, b)
 	}
-	a.wn, a.werr = c.Write(b)
-	if a.wn > 0 {
+	if n < len(b) {
+		e.setDeadline(a, c)
+		var m int
+		m, a.werr = c.Write(b[n:])
+		n += m
+	}
+	a.wn = n
+	if n > 0 {
 		a.writes++
 	}
+}
+
+// setDeadline sets c's deadline to a's send time plus the timeout, or in
+// the past once the attack is aborted, so that the response read fails at
+// once.
+func (e *engine) setDeadline(a *attempt, c *hconn) {
+	if e.abortCtx.Err() != nil {
+		c.SetDeadline(time.Unix(1, 0))
+		return
+	}
+	c.SetDeadline(a.sent.Add(e.timeout))
 }
 
 // finish reads the body of a's response, releases or closes its

@@ -113,8 +113,9 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // (HTTP/2: a stream slot on a warm connection) for its first ID (worker k
 // sends ID k first) and, for HTTP/1.1, blocks reading its response; after
 // the release GOMAXPROCS sender goroutines write all these first requests
-// back to back (no goroutine switch between two sends, and responses are
-// handled only once the Ps are free), HTTP/2 workers send theirs
+// back to back (no goroutine switch between two sends; each in one raw
+// write that keeps the sender's P, rawWrite; responses are handled only
+// once the Ps are free), HTTP/2 workers send theirs
 // themselves, and the workers go on to take the remaining IDs in order
 // until none are left (closed loop). A worker whose connection could not be
 // warmed sends its first request itself after the release. It returns the
@@ -197,19 +198,23 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 }
 
 // sendBurst writes the first request of each worker in ws on its warm
-// connection (or, when the attack does not proceed, wakes the worker).
+// connection, back to back with nothing else between two writes (the
+// deadlines are set and the workers told afterwards), and then wakes each
+// worker; when the attack does not proceed it only wakes them.
 func (e *engine) sendBurst(ws []*worker) {
+	if e.proceed {
+		for _, w := range ws {
+			a := w.burst
+			e.sendBytes(a, a.c, w.wbuf)
+			a.start = a.sent
+		}
+	}
 	for _, w := range ws {
 		a := w.burst
-		if !e.proceed {
-			a.c.SetDeadline(time.Unix(1, 0))
-			close(w.sentCh)
-			continue
-		}
-		e.writeRequest(a, a.c, w.wbuf)
-		a.start = a.sent
-		if a.werr != nil {
+		if !e.proceed || a.werr != nil {
 			a.c.SetDeadline(time.Unix(1, 0)) // wake the reader
+		} else {
+			e.setDeadline(a, a.c)
 		}
 		close(w.sentCh)
 	}

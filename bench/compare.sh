@@ -26,7 +26,10 @@
 #                   pacing error of a zero-cost sleeper on the same schedule
 #                   (measure floor), the machine's own floor
 #   burst<N>        N IDs all at once, fresh CLI process: spread_ms (first to
-#                   last send of attack.json; vegeta: of Result.Timestamp)
+#                   last send of attack.json; vegeta: of Result.Timestamp);
+#                   tool burst-floor: the spread of a zero-cost sender's
+#                   writes on warm connections (measure burstfloor), the
+#                   machine's own floor
 #   mem1M           1 M IDs, --concurrency 50, against nginx: b_per_id
 #                   ((maxrss(1M) - maxrss(10k)) / 990k) and rss_mb
 set -euo pipefail
@@ -172,6 +175,10 @@ want burst && for n in 20 200 2000; do
 		done
 		"$m" vegeta -burst -n "$n" "$backend/" >"$work/s.json"
 		rec "burst$n" vegeta-lib spread_ms "$(awk -v s="$("$m" get "$work/s.json" spread_ns)" 'BEGIN { printf "%.4f", s/1e6 }')"
+		# The machine's floor in the same run: a zero-cost sender's writes
+		# on warm connections to the same backend (measure burstfloor).
+		"$m" burstfloor -n "$n" "$backend/" >"$work/s.json"
+		rec "burst$n" burst-floor spread_ms "$(awk -v s="$("$m" get "$work/s.json" spread_ns)" 'BEGIN { printf "%.4f", s/1e6 }')"
 	done
 	stop_backend
 done

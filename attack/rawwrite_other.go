@@ -1,0 +1,7 @@
+//go:build !linux
+
+package attack
+
+// rawWrite writes nothing here: every byte goes through the connection's
+// Write (rawwrite_linux.go has the raw system call).
+func rawWrite(*hconn, []byte) int { return 0 }
