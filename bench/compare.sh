@@ -24,7 +24,8 @@
 #                   (not sent / dial errors), pacing_p99_us, ok_runs (1 when
 #                   >= 19,800/s with no local error); tool sleep-floor: the
 #                   pacing error of a zero-cost sleeper on the same schedule
-#                   (measure floor), the machine's own floor
+#                   (measure floor), the machine's own floor; steal_ms: the
+#                   CPU time the hypervisor took during the run (/proc/stat)
 #   burst<N>        N IDs all at once, fresh CLI process: spread_ms (first to
 #                   last send of attack.json; vegeta: of Result.Timestamp);
 #                   tool burst-floor: the spread of a zero-cost sender's
@@ -186,10 +187,17 @@ done
 # --- 3. fixed rate: 20,000/s for 5 s, default flags ------------------------
 # rate20k: against the rlbench backend (fresh per run), rate20k:nginx: the
 # lighter nginx, where the server's own CPU matters less.
+# steal_ticks is the CPU time the hypervisor took from this virtual
+# machine so far (/proc/stat, all CPUs, in clock ticks): a run's share of it
+# shows the wake-ups the machine made late, whoever was waiting.
+steal_ticks() { awk '/^cpu / { print $9 }' /proc/stat; }
+tick_ms=$(awk -v h="$(getconf CLK_TCK)" 'BEGIN { print 1000/h }')
 raterun() {
-	local g=$1 t=$2 url=$3
+	local g=$1 t=$2 url=$3 st
 	rm -rf "$work/ev"
+	st=$(steal_ticks)
 	"$m" run "$work/m.json" -- "$(bin_of "$t")" attack --target b="$url" --ids 100000 --rate 20000/1s --out "$work/ev" 2>/dev/null || true
+	rec "$g" "$t" steal_ms "$(awk -v a="$st" -v b="$(steal_ticks)" -v k="$tick_ms" 'BEGIN { print (b-a)*k }')"
 	"$m" jsonl "$work/ev" 20000 >"$work/s.json"
 	ach=$("$m" get "$work/s.json" achieved_per_sec); loc=$("$m" get "$work/s.json" local_errors)
 	rec "$g" "$t" achieved_per_sec "$ach"
@@ -208,7 +216,9 @@ want rate && for rep in $(seq "$RATE_RUNS"); do
 	done
 	# The machine's floor in the same run: a zero-cost sleeper on the same
 	# schedule, nothing else running (measure floor).
+	st=$(steal_ticks)
 	"$m" floor -rate 20000 -duration 5s >"$work/s.json"
+	rec rate20k sleep-floor steal_ms "$(awk -v a="$st" -v b="$(steal_ticks)" -v k="$tick_ms" 'BEGIN { print (b-a)*k }')"
 	rec rate20k sleep-floor pacing_p99_us "$(awk -v p="$("$m" get "$work/s.json" pacing_p99_ns)" 'BEGIN { printf "%.1f", p/1e3 }')"
 	rec rate20k sleep-floor pacing_p999_us "$(awk -v p="$("$m" get "$work/s.json" pacing_p999_ns)" 'BEGIN { printf "%.1f", p/1e3 }')"
 done

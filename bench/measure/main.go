@@ -394,6 +394,12 @@ func table(args []string) error {
 			check(int(ok) == n, ok, "%s, 20,000/s for 5 s, default flags: %.0f of %d runs >= 19,800/s with no local error (all)", g, ok, n)
 			check(slices.Max(p99) <= 1000, median(p99), "%s: pacing-error p99 median %.0f us, worst run %.0f us (<= 1000 us; zero-cost sleeper median %.0f us, worst %.0f us)",
 				g, median(p99), slices.Max(p99), med("rate20k", "pacing_p99_us", "sleep-floor"), worst(vals[gk{"rate20k", "pacing_p99_us"}]["sleep-floor"]))
+			steal := vals[gk{g, "steal_ms"}]["rlbench-after"]
+			for k, v := range p99 {
+				if v > 1000 && k < len(steal) {
+					fmt.Printf("          run %d: p99 %.0f us, the hypervisor took %.0f ms of CPU during it (median run %.0f ms)\n", k+1, v, steal[k], median(steal))
+				}
+			}
 		}
 	}
 	a := med("mem1M", "b_per_id", "rlbench-after")
