@@ -68,7 +68,7 @@ scenarios:
     expect: {admitted: 26}
 `, Options{Live: live})
 	// The live progress hook saw the attack, and its counters ended exact.
-	if len(labels) != 1 || labels[0] != "  attack attack" || stopped != 1 {
+	if len(labels) != 1 || labels[0] != "  attack" || stopped != 1 {
 		t.Fatalf("live labels %q, stopped %d", labels, stopped)
 	}
 	if s := progs[0].Snapshot(); !s.Done || s.Total != 26 || s.Answered != 26 {
@@ -126,6 +126,16 @@ func TestParsePlanFlowErrors(t *testing.T) {
 	} {
 		if _, err := ParsePlan("p.yaml", []byte(y)); err == nil || !strings.HasPrefix(err.Error(), "p.yaml: ") {
 			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+}
+
+// TestAttackLabel: a scenario's single attack is "attack" in the progress
+// lines (not "attack attack"), a named step keeps its name.
+func TestAttackLabel(t *testing.T) {
+	for name, want := range map[string]string{"attack": "  attack", "": "  attack", "burst": "  attack burst"} {
+		if got := attackLabel(Step{Name: name}); got != want {
+			t.Errorf("attackLabel(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

@@ -314,7 +314,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			agg.Error = err.Error()
 			break
 		}
-		fmt.Fprintf(r.progress, "  attack %s: %d sent, codes %s\n", st.Name, sum.Sent, human.Codes(sum.CodesByTarget, sum.NotSent))
+		fmt.Fprintf(r.progress, "%s: %d sent, codes %s\n", attackLabel(st), sum.Sent, human.Codes(sum.CodesByTarget, sum.NotSent))
 	}
 	if err := reqs.Close(); err != nil {
 		agg.Complete, agg.Error = false, err.Error()
@@ -528,7 +528,7 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, o
 	}
 	stop := func() {}
 	if r.live != nil {
-		stop = r.live("  attack "+st.Name, opts.Progress)
+		stop = r.live(attackLabel(st), opts.Progress)
 	}
 	defer stop()
 	return attack.Run(ctx, opts, w)
@@ -676,4 +676,14 @@ func (fw *faultWindows) closeAll() {
 		win.timer.Stop()
 		win.end()
 	}
+}
+
+// attackLabel names an attack step in the progress lines: "  attack" for a
+// scenario's single attack (the step plan.go names "attack"), "  attack
+// NAME" for a named step.
+func attackLabel(st Step) string {
+	if st.Name == "" || st.Name == "attack" {
+		return "  attack"
+	}
+	return "  attack " + st.Name
 }
