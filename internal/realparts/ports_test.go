@@ -70,7 +70,7 @@ func startHelper(t *testing.T, mode string, env ...string) *exec.Cmd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr(syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

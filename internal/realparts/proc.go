@@ -45,7 +45,7 @@ func startProcDeathSig(bin string, args, env []string, dir, logPath string, deat
 	cmd.Dir = dir
 	cmd.Stdout = f
 	cmd.Stderr = f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: deathSig}
+	cmd.SysProcAttr = procAttr(deathSig)
 	if err := cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("realparts: start %s: %w", bin, err)
