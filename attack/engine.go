@@ -585,17 +585,19 @@ func (e *engine) writeRequest(a *attempt, c *hconn, b []byte) {
 
 // sendBytes stamps a's send time and writes b on c: first in one raw
 // non-blocking write (rawWrite), then, if bytes are left, through c with
-// its deadline set (that write may wait for the peer); a.wn and a.werr are
-// the result, whatever an earlier try left there. Once the attack is
-// aborted nothing is written raw, and the deadline is in the past, so c's
-// Write fails at once with not one byte left.
+// its deadline set (that write may wait for the peer). a.wn and a.werr are
+// the result, whatever an earlier try left there; when the kernel refused
+// the raw write with an error (a reset connection, say), a.werr is that
+// error and nothing more is written. Once the attack is aborted nothing is
+// written raw, and the deadline is in the past, so c's Write fails at once
+// with not one byte left.
 func (e *engine) sendBytes(a *attempt, c *hconn, b []byte) {
 	a.sent = time.Now()
 	n, err := 0, error(nil)
 	if e.abortCtx.Err() == nil {
-		n = rawWrite(c, b)
+		n, err = rawWrite(c, b)
 	}
-	if n < len(b) {
+	if err == nil && n < len(b) {
 		e.setDeadline(a, c)
 		var m int
 		m, err = c.Write(b[n:])

@@ -1,6 +1,8 @@
 package attack
 
 import (
+	"net"
+	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -10,22 +12,35 @@ import (
 // system call, which keeps the goroutine's P: the runtime's syscall state is
 // not entered, so the scheduler cannot hand the P to another goroutine (a
 // response reader, say) while the kernel copies the bytes, and the sender
-// never waits to get a P back afterwards. It returns how many bytes left (0
-// for TLS connections, a closed connection, a full send buffer, or an error:
-// the caller writes the rest through c, which then reports the error). The
-// socket is non-blocking (the runtime's netpoller opens it so), so the call
-// never sleeps in the kernel.
-func rawWrite(c *hconn, b []byte) int {
+// never waits to get a P back afterwards. The socket is non-blocking (the
+// runtime's netpoller opens it so), so the call never sleeps in the kernel.
+//
+// It returns how many bytes left: 0 for TLS connections (the bytes would
+// bypass the record layer), a closed connection or one whose deadline has
+// passed (the poller refuses the call), a full send buffer (EAGAIN) or an
+// interrupted call (EINTR); the caller writes the rest through c, which
+// waits or reports the error. Any other errno is returned as c's Write
+// would have reported it (a *net.OpError around the *os.SyscallError): the
+// caller must not write again, as a second write(2) would report EPIPE
+// instead (the kernel clears the socket's error, ECONNRESET say, when it
+// reports it once).
+func rawWrite(c *hconn, b []byte) (int, error) {
 	if c.isTLS || c.raw == nil || len(b) == 0 {
-		return 0
+		return 0, nil
 	}
 	n := 0
+	var errno unix.Errno
 	_ = c.raw.Write(func(fd uintptr) bool {
-		r, _, errno := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		if errno == 0 {
+		r, _, en := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if en == 0 {
 			n = int(r)
 		}
+		errno = en
 		return true
 	})
-	return n
+	if errno == 0 || errno == unix.EAGAIN || errno == unix.EINTR {
+		return n, nil
+	}
+	la := c.LocalAddr()
+	return 0, &net.OpError{Op: "write", Net: la.Network(), Source: la, Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", errno)}
 }

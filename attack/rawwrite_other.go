@@ -4,4 +4,4 @@ package attack
 
 // rawWrite writes nothing here: every byte goes through the connection's
 // Write (rawwrite_linux.go has the raw system call).
-func rawWrite(*hconn, []byte) int { return 0 }
+func rawWrite(*hconn, []byte) (int, error) { return 0, nil }

@@ -50,8 +50,8 @@ func TestSendBytes(t *testing.T) {
 
 	c, peer := tcpPair(t)
 	small := []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	if n := rawWrite(c, small); linux && n != len(small) || !linux && n != 0 {
-		t.Fatalf("rawWrite of %d bytes: %d", len(small), n)
+	if n, err := rawWrite(c, small); err != nil || linux && n != len(small) || !linux && n != 0 {
+		t.Fatalf("rawWrite of %d bytes: %d, %v", len(small), n, err)
 	}
 	if !linux {
 		c.Write(small)
@@ -67,12 +67,12 @@ func TestSendBytes(t *testing.T) {
 		big[i] = byte(i * 7)
 	}
 	if linux {
-		n := rawWrite(c, big)
-		if n <= 0 || n >= len(big) {
-			t.Fatalf("rawWrite of %d bytes to a peer not reading: %d (want a part)", len(big), n)
+		n, err := rawWrite(c, big)
+		if n <= 0 || n >= len(big) || err != nil {
+			t.Fatalf("rawWrite of %d bytes to a peer not reading: %d, %v (want a part)", len(big), n, err)
 		}
-		if m := rawWrite(c, big[n:]); m != 0 {
-			t.Fatalf("rawWrite into a full send buffer: %d", m)
+		if m, err := rawWrite(c, big[n:]); m != 0 || err != nil {
+			t.Fatalf("rawWrite into a full send buffer: %d, %v (want 0, nil: EAGAIN)", m, err)
 		}
 		// Read what came, then check sendBytes sends everything once.
 		if _, err := io.CopyN(io.Discard, peer, int64(n)); err != nil {
@@ -96,8 +96,8 @@ func TestSendBytes(t *testing.T) {
 
 	// TLS: nothing raw (the bytes would bypass the record layer).
 	c.isTLS = true
-	if n := rawWrite(c, small); n != 0 {
-		t.Fatalf("rawWrite on a TLS connection: %d", n)
+	if n, err := rawWrite(c, small); n != 0 || err != nil {
+		t.Fatalf("rawWrite on a TLS connection: %d, %v", n, err)
 	}
 	c.isTLS = false
 
@@ -117,8 +117,8 @@ func TestSendBytes(t *testing.T) {
 
 	// Closed: nothing raw; the Write reports the close.
 	c.Conn.Close()
-	if n := rawWrite(c, small); n != 0 {
-		t.Fatalf("rawWrite on a closed connection: %d", n)
+	if n, err := rawWrite(c, small); n != 0 || err != nil {
+		t.Fatalf("rawWrite on a closed connection: %d, %v (want 0, nil: the Write reports the close)", n, err)
 	}
 	a = &attempt{}
 	e.sendBytes(a, c, small)

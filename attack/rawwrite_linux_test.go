@@ -1,0 +1,58 @@
+package attack
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// waitTCPClosed waits until c's socket is in TCP_CLOSE (a reset from the
+// peer has arrived), polling its TCP_INFO.
+func waitTCPClosed(t *testing.T, c *hconn) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		var state uint8
+		if err := c.raw.Control(func(fd uintptr) {
+			if ti, err := unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO); err == nil {
+				state = ti.State
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if state == 7 { // TCP_CLOSE (include/net/tcp_states.h)
+			return
+		}
+	}
+	t.Fatal("the peer's reset did not arrive")
+}
+
+// TestSendBytesReset: a request written on a connection the server has
+// reset reports the reset ("connection reset by peer", as a plain Write
+// would), not the "broken pipe" of a second write(2) after the raw one
+// consumed the socket's error, and counts not one byte.
+func TestSendBytesReset(t *testing.T) {
+	e := &engine{abortCtx: context.Background(), timeout: 5 * time.Second}
+	c, peer := tcpPair(t)
+	if err := peer.(*net.TCPConn).SetLinger(0); err != nil { // close sends a RST
+		t.Fatal(err)
+	}
+	peer.Close()
+	waitTCPClosed(t, c)
+	a := &attempt{}
+	e.sendBytes(a, c, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if a.wn != 0 || a.writes != 0 || !errors.Is(a.werr, syscall.ECONNRESET) {
+		t.Fatalf("wn %d writes %d werr %v (want ECONNRESET)", a.wn, a.writes, a.werr)
+	}
+	// The error reads as net.Conn.Write's would: op, addresses, errno.
+	var oe *net.OpError
+	if !errors.As(a.werr, &oe) || oe.Op != "write" || oe.Net != "tcp" || oe.Addr == nil ||
+		!strings.HasSuffix(a.werr.Error(), "write: connection reset by peer") || !strings.Contains(a.werr.Error(), c.RemoteAddr().String()) {
+		t.Fatalf("error %q (%T)", a.werr, a.werr)
+	}
+}
