@@ -611,13 +611,14 @@ func (e *engine) sendBytes(a *attempt, c *hconn, b []byte) {
 
 // setDeadline sets c's deadline to a's send time plus the timeout, or in
 // the past once the attack is aborted, so that the response read fails at
-// once.
+// once. The abort is checked after the deadline is set, not before: an
+// abort (abortAll) between a check and the set would have its past
+// deadline overwritten, and the read would wait for the timeout.
 func (e *engine) setDeadline(a *attempt, c *hconn) {
+	c.SetDeadline(a.sent.Add(e.timeout))
 	if e.abortCtx.Err() != nil {
 		c.SetDeadline(time.Unix(1, 0))
-		return
 	}
-	c.SetDeadline(a.sent.Add(e.timeout))
 }
 
 // finish reads the body of a's response, releases or closes its
