@@ -573,40 +573,52 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	w.finish(&a)
 }
 
-// writeRequest stamps a's send time, writes b on c once (sendBytes) and
-// sets c's deadline from the send time (setDeadline): a.wn and a.werr are
-// the write's result, and a.writes counts it when a byte left. Every
-// HTTP/1.1 send goes through it or, for a burst, through sendBytes and then
-// setDeadline (a worker's, a burst sender's, the dispatcher's direct send).
+// writeRequest stamps a's send time, writes b on c once (one raw write,
+// sendRaw, then through c what it left, sendRest) and sets c's deadline
+// from the send time (setDeadline): a.wn and a.werr are the write's
+// result, and a.writes counts it when a byte left. Every HTTP/1.1 send
+// goes through it (a worker's, the dispatcher's direct send) or, for a
+// burst sender, through the same three steps (sendBurst).
 func (e *engine) writeRequest(a *attempt, c *hconn, b []byte) {
-	e.sendBytes(a, c, b)
+	if !e.sendRaw(a, c, b) {
+		e.sendRest(a, c, b)
+	}
 	e.setDeadline(a, c)
 }
 
-// sendBytes stamps a's send time and writes b on c: first in one raw
-// non-blocking write (rawWrite), then, if bytes are left, through c with
-// its deadline set (that write may wait for the peer). a.wn and a.werr are
-// the result, whatever an earlier try left there; when the kernel refused
-// the raw write with an error (a reset connection, say), a.werr is that
-// error and nothing more is written. Once the attack is aborted nothing is
-// written raw, and the deadline is in the past, so c's Write fails at once
-// with not one byte left.
-func (e *engine) sendBytes(a *attempt, c *hconn, b []byte) {
+// sendRaw stamps a's send time and, unless the attack is aborted, writes b
+// on c in one raw non-blocking write (rawWrite); a.wn and a.werr are its
+// result, whatever an earlier try left there. It reports whether the send
+// is over: every byte written, or an error from the kernel (a reset
+// connection, say), after which nothing more is written.
+func (e *engine) sendRaw(a *attempt, c *hconn, b []byte) bool {
 	a.sent = time.Now()
-	n, err := 0, error(nil)
+	a.wn, a.werr = 0, nil
 	if e.abortCtx.Err() == nil {
-		n, err = rawWrite(c, b)
+		a.wn, a.werr = rawWrite(c, b)
 	}
-	if err == nil && n < len(b) {
-		e.setDeadline(a, c)
-		var m int
-		m, err = c.Write(b[n:])
-		n += m
-	}
-	a.wn, a.werr = n, err
-	if n > 0 {
+	if a.wn > 0 {
 		a.writes++
 	}
+	return a.werr != nil || a.wn == len(b)
+}
+
+// sendRest writes what sendRaw left of b through c, its deadline set first
+// (the write may wait for the peer to read); when the raw write took
+// nothing, the send begins here, and a's send time is stamped again. Once
+// the attack is aborted the deadline is in the past, so the Write fails at
+// once with not one more byte written.
+func (e *engine) sendRest(a *attempt, c *hconn, b []byte) {
+	if a.wn == 0 {
+		a.sent = time.Now()
+	}
+	e.setDeadline(a, c)
+	m, err := c.Write(b[a.wn:])
+	if a.wn == 0 && m > 0 {
+		a.writes++
+	}
+	a.wn += m
+	a.werr = err
 }
 
 // setDeadline sets c's deadline to a's send time plus the timeout, or in

@@ -1,16 +1,24 @@
 package attack
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // staleConn is a connection the server has reset after its first request:
@@ -127,5 +135,78 @@ func TestSetDeadlineRacingAbort(t *testing.T) {
 				t.Fatalf("read after the abort: %v", err)
 			}
 		})
+	}
+}
+
+// lineWatcher is an evidence sink that counts the lines whose URL ends
+// with suffix and closes reached once want of them were written.
+type lineWatcher struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	suffix  string
+	want, n int
+	reached chan struct{}
+}
+
+func (lw *lineWatcher) Write(b []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.buf.Write(b)
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var r evidence.Request
+		if json.Unmarshal(line, &r) == nil && strings.HasSuffix(r.URL, lw.suffix) {
+			if lw.n++; lw.n == lw.want {
+				close(lw.reached)
+			}
+		}
+	}
+	return len(b), nil
+}
+
+// TestBurstWakesBeforeLongWrite: a burst sender whose next request is
+// longer than the socket can take at once (a body the server reads only
+// later) wakes the workers whose requests it has written before it waits
+// on that write: their responses are read and recorded meanwhile, not
+// after the long write (which would add its wait to their latency, and
+// here would never end: the server reads the long bodies only once the
+// short requests' lines are written). Each sender's share of the burst is
+// [short, long] (ID k is template k mod 2, GOMAXPROCS senders).
+func TestBurstWakesBeforeLongWrite(t *testing.T) {
+	p := runtime.GOMAXPROCS(0)
+	n := 2 * p
+	big := bytes.Repeat([]byte("x"), 16<<20) // beyond tcp_wmem's and tcp_rmem's sizes
+	lw := &lineWatcher{suffix: "/short", want: p, reached: make(chan struct{})}
+	var stuck atomic.Bool
+	s, url := newRawIDServer(t, func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+		if req.URL.Path == "/long" {
+			select {
+			case <-lw.reached:
+			case <-time.After(10 * time.Second): // a guard against the hang, not a synchronisation
+				stuck.Store(true)
+			}
+		}
+		drain(req)
+		io.WriteString(c, okResp(id, ""))
+		return true
+	})
+	opts := Options{Targets: []Target{{URL: url}}, CaptureHeaders: []string{echoHeader}, Timeout: time.Minute,
+		Flows: []Flow{{Name: "f", IDs: IDs(n, "wk"), Requests: []RequestTemplate{{Path: "/short"}, {Method: http.MethodPost, Path: "/long", Body: big}}}}}
+	w := evidence.NewSyncWriter(lw)
+	sum, err := Run(context.Background(), opts, w)
+	if cerr := w.Close(); err != nil || cerr != nil {
+		t.Fatalf("run: %v, %v", err, cerr)
+	}
+	var lines []evidence.Request
+	if err := evidence.ReadLines(&lw.buf, "requests.jsonl", func(_ int, r *evidence.Request) error {
+		lines = append(lines, *r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if codes := checkLines(t, opts.Flows[0].IDs, sum, lines, s); codes[200] != n || sum.Burst == nil || sum.Burst.WarmConnections != n {
+		t.Fatalf("codes %v burst %+v", codes, sum.Burst)
+	}
+	if stuck.Load() {
+		t.Fatal("the short requests' workers were woken only after the long writes")
 	}
 }

@@ -45,7 +45,7 @@ func TestSendBytesReset(t *testing.T) {
 	peer.Close()
 	waitTCPClosed(t, c)
 	a := &attempt{}
-	e.sendBytes(a, c, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	e.writeRequest(a, c, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
 	if a.wn != 0 || a.writes != 0 || !errors.Is(a.werr, syscall.ECONNRESET) {
 		t.Fatalf("wn %d writes %d werr %v (want ECONNRESET)", a.wn, a.writes, a.werr)
 	}

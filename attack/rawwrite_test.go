@@ -74,7 +74,7 @@ func TestSendBytes(t *testing.T) {
 		if m, err := rawWrite(c, big[n:]); m != 0 || err != nil {
 			t.Fatalf("rawWrite into a full send buffer: %d, %v (want 0, nil: EAGAIN)", m, err)
 		}
-		// Read what came, then check sendBytes sends everything once.
+		// Read what came, then check writeRequest sends everything once.
 		if _, err := io.CopyN(io.Discard, peer, int64(n)); err != nil {
 			t.Fatal(err)
 		}
@@ -86,9 +86,9 @@ func TestSendBytes(t *testing.T) {
 		sum <- [32]byte(h.Sum(nil))
 	}()
 	a := &attempt{}
-	e.sendBytes(a, c, big)
+	e.writeRequest(a, c, big)
 	if a.wn != len(big) || a.werr != nil || a.writes != 1 {
-		t.Fatalf("sendBytes: wn %d werr %v writes %d", a.wn, a.werr, a.writes)
+		t.Fatalf("writeRequest: wn %d werr %v writes %d", a.wn, a.werr, a.writes)
 	}
 	if <-sum != sha256.Sum256(big) {
 		t.Fatal("the peer received other bytes than were sent")
@@ -106,9 +106,9 @@ func TestSendBytes(t *testing.T) {
 	cancel()
 	ea := &engine{abortCtx: ctx, timeout: 5 * time.Second}
 	a = &attempt{}
-	ea.sendBytes(a, c, small)
+	ea.writeRequest(a, c, small)
 	if a.wn != 0 || a.werr == nil || a.writes != 0 {
-		t.Fatalf("aborted sendBytes: wn %d werr %v writes %d", a.wn, a.werr, a.writes)
+		t.Fatalf("aborted writeRequest: wn %d werr %v writes %d", a.wn, a.werr, a.writes)
 	}
 	peer.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	if n, _ := peer.Read(got); n != 0 {
@@ -121,9 +121,9 @@ func TestSendBytes(t *testing.T) {
 		t.Fatalf("rawWrite on a closed connection: %d, %v (want 0, nil: the Write reports the close)", n, err)
 	}
 	a = &attempt{}
-	e.sendBytes(a, c, small)
+	e.writeRequest(a, c, small)
 	if a.wn != 0 || a.werr == nil {
-		t.Fatalf("sendBytes on a closed connection: wn %d werr %v", a.wn, a.werr)
+		t.Fatalf("writeRequest on a closed connection: wn %d werr %v", a.wn, a.werr)
 	}
 }
 
