@@ -590,7 +590,7 @@ func TestRunInterruptCancelsInFlight(t *testing.T) {
 		t.Fatalf("summary %+v, %d lines", sum, len(lines))
 	}
 	for _, l := range lines {
-		if l.Code != 0 || l.Error == "" {
+		if l.Code != 0 || !strings.Contains(l.Error, "aborted: the attack was interrupted and its interrupt grace ended") {
 			t.Errorf("%s: code %d error %q", l.ID, l.Code, l.Error)
 		}
 	}

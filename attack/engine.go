@@ -716,16 +716,20 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 	w.attempted++
 	if a.notSent {
 		a.sent = a.start
+	}
+	// A deadline that passed before the timeout was abortAll's.
+	aborted := e.abortCtx.Err() != nil && end.Sub(a.sent) < e.timeout
+	if a.notSent {
 		r.NotSent = true
 		r.Code = 0
-		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
+		r.Error = requestError(r.Method, r.URL, a.err, e.timeout, aborted)
 		w.notSent++
 		if w.firstNotSent == "" {
 			w.firstNotSent = r.Error
 		}
 	} else if a.err != nil {
 		r.Code = 0
-		r.Error = requestError(r.Method, r.URL, a.err, e.timeout)
+		r.Error = requestError(r.Method, r.URL, a.err, e.timeout, aborted)
 	} else if r.Code < 200 || r.Code >= 400 {
 		if a.fast {
 			r.Error = w.statusText(w.fast.status)
@@ -926,11 +930,17 @@ func lowerKey(k string) string {
 }
 
 // requestError formats a transport error like net/http does (a *url.Error:
-// `Get "URL": ...`), naming a timeout as such.
-func requestError(method, u string, err error, timeout time.Duration) string {
+// `Get "URL": ...`), naming a timeout as such, or, when aborted (the
+// attack was interrupted and its InterruptGrace ended before the timeout:
+// abortAll's deadline in the past), the abort.
+func requestError(method, u string, err error, timeout time.Duration, aborted bool) string {
 	op := method[:1] + strings.ToLower(method[1:])
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("timeout after %s (%w)", timeout, err)
+		if aborted {
+			err = fmt.Errorf("aborted: the attack was interrupted and its interrupt grace ended (%w)", err)
+		} else {
+			err = fmt.Errorf("timeout after %s (%w)", timeout, err)
+		}
 	}
 	return (&url.Error{Op: op, URL: u, Err: err}).Error()
 }

@@ -210,3 +210,70 @@ func TestBurstWakesBeforeLongWrite(t *testing.T) {
 		t.Fatal("the short requests' workers were woken only after the long writes")
 	}
 }
+
+// TestBurstLargeBodiesAborted: an attack aborted (interrupted, then its
+// InterruptGrace over) while its burst senders wait on long bodies the
+// server never reads: the attack ends at once; each request with some
+// bytes written has one line as sent with an error (never resent), and
+// every request its sender had not begun is NotSent, none of its bytes
+// reaching the server; their errors name the abort, not a timeout.
+func TestBurstLargeBodiesAborted(t *testing.T) {
+	p := runtime.GOMAXPROCS(0)
+	n := 3 * p // each sender: one long write that waits, two not begun
+	big := bytes.Repeat([]byte("y"), 16<<20)
+	quit := make(chan struct{})
+	defer close(quit)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var heads atomic.Int32
+	s, url := newRawIDServer(t, func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+		if int(heads.Add(1)) == p {
+			cancel() // every sender waits on its first write
+		}
+		<-quit // never reads the body
+		return false
+	})
+	opts := Options{IDs: IDs(n, "ab"), Targets: []Target{{URL: url}}, Method: http.MethodPost, Body: big,
+		Timeout: time.Minute, InterruptGrace: 50 * time.Millisecond}
+	began := time.Now()
+	guard, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	go func() {
+		<-guard.Done()
+		cancel()
+	}()
+	sum, err, lines := runToLines(t, ctx, opts)
+	if took := time.Since(began); err != nil || took > 20*time.Second || guard.Err() != nil {
+		t.Fatalf("err %v, took %s", err, took)
+	}
+	if !sum.Interrupted || sum.Complete || sum.Resent != 0 || len(lines) != n {
+		t.Fatalf("summary %+v, %d lines", sum, len(lines))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sent := 0
+	for _, l := range lines {
+		switch {
+		case l.Code != 0 || l.Error == "":
+			t.Errorf("%s: code %d error %q", l.ID, l.Code, l.Error)
+		case l.NotSent:
+			if s.seen[l.ID] != 0 {
+				t.Errorf("%s: not sent, but the server read its head", l.ID)
+			}
+		default:
+			sent++
+			if s.seen[l.ID] != 1 {
+				t.Errorf("%s: sent, the server read its head %d times", l.ID, s.seen[l.ID])
+			}
+		}
+	}
+	for _, l := range lines {
+		// Not "timeout after 1m0s": the abort's deadline is not the timeout.
+		if !strings.Contains(l.Error, "aborted: the attack was interrupted") || strings.Contains(l.Error, "timeout after") {
+			t.Errorf("%s: error %q", l.ID, l.Error)
+		}
+	}
+	if sent != p || sum.NotSent != n-p {
+		t.Fatalf("%d sent, %d not sent (want %d, %d)", sent, sum.NotSent, p, n-p)
+	}
+}
