@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -275,5 +278,62 @@ func TestBurstLargeBodiesAborted(t *testing.T) {
 	}
 	if sent != p || sum.NotSent != n-p {
 		t.Fatalf("%d sent, %d not sent (want %d, %d)", sent, sum.NotSent, p, n-p)
+	}
+}
+
+// TestPacedBodiesWhole: a paced flow whose request templates have bodies
+// from one byte to far more than a socket takes at once (job-worker sends:
+// the raw write takes a part, the connection the rest), on two targets:
+// every body reaches the server whole, in order and once, under its own
+// ID and template.
+func TestPacedBodiesWhole(t *testing.T) {
+	bodies := [][]byte{[]byte("1"), bytes.Repeat([]byte("0123456789"), 600), make([]byte, 8<<20)}
+	for i := range bodies[2] {
+		bodies[2][i] = byte(i * 31 >> 3)
+	}
+	var mu sync.Mutex
+	bad := map[string]string{}
+	check := func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+		got, err := io.ReadAll(req.Body)
+		k := 0
+		fmt.Sscan(strings.TrimPrefix(req.URL.Path, "/b"), &k)
+		if err != nil || k < 0 || k >= len(bodies) || !bytes.Equal(got, bodies[k]) {
+			mu.Lock()
+			bad[id] = fmt.Sprintf("path %s: %d bytes, %v", req.URL.Path, len(got), err)
+			mu.Unlock()
+		}
+		io.WriteString(c, okResp(id, ""))
+		return true
+	}
+	s1, url1 := newRawIDServer(t, check)
+	s2, url2 := newRawIDServer(t, check)
+	var tmpls []RequestTemplate
+	for k, b := range bodies {
+		tmpls = append(tmpls, RequestTemplate{Target: []string{"one", "two"}[k%2], Method: http.MethodPut, Path: fmt.Sprintf("/b%d", k), Body: b})
+	}
+	const n = 24
+	opts := Options{Targets: []Target{{Name: "one", URL: url1}, {Name: "two", URL: url2}}, CaptureHeaders: []string{echoHeader}, Timeout: 20 * time.Second,
+		Flows: []Flow{{Name: "bodies", IDs: IDs(n, "pb"), Rate: vegeta.Rate{Freq: 100, Per: time.Second}, Requests: tmpls}}}
+	sum, err, lines := runGuarded(t, opts, time.Minute)
+	if err != nil || !sum.Complete || sum.Pacing == nil || sum.Pacing.DirectSends != 0 {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	checkLines(t, opts.Flows[0].IDs, sum, lines, nil)
+	for _, l := range lines {
+		if l.Code != 200 {
+			t.Errorf("%s: code %d %s", l.ID, l.Code, l.Error)
+		}
+		s := s1
+		if l.Target == "two" {
+			s = s2
+		}
+		s.mu.Lock()
+		if s.seen[l.ID] != 1 {
+			t.Errorf("%s: received %d times by %s", l.ID, s.seen[l.ID], l.Target)
+		}
+		s.mu.Unlock()
+	}
+	for id, why := range bad {
+		t.Errorf("%s: the body arrived altered: %s", id, why)
 	}
 }
