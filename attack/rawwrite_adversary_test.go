@@ -337,3 +337,34 @@ func TestPacedBodiesWhole(t *testing.T) {
 		t.Errorf("%s: the body arrived altered: %s", id, why)
 	}
 }
+
+// TestLongBodyReset: a server that reads each request's head and then
+// resets the connection, its long body unread: every request, its raw
+// write taken in part, is recorded once as sent and indeterminate (code 0,
+// the reset as its error), never written again, in the burst and after it.
+func TestLongBodyReset(t *testing.T) {
+	s, url := newRawIDServer(t, func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+		c.(*net.TCPConn).SetLinger(0) // the close sends a RST
+		return false
+	})
+	const n = 8
+	for _, rate := range []int{0, 50} {
+		opts := Options{IDs: IDs(n, fmt.Sprintf("rs%d", rate)), Targets: []Target{{URL: url}}, Method: http.MethodPost, Body: make([]byte, 8<<20),
+			Concurrency: 2, Timeout: 10 * time.Second, Rate: vegeta.Rate{Freq: rate, Per: time.Second}}
+		sum, err, lines := runGuarded(t, opts, time.Minute)
+		if err != nil || sum.NotSent != 0 {
+			t.Fatalf("rate %d: err %v summary %+v", rate, err, sum)
+		}
+		if codes := checkLines(t, opts.IDs, sum, lines, s); codes[0] != n {
+			t.Fatalf("rate %d: codes %v", rate, codes)
+		}
+		s.mu.Lock()
+		for _, l := range lines {
+			if s.seen[l.ID] != 1 || l.NotSent || !strings.Contains(l.Error, "connection reset by peer") && !strings.Contains(l.Error, "broken pipe") {
+				t.Errorf("rate %d: %s seen %d times, not sent %v, error %q", rate, l.ID, s.seen[l.ID], l.NotSent, l.Error)
+			}
+		}
+		s.mu.Unlock()
+		t.Logf("rate %d: %s: %s", rate, lines[0].ID, lines[0].Error)
+	}
+}
