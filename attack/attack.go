@@ -19,8 +19,10 @@
 // Run speaks HTTP/1.1 itself on connections it opens, using net/http's own
 // wire code: each target's request is serialized once by (*http.Request).Write
 // into a template around the ID header, and responses are parsed by
-// http.ReadResponse. Each worker goroutine writes a request with one Write
-// call, reads its response, and reuses the connection when the response
+// http.ReadResponse. Each worker goroutine writes a request once (on Linux,
+// over plain TCP, first in one raw non-blocking write(2) that keeps its P,
+// then through the connection's Write for what the socket did not take at
+// once), reads its response, and reuses the connection when the response
 // allows it (keep-alive; "Connection: close" and HTTP/1.0 close it). There is
 // no per-request goroutine, timer, context or header map, and no request is
 // built per ID. net/http's Transport is not used because it cannot open a
@@ -38,9 +40,10 @@
 // the request is "replayable" (net/http request.go isReplayable: GET, HEAD,
 // OPTIONS, TRACE without a body, or any method with an Idempotency-Key /
 // X-Idempotency-Key header; transport.go shouldRetryRequest). Run never hands
-// a request to a Transport: its only write of an ID's bytes is one
-// conn.Write, and when that fails after any byte left, the request is
-// recorded as indeterminate (code 0), never written again. Only a write that
+// a request to a Transport: it writes each byte of an ID's request once
+// (one raw write(2), then one conn.Write of what that left), and when the
+// write fails after any byte left, the request is recorded as
+// indeterminate (code 0), never written again. Only a write that
 // put not one byte on a reused connection (the server had closed it) is tried
 // once more on a new connection: nothing of it reached the server. Before a
 // connection idle for more than a millisecond is reused, a non-blocking

@@ -517,8 +517,8 @@ type attempt struct {
 	err         error
 	writes      int // writes that put at least one byte on the wire
 	notSent     bool
-	// Set by a burst sender (runUnpaced) or the dispatcher (direct sends):
-	// the result of its write.
+	// The result of the write (writeRequest, or a burst sender's
+	// sendBurst): bytes written, and its error.
 	wn   int
 	werr error
 	// Direct sends: the connection is w.pc, parked again after the
