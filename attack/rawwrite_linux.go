@@ -38,6 +38,9 @@ func rawWrite(c *hconn, b []byte) (int, error) {
 		errno = en
 		return true
 	})
+	if n > 0 {
+		raceRead(b[:n])
+	}
 	if errno == 0 || errno == unix.EAGAIN || errno == unix.EINTR {
 		return n, nil
 	}
