@@ -177,7 +177,7 @@ func (lw *lineWatcher) Write(b []byte) (int, error) {
 func TestBurstWakesBeforeLongWrite(t *testing.T) {
 	p := runtime.GOMAXPROCS(0)
 	n := 2 * p
-	big := bytes.Repeat([]byte("x"), 16<<20) // beyond tcp_wmem's and tcp_rmem's sizes
+	big := bytes.Repeat([]byte("x"), 8<<20) // twice tcp_wmem's largest, beyond a receive buffer not read
 	lw := &lineWatcher{suffix: "/short", want: p, reached: make(chan struct{})}
 	var stuck atomic.Bool
 	s, url := newRawIDServer(t, func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
@@ -223,7 +223,7 @@ func TestBurstWakesBeforeLongWrite(t *testing.T) {
 func TestBurstLargeBodiesAborted(t *testing.T) {
 	p := runtime.GOMAXPROCS(0)
 	n := 3 * p // each sender: one long write that waits, two not begun
-	big := bytes.Repeat([]byte("y"), 16<<20)
+	big := bytes.Repeat([]byte("y"), 8<<20)
 	quit := make(chan struct{})
 	defer close(quit)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -311,7 +311,7 @@ func TestPacedBodiesWhole(t *testing.T) {
 	for k, b := range bodies {
 		tmpls = append(tmpls, RequestTemplate{Target: []string{"one", "two"}[k%2], Method: http.MethodPut, Path: fmt.Sprintf("/b%d", k), Body: b})
 	}
-	const n = 24
+	const n = 12
 	opts := Options{Targets: []Target{{Name: "one", URL: url1}, {Name: "two", URL: url2}}, CaptureHeaders: []string{echoHeader}, Timeout: 20 * time.Second,
 		Flows: []Flow{{Name: "bodies", IDs: IDs(n, "pb"), Rate: vegeta.Rate{Freq: 100, Per: time.Second}, Requests: tmpls}}}
 	sum, err, lines := runGuarded(t, opts, time.Minute)
