@@ -199,40 +199,51 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 
 // sendBurst writes the first request of each worker in ws on its warm
 // connection, back to back with nothing else between two writes (each in
-// one raw write, sendRaw), and then sets their deadlines and wakes the
-// workers; when the attack does not proceed it only wakes them. A request
-// the raw write did not take whole (a body longer than the socket takes at
-// once; every request over TLS or off Linux) is written through its
-// connection, which may wait for the server to read: the workers whose
-// requests are out are woken before that wait, so that it holds up neither
-// their responses nor their latencies.
+// one raw write, sendRaw), then sets their deadlines and wakes the workers;
+// when the attack does not proceed it only wakes them. Requests the raw
+// write did not take whole (a body longer than the socket takes at once;
+// every request over TLS or off Linux) are written through their
+// connections after that, in order (sendRest: each may wait for the server
+// to read), each worker woken once its request is out. So every request of
+// the burst has begun before any such wait, and a long body holds up
+// neither the other requests' sends nor their responses.
 func (e *engine) sendBurst(ws []*worker) {
-	told := 0
-	// tell sets the deadlines of ws[told:k], whose sends are over, and
-	// wakes their workers.
-	tell := func(k int) {
-		for ; told < k; told++ {
-			w := ws[told]
-			a := w.burst
-			if !e.proceed || a.werr != nil {
-				a.c.SetDeadline(time.Unix(1, 0)) // wake the reader
-			} else {
-				e.setDeadline(a, a.c)
-			}
-			close(w.sentCh)
+	// tell sets w's deadline and wakes it; from then on w.burst is the
+	// worker's (it clears it), not to be read here.
+	tell := func(w *worker) {
+		a := w.burst
+		if !e.proceed || a.werr != nil {
+			a.c.SetDeadline(time.Unix(1, 0)) // wake the reader
+		} else {
+			e.setDeadline(a, a.c)
+		}
+		close(w.sentCh)
+	}
+	if !e.proceed {
+		for _, w := range ws {
+			tell(w)
+		}
+		return
+	}
+	for _, w := range ws {
+		a := w.burst
+		e.sendRaw(a, a.c, w.wbuf)
+		a.start = a.sent
+	}
+	var left []*worker // raw writes that left bytes, nothing failed
+	for _, w := range ws {
+		if a := w.burst; a.werr == nil && a.wn < len(w.wbuf) {
+			left = append(left, w)
+		} else {
+			tell(w)
 		}
 	}
-	if e.proceed {
-		for k, w := range ws {
-			a := w.burst
-			if !e.sendRaw(a, a.c, w.wbuf) {
-				tell(k)
-				e.sendRest(a, a.c, w.wbuf)
-			}
-			a.start = a.sent
-		}
+	for _, w := range left {
+		a := w.burst
+		e.sendRest(a, a.c, w.wbuf)
+		a.start = a.sent
+		tell(w)
 	}
-	tell(len(ws))
 }
 
 // sizingSample is how many latencies size a paced attack's pool: the bound
