@@ -130,7 +130,8 @@ type hconn struct {
 	net.Conn
 	name      string // evidence.Request.Conn
 	br        *bufio.Reader
-	raw       syscall.RawConn // the TCP socket, for the liveness peek
+	raw       syscall.RawConn // the TCP socket, for the liveness peek and rawWrite
+	rs        rawState        // rawWrite's callback, made once
 	p         *pool
 	isTLS     bool
 	used      bool      // has carried a request

@@ -28,16 +28,14 @@ func rawWrite(c *hconn, b []byte) (int, error) {
 	if c.isTLS || c.raw == nil || len(b) == 0 {
 		return 0, nil
 	}
-	n := 0
-	var errno unix.Errno
-	_ = c.raw.Write(func(fd uintptr) bool {
-		r, _, en := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		if en == 0 {
-			n = int(r)
-		}
-		errno = en
-		return true
-	})
+	rs := &c.rs
+	if rs.fn == nil {
+		rs.fn = rs.write
+	}
+	rs.b, rs.n, rs.errno = b, 0, 0
+	_ = c.raw.Write(rs.fn)
+	n, errno := rs.n, rs.errno
+	rs.b = nil
 	if n > 0 {
 		raceRead(b[:n])
 	}
@@ -46,4 +44,26 @@ func rawWrite(c *hconn, b []byte) (int, error) {
 	}
 	la := c.LocalAddr()
 	return 0, &net.OpError{Op: "write", Net: la.Network(), Source: la, Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", errno)}
+}
+
+// rawState is a connection's raw-write callback with its argument and
+// results. syscall.RawConn.Write takes a func, and a closure made for each
+// write would escape to the heap (two allocations per request); this one is
+// made once per connection, at its first raw write. The connection's writer
+// owns it: one goroutine writes a connection at a time.
+type rawState struct {
+	b     []byte
+	n     int
+	errno unix.Errno
+	fn    func(fd uintptr) bool // rs.write, bound once
+}
+
+// write is the callback: one write(2) of rs.b on fd.
+func (rs *rawState) write(fd uintptr) bool {
+	r, _, en := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rs.b[0])), uintptr(len(rs.b)))
+	if en == 0 {
+		rs.n = int(r)
+	}
+	rs.errno = en
+	return true
 }

@@ -5,3 +5,6 @@ package attack
 // rawWrite writes nothing here: every byte goes through the connection's
 // Write (rawwrite_linux.go has the raw system call).
 func rawWrite(*hconn, []byte) (int, error) { return 0, nil }
+
+// rawState is empty here (rawwrite_linux.go).
+type rawState struct{}
