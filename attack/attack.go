@@ -791,6 +791,11 @@ func prepareFlow(o Options, fs *flowSpec, names map[string]int, where string) (*
 	if fs.Rate.Freq < 0 || fs.Rate.Per < 0 {
 		return nil, invalid("%snegative rate %s", pre, fs.Rate)
 	}
+	if fs.Rate.Freq > 0 && fs.Rate.Per > 0 && fs.Rate.Per.Nanoseconds() < int64(fs.Rate.Freq) {
+		// vegeta's ConstantPacer divides by the interval Per/Freq in
+		// whole nanoseconds (lib/pacer.go), zero here.
+		return nil, invalid("%srate %s: more than one request per nanosecond", pre, FormatRate(fs.Rate))
+	}
 	fp := &flowPrep{name: fs.Name, ids: fs.IDs, rate: fs.Rate, conc: fs.Concurrency, keep: !(o.DisableKeepAlives || fs.DisableKeepAlives)}
 	fp.paced = fs.Rate.Freq > 0 && fs.Rate.Per > 0
 	if fp.paced {

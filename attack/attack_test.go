@@ -308,6 +308,7 @@ func TestRunValidation(t *testing.T) {
 		"invalid utf-8":  func(o *Options) { o.IDs = []string{"a-\xff", "a-\xfe"} },
 		"counts":         func(o *Options) { o.Split = Split{Mode: SplitCounts, Values: []int{3}} },
 		"negative rate":  func(o *Options) { o.Rate = vegeta.Rate{Freq: -1, Per: time.Second} },
+		"rate over 1/ns": func(o *Options) { o.Rate = vegeta.Rate{Freq: 2_000_000_000, Per: time.Second} }, // vegeta's pacer divided by zero
 		"negative conc":  func(o *Options) { o.Concurrency = -1 },
 		"negative tmout": func(o *Options) { o.Timeout = -time.Second },
 	}

@@ -40,7 +40,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: measure run|jsonl|vegeta|freeport|table ...")
+		fmt.Fprintln(os.Stderr, "usage: measure run|jsonl|vegeta|freeport|get|floor|burstfloor|table ... (see the doc comment)")
 		os.Exit(2)
 	}
 	var err error

@@ -315,8 +315,14 @@ func (o *AttackOptions) attackOptions() (attack.Options, error) {
 	default:
 		body := []byte(o.Body)
 		if o.BodyFile != "" {
-			if body, err = os.ReadFile(o.BodyFile); err != nil {
+			f, err := inputFile("--body-file", o.BodyFile)
+			if err != nil {
 				return opts, err
+			}
+			body, err = io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				return opts, fmt.Errorf("--body-file %s: %w", o.BodyFile, err)
 			}
 		}
 		ids, err := readIDs(o.IDs, o.IDsFile, o.IDPrefix)
@@ -334,12 +340,29 @@ func readIDs(n int, file, prefix string) ([]string, error) {
 	if file == "" {
 		return attack.IDs(n, prefix), nil
 	}
-	f, err := os.Open(file)
+	f, err := inputFile("--ids-file", file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	return attack.ReadIDs(f, file)
+}
+
+// inputFile opens path, given with flag, for reading. A path that does not
+// exist or is not a regular file (a FIFO may block for ever, /dev/zero
+// never ends) is a usage error naming the flag.
+func inputFile(flag, path string) (*os.File, error) {
+	f, _, err := evidence.OpenRegularFile(path)
+	var nr *evidence.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, usageErrorf("%s %v", flag, err)
+	case errors.Is(err, os.ErrNotExist):
+		return nil, usageErrorf("%s %s: no such file", flag, path)
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return f, nil
 }
 
 // tlsConfig builds the client TLS configuration of --insecure, --cacert

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -123,6 +124,32 @@ func TestExitCodes(t *testing.T) {
 	} {
 		if code, _, stderr := runCLI(t, c.args...); code != c.want {
 			t.Errorf("rlbench %v: exit %d, want %d (%s)", c.args, code, c.want, stderr)
+		}
+	}
+}
+
+// TestAttackInputFiles: --body-file and --ids-file that do not exist or are
+// not regular files (a device that never ends: /dev/zero was read until the
+// kernel killed the process; a directory) are usage errors naming the
+// flag, before anything is sent.
+func TestAttackInputFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--ids", "3", "--body-file", "/dev/zero"},
+		{"--ids", "3", "--body-file", filepath.Join(dir, "missing")},
+		{"--ids", "3", "--body-file", dir},
+		{"--ids-file", "/dev/zero"},
+		{"--ids-file", filepath.Join(dir, "missing")},
+	} {
+		out := filepath.Join(dir, "ev")
+		all := append([]string{"attack", "--target", "b=http://127.0.0.1:1", "--out", out}, args...)
+		code, _, errOut := runCLI(t, all...)
+		flag := args[len(args)-2]
+		if code != ExitUsage || !strings.Contains(errOut, flag+" "+args[len(args)-1]) {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error naming %s", args, code, errOut, flag)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%v: %s was created (err %v)", args, out, err)
 		}
 	}
 }
