@@ -581,10 +581,11 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 // goes through it (a worker's, the dispatcher's direct send) or, for a
 // burst sender, through the same three steps (sendBurst).
 func (e *engine) writeRequest(a *attempt, c *hconn, b []byte) {
-	if !e.sendRaw(a, c, b) {
-		e.sendRest(a, c, b)
+	if e.sendRaw(a, c, b) {
+		e.setDeadline(a, c)
+	} else {
+		e.sendRest(a, c, b) // sets the deadline before it writes
 	}
-	e.setDeadline(a, c)
 }
 
 // sendRaw stamps a's send time and, unless the attack is aborted, writes b
@@ -717,20 +718,16 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 	w.attempted++
 	if a.notSent {
 		a.sent = a.start
-	}
-	// A deadline that passed before the timeout was abortAll's.
-	aborted := e.abortCtx.Err() != nil && end.Sub(a.sent) < e.timeout
-	if a.notSent {
 		r.NotSent = true
 		r.Code = 0
-		r.Error = requestError(r.Method, r.URL, a.err, e.timeout, aborted)
+		r.Error = e.requestError(r, a, end)
 		w.notSent++
 		if w.firstNotSent == "" {
 			w.firstNotSent = r.Error
 		}
 	} else if a.err != nil {
 		r.Code = 0
-		r.Error = requestError(r.Method, r.URL, a.err, e.timeout, aborted)
+		r.Error = e.requestError(r, a, end)
 	} else if r.Code < 200 || r.Code >= 400 {
 		if a.fast {
 			r.Error = w.statusText(w.fast.status)
@@ -930,11 +927,19 @@ func lowerKey(k string) string {
 	return lk
 }
 
-// requestError formats a transport error like net/http does (a *url.Error:
-// `Get "URL": ...`), naming a timeout as such, or, when aborted (the
-// attack was interrupted and its InterruptGrace ended before the timeout:
-// abortAll's deadline in the past), the abort.
-func requestError(method, u string, err error, timeout time.Duration, aborted bool) string {
+// requestError formats a's transport error (ended at end) for r, as
+// formatRequestError does; a deadline that passed before the timeout, once
+// the attack is aborted, was abortAll's.
+func (e *engine) requestError(r *evidence.Request, a *attempt, end time.Time) string {
+	aborted := e.abortCtx.Err() != nil && end.Sub(a.sent) < e.timeout
+	return formatRequestError(r.Method, r.URL, a.err, e.timeout, aborted)
+}
+
+// formatRequestError formats a transport error like net/http does (a
+// *url.Error: `Get "URL": ...`), naming a timeout as such, or, when aborted
+// (the attack was interrupted and its InterruptGrace ended before the
+// timeout: abortAll's deadline in the past), the abort.
+func formatRequestError(method, u string, err error, timeout time.Duration, aborted bool) string {
 	op := method[:1] + strings.ToLower(method[1:])
 	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		if aborted {

@@ -348,19 +348,18 @@ func readIDs(n int, file, prefix string) ([]string, error) {
 	return attack.ReadIDs(f, file)
 }
 
-// inputFile opens path, given with flag, for reading. A path that does not
-// exist or is not a regular file (a FIFO may block for ever, /dev/zero
-// never ends) is a usage error naming the flag.
+// inputFile opens path, given with flag, as a regular file
+// (evidence.OpenRegularFile). A path that does not exist is a usage error
+// naming the flag; one that is not a regular file (a FIFO may block for
+// ever, /dev/zero never ends) is the *evidence.NotRegularError, which
+// exitCode makes a usage error too, its message led by the flag.
 func inputFile(flag, path string) (*os.File, error) {
 	f, _, err := evidence.OpenRegularFile(path)
-	var nr *evidence.NotRegularError
 	switch {
-	case errors.As(err, &nr):
-		return nil, usageErrorf("%s %v", flag, err)
 	case errors.Is(err, os.ErrNotExist):
 		return nil, usageErrorf("%s %s: no such file", flag, path)
 	case err != nil:
-		return nil, fmt.Errorf("%s %s: %w", flag, path, err)
+		return nil, fmt.Errorf("%s %w", flag, err)
 	}
 	return f, nil
 }
