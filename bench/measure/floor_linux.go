@@ -74,8 +74,8 @@ func burstFloor(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: measure burstfloor [-n N] URL")
+	if fs.NArg() != 1 || *n < 1 {
+		return errors.New("usage: measure burstfloor [-n N] URL (N >= 1)")
 	}
 	u, err := url.Parse(fs.Arg(0))
 	if err != nil {
