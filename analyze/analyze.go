@@ -133,6 +133,9 @@ type Input struct {
 	nginx *nginxJoin
 	// retries splits the repeated receipts into proxy retries and re-sends.
 	retries *retrySplit
+	// seen are the times the limiters saw the requests by their own logs;
+	// nil when no log tells them.
+	seen *seenTimes
 }
 
 // JudgeScenario judges one scenario's evidence. It never fails: unreadable
@@ -359,6 +362,7 @@ func judgeLimiters(in *Input) {
 	ev, sr := in.Evidence, in.Report
 	ls := resolveLimiters(in)
 	in.limiters = ls
+	in.seen, sr.Harness = limiterSeen(in)
 	impossibleFaults(in, ls)
 	applyShardClocks(in)
 	ls.failOpen = failOpen(sr)
@@ -711,8 +715,28 @@ func checkAdmitted(in *Input) (r Result) {
 	if hi != lo {
 		got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, hi-lo)
 	}
+	if why := premiseMissed(in, *ex.Admitted, lo, hi); st == CheckFail && why != "" {
+		st, got = CheckUnknown, got+", "+why
+	}
 	r.add("admitted", st, ex.Admitted.String(), got)
 	return r
+}
+
+// timingPremise says why a fixed count range that failed follows from the
+// admitted count's missed premise (premiseMissed), or "".
+func timingPremise(in *Input) string {
+	ex, t := in.Scenario.Expect, in.Report.Totals
+	if ex.Admitted == nil {
+		return ""
+	}
+	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
+	if ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi) {
+		return ""
+	}
+	if why := premiseMissed(in, *ex.Admitted, lo, hi); why != "" {
+		return fmt.Sprintf("follows from the admitted count %d, %s", lo, why)
+	}
+	return ""
 }
 
 func checkClasses(in *Input) (r Result) {
@@ -729,7 +753,11 @@ func checkClasses(in *Input) (r Result) {
 			r.add("class "+k, CheckFail, want.String(), "unknown class")
 			continue
 		}
-		r.add("class "+k, passIf(want.Contains(n)), want.String(), strconv.Itoa(n))
+		st, got := passIf(want.Contains(n)), strconv.Itoa(n)
+		if why := timingPremise(in); st == CheckFail && why != "" {
+			st, got = CheckUnknown, got+", "+why
+		}
+		r.add("class "+k, st, want.String(), got)
 	}
 	return r
 }

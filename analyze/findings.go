@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -430,6 +431,11 @@ func checkLeak(in *Input) (r Result) {
 	}
 	noFault := len(in.limiters.actingWindows(in.Report)) == 0
 	switch {
+	case noFault && in.Scenario.HasHarnessPart(evidence.HarnessRLS):
+		// The RLS is rlbench's own lab part: nothing of the system under
+		// test makes it miss the proxies' timeout, the host does.
+		r.add(fmt.Sprintf("fail-open: %d admitted without an RLS decision, with no fault injected", f.FailOpen), CheckUnknown,
+			"0 fail-open admissions, or a lab RLS that answered in time", labRLSLate(in, f))
 	case noFault:
 		r.add(fmt.Sprintf("leak: %d admitted while the RLS failed, with no fault injected", f.FailOpen), CheckFail, "0 fail-open admissions",
 			idsGot(f.FailOpen, f.FailOpenIDs))
@@ -526,4 +532,39 @@ func checkShadow(in *Input) (r Result) {
 	}
 	r.add("shadow (would-have-rejected)", passIf(want.Contains(sc.Observed)), want.String(), got)
 	return r
+}
+
+// labRLSLate says why fail-open admissions behind rlbench's own lab RLS are
+// the harness's: how many of its decisions came after the proxy had given
+// up (a zombie: decided, but joined to no request), the proxies' RLS
+// timeout, and how late the host was (harnessLateness).
+func labRLSLate(in *Input, f *RLSFailures) string {
+	late := 0
+	if ls := in.limiters; ls != nil && ls.join != nil {
+		for k := range in.Evidence.Decisions {
+			if ls.join.isZombie(k) {
+				late++
+			}
+		}
+	}
+	var timeout int64
+	if ls := in.limiters; ls != nil {
+		for _, r := range ls.runs {
+			if r.decl.Stage == evidence.StageGlobal && r.decl.TimeoutNs > 0 {
+				timeout = r.decl.TimeoutNs
+			}
+		}
+	}
+	got := fmt.Sprintf("%d fail-open admissions (%s)", f.FailOpen, strings.Join(f.FailOpenIDs, ","))
+	if late > 0 {
+		got += fmt.Sprintf("; the lab RLS decided %d calls after the proxy had given up", late)
+	}
+	if timeout > 0 {
+		got += "; RLS timeout " + time.Duration(timeout).String()
+	}
+	got += ": the lab RLS is rlbench's own part, so its lateness is the harness's, not the system under test's"
+	if h := harnessLateness(in); h != "" {
+		got += " (" + h + ")"
+	}
+	return got
 }

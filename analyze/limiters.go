@@ -602,6 +602,18 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				hi = min(hi, recvNs[i])
 			}
 			hi = max(hi, lo)
+			if t := reqs.Target[i]; r.decl.ClockSkewNs == 0 && in.seen.has(i, t) {
+				// the limiter's own log: it read the request at seen.lo, and a
+				// local limiter decided before the log's end (seen.hi); the
+				// same host's clock, so the client's interval still holds
+				nlo, nhi := max(lo, in.seen.lo[i]), hi
+				if r.decl.Stage == evidence.StageLocal {
+					nhi = min(hi, in.seen.hi[i])
+				}
+				if nlo <= nhi {
+					lo, hi = nlo, nhi
+				}
+			}
 			rep.Offered++
 			suspended := r.suspend.overlaps(lo, hi)
 			if suspended {

@@ -251,7 +251,11 @@ func checkNginx(in *Input) (r Result) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		r.add("limit_req_status "+k, passIf(ex[k].Contains(total[k])), ex[k].String(), strconv.Itoa(total[k]))
+		st, got := passIf(ex[k].Contains(total[k])), strconv.Itoa(total[k])
+		if why := timingPremise(in); st == CheckFail && why != "" {
+			st, got = CheckUnknown, got+", "+why
+		}
+		r.add("limit_req_status "+k, st, ex[k].String(), got)
 	}
 	return r
 }

@@ -201,6 +201,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 		for _, l := range s.Limiters {
 			fmt.Fprintf(w, "%s: limiter %s (%s, key %s): %s\n", name, l.Name, l.Model, l.Key, limiterLine(&l))
 		}
+		if h := s.Harness.String(); h != "" {
+			fmt.Fprintf(w, "%s: harness: %s\n", name, h)
+		}
 	}
 	for _, s := range rep.Scenarios {
 		if s.Status == Pass {

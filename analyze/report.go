@@ -150,6 +150,10 @@ type ScenarioReport struct {
 	// Model is the end-to-end bound the limiters' models put on Totals.Passed
 	// (the last limiter of each target's path); nil when it cannot be told.
 	Model *ModelBound `json:"model,omitempty"`
+	// Harness is rlbench's own timing while the scenario ran (the clients'
+	// send spread and pacing error, the limiters' read lag, the host's
+	// stalls, steal and load); nil when the scenario did not run.
+	Harness *HarnessReport `json:"harness,omitempty"`
 	// RLSFailures sets the admissions the RLS did not decide against the
 	// fault windows; nil without an RLS in the path.
 	RLSFailures *RLSFailures `json:"rls_failures,omitempty"`

@@ -318,6 +318,33 @@ type Scenario struct {
 	// RLSDecisions is true when the runner records the rate limit service's
 	// decisions (rls/decisions.jsonl); a missing file is then incomplete evidence.
 	RLSDecisions bool `json:"rls_decisions,omitempty"`
+	// HarnessParts names the parts of the scenario that rlbench itself ran:
+	// its lab proxies by name, HarnessRLS for the lab rate limit service,
+	// HarnessBackend for its backend. Their lateness, stalls and timeouts
+	// are the harness's, not the system under test's: a fail-open admission
+	// because the lab RLS missed its timeout on a loaded host makes the leak
+	// check inconclusive (NOT_RUN), never a leak of the system under test.
+	// Empty in evidence of earlier releases and for parts the operator ran
+	// (external targets, nginx, the real envoyproxy/ratelimit).
+	HarnessParts []string `json:"harness_parts,omitempty"`
+}
+
+// Names of HarnessParts that are not proxies.
+const (
+	// HarnessRLS is the lab rate limit service (internal, in-memory counters).
+	HarnessRLS = "rls"
+	// HarnessBackend is rlbench's backend, which writes the receipts.
+	HarnessBackend = "backend"
+)
+
+// HasHarnessPart reports whether rlbench itself ran the part name (HarnessParts).
+func (s *Scenario) HasHarnessPart(name string) bool {
+	for _, p := range s.HarnessParts {
+		if p == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Expectation is what a scenario must show to PASS. Every set field is a check.

@@ -76,6 +76,17 @@ type UpstreamTry struct {
 	Group int `json:"group,omitempty"`
 }
 
+// AcceptMs is when nginx began the request by its own cached clock, unix ms: $msec minus $request_time (the time
+// from the first bytes read from the client to the log write, https://nginx.org/en/docs/http/ngx_http_log_module.html).
+// limit_req decides in the preaccess phase from the same cached clock (ngx_current_msec), so this is the time the
+// limiter saw, to the millisecond. ok is false when either variable is absent.
+func (a AccessRecord) AcceptMs() (ms int64, ok bool) {
+	if a.TimeMs == 0 || a.RequestTimeMs == nil || *a.RequestTimeMs < 0 || *a.RequestTimeMs > a.TimeMs {
+		return 0, false
+	}
+	return a.TimeMs - *a.RequestTimeMs, true
+}
+
 // Tries is the number of upstream tries nginx made for the request (entries of $upstream_addr).
 func (a AccessRecord) Tries() int { return len(a.Upstreams) }
 

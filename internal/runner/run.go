@@ -425,7 +425,7 @@ func (r *scenarioRun) writeScenario() error {
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
 		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: sc.Classify,
 		RequestHeaders: perStep, FlowRequestHeaders: perFlow, Repeat: r.repeat, Faults: faults,
-		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster}
+		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster, HarnessParts: r.harnessParts()}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
 }
 
@@ -686,4 +686,27 @@ func attackLabel(st Step) string {
 		return "  attack"
 	}
 	return "  attack " + st.Name
+}
+
+// harnessParts names the parts of the scenario that rlbench runs itself
+// (evidence.Scenario.HarnessParts): the lab proxies (not nginx), the lab RLS
+// (not the real one, nor a lab RLS given an artificial delay: its slowness is
+// then the plan's) and the backend; none when the targets are external.
+func (r *scenarioRun) harnessParts() []string {
+	sc := r.plan
+	if sc.Lab == nil {
+		return nil
+	}
+	var parts []string
+	if sc.Lab.Nginx == nil {
+		for _, t := range r.targets {
+			if _, ok := r.admins[t.Name]; ok {
+				parts = append(parts, t.Name)
+			}
+		}
+	}
+	if sc.Lab.RLS != nil && sc.Lab.RLS.Kind != RLSReal && sc.Lab.RLS.Delay == 0 {
+		parts = append(parts, evidence.HarnessRLS)
+	}
+	return append(parts, evidence.HarnessBackend)
 }

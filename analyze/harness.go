@@ -1,0 +1,262 @@
+package analyze
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// HarnessReport is what rlbench measured of its own timing while a scenario
+// ran, shown beside its verdict: how the clients sent (the burst's spread,
+// the pacing error against the intended schedule), how late the limiters saw
+// the requests by their own clocks (the lab proxies' and Envoy's access log
+// %START_TIME%, nginx's $msec - $request_time) and, where the runner probed
+// the host (evidence.Harness), how long the host stalled, its steal time and
+// load. A check whose premise this lateness broke is inconclusive (NOT_RUN)
+// with these figures, never FAIL. All durations are ns.
+type HarnessReport struct {
+	// Parts are the parts rlbench ran itself (evidence.Scenario.HarnessParts).
+	Parts []string `json:"parts,omitempty"`
+	// BurstSpreadNs is the clients' send spread of an unpaced attack's burst
+	// (attack.json burst.spread_ns; the largest over flows); 0 when paced.
+	BurstSpreadNs int64 `json:"burst_spread_ns,omitempty"`
+	// PacingErrorP99Ns and PacingErrorMaxNs are how late paced sends were
+	// against their intended times (attack.json pacing.error_ns).
+	PacingErrorP99Ns int64 `json:"pacing_error_p99_ns,omitempty"`
+	PacingErrorMaxNs int64 `json:"pacing_error_max_ns,omitempty"`
+	// Seen counts the requests whose limiter times come from the limiter's
+	// own log; SeenSources names those logs ("access log", "nginx log").
+	Seen        int      `json:"seen"`
+	SeenSources []string `json:"seen_sources,omitempty"`
+	// SeenSpreadNs is the spread, first to last, of the requests as the
+	// limiters saw them (0 when paced or not seen).
+	SeenSpreadNs int64 `json:"seen_spread_ns,omitempty"`
+	// ReadLag*Ns are the limiter's time of a request minus the client's
+	// send time, over the requests seen: the queueing in between.
+	ReadLagP50Ns int64 `json:"read_lag_p50_ns,omitempty"`
+	ReadLagP99Ns int64 `json:"read_lag_p99_ns,omitempty"`
+	ReadLagMaxNs int64 `json:"read_lag_max_ns,omitempty"`
+	// Inconsistent counts the limiter times outside their request's
+	// [send, response] (another clock): those requests keep the clients'
+	// times.
+	Inconsistent int `json:"inconsistent,omitempty"`
+	// Probed is true when the runner probed the host (harness.json).
+	Probed bool `json:"probed"`
+	// StallMaxNs and StallP99Ns are the host probe's latest and 99th
+	// percentile wake-up lateness (evidence.HarnessProbe).
+	StallMaxNs int64 `json:"stall_max_ns,omitempty"`
+	StallP99Ns int64 `json:"stall_p99_ns,omitempty"`
+	// StealPercent is the hypervisor's steal time over the scenario, percent
+	// of all CPUs' time; -1 unknown.
+	StealPercent float64 `json:"steal_percent"`
+	// Load1 is the 1-minute load average at the scenario's end; -1 unknown.
+	Load1 float64 `json:"load1"`
+}
+
+// String renders the report in one line for tables and reasons: "burst sent
+// over 12ms, seen by the limiters over 510ms (read lag p50 4ms, max 480ms);
+// host stall max 85ms, steal 0.0%, load 16.3".
+func (h *HarnessReport) String() string {
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	d := func(ns int64) string { return time.Duration(ns).Round(100 * time.Microsecond).String() }
+	switch {
+	case h.BurstSpreadNs > 0 && h.SeenSpreadNs > 0:
+		parts = append(parts, fmt.Sprintf("burst sent over %s, seen by the limiters over %s", d(h.BurstSpreadNs), d(h.SeenSpreadNs)))
+	case h.BurstSpreadNs > 0:
+		parts = append(parts, "burst sent over "+d(h.BurstSpreadNs))
+	case h.SeenSpreadNs > 0:
+		parts = append(parts, "seen by the limiters over "+d(h.SeenSpreadNs))
+	case h.PacingErrorMaxNs > 0:
+		parts = append(parts, fmt.Sprintf("pacing error p99 %s, max %s", d(h.PacingErrorP99Ns), d(h.PacingErrorMaxNs)))
+	}
+	if h.Seen > 0 {
+		parts = append(parts, fmt.Sprintf("limiters' read lag p50 %s, p99 %s, max %s (%d requests, %s)", d(h.ReadLagP50Ns), d(h.ReadLagP99Ns),
+			d(h.ReadLagMaxNs), h.Seen, strings.Join(h.SeenSources, ", ")))
+	}
+	if h.Probed {
+		host := "host stall max " + d(h.StallMaxNs) + ", p99 " + d(h.StallP99Ns)
+		if h.StealPercent >= 0 {
+			host += fmt.Sprintf(", steal %.1f%%", h.StealPercent)
+		}
+		if h.Load1 >= 0 {
+			host += fmt.Sprintf(", load %.1f", h.Load1)
+		}
+		parts = append(parts, host)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// harnessLateness is the scenario's HarnessReport in one line ("" without one).
+func harnessLateness(in *Input) string { return in.Report.Harness.String() }
+
+// seenTimes are the times the limiters saw the requests, by their own
+// clocks: per request, an interval [lo, hi] that holds the limiter's
+// decision (lo = 0: none), read from the proxy's own log.
+type seenTimes struct {
+	lo, hi []int64
+	// proxy is the target whose log gave the times.
+	proxy []uint16
+	n     int
+}
+
+// has reports whether request i has times from the log of target t.
+func (s *seenTimes) has(i int, t uint16) bool {
+	return s != nil && s.lo[i] != 0 && s.proxy[i] == t
+}
+
+// limiterSeen reads the limiters' own times of the requests: an access log
+// entry's %START_TIME% to %START_TIME% + %DURATION% (Envoy's access log
+// operators, https://www.envoyproxy.io/docs/envoy/latest/configuration/observability/access_log/usage;
+// ms, so up to 1 ms later), nginx's $msec - $request_time to the next ms.
+// Only entries of the proxy the client sent the request to count, and only
+// where the interval meets the client's [send, response] (give or take the
+// log's 1 ms resolution): another clock's times are not mixed in.
+func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
+	ev := in.Evidence
+	reqs := &ev.Requests
+	n := reqs.Len()
+	h := &HarnessReport{Parts: in.Scenario.HarnessParts, StealPercent: -1, Load1: -1}
+	s := &seenTimes{lo: make([]int64, n), hi: make([]int64, n), proxy: make([]uint16, n)}
+	targetIdx := map[string]uint16{}
+	for t, name := range reqs.Targets {
+		targetIdx[name] = uint16(t)
+	}
+	const ms = int64(time.Millisecond)
+	sources := map[string]bool{}
+	set := func(i int, t uint16, lo, hi int64, source string) {
+		if reqs.Target[i] != t || s.lo[i] != 0 {
+			return
+		}
+		end := reqs.EndNs[i]
+		if end == 0 {
+			end = reqs.SentNs[i] + 1<<62
+		}
+		if hi < reqs.SentNs[i]-ms || lo > end+ms {
+			h.Inconsistent++
+			return
+		}
+		s.lo[i], s.hi[i], s.proxy[i] = lo, hi, t
+		s.n++
+		sources[source] = true
+	}
+	for _, l := range ev.AccessLogs {
+		t, ok := targetIdx[l.Proxy]
+		if !ok {
+			continue
+		}
+		for _, e := range l.Entries {
+			if e.RlbenchID == "" || e.Time.IsZero() {
+				continue
+			}
+			i, ok := reqs.IDs.Lookup(e.RlbenchID)
+			if !ok {
+				continue
+			}
+			lo := e.Time.UnixNano()
+			hi := lo + ms - 1
+			if e.DurationMs != nil {
+				hi += *e.DurationMs * ms
+			} else if end := reqs.EndNs[i]; end > lo {
+				hi = end
+			}
+			set(i, t, lo, hi, "access log")
+		}
+	}
+	for _, ng := range ev.Nginx {
+		t, ok := targetIdx[ng.Proxy]
+		if !ok {
+			continue
+		}
+		for _, a := range ng.Records {
+			acc, ok := a.AcceptMs()
+			if !ok || a.ID == "" {
+				continue
+			}
+			if i, ok := reqs.IDs.Lookup(a.ID); ok {
+				set(i, t, acc*ms, acc*ms+ms-1, "nginx log")
+			}
+		}
+	}
+	h.Seen = s.n
+	for src := range sources {
+		h.SeenSources = append(h.SeenSources, src)
+	}
+	slices.Sort(h.SeenSources)
+	if a := ev.Attack; a != nil {
+		type timing struct {
+			b *evidence.AttackBurst
+			p *evidence.AttackPacing
+		}
+		var all []timing
+		for _, ph := range a.Phases {
+			all = append(all, timing{ph.Burst, ph.Pacing})
+			for _, f := range ph.Flows {
+				all = append(all, timing{f.Burst, f.Pacing})
+			}
+		}
+		for _, x := range all {
+			if x.b != nil && x.p == nil {
+				h.BurstSpreadNs = max(h.BurstSpreadNs, x.b.SpreadNs)
+			}
+			if x.p != nil {
+				h.PacingErrorP99Ns = max(h.PacingErrorP99Ns, x.p.ErrorNs.P99)
+				h.PacingErrorMaxNs = max(h.PacingErrorMaxNs, x.p.ErrorNs.Max)
+			}
+		}
+	}
+	if s.n > 0 {
+		lags := make([]int64, 0, s.n)
+		first, last := int64(0), int64(0)
+		for i := range n {
+			if s.lo[i] == 0 {
+				continue
+			}
+			lags = append(lags, max(s.lo[i]-reqs.SentNs[i], 0))
+			if first == 0 || s.lo[i] < first {
+				first = s.lo[i]
+			}
+			last = max(last, s.lo[i])
+		}
+		slices.Sort(lags)
+		q := func(p float64) int64 { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
+		h.ReadLagP50Ns, h.ReadLagP99Ns, h.ReadLagMaxNs = q(0.50), q(0.99), lags[len(lags)-1]
+		if h.PacingErrorMaxNs == 0 {
+			h.SeenSpreadNs = last - first
+		}
+	}
+	if s.n == 0 {
+		s = nil
+	}
+	return s, h
+}
+
+// premiseMissed says why a fixed expectation that failed is inconclusive
+// rather than a FAIL: the observed admissions lie within what the limiters'
+// models allow for the times this run delivered (ScenarioReport.Model,
+// replayed on the times the limiters saw where their logs tell them), and
+// those bounds reach outside the expected range: the range assumed timing
+// (a burst arriving at once, sends on schedule) that the harness did not
+// deliver. "" when the models are not known end to end, their check did
+// not hold, or the observation lies outside them (then the limiter is to
+// blame, whatever the timing).
+func premiseMissed(in *Input, want evidence.Range, lo, hi int) string {
+	m := in.Report.Model
+	if m == nil || !m.Holds() || lo < m.Min || hi > m.Max {
+		return ""
+	}
+	if want.Contains(m.Min) && want.Contains(m.Max) {
+		return ""
+	}
+	why := fmt.Sprintf("within the limiters' model %d..%d for the times this run delivered, which reaches outside %s: the range assumes timing this run did not deliver",
+		m.Min, m.Max, want.String())
+	if h := harnessLateness(in); h != "" {
+		why += " (" + h + ")"
+	}
+	return why
+}
