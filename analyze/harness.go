@@ -158,8 +158,10 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 			if !ok {
 				continue
 			}
+			// %START_TIME% and %DURATION% are both cut to the ms: the
+			// entry's end is before START_TIME + DURATION + 2 ms
 			lo := e.Time.UnixNano()
-			hi := lo + ms - 1
+			hi := lo + 2*ms - 1
 			if e.DurationMs != nil {
 				hi += *e.DurationMs * ms
 			} else if end := reqs.EndNs[i]; end > lo {
