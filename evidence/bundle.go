@@ -93,6 +93,10 @@ type ScenarioEvidence struct {
 	// shards of one attack joined); nil otherwise. Its problems are
 	// Problems of MergeFile.
 	Merge *MergeRecord `json:"merge,omitempty"`
+	// Harness is harness.json, what rlbench measured of its own host while
+	// the scenario ran; nil when the file is absent (evidence of an earlier
+	// release) or malformed (a Problem of HarnessFile).
+	Harness *Harness `json:"harness,omitempty"`
 	// Problems lists the evidence that could not be read, in layout order.
 	Problems []Problem `json:"problems"`
 }

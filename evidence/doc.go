@@ -23,6 +23,7 @@
 //	requests.jsonl                one Request per fired ID, as the client saw it
 //	receipts.jsonl                one Receipt per request the backend really received
 //	faults.jsonl                  one Fault per fault action (optional)
+//	harness.json                  Harness (rlbench.harness/v1): steal, load and wake-up stalls of rlbench's own host during the run (optional)
 //	rls/decisions.jsonl           one Decision per descriptor decision of the rate limit service (optional)
 //	rls/rls.log                   envoyproxy/ratelimit's own log (real RLS; LOG_FORMAT=json, LOG_LEVEL=debug)
 //	rls/log.json                  that log parsed by `rlbench collect rls-log` or the runner (collect/rls.Log)

@@ -588,15 +588,23 @@ func decodeRLSMetrics(path, label string) RLSMetrics {
 	return m
 }
 
-// JSONError adds the line number to a syntax error of a whole-file JSON
-// document b.
+// JSONError adds the line number to a syntax error, or to a type error
+// whose offset the decoder gave, of a whole-file JSON document b.
 func JSONError(b []byte, err error) error {
+	off := int64(-1)
 	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte{'\n'})
-		return fmt.Errorf("line %d: %w", line, err)
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te) && te.Offset > 0:
+		off = te.Offset
 	}
-	return err
+	if off < 0 {
+		return err
+	}
+	line := 1 + bytes.Count(b[:min(max(int(off), 0), len(b))], []byte{'\n'})
+	return fmt.Errorf("line %d: %w", line, err)
 }
 
 // WriteJSONFile writes v as indented JSON with a final newline to path,

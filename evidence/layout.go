@@ -21,7 +21,10 @@ const (
 	// Merge joins them with every receipts.jsonl into one.
 	ReceiptsDir = "receipts"
 	// MergeFile records a merge of shard directories (Merge).
-	MergeFile     = "merge.json"
+	MergeFile = "merge.json"
+	// HarnessFile records what rlbench measured of its own host while the
+	// scenario ran (Harness).
+	HarnessFile   = "harness.json"
 	FaultsFile    = "faults.jsonl"
 	StatusFile    = "status.txt"
 	ManifestFile  = "manifest.json"
@@ -68,6 +71,8 @@ const (
 	AttackSummarySchema = "rlbench.attack/v1"
 	// ManifestSchema is the schema of manifest.json (Manifest).
 	ManifestSchema = "rlbench.manifest/v1"
+	// HarnessSchema is the schema of harness.json (Harness).
+	HarnessSchema = "rlbench.harness/v1"
 	// RLSMetricsSchema is the schema of rls/metrics.<label>.json
 	// (RLSMetrics, or a bare RLSCounters of an older collect).
 	RLSMetricsSchema = "rlbench.rls-metrics/v1"
@@ -113,6 +118,9 @@ func (d Dir) CollectedReceipts(source string) string {
 
 // Merge is <d>/merge.json.
 func (d Dir) Merge() string { return d.Path(MergeFile) }
+
+// Harness is <d>/harness.json.
+func (d Dir) Harness() string { return d.Path(HarnessFile) }
 
 // Faults is <d>/faults.jsonl.
 func (d Dir) Faults() string { return d.Path(FaultsFile) }

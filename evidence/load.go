@@ -153,6 +153,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	}
 
 	readMerge(ctx, d, s)
+	readHarness(ctx, d, s)
 	ap := d.Attack()
 	if b, err := ReadRegular(ctx, ap, MaxDocumentBytes); err != nil {
 		problem(AttackFile, "%s: missing (the attack did not finish writing its summary)", ap)

@@ -193,6 +193,12 @@ type Decision struct {
 	// TimeNs is when the decision was made (or logged), unix ns; logrus text
 	// logs have whole seconds.
 	TimeNs int64 `json:"time_ns"`
+	// RecvNs is when the lab RLS (internal/lab/rls) received the call, unix
+	// ns, on the same clock as TimeNs: TimeNs - RecvNs is the time the call
+	// waited inside the RLS (its configured delay, the counter lock, the
+	// host's scheduling). 0 when not recorded: the real envoyproxy/ratelimit
+	// logs no receive time, and decisions written before this field.
+	RecvNs int64 `json:"recv_ns,omitempty"`
 	// Domain is the request's rate limit domain.
 	Domain string `json:"domain"`
 	// Descriptor is the descriptor decided, its entries in order.

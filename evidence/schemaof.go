@@ -88,6 +88,8 @@ func SchemaOf(rel string) (id string, ok bool) {
 		return ManifestSchema, true
 	case MergeFile:
 		return MergeSchema, true
+	case HarnessFile:
+		return HarnessSchema, true
 	case NotRunFile, StatusFile, LatestLink:
 		return "", true
 	}

@@ -63,6 +63,8 @@ const (
 	Manifest = "manifest.v1.schema.json"
 	// Merge is the schema of merge.json (evidence.MergeRecord, "rlbench.merge/v1").
 	Merge = "merge.v1.schema.json"
+	// Harness is the schema of harness.json (evidence.Harness, "rlbench.harness/v1").
+	Harness = "harness.v1.schema.json"
 	// EnvoyStats is the schema of stats/<proxy>.<label>.json (collect/envoy.Snapshot).
 	EnvoyStats = "envoy-stats.v1.schema.json"
 	// RLSMetrics is the schema of rls/metrics.<label>.json (evidence.RLSMetrics, or a bare evidence.RLSCounters).

@@ -48,6 +48,19 @@ type AccessLogEntry struct {
 	DurationMs    *int64 `json:"duration_ms,omitempty"`
 	BytesReceived uint64 `json:"bytes_received"`
 	BytesSent     uint64 `json:"bytes_sent"`
+	// The proxy's own times of the request, unix ns, read from JSON lines
+	// that carry them (rlbench's lab proxy, internal/lab/proxy, writes
+	// them; Envoy's own formats have no such operators); 0 when absent:
+	// StartNs when it had read the request, LocalNs when its local token
+	// bucket decided it (the time the bucket refilled to), RLSStartNs and
+	// RLSEndNs when its call to the rate limit service left and when the
+	// answer came or the call failed, UpstreamStartNs when it began writing
+	// the request upstream (the forward).
+	StartNs         int64 `json:"start_ns,omitempty"`
+	LocalNs         int64 `json:"local_ns,omitempty"`
+	RLSStartNs      int64 `json:"rls_start_ns,omitempty"`
+	RLSEndNs        int64 `json:"rls_end_ns,omitempty"`
+	UpstreamStartNs int64 `json:"upstream_start_ns,omitempty"`
 }
 
 // HasFlag reports whether the entry carries the short response flag f.
@@ -151,7 +164,9 @@ var (
 //     x_request_id, request_id, requestid; rlbench id: x-rlbench-id,
 //     x_rlbench_id, rlbench_id; upstream_host, upstream; upstream_cluster;
 //     authority, :authority, host; user_agent, user-agent;
-//     duration, duration_ms; bytes_received; bytes_sent.
+//     duration, duration_ms; bytes_received; bytes_sent; the lab proxy's
+//     times start_ns, local_ns, rls_start_ns, rls_end_ns, upstream_start_ns
+//     (unix ns, integers >= 0; 0 or "-" is absent).
 //
 // Any other line, a line of a text format whose fields do not parse, or a
 // JSON line with an unusable value type is an error naming the line.
@@ -299,7 +314,10 @@ func parseJSONAccess(line []byte) (AccessLogEntry, error) {
 			if ferr != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 				return nil, fmt.Errorf("key %q: %q is not a number", k, s)
 			}
-			n = int64(math.Round(f))
+			if f = math.Round(f); f < math.MinInt64 || f >= math.MaxInt64 {
+				return nil, fmt.Errorf("key %q: %q is out of range", k, s)
+			}
+			n = int64(f)
 		}
 		return &n, nil
 	}
@@ -353,6 +371,22 @@ func parseJSONAccess(line []byte) (AccessLogEntry, error) {
 		}
 		if n != nil && *n >= 0 {
 			*b.dst = uint64(*n)
+		}
+	}
+	for _, t := range []struct {
+		dst *int64
+		key string
+	}{{&e.StartNs, "start_ns"}, {&e.LocalNs, "local_ns"}, {&e.RLSStartNs, "rls_start_ns"}, {&e.RLSEndNs, "rls_end_ns"},
+		{&e.UpstreamStartNs, "upstream_start_ns"}} {
+		n, err := num(t.key)
+		if err != nil {
+			return e, err
+		}
+		if n != nil && *n < 0 {
+			return e, fmt.Errorf("key %q: %d is not a unix ns time", t.key, *n)
+		}
+		if n != nil {
+			*t.dst = *n
 		}
 	}
 	if v, k, ok := pick("response_flags", "response_flags_long", "flags"); ok {

@@ -136,12 +136,48 @@ func TestAccessLogErrors(t *testing.T) {
 		{`{"response_code":200,"method":{"x":1}}`, 1},
 		{`{"response_flags":3}`, 1},
 		{`{"broken":`, 1},
+		{"{}\n{}\n{\"local_ns\":-5}", 3},
+		{`{"upstream_start_ns":"soon"}`, 1},
+		{`{"rls_end_ns":1e300}`, 1},
+		{`{"duration":-1e19}`, 1},
 	} {
 		_, err := ParseAccessLog(strings.NewReader(c.in), "a.log")
 		var le *LineError
 		if !errors.As(err, &le) || le.Line != c.line || le.Source != "a.log" {
 			t.Errorf("ParseAccessLog(%q) error %v, want a.log line %d", c.in, err, c.line)
 		}
+	}
+}
+
+// The lab proxy's own times (start_ns, local_ns, rls_start_ns, rls_end_ns,
+// upstream_start_ns) are read from JSON lines that carry them, as integers,
+// numeric strings or floats (rounded to float64 precision: 1.796032800006144e18
+// is exact); a line without them (Envoy's formats) has zeros.
+func TestAccessLogProxyTimes(t *testing.T) {
+	in := `{"start_ns":1796032800004000000,"local_ns":1796032800004100000,"rls_start_ns":"1796032800004200000","rls_end_ns":1796032800005000000,"upstream_start_ns":1796032800005100000,"response_code":200}
+{"START_NS":1796032800006000000,"local_ns":1.796032800006144e18,"rls_start_ns":"-","response_code":429,"response_flags":"RL","response_code_details":"local_rate_limited"}
+{"start_time":"2026-11-30T10:00:00.004Z","response_code":200}
+[2026-11-30T10:00:00.001Z] "GET /a HTTP/1.1" 200 - 0 0 1 - "-" "x" "r" "a" "h"
+`
+	es, err := ParseAccessLog(strings.NewReader(in), "a.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type times struct{ start, local, rlsStart, rlsEnd, upstream int64 }
+	got := make([]times, len(es))
+	for i, e := range es {
+		got[i] = times{e.StartNs, e.LocalNs, e.RLSStartNs, e.RLSEndNs, e.UpstreamStartNs}
+	}
+	want := []times{
+		{1796032800004000000, 1796032800004100000, 1796032800004200000, 1796032800005000000, 1796032800005100000},
+		{1796032800006000000, 1796032800006144000, 0, 0, 0},
+		{}, {},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("times\n got %v\nwant %v", got, want)
+	}
+	if es[2].StartTime == "" || es[3].Code != 200 {
+		t.Errorf("lines without the times parse as before: %+v %+v", es[2], es[3])
 	}
 }
 

@@ -230,6 +230,12 @@ func renderAccessJSON(es []AccessLogEntry) []byte {
 			m["duration"] = *e.DurationMs
 		}
 		m["bytes_received"], m["bytes_sent"] = e.BytesReceived, e.BytesSent
+		for k, v := range map[string]int64{"start_ns": e.StartNs, "local_ns": e.LocalNs, "rls_start_ns": e.RLSStartNs, "rls_end_ns": e.RLSEndNs,
+			"upstream_start_ns": e.UpstreamStartNs} {
+			if v != 0 {
+				m[k] = v
+			}
+		}
 		line, _ := json.Marshal(m)
 		b.Write(line)
 		b.WriteByte('\n')
@@ -242,6 +248,9 @@ func FuzzParseAccessLog(f *testing.F) {
 	f.Add([]byte(`{"start_time":"2026-11-30T10:00:00.004Z","method":"GET","path":"/a","response_code":500,"response_flags":"RateLimitServiceError","response_code_details":"rate_limiter_error","x-request-id":"rid-4","x-rlbench-id":"rb-4","upstream_host":null,"duration":2}
 {"timestamp":"2026-11-30T10:00:00.005Z","request_method":"POST","request_path":"/b","status":"503","flags":["UpstreamOverflow"],"request_id":"rid-5","rlbench_id":"rb-5","duration_ms":"1","bytes_sent":81}
 {"START_TIME":1796031180123,"METHOD":"GET","PATH":"/c","RESPONSE_CODE":503,"RESPONSE_FLAGS":"UF,URX","DURATION":"-"}
+`))
+	f.Add([]byte(`{"start_time":"2026-11-30T10:00:00.004Z","start_ns":1796032800004000000,"local_ns":1796032800004100000,"rls_start_ns":1796032800004200000,"rls_end_ns":"1796032800005000000","upstream_start_ns":1796032800005100000,"method":"GET","path":"/r/1","response_code":200,"response_flags":"-","proxy":"proxy-a"}
+{"start_ns":1796032800006000000,"local_ns":1.7960328000061e18,"rls_start_ns":"-","response_code":429,"response_flags":"RL"}
 `))
 	f.Add([]byte(`[2026-11-30T10:00:00.001Z] "GET /x HTTP/1.1" 429 RL local_rate_limited - "-" 0 18 0 - "-" "curl/8" "rid" "a:1" "-" outbound|80||backend -` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

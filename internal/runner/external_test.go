@@ -133,6 +133,11 @@ scenarios:
 	if len(sent) != 6 || !reflect.DeepEqual(logged, sent) {
 		t.Fatalf("copied ids %v, sent %v", logged, sent)
 	}
+	// An external scenario measures its host too (harness.json).
+	if s := evidence.LoadScenario(context.Background(), sc1, true); s.Harness == nil || s.Attack == nil ||
+		s.Harness.StartNs > s.Attack.StartNs || s.Harness.EndNs < s.Attack.EndNs {
+		t.Errorf("copied: harness %+v, attack %+v, problems %v", s.Harness, s.Attack, s.Problems)
+	}
 
 	rep, err := analyze.Analyze(context.Background(), runDir, analyze.Options{})
 	must(err)

@@ -53,6 +53,16 @@ func TestRealRLSPlan(t *testing.T) {
 	if len(rep.Scenarios) != 4 {
 		t.Fatalf("%d scenarios", len(rep.Scenarios))
 	}
+	// Real-parts scenarios measure their host too (harness.json).
+	bundle, err := evidence.Load(ctx, runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range bundle.Scenarios {
+		if h := s.Harness; h == nil || s.Attack == nil || h.StartNs > s.Attack.StartNs || h.EndNs < s.Attack.EndNs {
+			t.Errorf("%s: harness %+v, attack %+v", s.Dir, h, s.Attack)
+		}
+	}
 	by := map[string]analyze.ScenarioReport{}
 	for _, s := range rep.Scenarios {
 		by[s.Name] = s

@@ -23,6 +23,7 @@ import (
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/buildinfo"
+	"github.com/rlbench/rlbench/internal/hostprobe"
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
@@ -235,6 +236,11 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	if err := r.writeScenario(); err != nil {
 		return err.Error()
 	}
+	// The harness measures its own host from here (before the first
+	// snapshot) to after the last one, into harness.json; an interrupt
+	// (ctx done) does not cut the window short.
+	probe := hostprobe.Start(context.WithoutCancel(ctx), hostprobe.Options{})
+	defer probe.Stop() // a NOT_RUN scenario writes no harness.json
 	if reason := r.snapshot(ctx, "before"); reason != "" {
 		return reason
 	}
@@ -324,6 +330,9 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		agg.Complete, agg.Error = false, "faults: "+err.Error()
 	}
 	_ = r.snapshot(ctx, "after")
+	if err := writeJSON(evidence.Dir(r.dir).Harness(), probe.Stop()); err != nil {
+		agg.Complete, agg.Error = false, "harness: "+err.Error()
+	}
 	if err := r.copyAccessLogs(); err != nil {
 		agg.Complete, agg.Error = false, err.Error()
 	}

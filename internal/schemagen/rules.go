@@ -51,6 +51,17 @@ var fieldRules = map[string]rule{
 	"evidence.FileState.State":              enum(evidence.StateOpen, evidence.StateClosed),
 	"evidence.FileState.Records":            minimum(0),
 	"evidence.FileState.Bytes":              minimum(0),
+	"evidence.Harness.CPUs":                 minimum(1),
+	"evidence.Harness.StealNs":              minimum(-1),
+	"evidence.Harness.Load1Start":           minimum(-1),
+	"evidence.Harness.Load1End":             minimum(-1),
+	"evidence.HarnessProbe.IntervalNs":      minimum(0),
+	"evidence.HarnessProbe.Samples":         minimum(0),
+	"evidence.HarnessProbe.MaxLateNs":       minimum(0),
+	"evidence.HarnessProbe.P99LateNs":       minimum(0),
+	"evidence.HarnessProbe.Stalls":          maxItems(evidence.HarnessMaxStalls),
+	"evidence.HarnessStall.LateNs":          minimum(0),
+	"evidence.Decision.RecvNs":              minimum(0),
 
 	// nginx evidence
 	"nginx.AccessRecord.Line":           minimum(1),
@@ -237,6 +248,7 @@ func format(f string) rule   { return func(s *jsonschema.Schema) { s.Format = f 
 func pattern(p string) rule  { return func(s *jsonschema.Schema) { s.Pattern = p } }
 func minimum(n int) rule     { return func(s *jsonschema.Schema) { s.Minimum = num(n) } }
 func minItems(n uint64) rule { return func(s *jsonschema.Schema) { s.MinItems = uptr(n) } }
+func maxItems(n uint64) rule { return func(s *jsonschema.Schema) { s.MaxItems = uptr(n) } }
 func minLength(n uint64) rule {
 	return func(s *jsonschema.Schema) { s.MinLength = uptr(n) }
 }

@@ -187,7 +187,7 @@ func TestFileNames(t *testing.T) {
 		schemas.EnvoyStats: evidence.EnvoyStatsSchema, schemas.RLSMetrics: evidence.RLSMetricsSchema,
 		schemas.RLSLog: evidence.RLSLogSchema, schemas.NginxAccess: evidence.NginxAccessSchema,
 		schemas.NginxLimitReq: evidence.NginxLimitReqSchema, schemas.NginxStubStatus: evidence.NginxStubStatusSchema,
-		schemas.FileState: evidence.StateSchema, schemas.Merge: evidence.MergeSchema,
+		schemas.FileState: evidence.StateSchema, schemas.Merge: evidence.MergeSchema, schemas.Harness: evidence.HarnessSchema,
 	}
 	var got, want []string
 	for _, f := range generate(t) {

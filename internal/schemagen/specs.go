@@ -46,6 +46,8 @@ func specs() []spec {
 			root: typeOf[evidence.FileState](), consts: map[string]string{"FileState": evidence.StateSchema}},
 		{id: evidence.MergeSchema, what: "merge.json of a scenario directory written by `rlbench merge` (the shards of one attack joined)",
 			root: typeOf[evidence.MergeRecord](), consts: map[string]string{"MergeRecord": evidence.MergeSchema}},
+		{id: evidence.HarnessSchema, what: "harness.json of a scenario directory: what rlbench measured of its own host while the scenario ran (steal, load, wake-up stalls)",
+			root: typeOf[evidence.Harness](), consts: map[string]string{"Harness": evidence.HarnessSchema}},
 		{id: evidence.NginxAccessSchema, what: "one line of nginx/<proxy>/access.jsonl", root: typeOf[nginx.AccessRecord]()},
 		{id: evidence.NginxLimitReqSchema, what: "one line of nginx/<proxy>/limit_req.jsonl", root: typeOf[nginx.ErrorEntry]()},
 		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginx.StubStatus]()},

@@ -11,8 +11,27 @@ import (
 type AccessLogEntry struct {
 	// StartTime is %START_TIME% in RFC 3339 with milliseconds, UTC.
 	StartTime string `json:"start_time"`
-	// StartNs is the same instant in unix ns.
+	// StartNs is the same instant in unix ns: when the proxy had read the
+	// request's head (http.ReadRequest returned), on the proxy's Clock.
 	StartNs int64 `json:"start_ns"`
+	// The proxy's own times of the request, unix ns on the same Clock as
+	// StartNs; each is omitted (0) when the request did not get there.
+	//
+	// LocalNs is the instant the local rate limit filter decided the
+	// request: the very time value its token buckets refilled to
+	// (localLimiter.decide). Omitted when the filter is absent or did not
+	// evaluate the request (filter_enabled).
+	LocalNs int64 `json:"local_ns,omitempty"`
+	// RLSStartNs is when the rate limit filter sent its ShouldRateLimit
+	// call to the RLS, RLSEndNs when the answer came or the call failed
+	// (timeout, error). Omitted when the request made no call.
+	RLSStartNs int64 `json:"rls_start_ns,omitempty"`
+	RLSEndNs   int64 `json:"rls_end_ns,omitempty"`
+	// UpstreamStartNs is when the router began writing the request to an
+	// upstream connection (the forward), for the first attempt that got
+	// one; a retry's later writes do not move it. Omitted when no attempt
+	// was written (a local reply, no healthy upstream, a failed connect).
+	UpstreamStartNs int64 `json:"upstream_start_ns,omitempty"`
 	// Method is %REQ(:METHOD)%.
 	Method string `json:"method"`
 	// Path is the request path with query (%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%).
@@ -64,6 +83,22 @@ func appendAccessLog(dst []byte, e *AccessLogEntry) []byte {
 	dst = evidence.AppendJSONString(dst, e.StartTime)
 	dst = append(dst, `,"start_ns":`...)
 	dst = strconv.AppendInt(dst, e.StartNs, 10)
+	if e.LocalNs != 0 {
+		dst = append(dst, `,"local_ns":`...)
+		dst = strconv.AppendInt(dst, e.LocalNs, 10)
+	}
+	if e.RLSStartNs != 0 {
+		dst = append(dst, `,"rls_start_ns":`...)
+		dst = strconv.AppendInt(dst, e.RLSStartNs, 10)
+	}
+	if e.RLSEndNs != 0 {
+		dst = append(dst, `,"rls_end_ns":`...)
+		dst = strconv.AppendInt(dst, e.RLSEndNs, 10)
+	}
+	if e.UpstreamStartNs != 0 {
+		dst = append(dst, `,"upstream_start_ns":`...)
+		dst = strconv.AppendInt(dst, e.UpstreamStartNs, 10)
+	}
 	dst = append(dst, `,"method":`...)
 	dst = evidence.AppendJSONString(dst, e.Method)
 	dst = append(dst, `,"path":`...)

@@ -463,6 +463,10 @@ func (p *Proxy) writeAccessLog(rs *reqState) {
 	e := AccessLogEntry{
 		StartTime:           startTime(rs.start),
 		StartNs:             rs.start.UnixNano(),
+		LocalNs:             rs.localNs,
+		RLSStartNs:          rs.rlsStartNs,
+		RLSEndNs:            rs.rlsEndNs,
+		UpstreamStartNs:     rs.upstreamStartNs,
 		Method:              rs.req.Method,
 		Path:                rs.req.URL.RequestURI(),
 		Protocol:            rs.req.Proto,

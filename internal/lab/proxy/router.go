@@ -100,6 +100,7 @@ func (p *Proxy) process(rs *reqState) {
 			}
 		}
 		ok, b := lim.decide(descs, now)
+		rs.localNs = now.UnixNano() // the buckets' time, logged as is
 		if l.EnableXRateLimitHeaders {
 			rs.rlBucket = b
 		}
@@ -130,7 +131,9 @@ func (p *Proxy) process(rs *reqState) {
 // reports whether it sent a local reply.
 func (p *Proxy) global(rs *reqState, g *GlobalRateLimit, descs []*rlcommon.RateLimitDescriptor) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), p.rlsTimeout)
+	rs.rlsStartNs = p.clock.Now().UnixNano()
 	resp, err := p.rls.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: g.Domain, Descriptors: descs})
+	rs.rlsEndNs = p.clock.Now().UnixNano()
 	cancel()
 	if err != nil {
 		p.st.gError.inc()
@@ -482,6 +485,9 @@ func (p *Proxy) attempt(rs *reqState, h *host, deadline time.Time, expected time
 	if !deadline.Equal(uc.deadline) {
 		_ = uc.c.SetDeadline(deadline)
 		uc.deadline = deadline
+	}
+	if rs.upstreamStartNs == 0 {
+		rs.upstreamStartNs = p.clock.Now().UnixNano()
 	}
 	p.writeRequest(uc, rs, expected, stream)
 	if err := uc.bw.Flush(); err != nil {

@@ -94,6 +94,9 @@ type reqState struct {
 	genID    bool   // reqID was generated (the request had none)
 	body     []byte // the request body, buffered when a retry policy may resend it
 	retry    retryState
+	// The access log's limiter and forward times (AccessLogEntry), unix ns
+	// on the proxy's Clock; 0 until the request gets there.
+	localNs, rlsStartNs, rlsEndNs, upstreamStartNs int64
 }
 
 type hdr struct{ k, v string }

@@ -117,6 +117,9 @@ func TestAppendAccessLogMatchesMarshal(t *testing.T) {
 		if i%2 == 0 {
 			e.UpstreamHost, e.UpstreamRequestAttemptCount, e.RlbenchID, e.RequestID, e.ForwardedFor = randString(r), r.IntN(5), randString(r), randString(r), randString(r)
 		}
+		if i%3 != 0 {
+			e.LocalNs, e.RLSStartNs, e.RLSEndNs, e.UpstreamStartNs = r.Int64()*int64(r.IntN(2)), r.Int64()-r.Int64(), r.Int64()*int64(r.IntN(2)), r.Int64()
+		}
 		want, err := json.Marshal(&e)
 		if err != nil {
 			t.Fatal(err)
@@ -142,9 +145,30 @@ func BenchmarkAppendAccessLog(b *testing.B) {
 // The access log encoder allocates nothing once its buffer has room.
 func TestAppendAccessLogAllocs(t *testing.T) {
 	e := AccessLogEntry{StartTime: "2026-12-01T10:00:00.000Z", Method: "GET", Path: "/r/<8>", Protocol: "HTTP/1.1", ResponseCode: 503,
-		ResponseFlags: "URX,UC", UpstreamHost: "127.0.0.1:1", RlbenchID: "c-8", Proxy: "proxy-a"}
+		ResponseFlags: "URX,UC", UpstreamHost: "127.0.0.1:1", RlbenchID: "c-8", Proxy: "proxy-a",
+		StartNs: 1796120255563742051, LocalNs: 1796120255563751002, RLSStartNs: 1796120255563760003, RLSEndNs: 1796120255564760004,
+		UpstreamStartNs: 1796120255564770005}
 	buf := make([]byte, 0, 1024)
 	if n := testing.AllocsPerRun(100, func() { buf = appendAccessLog(buf[:0], &e) }); n != 0 {
 		t.Fatalf("%v allocations per line", n)
 	}
+}
+
+// FuzzAppendAccessLog: appendAccessLog writes exactly encoding/json's bytes
+// for any field values.
+func FuzzAppendAccessLog(f *testing.F) {
+	f.Add("2026-12-01T10:00:00.000Z", "GET", "/r/8", "c-8\u2028\xff", int64(1796120255563742051), int64(1796120255563751002), int64(0), int64(-1), 200, 1)
+	f.Fuzz(func(t *testing.T, start, method, path, id string, startNs, localNs, rlsNs, upNs int64, code, attempts int) {
+		e := AccessLogEntry{StartTime: start, StartNs: startNs, Method: method, Path: path, Protocol: "HTTP/1.1", ResponseCode: code,
+			ResponseFlags: method, ResponseCodeDetails: path, BytesReceived: localNs, BytesSent: upNs, DurationMs: rlsNs, UpstreamHost: path,
+			UpstreamRequestAttemptCount: attempts, RlbenchID: id, RequestID: start, ForwardedFor: id, Proxy: method,
+			LocalNs: localNs, RLSStartNs: rlsNs, RLSEndNs: rlsNs / 2, UpstreamStartNs: upNs}
+		want, err := json.Marshal(&e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendAccessLog(nil, &e); string(got) != string(want) {
+			t.Fatalf("entry %+v\n got %s\nwant %s", e, got, want)
+		}
+	})
 }

@@ -111,7 +111,9 @@ type Options struct {
 	// Current > Limit); an
 	// unmatched, unknown-domain or unlimited descriptor's line has Code OK and
 	// no Key; a rejected call gives one line with Code ERROR and Error.
-	// TimeNs is Options.Now at the decision.
+	// TimeNs is Options.Now at the decision, RecvNs Options.Now when the
+	// call entered ShouldRateLimit (before Options.Delay and the counter
+	// lock).
 	DecisionLog io.Writer
 	// Decisions, when not nil, receives the same records through an
 	// evidence.Writer (buffered, flushed every evidence.FlushEvery), instead
@@ -320,6 +322,7 @@ func (v service) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 // Errors: ErrEmptyDomain, ErrEmptyDescriptors, ErrNoConfig, ctx's error when
 // cancelled during Options.Delay, ErrStopped when the server stopped meanwhile.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	recv := s.now().UnixNano()
 	s.cmu.Lock()
 	gen := s.gen
 	s.cmu.Unlock()
@@ -346,7 +349,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 		err = ErrNoConfig
 	}
 	if err != nil {
-		s.log(evidence.Decision{TimeNs: s.now().UnixNano(), Domain: domain, Code: "ERROR", Error: err.Error()})
+		s.log(evidence.Decision{TimeNs: s.now().UnixNano(), RecvNs: recv, Domain: domain, Code: "ERROR", Error: err.Error()})
 		return nil, err
 	}
 
@@ -382,7 +385,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 		call = s.calls
 	}
 	for i, d := range descs {
-		dec := evidence.Decision{TimeNs: now.UnixNano(), Domain: domain, Descriptor: entries[i], Code: "OK", Call: call}
+		dec := evidence.Decision{TimeNs: now.UnixNano(), RecvNs: recv, Domain: domain, Descriptor: entries[i], Code: "OK", Call: call}
 		l := limits[i]
 		switch {
 		case l == nil:

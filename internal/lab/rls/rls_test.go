@@ -718,3 +718,50 @@ func TestQuotaModeAndReplacedUnlimited(t *testing.T) {
 		t.Fatalf("replaced unlimited: %v", resp)
 	}
 }
+
+// TestRecvNs: every decision records when its call entered the RLS
+// (RecvNs) beside when it was decided (TimeNs), on the injected clock that
+// moves 1 ms at every reading: RecvNs is before TimeNs, the decisions of one
+// call share both, a later call was received after the earlier one was
+// decided, and a rejected call's ERROR line has its receive time too.
+func TestRecvNs(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(base, 0)
+	tick := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Millisecond)
+		return now
+	}
+	log := &syncBuffer{}
+	srv, err := Start(context.Background(), Options{Configs: loadConfigs(t, "inventory.yaml"), DecisionLog: log, Now: tick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	ctx := context.Background()
+	if _, err := srv.ShouldRateLimit(ctx, req("inventory", []string{"tenant", "lab"}, []string{"plan", "free"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.ShouldRateLimit(ctx, req("inventory", []string{"tenant", "lab"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.ShouldRateLimit(ctx, req("")); err == nil {
+		t.Fatal("empty domain accepted")
+	}
+	ds := decisions(t, log.String())
+	if len(ds) != 4 {
+		t.Fatalf("%d decisions, want 4: %+v", len(ds), ds)
+	}
+	for i, d := range ds {
+		if d.RecvNs <= base*1e9 || d.RecvNs >= d.TimeNs {
+			t.Errorf("decision %d: recv_ns %d, time_ns %d: want base < recv < time", i, d.RecvNs, d.TimeNs)
+		}
+	}
+	if ds[0].RecvNs != ds[1].RecvNs || ds[0].TimeNs != ds[1].TimeNs {
+		t.Errorf("one call's decisions differ in times: %+v %+v", ds[0], ds[1])
+	}
+	if ds[2].RecvNs <= ds[1].TimeNs || ds[3].RecvNs <= ds[2].TimeNs || ds[3].Code != "ERROR" {
+		t.Errorf("later calls: %+v %+v", ds[2], ds[3])
+	}
+}
