@@ -363,6 +363,9 @@ func judgeLimiters(in *Input) {
 	ls := resolveLimiters(in)
 	in.limiters = ls
 	in.seen, sr.Harness = limiterSeen(in)
+	if h := ev.Harness; h != nil {
+		sr.Harness.probed(h)
+	}
 	impossibleFaults(in, ls)
 	applyShardClocks(in)
 	ls.failOpen = failOpen(sr)

@@ -92,6 +92,18 @@ func (h *HarnessReport) String() string {
 	return strings.Join(parts, "; ")
 }
 
+// probed adds the runner's host probe (harness.json): the latest and 99th
+// percentile wake-up lateness, the steal time as a share of all CPUs' time
+// over the probe's window, and the load at its end.
+func (h *HarnessReport) probed(e *evidence.Harness) {
+	h.Probed = true
+	h.StallMaxNs, h.StallP99Ns = e.Probe.MaxLateNs, e.Probe.P99LateNs
+	if span := e.EndNs - e.StartNs; e.StealNs >= 0 && span > 0 && e.CPUs > 0 {
+		h.StealPercent = 100 * float64(e.StealNs) / (float64(span) * float64(e.CPUs))
+	}
+	h.Load1 = e.Load1End
+}
+
 // harnessLateness is the scenario's HarnessReport in one line ("" without one).
 func harnessLateness(in *Input) string { return in.Report.Harness.String() }
 
@@ -100,6 +112,9 @@ func harnessLateness(in *Input) string { return in.Report.Harness.String() }
 // decision (lo = 0: none), read from the proxy's own log.
 type seenTimes struct {
 	lo, hi []int64
+	// local is true when hi is the local limiter's exact decision time
+	// (the lab proxy's local_ns): the local stage replays it as a point.
+	local []bool
 	// proxy is the target whose log gave the times.
 	proxy []uint16
 	n     int
@@ -122,7 +137,7 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 	reqs := &ev.Requests
 	n := reqs.Len()
 	h := &HarnessReport{Parts: in.Scenario.HarnessParts, StealPercent: -1, Load1: -1}
-	s := &seenTimes{lo: make([]int64, n), hi: make([]int64, n), proxy: make([]uint16, n)}
+	s := &seenTimes{lo: make([]int64, n), hi: make([]int64, n), local: make([]bool, n), proxy: make([]uint16, n)}
 	targetIdx := map[string]uint16{}
 	for t, name := range reqs.Targets {
 		targetIdx[name] = uint16(t)
@@ -167,7 +182,18 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 			} else if end := reqs.EndNs[i]; end > lo {
 				hi = end
 			}
-			set(i, t, lo, hi, "access log")
+			src := "access log"
+			if e.StartNs > 0 {
+				lo, src = e.StartNs, "access log ns"
+			}
+			if e.LocalNs > 0 && e.LocalNs >= lo {
+				// the lab proxy's local_ns: the very time its token buckets
+				// decided with (a point, for the local stage)
+				set(i, t, lo, e.LocalNs, "lab proxy local_ns")
+				s.local[i] = true
+				continue
+			}
+			set(i, t, lo, hi, src)
 		}
 	}
 	for _, ng := range ev.Nginx {

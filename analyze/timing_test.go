@@ -34,9 +34,16 @@ func TestLabRLSTimeoutIsTheHarnesss(t *testing.T) {
 
 	e.scenario.HarnessParts = []string{"proxy-a", "proxy-b", evidence.HarnessRLS, evidence.HarnessBackend}
 	e.write()
+	// the runner's host probe saw a 310 ms stall and 25 % steal on 2 CPUs
+	h := evidence.Harness{Schema: evidence.HarnessSchema, StartNs: t0, EndNs: t0 + int64(time.Second), CPUs: 2,
+		StealNs: int64(500 * time.Millisecond), Load1Start: 3, Load1End: 16.5,
+		Probe: evidence.HarnessProbe{IntervalNs: 1e6, Samples: 700, MaxLateNs: 310e6, P99LateNs: 120e6, Stalls: []evidence.HarnessStall{{AtNs: t0 + 1e6, LateNs: 310e6}}}}
+	b, err := json.Marshal(h)
+	must(t, err)
+	must(t, os.WriteFile(evidence.Dir(dir).Harness(), b, 0o644))
 	s := judged(t, dir, "21-leak-lab-rls")
 	wantVerdict(t, s, NotRun, "inconclusive: fail-open: 15 admitted without an RLS decision, with no fault injected",
-		"the lab RLS is rlbench's own part")
+		"the lab RLS is rlbench's own part", "host stall max 310ms, p99 120ms, steal 25.0%, load 16.5")
 	if strings.Contains(reasons(s), "leak:") {
 		t.Fatalf("a lab RLS timeout is called a leak:\n%s", reasons(s))
 	}
