@@ -303,7 +303,7 @@ func TestPercentHitFraction(t *testing.T) {
 func TestGlobalSeveralEntriesOneCall(t *testing.T) {
 	be := startBackend(t)
 	f, addr := startFakeRLS(t)
-	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Second, RateLimits: []RateLimit{
+	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Minute, RateLimits: []RateLimit{
 		{Actions: []Action{{GenericKey: &GenericKeyAction{DescriptorKey: "mode", DescriptorValue: "ok"}}, {RemoteAddress: &RemoteAddressAction{}}}},
 		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
 		{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "gold", Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}}}},
@@ -319,7 +319,7 @@ func TestGlobalSeveralEntriesOneCall(t *testing.T) {
 		got = append(got, strings.Join(es, ","))
 	}
 	must(t, strings.Join(got, " | ") == "mode=ok,remote_address=127.0.0.1 | user=alice", "descriptors %q", got)
-	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Second, RateLimits: []RateLimit{
+	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Minute, RateLimits: []RateLimit{
 		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}}})
 	r = do(t, "GET", none.URL()+"/x", nil)
 	must(t, r.code == 200 && f.calls.Load() == 1, "no descriptor: %d, %d calls", r.code, f.calls.Load())
