@@ -90,11 +90,18 @@ func newRawIDServerUpTo(t *testing.T, upTo int, respond respondFunc) (*rawIDServ
 // drain reads the rest of req's body (a respond that answers first).
 func drain(req *http.Request) { io.Copy(io.Discard, req.Body) }
 
+// answerTimeout is the request timeout of the tests whose requests a
+// server answers (or ends) and that count them answered: far above a
+// response's time on a loaded host, where a few hundred requests at
+// 1000/s queue for the CPU (a tight timeout would record some as code 0);
+// a test of the timeout itself sets its own.
+const answerTimeout = 30 * time.Second
+
 // paced returns Options for a paced attack of n IDs on url, capturing
-// X-Echo, with a short timeout (a request no server answers ends soon).
+// X-Echo, with answerTimeout.
 func paced(n int, prefix, url string, perSec int) Options {
 	return Options{IDs: IDs(n, prefix), Targets: []Target{{URL: url}}, Rate: vegeta.Rate{Freq: perSec, Per: time.Second},
-		CaptureHeaders: []string{echoHeader}, Timeout: 3 * time.Second}
+		CaptureHeaders: []string{echoHeader}, Timeout: answerTimeout}
 }
 
 // runGuarded runs opts with a guard context; it fails t if the guard had
@@ -497,7 +504,7 @@ func TestPacedMaxConnectionsBelowWarm(t *testing.T) {
 func TestPacedFlowsOneTarget(t *testing.T) {
 	s, url := newRawIDServer(t, echoOK)
 	const n = 100
-	opts := Options{Targets: []Target{{URL: url}}, CaptureHeaders: []string{echoHeader}, Timeout: 3 * time.Second,
+	opts := Options{Targets: []Target{{URL: url}}, CaptureHeaders: []string{echoHeader}, Timeout: answerTimeout,
 		Flows: []Flow{
 			{Name: "a", IDs: IDs(n, "fa"), Rate: vegeta.Rate{Freq: 800, Per: time.Second}},
 			{Name: "b", IDs: IDs(n, "fb"), Rate: vegeta.Rate{Freq: 500, Per: time.Second}},
@@ -690,7 +697,7 @@ func TestPacedLargeRequestNotDirect(t *testing.T) {
 		return echoOK(c, br, req, id, n)
 	})
 	const n = 40
-	opts := Options{Targets: []Target{{URL: url}}, CaptureHeaders: []string{echoHeader}, Timeout: 5 * time.Second,
+	opts := Options{Targets: []Target{{URL: url}}, CaptureHeaders: []string{echoHeader}, Timeout: answerTimeout,
 		Flows: []Flow{{Name: "mixed", IDs: IDs(n, "lb"), Rate: vegeta.Rate{Freq: 200, Per: time.Second},
 			Requests: []RequestTemplate{{Method: http.MethodPost, Body: big}, {}}}}}
 	sum, err, lines := runGuarded(t, opts, 30*time.Second)
@@ -750,7 +757,7 @@ func TestPacedMaxConnectionsServerEnds(t *testing.T) {
 	host := serveRaw(t, s.handle)
 	const n = 120
 	opts := Options{IDs: IDs(n, "me"), Targets: []Target{{URL: "http://" + host}}, Rate: vegeta.Rate{Freq: 1000, Per: time.Second},
-		MaxConnections: 3, Timeout: 3 * time.Second}
+		MaxConnections: 3, Timeout: answerTimeout}
 	sum, err, lines := runGuarded(t, opts, 20*time.Second)
 	if err != nil || len(lines) != n || sum.Resent != 0 || sum.Recorded != n {
 		t.Fatalf("err %v summary %+v, %d lines", err, sum, len(lines))

@@ -1,6 +1,7 @@
 package attack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,7 +112,11 @@ func TestRunFlows(t *testing.T) {
 }
 
 // TestRunFlowRates: two paced flows of one attack keep their own rates:
-// the achieved rates stand in the ratio of the configured ones.
+// each flow's intended sends are on its own schedule (300/s and 60/s from
+// the common start), no ID leaves before its intended time, and each
+// flow's achieved rate is computed from its own sends. (The achieved
+// rates' ratio is not asserted: on a loaded host a flow's first send is
+// late by as much as the host makes it, and its achieved rate with it.)
 func TestRunFlowRates(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
@@ -123,9 +128,26 @@ func TestRunFlowRates(t *testing.T) {
 	if err != nil || !sum.Complete || len(lines) != 360 {
 		t.Fatalf("err %v summary %+v", err, sum)
 	}
-	fast, slow := sum.Flows[0].Pacing.AchievedPerSec, sum.Flows[1].Pacing.AchievedPerSec
-	if r := fast / slow; r < 5*0.85 || r > 5*1.15 {
-		t.Fatalf("achieved %.1f/s and %.1f/s: ratio %.2f, want 5 (300/s : 60/s)", fast, slow, r)
+	for i, f := range flows {
+		var fl []evidence.Request
+		for _, l := range lines {
+			if l.Flow == f.Name {
+				fl = append(fl, l)
+			}
+		}
+		slices.SortFunc(fl, func(x, y evidence.Request) int { return cmp.Compare(x.IntendedNs, y.IntendedNs) })
+		interval := int64(f.Rate.Per) / int64(f.Rate.Freq) // vegeta's ConstantPacer, whole ns
+		for k, l := range fl {
+			if want := sum.StartNs + int64(k+1)*interval; l.IntendedNs != want {
+				t.Fatalf("flow %s hit %d intended %d, want %d (start %d)", f.Name, k, l.IntendedNs, want, sum.StartNs)
+			}
+			if l.SentNs < l.IntendedNs {
+				t.Errorf("flow %s: %s sent %s early", f.Name, l.ID, time.Duration(l.IntendedNs-l.SentNs))
+			}
+		}
+		if got, want := sum.Flows[i].Pacing.AchievedPerSec, achievedPerSec(fl); len(fl) != len(f.IDs) || !sameRate(got, want) {
+			t.Fatalf("flow %s: %d lines, achieved %v/s, its sends give %v/s", f.Name, len(fl), got, want)
+		}
 	}
 	// Both schedules span the same second from the same start: the last
 	// intended sends coincide.

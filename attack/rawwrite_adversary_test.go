@@ -231,7 +231,11 @@ func burstWakesBeforeLongWrite(t *testing.T, longFirst bool) {
 // burst (its raw write took the head and part of the body before any
 // sender waited), so each has one line as sent with an error, its head
 // read once by the server and never resent; the errors name the abort,
-// not a timeout.
+// not a timeout. The interrupt comes once the server has read every
+// request's head: then every sender has made all its raw writes and waits
+// on the first of its rests, whichever sender ran first (an interrupt at
+// the first GOMAXPROCS heads assumed every sender had started by then: on
+// a loaded host one had not, and its requests were rightly not sent).
 func TestBurstLargeBodiesAborted(t *testing.T) {
 	p := runtime.GOMAXPROCS(0)
 	n := 3 * p // each sender: three long writes, the first of its rests waits
@@ -242,8 +246,8 @@ func TestBurstLargeBodiesAborted(t *testing.T) {
 	defer cancel()
 	var heads atomic.Int32
 	s, url := newRawIDServer(t, func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
-		if int(heads.Add(1)) == p {
-			cancel() // every sender waits on its first write
+		if int(heads.Add(1)) == n {
+			cancel() // every request began: each sender waits on its first rest
 		}
 		<-quit // never reads the body
 		return false

@@ -59,12 +59,16 @@ type Writer struct {
 const FlushEvery = 100 * time.Millisecond
 
 // NewWriter returns a buffered Writer on w; if w is an io.Closer, Close closes it.
-func NewWriter(w io.Writer) *Writer {
+func NewWriter(w io.Writer) *Writer { return newWriter(w, nil) }
+
+// newWriter is NewWriter flushing at each value of ticks; nil ticks is a
+// ticker of FlushEvery (tests drive the flushes with their own channel).
+func newWriter(w io.Writer, ticks <-chan time.Time) *Writer {
 	jw := &Writer{bw: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
 	if c, ok := w.(io.Closer); ok {
 		jw.c = c
 	}
-	go jw.loop()
+	go jw.loop(ticks)
 	return jw
 }
 
@@ -108,15 +112,18 @@ func create(path string, mk func(io.Writer) *Writer) (*Writer, error) {
 	return w, nil
 }
 
-func (w *Writer) loop() {
+func (w *Writer) loop(ticks <-chan time.Time) {
 	defer close(w.done)
-	t := time.NewTicker(FlushEvery)
-	defer t.Stop()
+	if ticks == nil {
+		t := time.NewTicker(FlushEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
 	for {
 		select {
 		case <-w.stop:
 			return
-		case <-t.C:
+		case <-ticks:
 			_ = w.Flush()
 		}
 	}

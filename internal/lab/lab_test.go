@@ -222,6 +222,13 @@ func TestAddressesJSON(t *testing.T) {
 
 // TestGlobalWithLabRLS: two proxies share the lab RLS's fixed window of 3;
 // each proxy writes its own access log; the lab RLS logs every decision.
+// answerRLSTimeout is the proxies' RLS call timeout in the tests that
+// count the lab RLS's answers: far above a call's time on a loaded host.
+// A call that times out fails open (a 200 the test would not expect), and
+// the lab RLS may still count it: with a second, the codes were the
+// host's affair.
+const answerRLSTimeout = time.Minute
+
 func TestGlobalWithLabRLS(t *testing.T) {
 	cfg, err := rlsconfig.Parse("inventory.yaml", []byte("domain: inventory\ndescriptors:\n  - {key: tenant, value: lab, rate_limit: {unit: hour, requests_per_unit: 3}}\n"))
 	if err != nil {
@@ -231,7 +238,7 @@ func TestGlobalWithLabRLS(t *testing.T) {
 	logs := map[string]*syncBuf{}
 	l, err := Start(t.Context(), Options{
 		Proxies: ProxiesOptions{Count: 2,
-			Config: proxy.Config{Global: &proxy.GlobalRateLimit{Domain: "inventory", Timeout: time.Second,
+			Config: proxy.Config{Global: &proxy.GlobalRateLimit{Domain: "inventory", Timeout: answerRLSTimeout,
 				Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}},
 			AccessLog: func(name string) (io.Writer, error) { logs[name] = &syncBuf{}; return logs[name], nil }},
 		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}, DecisionLog: &decisions}},
@@ -389,7 +396,7 @@ func TestListenBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	global := &proxy.GlobalRateLimit{Domain: "d", Timeout: time.Second, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{Domain: "d", Timeout: answerRLSTimeout, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
 	opts := Options{ListenBase: base, Backend: backend.Options{Endpoints: 2}, Proxies: ProxiesOptions{Count: 2, Config: proxy.Config{Global: global}},
 		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}}}}
 	l, err := Start(t.Context(), opts)

@@ -102,10 +102,16 @@ func TestNewRunDirIsUnique(t *testing.T) {
 	}
 }
 
-// TestFaultAtOffsetInsideAttack stops the lab RLS 100 ms into a paced attack
-// (20 IDs at 50/s, 400 ms) with failure_mode_deny: requests before the stop
+// TestFaultAtOffsetInsideAttack stops the lab RLS 300 ms into a paced attack
+// (30 IDs at 30/s, 1 s) with failure_mode_deny: requests before the stop
 // are decided by the RLS, those after get 500s, and the fault window holds
-// exactly the 500s.
+// exactly the 500s. The margins are a loaded host's: the stop falls inside
+// the attack unless the host stalls the process for about 270 ms at its
+// start (the first ID is due at 33 ms, the stop at 300 ms) or the stop
+// takes about 700 ms; with 100 ms into 400 ms an 80 ms stall, which a host
+// with 30 runnable threads on 2 cores can give, sent the first request
+// after the stop. The RLS answers get 30 s (a late answer is not a
+// refusal).
 func TestFaultAtOffsetInsideAttack(t *testing.T) {
 	dir, rep := runPlanText(t, "offset.yaml", `
 name: offset
@@ -116,7 +122,7 @@ scenarios:
       global:
         domain: inventory
         descriptors: [{generic_key: {descriptor_key: tenant, descriptor_value: lab}}]
-        timeout: 1s
+        timeout: 30s
         failure_mode_deny: true
       rls:
         config: |
@@ -124,11 +130,11 @@ scenarios:
           descriptors:
             - {key: tenant, value: lab, rate_limit: {unit: hour, requests_per_unit: 100}}
     steps:
-      - fault: {action: stop, target: rls, at: 100ms}
-      - attack: {ids: 20, rate: 50/1s}
+      - fault: {action: stop, target: rls, at: 300ms}
+      - attack: {ids: 30, rate: 30/1s}
 `)
 	s := rep.Scenarios[0]
-	if s.Totals.Sent != 20 || s.Totals.Admitted+s.Totals.RLSError+s.Totals.NoResponse != 20 {
+	if s.Totals.Sent != 30 || s.Totals.Admitted+s.Totals.RLSError+s.Totals.NoResponse != 30 {
 		t.Fatalf("totals %+v reasons %v", s.Totals, s.Reasons)
 	}
 	if s.Totals.Admitted == 0 || s.Totals.RLSError == 0 {

@@ -83,7 +83,11 @@ func startFakeRLS(t *testing.T) (*fakeRLS, string) {
 	return f, "grpc://" + ln.Addr().String()
 }
 
-func globalCfg(rls string, deny bool) *GlobalRateLimit {
+// globalCfg is the outcome tests' global rate limit with the RLS call
+// timeout given: a minute for the calls that must be answered (a timeout
+// would turn them into errors, on a loaded host too), a millisecond for
+// "slow", which the fake RLS answers only when the caller gives up.
+func globalCfg(rls string, deny bool, timeout time.Duration) *GlobalRateLimit {
 	return &GlobalRateLimit{
 		Domain: "inventory",
 		Actions: []Action{
@@ -91,7 +95,7 @@ func globalCfg(rls string, deny bool) *GlobalRateLimit {
 			{RequestHeaders: &RequestHeadersAction{HeaderName: "x-mode", DescriptorKey: "mode"}},
 		},
 		RLS:                     rls,
-		Timeout:                 300 * time.Millisecond, // generous: the machine is shared; "slow" waits for it
+		Timeout:                 timeout,
 		FailureModeDeny:         deny,
 		EnableXRateLimitHeaders: true,
 	}
@@ -100,19 +104,29 @@ func globalCfg(rls string, deny bool) *GlobalRateLimit {
 func TestGlobalRateLimitOutcomes(t *testing.T) {
 	be := startBackend(t)
 	rls, addr := startFakeRLS(t)
+	_, slowAddr := startFakeRLS(t)
 	var alog syncBuf
-	allow := startProxy(t, Config{Name: "allow", Upstream: be.URL(), Global: globalCfg(addr, false), AccessLog: &alog})
-	deny := startProxy(t, Config{Name: "deny", Upstream: be.URL(), Global: globalCfg(addr, true), AccessLog: &alog})
+	// The RLS answers ok, over and error at once; slow, never: a timeout
+	// (counted as an error). The proxies that must hear an answer wait a
+	// minute for it (a timeout would make an error of it, on a loaded host
+	// too), those that must time out a millisecond, on an RLS of their own:
+	// whether a call abandoned so soon reaches the RLS at all, and when, is
+	// the host's affair, so it is not counted, and it cannot be counted
+	// against another step.
+	allow := startProxy(t, Config{Name: "allow", Upstream: be.URL(), Global: globalCfg(addr, false, time.Minute), AccessLog: &alog})
+	deny := startProxy(t, Config{Name: "deny", Upstream: be.URL(), Global: globalCfg(addr, true, time.Minute), AccessLog: &alog})
+	allowSlow := startProxy(t, Config{Name: "allow-slow", Upstream: be.URL(), Global: globalCfg(slowAddr, false, time.Millisecond), AccessLog: &alog})
+	denySlow := startProxy(t, Config{Name: "deny-slow", Upstream: be.URL(), Global: globalCfg(slowAddr, true, time.Millisecond), AccessLog: &alog})
 
 	type step struct {
 		p        *Proxy
 		mode     string // "" = no x-mode header
 		code     int
-		rlsCalls int64
+		rlsCalls int64 // calls the (answering) RLS gets; -1: not counted
 	}
 	steps := []step{
-		{allow, "ok", 200, 1}, {allow, "over", 429, 1}, {allow, "over", 429, 1}, {allow, "error", 200, 1}, {allow, "slow", 200, 1}, {allow, "", 200, 0},
-		{deny, "ok", 200, 1}, {deny, "over", 429, 1}, {deny, "error", 500, 1}, {deny, "slow", 500, 1}, {deny, "", 200, 0},
+		{allow, "ok", 200, 1}, {allow, "over", 429, 1}, {allow, "over", 429, 1}, {allow, "error", 200, 1}, {allowSlow, "slow", 200, -1}, {allow, "", 200, 0},
+		{deny, "ok", 200, 1}, {deny, "over", 429, 1}, {deny, "error", 500, 1}, {denySlow, "slow", 500, -1}, {deny, "", 200, 0},
 	}
 	for i, s := range steps {
 		before := rls.calls.Load()
@@ -124,8 +138,18 @@ func TestGlobalRateLimitOutcomes(t *testing.T) {
 		if r.code != s.code {
 			t.Fatalf("step %d (%s %q): %d %q, want %d", i, s.p.Name(), s.mode, r.code, r.body, s.code)
 		}
-		if got := rls.calls.Load() - before; got != s.rlsCalls {
+		if got := rls.calls.Load() - before; s.rlsCalls >= 0 && got != s.rlsCalls {
 			t.Errorf("step %d (%s %q): %d RLS calls, want %d", i, s.p.Name(), s.mode, got, s.rlsCalls)
+		}
+		if s.rlsCalls == 1 {
+			// The call carried the domain and both descriptor entries.
+			last := rls.lastRequest()
+			if last.GetDomain() != "inventory" || len(last.GetDescriptors()) != 1 {
+				t.Fatalf("step %d: RLS request %v", i, last)
+			}
+			if e := last.GetDescriptors()[0].GetEntries(); len(e) != 2 || e[0].GetKey() != "tenant" || e[0].GetValue() != "lab" || e[1].GetKey() != "mode" || e[1].GetValue() != s.mode {
+				t.Errorf("step %d: descriptor entries %v", i, e)
+			}
 		}
 		switch {
 		case s.code == 429:
@@ -137,13 +161,6 @@ func TestGlobalRateLimitOutcomes(t *testing.T) {
 		case s.mode == "ok":
 			must(t, r.header.Get("X-Ratelimit-Limit") == "5, 5;w=3600" && r.header.Get("X-Ratelimit-Remaining") == "3", "200 x-ratelimit: %v", r.header)
 		}
-	}
-	last := rls.lastRequest()
-	if last.GetDomain() != "inventory" || len(last.GetDescriptors()) != 1 {
-		t.Fatalf("last RLS request %v", last)
-	}
-	if e := last.GetDescriptors()[0].GetEntries(); len(e) != 2 || e[0].GetKey() != "tenant" || e[0].GetValue() != "lab" || e[1].GetKey() != "mode" || e[1].GetValue() != "slow" {
-		t.Errorf("descriptor entries %v", e)
 	}
 
 	check := func(p *Proxy, want map[string]int64) {
@@ -163,14 +180,20 @@ func TestGlobalRateLimitOutcomes(t *testing.T) {
 			}
 		}
 	}
-	check(allow, map[string]int64{"ratelimit.ok": 1, "ratelimit.over_limit": 2, "ratelimit.error": 2, "ratelimit.failure_mode_allowed": 2,
-		"upstream_rq_429": 2, "upstream_rq_4xx": 2, "internal.upstream_rq_429": 2, "upstream_rq_200": 4, "upstream_rq_completed": 6, "upstream_rq_total": 4})
-	check(deny, map[string]int64{"ratelimit.ok": 1, "ratelimit.over_limit": 1, "ratelimit.error": 2, "ratelimit.failure_mode_allowed": 0,
+	check(allow, map[string]int64{"ratelimit.ok": 1, "ratelimit.over_limit": 2, "ratelimit.error": 1, "ratelimit.failure_mode_allowed": 1,
+		"upstream_rq_429": 2, "upstream_rq_4xx": 2, "internal.upstream_rq_429": 2, "upstream_rq_200": 3, "upstream_rq_completed": 5, "upstream_rq_total": 3})
+	check(allowSlow, map[string]int64{"ratelimit.ok": 0, "ratelimit.over_limit": 0, "ratelimit.error": 1, "ratelimit.failure_mode_allowed": 1,
+		"upstream_rq_429": 0, "upstream_rq_200": 1, "upstream_rq_completed": 1, "upstream_rq_total": 1})
+	check(deny, map[string]int64{"ratelimit.ok": 1, "ratelimit.over_limit": 1, "ratelimit.error": 1, "ratelimit.failure_mode_allowed": 0,
 		"upstream_rq_429": 1, "upstream_rq_500": 0, "upstream_rq_200": 2, "upstream_rq_completed": 3, "upstream_rq_total": 2})
+	check(denySlow, map[string]int64{"ratelimit.ok": 0, "ratelimit.over_limit": 0, "ratelimit.error": 1, "ratelimit.failure_mode_allowed": 0,
+		"upstream_rq_500": 0, "upstream_rq_200": 0, "upstream_rq_completed": 0, "upstream_rq_total": 0})
 	must(t, be.Count() == 6, "backend received %d, want 6", be.Count())
 
 	flags := map[string]int{}
-	must(t, allow.FlushAccessLog() == nil && deny.FlushAccessLog() == nil, "flush")
+	for _, p := range []*Proxy{allow, deny, allowSlow, denySlow} {
+		must(t, p.FlushAccessLog() == nil, "flush %s", p.Name())
+	}
 	err := evidence.ReadLines(strings.NewReader(string(alog.Bytes())), "access log", func(_ int, e *AccessLogEntry) error {
 		flags[e.ResponseFlags+"/"+e.ResponseCodeDetails]++
 		return nil
@@ -280,7 +303,7 @@ func TestPercentHitFraction(t *testing.T) {
 func TestGlobalSeveralEntriesOneCall(t *testing.T) {
 	be := startBackend(t)
 	f, addr := startFakeRLS(t)
-	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Second, RateLimits: []RateLimit{
+	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Minute, RateLimits: []RateLimit{
 		{Actions: []Action{{GenericKey: &GenericKeyAction{DescriptorKey: "mode", DescriptorValue: "ok"}}, {RemoteAddress: &RemoteAddressAction{}}}},
 		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
 		{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "gold", Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}}}},
@@ -296,7 +319,7 @@ func TestGlobalSeveralEntriesOneCall(t *testing.T) {
 		got = append(got, strings.Join(es, ","))
 	}
 	must(t, strings.Join(got, " | ") == "mode=ok,remote_address=127.0.0.1 | user=alice", "descriptors %q", got)
-	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Second, RateLimits: []RateLimit{
+	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Minute, RateLimits: []RateLimit{
 		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}}})
 	r = do(t, "GET", none.URL()+"/x", nil)
 	must(t, r.code == 200 && f.calls.Load() == 1, "no descriptor: %d, %d calls", r.code, f.calls.Load())
