@@ -208,12 +208,21 @@ func checkAmplification(in *Input) (r Result) {
 		return r
 	}
 	a := in.Report.Amplification
+	v := amplificationVacuous(ex)
 	if a == nil || a.Passed == 0 {
+		if v != nil {
+			r.notChecked(v, "no request passed the limiter")
+			return r
+		}
 		r.add("upstream attempts per passed request", CheckUnknown, ex.String(), "no request passed the limiter")
 		return r
 	}
 	got := fmt.Sprintf("%.2f (%d attempts for %d requests; %d proxy retries, %d client re-sends)", a.Factor, a.Attempts, a.Passed,
 		a.ProxyRetries, a.ClientResends)
+	if v != nil {
+		r.notChecked(v, got)
+		return r
+	}
 	r.add("upstream attempts per passed request", passIf(ex.Contains(a.Factor)), ex.String(), got)
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,22 +180,29 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) ScenarioReport {
 }
 
 // nothingToCheck says why a scenario asks nothing that could fail: no
-// requests, no scenario.json (and no expectation given in Options), or
-// neither an expectation nor an intended limit nor a configured limiter.
+// requests, no scenario.json (and no expectation given in Options),
+// neither an expectation nor an intended limit nor a configured limiter,
+// or only expectations that cannot fail given what was sent ("admitted
+// 0..1000000000 cannot fail: 20 requests were sent, so it is 0..20").
 // Such a scenario is NOT_RUN, never PASS.
 func nothingToCheck(in *Input, opts Options) string {
 	ev := in.Evidence
 	switch {
 	case ev.Requests.Len() == 0:
 		return "no requests in " + evidence.RequestsFile
-	case opts.Admitted != nil || opts.IntendedLimit != nil:
-		return ""
-	case !ev.HasScenario:
+	case !ev.HasScenario && opts.Admitted == nil && opts.IntendedLimit == nil:
 		return "no " + evidence.ScenarioFile + " (no expectation, no configured limit)"
-	case !in.Scenario.Expect.Checks() && in.Scenario.IntendedLimit == nil && (in.limiters == nil || len(in.limiters.runs) == 0):
-		return evidence.ScenarioFile + " has neither an expectation nor an intended limit nor a configured limiter"
+	case in.limiters != nil && len(in.limiters.runs) > 0:
+		return ""
 	}
-	return ""
+	real, vac := declared(in)
+	switch {
+	case real:
+		return ""
+	case len(vac) > 0:
+		return vacuousText(vac)
+	}
+	return evidence.ScenarioFile + " has neither an expectation nor an intended limit nor a configured limiter"
 }
 
 // incomplete records a reason the evidence is incomplete.
@@ -559,7 +567,8 @@ type Result struct {
 	Incomplete []string
 }
 
-// Validity merges the checks' statuses; NotChecked without checks.
+// Validity merges the checks' statuses; NotChecked without checks (a
+// CheckNotChecked check takes no part).
 func (r Result) Validity() Validity {
 	v := NotChecked
 	for _, c := range r.Checks {
@@ -568,6 +577,7 @@ func (r Result) Validity() Validity {
 			v = Merge(v, Valid)
 		case CheckFail:
 			v = Merge(v, Invalid)
+		case CheckNotChecked:
 		default:
 			v = Merge(v, Unknown)
 		}
@@ -653,7 +663,7 @@ func verdict(in *Input, c Composed) {
 		sr.Status = Pass
 	default:
 		sr.Status = NotRun
-		if len(sr.Checks) == 0 {
+		if !slices.ContainsFunc(sr.Checks, func(ch Check) bool { return ch.Status != CheckNotChecked }) {
 			sr.Reasons = append(sr.Reasons, "inconclusive: nothing was checked")
 		}
 	}
@@ -700,6 +710,14 @@ func checkAdmitted(in *Input) (r Result) {
 		return r
 	}
 	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
+	got := strconv.Itoa(lo)
+	if hi != lo {
+		got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, hi-lo)
+	}
+	if v := admittedVacuous(in); v != nil {
+		r.notChecked(v, got)
+		return r
+	}
 	st := CheckFail
 	switch {
 	case ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi):
@@ -707,29 +725,23 @@ func checkAdmitted(in *Input) (r Result) {
 	case hi >= ex.Admitted.Min && lo <= ex.Admitted.Max:
 		st = CheckUnknown // some no-response requests decide it
 	}
-	got := strconv.Itoa(lo)
-	if hi != lo {
-		got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, hi-lo)
-	}
 	r.add("admitted", st, ex.Admitted.String(), got)
 	return r
 }
 
 func checkClasses(in *Input) (r Result) {
 	ex := in.Scenario.Expect
-	classes := make([]string, 0, len(ex.Classes))
-	for k := range ex.Classes {
-		classes = append(classes, k)
-	}
-	sort.Strings(classes)
-	for _, k := range classes {
+	for _, k := range sortedKeys(ex.Classes) {
 		want := ex.Classes[k]
 		n, ok := in.Report.Totals.Get(k)
-		if !ok {
+		switch v := classVacuous(in, k, want); {
+		case !ok:
 			r.add("class "+k, CheckFail, want.String(), "unknown class")
-			continue
+		case v != nil:
+			r.notChecked(v, strconv.Itoa(n))
+		default:
+			r.add("class "+k, passIf(want.Contains(n)), want.String(), strconv.Itoa(n))
 		}
-		r.add("class "+k, passIf(want.Contains(n)), want.String(), strconv.Itoa(n))
 	}
 	return r
 }
@@ -783,14 +795,20 @@ func checkRLSErrorsInFaultWindows(in *Input) (r Result) {
 	return r
 }
 
-// checkIntendedLimit: without an explicit admitted expectation, an intended
-// limit is the expectation: the limit must hold.
+// checkIntendedLimit: without an explicit admitted expectation (or with one
+// that cannot fail), an intended limit is the expectation: the limit must
+// hold. An intended limit of at least the requests sent cannot fail: it is
+// not checked.
 func checkIntendedLimit(in *Input) (r Result) {
-	if in.Scenario.Expect.Admitted != nil || in.Scenario.IntendedLimit == nil {
+	if !intendedJudged(in) {
 		return r
 	}
 	il, t := *in.Scenario.IntendedLimit, in.Report.Totals
 	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
+	if v := intendedVacuous(in); v != nil {
+		r.notChecked(v, strconv.Itoa(lo))
+		return r
+	}
 	st := passIf(hi <= il)
 	if lo <= il && hi > il {
 		st = CheckUnknown

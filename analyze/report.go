@@ -43,11 +43,16 @@ const (
 )
 
 // Check results. Unknown means the check could not be decided (e.g. a counter
-// reset between snapshots); it never counts as a pass.
+// reset between snapshots); it never counts as a pass. NotChecked is a
+// declared expectation that cannot fail given what was sent (admitted
+// 0..1000000000 of 20 requests): it is reported, its Got saying why, but it
+// takes no part in the verdict (Validity NotChecked), so it can never be the
+// reason for a PASS.
 const (
-	CheckPass    = "pass"
-	CheckFail    = "fail"
-	CheckUnknown = "unknown"
+	CheckPass       = "pass"
+	CheckFail       = "fail"
+	CheckUnknown    = "unknown"
+	CheckNotChecked = "not_checked"
 )
 
 // Response class names, as used in Classes and in scenario expectations
