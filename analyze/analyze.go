@@ -759,6 +759,13 @@ func checkReceipts(in *Input) (r Result) {
 	return r
 }
 
+// checkReceiptsEqualAdmitted: every admitted ID has a receipt and no
+// rejected one has. It compares IDs, and its got says what it counted: the
+// IDs with receipts and, when those hold more receipts than IDs, how many
+// and why ("5 IDs with receipts (15 receipts: 10 proxy retries)"). The
+// receipts beyond an ID's first are judged elsewhere: client re-sends by
+// "duplicate receipts (re-sent)", proxy retries by expect.amplification
+// (checkAmplification, which fails a retry storm nobody declared).
 func checkReceiptsEqualAdmitted(in *Input) (r Result) {
 	if !in.Scenario.Expect.ReceiptsEqualAdmitted {
 		return r
@@ -767,8 +774,49 @@ func checkReceiptsEqualAdmitted(in *Input) (r Result) {
 	rc, lo := in.Report.Receipts, t.Admitted+t.Backend4xx+t.Backend429+t.Backend5xx
 	got := rc.AdmittedWithReceipt + rc.IndeterminateWithReceipt
 	r.add("receipts = admitted", passIf(got == lo && rc.AdmittedWithoutReceipt == 0), strconv.Itoa(lo),
-		strconv.Itoa(rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))
+		receiptsCounted(in, rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))
 	return r
+}
+
+// receiptsCounted describes ids IDs with receipts: their number when each
+// has one receipt ("5"), else what their receipts are ("5 IDs with
+// receipts (15 receipts: 10 proxy retries)"): the receipts beyond an ID's
+// first split into proxy retries and client re-sends, and the rejected
+// IDs among them.
+func receiptsCounted(in *Input, ids int) string {
+	s := in.retries
+	var receipts, retries, resent int
+	for i := range s.receipts {
+		receipts += int(s.receipts[i])
+		retries += int(s.retries[i])
+		resent += int(s.resent[i])
+	}
+	if receipts == ids {
+		return strconv.Itoa(ids)
+	}
+	var why []string
+	if retries > 0 {
+		why = append(why, plural(retries, "proxy retry", "proxy retries"))
+	}
+	if resent > 0 {
+		why = append(why, plural(resent, "client re-send", "client re-sends"))
+	}
+	got := fmt.Sprintf("%s (%s", plural(ids, "ID with receipts", "IDs with receipts"), plural(receipts, "receipt", "receipts"))
+	if len(why) > 0 {
+		got += ": " + strings.Join(why, ", ")
+	}
+	if n := in.Report.Receipts.RejectedWithReceipt; n > 0 {
+		got += fmt.Sprintf("; %d of the IDs rejected", n)
+	}
+	return got + ")"
+}
+
+// plural is "1 receipt" or "5 receipts".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // checkRLSErrorsInFaultWindows: with faults, an RLS-error 500 should fall in
