@@ -322,7 +322,8 @@ const (
 	// StatsMissing: a snapshot is absent, unreadable or of another proxy.
 	StatsMissing = "missing"
 	// StatsReset: a counter went down between the snapshots (restart or
-	// /reset_counters): the comparison is unknown.
+	// /reset_counters), or server.uptime shows a restart between them: the
+	// comparison is unknown.
 	StatsReset = "reset"
 )
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
@@ -64,7 +65,8 @@ func partialLocal(in *Input, proxy string) bool {
 // counter deltas (after − before) and checks them against what that proxy's
 // clients saw. The attack target named like the proxy is its client side.
 // A counter that went down between snapshots is a reset (process restart or
-// /reset_counters): the proxy's comparison is then unknown, never a pass.
+// /reset_counters), and so is a restart that only server.uptime shows
+// (uptimeRestart): the proxy's comparison is then unknown, never a pass.
 func proxyStats(in *Input) []ProxyStats {
 	sr := in.Report
 	out := []ProxyStats{}
@@ -121,6 +123,11 @@ func proxyStats(in *Input) []ProxyStats {
 		if len(ps.Resets) > 0 {
 			ps.Status = StatsReset
 			ps.Detail = "a counter went down between snapshots (restart or reset_counters): comparison unknown"
+		}
+		if why := uptimeRestart(before, after); why != "" {
+			ps.Resets = append(ps.Resets, why)
+			ps.Status = StatsReset
+			ps.Detail = "the proxy restarted between snapshots (server.uptime): comparison unknown"
 		}
 		var c *Classes
 		for i := range sr.Targets {
@@ -188,6 +195,40 @@ func proxyStats(in *Input) []ProxyStats {
 		out = append(out, ps)
 	}
 	return out
+}
+
+// uptimeSlack is how far server.uptime may fall behind the time between
+// two snapshots without a restart: the gauge lags by up to a stats flush
+// interval (envoy.DefaultStatsFlushInterval), and each of its two readings
+// is rounded to a whole second.
+const uptimeSlack = envoy.DefaultStatsFlushInterval + 2*time.Second
+
+// uptimeRestart says how the snapshots' server.uptime (envoy.UptimeStat)
+// shows a restart of the proxy between them, or "": the after snapshot's
+// uptime is below the before's, or below the before's plus the time between
+// the snapshots (their taken_ns) less uptimeSlack. A restart that lost no
+// counter (the proxy restarted early and counted again) is then still a
+// reset. Snapshots without uptime, or without taken_ns for the second test,
+// show nothing. A stats_flush_interval configured above Envoy's default can
+// make a live proxy's uptime lag further: its comparison is then unknown
+// too, never a false FAIL.
+func uptimeRestart(before, after *envoy.Snapshot) string {
+	b, okb := before.Uptime()
+	a, oka := after.Uptime()
+	switch {
+	case !okb || !oka:
+		return ""
+	case a < b:
+		return fmt.Sprintf("%s went from %d s to %d s", envoy.UptimeStat, b, a)
+	case before.TakenNs <= 0 || after.TakenNs <= before.TakenNs:
+		return ""
+	}
+	between := time.Duration(after.TakenNs - before.TakenNs)
+	if least := time.Duration(b)*time.Second + between - uptimeSlack; time.Duration(a)*time.Second < least {
+		return fmt.Sprintf("%s is %d s at the after snapshot, taken %v after the before snapshot (%d s): the proxy started in between",
+			envoy.UptimeStat, a, between.Round(time.Millisecond), b)
+	}
+	return ""
 }
 
 // attackedWithNone reports whether attack.json lists a target named
