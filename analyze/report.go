@@ -337,6 +337,14 @@ type ProxyStats struct {
 	Checks []Check           `json:"checks"`
 	Resets []string          `json:"resets,omitempty"`
 	Extra  map[string]string `json:"extra,omitempty"`
+	// Timing says, with the measured times, how the snapshots' taken_ns
+	// miss the window of the requests sent to this proxy: a before
+	// snapshot taken after the first request was sent, an after snapshot
+	// taken before the last response ("after snapshot taken 120ms before
+	// the last response: counters may miss it"). A counter check that
+	// disagrees is then unknown, not FAIL. Empty when the snapshots
+	// enclose the window or lack taken_ns (evidence of earlier releases).
+	Timing string `json:"timing,omitempty"`
 }
 
 // OverAdmission is admitted minus the intended limit. It is a range when

@@ -129,6 +129,7 @@ func proxyStats(in *Input) []ProxyStats {
 			ps.Status = StatsReset
 			ps.Detail = "the proxy restarted between snapshots (server.uptime): comparison unknown"
 		}
+		ps.Timing = snapshotTiming(&in.Evidence.Requests, p, before, after)
 		var c *Classes
 		for i := range sr.Targets {
 			if sr.Targets[i].Target == p {
@@ -140,11 +141,14 @@ func proxyStats(in *Input) []ProxyStats {
 			if hi != lo {
 				want = fmt.Sprintf("%d..%d", lo, hi)
 			}
-			st := passIf(got >= int64(lo) && got <= int64(hi))
-			if ps.Status == StatsReset {
+			st, g := passIf(got >= int64(lo) && got <= int64(hi)), strconv.FormatInt(got, 10)
+			switch {
+			case ps.Status == StatsReset:
 				st = CheckUnknown
+			case st == CheckFail && ps.Timing != "":
+				st, g = CheckUnknown, g+" ("+ps.Timing+")"
 			}
-			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: strconv.FormatInt(got, 10)})
+			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: g})
 		}
 		if c == nil && attackedWithNone(in.Evidence.Attack, p) {
 			// The attack had this proxy as a target and sent it nothing (a
@@ -226,9 +230,54 @@ func uptimeRestart(before, after *envoy.Snapshot) string {
 	between := time.Duration(after.TakenNs - before.TakenNs)
 	if least := time.Duration(b)*time.Second + between - uptimeSlack; time.Duration(a)*time.Second < least {
 		return fmt.Sprintf("%s is %d s at the after snapshot, taken %v after the before snapshot (%d s): the proxy started in between",
-			envoy.UptimeStat, a, between.Round(time.Millisecond), b)
+			envoy.UptimeStat, a, readDuration(int64(between)), b)
 	}
 	return ""
+}
+
+// snapshotTiming says how proxy's snapshots miss the window of the
+// requests sent to it (ProxyStats.Timing), or "": the before snapshot's
+// taken_ns after the first request's send, the after snapshot's before the
+// last request's end (its response, or the client giving up). Counters
+// read inside the window may hold part of the attack before it, or miss
+// part of it after: a disagreement with the clients proves nothing.
+// Snapshots without taken_ns, or a proxy sent nothing, give "".
+func snapshotTiming(reqs *evidence.Requests, proxy string, before, after *envoy.Snapshot) string {
+	var first, last int64
+	found := false
+	for i := 0; i < reqs.Len(); i++ {
+		if reqs.Targets[reqs.Target[i]] != proxy {
+			continue
+		}
+		if s := reqs.SentNs[i]; !found || s < first {
+			first = s
+		}
+		if e := reqs.EndNs[i]; !found || e > last {
+			last = e
+		}
+		found = true
+	}
+	if !found {
+		return ""
+	}
+	var why []string
+	if before.TakenNs > 0 && before.TakenNs > first {
+		why = append(why, "before snapshot taken "+readDuration(before.TakenNs-first)+" after the first request was sent: counters may include it")
+	}
+	if after.TakenNs > 0 && after.TakenNs < last {
+		why = append(why, "after snapshot taken "+readDuration(last-after.TakenNs)+" before the last response: counters may miss it")
+	}
+	return strings.Join(why, "; ")
+}
+
+// readDuration renders ns to the millisecond ("120ms", "2.5s"), or to the
+// microsecond below one.
+func readDuration(ns int64) string {
+	d := time.Duration(ns)
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // attackedWithNone reports whether attack.json lists a target named
