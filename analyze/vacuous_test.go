@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,13 +74,19 @@ func TestVacuousExpectationIsNothingChecked(t *testing.T) {
 func TestVacuousCheckBesideRealChecks(t *testing.T) {
 	e := newEv(t).demo()
 	e.scenario.IntendedLimit = nil
-	e.scenario.Expect = evidence.Expectation{Admitted: &evidence.Range{Min: 0, Max: 1000000000}, ReceiptsEqualAdmitted: true}
+	e.scenario.Expect = evidence.Expectation{Label: "receipts match", Admitted: &evidence.Range{Min: 0, Max: 1000000000}, ReceiptsEqualAdmitted: true}
 	dir := e.write()
-	s := run(t, dir).Scenarios[0]
+	rep := run(t, dir)
+	s := rep.Scenarios[0]
 	c := check(t, s, "admitted")
 	if s.Status != Pass || c.Status != CheckNotChecked || c.Want != "0..1000000000" ||
 		c.Got != "10 (not checked: 0..1000000000 cannot fail: 20 requests were sent, so it is 0..20)" {
 		t.Fatalf("status %s, admitted check %+v, reasons %s", s.Status, c, reasons(s))
+	}
+	// status.txt counts the checks that passed and names what was not checked.
+	if l := StatusLines(rep)[0]; !strings.HasSuffix(l, "PASS receipts match ("+strconv.Itoa(len(s.Checks)-1)+" checks passed); not checked, cannot fail: admitted 0..1000000000") ||
+		strings.Contains(l, strconv.Itoa(len(s.Checks))+" checks passed") {
+		t.Fatalf("status line %q", l)
 	}
 	if r := (Result{Checks: []Check{c}}).Validity(); r != NotChecked {
 		t.Fatalf("validity of a not-checked check: %v", r)
