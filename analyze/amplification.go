@@ -202,18 +202,43 @@ func ratio(a, b int) float64 {
 
 // checkAmplification judges expect.amplification: the attempts per request
 // that passed the limiter.
+//
+// Without expect.amplification, proxy retries (a retry storm: Envoy
+// retry_policy, nginx proxy_next_upstream) FAIL "backend amplification":
+// the receipts show the backend received more attempts than the limiter
+// passed, so the rate limit does not bound the backend's load, and nothing
+// in the plan says that is acceptable. It is a FAIL, not inconclusive: the
+// evidence is complete and the harness delivered every premise (the
+// attempt counts or nginx's upstream lists explain each retry); only the
+// user can say how much amplification to accept, by declaring
+// expect.amplification, which then judges it. A PASS here would contradict
+// the receipts on file.
 func checkAmplification(in *Input) (r Result) {
 	ex := in.Scenario.Expect.Amplification
+	a := in.Report.Amplification
 	if ex == nil {
+		if a != nil && a.ProxyRetries > 0 {
+			r.add("backend amplification", CheckFail, "no proxy retries, or an expect.amplification that allows them",
+				fmt.Sprintf("%.2f×: %s (%d attempts for %d requests that passed the limiter); declare expect.amplification to judge it",
+					a.Factor, plural(a.ProxyRetries, "proxy retry", "proxy retries"), a.Attempts, a.Passed))
+		}
 		return r
 	}
-	a := in.Report.Amplification
+	v := amplificationVacuous(ex)
 	if a == nil || a.Passed == 0 {
+		if v != nil {
+			r.notChecked(v, "no request passed the limiter")
+			return r
+		}
 		r.add("upstream attempts per passed request", CheckUnknown, ex.String(), "no request passed the limiter")
 		return r
 	}
 	got := fmt.Sprintf("%.2f (%d attempts for %d requests; %d proxy retries, %d client re-sends)", a.Factor, a.Attempts, a.Passed,
 		a.ProxyRetries, a.ClientResends)
+	if v != nil {
+		r.notChecked(v, got)
+		return r
+	}
 	r.add("upstream attempts per passed request", passIf(ex.Contains(a.Factor)), ex.String(), got)
 	return r
 }

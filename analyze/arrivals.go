@@ -471,7 +471,9 @@ func checkBackendPeak(in *Input) (r Result) {
 		if p.Max != nil {
 			r.add(name, passIf(peak.Peak <= *p.Max), "<= "+strconv.Itoa(*p.Max), got)
 		}
-		if p.Min != nil {
+		if v := peakMinVacuous(&p, name); v != nil {
+			r.notChecked(v, got)
+		} else if p.Min != nil {
 			r.add(name, passIf(peak.Peak >= *p.Min), ">= "+strconv.Itoa(*p.Min), got)
 		}
 		if !p.Model {

@@ -579,10 +579,16 @@ func TestNginxFixturesClassifiedByTheLog(t *testing.T) {
 			case c.retries > 0 && (a == nil || a.Passed != c.passed || a.Attempts != c.attempts || a.ProxyRetries != c.retries || a.ClientResends != 0):
 				t.Errorf("amplification %+v", a)
 			}
+			// No check fails, but the retry storm nobody declared
+			// (expect.amplification absent) fails "backend amplification".
 			for _, ch := range s.Checks {
-				if ch.Status == CheckFail {
-					t.Errorf("failed check %+v", ch)
+				storm := c.retries > 0 && ch.Name == "backend amplification" && strings.Contains(ch.Got, "declare expect.amplification")
+				if (ch.Status == CheckFail) != storm {
+					t.Errorf("check %+v", ch)
 				}
+			}
+			if c.retries > 0 && s.Status != Fail {
+				t.Errorf("retries without expect.amplification: %s", s.Status)
 			}
 		})
 	}
@@ -654,5 +660,55 @@ func TestNginxLogFindings(t *testing.T) {
 	}
 	if c := mustCheck(t, s, "limit_req_status PASSED"); c.Got != "2" {
 		t.Errorf("%+v", c)
+	}
+	// A status range covering every record nginx logged cannot fail (issue 21).
+	e.scenario.Expect.LimitReqStatus["DELAYED"] = evidence.Range{Min: 0, Max: 6}
+	e.write()
+	if c := mustCheck(t, run(t, dir).Scenarios[0], "limit_req_status DELAYED"); c.Status != CheckNotChecked ||
+		c.Got != "1 (not checked: 0..6 cannot fail: nginx logged 6 records, so it is 0..6)" {
+		t.Errorf("%+v", c)
+	}
+}
+
+// TestReceiptsEqualAdmittedSaysWhatItCounted (issue 21): with proxy
+// retries, "receipts = admitted" printed "want 5, got 5" while 15 receipts
+// were on file, and the storm PASSed. It now says it counted IDs and what
+// their receipts are, and a retry storm without expect.amplification FAILs
+// "backend amplification", naming the expectation that would judge it.
+func TestReceiptsEqualAdmittedSaysWhatItCounted(t *testing.T) {
+	storm := map[string][]int{}
+	for i := range 5 {
+		storm[fmt.Sprintf("s-%02d", i)] = []int{1, 2, 3}
+	}
+	e := attemptEv(t, storm)
+	e.scenario.Expect = evidence.Expectation{ReceiptsEqualAdmitted: true}
+	dir := e.write()
+	s := run(t, dir).Scenarios[0]
+	if c := mustCheck(t, s, "receipts = admitted"); c.Status != CheckPass || c.Want != "5" || c.Got != "5 IDs with receipts (15 receipts: 10 proxy retries)" {
+		t.Errorf("%+v", c)
+	}
+	c := mustCheck(t, s, "backend amplification")
+	if s.Status != Fail || c.Status != CheckFail ||
+		c.Got != "3.00×: 10 proxy retries (15 attempts for 5 requests that passed the limiter); declare expect.amplification to judge it" {
+		t.Fatalf("status %s, %+v, reasons %s", s.Status, c, reasons(s))
+	}
+	// Declared, the amplification is judged by the expectation alone.
+	three := 3.0
+	e.scenario.Expect.Amplification = &evidence.FactorRange{Min: &three, Max: &three}
+	e.write()
+	s = run(t, dir).Scenarios[0]
+	if s.Status != Pass || slices.ContainsFunc(s.Checks, func(c Check) bool { return c.Name == "backend amplification" }) {
+		t.Fatalf("amplification 3..3: status %s, checks %+v", s.Status, s.Checks)
+	}
+	// A client re-send beside the retries is named as one (and fails its own check).
+	e.receipts = append(e.receipts, e.receipts[0])
+	e.write()
+	s = run(t, dir).Scenarios[0]
+	if c := mustCheck(t, s, "receipts = admitted"); c.Got != "5 IDs with receipts (16 receipts: 10 proxy retries, 1 client re-send)" {
+		t.Errorf("%+v", c)
+	}
+	// One receipt each: the count alone, as before.
+	if c := mustCheck(t, run(t, newEv(t).demo().write()).Scenarios[0], "receipts = admitted"); c.Got != "10" {
+		t.Errorf("demo: %+v", c)
 	}
 }

@@ -26,8 +26,13 @@ import (
 //     the bare `rlbench attack` directory (no scenario.json) PASSed with the
 //     receipt integrity checks alone;
 //   - on incomplete evidence (the truncated requests.jsonl) the model check
-//     is inconclusive: one more "inconclusive: limiter ..." reason.
+//     is inconclusive: one more "inconclusive: limiter ..." reason;
+//   - "receipts = admitted" says what it counted when the IDs hold more
+//     receipts than IDs (issue 21): the tampered receipts' re-send (gotChanges).
 var (
+	// gotChanges maps "<case>/<scenario dir>/<check name>" to the check's
+	// new got text (want and status unchanged).
+	gotChanges         = map[string]string{"manual/05-tampered/1/receipts = admitted": "10 IDs with receipts (11 receipts: 1 client re-send)"}
 	removedChecks      = map[string]bool{"admitted within configured bound": true}
 	addedCheckPrefixes = []string{"limiter ", "limit engaged", "limit never engaged", "fail-open admissions", "leak: ", "not limited", "shadow",
 		"rate-limit headers"}
@@ -71,6 +76,9 @@ func compareScenario(t *testing.T, key string, got, old map[string]any) {
 		name := c["name"].(string)
 		seen[name] = true
 		if prev, ok := findCheck(oc, name); ok {
+			if now, ok := gotChanges[key+"/"+name]; ok && c["got"] == now {
+				prev["got"] = now
+			}
 			if !reflect.DeepEqual(prev, c) {
 				t.Errorf("%s: check %q %v, previous release %v", key, name, c, prev)
 			}

@@ -43,11 +43,16 @@ const (
 )
 
 // Check results. Unknown means the check could not be decided (e.g. a counter
-// reset between snapshots); it never counts as a pass.
+// reset between snapshots); it never counts as a pass. NotChecked is a
+// declared expectation that cannot fail given what was sent (admitted
+// 0..1000000000 of 20 requests): it is reported, its Got saying why, but it
+// takes no part in the verdict (Validity NotChecked), so it can never be the
+// reason for a PASS.
 const (
-	CheckPass    = "pass"
-	CheckFail    = "fail"
-	CheckUnknown = "unknown"
+	CheckPass       = "pass"
+	CheckFail       = "fail"
+	CheckUnknown    = "unknown"
+	CheckNotChecked = "not_checked"
 )
 
 // Response class names, as used in Classes and in scenario expectations
@@ -321,7 +326,8 @@ const (
 	// StatsMissing: a snapshot is absent, unreadable or of another proxy.
 	StatsMissing = "missing"
 	// StatsReset: a counter went down between the snapshots (restart or
-	// /reset_counters): the comparison is unknown.
+	// /reset_counters), or server.uptime shows a restart between them: the
+	// comparison is unknown.
 	StatsReset = "reset"
 )
 
@@ -335,6 +341,14 @@ type ProxyStats struct {
 	Checks []Check           `json:"checks"`
 	Resets []string          `json:"resets,omitempty"`
 	Extra  map[string]string `json:"extra,omitempty"`
+	// Timing says, with the measured times, how the snapshots' taken_ns
+	// miss the window of the requests sent to this proxy: a before
+	// snapshot taken after the first request was sent, an after snapshot
+	// taken before the last response ("after snapshot taken 120ms before
+	// the last response: counters may miss it"). A counter check that
+	// disagrees is then unknown, not FAIL. Empty when the snapshots
+	// enclose the window or lack taken_ns (evidence of earlier releases).
+	Timing string `json:"timing,omitempty"`
 }
 
 // OverAdmission is admitted minus the intended limit. It is a range when

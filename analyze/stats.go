@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
@@ -64,7 +65,8 @@ func partialLocal(in *Input, proxy string) bool {
 // counter deltas (after − before) and checks them against what that proxy's
 // clients saw. The attack target named like the proxy is its client side.
 // A counter that went down between snapshots is a reset (process restart or
-// /reset_counters): the proxy's comparison is then unknown, never a pass.
+// /reset_counters), and so is a restart that only server.uptime shows
+// (uptimeRestart): the proxy's comparison is then unknown, never a pass.
 func proxyStats(in *Input) []ProxyStats {
 	sr := in.Report
 	out := []ProxyStats{}
@@ -122,6 +124,12 @@ func proxyStats(in *Input) []ProxyStats {
 			ps.Status = StatsReset
 			ps.Detail = "a counter went down between snapshots (restart or reset_counters): comparison unknown"
 		}
+		if why := uptimeRestart(before, after); why != "" {
+			ps.Resets = append(ps.Resets, why)
+			ps.Status = StatsReset
+			ps.Detail = "the proxy restarted between snapshots (server.uptime): comparison unknown"
+		}
+		ps.Timing = snapshotTiming(&in.Evidence.Requests, p, before, after)
 		var c *Classes
 		for i := range sr.Targets {
 			if sr.Targets[i].Target == p {
@@ -133,11 +141,14 @@ func proxyStats(in *Input) []ProxyStats {
 			if hi != lo {
 				want = fmt.Sprintf("%d..%d", lo, hi)
 			}
-			st := passIf(got >= int64(lo) && got <= int64(hi))
-			if ps.Status == StatsReset {
+			st, g := passIf(got >= int64(lo) && got <= int64(hi)), strconv.FormatInt(got, 10)
+			switch {
+			case ps.Status == StatsReset:
 				st = CheckUnknown
+			case st == CheckFail && ps.Timing != "":
+				st, g = CheckUnknown, g+" ("+ps.Timing+")"
 			}
-			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: strconv.FormatInt(got, 10)})
+			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: g})
 		}
 		if c == nil && attackedWithNone(in.Evidence.Attack, p) {
 			// The attack had this proxy as a target and sent it nothing (a
@@ -188,6 +199,85 @@ func proxyStats(in *Input) []ProxyStats {
 		out = append(out, ps)
 	}
 	return out
+}
+
+// uptimeSlack is how far server.uptime may fall behind the time between
+// two snapshots without a restart: the gauge lags by up to a stats flush
+// interval (envoy.DefaultStatsFlushInterval), and each of its two readings
+// is rounded to a whole second.
+const uptimeSlack = envoy.DefaultStatsFlushInterval + 2*time.Second
+
+// uptimeRestart says how the snapshots' server.uptime (envoy.UptimeStat)
+// shows a restart of the proxy between them, or "": the after snapshot's
+// uptime is below the before's, or below the before's plus the time between
+// the snapshots (their taken_ns) less uptimeSlack. A restart that lost no
+// counter (the proxy restarted early and counted again) is then still a
+// reset. Snapshots without uptime, or without taken_ns for the second test,
+// show nothing. A stats_flush_interval configured above Envoy's default can
+// make a live proxy's uptime lag further: its comparison is then unknown
+// too, never a false FAIL.
+func uptimeRestart(before, after *envoy.Snapshot) string {
+	b, okb := before.Uptime()
+	a, oka := after.Uptime()
+	switch {
+	case !okb || !oka:
+		return ""
+	case a < b:
+		return fmt.Sprintf("%s went from %d s to %d s", envoy.UptimeStat, b, a)
+	case before.TakenNs <= 0 || after.TakenNs <= before.TakenNs:
+		return ""
+	}
+	between := time.Duration(after.TakenNs - before.TakenNs)
+	if least := time.Duration(b)*time.Second + between - uptimeSlack; time.Duration(a)*time.Second < least {
+		return fmt.Sprintf("%s is %d s at the after snapshot, taken %v after the before snapshot (%d s): the proxy started in between",
+			envoy.UptimeStat, a, readDuration(int64(between)), b)
+	}
+	return ""
+}
+
+// snapshotTiming says how proxy's snapshots miss the window of the
+// requests sent to it (ProxyStats.Timing), or "": the before snapshot's
+// taken_ns after the first request's send, the after snapshot's before the
+// last request's end (its response, or the client giving up). Counters
+// read inside the window may hold part of the attack before it, or miss
+// part of it after: a disagreement with the clients proves nothing.
+// Snapshots without taken_ns, or a proxy sent nothing, give "".
+func snapshotTiming(reqs *evidence.Requests, proxy string, before, after *envoy.Snapshot) string {
+	var first, last int64
+	found := false
+	for i := 0; i < reqs.Len(); i++ {
+		if reqs.Targets[reqs.Target[i]] != proxy {
+			continue
+		}
+		if s := reqs.SentNs[i]; !found || s < first {
+			first = s
+		}
+		if e := reqs.EndNs[i]; !found || e > last {
+			last = e
+		}
+		found = true
+	}
+	if !found {
+		return ""
+	}
+	var why []string
+	if before.TakenNs > 0 && before.TakenNs > first {
+		why = append(why, "before snapshot taken "+readDuration(before.TakenNs-first)+" after the first request was sent: counters may include it")
+	}
+	if after.TakenNs > 0 && after.TakenNs < last {
+		why = append(why, "after snapshot taken "+readDuration(last-after.TakenNs)+" before the last response: counters may miss it")
+	}
+	return strings.Join(why, "; ")
+}
+
+// readDuration renders ns to the millisecond ("120ms", "2.5s"), or to the
+// microsecond below one.
+func readDuration(ns int64) string {
+	d := time.Duration(ns)
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // attackedWithNone reports whether attack.json lists a target named

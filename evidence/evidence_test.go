@@ -134,3 +134,23 @@ func TestRangeForms(t *testing.T) {
 		t.Errorf("String = %q", s)
 	}
 }
+
+// TestRangeCovers: a range covers another when it holds each of its values.
+func TestRangeCovers(t *testing.T) {
+	for _, tc := range []struct {
+		r, o Range
+		want bool
+	}{
+		{Range{0, 1000000000}, Range{0, 20}, true},
+		{Range{0, 20}, Range{0, 20}, true},
+		{Exact(20), Exact(20), true},
+		{Range{0, 19}, Range{0, 20}, false},
+		{Range{1, 20}, Range{0, 20}, false},
+		{Exact(10), Range{0, 20}, false},
+		{Range{5, 10}, Range{6, 9}, true},
+	} {
+		if got := tc.r.Covers(tc.o); got != tc.want {
+			t.Errorf("%v covers %v = %v, want %v", tc.r, tc.o, got, tc.want)
+		}
+	}
+}

@@ -28,6 +28,11 @@ func Exact(n int) Range { return Range{Min: n, Max: n} }
 // Contains reports whether n lies in r.
 func (r Range) Contains(n int) bool { return n >= r.Min && n <= r.Max }
 
+// Covers reports whether every value of o lies in r. A check that a count
+// lies in r cannot fail when the count can only take the values of o (an
+// expectation "admitted: 0..1000000000" of 20 requests sent covers 0..20).
+func (r Range) Covers(o Range) bool { return r.Min <= o.Min && r.Max >= o.Max }
+
 // String returns "N" for an exact range and "MIN..MAX" otherwise.
 func (r Range) String() string {
 	if r.Min == r.Max {

@@ -363,8 +363,10 @@ type Expectation struct {
 	Admitted *Range `json:"admitted,omitempty"`
 	// Classes bounds the responses per class name (a Class, or "sent").
 	Classes map[string]Range `json:"classes,omitempty"`
-	// ReceiptsEqualAdmitted requires every admitted ID to have exactly one
-	// receipt and no rejected ID to have one.
+	// ReceiptsEqualAdmitted requires every admitted ID to have a receipt
+	// and no rejected ID to have one. It counts IDs; receipts beyond an
+	// ID's first are client re-sends (always a finding) or proxy retries,
+	// judged by Amplification (without it, any proxy retry fails).
 	ReceiptsEqualAdmitted bool `json:"receipts_equal_admitted,omitempty"`
 	// StatsAgree is whether the proxies' counter deltas (stats/ snapshots)
 	// are compared with the clients: true requires snapshots and their
@@ -385,7 +387,8 @@ type Expectation struct {
 	BackendPeak PeakExpectations `json:"backend_peak,omitempty"`
 	// Amplification bounds the upstream attempts the backend received per
 	// request that passed the limiter (proxy retries: Envoy retry_policy,
-	// nginx proxy_next_upstream), e.g. {"max": 4}.
+	// nginx proxy_next_upstream), e.g. {"max": 4}. Absent, a proxy retry
+	// is a finding: the scenario FAILs "backend amplification".
 	Amplification *FactorRange `json:"amplification,omitempty"`
 	// LimitReqStatus bounds the nginx access log records by
 	// $limit_req_status (PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN,

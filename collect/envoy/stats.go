@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rlbench/rlbench/internal/boundedio"
 )
@@ -78,6 +79,36 @@ type Snapshot struct {
 	Global []GlobalRateLimit `json:"global_rate_limit,omitempty"`
 	// Upstream lists per-cluster response code counters, sorted by Cluster.
 	Upstream []ClusterCodes `json:"upstream,omitempty"`
+}
+
+// UptimeStat is Envoy's server.uptime gauge, "current server uptime in
+// seconds" (docs/root/configuration/observability/statistics.rst).
+// source/server/server.cc sets it to time(nullptr) − original_start_time_
+// when it flushes stats (every stats_flush_interval, or on each admin
+// request with stats_flush_on_admin), so it lags the true uptime by up to
+// a flush interval plus the whole-second rounding, and it keeps counting
+// across a hot restart (original_start_time_ is the first epoch's), whose
+// counters carry over too. A full restart starts it again from 0.
+const UptimeStat = "server.uptime"
+
+// promUptime is UptimeStat's Prometheus name (Envoy's /stats/prometheus
+// renders dotted names with '_' and the envoy_ prefix).
+const promUptime = "envoy_server_uptime"
+
+// DefaultStatsFlushInterval is Envoy's bootstrap stats_flush_interval when
+// not configured (api/envoy/config/bootstrap/v3/bootstrap.proto): the most
+// UptimeStat lags behind the true uptime on a default configuration.
+const DefaultStatsFlushInterval = 5 * time.Second
+
+// Uptime returns the snapshot's UptimeStat in seconds, from any rendering
+// (Values["server.uptime"], or "envoy_server_uptime" for Prometheus input);
+// ok is false when the snapshot has none.
+func (s *Snapshot) Uptime() (seconds uint64, ok bool) {
+	if v, ok := s.Values[UptimeStat]; ok {
+		return v, true
+	}
+	v, ok := s.Values[promUptime]
+	return v, ok
 }
 
 // Histogram is one Envoy histogram as rendered by /stats. Which fields are set

@@ -549,3 +549,25 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 		t.Error("nil snapshot has a value")
 	}
 }
+
+// TestUptimeEveryRendering: server.uptime reads the same from text, JSON
+// and Prometheus; a snapshot without it has none.
+func TestUptimeEveryRendering(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		f    Format
+	}{
+		{"server.uptime: 42\ncluster.rls.ratelimit.ok: 3\n", FormatText},
+		{`{"stats":[{"name":"server.uptime","value":42},{"name":"cluster.rls.ratelimit.ok","value":3}]}`, FormatJSON},
+		{"# TYPE envoy_server_uptime gauge\nenvoy_server_uptime{} 42\n# TYPE envoy_cluster_ratelimit_ok counter\nenvoy_cluster_ratelimit_ok{envoy_cluster_name=\"rls\"} 3\n", FormatPrometheus},
+	} {
+		s := mustParse(t, []byte(c.body), string(c.f), c.f)
+		if up, ok := s.Uptime(); !ok || up != 42 {
+			t.Errorf("%s: Uptime() = %d, %v; want 42, true", c.f, up, ok)
+		}
+	}
+	s := mustParse(t, []byte("cluster.rls.ratelimit.ok: 3\n"), "text", FormatText)
+	if up, ok := s.Uptime(); ok {
+		t.Errorf("no server.uptime: Uptime() = %d, true", up)
+	}
+}

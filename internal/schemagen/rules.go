@@ -83,7 +83,7 @@ var fieldRules = map[string]rule{
 	"analyze.Report.Status":         enum(verdicts...),
 	"analyze.ScenarioReport.Status": enum(verdicts...),
 	"analyze.Group.Status":          enum(verdicts...),
-	"analyze.Check.Status":          enum(analyze.CheckPass, analyze.CheckFail, analyze.CheckUnknown),
+	"analyze.Check.Status":          enum(analyze.CheckPass, analyze.CheckFail, analyze.CheckUnknown, analyze.CheckNotChecked),
 	"analyze.ProxyStats.Status":     enum(analyze.StatsOK, analyze.StatsMissing, analyze.StatsReset),
 	"analyze.RLSCheck.ByCode":       keys(decisionCodes...),
 	"analyze.RealDecision.Code":     enum(decisionCodes...),
