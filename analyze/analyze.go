@@ -363,7 +363,7 @@ func judgeLimiters(in *Input) {
 	applyShardClocks(in)
 	ls.failOpen = failOpen(sr)
 	if ev.HasDecisions && len(ev.Decisions) > 0 {
-		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), 0, ls.rlsUnits())
+		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.joinWidenNs(), ls.rlsUnits())
 	}
 	if namedFlows(&ev.Requests) {
 		ls.keys = newKeyUse(len(ls.runs), ev.Requests.Len())

@@ -93,3 +93,64 @@ func TestIssue21RealNoMatchJoins(t *testing.T) {
 }
 
 var _ = time.Second
+
+// writeMerge writes merge.json of a run merged from shards on hosts a and
+// b: host a's clock agrees with the backend's within ±1 ms, host b's is
+// skew ahead of it (θ, the backend's clock minus b's, in -skew ± 1 ms).
+func writeMerge(t *testing.T, dir string, skew int64) {
+	t.Helper()
+	m := evidence.MergeRecord{Schema: evidence.MergeSchema, Count: 2, Inputs: []string{}, Replicas: []evidence.MergeReplica{},
+		Files: map[string]string{}, Problems: []string{}, Shards: []evidence.MergeShard{
+			{Index: 0, Host: "a", IDs: 2, Requests: 2, Offsets: []evidence.ClockOffset{{Replica: "r", Pairs: 2, Bounded: true, MinNs: -ms, MaxNs: ms}}},
+			{Index: 1, Host: "b", IDs: 2, Requests: 2, Offsets: []evidence.ClockOffset{{Replica: "r", Pairs: 2, Bounded: true, MinNs: -skew - ms, MaxNs: -skew + ms}}},
+		}}
+	must(t, evidence.WriteJSONFile(evidence.Dir(dir).Merge(), &m))
+}
+
+// Merged shards from hosts with skewed clocks: host b's requests carry its
+// clock, 300 ms behind the RLS's and the backend's. The model replay
+// widened its intervals by the measured offset bound, the RLS join did
+// not: b's OK decisions joined none of b's requests and its admissions
+// looked fail-open (previous release: FAIL, "leak: 2 admitted while the
+// RLS failed, with no fault injected"). The join applies the same bound.
+// With b's clock 300 ms ahead, its receipts precede its sends by as much
+// (previous release: NOT_RUN, contradictory evidence): the merge's
+// measured bound is part of the clock tolerance.
+func TestIssue21SkewedShardJoins(t *testing.T) {
+	for _, skew := range []int64{-300 * ms, 300 * ms} {
+		e := bare(t)
+		e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, tenantAction)}
+		e.scenario.Expect.Admitted = &evidence.Range{Min: 4, Max: 4}
+		// true send times 1..4 ms; odd requests from host b
+		for k, at := range []int64{1, 2, 3, 4} {
+			shard := k % 2
+			sent := t0 + at*ms
+			e.receipts = append(e.receipts, evidence.Receipt{ID: sp(fmt.Sprintf("id-%d", k)), RecvNs: sent + ms/2})
+			if shard == 1 {
+				sent += skew // host b's clock
+			}
+			e.requests = append(e.requests, evidence.Request{ID: fmt.Sprintf("id-%d", k), Target: "proxy-a", Method: "GET",
+				Phase: fmt.Sprintf("shard-%d", shard), SentNs: sent, LatencyNs: 5 * ms, Code: 200, BytesIn: 10})
+		}
+		e.attack["sent"] = len(e.requests)
+		dir := e.write()
+		writeMerge(t, dir, skew)
+		var ds []evidence.Decision
+		for n := uint64(1); n <= 4; n++ {
+			ds = append(ds, dec(t0+int64(n)*ms+ms/2, n, evidence.CodeOK))
+		}
+		writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
+		s := judged(t, dir, fmt.Sprintf("21-skewed-shard-join-%dms", skew/ms))
+		wantVerdict(t, s, Pass)
+		if s.Shards == nil || s.Shards.OffsetBoundNs != 301*ms || s.RLSFailures == nil || s.RLSFailures.FailOpen != 0 {
+			t.Fatalf("skew %d: shards %+v failures %+v", skew, s.Shards, s.RLSFailures)
+		}
+		// The bound is a bound: a decision further than it from every
+		// request still joins none (two decisions a second late).
+		ds[1].TimeNs += 1000 * ms
+		ds[3].TimeNs += 1000 * ms
+		writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
+		s = run(t, dir).Scenarios[0]
+		wantVerdict(t, s, Fail, "leak: 2 admitted while the RLS failed")
+	}
+}

@@ -225,6 +225,9 @@ type limiterSet struct {
 	// keys collects which buckets each request used, for the per-flow and
 	// per-key tables (flows.go); nil when the requests name no flow.
 	keys *keyUse
+	// shardWidenNs is a merged run's clock offset bound between its shards'
+	// hosts and the backend (ShardsReport.OffsetBoundNs), 0 otherwise.
+	shardWidenNs int64
 }
 
 // resolveLimiters builds the scenario's limiters (Scenario.EffectiveLimiters)
