@@ -96,9 +96,9 @@ type Decision struct {
 	// one is set), "key_prefix" (text before the first `_` of the key: wrong
 	// for domains containing `_`), "unknown_domain" (from `unknown domain 'x'`).
 	// A no-limit decision (no match, unlimited) has no line that names its
-	// domain; it gets DomainSourceConfig or DomainSourceCall when the log
-	// tells it, else "" (Domain unknown, never a domain "": the RLS refuses an
-	// empty domain).
+	// domain; it gets "config" (DomainSourceConfig) or "call"
+	// (DomainSourceCall) when the log tells it, else "" (Domain unknown, never
+	// a domain "": the RLS refuses an empty domain).
 	DomainSource string                     `json:"domain_source,omitempty"`
 	Descriptor   []evidence.DescriptorEntry `json:"descriptor,omitempty"`
 	Key          string                     `json:"key,omitempty"`
