@@ -421,7 +421,7 @@ func (ls *limiterSet) rlsUnits() func(int) ([]string, string) {
 		}
 		for _, r := range ls.runs {
 			if set := r.set(i); r.decl.RLS != nil && set != nil {
-				return set.keys, r.decl.RLS.Domain
+				return set.units, r.decl.RLS.Domain
 			}
 		}
 		return unknown, ""

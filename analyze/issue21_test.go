@@ -92,8 +92,6 @@ func TestIssue21RealNoMatchJoins(t *testing.T) {
 	wantVerdict(t, s, Fail, "leak: 3 admitted while the RLS failed")
 }
 
-var _ = time.Second
-
 // writeMerge writes merge.json of a run merged from shards on hosts a and
 // b: host a's clock agrees with the backend's within ±1 ms, host b's is
 // skew ahead of it (θ, the backend's clock minus b's, in -skew ± 1 ms).
@@ -153,4 +151,148 @@ func TestIssue21SkewedShardJoins(t *testing.T) {
 		s = run(t, dir).Scenarios[0]
 		wantVerdict(t, s, Fail, "leak: 2 admitted while the RLS failed")
 	}
+}
+
+var tenantHeader = evidence.RateLimitAction{RequestHeaders: &evidence.RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant"}}
+
+// sentHeaders makes attack.json's phases say that each sent the X-Tenant
+// header (header_names: names only, values are not recorded).
+func (e *ev) sentHeaders(phases ...string) {
+	var ps []map[string]any
+	for _, p := range phases {
+		ps = append(ps, map[string]any{"complete": true, "config": map[string]any{"name": p, "header_names": []string{"X-Tenant"}}})
+	}
+	e.attack["phases"] = ps
+}
+
+// phaseReqs adds n requests of phase p to proxy-a, the k-th sent at
+// t0+at(k), each taking 1 ms, with the codes code(k) gives.
+func (e *ev) phaseReqs(p string, n int, at func(k int) time.Duration, code func(int) (int, string, map[string]string)) {
+	for k := 0; k < n; k++ {
+		id := fmt.Sprintf("%s-%02d", p, k)
+		c, body, hdr := code(k)
+		r := evidence.Request{ID: id, Target: "proxy-a", Method: "GET", Phase: p, SentNs: t0 + int64(at(k)), LatencyNs: 1_000_000,
+			Code: c, Body: body, BytesIn: uint64(len(body)), Headers: hdr}
+		if c >= 200 && c < 300 {
+			e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id), RecvNs: r.SentNs + 500_000})
+		}
+		e.requests = append(e.requests, r)
+	}
+	e.attack["sent"] = len(e.requests)
+}
+
+// Unknown request attributes are unknown, not absent: the attack sent
+// X-Tenant (attack.json names it) and scenario.json does not record its
+// value. The previous release built the descriptor as if the header were
+// missing (previous release: FAIL, "limit never engaged: ... 20 produced
+// no descriptor"). The limiter's key is unknown: nothing can be decided,
+// NOT_RUN naming the header.
+func TestIssue21UnknownHeaderIsNotAbsent(t *testing.T) {
+	e := bare(t)
+	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, tenantHeader)}
+	e.sentHeaders("attack")
+	e.phaseReqs("attack", 20, func(k int) time.Duration { return time.Duration(k) * time.Millisecond }, firstN(5, global429))
+	s := judged(t, e.write(), "21-unknown-header")
+	wantVerdict(t, s, NotRun, "limiter global: model check", "x-tenant", "limit engaged for every request to the RLS")
+	l := s.Limiters[0]
+	if l.Status != LimiterNotChecked || l.UnknownKey != 20 || fmt.Sprint(l.UnknownKeyHeaders) != "[x-tenant]" ||
+		!strings.Contains(l.Detail, "the key of 20 of the 20 requests is unknown: they sent request header x-tenant") {
+		t.Fatalf("limiter %+v", l)
+	}
+	if en := s.Engagement; en.UnknownKey != 20 || en.NoDescriptor != 0 {
+		t.Fatalf("engagement %+v", en)
+	}
+	// With the value recorded the same evidence is judged: it engages.
+	e.scenario.RequestHeaders = map[string]map[string]string{"attack": {"x-tenant": "lab"}}
+	s = run(t, e.write()).Scenarios[0]
+	wantVerdict(t, s, Pass)
+	// Without header_names (a header not sent), it is absent: never engaged.
+	e.scenario.RequestHeaders = nil
+	delete(e.attack, "phases")
+	s = run(t, e.write()).Scenarios[0]
+	wantVerdict(t, s, Fail, "limit never engaged")
+}
+
+// A phase whose X-Tenant value is recorded (lab) and one whose value is
+// not: 3 admitted at 1-3 ms, 2 unknown-key admissions at 10-11 ms, then 2
+// rejections at 20-21 ms (limit 5 per hour). Keyed as if the header were
+// missing, the unknown requests were out of the model and the rejections
+// had room (previous release: FAIL, under-admitted). They are possible hits
+// of the window: the rejections are "either"; the unknown requests are
+// judged neither way, and whether the limit engaged for them is not known.
+func TestIssue21UnknownHeaderIsEither(t *testing.T) {
+	e := bare(t)
+	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, tenantHeader)}
+	e.scenario.RequestHeaders = map[string]map[string]string{"known": {"x-tenant": "lab"}}
+	e.sentHeaders("known", "hidden")
+	e.phaseReqs("known", 5, func(k int) time.Duration {
+		return []time.Duration{1, 2, 3, 20, 21}[k] * time.Millisecond
+	}, firstN(3, global429))
+	e.phaseReqs("hidden", 2, func(k int) time.Duration { return time.Duration(10+k) * time.Millisecond }, ok200)
+	s := judged(t, e.write(), "21-unknown-header-either")
+	wantVerdict(t, s, NotRun, "2 requests with an unknown descriptor (header x-tenant sent, its value not recorded)")
+	l := s.Limiters[0]
+	if l.Status != LimiterChecked || l.UnknownKey != 2 || l.UnderAdmittedCount != 0 || l.OverAdmittedCount != 0 {
+		t.Fatalf("limiter %+v", l)
+	}
+	for _, c := range s.Checks {
+		if strings.HasPrefix(c.Name, "limiter global") && c.Status != CheckPass {
+			t.Fatalf("check %+v", c)
+		}
+	}
+	if c := check(t, s, "limiter global: admitted within model bounds"); !strings.Contains(c.Got, "2 of 7 with an unknown key (header x-tenant not recorded)") {
+		t.Fatalf("check %+v", c)
+	}
+	// The known requests alone still decide: a fourth admission of the
+	// known phase after 5 surely counted hits is over-admitted.
+	e.requests, e.receipts = nil, nil
+	e.phaseReqs("known", 7, func(k int) time.Duration { return time.Duration(1+k) * time.Millisecond }, ok200)
+	e.phaseReqs("hidden", 2, func(k int) time.Duration { return time.Duration(10+k) * time.Millisecond }, ok200)
+	s = run(t, e.write()).Scenarios[0]
+	wantVerdict(t, s, Fail, "limiter global: over-admitted (model must reject)")
+	if l := s.Limiters[0]; l.OverAdmittedCount != 2 {
+		t.Fatalf("limiter %+v", l)
+	}
+}
+
+// RLS decisions that match no request are not dropped from the
+// engagement checks: a decision that applied a limit, late and matched to
+// no request of a not_limited scenario, may be one of its requests limited.
+// The previous release dropped it there and held it against the requests
+// elsewhere, as if every request carried its descriptor (previous release:
+// FAIL, "rls real rlbench generic_key=fixed: OK decisions ... want >= 3,
+// got 0 (+1 zombie)"). Inconclusive: NOT_RUN.
+func TestIssue21UnmatchedDecisionsAreUnknownEvidence(t *testing.T) {
+	_, dir := nomatchEv(t, func(ds []evidence.Decision) []evidence.Decision {
+		late := dec(t0+5*int64(time.Second), 1, evidence.CodeOK)
+		late.Domain, late.Key, late.Descriptor = "rlbench", "rlbench_generic_key_fixed_1796029200", []evidence.DescriptorEntry{{Key: "generic_key", Value: "fixed"}}
+		late.Limit, late.Unit = 3, "MINUTE"
+		return append(ds, late)
+	})
+	s := judged(t, dir, "21-unmatched-limited-decision")
+	wantVerdict(t, s, NotRun, "not limited: no limit engaged", "1 RLS decisions that applied a limit matched no request")
+	if en := s.Engagement; en.UnmatchedLimitedDecisions != 1 || en.LimitedDecisions != 0 {
+		t.Fatalf("engagement %+v", en)
+	}
+
+	// A limit that must engage, and a late decision that applied none:
+	// maybe a request of the run no limit engaged for (previous release:
+	// PASS).
+	e := bare(t)
+	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, tenantAction)}
+	e.reqs(5, "proxy-a", time.Millisecond, ok200)
+	dir = e.write()
+	var ds []evidence.Decision
+	for n := uint64(1); n <= 5; n++ {
+		ds = append(ds, dec(t0+int64(n)*ms-ms/2, n, evidence.CodeOK))
+	}
+	ds = append(ds, evidence.Decision{TimeNs: t0 + 5*int64(time.Second), Domain: "inventory", Descriptor: []evidence.DescriptorEntry{{Key: "tenant", Value: "other"}},
+		Code: evidence.CodeOK, NoLimit: true})
+	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
+	s = judged(t, dir, "21-unmatched-nolimit-decision")
+	wantVerdict(t, s, NotRun, "limit engaged for every request to the RLS", "1 RLS decisions that applied no limit matched no request")
+	// Without it, the limit engaged: PASS.
+	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds[:5])
+	s = run(t, dir).Scenarios[0]
+	wantVerdict(t, s, Pass)
 }

@@ -248,6 +248,21 @@ func compatible(code string, c evidence.Class, multi bool) bool {
 	return c == evidence.ClassGlobal429
 }
 
+// carried reports whether some request's unit may carry d's descriptor:
+// one with its key, or an unknown one; true when the join was not made.
+func (j *rlsJoin) carried(d evidence.Decision) bool {
+	if j == nil || j.skipped != "" || len(d.Descriptor) == 0 {
+		return true
+	}
+	key, desc := evidence.CacheKeyPrefix(d.Domain, d.Descriptor), evidence.CacheKeyPrefix("", d.Descriptor)
+	for u, k := range j.unitKey {
+		if k == "" || k == key || d.Domain == "" && j.unitDesc[u] == desc {
+			return true
+		}
+	}
+	return false
+}
+
 // isZombie reports whether decision k reached no request (false when the
 // join was not made).
 func (j *rlsJoin) isZombie(k int) bool {
