@@ -350,28 +350,40 @@ func (pl *plan) order(events []Event, mid bool) *orders {
 	return o
 }
 
-func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) *plan {
+// maxUnknownKeyCharges bounds the possible charges that events with an
+// unknown key add (one per such event and bucket of the known events):
+// beyond it Check returns an error rather than take unbounded memory.
+var maxUnknownKeyCharges = 8 << 20
+
+func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) (*plan, error) {
 	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1)}
 	idx := map[string]int32{}
 	var refs []bucketRef
 	// every bucket the known events use, for the events whose key is unknown
 	var all []bucketRef
+	unknown := 0
 	for i := range events {
 		if events[i].KeyUnknown {
-			seen := map[string]bool{}
-			for j := range events {
-				if events[j].KeyUnknown {
-					continue
-				}
-				refs = cm.route(&events[j], refs[:0])
-				for _, ref := range refs {
-					if !seen[ref.id] {
-						seen[ref.id] = true
-						all = append(all, bucketRef{id: ref.id, params: ref.params})
-					}
+			unknown++
+		}
+	}
+	if unknown > 0 {
+		seen := map[string]bool{}
+		for j := range events {
+			if events[j].KeyUnknown {
+				continue
+			}
+			refs = cm.route(&events[j], refs[:0])
+			for _, ref := range refs {
+				if !seen[ref.id] {
+					seen[ref.id] = true
+					all = append(all, bucketRef{id: ref.id, params: ref.params})
 				}
 			}
-			break
+		}
+		if unknown*len(all) > maxUnknownKeyCharges {
+			return nil, fmt.Errorf("model check: %d events with an unknown key over %d buckets: more than %d possible charges to judge",
+				unknown, len(all), maxUnknownKeyCharges)
 		}
 	}
 	for i := range events {
@@ -423,7 +435,7 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 	for _, b := range pl.buckets {
 		b.siblings = sib[b.params]
 	}
-	return pl
+	return pl, nil
 }
 
 // charge tells whether the event surely / possibly took room in the k-th
@@ -597,7 +609,10 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 	cm := m.checker(ref)
 	fl := cm.flags()
 	admitUncertain := fl.enabledPartial || (fl.shadowy && !opts.ShadowVisible)
-	pl := buildPlan(cm, events, int64(opts.Widen), admitUncertain)
+	pl, err := buildPlan(cm, events, int64(opts.Widen), admitUncertain)
+	if err != nil {
+		return nil, err
+	}
 	prims := pl.prims(events, false, opts.UnknownInitialState, admitUncertain)
 	so := pl.sweep(events, prims, false, false, admitUncertain)
 
