@@ -378,7 +378,7 @@ func judgeLimiters(in *Input) {
 	applyShardClocks(in)
 	ls.failOpen = failOpen(sr)
 	if ev.HasDecisions && len(ev.Decisions) > 0 {
-		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.rlsUnits())
+		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.joinWidenNs(), ls.rlsUnits())
 	}
 	if namedFlows(&ev.Requests) {
 		ls.keys = newKeyUse(len(ls.runs), ev.Requests.Len())
@@ -428,18 +428,18 @@ func requestsIncomplete(in *Input) string {
 // limiter that computes them; one unknown key ("") for a request that
 // called the RLS with descriptors no limiter computes; none for a request
 // that did not call it.
-func (ls *limiterSet) rlsUnits() func(int) []string {
+func (ls *limiterSet) rlsUnits() func(int) ([]string, string) {
 	unknown := []string{""}
-	return func(i int) []string {
+	return func(i int) ([]string, string) {
 		if ls.global && !ls.throughGlobal[i] {
-			return nil
+			return nil, ""
 		}
 		for _, r := range ls.runs {
 			if set := r.set(i); r.decl.RLS != nil && set != nil {
-				return set.keys
+				return set.units, r.decl.RLS.Domain
 			}
 		}
-		return unknown
+		return unknown, ""
 	}
 }
 

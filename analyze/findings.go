@@ -55,6 +55,19 @@ type Engagement struct {
 	// decisions that applied one.
 	Limited          int `json:"limited"`
 	LimitedDecisions int `json:"limited_decisions"`
+	// UnknownKey counts the requests whose engagement cannot be told: none
+	// of their known descriptors matched a finite rule, and others read a
+	// request header they sent without its value being recorded
+	// (UnknownKeyHeaders, lower-case; LimiterReport.UnknownKey).
+	UnknownKey        int      `json:"unknown_key,omitempty"`
+	UnknownKeyHeaders []string `json:"unknown_key_headers,omitempty"`
+	// UnmatchedNoLimitDecisions and UnmatchedLimitedDecisions count the RLS
+	// decisions (no limit applied, limit applied) that matched no request
+	// (late calls, other clients of the RLS: RLSReal.Zombies): not counted
+	// above, they are evidence the checks cannot place, which makes a
+	// verdict they could change inconclusive.
+	UnmatchedNoLimitDecisions int `json:"unmatched_no_limit_decisions,omitempty"`
+	UnmatchedLimitedDecisions int `json:"unmatched_limited_decisions,omitempty"`
 }
 
 // ShadowCounts is shadow of the report: would-have-rejected requests of
@@ -98,7 +111,7 @@ func (ls *limiterSet) failures(in *Input, received []bool) *RLSFailures {
 		} else {
 			admittedOut++
 		}
-		if perRequest && !ls.joinedOK(i) {
+		if perRequest && !ls.joinedOK(i) && !ls.callUnknown[i] { // a request whose call is unknown may have made none
 			ids = append(ids, reqs.IDs.ID(i))
 			if !inside {
 				outside = append(outside, reqs.IDs.ID(i))
@@ -217,7 +230,7 @@ func (ls *limiterSet) applyFaults(in *Input, received []bool) {
 			switch {
 			case reqs.Class[i] == evidence.ClassRLSError:
 				lagEnd = max(lagEnd, reqs.EndNs[i])
-			case perRequest && (reqs.Class[i].Passed() || received[i]) && !ls.joinedOK(i):
+			case perRequest && (reqs.Class[i].Passed() || received[i]) && !ls.joinedOK(i) && !ls.callUnknown[i]:
 				lagEnd = max(lagEnd, reqs.EndNs[i])
 				if reqs.SentNs[i] > w.EndNs {
 					failOpenAfter++
@@ -266,6 +279,9 @@ func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
 			e.Requests++
 			set := r.set(i)
 			switch {
+			case set.keyUnknown() && (set.rule == nil || set.limited == 0):
+				e.UnknownKey++
+				e.UnknownKeyHeaders = appendNew(e.UnknownKeyHeaders, set.unknownHeaders...)
 			case set == nil || len(set.descs) == 0:
 				e.NoDescriptor++
 				ids = append(ids, reqs.IDs.ID(i))
@@ -282,12 +298,17 @@ func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
 		}
 	}
 	for k, d := range ev.Decisions {
-		if d.Code != evidence.CodeOK && d.Code != evidence.CodeOverLimit || ls.join.isZombie(k) {
+		if d.Code != evidence.CodeOK && d.Code != evidence.CodeOverLimit {
 			continue
 		}
-		if d.Applied() {
+		switch zombie := ls.join.isZombie(k); {
+		case zombie && d.Applied():
+			e.UnmatchedLimitedDecisions++
+		case zombie:
+			e.UnmatchedNoLimitDecisions++
+		case d.Applied():
 			e.LimitedDecisions++
-		} else {
+		default:
 			e.NoLimitDecisions++
 		}
 		found = true
@@ -296,7 +317,33 @@ func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
 		return nil
 	}
 	e.IDs = sampleOf(ids)
+	sort.Strings(e.UnknownKeyHeaders)
 	return e
+}
+
+// decisionsComplete reports whether the RLS decisions are on file and
+// were joined to the requests (rls/decisions.jsonl, not empty).
+func (ls *limiterSet) decisionsComplete(ev *evidence.ScenarioEvidence) bool {
+	return ls != nil && ev.HasDecisions && ls.join != nil && ls.join.skipped == ""
+}
+
+// unknownWhy says what leaves the engagement of some requests or decisions
+// untold, "" when nothing does; limited tells which unmatched decisions
+// matter: those that applied a limit (not_limited) or those that applied
+// none (limit engaged).
+func (e *Engagement) unknownWhy(limited bool) string {
+	var parts []string
+	if e.UnknownKey > 0 {
+		parts = append(parts, fmt.Sprintf("%d requests with an unknown descriptor (header %s sent, its value not recorded)", e.UnknownKey,
+			strings.Join(e.UnknownKeyHeaders, ", ")))
+	}
+	if n := e.UnmatchedNoLimitDecisions; n > 0 && !limited {
+		parts = append(parts, fmt.Sprintf("%d RLS decisions that applied no limit matched no request", n))
+	}
+	if n := e.UnmatchedLimitedDecisions; n > 0 && limited {
+		parts = append(parts, fmt.Sprintf("%d RLS decisions that applied a limit matched no request", n))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // unlimited is the number of requests (or, without descriptors, decisions)
@@ -389,6 +436,10 @@ func checkLimiters(in *Input) (r Result) {
 		}
 		if rep.Suspended > 0 {
 			got += fmt.Sprintf("; %d of %d suspended by faults", rep.Suspended, rep.Offered)
+		}
+		if rep.UnknownKey > 0 {
+			got += fmt.Sprintf("; %d of %d with an unknown key (header %s not recorded), judged either", rep.UnknownKey, rep.Offered,
+				strings.Join(rep.UnknownKeyHeaders, ", "))
 		}
 		r.add(name+": admitted within model bounds", passIf(t.Holds()), fmt.Sprintf("%d..%d", t.Min, t.Max), got)
 		r.add(name+": over-admitted (model must reject)", passIf(rep.OverAdmittedCount == 0), "0", verdictsGot(rep.OverAdmittedCount, rep.OverAdmitted))
@@ -490,7 +541,7 @@ func checkLeak(in *Input) (r Result) {
 // (unless the expectation is not_limited).
 func checkEngaged(in *Input) (r Result) {
 	e := in.Report.Engagement
-	if e == nil || in.Scenario.Expect.NotLimited || e.Requests+e.NoLimitDecisions+e.LimitedDecisions == 0 {
+	if e == nil || in.Scenario.Expect.NotLimited || e.Requests+e.NoLimitDecisions+e.LimitedDecisions+e.UnmatchedNoLimitDecisions == 0 {
 		return r
 	}
 	n := e.unlimited()
@@ -519,7 +570,12 @@ func checkEngaged(in *Input) (r Result) {
 	if n > 0 && e.Limited == 0 && e.LimitedDecisions == 0 {
 		name = "limit never engaged"
 	}
-	r.add(name, passIf(n == 0), "0 requests unlimited", got)
+	st := passIf(n == 0)
+	if why := e.unknownWhy(false); n == 0 && why != "" {
+		// they may be the requests no limit engaged for
+		st, got = CheckUnknown, got+"; "+why
+	}
+	r.add(name, st, "0 requests unlimited", got)
 	return r
 }
 
@@ -545,7 +601,17 @@ func checkNotLimited(in *Input) (r Result) {
 	r.add("not limited: no limiter rejection", passIf(len(rejected) == 0), "0", idsGot(len(rejected), sampleOf(rejected)))
 	if e := in.Report.Engagement; e != nil {
 		got := fmt.Sprintf("%d requests matched a rule, %d RLS decisions applied a limit", e.Limited, e.LimitedDecisions)
-		r.add("not limited: no limit engaged", passIf(e.Limited == 0 && e.LimitedDecisions == 0), "0 requests and 0 decisions limited", got)
+		st := passIf(e.Limited == 0 && e.LimitedDecisions == 0)
+		u := *e
+		if in.limiters.decisionsComplete(in.Evidence) && e.UnmatchedLimitedDecisions == 0 {
+			// every RLS decision is on file and none applied a limit: a
+			// request whose descriptor is unknown was not limited either
+			u.UnknownKey = 0
+		}
+		if why := u.unknownWhy(true); st == CheckPass && why != "" {
+			st, got = CheckUnknown, got+"; "+why
+		}
+		r.add("not limited: no limit engaged", st, "0 requests and 0 decisions limited", got)
 	}
 	return r
 }

@@ -150,8 +150,8 @@ func (u *keyUse) route(k int, m model.Model, events []model.Event, idx []int32) 
 	r := model.NewRouter(m)
 	var buf []model.BucketUse
 	for j := range events {
-		if idx[j] < 0 {
-			continue
+		if idx[j] < 0 || events[j].KeyUnknown {
+			continue // a late RLS decision, or a request whose bucket is not known
 		}
 		buf = r.Route(&events[j], buf[:0])
 		for _, b := range buf {

@@ -50,6 +50,14 @@ type LimiterReport struct {
 	Offered   int `json:"offered"`
 	Suspended int `json:"suspended"`
 	Zombies   int `json:"zombies,omitempty"`
+	// UnknownKey counts the offered requests whose bucket is unknown: their
+	// descriptors (or nginx zone key) read a request header they sent
+	// whose value the evidence does not hold (UnknownKeyHeaders,
+	// lower-case): attack.json names it, scenario.json's request_headers
+	// do not give it. The model judges them "either" and counts them as
+	// possible hits of every bucket (model.Event.KeyUnknown).
+	UnknownKey        int      `json:"unknown_key,omitempty"`
+	UnknownKeyHeaders []string `json:"unknown_key_headers,omitempty"`
 	// Admitted, Rejected and Unknown are the outcomes observed at the limiter.
 	Admitted int `json:"admitted"`
 	Rejected int `json:"rejected"`
@@ -166,8 +174,60 @@ type limiterRun struct {
 	resets []epochBoundary
 	// unruled counts the requests that reached an RLS limiter and matched
 	// no rule (or produced no descriptor): not limited by it. multi counts
-	// those with more than one limited descriptor (several counters).
-	unruled, multi int
+	// those with more than one limited (or unknown) descriptor (several
+	// counters). unknownKey counts those whose bucket is unknown.
+	unruled, multi, unknownKey int
+}
+
+// keyedByDescriptor reports whether the limiter's bucket depends on the
+// request's descriptors: an RLS (its rules match descriptors), a
+// descriptor key, or an Envoy local rate limit with descriptor buckets.
+func (r *limiterRun) keyedByDescriptor() bool {
+	m := r.decl.Model
+	return r.decl.RLS != nil || r.decl.Key == evidence.KeyDescriptor || m != nil && m.Kind == model.KindEnvoyLocal && len(m.Descriptors) > 0
+}
+
+// zoneKeysUnknown lists the headers (lower-case) among unknown (canonical
+// keys) that nginx zone keys read: $http_<name>, and Host for $host and
+// $server_name.
+func zoneKeysUnknown(keys, unknown []string) []string {
+	if len(keys) == 0 || len(unknown) == 0 {
+		return nil
+	}
+	var out []string
+	for _, k := range keys {
+		name := ""
+		switch {
+		case k == "$host" || k == "$server_name":
+			name = "Host"
+		case strings.HasPrefix(k, "$http_"):
+			name = http.CanonicalHeaderKey(strings.ReplaceAll(strings.TrimPrefix(k, "$http_"), "_", "-"))
+		}
+		if name != "" && slices.Contains(unknown, name) {
+			out = appendNew(out, strings.ToLower(name))
+		}
+	}
+	return out
+}
+
+// appendNew appends the values of vs that dst lacks.
+func appendNew(dst []string, vs ...string) []string {
+	for _, v := range vs {
+		if !slices.Contains(dst, v) {
+			dst = append(dst, v)
+		}
+	}
+	return dst
+}
+
+// unknownKeyDetail says why n of the offered requests have an unknown key.
+func unknownKeyDetail(n, offered int, headers []string) string {
+	what := "request header " + strings.Join(headers, ", ")
+	if len(headers) > 1 {
+		what = "request headers " + strings.Join(headers, ", ")
+	}
+	return fmt.Sprintf("the key of %d of the %d requests is unknown: they sent %s (%s header_names) without the value being recorded (%s request_headers)",
+		n, offered, what, evidence.AttackFile, evidence.ScenarioFile)
 }
 
 // descSet is the descriptors one kind of request produces (the rate_limits
@@ -180,6 +240,49 @@ type descSet struct {
 	rule  []int32
 	// limited counts the descriptors with a rule (rule >= 0).
 	limited int
+	// unknown counts the rate_limits entries whose descriptor (and whether
+	// they yield one) is unknown: they read a header the request sent
+	// without its value being recorded (reqAttrs.unknown), named in
+	// unknownHeaders (lower-case). units are keys plus one unknown key ("")
+	// per such entry: what the RLS join matches.
+	unknown        int
+	unknownHeaders []string
+	units          []string
+}
+
+// keyUnknown reports whether the request's limiter key is unknown at a
+// limiter that keys or routes by descriptor: some entry's descriptor is.
+func (s *descSet) keyUnknown() bool { return s != nil && s.unknown > 0 }
+
+// newDescSet evaluates the rate_limits entries on one kind of request:
+// headers h, client address ip, headers sent with unknown values unk
+// (canonical keys); rls is the limiter's RLS (nil: none), whose domain
+// begins each key.
+func newDescSet(entries []evidence.CompiledRateLimit, h http.Header, ip string, unk []string, rls *evidence.RLSLimiter) *descSet {
+	set := &descSet{}
+	isUnknown := func(name string) bool { return slices.Contains(unk, name) }
+	for k := range entries {
+		d, ok, hdr := entries[k].DescriptorOf(nil, h, ip, isUnknown)
+		switch {
+		case hdr != "":
+			set.unknown++
+			if !slices.Contains(set.unknownHeaders, hdr) {
+				set.unknownHeaders = append(set.unknownHeaders, hdr)
+			}
+		case ok:
+			set.descs = append(set.descs, d)
+			if rls != nil {
+				set.keys = append(set.keys, evidence.CacheKeyPrefix(rls.Domain, d))
+			} else {
+				set.keys = append(set.keys, descriptorString(d))
+			}
+		}
+	}
+	set.units = set.keys
+	if set.unknown > 0 {
+		set.units = append(slices.Clone(set.keys), make([]string, set.unknown)...)
+	}
+	return set
 }
 
 // set returns request i's descriptors at r (nil: not evaluated).
@@ -216,8 +319,9 @@ type limiterSet struct {
 	global bool // some limiter is StageGlobal
 	join   *rlsJoin
 	// throughGlobal[i]: request i went to an RLS (reached a global limiter
-	// and had a descriptor).
-	throughGlobal []bool
+	// and had a descriptor), or may have (callUnknown[i]: its only
+	// descriptors are unknown, descSet.unknown).
+	throughGlobal, callUnknown []bool
 	// failOpen: admissions without an RLS decision are known to exist.
 	failOpen int64
 	lastNs   int64
@@ -225,6 +329,9 @@ type limiterSet struct {
 	// keys collects which buckets each request used, for the per-flow and
 	// per-key tables (flows.go); nil when the requests name no flow.
 	keys *keyUse
+	// shardWidenNs is a merged run's clock offset bound between its shards'
+	// hosts and the backend (ShardsReport.OffsetBoundNs), 0 otherwise.
+	shardWidenNs int64
 }
 
 // resolveLimiters builds the scenario's limiters (Scenario.EffectiveLimiters)
@@ -267,27 +374,20 @@ func resolveLimiters(in *Input) *limiterSet {
 			} else {
 				r.entries = entries
 				r.descOf = make([]int32, reqs.Len())
-				byAttrs := map[[2]string]int32{}
+				byAttrs := map[[3]string]int32{}
 				for i := 0; i < reqs.Len(); i++ {
 					r.descOf[i] = -1
 					if !r.applies[reqs.Target[i]] {
 						continue
 					}
-					src, ip := attrs.source(i), attrs.remoteIP(i)
-					k, ok := byAttrs[[2]string{src, ip}]
+					src, ip, unk := attrs.source(i), attrs.remoteIP(i), attrs.unknown(i)
+					ak := [3]string{src, ip, strings.Join(unk, "\x00")}
+					k, ok := byAttrs[ak]
 					if !ok {
-						descs := evidence.Descriptors(entries, attrs.header(i), ip)
-						set := &descSet{descs: descs, keys: make([]string, len(descs))}
-						for u, e := range descs {
-							if d.RLS != nil {
-								set.keys[u] = evidence.CacheKeyPrefix(d.RLS.Domain, e)
-							} else {
-								set.keys[u] = descriptorString(e)
-							}
-						}
+						set := newDescSet(entries, attrs.header(i), ip, unk, d.RLS)
 						k = int32(len(r.sets))
 						r.sets = append(r.sets, set)
-						byAttrs[[2]string{src, ip}] = k
+						byAttrs[ak] = k
 					}
 					r.descOf[i] = k
 				}
@@ -302,13 +402,21 @@ func resolveLimiters(in *Input) *limiterSet {
 		ls.runs = append(ls.runs, r)
 	}
 	ls.throughGlobal = make([]bool, reqs.Len())
+	ls.callUnknown = make([]bool, reqs.Len())
 	for i := 0; i < reqs.Len(); i++ {
 		for k, r := range ls.runs {
 			if r.decl.Stage != evidence.StageGlobal || !ls.reaches(k, i, reqs, nil) {
 				continue
 			}
-			if set := r.set(i); r.entries == nil || set != nil && len(set.descs) > 0 {
+			switch set := r.set(i); {
+			case r.entries == nil || set != nil && len(set.descs) > 0:
 				ls.throughGlobal[i] = true
+			case set.keyUnknown():
+				// it called the RLS iff an entry it cannot be told yielded a
+				// descriptor: give it the join's unknown units, never call
+				// it fail-open on that alone
+				ls.throughGlobal[i] = true
+				ls.callUnknown[i] = true
 			}
 		}
 	}
@@ -406,10 +514,14 @@ type reqAttrs struct {
 	headers map[string]http.Header
 	flows   map[[2]string]http.Header // phase, flow
 	urls    []*url.URL
+	attack  *evidence.Attack
+	// unknowns caches unknown by phase, flow, target and URL.
+	unknowns map[[4]uint32][]string
 }
 
 func newAttrs(in *Input) *reqAttrs {
-	a := &reqAttrs{reqs: &in.Evidence.Requests, headers: map[string]http.Header{}, flows: map[[2]string]http.Header{}}
+	a := &reqAttrs{reqs: &in.Evidence.Requests, headers: map[string]http.Header{}, flows: map[[2]string]http.Header{},
+		attack: in.Evidence.Attack, unknowns: map[[4]uint32][]string{}}
 	canon := func(h map[string]string) http.Header {
 		hh := make(http.Header, len(h))
 		for k, v := range h {
@@ -445,6 +557,82 @@ func (a *reqAttrs) header(i int) http.Header {
 		return h
 	}
 	return http.Header{}
+}
+
+// unknown returns the request headers request i sent whose values the
+// evidence does not hold (canonical keys, sorted; nil when none): those
+// attack.json names (header_names of its phase's configuration, of its
+// flow's, of its request templates for its target) and scenario.json's
+// request_headers (or flow_request_headers) leave out. attack.json records
+// only the names: the values may be credentials. A limiter key built from
+// such a header is unknown, not that of a request without it.
+func (a *reqAttrs) unknown(i int) []string {
+	if a.attack == nil {
+		return nil
+	}
+	r := a.reqs
+	var flow uint32
+	if i < len(r.Flow) {
+		flow = uint32(r.Flow[i]) + 1
+	}
+	ck := [4]uint32{uint32(r.Phase[i]), flow, uint32(r.Target[i]), r.URL[i]}
+	if u, ok := a.unknowns[ck]; ok {
+		return u
+	}
+	phase, target, flowName, rawURL := r.Phases[r.Phase[i]], r.Targets[r.Target[i]], "", r.URLOf(i)
+	if flow > 0 {
+		flowName = r.Flows[flow-1]
+	}
+	recorded := a.header(i)
+	var out []string
+	add := func(names []string) {
+		for _, n := range names {
+			n = http.CanonicalHeaderKey(n)
+			if _, ok := recorded[n]; !ok && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	for p := range a.attack.Phases {
+		ph := &a.attack.Phases[p]
+		if ph.Config.Name != phase {
+			continue
+		}
+		cfgs := []*evidence.AttackConfig{&ph.Config}
+		if len(ph.Flows) > 0 {
+			cfgs = cfgs[:0]
+			for f := range ph.Flows {
+				if c := &ph.Flows[f].Config; c.Flow == flowName || flowName == "" {
+					cfgs = append(cfgs, c)
+				}
+			}
+		}
+		for _, c := range cfgs {
+			add(c.HeaderNames)
+			// its request template: one of its target whose path its URL
+			// ends with, else any of its target's
+			var path, same [][]string
+			for k := range c.Requests {
+				t := &c.Requests[k]
+				if t.Target != target {
+					continue
+				}
+				same = append(same, t.HeaderNames)
+				if t.Path != "" && strings.HasSuffix(rawURL, t.Path) {
+					path = append(path, t.HeaderNames)
+				}
+			}
+			if len(path) == 0 {
+				path = same
+			}
+			for _, names := range path {
+				add(names)
+			}
+		}
+	}
+	sort.Strings(out)
+	a.unknowns[ck] = out
+	return out
 }
 
 // source names what request i's headers come from (its phase and flow).
@@ -566,24 +754,42 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		noKey := 0
 		global := r.decl.Stage == evidence.StageGlobal
 		isRLS := r.decl.RLS != nil
+		var unkHeaders []string // headers that made keys unknown
 		for i := 0; i < reqs.Len(); i++ {
 			if !ls.reaches(k, i, reqs, received) {
 				continue
 			}
 			set := r.set(i)
+			// keyUnk: the request's bucket cannot be told (its descriptors
+			// or zone key read a header sent without its value recorded)
+			var keyUnk bool
+			if r.keyedByDescriptor() && set.keyUnknown() {
+				keyUnk = true
+				unkHeaders = appendNew(unkHeaders, set.unknownHeaders...)
+			}
+			if hs := zoneKeysUnknown(zoneKeys, ls.attrs.unknown(i)); len(hs) > 0 {
+				keyUnk = true
+				unkHeaders = appendNew(unkHeaders, hs...)
+			}
 			if isRLS {
-				if set == nil || set.limited == 0 {
+				if set == nil || set.limited == 0 && !keyUnk {
 					r.unruled++ // no rule applied: not limited (see the engagement check)
 					continue
 				}
-				if set.limited > 1 {
+				if set.limited+set.unknown > 1 {
 					r.multi++
 				}
 			}
 			key, ok := r.eventKey(i, reqs)
+			if !ok && keyUnk {
+				key, ok = "", true
+			}
 			if !ok {
 				noKey++
 				continue
+			}
+			if keyUnk {
+				r.unknownKey++
 			}
 			o := ls.outcome(k, i, reqs, received)
 			if st, ok := ev.LimitReq[int32(i)]; ok && r.decl.Model != nil && r.decl.Model.Kind == model.KindNginxLimitReq {
@@ -627,13 +833,22 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			type unit struct {
 				g   int
 				key string
+				// unknown: its bucket is not known (model.Event.KeyUnknown)
+				unknown bool
 			}
-			units := []unit{{0, key}}
+			units := []unit{{0, key, keyUnk}}
 			if isRLS {
 				units = units[:0]
 				for u, rule := range set.rule {
 					if rule >= 0 {
-						units = append(units, unit{int(rule), set.keys[u]})
+						units = append(units, unit{g: int(rule), key: set.keys[u]})
+					}
+				}
+				// an entry whose descriptor is unknown may have hit any
+				// rule's counter, or none
+				for n := 0; n < set.unknown; n++ {
+					for g := range groups {
+						units = append(units, unit{g: g, unknown: true})
 					}
 				}
 			}
@@ -656,7 +871,10 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 					if !isRLS {
 						dkey = "" // the request's decision, whatever the descriptor
 					}
-					d := ls.unitDecision(i, dkey)
+					var d *evidence.Decision
+					if !un.unknown {
+						d = ls.unitDecision(i, dkey) // an unknown unit's decision cannot be told apart
+					}
 					if len(units) > 1 && uo == model.Rejected {
 						// one of its counters rejected it: which, its decisions tell
 						switch {
@@ -693,7 +911,11 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 					uo = model.Unknown // in flight across a state reset: either epoch
 				}
 				for _, e := range eps {
-					groups[un.g].events = append(groups[un.g].events, model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: uhi, Key: un.key + e, Descriptors: descs, Vars: vars, Outcome: uo})
+					ev := model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: uhi, Key: un.key + e, Descriptors: descs, Vars: vars, Outcome: uo}
+					if un.unknown {
+						ev.Key, ev.Descriptors, ev.Vars, ev.KeyUnknown = "", nil, nil, true
+					}
+					groups[un.g].events = append(groups[un.g].events, ev)
 					if ls.keys != nil {
 						groups[un.g].idx = append(groups[un.g].idx, int32(i))
 					}
@@ -742,6 +964,14 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		if rep.Offered == 0 {
 			rep.Status, rep.Detail = LimiterNotChecked, "no request reached it"
 			continue
+		}
+		if r.unknownKey > 0 {
+			sort.Strings(unkHeaders)
+			rep.UnknownKey, rep.UnknownKeyHeaders = r.unknownKey, unkHeaders
+			if r.unknownKey == rep.Offered {
+				rep.Status, rep.Detail = LimiterNotChecked, unknownKeyDetail(r.unknownKey, rep.Offered, unkHeaders)
+				continue
+			}
 		}
 		if rep.Suspended == rep.Offered {
 			rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"

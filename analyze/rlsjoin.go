@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -20,7 +21,13 @@ const (
 // descriptor). No RLS log names a request, so a decision can belong to any
 // unit with the same descriptor whose request was in flight when the
 // decision was made ([send, response], widened by the log's time
-// resolution) and whose outcome agrees with the code (see compatible).
+// resolution and by the clock offset bound between the clients' hosts and
+// the RLS, widenNs on each side: the same bound the model replay widens
+// its intervals by) and whose outcome agrees with the code (see
+// compatible). A decision whose domain the RLS log does not tell (Domain
+// "": a no-limit decision of a configuration with several domains, or
+// decisions.jsonl of an earlier release) joins a unit with the same
+// descriptor in any domain.
 // Each unit gets at most one decision: the join is a maximum matching of
 // that bipartite graph (greedy earliest-end first, then augmenting paths),
 // so that one unrelated request in flight cannot hide many late decisions.
@@ -31,12 +38,17 @@ const (
 type rlsJoin struct {
 	ds  []evidence.Decision
 	res int64
+	// widen is the clock offset bound applied on each side, ns.
+	widen int64
 	// unitStart[i]..unitStart[i+1] are request i's units; unitKey their
 	// descriptor keys (evidence.CacheKeyPrefix; "": unknown, matches any
 	// decision); unit2dec the decision joined to each (-1: none).
 	unitStart []int32
 	unitKey   []string
 	unit2dec  []int32
+	// unitDesc is each unit's key without its domain (its descriptor
+	// part, evidence.CacheKeyPrefix("", ...)); "" for an unknown key.
+	unitDesc []string
 	// dec2req is, per decision, the request joined (-1: none).
 	dec2req []int32
 	// zombieIdx are the OK/OVER_LIMIT decisions joined to no request.
@@ -49,18 +61,27 @@ func (j *rlsJoin) decision(k int) *evidence.Decision { return &j.ds[k] }
 
 // joinDecisions joins ev's decisions to the requests' units: units(i)
 // gives request i's descriptor keys (nil: it did not call the RLS; a ""
-// key matches any decision).
-func joinDecisions(ev *evidence.ScenarioEvidence, res int64, units func(int) []string) *rlsJoin {
+// key matches any decision) and the domain they begin with. res is the
+// decisions' time resolution and widenNs the clock offset bound, ns.
+func joinDecisions(ev *evidence.ScenarioEvidence, res, widenNs int64, units func(int) ([]string, string)) *rlsJoin {
 	reqs := &ev.Requests
 	n := reqs.Len()
-	j := &rlsJoin{ds: ev.Decisions, res: max(res, 1), dec2req: make([]int32, len(ev.Decisions)), unitStart: make([]int32, n+1)}
+	j := &rlsJoin{ds: ev.Decisions, res: max(res, 1), widen: max(widenNs, 0), dec2req: make([]int32, len(ev.Decisions)),
+		unitStart: make([]int32, n+1)}
 	for i := range j.dec2req {
 		j.dec2req[i] = -1
 	}
 	var rq []int
 	for i := 0; i < n; i++ {
-		ks := units(i)
+		ks, dom := units(i)
 		j.unitKey = append(j.unitKey, ks...)
+		for _, k := range ks {
+			desc := ""
+			if k != "" && strings.HasPrefix(k, dom) {
+				desc = k[len(dom):]
+			}
+			j.unitDesc = append(j.unitDesc, desc)
+		}
 		j.unitStart[i+1] = int32(len(j.unitKey))
 		if len(ks) > 0 {
 			rq = append(rq, i)
@@ -77,7 +98,10 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res int64, units func(int) []s
 		}
 	}
 	var dec []int
+	// dkey is a decision's key (its domain and descriptor); anyDom marks
+	// one whose domain is unknown, whose dkey is then the descriptor part.
 	dkey := make([]string, len(ev.Decisions))
+	anyDom := make([]bool, len(ev.Decisions))
 	for k := range ev.Decisions {
 		d := &ev.Decisions[k]
 		if d.Code != evidence.CodeOK && d.Code != evidence.CodeOverLimit {
@@ -86,7 +110,17 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res int64, units func(int) []s
 		dec = append(dec, k)
 		if len(d.Descriptor) > 0 {
 			dkey[k] = evidence.CacheKeyPrefix(d.Domain, d.Descriptor)
+			anyDom[k] = d.Domain == ""
 		}
+	}
+	matches := func(k int, u int32) bool {
+		switch {
+		case dkey[k] == "" || j.unitKey[u] == "":
+			return true
+		case anyDom[k]:
+			return j.unitDesc[u] == dkey[k]
+		}
+		return dkey[k] == j.unitKey[u]
 	}
 	sort.SliceStable(dec, func(a, b int) bool { return ev.Decisions[dec[a]].TimeNs < ev.Decisions[dec[b]].TimeNs })
 	sort.SliceStable(rq, func(a, b int) bool { return reqs.SentNs[rq[a]] < reqs.SentNs[rq[b]] })
@@ -98,7 +132,7 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res int64, units func(int) []s
 	next, scanned := 0, 0
 	for m, k := range dec {
 		d := &ev.Decisions[k]
-		lo, hi := d.TimeNs, d.TimeNs+j.res-1
+		lo, hi := d.TimeNs-j.widen, d.TimeNs+j.res-1+j.widen
 		for ; next < len(rq) && reqs.SentNs[rq[next]] <= hi; next++ {
 			active = append(active, rq[next])
 		}
@@ -114,7 +148,7 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res int64, units func(int) []s
 				continue
 			}
 			for u := j.unitStart[i]; u < j.unitStart[i+1]; u++ {
-				if dkey[k] == "" || j.unitKey[u] == "" || dkey[k] == j.unitKey[u] {
+				if matches(k, u) {
 					adj = append(adj, u)
 				}
 			}
@@ -212,6 +246,21 @@ func compatible(code string, c evidence.Class, multi bool) bool {
 		return c.Passed() || multi && c == evidence.ClassGlobal429
 	}
 	return c == evidence.ClassGlobal429
+}
+
+// carried reports whether some request's unit may carry d's descriptor:
+// one with its key, or an unknown one; true when the join was not made.
+func (j *rlsJoin) carried(d evidence.Decision) bool {
+	if j == nil || j.skipped != "" || len(d.Descriptor) == 0 {
+		return true
+	}
+	key, desc := evidence.CacheKeyPrefix(d.Domain, d.Descriptor), evidence.CacheKeyPrefix("", d.Descriptor)
+	for u, k := range j.unitKey {
+		if k == "" || k == key || d.Domain == "" && j.unitDesc[u] == desc {
+			return true
+		}
+	}
+	return false
 }
 
 // isZombie reports whether decision k reached no request (false when the

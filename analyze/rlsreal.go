@@ -104,6 +104,10 @@ type RealDescriptor struct {
 	// proxies' ratelimit.failure_mode_allowed.
 	AdmittedMin int `json:"admitted_min"`
 	AdmittedMax int `json:"admitted_max"`
+	// uncarried: no request of the run carries the descriptor (every
+	// request's descriptors are known and none is it): its decisions are
+	// unmatched evidence (Engagement), not admissions of these requests.
+	uncarried bool
 }
 
 // RealDecision is a decision flagged in the report.
@@ -202,6 +206,9 @@ func checkRealRLS(in *Input) (res Result) {
 	}
 	if globalInLoop(in) {
 		for _, d := range rr.Descriptors {
+			if d.uncarried && d.OK == 0 {
+				continue // another client's descriptor: counted as unmatched decisions by the engagement checks
+			}
 			name := "rls real " + d.Descriptor + ": OK decisions (zombies excluded) = admissions through the RLS"
 			want := evidence.Range{Min: d.AdmittedMin, Max: d.AdmittedMax}.String()
 			st := passIf(d.OK >= d.AdmittedMin && d.OK <= d.AdmittedMax)
@@ -318,7 +325,7 @@ func reconcileReal(in *Input) *RLSReal {
 		desc := descriptorName(d)
 		i, ok := didx[desc]
 		if !ok && len(d.Descriptor) > 0 {
-			rr.Descriptors = append(rr.Descriptors, RealDescriptor{Descriptor: desc})
+			rr.Descriptors = append(rr.Descriptors, RealDescriptor{Descriptor: desc, uncarried: !join.carried(d)})
 			i = len(rr.Descriptors) - 1
 			didx[desc] = i
 		}

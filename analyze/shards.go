@@ -3,7 +3,6 @@ package analyze
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -57,38 +56,16 @@ type ShardReport struct {
 // shardsOf reports the shards of a merge and returns the widening, ns, and
 // why the limiters cannot be checked ("" when they can).
 func shardsOf(m *evidence.MergeRecord) (*ShardsReport, int64, string) {
-	rep := &ShardsReport{Count: m.Count, StartSpreadNs: m.StartSpreadNs, MaxLateNs: m.MaxLateNs, Unbounded: []string{}, Shards: []ShardReport{}}
-	type key struct{ host, replica string }
-	bound := map[key]evidence.ClockOffset{}
+	rep := &ShardsReport{Count: m.Count, StartSpreadNs: m.StartSpreadNs, MaxLateNs: m.MaxLateNs, Shards: []ShardReport{}}
 	hosts := map[string]bool{}
 	for _, s := range m.Shards {
 		rep.Shards = append(rep.Shards, ShardReport{Index: s.Index, Dir: s.Dir, Host: s.Host, Requests: s.Requests, StartNs: s.StartNs,
 			LateNs: s.LateNs, Offsets: s.Offsets})
 		hosts[s.Host] = true
-		// Shards of one host share its clock: their bounds intersect.
-		for _, o := range s.Offsets {
-			if !o.Bounded {
-				continue
-			}
-			k := key{s.Host, o.Replica}
-			if b, ok := bound[k]; ok {
-				o.MinNs, o.MaxNs, o.Pairs = max(o.MinNs, b.MinNs), min(o.MaxNs, b.MaxNs), o.Pairs+b.Pairs
-			}
-			bound[k] = o
-		}
 	}
 	rep.Hosts = len(hosts)
-	boundedHost := map[string]bool{}
-	for k, o := range bound {
-		rep.OffsetBoundNs = max(rep.OffsetBoundNs, o.AbsNs())
-		boundedHost[k.host] = true
-	}
-	for h := range hosts {
-		if !boundedHost[h] {
-			rep.Unbounded = append(rep.Unbounded, h)
-		}
-	}
-	sort.Strings(rep.Unbounded)
+	// Shards of one host share its clock: their bounds intersect.
+	rep.OffsetBoundNs, rep.Unbounded = m.ClockBound()
 	why := ""
 	if len(rep.Unbounded) > 0 && len(hosts) > 1 {
 		why = fmt.Sprintf("the clock of shard host(s) %s is not bounded against the backend's (none of their requests got a backend response and a receipt), and the shards ran on %d hosts",
@@ -98,7 +75,8 @@ func shardsOf(m *evidence.MergeRecord) (*ShardsReport, int64, string) {
 }
 
 // applyShardClocks widens every limiter's timing uncertainty by the
-// shards' clock offset bound (merged runs only).
+// shards' clock offset bound (merged runs only), and the RLS join with it
+// (joinWidenNs).
 func applyShardClocks(in *Input) {
 	m := in.Evidence.Merge
 	if m == nil || len(m.Shards) == 0 || in.limiters == nil {
@@ -106,12 +84,30 @@ func applyShardClocks(in *Input) {
 	}
 	rep, widen, why := shardsOf(m)
 	in.Report.Shards = rep
+	in.limiters.shardWidenNs = widen
 	for _, r := range in.limiters.runs {
 		if why != "" && r.err == "" {
 			r.err = why
 		}
 		r.decl.ClockSkewNs += widen
 	}
+}
+
+// joinWidenNs is how far, on each side, an RLS decision's time may lie
+// from its request's [send, end] for the join (rlsJoin): the clock offset
+// bound between the clients and the RLS that the model replay widens the
+// RLS limiters' intervals by (the largest clock_skew_ns of the global
+// limiters, which applyShardClocks raised by the shards' offset bound), or
+// the shards' bound alone when no global limiter is declared. 0 for a run
+// on one host without declared skew: the join is as before.
+func (ls *limiterSet) joinWidenNs() int64 {
+	w := ls.shardWidenNs
+	for _, r := range ls.runs {
+		if r.decl.Stage == evidence.StageGlobal {
+			w = max(w, r.decl.ClockSkewNs)
+		}
+	}
+	return w
 }
 
 // writeShardsTable renders the shards of merged scenarios.

@@ -370,11 +370,38 @@ func CompileRateLimit(what string, actions []RateLimitAction) (CompiledRateLimit
 	return e, nil
 }
 
+// HeadersRead lists the request headers the action reads, lower-case:
+// request_headers' header_name, header_value_match's matcher names.
+func (a *RateLimitAction) HeadersRead() []string {
+	var out []string
+	if h := a.RequestHeaders; h != nil {
+		out = append(out, strings.ToLower(h.HeaderName))
+	}
+	if m := a.HeaderValueMatch; m != nil {
+		for _, h := range m.Headers {
+			out = append(out, strings.ToLower(h.Name))
+		}
+	}
+	return out
+}
+
 // Descriptor builds the entry's descriptor for a request with headers h
 // (canonical keys) from peer IP remoteIP, as Envoy's router does
 // (source/common/router/router_ratelimit.cc populateDescriptors); ok is
 // false when an action dropped it. The entries are appended to dst[:0].
 func (e *CompiledRateLimit) Descriptor(dst []DescriptorEntry, h http.Header, remoteIP string) (_ []DescriptorEntry, ok bool) {
+	dst, ok, _ = e.DescriptorOf(dst, h, remoteIP, nil)
+	return dst, ok
+}
+
+// DescriptorOf is Descriptor for a request some of whose header values
+// are not known: unknown reports, by canonical key, a header the request
+// sent without its value being recorded (nil: none). header is the first
+// such header (lower-case) an action needs before the descriptor is
+// settled: then neither the descriptor nor whether the entry yields one is
+// known (ok false, header set); "" when the result is known. A header that
+// an earlier action's drop makes moot does not count.
+func (e *CompiledRateLimit) DescriptorOf(dst []DescriptorEntry, h http.Header, remoteIP string, unknown func(string) bool) (_ []DescriptorEntry, ok bool, header string) {
 	dst = dst[:0]
 	for i := range e.actions {
 		a := &e.actions[i]
@@ -382,34 +409,49 @@ func (e *CompiledRateLimit) Descriptor(dst []DescriptorEntry, h http.Header, rem
 		case a.GenericKey != nil:
 			dst = append(dst, DescriptorEntry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
 		case a.RequestHeaders != nil:
-			vs := h[http.CanonicalHeaderKey(a.RequestHeaders.HeaderName)]
+			name := http.CanonicalHeaderKey(a.RequestHeaders.HeaderName)
+			if unknown != nil && unknown(name) {
+				return dst, false, strings.ToLower(name)
+			}
+			vs := h[name]
 			if len(vs) == 0 {
 				if a.RequestHeaders.SkipIfAbsent {
 					continue
 				}
-				return dst, false
+				return dst, false, ""
 			}
 			dst = append(dst, DescriptorEntry{Key: a.RequestHeaders.DescriptorKey, Value: vs[0]})
 		case a.RemoteAddress != nil:
 			if remoteIP == "" {
-				return dst, false
+				return dst, false, ""
 			}
 			dst = append(dst, DescriptorEntry{Key: "remote_address", Value: remoteIP})
 		case a.HeaderValueMatch != nil:
 			m := a.HeaderValueMatch
-			all := true
+			// all is the AND of the matchers: a known one that fails
+			// settles it whatever the unknown ones say.
+			all, pending := true, ""
 			for _, c := range e.matchers[i] {
+				if unknown != nil && unknown(c.name) {
+					if pending == "" {
+						pending = strings.ToLower(c.name)
+					}
+					continue
+				}
 				if !c.Matches(h) {
-					all = false
+					all, pending = false, ""
 					break
 				}
 			}
+			if pending != "" {
+				return dst, false, pending
+			}
 			expect := m.ExpectMatch == nil || *m.ExpectMatch
 			if all != expect {
-				return dst, false
+				return dst, false, ""
 			}
 			dst = append(dst, DescriptorEntry{Key: m.Key(), Value: m.DescriptorValue})
 		}
 	}
-	return dst, true
+	return dst, true, ""
 }

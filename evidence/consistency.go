@@ -13,8 +13,10 @@ import (
 // 10 ms. The attack and a backend on its host read one wall clock
 // (CLOCK_REALTIME, which NTP may slew but not by that much between two
 // reads of one request). Across hosts the tolerance grows by the largest
-// clock_skew_ns the scenario's limiters declare (evidence.Limiter) and by
-// the client clock's max_error_ns (attack.json's clock, adjtimex(2)).
+// clock_skew_ns the scenario's limiters declare (evidence.Limiter), by
+// the client clock's max_error_ns (attack.json's clock, adjtimex(2)) and,
+// in a merged run, by the shards' measured clock offset bound against the
+// backend (merge.json, MergeRecord.ClockBound).
 const ClockTolerance = 10 * time.Millisecond
 
 // clockChecks are what the loader checks of the times on each line of
@@ -31,12 +33,17 @@ type clockChecks struct {
 }
 
 // newClockChecks returns the checks for a scenario of attack a (nil when
-// attack.json is missing) and declared limiters.
-func newClockChecks(a *Attack, limiters []Limiter) clockChecks {
+// attack.json is missing), declared limiters and merge record m (nil when
+// the run was not merged).
+func newClockChecks(a *Attack, limiters []Limiter, m *MergeRecord) clockChecks {
 	c := clockChecks{tolNs: int64(ClockTolerance), attackNotSent: -1}
 	var skew int64
 	for _, l := range limiters {
 		skew = max(skew, l.ClockSkewNs)
+	}
+	if m != nil {
+		b, _ := m.ClockBound()
+		skew += b
 	}
 	c.tolNs += skew
 	if a == nil {

@@ -138,6 +138,51 @@ func TestDescriptorActions(t *testing.T) {
 	}
 }
 
+// TestDescriptorOfUnknownHeader: a header sent without its value recorded
+// leaves the descriptor unknown (not dropped, not built as if missing),
+// unless an earlier action or a known failing matcher settles it.
+func TestDescriptorOfUnknownHeader(t *testing.T) {
+	unknown := func(name string) bool { return name == "X-Tenant" }
+	one := func(acts ...RateLimitAction) *CompiledRateLimit {
+		t.Helper()
+		c, err := CompileRateLimit("rate_limits[0]", acts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &c
+	}
+	tenant := RateLimitAction{RequestHeaders: &RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant", SkipIfAbsent: true}}
+	if _, ok, h := one(tenant).DescriptorOf(nil, http.Header{}, "", unknown); ok || h != "x-tenant" {
+		t.Fatalf("request_headers: ok %v header %q", ok, h)
+	}
+	// remote_address without an address drops it first: known.
+	if _, ok, h := one(RateLimitAction{RemoteAddress: &RemoteAddressAction{}}, tenant).DescriptorOf(nil, nil, "", unknown); ok || h != "" {
+		t.Fatalf("dropped before: ok %v header %q", ok, h)
+	}
+	gold := "gold"
+	hv := func(names ...string) RateLimitAction {
+		var ms []HeaderMatcher
+		for _, n := range names {
+			ms = append(ms, HeaderMatcher{Name: n, ExactMatch: &gold})
+		}
+		return RateLimitAction{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "gold", Headers: ms}}
+	}
+	// a known matcher that fails settles the AND; one that holds does not
+	if _, ok, h := one(hv("x-tenant", "x-plan")).DescriptorOf(nil, http.Header{"X-Plan": {"free"}}, "", unknown); ok || h != "" {
+		t.Fatalf("known failing matcher: ok %v header %q", ok, h)
+	}
+	if _, ok, h := one(hv("x-tenant", "x-plan")).DescriptorOf(nil, http.Header{"X-Plan": {"gold"}}, "", unknown); ok || h != "x-tenant" {
+		t.Fatalf("known matching matcher: ok %v header %q", ok, h)
+	}
+	// nothing unknown: Descriptor's result
+	if d, ok, h := one(tenant).DescriptorOf(nil, http.Header{"X-Tenant": {"a"}}, "", nil); !ok || h != "" || d[0].Value != "a" {
+		t.Fatalf("known: %v %v %q", d, ok, h)
+	}
+	if a := hv("X-Plan", "x-tenant"); strings.Join(a.HeadersRead(), ",") != "x-plan,x-tenant" {
+		t.Fatalf("headers read %v", a.HeadersRead())
+	}
+}
+
 func TestParseRateHeaders(t *testing.T) {
 	get := func(m map[string]string) func(string) (string, bool) {
 		return func(n string) (string, bool) { v, ok := m[n]; return v, ok }

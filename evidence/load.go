@@ -167,7 +167,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	s.AccessLogs, s.Problems = readAccessLogs(d, s.Problems)
 
 	cls, _ := NewClassifier(s.Scenario.Classify) // validated by DecodeScenario
-	clk := newClockChecks(s.Attack, s.Scenario.Limiters)
+	clk := newClockChecks(s.Attack, s.Scenario.Limiters, s.Merge)
 	reqProblems, reqErr := readRequests(ctx, d.Requests(), cls, len(s.AccessLogs) > 0, &s.Requests, &s.Receipts, d.Receipts(), clk)
 	s.Requests.received(&s.Receipts)
 	s.HasRequests = !errors.Is(reqErr.requests, fs.ErrNotExist)

@@ -157,6 +157,43 @@ func (o ClockOffset) AbsNs() int64 {
 	return max(abs64(o.MinNs), abs64(o.MaxNs))
 }
 
+// ClockBound is the clock offset bound of a merged run: the largest |θ|
+// that the shards' offsets allow (ClockOffset.AbsNs), shards of one host
+// sharing its clock (their bounds against one replica intersect), ns; and
+// the hosts whose clock no offset bounds, sorted. 0 and none for a record
+// without shards.
+func (m *MergeRecord) ClockBound() (boundNs int64, unbounded []string) {
+	type key struct{ host, replica string }
+	bound := map[key]ClockOffset{}
+	hosts := map[string]bool{}
+	for _, s := range m.Shards {
+		hosts[s.Host] = true
+		for _, o := range s.Offsets {
+			if !o.Bounded {
+				continue
+			}
+			k := key{s.Host, o.Replica}
+			if b, ok := bound[k]; ok {
+				o.MinNs, o.MaxNs, o.Pairs = max(o.MinNs, b.MinNs), min(o.MaxNs, b.MaxNs), o.Pairs+b.Pairs
+			}
+			bound[k] = o
+		}
+	}
+	boundedHost := map[string]bool{}
+	for k, o := range bound {
+		boundNs = max(boundNs, o.AbsNs())
+		boundedHost[k.host] = true
+	}
+	unbounded = []string{}
+	for h := range hosts {
+		if !boundedHost[h] {
+			unbounded = append(unbounded, h)
+		}
+	}
+	sort.Strings(unbounded)
+	return boundNs, unbounded
+}
+
 func abs64(v int64) int64 {
 	if v < 0 {
 		return -v

@@ -170,6 +170,45 @@ func TestMergeClockOffset(t *testing.T) {
 	}
 }
 
+// TestMergeSkewedHostLoads: a shard host whose clock runs 300 ms ahead of
+// the backend's has receipts 300 ms before its sends. The merge measures
+// the offset and the load takes it into the clock tolerance (it was a
+// contradiction: receipt before send beyond 10 ms, the run NOT_RUN); the
+// same receipts without merge.json still contradict the requests.
+func TestMergeSkewedHostLoads(t *testing.T) {
+	const skew = 300_000_000
+	root := t.TempDir()
+	send := []int64{1_000_000_000 + skew, 1_002_000_000 + skew}
+	fakeShard(t, filepath.Join(root, "s0"), 0, 2, 3, "sha256:a", "near", []string{"a"}, []int64{1_001_000_000})
+	fakeShard(t, filepath.Join(root, "s1"), 1, 2, 3, "sha256:a", "ahead", []string{"b", "c"}, send)
+	recs := []Receipt{receipt("a", 1_001_000_050, "r"), receipt("b", send[0]-skew+50, "r"), receipt("c", send[1]-skew+20, "r")}
+	if err := WriteLines(Dir(filepath.Join(root, "be")).Receipts(), recs); err != nil {
+		t.Fatal(err)
+	}
+	rec, out := mergeOf(t, root)
+	if len(rec.Problems) != 0 {
+		t.Fatalf("merge problems %q", rec.Problems)
+	}
+	if b, unbounded := rec.ClockBound(); b < skew || b > skew+100 || len(unbounded) != 0 {
+		t.Fatalf("clock bound %d, unbounded %v", b, unbounded)
+	}
+	s := LoadScenario(context.Background(), out, false)
+	if len(s.Problems) != 0 || s.Receipts.Len() != 3 {
+		t.Fatalf("merged load: problems %+v", s.Problems)
+	}
+	if err := os.Remove(Dir(out).Merge()); err != nil {
+		t.Fatal(err)
+	}
+	s = LoadScenario(context.Background(), out, false)
+	found := false
+	for _, p := range s.Problems {
+		found = found || p.File == ReceiptsFile && strings.Contains(p.Msg, "before its request was sent")
+	}
+	if !found {
+		t.Fatalf("without merge.json: problems %+v", s.Problems)
+	}
+}
+
 // TestMergeTakesStatsOnce: the same stats file from two inputs must be
 // identical.
 func TestMergeTakesStatsOnce(t *testing.T) {

@@ -65,6 +65,16 @@ func (v Verdict) String() string {
 // Event is one request as the checker sees it. Its decision at the limiter
 // happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the package
 // doc for how to derive them. Key, Descriptors and Vars are as in Request.
+//
+// KeyUnknown marks an event whose Key, Descriptors and Vars are not known
+// (they are built from a request attribute the evidence does not hold, such
+// as a header sent without its value being recorded): it may have used the
+// state of any bucket the other events use, or none. Its verdict is Either
+// and it is never a violation; in every such bucket it is a possible
+// charge, never a sure one, whatever its outcome (so it only weakens the
+// must-admit verdicts of the others), and the bucket's lower bound is left
+// to the others' must-admit verdicts; the run's bounds count it once, as a
+// request that may have been admitted.
 type Event struct {
 	ID          string
 	Lo, Hi      int64
@@ -72,6 +82,7 @@ type Event struct {
 	Descriptors []Descriptor
 	Vars        map[string]string
 	Outcome     Outcome
+	KeyUnknown  bool
 }
 
 // Options tunes Check.
@@ -339,13 +350,49 @@ func (pl *plan) order(events []Event, mid bool) *orders {
 	return o
 }
 
-func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) *plan {
+// maxUnknownKeyCharges bounds the possible charges that events with an
+// unknown key add (one per such event and bucket of the known events):
+// beyond it Check returns an error rather than take unbounded memory.
+var maxUnknownKeyCharges = 8 << 20
+
+func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) (*plan, error) {
 	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1)}
 	idx := map[string]int32{}
 	var refs []bucketRef
+	// every bucket the known events use, for the events whose key is unknown
+	var all []bucketRef
+	unknown := 0
+	for i := range events {
+		if events[i].KeyUnknown {
+			unknown++
+		}
+	}
+	if unknown > 0 {
+		seen := map[string]bool{}
+		for j := range events {
+			if events[j].KeyUnknown {
+				continue
+			}
+			refs = cm.route(&events[j], refs[:0])
+			for _, ref := range refs {
+				if !seen[ref.id] {
+					seen[ref.id] = true
+					all = append(all, bucketRef{id: ref.id, params: ref.params})
+				}
+			}
+		}
+		if unknown*len(all) > maxUnknownKeyCharges {
+			return nil, fmt.Errorf("model check: %d events with an unknown key over %d buckets: more than %d possible charges to judge",
+				unknown, len(all), maxUnknownKeyCharges)
+		}
+	}
 	for i := range events {
 		e := &events[i]
-		refs = cm.route(e, refs[:0])
+		if e.KeyUnknown {
+			refs = append(refs[:0], all...)
+		} else {
+			refs = cm.route(e, refs[:0])
+		}
 		for k, ref := range refs {
 			b, ok := idx[ref.id]
 			if !ok {
@@ -368,9 +415,12 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 			}
 			bk.mid = append(bk.mid, floorDiv(lo+(hi-lo)/2, u))
 			sure, poss := charge(e.Outcome, ref.params.countsAll(), pl.chain, k, refs, admitUncertain)
+			if e.KeyUnknown {
+				sure, poss = false, true
+			}
 			bk.sure = append(bk.sure, sure)
 			bk.poss = append(bk.poss, poss)
-			if len(refs) > 1 {
+			if len(refs) > 1 || e.KeyUnknown {
 				bk.single = false
 			}
 			pl.rB = append(pl.rB, b)
@@ -385,7 +435,7 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 	for _, b := range pl.buckets {
 		b.siblings = sib[b.params]
 	}
-	return pl
+	return pl, nil
 }
 
 // charge tells whether the event surely / possibly took room in the k-th
@@ -427,7 +477,7 @@ func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain
 			c.lo, c.hi = bk.mid, bk.mid
 		}
 		for l, g := range bk.ev {
-			o := events[g].Outcome
+			o := outcomeIn(&events[g])
 			c.known[l] = o != Unknown
 			c.admitted[l] = o == Admitted
 			c.admittedSure[l] = o == Admitted && !admitUncertain
@@ -474,6 +524,9 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 	ptr := make([]int, len(pl.buckets))
 	if !offered {
 		for _, j := range ord.gLo {
+			if events[j].KeyUnknown {
+				continue // judged by no bucket: either
+			}
 			for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
 				b, l := pl.rB[r], pl.rL[r]
 				bk, pr := pl.buckets[b], prims[b]
@@ -498,6 +551,9 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 
 	clear(ptr)
 	for _, j := range ord.gHi {
+		if events[j].KeyUnknown {
+			continue // its charges are inserted with the others'
+		}
 		ma := true
 		worst := math.Inf(1)
 		for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
@@ -553,7 +609,10 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 	cm := m.checker(ref)
 	fl := cm.flags()
 	admitUncertain := fl.enabledPartial || (fl.shadowy && !opts.ShadowVisible)
-	pl := buildPlan(cm, events, int64(opts.Widen), admitUncertain)
+	pl, err := buildPlan(cm, events, int64(opts.Widen), admitUncertain)
+	if err != nil {
+		return nil, err
+	}
 	prims := pl.prims(events, false, opts.UnknownInitialState, admitUncertain)
 	so := pl.sweep(events, prims, false, false, admitUncertain)
 
@@ -592,7 +651,7 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 				vi.Why = prims[so.aBucket[j]].why(false, so.aVal[j])
 			}
 			res.Under = append(res.Under, vi)
-		case fl.neverRejects && e.Outcome == Rejected:
+		case fl.neverRejects && e.Outcome == Rejected && !e.KeyUnknown:
 			res.Under = append(res.Under, Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome,
 				Why: "rejected by a limiter that enforces no rejection (dry run, shadow mode or filter_enforced 0)"})
 		}
@@ -623,7 +682,7 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 		ma := 0
 		adm, possible := 0, 0
 		for l, g := range bk.ev {
-			o := events[g].Outcome
+			o := outcomeIn(&events[g])
 			if o != Unknown && off.mustA[g] {
 				ma++
 			}
@@ -659,6 +718,8 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 		}
 		rs, re := pl.rStart[j], pl.rStart[j+1]
 		switch {
+		case e.KeyUnknown:
+			t.Max++ // whichever bucket it used (or none) may have admitted it
 		case rs == re:
 			t.Max++
 			if e.Outcome != Unknown {
@@ -720,6 +781,15 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 	return res, nil
 }
 
+// outcomeIn is what a bucket's primitive and bounds see of e: nothing for
+// an event whose key is unknown (it may not be in the bucket at all).
+func outcomeIn(e *Event) Outcome {
+	if e.KeyUnknown {
+		return Unknown
+	}
+	return e.Outcome
+}
+
 // boundFindings turns a bound that does not hold into findings naming the
 // requests: for too many, the sure admissions with the latest arrivals; for
 // too few, the rejections with the earliest.
@@ -748,7 +818,11 @@ func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []Wi
 	pick := func(keep func(Outcome) bool, latest bool, k int) []string {
 		var sel []int32
 		for _, g := range members {
-			if keep(events[g].Outcome) {
+			o := events[g].Outcome
+			if pl != nil {
+				o = outcomeIn(&events[g]) // a bucket's: not an event that may lie elsewhere
+			}
+			if keep(o) {
 				sel = append(sel, g)
 			}
 		}

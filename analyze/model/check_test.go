@@ -308,3 +308,37 @@ func TestNginxIdleKeyMayBeFreed(t *testing.T) {
 		t.Errorf("30 s: over %v, want b", ids(res.Over))
 	}
 }
+
+// An event whose key is unknown may have taken the room of any bucket: a
+// rejection that had room without it is "either" with it, and the event
+// itself is never judged, whatever its outcome; an admission over the
+// limit among the known events is still found.
+func TestKeyUnknown(t *testing.T) {
+	spec := Spec{Kind: KindFixedWindow, Limit: 2, Unit: "second", Align: "epoch"}
+	known := []Event{ev("a", 1, 2, Admitted), ev("b", 20, 21, Rejected)}
+	res := check(t, spec, known, Options{})
+	if res.Verdicts[1] != MustAdmit || len(res.Under) != 1 {
+		t.Fatalf("without the unknown event: %v under %v", res.Verdicts, ids(res.Under))
+	}
+	u := Event{ID: "u", Lo: t0 + 10e6, Hi: t0 + 11e6, Outcome: Admitted, KeyUnknown: true}
+	res = check(t, spec, append(slices.Clone(known), u), Options{})
+	if res.Verdicts[1] != Either || res.Verdicts[2] != Either || len(res.Under)+len(res.Over)+len(res.Windows) != 0 {
+		t.Fatalf("with it: %v under %v over %v windows %v", res.Verdicts, ids(res.Under), ids(res.Over), res.Windows)
+	}
+	if res.Total.Admitted != 2 || res.Total.Max < 2 {
+		t.Fatalf("total %+v", res.Total)
+	}
+	// Three admissions of k surely in one window of limit 2: found.
+	over := []Event{ev("a", 1, 2, Admitted), ev("b", 3, 4, Admitted), ev("c", 5, 6, Admitted), u}
+	if res := check(t, spec, over, Options{}); len(res.Over) != 1 || res.Over[0].ID != "c" {
+		t.Fatalf("over %v verdicts %v", ids(res.Over), res.Verdicts)
+	}
+	// Too many unknown-key charges to judge: an error, not a verdict.
+	defer func(n int) { maxUnknownKeyCharges = n }(maxUnknownKeyCharges)
+	maxUnknownKeyCharges = 1
+	u2 := u
+	u2.ID = "u2"
+	if _, err := Check(MustNew(spec), append(slices.Clone(known), u, u2), Options{}); err == nil || !strings.Contains(err.Error(), "unknown key") {
+		t.Fatalf("error %v", err)
+	}
+}

@@ -126,7 +126,9 @@
 // beyond its phase (a lagging timer is covered by Options.Widen); nginx with
 // several workers, whose zones are not updated atomically across limit_req
 // directives; the order of Envoy descriptors of equal fill rate, which Envoy
-// leaves unspecified (both orders are allowed).
+// leaves unspecified (both orders are allowed); an event whose key is not
+// known (Event.KeyUnknown: built from a request attribute the evidence does
+// not hold), which is a possible charge of every bucket and never judged.
 //
 // Result.Validity gives Jepsen's tri-valued verdict: invalid with reasons,
 // valid, or unknown when nothing was observed. Result.Uncertainty reports

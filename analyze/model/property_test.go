@@ -183,6 +183,58 @@ func logf(u float64) float64 { return math.Log(u) }
 // runProperty simulates, builds events with random intervals around the
 // true times, and checks soundness and flip detection.
 func runProperty(t *rapid.T, kind string) {
+	spec, m, events, trueAdmitted, opts := genHistory(t, kind)
+	res, err := Check(m, events, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Over)+len(res.Under)+len(res.Windows) > 0 {
+		t.Fatalf("false violation on a true history (spec %+v):\nover %+v\nunder %+v\nwindows %+v", spec, res.Over, res.Under, res.Windows)
+	}
+	if trueAdmitted < res.Total.Min || trueAdmitted > res.Total.Max {
+		t.Fatalf("true admitted %d outside the model's bounds %d..%d", trueAdmitted, res.Total.Min, res.Total.Max)
+	}
+	if v, why := res.Validity(); v != Valid && res.Observed > 0 {
+		t.Fatalf("validity %s %v", v, why)
+	}
+	flipProperty(t, kind, spec, m, events, res, opts)
+}
+
+// runUnknownKeyProperty: on a true history with some events' keys made
+// unknown (Event.KeyUnknown), the check stays sound (no violation, the
+// true admitted count within the run's bounds) and never decides those
+// events.
+func runUnknownKeyProperty(t *rapid.T, kind string) {
+	spec, m, events, trueAdmitted, opts := genHistory(t, kind)
+	unknown := 0
+	for j := range events {
+		if rapid.IntRange(0, 4).Draw(t, "key unknown") == 0 {
+			events[j].KeyUnknown = true
+			events[j].Key, events[j].Descriptors, events[j].Vars = "", nil, nil // what the checker cannot know
+			unknown++
+		}
+	}
+	res, err := Check(m, events, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Over)+len(res.Under)+len(res.Windows) > 0 {
+		t.Fatalf("false violation with %d unknown keys (spec %+v):\nover %+v\nunder %+v\nwindows %+v", unknown, spec, res.Over, res.Under, res.Windows)
+	}
+	if trueAdmitted < res.Total.Min || trueAdmitted > res.Total.Max {
+		t.Fatalf("true admitted %d outside the model's bounds %d..%d (%d unknown keys)", trueAdmitted, res.Total.Min, res.Total.Max, unknown)
+	}
+	for j, v := range res.Verdicts {
+		if events[j].KeyUnknown && v != Either {
+			t.Fatalf("event %s with an unknown key judged %s", events[j].ID, v)
+		}
+	}
+}
+
+// genHistory draws a spec and a true history of it: events with random
+// intervals around the true decision times, some outcomes lost, and
+// requests that never reached the limiter.
+func genHistory(t *rapid.T, kind string) (Spec, Model, []Event, int, Options) {
 	spec := genSpec(t, kind)
 	m, err := New(spec)
 	if err != nil {
@@ -222,19 +274,13 @@ func runProperty(t *rapid.T, kind string) {
 		events = append(events, Event{ID: fmt.Sprintf("ghost%d", g), Key: "k1", Lo: at, Hi: at + maxW})
 	}
 	opts := Options{ShadowVisible: shadowVisible, NoTimingReport: true}
-	res, err := Check(m, events, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Over)+len(res.Under)+len(res.Windows) > 0 {
-		t.Fatalf("false violation on a true history (spec %+v):\nover %+v\nunder %+v\nwindows %+v", spec, res.Over, res.Under, res.Windows)
-	}
-	if trueAdmitted < res.Total.Min || trueAdmitted > res.Total.Max {
-		t.Fatalf("true admitted %d outside the model's bounds %d..%d", trueAdmitted, res.Total.Min, res.Total.Max)
-	}
-	if v, why := res.Validity(); v != Valid && res.Observed > 0 {
-		t.Fatalf("validity %s %v", v, why)
-	}
+	return spec, m, events, trueAdmitted, opts
+}
+
+// flipProperty flips decided requests of a true history: each flip must be
+// reported, and no verdict may depend on the request's own outcome.
+func flipProperty(t *rapid.T, kind string, spec Spec, m Model, events []Event, res *Result, opts Options) {
+	shadowVisible := opts.ShadowVisible
 	// flip decided requests
 	var decided []int
 	for j, v := range res.Verdicts {
@@ -315,6 +361,15 @@ func TestPropertySlidingLog(t *testing.T) {
 }
 func TestPropertySlidingCounter(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) { runProperty(t, KindSlidingCounter) })
+}
+
+// TestPropertyUnknownKey: events whose key is unknown, under every kind.
+func TestPropertyUnknownKey(t *testing.T) {
+	for _, kind := range Kinds() {
+		t.Run(kind, func(t *testing.T) {
+			rapid.Check(t, func(t *rapid.T) { runUnknownKeyProperty(t, kind) })
+		})
+	}
 }
 
 // TestPropertyZStats runs after the property tests (file order) and checks

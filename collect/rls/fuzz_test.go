@@ -123,6 +123,21 @@ func FuzzParseLog(f *testing.F) {
 			if !d.CodeDerived && d.Code != "ERROR" && d.ResponseLine == 0 {
 				t.Fatalf("code %s not derived but no response line: %+v", d.Code, d)
 			}
+			// A domain comes with its source; a no-limit decision's domain
+			// from the configuration is one it loaded.
+			switch d.DomainSource {
+			case "":
+				if d.Domain != "" {
+					t.Fatalf("domain %q without a source: %+v", d.Domain, d)
+				}
+			case "descriptor", "key_prefix", "unknown_domain", DomainSourceCall:
+			case DomainSourceConfig:
+				if !d.NoLimit && !d.Unlimited || !strings.Contains(string(data), "domain: "+d.Domain) {
+					t.Fatalf("domain %q from a configuration that does not load it: %+v", d.Domain, d)
+				}
+			default:
+				t.Fatalf("domain source %q", d.DomainSource)
+			}
 		}
 		if (len(l.Decisions) == 0) != (len(l.Warnings) > 0) {
 			t.Fatalf("%d decisions, warnings %q", len(l.Decisions), l.Warnings)

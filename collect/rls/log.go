@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,8 +94,11 @@ type Decision struct {
 	// DomainSource tells how Domain was found: "descriptor" (cache key minus
 	// the descriptor's `_k_v_…_<window>` suffix; includes CACHE_KEY_PREFIX if
 	// one is set), "key_prefix" (text before the first `_` of the key: wrong
-	// for domains containing `_`), "unknown_domain" (from `unknown domain 'x'`)
-	// or "" when the domain is not logged (no-match descriptors).
+	// for domains containing `_`), "unknown_domain" (from `unknown domain 'x'`).
+	// A no-limit decision (no match, unlimited) has no line that names its
+	// domain; it gets "config" (DomainSourceConfig) or "call"
+	// (DomainSourceCall) when the log tells it, else "" (Domain unknown, never
+	// a domain "": the RLS refuses an empty domain).
 	DomainSource string                     `json:"domain_source,omitempty"`
 	Descriptor   []evidence.DescriptorEntry `json:"descriptor,omitempty"`
 	Key          string                     `json:"key,omitempty"`
@@ -126,6 +130,23 @@ type Decision struct {
 	Unlimited bool   `json:"unlimited,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
+
+// Domain sources of a no-limit decision (Decision.DomainSource).
+const (
+	// DomainSourceConfig: the only domain of the configuration in force,
+	// from its `loading domain: %s` (or `patching domain: %s`) lines
+	// (src/config/config_impl.go), and no `unknown domain '%s'` line for the
+	// descriptor: GetLimit logs that line for every domain the configuration
+	// lacks.
+	DomainSourceConfig = "config"
+	// DomainSourceCall: the domain of the cache keys (`looking up cache key:
+	// %s`) of the other descriptors of the same ShouldRateLimit call
+	// (src/service/ratelimit.go: one `got descriptor` per descriptor, then one
+	// `starting cache lookup`, the call's cache keys, one `returning normal
+	// response` with a status per descriptor), taken only where the log shows
+	// that call's lines without another call's in between.
+	DomainSourceCall = "call"
+)
 
 // ErrorLine is one error-bearing log line.
 type ErrorLine struct {
@@ -352,6 +373,24 @@ type logParser struct {
 	open      []*Decision // limited decisions awaiting a response status
 	noLimit   []*Decision // no-limit decisions awaiting a status
 	all       []*Decision
+	// cfgActive are the domains of the configuration in force, cfgPending
+	// those of one being loaded (cfgLoading); cfgKnown is false until a
+	// configuration load was seen.
+	cfgActive, cfgPending []string
+	cfgLoading, cfgKnown  bool
+	// call is the ShouldRateLimit call whose lines are being read (nil: none,
+	// or its lines are mixed with another call's).
+	call *callLines
+}
+
+// callLines is one ShouldRateLimit call as its lines come: its descriptors,
+// its no-limit decisions without a domain, and the domain of its cache keys.
+type callLines struct {
+	descs   int
+	noDom   []*Decision
+	lookups bool   // `starting cache lookup` seen
+	domain  string // of its cache keys
+	mixed   bool   // another call's lines, or keys of two domains, came between
 }
 
 func newLogParser(name string) *logParser {
@@ -547,6 +586,12 @@ func (p *logParser) message(env envelope) {
 		count("got_descriptor")
 		raw := strings.TrimPrefix(m, "got descriptor: ")
 		entries := parseDescriptor(raw)
+		p.startServing()
+		if p.call == nil {
+			p.call = &callLines{}
+		}
+		p.call.descs++
+		p.call.mixed = p.call.mixed || p.call.lookups // another call's descriptor during this one's cache lookup
 		p.descs = append(p.descs, &openDesc{ev: p.ev(env, "", raw), raw: raw, entries: entries})
 		if len(entries) > 0 {
 			p.encIndex[encodeEntries(entries)] = entries
@@ -587,12 +632,20 @@ func (p *logParser) message(env envelope) {
 				d.Domain, d.DomainSource = od.domain, "unknown_domain"
 			}
 		}
+		if d.Domain == "" && len(p.cfgActive) == 1 {
+			d.Domain, d.DomainSource = p.cfgActive[0], DomainSourceConfig
+		}
+		if d.Domain == "" && p.call != nil {
+			p.call.noDom = append(p.call.noDom, d)
+		}
 		p.noLimit = append(p.noLimit, d)
 		p.all = append(p.all, d)
 	case strings.HasPrefix(m, "looking up cache key: "):
 		count("lookup_cache_key")
 		// Not trimmed: the key is compared with the `cache key:` line's.
-		p.lookups = append(p.lookups, p.ev(env, "", strings.TrimPrefix(m, "looking up cache key: ")))
+		key := strings.TrimPrefix(m, "looking up cache key: ")
+		p.lookups = append(p.lookups, p.ev(env, "", key))
+		p.callKey(key)
 	case strings.HasPrefix(m, "cache key: "):
 		mm := reCacheKey.FindStringSubmatch(m)
 		if mm == nil {
@@ -638,6 +691,7 @@ func (p *logParser) message(env envelope) {
 		rest := strings.TrimPrefix(m, "returning normal response")
 		rest = strings.TrimSpace(strings.TrimPrefix(rest, ":"))
 		if rest == "" {
+			p.call = nil // no statuses to tell the call's descriptors
 			// Pre-2025 template without the response: it still ends one
 			// call, so it closes the oldest open decision, whose code stays
 			// derived (a multi-descriptor call leaves its others open).
@@ -650,14 +704,17 @@ func (p *logParser) message(env envelope) {
 		}
 		resp, err := ParseResponseText(rest)
 		if err != nil {
+			p.call = nil
 			count("response_unparsed")
 			return
 		}
+		p.endCall(len(resp.Statuses))
 		p.pairResponse(resp)
 	case strings.HasPrefix(m, "resp:"):
 		count("resp")
 	case strings.HasPrefix(m, "caught error during call: "):
 		count("caught_error")
+		p.call = nil
 		msg := strings.TrimPrefix(m, "caught error during call: ")
 		class := ClassifyCallError(msg)
 		p.addError(env, ErrorKindCall, class, msg)
@@ -688,16 +745,30 @@ func (p *logParser) message(env envelope) {
 		p.addError(env, ErrorKindLocalCache, "", strings.TrimPrefix(m, "Failing to set local cache key: "))
 	case strings.HasPrefix(m, "Error loading new configuration"):
 		count("config_load_error")
+		p.cfgLoading = false // the configuration in force stays
 		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(m, "Error loading new configuration"), ":"))
 		p.log.ConfigLoads = append(p.log.ConfigLoads, ConfigLoad{Line: p.n, TimeNs: env.timeNs, OK: false, Message: m})
 		p.addError(env, ErrorKindConfigLoad, "", msg)
 	case strings.HasPrefix(m, "Successfully loaded new configuration"), strings.HasPrefix(m, "Successfully loaded the initial ratelimit configs"):
 		count("config_loaded")
+		p.configLoaded()
 		p.log.ConfigLoads = append(p.log.ConfigLoads, ConfigLoad{Line: p.n, TimeNs: env.timeNs, OK: true,
 			Initial: strings.Contains(m, "initial"), Message: m})
-	case strings.HasPrefix(m, "loading domain: "):
-		count("loading_domain")
-		p.log.Domains = append(p.log.Domains, p.ev(env, "", strings.TrimPrefix(m, "loading domain: ")))
+	case strings.HasPrefix(m, "loading domain: "), strings.HasPrefix(m, "patching domain: "):
+		dom := strings.TrimPrefix(m, "loading domain: ")
+		if strings.HasPrefix(m, "patching domain: ") {
+			count("patching_domain")
+			dom = strings.TrimPrefix(m, "patching domain: ")
+		} else {
+			count("loading_domain")
+			p.log.Domains = append(p.log.Domains, p.ev(env, "", dom))
+		}
+		if !p.cfgLoading {
+			p.cfgPending, p.cfgLoading = nil, true
+		}
+		if !slices.Contains(p.cfgPending, dom) {
+			p.cfgPending = append(p.cfgPending, dom)
+		}
 	case strings.HasPrefix(m, "loading descriptor: "):
 		count("loading_descriptor")
 		if mm := reLoadDesc.FindStringSubmatch(m); mm != nil {
@@ -732,12 +803,68 @@ func (p *logParser) message(env envelope) {
 		count("get_limit_lookup")
 	case m == "starting cache lookup":
 		count("cache_lookup")
+		if c := p.call; c != nil {
+			c.mixed = c.mixed || c.lookups // a second call's cache lookup
+			c.lookups = true
+		}
 	case strings.HasPrefix(m, "looking up key: "):
 		count("looking_up_key")
 	case strings.HasPrefix(m, "found rate limit: "):
 		count("found_rate_limit")
 	default:
 		count("other")
+	}
+}
+
+// configLoaded makes the configuration being loaded the one in force
+// (`Successfully loaded new configuration`; the `initial ratelimit configs`
+// line that follows it changes nothing).
+func (p *logParser) configLoaded() {
+	if p.cfgLoading {
+		p.cfgActive, p.cfgLoading, p.cfgKnown = p.cfgPending, false, true
+	}
+}
+
+// startServing is called on a request line: a configuration whose
+// `loading domain` lines were not followed by a success line (older RLS
+// versions, a cut log) is in force once the RLS answers calls, if no other
+// was loaded before.
+func (p *logParser) startServing() {
+	if p.cfgLoading && !p.cfgKnown {
+		p.configLoaded()
+	}
+}
+
+// callKey notes the domain of a cache key of the call being read.
+func (p *logParser) callKey(key string) {
+	c := p.call
+	if c == nil {
+		return
+	}
+	dom, src, _ := p.keyDomain(key)
+	switch {
+	case !c.lookups || src != "descriptor":
+		c.mixed = true
+	case c.domain == "":
+		c.domain = dom
+	case c.domain != dom:
+		c.mixed = true
+	}
+}
+
+// endCall ends the call being read at its response with n statuses: when
+// its lines were its own (one status per descriptor, one cache lookup, one
+// domain in its cache keys), its no-limit decisions take that domain.
+func (p *logParser) endCall(n int) {
+	c := p.call
+	p.call = nil
+	if c == nil || c.mixed || !c.lookups || c.domain == "" || n != c.descs {
+		return
+	}
+	for _, d := range c.noDom {
+		if d.Domain == "" {
+			d.Domain, d.DomainSource = c.domain, DomainSourceCall
+		}
 	}
 }
 
@@ -775,30 +902,38 @@ func (p *logParser) closeLookup(key string) {
 // newKeyDecision fills key, window, domain and descriptor of a decision on key.
 func (p *logParser) newKeyDecision(env envelope, key string) *Decision {
 	d := &Decision{Line: p.n, TimeNs: env.timeNs, TimeResolutionNs: env.res, Key: key}
-	stem := key
 	if mm := reWindow.FindStringSubmatch(key); mm != nil {
 		d.WindowStart, _ = strconv.ParseInt(mm[1], 10, 64)
-		stem = key[:len(key)-len(mm[1])] // keeps the trailing "_"
 	}
-	// Longest `_k_v_..._` suffix of the stem that a logged descriptor encodes.
-	for i := 1; i < len(stem); i++ {
-		if stem[i] != '_' {
-			continue
-		}
-		if entries, ok := p.encIndex[stem[i:]]; ok {
-			d.Domain, d.DomainSource, d.Descriptor = stem[:i], "descriptor", entries
-			break
-		}
-	}
-	if d.DomainSource == "" {
-		if i := strings.IndexByte(key, '_'); i > 0 {
-			d.Domain, d.DomainSource = key[:i], "key_prefix"
-		}
-	}
+	d.Domain, d.DomainSource, d.Descriptor = p.keyDomain(key)
 	if li, ok := p.limitForDecision(d); ok {
 		d.Limit, d.Unit = li.limit, li.unit
 	}
 	return d
+}
+
+// keyDomain splits a cache key (prefix+domain_k_v_..._window,
+// limiter/cache_key.go) into its domain and descriptor: the longest
+// `_k_v_..._` suffix of the key before its window that a logged descriptor
+// encodes (source "descriptor"), else the text before the first `_`
+// ("key_prefix", no descriptor), else nothing.
+func (p *logParser) keyDomain(key string) (domain, source string, entries []evidence.DescriptorEntry) {
+	stem := key
+	if mm := reWindow.FindStringSubmatch(key); mm != nil {
+		stem = key[:len(key)-len(mm[1])] // keeps the trailing "_"
+	}
+	for i := 1; i < len(stem); i++ {
+		if stem[i] != '_' {
+			continue
+		}
+		if es, ok := p.encIndex[stem[i:]]; ok {
+			return stem[:i], "descriptor", es
+		}
+	}
+	if i := strings.IndexByte(key, '_'); i > 0 {
+		return key[:i], "key_prefix", nil
+	}
+	return "", "", nil
 }
 
 func (p *logParser) limitForDecision(d *Decision) (limitInfo, bool) {

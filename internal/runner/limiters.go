@@ -185,13 +185,8 @@ func RequestHeaders(limiters []evidence.Limiter, steps []Step) (perStep map[stri
 	for _, l := range limiters {
 		for _, e := range l.RateLimits {
 			for _, a := range e.Actions {
-				if h := a.RequestHeaders; h != nil {
-					read[strings.ToLower(h.HeaderName)] = true
-				}
-				if m := a.HeaderValueMatch; m != nil {
-					for _, h := range m.Headers {
-						read[strings.ToLower(h.Name)] = true
-					}
+				for _, h := range a.HeadersRead() {
+					read[h] = true
 				}
 			}
 		}
