@@ -133,6 +133,8 @@ type Input struct {
 	nginx *nginxJoin
 	// retries splits the repeated receipts into proxy retries and re-sends.
 	retries *retrySplit
+	// forwards are the limiter times per attack target (limiterForwards).
+	forwards map[string]*limiterTimes
 }
 
 // JudgeScenario judges one scenario's evidence. It never fails: unreadable

@@ -2,9 +2,11 @@ package analyze
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rlbench/rlbench/collect/envoy"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
@@ -254,4 +256,89 @@ func checkNginx(in *Input) (r Result) {
 		r.add("limit_req_status "+k, passIf(ex[k].Contains(total[k])), ex[k].String(), strconv.Itoa(total[k]))
 	}
 	return r
+}
+
+// nginxAcceptMs is when nginx created the request of an access log record,
+// unix ms on its cached clock: $msec (the time of the log write) minus
+// $request_time ("time elapsed since the first bytes were read from the
+// client"; both from the same cached clock, so exact to the ms:
+// https://nginx.org/en/docs/http/ngx_http_log_module.html). ok is false
+// without both.
+func nginxAcceptMs(a *collectnginx.AccessRecord) (int64, bool) {
+	if a.TimeMs <= 0 || a.RequestTimeMs == nil {
+		return 0, false
+	}
+	return a.TimeMs - *a.RequestTimeMs, true
+}
+
+// nginxForwardMs is when nginx passed the request of an access log record
+// to its first upstream server, unix ms: $msec minus the sum of the tries'
+// $upstream_response_time (each the time from the try's start to the end
+// of its response:
+// https://nginx.org/en/docs/http/ngx_http_upstream_module.html#var_upstream_response_time).
+// Time between the tries and between the last response and the log write
+// only makes it later than the real forward, never earlier. ok is false
+// without $msec, without a try that went to a server (not a request nginx
+// forwarded), or when a try's time was not logged ("-").
+func nginxForwardMs(a *collectnginx.AccessRecord) (int64, bool) {
+	if a.TimeMs <= 0 || a.ServerTries() == 0 {
+		return 0, false
+	}
+	sum := int64(0)
+	for _, u := range a.Upstreams {
+		if u.ResponseTimeMs == nil {
+			return 0, false
+		}
+		sum += *u.ResponseTimeMs
+	}
+	return a.TimeMs - sum, true
+}
+
+// nginxLimiterTimes reads the nginx proxies' access logs: every record
+// limit_req did not reject, with its accept time (nginxAcceptMs) and
+// forward time (nginxForwardMs) at nginx's 1 ms resolution. A proxy whose
+// log has no forward time gives none.
+func nginxLimiterTimes(in *Input) []*limiterTimes {
+	reqs := &in.Evidence.Requests
+	var out []*limiterTimes
+	for _, ng := range in.Evidence.Nginx {
+		lt := &limiterTimes{target: ng.Proxy, source: ng.File, resolution: time.Millisecond}
+		placed := map[int32]bool{}
+		for k := range ng.Records {
+			a := &ng.Records[k]
+			if a.LimitReqStatus == collectnginx.LimitReqRejected {
+				continue
+			}
+			acc, fwd := int64(-1), int64(-1)
+			if v, ok := nginxAcceptMs(a); ok {
+				acc = v * int64(time.Millisecond)
+			}
+			if v, ok := nginxForwardMs(a); ok {
+				fwd = v * int64(time.Millisecond)
+			}
+			ri := int32(-1)
+			if i, ok := reqs.IDs.Lookup(a.ID); a.ID != "" && ok {
+				ri = int32(i)
+				if fwd >= 0 {
+					placed[ri] = true
+				}
+			}
+			lt.acceptNs = append(lt.acceptNs, acc)
+			lt.forwardNs = append(lt.forwardNs, fwd)
+			lt.request = append(lt.request, ri)
+			lt.line = append(lt.line, a.Line)
+			lt.limited = append(lt.limited, a.LimitReqStatus == collectnginx.LimitReqPassed || a.LimitReqStatus == collectnginx.LimitReqDelayed)
+			lt.vars = append(lt.vars, a.Keys)
+		}
+		if !slices.ContainsFunc(lt.forwardNs, func(f int64) bool { return f >= 0 }) {
+			continue
+		}
+		for i := 0; i < reqs.Len(); i++ {
+			if in.received[i] && reqs.Targets[reqs.Target[i]] == ng.Proxy && !placed[int32(i)] {
+				lt.unplaced++
+			}
+		}
+		out = append(out, lt)
+	}
+	return out
 }
