@@ -689,6 +689,7 @@ var DefaultCheckers = []Checker{
 	{"starved", checkStarved},
 	{"rate-limit headers", checkRateHeaders},
 	{"backend peak", checkBackendPeak},
+	{"admission timing", checkAdmissionTiming},
 	{"amplification", checkAmplification},
 	{"proxy stats", checkStats},
 	{"rls decisions", checkRLSDecisions},

@@ -146,7 +146,7 @@ func nginxReplay(spec model.Spec, n int, accept func(i int) int64) []int64 {
 // The clients' send times simulated (5 ms of tolerance, a held-back
 // allowance) FAILed it: the simulation had forwarded its 201 by then, so
 // nothing was held back. By nginx's own clock the two were due and held
-// back: PASS.
+// back: PASS, and no forward was early.
 func TestForwardsAcceptedLateReleasedAtRatePass(t *testing.T) {
 	accept := func(i int) int64 { return int64(i) / 3 }
 	fwd := nginxReplay(leaky100, 300, accept)
@@ -183,6 +183,7 @@ func TestForwardsAcceptedLateReleasedAtRatePass(t *testing.T) {
 	if !strings.HasPrefix(pc.Want, "<= 11 ") {
 		t.Errorf("path: want %q: the bound over 100 ms + 0 jitter + 1 ms", pc.Want)
 	}
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass, "0 of 210 forwards early; the latest 19ms after the model's earliest")
 	// The report has nginx's forwards by its own clock, and the path's lag.
 	f := s.Arrivals.Forwards
 	if len(f) != 1 || f[0].Target != "nginx-a" || f[0].Forwards.Count != 210 || f[0].PathJoined != 210 || f[0].PathLagMinNs != 300_000 ||
@@ -204,7 +205,8 @@ func TestForwardsAcceptedLateReleasedAtRatePass(t *testing.T) {
 // once where its model queues them one per 10 ms. The old check, on the
 // clients' send times, took them for forwards the silence held back (190
 // allowed per 10 ms against a bound of 2): PASS. By nginx's own clock
-// nothing was held back: FAIL.
+// nothing was held back: FAIL, and the admission timing names the early
+// forwards.
 func TestForwardsBurstWhereModelQueuesFails(t *testing.T) {
 	c := burst300(1900)
 	c.fwd = func(i int) int64 {
@@ -221,6 +223,9 @@ func TestForwardsBurstWhereModelQueuesFails(t *testing.T) {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 	checkStatus(t, s, "limiter forwards per 10ms within the model", CheckFail, "190 at +0s")
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckFail,
+		"at least 189 of 201 forwards earlier than the model allows, in any order of the requests created in one millisecond; worst: ",
+		"forwarded at +0s, where the model's earliest for its place in the queue is +1.89s")
 
 	// Without nginx's log, the simulation on the clients' sends sees a
 	// silence that held back 190 forwards, more than the bound itself:
@@ -232,8 +237,50 @@ func TestForwardsBurstWhereModelQueuesFails(t *testing.T) {
 	}
 	checkStatus(t, s, "backend peak per 10ms within the model", CheckUnknown,
 		"190 at +0s after a silence that held back 190 of the model's forwards, more than the bound 2 itself")
-	if checkNamed(s, "limiter forwards per 10ms within the model") != nil {
+	if checkNamed(s, "admission timing (nginx-a limit_req)") != nil || checkNamed(s, "limiter forwards per 10ms within the model") != nil {
 		t.Errorf("checks of nginx's times without its log: %+v", s.Checks)
+	}
+}
+
+// TestAdmissionTimingSixInOneMillisecond: limit_req rate=100r/s burst=5
+// without nodelay: six requests created in one millisecond leave at 0, 10,
+// ..., 50 ms. Six forwards inside that millisecond: five are early under
+// any order. The same six forwarded at the rate PASS, whichever request
+// nginx took first (the IDs' forward order is shuffled), and so do late
+// forwards (a timer that fired late).
+func TestAdmissionTimingSixInOneMillisecond(t *testing.T) {
+	six := func(fwd func(i int) int64) nginxRun {
+		return nginxRun{spec: model.Spec{Kind: model.KindNginxLimitReq, Rate: "100r/s", Burst: 5}, n: 6,
+			send: func(i int) int64 { return int64(i) * 10_000 }, accept: func(int) int64 { return 2 }, fwd: fwd, lag: func(int) int64 { return 200_000 }}
+	}
+	s := run(t, six(func(int) int64 { return 2 }).write(t)).Scenarios[0]
+	if s.Status != Fail {
+		t.Fatalf("%s %v", s.Status, s.Reasons)
+	}
+	c := checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckFail,
+		"at least 5 of 6 forwards earlier than the model allows", "(nginx/nginx-a/access.jsonl:", "forwarded at +0s, where the model's earliest for its place in the queue is +50ms")
+	if c.Want != "no forward earlier than nginx limit_req rate=100r/s burst=5 lets it go (the model replayed on the accept times of nginx/nginx-a/access.jsonl; 1ms resolution)" {
+		t.Errorf("want %q", c.Want)
+	}
+	order := []int64{3, 0, 5, 1, 4, 2} // request i leaves in place order[i]
+	s = run(t, six(func(i int) int64 { return 2 + order[i]*10 }).write(t)).Scenarios[0]
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass, "0 of 6 forwards early")
+	s = run(t, six(func(i int) int64 { return 2 + order[i]*10 + 7 }).write(t)).Scenarios[0]
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass, "0 of 6 forwards early; the latest 7ms after the model's earliest")
+	// One millisecond early is the clock's resolution: not a violation; two
+	// are. Each forward 2 ms early: some order has only the second one early
+	// (the others each matched to the earliest time of the one before);
+	// none has less than 2 ms as its worst.
+	s = run(t, six(func(i int) int64 { return 2 + order[i]*10 - 1 }).write(t)).Scenarios[0]
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass)
+	s = run(t, six(func(i int) int64 { return max(2+order[i]*10-2, 2) }).write(t)).Scenarios[0]
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckFail, "at least 1 of 6 forwards earlier", "forwarded at +8ms, where the model's earliest for its place in the queue is +10ms")
+	// nodelay forwards at once: no delay to judge, no check.
+	r := six(func(int) int64 { return 2 })
+	r.spec.NoDelay = true
+	s = run(t, r.write(t)).Scenarios[0]
+	if checkNamed(s, "admission timing (nginx-a limit_req)") != nil {
+		t.Errorf("nodelay: %+v", s.Checks)
 	}
 }
 
@@ -257,6 +304,7 @@ func TestForwardsPathLagInconclusive(t *testing.T) {
 		"the path from nginx-a to the backend lagged 0.2..113 ms over 201 receipts: a receipt peak per 10ms cannot be judged (the jitter raises the bound from 2 to 13, of 201 receipts); the limiter's own forwards were")
 	checkStatus(t, s, "limiter forwards per 10ms within the model", CheckPass)
 	checkStatus(t, s, "limiter forwards per 100ms within the model", CheckPass)
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass)
 	// Over 100 ms the same jitter only raises the bound from 11 to 22 (of
 	// 201 receipts): judged, and the late receipt fits.
 	checkStatus(t, s, "backend peak per 100ms within the model", CheckPass, "lagged 0.2..113 ms")
@@ -324,6 +372,51 @@ func TestBackendPeakToleranceMeasured(t *testing.T) {
 	ch = checkStatus(t, s, "backend peak per 10ms within the model", CheckPass)
 	if !strings.Contains(ch.Want, "over 10ms + 4ms timing tolerance (the plan's)") {
 		t.Errorf("want %q", ch.Want)
+	}
+}
+
+// TestNginxCapturesAdmissionTiming: the real captures of nginx 1.22.1
+// (shared/fixtures/nginx: rate=10r/s, burst=5 and burst=10 delay=4, 20
+// requests at once) judged by their own access logs: every forward at or
+// after its delay, and the forwards' peak within the model; with the
+// delayed requests' $msec moved 150 ms earlier, the early forwards FAIL.
+func TestNginxCapturesAdmissionTiming(t *testing.T) {
+	for _, c := range []struct {
+		fixture string
+		zone    model.Spec
+		passed  int
+	}{
+		{"b-burst5-delay", model.Spec{Kind: model.KindNginxLimitReq, Rate: "10r/s", Burst: 5}, 6},
+		{"d-burst10-delay4", model.Spec{Kind: model.KindNginxLimitReq, Rate: "10r/s", Burst: 10, Delay: 4}, 11},
+	} {
+		t.Run(c.fixture, func(t *testing.T) {
+			dir := nginxFixtureEv(t, c.fixture, nil)
+			sc := readScenario(t, dir)
+			spec := c.zone
+			sc.Limiters = []evidence.Limiter{{Name: "nginx limit_req", Stage: evidence.StageLocal, Targets: []string{"nginx"}, Key: evidence.KeyTarget, Model: &spec}}
+			sc.Expect.BackendPeak = evidence.PeakExpectations{{Window: model.Duration(100 * time.Millisecond), Model: true}}
+			writeScenario(t, dir, sc)
+			s := run(t, dir).Scenarios[0]
+			checkStatus(t, s, "admission timing (nginx limit_req)", CheckPass, fmt.Sprintf("0 of %d forwards early", c.passed))
+			checkStatus(t, s, "limiter forwards per 100ms within the model", CheckPass)
+			if s.Status == Fail {
+				t.Errorf("%v", s.Reasons)
+			}
+
+			// The delayed requests logged 150 ms earlier: forwarded before their delay.
+			raw := readFile(t, filepath.Join(dir, evidence.NginxPath("nginx", evidence.NginxAccessLogFile)))
+			recs, err := collectnginx.ParseAccessLog(strings.NewReader(string(raw)), "access.log")
+			must(t, err)
+			for i := range recs {
+				if recs[i].LimitReqStatus == collectnginx.LimitReqDelayed {
+					recs[i].TimeMs -= 150
+					*recs[i].RequestTimeMs -= 150
+				}
+			}
+			writeLines(t, filepath.Join(dir, evidence.NginxPath("nginx", evidence.NginxAccessFile)), recs)
+			s = run(t, dir).Scenarios[0]
+			checkStatus(t, s, "admission timing (nginx limit_req)", CheckFail, "forwards earlier than the model allows")
+		})
 	}
 }
 
