@@ -566,13 +566,15 @@ func checkBackendPeak(in *Input) (r Result) {
 // was not scheduled, release together what they held; a limiter that
 // forwards a queued request early has no such backlog.
 //
-// The path check ("backend peak per W within the model"): receipt minus
-// forward time per request, joined by ID, ranges over lo..hi; a window of
-// receipts [t, t+W) holds forwards of [t-hi, t+W-lo), so the receipts are
-// held to the bound over W + (hi-lo) + resolution, plus the backlog at
-// t-hi. When the jitter's share exceeds the bound over W itself, or brings
-// a bound below the receipts' count to or above it, no receipt peak can be
-// judged: unknown with the measured lag (the limiter's forwards were).
+// The path check ("backend peak per W within the model", pathScan): each
+// receipt lags its request's forward (joined by ID); a window of receipts
+// [t, t+W) whose receipts lagged lo..hi holds forwards of [t-hi, t+W-lo),
+// so it is held to the bound over W + (hi-lo) + resolution, plus the
+// backlog at t-hi. A window within the bound without the jitter is judged
+// whatever the lags; one that needs a jitter allowance exceeding the bound
+// over W itself, or lifting a bound below the receipts' count to it, cannot
+// be judged: unknown with the measured lag (the limiter's forwards were),
+// never FAIL.
 func judgeForwards(in *Input, r *Result, name string, p evidence.PeakExpectation, pb peakBound, targets []string, recv []int64) (string, bool) {
 	fw := in.limiterForwards()
 	res := time.Duration(0)
@@ -628,18 +630,27 @@ func judgeForwards(in *Input, r *Result, name string, p evidence.PeakExpectation
 			len(recv), strings.Join(sources, ", ")))
 		return "", true
 	}
-	jit := lag.jitter()
-	bj, _ := pb.at(w + jit + res)
 	lagText := fmt.Sprintf("the path from %s to the backend lagged %s", who, msRange(lag.minNs, lag.maxNs))
-	want := fmt.Sprintf("<= %d (%s over %v + %v path jitter + %v resolution; plus the forwards the limiter had due and not yet made)", bj, pb.why, w,
-		jit.Round(10*time.Microsecond), res)
-	if bj-b0 > b0 || b0 < len(recv) && bj >= len(recv) {
-		r.add(name, CheckUnknown, want, fmt.Sprintf("%s over %d receipts: a receipt peak per %v cannot be judged (the jitter raises the bound from %d to %d, of %d receipts); the limiter's own forwards were",
-			lagText, lag.joined, w, b0, bj, len(recv)))
-		return "", true
+	want := fmt.Sprintf("<= %d (%s over %v + %v resolution, the window widened by the lag spread of its receipts; plus the forwards the limiter had due and not yet made)",
+		b0, pb.why, w, res)
+	pv := pathScan(receiptLags(in, fw, targets, lag), w, res, b0, pb, states)
+	at := func(pw pathWindow) string {
+		s := fmt.Sprintf("%d at +%v, whose receipts lagged %s (bound %d", pw.count, time.Duration(pw.at-recv[0]).Round(time.Millisecond), msRange(pw.lo, pw.hi), pw.bound)
+		if pw.behind > 0 {
+			s += fmt.Sprintf(", and %d the limiter had due", pw.behind)
+		}
+		return s + ")"
 	}
-	v = scanWindows(recv, w, bj, func(_ int, t int64) int { return backlogs(states, t-lag.maxNs) })
-	r.add(name, passIf(!v.violated), want, v.got(recv)+"; "+lagText)
+	switch {
+	case pv.violated:
+		r.add(name, CheckFail, want, at(pv.worst)+"; "+lagText)
+	case pv.inconclusive:
+		u := pv.unjudged
+		r.add(name, CheckUnknown, want, fmt.Sprintf("%d receipts at +%v: the path from %s to the backend lagged %s: a receipt peak per %v cannot be judged (the jitter raises the bound from %d to %d, of %d receipts); the limiter's own forwards were",
+			u.count, time.Duration(u.at-recv[0]).Round(time.Millisecond), who, msRange(u.lo, u.hi), w, b0, u.bound, len(recv)))
+	default:
+		r.add(name, CheckPass, want, at(pv.fullest)+"; "+lagText)
+	}
 	return "", true
 }
 
@@ -672,9 +683,11 @@ func msRange(lo, hi int64) string {
 // receipts against the bound over W + a tolerance plus the forwards a
 // silence held back (heldBackScan). The tolerance is the plan's, else the
 // harness's measured lateness (harnessLateness), else
-// evidence.DefaultPeakTolerance for evidence that measured none. The
-// premise fails, unknown with the numbers, when the measured lateness more
-// than doubles the bound, or when a window passes only by an allowance for
+// evidence.DefaultPeakTolerance for evidence that measured none. Receipts
+// within the bound over W itself (no tolerance, a held-back allowance no
+// larger than the bound) PASS whatever the lateness; otherwise the premise
+// fails, unknown with the numbers, when the measured lateness more than
+// doubles the bound, or when a window passes only by an allowance for
 // held-back forwards larger than the bound itself (a stall and a limiter
 // that does not smooth then look alike). note says why the limiter's own
 // times were not used ("" when the evidence has none).
@@ -689,13 +702,19 @@ func judgeFromSends(in *Input, r *Result, name string, p evidence.PeakExpectatio
 	fwd := pb.simForwards(sims)
 	v := heldBackScan(recv, fwd, w, tol, b)
 	want := fmt.Sprintf("<= %d (%s over %v + %v %s; plus the model's forwards a silence held back)", b, pb.why, w, tol, tolWhy)
+	wantTight := fmt.Sprintf("<= %d (%s over %v, the %v %s not needed; plus the model's forwards a silence held back)", b0, pb.why, w, tol, tolWhy)
 	if note != "" {
 		want += "; " + note
+		wantTight += "; " + note
 	}
 	name += " within the model"
+	tight := heldBackScan(recv, fwd, w, 0, b0)
 	switch {
 	case v.violated:
 		r.add(name, CheckFail, want, v.got(recv))
+	case !tight.violated && tight.leaned.backlog <= b0:
+		// within the bound over W itself: judged whatever the lateness
+		r.add(name, CheckPass, wantTight, tight.got(recv))
 	case measured && b-b0 > b0:
 		r.add(name, CheckUnknown, want, fmt.Sprintf("%s: the %v window widened to %v allows %d where the model bounds %d; the limiter's own forward times are not in the evidence",
 			tolWhy, w, w+tol, b, b0))

@@ -180,7 +180,7 @@ func TestBackendPeakChecks(t *testing.T) {
 		"backend peak per 10ms fail want <= 20 got 150 (15000/s)",
 		"backend peak per 10ms fail want <= 100 got 150 (15000/s)",
 		"backend peak per 10ms pass want >= 100 got 150 (15000/s)",
-		"backend peak per 10ms within the model pass want <= 201 (Envoy 1.31 local token bucket max_tokens 200, tokens_per_fill 5 every 50ms over 10ms + 5ms timing tolerance (the default: the evidence measured no lateness); plus the model's forwards a silence held back) got 150 at +0s",
+		"backend peak per 10ms within the model pass want <= 201 (Envoy 1.31 local token bucket max_tokens 200, tokens_per_fill 5 every 50ms over 10ms, the 5ms timing tolerance (the default: the evidence measured no lateness) not needed; plus the model's forwards a silence held back) got 150 at +0s",
 		"backend peak per 1ms (proxy-a) fail want <= 10 got 50 (50000/s)",
 		"backend peak per 2ms (proxy-zzz) fail want receipts of target proxy-zzz got no request was sent to proxy-zzz",
 	}

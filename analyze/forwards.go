@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -195,4 +196,122 @@ func pathLagOf(in *Input, fw map[string]*limiterTimes, targets []string) pathLag
 		}
 	}
 	return p
+}
+
+// receiptLag is one receipt of the path check: when the backend recorded
+// it, and the lag from its request's forward (lo = hi), or the whole
+// measured range when its request has no forward time (a phantom's, say).
+type receiptLag struct{ at, lo, hi int64 }
+
+// receiptLags are the receipts of the requests sent to targets, sorted,
+// each with its lag from the limiter's forward of its request (the
+// earliest forward when the log has several; a proxy retry's receipt lags
+// by the tries before it).
+func receiptLags(in *Input, fw map[string]*limiterTimes, targets []string, all pathLag) []receiptLag {
+	reqs, recs := &in.Evidence.Requests, &in.Evidence.Receipts
+	first := map[int32]int64{}
+	for _, t := range targets {
+		if lt := fw[t]; lt != nil {
+			for k, q := range lt.request {
+				if f := lt.forwardNs[k]; q >= 0 && f >= 0 {
+					if g, ok := first[q]; !ok || f < g {
+						first[q] = f
+					}
+				}
+			}
+		}
+	}
+	var out []receiptLag
+	for k, q := range recs.Request {
+		if q < 0 || int(q) >= reqs.Len() || !slices.Contains(targets, reqs.Targets[reqs.Target[q]]) {
+			continue
+		}
+		at := recs.RecvNs[k]
+		if f, ok := first[q]; ok {
+			out = append(out, receiptLag{at, at - f, at - f})
+		} else {
+			out = append(out, receiptLag{at, all.minNs, all.maxNs})
+		}
+	}
+	slices.SortFunc(out, func(a, b receiptLag) int { return cmp.Compare(a.at, b.at) })
+	return out
+}
+
+// pathWindow is one window [at, at+W) of receipts in the path check: its
+// count, the lag range lo..hi of its receipts, the bound over W widened by
+// hi-lo (and the resolution), and the limiter's backlog at at-hi.
+type pathWindow struct {
+	at            int64
+	count         int
+	lo, hi        int64
+	bound, behind int
+}
+
+// pathVerdict is pathScan's finding: the worst window beyond its widened
+// bound (violated), else the window that fits only by a jitter allowance
+// that leaves nothing to judge (unjudged: beyond the bound itself, or
+// lifting a bound below the receipts' count to it), else the fullest.
+type pathVerdict struct {
+	worst, unjudged, fullest pathWindow
+	violated, inconclusive   bool
+}
+
+// pathScan checks every window [t, t+w) of the receipts (rs sorted) that
+// starts at a receipt. Its receipts came from forwards in [t-hi, t+w-lo),
+// lo..hi the lags of its own receipts: at most the bound over w + (hi-lo)
+// + res, plus the forwards the limiter had due at t-hi and had not made
+// (backlogs). A window within b0 (the bound over w + res) plus that backlog
+// needs no jitter and is judged whatever the lags.
+func pathScan(rs []receiptLag, w, res time.Duration, b0 int, pb peakBound, states []stateTimes) pathVerdict {
+	v := pathVerdict{fullest: pathWindow{count: -1}}
+	bounds := map[time.Duration]int{}
+	boundAt := func(d time.Duration) int {
+		b, ok := bounds[d]
+		if !ok {
+			b, _ = pb.at(d)
+			bounds[d] = b
+		}
+		return b
+	}
+	// sliding minimum of lo and maximum of hi over [i, j): monotonic deques of indexes
+	var mins, maxs []int
+	j := 0
+	for i := range rs {
+		for j < len(rs) && rs[j].at-rs[i].at < int64(w) {
+			for len(mins) > 0 && rs[mins[len(mins)-1]].lo >= rs[j].lo {
+				mins = mins[:len(mins)-1]
+			}
+			mins = append(mins, j)
+			for len(maxs) > 0 && rs[maxs[len(maxs)-1]].hi <= rs[j].hi {
+				maxs = maxs[:len(maxs)-1]
+			}
+			maxs = append(maxs, j)
+			j++
+		}
+		for mins[0] < i {
+			mins = mins[1:]
+		}
+		for maxs[0] < i {
+			maxs = maxs[1:]
+		}
+		pw := pathWindow{at: rs[i].at, count: j - i, lo: rs[mins[0]].lo, hi: rs[maxs[0]].hi}
+		pw.behind = backlogs(states, pw.at-pw.hi)
+		pw.bound = boundAt(w + time.Duration(pw.hi-pw.lo) + res)
+		switch {
+		case pw.count <= b0+pw.behind:
+			pw.bound = b0 // judged without the jitter
+		case pw.count > pw.bound+pw.behind:
+			if !v.violated || pw.count-pw.bound-pw.behind > v.worst.count-v.worst.bound-v.worst.behind {
+				v.worst, v.violated = pw, true
+			}
+		case pw.bound-b0 > b0 || b0 < len(rs) && pw.bound >= len(rs):
+			if !v.inconclusive || pw.bound > v.unjudged.bound {
+				v.unjudged, v.inconclusive = pw, true
+			}
+		}
+		if pw.count > v.fullest.count || pw.count == v.fullest.count && pw.bound+pw.behind < v.fullest.bound+v.fullest.behind {
+			v.fullest = pw
+		}
+	}
+	return v
 }
