@@ -884,12 +884,6 @@ func heldBackScan(recv, fwd []int64, w, tol time.Duration, bound int) windowScan
 	})
 }
 
-// modelPeakWindows is heldBackScan's window to report: the worst
-// violation, or the fullest window when every one fits.
-func modelPeakWindows(recv, fwd []int64, w, tol time.Duration, bound int) peakWindow {
-	return heldBackScan(recv, fwd, w, tol, bound).result()
-}
-
 // boundPart is one limiter state behind a peak bound: the limiter (index
 // in the peak limiters), its model, and the targets whose requests share
 // the state (one target for a per-target bound).

@@ -245,6 +245,12 @@ func TestModelPeakBoundCombinesLimiters(t *testing.T) {
 	}
 }
 
+// modelPeakWindows is heldBackScan's window to report: the worst
+// violation, or the fullest window when every one fits.
+func modelPeakWindows(recv, fwd []int64, w, tol time.Duration, bound int) peakWindow {
+	return heldBackScan(recv, fwd, w, tol, bound).result()
+}
+
 // TestModelPeakWindowsAllowsOnlyHeldBackForwards: a leaky bucket's
 // forwards every 10 ms, received on time, fit 2 per 10 ms; after a 235 ms
 // silence the 23 forwards it held back may arrive together (a stalled

@@ -167,9 +167,6 @@ type pathLag struct {
 	minNs, maxNs int64
 }
 
-// jitter is the lag's spread: how far apart the path may put two forwards.
-func (p pathLag) jitter() time.Duration { return time.Duration(p.maxNs - p.minNs) }
-
 // pathLagOf measures the lag over the limiter times of targets.
 func pathLagOf(in *Input, fw map[string]*limiterTimes, targets []string) pathLag {
 	var p pathLag
