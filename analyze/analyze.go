@@ -137,6 +137,8 @@ type Input struct {
 	// seen are the times the limiters saw the requests by their own logs;
 	// nil when no log tells them.
 	seen *seenTimes
+	// forwards are the limiter times per attack target (limiterForwards).
+	forwards map[string]*limiterTimes
 }
 
 // JudgeScenario judges one scenario's evidence. It never fails: unreadable
@@ -704,6 +706,7 @@ var DefaultCheckers = []Checker{
 	{"starved", checkStarved},
 	{"rate-limit headers", checkRateHeaders},
 	{"backend peak", checkBackendPeak},
+	{"admission timing", checkAdmissionTiming},
 	{"amplification", checkAmplification},
 	{"proxy stats", checkStats},
 	{"rls decisions", checkRLSDecisions},

@@ -3,6 +3,8 @@ package analyze
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -40,6 +42,34 @@ type Arrivals struct {
 	// Expected has one entry per declared limiter whose model bounds its
 	// peaks (see model.PeakBound).
 	Expected []ExpectedPeaks `json:"expected"`
+	// Forwards has one entry per target whose limiter logged its own
+	// forward times (nginx's access log), sorted by target; absent when
+	// none did.
+	Forwards []ForwardArrivals `json:"forwards,omitempty"`
+}
+
+// ForwardArrivals are one limiter's forwards as its own log times them,
+// and the path from it to the backend.
+type ForwardArrivals struct {
+	// Target is the attack target whose limiter logged them; Source the
+	// log read, relative to the scenario directory.
+	Target string `json:"target"`
+	Source string `json:"source"`
+	// ResolutionNs is the resolution of the logged times, ns (nginx: 1 ms).
+	ResolutionNs int64 `json:"resolution_ns"`
+	// Forwards are the figures of the forward times, by the limiter's
+	// clock (nginx: $msec minus the tries' $upstream_response_time).
+	Forwards ArrivalStats `json:"forwards"`
+	// Unplaced counts the target's received requests that have no forward
+	// time in Source (the limiter's forwards are then incomplete).
+	Unplaced int `json:"unplaced"`
+	// PathJoined counts the requests whose earliest receipt joins a
+	// forward; PathLagMinNs and PathLagMaxNs bound the receipt minus the
+	// forward time over them, ns (the clocks' offset included: their
+	// difference is the path's measured jitter).
+	PathJoined   int   `json:"path_joined"`
+	PathLagMinNs int64 `json:"path_lag_min_ns"`
+	PathLagMaxNs int64 `json:"path_lag_max_ns"`
 }
 
 // ArrivalStats are the arrival figures of one set of times.
@@ -307,7 +337,28 @@ func arrivalsOf(in *Input) *Arrivals {
 			a.Expected = append(a.Expected, e)
 		}
 	}
+	a.Forwards = forwardArrivals(in, windows)
 	return a
+}
+
+// forwardArrivals are the figures of the limiter times per target
+// (limiterForwards), sorted by target.
+func forwardArrivals(in *Input, windows []time.Duration) []ForwardArrivals {
+	fw := in.limiterForwards()
+	var out []ForwardArrivals
+	for _, t := range slices.Sorted(maps.Keys(fw)) {
+		lt := fw[t]
+		var f []int64
+		for _, ns := range lt.forwardNs {
+			if ns >= 0 {
+				f = append(f, ns)
+			}
+		}
+		lag := pathLagOf(in, fw, []string{t})
+		out = append(out, ForwardArrivals{Target: t, Source: lt.source, ResolutionNs: int64(lt.resolution), Forwards: arrivalStats(f, windows),
+			Unplaced: lt.unplaced, PathJoined: lag.joined, PathLagMinNs: lag.minNs, PathLagMaxNs: lag.maxNs})
+	}
+	return out
 }
 
 // simulation is one limiter's model run on the clients' send times.
@@ -428,9 +479,12 @@ func specLabel(s model.Spec) string {
 
 // checkBackendPeak judges expect.backend_peak: for each expectation, the
 // fullest window of the receipts (of its target, when given) against max
-// and min, and, with model, every window against what the declared
-// limiters let through (modelPeakWindows). Proxy retries behind the
-// limiter count: the backend receives them.
+// and min, and, with model, what the declared limiters let through. Where
+// the evidence holds the limiter's own forward times (limiterForwards),
+// two checks: the limiter's forwards by its own clock (judgeForwards), then
+// the path from it to the backend; otherwise the limiter simulated at the
+// clients' send times (judgeFromSends). Proxy retries behind the limiter
+// count: the backend receives them.
 func checkBackendPeak(in *Input) (r Result) {
 	ex := in.Scenario.Expect.BackendPeak
 	if len(ex) == 0 {
@@ -479,8 +533,7 @@ func checkBackendPeak(in *Input) (r Result) {
 		if !p.Model {
 			continue
 		}
-		tol := p.EffectiveTolerance()
-		bound, why, fwd, ok := modelPeakBound(limiters, sims, reqs, targets, w+tol)
+		pb, ok := modelPeakBound(limiters, sims, reqs, targets, w)
 		if !ok {
 			r.add(name+" within the model", CheckUnknown, "a declared limiter whose model bounds its peaks", "none applies to "+
 				strings.Join(targets, ", "))
@@ -493,18 +546,244 @@ func checkBackendPeak(in *Input) (r Result) {
 			}
 		}
 		slices.Sort(recv)
-		v := modelPeakWindows(recv, fwd, w, tol, bound)
-		want := fmt.Sprintf("<= %d (%s over %v + %v timing tolerance; plus the model's forwards a silence held back)", bound, why, w, tol)
-		gotm := fmt.Sprintf("%d", v.count)
-		if v.backlog > 0 {
-			gotm += fmt.Sprintf(" after a silence that held back %d of the model's forwards (allowed %d)", v.backlog, v.allowed)
+		note, ok := judgeForwards(in, &r, name, p, pb, targets, recv)
+		if !ok {
+			judgeFromSends(in, &r, name, p, pb, sims, recv, note)
 		}
-		if v.count > 0 && len(recv) > 0 {
-			gotm += fmt.Sprintf(" at +%v", time.Duration(v.at-recv[0]).Round(time.Millisecond))
-		}
-		r.add(name+" within the model", passIf(v.count <= v.allowed), want, gotm)
 	}
 	return r
+}
+
+// judgeForwards judges a model backend_peak by the limiter's own forward
+// times (limiterForwards), when every target has them for every request
+// the backend received; otherwise it judges nothing and returns why (""
+// when no target has them).
+//
+// The limiter check ("limiter forwards per W within the model"): the
+// forwards in any window [t, t+W) of the limiter's clock are at most the
+// model's bound over W plus the clock's resolution (model.PeakBound times
+// the instances), plus the forwards the limiter had due before t by its
+// model and had not made (stateTimes.backlog, from model.EarliestForwards
+// replayed on its own accept times): timers that fire late, a worker that
+// was not scheduled, release together what they held; a limiter that
+// forwards a queued request early has no such backlog.
+//
+// The path check ("backend peak per W within the model", pathScan): each
+// receipt lags its request's forward (joined by ID); a window of receipts
+// [t, t+W) whose receipts lagged lo..hi holds forwards of [t-hi, t+W-lo),
+// so it is held to the bound over W + (hi-lo) + resolution, plus the
+// backlog at t-hi. A window within the bound without the jitter is judged
+// whatever the lags; one that needs a jitter allowance exceeding the bound
+// over W itself, or lifting a bound below the receipts' count to it, cannot
+// be judged: unknown with the measured lag (the limiter's forwards were),
+// never FAIL.
+func judgeForwards(in *Input, r *Result, name string, p evidence.PeakExpectation, pb peakBound, targets []string, recv []int64) (string, bool) {
+	fw := in.limiterForwards()
+	res := time.Duration(0)
+	var sources, gaps []string
+	for _, t := range targets {
+		lt := fw[t]
+		switch {
+		case lt == nil:
+			continue
+		case lt.unplaced > 0:
+			gaps = append(gaps, fmt.Sprintf("%s has no forward time for %d received requests", lt.source, lt.unplaced))
+		}
+		res = max(res, lt.resolution)
+		sources = append(sources, lt.source)
+	}
+	if len(gaps) > 0 || len(sources) < len(targets) {
+		if len(sources) > 0 && len(gaps) == 0 {
+			gaps = append(gaps, "no limiter forward times for "+strings.Join(missingTargets(fw, targets), ", "))
+		}
+		return strings.Join(gaps, "; "), false
+	}
+	states, ok := partTimes(pb, fw)
+	if !ok {
+		return "", false
+	}
+	w := time.Duration(p.Window)
+	b0, ok0 := pb.at(w + res)
+	if !ok0 {
+		return "", false
+	}
+	var fwd []int64
+	for _, s := range states {
+		fwd = append(fwd, s.forwards...)
+	}
+	slices.Sort(fwd)
+	who := strings.Join(targets, ", ")
+	lname := "limiter forwards per " + w.String()
+	if p.Target != "" {
+		lname += " (" + p.Target + ")"
+	}
+	v := scanWindows(fwd, w, b0, func(_ int, t int64) int { return backlogs(states, t) })
+	r.add(lname+" within the model", passIf(!v.violated), fmt.Sprintf("<= %d (%s over %v + %v resolution, by the clock of %s; plus the forwards it had due by the model and not yet made)",
+		b0, pb.why, w, res, strings.Join(sources, ", ")), v.got(fwd))
+
+	lag := pathLagOf(in, fw, targets)
+	name += " within the model"
+	if len(recv) == 0 {
+		r.add(name, CheckPass, fmt.Sprintf("<= %d", b0), "0 (no receipts)")
+		return "", true
+	}
+	if lag.joined == 0 {
+		r.add(name, CheckUnknown, "receipts joined to the limiter's forwards (the path's lag)", fmt.Sprintf("none of the %d receipts joins a forward of %s",
+			len(recv), strings.Join(sources, ", ")))
+		return "", true
+	}
+	lagText := fmt.Sprintf("the path from %s to the backend lagged %s", who, msRange(lag.minNs, lag.maxNs))
+	want := fmt.Sprintf("<= %d (%s over %v + %v resolution, the window widened by the lag spread of its receipts; plus the forwards the limiter had due and not yet made)",
+		b0, pb.why, w, res)
+	pv := pathScan(receiptLags(in, fw, targets, lag), w, res, b0, pb, states)
+	at := func(pw pathWindow) string {
+		s := fmt.Sprintf("%d at +%v, whose receipts lagged %s (bound %d", pw.count, time.Duration(pw.at-recv[0]).Round(time.Millisecond), msRange(pw.lo, pw.hi), pw.bound)
+		if pw.behind > 0 {
+			s += fmt.Sprintf(", and %d the limiter had due", pw.behind)
+		}
+		return s + ")"
+	}
+	switch {
+	case pv.violated:
+		r.add(name, CheckFail, want, at(pv.worst)+"; "+lagText)
+	case pv.inconclusive:
+		u := pv.unjudged
+		r.add(name, CheckUnknown, want, fmt.Sprintf("%d receipts at +%v: the path from %s to the backend lagged %s: a receipt peak per %v cannot be judged (the jitter raises the bound from %d to %d, of %d receipts); the limiter's own forwards were",
+			u.count, time.Duration(u.at-recv[0]).Round(time.Millisecond), who, msRange(u.lo, u.hi), w, b0, u.bound, len(recv)))
+	default:
+		r.add(name, CheckPass, want, at(pv.fullest)+"; "+lagText)
+	}
+	return "", true
+}
+
+// missingTargets are the targets without limiter times.
+func missingTargets(fw map[string]*limiterTimes, targets []string) []string {
+	var out []string
+	for _, t := range targets {
+		if fw[t] == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// msRange renders a lag range in ms: "0.2..113 ms".
+func msRange(lo, hi int64) string {
+	f := func(ns int64) string {
+		ms := float64(ns) / 1e6
+		prec := 1
+		if math.Abs(ms) >= 100 {
+			prec = 0
+		}
+		return strconv.FormatFloat(ms, 'f', prec, 64)
+	}
+	return f(lo) + ".." + f(hi) + " ms"
+}
+
+// judgeFromSends judges a model backend_peak without the limiter's own
+// times: the limiter simulated at the clients' send times, every window of
+// receipts against the bound over W + a tolerance plus the forwards a
+// silence held back (heldBackScan). The tolerance is the plan's, else the
+// harness's measured lateness (harnessLateness), else
+// evidence.DefaultPeakTolerance for evidence that measured none. Receipts
+// within the bound over W itself (no tolerance, a held-back allowance no
+// larger than the bound) PASS whatever the lateness; otherwise the premise
+// fails, unknown with the numbers, when the measured lateness more than
+// doubles the bound, or when a window passes only by an allowance for
+// held-back forwards larger than the bound itself (a stall and a limiter
+// that does not smooth then look alike). note says why the limiter's own
+// times were not used ("" when the evidence has none).
+func judgeFromSends(in *Input, r *Result, name string, p evidence.PeakExpectation, pb peakBound, sims map[int]simulation, recv []int64, note string) {
+	w := time.Duration(p.Window)
+	tol, tolWhy, measured := time.Duration(p.Tolerance), "timing tolerance (the plan's)", false
+	if tol <= 0 {
+		tol, tolWhy, measured = harnessLateness(in.Evidence)
+	}
+	b, _ := pb.at(w + tol)
+	b0, _ := pb.at(w)
+	fwd := pb.simForwards(sims)
+	v := heldBackScan(recv, fwd, w, tol, b)
+	want := fmt.Sprintf("<= %d (%s over %v + %v %s; plus the model's forwards a silence held back)", b, pb.why, w, tol, tolWhy)
+	wantTight := fmt.Sprintf("<= %d (%s over %v, the %v %s not needed; plus the model's forwards a silence held back)", b0, pb.why, w, tol, tolWhy)
+	if note != "" {
+		want += "; " + note
+		wantTight += "; " + note
+	}
+	name += " within the model"
+	tight := heldBackScan(recv, fwd, w, 0, b0)
+	switch {
+	case v.violated:
+		r.add(name, CheckFail, want, v.got(recv))
+	case !tight.violated && tight.leaned.backlog <= b0:
+		// within the bound over W itself: judged whatever the lateness
+		r.add(name, CheckPass, wantTight, tight.got(recv))
+	case measured && b-b0 > b0:
+		r.add(name, CheckUnknown, want, fmt.Sprintf("%s: the %v window widened to %v allows %d where the model bounds %d; the limiter's own forward times are not in the evidence",
+			tolWhy, w, w+tol, b, b0))
+	case v.leaned.backlog > b:
+		r.add(name, CheckUnknown, want, fmt.Sprintf("%d at +%v after a silence that held back %d of the model's forwards, more than the bound %d itself: a stalled host and a limiter that does not smooth look alike",
+			v.leaned.count, time.Duration(v.leaned.at-recv[0]).Round(time.Millisecond), v.leaned.backlog, b))
+	default:
+		r.add(name, CheckPass, want, v.got(recv))
+	}
+}
+
+// latenessSource measures how late the harness ran in a scenario: the
+// lateness, what was measured, and ok when it was.
+type latenessSource func(ev *evidence.ScenarioEvidence) (time.Duration, string, bool)
+
+// latenessSources are the harness's measurements of its own lateness: the
+// attack's burst send spread and pacing error (attack.json) and the host
+// probe's latest wake-up (harness.json, evidence.HarnessProbe.MaxLateNs).
+var latenessSources = []latenessSource{attackLateness, probeLateness}
+
+// probeLateness is the runner's host probe's latest wake-up: how long the
+// host kept rlbench's own parts from running at worst.
+func probeLateness(ev *evidence.ScenarioEvidence) (time.Duration, string, bool) {
+	if h := ev.Harness; h != nil && h.Probe.Samples > 0 {
+		return time.Duration(h.Probe.MaxLateNs), "the host probe's largest stall", true
+	}
+	return 0, "", false
+}
+
+// harnessLateness is the largest lateness latenessSources measured, with
+// what it was ("the attack's burst send spread"); without any, it is
+// evidence.DefaultPeakTolerance and measured is false.
+func harnessLateness(ev *evidence.ScenarioEvidence) (d time.Duration, why string, measured bool) {
+	for _, src := range latenessSources {
+		if l, w, ok := src(ev); ok && (!measured || l > d) {
+			d, why, measured = l, w, true
+		}
+	}
+	if !measured {
+		return evidence.DefaultPeakTolerance, "timing tolerance (the default: the evidence measured no lateness)", false
+	}
+	return d, why + " (measured lateness)", true
+}
+
+// attackLateness is the largest burst send spread (AttackBurst.SpreadNs)
+// or pacing error (AttackPacing.ErrorNs.Max) of the attack's phases and
+// flows.
+func attackLateness(ev *evidence.ScenarioEvidence) (d time.Duration, why string, ok bool) {
+	if ev.Attack == nil {
+		return 0, "", false
+	}
+	consider := func(b *evidence.AttackBurst, pc *evidence.AttackPacing) {
+		if b != nil && (!ok || time.Duration(b.SpreadNs) > d) {
+			d, why, ok = time.Duration(b.SpreadNs), "the attack's burst send spread", true
+		}
+		if pc != nil && pc.ErrorNs.N > 0 && (!ok || time.Duration(pc.ErrorNs.Max) > d) {
+			d, why, ok = time.Duration(pc.ErrorNs.Max), "the attack's largest pacing error", true
+		}
+	}
+	for i := range ev.Attack.Phases {
+		ph := &ev.Attack.Phases[i]
+		consider(ph.Burst, ph.Pacing)
+		for k := range ph.Flows {
+			consider(ph.Flows[k].Burst, ph.Flows[k].Pacing)
+		}
+	}
+	return d, why, ok
 }
 
 // peakGot renders an observed peak: "17 (1700/s)".
@@ -515,15 +794,81 @@ func peakGot(p WindowPeak, count int) string {
 	return fmt.Sprintf("%d (%.0f/s)", p.Peak, p.RatePerSec)
 }
 
-// peakWindow is the window modelPeakWindows reports: the worst violation,
-// or the fullest window when none.
+// peakWindow is one window of a scan: where it starts, how many times it
+// holds, how many were allowed and the allowance beyond the bound.
 type peakWindow struct {
 	at             int64
 	count, allowed int
 	backlog        int
 }
 
-// modelPeakWindows checks every window [t, t+w) starting at a receipt (recv
+// windowScan is every window [t, t+w) starting at one of a sorted set of
+// times, each against the bound plus an allowance.
+type windowScan struct {
+	// worst is the window with the largest count over allowed, when any
+	// exceeds it (violated).
+	worst    peakWindow
+	violated bool
+	// fullest is the fullest window (among equals, the least allowance);
+	// leaned, of the windows above the bound, the one that needed the
+	// largest allowance (zero when none did).
+	fullest, leaned peakWindow
+}
+
+// result is the window to report: the worst violation, else the fullest.
+func (v windowScan) result() peakWindow {
+	if v.violated {
+		return v.worst
+	}
+	return v.fullest
+}
+
+// got renders the window to report, its start relative to times[0]: "13
+// at +1.2s after ... held back 11 (allowed 13)".
+func (v windowScan) got(times []int64) string {
+	pw := v.result()
+	if len(times) == 0 {
+		return "0"
+	}
+	s := strconv.Itoa(pw.count)
+	if pw.backlog > 0 {
+		s += fmt.Sprintf(" after a silence that held back %d of the model's forwards (allowed %d)", pw.backlog, pw.allowed)
+	}
+	if pw.count > 0 {
+		s += fmt.Sprintf(" at +%v", time.Duration(pw.at-times[0]).Round(time.Millisecond))
+	}
+	return s
+}
+
+// scanWindows checks every window [t, t+w) starting at one of times
+// (sorted) against bound plus allowance(i, t), i the index of t; allowance
+// is called in increasing i.
+func scanWindows(times []int64, w time.Duration, bound int, allowance func(i int, t int64) int) windowScan {
+	v := windowScan{fullest: peakWindow{count: -1}}
+	j := 0
+	for i, t := range times {
+		for j < len(times) && times[j]-t < int64(w) {
+			j++
+		}
+		extra := allowance(i, t)
+		pw := peakWindow{at: t, count: j - i, allowed: bound + extra, backlog: extra}
+		if pw.count > pw.allowed && (!v.violated || pw.count-pw.allowed > v.worst.count-v.worst.allowed) {
+			v.worst, v.violated = pw, true
+		}
+		if pw.count > v.fullest.count || pw.count == v.fullest.count && pw.backlog < v.fullest.backlog {
+			v.fullest = pw
+		}
+		if pw.count > bound && pw.backlog > v.leaned.backlog {
+			v.leaned = pw
+		}
+	}
+	if v.fullest.count < 0 {
+		v.fullest = peakWindow{allowed: bound}
+	}
+	return v
+}
+
+// heldBackScan checks every window [t, t+w) starting at a receipt (recv
 // sorted) against bound (the model's bound over w plus the tolerance) plus
 // what a silence held back: the model's forwards (fwd, sorted, simulated
 // on the clients' send times) due before t - tol that had not been
@@ -534,52 +879,72 @@ type peakWindow struct {
 // the window after the silence and the next ones. Forwards nothing held
 // back are not: a limiter that lets a burst through where its model queues
 // it has no backlog to explain it (a limiter that batches its forwards at
-// its average rate is indistinguishable from one that stalls). It returns
-// the window with the largest count over allowed, or the fullest window
-// when every one fits.
-func modelPeakWindows(recv, fwd []int64, w, tol time.Duration, bound int) peakWindow {
-	best := peakWindow{count: -1}
-	worst := peakWindow{}
-	violated := false
-	j, k, m := 0, 0, 0
-	for i := range recv {
-		for j < len(recv) && recv[j]-recv[i] < int64(w) {
-			j++
-		}
-		for k < len(fwd) && fwd[k] <= recv[i]-int64(tol) {
+// its average rate is indistinguishable from one that stalls: the caller
+// makes an allowance beyond the bound itself inconclusive).
+func heldBackScan(recv, fwd []int64, w, tol time.Duration, bound int) windowScan {
+	k, m := 0, 0
+	return scanWindows(recv, w, bound, func(i int, t int64) int {
+		for k < len(fwd) && fwd[k] <= t-int64(tol) {
 			k++
 		}
-		for m < len(fwd) && fwd[m] < recv[i]+int64(w+tol) {
+		for m < len(fwd) && fwd[m] < t+int64(w+tol) {
 			m++
 		}
-		held := min(max(k-i, 0), max(m-i-bound, 0))
-		pw := peakWindow{at: recv[i], count: j - i, allowed: bound + held, backlog: held}
-		if pw.count > pw.allowed && (!violated || pw.count-pw.allowed > worst.count-worst.allowed) {
-			worst, violated = pw, true
+		return min(max(k-i, 0), max(m-i-bound, 0))
+	})
+}
+
+// boundPart is one limiter state behind a peak bound: the limiter (index
+// in the peak limiters), its model, and the targets whose requests share
+// the state (one target for a per-target bound).
+type boundPart struct {
+	limiter int
+	m       model.Model
+	targets []string
+	shared  bool
+}
+
+// peakBound is the least bound the declared limiters give the requests of
+// some targets: one part for a limiter shared by all of them, else one per
+// target (its least bound), whose bounds add up. why names the limiter(s).
+type peakBound struct {
+	parts []boundPart
+	why   string
+}
+
+// at is the bound over a window of length w: the parts' model.PeakBound
+// summed; ok is false when a part has none.
+func (b peakBound) at(w time.Duration) (int, bool) {
+	n := 0
+	for _, p := range b.parts {
+		k, ok := model.PeakBound(p.m, w)
+		if !ok {
+			return 0, false
 		}
-		if pw.count > best.count || pw.count == best.count && pw.backlog < best.backlog {
-			best = pw
-		}
+		n += k
 	}
-	if violated {
-		return worst
+	return n, true
+}
+
+// simForwards are the simulated forwards (at the clients' send times) of
+// the parts' targets, sorted.
+func (b peakBound) simForwards(sims map[int]simulation) []int64 {
+	var out []int64
+	for _, p := range b.parts {
+		out = append(out, sims[p.limiter].forwards(p.targets)...)
 	}
-	if best.count < 0 {
-		return peakWindow{allowed: bound}
-	}
-	return best
+	slices.Sort(out)
+	return out
 }
 
 // modelPeakBound is the least bound the limiters give the requests of
-// targets in a window w, with the simulated forwards behind it: a limiter
-// shared by all of them bounds them at once; otherwise each target's least
-// per-target bound, summed. why names the limiter(s). sims caches each
-// limiter's simulation (by index in ls).
-func modelPeakBound(ls []peakLimiter, sims map[int]simulation, reqs *evidence.Requests, targets []string, w time.Duration) (bound int, why string, fwd []int64, ok bool) {
+// targets in a window w: a limiter shared by all of them bounds them at
+// once; otherwise each target's least per-target bound, summed. sims
+// caches each limiter's simulation (by index in ls).
+func modelPeakBound(ls []peakLimiter, sims map[int]simulation, reqs *evidence.Requests, targets []string, w time.Duration) (peakBound, bool) {
 	type cand struct {
-		n   int
-		why string
-		fwd []int64
+		n  int
+		pb peakBound
 	}
 	var best *cand
 	consider := func(c cand) {
@@ -587,7 +952,12 @@ func modelPeakBound(ls []peakLimiter, sims map[int]simulation, reqs *evidence.Re
 			best = &c
 		}
 	}
-	perTarget := make([]*cand, len(targets))
+	type targetBound struct {
+		n     int
+		part  boundPart
+		label string
+	}
+	perTarget := make([]*targetBound, len(targets))
 	for li, l := range ls {
 		sim, ok := sims[li]
 		if !ok {
@@ -608,11 +978,11 @@ func modelPeakBound(ls []peakLimiter, sims map[int]simulation, reqs *evidence.Re
 				continue
 			}
 			if perTarget[ti] == nil || b < perTarget[ti].n {
-				perTarget[ti] = &cand{b, label, sim.fwd[t]}
+				perTarget[ti] = &targetBound{b, boundPart{limiter: li, m: sim.m, targets: []string{t}}, label}
 			}
 		}
 		if all && l.shared {
-			consider(cand{b, label, sim.forwards(targets)})
+			consider(cand{b, peakBound{parts: []boundPart{{limiter: li, m: sim.m, targets: targets, shared: true}}, why: label}})
 		}
 	}
 	sum := cand{}
@@ -624,8 +994,8 @@ func modelPeakBound(ls []peakLimiter, sims map[int]simulation, reqs *evidence.Re
 			break
 		}
 		sum.n += c.n
-		sum.fwd = append(sum.fwd, c.fwd...)
-		labels[c.why] = true
+		sum.pb.parts = append(sum.pb.parts, c.part)
+		labels[c.label] = true
 	}
 	if complete {
 		names := make([]string, 0, len(labels))
@@ -633,15 +1003,14 @@ func modelPeakBound(ls []peakLimiter, sims map[int]simulation, reqs *evidence.Re
 			names = append(names, l)
 		}
 		sort.Strings(names)
-		sum.why = strings.Join(names, "; ")
+		sum.pb.why = strings.Join(names, "; ")
 		if len(targets) > 1 {
-			sum.why = fmt.Sprintf("%d targets × %s", len(targets), sum.why)
+			sum.pb.why = fmt.Sprintf("%d targets × %s", len(targets), sum.pb.why)
 		}
-		slices.Sort(sum.fwd)
 		consider(sum)
 	}
 	if best == nil {
-		return 0, "", nil, false
+		return peakBound{}, false
 	}
-	return best.n, best.why, best.fwd, true
+	return best.pb, true
 }

@@ -487,7 +487,7 @@ func labRLSStall(in *Input) string {
 		return ""
 	}
 	why := fmt.Sprintf("the lab RLS (rlbench's own part) missed the proxies' timeout on %d calls that failed open", f.FailOpen)
-	if h := harnessLateness(in); h != "" {
+	if h := harnessLine(in); h != "" {
 		why += " (" + h + ")"
 	}
 	return why
@@ -665,7 +665,7 @@ func labRLSLate(in *Input, f *RLSFailures) string {
 		got += "; RLS timeout " + time.Duration(timeout).String()
 	}
 	got += ": the lab RLS is rlbench's own part, so its lateness is the harness's, not the system under test's"
-	if h := harnessLateness(in); h != "" {
+	if h := harnessLine(in); h != "" {
 		got += " (" + h + ")"
 	}
 	return got

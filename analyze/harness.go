@@ -104,8 +104,8 @@ func (h *HarnessReport) probed(e *evidence.Harness) {
 	h.Load1 = e.Load1End
 }
 
-// harnessLateness is the scenario's HarnessReport in one line ("" without one).
-func harnessLateness(in *Input) string { return in.Report.Harness.String() }
+// harnessLine is the scenario's HarnessReport in one line ("" without one).
+func harnessLine(in *Input) string { return in.Report.Harness.String() }
 
 // seenTimes are the times the limiters saw the requests, by their own
 // clocks: per request, an interval [lo, hi] that holds the limiter's
@@ -283,7 +283,7 @@ func premiseMissed(in *Input, want evidence.Range, lo, hi int) string {
 	}
 	why := fmt.Sprintf("within the limiters' model %d..%d for the times this run delivered, which reaches outside %s: the range assumes timing this run did not deliver",
 		m.Min, m.Max, want.String())
-	if h := harnessLateness(in); h != "" {
+	if h := harnessLine(in); h != "" {
 		why += " (" + h + ")"
 	}
 	return why

@@ -1,11 +1,16 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/collect/envoy"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
@@ -257,4 +262,226 @@ func checkNginx(in *Input) (r Result) {
 		r.add("limit_req_status "+k, st, ex[k].String(), got)
 	}
 	return r
+}
+
+// nginxForwardMs is when nginx passed the request of an access log record
+// to its first upstream server, unix ms: $msec minus the sum of the tries'
+// $upstream_response_time (each the time from the try's start to the end
+// of its response:
+// https://nginx.org/en/docs/http/ngx_http_upstream_module.html#var_upstream_response_time).
+// Time between the tries and between the last response and the log write
+// only makes it later than the real forward, never earlier. ok is false
+// without $msec, without a try that went to a server (not a request nginx
+// forwarded), or when a try's time was not logged ("-").
+func nginxForwardMs(a *collectnginx.AccessRecord) (int64, bool) {
+	if a.TimeMs <= 0 || a.ServerTries() == 0 {
+		return 0, false
+	}
+	sum := int64(0)
+	for _, u := range a.Upstreams {
+		if u.ResponseTimeMs == nil {
+			return 0, false
+		}
+		sum += *u.ResponseTimeMs
+	}
+	return a.TimeMs - sum, true
+}
+
+// nginxLimiterTimes reads the nginx proxies' access logs: every record
+// limit_req did not reject, with its accept time (collect/nginx AccessRecord.AcceptMs) and
+// forward time (nginxForwardMs) at nginx's 1 ms resolution. A proxy whose
+// log has no forward time gives none.
+func nginxLimiterTimes(in *Input) []*limiterTimes {
+	reqs := &in.Evidence.Requests
+	var out []*limiterTimes
+	for _, ng := range in.Evidence.Nginx {
+		lt := &limiterTimes{target: ng.Proxy, source: ng.File, resolution: time.Millisecond}
+		placed := map[int32]bool{}
+		for k := range ng.Records {
+			a := &ng.Records[k]
+			if a.LimitReqStatus == collectnginx.LimitReqRejected {
+				continue
+			}
+			acc, fwd := int64(-1), int64(-1)
+			if v, ok := a.AcceptMs(); ok {
+				acc = v * int64(time.Millisecond)
+			}
+			if v, ok := nginxForwardMs(a); ok {
+				fwd = v * int64(time.Millisecond)
+			}
+			ri := int32(-1)
+			if i, ok := reqs.IDs.Lookup(a.ID); a.ID != "" && ok {
+				ri = int32(i)
+				if fwd >= 0 {
+					placed[ri] = true
+				}
+			}
+			lt.acceptNs = append(lt.acceptNs, acc)
+			lt.forwardNs = append(lt.forwardNs, fwd)
+			lt.request = append(lt.request, ri)
+			lt.line = append(lt.line, a.Line)
+			lt.limited = append(lt.limited, a.LimitReqStatus == collectnginx.LimitReqPassed || a.LimitReqStatus == collectnginx.LimitReqDelayed)
+			lt.vars = append(lt.vars, a.Keys)
+		}
+		if !slices.ContainsFunc(lt.forwardNs, func(f int64) bool { return f >= 0 }) {
+			continue
+		}
+		for i := 0; i < reqs.Len(); i++ {
+			if in.received[i] && reqs.Targets[reqs.Target[i]] == ng.Proxy && !placed[int32(i)] {
+				lt.unplaced++
+			}
+		}
+		out = append(out, lt)
+	}
+	return out
+}
+
+// checkAdmissionTiming judges when nginx's limit_req let each request go,
+// for every declared nginx_limit_req limiter that delays (one zone, no
+// nodelay, delay below burst, no dry run) and every nginx proxy it applies
+// to whose access log has the times: "admission timing (<limiter>)".
+// model.EarliestForwards replays the zone on nginx's own accept times
+// (collect/nginx AccessRecord.AcceptMs) and gives the earliest each passed request may leave;
+// nginx's forward times (nginxForwardMs) must not be earlier, beyond the
+// clock's 1 ms resolution. Which of the requests created in one millisecond
+// nginx took first, the log does not tell, so the check compares, per key,
+// the sorted forward times against the sorted earliest times: a forward
+// counts as early only when no order explains it (the fewest forwards left
+// unmatched when each forward is matched to an earliest time it is not
+// before; the worst earliness under the sorted pairing, the least any order
+// gives). Forwards later than the model are no violation of the limit (a
+// late timer, a worker not scheduled): the report gives the largest
+// lateness as information.
+func checkAdmissionTiming(in *Input) (r Result) {
+	if len(in.Evidence.Nginx) == 0 {
+		return r
+	}
+	fw := in.limiterForwards()
+	for _, l := range in.Scenario.Limiters {
+		if l.Model == nil || l.Model.Kind != model.KindNginxLimitReq {
+			continue
+		}
+		m, err := model.New(*l.Model)
+		if err != nil {
+			continue
+		}
+		s := m.Spec()
+		if s.DryRun || len(s.Zones) != 1 || s.Zones[0].NoDelay || s.Zones[0].Delay >= s.Zones[0].Burst {
+			continue
+		}
+		var proxies []string
+		for _, ng := range in.Evidence.Nginx {
+			if lt := fw[ng.Proxy]; lt != nil && lt.source == ng.File && (len(l.Targets) == 0 || slices.Contains(l.Targets, ng.Proxy)) {
+				proxies = append(proxies, ng.Proxy)
+			}
+		}
+		for _, px := range proxies {
+			name := "admission timing (" + l.Name + ")"
+			if len(proxies) > 1 {
+				name = "admission timing (" + l.Name + " at " + px + ")"
+			}
+			if t, ok := admissionTiming(in, m, fw[px]); ok {
+				r.add(name, passIf(t.early == 0), fmt.Sprintf("no forward earlier than %s lets it go (the model replayed on the accept times of %s; %v resolution)",
+					specLabel(s), fw[px].source, fw[px].resolution), t.got)
+			}
+		}
+	}
+	return r
+}
+
+// timing is admissionTiming's finding.
+type timing struct {
+	early, forwards int
+	got             string
+}
+
+// admissionTiming compares one nginx's forwards with the earliest its zone
+// allows (see checkAdmissionTiming); ok is false when no passed request has
+// both times.
+func admissionTiming(in *Input, m model.Model, lt *limiterTimes) (timing, bool) {
+	type fwd struct {
+		ns int64
+		k  int // index in lt
+	}
+	type keyed struct {
+		fwds     []fwd
+		earliest []int64
+	}
+	byKey := map[string]*keyed{}
+	var mreqs []model.Request
+	var keys []string
+	origin := int64(math.MaxInt64)
+	for k := range lt.acceptNs {
+		a := lt.acceptNs[k]
+		if !lt.limited[k] || a < 0 {
+			continue
+		}
+		origin = min(origin, a)
+		r := model.Request{At: a, Key: "target " + lt.target, Vars: zoneVars(m.Spec(), lt.vars[k])}
+		mreqs = append(mreqs, r)
+		key := r.Key
+		if z := m.Spec().Zones[0]; z.Key != "" {
+			key = r.Vars[z.Key] // "": not limited, the earliest is the accept time
+		}
+		keys = append(keys, key)
+		g := byKey[key]
+		if g == nil {
+			g = &keyed{}
+			byKey[key] = g
+		}
+		if f := lt.forwardNs[k]; f >= 0 {
+			g.fwds = append(g.fwds, fwd{f, k})
+		}
+	}
+	earliest, ok := model.EarliestForwards(m, mreqs)
+	if !ok || len(mreqs) == 0 {
+		return timing{}, false
+	}
+	for i, e := range earliest {
+		g := byKey[keys[i]]
+		g.earliest = append(g.earliest, e)
+	}
+	res := int64(lt.resolution)
+	var t timing
+	worst, late := int64(math.MinInt64), int64(math.MinInt64)
+	var worstF fwd
+	var worstE int64
+	for _, g := range byKey {
+		slices.SortFunc(g.fwds, func(a, b fwd) int { return cmp.Compare(a.ns, b.ns) })
+		slices.Sort(g.earliest)
+		t.forwards += len(g.fwds)
+		j := 0
+		for x, f := range g.fwds {
+			// greedy: the smallest unmatched earliest time not after this forward
+			if j < len(g.earliest) && g.earliest[j] <= f.ns+res {
+				j++
+			} else {
+				t.early++
+			}
+			if x < len(g.earliest) {
+				if d := g.earliest[x] - f.ns; d > worst {
+					worst, worstF, worstE = d, f, g.earliest[x]
+				}
+				late = max(late, f.ns-g.earliest[x])
+			}
+		}
+	}
+	if t.forwards == 0 {
+		return timing{}, false
+	}
+	rel := func(ns int64) string { return "+" + time.Duration(ns-origin).Round(time.Millisecond).String() }
+	if t.early == 0 {
+		t.got = fmt.Sprintf("0 of %d forwards early", t.forwards)
+		if late > 0 {
+			t.got += fmt.Sprintf("; the latest %v after the model's earliest (a late forward does not break the limit)", time.Duration(late).Round(time.Millisecond))
+		}
+		return t, true
+	}
+	id := "a request without ID"
+	if q := lt.request[worstF.k]; q >= 0 {
+		id = in.Evidence.Requests.IDs.ID(int(q))
+	}
+	t.got = fmt.Sprintf("at least %d of %d forwards earlier than the model allows, in any order of the requests created in one millisecond; worst: %s (%s:%d) forwarded at %s, where the model's earliest for its place in the queue is %s",
+		t.early, t.forwards, id, lt.source, lt.line[worstF.k], rel(worstF.ns), rel(worstE))
+	return t, true
 }

@@ -58,6 +58,9 @@ func arrivalRows(rep *Report) [][]string {
 		for _, e := range a.Endpoints {
 			add("receipts at "+e.Endpoint, e.Receipts)
 		}
+		for _, f := range a.Forwards {
+			add("forwards by "+f.Target+" (its own clock)", f.Forwards)
+		}
 		for _, e := range a.Expected {
 			row := []string{name, "model: " + e.Model, ""}
 			for _, w := range ArrivalWindows {

@@ -26,17 +26,33 @@ func needNginx(t *testing.T) {
 
 // TestTokenVsLeakyPlan runs examples/bursts/token-vs-leaky.yaml on the lab
 // and real nginx: every scenario PASSes, which holds each 10 ms and 100 ms
-// window of receipts to its limiter's model bound (5 ms tolerance; the
-// leaky bucket: 2 per 10 ms, plus what a stall of the loaded machine held
-// back), and the figures show the difference: the token bucket and nodelay
+// window of nginx's forwards, by its own access log's clock, to its model
+// bound (the leaky bucket: 2 per 10 ms, plus what its model had due and it
+// had not yet made), the receipts to the bound widened by the lags of each
+// window's receipts, and, without nodelay, every forward to limit_req's
+// delay; and the figures show the difference: the token bucket and nodelay
 // let the burst through at once, the leaky bucket smooths it, delay=50
-// forwards 51 at once.
+// forwards 51 at once. The one NOT_RUN a busy host may give is the path
+// check's, naming the measured lag (the lab backend's first receipts can
+// lag tens of ms, bunching them beyond what 2 per 10 ms can judge), with
+// nginx's own forwards judged and passed.
 func TestTokenVsLeakyPlan(t *testing.T) {
 	needNginx(t)
 	by := runBurstsPlan(t, "token-vs-leaky.yaml", 90*time.Second)
 	for name, s := range by {
-		if s.Status != analyze.Pass {
+		if s.Status == analyze.Pass {
+			continue
+		}
+		pathOnly := s.Status == analyze.NotRun
+		for _, c := range s.Checks {
+			if c.Status != analyze.CheckPass && !(strings.HasPrefix(c.Name, "backend peak per ") && strings.Contains(c.Got, "the limiter's own forwards were")) {
+				pathOnly = false
+			}
+		}
+		if !pathOnly {
 			t.Errorf("%s: %s %v", name, s.Status, s.Reasons)
+		} else {
+			t.Logf("%s: %s %v", name, s.Status, s.Reasons)
 		}
 	}
 	token := by["token bucket lets the burst through"]
@@ -61,10 +77,27 @@ func TestTokenVsLeakyPlan(t *testing.T) {
 	if n := delay.Nginx; n == nil || n.Proxies[0].ByLimitReqStatus["PASSED"] < 51 || n.Proxies[0].ByLimitReqStatus["DELAYED"] < 150 {
 		t.Errorf("delay=50: %+v", n)
 	}
-	// Each model check passed; its want names the bound it held the peak to.
+	// Each model check passed; its want names the bound it held nginx's
+	// forwards to; the delays were judged where limit_req queues.
+	found := 0
 	for _, c := range leaky.Checks {
-		if c.Name == "backend peak per 10ms within the model" && !strings.HasPrefix(c.Want, "<= 2 ") {
-			t.Errorf("leaky bucket: %+v, want the bound rate × 10 ms + 1 = 2", c)
+		if c.Name == "limiter forwards per 10ms within the model" {
+			found++
+			if !strings.HasPrefix(c.Want, "<= 2 ") {
+				t.Errorf("leaky bucket: %+v, want the bound rate × 10 ms + 1 = 2", c)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("leaky bucket: %d checks of nginx's own forwards per 10 ms, want 1", found)
+	}
+	for _, s := range []analyze.ScenarioReport{leaky, delay} {
+		timed := false
+		for _, c := range s.Checks {
+			timed = timed || c.Name == "admission timing (nginx-a limit_req)" && c.Status == analyze.CheckPass
+		}
+		if !timed {
+			t.Errorf("%s: no passed admission timing check in %+v", s.Name, s.Checks)
 		}
 	}
 }
