@@ -133,6 +133,9 @@ type Input struct {
 	nginx *nginxJoin
 	// retries splits the repeated receipts into proxy retries and re-sends.
 	retries *retrySplit
+	// noModel says why Report.Model is nil (no limiter declared, a limiter
+	// not checked, ...), for "admitted: model".
+	noModel string
 }
 
 // JudgeScenario judges one scenario's evidence. It never fails: unreadable
@@ -147,7 +150,7 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) ScenarioReport {
 		sr.Name = ev.Scenario.Name
 	}
 	if opts.Admitted != nil {
-		in.Scenario.Expect.Admitted = opts.Admitted
+		in.Scenario.Expect.Admitted = evidence.AdmittedIn(*opts.Admitted)
 		if in.Scenario.Expect.Label == "" {
 			in.Scenario.Expect.Label = "admitted " + opts.Admitted.String()
 		}
@@ -380,8 +383,10 @@ func judgeLimiters(in *Input) {
 		sr.Limiters = append(sr.Limiters, *r.report)
 	}
 	flowTables(in)
-	if b, ok := ls.endToEnd(&ev.Requests); ok {
+	if b, why := ls.endToEnd(&ev.Requests); why == "" {
 		sr.Model = &b
+	} else {
+		in.noModel = why
 	}
 	if ls.global || ls.failOpen > 0 {
 		sr.RLSFailures = ls.failures(in, in.received)
@@ -694,24 +699,44 @@ var DefaultCheckers = []Checker{
 	{"real rls", checkRealRLS},
 }
 
+// checkAdmitted: the requests that passed every limiter within the
+// expected range: a fixed one, or "model", the limiters' end-to-end model
+// bound for this run (ScenarioReport.Model; without one the check is
+// unknown: nothing to compare with is not a PASS). Requests without
+// response that may have passed make the count a range; when they decide
+// the check it is unknown.
 func checkAdmitted(in *Input) (r Result) {
 	ex, t := in.Scenario.Expect, in.Report.Totals
 	if ex.Admitted == nil {
 		return r
 	}
 	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
-	st := CheckFail
-	switch {
-	case ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi):
-		st = CheckPass
-	case hi >= ex.Admitted.Min && lo <= ex.Admitted.Max:
-		st = CheckUnknown // some no-response requests decide it
-	}
 	got := strconv.Itoa(lo)
 	if hi != lo {
 		got = fmt.Sprintf("%d..%d (%d without response)", lo, hi, hi-lo)
 	}
-	r.add("admitted", st, ex.Admitted.String(), got)
+	want, wantText := ex.Admitted.Range, ex.Admitted.String()
+	if ex.Admitted.Model {
+		m := in.Report.Model
+		if m == nil {
+			why := in.noModel
+			if why == "" {
+				why = "no limiter model"
+			}
+			r.add("admitted", CheckUnknown, "model", got+"; admitted: model needs a limiter model ("+why+")")
+			return r
+		}
+		want = evidence.Range{Min: m.Min, Max: m.Max}
+		wantText = fmt.Sprintf("model %d..%d", m.Min, m.Max)
+	}
+	st := CheckFail
+	switch {
+	case want.Contains(lo) && want.Contains(hi):
+		st = CheckPass
+	case hi >= want.Min && lo <= want.Max:
+		st = CheckUnknown // some no-response requests decide it
+	}
+	r.add("admitted", st, wantText, got)
 	return r
 }
 

@@ -128,7 +128,7 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	e.requests = e.requests[:len(e.requests)-1]
 	e.receipts = nil
 	e.request("admitted", 22, 30, 200)
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 1, Max: 1}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 1, Max: 1})
 	e.write()
 	s = run(t, dir).Scenarios[0]
 	if s.RLS.Real.Zombies != 9 {

@@ -326,8 +326,9 @@ type Expectation struct {
 	Label string `json:"label,omitempty"`
 	// Admitted is the allowed range of requests the limiters admitted over
 	// all targets: those that passed every limiter (Class.Passed, or a
-	// receipt), whatever the backend answered.
-	Admitted *Range `json:"admitted,omitempty"`
+	// receipt), whatever the backend answered. It is a fixed range or
+	// "model", the limiter model's bounds for the run (AdmittedExpectation).
+	Admitted *AdmittedExpectation `json:"admitted,omitempty"`
 	// Classes bounds the responses per class name (a Class, or "sent").
 	Classes map[string]Range `json:"classes,omitempty"`
 	// ReceiptsEqualAdmitted requires every admitted ID to have exactly one

@@ -26,7 +26,13 @@ func TestDecodeScenarioCountsAndKeys(t *testing.T) {
 		"min > max": {head + "\"expect\": {\n  \"admitted\": {\n    \"min\": 11,\n    \"max\": 5\n  }\n}}",
 			`line 4: expect.admitted: range {min: 11, max: 5}: min > max`},
 		"bad range form": {head + "\"expect\": {\n  \"admitted\": {\n    \"min\": 11\n  }\n}}",
-			`range must be N, "MIN..MAX" or {min, max}, not {"min":11}`},
+			`line 3: expect.admitted: want N, "MIN..MAX", {min, max} or "model", not {"min":11}`},
+		"bad admitted word": {head + "\"expect\": {\n  \"admitted\": \"modle\"}}",
+			`line 3: expect.admitted: want N, "MIN..MAX", {min, max} or "model", not "modle"`},
+		"admitted min > max text": {head + "\"expect\": {\n  \"admitted\": \"9..3\"}}",
+			`line 3: expect.admitted: range "9..3": min > max`},
+		"bad class range form": {head + "\"expect\": {\"classes\": {\"sent\": {\"min\": 1}}}}",
+			`range must be N, "MIN..MAX" or {min, max}, not {"min":1}`},
 	} {
 		_, err := DecodeScenario([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -61,7 +61,7 @@ func run(ctx context.Context, dir string) (string, error) {
 	scenario := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "library example", IntendedLimit: &five,
 		Expect: evidence.Expectation{
 			Label:                 "5 admitted",
-			Admitted:              &evidence.Range{Min: limit, Max: limit},
+			Admitted:              evidence.AdmittedIn(evidence.Exact(limit)),
 			Classes:               map[string]evidence.Range{evidence.ClassOther4xx.String(): evidence.Exact(ids - limit)},
 			ReceiptsEqualAdmitted: true,
 		}}

@@ -95,6 +95,9 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 	switch t {
 	case typeOf[evidence.Range]():
 		return g.rangeDef(t, mode), "Range"
+	case typeOf[evidence.AdmittedExpectation]():
+		return &jsonschema.Schema{Description: g.comment(t, ""),
+			OneOf: []*jsonschema.Schema{{Ref: "#/$defs/Range"}, {Type: "string", Const: evidence.AdmittedModel}}}, "AdmittedExpectation"
 	case typeOf[runner.Duration]():
 		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, "") +
 			"\n\nThe syntax of time.ParseDuration: a sequence of decimal numbers with units ns, us (or µs), ms, s, m, h, e.g. \"300ms\", \"1h30m\"; \"0\" is zero.",
@@ -165,7 +168,8 @@ func (g *gen) modelSpecDef(t reflect.Type) *jsonschema.Schema {
 // specialNeeds lists, per special type, the struct types its definition
 // refers to (they are reflected into the same file).
 var specialNeeds = map[reflect.Type][]reflect.Type{
-	typeOf[evidence.PeakExpectations](): {typeOf[evidence.PeakExpectation]()},
+	typeOf[evidence.PeakExpectations]():    {typeOf[evidence.PeakExpectation]()},
+	typeOf[evidence.AdmittedExpectation](): {typeOf[evidence.Range]()},
 }
 
 // rangeDef is evidence.Range's definition in a file of the given mode.
