@@ -19,7 +19,8 @@ type Options struct {
 	// Admitted, when set, is the expected admitted range of every scenario,
 	// overriding scenario.json (for evidence recorded by hand).
 	Admitted *evidence.Range
-	// IntendedLimit, when set, overrides scenario.json's intended_limit.
+	// IntendedLimit, when set, overrides scenario.json's intended_limit with
+	// a limit of that many admissions per run.
 	IntendedLimit *int
 	// Checkers replaces the checker table (DefaultCheckers) when not nil.
 	Checkers []Checker
@@ -156,7 +157,7 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) ScenarioReport {
 		}
 	}
 	if opts.IntendedLimit != nil {
-		in.Scenario.IntendedLimit = opts.IntendedLimit
+		in.Scenario.IntendedLimit = evidence.IntendedPerRun(*opts.IntendedLimit)
 	}
 	sr.Repeat = in.Scenario.Repeat
 	sr.Expectation = in.Scenario.Expect.Label
@@ -328,10 +329,6 @@ func observe(in *Input) *latencyAccs {
 		sr.Targets = append(sr.Targets, TargetReport{Target: reqs.Targets[t], Classes: perTarget[t], Receipts: targetReceipts[t]})
 	}
 
-	if il := in.Scenario.IntendedLimit; il != nil {
-		lo, hi := sr.Totals.Passed, sr.Totals.PassedMax(sr.Receipts.IndeterminateWithReceipt)
-		sr.OverAdmission = &OverAdmission{Intended: *il, AdmittedMin: lo, AdmittedMax: hi, Min: lo - *il, Max: hi - *il}
-	}
 	sr.Bound = configuredBound(in.Scenario.Limits, start, end)
 	sr.Stats = proxyStats(in)
 	sr.FaultWindows = faultWindows(ev, in.received)
@@ -342,6 +339,7 @@ func observe(in *Input) *latencyAccs {
 		sr.ProducerCounts = j.Producers
 	}
 	judgeLimiters(in)
+	sr.OverAdmission = overAdmissionOf(in) // after the shards' clocks are known
 	sr.RLS = rlsCheck(ev, in.limiters.shadowRule)
 	in.labRLS = sr.RLS
 	if ev.RLSLog || ev.RLSParsedLog {
@@ -805,22 +803,6 @@ func checkRLSErrorsInFaultWindows(in *Input) (r Result) {
 		}
 	}
 	r.add("RLS 500s outside fault windows (unexplained)", passIf(outside <= 0), "0", strconv.Itoa(max(outside, 0)))
-	return r
-}
-
-// checkIntendedLimit: without an explicit admitted expectation, an intended
-// limit is the expectation: the limit must hold.
-func checkIntendedLimit(in *Input) (r Result) {
-	if in.Scenario.Expect.Admitted != nil || in.Scenario.IntendedLimit == nil {
-		return r
-	}
-	il, t := *in.Scenario.IntendedLimit, in.Report.Totals
-	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
-	st := passIf(hi <= il)
-	if lo <= il && hi > il {
-		st = CheckUnknown
-	}
-	r.add("admitted within intended limit", st, fmt.Sprintf("<= %d", il), strconv.Itoa(lo))
 	return r
 }
 

@@ -28,7 +28,7 @@ const t0 = int64(1796029200_000000000) // an hour boundary
 func newEv(t *testing.T) *ev {
 	five := 5
 	return &ev{t: t, dir: t.TempDir(),
-		scenario: evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "two local buckets", IntendedLimit: &five,
+		scenario: evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "two local buckets", IntendedLimit: evidence.IntendedPerRun(five),
 			Expect: evidence.Expectation{Label: "local buckets: 10 admitted", Admitted: evidence.AdmittedIn(evidence.Range{Min: 10, Max: 10}), ReceiptsEqualAdmitted: true}},
 		attack: map[string]any{"complete": true}}
 }

@@ -116,7 +116,7 @@ func bare(t *testing.T) *ev {
 func TestIssue9RejectEverythingFails(t *testing.T) {
 	e := bare(t)
 	five := 5
-	e.scenario.IntendedLimit = &five
+	e.scenario.IntendedLimit = evidence.IntendedPerRun(five)
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitTokenBucket, Buckets: 2, MaxTokens: 5, TokensPerFill: 5, FillInterval: int64(time.Hour), StartNs: t0 - int64(time.Second)}}
 	e.reqs(10, "proxy-a", 0, local429)
 	e.reqs(10, "proxy-b", 0, local429)

@@ -282,8 +282,9 @@ type Scenario struct {
 	// Proxies names the proxies whose stats snapshots are expected under stats/.
 	Proxies []string `json:"proxies,omitempty"`
 	// IntendedLimit is the admissions the operator meant for the whole backend
-	// (e.g. a global 5); over-admission is measured against it.
-	IntendedLimit *int `json:"intended_limit,omitempty"`
+	// (e.g. a global 5), per run or per window of a given length (5 per
+	// minute: IntendedLimit); over-admission is measured against it.
+	IntendedLimit *IntendedLimit `json:"intended_limit,omitempty"`
 	// Expect is what the scenario must show to PASS.
 	Expect Expectation `json:"expect"`
 	// Limits describes the configured limiters, for the whole-run bound the

@@ -58,6 +58,8 @@ func FuzzDecodeScenario(f *testing.F) {
 	f.Add([]byte("{\"name\":\"x\",\n\"intended_limit\":5,\"intended_limit\":50,\"expect\":{}}"))
 	f.Add([]byte(`{"name":"x","expect":{"admitted":{"min":11,"max":5}}}`))
 	f.Add([]byte(`{"name":"x","expect":{"classes":{"local429":0}}}`))
+	f.Add([]byte("{\"name\":\"x\",\n\"intended_limit\":{\"requests\":5,\"per\":\"1m\"},\"expect\":{\"admitted\":\"model\"}}"))
+	f.Add([]byte("{\"name\":\"x\",\n\"intended_limit\":\"5/0s\",\"expect\":{\"admitted\":\"modle\"}}"))
 	f.Add([]byte(`{"name":"x","expect":{"admitted":{"min":-5,"max":-1}},"limiters":[{"name":"a"},{"name":"a"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeScenario(b)
