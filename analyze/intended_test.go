@@ -113,6 +113,11 @@ func TestIntendedLimitPerWindowOverAdmission(t *testing.T) {
 	if got := overString(o); got != "over-admission 2 vs 5 in the worst 1m window" {
 		t.Errorf("table cell %q", got)
 	}
+	var prom strings.Builder
+	must(t, WritePrometheus(&prom, &Report{Status: Fail, Scenarios: []ScenarioReport{s}}))
+	if !strings.Contains(prom.String(), `rlbench_scenario_intended_limit_window_seconds{scenario="issue 9",repeat="0"} 60`) {
+		t.Errorf("prometheus:\n%s", prom.String())
+	}
 	// Over repeats, the range of the worst windows' over-admission, not
 	// the run totals (9 admitted) minus the limit per window.
 	e2 := windowedEv(t, perMinute(5))
