@@ -20,7 +20,8 @@ type Options struct {
 	// Admitted, when set, is the expected admitted range of every scenario,
 	// overriding scenario.json (for evidence recorded by hand).
 	Admitted *evidence.Range
-	// IntendedLimit, when set, overrides scenario.json's intended_limit.
+	// IntendedLimit, when set, overrides scenario.json's intended_limit with
+	// a limit of that many admissions per run.
 	IntendedLimit *int
 	// Checkers replaces the checker table (DefaultCheckers) when not nil.
 	Checkers []Checker
@@ -139,6 +140,9 @@ type Input struct {
 	seen *seenTimes
 	// forwards are the limiter times per attack target (limiterForwards).
 	forwards map[string]*limiterTimes
+	// noModel says why Report.Model is nil (no limiter declared, a limiter
+	// not checked, ...), for "admitted: model".
+	noModel string
 }
 
 // JudgeScenario judges one scenario's evidence. It never fails: unreadable
@@ -153,13 +157,13 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) ScenarioReport {
 		sr.Name = ev.Scenario.Name
 	}
 	if opts.Admitted != nil {
-		in.Scenario.Expect.Admitted = opts.Admitted
+		in.Scenario.Expect.Admitted = evidence.AdmittedIn(*opts.Admitted)
 		if in.Scenario.Expect.Label == "" {
 			in.Scenario.Expect.Label = "admitted " + opts.Admitted.String()
 		}
 	}
 	if opts.IntendedLimit != nil {
-		in.Scenario.IntendedLimit = opts.IntendedLimit
+		in.Scenario.IntendedLimit = evidence.IntendedPerRun(*opts.IntendedLimit)
 	}
 	sr.Repeat = in.Scenario.Repeat
 	sr.Expectation = in.Scenario.Expect.Label
@@ -338,10 +342,6 @@ func observe(in *Input) *latencyAccs {
 		sr.Targets = append(sr.Targets, TargetReport{Target: reqs.Targets[t], Classes: perTarget[t], Receipts: targetReceipts[t]})
 	}
 
-	if il := in.Scenario.IntendedLimit; il != nil {
-		lo, hi := sr.Totals.Passed, sr.Totals.PassedMax(sr.Receipts.IndeterminateWithReceipt)
-		sr.OverAdmission = &OverAdmission{Intended: *il, AdmittedMin: lo, AdmittedMax: hi, Min: lo - *il, Max: hi - *il}
-	}
 	sr.Bound = configuredBound(in.Scenario.Limits, start, end)
 	sr.Stats = proxyStats(in)
 	sr.FaultWindows = faultWindows(ev, in.received)
@@ -352,6 +352,7 @@ func observe(in *Input) *latencyAccs {
 		sr.ProducerCounts = j.Producers
 	}
 	judgeLimiters(in)
+	sr.OverAdmission = overAdmissionOf(in) // after the shards' clocks are known
 	sr.RLS = rlsCheck(ev, in.limiters.shadowRule)
 	in.labRLS = sr.RLS
 	if ev.RLSLog || ev.RLSParsedLog {
@@ -397,8 +398,10 @@ func judgeLimiters(in *Input) {
 		sr.Limiters = append(sr.Limiters, *r.report)
 	}
 	flowTables(in)
-	if b, ok := ls.endToEnd(&ev.Requests); ok {
+	if b, why := ls.endToEnd(&ev.Requests); why == "" {
 		sr.Model = &b
+	} else {
+		in.noModel = why
 	}
 	if ls.global || ls.failOpen > 0 {
 		sr.RLSFailures = ls.failures(in, in.received)
@@ -714,6 +717,12 @@ var DefaultCheckers = []Checker{
 	{"real rls", checkRealRLS},
 }
 
+// checkAdmitted: the requests that passed every limiter within the
+// expected range: a fixed one, or "model", the limiters' end-to-end model
+// bound for this run (ScenarioReport.Model; without one the check is
+// unknown: nothing to compare with is not a PASS). Requests without
+// response that may have passed make the count a range; when they decide
+// the check it is unknown.
 func checkAdmitted(in *Input) (r Result) {
 	ex, t := in.Scenario.Expect, in.Report.Totals
 	if ex.Admitted == nil {
@@ -728,17 +737,31 @@ func checkAdmitted(in *Input) (r Result) {
 		r.notChecked(v, got)
 		return r
 	}
+	want, wantText := ex.Admitted.Range, ex.Admitted.String()
+	if ex.Admitted.Model {
+		m := in.Report.Model
+		if m == nil {
+			why := in.noModel
+			if why == "" {
+				why = "no limiter model"
+			}
+			r.add("admitted", CheckUnknown, "model", got+"; admitted: model needs a limiter model ("+why+")")
+			return r
+		}
+		want = evidence.Range{Min: m.Min, Max: m.Max}
+		wantText = fmt.Sprintf("model %d..%d", m.Min, m.Max)
+	}
 	st := CheckFail
 	switch {
-	case ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi):
+	case want.Contains(lo) && want.Contains(hi):
 		st = CheckPass
-	case hi >= ex.Admitted.Min && lo <= ex.Admitted.Max:
+	case hi >= want.Min && lo <= want.Max:
 		st = CheckUnknown // some no-response requests decide it
 	}
-	if why := premiseMissed(in, *ex.Admitted, lo, hi); st == CheckFail && why != "" {
+	if why := premiseMissed(in, want, lo, hi); st == CheckFail && !ex.Admitted.Model && why != "" {
 		st, got = CheckUnknown, got+", "+why
 	}
-	r.add("admitted", st, ex.Admitted.String(), got)
+	r.add("admitted", st, wantText, got)
 	return r
 }
 
@@ -746,14 +769,14 @@ func checkAdmitted(in *Input) (r Result) {
 // admitted count's missed premise (premiseMissed), or "".
 func timingPremise(in *Input) string {
 	ex, t := in.Scenario.Expect, in.Report.Totals
-	if ex.Admitted == nil {
+	if ex.Admitted == nil || ex.Admitted.Model {
 		return ""
 	}
 	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
-	if ex.Admitted.Contains(lo) && ex.Admitted.Contains(hi) {
+	if ex.Admitted.Range.Contains(lo) && ex.Admitted.Range.Contains(hi) {
 		return ""
 	}
-	if why := premiseMissed(in, *ex.Admitted, lo, hi); why != "" {
+	if why := premiseMissed(in, ex.Admitted.Range, lo, hi); why != "" {
 		return fmt.Sprintf("follows from the admitted count %d, %s", lo, why)
 	}
 	return ""
@@ -874,28 +897,6 @@ func checkRLSErrorsInFaultWindows(in *Input) (r Result) {
 		}
 	}
 	r.add("RLS 500s outside fault windows (unexplained)", passIf(outside <= 0), "0", strconv.Itoa(max(outside, 0)))
-	return r
-}
-
-// checkIntendedLimit: without an explicit admitted expectation (or with one
-// that cannot fail), an intended limit is the expectation: the limit must
-// hold. An intended limit of at least the requests sent cannot fail: it is
-// not checked.
-func checkIntendedLimit(in *Input) (r Result) {
-	if !intendedJudged(in) {
-		return r
-	}
-	il, t := *in.Scenario.IntendedLimit, in.Report.Totals
-	lo, hi := t.Passed, t.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)
-	if v := intendedVacuous(in); v != nil {
-		r.notChecked(v, strconv.Itoa(lo))
-		return r
-	}
-	st := passIf(hi <= il)
-	if lo <= il && hi > il {
-		st = CheckUnknown
-	}
-	r.add("admitted within intended limit", st, fmt.Sprintf("<= %d", il), strconv.Itoa(lo))
 	return r
 }
 

@@ -28,8 +28,8 @@ const t0 = int64(1796029200_000000000) // an hour boundary
 func newEv(t *testing.T) *ev {
 	five := 5
 	return &ev{t: t, dir: t.TempDir(),
-		scenario: evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "two local buckets", IntendedLimit: &five,
-			Expect: evidence.Expectation{Label: "local buckets: 10 admitted", Admitted: &evidence.Range{Min: 10, Max: 10}, ReceiptsEqualAdmitted: true}},
+		scenario: evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "two local buckets", IntendedLimit: evidence.IntendedPerRun(five),
+			Expect: evidence.Expectation{Label: "local buckets: 10 admitted", Admitted: evidence.AdmittedIn(evidence.Range{Min: 10, Max: 10}), ReceiptsEqualAdmitted: true}},
 		attack: map[string]any{"complete": true}}
 }
 
@@ -222,7 +222,7 @@ func TestMissingAndInterruptedEvidenceIsNeverPass(t *testing.T) {
 
 func TestWrongExpectationFails(t *testing.T) {
 	e := newEv(t).demo()
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 5, Max: 5}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 5, Max: 5})
 	s := run(t, e.write()).Scenarios[0]
 	if s.Status != Fail || !strings.Contains(strings.Join(s.Reasons, " "), "admitted: want 5, got 10") {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
@@ -234,7 +234,7 @@ func TestNoResponseMakesRanges(t *testing.T) {
 	// Two rejected requests never got an answer: they may have been admitted.
 	e.requests[10].Code, e.requests[10].Body, e.requests[10].Error = 0, "", "context deadline exceeded"
 	e.requests[11].Code, e.requests[11].Body, e.requests[11].Error = 0, "", "EOF"
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 10, Max: 11}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 10, Max: 11})
 	s := run(t, e.write()).Scenarios[0]
 	if s.OverAdmission.Min != 5 || s.OverAdmission.Max != 7 {
 		t.Fatalf("over-admission %+v", s.OverAdmission)

@@ -85,7 +85,7 @@ func TestNothingCheckedIsNotPass(t *testing.T) {
 func TestJudgeReadsNoFiles(t *testing.T) {
 	five := 10
 	s := &evidence.ScenarioEvidence{Dir: "mem", Path: "/nonexistent/mem", HasScenario: true, HasRequests: true,
-		Scenario: evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "in memory", Expect: evidence.Expectation{Admitted: &evidence.Range{Min: 1, Max: 1}}, IntendedLimit: &five},
+		Scenario: evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "in memory", Expect: evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 1, Max: 1})}, IntendedLimit: evidence.IntendedPerRun(five)},
 		Attack:   evidence.NewAttack(&evidence.AttackSummary{Sent: 2, Recorded: 2, Complete: true})}
 	s.Requests.Add(&evidence.Request{ID: "a", Target: "p", Code: 200, SentNs: 10, LatencyNs: 5})
 	s.Requests.Add(&evidence.Request{ID: "b", Target: "p", Code: 429, Body: "local_rate_limited", SentNs: 11, LatencyNs: 5})

@@ -1,11 +1,15 @@
 package analyze
 
-import "github.com/rlbench/rlbench/evidence"
+import (
+	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/evidence"
+)
 
 // groups aggregates the repeats of each scenario name, in first-seen order:
 // the observed admitted range over the repeats (no-response requests count
 // as possibly admitted), the over-admission range against the intended
-// limit, and the largest configured bound.
+// limit (for a limit per window, the range of the repeats' worst-window
+// over-admissions), and the largest configured bound.
 func groups(srs []ScenarioReport) []Group {
 	out := []Group{}
 	idx := map[string]int{}
@@ -34,8 +38,16 @@ func groups(srs []ScenarioReport) []Group {
 			g.Admitted.Min = min(g.Admitted.Min, lo)
 			g.Admitted.Max = max(g.Admitted.Max, hi)
 		}
-		if s.OverAdmission != nil {
-			oa := evidence.Range{Min: g.Admitted.Min - s.OverAdmission.Intended, Max: g.Admitted.Max - s.OverAdmission.Intended}
+		switch o := s.OverAdmission; {
+		case o != nil && o.PerNs > 0: // per window: the worst window's, over the repeats
+			if g.OverAdmission == nil {
+				g.OverAdmission = &evidence.Range{Min: o.Min, Max: o.Max}
+			} else {
+				g.OverAdmission.Min, g.OverAdmission.Max = min(g.OverAdmission.Min, o.Min), max(g.OverAdmission.Max, o.Max)
+			}
+			g.IntendedLimit = &evidence.IntendedLimit{Requests: o.Intended, Per: model.Duration(o.PerNs)}
+		case o != nil:
+			oa := evidence.Range{Min: g.Admitted.Min - o.Intended, Max: g.Admitted.Max - o.Intended}
 			g.OverAdmission = &oa
 		}
 		if s.Bound != nil && (g.Bound == nil || s.Bound.Allowed > *g.Bound) {

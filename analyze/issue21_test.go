@@ -118,7 +118,7 @@ func TestIssue21SkewedShardJoins(t *testing.T) {
 	for _, skew := range []int64{-300 * ms, 300 * ms} {
 		e := bare(t)
 		e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, tenantAction)}
-		e.scenario.Expect.Admitted = &evidence.Range{Min: 4, Max: 4}
+		e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 4, Max: 4})
 		// true send times 1..4 ms; odd requests from host b
 		for k, at := range []int64{1, 2, 3, 4} {
 			shard := k % 2

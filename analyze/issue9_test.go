@@ -116,7 +116,7 @@ func bare(t *testing.T) *ev {
 func TestIssue9RejectEverythingFails(t *testing.T) {
 	e := bare(t)
 	five := 5
-	e.scenario.IntendedLimit = &five
+	e.scenario.IntendedLimit = evidence.IntendedPerRun(five)
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitTokenBucket, Buckets: 2, MaxTokens: 5, TokensPerFill: 5, FillInterval: int64(time.Hour), StartNs: t0 - int64(time.Second)}}
 	e.reqs(10, "proxy-a", 0, local429)
 	e.reqs(10, "proxy-b", 0, local429)
@@ -194,7 +194,7 @@ func TestIssue9ExecMarkerSuspendsNothing(t *testing.T) {
 // limiter is what counts: 20 passed, 15 over the bucket.
 func TestIssue9SelfLimitingBackendFails(t *testing.T) {
 	e := bare(t)
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 5, Max: 5}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 5, Max: 5})
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitTokenBucket, Buckets: 1, MaxTokens: 5, TokensPerFill: 5, FillInterval: int64(time.Hour), StartNs: t0 - int64(time.Second)}}
 	e.reqs(20, "proxy-a", time.Millisecond, firstN(5, func(int) (int, string, map[string]string) {
 		return 429, `{"id":"x","error":"slow down"}`, map[string]string{"x-envoy-upstream-service-time": "1"}
@@ -211,7 +211,7 @@ func TestIssue9SelfLimitingBackendFails(t *testing.T) {
 // release: FAIL, wrongly). The limiter admitted 5.
 func TestIssue9BackendErrorsPassedTheLimiter(t *testing.T) {
 	e := bare(t)
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 5, Max: 5}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 5, Max: 5})
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitTokenBucket, Buckets: 1, MaxTokens: 5, TokensPerFill: 5, FillInterval: int64(time.Hour), StartNs: t0 - int64(time.Second)}}
 	e.reqs(8, "proxy-a", time.Millisecond, func(i int) (int, string, map[string]string) {
 		switch {
@@ -247,7 +247,7 @@ func writeGlobalStats(t *testing.T, dir, proxy string, ok, over, errs, allowed u
 // bound without a finding (previous release: PASS). No fault explains them.
 func TestIssue9LeakWithoutFaultFails(t *testing.T) {
 	e := bare(t)
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 20, Max: 20}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 20, Max: 20})
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitFixedWindow, Limit: 5, Unit: "HOUR"}}
 	e.reqs(10, "proxy-a", time.Millisecond, ok200)
 	e.reqs(10, "proxy-b", time.Millisecond, ok200)
@@ -322,7 +322,7 @@ func TestIssue9NoMatchDecisionsFail(t *testing.T) {
 // release: FAIL). not_limited passes exactly when no limit engaged.
 func TestIssue9NotLimitedPasses(t *testing.T) {
 	e := bare(t)
-	e.scenario.Expect = evidence.Expectation{Label: "no x-user header: not limited", Admitted: &evidence.Range{Min: 20, Max: 20}, NotLimited: true, ReceiptsEqualAdmitted: true}
+	e.scenario.Expect = evidence.Expectation{Label: "no x-user header: not limited", Admitted: evidence.AdmittedIn(evidence.Range{Min: 20, Max: 20}), NotLimited: true, ReceiptsEqualAdmitted: true}
 	e.scenario.RLSDecisions = true
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitFixedWindow, Limit: 5, Unit: "HOUR"}}
 	cfg := "domain: inventory\ndescriptors:\n  - key: tenant\n    value: lab\n    descriptors:\n      - key: user\n        rate_limit: {unit: hour, requests_per_unit: 5}\n"
@@ -341,7 +341,7 @@ func TestIssue9NotLimitedPasses(t *testing.T) {
 	e.scenario.RequestHeaders = map[string]map[string]string{"attack": {"x-user": "u1"}}
 	e.requests, e.receipts = nil, nil
 	e.reqs(20, "proxy-a", time.Millisecond, firstN(5, global429))
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 5, Max: 5}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 5, Max: 5})
 	s = run(t, e.write()).Scenarios[0]
 	wantVerdict(t, s, Fail, "not limited: no limiter rejection: want 0, got 15", "not limited: no limit engaged")
 }
@@ -352,7 +352,7 @@ func TestIssue9NotLimitedPasses(t *testing.T) {
 // would-have-rejected, checked against expect.shadow.
 func TestIssue9ShadowModeRuleCountsShadow(t *testing.T) {
 	e := bare(t)
-	e.scenario.Expect = evidence.Expectation{Label: "shadow: 20 admitted, 15 would have been rejected", Admitted: &evidence.Range{Min: 20, Max: 20},
+	e.scenario.Expect = evidence.Expectation{Label: "shadow: 20 admitted, 15 would have been rejected", Admitted: evidence.AdmittedIn(evidence.Range{Min: 20, Max: 20}),
 		Shadow: &evidence.Range{Min: 15, Max: 15}, ReceiptsEqualAdmitted: true}
 	e.scenario.RLSDecisions = true
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitFixedWindow, Limit: 5, Unit: "HOUR"}}
@@ -383,7 +383,7 @@ func TestIssue9ShadowModeRuleCountsShadow(t *testing.T) {
 // inconsistent and the bound as broken (previous release: FAIL).
 func TestIssue9UnenforcedLocalFilterCountsShadow(t *testing.T) {
 	e := bare(t)
-	e.scenario.Expect = evidence.Expectation{Label: "shadow", Admitted: &evidence.Range{Min: 10, Max: 10}, Shadow: &evidence.Range{Min: 5, Max: 5},
+	e.scenario.Expect = evidence.Expectation{Label: "shadow", Admitted: evidence.AdmittedIn(evidence.Range{Min: 10, Max: 10}), Shadow: &evidence.Range{Min: 5, Max: 5},
 		ReceiptsEqualAdmitted: true, StatsAgree: yes}
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitTokenBucket, Buckets: 1, MaxTokens: 5, TokensPerFill: 5, FillInterval: int64(time.Hour), StartNs: t0 - int64(time.Second)}}
 	l := localLimiter("local", 5, 5, time.Hour, t0-int64(time.Second))
@@ -414,7 +414,7 @@ func TestIssue9UnenforcedLocalFilterCountsShadow(t *testing.T) {
 // without it the change fails.
 func TestIssue9ConfigReloadMidWindow(t *testing.T) {
 	e := realEv(t)
-	e.scenario.Expect = evidence.Expectation{Label: "reload to 10", Admitted: &evidence.Range{Min: 8, Max: 8}}
+	e.scenario.Expect = evidence.Expectation{Label: "reload to 10", Admitted: evidence.AdmittedIn(evidence.Range{Min: 8, Max: 8})}
 	e.scenario.IntendedLimit = nil
 	e.scenario.Limits = nil
 	var ds []evidence.Decision
@@ -451,7 +451,7 @@ func TestIssue9ConfigReloadMidWindow(t *testing.T) {
 // (previous release: FAIL). The RLS log's hung lookups explain the gap.
 func TestIssue9StatIdentityCountsJSONEndpoint(t *testing.T) {
 	e := realEv(t)
-	e.scenario.Expect = evidence.Expectation{Label: "5 admitted", Admitted: &evidence.Range{Min: 5, Max: 5}}
+	e.scenario.Expect = evidence.Expectation{Label: "5 admitted", Admitted: evidence.AdmittedIn(evidence.Range{Min: 5, Max: 5})}
 	e.scenario.Limits = nil
 	e.scenario.IntendedLimit = nil
 	for i := 0; i < 5; i++ {
@@ -489,7 +489,7 @@ func TestIssue9StatIdentityCountsJSONEndpoint(t *testing.T) {
 func TestIssue9NothingCheckedIsNotRun(t *testing.T) {
 	cases := map[string]func(e *ev) string{
 		"no requests": func(e *ev) string {
-			e.scenario.Expect.Admitted = &evidence.Range{Min: 0, Max: 0}
+			e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 0, Max: 0})
 			e.attack["sent"] = 0
 			return e.write()
 		},
@@ -591,7 +591,7 @@ func TestIssue9ClassificationRules(t *testing.T) {
 	e.scenario.Classify = []evidence.ClassRule{{Status: evidence.Range{Min: 503, Max: 503}, Body: "<center>nginx</center>", Class: "local_429"}}
 	spec := model.Spec{Kind: model.KindNginxLimitReq, Rate: "1r/s", Burst: 2, NoDelay: true}
 	e.scenario.Limiters = []evidence.Limiter{{Name: "nginx", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec}}
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 3, Max: 3}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 3, Max: 3})
 	e.reqs(10, "nginx", 0, firstN(3, func(int) (int, string, map[string]string) {
 		return 503, "<html>\r\n<head><title>503 Service Temporarily Unavailable</title></head>\r\n<body>\r\n<center><h1>503 Service Temporarily Unavailable</h1></center>\r\n<hr><center>nginx</center>", nil
 	}))

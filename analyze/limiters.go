@@ -1267,11 +1267,14 @@ func (ls *limiterSet) joinedOK(i int) bool {
 
 // endToEnd is the scenario's end-to-end model bound: for each target, the
 // last limiter on its path bounds what passed; the totals of those
-// limiters add up when each is last for all of its targets. ok is false
-// when no limiter was checked or the limiters do not partition the targets.
-func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (ModelBound, bool) {
+// limiters add up when each is last for all of its targets. why is "" with
+// a bound, else it says why there is none: no limiter declared, a target
+// no limiter applies to, limiters that do not partition the targets, or a
+// last limiter that was not checked (or whose RLS requests matched no rule
+// or several rules: its total does not count requests).
+func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why string) {
 	if ls == nil || len(ls.runs) == 0 {
-		return ModelBound{}, false
+		return ModelBound{}, "no limiter declared"
 	}
 	last := make([]int, len(reqs.Targets))
 	for t := range reqs.Targets {
@@ -1286,21 +1289,28 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (ModelBound, bool) {
 	used := map[int]bool{}
 	for t, k := range last {
 		if k < 0 {
-			return ModelBound{}, false
+			return ModelBound{}, fmt.Sprintf("no declared limiter applies to target %s", reqs.Targets[t])
 		}
 		r := ls.runs[k]
 		for t2, ok := range r.applies {
 			if ok && last[t2] != k {
-				return ModelBound{}, false
+				return ModelBound{}, fmt.Sprintf("limiter %s is last on target %s but not on %s: the limiters do not partition the targets",
+					r.report.Name, reqs.Targets[t], reqs.Targets[t2])
 			}
 		}
-		_ = t
 		if used[k] {
 			continue
 		}
 		used[k] = true
-		if r.report.Status != LimiterChecked || r.unruled > 0 || r.multi > 0 {
-			return ModelBound{}, false
+		switch {
+		case r.report.Status == LimiterSuspended:
+			return ModelBound{}, fmt.Sprintf("limiter %s: every request lies in a fault window", r.report.Name)
+		case r.report.Status != LimiterChecked:
+			return ModelBound{}, fmt.Sprintf("limiter %s not checked: %s", r.report.Name, r.report.Detail)
+		case r.unruled > 0:
+			return ModelBound{}, fmt.Sprintf("limiter %s: %d requests matched no RLS rule", r.report.Name, r.unruled)
+		case r.multi > 0:
+			return ModelBound{}, fmt.Sprintf("limiter %s: %d requests hit several RLS rules", r.report.Name, r.multi)
 		}
 		tb := r.report.Total
 		out.Offered += tb.Offered
@@ -1309,7 +1319,10 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (ModelBound, bool) {
 		out.Admitted += tb.Admitted
 		out.Possible += tb.Possible
 	}
-	return out, len(used) > 0
+	if len(used) == 0 {
+		return ModelBound{}, "no target"
+	}
+	return out, ""
 }
 
 // fmtNs renders a duration of ns for check texts.

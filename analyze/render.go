@@ -77,7 +77,16 @@ func overString(o *OverAdmission) string {
 	if o == nil {
 		return "-"
 	}
-	return admissionVsLimit(o.Min, o.Max, o.Intended)
+	return admissionVsLimit(o.Min, o.Max, o.Intended) + worstWindow(o.PerNs)
+}
+
+// worstWindow is " in the worst 1m window" for a limit per window of per
+// ns, "" for a limit per run.
+func worstWindow(per int64) string {
+	if per <= 0 {
+		return ""
+	}
+	return " in the worst " + evidence.ShortDuration(time.Duration(per)) + " window"
 }
 
 // admissionVsLimit names admitted − intended (lo..hi) for people:
@@ -179,7 +188,10 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if g.Admitted != nil {
 			adm = fmt.Sprintf("%d..%d", g.Admitted.Min, g.Admitted.Max)
 		}
-		if g.OverAdmission != nil && g.Admitted != nil {
+		switch {
+		case g.OverAdmission != nil && g.IntendedLimit != nil:
+			over = admissionVsLimit(g.OverAdmission.Min, g.OverAdmission.Max, g.IntendedLimit.Requests) + worstWindow(int64(g.IntendedLimit.Per))
+		case g.OverAdmission != nil && g.Admitted != nil:
 			over = admissionVsLimit(g.OverAdmission.Min, g.OverAdmission.Max, g.Admitted.Min-g.OverAdmission.Min)
 		}
 		if g.Bound != nil {

@@ -25,6 +25,7 @@ const (
 	MetricReceipts        = "rlbench_scenario_receipts"
 	MetricIntendedLimit   = "rlbench_scenario_intended_limit"
 	MetricOverAdmission   = "rlbench_scenario_over_admission"
+	MetricIntendedWindow  = "rlbench_scenario_intended_limit_window_seconds"
 	MetricBound           = "rlbench_scenario_bound"
 	MetricDuration        = "rlbench_scenario_duration_seconds"
 	MetricReconciliation  = "rlbench_scenario_reconciliation"
@@ -41,6 +42,8 @@ const (
 //   - rlbench_scenario_responses{class}: responses per class;
 //   - rlbench_scenario_intended_limit and rlbench_scenario_over_admission{bound="min"|"max"}
 //     (admitted − intended, negative for under-admission), when the scenario has an intended limit;
+//   - rlbench_scenario_intended_limit_window_seconds: the intended limit's window, when it has one
+//     (evidence.IntendedLimit.Per): the limit is then per window and the over-admission the worst window's;
 //   - rlbench_scenario_bound: the configured bound, when limits are described;
 //   - rlbench_scenario_duration_seconds: first send to last response;
 //   - rlbench_scenario_reconciliation{kind}: lost, leaked, duplicate,
@@ -98,6 +101,10 @@ func WritePrometheus(w io.Writer, rep *Report) error {
 			gauge(MetricIntendedLimit, "The admissions meant for the whole backend.", float64(o.Intended), sc...)
 			gauge(MetricOverAdmission, "Admitted minus the intended limit (negative: under-admission); min and max differ by the requests without a response.", float64(o.Min), with("bound", "min")...)
 			gauge(MetricOverAdmission, "Admitted minus the intended limit (negative: under-admission); min and max differ by the requests without a response.", float64(o.Max), with("bound", "max")...)
+			if o.PerNs > 0 {
+				gauge(MetricIntendedWindow, "The intended limit's window, seconds: the limit and the over-admission are then per window, the worst window's.",
+					time.Duration(o.PerNs).Seconds(), sc...)
+			}
 		}
 		if s.Bound != nil {
 			gauge(MetricBound, "The most admissions the configured limiters allow over the attack's duration.", float64(s.Bound.Allowed), sc...)

@@ -98,8 +98,13 @@ type Group struct {
 	// Admitted is the observed admitted range over the repeats (min..max), counting
 	// no-response requests as possibly admitted. Nil when no repeat ran.
 	Admitted *evidence.Range `json:"admitted"`
-	// OverAdmission is Admitted minus the intended limit, nil without an intended limit.
+	// OverAdmission is Admitted minus the intended limit, nil without an
+	// intended limit; for a limit per window (IntendedLimit), the range of
+	// the repeats' worst-window over-admission (ScenarioReport.OverAdmission).
 	OverAdmission *evidence.Range `json:"over_admission"`
+	// IntendedLimit is the intended limit per window when it has one;
+	// absent for a limit per run.
+	IntendedLimit *evidence.IntendedLimit `json:"intended_limit,omitempty"`
 	// Bound is the largest admitted count the configuration allows over any repeat's duration.
 	Bound *int `json:"bound"`
 }
@@ -353,12 +358,41 @@ type ProxyStats struct {
 
 // OverAdmission is admitted minus the intended limit. It is a range when
 // requests without a response exist: each may have been admitted.
+//
+// For a limit per window (evidence.IntendedLimit.Per, PerNs here) the
+// admissions are counted per fixed window aligned to the unix epoch, and
+// the fields describe the fullest window: AdmittedMin is the least it can
+// hold over every way the admissions whose time is uncertain (sent before
+// a window edge, answered after it) can fall, AdmittedMax the most any
+// window may hold (those and the requests without response that may have
+// been admitted counted in every window they touch), Min and Max those
+// minus Intended. Worst is the window that may hold the most, Over the
+// windows that may hold more than Intended (at most SampleIDs of them;
+// OverWindows counts them all).
 type OverAdmission struct {
+	// Intended is the intended limit's count: per run, or per window of PerNs.
 	Intended    int `json:"intended"`
 	AdmittedMin int `json:"admitted_min"`
 	AdmittedMax int `json:"admitted_max"`
 	Min         int `json:"min"`
 	Max         int `json:"max"`
+	// PerNs is the window's length, ns; 0 (absent) for a limit per run,
+	// and then the fields below are absent too.
+	PerNs int64 `json:"per_ns,omitempty"`
+	// Windows counts the windows that may hold an admission.
+	Windows int `json:"windows,omitempty"`
+	// Straddling counts the admissions whose interval (send to response or
+	// receipt) crosses a window edge; Unanswered the requests without
+	// response (nor receipt) that may have been admitted.
+	Straddling int `json:"straddling,omitempty"`
+	Unanswered int `json:"unanswered,omitempty"`
+	// Worst is the window that may hold the most admissions (the first of
+	// them, the more sure ones first); nil without admissions.
+	Worst *IntendedWindow `json:"worst,omitempty"`
+	// Over are the windows that may hold more than Intended, in time
+	// order; OverWindows their number.
+	Over        []IntendedWindow `json:"over,omitempty"`
+	OverWindows int              `json:"over_windows,omitempty"`
 }
 
 // Bound is the most admissions the configured limiters allow over the

@@ -21,7 +21,7 @@ var tenantLab = []evidence.DescriptorEntry{{Key: "tenant", Value: "lab"}}
 func realEv(t *testing.T) *ev {
 	e := newEv(t)
 	five := 5
-	e.scenario = evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "real", IntendedLimit: &five,
+	e.scenario = evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "real", IntendedLimit: evidence.IntendedPerRun(five),
 		Limits: []evidence.LimitSpec{{Kind: "fixed_window", Limit: 5, Unit: "HOUR", WindowStart: "aligned"}}}
 	must(t, mkdirAll(filepath.Join(e.dir, "rls")))
 	must(t, os.WriteFile(filepath.Join(e.dir, RealRLSLog), []byte(`{"@message":"Tracing disabled","@timestamp":"2026-11-30T09:00:00Z","level":"info"}`+"\n"), 0o644))
@@ -128,7 +128,7 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	e.requests = e.requests[:len(e.requests)-1]
 	e.receipts = nil
 	e.request("admitted", 22, 30, 200)
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 1, Max: 1}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 1, Max: 1})
 	e.write()
 	s = run(t, dir).Scenarios[0]
 	if s.RLS.Real.Zombies != 9 {

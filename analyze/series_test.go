@@ -14,7 +14,7 @@ import (
 // response; an RLS stop in the middle.
 func largeRun(n int, d time.Duration) *evidence.Bundle {
 	five := 5
-	sc := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "large", IntendedLimit: &five,
+	sc := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "large", IntendedLimit: evidence.IntendedPerRun(five),
 		Limits: []evidence.LimitSpec{{Kind: evidence.LimitTokenBucket, Buckets: 2, MaxTokens: 5, TokensPerFill: 5, FillInterval: int64(time.Second)}}}
 	reqs := make([]evidence.Request, n)
 	var recs []evidence.Receipt

@@ -148,7 +148,7 @@ func TestRLSLoggedWithSnapshotsInsideTheWindow(t *testing.T) {
 		e.requests[i].Body, e.requests[i].BytesIn = "", 0
 		e.requests[i].Headers = map[string]string{"x-envoy-ratelimited": "true"}
 	}
-	e.scenario.Expect = evidence.Expectation{Admitted: &evidence.Range{Min: 10, Max: 10}}
+	e.scenario.Expect = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 10, Max: 10})}
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: "fixed_window", Limit: 10, Unit: "HOUR"}}
 	e.scenario.RLSDecisions = true
 	dir := e.write()

@@ -23,7 +23,7 @@ import (
 // The same evidence from an RLS the operator runs stays a leak.
 func TestLabRLSTimeoutIsTheHarnesss(t *testing.T) {
 	e := bare(t)
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 20, Max: 20}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 20, Max: 20})
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitFixedWindow, Limit: 5, Unit: "HOUR"}}
 	e.reqs(10, "proxy-a", time.Millisecond, ok200)
 	e.reqs(10, "proxy-b", time.Millisecond, ok200)
@@ -62,7 +62,7 @@ func burstEvidence(t *testing.T, readOver time.Duration, admit func(i int) bool)
 	spec := model.Spec{Kind: model.KindEnvoyLocal, EnvoyVersion: "1.34", MaxTokens: 200, TokensPerFill: &tpf, FillInterval: model.Duration(50 * time.Millisecond)}
 	e.scenario.Limiters = []evidence.Limiter{{Name: "local", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec}}
 	e.scenario.HarnessParts = []string{"proxy-a", evidence.HarnessBackend}
-	e.scenario.Expect.Admitted = &evidence.Range{Min: 200, Max: 230}
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 200, Max: 230})
 	m, err := model.New(spec)
 	must(t, err)
 	sim := m.NewSimulator(1)

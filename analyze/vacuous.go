@@ -53,7 +53,7 @@ func admittedVacuous(in *Input) *vacuous {
 		return nil
 	}
 	can := sentRange(in)
-	if !want.Covers(can) {
+	if want.Model || !want.Range.Covers(can) {
 		return nil
 	}
 	return &vacuous{name: "admitted", want: want.String(), why: fmt.Sprintf("%d requests were sent, so it is %s", can.Max, can)}
@@ -81,10 +81,10 @@ func classVacuous(in *Input, class string, want evidence.Range) *vacuous {
 func intendedVacuous(in *Input) *vacuous {
 	il := in.Scenario.IntendedLimit
 	n := in.Evidence.Requests.Len()
-	if il == nil || *il < n {
+	if il == nil || il.Windowed() || il.Requests < n {
 		return nil
 	}
-	return &vacuous{name: "admitted within intended limit", want: fmt.Sprintf("<= %d", *il),
+	return &vacuous{name: "admitted within intended limit", want: fmt.Sprintf("<= %d", il.Requests),
 		why: fmt.Sprintf("%d requests were sent, so at most %d can be admitted", n, n)}
 }
 

@@ -20,24 +20,24 @@ func TestVacuousExpectationIsNothingChecked(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		expect evidence.Expectation
-		limit  *int
+		limit  *evidence.IntendedLimit
 		why    string
 	}{
-		{"admitted covers 0..sent", evidence.Expectation{Admitted: &evidence.Range{Min: 0, Max: 1000000000}},
+		{"admitted covers 0..sent", evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 1000000000})},
 			nil, "admitted 0..1000000000 cannot fail: 20 requests were sent, so it is 0..20"},
-		{"admitted exactly 0..sent", evidence.Expectation{Admitted: &evidence.Range{Min: 0, Max: 20}},
+		{"admitted exactly 0..sent", evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 20})},
 			nil, "admitted 0..20 cannot fail"},
 		{"a class covering 0..sent", evidence.Expectation{Classes: map[string]evidence.Range{"local_429": {Min: 0, Max: 20}}},
 			nil, "class local_429 0..20 cannot fail: 20 requests were sent, so it is 0..20"},
 		{"the sent class", evidence.Expectation{Classes: map[string]evidence.Range{"sent": evidence.Exact(20)}},
 			nil, "class sent 20 cannot fail: 20 requests were sent, whatever the limiter did"},
-		{"an intended limit of every request", evidence.Expectation{}, &twenty,
+		{"an intended limit of every request", evidence.Expectation{}, evidence.IntendedPerRun(twenty),
 			"admitted within intended limit <= 20 cannot fail: 20 requests were sent, so at most 20 can be admitted"},
 		{"amplification min 0", evidence.Expectation{Amplification: &evidence.FactorRange{Min: f(0)}},
 			nil, "upstream attempts per passed request >= 0 cannot fail"},
 		{"backend peak min 0", evidence.Expectation{BackendPeak: evidence.PeakExpectations{{Window: 10e6, Min: &zero}}},
 			nil, "backend peak per 10ms >= 0 cannot fail: no window holds fewer than 0 receipts"},
-		{"two of them", evidence.Expectation{Admitted: &evidence.Range{Min: 0, Max: 50},
+		{"two of them", evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 50}),
 			Classes: map[string]evidence.Range{"admitted": {Min: 0, Max: 20}}}, nil,
 			"admitted 0..50 cannot fail: 20 requests were sent, so it is 0..20; class admitted 0..20 cannot fail"},
 	} {
@@ -52,7 +52,7 @@ func TestVacuousExpectationIsNothingChecked(t *testing.T) {
 	}
 	// A range that leaves out one possible count can fail: it is judged.
 	e := newEv(t).demo()
-	e.scenario.Expect, e.scenario.IntendedLimit = evidence.Expectation{Admitted: &evidence.Range{Min: 0, Max: 19}}, nil
+	e.scenario.Expect, e.scenario.IntendedLimit = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 19})}, nil
 	if s := run(t, e.write()).Scenarios[0]; s.Status != Pass || check(t, s, "admitted").Status != CheckPass {
 		t.Fatalf("admitted 0..19 of 20: status %s, checks %+v, reasons %s", s.Status, s.Checks, reasons(s))
 	}
@@ -74,7 +74,7 @@ func TestVacuousExpectationIsNothingChecked(t *testing.T) {
 func TestVacuousCheckBesideRealChecks(t *testing.T) {
 	e := newEv(t).demo()
 	e.scenario.IntendedLimit = nil
-	e.scenario.Expect = evidence.Expectation{Label: "receipts match", Admitted: &evidence.Range{Min: 0, Max: 1000000000}, ReceiptsEqualAdmitted: true}
+	e.scenario.Expect = evidence.Expectation{Label: "receipts match", Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 1000000000}), ReceiptsEqualAdmitted: true}
 	dir := e.write()
 	rep := run(t, dir)
 	s := rep.Scenarios[0]
@@ -100,7 +100,7 @@ func TestVacuousCheckBesideRealChecks(t *testing.T) {
 	}
 	// The intended limit, judged when admitted cannot fail: 10 admitted of 5.
 	e = newEv(t).demo()
-	e.scenario.Expect = evidence.Expectation{Admitted: &evidence.Range{Min: 0, Max: 1000000000}}
+	e.scenario.Expect = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 1000000000})}
 	if s = run(t, e.write()).Scenarios[0]; s.Status != Fail || !strings.Contains(reasons(s), "admitted within intended limit: want <= 5, got 10") {
 		t.Fatalf("intended limit 5: status %s, reasons %s", s.Status, reasons(s))
 	}

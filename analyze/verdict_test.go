@@ -194,7 +194,7 @@ func TestLabRLSDecisionsMatchProxyCounters(t *testing.T) {
 		e.requests[i].Body, e.requests[i].BytesIn = "", 0
 		e.requests[i].Headers = map[string]string{"x-envoy-ratelimited": "true"}
 	}
-	e.scenario.Expect = evidence.Expectation{Admitted: &evidence.Range{Min: 10, Max: 10}}
+	e.scenario.Expect = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 10, Max: 10})}
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: "fixed_window", Limit: 10, Unit: "HOUR"}}
 	e.scenario.RLSDecisions = true
 	dir := e.write()
@@ -233,7 +233,7 @@ func TestRLSErrorsOutsideFaultWindowsFail(t *testing.T) {
 	for i := 10; i < 20; i++ {
 		e.requests[i].Code, e.requests[i].Body, e.requests[i].BytesIn = 500, "", 0
 	}
-	e.scenario.Expect = evidence.Expectation{Admitted: &evidence.Range{Min: 10, Max: 10}}
+	e.scenario.Expect = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 10, Max: 10})}
 	e.scenario.Faults = 2
 	dir := e.write()
 	window := func(shift int64) {

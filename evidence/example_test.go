@@ -22,7 +22,7 @@ func ExampleLoad() {
 
 	five := 5
 	must(evidence.WriteJSONFile(d.Scenario(), &evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "hand-made",
-		IntendedLimit: &five, Expect: evidence.Expectation{Admitted: &evidence.Range{Min: 1, Max: 1}}}))
+		IntendedLimit: evidence.IntendedPerRun(five), Expect: evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 1, Max: 1})}}))
 	id := "r-1"
 	must(evidence.WriteLines(d.Requests(), []evidence.Request{
 		{ID: "r-1", Target: "svc", URL: "http://127.0.0.1:1/", Method: "GET", SentNs: 1e18, LatencyNs: 1e6, Code: 200},

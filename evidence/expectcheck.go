@@ -15,7 +15,8 @@ func ExpectClassNames() []string { return append(ClassNames(), "sent", "passed")
 // IsExpectClass reports whether name is one of ExpectClassNames.
 func IsExpectClass(name string) bool { return slices.Contains(ExpectClassNames(), name) }
 
-// CheckCounts checks the expectation's count ranges: admitted, shadow,
+// CheckCounts checks the expectation's count ranges: admitted (unless it
+// is "model"), shadow,
 // classes (known names, ExpectClassNames) and limit_req_status must have
 // 0 <= min (min <= max holds after decoding). It returns the first bad
 // field's path ("expect.classes.local429") and the error, naming it.
@@ -24,8 +25,8 @@ func (e *Expectation) CheckCounts() (path string, err error) {
 	neg := func(p string, r Range) (string, error) {
 		return p, fmt.Errorf("%s %s: want 0 <= min <= max", p, r)
 	}
-	if r := e.Admitted; r != nil && r.Min < 0 {
-		return neg("expect.admitted", *r)
+	if a := e.Admitted; a != nil && !a.Model && a.Range.Min < 0 {
+		return neg("expect.admitted", a.Range)
 	}
 	if r := e.Shadow; r != nil && r.Min < 0 {
 		return neg("expect.shadow", *r)

@@ -288,8 +288,9 @@ type Scenario struct {
 	// Proxies names the proxies whose stats snapshots are expected under stats/.
 	Proxies []string `json:"proxies,omitempty"`
 	// IntendedLimit is the admissions the operator meant for the whole backend
-	// (e.g. a global 5); over-admission is measured against it.
-	IntendedLimit *int `json:"intended_limit,omitempty"`
+	// (e.g. a global 5), per run or per window of a given length (5 per
+	// minute: IntendedLimit); over-admission is measured against it.
+	IntendedLimit *IntendedLimit `json:"intended_limit,omitempty"`
 	// Expect is what the scenario must show to PASS.
 	Expect Expectation `json:"expect"`
 	// Limits describes the configured limiters, for the whole-run bound the
@@ -359,8 +360,9 @@ type Expectation struct {
 	Label string `json:"label,omitempty"`
 	// Admitted is the allowed range of requests the limiters admitted over
 	// all targets: those that passed every limiter (Class.Passed, or a
-	// receipt), whatever the backend answered.
-	Admitted *Range `json:"admitted,omitempty"`
+	// receipt), whatever the backend answered. It is a fixed range or
+	// "model", the limiter model's bounds for the run (AdmittedExpectation).
+	Admitted *AdmittedExpectation `json:"admitted,omitempty"`
 	// Classes bounds the responses per class name (a Class, or "sent").
 	Classes map[string]Range `json:"classes,omitempty"`
 	// ReceiptsEqualAdmitted requires every admitted ID to have a receipt

@@ -15,7 +15,8 @@ import (
 // validated (errors name "limiters[i].<field>" or "classify[i]"), as are
 // the expectation's class names and count ranges (Expectation.CheckCounts:
 // expect.classes.local429 is an error, not a FAIL), a range's min > max
-// is named by its path and line, and a duplicate key is an error (JSON
+// is named by its path and line, as is a value of a field that decodes
+// itself (FieldValueError: "admitted": "modle"), and a duplicate key is an error (JSON
 // decoders keep one of them silently). It does
 // not check the schema ID or the name (see Load).
 func DecodeScenario(b []byte) (Scenario, error) {
@@ -29,6 +30,12 @@ func DecodeScenario(b []byte) (Scenario, error) {
 	if err := dec.Decode(&s); err != nil {
 		if errors.Is(err, errRangeOrder) && keys.badRangeLine > 0 {
 			return Scenario{}, fmt.Errorf("line %d: %s: %w", keys.badRangeLine, keys.badRange, err)
+		}
+		if fe := (*FieldValueError)(nil); errors.As(err, &fe) {
+			if line := keys.lines[fe.Path]; line > 0 {
+				return Scenario{}, fmt.Errorf("line %d: %s: %w", line, fe.Path, fe.Err)
+			}
+			return Scenario{}, fmt.Errorf("%s: %w", fe.Path, fe.Err)
 		}
 		return Scenario{}, locate(b, err)
 	}
@@ -57,6 +64,20 @@ func DecodeScenario(b []byte) (Scenario, error) {
 	}
 	return s, nil
 }
+
+// FieldValueError is the error of a value that decodes itself and is
+// found at one field of scenario.json only (expect.admitted,
+// intended_limit): Path is that field's path, and DecodeScenario names
+// its line. Error is Err's message alone (a plan names the field itself).
+type FieldValueError struct {
+	Path string
+	Err  error
+}
+
+func (e *FieldValueError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *FieldValueError) Unwrap() error { return e.Err }
 
 var (
 	unknownFieldRE = regexp.MustCompile(`unknown field "([^"]+)"`)

@@ -26,7 +26,13 @@ func TestDecodeScenarioCountsAndKeys(t *testing.T) {
 		"min > max": {head + "\"expect\": {\n  \"admitted\": {\n    \"min\": 11,\n    \"max\": 5\n  }\n}}",
 			`line 4: expect.admitted: range {min: 11, max: 5}: min > max`},
 		"bad range form": {head + "\"expect\": {\n  \"admitted\": {\n    \"min\": 11\n  }\n}}",
-			`range must be N, "MIN..MAX" or {min, max}, not {"min":11}`},
+			`line 3: expect.admitted: want N, "MIN..MAX", {min, max} or "model", not {"min":11}`},
+		"bad admitted word": {head + "\"expect\": {\n  \"admitted\": \"modle\"}}",
+			`line 3: expect.admitted: want N, "MIN..MAX", {min, max} or "model", not "modle"`},
+		"admitted min > max text": {head + "\"expect\": {\n  \"admitted\": \"9..3\"}}",
+			`line 3: expect.admitted: range "9..3": min > max`},
+		"bad class range form": {head + "\"expect\": {\"classes\": {\"sent\": {\"min\": 1}}}}",
+			`range must be N, "MIN..MAX" or {min, max}, not {"min":1}`},
 	} {
 		_, err := DecodeScenario([]byte(c.doc))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -52,6 +58,8 @@ func FuzzDecodeScenario(f *testing.F) {
 	f.Add([]byte("{\"name\":\"x\",\n\"intended_limit\":5,\"intended_limit\":50,\"expect\":{}}"))
 	f.Add([]byte(`{"name":"x","expect":{"admitted":{"min":11,"max":5}}}`))
 	f.Add([]byte(`{"name":"x","expect":{"classes":{"local429":0}}}`))
+	f.Add([]byte("{\"name\":\"x\",\n\"intended_limit\":{\"requests\":5,\"per\":\"1m\"},\"expect\":{\"admitted\":\"model\"}}"))
+	f.Add([]byte("{\"name\":\"x\",\n\"intended_limit\":\"5/0s\",\"expect\":{\"admitted\":\"modle\"}}"))
 	f.Add([]byte(`{"name":"x","expect":{"admitted":{"min":-5,"max":-1}},"limiters":[{"name":"a"},{"name":"a"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeScenario(b)

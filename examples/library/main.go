@@ -58,10 +58,10 @@ func run(ctx context.Context, dir string) (string, error) {
 	// What the scenario must show: the limiter admits 5 of 20, every
 	// admitted ID reaches the backend once and no rejected one does.
 	five := limit
-	scenario := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "library example", IntendedLimit: &five,
+	scenario := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: "library example", IntendedLimit: evidence.IntendedPerRun(five),
 		Expect: evidence.Expectation{
 			Label:                 "5 admitted",
-			Admitted:              &evidence.Range{Min: limit, Max: limit},
+			Admitted:              evidence.AdmittedIn(evidence.Exact(limit)),
 			Classes:               map[string]evidence.Range{evidence.ClassOther4xx.String(): evidence.Exact(ids - limit)},
 			ReceiptsEqualAdmitted: true,
 		}}

@@ -23,7 +23,7 @@ func TestRunRefusesBadPlanBeforeStarting(t *testing.T) {
 		// Values refused by their own decoder name the field and line too.
 		"rate 1e300":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1, rate: 1e300}\n", `line 4: scenarios[0].attack.rate: rate "1e+300": want N/duration`},
 		"latency":       {"scenarios:\n - name: a\n   lab: {backend: {faults: {latency: fast}}}\n   attack: {ids: 1}\n", `line 3: scenarios[0].lab.backend.faults.latency: latency "fast"`},
-		"range":         {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1}\n   expect: {admitted: {min: many}}\n", `line 5: scenarios[0].expect.admitted: range must be N, "MIN..MAX" or {min, max}`},
+		"range":         {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1}\n   expect: {admitted: {min: many}}\n", `line 5: scenarios[0].expect.admitted: want N, "MIN..MAX", {min, max} or "model", not {"min":"many"}`},
 		"flow duration": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     flows: [{name: x, rate: 5/1s, duration: 5y}]\n", `line 5: scenarios[0].attack.flows[0].duration: time: unknown unit "y"`},
 	} {
 		dir := t.TempDir()

@@ -84,7 +84,7 @@ func Write(dir string, o Options) error {
 	attack := map[string]any{"schema": "rlbench.attack/v1", "complete": true, "interrupted": false, "sent": o.N, "recorded": o.N,
 		"start_ns": T0, "end_ns": last}
 	scen := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "lab-shaped",
-		Expect: evidence.Expectation{Label: fmt.Sprintf("%d admitted", o.N), Admitted: &evidence.Range{Min: o.N, Max: o.N},
+		Expect: evidence.Expectation{Label: fmt.Sprintf("%d admitted", o.N), Admitted: evidence.AdmittedIn(evidence.Range{Min: o.N, Max: o.N}),
 			ReceiptsEqualAdmitted: true}, Limiters: o.Limiters}
 	if err := writeJSON(filepath.Join(dir, evidence.AttackFile), attack); err != nil {
 		return err

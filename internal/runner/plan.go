@@ -67,8 +67,10 @@ type ScenarioPlan struct {
 	Description string `json:"description,omitempty"`
 	// Repeat runs the scenario K times, each on fresh parts; default 1, at most MaxRepeat (1000).
 	Repeat int `json:"repeat,omitempty"`
-	// IntendedLimit is the admissions meant for the whole backend; over-admission is measured against it.
-	IntendedLimit *int `json:"intended_limit,omitempty"`
+	// IntendedLimit is the admissions meant for the whole backend, per run (a number: 5) or per window of
+	// fixed length aligned to the unix epoch ({requests: 5, per: 1m}, or "5/1m"; evidence.IntendedLimit);
+	// over-admission is measured against it.
+	IntendedLimit *evidence.IntendedLimit `json:"intended_limit,omitempty"`
 	// Lab runs the scenario on the embedded lab (fresh proxies per repeat).
 	Lab *LabPlan `json:"lab,omitempty"`
 	// External runs it on proxies that already exist.
@@ -609,8 +611,8 @@ func (p *Plan) validate() error {
 		if runs += max(s.Repeat, 1); runs > MaxRuns {
 			return at(sp+".repeat", where, "the plan's scenarios and repeats add up to more than %d scenario runs", MaxRuns)
 		}
-		if s.IntendedLimit != nil && *s.IntendedLimit < 0 {
-			return at(sp+".intended_limit", where, "intended_limit must be >= 0, not %d", *s.IntendedLimit)
+		if s.IntendedLimit != nil && s.IntendedLimit.Requests < 0 {
+			return at(sp+".intended_limit", where, "intended_limit must be >= 0, not %d", s.IntendedLimit.Requests)
 		}
 		if l := s.Lab; l != nil && l.Proxies < 0 {
 			return at(sp+".lab.proxies", where, "lab.proxies must be >= 1 (or absent), not %d", l.Proxies)

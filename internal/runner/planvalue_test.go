@@ -25,7 +25,7 @@ func TestPlanValueErrorsNameFieldAndLine(t *testing.T) {
 		"backend latency": {"scenarios:\n - name: a\n   lab:\n     backend:\n       faults: {latency: fast}\n   attack: {ids: 1}\n",
 			`p.yaml: line 5: scenarios[0].lab.backend.faults.latency: latency "fast": want a duration`},
 		"range object": {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 3}\n   expect:\n     admitted: {min: many}\n",
-			`p.yaml: line 6: scenarios[0].expect.admitted: range must be N, "MIN..MAX" or {min, max}, not {"min":"many"}`},
+			`p.yaml: line 6: scenarios[0].expect.admitted: want N, "MIN..MAX", {min, max} or "model", not {"min":"many"}`},
 		"range string": {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 3}\n   expect:\n     classes:\n       local_429: 5..x\n",
 			`p.yaml: line 7: scenarios[0].expect.classes.local_429: range "5..x": want N or MIN..MAX`},
 		"peak window": {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 3}\n   expect:\n     backend_peak: {window: fast, max: 1}\n",

@@ -54,7 +54,7 @@ func TestParsePlanErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := p.Scenarios[0]
-	if s.Repeat != 1 || s.Lab.Proxies != 2 || len(s.Steps) != 1 || s.Steps[0].Name != "attack" || s.Expect.Admitted.Min != 2 || s.Expect.Admitted.Max != 3 {
+	if s.Repeat != 1 || s.Lab.Proxies != 2 || len(s.Steps) != 1 || s.Steps[0].Name != "attack" || s.Expect.Admitted.Range.Min != 2 || s.Expect.Admitted.Range.Max != 3 {
 		t.Fatalf("defaults not applied: %+v", s)
 	}
 }

@@ -16,6 +16,7 @@ var (
 	durationRE  = regexp.MustCompile(durationPattern)
 	rateRE      = regexp.MustCompile(ratePattern)
 	latencyRE   = regexp.MustCompile(latencyPattern)
+	intendedRE  = regexp.MustCompile(intendedPattern)
 )
 
 // ascii reports whether s is printable ASCII, space or tab: the patterns'
@@ -50,6 +51,9 @@ func checkPatterns(t *testing.T, s string) {
 	if _, err := backend.ParseLatency(s); err == nil && ascii(s) && !latencyRE.MatchString(s) {
 		t.Errorf("backend.ParseLatency accepts %q, latencyPattern does not", s)
 	}
+	if _, err := evidence.ParseIntendedLimit(s); err == nil && ascii(s) && !intendedRE.MatchString(s) {
+		t.Errorf("evidence.ParseIntendedLimit accepts %q, intendedPattern does not", s)
+	}
 }
 
 var patternSeeds = []string{
@@ -57,6 +61,7 @@ var patternSeeds = []string{
 	"1h", "20ms", "1h30m", "1.5s", ".5s", "1.s", "-1s", "+0", "300µs", "2μs", "1us", "1ns",
 	"100/1s", "10/100ms", "60/m", "60/.m", "100", "infinity", " 100/1s ", "+5/s", "5/+1s", "1/1h30m",
 	"uniform:10ms..50ms", " uniform: 1s .. 2s ", "exp:20ms", "normal:50ms,10ms", "normal: 50ms , 10ms", "uniform:2s..1s", "exp:",
+	"5/1m", " 5 / 1m ", "0/1h", "-0/1s", "5/.m", "5/+1m", "5 per minute", "5/1d",
 	"5/0s", "5/", "5/-1s", "0/1s", "x", "1..", "..1", "1 h", "1/1 s", "/1s", "5/s.", "1e3",
 }
 
@@ -80,6 +85,7 @@ func TestPatternsReject(t *testing.T) {
 		{durationRE, func(s string) error { _, err := time.ParseDuration(s); return err }, []string{"", "1", "1 h", "h", "1d", "1.5", "--1s"}},
 		{rateRE, func(s string) error { _, err := attack.ParseRate(s); return err }, []string{"x", "1/1 s", "/1s", "-5/1s", "5/1d", "5/s.", "1.5"}},
 		{latencyRE, func(s string) error { _, err := backend.ParseLatency(s); return err }, []string{"x", "gamma:1s", "uniform:1s", "normal:1s", "exp:", "1d"}},
+		{intendedRE, func(s string) error { _, err := evidence.ParseIntendedLimit(s); return err }, []string{"5", "x/1m", "5/1d", "5 per minute", "/1m", "5/", "1.5/1m"}},
 	}
 	for _, c := range cases {
 		for _, s := range c.bad {

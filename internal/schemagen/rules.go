@@ -123,7 +123,6 @@ var fieldRules = map[string]rule{
 	"evidence.HeaderMatcher.Name":                     minLength(1),
 	"runner.ExternalProxy.Name":                       pattern(`^[A-Za-z0-9_-]{1,100}$`), // evidence.CheckName
 	"runner.ScenarioPlan.Repeat":                      between(0, runner.MaxRepeat),
-	"runner.ScenarioPlan.IntendedLimit":               minimum(0),
 	"runner.LabPlan.Proxies":                          minimum(0),
 	"runner.AttackPlan.Concurrency":                   minimum(0),
 	"runner.FlowPlan.Concurrency":                     minimum(0),

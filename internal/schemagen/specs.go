@@ -1,6 +1,7 @@
 package schemagen
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -86,6 +87,9 @@ const (
 	latencyPattern = `^\s*(` + durationBody + `|uniform:\s*` + durationBody + `\s*\.\.\s*` + durationBody +
 		`|exp:\s*` + durationBody + `|normal:\s*` + durationBody + `\s*,\s*` + durationBody + `)\s*$`
 	durationBody = `[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)`
+	// intendedPattern is evidence.ParseIntendedLimit's syntax: N/DURATION
+	// or N/UNIT, spaces allowed around the slash.
+	intendedPattern = `^\s*(\+?[0-9]+|-0+)\s*/\s*([-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+|\.?(ns|us|µs|μs|ms|s|m|h))\s*$`
 	// ratePattern is attack.ParseRate's syntax: "", "0", "infinity", N,
 	// N/DURATION or N/UNIT.
 	ratePattern = `^\s*(0|infinity|\+?[0-9]+(/(\+?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+|\.?(ns|us|µs|μs|ms|s|m|h)))?)?\s*$`
@@ -97,6 +101,11 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 	switch t {
 	case typeOf[evidence.Range]():
 		return g.rangeDef(t, mode), "Range"
+	case typeOf[evidence.IntendedLimit]():
+		return g.intendedDef(t, mode), "IntendedLimit"
+	case typeOf[evidence.AdmittedExpectation]():
+		return &jsonschema.Schema{Description: g.comment(t, ""),
+			OneOf: []*jsonschema.Schema{{Ref: "#/$defs/Range"}, {Type: "string", Const: evidence.AdmittedModel}}}, "AdmittedExpectation"
 	case typeOf[runner.Duration]():
 		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, "") +
 			"\n\nThe syntax of time.ParseDuration: a sequence of decimal numbers with units ns, us (or µs), ms, s, m, h, e.g. \"300ms\", \"1h30m\"; \"0\" is zero.",
@@ -120,6 +129,23 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 			OneOf: []*jsonschema.Schema{{Type: "string", Pattern: ratePattern}, {Type: "integer", Minimum: "0"}}}, "Rate"
 	}
 	return nil, ""
+}
+
+// intendedDef is evidence.IntendedLimit's definition: a number (per run;
+// >= 0 in a plan), the object {requests, per} or the string N/DURATION.
+func (g *gen) intendedDef(t reflect.Type, mode rangeMode) *jsonschema.Schema {
+	num := &jsonschema.Schema{Type: "integer", Description: "Admissions per run (the form of every intended limit before units)."}
+	if mode == rangePlan {
+		num.Minimum = "0"
+	}
+	props := jsonschema.NewProperties()
+	props.Set("requests", &jsonschema.Schema{Type: "integer", Minimum: "0", Description: g.comment(t, "Requests")})
+	props.Set("per", &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, "Per") +
+		fmt.Sprintf(" Within %s .. %s.", evidence.ShortDuration(evidence.MinIntendedPer), evidence.ShortDuration(evidence.MaxIntendedPer))})
+	obj := &jsonschema.Schema{Type: "object", Properties: props, Required: []string{"requests"}, AdditionalProperties: jsonschema.FalseSchema}
+	str := &jsonschema.Schema{Type: "string", Pattern: intendedPattern, Description: "N/DURATION, e.g. \"5/1m\": N per window of DURATION."}
+	return &jsonschema.Schema{Description: g.comment(t, ""), OneOf: []*jsonschema.Schema{num, obj, str},
+		Examples: []any{5, map[string]any{"requests": 5, "per": "1m"}, "5/1m"}}
 }
 
 // specFields is model.Spec without its methods: its fields as JSON sees them.
@@ -167,7 +193,8 @@ func (g *gen) modelSpecDef(t reflect.Type) *jsonschema.Schema {
 // specialNeeds lists, per special type, the struct types its definition
 // refers to (they are reflected into the same file).
 var specialNeeds = map[reflect.Type][]reflect.Type{
-	typeOf[evidence.PeakExpectations](): {typeOf[evidence.PeakExpectation]()},
+	typeOf[evidence.PeakExpectations]():    {typeOf[evidence.PeakExpectation]()},
+	typeOf[evidence.AdmittedExpectation](): {typeOf[evidence.Range]()},
 }
 
 // rangeDef is evidence.Range's definition in a file of the given mode.

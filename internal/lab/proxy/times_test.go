@@ -91,9 +91,9 @@ func TestAccessLogRLSTimes(t *testing.T) {
 	be := startBackend(t)
 	_, rls := startFakeRLS(t)
 	var alog syncBuf
-	open := startProxy(t, Config{Name: "open", Upstream: be.URL(), AccessLog: &alog, Clock: newTickClock(), Global: globalCfg(rls, false)})
-	deny := startProxy(t, Config{Name: "deny", Upstream: be.URL(), AccessLog: &alog, Clock: newTickClock(), Global: globalCfg(rls, true)})
-	dead := startProxy(t, Config{Name: "dead", Upstream: "http://" + deadAddr(t), AccessLog: &alog, Clock: newTickClock(), Global: globalCfg(rls, false)})
+	open := startProxy(t, Config{Name: "open", Upstream: be.URL(), AccessLog: &alog, Clock: newTickClock(), Global: globalCfg(rls, false, time.Minute)})
+	deny := startProxy(t, Config{Name: "deny", Upstream: be.URL(), AccessLog: &alog, Clock: newTickClock(), Global: globalCfg(rls, true, time.Minute)})
+	dead := startProxy(t, Config{Name: "dead", Upstream: "http://" + deadAddr(t), AccessLog: &alog, Clock: newTickClock(), Global: globalCfg(rls, false, time.Minute)})
 	cases := []struct {
 		p       *Proxy
 		id      string
