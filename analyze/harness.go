@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -283,8 +284,76 @@ func premiseMissed(in *Input, want evidence.Range, lo, hi int) string {
 	}
 	why := fmt.Sprintf("within the limiters' model %d..%d for the times this run delivered, which reaches outside %s: the range assumes timing this run did not deliver",
 		m.Min, m.Max, want.String())
+	if h := in.Report.Harness; h != nil && h.SeenSpreadNs > 0 {
+		if s, ok := spreadAllowed(in, want, h.SeenSpreadNs); ok && s < h.SeenSpreadNs {
+			why += fmt.Sprintf("; the limiters saw the requests over %s, the range holds only if they arrive within %s",
+				time.Duration(h.SeenSpreadNs).Round(100*time.Microsecond), time.Duration(s).Round(100*time.Microsecond))
+		}
+	}
 	if h := harnessLine(in); h != "" {
 		why += " (" + h + ")"
 	}
 	return why
+}
+
+// spreadMaxRequests caps the requests spreadAllowed replays (it replays them
+// about 20 times).
+const spreadMaxRequests = 100_000
+
+// spreadAllowed is the largest arrival spread, up to upTo ns, over which the
+// requests may reach the limiter (in file order, evenly spread) and the
+// admissions stay within want's maximum: what a fixed range assumes of the
+// run's timing, to the millisecond. ok is false when the scenario is not
+// one local limiter with a model and no descriptors (keyed by target or
+// shared), when too many requests were sent, or when the maximum does not
+// hold even for requests arriving at once.
+func spreadAllowed(in *Input, want evidence.Range, upTo int64) (int64, bool) {
+	ls, reqs := in.limiters, &in.Evidence.Requests
+	n := reqs.Len()
+	if ls == nil || len(ls.runs) != 1 || n == 0 || n > spreadMaxRequests {
+		return 0, false
+	}
+	d := ls.runs[0].decl
+	if d.Model == nil || d.Stage != evidence.StageLocal || len(d.RateLimits) > 0 || len(d.Model.Descriptors) > 0 ||
+		(d.Key != evidence.KeyTarget && d.Key != evidence.KeyShared) {
+		return 0, false
+	}
+	m, err := model.New(*d.Model)
+	if err != nil {
+		return 0, false
+	}
+	base := reqs.SentNs[0]
+	for i := range n {
+		base = min(base, reqs.SentNs[i])
+	}
+	admits := func(spread int64) int {
+		sim, count := m.NewSimulator(1), 0
+		for i := range n {
+			key := "shared"
+			if d.Key == evidence.KeyTarget {
+				key = reqs.Targets[reqs.Target[i]]
+			}
+			if sim.Offer(model.Request{At: base + spread*int64(i)/int64(n), Key: key}).Admit {
+				count++
+			}
+		}
+		return count
+	}
+	fits := func(spread int64) bool { return admits(spread) <= want.Max }
+	if !fits(0) {
+		return 0, false
+	}
+	lo, hi := int64(0), upTo
+	if fits(hi) {
+		return hi, true
+	}
+	for hi-lo > int64(time.Millisecond) {
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, true
 }
