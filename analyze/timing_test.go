@@ -149,3 +149,16 @@ func TestBurstWithoutProxyLogNeverFailsCorrectBucket(t *testing.T) {
 		t.Fatalf("harness %+v", s.Harness)
 	}
 }
+
+// Timing cannot excuse what no timing explains: two buckets of 5 (filled
+// once an hour) admit 10 at any arrival spread, so "admitted: 5" FAILs
+// with 10 admitted even though the limiters' model (10..10) holds.
+func TestExactModelRangeIsNotExcused(t *testing.T) {
+	e := newEv(t).demo()
+	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Exact(5))
+	s := judged(t, e.write(), "21-exact-model")
+	wantVerdict(t, s, Fail, "admitted: want 5, got 10")
+	if strings.Contains(reasons(s), "inconclusive") {
+		t.Fatalf("a range no timing explains is excused:\n%s", reasons(s))
+	}
+}
