@@ -293,6 +293,7 @@ func completeness(in *Input) bool {
 	if !ev.HasDecisions && in.Scenario.RLSDecisions {
 		in.incomplete("%s: missing: scenario.json says the RLS decisions were recorded", d.Decisions())
 	}
+	problems(evidence.HarnessFile)
 	problems(evidence.StatsDir)
 	problems(evidence.AccessLogDir)
 	problems(evidence.NginxDir)

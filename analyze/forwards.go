@@ -79,9 +79,15 @@ func labProxyLimiterTimes(in *Input) []*limiterTimes {
 				}
 				fwd = -1
 			}
+			if fwd >= 0 && (acc >= 0 && fwd < acc || e.StartNs > 0 && fwd < e.StartNs) {
+				fwd = -1 // a forward before the proxy had the request: not a time to judge by
+			}
 			ri := int32(-1)
 			if i, ok := reqs.IDs.Lookup(e.RlbenchID); e.RlbenchID != "" && ok {
 				ri = int32(i)
+				if end := reqs.EndNs[i]; fwd >= 0 && (fwd < reqs.SentNs[i] || end > 0 && fwd > end) {
+					fwd = -1 // outside the request's own send and response
+				}
 				if fwd >= 0 {
 					placed[ri] = true
 				}

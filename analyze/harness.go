@@ -187,11 +187,17 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 			if e.StartNs > 0 {
 				lo, src = e.StartNs, "access log ns"
 			}
-			if e.LocalNs > 0 && e.LocalNs >= lo {
+			if e.LocalNs > 0 {
 				// the lab proxy's local_ns: the very time its token buckets
-				// decided with (a point, for the local stage)
+				// decided with (a point, for the local stage); it lies after
+				// the read and the send and before the response, or the
+				// entry is not used
+				if end := reqs.EndNs[i]; e.LocalNs < lo || e.LocalNs < reqs.SentNs[i] || end > 0 && e.LocalNs > end {
+					h.Inconsistent++
+					continue
+				}
 				set(i, t, lo, e.LocalNs, "lab proxy local_ns")
-				s.local[i] = true
+				s.local[i] = s.lo[i] == lo && s.hi[i] == e.LocalNs
 				continue
 			}
 			set(i, t, lo, hi, src)

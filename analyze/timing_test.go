@@ -162,3 +162,54 @@ func TestExactModelRangeIsNotExcused(t *testing.T) {
 		t.Fatalf("a range no timing explains is excused:\n%s", reasons(s))
 	}
 }
+
+// Bad self-measurement is never a verdict on the limiter (found trying
+// rlbench as a new user): a lab proxy local_ns after its own response, or a
+// forward before the proxy read the request, is set aside and counted; a
+// negative decision time and a harness.json with impossible values are
+// incomplete evidence naming the file and line; an intended limit per
+// window of at least every request sent checks nothing.
+func TestBadSelfMeasurementIsNotAVerdict(t *testing.T) {
+	e, dir := burstEvidence(t, time.Millisecond, nil)
+	// request 3 (admitted): local_ns 50 ms after its response, and a
+	// forward before the read
+	log := filepath.Join(dir, evidence.AccessLogDir, "proxy-a.log")
+	b, err := os.ReadFile(log)
+	must(t, err)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var entry map[string]any
+	must(t, json.Unmarshal([]byte(lines[3]), &entry))
+	r := e.requests[3]
+	entry["local_ns"] = r.SentNs + r.LatencyNs + int64(50*time.Millisecond)
+	entry["upstream_start_ns"] = r.SentNs - 1
+	nb, err := json.Marshal(entry)
+	must(t, err)
+	lines[3] = string(nb)
+	must(t, os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	s := judged(t, dir, "21-bad-local-ns")
+	if s.Status != Pass || s.Harness == nil || s.Harness.Inconsistent != 1 || s.Harness.Seen != 299 {
+		t.Fatalf("status %s, harness %+v:\n%s", s.Status, s.Harness, reasons(s))
+	}
+
+	// harness.json with a negative stall
+	h := evidence.Harness{Schema: evidence.HarnessSchema, StartNs: t0, EndNs: t0 + 1e9, CPUs: 2, StealNs: -1, Load1Start: -1, Load1End: -1,
+		Probe: evidence.HarnessProbe{IntervalNs: 1e6, Samples: 10, MaxLateNs: -839183, Stalls: []evidence.HarnessStall{}}}
+	hb, err := json.Marshal(h)
+	must(t, err)
+	must(t, os.WriteFile(evidence.Dir(dir).Harness(), hb, 0o644))
+	wantVerdict(t, judged(t, dir, "21-bad-harness"), NotRun, "incomplete: ", "harness.json", "max_late_ns -839183")
+	must(t, os.Remove(evidence.Dir(dir).Harness()))
+
+	// a decision dated before 1970
+	d := bare(t)
+	d.reqs(2, "proxy-a", time.Millisecond, ok200)
+	ddir := d.write()
+	writeLines(t, evidence.Dir(ddir).Decisions(), []evidence.Decision{{TimeNs: -5, Domain: "d", Code: evidence.CodeOK}})
+	wantVerdict(t, judged(t, ddir, "21-bad-decision"), NotRun, "decisions.jsonl:1: time_ns -5 is not a unix ns time")
+
+	// intended 20 per minute with 20 requests sent
+	v := newEv(t).demo()
+	v.scenario.Expect = evidence.Expectation{}
+	v.scenario.IntendedLimit = &evidence.IntendedLimit{Requests: 20, Per: model.Duration(time.Minute)}
+	wantVerdict(t, judged(t, v.write(), "21-vacuous-window"), NotRun, "nothing to check: admitted within intended limit")
+}

@@ -92,6 +92,8 @@ func readHarness(ctx context.Context, d Dir, s *ScenarioEvidence) {
 			err = JSONError(b, err)
 		} else if h.Schema != HarnessSchema {
 			err = fmt.Errorf("not a harness record (want schema %q)", HarnessSchema)
+		} else {
+			err = h.validate()
 		}
 	}
 	if err != nil {
@@ -99,4 +101,33 @@ func readHarness(ctx context.Context, d Dir, s *ScenarioEvidence) {
 		return
 	}
 	s.Harness = &h
+}
+
+// validate checks what a reader relies on: a window that ends after it
+// starts, a positive CPU count, steal and load unknown (-1) or not
+// negative, probe figures not negative with p99 <= max, and at most
+// HarnessMaxStalls stalls, each no later than the maximum.
+func (h *Harness) validate() error {
+	p := &h.Probe
+	switch {
+	case h.StartNs <= 0 || h.EndNs < h.StartNs:
+		return fmt.Errorf("start_ns %d and end_ns %d are not a window of unix ns times", h.StartNs, h.EndNs)
+	case h.CPUs <= 0:
+		return fmt.Errorf("cpus %d: want at least 1", h.CPUs)
+	case h.StealNs < -1:
+		return fmt.Errorf("steal_ns %d: want -1 (unknown) or more", h.StealNs)
+	case h.Load1Start < -1 || h.Load1End < -1:
+		return fmt.Errorf("load1_start %v, load1_end %v: want -1 (unknown) or more", h.Load1Start, h.Load1End)
+	case p.IntervalNs < 0 || p.Samples < 0 || p.MaxLateNs < 0 || p.P99LateNs < 0 || p.P99LateNs > p.MaxLateNs:
+		return fmt.Errorf("probe: interval_ns %d, samples %d, p99_late_ns %d, max_late_ns %d: want none negative and p99 <= max",
+			p.IntervalNs, p.Samples, p.P99LateNs, p.MaxLateNs)
+	case len(p.Stalls) > HarnessMaxStalls:
+		return fmt.Errorf("probe: %d stalls, at most %d are kept", len(p.Stalls), HarnessMaxStalls)
+	}
+	for k, st := range p.Stalls {
+		if st.AtNs <= 0 || st.LateNs < 0 || st.LateNs > p.MaxLateNs {
+			return fmt.Errorf("probe: stalls[%d]: at_ns %d, late_ns %d: want a unix ns time and 0 <= late_ns <= max_late_ns %d", k, st.AtNs, st.LateNs, p.MaxLateNs)
+		}
+	}
+	return nil
 }

@@ -186,7 +186,13 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	}); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		problem(FaultsFile, "%v", err)
 	}
-	err := ReadFile(d.Decisions(), func(_ int, x *Decision) error {
+	err := ReadFile(d.Decisions(), func(line int, x *Decision) error {
+		switch {
+		case x.TimeNs < 0:
+			return fmt.Errorf("%s:%d: time_ns %d is not a unix ns time", d.Decisions(), line, x.TimeNs)
+		case x.RecvNs < 0 || x.RecvNs > 0 && x.TimeNs > 0 && x.RecvNs > x.TimeNs:
+			return fmt.Errorf("%s:%d: recv_ns %d is not a unix ns time at or before the decision's time_ns %d", d.Decisions(), line, x.RecvNs, x.TimeNs)
+		}
 		s.Decisions = append(s.Decisions, *x)
 		return nil
 	})
