@@ -113,9 +113,6 @@ func harnessLine(in *Input) string { return in.Report.Harness.String() }
 // decision (lo = 0: none), read from the proxy's own log.
 type seenTimes struct {
 	lo, hi []int64
-	// local is true when hi is the local limiter's exact decision time
-	// (the lab proxy's local_ns): the local stage replays it as a point.
-	local []bool
 	// proxy is the target whose log gave the times.
 	proxy []uint16
 	n     int
@@ -138,7 +135,7 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 	reqs := &ev.Requests
 	n := reqs.Len()
 	h := &HarnessReport{Parts: in.Scenario.HarnessParts, StealPercent: -1, Load1: -1}
-	s := &seenTimes{lo: make([]int64, n), hi: make([]int64, n), local: make([]bool, n), proxy: make([]uint16, n)}
+	s := &seenTimes{lo: make([]int64, n), hi: make([]int64, n), proxy: make([]uint16, n)}
 	targetIdx := map[string]uint16{}
 	for t, name := range reqs.Targets {
 		targetIdx[name] = uint16(t)
@@ -188,16 +185,22 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 				lo, src = e.StartNs, "access log ns"
 			}
 			if e.LocalNs > 0 {
-				// the lab proxy's local_ns: the very time its token buckets
-				// decided with (a point, for the local stage); it lies after
-				// the read and the send and before the response, or the
-				// entry is not used
+				// the lab proxy's local_ns: the time its token buckets
+				// refilled to for this request. It is not the instant the
+				// request took its token: concurrent requests take the
+				// bucket's lock in their own order, so a later local_ns may
+				// take the last token first. The request took it between
+				// local_ns and its forward (upstream_start_ns), or the end of
+				// its entry. local_ns lies after the read and the send and
+				// before the response, or the entry is not used.
 				if end := reqs.EndNs[i]; e.LocalNs < lo || e.LocalNs < reqs.SentNs[i] || end > 0 && e.LocalNs > end {
 					h.Inconsistent++
 					continue
 				}
-				set(i, t, lo, e.LocalNs, "lab proxy local_ns")
-				s.local[i] = s.lo[i] == lo && s.hi[i] == e.LocalNs
+				if e.UpstreamStartNs >= e.LocalNs {
+					hi = e.UpstreamStartNs
+				}
+				set(i, t, e.LocalNs, max(hi, e.LocalNs), "lab proxy local_ns")
 				continue
 			}
 			set(i, t, lo, hi, src)

@@ -815,9 +815,6 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				nlo, nhi := max(lo, in.seen.lo[i]), hi
 				if r.decl.Stage == evidence.StageLocal {
 					nhi = min(hi, in.seen.hi[i])
-					if in.seen.local[i] {
-						nlo = nhi
-					}
 				}
 				if nlo <= nhi {
 					lo, hi = nlo, nhi
