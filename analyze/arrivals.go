@@ -697,7 +697,7 @@ func judgeFromSends(in *Input, r *Result, name string, p evidence.PeakExpectatio
 	w := time.Duration(p.Window)
 	tol, tolWhy, measured := time.Duration(p.Tolerance), "timing tolerance (the plan's)", false
 	if tol <= 0 {
-		tol, tolWhy, measured = harnessLateness(in.Evidence)
+		tol, tolWhy, measured = in.Report.Harness.lateness()
 	}
 	b, _ := pb.at(w + tol)
 	b0, _ := pb.at(w)
@@ -726,64 +726,6 @@ func judgeFromSends(in *Input, r *Result, name string, p evidence.PeakExpectatio
 	default:
 		r.add(name, CheckPass, want, v.got(recv))
 	}
-}
-
-// latenessSource measures how late the harness ran in a scenario: the
-// lateness, what was measured, and ok when it was.
-type latenessSource func(ev *evidence.ScenarioEvidence) (time.Duration, string, bool)
-
-// latenessSources are the harness's measurements of its own lateness: the
-// attack's burst send spread and pacing error (attack.json) and the host
-// probe's latest wake-up (harness.json, evidence.HarnessProbe.MaxLateNs).
-var latenessSources = []latenessSource{attackLateness, probeLateness}
-
-// probeLateness is the runner's host probe's latest wake-up: how long the
-// host kept rlbench's own parts from running at worst.
-func probeLateness(ev *evidence.ScenarioEvidence) (time.Duration, string, bool) {
-	if h := ev.Harness; h != nil && h.Probe.Samples > 0 {
-		return time.Duration(h.Probe.MaxLateNs), "the host probe's largest stall", true
-	}
-	return 0, "", false
-}
-
-// harnessLateness is the largest lateness latenessSources measured, with
-// what it was ("the attack's burst send spread"); without any, it is
-// evidence.DefaultPeakTolerance and measured is false.
-func harnessLateness(ev *evidence.ScenarioEvidence) (d time.Duration, why string, measured bool) {
-	for _, src := range latenessSources {
-		if l, w, ok := src(ev); ok && (!measured || l > d) {
-			d, why, measured = l, w, true
-		}
-	}
-	if !measured {
-		return evidence.DefaultPeakTolerance, "timing tolerance (the default: the evidence measured no lateness)", false
-	}
-	return d, why + " (measured lateness)", true
-}
-
-// attackLateness is the largest burst send spread (AttackBurst.SpreadNs)
-// or pacing error (AttackPacing.ErrorNs.Max) of the attack's phases and
-// flows.
-func attackLateness(ev *evidence.ScenarioEvidence) (d time.Duration, why string, ok bool) {
-	if ev.Attack == nil {
-		return 0, "", false
-	}
-	consider := func(b *evidence.AttackBurst, pc *evidence.AttackPacing) {
-		if b != nil && (!ok || time.Duration(b.SpreadNs) > d) {
-			d, why, ok = time.Duration(b.SpreadNs), "the attack's burst send spread", true
-		}
-		if pc != nil && pc.ErrorNs.N > 0 && (!ok || time.Duration(pc.ErrorNs.Max) > d) {
-			d, why, ok = time.Duration(pc.ErrorNs.Max), "the attack's largest pacing error", true
-		}
-	}
-	for i := range ev.Attack.Phases {
-		ph := &ev.Attack.Phases[i]
-		consider(ph.Burst, ph.Pacing)
-		for k := range ph.Flows {
-			consider(ph.Flows[k].Burst, ph.Flows[k].Pacing)
-		}
-	}
-	return d, why, ok
 }
 
 // peakGot renders an observed peak: "17 (1700/s)".

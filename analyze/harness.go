@@ -97,12 +97,39 @@ func (h *HarnessReport) String() string {
 // percentile wake-up lateness, the steal time as a share of all CPUs' time
 // over the probe's window, and the load at its end.
 func (h *HarnessReport) probed(e *evidence.Harness) {
+	if e.Probe.Samples == 0 {
+		return // the probe never woke: nothing measured
+	}
 	h.Probed = true
 	h.StallMaxNs, h.StallP99Ns = e.Probe.MaxLateNs, e.Probe.P99LateNs
 	if span := e.EndNs - e.StartNs; e.StealNs >= 0 && span > 0 && e.CPUs > 0 {
 		h.StealPercent = 100 * float64(e.StealNs) / (float64(span) * float64(e.CPUs))
 	}
 	h.Load1 = e.Load1End
+}
+
+// lateness is the largest lateness the harness measured of itself, with
+// what it was: the clients' burst send spread, their largest pacing error,
+// the host probe's largest stall. Without any it is
+// evidence.DefaultPeakTolerance and measured is false.
+func (h *HarnessReport) lateness() (d time.Duration, why string, measured bool) {
+	if h != nil {
+		for _, c := range []struct {
+			ns   int64
+			ok   bool
+			what string
+		}{{h.BurstSpreadNs, h.BurstSpreadNs > 0, "the attack's burst send spread"},
+			{h.PacingErrorMaxNs, h.PacingErrorMaxNs > 0, "the attack's largest pacing error"},
+			{h.StallMaxNs, h.Probed, "the host probe's largest stall"}} {
+			if c.ok && (!measured || time.Duration(c.ns) > d) {
+				d, why, measured = time.Duration(c.ns), c.what, true
+			}
+		}
+	}
+	if !measured {
+		return evidence.DefaultPeakTolerance, "timing tolerance (the default: the evidence measured no lateness)", false
+	}
+	return d, why + " (measured lateness)", true
 }
 
 // harnessLine is the scenario's HarnessReport in one line ("" without one).
@@ -226,28 +253,15 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 		h.SeenSources = append(h.SeenSources, src)
 	}
 	slices.Sort(h.SeenSources)
-	if a := ev.Attack; a != nil {
-		type timing struct {
-			b *evidence.AttackBurst
-			p *evidence.AttackPacing
+	eachSendTiming(ev.Attack, func(b *evidence.AttackBurst, p *evidence.AttackPacing) {
+		if b != nil && p == nil {
+			h.BurstSpreadNs = max(h.BurstSpreadNs, b.SpreadNs)
 		}
-		var all []timing
-		for _, ph := range a.Phases {
-			all = append(all, timing{ph.Burst, ph.Pacing})
-			for _, f := range ph.Flows {
-				all = append(all, timing{f.Burst, f.Pacing})
-			}
+		if p != nil {
+			h.PacingErrorP99Ns = max(h.PacingErrorP99Ns, p.ErrorNs.P99)
+			h.PacingErrorMaxNs = max(h.PacingErrorMaxNs, p.ErrorNs.Max)
 		}
-		for _, x := range all {
-			if x.b != nil && x.p == nil {
-				h.BurstSpreadNs = max(h.BurstSpreadNs, x.b.SpreadNs)
-			}
-			if x.p != nil {
-				h.PacingErrorP99Ns = max(h.PacingErrorP99Ns, x.p.ErrorNs.P99)
-				h.PacingErrorMaxNs = max(h.PacingErrorMaxNs, x.p.ErrorNs.Max)
-			}
-		}
-	}
+	})
 	if s.n > 0 {
 		lags := make([]int64, 0, s.n)
 		first, last := int64(0), int64(0)
@@ -272,6 +286,22 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 		s = nil
 	}
 	return s, h
+}
+
+// eachSendTiming calls fn with the burst and pacing figures of every phase
+// of attack.json and every flow of it (either may be nil); nothing for a
+// nil attack.
+func eachSendTiming(a *evidence.Attack, fn func(*evidence.AttackBurst, *evidence.AttackPacing)) {
+	if a == nil {
+		return
+	}
+	for i := range a.Phases {
+		ph := &a.Phases[i]
+		fn(ph.Burst, ph.Pacing)
+		for k := range ph.Flows {
+			fn(ph.Flows[k].Burst, ph.Flows[k].Pacing)
+		}
+	}
 }
 
 // premiseMissed says why a fixed admitted range that failed is

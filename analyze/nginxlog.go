@@ -264,32 +264,9 @@ func checkNginx(in *Input) (r Result) {
 	return r
 }
 
-// nginxForwardMs is when nginx passed the request of an access log record
-// to its first upstream server, unix ms: $msec minus the sum of the tries'
-// $upstream_response_time (each the time from the try's start to the end
-// of its response:
-// https://nginx.org/en/docs/http/ngx_http_upstream_module.html#var_upstream_response_time).
-// Time between the tries and between the last response and the log write
-// only makes it later than the real forward, never earlier. ok is false
-// without $msec, without a try that went to a server (not a request nginx
-// forwarded), or when a try's time was not logged ("-").
-func nginxForwardMs(a *collectnginx.AccessRecord) (int64, bool) {
-	if a.TimeMs <= 0 || a.ServerTries() == 0 {
-		return 0, false
-	}
-	sum := int64(0)
-	for _, u := range a.Upstreams {
-		if u.ResponseTimeMs == nil {
-			return 0, false
-		}
-		sum += *u.ResponseTimeMs
-	}
-	return a.TimeMs - sum, true
-}
-
 // nginxLimiterTimes reads the nginx proxies' access logs: every record
 // limit_req did not reject, with its accept time (collect/nginx AccessRecord.AcceptMs) and
-// forward time (nginxForwardMs) at nginx's 1 ms resolution. A proxy whose
+// forward time (collect/nginx AccessRecord.ForwardMs) at nginx's 1 ms resolution. A proxy whose
 // log has no forward time gives none.
 func nginxLimiterTimes(in *Input) []*limiterTimes {
 	reqs := &in.Evidence.Requests
@@ -306,7 +283,7 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 			if v, ok := a.AcceptMs(); ok {
 				acc = v * int64(time.Millisecond)
 			}
-			if v, ok := nginxForwardMs(a); ok {
+			if v, ok := a.ForwardMs(); ok {
 				fwd = v * int64(time.Millisecond)
 			}
 			ri := int32(-1)
@@ -342,7 +319,7 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 // to whose access log has the times: "admission timing (<limiter>)".
 // model.EarliestForwards replays the zone on nginx's own accept times
 // (collect/nginx AccessRecord.AcceptMs) and gives the earliest each passed request may leave;
-// nginx's forward times (nginxForwardMs) must not be earlier, beyond the
+// nginx's forward times (collect/nginx AccessRecord.ForwardMs) must not be earlier, beyond the
 // clock's 1 ms resolution. Which of the requests created in one millisecond
 // nginx took first, the log does not tell, so the check compares, per key,
 // the sorted forward times against the sorted earliest times: a forward

@@ -143,14 +143,7 @@ func TestSnapshotsInsideTheAttackWindow(t *testing.T) {
 // last response misses a decision the log holds; that is unknown with the
 // measured times, not a FAIL of the log.
 func TestRLSLoggedWithSnapshotsInsideTheWindow(t *testing.T) {
-	e := newEv(t).demo()
-	for i := 10; i < 20; i++ { // the rejections are global 429s here
-		e.requests[i].Body, e.requests[i].BytesIn = "", 0
-		e.requests[i].Headers = map[string]string{"x-envoy-ratelimited": "true"}
-	}
-	e.scenario.Expect = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 10, Max: 10})}
-	e.scenario.Limits = []evidence.LimitSpec{{Kind: "fixed_window", Limit: 10, Unit: "HOUR"}}
-	e.scenario.RLSDecisions = true
+	e := globalDemo(t)
 	dir := e.write()
 	var ds []evidence.Decision
 	for i := range 20 {

@@ -186,9 +186,9 @@ func copyFile(t *testing.T, from, to string) {
 	must(t, os.WriteFile(to, b, 0o644))
 }
 
-// TestLabRLSDecisionsMatchProxyCounters: the lab RLS's decision log must hold
-// every decision the proxies counted; a log with lines removed FAILs.
-func TestLabRLSDecisionsMatchProxyCounters(t *testing.T) {
+// globalDemo is the demo's 20 requests behind one global fixed window of 10
+// per hour: 10 admitted, 10 global 429s, the RLS decisions recorded.
+func globalDemo(t *testing.T) *ev {
 	e := newEv(t).demo()
 	for i := 10; i < 20; i++ { // the rejections are global 429s here
 		e.requests[i].Body, e.requests[i].BytesIn = "", 0
@@ -197,6 +197,13 @@ func TestLabRLSDecisionsMatchProxyCounters(t *testing.T) {
 	e.scenario.Expect = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 10, Max: 10})}
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: "fixed_window", Limit: 10, Unit: "HOUR"}}
 	e.scenario.RLSDecisions = true
+	return e
+}
+
+// TestLabRLSDecisionsMatchProxyCounters: the lab RLS's decision log must hold
+// every decision the proxies counted; a log with lines removed FAILs.
+func TestLabRLSDecisionsMatchProxyCounters(t *testing.T) {
+	e := globalDemo(t)
 	dir := e.write()
 	for _, p := range []string{"proxy-a", "proxy-b"} {
 		for label, n := range map[string]uint64{"before": 0, "after": 5} {

@@ -87,6 +87,26 @@ func (a AccessRecord) AcceptMs() (ms int64, ok bool) {
 	return a.TimeMs - *a.RequestTimeMs, true
 }
 
+// ForwardMs is when nginx passed the request to its first upstream server, unix ms on its cached clock: $msec minus
+// the sum of the tries' $upstream_response_time (each the time from the try's start to the end of its response:
+// https://nginx.org/en/docs/http/ngx_http_upstream_module.html#var_upstream_response_time). Time between the tries
+// and between the last response and the log write only makes it later than the real forward, never earlier. ok is
+// false without $msec, without a try that went to a server (not a request nginx forwarded), or when a try's time was
+// not logged ("-").
+func (a AccessRecord) ForwardMs() (ms int64, ok bool) {
+	if a.TimeMs <= 0 || a.ServerTries() == 0 {
+		return 0, false
+	}
+	sum := int64(0)
+	for _, u := range a.Upstreams {
+		if u.ResponseTimeMs == nil {
+			return 0, false
+		}
+		sum += *u.ResponseTimeMs
+	}
+	return a.TimeMs - sum, true
+}
+
 // Tries is the number of upstream tries nginx made for the request (entries of $upstream_addr).
 func (a AccessRecord) Tries() int { return len(a.Upstreams) }
 
