@@ -128,16 +128,19 @@ func WriteStatus(w io.Writer, lines []StatusLine) error {
 }
 
 // ReadStatus parses status.txt read from r; name is used in errors
-// ("<name>:<line>: ..."). Blank lines are skipped.
+// ("<name>:<line>: ..."). Blank lines are skipped; every carriage return
+// at a line's end is dropped (a file edited on Windows, or saved twice
+// through a CRLF conversion, reads as the lines WriteStatus wrote).
 func ReadStatus(r io.Reader, name string) ([]StatusLine, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	var out []StatusLine
 	for n := 1; sc.Scan(); n++ {
-		if strings.TrimSpace(sc.Text()) == "" {
+		text := strings.TrimRight(sc.Text(), "\r")
+		if strings.TrimSpace(text) == "" {
 			continue
 		}
-		l, err := ParseStatusLine(sc.Text())
+		l, err := ParseStatusLine(text)
 		if err != nil {
 			return out, &LineError{File: name, Line: n, Err: err}
 		}
