@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // bucketBurst is n requests sent together at t0 to proxy-a, which reads

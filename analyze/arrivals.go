@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // ArrivalWindows are the sliding windows every arrival section reports a
@@ -129,7 +129,7 @@ type EndpointArrivals struct {
 }
 
 // ExpectedPeaks is what one declared limiter predicts for the backend's
-// peaks (analyze/model): a leaky bucket smooths, a token bucket does not.
+// peaks (model): a leaky bucket smooths, a token bucket does not.
 type ExpectedPeaks struct {
 	// Limiter names the declared limiter; Model says its semantic.
 	Limiter string `json:"limiter"`

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/labshape"
+	"github.com/rlbench/rlbench/model"
 )
 
 // benchLoadJudge times Analyze (Load + Judge) of n lab-shaped requests and

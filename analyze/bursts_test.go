@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/testfix"
+	"github.com/rlbench/rlbench/model"
 )
 
 func mustCheck(t *testing.T, s ScenarioReport, name string) Check {

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // FlowReport is one row of the per-flow table: the requests one flow of an

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // flowsEv is two flows through one token bucket of 5 at 10/s: A sends 100

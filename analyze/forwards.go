@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/model"
 )
 
 // limiterTimes are the times a limiter's own log gives the requests sent to

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // nginxRun is a scenario of one nginx proxy, nginx-a, behind a declared

@@ -1,8 +1,8 @@
 package analyze
 
 import (
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // groups aggregates the repeats of each scenario name, in first-seen order:

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // dump copies a test's evidence directory to $RLBENCH_ISSUE9_DUMP/<name>.

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
+	"github.com/rlbench/rlbench/model"
 )
 
 // Limiter check statuses (LimiterReport.Status).
@@ -29,7 +29,7 @@ const (
 	LimiterNotChecked = "not_checked"
 )
 
-// LimiterReport is the model check (analyze/model) of one limiter that
+// LimiterReport is the model check (model) of one limiter that
 // scenario.json declares (or that its limits translate to): the requests
 // that reached it, replayed through its model with each one's arrival
 // known only within [send, min(response, receipt)].

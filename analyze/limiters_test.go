@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // TestNginxZoneKeys: a zone keyed on the client address uses each request's

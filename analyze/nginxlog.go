@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/collect/envoy"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // NginxReport is what the nginx proxies' own evidence says (nginx/<proxy>/:

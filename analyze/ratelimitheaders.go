@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // Kinds of RateHeaderMismatch.Kind.

@@ -13,7 +13,7 @@
 //
 // The central checker replays each scenario's requests through a model of
 // every limiter scenario.json declares (evidence.Limiter; package
-// analyze/model): a request reached a limiter somewhere in [send,
+// model): a request reached a limiter somewhere in [send,
 // min(response, receipt)], and model.Check decides must admit, must reject
 // or either for each one and bounds the admitted count per key, fixed window
 // and limiter from below and above (Report.Scenarios[].Limiters). Admitted

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // Issue 21: verdicts judge the limiter by the times it saw, and the

@@ -11,8 +11,8 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/model"
 )
 
 // TestLoadReceiptAttemptsAndEndpoints: the receipts' x-envoy-attempt-count

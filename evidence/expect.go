@@ -10,7 +10,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/model"
 )
 
 // PeakExpectation bounds the backend's arrivals: the receipts that fall in
@@ -29,7 +29,7 @@ type PeakExpectation struct {
 	Min *int `json:"min,omitempty"`
 	// Model, when true, bounds every window by what the scenario's limiter
 	// lets through in a window of that length over every arrival schedule
-	// (analyze/model PeakBound: a leaky bucket smooths to its rate, a token
+	// (model PeakBound: a leaky bucket smooths to its rate, a token
 	// bucket lets its capacity through at once), the window widened by
 	// Tolerance for the timing between the limiter and the backend.
 	Model bool `json:"model,omitempty"`

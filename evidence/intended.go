@@ -10,7 +10,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/model"
 )
 
 // IntendedLimit is Scenario.IntendedLimit: the admissions the operator

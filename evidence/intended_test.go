@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/model"
 )
 
 // TestIntendedLimitForms (issue 21): an intended limit carries a time

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/model"
 )
 
 // Limiter stages (Limiter.Stage), in the order a request meets them.
@@ -46,7 +46,7 @@ const (
 )
 
 // Limiter declares one rate limiter on the requests' path, for the model
-// checker (analyze/model): which targets' requests it sees, what its
+// checker (model): which targets' requests it sees, what its
 // instances are keyed by, and its semantic — a model.Spec, or an RLS whose
 // configuration gives one fixed window per matched rule.
 //
@@ -65,7 +65,7 @@ type Limiter struct {
 	Targets []string `json:"targets,omitempty"`
 	// Key is one of the Key constants.
 	Key string `json:"key"`
-	// Model is the limiter's semantic (analyze/model, decoded strictly);
+	// Model is the limiter's semantic (model, decoded strictly);
 	// exactly one of Model and RLS is set.
 	Model *model.Spec `json:"model,omitempty"`
 	// RLS is a rate limit service configuration: each of a request's

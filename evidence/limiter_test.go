@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlbench/rlbench/analyze/model"
+	"github.com/rlbench/rlbench/model"
 )
 
 // TestDecodeScenarioIsStrict: a misspelt field is an error naming the field

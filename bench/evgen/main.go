@@ -17,9 +17,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/labshape"
+	"github.com/rlbench/rlbench/model"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 

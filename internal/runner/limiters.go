@@ -6,11 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/model"
 )
 
 // The Envoy versions whose local rate limit semantics the lab proxy's

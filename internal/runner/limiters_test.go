@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
+	"github.com/rlbench/rlbench/model"
 )
 
 // TestE06PlanModelBounds runs examples/e06/plan.yaml on the lab: every

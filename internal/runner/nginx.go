@@ -12,11 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/attack"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
+	"github.com/rlbench/rlbench/model"
 )
 
 // NginxNotInstalledReason is the NOT_RUN reason of a scenario with
@@ -252,7 +252,7 @@ func (lp *LabPlan) validateNginx() error {
 // header is the instance's address).
 var perInstanceKeys = map[string]bool{"": true, "$binary_remote_addr": true, "$remote_addr": true, "$host": true, "$server_name": true}
 
-// modelSpec is the zones as an nginx_limit_req model (analyze/model), one
+// modelSpec is the zones as an nginx_limit_req model (model), one
 // state per instance; ok is false without zones, or when a zone's key may
 // differ between requests (the model would need each request's key).
 func (n *NginxPlan) modelSpec() (model.Spec, bool) {

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze"
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
+	"github.com/rlbench/rlbench/model"
 )
 
 func TestNginxPlanValidation(t *testing.T) {

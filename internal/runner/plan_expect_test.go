@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // TestPlanAdmittedModel (issue 21): `admitted: model` is the limiter

@@ -8,13 +8,13 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/rlbench/rlbench/analyze"
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/runner"
+	"github.com/rlbench/rlbench/model"
 )
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }

@@ -1,7 +1,7 @@
 // Package sim runs rlbench plans on a virtual clock: each scenario's
 // attack flows (their IDs, rates, splits over the targets and headers, as
 // `rlbench run` would send them) go through the same limiter models that
-// analyze checks the lab against (package analyze/model, exact simulators),
+// analyze checks the lab against (package model, exact simulators),
 // with no socket, no goroutine and no sleep, deterministically for a seed.
 // The result is an evidence bundle in memory (requests, receipts,
 // scenario.json with the simulated limiters), so that analyze.Judge gives
@@ -23,12 +23,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze/model"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/internal/runner"
+	"github.com/rlbench/rlbench/model"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
