@@ -508,74 +508,86 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 	n := len(events)
 	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n), rBucket: make([]int32, n), rVal: make([]float64, n),
 		aBucket: make([]int32, n), aVal: make([]float64, n), over: make([]bool, n), under: make([]bool, n)}
-	lo := func(bk *bucket) []int64 {
-		if mid {
-			return bk.mid
-		}
-		return bk.lo
-	}
-	hi := func(bk *bucket) []int64 {
-		if mid {
-			return bk.mid
-		}
-		return bk.hi
-	}
-	ord := pl.order(events, mid)
-	ptr := make([]int, len(pl.buckets))
+	sw := &sweeper{pl: pl, events: events, prims: prims, mid: mid, so: so, ord: pl.order(events, mid),
+		ptr: make([]int, len(pl.buckets))}
 	if !offered {
-		for _, j := range ord.gLo {
-			if events[j].KeyUnknown {
-				continue // judged by no bucket: either
-			}
-			for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
-				b, l := pl.rB[r], pl.rL[r]
-				bk, pr := pl.buckets[b], prims[b]
-				bl, bh := lo(bk), hi(bk)
-				counts := bk.params.countsAll()
-				for o := ord.bHi[b]; ptr[b] < len(o) && bh[o[ptr[b]]] < bl[l]; ptr[b]++ {
-					q := o[ptr[b]]
-					if bk.sure[q] && (counts || !so.over[bk.ev[q]]) {
-						pr.activate(q)
-					}
+		sw.mustRejectPass(admitUncertain)
+	}
+	clear(sw.ptr)
+	sw.mustAdmitPass(offered)
+	return so
+}
+
+// sweeper is one sweep's state: the plan, the events, the buckets'
+// primitives, the arrival bounds in use (mid points or lo/hi), the order of
+// the events and each bucket's position in it.
+type sweeper struct {
+	pl     *plan
+	events []Event
+	prims  []prim
+	mid    bool
+	so     *sweepOut
+	ord    *orders
+	ptr    []int
+}
+
+// lo and hi are a bucket's arrival bounds in the sweep's view: the mid
+// points for a point replay, else the intervals.
+func (sw *sweeper) lo(bk *bucket) []int64 {
+	if sw.mid {
+		return bk.mid
+	}
+	return bk.lo
+}
+
+func (sw *sweeper) hi(bk *bucket) []int64 {
+	if sw.mid {
+		return bk.mid
+	}
+	return bk.hi
+}
+
+// mustRejectPass walks the events by lo, activating in each bucket the sure
+// charges of requests surely before, and marks the must-reject verdicts and
+// the over-admissions.
+func (sw *sweeper) mustRejectPass(admitUncertain bool) {
+	pl, so, events := sw.pl, sw.so, sw.events
+	for _, j := range sw.ord.gLo {
+		if events[j].KeyUnknown {
+			continue // judged by no bucket: either
+		}
+		for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
+			b, l := pl.rB[r], pl.rL[r]
+			bk, pr := pl.buckets[b], sw.prims[b]
+			bl, bh := sw.lo(bk), sw.hi(bk)
+			counts := bk.params.countsAll()
+			for o := sw.ord.bHi[b]; sw.ptr[b] < len(o) && bh[o[sw.ptr[b]]] < bl[l]; sw.ptr[b]++ {
+				q := o[sw.ptr[b]]
+				if bk.sure[q] && (counts || !so.over[bk.ev[q]]) {
+					pr.activate(q)
 				}
-				if ok, v := pr.mustReject(l); ok {
-					so.mustR[j], so.rBucket[j], so.rVal[j] = true, b, v
-					break
-				}
 			}
-			if so.mustR[j] && events[j].Outcome == Admitted && !admitUncertain {
-				so.over[j] = true
+			if ok, v := pr.mustReject(l); ok {
+				so.mustR[j], so.rBucket[j], so.rVal[j] = true, b, v
+				break
 			}
 		}
+		if so.mustR[j] && events[j].Outcome == Admitted && !admitUncertain {
+			so.over[j] = true
+		}
 	}
+}
 
-	clear(ptr)
-	for _, j := range ord.gHi {
+// mustAdmitPass walks the events by hi, inserting in each bucket every
+// possible charge that may come before, and marks the must-admit verdicts
+// and the under-admissions (not for the offered bounds).
+func (sw *sweeper) mustAdmitPass(offered bool) {
+	pl, so, events := sw.pl, sw.so, sw.events
+	for _, j := range sw.ord.gHi {
 		if events[j].KeyUnknown {
 			continue // its charges are inserted with the others'
 		}
-		ma := true
-		worst := math.Inf(1)
-		for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
-			b, l := pl.rB[r], pl.rL[r]
-			bk, pr := pl.buckets[b], prims[b]
-			bl, bh := lo(bk), hi(bk)
-			for o := ord.bLo[b]; ptr[b] < len(o) && bl[o[ptr[b]]] <= bh[l]; ptr[b]++ {
-				if q := o[ptr[b]]; offered || bk.poss[q] {
-					pr.insert(q)
-				}
-			}
-			ok, v := pr.mustAdmit(l, offered || bk.poss[l])
-			if !ok {
-				ma = false
-				so.aBucket[j], so.aVal[j] = b, v
-				break
-			}
-			if v < worst {
-				worst = v
-				so.aBucket[j], so.aVal[j] = b, v
-			}
-		}
+		ma := sw.mustAdmit(j, offered)
 		so.mustA[j] = ma
 		if offered || !ma {
 			continue
@@ -585,12 +597,39 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 			for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
 				b, l := pl.rB[r], pl.rL[r]
 				if bk := pl.buckets[b]; !bk.poss[l] && !bk.params.countsAll() {
-					prims[b].markUnder(l)
+					sw.prims[b].markUnder(l)
 				}
 			}
 		}
 	}
-	return so
+}
+
+// mustAdmit reports whether every bucket of event j must admit it, noting
+// in the sweep's output the bucket that decided (the first that may reject,
+// else the tightest).
+func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
+	pl, so := sw.pl, sw.so
+	worst := math.Inf(1)
+	for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
+		b, l := pl.rB[r], pl.rL[r]
+		bk, pr := pl.buckets[b], sw.prims[b]
+		bl, bh := sw.lo(bk), sw.hi(bk)
+		for o := sw.ord.bLo[b]; sw.ptr[b] < len(o) && bl[o[sw.ptr[b]]] <= bh[l]; sw.ptr[b]++ {
+			if q := o[sw.ptr[b]]; offered || bk.poss[q] {
+				pr.insert(q)
+			}
+		}
+		ok, v := pr.mustAdmit(l, offered || bk.poss[l])
+		if !ok {
+			so.aBucket[j], so.aVal[j] = b, v
+			return false
+		}
+		if v < worst {
+			worst = v
+			so.aBucket[j], so.aVal[j] = b, v
+		}
+	}
+	return true
 }
 
 // Check judges events against m: per request must admit / must reject /
@@ -613,12 +652,32 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	prims := pl.prims(events, false, opts.UnknownInitialState, admitUncertain)
-	so := pl.sweep(events, prims, false, false, admitUncertain)
+	c := &checkRun{pl: pl, events: events, opts: opts, fl: fl, admitUncertain: admitUncertain,
+		res: &Result{Verdicts: make([]Verdict, len(events))}}
+	c.prims = pl.prims(events, false, opts.UnknownInitialState, admitUncertain)
+	c.verdicts(pl.sweep(events, c.prims, false, false, admitUncertain))
+	c.bounds()
+	c.uncertainty()
+	return c.res, nil
+}
 
-	n := len(events)
-	res := &Result{Verdicts: make([]Verdict, n)}
-	for j := range events {
+// checkRun is one Check call's state: the plan, its primitives after the
+// sweep, and the result being filled.
+type checkRun struct {
+	pl             *plan
+	events         []Event
+	prims          []prim
+	opts           Options
+	fl             specFlags
+	admitUncertain bool
+	res            *Result
+}
+
+// verdicts turns the sweep's must-reject / must-admit marks into the per
+// request verdicts and the violations (over, under, shadow).
+func (c *checkRun) verdicts(so *sweepOut) {
+	res, pl, prims := c.res, c.pl, c.prims
+	for j := range c.events {
 		v := Either
 		switch {
 		case so.mustR[j] && so.mustA[j]:
@@ -631,7 +690,7 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 			res.MustAdmit++
 		}
 		res.Verdicts[j] = v
-		e := &events[j]
+		e := &c.events[j]
 		if e.Outcome != Unknown {
 			res.Observed++
 		}
@@ -639,7 +698,7 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 		case v == MustReject && e.Outcome == Admitted:
 			vi := Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome, Bucket: pl.buckets[so.rBucket[j]].id,
 				Why: prims[so.rBucket[j]].why(true, so.rVal[j])}
-			if admitUncertain {
+			if c.admitUncertain {
 				res.Shadow = append(res.Shadow, vi)
 			} else {
 				res.Over = append(res.Over, vi)
@@ -651,66 +710,99 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 				vi.Why = prims[so.aBucket[j]].why(false, so.aVal[j])
 			}
 			res.Under = append(res.Under, vi)
-		case fl.neverRejects && e.Outcome == Rejected && !e.KeyUnknown:
+		case c.fl.neverRejects && e.Outcome == Rejected && !e.KeyUnknown:
 			res.Under = append(res.Under, Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome,
 				Why: "rejected by a limiter that enforces no rejection (dry run, shadow mode or filter_enforced 0)"})
 		}
 	}
+}
 
-	// count findings and bounds; the offered must-admit verdicts are a lower
-	// bound where no better one is known
-	needOffered := false
+// offeredBounds is the must-admit marks computed from the offered arrivals
+// only (every request a possible charge): a lower bound where no better one
+// is known. It is all false when every bucket is a single token bucket.
+func (c *checkRun) offeredBounds() *sweepOut {
+	pl := c.pl
 	for b, bk := range pl.buckets {
-		if !bk.single {
-			needOffered = true
-		} else if _, ok := prims[b].(*tbPrim); !ok {
-			needOffered = true
+		if _, tb := c.prims[b].(*tbPrim); !bk.single || !tb {
+			return pl.sweep(c.events, pl.prims(c.events, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
 		}
 	}
-	off := &sweepOut{mustA: make([]bool, n)}
-	if needOffered {
-		off = pl.sweep(events, pl.prims(events, false, opts.UnknownInitialState, admitUncertain), false, true, admitUncertain)
-	}
+	return &sweepOut{mustA: make([]bool, len(c.events))}
+}
+
+// bounds fills the per bucket and run bounds of the admitted counts and the
+// count findings of the windows, buckets and run.
+func (c *checkRun) bounds() {
+	res, pl := c.res, c.pl
+	off := c.offeredBounds()
 	res.Total = Bound{}
-	lastGroup := map[int32]int{}
-	single := map[int32]bool{}
 	bmin := make([]int, len(pl.buckets))
 	bmax := make([]int, len(pl.buckets))
-	for b, bk := range pl.buckets {
-		res.Windows = append(res.Windows, prims[b].findings()...)
-		lo, hi := prims[b].bounds(bk.single)
-		ma := 0
-		adm, possible := 0, 0
-		for l, g := range bk.ev {
-			o := outcomeIn(&events[g])
-			if o != Unknown && off.mustA[g] {
-				ma++
-			}
-			if o == Admitted && !admitUncertain {
-				adm++
-			}
-			if o == Admitted || o == Unknown {
-				possible++
-			}
-			_ = l
-		}
-		if !bk.single {
-			lo = 0
-		}
-		bmin[b] = min(max(lo, ma), hi)
-		bmax[b] = hi
-		single[int32(b)] = bk.single
-		res.Buckets = append(res.Buckets, Bound{Bucket: bk.id, Offered: len(bk.ev), Min: bmin[b], Max: hi, Admitted: adm, Possible: possible})
-		if wb, ok := prims[b].(interface{ windowBounds() (int, int, []Bound) }); ok {
+	for b := range pl.buckets {
+		res.Windows = append(res.Windows, c.prims[b].findings()...)
+		bd := c.bucketBound(b, off)
+		bmin[b], bmax[b] = bd.Min, bd.Max
+		res.Buckets = append(res.Buckets, bd)
+		if wb, ok := c.prims[b].(interface{ windowBounds() (int, int, []Bound) }); ok {
 			_, _, ws := wb.windowBounds()
 			res.WindowBounds = append(res.WindowBounds, ws...)
 		}
 	}
-	for j := range events {
-		e := &events[j]
-		t := &res.Total
+	lastGroup := c.totalBound(off)
+	for b, bk := range pl.buckets {
+		if bk.single {
+			res.Total.Min += bmin[b]
+		}
+		if g := lastGroup[int32(b)]; g > 0 {
+			res.Total.Max += min(g, bmax[b])
+		}
+	}
+	res.Total.Min = min(res.Total.Min, res.Total.Max)
+	for _, bd := range res.Buckets {
+		res.Windows = append(res.Windows, boundFindings(bd, c.events, pl, c.admitUncertain)...)
+	}
+	if tot := res.Total; !tot.Holds() {
+		res.Windows = append(res.Windows, boundFindings(tot, c.events, nil, c.admitUncertain)...)
+	}
+	slices.SortFunc(res.Buckets, func(a, b Bound) int { return strings.Compare(a.Bucket, b.Bucket) })
+}
+
+// bucketBound is bucket b's bound: offered, admitted, possible, and the
+// admitted count's min (the primitive's, raised by the offered must-admit
+// marks; 0 for a bucket that is not single) and max.
+func (c *checkRun) bucketBound(b int, off *sweepOut) Bound {
+	bk := c.pl.buckets[b]
+	lo, hi := c.prims[b].bounds(bk.single)
+	ma, adm, possible := 0, 0, 0
+	for _, g := range bk.ev {
+		o := outcomeIn(&c.events[g])
+		if o != Unknown && off.mustA[g] {
+			ma++
+		}
+		if o == Admitted && !c.admitUncertain {
+			adm++
+		}
+		if o == Admitted || o == Unknown {
+			possible++
+		}
+	}
+	if !bk.single {
+		lo = 0
+	}
+	return Bound{Bucket: bk.id, Offered: len(bk.ev), Min: min(max(lo, ma), hi), Max: hi, Admitted: adm, Possible: possible}
+}
+
+// totalBound counts the run's offered, admitted and possible requests and
+// the parts of its min and max that no single bucket bounds; it returns,
+// per bucket, how many requests have it as their last bucket.
+func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
+	pl := c.pl
+	lastGroup := map[int32]int{}
+	t := &c.res.Total
+	for j := range c.events {
+		e := &c.events[j]
 		t.Offered++
-		if e.Outcome == Admitted && !admitUncertain {
+		if e.Outcome == Admitted && !c.admitUncertain {
 			t.Admitted++
 		}
 		if e.Outcome == Admitted || e.Outcome == Unknown {
@@ -734,51 +826,39 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 			}
 		}
 	}
-	for b := range pl.buckets {
-		if single[int32(b)] {
-			res.Total.Min += bmin[b]
-		}
-		if g := lastGroup[int32(b)]; g > 0 {
-			res.Total.Max += min(g, bmax[b])
-		}
-	}
-	res.Total.Min = min(res.Total.Min, res.Total.Max)
-	for _, bd := range res.Buckets {
-		res.Windows = append(res.Windows, boundFindings(bd, events, pl, admitUncertain)...)
-	}
-	tot := res.Total
-	if !tot.Holds() {
-		res.Windows = append(res.Windows, boundFindings(tot, events, nil, admitUncertain)...)
-	}
-	slices.SortFunc(res.Buckets, func(a, b Bound) int { return strings.Compare(a.Bucket, b.Bucket) })
+	return lastGroup
+}
 
-	// uncertainty
+// uncertainty fills the timing uncertainty of the result: the widths of
+// the arrival intervals and how many either verdicts a point replay at the
+// mid points would have decided.
+func (c *checkRun) uncertainty() {
+	n := len(c.events)
 	widths := make([]int64, n)
-	for j := range events {
-		widths[j] = events[j].Hi - events[j].Lo + 2*int64(opts.Widen)
+	for j := range c.events {
+		widths[j] = c.events[j].Hi - c.events[j].Lo + 2*int64(c.opts.Widen)
 	}
 	slices.Sort(widths)
-	u := &res.Uncertainty
+	u := &c.res.Uncertainty
 	if n > 0 {
 		u.MaxWidth = time.Duration(widths[n-1])
 		u.MedianWidth = time.Duration(widths[n/2])
 		u.P99Width = time.Duration(widths[min(n-1, n*99/100)])
 	}
-	for _, v := range res.Verdicts {
+	for _, v := range c.res.Verdicts {
 		if v == Either {
 			u.Either++
 		}
 	}
-	if !opts.NoTimingReport && u.Either > 0 {
-		pm := pl.prims(events, true, opts.UnknownInitialState, admitUncertain)
-		sp := pl.sweep(events, pm, true, false, admitUncertain)
-		for j, v := range res.Verdicts {
+	if !c.opts.NoTimingReport && u.Either > 0 {
+		pm := c.pl.prims(c.events, true, c.opts.UnknownInitialState, c.admitUncertain)
+		sp := c.pl.sweep(c.events, pm, true, false, c.admitUncertain)
+		for j, v := range c.res.Verdicts {
 			if v == Either && sp.mustR[j] != sp.mustA[j] {
 				u.EitherFromTiming++
 			}
 		}
 	}
-	return res, nil
 }
 
 // outcomeIn is what a bucket's primitive and bounds see of e: nothing for
