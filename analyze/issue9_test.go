@@ -463,7 +463,7 @@ func TestIssue9StatIdentityCountsJSONEndpoint(t *testing.T) {
 		ds = append(ds, dec(t0+int64(i)*ms+2*ms, uint64(i+1), "OK"))
 	}
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
-	c := &rls.Counters{Source: "x", Keys: map[string]evidence.RLSKeyCounters{"inventory.tenant_lab": {TotalHits: 8, WithinLimit: 5}}, TotalRequests: 5}
+	c := &evidence.RLSCounters{Source: "x", Keys: map[string]evidence.RLSKeyCounters{"inventory.tenant_lab": {TotalHits: 8, WithinLimit: 5}}, TotalRequests: 5}
 	p := &rls.PromSnapshot{RLSPrometheus: evidence.RLSPrometheus{TotalRequests: map[string]float64{"ShouldRateLimit": 5},
 		ResponseTime: map[string]evidence.RLSHistogram{"ShouldRateLimit": {Count: 5}}}}
 	writeMetricsCounters(t, dir, "after", p, c, t0+int64(time.Second), 1, true)

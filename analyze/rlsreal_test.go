@@ -329,7 +329,7 @@ func writeMetrics(t *testing.T, dir, label, fixture string, timeNs int64, proces
 	writeMetricsCounters(t, dir, label, snap, snap.RLSCounters(), timeNs, process, stable)
 }
 
-func writeMetricsCounters(t *testing.T, dir, label string, snap *rls.PromSnapshot, c *rls.Counters, timeNs int64, process int, stable bool) {
+func writeMetricsCounters(t *testing.T, dir, label string, snap *rls.PromSnapshot, c *evidence.RLSCounters, timeNs int64, process int, stable bool) {
 	t.Helper()
 	b, err := json.Marshal(map[string]any{"schema": "rlbench.rls-metrics/v1", "label": label, "time_ns": timeNs, "process": process,
 		"stable": stable, "prometheus": snap, "counters": c})
@@ -391,7 +391,7 @@ func TestRealIdentitiesAcrossRestart(t *testing.T) {
 	for _, l := range []string{"during", "pre-1-restart-rls"} {
 		must(t, os.Remove(filepath.Join(dir, "rls", "metrics."+l+".json")))
 	}
-	c6 := &rls.Counters{Source: "hand", Keys: map[string]rls.KeyCounters{"inventory.tenant_lab": {TotalHits: 10, WithinLimit: 5, OverLimit: 3}}}
+	c6 := &evidence.RLSCounters{Source: "hand", Keys: map[string]evidence.RLSKeyCounters{"inventory.tenant_lab": {TotalHits: 10, WithinLimit: 5, OverLimit: 3}}}
 	writeMetricsCounters(t, dir, "after", &rls.PromSnapshot{}, c6, t0+3, 1, true)
 	s = run(t, dir).Scenarios[0]
 	if id := identity(t, s.RLS.Real.Identities, 1); id.Status != rls.IdentityFail || id.Gap != 2 {
@@ -448,7 +448,7 @@ func TestRealHandCollected(t *testing.T) {
 		hits, ok   float64
 		overLimits float64
 	}{{"after", 21, 6, 15}, {"before", 1, 1, 0}} {
-		b, err := json.Marshal(&rls.Counters{Source: "x", Keys: map[string]rls.KeyCounters{
+		b, err := json.Marshal(&evidence.RLSCounters{Source: "x", Keys: map[string]evidence.RLSKeyCounters{
 			"inventory.tenant_lab": {TotalHits: c.hits, WithinLimit: c.ok, OverLimit: c.overLimits}}})
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(dir, "rls", "metrics."+c.label+".json"), b, 0o644))

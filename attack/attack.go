@@ -49,7 +49,7 @@
 // connection idle for more than a millisecond is reused, a non-blocking
 // MSG_PEEK checks that the server has not closed it. As a guard, the writes
 // per ID are counted; a count above 1 is reported in the line's Error and in
-// Summary.Resent. TestRunNeverResends proves it against a backend that kills
+// evidence.AttackSummary.Resent. TestRunNeverResends proves it against a backend that kills
 // kept-alive connections after reading a request (bare vegeta re-sends there,
 // TestBareVegetaResends), and TestResendGuardDetects shows the guard catching
 // a deliberate re-send.
@@ -61,7 +61,7 @@
 // (TCP connect and, for https, the TLS handshake; no HTTP request, so no
 // limiter token is spent) and builds its first request. When every worker is
 // ready, all are released together from a barrier, so the first requests
-// leave within a send spread that Summary reports (Burst, SendSpreadNs).
+// leave within a send spread that evidence.AttackSummary reports (evidence.AttackBurst, SendSpreadNs).
 //
 // Warm connections matter for Envoy's local rate limit with
 // local_rate_limit_per_downstream_connection: true, which keeps one token
@@ -83,7 +83,7 @@
 //
 // With a Rate, a dispatcher releases ID k at the intended time
 // start+(k+1)/rate. Over HTTP/1.1 with keep-alive it writes the request
-// itself (a direct send, Pacing.DirectSends) on a warm connection whose
+// itself (a direct send, evidence.AttackPacing.DirectSends) on a warm connection whose
 // worker is parked reading it; the worker reads the response when the
 // network poller wakes it and parks again. No goroutine is scheduled
 // between the due time and the write, and on Linux the dispatcher sleeps
@@ -92,7 +92,7 @@
 // late by milliseconds (a virtual CPU the hypervisor runs later, a busy
 // core), and every ID due meanwhile with it; a relief dispatcher (Linux)
 // waits in the network poller and sends, directly, each ID still unclaimed
-// 200 µs after its intended time (Pacing.ReliefSends). The two claim IDs
+// 200 µs after its intended time (evidence.AttackPacing.ReliefSends). The two claim IDs
 // from one counter, so each ID still leaves once. When no parked connection is free (or over HTTP/2,
 // without keep-alive, or for a flow with a request longer than 4 KB, whose
 // write could wait for the server to read it) the ID goes to an idle
@@ -105,7 +105,7 @@
 // unbounded, and never re-sized from later latencies, which an overloaded
 // client inflates itself. Such a client falls behind its schedule, which
 // the pacing error shows, instead of opening thousands of connections. Each
-// line records IntendedNs; Summary reports the pacing error (SentNs minus
+// line records IntendedNs; evidence.AttackSummary reports the pacing error (SentNs minus
 // intended) and the latency from the intended send time (coordinated
 // omission) besides the latency from the actual send.
 //
@@ -121,7 +121,7 @@
 // releases the first requests of all unpaced flows, and the schedules of
 // all paced flows counted from it (open loop per flow: hit k of a flow at
 // rate r is due (k+1)/r after the common start, whatever the other flows
-// do). Each line records its flow (evidence.Request.Flow); Summary.Flows
+// do). Each line records its flow (evidence.Request.Flow); evidence.AttackSummary.Flows
 // holds each flow's configuration, counts and burst or pacing figures. The
 // no-replay guarantee below holds for every flow: flows share the engine.
 // A flow with Requests (request templates, as read from vegeta's target
@@ -134,9 +134,9 @@
 // k mod N == K of every flow: targets are assigned over the whole flow
 // first and paced flows keep the whole flow's schedule, so N shards
 // started at one instant send exactly the unsharded attack between them.
-// Summary.Shard records K, N, the counts and digests of the ID set and of
+// evidence.AttackSummary.Shard records K, N, the counts and digests of the ID set and of
 // every flow's configuration, so that a merge can check that the shards
-// cover the attack exactly once; Summary.Host and Summary.Clock (wall and
+// cover the attack exactly once; evidence.AttackSummary.Host and evidence.AttackSummary.Clock (wall and
 // monotonic clocks at the start, the kernel's clock source and NTP state)
 // help bound the clock offsets between hosts.
 //
@@ -145,7 +145,7 @@
 // Options.StartAt holds the start until a wall-clock instant: Run waits
 // until WarmAhead before it, warms every connection, and waits for the
 // instant, so the first requests leave at it rather than after a warm-up of
-// unknown length. Summary.StartAt records how late the start was (the
+// unknown length. evidence.AttackSummary.StartAt records how late the start was (the
 // release instant minus StartAt: warming that took longer than WarmAhead,
 // an instant already past, scheduling).
 //
@@ -186,7 +186,7 @@
 // Each connection is a file descriptor. Go raises the soft RLIMIT_NOFILE to
 // the hard limit at startup (syscall/rlimit.go, go.dev/issue/46279); Run
 // raises it too if it is still lower, and caps the default number of workers
-// at half of the descriptors still free (Config.FDCap), leaving the rest to an
+// at half of the descriptors still free (evidence.AttackConfig.FDCap), leaving the rest to an
 // in-process lab or backend and to the evidence files. An explicit
 // Concurrency beyond what the limit allows is an invalid option.
 package attack
@@ -211,7 +211,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// Schema is the value of Summary.Schema.
+// Schema is the value of evidence.AttackSummary.Schema.
 const Schema = evidence.AttackSummarySchema
 
 // Defaults applied by Run to zero-valued Options fields.
@@ -278,7 +278,7 @@ type Options struct {
 	Body []byte
 
 	// Concurrency caps the requests in flight (workers). 0 means the
-	// default: without a Rate, all IDs at once, capped at Config.FDCap; with
+	// default: without a Rate, all IDs at once, capped at evidence.AttackConfig.FDCap; with
 	// a Rate, a pool sized from the rate and the observed latency (package
 	// doc, "Fixed rates"). With a Rate, a cap that is reached makes the
 	// attack fall behind its schedule (reported as pacing error).
@@ -396,7 +396,7 @@ const DefaultWarmAhead = 5 * time.Second
 // mean for a single-flow attack.
 type Flow struct {
 	// Name identifies the flow in evidence (evidence.Request.Flow) and in
-	// Summary.Flows; required, unique within the attack, without control
+	// evidence.AttackSummary.Flows; required, unique within the attack, without control
 	// characters.
 	Name string
 	// IDs are the flow's request IDs; IDs must be unique over all flows.
@@ -432,30 +432,6 @@ type RequestTemplate struct {
 	Body         []byte
 }
 
-// TargetConfig is one target as recorded in Summary.Config.
-type TargetConfig = evidence.AttackTarget
-
-// Config records the effective options of an attack (defaults applied).
-type Config = evidence.AttackConfig
-
-// Quantiles summarises a distribution of durations (evidence.AttackQuantiles).
-type Quantiles = evidence.AttackQuantiles
-
-// Burst describes the barrier-released first requests of an unpaced attack
-// (evidence.AttackBurst).
-type Burst = evidence.AttackBurst
-
-// Pacing describes a paced attack against its schedule (evidence.AttackPacing).
-type Pacing = evidence.AttackPacing
-
-// FlowSummary is one flow's part of a multi-flow Summary (evidence.AttackFlow).
-type FlowSummary = evidence.AttackFlow
-
-// Summary describes a finished (or interrupted) attack; callers add it to
-// attack.json (evidence.Attack) after requests.jsonl is closed. The record
-// type is evidence's (evidence.AttackSummary).
-type Summary = evidence.AttackSummary
-
 // Run sends every ID in opts.IDs (or in every flow of opts.Flows) once, to
 // the target Assign picks, and writes one evidence.Request per result to
 // out as soon as it arrives (out flushes at least every evidence.FlushEvery;
@@ -468,17 +444,17 @@ type Summary = evidence.AttackSummary
 //
 // Cancellation: when ctx is cancelled Run sends no further IDs, waits for
 // requests already in flight (at most opts.InterruptGrace, then cancels
-// them: code 0), records them, and returns the Summary with
+// them: code 0), records them, and returns the evidence.AttackSummary with
 // Interrupted=true, Complete=false and a nil error — the interruption is
-// reported only in the Summary, so a caller that writes the Summary on nil
+// reported only in the evidence.AttackSummary, so a caller that writes the evidence.AttackSummary on nil
 // error keeps the evidence.
 //
 // Errors: invalid options return (nil, error wrapping ErrInvalidOptions)
 // before anything is sent; a failing write to out stops the attack and
-// returns the Summary (with Error set, Complete=false) together with that
-// error. Requests not sent make the Summary incomplete but are not an error
+// returns the evidence.AttackSummary (with Error set, Complete=false) together with that
+// error. Requests not sent make the evidence.AttackSummary incomplete but are not an error
 // of Run.
-func Run(ctx context.Context, opts Options, out *evidence.Writer) (*Summary, error) {
+func Run(ctx context.Context, opts Options, out *evidence.Writer) (*evidence.AttackSummary, error) {
 	if out == nil {
 		return nil, errors.New("attack: nil evidence writer")
 	}
@@ -515,7 +491,7 @@ type prepared struct {
 	prefixes []string // lower-case prefixes
 	multi    bool     // Options.Flows was given
 	ids      int      // IDs this Run sends (after sharding)
-	config   Config
+	config   evidence.AttackConfig
 	shard    *evidence.AttackShard
 }
 
@@ -534,7 +510,7 @@ type flowPrep struct {
 	// workers bound the requests in flight at the start; maxWork is the
 	// absolute bound (a paced flow may grow to it).
 	workers, maxWork int
-	config           Config
+	config           evidence.AttackConfig
 }
 
 // tmplPrep is one request shape of a flow: for a Split, one per target.
@@ -840,7 +816,7 @@ func prepareFlow(o Options, fs *flowSpec, names map[string]int, where string) (*
 		fp.assign = to
 	}
 	split := fs.Split
-	fp.config = Config{Flow: fs.Name, Split: split.String(), Seed: fs.Seed, Concurrency: fs.Concurrency,
+	fp.config = evidence.AttackConfig{Flow: fs.Name, Split: split.String(), Seed: fs.Seed, Concurrency: fs.Concurrency,
 		Rate: "0", DisableKeepAlives: !fp.keep}
 	if len(fs.Requests) > 0 {
 		fp.config.Split = SplitRequests
@@ -941,7 +917,7 @@ func (p *prepared) buildConfig() {
 		c.MaxConnections, c.Protocol = o.MaxConnections, protocolConfig(o.Protocol)
 		c.FDLimit, c.FDOpen, c.FDCap = p.config.FDLimit, p.config.FDOpen, p.config.FDCap
 		for k, t := range o.Targets {
-			c.Targets = append(c.Targets, TargetConfig{Name: t.Name, URL: evidence.RedactURL(t.URL), IDs: fc[k]})
+			c.Targets = append(c.Targets, evidence.AttackTarget{Name: t.Name, URL: evidence.RedactURL(t.URL), IDs: fc[k]})
 			counts[k] += fc[k]
 		}
 	}
@@ -951,12 +927,12 @@ func (p *prepared) buildConfig() {
 		p.config = cfg
 		return
 	}
-	cfg := Config{Name: o.Name, Split: "flows", Rate: "0", TimeoutNs: int64(o.Timeout), IDs: p.ids, IDHeader: o.IDHeader,
+	cfg := evidence.AttackConfig{Name: o.Name, Split: "flows", Rate: "0", TimeoutNs: int64(o.Timeout), IDs: p.ids, IDHeader: o.IDHeader,
 		CaptureHeaders: o.CaptureHeaders, BodyPrefix: o.BodyPrefix, DisableKeepAlives: o.DisableKeepAlives,
 		MaxConnections: o.MaxConnections, FDLimit: p.config.FDLimit, FDOpen: p.config.FDOpen, FDCap: p.config.FDCap,
 		WorkersFrom: "flows", Protocol: protocolConfig(o.Protocol)}
 	for k, t := range o.Targets {
-		cfg.Targets = append(cfg.Targets, TargetConfig{Name: t.Name, URL: evidence.RedactURL(t.URL), IDs: counts[k]})
+		cfg.Targets = append(cfg.Targets, evidence.AttackTarget{Name: t.Name, URL: evidence.RedactURL(t.URL), IDs: counts[k]})
 	}
 	for _, fp := range p.flows {
 		cfg.Workers += fp.workers

@@ -66,7 +66,7 @@ func (rec *recorder) snapshot() map[string][]seenRequest {
 
 // runToLines runs an attack into an in-memory evidence writer and returns
 // the summary, the error and the decoded lines.
-func runToLines(t *testing.T, ctx context.Context, opts Options) (*Summary, error, []evidence.Request) {
+func runToLines(t *testing.T, ctx context.Context, opts Options) (*evidence.AttackSummary, error, []evidence.Request) {
 	t.Helper()
 	var buf bytes.Buffer
 	w := evidence.NewWriter(&buf)
@@ -574,7 +574,7 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 // TestRunWriteError: once the evidence writer fails, Run stops the attack
-// and returns the error together with an incomplete Summary.
+// and returns the error together with an incomplete evidence.AttackSummary.
 func TestRunWriteError(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, strings.Repeat("x", 64))

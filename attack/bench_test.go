@@ -121,7 +121,7 @@ func (s *stopAfter) Pace(elapsed time.Duration, hits uint64) (time.Duration, boo
 func (s *stopAfter) Rate(elapsed time.Duration) float64 { return s.inner.Rate(elapsed) }
 
 // runLines runs one attack into memory and returns its lines sorted by SentNs.
-func runLines(b *testing.B, opts Options) (*Summary, []evidence.Request) {
+func runLines(b *testing.B, opts Options) (*evidence.AttackSummary, []evidence.Request) {
 	var buf bytes.Buffer
 	w := evidence.NewWriter(&buf)
 	sum, err := Run(context.Background(), opts, w)

@@ -10,7 +10,7 @@ import (
 
 // clockInfo reads what is known of the client's clock besides the time:
 // the kernel clock source and its NTP synchronisation state
-// (Summary.Clock). readClocks fills in the readings at the start.
+// (evidence.AttackSummary.Clock). readClocks fills in the readings at the start.
 func clockInfo() *evidence.AttackClock {
 	c := &evidence.AttackClock{}
 	if b, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource"); err == nil {

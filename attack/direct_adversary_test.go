@@ -106,7 +106,7 @@ func paced(n int, prefix, url string, perSec int) Options {
 
 // runGuarded runs opts with a guard context; it fails t if the guard had
 // to end the attack (a hang).
-func runGuarded(t *testing.T, opts Options, guard time.Duration) (*Summary, error, []evidence.Request) {
+func runGuarded(t *testing.T, opts Options, guard time.Duration) (*evidence.AttackSummary, error, []evidence.Request) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
@@ -119,7 +119,7 @@ func runGuarded(t *testing.T, opts Options, guard time.Duration) (*Summary, erro
 
 // checkLines checks the invariants every scenario shares and returns the
 // lines by code. seen may be nil (a server that does not count).
-func checkLines(t *testing.T, ids []string, sum *Summary, lines []evidence.Request, s *rawIDServer) map[int]int {
+func checkLines(t *testing.T, ids []string, sum *evidence.AttackSummary, lines []evidence.Request, s *rawIDServer) map[int]int {
 	t.Helper()
 	if sum == nil {
 		t.Fatal("no summary")
@@ -438,7 +438,7 @@ func runInterrupted(t *testing.T, ctx context.Context, opts Options, least int, 
 	guard := time.NewTimer(20 * time.Second)
 	defer guard.Stop()
 	done := make(chan struct{})
-	var sum *Summary
+	var sum *evidence.AttackSummary
 	var err error
 	var lines []evidence.Request
 	go func() {

@@ -960,8 +960,8 @@ func (e *engine) fail(err error) {
 	e.stop.Store(true)
 }
 
-// run executes the attack and builds the Summary.
-func (e *engine) run(ctx context.Context) (*Summary, error) {
+// run executes the attack and builds the evidence.AttackSummary.
+func (e *engine) run(ctx context.Context) (*evidence.AttackSummary, error) {
 	p := e.p
 	grace := p.opts.InterruptGrace
 	if grace <= 0 {
@@ -990,7 +990,7 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 		}
 	}()
 
-	sum := &Summary{Schema: Schema, Config: p.config, CodesByTarget: map[string]map[string]int{}, Shard: p.shard}
+	sum := &evidence.AttackSummary{Schema: Schema, Config: p.config, CodesByTarget: map[string]map[string]int{}, Shard: p.shard}
 	sum.Host, _ = os.Hostname()
 	for _, tc := range p.config.Targets {
 		sum.CodesByTarget[tc.Name] = map[string]int{}
@@ -1045,7 +1045,7 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 	first, last := int64(math.MaxInt64), int64(0)
 	var lat, pace, fromIntended, burst hist
 	var burstMin, burstMax int64 = math.MaxInt64, 0
-	var pacing *Pacing
+	var pacing *evidence.AttackPacing
 	var pacedSends int
 	pacedFirst, pacedLast := int64(math.MaxInt64), int64(0)
 	for i, fr := range e.flows {
@@ -1064,7 +1064,7 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 			}
 		}
 		lat.merge(&fr.lat)
-		fs := FlowSummary{Config: fr.f.config, Sent: c.attempted, NotSent: c.notSent, Recorded: c.recorded,
+		fs := evidence.AttackFlow{Config: fr.f.config, Sent: c.attempted, NotSent: c.notSent, Recorded: c.recorded,
 			CodesByTarget: c.codes, LatencyNs: fr.lat.quantiles()}
 		if c.sends > 0 {
 			fs.FirstSendNs, fs.LastSendNs = c.first, c.last
@@ -1075,7 +1075,7 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 			pace.merge(&fr.pace)
 			fromIntended.merge(&fr.fromIntended)
 			if pacing == nil {
-				pacing = &Pacing{}
+				pacing = &evidence.AttackPacing{}
 			}
 			pacing.WorkersPeak += pc.WorkersPeak
 			pacing.WorkersBound += pc.WorkersBound
@@ -1139,9 +1139,9 @@ func (e *engine) run(ctx context.Context) (*Summary, error) {
 	return sum, nil
 }
 
-// pacing is a paced flow's Pacing from its counts.
-func (fr *flowRun) pacing(sends int, first, last int64) *Pacing {
-	pc := &Pacing{WorkersPeak: fr.peak, WorkersBound: fr.bound, SizingLatencyNs: int64(fr.sizedBy), WarmConnections: int(fr.warm.Load()),
+// pacing is a paced flow's evidence.AttackPacing from its counts.
+func (fr *flowRun) pacing(sends int, first, last int64) *evidence.AttackPacing {
+	pc := &evidence.AttackPacing{WorkersPeak: fr.peak, WorkersBound: fr.bound, SizingLatencyNs: int64(fr.sizedBy), WarmConnections: int(fr.warm.Load()),
 		DirectSends: int(fr.directN.Load()), ReliefSends: fr.reliefN}
 	if sends > 1 && last > first {
 		pc.AchievedPerSec = float64(sends-1) / (float64(last-first) / 1e9)
@@ -1151,9 +1151,9 @@ func (fr *flowRun) pacing(sends int, first, last int64) *Pacing {
 	return pc
 }
 
-// burstSummary is an unpaced flow's Burst.
-func (fr *flowRun) burstSummary(released int64) *Burst {
-	b := &Burst{Requests: fr.burstN, ReleaseNs: released, WarmNs: fr.e.warmNs, WarmConnections: int(fr.warm.Load())}
+// burstSummary is an unpaced flow's evidence.AttackBurst.
+func (fr *flowRun) burstSummary(released int64) *evidence.AttackBurst {
+	b := &evidence.AttackBurst{Requests: fr.burstN, ReleaseNs: released, WarmNs: fr.e.warmNs, WarmConnections: int(fr.warm.Load())}
 	b.SendNs = fr.burst.quantiles()
 	if b.SendNs.N > 1 {
 		b.SpreadNs = fr.burstMax.Load() - fr.burstMin.Load()
@@ -1161,16 +1161,16 @@ func (fr *flowRun) burstSummary(released int64) *Burst {
 	return b
 }
 
-// burstTotal is a multi-flow attack's Burst over all unpaced flows (one
+// burstTotal is a multi-flow attack's evidence.AttackBurst over all unpaced flows (one
 // barrier); nil when every flow is paced.
-func (e *engine) burstTotal(h *hist, lo, hi int64) *Burst {
-	var b *Burst
+func (e *engine) burstTotal(h *hist, lo, hi int64) *evidence.AttackBurst {
+	var b *evidence.AttackBurst
 	for _, fr := range e.flows {
 		if fr.f.paced {
 			continue
 		}
 		if b == nil {
-			b = &Burst{ReleaseNs: e.released}
+			b = &evidence.AttackBurst{ReleaseNs: e.released}
 		}
 		b.Requests += fr.burstN
 		b.WarmConnections += int(fr.warm.Load())

@@ -246,7 +246,7 @@ func TestRunPacedSummary(t *testing.T) {
 	}
 }
 
-// achievedPerSec is Pacing.AchievedPerSec computed from requests.jsonl
+// achievedPerSec is evidence.AttackPacing.AchievedPerSec computed from requests.jsonl
 // lines: (sends-1)/(last-first SentNs), requests/s, over the lines sent.
 func achievedPerSec(lines []evidence.Request) float64 {
 	sends, first, last := 0, int64(math.MaxInt64), int64(0)

@@ -468,7 +468,7 @@ func TestProgress(t *testing.T) {
 	if s := prog.Snapshot(); s.Started || s.Recorded != 0 {
 		t.Fatalf("fresh snapshot %+v", s)
 	}
-	done := make(chan *Summary)
+	done := make(chan *evidence.AttackSummary)
 	go func() {
 		sum, _, _ := runToLines(t, context.Background(), Options{IDs: IDs(10, "p"), Targets: []Target{{URL: srv.URL}}, Concurrency: 6, Progress: prog})
 		done <- sum

@@ -1,6 +1,8 @@
 package attack
 
 import (
+	"github.com/rlbench/rlbench/evidence"
+
 	"math/bits"
 	"sync/atomic"
 )
@@ -58,9 +60,9 @@ func (h *hist) add(v int64) {
 }
 
 // quantiles reads h; call it after every add has returned.
-func (h *hist) quantiles() Quantiles {
+func (h *hist) quantiles() evidence.AttackQuantiles {
 	n := h.n.Load()
-	q := Quantiles{N: int(n), Max: h.max.Load()}
+	q := evidence.AttackQuantiles{N: int(n), Max: h.max.Load()}
 	if n == 0 {
 		return q
 	}

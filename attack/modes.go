@@ -17,7 +17,7 @@ import (
 // for Options.StartAt if set, and then starts all together: the barrier
 // releases the unpaced flows' first requests and the paced flows'
 // schedules begin at the same instant, which it returns.
-func (e *engine) execute(ctx context.Context, sum *Summary) time.Time {
+func (e *engine) execute(ctx context.Context, sum *evidence.AttackSummary) time.Time {
 	o := e.p.opts
 	if !o.StartAt.IsZero() {
 		sum.StartAt = &evidence.AttackStartAt{AtNs: o.StartAt.UnixNano(), At: o.StartAt.UTC().Format(time.RFC3339Nano),

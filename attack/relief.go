@@ -24,7 +24,7 @@ const reliefGrace = 200 * time.Microsecond
 // claimed, and sent, once. The relief only sends directly: when no parked
 // connection of the ID's target is free, it leaves the ID to the
 // dispatcher; an ID it claimed but could not write (not one byte left)
-// it hands back. Pacing.ReliefSends counts what it sent.
+// it hands back. evidence.AttackPacing.ReliefSends counts what it sent.
 type relief struct {
 	fr   *flowRun
 	n    int64

@@ -48,7 +48,7 @@ func newIDServer(t *testing.T) (*idServer, string) {
 // first ID k0 >= 20 it waits for (as a wake-up late by milliseconds would
 // hold it) until the server has received ID k0+19; the relief sends
 // k0..k0+19 meanwhile, before the dispatcher goes on, each ID still once
-// on the wire and once in the evidence, and Pacing.ReliefSends counts
+// on the wire and once in the evidence, and evidence.AttackPacing.ReliefSends counts
 // them.
 func TestReliefSendsWhileDispatcherStalls(t *testing.T) {
 	needRelief(t)

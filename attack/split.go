@@ -15,7 +15,7 @@ import (
 // Target is one endpoint an attack sends requests to.
 type Target struct {
 	// Name identifies the target in evidence (evidence.Request.Target) and in
-	// Summary.CodesByTarget, e.g. "envoy-a". Empty means the URL's host:port.
+	// evidence.AttackSummary.CodesByTarget, e.g. "envoy-a". Empty means the URL's host:port.
 	// Names must be unique within one attack.
 	Name string `json:"name"`
 	// URL is the base URL scheme://host[:port], optionally with a path prefix;

@@ -23,7 +23,7 @@ type AttackTarget struct {
 }
 
 // AttackConfig records the effective options of one attack (defaults
-// applied); attack.Config is this type.
+// applied).
 type AttackConfig struct {
 	// Name is the attack's name (the plan step), "" for `rlbench attack`.
 	Name string `json:"name,omitempty"`
@@ -209,7 +209,7 @@ type AttackStartAt struct {
 }
 
 // AttackSummary describes one finished (or interrupted) attack; attack.Run
-// returns it (attack.Summary is this type). Attack.Phases holds one per
+// returns it. Attack.Phases holds one per
 // attack of a scenario.
 type AttackSummary struct {
 	// Schema is AttackSummarySchema ("rlbench.attack/v1").

@@ -10,12 +10,7 @@ import (
 	"strings"
 )
 
-// KeyCounters are the per-rule counters of envoyproxy/ratelimit
-// (src/stats/manager_impl.go: ratelimit.service.rate_limit.<domain>.<keypath>.*),
-// in hits (hits_addend), not calls; the record type is evidence's.
-type KeyCounters = evidence.RLSKeyCounters
-
-func setCounter(k *KeyCounters, suffix string, v float64, add bool) bool {
+func setCounter(k *evidence.RLSKeyCounters, suffix string, v float64, add bool) bool {
 	var f *float64
 	switch suffix {
 	case "total_hits":
@@ -41,23 +36,18 @@ func setCounter(k *KeyCounters, suffix string, v float64, add bool) bool {
 	return true
 }
 
-func subCounters(k, b KeyCounters) KeyCounters {
-	return KeyCounters{TotalHits: k.TotalHits - b.TotalHits, WithinLimit: k.WithinLimit - b.WithinLimit,
+func subCounters(k, b evidence.RLSKeyCounters) evidence.RLSKeyCounters {
+	return evidence.RLSKeyCounters{TotalHits: k.TotalHits - b.TotalHits, WithinLimit: k.WithinLimit - b.WithinLimit,
 		OverLimit: k.OverLimit - b.OverLimit, NearLimit: k.NearLimit - b.NearLimit, ShadowMode: k.ShadowMode - b.ShadowMode,
 		OverLimitWithLocalCache: k.OverLimitWithLocalCache - b.OverLimitWithLocalCache}
 }
 
-func anyNegative(k KeyCounters) bool {
+func anyNegative(k evidence.RLSKeyCounters) bool {
 	return k.TotalHits < 0 || k.WithinLimit < 0 || k.OverLimit < 0 || k.NearLimit < 0 || k.ShadowMode < 0 || k.OverLimitWithLocalCache < 0
 }
 
-// Counters is the RLS-level view of one stats source (a Prometheus scrape,
-// summed statsd deltas, a stat dump), keyed like the statsd names; it is the
-// record stored in rls/metrics.<label>.json (evidence.RLSCounters).
-type Counters = evidence.RLSCounters
-
-func newCounters(source string) *Counters {
-	return &Counters{Source: source, Keys: map[string]KeyCounters{}, DomainNotFound: map[string]float64{}}
+func newCounters(source string) *evidence.RLSCounters {
+	return &evidence.RLSCounters{Source: source, Keys: map[string]evidence.RLSKeyCounters{}, DomainNotFound: map[string]float64{}}
 }
 
 const rateLimitPrefix = "ratelimit.service.rate_limit."
@@ -98,10 +88,10 @@ func ParseStatName(name string) (key, suffix string, ok bool) {
 	return "", "", false
 }
 
-// CountersFromStats builds Counters from statsd-style names and values (the
+// CountersFromStats builds evidence.RLSCounters from statsd-style names and values (the
 // summed deltas of StatsdTotals.Counters, or the cumulative values of a stat
 // dump).
-func CountersFromStats(source string, stats map[string]float64) *Counters {
+func CountersFromStats(source string, stats map[string]float64) *evidence.RLSCounters {
 	c := newCounters(source)
 	for name, v := range stats {
 		switch name {
@@ -136,8 +126,10 @@ func CountersFromStats(source string, stats map[string]float64) *Counters {
 	return c
 }
 
-// RLSCounters converts summed statsd counter deltas to Counters.
-func (t *StatsdTotals) RLSCounters() *Counters { return CountersFromStats(t.Name, t.Counters) }
+// RLSCounters converts summed statsd counter deltas to evidence.RLSCounters.
+func (t *StatsdTotals) RLSCounters() *evidence.RLSCounters {
+	return CountersFromStats(t.Name, t.Counters)
+}
 
 // ParseStatDump reads `name: value` lines, the format of the pre-2020 RLS
 // debug-port /stats and of the README "Statistics" section
@@ -190,10 +182,10 @@ const (
 
 // IdentityResult is the identity check of one stat key between two snapshots.
 type IdentityResult struct {
-	Key    string      `json:"key"`
-	Before KeyCounters `json:"before"`
-	After  KeyCounters `json:"after"`
-	Delta  KeyCounters `json:"delta"`
+	Key    string                  `json:"key"`
+	Before evidence.RLSKeyCounters `json:"before"`
+	After  evidence.RLSKeyCounters `json:"after"`
+	Delta  evidence.RLSKeyCounters `json:"delta"`
 	// Gap is Δtotal_hits - Δwithin_limit - Δover_limit.
 	Gap    float64 `json:"gap"`
 	Status string  `json:"status"`
@@ -206,7 +198,7 @@ type IdentityResult struct {
 // over_limit, so shadow_mode ≤ over_limit; local-cache hits likewise). A nil
 // before means a fresh process (all zero), which is right for summed statsd
 // deltas. Results are sorted by key.
-func CheckIdentities(before, after *Counters) []IdentityResult {
+func CheckIdentities(before, after *evidence.RLSCounters) []IdentityResult {
 	if after == nil {
 		return nil
 	}
@@ -230,7 +222,7 @@ func CheckIdentities(before, after *Counters) []IdentityResult {
 	sort.Strings(names)
 	out := make([]IdentityResult, 0, len(names))
 	for _, k := range names {
-		var b KeyCounters
+		var b evidence.RLSKeyCounters
 		inBefore := false
 		if before != nil {
 			b, inBefore = before.Keys[k]

@@ -173,12 +173,6 @@ type Event struct {
 	Value            string `json:"value,omitempty"`
 }
 
-// ConfigLoad is a `Successfully loaded new configuration` /
-// `Successfully loaded the initial ratelimit configs` (OK) or
-// `Error loading new configuration: %s` (not OK) line (evidence.RLSConfigLoad,
-// which analysis reads from rls/log.json).
-type ConfigLoad = evidence.RLSConfigLoad
-
 // LimitDef is one `loading descriptor: key=<domain>.<path>[ ratelimit={requests_per_unit=N, unit=U, ...}]`
 // line (config/config_impl.go). HasLimit is false for intermediate nodes.
 type LimitDef struct {
@@ -219,14 +213,14 @@ type Log struct {
 	// PendingLookups are `looking up cache key` lines never followed by their
 	// `cache key: K current:` line nor an error: calls hung (Redis outage) or
 	// cut off by the end of the log.
-	PendingLookups []Event      `json:"pending_lookups,omitempty"`
-	ConfigLoads    []ConfigLoad `json:"config_loads,omitempty"`
-	Domains        []Event      `json:"domains,omitempty"`
-	LimitDefs      []LimitDef   `json:"limit_defs,omitempty"`
-	UnknownDomains []Event      `json:"unknown_domains,omitempty"`
-	NoMatch        []Event      `json:"no_match,omitempty"`
-	LocalCacheHits []Event      `json:"local_cache_hits,omitempty"`
-	ShadowLines    []Event      `json:"shadow_lines,omitempty"`
+	PendingLookups []Event                  `json:"pending_lookups,omitempty"`
+	ConfigLoads    []evidence.RLSConfigLoad `json:"config_loads,omitempty"`
+	Domains        []Event                  `json:"domains,omitempty"`
+	LimitDefs      []LimitDef               `json:"limit_defs,omitempty"`
+	UnknownDomains []Event                  `json:"unknown_domains,omitempty"`
+	NoMatch        []Event                  `json:"no_match,omitempty"`
+	LocalCacheHits []Event                  `json:"local_cache_hits,omitempty"`
+	ShadowLines    []Event                  `json:"shadow_lines,omitempty"`
 	// Listeners: Kind is "debug", "HTTP" or "gRPC", Value the address.
 	Listeners []Event `json:"listeners,omitempty"`
 	// Starts are `Stats initialized for X` / `Stats disabled` lines, the first
@@ -747,12 +741,12 @@ func (p *logParser) message(env envelope) {
 		count("config_load_error")
 		p.cfgLoading = false // the configuration in force stays
 		msg := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(m, "Error loading new configuration"), ":"))
-		p.log.ConfigLoads = append(p.log.ConfigLoads, ConfigLoad{Line: p.n, TimeNs: env.timeNs, OK: false, Message: m})
+		p.log.ConfigLoads = append(p.log.ConfigLoads, evidence.RLSConfigLoad{Line: p.n, TimeNs: env.timeNs, OK: false, Message: m})
 		p.addError(env, ErrorKindConfigLoad, "", msg)
 	case strings.HasPrefix(m, "Successfully loaded new configuration"), strings.HasPrefix(m, "Successfully loaded the initial ratelimit configs"):
 		count("config_loaded")
 		p.configLoaded()
-		p.log.ConfigLoads = append(p.log.ConfigLoads, ConfigLoad{Line: p.n, TimeNs: env.timeNs, OK: true,
+		p.log.ConfigLoads = append(p.log.ConfigLoads, evidence.RLSConfigLoad{Line: p.n, TimeNs: env.timeNs, OK: true,
 			Initial: strings.Contains(m, "initial"), Message: m})
 	case strings.HasPrefix(m, "loading domain: "), strings.HasPrefix(m, "patching domain: "):
 		dom := strings.TrimPrefix(m, "loading domain: ")

@@ -36,11 +36,6 @@ func (id RuleID) StatKey() string {
 	return s
 }
 
-// Histogram is a Prometheus histogram's sum and count. For
-// ratelimit_service_response_time_seconds in 3fb7025 the values are
-// MILLISECONDS despite the name (fixed upstream by envoyproxy/ratelimit#1104).
-type Histogram = evidence.RLSHistogram
-
 // PromSnapshot is one parsed RLS /metrics page (USE_PROMETHEUS=true). The
 // embedded evidence.RLSPrometheus is what rls/metrics.<label>.json records.
 type PromSnapshot struct {
@@ -48,7 +43,7 @@ type PromSnapshot struct {
 	// Families holds every metric family, keyed by name.
 	Families map[string]*dto.MetricFamily `json:"-"`
 	// Rules holds the mapped per-rule counters.
-	Rules map[RuleID]KeyCounters `json:"-"`
+	Rules map[RuleID]evidence.RLSKeyCounters `json:"-"`
 }
 
 var (
@@ -77,8 +72,8 @@ func ParsePrometheus(r io.Reader, name string) (*PromSnapshot, error) {
 	}
 	s := &PromSnapshot{RLSPrometheus: evidence.RLSPrometheus{
 		Name: name, ShouldRateLimitErrors: map[string]float64{}, TotalRequests: map[string]float64{},
-		DomainNotFound: map[string]float64{}, ResponseTime: map[string]Histogram{}, RedisPool: map[string]float64{},
-	}, Families: fams, Rules: map[RuleID]KeyCounters{}}
+		DomainNotFound: map[string]float64{}, ResponseTime: map[string]evidence.RLSHistogram{}, RedisPool: map[string]float64{},
+	}, Families: fams, Rules: map[RuleID]evidence.RLSKeyCounters{}}
 	names := make([]string, 0, len(fams))
 	for n := range fams {
 		names = append(names, n)
@@ -161,7 +156,7 @@ func ParsePrometheus(r io.Reader, name string) (*PromSnapshot, error) {
 					if err != nil {
 						return nil, err
 					}
-					s.ResponseTime[labels(m)["grpc_method"]] = Histogram{Sum: v, Count: h.GetSampleCount()}
+					s.ResponseTime[labels(m)["grpc_method"]] = evidence.RLSHistogram{Sum: v, Count: h.GetSampleCount()}
 				}
 			}
 		}
@@ -226,8 +221,8 @@ func (s *PromSnapshot) FamilyNames() []string {
 	return out
 }
 
-// RLSCounters converts the snapshot to Counters keyed "<domain>.<key1>[.<key2>]".
-func (s *PromSnapshot) RLSCounters() *Counters {
+// RLSCounters converts the snapshot to evidence.RLSCounters keyed "<domain>.<key1>[.<key2>]".
+func (s *PromSnapshot) RLSCounters() *evidence.RLSCounters {
 	c := newCounters(s.Name)
 	for id, kc := range s.Rules {
 		prev := c.Keys[id.StatKey()]

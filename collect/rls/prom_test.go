@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 func countTypeLines(t *testing.T, rel string) int {
@@ -70,7 +72,7 @@ func TestParsePrometheusFixtures(t *testing.T) {
 	loc := parsePromFixture(t, "rls_local_3fb7025_prometheus_metrics.txt")
 	eqInt(t, "local families", len(loc.Families), 71)
 	sh := loc.Rules[RuleID{Domain: "rlbench", Key1: "shadow_x"}]
-	if sh != (KeyCounters{TotalHits: 2, WithinLimit: 1, OverLimit: 1, NearLimit: 1, ShadowMode: 1}) {
+	if sh != (evidence.RLSKeyCounters{TotalHits: 2, WithinLimit: 1, OverLimit: 1, NearLimit: 1, ShadowMode: 1}) {
 		t.Errorf("shadow_x = %+v", sh)
 	}
 	eqF(t, "local unknown_domain not found", loc.DomainNotFound["unknown_domain"], 1)
@@ -97,7 +99,7 @@ func TestParsePrometheusError(t *testing.T) {
 func TestCheckIdentitiesPrometheus(t *testing.T) {
 	files := []string{"prom_metrics_1_after_a.txt", "prom_metrics_2_after_b.txt", "prom_metrics_3_after_c.txt",
 		"prom_metrics_4_during_outage.txt", "prom_metrics_5_after_d.txt", "prom_metrics_6_after_e.txt"}
-	var snaps []*Counters
+	var snaps []*evidence.RLSCounters
 	for _, f := range files {
 		snaps = append(snaps, parsePromFixture(t, "json-prometheus/"+f).RLSCounters())
 	}
@@ -123,11 +125,11 @@ func TestCheckIdentitiesPrometheus(t *testing.T) {
 		eqStr(t, "fresh "+r.Key, r.Status, IdentityPass)
 	}
 	// A broken identity without errors fails.
-	bad := &Counters{Keys: map[string]KeyCounters{"d.k": {TotalHits: 5, WithinLimit: 3, OverLimit: 1}}}
+	bad := &evidence.RLSCounters{Keys: map[string]evidence.RLSKeyCounters{"d.k": {TotalHits: 5, WithinLimit: 3, OverLimit: 1}}}
 	if r := CheckIdentities(nil, bad); len(r) != 1 || r[0].Status != IdentityFail || r[0].Gap != 1 {
 		t.Errorf("bad identity = %+v", r)
 	}
-	shadow := &Counters{Keys: map[string]KeyCounters{"d.k": {TotalHits: 2, WithinLimit: 1, OverLimit: 1, ShadowMode: 2}}}
+	shadow := &evidence.RLSCounters{Keys: map[string]evidence.RLSKeyCounters{"d.k": {TotalHits: 2, WithinLimit: 1, OverLimit: 1, ShadowMode: 2}}}
 	if r := CheckIdentities(nil, shadow); r[0].Status != IdentityFail {
 		t.Errorf("shadow > over = %+v", r)
 	}

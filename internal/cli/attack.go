@@ -524,7 +524,7 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 // printAttackSummary prints the outcome, the worker bound and where it
 // came from (descriptor cap included), the burst or pacing figures, each
 // flow's, the shard and the start's lateness.
-func printAttackSummary(w io.Writer, out string, sum *attack.Summary) {
+func printAttackSummary(w io.Writer, out string, sum *evidence.AttackSummary) {
 	c := sum.Config
 	fmt.Fprintf(w, "attack: %d of %d IDs sent (%d not sent) -> %s\n", sum.Sent-sum.NotSent, c.IDs, sum.NotSent, out)
 	fmt.Fprintf(w, "attack: codes %s\n", human.Codes(sum.CodesByTarget, sum.NotSent))
@@ -544,7 +544,7 @@ func printAttackSummary(w io.Writer, out string, sum *attack.Summary) {
 	}
 }
 
-func printFigures(w io.Writer, prefix string, c attack.Config, b *attack.Burst, pc *attack.Pacing) {
+func printFigures(w io.Writer, prefix string, c evidence.AttackConfig, b *evidence.AttackBurst, pc *evidence.AttackPacing) {
 	if b != nil {
 		fmt.Fprintf(w, "%sburst of %d on %d warm connections, send spread %s (p50 %s, p99 %s after release)\n",
 			prefix, b.Requests, b.WarmConnections, time.Duration(b.SpreadNs), time.Duration(b.SendNs.P50), time.Duration(b.SendNs.P99))

@@ -285,8 +285,8 @@ func scrapeStable(ctx context.Context, url string, waitStable bool) ([]byte, *rl
 // fingerprint is the part of a snapshot that changes when the RLS decides or fails a call.
 func fingerprint(s *rls.PromSnapshot) string {
 	b, _ := json.Marshal(struct {
-		C *rls.Counters
-		R map[string]rls.Histogram
+		C *evidence.RLSCounters
+		R map[string]evidence.RLSHistogram
 	}{s.RLSCounters(), s.ResponseTime})
 	return string(b)
 }

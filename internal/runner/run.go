@@ -513,7 +513,7 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 	return ev
 }
 
-func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, onStart func(time.Time)) (*attack.Summary, error) {
+func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, onStart func(time.Time)) (*evidence.AttackSummary, error) {
 	ap := st.Attack
 	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
 	opts := attack.Options{Targets: r.targets, Timeout: time.Duration(ap.Timeout), Name: st.Name, OnStart: onStart,
