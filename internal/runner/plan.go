@@ -682,11 +682,11 @@ func (s *ScenarioPlan) validate(sp, where string, runsLeft int) error {
 }
 
 // validateSteps checks the scenario's steps (sp is the scenario's path),
-// each at stepPath(j): each is
-// one attack (AttackPlan.validate, against the scenario's targets) or one
-// fault (FaultPlan.validate); at least one is an attack, and a fault with
-// at: or for: has an attack step after it. Unnamed steps are named
-// attack<N> (the N-th attack) or "<action> <target>".
+// each at stepPath(j): each is one attack (AttackPlan.validate, against the
+// scenario's targets) or one fault (FaultPlan.validate); at least one is an
+// attack, and a fault with at: or for: has an attack step after it.
+// Unnamed steps are named attack<N> (the N-th attack) or
+// "<action> <target>".
 func (s *ScenarioPlan) validateSteps(sp, where string, stepPath func(int) string) error {
 	attacks := 0
 	for j := range s.Steps {
