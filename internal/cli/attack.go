@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -175,11 +176,38 @@ bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
 	return cmd
 }
 
-// validate reports flag combinations that cannot work, as usage errors.
+// validate reports flag combinations that cannot work, as usage errors,
+// one concern after the other: the targets, --out, the flows or the IDs,
+// the transport, the shard, --warm-ahead.
 func (o *AttackOptions) validate() error {
 	if len(o.Targets) == 0 && o.TargetsFile == "" {
 		return usageErrorf("at least one --target NAME=URL is required")
 	}
+	if err := o.validateOut(); err != nil {
+		return err
+	}
+	if len(o.Flows) > 0 {
+		if err := o.validateFlows(); err != nil {
+			return err
+		}
+	} else if err := o.validateIDs(); err != nil {
+		return err
+	}
+	if err := o.validateTransport(); err != nil {
+		return err
+	}
+	if err := o.validateShard(); err != nil {
+		return err
+	}
+	if o.WarmAhead < 0 {
+		return usageErrorf("--warm-ahead must be >= 0, not %s", o.WarmAhead)
+	}
+	return nil
+}
+
+// validateOut checks --out: given, a directory (checkOutputDir), and
+// without --overwrite free of an earlier attack's evidence.
+func (o *AttackOptions) validateOut() error {
 	if o.Out == "" {
 		return usageErrorf("--out DIR is required")
 	}
@@ -194,90 +222,120 @@ func (o *AttackOptions) validate() error {
 			}
 		}
 	}
-	if len(o.Flows) > 0 {
-		if o.TargetsFile != "" {
-			return usageErrorf("give --flow or --targets-file, not both")
-		}
-		if len(o.changedForFlow) > 0 {
-			return usageErrorf("with --flow, set %s in each flow (e.g. --flow 'name=A,ids=10,rate=5/s'), not for the attack", strings.Join(o.changedForFlow, ", "))
-		}
-		total := 0
-		for _, f := range o.Flows {
-			total += f.IDs // each is at most attack.MaxIDs (parseFlow)
-		}
-		if err := attack.CheckIDs(fmt.Sprintf("--flow: %d flows", len(o.Flows)), total); err != nil {
-			return &UsageError{Err: err}
-		}
-	} else {
-		if o.IDs < 0 {
-			return usageErrorf("--ids must be positive, not %d", o.IDs)
-		}
-		if o.IDs > 0 && o.IDsFile != "" {
-			return usageErrorf("give exactly one of --ids N or --ids-file FILE")
-		}
-		if o.Duration < 0 {
-			return usageErrorf("--duration must be positive, not %s", o.Duration)
-		}
-		if o.Duration > 0 {
-			if o.Rate.Freq == 0 {
-				return usageErrorf("--duration needs --rate (the IDs are rate x duration)")
-			}
-			if o.IDs > 0 || o.IDsFile != "" {
-				return usageErrorf("give --duration or --ids/--ids-file, not both")
-			}
-			o.IDs = attack.DurationIDs(o.Rate, o.Duration)
-			if o.IDs == 0 {
-				return usageErrorf("--rate %s for --duration %s is no request", attack.FormatRate(o.Rate), o.Duration)
-			}
-			if err := attack.CheckIDs(fmt.Sprintf("--rate %s for --duration %s", attack.FormatRate(o.Rate), o.Duration), o.IDs); err != nil {
-				return &UsageError{Err: err}
-			}
-		}
-		if err := attack.CheckIDs(fmt.Sprintf("--ids %d", o.IDs), o.IDs); err != nil {
-			return &UsageError{Err: err}
-		}
-		if o.IDs == 0 && o.IDsFile == "" && o.TargetsFile == "" {
-			return usageErrorf("give exactly one of --ids N or --ids-file FILE")
-		}
-		if o.Concurrency < 0 {
-			return usageErrorf("--concurrency must be >= 0, not %d", o.Concurrency)
-		}
-		if o.TargetsFile != "" {
-			for _, name := range []string{"--method", "--path", "--body", "--body-file", "--split"} {
-				for _, c := range o.changedForFlow {
-					if c == name {
-						return usageErrorf("%s does not go with --targets-file: each target line gives its request", name)
-					}
-				}
+	return nil
+}
+
+// validateFlows checks an attack of --flow specs: no --targets-file, no
+// per-flow flag set for the whole attack, at most attack.MaxIDs IDs in all.
+func (o *AttackOptions) validateFlows() error {
+	if o.TargetsFile != "" {
+		return usageErrorf("give --flow or --targets-file, not both")
+	}
+	if len(o.changedForFlow) > 0 {
+		return usageErrorf("with --flow, set %s in each flow (e.g. --flow 'name=A,ids=10,rate=5/s'), not for the attack", strings.Join(o.changedForFlow, ", "))
+	}
+	total := 0
+	for _, f := range o.Flows {
+		total += f.IDs // each is at most attack.MaxIDs (parseFlow)
+	}
+	if err := attack.CheckIDs(fmt.Sprintf("--flow: %d flows", len(o.Flows)), total); err != nil {
+		return &UsageError{Err: err}
+	}
+	return nil
+}
+
+// validateIDs checks the IDs of an attack without --flow: --ids,
+// --ids-file or --duration with --rate (which sets IDs to rate x duration),
+// exactly one unless --targets-file gives them; --concurrency >= 0; and
+// the request flags that --targets-file replaces.
+func (o *AttackOptions) validateIDs() error {
+	if o.IDs < 0 {
+		return usageErrorf("--ids must be positive, not %d", o.IDs)
+	}
+	if o.IDs > 0 && o.IDsFile != "" {
+		return usageErrorf("give exactly one of --ids N or --ids-file FILE")
+	}
+	if err := o.validateDuration(); err != nil {
+		return err
+	}
+	if err := attack.CheckIDs(fmt.Sprintf("--ids %d", o.IDs), o.IDs); err != nil {
+		return &UsageError{Err: err}
+	}
+	if o.IDs == 0 && o.IDsFile == "" && o.TargetsFile == "" {
+		return usageErrorf("give exactly one of --ids N or --ids-file FILE")
+	}
+	if o.Concurrency < 0 {
+		return usageErrorf("--concurrency must be >= 0, not %d", o.Concurrency)
+	}
+	if o.TargetsFile != "" {
+		for _, name := range []string{"--method", "--path", "--body", "--body-file", "--split"} {
+			if slices.Contains(o.changedForFlow, name) {
+				return usageErrorf("%s does not go with --targets-file: each target line gives its request", name)
 			}
 		}
 	}
+	return nil
+}
+
+// validateDuration checks --duration (>= 0; with --rate, instead of --ids
+// and --ids-file) and sets IDs to rate x duration (attack.DurationIDs),
+// at least one and at most attack.MaxIDs.
+func (o *AttackOptions) validateDuration() error {
+	if o.Duration < 0 {
+		return usageErrorf("--duration must be positive, not %s", o.Duration)
+	}
+	if o.Duration == 0 {
+		return nil
+	}
+	if o.Rate.Freq == 0 {
+		return usageErrorf("--duration needs --rate (the IDs are rate x duration)")
+	}
+	if o.IDs > 0 || o.IDsFile != "" {
+		return usageErrorf("give --duration or --ids/--ids-file, not both")
+	}
+	o.IDs = attack.DurationIDs(o.Rate, o.Duration)
+	if o.IDs == 0 {
+		return usageErrorf("--rate %s for --duration %s is no request", attack.FormatRate(o.Rate), o.Duration)
+	}
+	if err := attack.CheckIDs(fmt.Sprintf("--rate %s for --duration %s", attack.FormatRate(o.Rate), o.Duration), o.IDs); err != nil {
+		return &UsageError{Err: err}
+	}
+	return nil
+}
+
+// validateTransport checks the protocol and TLS flags: --http2 or --h2c,
+// --cert with --key.
+func (o *AttackOptions) validateTransport() error {
 	if o.HTTP2 && o.H2C {
 		return usageErrorf("give --http2 (TLS) or --h2c (cleartext), not both")
 	}
 	if (o.Cert == "") != (o.Key == "") {
 		return usageErrorf("--cert and --key go together (the client certificate and its key)")
 	}
-	if o.ShardFromEnv != "" || o.Shards != 0 {
-		if o.Shard.Count > 0 {
-			return usageErrorf("give --shard K/N or --shard-from-env VAR --shards N, not both")
-		}
-		if o.ShardFromEnv == "" || o.Shards < 1 {
-			return usageErrorf("--shard-from-env VAR needs --shards N (N >= 1), and --shards needs --shard-from-env")
-		}
-		v, ok := os.LookupEnv(o.ShardFromEnv)
-		if !ok {
-			return usageErrorf("--shard-from-env %s: the variable is not set", o.ShardFromEnv)
-		}
-		k, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || k < 0 || k >= o.Shards {
-			return usageErrorf("--shard-from-env %s=%q: want an index 0..%d for --shards %d", o.ShardFromEnv, v, o.Shards-1, o.Shards)
-		}
-		o.Shard = attack.Shard{Index: k, Count: o.Shards}
+	return nil
+}
+
+// validateShard checks --shard-from-env VAR with --shards N (not with
+// --shard K/N) and sets Shard from the variable's index 0..N-1.
+func (o *AttackOptions) validateShard() error {
+	if o.ShardFromEnv == "" && o.Shards == 0 {
+		return nil
 	}
-	if o.WarmAhead < 0 {
-		return usageErrorf("--warm-ahead must be >= 0, not %s", o.WarmAhead)
+	if o.Shard.Count > 0 {
+		return usageErrorf("give --shard K/N or --shard-from-env VAR --shards N, not both")
 	}
+	if o.ShardFromEnv == "" || o.Shards < 1 {
+		return usageErrorf("--shard-from-env VAR needs --shards N (N >= 1), and --shards needs --shard-from-env")
+	}
+	v, ok := os.LookupEnv(o.ShardFromEnv)
+	if !ok {
+		return usageErrorf("--shard-from-env %s: the variable is not set", o.ShardFromEnv)
+	}
+	k, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || k < 0 || k >= o.Shards {
+		return usageErrorf("--shard-from-env %s=%q: want an index 0..%d for --shards %d", o.ShardFromEnv, v, o.Shards-1, o.Shards)
+	}
+	o.Shard = attack.Shard{Index: k, Count: o.Shards}
 	return nil
 }
 

@@ -3,10 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/collect/snapshot"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/spf13/cobra"
 )
@@ -78,16 +78,10 @@ compares). NAME must be the attack target name of that proxy.`,
 var statsFormats = []envoy.Format{envoy.FormatText, envoy.FormatJSON, envoy.FormatPrometheus}
 
 func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
-	raw, snap, err := envoy.Fetch(ctx, &http.Client{Timeout: o.Timeout}, o.Admin, o.Format)
 	d := evidence.Dir(o.Out)
+	snap, err := snapshot.Take(ctx, snapshot.Options{URL: o.Admin, Name: o.Proxy, Label: o.Label, Out: d, Timeout: o.Timeout},
+		snapshot.EnvoyStats(o.Format))
 	if err != nil {
-		if werr := evidence.WriteStats(d, o.Proxy, o.Label, string(o.Format), raw, nil); werr != nil {
-			return werr
-		}
-		return err
-	}
-	snap.Proxy, snap.Label, snap.Admin = o.Proxy, o.Label, evidence.RedactURL(o.Admin)
-	if err := evidence.WriteStats(d, o.Proxy, o.Label, string(o.Format), raw, snap); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.IO.ErrOut, "collect: %s %s: %d values, %d local and %d global rate limit stat groups -> %s\n",

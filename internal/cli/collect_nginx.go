@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/collect/snapshot"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/spf13/cobra"
 )
@@ -256,20 +256,14 @@ in the same place, the output also gives the delta.`,
 }
 
 func runCollectNginxStatus(ctx context.Context, o *CollectNginxStatusOptions) error {
-	raw, st, err := collectnginx.FetchStubStatus(ctx, &http.Client{Timeout: o.Timeout}, o.URL)
 	d := evidence.Dir(o.Out)
-	dir := d.Path(evidence.NginxPath(o.Proxy, ""))
+	st, err := snapshot.Take(ctx, snapshot.Options{URL: o.URL, Name: o.Proxy, Label: o.Label, Out: d, Timeout: o.Timeout},
+		snapshot.NginxStubStatus())
 	if err != nil {
-		if werr := evidence.WriteNginxStubStatus(d, o.Proxy, o.Label, raw, nil); werr != nil {
-			return werr
-		}
-		return err
-	}
-	if err := evidence.WriteNginxStubStatus(d, o.Proxy, o.Label, raw, &st); err != nil {
 		return err
 	}
 	res := NginxStatusOutput{URL: evidence.RedactURL(o.URL), Label: o.Label, Status: st}
-	beforePath := filepath.Join(dir, evidence.NginxStubStatusRaw("before"))
+	beforePath := filepath.Join(d.Path(evidence.NginxPath(o.Proxy, "")), evidence.NginxStubStatusRaw("before"))
 	if b, err := os.ReadFile(beforePath); err == nil && o.Label != "before" {
 		before, err := collectnginx.ParseStubStatus(bytes.NewReader(b), beforePath)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
+	"github.com/rlbench/rlbench/collect/snapshot"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/spf13/cobra"
 )
@@ -211,23 +211,9 @@ over_limit, near_limit, shadow_mode; should_rate_limit errors; config loads).`,
 }
 
 func runCollectPrometheus(ctx context.Context, o *CollectPrometheusOptions) error {
-	raw, snap, err := rls.Fetch(ctx, &http.Client{Timeout: o.Timeout}, o.URL)
-	d := evidence.Dir(o.Out)
+	snap, err := snapshot.Take(ctx, snapshot.Options{URL: o.URL, Label: o.Label, Out: evidence.Dir(o.Out), Timeout: o.Timeout},
+		snapshot.RLSPrometheus())
 	if err != nil {
-		if len(raw) > 0 {
-			if werr := os.MkdirAll(d.RLS(), 0o755); werr != nil {
-				return werr
-			}
-			if werr := os.WriteFile(d.RLSMetrics(o.Label, ".prom"), raw, 0o644); werr != nil {
-				return werr
-			}
-		}
-		return err
-	}
-	// The same shape as the runner's real-RLS snapshots, so analyze reads both.
-	m := evidence.RLSMetrics{Schema: evidence.RLSMetricsSchema, Label: o.Label, TimeNs: time.Now().UnixNano(), URL: evidence.RedactURL(o.URL),
-		Process: 1, Stable: true, Prometheus: &snap.RLSPrometheus, Counters: snap.RLSCounters()}
-	if err := evidence.WriteRLSMetrics(d, &m, raw); err != nil {
 		return err
 	}
 	return writeJSONOut(o.IO.Out, snap)

@@ -338,9 +338,6 @@ type FlowSpec struct {
 // quote the spec and name the bad part.
 func ParseFlowSpec(s string) (FlowSpec, error) {
 	var f FlowSpec
-	bad := func(part, format string, a ...any) error {
-		return fmt.Errorf("flow %q: %q: %s", s, part, fmt.Sprintf(format, a...))
-	}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -349,83 +346,108 @@ func ParseFlowSpec(s string) (FlowSpec, error) {
 		k, v, ok := strings.Cut(part, "=")
 		k = strings.TrimSpace(k)
 		if !ok && k != "no-keepalive" {
-			return f, bad(part, "want key=value")
+			return f, fmt.Errorf("flow %q: %q: %s", s, part, "want key=value")
 		}
-		var err error
-		switch k {
-		case "name":
-			f.Name = v
-		case "ids":
-			if f.IDs, err = strconv.Atoi(v); err != nil || f.IDs <= 0 {
-				return f, bad(part, "want a count > 0")
-			}
-		case "id-prefix":
-			f.IDPrefix = v
-		case "ids-file":
-			f.IDsFile = v
-		case "rate":
-			if f.Rate, err = attack.ParseRate(v); err != nil {
-				return f, bad(part, "%v", err)
-			}
-		case "duration":
-			if f.Duration, err = time.ParseDuration(v); err != nil || f.Duration <= 0 {
-				return f, bad(part, "want a positive duration such as 5s")
-			}
-		case "method":
-			f.Method = v
-		case "path":
-			f.Path = v
-		case "header":
-			name, val, err := attack.ParseHeader(v)
-			if err != nil {
-				return f, bad(part, "%v", err)
-			}
-			if f.Header == nil {
-				f.Header = http.Header{}
-			}
-			f.Header.Add(name, val)
-		case "body":
-			f.Body = v
-		case "split":
-			if f.Split, err = attack.ParseSplit(strings.ReplaceAll(v, ":", ",")); err != nil {
-				return f, bad(part, "%v (values separated by ':', e.g. weights=60:30:10)", err)
-			}
-		case "seed":
-			if f.Seed, err = strconv.ParseInt(v, 10, 64); err != nil {
-				return f, bad(part, "want an integer")
-			}
-		case "concurrency":
-			if f.Concurrency, err = strconv.Atoi(v); err != nil || f.Concurrency < 0 {
-				return f, bad(part, "want a count >= 0")
-			}
-		case "no-keepalive":
-			if !ok {
-				v = "true"
-			}
-			if f.NoKeepAlive, err = strconv.ParseBool(v); err != nil {
-				return f, bad(part, "want true or false")
-			}
-		default:
-			return f, bad(part, "unknown key %q (name, ids, id-prefix, ids-file, rate, duration, method, path, header, body, split, seed, concurrency, no-keepalive)", k)
+		if msg := f.set(k, v, ok); msg != "" {
+			return f, fmt.Errorf("flow %q: %q: %s", s, part, msg)
 		}
 	}
+	err := f.check(s) // sets IDs from rate x duration: called before f is returned
+	return f, err
+}
+
+// set sets the key k of a flow spec to v (ok: the part had a "="); it
+// returns what is wrong with the part, or "".
+func (f *FlowSpec) set(k, v string, ok bool) string {
+	switch k {
+	case "name":
+		f.Name = v
+	case "id-prefix":
+		f.IDPrefix = v
+	case "ids-file":
+		f.IDsFile = v
+	case "method":
+		f.Method = v
+	case "path":
+		f.Path = v
+	case "body":
+		f.Body = v
+	case "header":
+		name, val, err := attack.ParseHeader(v)
+		if err != nil {
+			return err.Error()
+		}
+		if f.Header == nil {
+			f.Header = http.Header{}
+		}
+		f.Header.Add(name, val)
+	default:
+		return f.setParsed(k, v, ok)
+	}
+	return ""
+}
+
+// setParsed sets the keys whose values are parsed (counts, the rate, the
+// duration, the split, the seed, no-keepalive); it returns what is wrong
+// with the value, or "" (an unknown key is wrong too).
+func (f *FlowSpec) setParsed(k, v string, ok bool) string {
+	var err error
+	switch k {
+	case "ids":
+		if f.IDs, err = strconv.Atoi(v); err != nil || f.IDs <= 0 {
+			return "want a count > 0"
+		}
+	case "rate":
+		if f.Rate, err = attack.ParseRate(v); err != nil {
+			return err.Error()
+		}
+	case "duration":
+		if f.Duration, err = time.ParseDuration(v); err != nil || f.Duration <= 0 {
+			return "want a positive duration such as 5s"
+		}
+	case "split":
+		if f.Split, err = attack.ParseSplit(strings.ReplaceAll(v, ":", ",")); err != nil {
+			return fmt.Sprintf("%v (values separated by ':', e.g. weights=60:30:10)", err)
+		}
+	case "seed":
+		if f.Seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return "want an integer"
+		}
+	case "concurrency":
+		if f.Concurrency, err = strconv.Atoi(v); err != nil || f.Concurrency < 0 {
+			return "want a count >= 0"
+		}
+	case "no-keepalive":
+		if !ok {
+			v = "true"
+		}
+		if f.NoKeepAlive, err = strconv.ParseBool(v); err != nil {
+			return "want true or false"
+		}
+	default:
+		return fmt.Sprintf("unknown key %q (name, ids, id-prefix, ids-file, rate, duration, method, path, header, body, split, seed, concurrency, no-keepalive)", k)
+	}
+	return ""
+}
+
+// check checks the parsed spec s as a whole: a name; one of ids, ids-file
+// or duration (which needs a rate and sets IDs to rate x duration, at least
+// one); at most attack.MaxIDs IDs.
+func (f *FlowSpec) check(s string) error {
 	switch {
 	case f.Name == "":
-		return f, fmt.Errorf("flow %q: name=NAME is required", s)
+		return fmt.Errorf("flow %q: name=NAME is required", s)
 	case f.Duration > 0 && f.Rate.Freq == 0:
-		return f, fmt.Errorf("flow %q: duration needs a rate (the IDs are rate x duration)", s)
+		return fmt.Errorf("flow %q: duration needs a rate (the IDs are rate x duration)", s)
 	case countTrue(f.IDs > 0, f.IDsFile != "", f.Duration > 0) != 1:
-		return f, fmt.Errorf("flow %q: give one of ids=N, ids-file=FILE or duration=D (with rate)", s)
+		return fmt.Errorf("flow %q: give one of ids=N, ids-file=FILE or duration=D (with rate)", s)
 	}
 	if f.Duration > 0 {
 		if f.IDs = attack.DurationIDs(f.Rate, f.Duration); f.IDs == 0 {
-			return f, fmt.Errorf("flow %q: rate %s over %s is no request", s, attack.FormatRate(f.Rate), f.Duration)
+			return fmt.Errorf("flow %q: rate %s over %s is no request", s, attack.FormatRate(f.Rate), f.Duration)
 		}
 	}
-	if err := attack.CheckIDs(fmt.Sprintf("flow %q", s), f.IDs); err != nil {
-		return f, err
-	}
-	return f, nil
+	return attack.CheckIDs(fmt.Sprintf("flow %q", s), f.IDs)
 }
 
 func countTrue(bs ...bool) int {

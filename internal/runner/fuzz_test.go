@@ -89,28 +89,7 @@ func checkPlan(t *testing.T, p *Plan) {
 		if (s.Lab == nil) == (s.External == nil) || s.Attack != nil || s.Repeat < 1 || s.Repeat > MaxRepeat {
 			t.Fatalf("scenario %q: lab/external/attack/repeat invariants broken: %+v", s.Name, s)
 		}
-		attacks := 0
-		for _, st := range s.Steps {
-			if (st.Attack == nil) == (st.Fault == nil) || st.Name == "" {
-				t.Fatalf("scenario %q: bad step %+v", s.Name, st)
-			}
-			if st.Attack != nil {
-				attacks++
-				if a := st.Attack; a.IDs <= 0 || a.Concurrency < 0 || a.Timeout < 0 {
-					t.Fatalf("scenario %q: attack of %d ids, concurrency %d, timeout %s", s.Name, a.IDs, a.Concurrency, time.Duration(a.Timeout))
-				}
-				total := st.Attack.IDs
-				for i := range st.Attack.Flows {
-					total += st.Attack.Flows[i].ids()
-				}
-				if total > attack.MaxIDs {
-					t.Fatalf("scenario %q: attack of %d ids accepted (attack.MaxIDs %d)", s.Name, total, attack.MaxIDs)
-				}
-			}
-		}
-		if attacks == 0 {
-			t.Fatalf("scenario %q without attack", s.Name)
-		}
+		checkPlanSteps(t, &s)
 		if l := s.Lab; l != nil && (l.Proxies < 1 || l.Proxies > 26 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
 			t.Fatalf("scenario %q: lab %+v", s.Name, l)
 		}
@@ -124,5 +103,35 @@ func checkPlan(t *testing.T, p *Plan) {
 		if a := s.Expect.Admitted; a != nil && !a.Model && (a.Range.Min < 0 || a.Range.Min > a.Range.Max) {
 			t.Fatalf("scenario %q: admitted %v", s.Name, a)
 		}
+	}
+}
+
+// checkPlanSteps: every step of an accepted scenario is one attack or one
+// fault and has a name, every attack has ids > 0 (at most attack.MaxIDs
+// with its flows), concurrency and timeout >= 0, and there is an attack.
+func checkPlanSteps(t *testing.T, s *ScenarioPlan) {
+	t.Helper()
+	attacks := 0
+	for _, st := range s.Steps {
+		if (st.Attack == nil) == (st.Fault == nil) || st.Name == "" {
+			t.Fatalf("scenario %q: bad step %+v", s.Name, st)
+		}
+		if st.Attack == nil {
+			continue
+		}
+		attacks++
+		if a := st.Attack; a.IDs <= 0 || a.Concurrency < 0 || a.Timeout < 0 {
+			t.Fatalf("scenario %q: attack of %d ids, concurrency %d, timeout %s", s.Name, a.IDs, a.Concurrency, time.Duration(a.Timeout))
+		}
+		total := st.Attack.IDs
+		for i := range st.Attack.Flows {
+			total += st.Attack.Flows[i].ids()
+		}
+		if total > attack.MaxIDs {
+			t.Fatalf("scenario %q: attack of %d ids accepted (attack.MaxIDs %d)", s.Name, total, attack.MaxIDs)
+		}
+	}
+	if attacks == 0 {
+		t.Fatalf("scenario %q without attack", s.Name)
 	}
 }

@@ -572,6 +572,11 @@ func at(path, where, format string, a ...any) error {
 	return &planError{path: path, msg: where + ": " + err.Error(), err: errors.Unwrap(err)}
 }
 
+// validate checks the plan when it loads and fills the defaults the run
+// relies on. Each section checks itself (ScenarioPlan.validate and the
+// sections it holds); the plan checks what spans its scenarios: at least
+// one, unique names (by their directory, the slug) and at most MaxRuns
+// scenario runs. The first error in plan order is returned.
 func (p *Plan) validate() error {
 	if len(p.Scenarios) == 0 {
 		return fmt.Errorf("no scenarios")
@@ -582,174 +587,273 @@ func (p *Plan) validate() error {
 		s := &p.Scenarios[i]
 		sp := fmt.Sprintf("scenarios[%d]", i)
 		where := fmt.Sprintf("scenarios[%d] (%s)", i, s.Name)
-		if s.Name == "" {
-			return at(sp, sp, "name is required")
-		}
-		// The name is a label; its directory is its slug (never a path).
-		if slug(s.Name) == "" || strings.ContainsFunc(s.Name, unicode.IsControl) {
-			return at(sp+".name", sp, "name %q: want a label with letters or digits and no control characters", s.Name)
+		if err := s.validateName(sp); err != nil {
+			return err
 		}
 		if seen[slug(s.Name)] {
 			return at(sp+".name", where, "duplicate scenario name")
 		}
 		seen[slug(s.Name)] = true
-		if (s.Lab == nil) == (s.External == nil) {
-			return at(sp, where, "exactly one of lab or external is required")
-		}
-		if s.Attack != nil && len(s.Steps) > 0 {
-			return at(sp+".attack", where, "give attack or steps, not both")
-		}
-		stepPath := func(j int) string { return fmt.Sprintf("%s.steps[%d]", sp, j) }
-		if s.Attack != nil {
-			s.Steps = []Step{{Name: "attack", Attack: s.Attack}}
-			s.Attack = nil
-			stepPath = func(int) string { return sp } // the shorthand: <sp>.attack
-		}
-		if s.Repeat < 0 || s.Repeat > MaxRepeat {
-			return at(sp+".repeat", where, "repeat must be 1..%d (or absent), not %d", MaxRepeat, s.Repeat)
-		}
-		if runs += max(s.Repeat, 1); runs > MaxRuns {
-			return at(sp+".repeat", where, "the plan's scenarios and repeats add up to more than %d scenario runs", MaxRuns)
-		}
-		if s.IntendedLimit != nil && s.IntendedLimit.Requests < 0 {
-			return at(sp+".intended_limit", where, "intended_limit must be >= 0, not %d", s.IntendedLimit.Requests)
-		}
-		if l := s.Lab; l != nil && l.Proxies < 0 {
-			return at(sp+".lab.proxies", where, "lab.proxies must be >= 1 (or absent), not %d", l.Proxies)
-		}
-		if l := s.Lab; l != nil && l.Proxies == 0 && l.Nginx == nil {
-			l.Proxies = lab.DefaultProxies
-		}
-		if e := s.External; e != nil {
-			if err := e.validate(sp+".external", where); err != nil {
-				return err
-			}
-		}
-		attacks := 0
-		for j := range s.Steps {
-			st := &s.Steps[j]
-			jp := stepPath(j)
-			if (st.Attack == nil) == (st.Fault == nil) {
-				return at(jp, where, "steps[%d]: exactly one of attack or fault", j)
-			}
-			if st.Attack != nil {
-				attacks++
-				if err := st.Attack.validate(s, jp+".attack", fmt.Sprintf("%s: steps[%d]", where, j)); err != nil {
-					return err
-				}
-				if st.Name == "" {
-					st.Name = fmt.Sprintf("attack%d", attacks)
-				}
-			}
-			if f := st.Fault; f != nil {
-				fp := jp + ".fault"
-				switch f.Action {
-				case "stop", "start", "restart":
-					if f.Target != "rls" && f.Target != "redis" {
-						return at(fp+".target", where, "steps[%d]: fault target must be rls or redis, not %q", j, f.Target)
-					}
-				case "exec":
-					if f.Command == "" {
-						return at(fp, where, "steps[%d]: exec needs a command", j)
-					}
-				case evidence.ActionSet, evidence.ActionClear:
-					if f.Target != "backend" {
-						return at(fp+".target", where, "steps[%d]: %s applies to target backend, not %q", j, f.Action, f.Target)
-					}
-					if s.Lab == nil {
-						return at(fp, where, "steps[%d]: backend faults need a lab scenario", j)
-					}
-					if f.Action == evidence.ActionSet && f.Faults == nil {
-						return at(fp, where, "steps[%d]: set needs faults", j)
-					}
-					if f.Action == evidence.ActionClear && (f.Faults != nil || f.For > 0) {
-						return at(fp, where, "steps[%d]: clear takes no faults or for", j)
-					}
-					if f.Faults != nil {
-						if err := f.Faults.Validate(); err != nil {
-							return at(fp+".faults", where, "steps[%d]: %v", j, err)
-						}
-					}
-					n := 1
-					if s.Lab.Backend != nil && s.Lab.Backend.Endpoints > 0 {
-						n = s.Lab.Backend.Endpoints
-					}
-					for _, e := range f.Endpoints {
-						if e < 0 || e >= n {
-							return at(fp+".endpoints", where, "steps[%d]: no backend endpoint %d (the lab has %d)", j, e, n)
-						}
-					}
-				default:
-					return at(fp+".action", where, "steps[%d]: fault action must be stop, start, restart, exec, set or clear, not %q", j, f.Action)
-				}
-				if f.At < 0 {
-					return at(fp+".at", where, "steps[%d]: at must be >= 0, not %s", j, time.Duration(f.At))
-				}
-				if f.For < 0 {
-					return at(fp+".for", where, "steps[%d]: for must be >= 0, not %s", j, time.Duration(f.For))
-				}
-				if st.Name == "" {
-					st.Name = f.Action + " " + f.Target
-				}
-			}
-		}
-		if attacks == 0 {
-			return at(sp, where, "no attack")
-		}
-		for j := len(s.Steps) - 1; j >= 0 && s.Steps[j].Attack == nil; j-- {
-			if f := s.Steps[j].Fault; f != nil && f.At > 0 {
-				return at(stepPath(j)+".fault.at", where, "steps[%d]: a fault with at: needs an attack step after it", j)
-			}
-			if f := s.Steps[j].Fault; f != nil && f.For > 0 {
-				return at(stepPath(j)+".fault.for", where, "steps[%d]: a fault with for: needs an attack step after it", j)
-			}
-		}
-		if s.Repeat == 0 {
-			s.Repeat = 1
-		}
-		if l := s.Lab; l != nil && l.Nginx != nil {
-			if err := l.validateNginx(); err != nil {
-				return at(sp+".lab.nginx", where, "%w", err)
-			}
-			if field, err := l.validate(); err != nil {
-				return at(strings.TrimSuffix(sp+".lab."+field, "."), where, "%w", err)
-			}
-			for j, st := range s.Steps {
-				if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
-					return at(stepPath(j)+".fault.target", where, "steps[%d]: a scenario with lab.nginx has no %s", j, f.Target)
-				}
-			}
-		} else if l != nil {
-			if l.Global != nil && l.RLS == nil {
-				return at(sp+".lab.global", where, "lab.global needs lab.rls")
-			}
-			if l.RLS != nil && l.RLS.Kind == "" {
-				l.RLS.Kind = RLSLab
-			}
-			if l.RLS != nil && l.RLS.Kind != RLSLab && l.RLS.Kind != RLSReal {
-				return at(sp+".lab.rls.kind", where, "lab.rls.kind must be lab or real")
-			}
-			if field, err := l.validate(); err != nil {
-				return at(strings.TrimSuffix(sp+".lab."+field, "."), where, "%w", err)
-			}
-		}
-		if field, err := s.Expect.CheckCounts(); err != nil {
-			return at(sp+"."+field, where, "%w", err)
-		}
-		if err := validateBurstExpect(&s.Expect.Expectation); err != nil {
-			return at(sp+".expect", where, "%w", err)
-		}
-		if _, err := evidence.NewClassifier(s.Classify); err != nil {
-			return at(sp+".classify", where, "%w", err)
-		}
-		if err := validateLimiters(s.Limiters, sp, where, "limiters"); err != nil {
+		if err := s.validate(sp, where, MaxRuns-runs); err != nil {
 			return err
 		}
-		if sim := s.Simulate; sim != nil {
-			if err := sim.validate(sp+".simulate", where); err != nil {
+		runs += s.Repeat
+	}
+	return nil
+}
+
+// validateName checks the scenario's name: required, and a label whose
+// directory is its slug (never a path).
+func (s *ScenarioPlan) validateName(sp string) error {
+	if s.Name == "" {
+		return at(sp, sp, "name is required")
+	}
+	if slug(s.Name) == "" || strings.ContainsFunc(s.Name, unicode.IsControl) {
+		return at(sp+".name", sp, "name %q: want a label with letters or digits and no control characters", s.Name)
+	}
+	return nil
+}
+
+// validate checks one scenario (but its name) at path sp, where prefixing
+// the messages, in this order: its shape (lab or external, attack or
+// steps), repeat (1..MaxRepeat, and at most runsLeft runs), intended_limit,
+// lab.proxies, the external section, the steps, the lab section, expect,
+// classify, limiters and simulate. It fills the defaults: the attack
+// shorthand becomes one step, repeat 1, the lab's proxies.
+func (s *ScenarioPlan) validate(sp, where string, runsLeft int) error {
+	if (s.Lab == nil) == (s.External == nil) {
+		return at(sp, where, "exactly one of lab or external is required")
+	}
+	if s.Attack != nil && len(s.Steps) > 0 {
+		return at(sp+".attack", where, "give attack or steps, not both")
+	}
+	stepPath := func(j int) string { return fmt.Sprintf("%s.steps[%d]", sp, j) }
+	if s.Attack != nil {
+		s.Steps = []Step{{Name: "attack", Attack: s.Attack}}
+		s.Attack = nil
+		stepPath = func(int) string { return sp } // the shorthand: <sp>.attack
+	}
+	if s.Repeat < 0 || s.Repeat > MaxRepeat {
+		return at(sp+".repeat", where, "repeat must be 1..%d (or absent), not %d", MaxRepeat, s.Repeat)
+	}
+	if max(s.Repeat, 1) > runsLeft {
+		return at(sp+".repeat", where, "the plan's scenarios and repeats add up to more than %d scenario runs", MaxRuns)
+	}
+	if s.IntendedLimit != nil && s.IntendedLimit.Requests < 0 {
+		return at(sp+".intended_limit", where, "intended_limit must be >= 0, not %d", s.IntendedLimit.Requests)
+	}
+	if l := s.Lab; l != nil {
+		if err := l.validateProxies(sp+".lab", where); err != nil {
+			return err
+		}
+	}
+	if e := s.External; e != nil {
+		if err := e.validate(sp+".external", where); err != nil {
+			return err
+		}
+	}
+	if err := s.validateSteps(sp, where, stepPath); err != nil {
+		return err
+	}
+	if s.Repeat == 0 {
+		s.Repeat = 1
+	}
+	if l := s.Lab; l != nil {
+		if err := l.validateSection(sp+".lab", where); err != nil {
+			return err
+		}
+		if err := s.validateNginxFaults(stepPath, where); err != nil {
+			return err
+		}
+	}
+	if err := s.Expect.validate(sp, where); err != nil {
+		return err
+	}
+	if _, err := evidence.NewClassifier(s.Classify); err != nil {
+		return at(sp+".classify", where, "%w", err)
+	}
+	if err := validateLimiters(s.Limiters, sp, where, "limiters"); err != nil {
+		return err
+	}
+	if sim := s.Simulate; sim != nil {
+		return sim.validate(sp+".simulate", where)
+	}
+	return nil
+}
+
+// validateSteps checks the scenario's steps (sp is the scenario's path),
+// each at stepPath(j): each is one attack (AttackPlan.validate, against the
+// scenario's targets) or one fault (FaultPlan.validate); at least one is an
+// attack, and a fault with at: or for: has an attack step after it.
+// Unnamed steps are named attack<N> (the N-th attack) or
+// "<action> <target>".
+func (s *ScenarioPlan) validateSteps(sp, where string, stepPath func(int) string) error {
+	attacks := 0
+	for j := range s.Steps {
+		st := &s.Steps[j]
+		jp := stepPath(j)
+		sw := fmt.Sprintf("%s: steps[%d]", where, j)
+		if (st.Attack == nil) == (st.Fault == nil) {
+			return at(jp, sw, "exactly one of attack or fault")
+		}
+		if st.Attack != nil {
+			attacks++
+			if err := st.Attack.validate(s, jp+".attack", sw); err != nil {
 				return err
 			}
+			if st.Name == "" {
+				st.Name = fmt.Sprintf("attack%d", attacks)
+			}
+			continue
 		}
+		if err := st.Fault.validate(s.Lab, jp+".fault", sw); err != nil {
+			return err
+		}
+		if st.Name == "" {
+			st.Name = st.Fault.Action + " " + st.Fault.Target
+		}
+	}
+	if attacks == 0 {
+		return at(sp, where, "no attack")
+	}
+	for j := len(s.Steps) - 1; j >= 0 && s.Steps[j].Attack == nil; j-- {
+		sw := fmt.Sprintf("%s: steps[%d]", where, j)
+		if f := s.Steps[j].Fault; f != nil && f.At > 0 {
+			return at(stepPath(j)+".fault.at", sw, "a fault with at: needs an attack step after it")
+		}
+		if f := s.Steps[j].Fault; f != nil && f.For > 0 {
+			return at(stepPath(j)+".fault.for", sw, "a fault with for: needs an attack step after it")
+		}
+	}
+	return nil
+}
+
+// validateNginxFaults refuses a fault on the RLS or Redis in a scenario
+// whose lab is lab.nginx, which has neither.
+func (s *ScenarioPlan) validateNginxFaults(stepPath func(int) string, where string) error {
+	if s.Lab.Nginx == nil {
+		return nil
+	}
+	for j, st := range s.Steps {
+		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
+			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), "a scenario with lab.nginx has no %s", f.Target)
+		}
+	}
+	return nil
+}
+
+// validate checks one fault step at path fp, where prefixing the messages:
+// its action and target, an exec's command, a backend set or clear
+// (validateBackend, against the scenario's lab section lp, nil for an
+// external scenario), at and for >= 0.
+func (f *FaultPlan) validate(lp *LabPlan, fp, where string) error {
+	switch f.Action {
+	case "stop", "start", "restart":
+		if f.Target != "rls" && f.Target != "redis" {
+			return at(fp+".target", where, "fault target must be rls or redis, not %q", f.Target)
+		}
+	case "exec":
+		if f.Command == "" {
+			return at(fp, where, "exec needs a command")
+		}
+	case evidence.ActionSet, evidence.ActionClear:
+		if err := f.validateBackend(lp, fp, where); err != nil {
+			return err
+		}
+	default:
+		return at(fp+".action", where, "fault action must be stop, start, restart, exec, set or clear, not %q", f.Action)
+	}
+	if f.At < 0 {
+		return at(fp+".at", where, "at must be >= 0, not %s", time.Duration(f.At))
+	}
+	if f.For < 0 {
+		return at(fp+".for", where, "for must be >= 0, not %s", time.Duration(f.For))
+	}
+	return nil
+}
+
+// validateBackend checks a backend fault (set or clear): target backend,
+// a lab scenario (lp not nil), faults on a set and none (nor for) on a
+// clear, the faults (backend.Faults.Validate), and endpoints that the lab
+// has (lab.backend.endpoints, default 1).
+func (f *FaultPlan) validateBackend(lp *LabPlan, fp, where string) error {
+	if f.Target != "backend" {
+		return at(fp+".target", where, "%s applies to target backend, not %q", f.Action, f.Target)
+	}
+	if lp == nil {
+		return at(fp, where, "backend faults need a lab scenario")
+	}
+	if f.Action == evidence.ActionSet && f.Faults == nil {
+		return at(fp, where, "set needs faults")
+	}
+	if f.Action == evidence.ActionClear && (f.Faults != nil || f.For > 0) {
+		return at(fp, where, "clear takes no faults or for")
+	}
+	if f.Faults != nil {
+		if err := f.Faults.Validate(); err != nil {
+			return at(fp+".faults", where, "%v", err)
+		}
+	}
+	n := 1
+	if lp.Backend != nil && lp.Backend.Endpoints > 0 {
+		n = lp.Backend.Endpoints
+	}
+	for _, e := range f.Endpoints {
+		if e < 0 || e >= n {
+			return at(fp+".endpoints", where, "no backend endpoint %d (the lab has %d)", e, n)
+		}
+	}
+	return nil
+}
+
+// validateProxies checks lab.proxies at the lab section's path lp (>= 0)
+// and fills its default, lab.DefaultProxies (none with lab.nginx, whose
+// instances are the targets).
+func (l *LabPlan) validateProxies(lp, where string) error {
+	if l.Proxies < 0 {
+		return at(lp+".proxies", where, "lab.proxies must be >= 1 (or absent), not %d", l.Proxies)
+	}
+	if l.Proxies == 0 && l.Nginx == nil {
+		l.Proxies = lab.DefaultProxies
+	}
+	return nil
+}
+
+// validateSection checks the lab section at path lp: lab.nginx
+// (validateNginx) or the lab proxies' global filter and RLS (lab.global
+// needs lab.rls; rls.kind lab, the default, or real), then the lab's own
+// rules (LabPlan.validate).
+func (l *LabPlan) validateSection(lp, where string) error {
+	if l.Nginx != nil {
+		if err := l.validateNginx(); err != nil {
+			return at(lp+".nginx", where, "%w", err)
+		}
+	} else {
+		if l.Global != nil && l.RLS == nil {
+			return at(lp+".global", where, "lab.global needs lab.rls")
+		}
+		if l.RLS != nil && l.RLS.Kind == "" {
+			l.RLS.Kind = RLSLab
+		}
+		if l.RLS != nil && l.RLS.Kind != RLSLab && l.RLS.Kind != RLSReal {
+			return at(lp+".rls.kind", where, "lab.rls.kind must be lab or real")
+		}
+	}
+	if field, err := l.validate(); err != nil {
+		return at(strings.TrimSuffix(lp+"."+field, "."), where, "%w", err)
+	}
+	return nil
+}
+
+// validate checks the scenario's expect section (sp is the scenario's
+// path): the counts (evidence.Expectation.CheckCounts), then
+// backend_peak, amplification and limit_req_status.
+func (e *ExpectPlan) validate(sp, where string) error {
+	if field, err := e.CheckCounts(); err != nil {
+		return at(sp+"."+field, where, "%w", err)
+	}
+	if err := validateBurstExpect(&e.Expectation); err != nil {
+		return at(sp+".expect", where, "%w", err)
 	}
 	return nil
 }
@@ -832,26 +936,14 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 		f := &a.Flows[i]
 		fp := fmt.Sprintf("%s.flows[%d]", ap, i)
 		fw := fmt.Sprintf("attack.flows[%d] (%s)", i, f.Name)
-		switch {
-		case f.Name == "":
+		if f.Name == "" {
 			return at(fp, where, "attack.flows[%d]: name is required", i)
-		case seen[f.Name]:
-			return at(fp+".name", where, "%s: duplicate flow name", fw)
-		case f.IDs < 0 || f.Duration < 0:
-			return at(fp, where, "%s: ids and duration must be positive", fw)
-		case (f.IDs > 0) == (f.Duration > 0):
-			return at(fp, where, "%s: give ids or duration (with rate), not both or neither", fw)
-		case f.Duration > 0 && vegeta.Rate(f.Rate).Freq == 0:
-			return at(fp+".duration", where, "%s: duration needs a rate (the IDs are rate x duration)", fw)
-		case f.ids() == 0:
-			return at(fp, where, "%s: rate %s over %s is no request", fw, attack.FormatRate(vegeta.Rate(f.Rate)), time.Duration(f.Duration))
 		}
-		if err := attack.CheckIDs(fw, f.ids()); err != nil {
-			key := ".ids"
-			if f.IDs == 0 {
-				key = ".duration"
-			}
-			return at(fp+key, where, "%v", err)
+		if seen[f.Name] {
+			return at(fp+".name", where, "%s: duplicate flow name", fw)
+		}
+		if err := f.validate(fp, where, fw); err != nil {
+			return err
 		}
 		if total += f.ids(); total > attack.MaxIDs {
 			return at(fp, where, "%v", attack.CheckIDs(fmt.Sprintf("attack.flows[0..%d]", i), total))
@@ -860,6 +952,30 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 		if err := checkRequestPlan(fp, where, fw, f.ids(), f.Concurrency, f.Method, f.Path, f.Split, a.Headers, f.Headers, targets); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validate checks one flow's IDs at path fp (fw names the flow in the
+// messages): ids or duration (with a rate) >= 0, one of them, making at
+// least one and at most attack.MaxIDs IDs (attack.CheckIDs).
+func (f *FlowPlan) validate(fp, where, fw string) error {
+	switch {
+	case f.IDs < 0 || f.Duration < 0:
+		return at(fp, where, "%s: ids and duration must be positive", fw)
+	case (f.IDs > 0) == (f.Duration > 0):
+		return at(fp, where, "%s: give ids or duration (with rate), not both or neither", fw)
+	case f.Duration > 0 && vegeta.Rate(f.Rate).Freq == 0:
+		return at(fp+".duration", where, "%s: duration needs a rate (the IDs are rate x duration)", fw)
+	case f.ids() == 0:
+		return at(fp, where, "%s: rate %s over %s is no request", fw, attack.FormatRate(vegeta.Rate(f.Rate)), time.Duration(f.Duration))
+	}
+	if err := attack.CheckIDs(fw, f.ids()); err != nil {
+		key := ".ids"
+		if f.IDs == 0 {
+			key = ".duration"
+		}
+		return at(fp+key, where, "%v", err)
 	}
 	return nil
 }

@@ -53,7 +53,23 @@ func TestRealRLSPlan(t *testing.T) {
 	if len(rep.Scenarios) != 4 {
 		t.Fatalf("%d scenarios", len(rep.Scenarios))
 	}
-	// Real-parts scenarios measure their host too (harness.json).
+	checkRealHarness(ctx, t, runDir)
+	by := map[string]analyze.ScenarioReport{}
+	for _, s := range rep.Scenarios {
+		by[s.Name] = s
+		checkRealPass(t, s)
+	}
+	checkRealShared(t, by["shared real RLS"])
+	for _, name := range []string{"Redis stopped, deny", "Redis stopped, allow"} {
+		checkRealRedisStopped(t, name, by[name])
+	}
+	checkRealRestarted(t, runDir, by["real RLS restarted"])
+}
+
+// checkRealHarness: real-parts scenarios measure their host too
+// (harness.json), over a window that holds the attack.
+func checkRealHarness(ctx context.Context, t *testing.T, runDir string) {
+	t.Helper()
 	bundle, err := evidence.Load(ctx, runDir)
 	if err != nil {
 		t.Fatal(err)
@@ -63,23 +79,29 @@ func TestRealRLSPlan(t *testing.T) {
 			t.Errorf("%s: harness %+v, attack %+v", s.Dir, h, s.Attack)
 		}
 	}
-	by := map[string]analyze.ScenarioReport{}
-	for _, s := range rep.Scenarios {
-		by[s.Name] = s
-		if s.Status != analyze.Pass {
-			t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
-		}
-		if s.RLS == nil || s.RLS.Real == nil {
-			t.Fatalf("%s: no rls.real", s.Name)
-		}
-		for _, c := range s.Checks {
-			if strings.HasPrefix(c.Name, "rls real") && c.Status != analyze.CheckPass {
-				t.Errorf("%s: %+v", s.Name, c)
-			}
+}
+
+// checkRealPass: the scenario PASSes, has rls.real, and its "rls real"
+// checks pass.
+func checkRealPass(t *testing.T, s analyze.ScenarioReport) {
+	t.Helper()
+	if s.Status != analyze.Pass {
+		t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
+	}
+	if s.RLS == nil || s.RLS.Real == nil {
+		t.Fatalf("%s: no rls.real", s.Name)
+	}
+	for _, c := range s.Checks {
+		if strings.HasPrefix(c.Name, "rls real") && c.Status != analyze.CheckPass {
+			t.Errorf("%s: %+v", s.Name, c)
 		}
 	}
+}
 
-	s := by["shared real RLS"]
+// checkRealShared: one real RLS shared by the proxies admits 5 of 20 in
+// one window, as its model says.
+func checkRealShared(t *testing.T, s analyze.ScenarioReport) {
+	t.Helper()
 	if s.Totals.Sent != 20 || s.Totals.Admitted != 5 || s.Totals.Global429 != 15 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
 		t.Errorf("shared: totals %+v over-admission %+v", s.Totals, s.OverAdmission)
 	}
@@ -90,37 +112,44 @@ func TestRealRLSPlan(t *testing.T) {
 	if s.Model == nil || s.Model.Min != 5 || s.Model.Max != 5 || len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterChecked {
 		t.Errorf("shared: model %+v limiters %+v", s.Model, s.Limiters)
 	}
+}
 
-	for _, name := range []string{"Redis stopped, deny", "Redis stopped, allow"} {
-		s := by[name]
-		if len(s.FaultWindows) != 1 || s.FaultWindows[0].Target != "redis" || s.FaultWindows[0].Open {
-			t.Fatalf("%s: fault windows %+v", name, s.FaultWindows)
-		}
-		in := s.FaultWindows[0].Inside
-		if name == "Redis stopped, deny" && (s.Totals.Admitted != 0 || s.Totals.RLSError != 20 || in.RLSError != 20) {
-			t.Errorf("%s: totals %+v inside %+v", name, s.Totals, in)
-		}
-		if name == "Redis stopped, allow" && (s.Totals.Admitted != 20 || in.Admitted != 20 || s.Receipts.AdmittedWithReceipt != 20) {
-			t.Errorf("%s: totals %+v inside %+v", name, s.Totals, in)
-		}
-		e := s.RLS.Real.Errors
-		if e.Total == 0 || e.Inside != e.Total || e.Unexplained != 0 {
-			t.Errorf("%s: rls errors %+v", name, e)
-		}
-		// The RLS limiter is suspended: every request lies in the Redis fault window.
-		if len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterSuspended || len(s.FaultWindows[0].ActsOn) != 1 {
-			t.Errorf("%s: limiters %+v acts on %v", name, s.Limiters, s.FaultWindows[0].ActsOn)
-		}
-		// No OK of the RLS admitted anyone: zombies (if any ran after Redis came back) are not counted.
-		for _, w := range s.RLS.Real.Windows {
-			if w.OK != 0 {
-				t.Errorf("%s: window %+v", name, w)
-			}
+// checkRealRedisStopped: with Redis stopped every request lies in the
+// fault window; failure_mode_deny rejects all 20 as RLS errors, allow
+// admits all 20, each with its receipt; the RLS limiter is suspended.
+func checkRealRedisStopped(t *testing.T, name string, s analyze.ScenarioReport) {
+	t.Helper()
+	if len(s.FaultWindows) != 1 || s.FaultWindows[0].Target != "redis" || s.FaultWindows[0].Open {
+		t.Fatalf("%s: fault windows %+v", name, s.FaultWindows)
+	}
+	in := s.FaultWindows[0].Inside
+	if name == "Redis stopped, deny" && (s.Totals.Admitted != 0 || s.Totals.RLSError != 20 || in.RLSError != 20) {
+		t.Errorf("%s: totals %+v inside %+v", name, s.Totals, in)
+	}
+	if name == "Redis stopped, allow" && (s.Totals.Admitted != 20 || in.Admitted != 20 || s.Receipts.AdmittedWithReceipt != 20) {
+		t.Errorf("%s: totals %+v inside %+v", name, s.Totals, in)
+	}
+	e := s.RLS.Real.Errors
+	if e.Total == 0 || e.Inside != e.Total || e.Unexplained != 0 {
+		t.Errorf("%s: rls errors %+v", name, e)
+	}
+	// The RLS limiter is suspended: every request lies in the Redis fault window.
+	if len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterSuspended || len(s.FaultWindows[0].ActsOn) != 1 {
+		t.Errorf("%s: limiters %+v acts on %v", name, s.Limiters, s.FaultWindows[0].ActsOn)
+	}
+	// No OK of the RLS admitted anyone: zombies (if any ran after Redis came back) are not counted.
+	for _, w := range s.RLS.Real.Windows {
+		if w.OK != 0 {
+			t.Errorf("%s: window %+v", name, w)
 		}
 	}
+}
 
-	s = by["real RLS restarted"]
-	before, after := 0, 0
+// checkRealRestarted: the counts live in Redis, so restarting the RLS is
+// no new epoch: 3 admitted before the restart and 2 after, 5 of 23 as the
+// model says, one window seen by two RLS processes.
+func checkRealRestarted(t *testing.T, runDir string, s analyze.ScenarioReport) {
+	t.Helper()
 	if s.Totals.Sent != 23 || s.Totals.Admitted != 5 || s.Totals.Global429 != 18 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
 		t.Errorf("restart: totals %+v over-admission %+v", s.Totals, s.OverAdmission)
 	}
@@ -128,6 +157,7 @@ func TestRealRLSPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before, after := 0, 0
 	for _, l := range strings.Split(strings.TrimSpace(string(reqs)), "\n") {
 		if !strings.Contains(l, `"code":200`) {
 			continue

@@ -209,24 +209,16 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	// receipts.jsonl: the lab's backend writes (and seals) its own; for an
 	// external scenario the runner writes what it fetches (externalReceipts),
 	// or nothing when there is no receipts_url.
-	var receipts *evidence.Writer
-	var err error
-	receiptsClosed := false
-	closeReceipts := func() error {
-		if receipts == nil || receiptsClosed {
-			return nil
-		}
-		receiptsClosed = true
-		return receipts.Close()
-	}
-	defer closeReceipts()
+	receipts := &onceWriter{}
+	defer receipts.Close()
 
 	if r.plan.Lab != nil {
 		if reason := r.startLab(ctx); reason != "" {
 			return reason
 		}
 	} else {
-		if receipts, err = evidence.Create(evidence.Dir(r.dir).Receipts()); err != nil {
+		var err error
+		if receipts.w, err = evidence.Create(evidence.Dir(r.dir).Receipts()); err != nil {
 			return err.Error()
 		}
 		if reason := r.checkExternal(ctx); reason != "" {
@@ -249,6 +241,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	// not this scenario's; every one after them is (externalReceipts).
 	extBefore := 0
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
+		var err error
 		if extBefore, err = r.countExternalReceipts(ctx); err != nil {
 			return "receipts: " + err.Error()
 		}
@@ -263,6 +256,43 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		return err.Error()
 	}
 	r.windows.w = faults
+	agg := r.runSteps(ctx, reqs, faults)
+	if err := reqs.Close(); err != nil {
+		agg.Complete, agg.Error = false, err.Error()
+	}
+	r.windows.closeAll()
+	if err := faults.Close(); err != nil { // a fault record that was not written
+		agg.Complete, agg.Error = false, "faults: "+err.Error()
+	}
+	r.finish(ctx, agg, probe, receipts, extBefore)
+	if err := writeJSON(evidence.Dir(r.dir).Attack(), agg); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// onceWriter is an evidence writer (nil: none) that Close closes once.
+type onceWriter struct {
+	w      *evidence.Writer
+	closed bool
+}
+
+// Close closes the writer the first time; later calls return nil.
+func (o *onceWriter) Close() error {
+	if o.w == nil || o.closed {
+		return nil
+	}
+	o.closed = true
+	return o.w.Close()
+}
+
+// runSteps runs the scenario's steps in order into requests.jsonl (reqs)
+// and faults.jsonl (faults) and returns attack.json's record of them: a
+// fault without at: runs when its turn comes; one with at: waits for the
+// next attack step, which fires it at its offset (attackStep). An
+// interrupt (ctx done) before a step, or an attack's error, ends the steps
+// and marks the record incomplete.
+func (r *scenarioRun) runSteps(ctx context.Context, reqs, faults *evidence.Writer) *evidence.Attack {
 	agg := evidence.NewAttack()
 	var pending []Step // faults scheduled at an offset into the next attack
 	for _, st := range r.plan.Steps {
@@ -280,38 +310,8 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 			fmt.Fprintf(r.progress, "  fault %s: ok=%v %s\n", st.Name, f.OK, f.Error)
 			continue
 		}
-		// Faults with an offset fire on timers while this attack runs; the
-		// attack waits for none of them, the step ends when all have run.
-		// The offsets count from the instant the attack starts sending
-		// (attack.Options.OnStart), after its connections are warm.
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		var timers []*time.Timer
-		armed := pending
-		arm := func(time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, fs := range armed {
-				wg.Add(1)
-				timers = append(timers, time.AfterFunc(time.Duration(fs.Fault.At), func() {
-					defer wg.Done()
-					f := r.fault(ctx, fs)
-					_ = faults.Write(f)
-					fmt.Fprintf(r.progress, "  fault %s at +%s: ok=%v %s\n", fs.Name, time.Duration(fs.Fault.At), f.OK, f.Error)
-				}))
-			}
-		}
+		sum, err := r.attackStep(ctx, st, pending, reqs, faults)
 		pending = nil
-		sum, err := r.attack(ctx, st, reqs, arm)
-		mu.Lock()
-		for _, t := range timers {
-			if t.Stop() {
-				wg.Done() // never fired: the attack ended first
-			}
-		}
-		mu.Unlock()
-		wg.Wait()
-		r.windows.closeAll() // timed backend faults end with their attack step
 		if sum != nil {
 			agg.Add(sum)
 		}
@@ -322,13 +322,53 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		}
 		fmt.Fprintf(r.progress, "%s: %d sent, codes %s\n", attackLabel(st), sum.Sent, human.Codes(sum.CodesByTarget, sum.NotSent))
 	}
-	if err := reqs.Close(); err != nil {
-		agg.Complete, agg.Error = false, err.Error()
+	return agg
+}
+
+// attackStep runs one attack step while the faults armed (those with at:
+// before it) fire on timers at their offsets, written to faults. The
+// attack waits for none of them; the step ends when every fault that fired
+// has run, those not reached are dropped, and the timed backend faults are
+// cleared.
+func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, reqs, faults *evidence.Writer) (*attack.Summary, error) {
+	// The offsets count from the instant the attack starts sending
+	// (attack.Options.OnStart), after its connections are warm.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var timers []*time.Timer
+	arm := func(time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, fs := range armed {
+			wg.Add(1)
+			timers = append(timers, time.AfterFunc(time.Duration(fs.Fault.At), func() {
+				defer wg.Done()
+				f := r.fault(ctx, fs)
+				_ = faults.Write(f)
+				fmt.Fprintf(r.progress, "  fault %s at +%s: ok=%v %s\n", fs.Name, time.Duration(fs.Fault.At), f.OK, f.Error)
+			}))
+		}
 	}
-	r.windows.closeAll()
-	if err := faults.Close(); err != nil { // a fault record that was not written
-		agg.Complete, agg.Error = false, "faults: "+err.Error()
+	sum, err := r.attack(ctx, st, reqs, arm)
+	mu.Lock()
+	for _, t := range timers {
+		if t.Stop() {
+			wg.Done() // never fired: the attack ended first
+		}
 	}
+	mu.Unlock()
+	wg.Wait()
+	r.windows.closeAll() // timed backend faults end with their attack step
+	return sum, err
+}
+
+// finish gathers the evidence that follows the steps into the scenario
+// directory: the after snapshot, harness.json (probe), the access logs,
+// nginx's and the real RLS's evidence; it stops the lab (so the backend
+// seals its receipts), fetches an external backend's receipts after
+// extBefore into receipts and closes it. What fails marks agg incomplete
+// with its error.
+func (r *scenarioRun) finish(ctx context.Context, agg *evidence.Attack, probe *hostprobe.Probe, receipts *onceWriter, extBefore int) {
 	_ = r.snapshot(ctx, "after")
 	if err := writeJSON(evidence.Dir(r.dir).Harness(), probe.Stop()); err != nil {
 		agg.Complete, agg.Error = false, "harness: "+err.Error()
@@ -355,17 +395,13 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 		}
 	}
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
-		if err := r.externalReceipts(ctx, receipts, extBefore); err != nil {
+		if err := r.externalReceipts(ctx, receipts.w, extBefore); err != nil {
 			agg.Complete, agg.Error = false, "receipts: "+err.Error()
 		}
 	}
-	if err := closeReceipts(); err != nil {
+	if err := receipts.Close(); err != nil {
 		agg.Complete, agg.Error = false, "receipts: "+err.Error()
 	}
-	if err := writeJSON(evidence.Dir(r.dir).Attack(), agg); err != nil {
-		return err.Error()
-	}
-	return ""
 }
 
 // checkExternal runs the setup command and checks that every external proxy answers.
