@@ -330,7 +330,7 @@ func (r *scenarioRun) runSteps(ctx context.Context, reqs, faults *evidence.Write
 // attack waits for none of them; the step ends when every fault that fired
 // has run, those not reached are dropped, and the timed backend faults are
 // cleared.
-func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, reqs, faults *evidence.Writer) (*attack.Summary, error) {
+func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, reqs, faults *evidence.Writer) (*evidence.AttackSummary, error) {
 	// The offsets count from the instant the attack starts sending
 	// (attack.Options.OnStart), after its connections are warm.
 	var wg sync.WaitGroup
