@@ -12,6 +12,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 )
 
 // TestE06PlanModelBounds runs examples/e06/plan.yaml on the lab: every
@@ -148,7 +149,7 @@ func TestLocalSpec(t *testing.T) {
 			}},
 		{"timer", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, TokenBucketMode: proxy.TokenBucketTimer},
 			func(s *model.Spec) bool {
-				return s.EnvoyVersion == labEnvoyTimerVersion && !s.ExactLevel && s.TimerStart == start.Format(time.RFC3339Nano)
+				return s.EnvoyVersion == decl.EnvoyTimerVersion && !s.ExactLevel && s.TimerStart == start.Format(time.RFC3339Nano)
 			}},
 		{"per connection", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, TokenBucketMode: proxy.TokenBucketTimer, PerDownstreamConnection: true},
 			func(s *model.Spec) bool { return s.Scope == model.ScopeConnection && s.TimerStart == "" }},
@@ -163,9 +164,9 @@ func TestLocalSpec(t *testing.T) {
 			}},
 	}
 	for _, c := range cases {
-		s, ok := localSpec(&c.lc, start)
-		if !ok {
-			t.Fatalf("%s: not expressible", c.name)
+		s, err := localSpec(&c.lc, start)
+		if err != nil || s == nil {
+			t.Fatalf("%s: not expressible: %v", c.name, err)
 		}
 		if _, err := model.New(*s); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
