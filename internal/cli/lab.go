@@ -227,7 +227,7 @@ func (o *LabOptions) labOptions() lab.Options {
 	lo := lab.Options{Proxies: lab.ProxiesOptions{Count: o.Proxies}, ListenBase: o.ListenBase}
 	c := &lo.Proxies.Config
 	if o.LocalMaxTokens > 0 {
-		c.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: o.LocalTokensPerFill, FillInterval: o.LocalFillInterval,
+		c.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: o.LocalTokensPerFill, FillInterval: proxy.Duration(o.LocalFillInterval),
 			Descriptors: o.LocalDescriptors, RateLimits: o.LocalRateLimits, PerDownstreamConnection: o.LocalPerConnection,
 			EnableXRateLimitHeaders: o.LocalXRateLimit}
 		if o.LocalTokenBucket == proxy.TokenBucketTimer {

@@ -335,8 +335,8 @@ func TestNewLabCmd(t *testing.T) {
 				o.LocalMaxTokens, o.LocalFillInterval, o.LocalAlwaysDefault, o.LocalXRateLimit = 100, time.Second, false, true
 				o.LocalRateLimits = []proxy.RateLimit{{Actions: []proxy.Action{{RequestHeaders: &proxy.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
 				o.LocalDescriptors = []proxy.LocalDescriptor{
-					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "A"}}, TokenBucket: proxy.TokenBucket{MaxTokens: 10, TokensPerFill: 10, FillInterval: time.Second}},
-					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: ""}}, TokenBucket: proxy.TokenBucket{MaxTokens: 5, TokensPerFill: 1, FillInterval: time.Second}}}
+					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "A"}}, TokenBucket: proxy.TokenBucket{MaxTokens: 10, TokensPerFill: 10, FillInterval: proxy.Duration(time.Second)}},
+					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: ""}}, TokenBucket: proxy.TokenBucket{MaxTokens: 5, TokensPerFill: 1, FillInterval: proxy.Duration(time.Second)}}}
 				o.GlobalDomain, o.RLS = "d", "grpc://x:1"
 				f := false
 				o.GlobalRateLimits = []proxy.RateLimit{{Actions: []proxy.Action{{RemoteAddress: &proxy.RemoteAddressAction{}}}},
@@ -380,7 +380,7 @@ func TestLabFlagsDescribeTheLab(t *testing.T) {
 		"--global-domain", "inventory", "--global-descriptor", "tenant=lab", "--rls-config", "c.yaml", "--window-start", "first-hit", "--failure-mode-deny").labOptions()
 	want := lab.Options{
 		Proxies: lab.ProxiesOptions{Count: 3, Config: proxy.Config{
-			Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second},
+			Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)},
 			Global: &proxy.GlobalRateLimit{Domain: "inventory", Timeout: 20 * time.Millisecond, FailureModeDeny: true,
 				Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}}},
 		RLS: lab.RLSOptions{Lab: &labrls.Options{WindowStart: "first-hit"}},

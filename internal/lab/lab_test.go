@@ -30,7 +30,7 @@ func TestTwoProxiesLocalBuckets(t *testing.T) {
 	on := 100.0
 	var receipts syncBuf
 	l, err := Start(t.Context(), Options{Backend: backend.Options{Receipts: &receipts}, Proxies: ProxiesOptions{Count: 2,
-		Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: &on, FilterEnforced: &on}}}})
+		Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: proxy.Duration(time.Hour), FilterEnabled: &on, FilterEnforced: &on}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestTwoProxiesLocalBuckets(t *testing.T) {
 // TestValidate: every misuse is reported before anything starts, naming
 // what is wrong.
 func TestValidate(t *testing.T) {
-	local := &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second}
+	local := &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)}
 	global := &proxy.GlobalRateLimit{Domain: "d", Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
 	for _, c := range []struct {
 		name string
@@ -135,8 +135,8 @@ func TestValidate(t *testing.T) {
 		{"name set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Name: "x"}}}, "Config.Name is chosen by the lab"},
 		{"upstream set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Upstream: "http://x"}}}, "Config.Upstream"},
 		{"listen set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Listen: "127.0.0.1:8080"}}}, "Config.Listen"},
-		{"bad bucket", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{FillInterval: time.Second}}}}, "max_tokens must be > 0"},
-		{"short fill", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 1, FillInterval: time.Millisecond}}}}, "fill_interval"},
+		{"bad bucket", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{FillInterval: proxy.Duration(time.Second)}}}}, "max_tokens must be > 0"},
+		{"short fill", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 1, FillInterval: proxy.Duration(time.Millisecond)}}}}, "fill_interval"},
 		{"bad cluster", Options{Proxies: ProxiesOptions{Config: proxy.Config{Cluster: "a.b"}}}, "cluster name"},
 		{"local only", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: local}}}, ""},
 		{"global without rls", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}}, "needs an RLS"},
@@ -176,7 +176,7 @@ func TestValidate(t *testing.T) {
 // TestDefaults: the lab's defaults are applied once, visible in
 // Lab.Options, and the caller's options are left as they were.
 func TestDefaults(t *testing.T) {
-	in := Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Hour}}},
+	in := Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Hour)}}},
 		RLS: RLSOptions{Lab: &labrls.Options{}}}
 	l, err := Start(t.Context(), in)
 	if err != nil {

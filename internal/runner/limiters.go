@@ -102,7 +102,7 @@ func declareLabLimiters(lp *LabPlan, eff lab.Options, names []string, starts []t
 // whose descriptor intervals share no divisor of 50ms or more,
 // decl.ErrNotModelled).
 func localSpec(lc *proxy.LocalRateLimit, start time.Time) (*model.Spec, error) {
-	l := decl.EnvoyLocal{TokenBucket: decl.TokenBucket{MaxTokens: lc.MaxTokens, TokensPerFill: lc.TokensPerFill, FillInterval: lc.FillInterval},
+	l := decl.EnvoyLocal{TokenBucket: decl.TokenBucket{MaxTokens: lc.MaxTokens, TokensPerFill: lc.TokensPerFill, FillInterval: time.Duration(lc.FillInterval)},
 		FilterEnabled: lc.FilterEnabled, FilterEnforced: lc.FilterEnforced, AlwaysConsumeDefaultTokenBucket: lc.AlwaysConsumeDefaultTokenBucket,
 		MaxDynamicDescriptors: lc.MaxDynamicDescriptors, PerDownstreamConnection: lc.PerDownstreamConnection, TokenBucketMode: lc.TokenBucketMode,
 		EnvoyVersion: labEnvoyVersion, ExactLevel: true, Start: start}
@@ -112,7 +112,7 @@ func localSpec(lc *proxy.LocalRateLimit, start time.Time) (*model.Spec, error) {
 			es[i] = model.Entry{Key: e.Key, Value: e.Value}
 		}
 		l.Descriptors = append(l.Descriptors, decl.LocalDescriptor{Entries: es, TokenBucket: decl.TokenBucket{MaxTokens: d.TokenBucket.MaxTokens,
-			TokensPerFill: d.TokenBucket.TokensPerFill, FillInterval: d.TokenBucket.FillInterval}})
+			TokensPerFill: d.TokenBucket.TokensPerFill, FillInterval: time.Duration(d.TokenBucket.FillInterval)}})
 	}
 	spec, err := l.Spec()
 	if errors.Is(err, decl.ErrNotModelled) {

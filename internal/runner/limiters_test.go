@@ -137,23 +137,23 @@ func TestLocalSpec(t *testing.T) {
 	no := false
 	two := uint32(2)
 	desc := []proxy.LocalDescriptor{{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "a"}},
-		TokenBucket: proxy.TokenBucket{MaxTokens: 2, FillInterval: 2 * time.Second}}}
+		TokenBucket: proxy.TokenBucket{MaxTokens: 2, FillInterval: proxy.Duration(2 * time.Second)}}}
 	cases := []struct {
 		name  string
 		lc    proxy.LocalRateLimit
 		check func(*model.Spec) bool
 	}{
-		{"continuous", proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour},
+		{"continuous", proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: proxy.Duration(time.Hour)},
 			func(s *model.Spec) bool {
 				return s.EnvoyVersion == labEnvoyVersion && s.ExactLevel && s.TimerStart == ""
 			}},
-		{"timer", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, TokenBucketMode: proxy.TokenBucketTimer},
+		{"timer", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second), TokenBucketMode: proxy.TokenBucketTimer},
 			func(s *model.Spec) bool {
 				return s.EnvoyVersion == decl.EnvoyTimerVersion && !s.ExactLevel && s.TimerStart == start.Format(time.RFC3339Nano)
 			}},
-		{"per connection", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, TokenBucketMode: proxy.TokenBucketTimer, PerDownstreamConnection: true},
+		{"per connection", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second), TokenBucketMode: proxy.TokenBucketTimer, PerDownstreamConnection: true},
 			func(s *model.Spec) bool { return s.Scope == model.ScopeConnection && s.TimerStart == "" }},
-		{"descriptors", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, Descriptors: desc, AlwaysConsumeDefaultTokenBucket: &no, MaxDynamicDescriptors: &two},
+		{"descriptors", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second), Descriptors: desc, AlwaysConsumeDefaultTokenBucket: &no, MaxDynamicDescriptors: &two},
 			func(s *model.Spec) bool {
 				return len(s.Descriptors) == 1 && s.Descriptors[0].MaxTokens == 2 && *s.Descriptors[0].TokensPerFill == 1 &&
 					!*s.AlwaysConsumeDefault && *s.MaxDynamicDescriptors == 2
