@@ -320,8 +320,8 @@ func (o *LabOptions) labOptions() lab.Options {
 		}
 	}
 	if o.GlobalDomain != "" {
-		c.Global = &proxy.GlobalRateLimit{Domain: o.GlobalDomain, Actions: o.GlobalDescriptors, RateLimits: o.GlobalRateLimits, Timeout: o.RLSTimeout,
-			FailureModeDeny: o.FailureModeDeny}
+		c.Global = &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: o.GlobalDomain, RateLimits: o.GlobalRateLimits,
+			Timeout: proxy.Duration(o.RLSTimeout), FailureModeDeny: o.FailureModeDeny}, Actions: o.GlobalDescriptors}
 	}
 	if o.RetryOn != "" {
 		c.Retry = &proxy.RetryPolicy{RetryOn: o.RetryOn, NumRetries: o.NumRetries, PerTryTimeout: o.PerTryTimeout}

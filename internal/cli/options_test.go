@@ -384,9 +384,8 @@ func TestLabFlagsDescribeTheLab(t *testing.T) {
 		"--global-domain", "inventory", "--global-descriptor", "tenant=lab", "--rls-config", "c.yaml", "--window-start", "first-hit", "--failure-mode-deny").labOptions()
 	want := lab.Options{
 		Proxies: lab.ProxiesOptions{Count: 3, Config: proxy.Config{
-			Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)},
-			Global: &proxy.GlobalRateLimit{Domain: "inventory", Timeout: 20 * time.Millisecond, FailureModeDeny: true,
-				Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}}},
+			Local:  &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)},
+			Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "inventory", Timeout: proxy.Duration(20 * time.Millisecond), FailureModeDeny: true}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}}},
 		RLS: lab.RLSOptions{Lab: &labrls.Options{WindowStart: "first-hit"}},
 	}
 	if !reflect.DeepEqual(lo, want) {

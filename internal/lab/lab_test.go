@@ -122,7 +122,7 @@ func TestTwoProxiesLocalBuckets(t *testing.T) {
 // what is wrong.
 func TestValidate(t *testing.T) {
 	local := &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)}
-	global := &proxy.GlobalRateLimit{Domain: "d", Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
 	for _, c := range []struct {
 		name string
 		opts Options
@@ -142,7 +142,7 @@ func TestValidate(t *testing.T) {
 		{"global without rls", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}}, "needs an RLS"},
 		{"global with lab rls", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}, RLS: RLSOptions{Lab: &labrls.Options{}}}, ""},
 		{"global with address", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}, RLS: RLSOptions{Address: "grpc://127.0.0.1:1"}}, ""},
-		{"rls in the filter", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: &proxy.GlobalRateLimit{Domain: "d", RLS: "grpc://x:1", Actions: global.Actions}}},
+		{"rls in the filter", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, RLS: "grpc://x:1", Actions: global.Actions}}},
 			RLS: RLSOptions{Address: "grpc://127.0.0.1:1"}}, "not in Config.Global.RLS"},
 		{"global without domain", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: &proxy.GlobalRateLimit{Actions: global.Actions}}}, RLS: RLSOptions{Lab: &labrls.Options{}}}, "domain is required"},
 		{"both rls", Options{RLS: RLSOptions{Lab: &labrls.Options{}, Address: "grpc://127.0.0.1:1"}}, "not both"},
@@ -238,8 +238,7 @@ func TestGlobalWithLabRLS(t *testing.T) {
 	logs := map[string]*syncBuf{}
 	l, err := Start(t.Context(), Options{
 		Proxies: ProxiesOptions{Count: 2,
-			Config: proxy.Config{Global: &proxy.GlobalRateLimit{Domain: "inventory", Timeout: answerRLSTimeout,
-				Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}},
+			Config:    proxy.Config{Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "inventory", Timeout: proxy.Duration(answerRLSTimeout)}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}},
 			AccessLog: func(name string) (io.Writer, error) { logs[name] = &syncBuf{}; return logs[name], nil }},
 		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}, DecisionLog: &decisions}},
 	})
@@ -292,7 +291,7 @@ func TestStartFailureStopsWhatStarted(t *testing.T) {
 		return p, err
 	}
 	defer func() { startProxy = proxy.Start }()
-	global := &proxy.GlobalRateLimit{Domain: "d", Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
 	_, err := Start(t.Context(), Options{Proxies: ProxiesOptions{Count: 3, Config: proxy.Config{Global: global}},
 		RLS: RLSOptions{Lab: &labrls.Options{}}, Backend: backend.Options{Receipts: io.Discard}})
 	if err == nil || err.Error() != "lab: proxy-b: no room" {
@@ -396,7 +395,7 @@ func TestListenBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	global := &proxy.GlobalRateLimit{Domain: "d", Timeout: answerRLSTimeout, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d", Timeout: proxy.Duration(answerRLSTimeout)}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
 	opts := Options{ListenBase: base, Backend: backend.Options{Endpoints: 2}, Proxies: ProxiesOptions{Count: 2, Config: proxy.Config{Global: global}},
 		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}}}}
 	l, err := Start(t.Context(), opts)

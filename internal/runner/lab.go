@@ -30,8 +30,7 @@ func (lp *LabPlan) labOptions() lab.Options {
 		c.Local = &lc
 	}
 	if g := lp.Global; g != nil {
-		c.Global = &proxy.GlobalRateLimit{Domain: g.Domain, Actions: g.Descriptors, RateLimits: g.RateLimits, Timeout: time.Duration(g.Timeout),
-			FailureModeDeny: g.FailureModeDeny, StatusOnError: g.StatusOnError, EnableXRateLimitHeaders: g.EnableXRateLimitHeaders}
+		c.Global = &proxy.GlobalRateLimit{GlobalFilter: g.GlobalFilter, Actions: g.Descriptors}
 	}
 	if pp := lp.Proxy; pp != nil {
 		c.UpstreamTimeout = time.Duration(pp.Timeout)

@@ -202,24 +202,15 @@ type OutlierDetectionPlan struct {
 	AlwaysEjectOneHost                 bool     `json:"always_eject_one_host,omitempty"`
 }
 
-// GlobalPlan is Envoy's ratelimit filter with its route rate_limits actions.
+// GlobalPlan is Envoy's ratelimit filter with its route rate_limits
+// actions: the lab proxy's own settings (proxy.GlobalFilter: domain,
+// rate_limits, timeout, failure_mode_deny, status_on_error,
+// enable_x_ratelimit_headers) and the plan's one-entry form.
 type GlobalPlan struct {
-	// Domain is the filter's rate limit domain (required).
-	Domain string `json:"domain"`
+	proxy.GlobalFilter
 	// Descriptors are the actions of a first rate_limits entry, e.g.
 	// {generic_key: {descriptor_key: tenant, descriptor_value: lab}}.
 	Descriptors []ActionPlan `json:"descriptors,omitempty"`
-	// RateLimits are further rate_limits entries, one descriptor each:
-	// [{actions: [{request_headers: {header_name: x-user, descriptor_key: user}}, {remote_address: {}}]}].
-	RateLimits []RateLimitPlan `json:"rate_limits,omitempty"`
-	// Timeout bounds each RLS call; default 20ms (Envoy's). Exceeding it is an RLS error.
-	Timeout Duration `json:"timeout,omitempty"`
-	// FailureModeDeny is failure_mode_deny: on an RLS error reply status_on_error instead of admitting.
-	FailureModeDeny bool `json:"failure_mode_deny,omitempty"`
-	// StatusOnError is status_on_error.code; default 500.
-	StatusOnError int `json:"status_on_error,omitempty"`
-	// EnableXRateLimitHeaders is enable_x_ratelimit_headers: DRAFT_VERSION_03.
-	EnableXRateLimitHeaders bool `json:"enable_x_ratelimit_headers,omitempty"`
 }
 
 // ActionPlan is one route rate limit action, in Envoy's YAML shape

@@ -235,7 +235,7 @@ func TestLocalDescriptorConfigErrors(t *testing.T) {
 // gets; request_headers uses the first value of a repeated header.
 func TestGlobalActionsDescriptors(t *testing.T) {
 	f := false
-	g := &GlobalRateLimit{Domain: "d", RLS: "x", RateLimits: []RateLimit{
+	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", RateLimits: []RateLimit{
 		{Actions: []Action{
 			{GenericKey: &GenericKeyAction{DescriptorValue: "all"}},
 			{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "premium", Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}},
@@ -247,7 +247,7 @@ func TestGlobalActionsDescriptors(t *testing.T) {
 			{Name: "x-path", StringMatch: &StringMatcher{Prefix: ptr("/API/"), IgnoreCase: true}},
 			{Name: "x-v", SafeRegexMatch: &RegexMatcher{Regex: `v[0-9]+`}},
 		}}}}},
-	}}
+	}}, RLS: "x"}
 	if err := g.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +279,8 @@ func TestGlobalActionsDescriptors(t *testing.T) {
 	h2.Set("X-V", "v1x") // the regex must match the whole value
 	must(t, got(h2) == "", "no descriptor expected, got %q", got(h2))
 
-	bad := &GlobalRateLimit{Domain: "d", RateLimits: []RateLimit{{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "v",
-		Headers: []HeaderMatcher{{Name: "x", SafeRegexMatch: &RegexMatcher{Regex: "("}}}}}}}}}
+	bad := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", RateLimits: []RateLimit{{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "v",
+		Headers: []HeaderMatcher{{Name: "x", SafeRegexMatch: &RegexMatcher{Regex: "("}}}}}}}}}}
 	err := bad.Validate()
 	must(t, err != nil && strings.Contains(err.Error(), "rate_limits[0].actions[0].header_value_match.headers[0]"), "bad regex error %v", err)
 }
