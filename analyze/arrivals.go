@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 )
 
 // ArrivalWindows are the sliding windows every arrival section reports a
@@ -185,23 +186,12 @@ func peakLimiters(in *Input) []peakLimiter {
 		return out
 	}
 	for i, l := range in.Scenario.Limits {
-		switch l.Kind {
-		case evidence.LimitTokenBucket:
-			tpf := uint32(max(l.TokensPerFill, 1))
-			spec := model.Spec{Kind: model.KindEnvoyLocal, EnvoyVersion: "1.31", MaxTokens: uint32(max(l.MaxTokens, 0)),
-				TokensPerFill: &tpf, FillInterval: model.Duration(l.FillInterval)}
-			if l.Refill != evidence.RefillContinuous {
-				spec.EnvoyVersion = "1.30"
-				if l.StartNs > 0 {
-					spec.TimerStart = time.Unix(0, l.StartNs).UTC().Format(time.RFC3339Nano)
-				}
-			}
+		spec, err := decl.Legacy(l).Spec()
+		switch {
+		case err != nil:
+		case l.Kind == evidence.LimitTokenBucket:
 			out = append(out, peakLimiter{name: fmt.Sprintf("limits[%d] token bucket", i), shared: l.Buckets == 1, spec: spec})
-		case evidence.LimitFixedWindow:
-			spec := model.Spec{Kind: model.KindFixedWindow, Limit: uint64(max(l.Limit, 0)), Unit: l.Unit, Align: model.AlignEpoch}
-			if l.WindowStart == evidence.WindowFirstHit {
-				spec.Align = model.AlignFirstHit
-			}
+		default: // evidence.LimitFixedWindow
 			out = append(out, peakLimiter{name: fmt.Sprintf("limits[%d] fixed window", i), shared: true, spec: spec})
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 )
 
 // Limiter check statuses (LimiterReport.Status).
@@ -727,9 +728,11 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		} else {
 			var names []string
 			for _, rule := range r.rules {
-				spec := model.Spec{Kind: model.KindFixedWindow, Limit: uint64(rule.Limit.RequestsPerUnit), Unit: strings.ToLower(rule.Limit.Unit),
-					Align: r.decl.RLS.Align, ShadowMode: rule.ShadowMode}
-				m, err := model.New(spec)
+				spec, err := decl.RLSRule{RequestsPerUnit: rule.Limit.RequestsPerUnit, Unit: rule.Limit.Unit, Align: r.decl.RLS.Align, ShadowMode: rule.ShadowMode}.Spec()
+				var m model.Model
+				if err == nil {
+					m, err = model.New(spec)
+				}
 				if err != nil {
 					rep.Status, rep.Detail = LimiterNotChecked, fmt.Sprintf("rule %s: %v", rule.FullKey, err)
 					break

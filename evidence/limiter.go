@@ -3,10 +3,9 @@ package evidence
 import (
 	"fmt"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 )
 
 // Limiter stages (Limiter.Stage), in the order a request meets them.
@@ -233,41 +232,34 @@ func (s *Scenario) EffectiveLimiters(targets []string, realRLS bool) []Limiter {
 
 // Limiter translates a LimitSpec (the previous release's scenario.json
 // limits) into a Limiter, the i-th of the scenario; targets are the
-// scenario's attack targets. A token bucket is the lab proxy's local bucket:
-// Envoy's local_ratelimit refilled by a timer from StartNs (envoy_version
-// 1.30: before 1.31 Envoy refills on a timer), one per target (one per
-// proxy process) unless Buckets is 1 for several targets (one shared). A
+// scenario's attack targets; decl.Legacy translates its model. A token
+// bucket is the lab proxy's local bucket (Envoy's local_ratelimit, refilled
+// continuously (envoy_version 1.31) when Refill is continuous, else by a
+// timer from StartNs (1.30)), one per target (one per proxy process) unless
+// Buckets is 1 for several targets (one shared). A
 // fixed window is an RLS rule counting every request of the run under one
 // key (the LimitSpec has no descriptor), windows epoch-aligned or from the
 // first hit; a restart of the lab RLS (or of Redis under the real RLS)
 // loses its counters. ok is false for an unknown kind.
 func (l LimitSpec) Limiter(i int, targets []string, realRLS bool) (Limiter, bool) {
+	spec, err := decl.Legacy(l).Spec()
+	if err != nil {
+		return Limiter{}, false
+	}
 	switch l.Kind {
 	case LimitTokenBucket:
-		tpf := uint32(max(l.TokensPerFill, 1))
-		spec := model.Spec{Kind: model.KindEnvoyLocal, EnvoyVersion: "1.30", MaxTokens: uint32(max(l.MaxTokens, 0)),
-			TokensPerFill: &tpf, FillInterval: model.Duration(l.FillInterval)}
-		if l.StartNs > 0 {
-			spec.TimerStart = time.Unix(0, l.StartNs).UTC().Format(time.RFC3339Nano)
-		}
 		key := KeyTarget
 		if l.Buckets == 1 && len(targets) > 1 {
 			key = KeyShared
 		}
 		return Limiter{Name: fmt.Sprintf("limits[%d] token bucket", i), Stage: StageLocal, Key: key, Model: &spec}, true
-	case LimitFixedWindow:
-		align := model.AlignEpoch
-		if l.WindowStart == WindowFirstHit {
-			align = model.AlignFirstHit
-		}
-		spec := model.Spec{Kind: model.KindFixedWindow, Limit: uint64(max(l.Limit, 0)), Unit: strings.ToLower(l.Unit), Align: align}
+	default: // LimitFixedWindow
 		resets := []string{FaultTargetRLS}
 		if realRLS {
 			resets = []string{FaultTargetRedis}
 		}
 		return Limiter{Name: fmt.Sprintf("limits[%d] fixed window", i), Stage: StageGlobal, Key: KeyShared, Model: &spec, Resets: resets}, true
 	}
-	return Limiter{}, false
 }
 
 // Descriptors builds a request's descriptors from compiled rate_limits

@@ -19,7 +19,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/labshape"
-	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -63,7 +63,11 @@ func main() {
 	}
 	var lims []evidence.Limiter
 	if *withModel {
-		spec := model.Spec{Kind: model.KindTokenBucket, Capacity: 1e7, RatePerSec: 1e7}
+		spec, err := decl.TokenBucketRate{Capacity: 1e7, RatePerSec: 1e7}.Spec()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "evgen:", err)
+			os.Exit(1)
+		}
 		lims = []evidence.Limiter{{Name: "bucket", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec}}
 	}
 	if err := labshape.Write(*out, labshape.Options{N: *n, Each: each, Limiters: lims}); err != nil {

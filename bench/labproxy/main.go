@@ -64,7 +64,7 @@ func main() {
 	cfg := proxy.Config{Name: "proxy-a", Upstream: *upstream}
 	if *local {
 		on := 100.0
-		cfg.Local = &proxy.LocalRateLimit{MaxTokens: 1 << 30, TokensPerFill: 1 << 30, FillInterval: time.Second, FilterEnabled: &on, FilterEnforced: &on}
+		cfg.Local = &proxy.LocalRateLimit{MaxTokens: 1 << 30, TokensPerFill: 1 << 30, FillInterval: proxy.Duration(time.Second), FilterEnabled: &on, FilterEnforced: &on}
 	}
 	if *accessLog != "" {
 		f, err := os.Create(*accessLog)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
@@ -15,12 +16,20 @@ import (
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
+	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // LabOptions are the inputs of `rlbench lab`, parsed from its flags.
 type LabOptions struct {
-	IO      *IOStreams
+	IO *IOStreams
+	// File (-f) is a lab file: a plan scenario's lab: section
+	// (runner.ParseLabFile). With it only ListenBase, Receipts and
+	// Decisions come from flags.
+	File string
+	// Lab is File parsed and validated (set before runF), nil without -f.
+	Lab     *runner.LabPlan
 	Proxies int
 	// LocalMaxTokens > 0 enables every proxy's local token bucket.
 	LocalMaxTokens     uint32
@@ -83,19 +92,29 @@ func NewLabCmd(io *IOStreams, runF func(*LabOptions) error) *cobra.Command {
 		Use:   "lab",
 		Short: "Start the embedded lab: a receipt-recording backend and N proxies with Envoy's rate-limit semantics",
 		Long: `lab starts on 127.0.0.1 (free ports, or fixed ones with --listen-base) the
-backend (--endpoints listeners,
-backend-0, backend-1, ...) and N proxies (proxy-a, proxy-b, ...) that follow
-Envoy's HTTP local rate limit filter (a token bucket per proxy, per-key
-buckets with --local-descriptor and --local-rate-limit), with --global-domain
-its global rate limit filter calling an RLS: the lab RLS (--rls-config,
-envoyproxy/ratelimit YAML) or an external one (--rls), and its router and
-cluster: retries (--retry-on), circuit breakers (--max-*), outlier detection
-(--outlier-*) over the backend endpoints. The backend can be slow or failing
-(--backend-*; changeable while it runs: PUT /_rlbench/faults on any endpoint).
-Each proxy has an admin listener with Envoy's /stats (text, json, prometheus),
-/server_info and /ready. It prints one JSON line with every address
-({"backend":..,"endpoints":[..],"receipts":..,"rls":..,"proxies":[{"name":..,"url":..,"admin":..}]})
+backend (backend-0, backend-1, ...) and N proxies (proxy-a, proxy-b, ...) that
+follow Envoy's HTTP local rate limit filter (a token bucket per proxy,
+--local-*) and, with --global-domain, its global rate limit filter calling an
+RLS: the lab RLS (--rls-config, envoyproxy/ratelimit YAML) or an external one
+(--rls). Each proxy has an admin listener with Envoy's /stats (text, json,
+prometheus), /server_info and /ready. It prints one JSON line with every
+address ({"backend":..,"endpoints":[..],"receipts":..,"rls":..,"proxies":[{"name":..,"url":..,"admin":..}]})
 and runs until SIGINT/SIGTERM, which flush the receipts.
+
+-f FILE gives the whole lab in YAML: the lab: section of a plan scenario
+(rlbench run; schemas/plan.v1.schema.json), with the same keys and checks:
+proxies, local (descriptors, rate_limits, token_bucket_mode,
+local_rate_limit_per_downstream_connection, ...), global (domain,
+descriptors, rate_limits, timeout, failure_mode_deny), rls (kind lab,
+config inline, window_start), backend (endpoints, faults, seed), proxy
+(retry_policy, timeout, seed) and cluster (circuit_breakers,
+outlier_detection, healthy_panic_threshold). Beside -f only --listen-base,
+--receipts and --decisions are given. The flags of earlier releases for
+those settings (--local-descriptor, --local-rate-limit,
+--local-token-bucket-mode, --global-rate-limit, --failure-mode-deny,
+--window-start, --endpoints, --backend-*, --retry-on, --num-retries,
+--route-timeout, --max-*, --outlier-*, --healthy-panic-threshold, ...)
+still work but are hidden: see -f.
 
 --listen-base PORT gives every part a fixed port of 127.0.0.1: proxy i
 (proxy-a is 0) on PORT+i, its admin on PORT+100+i, backend endpoint j on
@@ -103,22 +122,26 @@ PORT+200+j, the lab RLS on PORT+300. With --listen-base 10000: proxy-a on
 10000, proxy-b on 10001, their admins on 10100 and 10101, the backend on
 10200. A port that is taken is an error naming it (exit 1).
 
-Rate limit actions (--global-rate-limit, --local-rate-limit; one rate_limits
-entry per flag, actions separated by ","): generic_key=VALUE,
-generic_key:KEY=VALUE, request_headers:HEADER=KEY (a trailing ? is
-skip_if_absent), remote_address, [!]header_value_match:[KEY=]VALUE@MATCHERS
-(MATCHERS joined by &: HEADER, HEADER=EXACT, HEADER^=PREFIX, HEADER$=SUFFIX,
-HEADER*=CONTAINS, HEADER~=REGEX, each optionally !-inverted).
-Local descriptors: KEY=VALUE[,KEY=VALUE...]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_INTERVAL]]
-(an empty VALUE is a wildcard: a bucket per value).`,
+The hidden flags' syntax: rate limit actions (--global-rate-limit,
+--local-rate-limit; one rate_limits entry per flag, actions separated by
+","): generic_key=VALUE, generic_key:KEY=VALUE, request_headers:HEADER=KEY (a
+trailing ? is skip_if_absent), remote_address,
+[!]header_value_match:[KEY=]VALUE@MATCHERS (MATCHERS joined by &: HEADER,
+HEADER=EXACT, HEADER^=PREFIX, HEADER$=SUFFIX, HEADER*=CONTAINS,
+HEADER~=REGEX, each optionally !-inverted). Local descriptors:
+KEY=VALUE[,KEY=VALUE...]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_INTERVAL]] (an
+empty VALUE is a wildcard: a bucket per value).`,
 		Example: `  rlbench lab --listen-base 10000 --proxies 2 --receipts ev/receipts.jsonl
   rlbench lab --proxies 2 --local-max-tokens 5 --local-tokens-per-fill 5 --local-fill-interval 1h --receipts receipts.jsonl
   rlbench lab --global-domain inventory --global-descriptor tenant=lab --rls-config examples/envoy/ratelimit/config/inventory.yaml --rls-timeout 1s
-  rlbench lab --proxies 1 --local-max-tokens 1000 --local-fill-interval 1s --local-rate-limit request_headers:x-user=user --local-descriptor user=A:10:10:1s --local-descriptor user=:100:100:1s
-  rlbench lab --proxies 1 --endpoints 3 --retry-on 5xx,reset --num-retries 2 --outlier-consecutive-5xx 5 --outlier-max-ejection-percent 34 --backend-error-status 503 --backend-error-probability 0.2`,
+  rlbench lab -f examples/lab/per-user.yaml --listen-base 10000 --receipts ev/receipts.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.validate(); err != nil {
+			validate := o.validate
+			if o.File != "" {
+				validate = func() error { return o.loadFile(cmd.Context(), cmd.Flags()) }
+			}
+			if err := validate(); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -128,6 +151,7 @@ Local descriptors: KEY=VALUE[,KEY=VALUE...]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_IN
 		},
 	}
 	f := cmd.Flags()
+	f.StringVarP(&o.File, "file", "f", "", "lab `FILE`: a plan scenario's lab: section in YAML (local, global, rls, backend, proxy, cluster; schemas/plan.v1.schema.json)")
 	f.IntVar(&o.ListenBase, "listen-base", 0, fmt.Sprintf("fixed ports on 127.0.0.1: proxies from `PORT`, admins from PORT+%d, backend from PORT+%d, lab RLS PORT+%d (0: free ports)",
 		lab.AdminPortOffset, lab.BackendPortOffset, lab.RLSPortOffset))
 	f.IntVar(&o.Proxies, "proxies", lab.DefaultProxies, fmt.Sprintf("number of proxies (1..%d)", lab.MaxProxies))
@@ -176,7 +200,59 @@ Local descriptors: KEY=VALUE[,KEY=VALUE...]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_IN
 	f.DurationVar(&o.OutlierMaxEjection, "outlier-max-ejection-time", 0, "outlier detection max_ejection_time (300s)")
 	u32Flag(f, &o.OutlierMaxPercent, "outlier-max-ejection-percent", "outlier detection max_ejection_percent (10: under 10 hosts nothing is ejected)")
 	f64Flag(f, &o.PanicThreshold, "healthy-panic-threshold", "healthy_panic_threshold percent (50; 0 disables panic routing)")
+	f.VisitAll(func(fl *pflag.Flag) {
+		if !labCommonFlags[fl.Name] {
+			_ = f.MarkHidden(fl.Name) // still parsed: invocations of earlier releases keep working
+		}
+	})
 	return cmd
+}
+
+// labCommonFlags are the flags `rlbench lab --help` shows: the common case
+// of a local bucket and a global filter. Every other lab setting is a
+// hidden flag kept for existing invocations; -f gives them all.
+var labCommonFlags = map[string]bool{"file": true, "listen-base": true, "proxies": true, "receipts": true, "decisions": true,
+	"local-max-tokens": true, "local-tokens-per-fill": true, "local-fill-interval": true, "global-domain": true,
+	"global-descriptor": true, "rls": true, "rls-config": true, "rls-timeout": true}
+
+// labFileFlags are the flags that go with -f: where the lab listens and
+// writes, which a plan's lab: section does not say.
+var labFileFlags = map[string]bool{"file": true, "listen-base": true, "receipts": true, "decisions": true}
+
+// loadFile reads and validates the lab file (runner.ParseLabFile) into
+// o.Lab: a flag that describes the lab is a usage error beside it, as are
+// the parts rlbench lab does not start (nginx, the real RLS), and what the
+// lab refuses (lab.Options.Validate). An unreadable file is a runtime
+// error.
+func (o *LabOptions) loadFile(ctx context.Context, fs *pflag.FlagSet) error {
+	var mixed []string
+	fs.Visit(func(fl *pflag.Flag) {
+		if !labFileFlags[fl.Name] {
+			mixed = append(mixed, "--"+fl.Name)
+		}
+	})
+	if len(mixed) > 0 {
+		return usageErrorf("%s: the lab is in -f %s; give these settings there (a plan's lab: section), not as flags", strings.Join(mixed, ", "), o.File)
+	}
+	data, err := runner.ReadPlanFile(ctx, o.File)
+	if err != nil {
+		return err
+	}
+	lp, err := runner.ParseLabFile(o.File, data)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	if lp.Nginx != nil {
+		return usageErrorf("%s: nginx: rlbench lab starts the lab proxies; run a plan for lab.nginx (rlbench run)", o.File)
+	}
+	if lp.RLS != nil && lp.RLS.Kind == runner.RLSReal {
+		return usageErrorf("%s: rls.kind real: rlbench lab starts the lab RLS; run a plan for the real one (rlbench run)", o.File)
+	}
+	o.Lab = lp
+	if err := o.labOptions().Validate(); err != nil {
+		return &UsageError{Err: err}
+	}
+	return nil
 }
 
 // outlierSet reports whether any --outlier-* flag was given.
@@ -224,10 +300,15 @@ func (o *LabOptions) validate() error {
 // labOptions is the lab the flags describe, without its writers and the
 // lab RLS's configuration (runLab adds them).
 func (o *LabOptions) labOptions() lab.Options {
+	if o.Lab != nil {
+		lo := o.Lab.LabOptions()
+		lo.ListenBase = o.ListenBase
+		return lo
+	}
 	lo := lab.Options{Proxies: lab.ProxiesOptions{Count: o.Proxies}, ListenBase: o.ListenBase}
 	c := &lo.Proxies.Config
 	if o.LocalMaxTokens > 0 {
-		c.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: o.LocalTokensPerFill, FillInterval: o.LocalFillInterval,
+		c.Local = &proxy.LocalRateLimit{MaxTokens: o.LocalMaxTokens, TokensPerFill: o.LocalTokensPerFill, FillInterval: proxy.Duration(o.LocalFillInterval),
 			Descriptors: o.LocalDescriptors, RateLimits: o.LocalRateLimits, PerDownstreamConnection: o.LocalPerConnection,
 			EnableXRateLimitHeaders: o.LocalXRateLimit}
 		if o.LocalTokenBucket == proxy.TokenBucketTimer {
@@ -239,8 +320,8 @@ func (o *LabOptions) labOptions() lab.Options {
 		}
 	}
 	if o.GlobalDomain != "" {
-		c.Global = &proxy.GlobalRateLimit{Domain: o.GlobalDomain, Actions: o.GlobalDescriptors, RateLimits: o.GlobalRateLimits, Timeout: o.RLSTimeout,
-			FailureModeDeny: o.FailureModeDeny}
+		c.Global = &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: o.GlobalDomain, RateLimits: o.GlobalRateLimits,
+			Timeout: proxy.Duration(o.RLSTimeout), FailureModeDeny: o.FailureModeDeny}, Actions: o.GlobalDescriptors}
 	}
 	if o.RetryOn != "" {
 		c.Retry = &proxy.RetryPolicy{RetryOn: o.RetryOn, NumRetries: o.NumRetries, PerTryTimeout: o.PerTryTimeout}
@@ -278,7 +359,7 @@ func runLab(ctx context.Context, o *LabOptions) (err error) {
 		}
 	}()
 	if lo.RLS.Lab != nil {
-		cfg, err := rlsconfig.ParseFile(o.RLSConfig)
+		cfg, err := o.rlsConfig()
 		if err != nil {
 			return err
 		}
@@ -312,4 +393,13 @@ func runLab(ctx context.Context, o *LabOptions) (err error) {
 	}
 	fmt.Fprintln(o.IO.ErrOut, "lab: stopping; receipts written to", o.Receipts)
 	return nil
+}
+
+// rlsConfig is the lab RLS's configuration: the lab file's rls.config or
+// the --rls-config file.
+func (o *LabOptions) rlsConfig() (*rlsconfig.Config, error) {
+	if o.Lab != nil && o.Lab.RLS != nil {
+		return rlsconfig.Parse(o.File+": rls.config", []byte(o.Lab.RLS.Config))
+	}
+	return rlsconfig.ParseFile(o.RLSConfig)
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -19,7 +21,9 @@ import (
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -335,8 +339,8 @@ func TestNewLabCmd(t *testing.T) {
 				o.LocalMaxTokens, o.LocalFillInterval, o.LocalAlwaysDefault, o.LocalXRateLimit = 100, time.Second, false, true
 				o.LocalRateLimits = []proxy.RateLimit{{Actions: []proxy.Action{{RequestHeaders: &proxy.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
 				o.LocalDescriptors = []proxy.LocalDescriptor{
-					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "A"}}, TokenBucket: proxy.TokenBucket{MaxTokens: 10, TokensPerFill: 10, FillInterval: time.Second}},
-					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: ""}}, TokenBucket: proxy.TokenBucket{MaxTokens: 5, TokensPerFill: 1, FillInterval: time.Second}}}
+					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "A"}}, TokenBucket: proxy.TokenBucket{MaxTokens: 10, TokensPerFill: 10, FillInterval: proxy.Duration(time.Second)}},
+					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: ""}}, TokenBucket: proxy.TokenBucket{MaxTokens: 5, TokensPerFill: 1, FillInterval: proxy.Duration(time.Second)}}}
 				o.GlobalDomain, o.RLS = "d", "grpc://x:1"
 				f := false
 				o.GlobalRateLimits = []proxy.RateLimit{{Actions: []proxy.Action{{RemoteAddress: &proxy.RemoteAddressAction{}}}},
@@ -380,9 +384,8 @@ func TestLabFlagsDescribeTheLab(t *testing.T) {
 		"--global-domain", "inventory", "--global-descriptor", "tenant=lab", "--rls-config", "c.yaml", "--window-start", "first-hit", "--failure-mode-deny").labOptions()
 	want := lab.Options{
 		Proxies: lab.ProxiesOptions{Count: 3, Config: proxy.Config{
-			Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second},
-			Global: &proxy.GlobalRateLimit{Domain: "inventory", Timeout: 20 * time.Millisecond, FailureModeDeny: true,
-				Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}}},
+			Local:  &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)},
+			Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "inventory", Timeout: proxy.Duration(20 * time.Millisecond), FailureModeDeny: true}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}}},
 		RLS: lab.RLSOptions{Lab: &labrls.Options{WindowStart: "first-hit"}},
 	}
 	if !reflect.DeepEqual(lo, want) {
@@ -573,5 +576,80 @@ func TestLabDataPathFlagsDescribeTheLab(t *testing.T) {
 	}
 	if d := parseLab(t).labOptions(); d.Proxies.Config.Retry != nil || d.Proxies.Config.CircuitBreakers != nil || d.Proxies.Config.OutlierDetection != nil || d.Backend.Endpoints != 0 {
 		t.Fatalf("defaults add data-path config: %+v", d.Proxies.Config)
+	}
+}
+
+// TestLabFile: -f reads a plan scenario's lab: section; the example file
+// describes the same lab as the flags its comment gives, only --listen-base,
+// --receipts and --decisions go beside it, and a bad file is a usage error
+// naming its line.
+func TestLabFile(t *testing.T) {
+	file := filepath.Join(testfix.RepoRoot(t), "examples", "lab", "per-user.yaml")
+	fromFile := parseLab(t, "-f", file, "--listen-base", "10000", "--receipts", "r.jsonl")
+	fromFlags := parseLab(t, "--proxies", "1", "--local-max-tokens", "1000", "--local-fill-interval", "1s",
+		"--local-rate-limit", "request_headers:x-user=user", "--local-descriptor", "user=A:10:10:1s", "--local-descriptor", "user=:100:100:1s", "--listen-base", "10000")
+	got, want := fromFile.labOptions(), fromFlags.labOptions()
+	if fromFile.Lab == nil || fromFile.Receipts != "r.jsonl" || got.ListenBase != 10000 {
+		t.Fatalf("options %+v", fromFile)
+	}
+	// The flags' defaults the file leaves to the lab: always_consume (nil: true).
+	want.Proxies.Config.Local.AlwaysConsumeDefaultTokenBucket = nil
+	if !reflect.DeepEqual(got.Proxies, want.Proxies) || !reflect.DeepEqual(got.RLS, want.RLS) || !reflect.DeepEqual(got.Backend, want.Backend) {
+		t.Fatalf("file and flags differ:\n file %+v %+v\nflags %+v %+v", got.Proxies, got.Proxies.Config.Local, want.Proxies, want.Proxies.Config.Local)
+	}
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bad := write("bad.yaml", "proxies: 1\nlocal: {max_tokens: 1, fill_interval: soon}\n")
+	rls := write("rls.yaml", "global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\nrls: {config: \"domain: d\\ndescriptors:\\n  - {key: generic_key, value: v, rate_limit: {unit: second, requests_per_unit: 1}}\\n\"}\n")
+	real := write("real.yaml", "global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\nrls: {kind: real, config: \"domain: d\"}\n")
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"-f", bad}, bad + `: line 2: local.fill_interval: time: invalid duration "soon"`},
+		{[]string{"-f", file, "--proxies", "3"}, "--proxies: the lab is in -f"},
+		{[]string{"-f", file, "--retry-on", "5xx", "--rls", "grpc://x:1"}, "--retry-on, --rls: the lab is in -f"},
+		{[]string{"-f", real}, "rls.kind real: rlbench lab starts the lab RLS"},
+		{[]string{"-f", filepath.Join(dir, "absent.yaml")}, "absent.yaml"},
+	} {
+		err := execute(NewLabCmd(tio, func(*LabOptions) error { return nil }), c.args)
+		if err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.err)
+		}
+		var ue *UsageError
+		if usage := errors.As(err, &ue); usage == strings.Contains(c.err, "absent") {
+			t.Errorf("%v: usage error %v", c.args, usage)
+		}
+	}
+	lo := parseLab(t, "-f", rls).labOptions()
+	if lo.RLS.Lab == nil || lo.Proxies.Config.Global == nil || lo.Proxies.Count != lab.DefaultProxies {
+		t.Fatalf("lab rls from the file: %+v", lo)
+	}
+}
+
+// TestLabHelpShowsTheCommonFlags: the long tail of lab flags is hidden
+// (still parsed), the help says -f gives them.
+func TestLabHelpShowsTheCommonFlags(t *testing.T) {
+	cmd := NewLabCmd(tio, nil)
+	visible := 0
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			visible++
+		}
+	})
+	if visible != len(labCommonFlags) || visible > 13 {
+		t.Fatalf("%d visible flags", visible)
+	}
+	if f := cmd.Flags().Lookup("outlier-interval"); f == nil || !f.Hidden {
+		t.Fatal("--outlier-interval not kept as a hidden flag")
+	}
+	if !strings.Contains(cmd.Long, "still work but are hidden: see -f") {
+		t.Fatal("help does not point the hidden flags to -f")
 	}
 }

@@ -266,25 +266,55 @@ func (o Options) portTaken(err error) error {
 // (labrls.Options.Validate). Start calls it first; a CLI calls it to report
 // misuse before it creates any file.
 func (o Options) Validate() error {
+	if err := o.validateListen(); err != nil {
+		return err
+	}
+	o = o.withDefaults()
+	if err := o.Proxies.validate(); err != nil {
+		return err
+	}
+	if n := o.Backend.Endpoints; n < 0 || n > backend.MaxEndpoints {
+		return fmt.Errorf("lab: backend: %d endpoints, want 1..%d", n, backend.MaxEndpoints)
+	}
+	if err := o.Backend.Faults.Validate(); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	if c := o.Proxies.Config; c.Global != nil && c.Global.RLS != "" {
+		return fmt.Errorf("lab: give the RLS in Options.RLS, not in Config.Global.RLS (%q)", c.Global.RLS)
+	}
+	if err := o.Proxies.Config.Validate(); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	return o.RLS.validate(o.Proxies.Config.Global != nil)
+}
+
+// validateListen checks the listen base (before the defaults): in range,
+// and not given together with a backend or lab RLS address.
+func (o Options) validateListen() error {
 	if p := o.Proxies; p.None {
 		c := p.Config
 		if p.Count != 0 || c.Local != nil || c.Global != nil || c.Retry != nil || c.CircuitBreakers != nil || c.OutlierDetection != nil {
 			return errors.New("lab: no proxies (Proxies.None), but a proxy count or proxy settings are given")
 		}
 	}
-	if o.ListenBase != 0 {
-		if o.ListenBase < 1 || o.ListenBase > MaxListenBase {
-			return fmt.Errorf("lab: listen base %d, want 1..%d (its layout reaches base+%d)", o.ListenBase, MaxListenBase, RLSPortOffset)
-		}
-		if o.Backend.Listen != "" {
-			return fmt.Errorf("lab: backend Listen %q and a listen base %d: give one", o.Backend.Listen, o.ListenBase)
-		}
-		if o.RLS.Lab != nil && o.RLS.Lab.Listen != "" {
-			return fmt.Errorf("lab: lab RLS Listen %q and a listen base %d: give one", o.RLS.Lab.Listen, o.ListenBase)
-		}
+	if o.ListenBase == 0 {
+		return nil
 	}
-	o = o.withDefaults()
-	p := o.Proxies
+	if o.ListenBase < 1 || o.ListenBase > MaxListenBase {
+		return fmt.Errorf("lab: listen base %d, want 1..%d (its layout reaches base+%d)", o.ListenBase, MaxListenBase, RLSPortOffset)
+	}
+	if o.Backend.Listen != "" {
+		return fmt.Errorf("lab: backend Listen %q and a listen base %d: give one", o.Backend.Listen, o.ListenBase)
+	}
+	if o.RLS.Lab != nil && o.RLS.Lab.Listen != "" {
+		return fmt.Errorf("lab: lab RLS Listen %q and a listen base %d: give one", o.RLS.Lab.Listen, o.ListenBase)
+	}
+	return nil
+}
+
+// validate checks the proxy count (after the defaults) and that the fields
+// the lab chooses itself are left empty in the template.
+func (p ProxiesOptions) validate() error {
 	if !p.None && (p.Count < 1 || p.Count > MaxProxies) {
 		return fmt.Errorf("lab: %d proxies, want 1..%d", p.Count, MaxProxies)
 	}
@@ -295,32 +325,24 @@ func (o Options) Validate() error {
 			return fmt.Errorf("lab: proxy Config.%s is chosen by the lab, leave it empty (have %q)", f.name, f.v)
 		}
 	}
-	if n := o.Backend.Endpoints; n < 0 || n > backend.MaxEndpoints {
-		return fmt.Errorf("lab: backend: %d endpoints, want 1..%d", n, backend.MaxEndpoints)
-	}
-	if err := o.Backend.Faults.Validate(); err != nil {
-		return fmt.Errorf("lab: %w", err)
-	}
-	if c.Global != nil && c.Global.RLS != "" {
-		return fmt.Errorf("lab: give the RLS in Options.RLS, not in Config.Global.RLS (%q)", c.Global.RLS)
-	}
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("lab: %w", err)
-	}
-	r := o.RLS
+	return nil
+}
+
+// validate checks the RLS choice: the lab RLS or an address (grpc://),
+// not both, one of them when the proxies have a global filter, and the lab
+// RLS's options (labrls.Options.Validate).
+func (r RLSOptions) validate(global bool) error {
 	if r.Lab != nil && r.Address != "" {
 		return fmt.Errorf("lab: RLS: give the lab RLS or an address (%q), not both", r.Address)
 	}
-	if c.Global != nil && r.Lab == nil && r.Address == "" {
+	if global && r.Lab == nil && r.Address == "" {
 		return errors.New("lab: the global rate limit filter needs an RLS: the lab RLS or an address")
 	}
 	if r.Address != "" && !strings.HasPrefix(r.Address, "grpc://") {
 		return fmt.Errorf("lab: RLS address %q: want grpc://host:port", r.Address)
 	}
 	if r.Lab != nil {
-		if err := r.Lab.Validate(); err != nil {
-			return err
-		}
+		return r.Lab.Validate()
 	}
 	return nil
 }

@@ -30,7 +30,7 @@ func TestTwoProxiesLocalBuckets(t *testing.T) {
 	on := 100.0
 	var receipts syncBuf
 	l, err := Start(t.Context(), Options{Backend: backend.Options{Receipts: &receipts}, Proxies: ProxiesOptions{Count: 2,
-		Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: &on, FilterEnforced: &on}}}})
+		Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: proxy.Duration(time.Hour), FilterEnabled: &on, FilterEnforced: &on}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +121,8 @@ func TestTwoProxiesLocalBuckets(t *testing.T) {
 // TestValidate: every misuse is reported before anything starts, naming
 // what is wrong.
 func TestValidate(t *testing.T) {
-	local := &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second}
-	global := &proxy.GlobalRateLimit{Domain: "d", Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
+	local := &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
 	for _, c := range []struct {
 		name string
 		opts Options
@@ -135,14 +135,14 @@ func TestValidate(t *testing.T) {
 		{"name set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Name: "x"}}}, "Config.Name is chosen by the lab"},
 		{"upstream set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Upstream: "http://x"}}}, "Config.Upstream"},
 		{"listen set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Listen: "127.0.0.1:8080"}}}, "Config.Listen"},
-		{"bad bucket", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{FillInterval: time.Second}}}}, "max_tokens must be > 0"},
-		{"short fill", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 1, FillInterval: time.Millisecond}}}}, "fill_interval"},
+		{"bad bucket", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{FillInterval: proxy.Duration(time.Second)}}}}, "max_tokens must be > 0"},
+		{"short fill", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 1, FillInterval: proxy.Duration(time.Millisecond)}}}}, "fill_interval"},
 		{"bad cluster", Options{Proxies: ProxiesOptions{Config: proxy.Config{Cluster: "a.b"}}}, "cluster name"},
 		{"local only", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: local}}}, ""},
 		{"global without rls", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}}, "needs an RLS"},
 		{"global with lab rls", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}, RLS: RLSOptions{Lab: &labrls.Options{}}}, ""},
 		{"global with address", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: global}}, RLS: RLSOptions{Address: "grpc://127.0.0.1:1"}}, ""},
-		{"rls in the filter", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: &proxy.GlobalRateLimit{Domain: "d", RLS: "grpc://x:1", Actions: global.Actions}}},
+		{"rls in the filter", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, RLS: "grpc://x:1", Actions: global.Actions}}},
 			RLS: RLSOptions{Address: "grpc://127.0.0.1:1"}}, "not in Config.Global.RLS"},
 		{"global without domain", Options{Proxies: ProxiesOptions{Config: proxy.Config{Global: &proxy.GlobalRateLimit{Actions: global.Actions}}}, RLS: RLSOptions{Lab: &labrls.Options{}}}, "domain is required"},
 		{"both rls", Options{RLS: RLSOptions{Lab: &labrls.Options{}, Address: "grpc://127.0.0.1:1"}}, "not both"},
@@ -176,7 +176,7 @@ func TestValidate(t *testing.T) {
 // TestDefaults: the lab's defaults are applied once, visible in
 // Lab.Options, and the caller's options are left as they were.
 func TestDefaults(t *testing.T) {
-	in := Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Hour}}},
+	in := Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Hour)}}},
 		RLS: RLSOptions{Lab: &labrls.Options{}}}
 	l, err := Start(t.Context(), in)
 	if err != nil {
@@ -238,8 +238,7 @@ func TestGlobalWithLabRLS(t *testing.T) {
 	logs := map[string]*syncBuf{}
 	l, err := Start(t.Context(), Options{
 		Proxies: ProxiesOptions{Count: 2,
-			Config: proxy.Config{Global: &proxy.GlobalRateLimit{Domain: "inventory", Timeout: answerRLSTimeout,
-				Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}},
+			Config:    proxy.Config{Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "inventory", Timeout: proxy.Duration(answerRLSTimeout)}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}},
 			AccessLog: func(name string) (io.Writer, error) { logs[name] = &syncBuf{}; return logs[name], nil }},
 		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}, DecisionLog: &decisions}},
 	})
@@ -292,7 +291,7 @@ func TestStartFailureStopsWhatStarted(t *testing.T) {
 		return p, err
 	}
 	defer func() { startProxy = proxy.Start }()
-	global := &proxy.GlobalRateLimit{Domain: "d", Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
 	_, err := Start(t.Context(), Options{Proxies: ProxiesOptions{Count: 3, Config: proxy.Config{Global: global}},
 		RLS: RLSOptions{Lab: &labrls.Options{}}, Backend: backend.Options{Receipts: io.Discard}})
 	if err == nil || err.Error() != "lab: proxy-b: no room" {
@@ -396,7 +395,7 @@ func TestListenBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	global := &proxy.GlobalRateLimit{Domain: "d", Timeout: answerRLSTimeout, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d", Timeout: proxy.Duration(answerRLSTimeout)}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
 	opts := Options{ListenBase: base, Backend: backend.Options{Endpoints: 2}, Proxies: ProxiesOptions{Count: 2, Config: proxy.Config{Global: global}},
 		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}}}}
 	l, err := Start(t.Context(), opts)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
@@ -24,19 +25,12 @@ func (lp *LabPlan) labOptions() lab.Options {
 	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies, None: lp.Nginx != nil}}
 	c := &o.Proxies.Config
 	if l := lp.Local; l != nil {
-		c.Local = &proxy.LocalRateLimit{StatPrefix: l.StatPrefix, MaxTokens: l.MaxTokens, TokensPerFill: l.TokensPerFill,
-			FillInterval: time.Duration(l.FillInterval), FilterEnabled: l.FilterEnabled, FilterEnforced: l.FilterEnforced,
-			Status: l.Status, EnableXRateLimitHeaders: l.EnableXRateLimitHeaders, RateLimits: l.RateLimits,
-			AlwaysConsumeDefaultTokenBucket: l.AlwaysConsumeDefaultTokenBucket, MaxDynamicDescriptors: l.MaxDynamicDescriptors,
-			PerDownstreamConnection: l.PerDownstreamConnection, TokenBucketMode: l.TokenBucketMode}
-		for _, d := range l.Descriptors {
-			c.Local.Descriptors = append(c.Local.Descriptors, proxy.LocalDescriptor{Entries: d.Entries, TokenBucket: proxy.TokenBucket{
-				MaxTokens: d.TokenBucket.MaxTokens, TokensPerFill: d.TokenBucket.TokensPerFill, FillInterval: time.Duration(d.TokenBucket.FillInterval)}})
-		}
+		lc := *l
+		lc.Descriptors = slices.Clone(l.Descriptors)
+		c.Local = &lc
 	}
 	if g := lp.Global; g != nil {
-		c.Global = &proxy.GlobalRateLimit{Domain: g.Domain, Actions: g.Descriptors, RateLimits: g.RateLimits, Timeout: time.Duration(g.Timeout),
-			FailureModeDeny: g.FailureModeDeny, StatusOnError: g.StatusOnError, EnableXRateLimitHeaders: g.EnableXRateLimitHeaders}
+		c.Global = &proxy.GlobalRateLimit{GlobalFilter: g.GlobalFilter, Actions: g.Descriptors}
 	}
 	if pp := lp.Proxy; pp != nil {
 		c.UpstreamTimeout = time.Duration(pp.Timeout)

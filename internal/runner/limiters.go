@@ -1,8 +1,8 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -11,18 +11,16 @@ import (
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 )
 
-// The Envoy versions whose local rate limit semantics the lab proxy's
-// buckets have (internal/lab/proxy's bucket): labEnvoyVersion for its
+// labEnvoyVersion is the Envoy version whose local rate limit semantics the
+// lab proxy's buckets have (internal/lab/proxy's bucket) with their
 // continuous refill (the default; Envoy 1.31+ AtomicTokenBucket, wildcard
-// descriptors 1.34+), labEnvoyTimerVersion for token_bucket_mode timer (a
-// timer adds tokens_per_fill every fill_interval from the filter's
-// creation, as Envoy did up to 1.30).
-const (
-	labEnvoyVersion      = "1.34"
-	labEnvoyTimerVersion = "1.30"
-)
+// descriptors 1.34+); with token_bucket_mode timer they are Envoy 1.30's
+// (decl.EnvoyTimerVersion: a timer adds tokens_per_fill every fill_interval
+// from the filter's creation).
+const labEnvoyVersion = "1.34"
 
 // labLimiters declares the lab's limiters for scenario.json (evidence.Limiter),
 // in request order: each proxy's local limiter (its buckets, per proxy or
@@ -57,8 +55,11 @@ func declareLabLimiters(lp *LabPlan, eff lab.Options, names []string, starts []t
 	var out []evidence.Limiter
 	if lc := eff.Proxies.Config.Local; lc != nil {
 		for i, name := range names {
-			spec, ok := localSpec(lc, starts[i])
-			if !ok {
+			spec, err := localSpec(lc, starts[i])
+			if err != nil {
+				return nil, fmt.Errorf("limiter local %s: model: %w", name, err)
+			}
+			if spec == nil {
 				continue // not expressible as a model: the scenario declares no such limiter
 			}
 			d := evidence.Limiter{Name: "local " + name, Stage: evidence.StageLocal, Targets: []string{name},
@@ -93,67 +94,34 @@ func declareLabLimiters(lp *LabPlan, eff lab.Options, names []string, starts []t
 }
 
 // localSpec is the envoy_local model of the lab proxy's local rate limit
-// started at start. A limiter without a default bucket (fill_interval 0,
-// descriptors only) admits what no descriptor limits: it is modelled as a
-// default bucket that never empties (2^32-1 tokens, refilled in full every
-// fill interval of the shortest descriptor's). ok is false when that is not
-// expressible (a timer whose descriptor intervals share no divisor of 50ms
-// or more).
-func localSpec(lc *proxy.LocalRateLimit, start time.Time) (*model.Spec, bool) {
-	tpf := max(lc.TokensPerFill, 1)
-	spec := &model.Spec{Kind: model.KindEnvoyLocal, EnvoyVersion: labEnvoyVersion, MaxTokens: lc.MaxTokens, TokensPerFill: &tpf,
-		FillInterval: model.Duration(lc.FillInterval), FilterEnabledPercent: lc.FilterEnabled, FilterEnforcedPercent: lc.FilterEnforced,
-		AlwaysConsumeDefault: lc.AlwaysConsumeDefaultTokenBucket}
-	timer := lc.TokenBucketMode == proxy.TokenBucketTimer
-	if !timer {
-		spec.ExactLevel = true // the lab's bucket keeps a token count, not Envoy's double time
-	}
-	if timer {
-		spec.EnvoyVersion = labEnvoyTimerVersion
-		if !lc.PerDownstreamConnection {
-			spec.TimerStart = start.UTC().Format(time.RFC3339Nano)
-		}
-	}
-	if lc.PerDownstreamConnection {
-		spec.Scope = model.ScopeConnection
-	}
-	if lc.MaxDynamicDescriptors != nil {
-		n := int(*lc.MaxDynamicDescriptors)
-		spec.MaxDynamicDescriptors = &n
-	}
+// started at start (decl.EnvoyLocal: the lab's continuous bucket is
+// labEnvoyVersion's with an exact token count, its timer Envoy 1.30's). A
+// limiter without a default bucket (fill_interval 0, descriptors only)
+// admits what no descriptor limits: it is modelled as a default bucket that
+// never empties. The spec is nil when that is not expressible (a timer
+// whose descriptor intervals share no divisor of 50ms or more,
+// decl.ErrNotModelled).
+func localSpec(lc *proxy.LocalRateLimit, start time.Time) (*model.Spec, error) {
+	l := decl.EnvoyLocal{TokenBucket: decl.TokenBucket{MaxTokens: lc.MaxTokens, TokensPerFill: lc.TokensPerFill, FillInterval: time.Duration(lc.FillInterval)},
+		FilterEnabled: lc.FilterEnabled, FilterEnforced: lc.FilterEnforced, AlwaysConsumeDefaultTokenBucket: lc.AlwaysConsumeDefaultTokenBucket,
+		MaxDynamicDescriptors: lc.MaxDynamicDescriptors, PerDownstreamConnection: lc.PerDownstreamConnection, TokenBucketMode: lc.TokenBucketMode,
+		EnvoyVersion: labEnvoyVersion, ExactLevel: true, Start: start}
 	for _, d := range lc.Descriptors {
 		es := make([]model.Entry, len(d.Entries))
 		for i, e := range d.Entries {
 			es[i] = model.Entry{Key: e.Key, Value: e.Value}
 		}
-		dtpf := max(d.TokenBucket.TokensPerFill, 1)
-		spec.Descriptors = append(spec.Descriptors, model.EnvoyDescriptor{Entries: es, MaxTokens: d.TokenBucket.MaxTokens, TokensPerFill: &dtpf,
-			FillInterval: model.Duration(d.TokenBucket.FillInterval)})
+		l.Descriptors = append(l.Descriptors, decl.LocalDescriptor{Entries: es, TokenBucket: decl.TokenBucket{MaxTokens: d.TokenBucket.MaxTokens,
+			TokensPerFill: d.TokenBucket.TokensPerFill, FillInterval: time.Duration(d.TokenBucket.FillInterval)}})
 	}
-	if lc.FillInterval == 0 {
-		never := uint32(math.MaxUint32)
-		spec.MaxTokens, spec.TokensPerFill = never, &never
-		var fill time.Duration
-		for _, d := range lc.Descriptors {
-			if timer {
-				fill = gcd(fill, d.TokenBucket.FillInterval)
-			} else if fill == 0 || d.TokenBucket.FillInterval < fill {
-				fill = d.TokenBucket.FillInterval
-			}
-		}
-		if fill < proxy.MinFillInterval {
-			return nil, false
-		}
-		spec.FillInterval = model.Duration(fill)
+	spec, err := l.Spec()
+	if errors.Is(err, decl.ErrNotModelled) {
+		return nil, nil
 	}
-	return spec, true
-}
-
-func gcd(a, b time.Duration) time.Duration {
-	for b != 0 {
-		a, b = b, a%b
+	if err != nil {
+		return nil, err
 	}
-	return a
+	return &spec, nil
 }
 
 // scenarioLimiters are the limiters scenario.json declares: the plan's own

@@ -12,6 +12,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 )
 
 // TestE06PlanModelBounds runs examples/e06/plan.yaml on the lab: every
@@ -136,23 +137,23 @@ func TestLocalSpec(t *testing.T) {
 	no := false
 	two := uint32(2)
 	desc := []proxy.LocalDescriptor{{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "a"}},
-		TokenBucket: proxy.TokenBucket{MaxTokens: 2, FillInterval: 2 * time.Second}}}
+		TokenBucket: proxy.TokenBucket{MaxTokens: 2, FillInterval: proxy.Duration(2 * time.Second)}}}
 	cases := []struct {
 		name  string
 		lc    proxy.LocalRateLimit
 		check func(*model.Spec) bool
 	}{
-		{"continuous", proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour},
+		{"continuous", proxy.LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: proxy.Duration(time.Hour)},
 			func(s *model.Spec) bool {
 				return s.EnvoyVersion == labEnvoyVersion && s.ExactLevel && s.TimerStart == ""
 			}},
-		{"timer", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, TokenBucketMode: proxy.TokenBucketTimer},
+		{"timer", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second), TokenBucketMode: proxy.TokenBucketTimer},
 			func(s *model.Spec) bool {
-				return s.EnvoyVersion == labEnvoyTimerVersion && !s.ExactLevel && s.TimerStart == start.Format(time.RFC3339Nano)
+				return s.EnvoyVersion == decl.EnvoyTimerVersion && !s.ExactLevel && s.TimerStart == start.Format(time.RFC3339Nano)
 			}},
-		{"per connection", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, TokenBucketMode: proxy.TokenBucketTimer, PerDownstreamConnection: true},
+		{"per connection", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second), TokenBucketMode: proxy.TokenBucketTimer, PerDownstreamConnection: true},
 			func(s *model.Spec) bool { return s.Scope == model.ScopeConnection && s.TimerStart == "" }},
-		{"descriptors", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: time.Second, Descriptors: desc, AlwaysConsumeDefaultTokenBucket: &no, MaxDynamicDescriptors: &two},
+		{"descriptors", proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second), Descriptors: desc, AlwaysConsumeDefaultTokenBucket: &no, MaxDynamicDescriptors: &two},
 			func(s *model.Spec) bool {
 				return len(s.Descriptors) == 1 && s.Descriptors[0].MaxTokens == 2 && *s.Descriptors[0].TokensPerFill == 1 &&
 					!*s.AlwaysConsumeDefault && *s.MaxDynamicDescriptors == 2
@@ -163,9 +164,9 @@ func TestLocalSpec(t *testing.T) {
 			}},
 	}
 	for _, c := range cases {
-		s, ok := localSpec(&c.lc, start)
-		if !ok {
-			t.Fatalf("%s: not expressible", c.name)
+		s, err := localSpec(&c.lc, start)
+		if err != nil || s == nil {
+			t.Fatalf("%s: not expressible: %v", c.name, err)
 		}
 		if _, err := model.New(*s); err != nil {
 			t.Fatalf("%s: %v", c.name, err)

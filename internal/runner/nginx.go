@@ -17,6 +17,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 )
 
 // NginxNotInstalledReason is the NOT_RUN reason of a scenario with
@@ -239,10 +240,8 @@ func (lp *LabPlan) validateNginx() error {
 	if _, err := n.config([]string{"127.0.0.1:1"}); err != nil {
 		return err
 	}
-	if s, ok := n.modelSpec(); ok {
-		if _, err := model.New(s); err != nil {
-			return fmt.Errorf("lab.nginx: %w", err)
-		}
+	if _, err := n.modelSpec(); err != nil {
+		return fmt.Errorf("lab.nginx: %w", err)
 	}
 	return nil
 }
@@ -252,22 +251,27 @@ func (lp *LabPlan) validateNginx() error {
 // header is the instance's address).
 var perInstanceKeys = map[string]bool{"": true, "$binary_remote_addr": true, "$remote_addr": true, "$host": true, "$server_name": true}
 
-// modelSpec is the zones as an nginx_limit_req model (model), one
-// state per instance; ok is false without zones, or when a zone's key may
-// differ between requests (the model would need each request's key).
-func (n *NginxPlan) modelSpec() (model.Spec, bool) {
+// modelSpec is the zones as an nginx_limit_req model (decl.NginxLimitReq),
+// one state per instance; nil without zones, or when a zone's key may
+// differ between requests (the model would need each request's key). The
+// error is the translation's (a bad rate, burst or delay).
+func (n *NginxPlan) modelSpec() (*model.Spec, error) {
 	zs := n.zones()
 	if len(zs) == 0 {
-		return model.Spec{}, false
+		return nil, nil
 	}
-	s := model.Spec{Kind: model.KindNginxLimitReq, DryRun: n.LimitReqDryRun}
+	d := decl.NginxLimitReq{DryRun: n.LimitReqDryRun}
 	for _, z := range zs {
 		if !perInstanceKeys[z.Key] {
-			return model.Spec{}, false
+			return nil, nil
 		}
-		s.Zones = append(s.Zones, model.NginxZone{Name: z.Name, Rate: z.Rate, Burst: z.Burst, NoDelay: z.NoDelay, Delay: z.Delay})
+		d.Zones = append(d.Zones, decl.NginxZone{Name: z.Name, Rate: z.Rate, Burst: z.Burst, NoDelay: z.NoDelay, Delay: z.Delay})
 	}
-	return s, true
+	s, err := d.Spec()
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
 }
 
 // limitReqStatuses are the values of $limit_req_status an expectation may
@@ -350,9 +354,9 @@ func (r *scenarioRun) startNginx(ctx context.Context) string {
 		fmt.Fprintf(r.progress, "  nginx %s %s (pid %d, %s)\n", ln.name, n.URL(), n.PID(), n.Build().Version)
 	}
 	r.captureHeaders = nginxCaptureHeaders()
-	if spec, ok := np.modelSpec(); ok {
+	if spec, err := np.modelSpec(); err == nil && spec != nil {
 		for _, ln := range r.nginx {
-			s := spec
+			s := *spec
 			r.limiters = append(r.limiters, evidence.Limiter{Name: ln.name + " limit_req", Stage: evidence.StageLocal, Targets: []string{ln.name},
 				Key: evidence.KeyTarget, Model: &s})
 		}

@@ -91,14 +91,14 @@ func TestNginxPlanConfigAndModel(t *testing.T) {
 			t.Errorf("config lacks %q:\n%s", want, conf)
 		}
 	}
-	s, ok := np.modelSpec()
-	if !ok || len(s.Zones) != 1 || s.Zones[0] != (model.NginxZone{Name: "rl", Rate: "100r/s", Burst: 200, Delay: 50}) {
-		t.Errorf("model %+v %v", s, ok)
+	s, err := np.modelSpec()
+	if err != nil || s == nil || len(s.Zones) != 1 || s.Zones[0] != (model.NginxZone{Name: "rl", Rate: "100r/s", Burst: 200, Delay: 50}) {
+		t.Errorf("model %+v %v", s, err)
 	}
-	if _, ok := (&NginxPlan{Rate: "1r/s", Key: "$http_x_user"}).modelSpec(); ok {
+	if s, _ := (&NginxPlan{Rate: "1r/s", Key: "$http_x_user"}).modelSpec(); s != nil {
 		t.Error("a per-request key has a per-instance model")
 	}
-	if _, ok := (&NginxPlan{}).modelSpec(); ok {
+	if s, _ := (&NginxPlan{}).modelSpec(); s != nil {
 		t.Error("no zone, but a model")
 	}
 }

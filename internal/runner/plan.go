@@ -99,8 +99,9 @@ type ScenarioPlan struct {
 type LabPlan struct {
 	// Proxies is the number of lab proxies (proxy-a, proxy-b, ...); default 2.
 	Proxies int `json:"proxies,omitempty"`
-	// Local gives every proxy Envoy's local rate limit filter (one token bucket per proxy).
-	Local *LocalPlan `json:"local,omitempty"`
+	// Local gives every proxy Envoy's local rate limit filter (one token
+	// bucket per proxy): the lab proxy's own configuration type.
+	Local *proxy.LocalRateLimit `json:"local,omitempty"`
 	// Global gives every proxy Envoy's rate limit filter, which asks the RLS.
 	Global *GlobalPlan `json:"global,omitempty"`
 	// RLS configures the rate limit service the global filter calls.
@@ -116,54 +117,6 @@ type LabPlan struct {
 	// the lab proxies: nginx limit_req and proxy_next_upstream under test
 	// (the scenario is NOT_RUN when nginx is not installed).
 	Nginx *NginxPlan `json:"nginx,omitempty"`
-}
-
-// LocalPlan is Envoy's local_ratelimit filter (per proxy process, or per
-// downstream connection): the default token bucket and the descriptors
-// (proxy.LocalRateLimit has the semantics).
-type LocalPlan struct {
-	// MaxTokens is token_bucket.max_tokens (> 0): the bucket starts full and never holds more.
-	MaxTokens uint32 `json:"max_tokens"`
-	// TokensPerFill is token_bucket.tokens_per_fill; default 1 (Envoy's).
-	TokensPerFill uint32 `json:"tokens_per_fill,omitempty"`
-	// FillInterval is token_bucket.fill_interval; Envoy requires >= 50ms.
-	FillInterval Duration `json:"fill_interval"`
-	// FilterEnabled is filter_enabled, the percentage 0..100 of requests the filter evaluates; default 100.
-	FilterEnabled *float64 `json:"filter_enabled,omitempty"`
-	// FilterEnforced is filter_enforced, the percentage 0..100 of token-less requests that get the 429; default
-	// 100 (0 is shadow mode).
-	FilterEnforced *float64 `json:"filter_enforced,omitempty"`
-	// StatPrefix roots the filter's counters <stat_prefix>.http_local_rate_limit.*; default http_local_rate_limiter.
-	StatPrefix string `json:"stat_prefix,omitempty"`
-	// Status is the local reply's status (< 400 means 429).
-	Status int `json:"status,omitempty"`
-	// EnableXRateLimitHeaders adds x-ratelimit-* (DRAFT_VERSION_03).
-	EnableXRateLimitHeaders bool `json:"enable_x_ratelimit_headers,omitempty"`
-	// Descriptors are the filter's descriptors, each with its own bucket.
-	Descriptors []LocalDescriptorPlan `json:"descriptors,omitempty"`
-	// RateLimits are the rate_limits entries whose actions build the
-	// request descriptors ({actions: [{request_headers: {...}}]}).
-	RateLimits                      []RateLimitPlan `json:"rate_limits,omitempty"`
-	AlwaysConsumeDefaultTokenBucket *bool           `json:"always_consume_default_token_bucket,omitempty"`
-	MaxDynamicDescriptors           *uint32         `json:"max_dynamic_descriptors,omitempty"`
-	PerDownstreamConnection         bool            `json:"local_rate_limit_per_downstream_connection,omitempty"`
-	// TokenBucketMode is continuous (default, Envoy >= 1.31) or timer
-	// (Envoy <= 1.30).
-	TokenBucketMode string `json:"token_bucket_mode,omitempty"`
-}
-
-// LocalDescriptorPlan is one local descriptor: its entries ({key, value};
-// an empty value is a wildcard) and its token bucket.
-type LocalDescriptorPlan struct {
-	Entries     []evidence.DescriptorEntry `json:"entries"`
-	TokenBucket TokenBucketPlan            `json:"token_bucket"`
-}
-
-// TokenBucketPlan is a descriptor's token bucket.
-type TokenBucketPlan struct {
-	MaxTokens     uint32   `json:"max_tokens"`
-	TokensPerFill uint32   `json:"tokens_per_fill,omitempty"`
-	FillInterval  Duration `json:"fill_interval"`
 }
 
 // RateLimitPlan is one route rate_limits entry: {actions: [...]} in Envoy's
@@ -249,24 +202,15 @@ type OutlierDetectionPlan struct {
 	AlwaysEjectOneHost                 bool     `json:"always_eject_one_host,omitempty"`
 }
 
-// GlobalPlan is Envoy's ratelimit filter with its route rate_limits actions.
+// GlobalPlan is Envoy's ratelimit filter with its route rate_limits
+// actions: the lab proxy's own settings (proxy.GlobalFilter: domain,
+// rate_limits, timeout, failure_mode_deny, status_on_error,
+// enable_x_ratelimit_headers) and the plan's one-entry form.
 type GlobalPlan struct {
-	// Domain is the filter's rate limit domain (required).
-	Domain string `json:"domain"`
+	proxy.GlobalFilter
 	// Descriptors are the actions of a first rate_limits entry, e.g.
 	// {generic_key: {descriptor_key: tenant, descriptor_value: lab}}.
 	Descriptors []ActionPlan `json:"descriptors,omitempty"`
-	// RateLimits are further rate_limits entries, one descriptor each:
-	// [{actions: [{request_headers: {header_name: x-user, descriptor_key: user}}, {remote_address: {}}]}].
-	RateLimits []RateLimitPlan `json:"rate_limits,omitempty"`
-	// Timeout bounds each RLS call; default 20ms (Envoy's). Exceeding it is an RLS error.
-	Timeout Duration `json:"timeout,omitempty"`
-	// FailureModeDeny is failure_mode_deny: on an RLS error reply status_on_error instead of admitting.
-	FailureModeDeny bool `json:"failure_mode_deny,omitempty"`
-	// StatusOnError is status_on_error.code; default 500.
-	StatusOnError int `json:"status_on_error,omitempty"`
-	// EnableXRateLimitHeaders is enable_x_ratelimit_headers: DRAFT_VERSION_03.
-	EnableXRateLimitHeaders bool `json:"enable_x_ratelimit_headers,omitempty"`
 }
 
 // ActionPlan is one route rate limit action, in Envoy's YAML shape
@@ -446,25 +390,10 @@ type ExpectPlan struct {
 	StatsAgree *bool `json:"stats_agree,omitempty"`
 }
 
-// Duration is a time.Duration written as a Go duration string ("1h", "20ms").
-type Duration time.Duration
-
-// UnmarshalJSON accepts a duration string.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration must be a string like \"1h\" or \"20ms\": %s", b)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// MarshalJSON writes the duration string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+// Duration is a time.Duration written as a Go duration string ("1h",
+// "20ms"): the lab proxy's own type, so that a plan's lab section is the
+// lab proxy's configuration.
+type Duration = proxy.Duration
 
 // Rate is an attack's open-loop rate, written as attack.ParseRate reads it
 // (the syntax of `rlbench attack --rate`): "100/1s", "10/100ms", "60/m", or

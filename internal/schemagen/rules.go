@@ -101,10 +101,10 @@ var fieldRules = map[string]rule{
 	"runner.AttackPlan.Flows":                         minItems(1),
 	"runner.FlowPlan.Name":                            minLength(1),
 	"runner.FlowPlan.IDs":                             between(1, attack.MaxIDs),
-	"runner.LocalPlan.MaxTokens":                      minimum(1),
-	"runner.LocalPlan.FilterEnabled":                  between(0, 100),
-	"runner.LocalPlan.FilterEnforced":                 between(0, 100),
-	"runner.GlobalPlan.Domain":                        minLength(1),
+	"proxy.LocalRateLimit.MaxTokens":                  minimum(1),
+	"proxy.LocalRateLimit.FilterEnabled":              between(0, 100),
+	"proxy.LocalRateLimit.FilterEnforced":             between(0, 100),
+	"proxy.GlobalFilter.Domain":                       minLength(1),
 	"runner.GlobalPlan.Descriptors":                   minItems(1),
 	"runner.RLSPlan.Kind":                             enum(runner.RLSLab, runner.RLSReal),
 	"runner.RLSPlan.Config":                           minLength(1),
@@ -133,8 +133,8 @@ var planRequired = map[string]bool{
 	"runner.Plan.Scenarios":                           true,
 	"runner.ScenarioPlan.Name":                        true,
 	"runner.FlowPlan.Name":                            true,
-	"runner.LocalPlan.MaxTokens":                      true,
-	"runner.GlobalPlan.Domain":                        true,
+	"proxy.LocalRateLimit.MaxTokens":                  true,
+	"proxy.GlobalFilter.Domain":                       true,
 	"runner.RLSPlan.Config":                           true,
 	"runner.ExternalPlan.Proxies":                     true,
 	"runner.FaultPlan.Action":                         true,
@@ -191,8 +191,8 @@ var typeRules = map[string]rule{
 	"runner.GlobalPlan": func(s *jsonschema.Schema) {
 		s.AnyOf = []*jsonschema.Schema{nonEmpty("descriptors"), nonEmpty("rate_limits")}
 	},
-	// LocalPlan: the default bucket needs a fill_interval unless descriptors carry the buckets.
-	"runner.LocalPlan": func(s *jsonschema.Schema) {
+	// LocalRateLimit (a plan's lab.local): the default bucket needs a fill_interval unless descriptors carry the buckets.
+	"proxy.LocalRateLimit": func(s *jsonschema.Schema) {
 		s.AnyOf = []*jsonschema.Schema{required("fill_interval"), nonEmpty("descriptors")}
 	},
 	// evidence.RateLimitAction (a descriptors or rate_limits action): exactly one action.

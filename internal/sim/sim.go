@@ -29,6 +29,7 @@ import (
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/model"
+	"github.com/rlbench/rlbench/model/decl"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -461,8 +462,10 @@ func (st *stage) offerRLS(descs [][]evidence.DescriptorEntry, at int64) bool {
 		}
 		sim := st.rules[m.FullKey]
 		if sim == nil {
-			spec := model.Spec{Kind: model.KindFixedWindow, Limit: uint64(m.Limit.RequestsPerUnit), Unit: strings.ToLower(m.Limit.Unit),
-				Align: st.decl.RLS.Align, ShadowMode: m.ShadowMode}
+			spec, err := decl.RLSRule{RequestsPerUnit: m.Limit.RequestsPerUnit, Unit: m.Limit.Unit, Align: st.decl.RLS.Align, ShadowMode: m.ShadowMode}.Spec()
+			if err != nil {
+				continue
+			}
 			mm, err := model.New(spec)
 			if err != nil {
 				continue

@@ -118,7 +118,7 @@ func BenchmarkProxyHop(b *testing.B) {
 	})
 	b.Run("local-accesslog", func(b *testing.B) {
 		p := startProxy(b, Config{Name: "proxy-a", Upstream: up, AccessLog: io.Discard, Local: &LocalRateLimit{
-			MaxTokens: 1 << 30, TokensPerFill: 1 << 30, FillInterval: time.Second, FilterEnabled: pct(100), FilterEnforced: pct(100)}})
+			MaxTokens: 1 << 30, TokensPerFill: 1 << 30, FillInterval: Duration(time.Second), FilterEnabled: pct(100), FilterEnforced: pct(100)}})
 		benchGet(b, p.URL())
 	})
 }

@@ -53,11 +53,11 @@ func count(codes []int, c int) int {
 func TestLocalDescriptorBuckets(t *testing.T) {
 	be := startBackend(t)
 	clk := newTestClock()
-	p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 100, FillInterval: time.Hour,
+	p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 100, FillInterval: Duration(time.Hour),
 		RateLimits: userAction(),
 		Descriptors: []LocalDescriptor{
-			{Entries: entries("user", "A"), TokenBucket: TokenBucket{MaxTokens: 2, FillInterval: time.Hour}},
-			{Entries: entries("user", "B"), TokenBucket: TokenBucket{MaxTokens: 5, FillInterval: time.Hour}},
+			{Entries: entries("user", "A"), TokenBucket: TokenBucket{MaxTokens: 2, FillInterval: Duration(time.Hour)}},
+			{Entries: entries("user", "B"), TokenBucket: TokenBucket{MaxTokens: 5, FillInterval: Duration(time.Hour)}},
 		}})})
 	a := codesFor(t, p, 4, map[string]string{"X-User": "A"})
 	b := codesFor(t, p, 6, map[string]string{"X-User": "B"})
@@ -77,9 +77,9 @@ func TestLocalAlwaysConsumeDefault(t *testing.T) {
 	for _, always := range []bool{true, false} {
 		be := startBackend(t)
 		a := always
-		p := startProxy(t, Config{Upstream: be.URL(), Clock: newTestClock(), Local: localCfg(LocalRateLimit{MaxTokens: 2, FillInterval: time.Hour,
+		p := startProxy(t, Config{Upstream: be.URL(), Clock: newTestClock(), Local: localCfg(LocalRateLimit{MaxTokens: 2, FillInterval: Duration(time.Hour),
 			AlwaysConsumeDefaultTokenBucket: &a, RateLimits: userAction(),
-			Descriptors: []LocalDescriptor{{Entries: entries("user", "A"), TokenBucket: TokenBucket{MaxTokens: 10, FillInterval: time.Hour}}}})})
+			Descriptors: []LocalDescriptor{{Entries: entries("user", "A"), TokenBucket: TokenBucket{MaxTokens: 10, FillInterval: Duration(time.Hour)}}}})})
 		matched := codesFor(t, p, 3, map[string]string{"X-User": "A"})
 		unmatched := codesFor(t, p, 2, nil)
 		if always {
@@ -101,12 +101,12 @@ func TestLocalConsumptionOrder(t *testing.T) {
 		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
 		{Actions: []Action{{GenericKey: &GenericKeyAction{DescriptorKey: "path", DescriptorValue: "report"}}}},
 	}
-	p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 1000, FillInterval: time.Hour,
+	p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 1000, FillInterval: Duration(time.Hour),
 		EnableXRateLimitHeaders: true, RateLimits: rl,
 		Descriptors: []LocalDescriptor{
 			// user A: 10 per second (fast); path report: 1 per hour (slow).
-			{Entries: entries("user", "A"), TokenBucket: TokenBucket{MaxTokens: 3, TokensPerFill: 10, FillInterval: time.Second}},
-			{Entries: entries("path", "report"), TokenBucket: TokenBucket{MaxTokens: 2, FillInterval: time.Hour}},
+			{Entries: entries("user", "A"), TokenBucket: TokenBucket{MaxTokens: 3, TokensPerFill: 10, FillInterval: Duration(time.Second)}},
+			{Entries: entries("path", "report"), TokenBucket: TokenBucket{MaxTokens: 2, FillInterval: Duration(time.Hour)}},
 		}})})
 	h := map[string]string{"X-User": "A"}
 	r := do(t, "GET", p.URL()+"/x", h)
@@ -128,9 +128,9 @@ func TestLocalConsumptionOrder(t *testing.T) {
 func TestLocalWildcardLRU(t *testing.T) {
 	be := startBackend(t)
 	two := uint32(2)
-	p := startProxy(t, Config{Upstream: be.URL(), Clock: newTestClock(), Local: localCfg(LocalRateLimit{MaxTokens: 1000, FillInterval: time.Hour,
+	p := startProxy(t, Config{Upstream: be.URL(), Clock: newTestClock(), Local: localCfg(LocalRateLimit{MaxTokens: 1000, FillInterval: Duration(time.Hour),
 		MaxDynamicDescriptors: &two, RateLimits: userAction(),
-		Descriptors: []LocalDescriptor{{Entries: entries("user", ""), TokenBucket: TokenBucket{MaxTokens: 1, FillInterval: time.Hour}}}})})
+		Descriptors: []LocalDescriptor{{Entries: entries("user", ""), TokenBucket: TokenBucket{MaxTokens: 1, FillInterval: Duration(time.Hour)}}}})})
 	u := func(name string) int { return do(t, "GET", p.URL()+"/x", map[string]string{"X-User": name}).code }
 	must(t, u("A") == 200 && u("A") == 429, "A's own bucket")
 	must(t, u("B") == 200 && u("B") == 429, "B's own bucket")
@@ -143,7 +143,7 @@ func TestLocalWildcardLRU(t *testing.T) {
 // limiter.
 func TestLocalPerDownstreamConnection(t *testing.T) {
 	be := startBackend(t)
-	p := startProxy(t, Config{Upstream: be.URL(), Clock: newTestClock(), Local: localCfg(LocalRateLimit{MaxTokens: 1, FillInterval: time.Hour,
+	p := startProxy(t, Config{Upstream: be.URL(), Clock: newTestClock(), Local: localCfg(LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Hour),
 		PerDownstreamConnection: true})})
 	client := func() *http.Client { return &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}} }
 	c1, c2 := client(), client()
@@ -169,7 +169,7 @@ func TestLocalRefillModes(t *testing.T) {
 	for _, mode := range []string{TokenBucketContinuous, TokenBucketTimer} {
 		be := startBackend(t)
 		clk := newTestClock()
-		p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 4, TokensPerFill: 4, FillInterval: time.Second,
+		p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 4, TokensPerFill: 4, FillInterval: Duration(time.Second),
 			TokenBucketMode: mode})})
 		must(t, count(codesFor(t, p, 5, nil), 200) == 4, "%s: starts full", mode)
 		clk.Advance(500 * time.Millisecond) // continuous: +2 tokens; timer: none yet
@@ -193,7 +193,7 @@ func TestLocalRefillModes(t *testing.T) {
 func TestLocalXRateLimitResetContinuous(t *testing.T) {
 	be := startBackend(t)
 	clk := newTestClock()
-	p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 1, FillInterval: 10 * time.Second,
+	p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 1, FillInterval: Duration(10 * time.Second),
 		EnableXRateLimitHeaders: true})})
 	r := do(t, "GET", p.URL()+"/x", nil)
 	must(t, r.code == 200 && r.header.Get("X-Ratelimit-Remaining") == "0" && r.header.Get("X-Ratelimit-Reset") == "10", "after the token: %v", r.header)
@@ -203,18 +203,18 @@ func TestLocalXRateLimitResetContinuous(t *testing.T) {
 }
 
 func TestLocalDescriptorConfigErrors(t *testing.T) {
-	tb := TokenBucket{MaxTokens: 1, FillInterval: time.Second}
+	tb := TokenBucket{MaxTokens: 1, FillInterval: Duration(time.Second)}
 	for _, c := range []struct {
 		l    LocalRateLimit
 		want string
 	}{
-		{LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, Descriptors: []LocalDescriptor{{TokenBucket: tb}}}, "at least one entry"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, Descriptors: []LocalDescriptor{{Entries: entries("a", "1"), TokenBucket: tb}, {Entries: entries("a", "1"), TokenBucket: tb}}}, "duplicate"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, Descriptors: []LocalDescriptor{{Entries: entries("a", "1"), TokenBucket: TokenBucket{MaxTokens: 1, FillInterval: time.Millisecond}}}}, "fill_interval"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, PerDownstreamConnection: true, Descriptors: []LocalDescriptor{{Entries: entries("a", ""), TokenBucket: tb}}}, "per_downstream_connection"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, TokenBucketMode: TokenBucketTimer, Descriptors: []LocalDescriptor{{Entries: entries("a", "1"), TokenBucket: TokenBucket{MaxTokens: 1, FillInterval: 1500 * time.Millisecond}}}}, "multiple"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, TokenBucketMode: "sometimes"}, "token_bucket_mode"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, RateLimits: []RateLimit{{}}}, "at least one action"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), Descriptors: []LocalDescriptor{{TokenBucket: tb}}}, "at least one entry"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), Descriptors: []LocalDescriptor{{Entries: entries("a", "1"), TokenBucket: tb}, {Entries: entries("a", "1"), TokenBucket: tb}}}, "duplicate"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), Descriptors: []LocalDescriptor{{Entries: entries("a", "1"), TokenBucket: TokenBucket{MaxTokens: 1, FillInterval: Duration(time.Millisecond)}}}}, "fill_interval"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), PerDownstreamConnection: true, Descriptors: []LocalDescriptor{{Entries: entries("a", ""), TokenBucket: tb}}}, "per_downstream_connection"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), TokenBucketMode: TokenBucketTimer, Descriptors: []LocalDescriptor{{Entries: entries("a", "1"), TokenBucket: TokenBucket{MaxTokens: 1, FillInterval: Duration(1500 * time.Millisecond)}}}}, "multiple"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), TokenBucketMode: "sometimes"}, "token_bucket_mode"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), RateLimits: []RateLimit{{}}}, "at least one action"},
 		{LocalRateLimit{MaxTokens: 1, FillInterval: 0}, "fill_interval"},
 	} {
 		err := c.l.Validate()
@@ -235,7 +235,7 @@ func TestLocalDescriptorConfigErrors(t *testing.T) {
 // gets; request_headers uses the first value of a repeated header.
 func TestGlobalActionsDescriptors(t *testing.T) {
 	f := false
-	g := &GlobalRateLimit{Domain: "d", RLS: "x", RateLimits: []RateLimit{
+	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", RateLimits: []RateLimit{
 		{Actions: []Action{
 			{GenericKey: &GenericKeyAction{DescriptorValue: "all"}},
 			{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "premium", Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}},
@@ -247,7 +247,7 @@ func TestGlobalActionsDescriptors(t *testing.T) {
 			{Name: "x-path", StringMatch: &StringMatcher{Prefix: ptr("/API/"), IgnoreCase: true}},
 			{Name: "x-v", SafeRegexMatch: &RegexMatcher{Regex: `v[0-9]+`}},
 		}}}}},
-	}}
+	}}, RLS: "x"}
 	if err := g.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -279,8 +279,8 @@ func TestGlobalActionsDescriptors(t *testing.T) {
 	h2.Set("X-V", "v1x") // the regex must match the whole value
 	must(t, got(h2) == "", "no descriptor expected, got %q", got(h2))
 
-	bad := &GlobalRateLimit{Domain: "d", RateLimits: []RateLimit{{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "v",
-		Headers: []HeaderMatcher{{Name: "x", SafeRegexMatch: &RegexMatcher{Regex: "("}}}}}}}}}
+	bad := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", RateLimits: []RateLimit{{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "v",
+		Headers: []HeaderMatcher{{Name: "x", SafeRegexMatch: &RegexMatcher{Regex: "("}}}}}}}}}}
 	err := bad.Validate()
 	must(t, err != nil && strings.Contains(err.Error(), "rate_limits[0].actions[0].header_value_match.headers[0]"), "bad regex error %v", err)
 }

@@ -23,36 +23,47 @@ import (
 // entries whose actions build the descriptors sent to the rate limit
 // service: one descriptor per entry, all in one ShouldRateLimit call; no
 // descriptor, no call (Envoy source/extensions/filters/http/ratelimit/
-// ratelimit.cc populateRateLimitDescriptors/initiateCall).
+// ratelimit.cc populateRateLimitDescriptors/initiateCall). GlobalFilter
+// holds the settings a plan's lab.global gives too.
 type GlobalRateLimit struct {
-	// Domain is the filter's domain, sent as RateLimitRequest.domain (required).
-	Domain string `json:"domain"`
+	GlobalFilter
 	// Actions, when set, are the actions of a first rate_limits entry (the
 	// one-entry form older plans use); RateLimits follow it.
 	Actions []Action `json:"actions,omitempty"`
-	// RateLimits are the route's rate_limits entries (stage 0), in order.
-	RateLimits []RateLimit `json:"rate_limits,omitempty"`
 	// RLS is the rate limit service address, "grpc://127.0.0.1:PORT" or
 	// "127.0.0.1:PORT". One *grpc.ClientConn is shared by all requests.
 	RLS string `json:"rls"`
+	// RateLimitedStatus is rate_limited_status.code for OVER_LIMIT; default
+	// 429 (values < 400 too).
+	RateLimitedStatus int `json:"rate_limited_status,omitempty"`
+	// StatPrefix is stat_prefix: stats become cluster.<c>.ratelimit.<prefix>.<name>.
+	StatPrefix string `json:"stat_prefix,omitempty"`
+}
+
+// GlobalFilter is the part of Envoy's ratelimit filter configuration
+// (envoy.extensions.filters.http.ratelimit.v3.RateLimit and the route's
+// rate_limits) that the lab proxy and a plan's lab.global share: the
+// domain, the rate_limits entries, the call's timeout, failure_mode_deny,
+// status_on_error and enable_x_ratelimit_headers.
+type GlobalFilter struct {
+	// Domain is the filter's domain, sent as RateLimitRequest.domain (required).
+	Domain string `json:"domain"`
+	// RateLimits are the route's rate_limits entries (stage 0), in order:
+	// [{actions: [{request_headers: {header_name: x-user, descriptor_key: user}}, {remote_address: {}}]}].
+	RateLimits []RateLimit `json:"rate_limits,omitempty"`
 	// Timeout bounds each ShouldRateLimit call; default 20 ms (Envoy's
 	// default `timeout`). Exceeding it counts as an error.
-	Timeout time.Duration `json:"timeout,omitempty"`
+	Timeout Duration `json:"timeout,omitempty"`
 	// FailureModeDeny is failure_mode_deny: on RLS error or timeout reply
 	// StatusOnError instead of letting the request through.
 	FailureModeDeny bool `json:"failure_mode_deny,omitempty"`
 	// StatusOnError is status_on_error.code; default 500 (values < 400 too).
 	StatusOnError int `json:"status_on_error,omitempty"`
-	// RateLimitedStatus is rate_limited_status.code for OVER_LIMIT; default
-	// 429 (values < 400 too).
-	RateLimitedStatus int `json:"rate_limited_status,omitempty"`
 	// EnableXRateLimitHeaders is enable_x_ratelimit_headers: DRAFT_VERSION_03:
 	// x-ratelimit-limit/-remaining/-reset built from the RLS descriptor
 	// statuses (Envoy ratelimit_headers.cc: the status with the fewest
 	// remaining, quota policy "<n>;w=<window s>[;name=..]" per status).
 	EnableXRateLimitHeaders bool `json:"enable_x_ratelimit_headers,omitempty"`
-	// StatPrefix is stat_prefix: stats become cluster.<c>.ratelimit.<prefix>.<name>.
-	StatPrefix string `json:"stat_prefix,omitempty"`
 }
 
 // DefaultRLSTimeout is Envoy's default ratelimit filter `timeout`.

@@ -88,16 +88,11 @@ func startFakeRLS(t *testing.T) (*fakeRLS, string) {
 // would turn them into errors, on a loaded host too), a millisecond for
 // "slow", which the fake RLS answers only when the caller gives up.
 func globalCfg(rls string, deny bool, timeout time.Duration) *GlobalRateLimit {
-	return &GlobalRateLimit{
-		Domain: "inventory",
-		Actions: []Action{
-			{GenericKey: &GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}},
-			{RequestHeaders: &RequestHeadersAction{HeaderName: "x-mode", DescriptorKey: "mode"}},
-		},
-		RLS:                     rls,
-		Timeout:                 timeout,
-		FailureModeDeny:         deny,
-		EnableXRateLimitHeaders: true,
+	return &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "inventory", Timeout: Duration(timeout), FailureModeDeny: deny, EnableXRateLimitHeaders: true}, Actions: []Action{
+		{GenericKey: &GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}},
+		{RequestHeaders: &RequestHeadersAction{HeaderName: "x-mode", DescriptorKey: "mode"}},
+	},
+		RLS: rls,
 	}
 }
 
@@ -213,7 +208,7 @@ func TestGlobalDefaultsStatPrefixAndUnreachableRLS(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close()
-	g := &GlobalRateLimit{Domain: "d", RLS: dead, FailureModeDeny: true, StatusOnError: 503, StatPrefix: "edge",
+	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", FailureModeDeny: true, StatusOnError: 503}, RLS: dead, StatPrefix: "edge",
 		Actions: []Action{{RemoteAddress: &RemoteAddressAction{}}}}
 	p := startProxy(t, Config{Upstream: be.URL(), Global: g})
 	r := do(t, "GET", p.URL()+"/x", nil)
@@ -229,11 +224,11 @@ func TestGlobalDefaultsStatPrefixAndUnreachableRLS(t *testing.T) {
 	if err := jsonUnmarshal(get(t, p.AdminURL()+"/config_dump"), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	must(t, cfg.Ratelimit.Timeout == DefaultRLSTimeout, "effective timeout %v", cfg.Ratelimit.Timeout)
+	must(t, time.Duration(cfg.Ratelimit.Timeout) == DefaultRLSTimeout, "effective timeout %v", cfg.Ratelimit.Timeout)
 }
 
 func TestGlobalDescriptors(t *testing.T) {
-	g := &GlobalRateLimit{Domain: "d", RLS: "x", Actions: []Action{
+	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []Action{
 		{GenericKey: &GenericKeyAction{DescriptorValue: "v"}},
 		{RequestHeaders: &RequestHeadersAction{HeaderName: "x-opt", DescriptorKey: "opt", SkipIfAbsent: true}},
 		{RemoteAddress: &RemoteAddressAction{}},
@@ -272,10 +267,10 @@ func TestGlobalDescriptors(t *testing.T) {
 
 	bad := []GlobalRateLimit{
 		{RLS: "x", Actions: g.Actions},
-		{Domain: "d", Actions: g.Actions},
-		{Domain: "d", RLS: "x"},
-		{Domain: "d", RLS: "x", Actions: []Action{{}}},
-		{Domain: "d", RLS: "x", Actions: []Action{{GenericKey: &GenericKeyAction{}}}},
+		{GlobalFilter: GlobalFilter{Domain: "d"}, Actions: g.Actions},
+		{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x"},
+		{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []Action{{}}},
+		{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []Action{{GenericKey: &GenericKeyAction{}}}},
 	}
 	for i, b := range bad {
 		if err := b.validate(); err == nil {
@@ -303,11 +298,11 @@ func TestPercentHitFraction(t *testing.T) {
 func TestGlobalSeveralEntriesOneCall(t *testing.T) {
 	be := startBackend(t)
 	f, addr := startFakeRLS(t)
-	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Minute, RateLimits: []RateLimit{
+	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", Timeout: Duration(time.Minute), RateLimits: []RateLimit{
 		{Actions: []Action{{GenericKey: &GenericKeyAction{DescriptorKey: "mode", DescriptorValue: "ok"}}, {RemoteAddress: &RemoteAddressAction{}}}},
 		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
 		{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "gold", Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}}}},
-	}}})
+	}}, RLS: addr}})
 	r := do(t, "GET", p.URL()+"/x", map[string]string{"X-User": "alice"})
 	must(t, r.code == 200 && f.calls.Load() == 1, "reply %d after %d RLS calls", r.code, f.calls.Load())
 	var got []string
@@ -319,8 +314,8 @@ func TestGlobalSeveralEntriesOneCall(t *testing.T) {
 		got = append(got, strings.Join(es, ","))
 	}
 	must(t, strings.Join(got, " | ") == "mode=ok,remote_address=127.0.0.1 | user=alice", "descriptors %q", got)
-	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{Domain: "d", RLS: addr, Timeout: time.Minute, RateLimits: []RateLimit{
-		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}}})
+	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", Timeout: Duration(time.Minute), RateLimits: []RateLimit{
+		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}}, RLS: addr}})
 	r = do(t, "GET", none.URL()+"/x", nil)
 	must(t, r.code == 200 && f.calls.Load() == 1, "no descriptor: %d, %d calls", r.code, f.calls.Load())
 	must(t, textCounter(textStats(t, none), "cluster.backend.ratelimit.ok") == 0, "a request without descriptor counted ok")

@@ -36,14 +36,16 @@ type LocalRateLimit struct {
 	// 0 is allowed only with Descriptors and means no default bucket:
 	// requests that match no descriptor pass (Envoy main: "Ignore the
 	// default token bucket if fill_interval is 0").
-	FillInterval time.Duration `json:"fill_interval"`
+	FillInterval Duration `json:"fill_interval"`
 	// FilterEnabled is filter_enabled as a percentage 0..100 of requests the
 	// filter evaluates. nil = field absent: the filter is a no-op (no
-	// counter moves; Envoy: "Defaults to 0% of requests for safety").
+	// counter moves; Envoy: "Defaults to 0% of requests for safety"); the
+	// lab (a plan's lab.local, rlbench lab) makes nil 100.
 	FilterEnabled *float64 `json:"filter_enabled,omitempty"`
 	// FilterEnforced is filter_enforced as a percentage 0..100 of evaluated,
 	// token-less requests that get the local reply. nil = absent = 0%
-	// (shadow mode: rate_limited grows, enforced stays 0, request continues).
+	// (shadow mode: rate_limited grows, enforced stays 0, request
+	// continues); the lab (a plan's lab.local, rlbench lab) makes nil 100.
 	FilterEnforced *float64 `json:"filter_enforced,omitempty"`
 	// Status is status.code of the local reply; values < 400 (and 0) mean
 	// 429, like Envoy's toErrorCode.
@@ -112,14 +114,14 @@ type TokenBucket struct {
 	// TokensPerFill; 0 means 1.
 	TokensPerFill uint32 `json:"tokens_per_fill,omitempty"`
 	// FillInterval >= 50 ms.
-	FillInterval time.Duration `json:"fill_interval"`
+	FillInterval Duration `json:"fill_interval"`
 }
 
 // DefaultLocalStatPrefix is LocalRateLimit.StatPrefix when empty.
 const DefaultLocalStatPrefix = "http_local_rate_limiter"
 
 // MinFillInterval is Envoy's lower bound on token_bucket.fill_interval.
-const MinFillInterval = 50 * time.Millisecond
+const MinFillInterval = Duration(50 * time.Millisecond)
 
 // DefaultMaxDynamicDescriptors is LocalRateLimit.MaxDynamicDescriptors when nil.
 const DefaultMaxDynamicDescriptors = 20
@@ -235,8 +237,8 @@ func newBucket(tb TokenBucket, timer bool, start time.Time) *bucket {
 	if per == 0 {
 		per = 1
 	}
-	return &bucket{timer: timer, max: float64(tb.MaxTokens), perFill: float64(per), interval: tb.FillInterval,
-		rate: float64(per) / tb.FillInterval.Seconds(), tokens: float64(tb.MaxTokens), last: start, start: start}
+	return &bucket{timer: timer, max: float64(tb.MaxTokens), perFill: float64(per), interval: time.Duration(tb.FillInterval),
+		rate: float64(per) / time.Duration(tb.FillInterval).Seconds(), tokens: float64(tb.MaxTokens), last: start, start: start}
 }
 
 func (b *bucket) refillLocked(now time.Time) {

@@ -30,7 +30,7 @@ func TestLocalRateLimitConcurrent(t *testing.T) {
 	be := startBackend(t)
 	var alog syncBuf
 	p := startProxy(t, Config{Name: "proxy-a", Upstream: be.URL(), AccessLog: &alog, Local: &LocalRateLimit{
-		MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour, FilterEnabled: pct(100), FilterEnforced: pct(100)}})
+		MaxTokens: 5, TokensPerFill: 5, FillInterval: Duration(time.Hour), FilterEnabled: pct(100), FilterEnforced: pct(100)}})
 
 	res := fire(t, p.URL(), 20, "c")
 	codes := map[int]int{}
@@ -120,7 +120,7 @@ func TestLocalRefillInjectedClock(t *testing.T) {
 	be := startBackend(t)
 	clk := &fakeClock{t: time.Unix(1796031180, 0)}
 	p := startProxy(t, Config{Upstream: be.URL(), Now: clk.Now, Local: &LocalRateLimit{StatPrefix: "lrl",
-		MaxTokens: 2, TokensPerFill: 1, FillInterval: 10 * time.Second, FilterEnabled: pct(100), FilterEnforced: pct(100),
+		MaxTokens: 2, TokensPerFill: 1, FillInterval: Duration(10 * time.Second), FilterEnabled: pct(100), FilterEnforced: pct(100),
 		EnableXRateLimitHeaders: true}})
 	seq := func(label string, want ...int) {
 		t.Helper()
@@ -174,7 +174,7 @@ func TestLocalRefillRealClockViaStats(t *testing.T) {
 
 func TestLocalFilterEnabledAbsentIsNoop(t *testing.T) {
 	be := startBackend(t)
-	p := startProxy(t, Config{Upstream: be.URL(), Local: &LocalRateLimit{MaxTokens: 1, FillInterval: time.Hour, FilterEnforced: pct(100)}})
+	p := startProxy(t, Config{Upstream: be.URL(), Local: &LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Hour), FilterEnforced: pct(100)}})
 	for _, r := range fire(t, p.URL(), 20, "n") {
 		must(t, r.code == 200, "no-op filter returned %d", r.code)
 	}
@@ -192,7 +192,7 @@ func TestLocalShadowMode(t *testing.T) {
 	be := startBackend(t)
 	// filter_enforced 0% (explicit) and absent behave the same.
 	for _, enf := range []*float64{pct(0), nil} {
-		p := startProxy(t, Config{Upstream: be.URL(), Local: &LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: time.Hour,
+		p := startProxy(t, Config{Upstream: be.URL(), Local: &LocalRateLimit{MaxTokens: 5, TokensPerFill: 5, FillInterval: Duration(time.Hour),
 			FilterEnabled: pct(100), FilterEnforced: enf, EnableXRateLimitHeaders: true}})
 		for _, r := range fire(t, p.URL(), 20, "s") {
 			must(t, r.code == 200, "shadow returned %d", r.code)
@@ -210,9 +210,9 @@ func TestLocalConfigErrors(t *testing.T) {
 		l    LocalRateLimit
 		want string
 	}{
-		{LocalRateLimit{FillInterval: time.Second}, "max_tokens"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: 10 * time.Millisecond}, "fill_interval"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, FilterEnabled: pct(101)}, "filter_enabled"},
+		{LocalRateLimit{FillInterval: Duration(time.Second)}, "max_tokens"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(10 * time.Millisecond)}, "fill_interval"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), FilterEnabled: pct(101)}, "filter_enabled"},
 	} {
 		_, err := Start(t.Context(), Config{Name: "px", Upstream: "http://127.0.0.1:1", Local: &c.l})
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "px") {

@@ -277,13 +277,13 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
 		}
 		if g.Timeout == 0 {
-			g.Timeout = DefaultRLSTimeout
+			g.Timeout = Duration(DefaultRLSTimeout)
 		}
 		p.cfg.Global = &g
 		if p.globalEntries, err = g.compile(); err != nil {
 			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
 		}
-		p.rlsTimeout = g.Timeout
+		p.rlsTimeout = time.Duration(g.Timeout)
 		p.statusOnErr = errorCode(g.StatusOnError, 500)
 		p.rateLimitedS = errorCode(g.RateLimitedStatus, 429)
 	}

@@ -173,14 +173,15 @@ func ParseLocalDescriptor(s string) (LocalDescriptor, error) {
 	if d.TokenBucket.MaxTokens, err = num("max_tokens", parts[1]); err != nil {
 		return d, err
 	}
-	d.TokenBucket.TokensPerFill, d.TokenBucket.FillInterval = 1, time.Second
+	d.TokenBucket.TokensPerFill, d.TokenBucket.FillInterval = 1, Duration(time.Second)
 	if len(parts) > 2 {
 		if d.TokenBucket.TokensPerFill, err = num("tokens_per_fill", parts[2]); err != nil {
 			return d, err
 		}
 	}
 	if len(parts) > 3 {
-		if d.TokenBucket.FillInterval, err = time.ParseDuration(parts[3]); err != nil || d.TokenBucket.FillInterval < MinFillInterval {
+		fill, err := time.ParseDuration(parts[3])
+		if d.TokenBucket.FillInterval = Duration(fill); err != nil || d.TokenBucket.FillInterval < MinFillInterval {
 			return d, fmt.Errorf("local descriptor %q: fill_interval %q: want a duration >= %v", s, parts[3], MinFillInterval)
 		}
 	}

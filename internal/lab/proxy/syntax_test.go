@@ -41,11 +41,11 @@ func TestParseActions(t *testing.T) {
 
 func TestParseLocalDescriptor(t *testing.T) {
 	d, err := ParseLocalDescriptor("user=A,plan=:10:5:2s")
-	if err != nil || len(d.Entries) != 2 || d.Entries[1].Value != "" || d.TokenBucket != (TokenBucket{MaxTokens: 10, TokensPerFill: 5, FillInterval: 2 * time.Second}) {
+	if err != nil || len(d.Entries) != 2 || d.Entries[1].Value != "" || d.TokenBucket != (TokenBucket{MaxTokens: 10, TokensPerFill: 5, FillInterval: Duration(2 * time.Second)}) {
 		t.Fatalf("%+v %v", d, err)
 	}
 	d, err = ParseLocalDescriptor("user=A:3")
-	if err != nil || d.TokenBucket != (TokenBucket{MaxTokens: 3, TokensPerFill: 1, FillInterval: time.Second}) {
+	if err != nil || d.TokenBucket != (TokenBucket{MaxTokens: 3, TokensPerFill: 1, FillInterval: Duration(time.Second)}) {
 		t.Fatalf("defaults %+v %v", d, err)
 	}
 	for _, bad := range []string{"user=A", "user:3", "=A:3", "user=A:0", "user=A:3:x", "user=A:3:1:10ms", "user=A:3:1:1s:9"} {
@@ -84,7 +84,7 @@ func FuzzParseLocalDescriptor(f *testing.F) {
 		if err != nil {
 			return
 		}
-		l := LocalRateLimit{MaxTokens: 1, FillInterval: time.Second, Descriptors: []LocalDescriptor{d}}
+		l := LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), Descriptors: []LocalDescriptor{d}}
 		if err := l.Validate(); err != nil {
 			t.Fatalf("%q parsed into an invalid descriptor: %v", s, err)
 		}

@@ -56,7 +56,7 @@ func TestAccessLogLocalTimes(t *testing.T) {
 	be := startBackend(t)
 	var alog syncBuf
 	p := startProxy(t, Config{Name: "proxy-a", Upstream: be.URL(), AccessLog: &alog, Clock: newTickClock(), Local: &LocalRateLimit{
-		MaxTokens: 3, FillInterval: time.Hour, FilterEnabled: pct(100), FilterEnforced: pct(100)}})
+		MaxTokens: 3, FillInterval: Duration(time.Hour), FilterEnabled: pct(100), FilterEnforced: pct(100)}})
 	ids := []string{"l-1", "l-2", "l-3", "l-4", "l-5"}
 	for _, id := range ids {
 		do(t, "GET", p.URL()+"/r", map[string]string{"X-Rlbench-Id": id})

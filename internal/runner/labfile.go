@@ -1,0 +1,92 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/rlbench/rlbench/internal/lab"
+	"github.com/rlbench/rlbench/internal/yamlguard"
+	yamlv3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
+)
+
+// ParseLabFile parses a lab file (`rlbench lab -f FILE`): a plan
+// scenario's lab: section as a document of its own (LabPlan, the same YAML
+// keys and schema), decoded strictly and bounded like a plan
+// (yamlguard.Parse), then checked by LabPlan.Validate. Errors name the file
+// and, where the value can be found, its line ("lab.yaml: line 3:
+// local.fill_interval: ...").
+func ParseLabFile(name string, data []byte) (*LabPlan, error) {
+	root, err := yamlguard.Parse(name, data, yamlguard.Limits{})
+	if yamlguard.IsGuard(err) {
+		return nil, err
+	}
+	var lp LabPlan
+	if err := yaml.UnmarshalStrict(data, &lp); err != nil {
+		if ute := (*json.UnmarshalTypeError)(nil); errors.As(err, &ute) {
+			line, msg := planTypeError(root, ute)
+			if line > 0 {
+				return nil, fmt.Errorf("%s: line %d: %s", name, line, msg)
+			}
+			return nil, fmt.Errorf("%s: %s", name, msg)
+		}
+		if path, line, ok := valueErrorAt(root, reflect.TypeFor[LabPlan](), decodeErrorText(err)); ok {
+			return nil, fmt.Errorf("%s: line %d: %s: %s", name, line, path, decodeErrorText(err))
+		}
+		return nil, fmt.Errorf("%s: %s", name, planErrorLine(data, err))
+	}
+	if field, err := lp.Validate(); err != nil {
+		if line := labLine(root, field); line > 0 {
+			return nil, fmt.Errorf("%s: line %d: %w", name, line, err)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &lp, nil
+}
+
+// Validate checks the lab section on its own, with the rules a plan
+// applies to a scenario's lab: proxies >= 0 (0: lab.DefaultProxies unless
+// nginx replaces them), the nginx section (validateNginx), global needs
+// rls, rls.kind lab (the default) or real, then the lab's own rules and the
+// inline RLS config (validate). It fills in the defaults (proxy count, RLS
+// kind). field is the key of the failing part ("proxies", "nginx",
+// "global", "rls.kind", "rls.config" or "").
+func (lp *LabPlan) Validate() (field string, err error) {
+	if lp.Proxies < 0 {
+		return "proxies", fmt.Errorf("lab.proxies must be >= 1 (or absent), not %d", lp.Proxies)
+	}
+	if lp.Proxies == 0 && lp.Nginx == nil {
+		lp.Proxies = lab.DefaultProxies
+	}
+	if lp.Nginx != nil {
+		if err := lp.validateNginx(); err != nil {
+			return "nginx", err
+		}
+		return lp.validate()
+	}
+	if lp.Global != nil && lp.RLS == nil {
+		return "global", errors.New("lab.global needs lab.rls")
+	}
+	if lp.RLS != nil && lp.RLS.Kind == "" {
+		lp.RLS.Kind = RLSLab
+	}
+	if lp.RLS != nil && lp.RLS.Kind != RLSLab && lp.RLS.Kind != RLSReal {
+		return "rls.kind", errors.New("lab.rls.kind must be lab or real")
+	}
+	return lp.validate()
+}
+
+// LabOptions is the lab section as the lab's options (lab.Options), without
+// the evidence writers, the lab RLS's parsed configuration and a real RLS's
+// address, which whoever starts the lab adds.
+func (lp *LabPlan) LabOptions() lab.Options { return lp.labOptions() }
+
+// labLine is nodeLine for a lab file's field; 0 without a field or tree.
+func labLine(root *yamlv3.Node, field string) int {
+	if root == nil || field == "" {
+		return 0
+	}
+	return nodeLine(root, field)
+}
