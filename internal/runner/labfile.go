@@ -54,12 +54,29 @@ func ParseLabFile(name string, data []byte) (*LabPlan, error) {
 // kind). field is the key of the failing part ("proxies", "nginx",
 // "global", "rls.kind", "rls.config" or "").
 func (lp *LabPlan) Validate() (field string, err error) {
+	if err := lp.checkProxies(); err != nil {
+		return "proxies", err
+	}
+	return lp.checkSection()
+}
+
+// checkProxies checks lab.proxies (>= 0) and fills its default,
+// lab.DefaultProxies (none with lab.nginx, whose instances are the targets).
+func (lp *LabPlan) checkProxies() error {
 	if lp.Proxies < 0 {
-		return "proxies", fmt.Errorf("lab.proxies must be >= 1 (or absent), not %d", lp.Proxies)
+		return fmt.Errorf("lab.proxies must be >= 1 (or absent), not %d", lp.Proxies)
 	}
 	if lp.Proxies == 0 && lp.Nginx == nil {
 		lp.Proxies = lab.DefaultProxies
 	}
+	return nil
+}
+
+// checkSection checks the rest of the section: lab.nginx (validateNginx)
+// or the lab proxies' global filter and RLS (global needs rls; rls.kind lab,
+// the default, or real), then the lab's own rules and the inline RLS
+// config (validate). field is the key of the failing part.
+func (lp *LabPlan) checkSection() (field string, err error) {
 	if lp.Nginx != nil {
 		if err := lp.validateNginx(); err != nil {
 			return "nginx", err

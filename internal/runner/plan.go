@@ -20,7 +20,6 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/internal/yamlguard"
@@ -735,40 +734,20 @@ func (f *FaultPlan) validateBackend(lp *LabPlan, fp, where string) error {
 	return nil
 }
 
-// validateProxies checks lab.proxies at the lab section's path lp (>= 0)
-// and fills its default, lab.DefaultProxies (none with lab.nginx, whose
-// instances are the targets).
+// validateProxies checks lab.proxies at the lab section's path lp and
+// fills its default (LabPlan.checkProxies), before the steps are checked
+// against the targets.
 func (l *LabPlan) validateProxies(lp, where string) error {
-	if l.Proxies < 0 {
-		return at(lp+".proxies", where, "lab.proxies must be >= 1 (or absent), not %d", l.Proxies)
-	}
-	if l.Proxies == 0 && l.Nginx == nil {
-		l.Proxies = lab.DefaultProxies
+	if err := l.checkProxies(); err != nil {
+		return at(lp+".proxies", where, "%w", err)
 	}
 	return nil
 }
 
-// validateSection checks the lab section at path lp: lab.nginx
-// (validateNginx) or the lab proxies' global filter and RLS (lab.global
-// needs lab.rls; rls.kind lab, the default, or real), then the lab's own
-// rules (LabPlan.validate).
+// validateSection checks the rest of the lab section at path lp, as
+// `rlbench lab -f` does (LabPlan.checkSection).
 func (l *LabPlan) validateSection(lp, where string) error {
-	if l.Nginx != nil {
-		if err := l.validateNginx(); err != nil {
-			return at(lp+".nginx", where, "%w", err)
-		}
-	} else {
-		if l.Global != nil && l.RLS == nil {
-			return at(lp+".global", where, "lab.global needs lab.rls")
-		}
-		if l.RLS != nil && l.RLS.Kind == "" {
-			l.RLS.Kind = RLSLab
-		}
-		if l.RLS != nil && l.RLS.Kind != RLSLab && l.RLS.Kind != RLSReal {
-			return at(lp+".rls.kind", where, "lab.rls.kind must be lab or real")
-		}
-	}
-	if field, err := l.validate(); err != nil {
+	if field, err := l.checkSection(); err != nil {
 		return at(strings.TrimSuffix(lp+"."+field, "."), where, "%w", err)
 	}
 	return nil
