@@ -185,65 +185,12 @@ func (iv intervals) merged() intervals {
 // their lag; a fault on a part that keeps a limiter's state (Resets)
 // starts a new epoch of its counters.
 func (ls *limiterSet) applyFaults(in *Input, received []bool) {
-	ev := in.Evidence
-	reqs := &ev.Requests
 	sr := in.Report
-	res := int64(1)
-	if ls.join != nil {
-		res = ls.join.res
-	}
 	for wi := range sr.FaultWindows {
 		w := &sr.FaultWindows[wi]
-		w.ActsOn = []string{}
-		var global bool
-		for _, r := range ls.runs {
-			if slices.Contains(r.decl.Dependencies(), w.Target) {
-				w.ActsOn = append(w.ActsOn, r.decl.Name)
-				global = global || r.decl.Stage == evidence.StageGlobal
-			}
-			if slices.Contains(r.decl.Resets, w.Target) && !w.Open {
-				r.resets = append(r.resets, epochBoundary{lo: w.BeginNs, hi: w.EndNs, name: w.Name})
-			}
+		if ls.actsOn(w) {
+			ls.recoveryLag(in, w, received)
 		}
-		if !global {
-			continue
-		}
-		// the first RLS answer after the window
-		first := int64(1<<63 - 1)
-		for i := 0; i < reqs.Len(); i++ {
-			if ls.throughGlobal[i] && reqs.Class[i] == evidence.ClassGlobal429 && reqs.SentNs[i] > w.EndNs {
-				first = min(first, reqs.SentNs[i])
-			}
-		}
-		for k, d := range ev.Decisions {
-			if (d.Code == evidence.CodeOK || d.Code == evidence.CodeOverLimit) && d.TimeNs > w.EndNs && !ls.join.isZombie(k) {
-				first = min(first, d.TimeNs)
-			}
-		}
-		lagEnd := w.EndNs
-		failOpenAfter := 0
-		perRequest := ev.HasDecisions && ls.join != nil && ls.join.skipped == ""
-		for i := 0; i < reqs.Len(); i++ {
-			if !ls.throughGlobal[i] || reqs.EndNs[i] <= w.EndNs || reqs.SentNs[i] >= first {
-				continue
-			}
-			switch {
-			case reqs.Class[i] == evidence.ClassRLSError:
-				lagEnd = max(lagEnd, reqs.EndNs[i])
-			case perRequest && (reqs.Class[i].Passed() || received[i]) && !ls.joinedOK(i) && !ls.callUnknown[i]:
-				lagEnd = max(lagEnd, reqs.EndNs[i])
-				if reqs.SentNs[i] > w.EndNs {
-					failOpenAfter++
-				}
-			}
-		}
-		for _, d := range ev.Decisions {
-			if d.Code == evidence.CodeError && d.TimeNs > w.EndNs && d.TimeNs < first {
-				lagEnd = max(lagEnd, d.TimeNs+res-1)
-			}
-		}
-		w.RecoveryLagNs = lagEnd - w.EndNs
-		w.FailOpenAfter = failOpenAfter
 	}
 	for _, r := range ls.runs {
 		var iv intervals
@@ -255,6 +202,79 @@ func (ls *limiterSet) applyFaults(in *Input, received []bool) {
 		r.suspend = iv.merged()
 		sort.Slice(r.resets, func(a, b int) bool { return r.resets[a].lo < r.resets[b].lo })
 	}
+}
+
+// actsOn sets w.ActsOn to the limiters that depend on w's target, adds a
+// closed w as a state reset to the limiters whose state it keeps, and
+// reports whether w acts on a global limiter.
+func (ls *limiterSet) actsOn(w *FaultWindow) (global bool) {
+	w.ActsOn = []string{}
+	for _, r := range ls.runs {
+		if slices.Contains(r.decl.Dependencies(), w.Target) {
+			w.ActsOn = append(w.ActsOn, r.decl.Name)
+			global = global || r.decl.Stage == evidence.StageGlobal
+		}
+		if slices.Contains(r.decl.Resets, w.Target) && !w.Open {
+			r.resets = append(r.resets, epochBoundary{lo: w.BeginNs, hi: w.EndNs, name: w.Name})
+		}
+	}
+	return global
+}
+
+// firstRLSAnswer is the first RLS answer after end (unix ns): a global
+// 429 sent after it, or an OK or OVER_LIMIT decision that reached a
+// request; MaxInt64 when none.
+func (ls *limiterSet) firstRLSAnswer(ev *evidence.ScenarioEvidence, end int64) int64 {
+	reqs := &ev.Requests
+	first := int64(1<<63 - 1)
+	for i := 0; i < reqs.Len(); i++ {
+		if ls.throughGlobal[i] && reqs.Class[i] == evidence.ClassGlobal429 && reqs.SentNs[i] > end {
+			first = min(first, reqs.SentNs[i])
+		}
+	}
+	for k, d := range ev.Decisions {
+		if (d.Code == evidence.CodeOK || d.Code == evidence.CodeOverLimit) && d.TimeNs > end && !ls.join.isZombie(k) {
+			first = min(first, d.TimeNs)
+		}
+	}
+	return first
+}
+
+// recoveryLag sets w's recovery lag and the fail-open admissions sent
+// after it: the last RLS failure after w's end and before the first RLS
+// answer (firstRLSAnswer).
+func (ls *limiterSet) recoveryLag(in *Input, w *FaultWindow, received []bool) {
+	ev := in.Evidence
+	reqs := &ev.Requests
+	res := int64(1)
+	if ls.join != nil {
+		res = ls.join.res
+	}
+	first := ls.firstRLSAnswer(ev, w.EndNs)
+	lagEnd := w.EndNs
+	failOpenAfter := 0
+	perRequest := ev.HasDecisions && ls.join != nil && ls.join.skipped == ""
+	for i := 0; i < reqs.Len(); i++ {
+		if !ls.throughGlobal[i] || reqs.EndNs[i] <= w.EndNs || reqs.SentNs[i] >= first {
+			continue
+		}
+		switch {
+		case reqs.Class[i] == evidence.ClassRLSError:
+			lagEnd = max(lagEnd, reqs.EndNs[i])
+		case perRequest && (reqs.Class[i].Passed() || received[i]) && !ls.joinedOK(i) && !ls.callUnknown[i]:
+			lagEnd = max(lagEnd, reqs.EndNs[i])
+			if reqs.SentNs[i] > w.EndNs {
+				failOpenAfter++
+			}
+		}
+	}
+	for _, d := range ev.Decisions {
+		if d.Code == evidence.CodeError && d.TimeNs > w.EndNs && d.TimeNs < first {
+			lagEnd = max(lagEnd, d.TimeNs+res-1)
+		}
+	}
+	w.RecoveryLagNs = lagEnd - w.EndNs
+	w.FailOpenAfter = failOpenAfter
 }
 
 // engagement counts, over the RLS limiters, the requests no limit engaged for.

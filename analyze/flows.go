@@ -213,183 +213,19 @@ func flowTables(in *Input) {
 		return
 	}
 	reqs := &in.Evidence.Requests
-	n := reqs.Len()
-	// flows: (phase, flow) in first-send order
-	type flowAcc struct {
-		phase, name  string
-		sent, passed int
-		first, last  int64
-	}
-	var flows []*flowAcc
-	byPF := map[[2]uint16]int32{}
-	flowOf := make([]int32, n)
-	phases := map[uint16]bool{}
-	for i := 0; i < n; i++ {
-		var f uint16
-		if i < len(reqs.Flow) {
-			f = reqs.Flow[i]
-		}
-		pf := [2]uint16{reqs.Phase[i], f}
-		k, ok := byPF[pf]
-		if !ok {
-			k = int32(len(flows))
-			byPF[pf] = k
-			name := ""
-			if int(f) < len(reqs.Flows) {
-				name = reqs.Flows[f]
-			}
-			flows = append(flows, &flowAcc{phase: reqs.Phases[pf[0]], name: name, first: reqs.SentNs[i], last: reqs.SentNs[i]})
-			phases[pf[0]] = true
-		}
-		flowOf[i] = k
-		a := flows[k]
-		a.sent++
-		if c := reqs.Class[i]; c.Passed() || c == evidence.ClassNoResponse && in.received[i] {
-			a.passed++
-		}
-		a.first, a.last = min(a.first, reqs.SentNs[i]), max(a.last, reqs.SentNs[i])
-	}
-	labels := make([]string, len(flows))
-	for k, a := range flows {
-		switch {
-		case a.name == "":
-			labels[k] = a.phase
-		case len(phases) > 1:
-			labels[k] = a.phase + "/" + a.name
-		default:
-			labels[k] = a.name
-		}
-	}
-
-	// the last limiter of each target's path, and whether it is last for
-	// all of its targets (then its buckets bound what passed)
-	lastOf := make([]int, len(reqs.Targets))
-	for t := range lastOf {
-		lastOf[t] = -1
-		for k, r := range ls.runs {
-			if r.applies[t] {
-				lastOf[t] = k
-			}
-		}
-	}
-	isLast := make([]bool, len(ls.runs))
+	t := newFlowTab(in)
+	t.lastOf, t.isLast = lastLimiters(ls, len(reqs.Targets))
 	for k, r := range ls.runs {
-		isLast[k] = r.report.Status == LimiterChecked
-		for t, ok := range r.applies {
-			if ok && lastOf[t] != k {
-				isLast[k] = false
-			}
-		}
+		sr.Keys, sr.Starved = t.keyTables(k, r, sr.Keys, sr.Starved)
 	}
-
-	type flowBucket struct {
-		k    int
-		name string
-	}
-	usedBy := map[flowBucket][]int32{} // bucket -> flows (sorted, distinct)
-	flowUses := make([]map[flowBucket]int, len(flows))
-	for k := range flowUses {
-		flowUses[k] = map[flowBucket]int{}
-	}
-	boundOf := map[flowBucket]ModelBound{}
-	for k, r := range ls.runs {
-		bounds := map[string]ModelBound{}
-		for _, b := range r.report.Buckets {
-			bounds[b.Bucket] = b
-		}
-		names := make([]string, 0, len(ls.keys.limiters[k]))
-		for name := range ls.keys.limiters[k] {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			bu := ls.keys.limiters[k][name]
-			fb := flowBucket{k, name}
-			boundOf[fb] = bounds[name]
-			kr := KeyReport{Limiter: r.decl.Name, Bucket: name, RatePerSec: bu.use.PerSec, Burst: bu.use.Burst, Min: bounds[name].Min, Max: bounds[name].Max}
-			first, last := int64(math.MaxInt64), int64(math.MinInt64)
-			seen := map[int32]bool{}
-			for j, i := range bu.reqs {
-				f := flowOf[i]
-				if !seen[f] {
-					seen[f] = true
-					usedBy[fb] = append(usedBy[fb], f)
-				}
-				flowUses[f][fb]++
-				kr.Sent++
-				switch bu.outcomes[j] {
-				case model.Admitted, model.ShadowRejected:
-					kr.Admitted++
-				case model.Unknown:
-					kr.Unknown++
-				}
-				first, last = min(first, reqs.SentNs[i]), max(last, reqs.SentNs[i])
-			}
-			slices.Sort(usedBy[fb])
-			for _, f := range usedBy[fb] {
-				kr.Flows = append(kr.Flows, labels[f])
-			}
-			kr.AdmittedPct = pct(kr.Admitted, kr.Sent)
-			kr.ActiveNs, kr.OfferedPerSec, kr.AdmittedPerSec = spanRates(kr.Sent, kr.Admitted, first, last)
-			sr.Keys = append(sr.Keys, kr)
-			sr.Starved = append(sr.Starved, starvedAt(r.decl.Name, name, bu, flowOf, labels, reqs)...)
-		}
-	}
-
-	// Of each flow's requests that reached their last limiter: those that
-	// used no bucket there (not limited: the model admits them), and
-	// whether one used several (then the buckets' bounds do not add up).
-	free := make([]int, len(flows))
-	unbounded := make([]bool, len(flows))
-	for i := 0; i < n; i++ {
-		f := flowOf[i]
-		k := lastOf[reqs.Target[i]]
-		if k < 0 || !isLast[k] {
-			unbounded[f] = true
-			continue
-		}
-		if !ls.reaches(k, i, reqs, in.received) {
-			continue
-		}
-		switch used := ls.keys.uses[k]; {
-		case used == nil || used[i] == 0:
-			free[f]++
-		case used[i] > 1:
-			unbounded[f] = true
-		}
-	}
-	for f, a := range flows {
-		fr := FlowReport{Flow: labels[f], Phase: a.phase, Sent: a.sent, Admitted: a.passed, AdmittedPct: pct(a.passed, a.sent), Keys: []string{}}
-		fr.ActiveNs, fr.OfferedPerSec, fr.AdmittedPerSec = spanRates(a.sent, a.passed, a.first, a.last)
-		shared := map[int32]bool{}
-		b := FlowBound{Min: free[f], Max: free[f]}
-		for fb := range flowUses[f] {
-			fr.Keys = append(fr.Keys, ls.runs[fb.k].decl.Name+": "+fb.name)
-			if !isLast[fb.k] {
-				continue
-			}
-			for _, g := range usedBy[fb] {
-				if int(g) != f {
-					shared[g] = true
-				}
-			}
-			b.Min += boundOf[fb].Min
-			b.Max += boundOf[fb].Max
-		}
-		sort.Strings(fr.Keys)
-		for g := range shared {
-			fr.SharedWith = append(fr.SharedWith, labels[g])
-		}
-		sort.Strings(fr.SharedWith)
-		if !unbounded[f] && len(shared) == 0 {
-			fr.Model = &b
-		}
-		sr.Flows = append(sr.Flows, fr)
+	free, unbounded := t.reachedLast()
+	for f := range t.flows {
+		sr.Flows = append(sr.Flows, t.flowReport(f, free[f], unbounded[f]))
 	}
 	// by phase (in send order), then by name: a table that does not depend
 	// on which flow's request happened to be answered first
 	phaseRank := map[string]int{}
-	for _, a := range flows {
+	for _, a := range t.flows {
 		if _, ok := phaseRank[a.phase]; !ok {
 			phaseRank[a.phase] = len(phaseRank)
 		}
@@ -401,6 +237,238 @@ func flowTables(in *Input) {
 		}
 		return fa.Flow < fb.Flow
 	})
+}
+
+// flowAcc is one flow, (phase, flow), while its requests are counted.
+type flowAcc struct {
+	phase, name  string
+	sent, passed int
+	first, last  int64
+}
+
+// flowBucket is one bucket (name) of limiter k.
+type flowBucket struct {
+	k    int
+	name string
+}
+
+// flowTab is what the per-flow and per-key tables are built from.
+type flowTab struct {
+	in   *Input
+	reqs *evidence.Requests
+	// flows in first-send order; flowOf[i] is request i's; labels their
+	// names in the tables.
+	flows  []*flowAcc
+	flowOf []int32
+	labels []string
+	// lastOf[t] is the last limiter on target t's path (-1: none);
+	// isLast[k] that limiter k is checked and last for all of its targets
+	// (then its buckets bound what passed).
+	lastOf []int
+	isLast []bool
+	// usedBy lists the flows that used a bucket (sorted, distinct);
+	// flowUses[f] counts flow f's uses per bucket; boundOf is each
+	// bucket's model bound.
+	usedBy   map[flowBucket][]int32
+	flowUses []map[flowBucket]int
+	boundOf  map[flowBucket]ModelBound
+}
+
+// newFlowTab counts the flows of in's requests: (phase, flow) in
+// first-send order, with their sends and passes, labelled by flow name
+// (prefixed by the phase when there are several phases; the phase when
+// unnamed).
+func newFlowTab(in *Input) *flowTab {
+	reqs := &in.Evidence.Requests
+	n := reqs.Len()
+	t := &flowTab{in: in, reqs: reqs, flowOf: make([]int32, n), usedBy: map[flowBucket][]int32{}, boundOf: map[flowBucket]ModelBound{}}
+	byPF := map[[2]uint16]int32{}
+	phases := map[uint16]bool{}
+	for i := 0; i < n; i++ {
+		var f uint16
+		if i < len(reqs.Flow) {
+			f = reqs.Flow[i]
+		}
+		pf := [2]uint16{reqs.Phase[i], f}
+		k, ok := byPF[pf]
+		if !ok {
+			k = int32(len(t.flows))
+			byPF[pf] = k
+			name := ""
+			if int(f) < len(reqs.Flows) {
+				name = reqs.Flows[f]
+			}
+			t.flows = append(t.flows, &flowAcc{phase: reqs.Phases[pf[0]], name: name, first: reqs.SentNs[i], last: reqs.SentNs[i]})
+			phases[pf[0]] = true
+		}
+		t.flowOf[i] = k
+		a := t.flows[k]
+		a.sent++
+		if c := reqs.Class[i]; c.Passed() || c == evidence.ClassNoResponse && in.received[i] {
+			a.passed++
+		}
+		a.first, a.last = min(a.first, reqs.SentNs[i]), max(a.last, reqs.SentNs[i])
+	}
+	t.labels = make([]string, len(t.flows))
+	for k, a := range t.flows {
+		switch {
+		case a.name == "":
+			t.labels[k] = a.phase
+		case len(phases) > 1:
+			t.labels[k] = a.phase + "/" + a.name
+		default:
+			t.labels[k] = a.name
+		}
+	}
+	t.flowUses = make([]map[flowBucket]int, len(t.flows))
+	for k := range t.flowUses {
+		t.flowUses[k] = map[flowBucket]int{}
+	}
+	return t
+}
+
+// lastLimiters returns the last limiter of each of the targets' paths
+// (-1: none), and whether each limiter is checked and last for all of its
+// targets.
+func lastLimiters(ls *limiterSet, targets int) (lastOf []int, isLast []bool) {
+	lastOf = make([]int, targets)
+	for t := range lastOf {
+		lastOf[t] = -1
+		for k, r := range ls.runs {
+			if r.applies[t] {
+				lastOf[t] = k
+			}
+		}
+	}
+	isLast = make([]bool, len(ls.runs))
+	for k, r := range ls.runs {
+		isLast[k] = r.report.Status == LimiterChecked
+		for t, ok := range r.applies {
+			if ok && lastOf[t] != k {
+				isLast[k] = false
+			}
+		}
+	}
+	return lastOf, isLast
+}
+
+// keyTables appends to keys a row per bucket of limiter k (r), by name,
+// and to starved the flows starved at it; it records which flows used
+// each bucket.
+func (t *flowTab) keyTables(k int, r *limiterRun, keys []KeyReport, starved []StarvedFlow) ([]KeyReport, []StarvedFlow) {
+	use := t.in.limiters.keys.limiters[k]
+	bounds := map[string]ModelBound{}
+	for _, b := range r.report.Buckets {
+		bounds[b.Bucket] = b
+	}
+	names := make([]string, 0, len(use))
+	for name := range use {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		bu := use[name]
+		fb := flowBucket{k, name}
+		t.boundOf[fb] = bounds[name]
+		keys = append(keys, t.keyReport(fb, r, bu, bounds[name]))
+		starved = append(starved, starvedAt(r.decl.Name, name, bu, t.flowOf, t.labels, t.reqs)...)
+	}
+	return keys, starved
+}
+
+// keyReport is the per-key row of bucket fb (of limiter r, used as bu,
+// with model bound b).
+func (t *flowTab) keyReport(fb flowBucket, r *limiterRun, bu *bucketUse, b ModelBound) KeyReport {
+	reqs := t.reqs
+	kr := KeyReport{Limiter: r.decl.Name, Bucket: fb.name, RatePerSec: bu.use.PerSec, Burst: bu.use.Burst, Min: b.Min, Max: b.Max}
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	seen := map[int32]bool{}
+	for j, i := range bu.reqs {
+		f := t.flowOf[i]
+		if !seen[f] {
+			seen[f] = true
+			t.usedBy[fb] = append(t.usedBy[fb], f)
+		}
+		t.flowUses[f][fb]++
+		kr.Sent++
+		switch bu.outcomes[j] {
+		case model.Admitted, model.ShadowRejected:
+			kr.Admitted++
+		case model.Unknown:
+			kr.Unknown++
+		}
+		first, last = min(first, reqs.SentNs[i]), max(last, reqs.SentNs[i])
+	}
+	slices.Sort(t.usedBy[fb])
+	for _, f := range t.usedBy[fb] {
+		kr.Flows = append(kr.Flows, t.labels[f])
+	}
+	kr.AdmittedPct = pct(kr.Admitted, kr.Sent)
+	kr.ActiveNs, kr.OfferedPerSec, kr.AdmittedPerSec = spanRates(kr.Sent, kr.Admitted, first, last)
+	return kr
+}
+
+// reachedLast counts, per flow, its requests that reached their last
+// limiter and used no bucket there (free: not limited, the model admits
+// them), and tells the flows whose bound does not add up (unbounded: a
+// request without a last limiter that bounds, or one that used several
+// buckets).
+func (t *flowTab) reachedLast() (free []int, unbounded []bool) {
+	ls, reqs := t.in.limiters, t.reqs
+	free = make([]int, len(t.flows))
+	unbounded = make([]bool, len(t.flows))
+	for i := 0; i < reqs.Len(); i++ {
+		f := t.flowOf[i]
+		k := t.lastOf[reqs.Target[i]]
+		if k < 0 || !t.isLast[k] {
+			unbounded[f] = true
+			continue
+		}
+		if !ls.reaches(k, i, reqs, t.in.received) {
+			continue
+		}
+		switch used := ls.keys.uses[k]; {
+		case used == nil || used[i] == 0:
+			free[f]++
+		case used[i] > 1:
+			unbounded[f] = true
+		}
+	}
+	return free, unbounded
+}
+
+// flowReport is flow f's row: its counts, its buckets, the flows it
+// shares them with, and its model bound (the bounds of its buckets at
+// last limiters plus its free requests) when nothing is shared and the
+// bound adds up.
+func (t *flowTab) flowReport(f, free int, unbounded bool) FlowReport {
+	a, ls := t.flows[f], t.in.limiters
+	fr := FlowReport{Flow: t.labels[f], Phase: a.phase, Sent: a.sent, Admitted: a.passed, AdmittedPct: pct(a.passed, a.sent), Keys: []string{}}
+	fr.ActiveNs, fr.OfferedPerSec, fr.AdmittedPerSec = spanRates(a.sent, a.passed, a.first, a.last)
+	shared := map[int32]bool{}
+	b := FlowBound{Min: free, Max: free}
+	for fb := range t.flowUses[f] {
+		fr.Keys = append(fr.Keys, ls.runs[fb.k].decl.Name+": "+fb.name)
+		if !t.isLast[fb.k] {
+			continue
+		}
+		for _, g := range t.usedBy[fb] {
+			if int(g) != f {
+				shared[g] = true
+			}
+		}
+		b.Min += t.boundOf[fb].Min
+		b.Max += t.boundOf[fb].Max
+	}
+	sort.Strings(fr.Keys)
+	for g := range shared {
+		fr.SharedWith = append(fr.SharedWith, t.labels[g])
+	}
+	sort.Strings(fr.SharedWith)
+	if !unbounded && len(shared) == 0 {
+		fr.Model = &b
+	}
+	return fr
 }
 
 // starvedAt finds the starved flows at one bucket shared by several flows.

@@ -162,94 +162,20 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 	reqs := &ev.Requests
 	n := reqs.Len()
 	h := &HarnessReport{Parts: in.Scenario.HarnessParts, StealPercent: -1, Load1: -1}
-	s := &seenTimes{lo: make([]int64, n), hi: make([]int64, n), proxy: make([]uint16, n)}
-	targetIdx := map[string]uint16{}
+	r := &seenReader{reqs: reqs, h: h, targetIdx: map[string]uint16{}, sources: map[string]bool{},
+		s: &seenTimes{lo: make([]int64, n), hi: make([]int64, n), proxy: make([]uint16, n)}}
 	for t, name := range reqs.Targets {
-		targetIdx[name] = uint16(t)
+		r.targetIdx[name] = uint16(t)
 	}
-	const ms = int64(time.Millisecond)
-	sources := map[string]bool{}
-	set := func(i int, t uint16, lo, hi int64, source string) {
-		if reqs.Target[i] != t || s.lo[i] != 0 {
-			return
-		}
-		end := reqs.EndNs[i]
-		if end == 0 {
-			end = reqs.SentNs[i] + 1<<62
-		}
-		if hi < reqs.SentNs[i]-ms || lo > end+ms {
-			h.Inconsistent++
-			return
-		}
-		s.lo[i], s.hi[i], s.proxy[i] = lo, hi, t
-		s.n++
-		sources[source] = true
+	for k := range ev.AccessLogs {
+		r.accessLog(&ev.AccessLogs[k])
 	}
-	for _, l := range ev.AccessLogs {
-		t, ok := targetIdx[l.Proxy]
-		if !ok {
-			continue
-		}
-		for _, e := range l.Entries {
-			if e.RlbenchID == "" || e.Time.IsZero() {
-				continue
-			}
-			i, ok := reqs.IDs.Lookup(e.RlbenchID)
-			if !ok {
-				continue
-			}
-			// %START_TIME% and %DURATION% are both cut to the ms: the
-			// entry's end is before START_TIME + DURATION + 2 ms
-			lo := e.Time.UnixNano()
-			hi := lo + 2*ms - 1
-			if e.DurationMs != nil {
-				hi += *e.DurationMs * ms
-			} else if end := reqs.EndNs[i]; end > lo {
-				hi = end
-			}
-			src := "access log"
-			if e.StartNs > 0 {
-				lo, src = e.StartNs, "access log ns"
-			}
-			if e.LocalNs > 0 {
-				// the lab proxy's local_ns: the time its token buckets
-				// refilled to for this request. It is not the instant the
-				// request took its token: concurrent requests take the
-				// bucket's lock in their own order, so a later local_ns may
-				// take the last token first. The request took it between
-				// local_ns and its forward (upstream_start_ns), or the end of
-				// its entry. local_ns lies after the read and the send and
-				// before the response, or the entry is not used.
-				if end := reqs.EndNs[i]; e.LocalNs < lo || e.LocalNs < reqs.SentNs[i] || end > 0 && e.LocalNs > end {
-					h.Inconsistent++
-					continue
-				}
-				if e.UpstreamStartNs >= e.LocalNs {
-					hi = e.UpstreamStartNs
-				}
-				set(i, t, e.LocalNs, max(hi, e.LocalNs), "lab proxy local_ns")
-				continue
-			}
-			set(i, t, lo, hi, src)
-		}
+	for k := range ev.Nginx {
+		r.nginxLog(&ev.Nginx[k])
 	}
-	for _, ng := range ev.Nginx {
-		t, ok := targetIdx[ng.Proxy]
-		if !ok {
-			continue
-		}
-		for _, a := range ng.Records {
-			acc, ok := a.AcceptMs()
-			if !ok || a.ID == "" {
-				continue
-			}
-			if i, ok := reqs.IDs.Lookup(a.ID); ok {
-				set(i, t, acc*ms, acc*ms+ms-1, "nginx log")
-			}
-		}
-	}
+	s := r.s
 	h.Seen = s.n
-	for src := range sources {
+	for src := range r.sources {
 		h.SeenSources = append(h.SeenSources, src)
 	}
 	slices.Sort(h.SeenSources)
@@ -262,30 +188,142 @@ func limiterSeen(in *Input) (*seenTimes, *HarnessReport) {
 			h.PacingErrorMaxNs = max(h.PacingErrorMaxNs, p.ErrorNs.Max)
 		}
 	})
-	if s.n > 0 {
-		lags := make([]int64, 0, s.n)
-		first, last := int64(0), int64(0)
-		for i := range n {
-			if s.lo[i] == 0 {
+	if s.n == 0 {
+		return nil, h
+	}
+	r.readLags()
+	return s, h
+}
+
+// seenReader fills seenTimes from the proxies' logs.
+type seenReader struct {
+	reqs *evidence.Requests
+	s    *seenTimes
+	h    *HarnessReport
+	// targetIdx indexes the attack's targets by name; sources names the
+	// logs that gave times.
+	targetIdx map[string]uint16
+	sources   map[string]bool
+}
+
+// seenMs is the logs' time resolution, ns.
+const seenMs = int64(time.Millisecond)
+
+// set gives request i, sent to target t, the limiter's interval [lo, hi]
+// from source, unless it has one or was sent elsewhere; an interval that
+// misses the client's [send, response] by more than a ms is inconsistent.
+func (r *seenReader) set(i int, t uint16, lo, hi int64, source string) {
+	reqs, s := r.reqs, r.s
+	if reqs.Target[i] != t || s.lo[i] != 0 {
+		return
+	}
+	end := reqs.EndNs[i]
+	if end == 0 {
+		end = reqs.SentNs[i] + 1<<62
+	}
+	if hi < reqs.SentNs[i]-seenMs || lo > end+seenMs {
+		r.h.Inconsistent++
+		return
+	}
+	s.lo[i], s.hi[i], s.proxy[i] = lo, hi, t
+	s.n++
+	r.sources[source] = true
+}
+
+// accessLog reads the times of an Envoy (or lab proxy) access log's
+// entries that name a request.
+func (r *seenReader) accessLog(l *evidence.AccessLog) {
+	const ms = seenMs
+	reqs := r.reqs
+	t, ok := r.targetIdx[l.Proxy]
+	if !ok {
+		return
+	}
+	for _, e := range l.Entries {
+		if e.RlbenchID == "" || e.Time.IsZero() {
+			continue
+		}
+		i, ok := reqs.IDs.Lookup(e.RlbenchID)
+		if !ok {
+			continue
+		}
+		// %START_TIME% and %DURATION% are both cut to the ms: the
+		// entry's end is before START_TIME + DURATION + 2 ms
+		lo := e.Time.UnixNano()
+		hi := lo + 2*ms - 1
+		if e.DurationMs != nil {
+			hi += *e.DurationMs * ms
+		} else if end := reqs.EndNs[i]; end > lo {
+			hi = end
+		}
+		src := "access log"
+		if e.StartNs > 0 {
+			lo, src = e.StartNs, "access log ns"
+		}
+		if e.LocalNs > 0 {
+			// the lab proxy's local_ns: the time its token buckets
+			// refilled to for this request. It is not the instant the
+			// request took its token: concurrent requests take the
+			// bucket's lock in their own order, so a later local_ns may
+			// take the last token first. The request took it between
+			// local_ns and its forward (upstream_start_ns), or the end of
+			// its entry. local_ns lies after the read and the send and
+			// before the response, or the entry is not used.
+			if end := reqs.EndNs[i]; e.LocalNs < lo || e.LocalNs < reqs.SentNs[i] || end > 0 && e.LocalNs > end {
+				r.h.Inconsistent++
 				continue
 			}
-			lags = append(lags, max(s.lo[i]-reqs.SentNs[i], 0))
-			if first == 0 || s.lo[i] < first {
-				first = s.lo[i]
+			if e.UpstreamStartNs >= e.LocalNs {
+				hi = e.UpstreamStartNs
 			}
-			last = max(last, s.lo[i])
+			r.set(i, t, e.LocalNs, max(hi, e.LocalNs), "lab proxy local_ns")
+			continue
 		}
-		slices.Sort(lags)
-		q := func(p float64) int64 { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
-		h.ReadLagP50Ns, h.ReadLagP99Ns, h.ReadLagMaxNs = q(0.50), q(0.99), lags[len(lags)-1]
-		if h.PacingErrorMaxNs == 0 {
-			h.SeenSpreadNs = last - first
+		r.set(i, t, lo, hi, src)
+	}
+}
+
+// nginxLog reads the accept times of an nginx access log's records that
+// name a request.
+func (r *seenReader) nginxLog(ng *evidence.NginxEvidence) {
+	const ms = seenMs
+	t, ok := r.targetIdx[ng.Proxy]
+	if !ok {
+		return
+	}
+	for _, a := range ng.Records {
+		acc, ok := a.AcceptMs()
+		if !ok || a.ID == "" {
+			continue
+		}
+		if i, ok := r.reqs.IDs.Lookup(a.ID); ok {
+			r.set(i, t, acc*ms, acc*ms+ms-1, "nginx log")
 		}
 	}
-	if s.n == 0 {
-		s = nil
+}
+
+// readLags sets the harness report's read lags (a limiter's time less the
+// send time, at least 0) and, without pacing, the spread of the times.
+func (r *seenReader) readLags() {
+	s, h, reqs := r.s, r.h, r.reqs
+	lags := make([]int64, 0, s.n)
+	first, last := int64(0), int64(0)
+	for i := range reqs.Len() {
+		if s.lo[i] == 0 {
+			continue
+		}
+		lags = append(lags, max(s.lo[i]-reqs.SentNs[i], 0))
+		if first == 0 || s.lo[i] < first {
+			first = s.lo[i]
+		}
+		last = max(last, s.lo[i])
 	}
-	return s, h
+	slices.Sort(lags)
+	q := func(p float64) int64 { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
+	h.ReadLagP50Ns, h.ReadLagP99Ns, h.ReadLagMaxNs = q(0.50), q(0.99), lags[len(lags)-1]
+	if h.PacingErrorMaxNs == 0 {
+		h.SeenSpreadNs = last - first
+	}
 }
 
 // eachSendTiming calls fn with the burst and pacing figures of every phase

@@ -180,14 +180,6 @@ type limiterRun struct {
 	unruled, multi, unknownKey int
 }
 
-// keyedByDescriptor reports whether the limiter's bucket depends on the
-// request's descriptors: an RLS (its rules match descriptors), a
-// descriptor key, or an Envoy local rate limit with descriptor buckets.
-func (r *limiterRun) keyedByDescriptor() bool {
-	m := r.decl.Model
-	return r.decl.RLS != nil || r.decl.Key == evidence.KeyDescriptor || m != nil && m.Kind == model.KindEnvoyLocal && len(m.Descriptors) > 0
-}
-
 // zoneKeysUnknown lists the headers (lower-case) among unknown (canonical
 // keys) that nginx zone keys read: $http_<name>, and Host for $host and
 // $server_name.
@@ -701,325 +693,630 @@ func descriptorString(es []evidence.DescriptorEntry) string {
 // checkModels replays, for every limiter, the requests that reached it
 // through its model (model.Check) and fills its report.
 func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
-	ev := in.Evidence
-	reqs := &ev.Requests
 	for k, r := range ls.runs {
-		rep := r.report
-		if r.err != "" {
-			rep.Status, rep.Detail = LimiterNotChecked, r.err
-			continue
-		}
-		// models: one per RLS rule, or the declared one
-		type group struct {
-			m      model.Model
-			events []model.Event
-			// idx is each event's request index (-1: a late RLS decision);
-			// kept only for the per-flow and per-key tables (ls.keys).
-			idx []int32
-		}
-		var groups []*group
-		if r.decl.Model != nil {
-			m, err := model.New(*r.decl.Model)
-			if err != nil {
-				rep.Status, rep.Detail = LimiterNotChecked, err.Error()
-				continue
-			}
-			groups = []*group{{m: m}}
-		} else {
-			var names []string
-			for _, rule := range r.rules {
-				spec, err := decl.RLSRule{RequestsPerUnit: rule.Limit.RequestsPerUnit, Unit: rule.Limit.Unit, Align: r.decl.RLS.Align, ShadowMode: rule.ShadowMode}.Spec()
-				var m model.Model
-				if err == nil {
-					m, err = model.New(spec)
-				}
-				if err != nil {
-					rep.Status, rep.Detail = LimiterNotChecked, fmt.Sprintf("rule %s: %v", rule.FullKey, err)
-					break
-				}
-				groups = append(groups, &group{m: m})
-				names = append(names, fmt.Sprintf("%s %d/%s", rule.FullKey, rule.Limit.RequestsPerUnit, strings.ToLower(rule.Limit.Unit)))
-			}
-			if rep.Status == LimiterNotChecked {
-				continue
-			}
-			rep.Model = "rls " + strings.Join(names, ", ")
-		}
-		if len(groups) == 1 {
-			groups[0].events = make([]model.Event, 0, reqs.Len())
-		}
-		zoneKeys, unknownVar := nginxZoneKeys(r.decl.Model)
-		if unknownVar != "" {
-			rep.Status, rep.Detail = LimiterNotChecked, fmt.Sprintf("zone key %s is not known from the evidence (%s)", unknownVar, strings.Join(nginxKnownVars, ", "))
-			continue
-		}
-		shadowVisible := false
-		noKey := 0
-		global := r.decl.Stage == evidence.StageGlobal
-		isRLS := r.decl.RLS != nil
-		var unkHeaders []string // headers that made keys unknown
-		for i := 0; i < reqs.Len(); i++ {
-			if !ls.reaches(k, i, reqs, received) {
-				continue
-			}
-			set := r.set(i)
-			// keyUnk: the request's bucket cannot be told (its descriptors
-			// or zone key read a header sent without its value recorded)
-			var keyUnk bool
-			if r.keyedByDescriptor() && set.keyUnknown() {
-				keyUnk = true
-				unkHeaders = appendNew(unkHeaders, set.unknownHeaders...)
-			}
-			if hs := zoneKeysUnknown(zoneKeys, ls.attrs.unknown(i)); len(hs) > 0 {
-				keyUnk = true
-				unkHeaders = appendNew(unkHeaders, hs...)
-			}
-			if isRLS {
-				if set == nil || set.limited == 0 && !keyUnk {
-					r.unruled++ // no rule applied: not limited (see the engagement check)
-					continue
-				}
-				if set.limited+set.unknown > 1 {
-					r.multi++
-				}
-			}
-			key, ok := r.eventKey(i, reqs)
-			if !ok && keyUnk {
-				key, ok = "", true
-			}
-			if !ok {
-				noKey++
-				continue
-			}
-			if keyUnk {
-				r.unknownKey++
-			}
-			o := ls.outcome(k, i, reqs, received)
-			if st, ok := ev.LimitReq[int32(i)]; ok && r.decl.Model != nil && r.decl.Model.Kind == model.KindNginxLimitReq {
-				// nginx logged limit_req's own decision ($limit_req_status)
-				switch st {
-				case nginx.LimitReqRejected:
-					o = model.Rejected
-				case nginx.LimitReqPassed, nginx.LimitReqDelayed, nginx.LimitReqDelayedDryRun:
-					o = model.Admitted
-				case nginx.LimitReqRejectedDryRun:
-					o, shadowVisible = model.ShadowRejected, true
-				}
-			}
-			lo, hi := reqs.SentNs[i], reqs.EndNs[i]
-			if received[i] && recvNs[i] > 0 {
-				hi = min(hi, recvNs[i])
-			}
-			hi = max(hi, lo)
-			if t := reqs.Target[i]; r.decl.ClockSkewNs == 0 && in.seen.has(i, t) {
-				// the limiter's own log: it read the request at seen.lo, and a
-				// local limiter decided before the log's end (seen.hi); the
-				// same host's clock, so the client's interval still holds
-				nlo, nhi := max(lo, in.seen.lo[i]), hi
-				if r.decl.Stage == evidence.StageLocal {
-					nhi = min(hi, in.seen.hi[i])
-				}
-				if nlo <= nhi {
-					lo, hi = nlo, nhi
-				}
-			}
-			rep.Offered++
-			suspended := r.suspend.overlaps(lo, hi)
-			if suspended {
-				rep.Suspended++
-			}
-			// one event per counter the request hit: per limited descriptor
-			// at an RLS, else one
-			type unit struct {
-				g   int
-				key string
-				// unknown: its bucket is not known (model.Event.KeyUnknown)
-				unknown bool
-			}
-			units := []unit{{0, key, keyUnk}}
-			if isRLS {
-				units = units[:0]
-				for u, rule := range set.rule {
-					if rule >= 0 {
-						units = append(units, unit{g: int(rule), key: set.keys[u]})
-					}
-				}
-				// an entry whose descriptor is unknown may have hit any
-				// rule's counter, or none
-				for n := 0; n < set.unknown; n++ {
-					for g := range groups {
-						units = append(units, unit{g: g, unknown: true})
-					}
-				}
-			}
-			var descs []model.Descriptor
-			if r.decl.Model != nil && set != nil && len(set.descs) > 0 {
-				descs = make([]model.Descriptor, len(set.descs))
-				for u, d := range set.descs {
-					descs[u] = toModelDescriptor(d)
-				}
-			}
-			var vars map[string]string
-			if len(zoneKeys) > 0 {
-				vars = nginxVars(zoneKeys, key, ls.attrs, i)
-			}
-			var tally model.Outcome
-			for n, un := range units {
-				uo, uhi := o, hi
-				if global {
-					dkey := un.key
-					if !isRLS {
-						dkey = "" // the request's decision, whatever the descriptor
-					}
-					var d *evidence.Decision
-					if !un.unknown {
-						d = ls.unitDecision(i, dkey) // an unknown unit's decision cannot be told apart
-					}
-					if len(units) > 1 && uo == model.Rejected {
-						// one of its counters rejected it: which, its decisions tell
-						switch {
-						case d == nil:
-							uo = model.Unknown
-						case d.Code == evidence.CodeOK:
-							uo = model.Admitted
-						}
-					}
-					if ls.failOpen > 0 && uo == model.Admitted && (d == nil || d.Code != evidence.CodeOK) {
-						uo = model.Unknown // may have been let through without a decision
-					}
-					if d != nil && d.Shadow && uo == model.Admitted {
-						uo, shadowVisible = model.ShadowRejected, true
-					}
-					if uo == model.Unknown && !ev.HasDecisions {
-						uhi = max(uhi, ls.lastNs) // the RLS may count it late (zombie), unseen without its log
-					}
-				}
-				if suspended {
-					uo = model.Unknown
-				}
-				switch {
-				case n == 0:
-					tally = uo
-				case tally == uo, tally == model.ShadowRejected && uo == model.Admitted:
-				case tally == model.Admitted && uo == model.ShadowRejected:
-					tally = uo
-				default:
-					tally = model.Unknown
-				}
-				eps := r.epochsOf(lo, uhi)
-				if len(eps) > 1 {
-					uo = model.Unknown // in flight across a state reset: either epoch
-				}
-				for _, e := range eps {
-					ev := model.Event{ID: reqs.IDs.ID(i), Lo: lo, Hi: uhi, Key: un.key + e, Descriptors: descs, Vars: vars, Outcome: uo}
-					if un.unknown {
-						ev.Key, ev.Descriptors, ev.Vars, ev.KeyUnknown = "", nil, nil, true
-					}
-					groups[un.g].events = append(groups[un.g].events, ev)
-					if ls.keys != nil {
-						groups[un.g].idx = append(groups[un.g].idx, int32(i))
-					}
-				}
-				rep.units++
-			}
-			if o == model.Rejected && !suspended {
-				tally = model.Rejected // one of its counters rejected it
-			}
-			switch tally {
-			case model.Admitted, model.ShadowRejected:
-				rep.Admitted++
-			case model.Rejected:
-				rep.Rejected++
-			default:
-				rep.Unknown++
-			}
-		}
-		if noKey > 0 {
-			rep.Status = LimiterNotChecked
-			rep.Detail = fmt.Sprintf("%d requests have no %s key (%s)", noKey, r.decl.Key, keyNeeds(r.decl.Key))
-			continue
-		}
-		// RLS decisions that reached no request still counted (zombies).
-		if r.decl.Stage == evidence.StageGlobal && ls.join != nil {
-			for _, zi := range ls.join.zombieIdx {
-				d := &ev.Decisions[zi]
-				g, key, ok := r.zombieGroup(d)
-				if !ok {
-					continue
-				}
-				o := model.Admitted
-				if d.Code == evidence.CodeOverLimit {
-					o = model.Rejected
-				}
-				lo, hi := d.TimeNs, d.TimeNs+ls.join.res-1
-				for _, e := range r.epochsOf(lo, hi) {
-					groups[g].events = append(groups[g].events, model.Event{ID: zombieID(zi), Lo: lo, Hi: hi, Key: key + e, Outcome: o})
-					if ls.keys != nil {
-						groups[g].idx = append(groups[g].idx, -1)
-					}
-				}
-				rep.Zombies++
-			}
-		}
-		if rep.Offered == 0 {
-			rep.Status, rep.Detail = LimiterNotChecked, "no request reached it"
-			continue
-		}
-		if r.unknownKey > 0 {
-			sort.Strings(unkHeaders)
-			rep.UnknownKey, rep.UnknownKeyHeaders = r.unknownKey, unkHeaders
-			if r.unknownKey == rep.Offered {
-				rep.Status, rep.Detail = LimiterNotChecked, unknownKeyDetail(r.unknownKey, rep.Offered, unkHeaders)
-				continue
-			}
-		}
-		if rep.Suspended == rep.Offered {
-			rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
-		}
-		opts := model.Options{ShadowVisible: shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
-		rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
-		widths := make([]int64, 0, rep.units+rep.Zombies)
-		used := 0
-		for _, g := range groups {
-			if len(g.events) > 0 {
-				used++
-			}
-		}
-		for _, g := range groups {
-			if len(g.events) == 0 {
-				continue
-			}
-			res, err := model.Check(g.m, g.events, opts)
-			if err != nil {
-				rep.Status, rep.Detail = LimiterNotChecked, err.Error()
-				break
-			}
-			rep.merge(res, used == 1)
-			for _, e := range g.events {
-				widths = append(widths, e.Hi-e.Lo)
-			}
-			if ls.keys != nil {
-				ls.keys.route(k, g.m, g.events, g.idx)
-			}
-		}
-		rep.Total.Offered = rep.units + rep.Zombies // a request across a state reset is an event of both epochs
-		if rep.Zombies > 0 {
-			// the model's "of the N offered" counts them: say so
-			for f, why := range rep.Findings {
-				if strings.HasSuffix(why, " offered") {
-					rep.Findings[f] = why + fmt.Sprintf(" (%d requests' hits and %d RLS decisions that reached no request)", rep.units, rep.Zombies)
-				}
-			}
-		}
-		rep.Uncertainty.setWidths(widths)
-		sort.Slice(rep.Buckets, func(a, b int) bool { return rep.Buckets[a].Bucket < rep.Buckets[b].Bucket })
-		sort.SliceStable(rep.Windows, func(a, b int) bool {
-			if rep.Windows[a].FromNs != rep.Windows[b].FromNs {
-				return rep.Windows[a].FromNs < rep.Windows[b].FromNs
-			}
-			return rep.Windows[a].Bucket < rep.Windows[b].Bucket
-		})
+		ls.checkLimiter(in, k, r, received, recvNs)
 	}
+}
+
+// checkLimiter replays the requests that reached limiter k (r) through the
+// models its kind builds (limiterKind) and fills r.report: not checked when
+// its declaration, a request's key or its models fail, else the model's
+// verdicts, bounds and uncertainty.
+func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []bool, recvNs []int64) {
+	rep := r.report
+	if r.err != "" {
+		rep.Status, rep.Detail = LimiterNotChecked, r.err
+		return
+	}
+	kind := ls.kindOf(r, in.Evidence)
+	groups, name, err := kind.models()
+	if err != nil {
+		rep.Status, rep.Detail = LimiterNotChecked, err.Error()
+		return
+	}
+	if name != "" {
+		rep.Model = name
+	}
+	reqs := &in.Evidence.Requests
+	if len(groups) == 1 {
+		groups[0].events = make([]model.Event, 0, reqs.Len())
+	}
+	p := &replay{ls: ls, in: in, reqs: reqs, k: k, r: r, kind: kind, groups: groups, received: received, recvNs: recvNs}
+	for i := 0; i < reqs.Len(); i++ {
+		p.request(i)
+	}
+	if p.noKey > 0 {
+		rep.Status = LimiterNotChecked
+		rep.Detail = fmt.Sprintf("%d requests have no %s key (%s)", p.noKey, r.decl.Key, keyNeeds(r.decl.Key))
+		return
+	}
+	p.zombies()
+	if !p.judgeable() {
+		return
+	}
+	p.check()
+}
+
+// modelGroup is one model instance of a limiter (an RLS: one per rule
+// matched) with the events replayed through it.
+type modelGroup struct {
+	m      model.Model
+	events []model.Event
+	// idx is each event's request index (-1: a late RLS decision);
+	// kept only for the per-flow and per-key tables (ls.keys).
+	idx []int32
+}
+
+// counter is one counter a request hit at a limiter: an event of model
+// group g with Key key. decKey is the RLS cache key prefix its decision is
+// joined by ("": the request's decision, whatever the descriptor); unknown
+// marks a counter whose bucket is not known (model.Event.KeyUnknown).
+type counter struct {
+	g       int
+	key     string
+	decKey  string
+	unknown bool
+}
+
+// limitedReq is request i at one limiter while the limiter's requests are
+// replayed: what the replay tells of it (its descriptors, key, observed
+// outcome) and what the limiter's kind adds (limiterKind.admit, describe).
+type limitedReq struct {
+	i   int
+	set *descSet
+	// keyUnk: its bucket cannot be told (its descriptors or zone key read
+	// a header sent without its value recorded, named in headers,
+	// lower-case).
+	keyUnk  bool
+	headers []string
+	// key is its model Key (limiterRun.eventKey; "" when keyUnk).
+	key string
+	// outcome is what the limiter saw of it; shadowVisible that the
+	// limiter's own log showed a shadow (dry-run) rejection.
+	outcome       model.Outcome
+	shadowVisible bool
+	// counters are the counters it hit (one event each, per epoch);
+	// descs and vars its model.Event Descriptors and Vars.
+	counters []counter
+	descs    []model.Descriptor
+	vars     map[string]string
+}
+
+// descriptorKey marks q's key unknown when one of its rate_limits entries'
+// descriptor is (the limiter keys or routes by descriptor).
+func (q *limitedReq) descriptorKey() {
+	if q.set.keyUnknown() {
+		q.unknownKey(q.set.unknownHeaders...)
+	}
+}
+
+// unknownKey marks q's key unknown, read from headers (lower-case).
+func (q *limitedReq) unknownKey(headers ...string) {
+	q.keyUnk = true
+	q.headers = appendNew(q.headers, headers...)
+}
+
+// limiterKind is what the model replay (checkLimiter) asks of one kind of
+// limiter. Everything else (which requests reached it, their intervals,
+// fault windows and state resets, RLS decisions, the report) is the same
+// for every kind, so adding a limiter kind means adding one implementation
+// and its case in limiterSet.kindOf.
+type limiterKind interface {
+	// models builds the limiter's model instances and names them for
+	// LimiterReport.Model ("": keep the declared kind resolveLimiters
+	// gave). An error leaves the limiter not checked, the error its Detail.
+	models() (groups []*modelGroup, name string, err error)
+	// admit marks q's key unknown when the kind's key reads a header
+	// sent without its value recorded (q.unknownKey), and reports whether
+	// the limiter limits q at all (false: it is not replayed).
+	admit(q *limitedReq) bool
+	// describe fills q's counters, descriptors and zone variables once its
+	// key and observed outcome are known; it may correct the outcome from
+	// the limiter's own log.
+	describe(q *limitedReq)
+	// zombie returns the model group and key of a late RLS decision (one
+	// that reached no request; evidence.Decision) that counted at the
+	// limiter; ok is false when it did not.
+	zombie(d *evidence.Decision) (group int, key string, ok bool)
+}
+
+// kindOf returns r's limiter kind: an RLS when it declares one, else its
+// model.Spec's kind.
+func (ls *limiterSet) kindOf(r *limiterRun, ev *evidence.ScenarioEvidence) limiterKind {
+	if r.decl.Model == nil {
+		return &rlsKind{r: r}
+	}
+	base := specKind{r: r}
+	switch r.decl.Model.Kind {
+	case model.KindEnvoyLocal:
+		return envoyLocalKind{base}
+	case model.KindNginxLimitReq:
+		n := &nginxKind{specKind: base, attrs: ls.attrs, status: ev.LimitReq}
+		n.keys, n.unknownVar = nginxZoneKeys(r.decl.Model)
+		return n
+	}
+	return base
+}
+
+// specKind is a limiter declared by a model.Spec whose bucket is its
+// model Key (Limiter.Key: shared, per target, connection or descriptor): a
+// token bucket, a fixed window, a sliding log or counter. It is the base
+// of the Envoy local and nginx kinds.
+type specKind struct{ r *limiterRun }
+
+// models builds the declared model.
+func (s specKind) models() ([]*modelGroup, string, error) {
+	m, err := model.New(*s.r.decl.Model)
+	if err != nil {
+		return nil, "", err
+	}
+	return []*modelGroup{{m: m}}, "", nil
+}
+
+// admit: a limiter keyed by descriptor does not know the key of a request
+// whose descriptor is unknown; it limits every request that reached it.
+func (s specKind) admit(q *limitedReq) bool {
+	if s.r.decl.Key == evidence.KeyDescriptor {
+		q.descriptorKey()
+	}
+	return true
+}
+
+// describe: one counter, the request's key.
+func (s specKind) describe(q *limitedReq) {
+	q.counters = []counter{{key: q.key, unknown: q.keyUnk}}
+}
+
+// zombie: a late decision counted in a shared bucket ("all"); a declared
+// model cannot tell any other bucket of it.
+func (s specKind) zombie(d *evidence.Decision) (int, string, bool) {
+	if d.Applied() && s.r.decl.Key == evidence.KeyShared {
+		return 0, "all", true
+	}
+	return 0, "", false
+}
+
+// envoyLocalKind is Envoy's local rate limit (model.KindEnvoyLocal,
+// envoy.filters.http.local_ratelimit): a token bucket per key and, when it
+// declares descriptors, one per matching descriptor, so its bucket depends
+// on the request's descriptors (its events carry them).
+type envoyLocalKind struct{ specKind }
+
+// admit: with descriptor buckets, a request whose descriptor is unknown
+// has an unknown bucket.
+func (e envoyLocalKind) admit(q *limitedReq) bool {
+	if e.r.decl.Key == evidence.KeyDescriptor || len(e.r.decl.Model.Descriptors) > 0 {
+		q.descriptorKey()
+	}
+	return true
+}
+
+// describe: one counter, the request's key, with its descriptors.
+func (e envoyLocalKind) describe(q *limitedReq) {
+	e.specKind.describe(q)
+	if q.set != nil && len(q.set.descs) > 0 {
+		q.descs = make([]model.Descriptor, len(q.set.descs))
+		for u, d := range q.set.descs {
+			q.descs[u] = toModelDescriptor(d)
+		}
+	}
+}
+
+// nginxKind is nginx's limit_req (model.KindNginxLimitReq,
+// ngx_http_limit_req_module): zones keyed by nginx variables (keys) that
+// the evidence tells per request (nginxKnownVars), and nginx's own
+// decision per request ($limit_req_status, status) when its access log
+// records it.
+type nginxKind struct {
+	specKind
+	keys       []string
+	unknownVar string
+	attrs      *reqAttrs
+	status     map[int32]string
+}
+
+// models: the declared model, unless a zone key is a variable the
+// evidence does not tell.
+func (n *nginxKind) models() ([]*modelGroup, string, error) {
+	groups, name, err := n.specKind.models()
+	if err == nil && n.unknownVar != "" {
+		err = fmt.Errorf("zone key %s is not known from the evidence (%s)", n.unknownVar, strings.Join(nginxKnownVars, ", "))
+	}
+	return groups, name, err
+}
+
+// admit: a zone key reading a header sent without its value recorded
+// makes the request's key unknown.
+func (n *nginxKind) admit(q *limitedReq) bool {
+	n.specKind.admit(q)
+	if hs := zoneKeysUnknown(n.keys, n.attrs.unknown(q.i)); len(hs) > 0 {
+		q.unknownKey(hs...)
+	}
+	return true
+}
+
+// describe: one counter with the zone keys' variables; the outcome is
+// nginx's logged decision when there is one.
+func (n *nginxKind) describe(q *limitedReq) {
+	if st, ok := n.status[int32(q.i)]; ok {
+		switch st {
+		case nginx.LimitReqRejected:
+			q.outcome = model.Rejected
+		case nginx.LimitReqPassed, nginx.LimitReqDelayed, nginx.LimitReqDelayedDryRun:
+			q.outcome = model.Admitted
+		case nginx.LimitReqRejectedDryRun:
+			q.outcome, q.shadowVisible = model.ShadowRejected, true
+		}
+	}
+	n.specKind.describe(q)
+	if len(n.keys) > 0 {
+		q.vars = nginxVars(n.keys, q.key, n.attrs, q.i)
+	}
+}
+
+// rlsKind is an envoyproxy/ratelimit service (Limiter.RLS): a fixed window
+// per rule of its configuration (src/config/config_impl.go), counted per
+// cache key (src/limiter/cache_key.go); a request hits one counter per
+// descriptor that matched a rule.
+type rlsKind struct{ r *limiterRun }
+
+// models builds a fixed window per rule matched and names them
+// "rls <rule> <limit>/<unit>, ...".
+func (k *rlsKind) models() ([]*modelGroup, string, error) {
+	r := k.r
+	var groups []*modelGroup
+	var names []string
+	for _, rule := range r.rules {
+		spec, err := decl.RLSRule{RequestsPerUnit: rule.Limit.RequestsPerUnit, Unit: rule.Limit.Unit, Align: r.decl.RLS.Align, ShadowMode: rule.ShadowMode}.Spec()
+		var m model.Model
+		if err == nil {
+			m, err = model.New(spec)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("rule %s: %v", rule.FullKey, err)
+		}
+		groups = append(groups, &modelGroup{m: m})
+		names = append(names, fmt.Sprintf("%s %d/%s", rule.FullKey, rule.Limit.RequestsPerUnit, strings.ToLower(rule.Limit.Unit)))
+	}
+	return groups, "rls " + strings.Join(names, ", "), nil
+}
+
+// admit: the RLS limits a request with a descriptor that matched a rule
+// (or an unknown one); the others count as unruled (see the engagement
+// check), those with several counters as multi.
+func (k *rlsKind) admit(q *limitedReq) bool {
+	q.descriptorKey()
+	if q.set == nil || q.set.limited == 0 && !q.keyUnk {
+		k.r.unruled++
+		return false
+	}
+	if q.set.limited+q.set.unknown > 1 {
+		k.r.multi++
+	}
+	return true
+}
+
+// describe: a counter per limited descriptor, in its rule's group; an
+// entry whose descriptor is unknown may have hit any rule's counter, or
+// none.
+func (k *rlsKind) describe(q *limitedReq) {
+	set := q.set
+	for u, rule := range set.rule {
+		if rule >= 0 {
+			q.counters = append(q.counters, counter{g: int(rule), key: set.keys[u], decKey: set.keys[u]})
+		}
+	}
+	for n := 0; n < set.unknown; n++ {
+		for g := range k.r.rules {
+			q.counters = append(q.counters, counter{g: g, unknown: true})
+		}
+	}
+}
+
+// zombie: a late decision of the limiter's domain counted in its rule's
+// window under its cache key.
+func (k *rlsKind) zombie(d *evidence.Decision) (int, string, bool) {
+	r := k.r
+	if !d.Applied() || d.Domain != r.decl.RLS.Domain || len(d.Descriptor) == 0 || r.cfg == nil {
+		return 0, "", false
+	}
+	m, ok := r.cfg.Match(d.Descriptor)
+	if !ok {
+		return 0, "", false
+	}
+	for g, rule := range r.rules {
+		if rule.FullKey == m.FullKey {
+			return g, evidence.CacheKeyPrefix(d.Domain, d.Descriptor), true
+		}
+	}
+	return 0, "", false
+}
+
+// replay is one limiter's requests being replayed through its models.
+type replay struct {
+	ls       *limiterSet
+	in       *Input
+	reqs     *evidence.Requests
+	k        int
+	r        *limiterRun
+	kind     limiterKind
+	groups   []*modelGroup
+	received []bool
+	recvNs   []int64
+	// shadowVisible: the limiter showed a shadow rejection (model.Options).
+	shadowVisible bool
+	// noKey counts the requests without a key; unkHeaders are the headers
+	// that made keys unknown.
+	noKey      int
+	unkHeaders []string
+}
+
+// request replays request i if it reached the limiter and the limiter
+// limits it: one event per counter it hit (and epoch), and its observed
+// outcome in the report's counts.
+func (p *replay) request(i int) {
+	r, reqs, rep := p.r, p.reqs, p.r.report
+	if !p.ls.reaches(p.k, i, reqs, p.received) {
+		return
+	}
+	q := &limitedReq{i: i, set: r.set(i)}
+	limited := p.kind.admit(q)
+	p.unkHeaders = appendNew(p.unkHeaders, q.headers...)
+	if !limited {
+		return
+	}
+	key, ok := r.eventKey(i, reqs)
+	if !ok && q.keyUnk {
+		key, ok = "", true
+	}
+	if !ok {
+		p.noKey++
+		return
+	}
+	if q.keyUnk {
+		r.unknownKey++
+	}
+	q.key = key
+	q.outcome = p.ls.outcome(p.k, i, reqs, p.received)
+	p.kind.describe(q)
+	p.shadowVisible = p.shadowVisible || q.shadowVisible
+	lo, hi := p.interval(i)
+	rep.Offered++
+	suspended := r.suspend.overlaps(lo, hi)
+	if suspended {
+		rep.Suspended++
+	}
+	switch p.events(q, lo, hi, suspended) {
+	case model.Admitted, model.ShadowRejected:
+		rep.Admitted++
+	case model.Rejected:
+		rep.Rejected++
+	default:
+		rep.Unknown++
+	}
+}
+
+// interval bounds when request i reached the limiter (unix ns): between
+// its send and its response (or its receipt, if earlier), narrowed by the
+// limiter's own log when it shares the client's clock.
+func (p *replay) interval(i int) (lo, hi int64) {
+	reqs, seen := p.reqs, p.in.seen
+	lo, hi = reqs.SentNs[i], reqs.EndNs[i]
+	if p.received[i] && p.recvNs[i] > 0 {
+		hi = min(hi, p.recvNs[i])
+	}
+	hi = max(hi, lo)
+	if t := reqs.Target[i]; p.r.decl.ClockSkewNs == 0 && seen.has(i, t) {
+		// the limiter's own log: it read the request at seen.lo, and a
+		// local limiter decided before the log's end (seen.hi); the
+		// same host's clock, so the client's interval still holds
+		nlo, nhi := max(lo, seen.lo[i]), hi
+		if p.r.decl.Stage == evidence.StageLocal {
+			nhi = min(hi, seen.hi[i])
+		}
+		if nlo <= nhi {
+			lo, hi = nlo, nhi
+		}
+	}
+	return lo, hi
+}
+
+// events adds q's events over [lo, hi] to their groups, one per counter
+// and epoch, and returns the request's outcome at the limiter: rejected
+// when one of its counters rejected it, else its counters' outcomes
+// joined (joinOutcome).
+func (p *replay) events(q *limitedReq, lo, hi int64, suspended bool) model.Outcome {
+	var tally model.Outcome
+	for n, c := range q.counters {
+		uo, uhi := q.outcome, hi
+		if p.r.decl.Stage == evidence.StageGlobal {
+			uo, uhi = p.decided(q, c, uo, uhi)
+		}
+		if suspended {
+			uo = model.Unknown
+		}
+		tally = joinOutcome(tally, uo, n == 0)
+		p.add(q, c, lo, uhi, uo)
+		p.r.report.units++
+	}
+	if q.outcome == model.Rejected && !suspended {
+		tally = model.Rejected // one of its counters rejected it
+	}
+	return tally
+}
+
+// decided corrects counter c's outcome uo of request q at a global
+// limiter by the RLS decision joined to it, and widens the interval's end
+// hi to the run's last response when the RLS may have counted it late.
+func (p *replay) decided(q *limitedReq, c counter, uo model.Outcome, hi int64) (model.Outcome, int64) {
+	ls := p.ls
+	var d *evidence.Decision
+	if !c.unknown {
+		d = ls.unitDecision(q.i, c.decKey) // an unknown unit's decision cannot be told apart
+	}
+	if len(q.counters) > 1 && uo == model.Rejected {
+		// one of its counters rejected it: which, its decisions tell
+		switch {
+		case d == nil:
+			uo = model.Unknown
+		case d.Code == evidence.CodeOK:
+			uo = model.Admitted
+		}
+	}
+	if ls.failOpen > 0 && uo == model.Admitted && (d == nil || d.Code != evidence.CodeOK) {
+		uo = model.Unknown // may have been let through without a decision
+	}
+	if d != nil && d.Shadow && uo == model.Admitted {
+		uo, p.shadowVisible = model.ShadowRejected, true
+	}
+	if uo == model.Unknown && !p.in.Evidence.HasDecisions {
+		hi = max(hi, ls.lastNs) // the RLS may count it late (zombie), unseen without its log
+	}
+	return uo, hi
+}
+
+// joinOutcome joins the outcome o of one more counter of a request into
+// the outcomes tally of its earlier ones (first: o is the first): the same
+// outcome, or admissions beside shadow rejections (a shadow rejection),
+// else unknown.
+func joinOutcome(tally, o model.Outcome, first bool) model.Outcome {
+	switch {
+	case first:
+		return o
+	case tally == o, tally == model.ShadowRejected && o == model.Admitted:
+		return tally
+	case tally == model.Admitted && o == model.ShadowRejected:
+		return o
+	}
+	return model.Unknown
+}
+
+// add appends counter c of request q over [lo, hi] with outcome o to its
+// group: one event per epoch it may lie in, unknown when several.
+func (p *replay) add(q *limitedReq, c counter, lo, hi int64, o model.Outcome) {
+	eps := p.r.epochsOf(lo, hi)
+	if len(eps) > 1 {
+		o = model.Unknown // in flight across a state reset: either epoch
+	}
+	g := p.groups[c.g]
+	for _, e := range eps {
+		ev := model.Event{ID: p.reqs.IDs.ID(q.i), Lo: lo, Hi: hi, Key: c.key + e, Descriptors: q.descs, Vars: q.vars, Outcome: o}
+		if c.unknown {
+			ev.Key, ev.Descriptors, ev.Vars, ev.KeyUnknown = "", nil, nil, true
+		}
+		g.events = append(g.events, ev)
+		if p.ls.keys != nil {
+			g.idx = append(g.idx, int32(q.i))
+		}
+	}
+}
+
+// zombies adds, at a global limiter, the RLS decisions that reached no
+// request but still counted (LimiterReport.Zombies).
+func (p *replay) zombies() {
+	ls, rep := p.ls, p.r.report
+	if p.r.decl.Stage != evidence.StageGlobal || ls.join == nil {
+		return
+	}
+	for _, zi := range ls.join.zombieIdx {
+		d := &p.in.Evidence.Decisions[zi]
+		g, key, ok := p.kind.zombie(d)
+		if !ok {
+			continue
+		}
+		o := model.Admitted
+		if d.Code == evidence.CodeOverLimit {
+			o = model.Rejected
+		}
+		lo, hi := d.TimeNs, d.TimeNs+ls.join.res-1
+		for _, e := range p.r.epochsOf(lo, hi) {
+			p.groups[g].events = append(p.groups[g].events, model.Event{ID: zombieID(zi), Lo: lo, Hi: hi, Key: key + e, Outcome: o})
+			if ls.keys != nil {
+				p.groups[g].idx = append(p.groups[g].idx, -1)
+			}
+		}
+		rep.Zombies++
+	}
+}
+
+// judgeable reports whether the replayed requests can be judged: some
+// reached the limiter and not every one's key is unknown; otherwise the
+// report says why not. Every request lying in a fault window makes the
+// limiter suspended, and still judged.
+func (p *replay) judgeable() bool {
+	r, rep := p.r, p.r.report
+	if rep.Offered == 0 {
+		rep.Status, rep.Detail = LimiterNotChecked, "no request reached it"
+		return false
+	}
+	if r.unknownKey > 0 {
+		sort.Strings(p.unkHeaders)
+		rep.UnknownKey, rep.UnknownKeyHeaders = r.unknownKey, p.unkHeaders
+		if r.unknownKey == rep.Offered {
+			rep.Status, rep.Detail = LimiterNotChecked, unknownKeyDetail(r.unknownKey, rep.Offered, p.unkHeaders)
+			return false
+		}
+	}
+	if rep.Suspended == rep.Offered {
+		rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
+	}
+	return true
+}
+
+// check runs model.Check on every group with events, merges the results
+// into the report and routes the events for the per-key tables.
+func (p *replay) check() {
+	r, rep := p.r, p.r.report
+	opts := model.Options{ShadowVisible: p.shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
+	rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
+	widths := make([]int64, 0, rep.units+rep.Zombies)
+	used := 0
+	for _, g := range p.groups {
+		if len(g.events) > 0 {
+			used++
+		}
+	}
+	for _, g := range p.groups {
+		if len(g.events) == 0 {
+			continue
+		}
+		res, err := model.Check(g.m, g.events, opts)
+		if err != nil {
+			rep.Status, rep.Detail = LimiterNotChecked, err.Error()
+			break
+		}
+		rep.merge(res, used == 1)
+		for _, e := range g.events {
+			widths = append(widths, e.Hi-e.Lo)
+		}
+		if p.ls.keys != nil {
+			p.ls.keys.route(p.k, g.m, g.events, g.idx)
+		}
+	}
+	p.finish(widths)
+}
+
+// finish completes the report's totals and findings after the model
+// checks (widths: the events' interval widths) and sorts its bounds.
+func (p *replay) finish(widths []int64) {
+	rep := p.r.report
+	rep.Total.Offered = rep.units + rep.Zombies // a request across a state reset is an event of both epochs
+	if rep.Zombies > 0 {
+		// the model's "of the N offered" counts them: say so
+		for f, why := range rep.Findings {
+			if strings.HasSuffix(why, " offered") {
+				rep.Findings[f] = why + fmt.Sprintf(" (%d requests' hits and %d RLS decisions that reached no request)", rep.units, rep.Zombies)
+			}
+		}
+	}
+	rep.Uncertainty.setWidths(widths)
+	sort.Slice(rep.Buckets, func(a, b int) bool { return rep.Buckets[a].Bucket < rep.Buckets[b].Bucket })
+	sort.SliceStable(rep.Windows, func(a, b int) bool {
+		if rep.Windows[a].FromNs != rep.Windows[b].FromNs {
+			return rep.Windows[a].FromNs < rep.Windows[b].FromNs
+		}
+		return rep.Windows[a].Bucket < rep.Windows[b].Bucket
+	})
 }
 
 // nginxKnownVars are the nginx variables a zone key may use that the
@@ -1123,32 +1420,6 @@ func toModelDescriptor(es []evidence.DescriptorEntry) model.Descriptor {
 func zombieID(i int) string { return "rls-decision#" + strconv.Itoa(i+1) }
 
 func isZombieID(id string) bool { return strings.HasPrefix(id, "rls-decision#") }
-
-// zombieGroup returns the model group and key of a late decision at r.
-func (r *limiterRun) zombieGroup(d *evidence.Decision) (int, string, bool) {
-	if !d.Applied() {
-		return 0, "", false
-	}
-	if r.decl.Model != nil {
-		if r.decl.Key == evidence.KeyShared {
-			return 0, "all", true
-		}
-		return 0, "", false
-	}
-	if d.Domain != r.decl.RLS.Domain || len(d.Descriptor) == 0 || r.cfg == nil {
-		return 0, "", false
-	}
-	m, ok := r.cfg.Match(d.Descriptor)
-	if !ok {
-		return 0, "", false
-	}
-	for g, rule := range r.rules {
-		if rule.FullKey == m.FullKey {
-			return g, evidence.CacheKeyPrefix(d.Domain, d.Descriptor), true
-		}
-	}
-	return 0, "", false
-}
 
 // epochsOf returns the epoch suffixes of an interval: "" before the first
 // state reset, " after <fault>" after it; several when it straddles one.

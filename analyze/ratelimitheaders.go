@@ -104,99 +104,152 @@ func (ls *limiterSet) rateHeaders(in *Input, received []bool) *RateHeaderReport 
 		return nil
 	}
 	rep := &RateHeaderReport{Responses: len(reqs.Rate), Mismatches: []RateHeaderMismatch{}}
-	found := map[string]*RateHeaderMismatch{}
-	flag := func(kind, id, detail string) {
-		m := found[kind]
-		if m == nil {
-			m = &RateHeaderMismatch{Kind: kind, IDs: []string{}, Detail: id + ": " + detail}
-			found[kind] = m
-		}
-		m.Count++
-		if len(m.IDs) < SampleIDs {
-			m.IDs = append(m.IDs, id)
-		}
-	}
-	type obs struct {
-		i      int
-		remain int64
-	}
-	windows := map[string][]obs{}
-	flagged := ls != nil && slicesAny(ls.runs, func(r *limiterRun) bool { return r.decl.RateLimitHeaders })
+	c := &headerCheck{ls: ls, reqs: reqs, received: received, found: map[string]*RateHeaderMismatch{}, windows: map[string][]headerObs{}}
+	c.flagged = ls != nil && slicesAny(ls.runs, func(r *limiterRun) bool { return r.decl.RateLimitHeaders })
 	for _, h := range reqs.Rate {
-		i := int(h.Request)
-		id := reqs.IDs.ID(i)
-		// the limiter that set it: among those the request reached (declared
-		// with rate_limit_headers when some are), the one whose limit is it
-		var cands []int
-		if ls != nil {
-			for k, r := range ls.runs {
-				if (!flagged || r.decl.RateLimitHeaders) && ls.reaches(k, i, reqs, received) {
-					cands = append(cands, k)
-				}
-			}
-		}
-		var pick []int
-		for _, k := range cands {
-			if hw := ls.runs[k].headerWindow(i); hw.limit >= 0 && hw.limit == h.Limit {
-				pick = append(pick, k)
-			}
-		}
-		if len(pick) == 0 && len(cands) == 1 {
-			pick = cands
-		}
-		if len(pick) != 1 {
+		r := c.setter(h)
+		if r == nil {
 			rep.Unattributed++
 			continue
 		}
 		rep.Checked++
-		r := ls.runs[pick[0]]
-		hw := r.headerWindow(i)
-		if hw.limit >= 0 && h.Limit >= 0 && h.Limit != hw.limit {
-			flag(HeaderLimit, id, fmt.Sprintf("%slimit %d, %s configures %d", h.Prefix, h.Limit, r.decl.Name, hw.limit))
-		} else if h.Window > 0 && hw.seconds > 0 && h.Window != hw.seconds && r.decl.Stage == evidence.StageGlobal {
-			flag(HeaderLimit, id, fmt.Sprintf("%slimit window w=%d, the rule's unit is %d s", h.Prefix, h.Window, hw.seconds))
+		c.response(r, h)
+	}
+	c.remainingRose()
+	for _, kind := range []string{HeaderLimit, HeaderRemainingRose, HeaderRemainingOnReject, HeaderReset} {
+		if m := c.found[kind]; m != nil {
+			rep.Mismatches = append(rep.Mismatches, *m)
 		}
-		if h.Remaining > 0 && containsClass(r.rejects, reqs.Class[i]) && !received[i] {
-			flag(HeaderRemainingOnReject, id, fmt.Sprintf("rejected (%s) with %sremaining %d", reqs.Class[i], h.Prefix, h.Remaining))
-		}
-		lo, hi := reqs.SentNs[i], reqs.EndNs[i]
-		if h.Reset >= 0 && hw.seconds > 0 {
-			reset := h.Reset * int64(time.Second)
-			switch {
-			case hw.width > 0 && floorDiv(lo-hw.origin, hw.width) == floorDiv(hi-hw.origin, hw.width):
-				end := hw.origin + (floorDiv(lo-hw.origin, hw.width)+1)*hw.width
-				if end-hi > reset+int64(time.Second) || reset > end-lo+int64(time.Second) {
-					flag(HeaderReset, id, fmt.Sprintf("%sreset %d s, the window ends %s after the request", h.Prefix, h.Reset,
-						time.Duration(end-lo).Round(time.Millisecond)))
-				}
-			case hw.width == 0 && h.Reset > hw.seconds:
-				flag(HeaderReset, id, fmt.Sprintf("%sreset %d s is longer than the %d s window", h.Prefix, h.Reset, hw.seconds))
-			}
-		}
-		if hw.monotone && h.Remaining >= 0 && floorDiv(lo-hw.origin, hw.width) == floorDiv(hi-hw.origin, hw.width) {
-			key, ok := r.eventKey(i, reqs)
-			if ok {
-				for _, e := range r.epochsOf(lo, hi) {
-					wk := fmt.Sprintf("%s\x00%s%s\x00%d", r.decl.Name, key, e, floorDiv(lo-hw.origin, hw.width))
-					windows[wk] = append(windows[wk], obs{i, h.Remaining})
-				}
+	}
+	return rep
+}
+
+// headerObs is a remaining value request i's response reported.
+type headerObs struct {
+	i      int
+	remain int64
+}
+
+// headerCheck is the rate-limit headers of a run being checked.
+type headerCheck struct {
+	ls       *limiterSet
+	reqs     *evidence.Requests
+	received []bool
+	// flagged: some limiter is declared with rate_limit_headers.
+	flagged bool
+	// found holds the mismatches by kind.
+	found map[string]*RateHeaderMismatch
+	// windows holds the remaining values per limiter, key (and epoch) and
+	// aligned window.
+	windows map[string][]headerObs
+}
+
+// flag records a mismatch of kind at request id.
+func (c *headerCheck) flag(kind, id, detail string) {
+	m := c.found[kind]
+	if m == nil {
+		m = &RateHeaderMismatch{Kind: kind, IDs: []string{}, Detail: id + ": " + detail}
+		c.found[kind] = m
+	}
+	m.Count++
+	if len(m.IDs) < SampleIDs {
+		m.IDs = append(m.IDs, id)
+	}
+}
+
+// setter returns the limiter that set the headers h (nil: none or several
+// could have): among those the request reached (declared with
+// rate_limit_headers when some are), the one whose limit is h's, or the
+// only one.
+func (c *headerCheck) setter(h evidence.RateHeaders) *limiterRun {
+	ls, i := c.ls, int(h.Request)
+	var cands []int
+	if ls != nil {
+		for k, r := range ls.runs {
+			if (!c.flagged || r.decl.RateLimitHeaders) && ls.reaches(k, i, c.reqs, c.received) {
+				cands = append(cands, k)
 			}
 		}
 	}
-	// remaining never rises between responses surely decided one after the other
-	keys := make([]string, 0, len(windows))
-	for k := range windows {
+	var pick []int
+	for _, k := range cands {
+		if hw := ls.runs[k].headerWindow(i); hw.limit >= 0 && hw.limit == h.Limit {
+			pick = append(pick, k)
+		}
+	}
+	if len(pick) == 0 && len(cands) == 1 {
+		pick = cands
+	}
+	if len(pick) != 1 {
+		return nil
+	}
+	return ls.runs[pick[0]]
+}
+
+// response checks the headers h against r, the limiter that set them:
+// the limit (and window), remaining on a rejection, reset; and keeps
+// remaining for remainingRose.
+func (c *headerCheck) response(r *limiterRun, h evidence.RateHeaders) {
+	reqs, i := c.reqs, int(h.Request)
+	id := reqs.IDs.ID(i)
+	hw := r.headerWindow(i)
+	if hw.limit >= 0 && h.Limit >= 0 && h.Limit != hw.limit {
+		c.flag(HeaderLimit, id, fmt.Sprintf("%slimit %d, %s configures %d", h.Prefix, h.Limit, r.decl.Name, hw.limit))
+	} else if h.Window > 0 && hw.seconds > 0 && h.Window != hw.seconds && r.decl.Stage == evidence.StageGlobal {
+		c.flag(HeaderLimit, id, fmt.Sprintf("%slimit window w=%d, the rule's unit is %d s", h.Prefix, h.Window, hw.seconds))
+	}
+	if h.Remaining > 0 && containsClass(r.rejects, reqs.Class[i]) && !c.received[i] {
+		c.flag(HeaderRemainingOnReject, id, fmt.Sprintf("rejected (%s) with %sremaining %d", reqs.Class[i], h.Prefix, h.Remaining))
+	}
+	lo, hi := reqs.SentNs[i], reqs.EndNs[i]
+	if h.Reset >= 0 && hw.seconds > 0 {
+		c.reset(h, hw, id, lo, hi)
+	}
+	if hw.monotone && h.Remaining >= 0 && floorDiv(lo-hw.origin, hw.width) == floorDiv(hi-hw.origin, hw.width) {
+		key, ok := r.eventKey(i, reqs)
+		if ok {
+			for _, e := range r.epochsOf(lo, hi) {
+				wk := fmt.Sprintf("%s\x00%s%s\x00%d", r.decl.Name, key, e, floorDiv(lo-hw.origin, hw.width))
+				c.windows[wk] = append(c.windows[wk], headerObs{i, h.Remaining})
+			}
+		}
+	}
+}
+
+// reset checks h's reset of request id, sent at lo and answered at hi
+// (unix ns), against the window hw: it ends the aligned window the request
+// lies in, or is no longer than the window.
+func (c *headerCheck) reset(h evidence.RateHeaders, hw headerWindow, id string, lo, hi int64) {
+	reset := h.Reset * int64(time.Second)
+	switch {
+	case hw.width > 0 && floorDiv(lo-hw.origin, hw.width) == floorDiv(hi-hw.origin, hw.width):
+		end := hw.origin + (floorDiv(lo-hw.origin, hw.width)+1)*hw.width
+		if end-hi > reset+int64(time.Second) || reset > end-lo+int64(time.Second) {
+			c.flag(HeaderReset, id, fmt.Sprintf("%sreset %d s, the window ends %s after the request", h.Prefix, h.Reset,
+				time.Duration(end-lo).Round(time.Millisecond)))
+		}
+	case hw.width == 0 && h.Reset > hw.seconds:
+		c.flag(HeaderReset, id, fmt.Sprintf("%sreset %d s is longer than the %d s window", h.Prefix, h.Reset, hw.seconds))
+	}
+}
+
+// remainingRose flags, per window, remaining values that rose between
+// responses surely decided one after the other.
+func (c *headerCheck) remainingRose() {
+	reqs := c.reqs
+	keys := make([]string, 0, len(c.windows))
+	for k := range c.windows {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		os := windows[k]
-		byHi := append([]obs(nil), os...)
+		os := c.windows[k]
+		byHi := append([]headerObs(nil), os...)
 		sort.Slice(byHi, func(a, b int) bool { return reqs.EndNs[byHi[a].i] < reqs.EndNs[byHi[b].i] })
-		byLo := append([]obs(nil), os...)
+		byLo := append([]headerObs(nil), os...)
 		sort.Slice(byLo, func(a, b int) bool { return reqs.SentNs[byLo[a].i] < reqs.SentNs[byLo[b].i] })
 		p := 0
-		best := obs{i: -1}
+		best := headerObs{i: -1}
 		for _, o := range byLo {
 			for ; p < len(byHi) && reqs.EndNs[byHi[p].i] < reqs.SentNs[o.i]; p++ {
 				if best.i < 0 || byHi[p].remain < best.remain {
@@ -204,17 +257,11 @@ func (ls *limiterSet) rateHeaders(in *Input, received []bool) *RateHeaderReport 
 				}
 			}
 			if best.i >= 0 && o.remain > best.remain {
-				flag(HeaderRemainingRose, reqs.IDs.ID(o.i), fmt.Sprintf("remaining %d after %s had %d in the same window",
+				c.flag(HeaderRemainingRose, reqs.IDs.ID(o.i), fmt.Sprintf("remaining %d after %s had %d in the same window",
 					o.remain, reqs.IDs.ID(best.i), best.remain))
 			}
 		}
 	}
-	for _, kind := range []string{HeaderLimit, HeaderRemainingRose, HeaderRemainingOnReject, HeaderReset} {
-		if m := found[kind]; m != nil {
-			rep.Mismatches = append(rep.Mismatches, *m)
-		}
-	}
-	return rep
 }
 
 func containsClass(cs []evidence.Class, c evidence.Class) bool {

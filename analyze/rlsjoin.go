@@ -65,13 +65,66 @@ func (j *rlsJoin) decision(k int) *evidence.Decision { return &j.ds[k] }
 // decisions' time resolution and widenNs the clock offset bound, ns.
 func joinDecisions(ev *evidence.ScenarioEvidence, res, widenNs int64, units func(int) ([]string, string)) *rlsJoin {
 	reqs := &ev.Requests
-	n := reqs.Len()
 	j := &rlsJoin{ds: ev.Decisions, res: max(res, 1), widen: max(widenNs, 0), dec2req: make([]int32, len(ev.Decisions)),
-		unitStart: make([]int32, n+1)}
+		unitStart: make([]int32, reqs.Len()+1)}
 	for i := range j.dec2req {
 		j.dec2req[i] = -1
 	}
-	var rq []int
+	jn := &joiner{j: j, reqs: reqs}
+	rq := jn.addUnits(units)
+	jn.decisions()
+	sort.SliceStable(jn.dec, func(a, b int) bool { return ev.Decisions[jn.dec[a]].TimeNs < ev.Decisions[jn.dec[b]].TimeNs })
+	sort.SliceStable(rq, func(a, b int) bool { return reqs.SentNs[rq[a]] < reqs.SentNs[rq[b]] })
+	if !jn.candidates(rq) {
+		j.skipped = "too many requests in flight per decision to join them"
+		return j
+	}
+	jn.dec2unit = make([]int32, len(ev.Decisions))
+	for k := range jn.dec2unit {
+		jn.dec2unit[k] = -1
+	}
+	jn.greedy()
+	if !jn.augment() {
+		j.skipped = "joining the decisions to their requests took too long"
+		j.zombieIdx = nil
+		return j
+	}
+	for _, k := range jn.dec {
+		if u := jn.dec2unit[k]; u >= 0 {
+			j.dec2req[k] = jn.unitReq[u]
+		} else {
+			j.zombieIdx = append(j.zombieIdx, k)
+		}
+	}
+	sort.Ints(j.zombieIdx)
+	return j
+}
+
+// joiner is the join of joinDecisions while it is made: a bipartite graph
+// of decisions and units, matched.
+type joiner struct {
+	j    *rlsJoin
+	reqs *evidence.Requests
+	// unitReq is each unit's request.
+	unitReq []int32
+	// dec are the OK/OVER_LIMIT decisions (indices in j.ds, in time
+	// order); dkey a decision's key (its domain and descriptor); anyDom
+	// marks one whose domain is unknown, whose dkey is then the
+	// descriptor part.
+	dec    []int
+	dkey   []string
+	anyDom []bool
+	// adj[start[m]:start[m+1]] are decision dec[m]'s candidate units.
+	start []int
+	adj   []int32
+	// dec2unit is, per decision, the unit matched (-1: none).
+	dec2unit []int32
+}
+
+// addUnits records every request's units (units(i)) and returns the
+// requests that have some.
+func (jn *joiner) addUnits(units func(int) ([]string, string)) (rq []int) {
+	j, n := jn.j, jn.reqs.Len()
 	for i := 0; i < n; i++ {
 		ks, dom := units(i)
 		j.unitKey = append(j.unitKey, ks...)
@@ -91,47 +144,54 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res, widenNs int64, units func
 	for u := range j.unit2dec {
 		j.unit2dec[u] = -1
 	}
-	unitReq := make([]int32, len(j.unitKey))
+	jn.unitReq = make([]int32, len(j.unitKey))
 	for i := 0; i < n; i++ {
 		for u := j.unitStart[i]; u < j.unitStart[i+1]; u++ {
-			unitReq[u] = int32(i)
+			jn.unitReq[u] = int32(i)
 		}
 	}
-	var dec []int
-	// dkey is a decision's key (its domain and descriptor); anyDom marks
-	// one whose domain is unknown, whose dkey is then the descriptor part.
-	dkey := make([]string, len(ev.Decisions))
-	anyDom := make([]bool, len(ev.Decisions))
-	for k := range ev.Decisions {
-		d := &ev.Decisions[k]
+	return rq
+}
+
+// decisions lists the decisions to join (OK and OVER_LIMIT) with their keys.
+func (jn *joiner) decisions() {
+	ds := jn.j.ds
+	jn.dkey = make([]string, len(ds))
+	jn.anyDom = make([]bool, len(ds))
+	for k := range ds {
+		d := &ds[k]
 		if d.Code != evidence.CodeOK && d.Code != evidence.CodeOverLimit {
 			continue
 		}
-		dec = append(dec, k)
+		jn.dec = append(jn.dec, k)
 		if len(d.Descriptor) > 0 {
-			dkey[k] = evidence.CacheKeyPrefix(d.Domain, d.Descriptor)
-			anyDom[k] = d.Domain == ""
+			jn.dkey[k] = evidence.CacheKeyPrefix(d.Domain, d.Descriptor)
+			jn.anyDom[k] = d.Domain == ""
 		}
 	}
-	matches := func(k int, u int32) bool {
-		switch {
-		case dkey[k] == "" || j.unitKey[u] == "":
-			return true
-		case anyDom[k]:
-			return j.unitDesc[u] == dkey[k]
-		}
-		return dkey[k] == j.unitKey[u]
-	}
-	sort.SliceStable(dec, func(a, b int) bool { return ev.Decisions[dec[a]].TimeNs < ev.Decisions[dec[b]].TimeNs })
-	sort.SliceStable(rq, func(a, b int) bool { return reqs.SentNs[rq[a]] < reqs.SentNs[rq[b]] })
+}
 
-	// candidate units of each decision, by a sweep over send times
-	start := make([]int, len(dec)+1)
-	var adj []int32
+// matches reports whether decision k's key may be unit u's.
+func (jn *joiner) matches(k int, u int32) bool {
+	switch {
+	case jn.dkey[k] == "" || jn.j.unitKey[u] == "":
+		return true
+	case jn.anyDom[k]:
+		return jn.j.unitDesc[u] == jn.dkey[k]
+	}
+	return jn.dkey[k] == jn.j.unitKey[u]
+}
+
+// candidates finds the candidate units of each decision by a sweep over
+// the send times of the requests rq (sorted by send time); false when
+// there are too many to join them (maxJoinPairs).
+func (jn *joiner) candidates(rq []int) bool {
+	j, reqs := jn.j, jn.reqs
+	jn.start = make([]int, len(jn.dec)+1)
 	var active []int
 	next, scanned := 0, 0
-	for m, k := range dec {
-		d := &ev.Decisions[k]
+	for m, k := range jn.dec {
+		d := &j.ds[k]
 		lo, hi := d.TimeNs-j.widen, d.TimeNs+j.res-1+j.widen
 		for ; next < len(rq) && reqs.SentNs[rq[next]] <= hi; next++ {
 			active = append(active, rq[next])
@@ -148,49 +208,56 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res, widenNs int64, units func
 				continue
 			}
 			for u := j.unitStart[i]; u < j.unitStart[i+1]; u++ {
-				if matches(k, u) {
-					adj = append(adj, u)
+				if jn.matches(k, u) {
+					jn.adj = append(jn.adj, u)
 				}
 			}
 		}
 		active = kept
-		start[m+1] = len(adj)
-		if len(adj) > maxJoinPairs || scanned > 4*maxJoinPairs {
-			j.skipped = "too many requests in flight per decision to join them"
-			return j
+		jn.start[m+1] = len(jn.adj)
+		if len(jn.adj) > maxJoinPairs || scanned > 4*maxJoinPairs {
+			return false
 		}
 	}
-	dec2unit := make([]int32, len(ev.Decisions))
-	for k := range dec2unit {
-		dec2unit[k] = -1
-	}
-	match := func(m int, u int32) {
-		dec2unit[dec[m]] = u
-		j.unit2dec[u] = int32(dec[m])
-	}
-	endOf := func(u int32) int64 { return reqs.EndNs[unitReq[u]] }
-	// greedy: earliest-ending candidate first
-	for m := range dec {
+	return true
+}
+
+// match joins decision dec[m] and unit u.
+func (jn *joiner) match(m int, u int32) {
+	jn.dec2unit[jn.dec[m]] = u
+	jn.j.unit2dec[u] = int32(jn.dec[m])
+}
+
+// greedy matches each decision, in time order, with its earliest-ending
+// free candidate.
+func (jn *joiner) greedy() {
+	endOf := func(u int32) int64 { return jn.reqs.EndNs[jn.unitReq[u]] }
+	for m := range jn.dec {
 		best := int32(-1)
-		for _, u := range adj[start[m]:start[m+1]] {
-			if j.unit2dec[u] < 0 && (best < 0 || endOf(u) < endOf(best)) {
+		for _, u := range jn.adj[jn.start[m]:jn.start[m+1]] {
+			if jn.j.unit2dec[u] < 0 && (best < 0 || endOf(u) < endOf(best)) {
 				best = u
 			}
 		}
 		if best >= 0 {
-			match(m, best)
+			jn.match(m, best)
 		}
 	}
-	// augmenting paths for the decisions left over
-	pos := make(map[int]int, len(dec)) // decision index -> m
-	for m, k := range dec {
+}
+
+// augment matches the decisions the greedy pass left over along
+// augmenting paths; false when that took more than maxJoinSteps.
+func (jn *joiner) augment() bool {
+	j := jn.j
+	pos := make(map[int]int, len(jn.dec)) // decision index -> m
+	for m, k := range jn.dec {
 		pos[k] = m
 	}
 	seen := make([]int, len(j.unitKey))
 	stamp, steps := 0, 0
 	var try func(m int) bool
 	try = func(m int) bool {
-		for _, u := range adj[start[m]:start[m+1]] {
+		for _, u := range jn.adj[jn.start[m]:jn.start[m+1]] {
 			if steps++; steps > maxJoinSteps {
 				return false
 			}
@@ -199,33 +266,23 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res, widenNs int64, units func
 			}
 			seen[u] = stamp
 			if j.unit2dec[u] < 0 || try(pos[int(j.unit2dec[u])]) {
-				match(m, u)
+				jn.match(m, u)
 				return true
 			}
 		}
 		return false
 	}
-	for m, k := range dec {
-		if dec2unit[k] >= 0 || start[m] == start[m+1] {
+	for m, k := range jn.dec {
+		if jn.dec2unit[k] >= 0 || jn.start[m] == jn.start[m+1] {
 			continue
 		}
 		stamp++
 		try(m)
 		if steps > maxJoinSteps {
-			j.skipped = "joining the decisions to their requests took too long"
-			j.zombieIdx = nil
-			return j
+			return false
 		}
 	}
-	for _, k := range dec {
-		if u := dec2unit[k]; u >= 0 {
-			j.dec2req[k] = unitReq[u]
-		} else {
-			j.zombieIdx = append(j.zombieIdx, k)
-		}
-	}
-	sort.Ints(j.zombieIdx)
-	return j
+	return true
 }
 
 // compatible reports whether a decision with code reached a request whose

@@ -254,19 +254,44 @@ func reconcileReal(in *Input) *RLSReal {
 	rr := &RLSReal{Windows: []RealWindow{}, Descriptors: []RealDescriptor{}, ZombieDecisions: []RealDecision{},
 		Errors: RealErrors{Windows: []RealErrorWindow{}}, Snapshots: []RealSnapshot{}, Identities: []RealIdentity{}}
 	rr.TimeResolutionNs = decisionResolution(ev.Decisions)
-	res := rr.TimeResolutionNs
-
-	// Redis epochs. Redis has no persistence, so its counters restart with the process. No decision with a
-	// counter can happen while Redis is down, so the new epoch begins where the Redis went down: at the begin of
-	// the stop that a start ends (or of the start itself), or at the begin of a restart. Steps run one after the
-	// other, so nothing new is sent during the action. Text logs (1 s) can still misplace a decision logged in
-	// the very second of the fault.
-	type boundary struct {
-		at   int64
-		name string
+	join := in.limiters.join
+	if join != nil {
+		rr.JoinSkipped = join.skipped
 	}
-	var epochs []boundary
-	faults := append([]evidence.Fault(nil), ev.Faults...)
+	t := &realTally{in: in, rr: rr, join: join, epochs: redisEpochs(ev.Faults), widx: map[realWindowKey]int{},
+		windowLast: map[realWindowKey]int64{}, seen: map[realWindowKey]map[uint64]int{}, didx: map[string]int{}}
+	for di, d := range ev.Decisions {
+		t.decision(di, d)
+	}
+	sortRealWindows(rr.Windows)
+
+	// Admissions that needed an OK decision.
+	admitted, noResp := totals.Passed, totals.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)-totals.Passed
+	for i := range rr.Descriptors {
+		rr.Descriptors[i].AdmittedMin = max(0, admitted-int(failOpenN))
+		rr.Descriptors[i].AdmittedMax = max(0, admitted+noResp-int(failOpenN))
+	}
+	sort.Slice(rr.Descriptors, func(i, j int) bool { return rr.Descriptors[i].Descriptor < rr.Descriptors[j].Descriptor })
+
+	realErrors(&rr.Errors, t.errs, fws)
+	rr.Snapshots, rr.Identities = realIdentities(ev.RLSMetrics, ev.RLSPendingLookups)
+	return rr
+}
+
+// redisEpoch is where one Redis epoch begins (unix ns) and the fault that began it.
+type redisEpoch struct {
+	at   int64
+	name string
+}
+
+// redisEpochs returns the Redis epochs of the faults, sorted. Redis has no persistence, so its counters restart
+// with the process. No decision with a counter can happen while Redis is down, so the new epoch begins where the
+// Redis went down: at the begin of the stop that a start ends (or of the start itself), or at the begin of a
+// restart. Steps run one after the other, so nothing new is sent during the action. Text logs (1 s) can still
+// misplace a decision logged in the very second of the fault.
+func redisEpochs(fs []evidence.Fault) []redisEpoch {
+	var epochs []redisEpoch
+	faults := append([]evidence.Fault(nil), fs...)
 	sort.SliceStable(faults, func(i, j int) bool { return faults[i].BeginNs < faults[j].BeginNs })
 	downSince := int64(-1)
 	for _, f := range faults {
@@ -283,152 +308,178 @@ func reconcileReal(in *Input) *RLSReal {
 			if downSince >= 0 {
 				at = downSince
 			}
-			epochs = append(epochs, boundary{at, f.Name})
+			epochs = append(epochs, redisEpoch{at, f.Name})
 			downSince = -1
 		case ActionRestart:
-			epochs = append(epochs, boundary{f.BeginNs, f.Name})
+			epochs = append(epochs, redisEpoch{f.BeginNs, f.Name})
 			downSince = -1
 		}
 	}
 	sort.Slice(epochs, func(i, j int) bool { return epochs[i].at < epochs[j].at })
-	epochOf := func(t int64) string {
-		i := sort.Search(len(epochs), func(i int) bool { return epochs[i].at > t })
-		if i == 0 {
-			return ""
-		}
-		return "after " + epochs[i-1].name
-	}
-	faultOf := func(t int64) string {
-		name, at := "", int64(0)
-		for _, w := range fws {
-			if t >= w.BeginNs && t <= w.EndNs {
-				return w.Name
-			}
-			if !w.Open && w.EndNs < t && w.EndNs >= at {
-				name, at = w.Name, w.EndNs
-			}
-		}
-		return name
-	}
-	join := in.limiters.join
-	if join != nil {
-		rr.JoinSkipped = join.skipped
-	}
+	return epochs
+}
 
-	type wkey struct{ key, epoch string }
-	widx := map[wkey]int{}
-	windowLast := map[wkey]int64{}
-	seen := map[wkey]map[uint64]int{}
-	didx := map[string]int{}
-	var errs []rls.ErrorLine
-	for di, d := range ev.Decisions {
-		desc := descriptorName(d)
-		i, ok := didx[desc]
-		if !ok && len(d.Descriptor) > 0 {
-			rr.Descriptors = append(rr.Descriptors, RealDescriptor{Descriptor: desc, uncarried: !join.carried(d)})
-			i = len(rr.Descriptors) - 1
-			didx[desc] = i
+// redisEpochOf names the Redis epoch at t (unix ns): "" before the first, "after <fault>" after one.
+func redisEpochOf(epochs []redisEpoch, t int64) string {
+	i := sort.Search(len(epochs), func(i int) bool { return epochs[i].at > t })
+	if i == 0 {
+		return ""
+	}
+	return "after " + epochs[i-1].name
+}
+
+// faultAt names the fault window that holds t (unix ns), else the closed one that ended last before t ("": none).
+func faultAt(fws []FaultWindow, t int64) string {
+	name, at := "", int64(0)
+	for _, w := range fws {
+		if t >= w.BeginNs && t <= w.EndNs {
+			return w.Name
 		}
-		if d.Code == "ERROR" {
-			errs = append(errs, rls.ErrorLine{TimeNs: d.TimeNs, TimeResolutionNs: res, Kind: rls.ErrorKindCall,
-				Class: rls.ClassRedis, Message: d.Error})
-			continue
-		}
-		if d.Code != "OK" && d.Code != "OVER_LIMIT" {
-			continue
-		}
-		zombie := join.isZombie(di)
-		if zombie {
-			rr.Zombies++
-			if len(rr.ZombieDecisions) < SampleIDs {
-				rr.ZombieDecisions = append(rr.ZombieDecisions, RealDecision{TimeNs: d.TimeNs, Key: d.Key, Current: d.Current,
-					Code: d.Code, Fault: faultOf(d.TimeNs)})
-			}
-		}
-		if d.Code == "OK" && len(d.Descriptor) > 0 {
-			if zombie {
-				rr.Descriptors[i].ZombieOK++
-			} else {
-				rr.Descriptors[i].OK++
-			}
-		}
-		if d.Key == "" || d.Current == 0 {
-			continue // no limit applied (no counter), or a local-cache hit (no INCRBY)
-		}
-		k := wkey{d.Key, epochOf(d.TimeNs)}
-		j, ok := widx[k]
-		if !ok {
-			rr.Windows = append(rr.Windows, RealWindow{Key: k.key, Epoch: k.epoch, Limit: int(d.Limit), DuplicateCurrents: []uint64{}})
-			j = len(rr.Windows) - 1
-			widx[k] = j
-			seen[k] = map[uint64]int{}
-		}
-		w := &rr.Windows[j]
-		w.Decisions++
-		w.MaxCurrent = max(w.MaxCurrent, d.Current)
-		if d.Limit > 0 && (len(w.Limits) == 0 && int(d.Limit) != w.Limit || len(w.Limits) > 0 && w.Limits[len(w.Limits)-1] != int(d.Limit)) {
-			if len(w.Limits) == 0 {
-				w.Limits = []int{w.Limit}
-			}
-			w.Limits = append(w.Limits, int(d.Limit))
-			reloaded := w.Reloaded == nil || *w.Reloaded
-			reloaded = reloaded && configLoadBetween(ev.RLSConfigLoads, windowLast[k], d.TimeNs+res-1)
-			w.Reloaded = &reloaded
-		}
-		windowLast[k] = d.TimeNs
-		if seen[k][d.Current]++; seen[k][d.Current] == 2 {
-			w.DuplicateCurrents = append(w.DuplicateCurrents, d.Current)
-		}
-		switch {
-		case d.Code == "OK" && zombie:
-			w.ZombieOK++
-		case d.Code == "OK":
-			w.OK++
-		case zombie:
-			w.ZombieOver++
-		default:
-			w.OverLimit++
-		}
-		limit := uint64(w.Limit)
-		if d.Limit > 0 {
-			limit = uint64(d.Limit) // the limit this decision was made with (a reload changes it)
-		}
-		shadow := d.Code == "OK" && limit > 0 && d.Current > limit && (d.Shadow || in.limiters.shadowRule(&d))
-		if shadow {
-			w.Shadow++
-		}
-		if limit > 0 && (d.Code == "OK") != (d.Current <= limit) && !shadow {
-			w.Inconsistent++
+		if !w.Open && w.EndNs < t && w.EndNs >= at {
+			name, at = w.Name, w.EndNs
 		}
 	}
-	sort.Slice(rr.Windows, func(i, j int) bool {
-		if rr.Windows[i].Key != rr.Windows[j].Key {
-			return rr.Windows[i].Key < rr.Windows[j].Key
+	return name
+}
+
+// realWindowKey names one RLS counter window: its cache key in one Redis epoch.
+type realWindowKey struct{ key, epoch string }
+
+// realTally folds the RLS log's decisions, one at a time, into rls.real's windows, descriptors and zombie
+// decisions, and collects its error lines.
+type realTally struct {
+	in     *Input
+	rr     *RLSReal
+	join   *rlsJoin
+	epochs []redisEpoch
+	// widx indexes rr.Windows; windowLast is each window's last decision time (unix ns); seen counts each
+	// window's decisions per current value; didx indexes rr.Descriptors by descriptorName.
+	widx       map[realWindowKey]int
+	windowLast map[realWindowKey]int64
+	seen       map[realWindowKey]map[uint64]int
+	didx       map[string]int
+	errs       []rls.ErrorLine
+}
+
+// decision folds in decision di (d).
+func (t *realTally) decision(di int, d evidence.Decision) {
+	rr := t.rr
+	desc := descriptorName(d)
+	i, ok := t.didx[desc]
+	if !ok && len(d.Descriptor) > 0 {
+		rr.Descriptors = append(rr.Descriptors, RealDescriptor{Descriptor: desc, uncarried: !t.join.carried(d)})
+		i = len(rr.Descriptors) - 1
+		t.didx[desc] = i
+	}
+	if d.Code == "ERROR" {
+		t.errs = append(t.errs, rls.ErrorLine{TimeNs: d.TimeNs, TimeResolutionNs: rr.TimeResolutionNs, Kind: rls.ErrorKindCall,
+			Class: rls.ClassRedis, Message: d.Error})
+		return
+	}
+	if d.Code != "OK" && d.Code != "OVER_LIMIT" {
+		return
+	}
+	zombie := t.join.isZombie(di)
+	if zombie {
+		rr.Zombies++
+		if len(rr.ZombieDecisions) < SampleIDs {
+			rr.ZombieDecisions = append(rr.ZombieDecisions, RealDecision{TimeNs: d.TimeNs, Key: d.Key, Current: d.Current,
+				Code: d.Code, Fault: faultAt(t.in.Report.FaultWindows, d.TimeNs)})
 		}
-		return rr.Windows[i].Epoch < rr.Windows[j].Epoch
+	}
+	if d.Code == "OK" && len(d.Descriptor) > 0 {
+		if zombie {
+			rr.Descriptors[i].ZombieOK++
+		} else {
+			rr.Descriptors[i].OK++
+		}
+	}
+	if d.Key == "" || d.Current == 0 {
+		return // no limit applied (no counter), or a local-cache hit (no INCRBY)
+	}
+	t.window(d, zombie)
+}
+
+// window folds an OK or OVER_LIMIT decision d with a counter into its window.
+func (t *realTally) window(d evidence.Decision, zombie bool) {
+	k := realWindowKey{d.Key, redisEpochOf(t.epochs, d.TimeNs)}
+	j, ok := t.widx[k]
+	if !ok {
+		t.rr.Windows = append(t.rr.Windows, RealWindow{Key: k.key, Epoch: k.epoch, Limit: int(d.Limit), DuplicateCurrents: []uint64{}})
+		j = len(t.rr.Windows) - 1
+		t.widx[k] = j
+		t.seen[k] = map[uint64]int{}
+	}
+	w := &t.rr.Windows[j]
+	w.Decisions++
+	w.MaxCurrent = max(w.MaxCurrent, d.Current)
+	t.limitChange(w, k, d)
+	t.windowLast[k] = d.TimeNs
+	if t.seen[k][d.Current]++; t.seen[k][d.Current] == 2 {
+		w.DuplicateCurrents = append(w.DuplicateCurrents, d.Current)
+	}
+	switch {
+	case d.Code == "OK" && zombie:
+		w.ZombieOK++
+	case d.Code == "OK":
+		w.OK++
+	case zombie:
+		w.ZombieOver++
+	default:
+		w.OverLimit++
+	}
+	limit := uint64(w.Limit)
+	if d.Limit > 0 {
+		limit = uint64(d.Limit) // the limit this decision was made with (a reload changes it)
+	}
+	shadow := d.Code == "OK" && limit > 0 && d.Current > limit && (d.Shadow || t.in.limiters.shadowRule(&d))
+	if shadow {
+		w.Shadow++
+	}
+	if limit > 0 && (d.Code == "OK") != (d.Current <= limit) && !shadow {
+		w.Inconsistent++
+	}
+}
+
+// limitChange records in window w (key k) a decision d made with another limit than the window's last, and
+// whether a configuration reload explains every change (RealWindow.Limits, Reloaded).
+func (t *realTally) limitChange(w *RealWindow, k realWindowKey, d evidence.Decision) {
+	if d.Limit <= 0 || len(w.Limits) == 0 && int(d.Limit) == w.Limit || len(w.Limits) > 0 && w.Limits[len(w.Limits)-1] == int(d.Limit) {
+		return
+	}
+	if len(w.Limits) == 0 {
+		w.Limits = []int{w.Limit}
+	}
+	w.Limits = append(w.Limits, int(d.Limit))
+	reloaded := w.Reloaded == nil || *w.Reloaded
+	reloaded = reloaded && configLoadBetween(t.in.Evidence.RLSConfigLoads, t.windowLast[k], d.TimeNs+t.rr.TimeResolutionNs-1)
+	w.Reloaded = &reloaded
+}
+
+// sortRealWindows sorts windows by key and epoch, and each one's duplicate currents.
+func sortRealWindows(ws []RealWindow) {
+	sort.Slice(ws, func(i, j int) bool {
+		if ws[i].Key != ws[j].Key {
+			return ws[i].Key < ws[j].Key
+		}
+		return ws[i].Epoch < ws[j].Epoch
 	})
-	for i := range rr.Windows {
-		sort.Slice(rr.Windows[i].DuplicateCurrents, func(a, b int) bool {
-			return rr.Windows[i].DuplicateCurrents[a] < rr.Windows[i].DuplicateCurrents[b]
+	for i := range ws {
+		sort.Slice(ws[i].DuplicateCurrents, func(a, b int) bool {
+			return ws[i].DuplicateCurrents[a] < ws[i].DuplicateCurrents[b]
 		})
 	}
+}
 
-	// Admissions that needed an OK decision.
-	admitted, noResp := totals.Passed, totals.PassedMax(in.Report.Receipts.IndeterminateWithReceipt)-totals.Passed
-	for i := range rr.Descriptors {
-		rr.Descriptors[i].AdmittedMin = max(0, admitted-int(failOpenN))
-		rr.Descriptors[i].AdmittedMax = max(0, admitted+noResp-int(failOpenN))
-	}
-	sort.Slice(rr.Descriptors, func(i, j int) bool { return rr.Descriptors[i].Descriptor < rr.Descriptors[j].Descriptor })
-
-	// Errors against the Redis fault windows.
-	rr.Errors.Total = len(errs)
+// realErrors places the RLS log's error lines errs against the Redis fault windows among fws into out.
+func realErrors(out *RealErrors, errs []rls.ErrorLine, fws []FaultWindow) {
+	out.Total = len(errs)
 	var redisWins []FaultWindow
 	for _, w := range fws {
 		if w.Target == "redis" {
 			redisWins = append(redisWins, w)
 			in, _ := rls.MatchErrorsToWindow(errs, w.BeginNs, w.EndNs)
-			rr.Errors.Windows = append(rr.Errors.Windows, RealErrorWindow{Name: w.Name, BeginNs: w.BeginNs, EndNs: w.EndNs, Errors: in})
+			out.Windows = append(out.Windows, RealErrorWindow{Name: w.Name, BeginNs: w.BeginNs, EndNs: w.EndNs, Errors: in})
 		}
 	}
 	for _, e := range errs {
@@ -443,16 +494,13 @@ func reconcileReal(in *Input) *RLSReal {
 		}
 		switch {
 		case inside:
-			rr.Errors.Inside++
+			out.Inside++
 		case after:
-			rr.Errors.AfterRecovery++
+			out.AfterRecovery++
 		default:
-			rr.Errors.Unexplained++
+			out.Unexplained++
 		}
 	}
-
-	rr.Snapshots, rr.Identities = realIdentities(ev.RLSMetrics, ev.RLSPendingLookups)
-	return rr
 }
 
 // configLoadBetween reports whether a successful configuration load was logged in [from, to] (unix ns).
@@ -504,6 +552,32 @@ func (iv intervals) overlaps(lo, hi int64) bool {
 func realIdentities(files []evidence.RLSMetrics, pendingLookups int) ([]RealSnapshot, []RealIdentity) {
 	snaps := []RealSnapshot{}
 	ids := []RealIdentity{}
+	ms := sortedRLSMetrics(files)
+	for _, m := range ms {
+		snaps = append(snaps, RealSnapshot{Label: m.Label, TimeNs: m.TimeNs, Process: m.Process, Stable: m.Stable, Error: m.Error})
+	}
+	unknownWithin := assignRLSProcesses(ms)
+	last := map[int]*evidence.RLSMetrics{}
+	var order []int
+	for i := range ms {
+		m := &ms[i]
+		if m.Error != "" || m.Counters == nil {
+			continue
+		}
+		if _, ok := last[m.Process]; !ok {
+			order = append(order, m.Process)
+		}
+		last[m.Process] = m
+	}
+	for _, p := range order {
+		ids = append(ids, processIdentities(p, last[p], unknownWithin[p], pendingLookups)...)
+	}
+	return snaps, ids
+}
+
+// sortedRLSMetrics returns a copy of the snapshots files in time order, "before" first and "after" last among
+// equal times.
+func sortedRLSMetrics(files []evidence.RLSMetrics) []evidence.RLSMetrics {
 	ms := append([]evidence.RLSMetrics(nil), files...)
 	rank := func(m evidence.RLSMetrics) int {
 		switch m.Label {
@@ -520,10 +594,13 @@ func realIdentities(files []evidence.RLSMetrics, pendingLookups int) ([]RealSnap
 		}
 		return rank(ms[i]) < rank(ms[j])
 	})
-	for _, m := range ms {
-		snaps = append(snaps, RealSnapshot{Label: m.Label, TimeNs: m.TimeNs, Process: m.Process, Stable: m.Stable, Error: m.Error})
-	}
-	// Assign process numbers where absent: a new process where any counter went down.
+	return ms
+}
+
+// assignRLSProcesses numbers the processes of the good snapshots ms (in time order) that have none: a new
+// process where any counter went down. It returns, per process number, why its identity is unknown when
+// counters went down within one numbered process.
+func assignRLSProcesses(ms []evidence.RLSMetrics) map[int]string {
 	proc := 0
 	var prev *evidence.RLSMetrics
 	unknownWithin := map[int]string{}
@@ -554,58 +631,51 @@ func realIdentities(files []evidence.RLSMetrics, pendingLookups int) ([]RealSnap
 		}
 		prev = m
 	}
-	last := map[int]*evidence.RLSMetrics{}
-	var order []int
-	for i := range ms {
-		m := &ms[i]
-		if m.Error != "" || m.Counters == nil {
-			continue
-		}
-		if _, ok := last[m.Process]; !ok {
-			order = append(order, m.Process)
-		}
-		last[m.Process] = m
+	return unknownWithin
+}
+
+// processIdentities checks the stat identities of RLS process p on its last good snapshot m; unknownWithin
+// ("": none) makes them unknown. Gaps that the hits of failed calls (redis_error) and of hanging calls explain
+// are explained, not failed.
+func processIdentities(p int, m *evidence.RLSMetrics, unknownWithin string, pendingLookups int) []RealIdentity {
+	var ids []RealIdentity
+	var hanging float64
+	if m.Prometheus != nil {
+		hanging = m.Prometheus.TotalRequests["ShouldRateLimit"] - float64(m.Prometheus.ResponseTime["ShouldRateLimit"].Count)
 	}
-	for _, p := range order {
-		m := last[p]
-		var hanging float64
-		if m.Prometheus != nil {
-			hanging = m.Prometheus.TotalRequests["ShouldRateLimit"] - float64(m.Prometheus.ResponseTime["ShouldRateLimit"].Count)
-		}
-		results := rls.CheckIdentities(nil, m.Counters)
-		var gaps float64
-		for _, r := range results {
-			gaps += max(r.Gap, 0)
-		}
-		explainable := m.Counters.RedisErrors + max(hanging, 0)
-		jsonHanging := 0.0
-		if pendingLookups > 0 {
-			jsonHanging = max(float64(pendingLookups)-max(hanging, 0), 0)
-			explainable += jsonHanging
-		}
-		for _, r := range results {
-			id := RealIdentity{Process: p, Snapshot: m.Label, Key: r.Key, TotalHits: r.After.TotalHits, WithinLimit: r.After.WithinLimit,
-				OverLimit: r.After.OverLimit, Gap: r.Gap, RedisErrors: m.Counters.RedisErrors, Hanging: hanging}
-			switch {
-			case unknownWithin[p] != "":
-				id.Status, id.Detail = IdentityUnknown, unknownWithin[p]
-			case r.Status == rls.IdentityPass:
-				id.Status, id.Detail = rls.IdentityPass, r.Detail
-			case r.Gap > 0 && gaps <= explainable && r.Delta.ShadowMode <= r.Delta.OverLimit &&
-				r.Delta.OverLimitWithLocalCache <= r.Delta.OverLimit:
-				id.Status = IdentityExplained
-				id.Detail = fmt.Sprintf("total_hits %g = within_limit %g + over_limit %g + %g hits of failed or hanging calls (redis_error %g, hanging %g)",
-					r.After.TotalHits, r.After.WithinLimit, r.After.OverLimit, r.Gap, m.Counters.RedisErrors, hanging)
-				if jsonHanging > 0 {
-					id.Detail += fmt.Sprintf(", %g more hung in the log (/json calls)", jsonHanging)
-				}
-			case !m.Stable:
-				id.Status, id.Detail = IdentityUnknown, r.Detail+" (snapshot "+m.Label+" was not stable: counters still moving)"
-			default:
-				id.Status, id.Detail = rls.IdentityFail, r.Detail
+	results := rls.CheckIdentities(nil, m.Counters)
+	var gaps float64
+	for _, r := range results {
+		gaps += max(r.Gap, 0)
+	}
+	explainable := m.Counters.RedisErrors + max(hanging, 0)
+	jsonHanging := 0.0
+	if pendingLookups > 0 {
+		jsonHanging = max(float64(pendingLookups)-max(hanging, 0), 0)
+		explainable += jsonHanging
+	}
+	for _, r := range results {
+		id := RealIdentity{Process: p, Snapshot: m.Label, Key: r.Key, TotalHits: r.After.TotalHits, WithinLimit: r.After.WithinLimit,
+			OverLimit: r.After.OverLimit, Gap: r.Gap, RedisErrors: m.Counters.RedisErrors, Hanging: hanging}
+		switch {
+		case unknownWithin != "":
+			id.Status, id.Detail = IdentityUnknown, unknownWithin
+		case r.Status == rls.IdentityPass:
+			id.Status, id.Detail = rls.IdentityPass, r.Detail
+		case r.Gap > 0 && gaps <= explainable && r.Delta.ShadowMode <= r.Delta.OverLimit &&
+			r.Delta.OverLimitWithLocalCache <= r.Delta.OverLimit:
+			id.Status = IdentityExplained
+			id.Detail = fmt.Sprintf("total_hits %g = within_limit %g + over_limit %g + %g hits of failed or hanging calls (redis_error %g, hanging %g)",
+				r.After.TotalHits, r.After.WithinLimit, r.After.OverLimit, r.Gap, m.Counters.RedisErrors, hanging)
+			if jsonHanging > 0 {
+				id.Detail += fmt.Sprintf(", %g more hung in the log (/json calls)", jsonHanging)
 			}
-			ids = append(ids, id)
+		case !m.Stable:
+			id.Status, id.Detail = IdentityUnknown, r.Detail+" (snapshot "+m.Label+" was not stable: counters still moving)"
+		default:
+			id.Status, id.Detail = rls.IdentityFail, r.Detail
 		}
+		ids = append(ids, id)
 	}
-	return snaps, ids
+	return ids
 }

@@ -68,137 +68,159 @@ func partialLocal(in *Input, proxy string) bool {
 // /reset_counters), and so is a restart that only server.uptime shows
 // (uptimeRestart): the proxy's comparison is then unknown, never a pass.
 func proxyStats(in *Input) []ProxyStats {
-	sr := in.Report
 	out := []ProxyStats{}
 	for _, snaps := range in.Evidence.Stats {
-		p := snaps.Proxy
-		ps := ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []Check{}}
-		before, after := snaps.Before, snaps.After
-		if before == nil || after == nil {
-			ps.Status = StatsMissing
-			var msgs []string
-			for _, e := range []string{snaps.BeforeErr, snaps.AfterErr} {
-				if e != "" {
-					msgs = append(msgs, e)
-				}
-			}
-			ps.Detail = "stats snapshot: " + strings.Join(msgs, "; ")
-			out = append(out, ps)
-			continue
-		}
-		if (before.Proxy != "" && before.Proxy != p) || (after.Proxy != "" && after.Proxy != p) {
-			d := evidence.Dir(in.Evidence.Path)
-			ps.Status = StatsMissing
-			ps.Detail = fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q",
-				d.StatsSnapshot(p, evidence.LabelBefore, ".json"), before.Proxy, d.StatsSnapshot(p, evidence.LabelAfter, ".json"), after.Proxy, p)
-			out = append(out, ps)
-			continue
-		}
-		bm, bLocal, bGlobal := flatten(before)
-		am, aLocal, aGlobal := flatten(after)
-		if len(bm) == 0 && len(am) == 0 {
-			// Nothing in either snapshot: not evidence of anything.
-			ps.Status = "missing"
-			ps.Detail = fmt.Sprintf("stats snapshot: %s and %s hold no rate limit or upstream counters",
-				evidence.Dir(in.Evidence.Path).StatsSnapshot(p, evidence.LabelBefore, ".json"), evidence.Dir(in.Evidence.Path).StatsSnapshot(p, evidence.LabelAfter, ".json"))
-			out = append(out, ps)
-			continue
-		}
-		local, global := bLocal || aLocal, bGlobal || aGlobal
-		ps.Status = StatsOK
-		// Every counter of either snapshot: one that vanished went down.
-		for k := range bm {
-			if _, ok := am[k]; !ok {
-				am[k] = 0
-			}
-		}
-		for k, av := range am {
-			bv := bm[k]
-			ps.Deltas[k] = int64(av) - int64(bv)
-			if av < bv {
-				ps.Resets = append(ps.Resets, fmt.Sprintf("%s went from %d to %d", k, bv, av))
-			}
-		}
-		sort.Strings(ps.Resets)
-		if len(ps.Resets) > 0 {
-			ps.Status = StatsReset
-			ps.Detail = "a counter went down between snapshots (restart or reset_counters): comparison unknown"
-		}
-		if why := uptimeRestart(before, after); why != "" {
-			ps.Resets = append(ps.Resets, why)
-			ps.Status = StatsReset
-			ps.Detail = "the proxy restarted between snapshots (server.uptime): comparison unknown"
-		}
-		ps.Timing = snapshotTiming(&in.Evidence.Requests, p, before, after)
-		var c *Classes
-		for i := range sr.Targets {
-			if sr.Targets[i].Target == p {
-				c = &sr.Targets[i].Classes
-			}
-		}
-		add := func(name string, got int64, lo, hi int) {
-			want := strconv.Itoa(lo)
-			if hi != lo {
-				want = fmt.Sprintf("%d..%d", lo, hi)
-			}
-			st, g := passIf(got >= int64(lo) && got <= int64(hi)), strconv.FormatInt(got, 10)
-			switch {
-			case ps.Status == StatsReset:
-				st = CheckUnknown
-			case st == CheckFail && ps.Timing != "":
-				st, g = CheckUnknown, g+" ("+ps.Timing+")"
-			}
-			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: g})
-		}
-		if c == nil && attackedWithNone(in.Evidence.Attack, p) {
-			// The attack had this proxy as a target and sent it nothing (a
-			// sticky split): its clients sent 0, which its counters must show.
-			c = &Classes{}
-		}
-		if c == nil {
-			ps.Checks = append(ps.Checks, Check{Name: "clients of this proxy", Status: CheckUnknown, Want: "a target named " + p, Got: "none"})
-			out = append(out, ps)
-			continue
-		}
-		n, nr := c.Sent, c.NoResponse
-		// The configured limiters must show in the proxy's stats.
-		for _, l := range in.Scenario.Limits {
-			switch {
-			case l.Kind == evidence.LimitTokenBucket && !local:
-				ps.Checks = append(ps.Checks, Check{Name: "local rate limit stats present", Status: CheckFail, Want: "http_local_rate_limit.* counters", Got: "none"})
-			case l.Kind == evidence.LimitFixedWindow && !global:
-				ps.Checks = append(ps.Checks, Check{Name: "global rate limit stats present", Status: CheckFail, Want: "cluster.<c>.ratelimit.* counters", Got: "none"})
-			}
-		}
-		if local {
-			// Every request that reached the proxy passed the local filter first:
-			// ok + (rate_limited − enforced) = reached − local 429s (rejections
-			// not enforced, filter_enforced below 100 %, pass); enforced = local
-			// 429s (Envoy local_ratelimit). With filter_enabled below 100 % some
-			// requests are not evaluated: only the upper bound holds.
-			shadow := max(ps.Deltas[DeltaLocalRateLimited]-ps.Deltas[DeltaLocalEnforced], 0)
-			lo := n - nr - c.Local429
-			if partialLocal(in, p) {
-				lo = 0
-			}
-			add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK]+shadow, lo, n-c.Local429)
-			add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.Local429, c.Local429+nr)
-		}
-		if cl := in.Scenario.Cluster; cl != "" {
-			// Envoy's router charges cluster.<c>.upstream_rq_2xx for every 2xx
-			// the upstream answered; local replies (429s, RLS-error 500s) never
-			// reach it.
-			add("cluster."+cl+".upstream_rq_2xx = admitted", ps.Deltas["cluster."+cl+".upstream_rq_2xx"], c.Admitted, c.Admitted+nr)
-		}
-		if global {
-			add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.Global429, c.Global429+nr)
-			fo := int(ps.Deltas[DeltaGlobalFailOpen])
-			add("ratelimit.error = RLS 500s + failure_mode_allowed", ps.Deltas[DeltaGlobalError], c.RLSError+fo, c.RLSError+fo+nr)
-			add("ratelimit.failure_mode_allowed <= admitted", ps.Deltas[DeltaGlobalFailOpen], 0, c.Admitted+nr)
-		}
-		out = append(out, ps)
+		out = append(out, proxyStat(in, snaps))
 	}
 	return out
+}
+
+// proxyStat is proxyStats of one proxy's snapshots.
+func proxyStat(in *Input, snaps evidence.ProxySnapshots) ProxyStats {
+	p := snaps.Proxy
+	ps := ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []Check{}}
+	before, after := snaps.Before, snaps.After
+	if status, detail := statsUnusable(in, snaps); status != "" {
+		ps.Status, ps.Detail = status, detail
+		return ps
+	}
+	bm, bLocal, bGlobal := flatten(before)
+	am, aLocal, aGlobal := flatten(after)
+	if len(bm) == 0 && len(am) == 0 {
+		// Nothing in either snapshot: not evidence of anything.
+		ps.Status = "missing"
+		ps.Detail = fmt.Sprintf("stats snapshot: %s and %s hold no rate limit or upstream counters",
+			evidence.Dir(in.Evidence.Path).StatsSnapshot(p, evidence.LabelBefore, ".json"), evidence.Dir(in.Evidence.Path).StatsSnapshot(p, evidence.LabelAfter, ".json"))
+		return ps
+	}
+	local, global := bLocal || aLocal, bGlobal || aGlobal
+	ps.Status = StatsOK
+	statsDeltas(&ps, bm, am)
+	if why := uptimeRestart(before, after); why != "" {
+		ps.Resets = append(ps.Resets, why)
+		ps.Status = StatsReset
+		ps.Detail = "the proxy restarted between snapshots (server.uptime): comparison unknown"
+	}
+	ps.Timing = snapshotTiming(&in.Evidence.Requests, p, before, after)
+	var c *Classes
+	for i := range in.Report.Targets {
+		if in.Report.Targets[i].Target == p {
+			c = &in.Report.Targets[i].Classes
+		}
+	}
+	if c == nil && attackedWithNone(in.Evidence.Attack, p) {
+		// The attack had this proxy as a target and sent it nothing (a
+		// sticky split): its clients sent 0, which its counters must show.
+		c = &Classes{}
+	}
+	if c == nil {
+		ps.Checks = append(ps.Checks, Check{Name: "clients of this proxy", Status: CheckUnknown, Want: "a target named " + p, Got: "none"})
+		return ps
+	}
+	statsChecks(in, &ps, c, local, global)
+	return ps
+}
+
+// statsUnusable returns StatsMissing and why when a snapshot of the proxy
+// is missing or holds another proxy; "" when both are usable.
+func statsUnusable(in *Input, snaps evidence.ProxySnapshots) (status, detail string) {
+	p, before, after := snaps.Proxy, snaps.Before, snaps.After
+	if before == nil || after == nil {
+		var msgs []string
+		for _, e := range []string{snaps.BeforeErr, snaps.AfterErr} {
+			if e != "" {
+				msgs = append(msgs, e)
+			}
+		}
+		return StatsMissing, "stats snapshot: " + strings.Join(msgs, "; ")
+	}
+	if (before.Proxy != "" && before.Proxy != p) || (after.Proxy != "" && after.Proxy != p) {
+		d := evidence.Dir(in.Evidence.Path)
+		return StatsMissing, fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q",
+			d.StatsSnapshot(p, evidence.LabelBefore, ".json"), before.Proxy, d.StatsSnapshot(p, evidence.LabelAfter, ".json"), after.Proxy, p)
+	}
+	return "", ""
+}
+
+// statsDeltas sets ps's deltas from the flattened snapshots bm (before)
+// and am (after), every counter of either, and marks a counter that went
+// down (or vanished) as a reset.
+func statsDeltas(ps *ProxyStats, bm, am map[string]uint64) {
+	for k := range bm {
+		if _, ok := am[k]; !ok {
+			am[k] = 0
+		}
+	}
+	for k, av := range am {
+		bv := bm[k]
+		ps.Deltas[k] = int64(av) - int64(bv)
+		if av < bv {
+			ps.Resets = append(ps.Resets, fmt.Sprintf("%s went from %d to %d", k, bv, av))
+		}
+	}
+	sort.Strings(ps.Resets)
+	if len(ps.Resets) > 0 {
+		ps.Status = StatsReset
+		ps.Detail = "a counter went down between snapshots (restart or reset_counters): comparison unknown"
+	}
+}
+
+// statsChecks checks ps's deltas against what the proxy's clients saw (c):
+// the configured limiters' stats are present, and the local
+// (local: its snapshots have local rate limit stats), cluster and global
+// (global: ratelimit stats) counters match the client classes.
+func statsChecks(in *Input, ps *ProxyStats, c *Classes, local, global bool) {
+	p := ps.Proxy
+	add := func(name string, got int64, lo, hi int) {
+		want := strconv.Itoa(lo)
+		if hi != lo {
+			want = fmt.Sprintf("%d..%d", lo, hi)
+		}
+		st, g := passIf(got >= int64(lo) && got <= int64(hi)), strconv.FormatInt(got, 10)
+		switch {
+		case ps.Status == StatsReset:
+			st = CheckUnknown
+		case st == CheckFail && ps.Timing != "":
+			st, g = CheckUnknown, g+" ("+ps.Timing+")"
+		}
+		ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: g})
+	}
+	n, nr := c.Sent, c.NoResponse
+	// The configured limiters must show in the proxy's stats.
+	for _, l := range in.Scenario.Limits {
+		switch {
+		case l.Kind == evidence.LimitTokenBucket && !local:
+			ps.Checks = append(ps.Checks, Check{Name: "local rate limit stats present", Status: CheckFail, Want: "http_local_rate_limit.* counters", Got: "none"})
+		case l.Kind == evidence.LimitFixedWindow && !global:
+			ps.Checks = append(ps.Checks, Check{Name: "global rate limit stats present", Status: CheckFail, Want: "cluster.<c>.ratelimit.* counters", Got: "none"})
+		}
+	}
+	if local {
+		// Every request that reached the proxy passed the local filter first:
+		// ok + (rate_limited − enforced) = reached − local 429s (rejections
+		// not enforced, filter_enforced below 100 %, pass); enforced = local
+		// 429s (Envoy local_ratelimit). With filter_enabled below 100 % some
+		// requests are not evaluated: only the upper bound holds.
+		shadow := max(ps.Deltas[DeltaLocalRateLimited]-ps.Deltas[DeltaLocalEnforced], 0)
+		lo := n - nr - c.Local429
+		if partialLocal(in, p) {
+			lo = 0
+		}
+		add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK]+shadow, lo, n-c.Local429)
+		add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.Local429, c.Local429+nr)
+	}
+	if cl := in.Scenario.Cluster; cl != "" {
+		// Envoy's router charges cluster.<c>.upstream_rq_2xx for every 2xx
+		// the upstream answered; local replies (429s, RLS-error 500s) never
+		// reach it.
+		add("cluster."+cl+".upstream_rq_2xx = admitted", ps.Deltas["cluster."+cl+".upstream_rq_2xx"], c.Admitted, c.Admitted+nr)
+	}
+	if global {
+		add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.Global429, c.Global429+nr)
+		fo := int(ps.Deltas[DeltaGlobalFailOpen])
+		add("ratelimit.error = RLS 500s + failure_mode_allowed", ps.Deltas[DeltaGlobalError], c.RLSError+fo, c.RLSError+fo+nr)
+		add("ratelimit.failure_mode_allowed <= admitted", ps.Deltas[DeltaGlobalFailOpen], 0, c.Admitted+nr)
+	}
 }
 
 // uptimeSlack is how far server.uptime may fall behind the time between
