@@ -218,7 +218,6 @@ const Schema = evidence.AttackSummarySchema
 const (
 	DefaultTimeout    = 10 * time.Second
 	DefaultBodyPrefix = 64
-	DefaultIDHeader   = "X-Rlbench-Id"
 	DefaultMethod     = http.MethodGet
 )
 
@@ -320,7 +319,7 @@ type Options struct {
 	// BodyPrefix is how many leading bytes of each response body are kept
 	// in evidence.Request.Body; 0 means DefaultBodyPrefix, negative keeps none.
 	BodyPrefix int
-	// IDHeader carries the ID on each request; default "X-Rlbench-Id". It
+	// IDHeader carries the ID on each request; default evidence.IDHeader. It
 	// replaces a header of the same name in Header.
 	IDHeader string
 	// Name names the attack; it is recorded as each line's Phase.
@@ -564,7 +563,7 @@ func prepare(o Options) (*prepared, error) {
 		o.BodyPrefix = DefaultBodyPrefix
 	}
 	if o.IDHeader == "" {
-		o.IDHeader = DefaultIDHeader
+		o.IDHeader = evidence.IDHeader
 	}
 	if !httpguts.ValidHeaderFieldName(o.IDHeader) {
 		return nil, invalid("id header %q is not an HTTP token", o.IDHeader)

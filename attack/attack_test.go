@@ -39,7 +39,7 @@ type recorder struct {
 }
 
 func newRecorder() *recorder {
-	return &recorder{header: DefaultIDHeader, seen: map[string][]seenRequest{}}
+	return &recorder{header: evidence.IDHeader, seen: map[string][]seenRequest{}}
 }
 
 func (rec *recorder) add(r *http.Request) string {
@@ -211,7 +211,7 @@ func TestRunTwoTargets(t *testing.T) {
 			if r.Path != "/p/q" || r.RawQuery != "" || r.Method != "GET" || r.ContentLength != 0 || len(r.TransferEncoding) != 0 || r.Body != "" {
 				t.Errorf("%s on the wire: %+v", id, r)
 			}
-			if r.Header.Get("X-Tenant") != "lab" || r.Header.Get("User-Agent") != "Go-http-client/1.1" || len(r.Header.Values(DefaultIDHeader)) != 1 {
+			if r.Header.Get("X-Tenant") != "lab" || r.Header.Get("User-Agent") != "Go-http-client/1.1" || len(r.Header.Values(evidence.IDHeader)) != 1 {
 				t.Errorf("%s headers on the wire: %v", id, r.Header)
 			}
 		}

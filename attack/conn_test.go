@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"github.com/rlbench/rlbench/evidence"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,7 +19,7 @@ func TestRunRecordsConnections(t *testing.T) {
 	peer := map[string]string{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		peer[r.Header.Get(DefaultIDHeader)] = r.RemoteAddr
+		peer[r.Header.Get(evidence.IDHeader)] = r.RemoteAddr
 		mu.Unlock()
 	}))
 	defer srv.Close()

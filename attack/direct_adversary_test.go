@@ -75,7 +75,7 @@ func newRawIDServerUpTo(t *testing.T, upTo int, respond respondFunc) (*rawIDServ
 			if err != nil {
 				return
 			}
-			id := req.Header.Get(DefaultIDHeader)
+			id := req.Header.Get(evidence.IDHeader)
 			s.mu.Lock()
 			s.seen[id]++
 			s.mu.Unlock()
@@ -569,7 +569,7 @@ func TestPacedTLS(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(DefaultIDHeader)
+		id := r.Header.Get(evidence.IDHeader)
 		mu.Lock()
 		seen[id]++
 		mu.Unlock()

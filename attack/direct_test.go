@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"net"
 	"net/http"
@@ -40,7 +41,7 @@ func (s *endingServer) handle(c net.Conn) {
 		}
 		io.Copy(io.Discard, req.Body)
 		s.mu.Lock()
-		s.seen[req.Header.Get(DefaultIDHeader)]++
+		s.seen[req.Header.Get(evidence.IDHeader)]++
 		s.mu.Unlock()
 		resp := "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 		if n < 2 {

@@ -21,7 +21,7 @@ func ExampleRun() {
 	received := map[string]int{} // ID -> times received
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		received[r.Header.Get(attack.DefaultIDHeader)]++
+		received[r.Header.Get(evidence.IDHeader)]++
 		n := len(received)
 		mu.Unlock()
 		if n > 5 {

@@ -169,7 +169,7 @@ func TestRunFlowRates(t *testing.T) {
 // TestRunFlowsNeverResend: the no-re-send guarantee holds for every flow of
 // an attack against the killing backend.
 func TestRunFlowsNeverResend(t *testing.T) {
-	kb := newKillingBackend(t, DefaultIDHeader)
+	kb := newKillingBackend(t, evidence.IDHeader)
 	flows := []Flow{
 		{Name: "get", IDs: IDs(15, "g"), Concurrency: 1},
 		{Name: "head", IDs: IDs(15, "h"), Method: "HEAD", Concurrency: 1, Rate: vegeta.Rate{Freq: 500, Per: time.Second}},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"net"
 	"net/http"
@@ -36,7 +37,7 @@ func newH2Recorder(t *testing.T, tlsOn bool, maxStreams int, hold func()) *h2Rec
 	h := &h2Recorder{seen: map[string]int{}, proto: map[string]int{}, active: map[string]int{}, remotes: map[string]bool{}, hold: hold}
 	h.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.mu.Lock()
-		h.seen[r.Header.Get(DefaultIDHeader)]++
+		h.seen[r.Header.Get(evidence.IDHeader)]++
 		h.proto[r.Proto]++
 		h.remotes[r.RemoteAddr] = true
 		h.active[r.RemoteAddr]++
@@ -213,7 +214,7 @@ func newH2Killer(t *testing.T) *h2Killer {
 			case *http2.MetaHeadersFrame:
 				id := ""
 				for _, hf := range f.Fields {
-					if hf.Name == strings.ToLower(DefaultIDHeader) {
+					if hf.Name == strings.ToLower(evidence.IDHeader) {
 						id = hf.Value
 					}
 				}
@@ -274,7 +275,7 @@ func TestH2TransportResends(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	for _, id := range IDs(12, "ctl") {
 		req, _ := http.NewRequest("GET", "http://"+k.addr+"/", nil)
-		req.Header.Set(DefaultIDHeader, id)
+		req.Header.Set(evidence.IDHeader, id)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if resp, err := tr.RoundTrip(req.WithContext(ctx)); err == nil {
 			resp.Body.Close()

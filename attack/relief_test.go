@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"github.com/rlbench/rlbench/evidence"
 	"net/http"
 	"sync"
 	"testing"
@@ -33,7 +34,7 @@ type idServer struct {
 func newIDServer(t *testing.T) (*idServer, string) {
 	s := &idServer{seen: map[string]int{}, got: make(chan struct{})}
 	url := newLocalServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(DefaultIDHeader)
+		id := r.Header.Get(evidence.IDHeader)
 		s.mu.Lock()
 		s.seen[id]++
 		if id == s.want {

@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"github.com/rlbench/rlbench/evidence"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,7 +105,7 @@ func TestBareVegetaResends(t *testing.T) {
 func TestRunNeverResends(t *testing.T) {
 	for _, method := range []string{"GET", "HEAD", "OPTIONS"} {
 		t.Run(method, func(t *testing.T) {
-			kb := newKillingBackend(t, DefaultIDHeader)
+			kb := newKillingBackend(t, evidence.IDHeader)
 			ids := IDs(20, "once")
 			sum, err, lines := runToLines(t, context.Background(), Options{
 				IDs: ids, Targets: []Target{{Name: "k", URL: kb.srv.URL}}, Method: method, Concurrency: 1,
@@ -148,7 +149,7 @@ func TestRunNeverResends(t *testing.T) {
 // TestResendGuardDetects makes the engine re-send like net/http's Transport
 // (testResend), and checks that the write guard reports every re-sent ID.
 func TestResendGuardDetects(t *testing.T) {
-	kb := newKillingBackend(t, DefaultIDHeader)
+	kb := newKillingBackend(t, evidence.IDHeader)
 	ids := IDs(10, "guard")
 	sum, err, lines := runToLines(t, context.Background(), Options{
 		IDs: ids, Targets: []Target{{Name: "k", URL: kb.srv.URL}}, Concurrency: 1, testResend: true,

@@ -4,6 +4,11 @@ import (
 	"fmt"
 )
 
+// IDHeader is the request header that carries each request's ID from the
+// attack to the backend's receipt: attack.Options.IDHeader defaults to it and
+// the lab backend reads it (AttackConfig.IDHeader records the one used).
+const IDHeader = "X-Rlbench-Id"
+
 // MaxNameBytes bounds a name checked by CheckName.
 const MaxNameBytes = 100
 

@@ -23,7 +23,7 @@ func TestFetchFromBackend(t *testing.T) {
 	defer be.Close()
 	for i := range 5 {
 		req, _ := http.NewRequest(http.MethodGet, be.URL()+"/x", nil)
-		req.Header.Set(backend.IDHeader, fmt.Sprint("id-", i))
+		req.Header.Set(evidence.IDHeader, fmt.Sprint("id-", i))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

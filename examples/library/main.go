@@ -145,7 +145,7 @@ func recorder(out *evidence.Writer) http.Handler {
 		now := time.Now()
 		rc := evidence.Receipt{RecvNs: now.UnixNano(), RecvTime: now.UTC().Format(time.RFC3339Nano),
 			Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Remote: r.RemoteAddr}
-		if vs := r.Header.Values(attack.DefaultIDHeader); len(vs) > 0 {
+		if vs := r.Header.Values(evidence.IDHeader); len(vs) > 0 {
 			rc.ID = &vs[0]
 		}
 		if err := out.Write(&rc); err != nil {

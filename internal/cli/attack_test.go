@@ -36,7 +36,7 @@ func newIDServer(t *testing.T, start func(*httptest.Server)) *idServer {
 	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
-		s.seen[r.Header.Get(attack.DefaultIDHeader)] = append(s.seen[r.Header.Get(attack.DefaultIDHeader)],
+		s.seen[r.Header.Get(evidence.IDHeader)] = append(s.seen[r.Header.Get(evidence.IDHeader)],
 			fmt.Sprintf("%s %s %s %s %s", r.Method, r.URL.RequestURI(), r.Header.Get("X-User"), b, r.Proto))
 		s.mu.Unlock()
 	}))

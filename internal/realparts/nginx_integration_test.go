@@ -560,7 +560,7 @@ func getID(t *testing.T, url, id string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(backend.IDHeader, id)
+	req.Header.Set(evidence.IDHeader, id)
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -194,7 +194,7 @@ func TestExternalReceiptsJudgeEveryReceiptInTheWindow(t *testing.T) {
 	send := func(id string) {
 		req, _ := http.NewRequest(http.MethodGet, be.URL()+"/x", nil)
 		if id != "" {
-			req.Header.Set(backend.IDHeader, id)
+			req.Header.Set(evidence.IDHeader, id)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -211,7 +211,7 @@ func TestExternalReceiptsJudgeEveryReceiptInTheWindow(t *testing.T) {
 			if leaky {
 				once.Do(func() { send(""); send("someone-else-7") })
 			}
-			send(r.Header.Get(backend.IDHeader))
+			send(r.Header.Get(evidence.IDHeader))
 			_, _ = w.Write([]byte("ok"))
 		}))
 		t.Cleanup(srv.Close)
@@ -282,7 +282,7 @@ func TestExternalUserinfoRedacted(t *testing.T) {
 		auths = append(auths, user+":"+pass)
 		mu.Unlock()
 		req, _ := http.NewRequest(http.MethodGet, be.URL()+r.URL.Path, nil)
-		req.Header.Set(backend.IDHeader, r.Header.Get(backend.IDHeader))
+		req.Header.Set(evidence.IDHeader, r.Header.Get(evidence.IDHeader))
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
 		}

@@ -41,10 +41,6 @@ import (
 	"github.com/rlbench/rlbench/internal/lab/h1"
 )
 
-// IDHeader is the request header whose value becomes Receipt.ID. A request
-// without it is still recorded, with "id": null.
-const IDHeader = "X-Rlbench-Id"
-
 // Paths served by the backend that are NOT recorded as receipts.
 const (
 	// ReceiptsPath returns every receipt line recorded so far (JSON Lines,
@@ -503,8 +499,9 @@ var lineBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b 
 // (lower case) and its canonical form, as http.ReadRequest keys it.
 type recorded struct{ lower, key string }
 
-// idKey is IDHeader in canonical form.
-var idKey = http.CanonicalHeaderKey(IDHeader)
+// idKey is evidence.IDHeader in canonical form: its value becomes
+// Receipt.ID; a request without it is still recorded, with "id": null.
+var idKey = http.CanonicalHeaderKey(evidence.IDHeader)
 
 // sniff is the Content-Type net/http's server gives a body written without
 // one (http.DetectContentType); "" for nil (the default JSON body).

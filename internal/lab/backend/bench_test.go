@@ -30,7 +30,7 @@ func BenchmarkReceipts(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			req, _ := http.NewRequest(http.MethodGet, be.URL()+"/b", nil)
-			req.Header.Set(IDHeader, fmt.Sprint("bench-", n.Add(1)))
+			req.Header.Set(evidence.IDHeader, fmt.Sprint("bench-", n.Add(1)))
 			resp, err := client.Do(req)
 			if err != nil {
 				b.Error(err)

@@ -51,7 +51,7 @@ func TestReceiptWriteFailureAnswers500(t *testing.T) {
 	var codes []int
 	for i := range 40 {
 		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/r/%d", b.URL(), i), nil)
-		req.Header.Set(IDHeader, fmt.Sprint("id-", i))
+		req.Header.Set(evidence.IDHeader, fmt.Sprint("id-", i))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestReceiptMemoryBounded(t *testing.T) {
 			wg.Go(func() {
 				for i := w; i < n; i += 4 {
 					req, _ := http.NewRequest(http.MethodGet, b.URL()+"/m", nil)
-					req.Header.Set(IDHeader, fmt.Sprintf("mem-%07d", from+i))
+					req.Header.Set(evidence.IDHeader, fmt.Sprintf("mem-%07d", from+i))
 					resp, err := client.Do(req)
 					if err != nil {
 						t.Error(err)
