@@ -321,9 +321,9 @@ func observe(in *Input) *latencyAccs {
 	var start, end int64
 	for i := 0; i < n; i++ {
 		c, got := reqs.Class[i], in.received[i]
-		total.add(c, got)
-		perTarget[reqs.Target[i]].add(c, got)
-		perPhase[reqs.Phase[i]].add(c, got)
+		total.Add(c, got)
+		perTarget[reqs.Target[i]].Add(c, got)
+		perPhase[reqs.Phase[i]].Add(c, got)
 		if s := reqs.SentNs[i]; start == 0 || s < start {
 			start = s
 		}
@@ -376,7 +376,7 @@ func judgeLimiters(in *Input) {
 	in.limiters = ls
 	in.seen, sr.Harness = limiterSeen(in)
 	if h := ev.Harness; h != nil {
-		sr.Harness.probed(h)
+		harnessProbed(sr.Harness, h)
 	}
 	impossibleFaults(in, ls)
 	applyShardClocks(in)
@@ -1068,3 +1068,33 @@ func idsGot(n int, ids []string) string {
 	}
 	return s + ")"
 }
+
+// Verdicts of a scenario (evidence.Pass, evidence.Fail, evidence.NotRun).
+// NOT_RUN covers both a scenario that did not execute and one whose evidence
+// is missing or truncated: nothing incomplete is PASS.
+const (
+	Pass   = evidence.Pass
+	Fail   = evidence.Fail
+	NotRun = evidence.NotRun
+)
+
+// Response class names, as used in Classes and in scenario expectations
+// (evidence.Class.String; see evidence.Marks.Classify for the rules).
+var (
+	ClassAdmitted   = evidence.ClassAdmitted.String()   // 2xx
+	ClassLocal429   = evidence.ClassLocal429.String()   // 429 with body local_rate_limited (Envoy local_ratelimit filter)
+	ClassGlobal429  = evidence.ClassGlobal429.String()  // 429 with x-envoy-ratelimited (Envoy ratelimit filter, OVER_LIMIT)
+	ClassRLSError   = evidence.ClassRLSError.String()   // 500 with an empty body: Envoy ratelimit filter, RLS error and failure_mode_deny
+	ClassOther4xx   = evidence.ClassOther4xx.String()   // any other 4xx of unknown origin (no upstream mark, no receipt)
+	ClassOther5xx   = evidence.ClassOther5xx.String()   // any other 5xx of unknown origin
+	ClassOther      = evidence.ClassOther.String()      // 1xx/3xx
+	ClassNoResponse = evidence.ClassNoResponse.String() // code 0: indeterminate, it may have reached the backend
+	// ClassBackend4xx, ClassBackend429 and ClassBackend5xx came from the
+	// backend (x-envoy-upstream-service-time, the backend's own body, or a
+	// receipt): the request passed every limiter.
+	ClassBackend4xx = evidence.ClassBackend4xx.String()
+	ClassBackend429 = evidence.ClassBackend429.String()
+	ClassBackend5xx = evidence.ClassBackend5xx.String()
+	// ClassCircuitBreaker is Envoy's 503 with x-envoy-overloaded (flag UO).
+	ClassCircuitBreaker = evidence.ClassCircuitBreaker.String()
+)

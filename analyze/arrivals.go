@@ -243,8 +243,8 @@ func arrivalStats(times []int64, windows []time.Duration) ArrivalStats {
 	return st
 }
 
-// peakOf returns the peak of st for window w.
-func (st *ArrivalStats) peakOf(w time.Duration) (WindowPeak, bool) {
+// PeakOf returns the peak of st for window w.
+func (st *ArrivalStats) PeakOf(w time.Duration) (WindowPeak, bool) {
 	for _, p := range st.Peaks {
 		if p.WindowNs == int64(w) {
 			return p, true
@@ -520,7 +520,7 @@ func checkBackendPeak(in *Input) (r Result) {
 				}
 			}
 		}
-		peak, _ := st.peakOf(w)
+		peak, _ := st.PeakOf(w)
 		got := peakGot(peak, st.Count)
 		if p.Max != nil {
 			r.add(name, passIf(peak.Peak <= *p.Max), "<= "+strconv.Itoa(*p.Max), got)
@@ -697,7 +697,7 @@ func judgeFromSends(in *Input, r *Result, name string, p evidence.PeakExpectatio
 	w := time.Duration(p.Window)
 	tol, tolWhy, measured := time.Duration(p.Tolerance), "timing tolerance (the plan's)", false
 	if tol <= 0 {
-		tol, tolWhy, measured = in.Report.Harness.lateness()
+		tol, tolWhy, measured = harnessLateness(in.Report.Harness)
 	}
 	b, _ := pb.at(w + tol)
 	b0, _ := pb.at(w)

@@ -31,7 +31,7 @@ func mustCheck(t *testing.T, s ScenarioReport, name string) Check {
 
 func peakFor(t *testing.T, st ArrivalStats, w time.Duration) WindowPeak {
 	t.Helper()
-	p, ok := st.peakOf(w)
+	p, ok := st.PeakOf(w)
 	if !ok {
 		t.Fatalf("no %v peak in %+v", w, st.Peaks)
 	}
@@ -89,7 +89,7 @@ func TestArrivalPeaksExact(t *testing.T) {
 		{3 * time.Second, 151, t0},              // a window no expectation names is not computed...
 	} {
 		if c.w == 3*time.Second {
-			if _, ok := a.Receipts.peakOf(c.w); ok {
+			if _, ok := a.Receipts.PeakOf(c.w); ok {
 				t.Errorf("3s peak computed without an expectation naming it")
 			}
 			continue

@@ -68,9 +68,9 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow 
 			e := reqs.EndNs[j]
 			switch {
 			case s >= w.BeginNs && e <= w.EndNs:
-				w.Inside.add(reqs.Class[j], received[j])
+				w.Inside.Add(reqs.Class[j], received[j])
 			case s <= w.EndNs && e >= w.BeginNs:
-				w.Straddling.add(reqs.Class[j], received[j])
+				w.Straddling.Add(reqs.Class[j], received[j])
 			}
 		}
 		for _, t := range recs.RecvNs {

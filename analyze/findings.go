@@ -331,7 +331,7 @@ func (ls *limiterSet) decisionsComplete(ev *evidence.ScenarioEvidence) bool {
 // untold, "" when nothing does; limited tells which unmatched decisions
 // matter: those that applied a limit (not_limited) or those that applied
 // none (limit engaged).
-func (e *Engagement) unknownWhy(limited bool) string {
+func unknownWhy(e *Engagement, limited bool) string {
 	var parts []string
 	if e.UnknownKey > 0 {
 		parts = append(parts, fmt.Sprintf("%d requests with an unknown descriptor (header %s sent, its value not recorded)", e.UnknownKey,
@@ -348,7 +348,7 @@ func (e *Engagement) unknownWhy(limited bool) string {
 
 // unlimited is the number of requests (or, without descriptors, decisions)
 // for which no limit engaged.
-func (e *Engagement) unlimited() int {
+func unlimited(e *Engagement) int {
 	return max(e.NoDescriptor+e.NoRule+e.Unlimited, e.NoLimitDecisions)
 }
 
@@ -544,7 +544,7 @@ func checkEngaged(in *Input) (r Result) {
 	if e == nil || in.Scenario.Expect.NotLimited || e.Requests+e.NoLimitDecisions+e.LimitedDecisions+e.UnmatchedNoLimitDecisions == 0 {
 		return r
 	}
-	n := e.unlimited()
+	n := unlimited(e)
 	got := strconv.Itoa(n)
 	if n > 0 {
 		var parts []string
@@ -571,7 +571,7 @@ func checkEngaged(in *Input) (r Result) {
 		name = "limit never engaged"
 	}
 	st := passIf(n == 0)
-	if why := e.unknownWhy(false); n == 0 && why != "" {
+	if why := unknownWhy(e, false); n == 0 && why != "" {
 		// they may be the requests no limit engaged for
 		st, got = CheckUnknown, got+"; "+why
 	}
@@ -608,7 +608,7 @@ func checkNotLimited(in *Input) (r Result) {
 			// request whose descriptor is unknown was not limited either
 			u.UnknownKey = 0
 		}
-		if why := u.unknownWhy(true); st == CheckPass && why != "" {
+		if why := unknownWhy(&u, true); st == CheckPass && why != "" {
 			st, got = CheckUnknown, got+"; "+why
 		}
 		r.add("not limited: no limit engaged", st, "0 requests and 0 decisions limited", got)

@@ -93,10 +93,10 @@ func (h *HarnessReport) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// probed adds the runner's host probe (harness.json): the latest and 99th
+// harnessProbed adds the runner's host probe (harness.json): the latest and 99th
 // percentile wake-up lateness, the steal time as a share of all CPUs' time
 // over the probe's window, and the load at its end.
-func (h *HarnessReport) probed(e *evidence.Harness) {
+func harnessProbed(h *HarnessReport, e *evidence.Harness) {
 	if e.Probe.Samples == 0 {
 		return // the probe never woke: nothing measured
 	}
@@ -108,11 +108,11 @@ func (h *HarnessReport) probed(e *evidence.Harness) {
 	h.Load1 = e.Load1End
 }
 
-// lateness is the largest lateness the harness measured of itself, with
+// harnessLateness is the largest lateness the harness measured of itself, with
 // what it was: the clients' burst send spread, their largest pacing error,
 // the host probe's largest stall. Without any it is
 // evidence.DefaultPeakTolerance and measured is false.
-func (h *HarnessReport) lateness() (d time.Duration, why string, measured bool) {
+func harnessLateness(h *HarnessReport) (d time.Duration, why string, measured bool) {
 	if h != nil {
 		for _, c := range []struct {
 			ns   int64

@@ -89,8 +89,9 @@ type LimiterReport struct {
 	// Uncertainty is how wide the timing uncertainty was.
 	Uncertainty ModelUncertainty `json:"uncertainty"`
 
-	// units counts the events judged (a request per counter it hit).
-	units int
+	// Units counts the events judged (a request per counter it hit); the
+	// checks read it, the JSON form does not carry it.
+	Units int `json:"-"`
 }
 
 // ModelBound is the model's bound on one admitted count: a bucket (a key),
@@ -917,7 +918,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 						groups[un.g].idx = append(groups[un.g].idx, int32(i))
 					}
 				}
-				rep.units++
+				rep.Units++
 			}
 			if o == model.Rejected && !suspended {
 				tally = model.Rejected // one of its counters rejected it
@@ -975,7 +976,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		}
 		opts := model.Options{ShadowVisible: shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
 		rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
-		widths := make([]int64, 0, rep.units+rep.Zombies)
+		widths := make([]int64, 0, rep.Units+rep.Zombies)
 		used := 0
 		for _, g := range groups {
 			if len(g.events) > 0 {
@@ -991,7 +992,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				rep.Status, rep.Detail = LimiterNotChecked, err.Error()
 				break
 			}
-			rep.merge(res, used == 1)
+			mergeResult(rep, res, used == 1)
 			for _, e := range g.events {
 				widths = append(widths, e.Hi-e.Lo)
 			}
@@ -999,16 +1000,16 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 				ls.keys.route(k, g.m, g.events, g.idx)
 			}
 		}
-		rep.Total.Offered = rep.units + rep.Zombies // a request across a state reset is an event of both epochs
+		rep.Total.Offered = rep.Units + rep.Zombies // a request across a state reset is an event of both epochs
 		if rep.Zombies > 0 {
 			// the model's "of the N offered" counts them: say so
 			for f, why := range rep.Findings {
 				if strings.HasSuffix(why, " offered") {
-					rep.Findings[f] = why + fmt.Sprintf(" (%d requests' hits and %d RLS decisions that reached no request)", rep.units, rep.Zombies)
+					rep.Findings[f] = why + fmt.Sprintf(" (%d requests' hits and %d RLS decisions that reached no request)", rep.Units, rep.Zombies)
 				}
 			}
 		}
-		rep.Uncertainty.setWidths(widths)
+		setWidths(&rep.Uncertainty, widths)
 		sort.Slice(rep.Buckets, func(a, b int) bool { return rep.Buckets[a].Bucket < rep.Buckets[b].Bucket })
 		sort.SliceStable(rep.Windows, func(a, b int) bool {
 			if rep.Windows[a].FromNs != rep.Windows[b].FromNs {
@@ -1171,10 +1172,10 @@ func (r *limiterRun) epochsOf(lo, hi int64) []string {
 	return out
 }
 
-// merge adds one model.Check result to the report.
+// mergeResult adds one model.Check result to the report.
 // single tells that it is the limiter's only model (its run-level finding
 // is then the total check's).
-func (rep *LimiterReport) merge(res *model.Result, single bool) {
+func mergeResult(rep *LimiterReport, res *model.Result, single bool) {
 	rep.MustAdmit += res.MustAdmit
 	rep.MustReject += res.MustReject
 	verdict := func(v model.Violation) RequestVerdict {
@@ -1220,7 +1221,7 @@ func (rep *LimiterReport) merge(res *model.Result, single bool) {
 	u.EitherFromTiming += res.Uncertainty.EitherFromTiming
 }
 
-func (u *ModelUncertainty) setWidths(w []int64) {
+func setWidths(u *ModelUncertainty, w []int64) {
 	if len(w) == 0 {
 		return
 	}

@@ -104,10 +104,11 @@ type RealDescriptor struct {
 	// proxies' ratelimit.failure_mode_allowed.
 	AdmittedMin int `json:"admitted_min"`
 	AdmittedMax int `json:"admitted_max"`
-	// uncarried: no request of the run carries the descriptor (every
+	// Uncarried: no request of the run carries the descriptor (every
 	// request's descriptors are known and none is it): its decisions are
 	// unmatched evidence (Engagement), not admissions of these requests.
-	uncarried bool
+	// The checks read it, the JSON form does not carry it.
+	Uncarried bool `json:"-"`
 }
 
 // RealDecision is a decision flagged in the report.
@@ -206,7 +207,7 @@ func checkRealRLS(in *Input) (res Result) {
 	}
 	if globalInLoop(in) {
 		for _, d := range rr.Descriptors {
-			if d.uncarried && d.OK == 0 {
+			if d.Uncarried && d.OK == 0 {
 				continue // another client's descriptor: counted as unmatched decisions by the engagement checks
 			}
 			name := "rls real " + d.Descriptor + ": OK decisions (zombies excluded) = admissions through the RLS"
@@ -325,7 +326,7 @@ func reconcileReal(in *Input) *RLSReal {
 		desc := descriptorName(d)
 		i, ok := didx[desc]
 		if !ok && len(d.Descriptor) > 0 {
-			rr.Descriptors = append(rr.Descriptors, RealDescriptor{Descriptor: desc, uncarried: !join.carried(d)})
+			rr.Descriptors = append(rr.Descriptors, RealDescriptor{Descriptor: desc, Uncarried: !join.carried(d)})
 			i = len(rr.Descriptors) - 1
 			didx[desc] = i
 		}
