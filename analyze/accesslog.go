@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -235,7 +236,7 @@ func checkAccessLogs(in *Input) (res Result) {
 	reqs := &in.Evidence.Requests
 	add := res.add
 	if len(j.Responses) == 0 {
-		add("access log joined to requests", CheckUnknown, fmt.Sprintf(">= 1 of %d entries", j.Entries),
+		add("access log joined to requests", report.CheckUnknown, fmt.Sprintf(">= 1 of %d entries", j.Entries),
 			"0 (no entry carries a request's rlbench id or x-request-id, and no receipt's x-request-id matches)")
 		return res
 	}
@@ -243,18 +244,18 @@ func checkAccessLogs(in *Input) (res Result) {
 		i, _ := reqs.IDs.Lookup(id)
 		return reqs.Targets[reqs.Target[i]]
 	}
-	st := CheckPass
+	st := report.CheckPass
 	if len(j.Missing) > 0 {
-		st = CheckUnknown
+		st = report.CheckUnknown
 		for _, id := range j.Missing {
 			if j.Unjoined[target(id)] == 0 {
-				st = CheckFail
+				st = report.CheckFail
 				break
 			}
 		}
 	}
-	got := idsGot(len(j.Missing), sampleOf(j.Missing))
-	if st == CheckUnknown {
+	got := report.IDsGot(len(j.Missing), sampleOf(j.Missing))
+	if st == report.CheckUnknown {
 		got += fmt.Sprintf("; %d entries join no request", sumCounts(j.Unjoined))
 	}
 	add("requests without access log entry", st, "0", got)
@@ -263,7 +264,7 @@ func checkAccessLogs(in *Input) (res Result) {
 	for _, r := range j.Responses {
 		if r.Disagreement != "" {
 			n++
-			if len(bad) < SampleIDs {
+			if len(bad) < report.SampleIDs {
 				bad = append(bad, fmt.Sprintf("%s %s:%d: %s", r.ID, r.File, r.Line, r.Disagreement))
 			}
 		}
@@ -277,11 +278,13 @@ func checkAccessLogs(in *Input) (res Result) {
 		agot += ")"
 	}
 	add("access log producer agrees with client", passIf(n == 0), "0 disagreements", agot)
-	add("requests with several access log entries", passIf(len(j.Several) == 0), "0", idsGot(len(j.Several), sampleOf(j.Several)))
+	add("requests with several access log entries", passIf(len(j.Several) == 0), "0", report.IDsGot(len(j.Several), sampleOf(j.Several)))
 	return res
 }
 
-func sampleOf(ids []string) []string { return append([]string{}, ids[:min(len(ids), SampleIDs)]...) }
+func sampleOf(ids []string) []string {
+	return append([]string{}, ids[:min(len(ids), report.SampleIDs)]...)
+}
 
 func sumCounts(m map[string]int) int {
 	n := 0

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -122,7 +123,7 @@ func producerEv(t *testing.T, cases []producerCase) *ev {
 	return e
 }
 
-func checkNamed(s ScenarioReport, name string) *Check {
+func checkNamed(s report.ScenarioReport, name string) *report.Check {
 	for i := range s.Checks {
 		if s.Checks[i].Name == name {
 			return &s.Checks[i]
@@ -174,7 +175,7 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	}
 	for _, name := range []string{"requests without access log entry", "access log producer agrees with client", "requests with several access log entries"} {
 		c := checkNamed(s, name)
-		if c == nil || c.Status != CheckPass {
+		if c == nil || c.Status != report.CheckPass {
 			t.Errorf("check %q: %+v", name, c)
 		}
 	}
@@ -188,7 +189,7 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 
 	// The report with producers matches the published schema.
 	var buf bytes.Buffer
-	must(t, WriteJSON(&buf, rep))
+	must(t, report.WriteJSON(&buf, rep))
 	if !strings.Contains(buf.String(), `"producers"`) {
 		t.Fatal("no producers in the JSON report")
 	}
@@ -204,7 +205,7 @@ func TestAccessLogDisagreementFails(t *testing.T) {
 	rep := run(t, producerEv(t, cases).write())
 	s := rep.Scenarios[0]
 	c := checkNamed(s, "access log producer agrees with client")
-	if c == nil || c.Status != CheckFail {
+	if c == nil || c.Status != report.CheckFail {
 		t.Fatalf("agreement check %+v", c)
 	}
 	if !strings.HasPrefix(c.Got, "2 (") || !strings.Contains(c.Got, "a-local accesslog/proxy-a.log:1: client class local_429, log producer backend") ||
@@ -259,7 +260,7 @@ func TestAccessLogMissingEntries(t *testing.T) {
 	e.attack["sent"] = 9
 	dir := e.write()
 	s := run(t, dir).Scenarios[0]
-	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != CheckFail || c.Got != "1 (a-lost)" {
+	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckFail || c.Got != "1 (a-lost)" {
 		t.Fatalf("missing check %+v", c)
 	}
 	if s.Status != Fail {
@@ -272,14 +273,14 @@ func TestAccessLogMissingEntries(t *testing.T) {
 	must(t, err)
 	must(t, f.Close())
 	s = run(t, dir).Scenarios[0]
-	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != CheckUnknown || c.Got != "1 (a-lost); 1 entries join no request" {
+	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckUnknown || c.Got != "1 (a-lost); 1 entries join no request" {
 		t.Fatalf("missing check with an unjoined entry %+v", c)
 	}
 	// A request without response is never required in the log.
 	e2 := producerEv(t, cases[:8])
 	e2.requests = append(e2.requests, evidence.Request{ID: "a-reset", Target: "proxy-a", Code: 0, Error: "EOF", SentNs: t0, LatencyNs: 1})
 	e2.attack["sent"] = 9
-	if c := checkNamed(run(t, e2.write()).Scenarios[0], "requests without access log entry"); c == nil || c.Status != CheckPass {
+	if c := checkNamed(run(t, e2.write()).Scenarios[0], "requests without access log entry"); c == nil || c.Status != report.CheckPass {
 		t.Fatalf("no-response request counted missing: %+v", c)
 	}
 }
@@ -327,7 +328,7 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 	if !reflect.DeepEqual(s.ProducerCounts, map[string]int{envoy.ProducerBackend: 5}) {
 		t.Errorf("producers %v", s.ProducerCounts)
 	}
-	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != CheckUnknown {
+	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckUnknown {
 		t.Errorf("missing check %+v", c)
 	}
 	// Without receipts' x-request-id nothing joins: that is reported, not passed.
@@ -336,7 +337,7 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 		e.receipts = append(e.receipts, evidence.Receipt{ID: sp(e.requests[i].ID)})
 	}
 	s = run(t, e.write()).Scenarios[0]
-	if c := checkNamed(s, "access log joined to requests"); c == nil || c.Status != CheckUnknown || c.Want != ">= 1 of 5 entries" || s.Status != NotRun {
+	if c := checkNamed(s, "access log joined to requests"); c == nil || c.Status != report.CheckUnknown || c.Want != ">= 1 of 5 entries" || s.Status != NotRun {
 		t.Errorf("unjoinable log: check %+v, status %s", c, s.Status)
 	}
 }
@@ -370,7 +371,7 @@ func TestNoAccessLogsNoChecks(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(dir, AccessLogDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, AccessLogDir, "proxy-a.log"), nil, 0o644))
 	s2 := run(t, dir).Scenarios[0]
-	for _, sr := range []ScenarioReport{s, s2} {
+	for _, sr := range []report.ScenarioReport{s, s2} {
 		if sr.ProducerCounts != nil || sr.Status != Pass {
 			t.Errorf("producers %v status %s", sr.ProducerCounts, sr.Status)
 		}

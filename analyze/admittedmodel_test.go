@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -73,7 +74,7 @@ func TestAdmittedModelPassesWhereAFixedRangeFails(t *testing.T) {
 		t.Fatalf("model bound %+v for %d admitted: want one that allows the refill", m, passed)
 	}
 	c := mustCheck(t, s, "admitted")
-	if c.Status != CheckPass || c.Want != fmt.Sprintf("model %d..%d", m.Min, m.Max) || c.Got != fmt.Sprint(passed) {
+	if c.Status != report.CheckPass || c.Want != fmt.Sprintf("model %d..%d", m.Min, m.Max) || c.Got != fmt.Sprint(passed) {
 		t.Fatalf("admitted check %+v", c)
 	}
 }
@@ -87,7 +88,7 @@ func TestAdmittedModelFailsOutsideTheBounds(t *testing.T) {
 		t.Fatalf("model %+v, %d admitted", s.Model, passed)
 	}
 	wantVerdict(t, s, Fail, fmt.Sprintf("admitted: want model %d..%d, got 30", s.Model.Min, s.Model.Max))
-	if c := mustCheck(t, s, "admitted"); c.Status != CheckFail {
+	if c := mustCheck(t, s, "admitted"); c.Status != report.CheckFail {
 		t.Fatalf("admitted check %+v", c)
 	}
 }
@@ -100,7 +101,7 @@ func TestAdmittedModelWithoutLimitersIsNotRun(t *testing.T) {
 	e.scenario.Limiters = nil
 	s := run(t, e.write()).Scenarios[0]
 	wantVerdict(t, s, NotRun, "admitted: model needs a limiter model (no limiter declared)")
-	if c := mustCheck(t, s, "admitted"); c.Status != CheckUnknown || c.Want != "model" {
+	if c := mustCheck(t, s, "admitted"); c.Status != report.CheckUnknown || c.Want != "model" {
 		t.Fatalf("admitted check %+v", c)
 	}
 	// A limiter that applies to another target leaves proxy-a's admissions without a bound.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -34,7 +35,7 @@ type Options struct {
 // scenario in it (Judge). Missing or malformed evidence is not an error: it
 // makes the scenario NOT_RUN with the file and line. Errors are returned only
 // when dir itself cannot be read.
-func Analyze(ctx context.Context, dir string, opts Options) (*Report, error) {
+func Analyze(ctx context.Context, dir string, opts Options) (*report.Report, error) {
 	b, err := evidence.Load(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -45,12 +46,12 @@ func Analyze(ctx context.Context, dir string, opts Options) (*Report, error) {
 // Judge judges every scenario of the bundle from its data alone (it reads no
 // file). A scenario the run directory's manifest lists but that is absent is
 // NOT_RUN; a bundle without any scenario gives one NOT_RUN scenario.
-func Judge(b *evidence.Bundle, opts Options) *Report {
+func Judge(b *evidence.Bundle, opts Options) *report.Report {
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
 	}
-	rep := &Report{Schema: ReportSchema, Dir: b.Dir, GeneratedAt: now().UTC().Format(time.RFC3339), Scenarios: []ScenarioReport{}, Groups: []Group{}}
+	rep := &report.Report{Schema: report.ReportSchema, Dir: b.Dir, GeneratedAt: now().UTC().Format(time.RFC3339), Scenarios: []report.ScenarioReport{}, Groups: []report.Group{}}
 	for _, s := range b.Scenarios {
 		rep.Scenarios = append(rep.Scenarios, JudgeScenario(s, opts))
 	}
@@ -68,7 +69,7 @@ func Judge(b *evidence.Bundle, opts Options) *Report {
 }
 
 // missingScenario is the NOT_RUN report of a scenario directory that is absent.
-func missingScenario(dir, reason string) ScenarioReport {
+func missingScenario(dir, reason string) report.ScenarioReport {
 	name := dir
 	if i := strings.IndexByte(dir, '-'); i > 0 && i < 4 { // NN-<slug>/<repeat>
 		name = dir[i+1:]
@@ -80,13 +81,13 @@ func missingScenario(dir, reason string) ScenarioReport {
 
 // newScenarioReport returns a report whose lists are empty, not null: the
 // JSON schema requires arrays.
-func newScenarioReport(name, dir string) ScenarioReport {
-	return ScenarioReport{Name: name, Dir: dir, Reasons: []string{}, Checks: []Check{}, Targets: []TargetReport{},
-		Phases: []PhaseReport{}, Stats: []ProxyStats{}, FaultWindows: []FaultWindow{}, Limiters: []LimiterReport{},
-		Receipts: Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, ResentIDs: []string{}, PhantomIDs: []string{}}}
+func newScenarioReport(name, dir string) report.ScenarioReport {
+	return report.ScenarioReport{Name: name, Dir: dir, Reasons: []string{}, Checks: []report.Check{}, Targets: []report.TargetReport{},
+		Phases: []report.PhaseReport{}, Stats: []report.ProxyStats{}, FaultWindows: []report.FaultWindow{}, Limiters: []report.LimiterReport{},
+		Receipts: report.Receipts{LostIDs: []string{}, LeakedIDs: []string{}, DuplicateIDs: []string{}, ResentIDs: []string{}, PhantomIDs: []string{}}}
 }
 
-func overall(srs []ScenarioReport) string {
+func overall(srs []report.ScenarioReport) string {
 	if len(srs) == 0 {
 		return NotRun
 	}
@@ -105,7 +106,7 @@ func overall(srs []ScenarioReport) string {
 // AnalyzeScenario loads and judges one scenario directory on its own (its
 // report's Dir is dir). It never fails: unreadable evidence makes the
 // scenario NOT_RUN with the reason.
-func AnalyzeScenario(dir string) ScenarioReport {
+func AnalyzeScenario(dir string) report.ScenarioReport {
 	return JudgeScenario(evidence.LoadScenario(context.Background(), dir, false), Options{})
 }
 
@@ -118,12 +119,12 @@ func Classify(r *evidence.Request) string { return r.Classify().String() }
 type Input struct {
 	Evidence *evidence.ScenarioEvidence
 	Scenario evidence.Scenario
-	Report   *ScenarioReport
+	Report   *report.ScenarioReport
 	// AccessLogs is the join of the access logs with the requests; nil
 	// without access log entries.
 	AccessLogs *AccessLogJoin
 	// labRLS is the decisions' reconciliation before the real RLS's is attached.
-	labRLS *RLSCheck
+	labRLS *report.RLSCheck
 	// limiters are the scenario's limiters as the model checks judged them.
 	limiters *limiterSet
 	// received tells, per request, whether the backend has its receipt;
@@ -147,7 +148,7 @@ type Input struct {
 
 // JudgeScenario judges one scenario's evidence. It never fails: unreadable
 // evidence makes the scenario NOT_RUN with the reason.
-func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) ScenarioReport {
+func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) report.ScenarioReport {
 	sr := newScenarioReport(filepath.Base(ev.Path), ev.Path)
 	if ev.Dir != "" {
 		sr.Dir = ev.Dir
@@ -315,9 +316,9 @@ func observe(in *Input) *latencyAccs {
 	}
 	n := reqs.Len()
 	targetReceipts := reconcile(in)
-	perTarget := make([]Classes, len(reqs.Targets))
-	perPhase := make([]Classes, len(reqs.Phases))
-	var total Classes
+	perTarget := make([]report.Classes, len(reqs.Targets))
+	perPhase := make([]report.Classes, len(reqs.Phases))
+	var total report.Classes
 	var start, end int64
 	for i := 0; i < n; i++ {
 		c, got := reqs.Class[i], in.received[i]
@@ -335,12 +336,12 @@ func observe(in *Input) *latencyAccs {
 	sr.Totals = total
 	if len(reqs.Phases) >= 2 {
 		for p, name := range reqs.Phases {
-			sr.Phases = append(sr.Phases, PhaseReport{Phase: name, Classes: perPhase[p]})
+			sr.Phases = append(sr.Phases, report.PhaseReport{Phase: name, Classes: perPhase[p]})
 		}
 	}
 	order := targetOrder(reqs)
 	for _, t := range order {
-		sr.Targets = append(sr.Targets, TargetReport{Target: reqs.Targets[t], Classes: perTarget[t], Receipts: targetReceipts[t]})
+		sr.Targets = append(sr.Targets, report.TargetReport{Target: reqs.Targets[t], Classes: perTarget[t], Receipts: targetReceipts[t]})
 	}
 
 	sr.Bound = configuredBound(in.Scenario.Limits, start, end)
@@ -358,7 +359,7 @@ func observe(in *Input) *latencyAccs {
 	in.labRLS = sr.RLS
 	if ev.RLSLog || ev.RLSParsedLog {
 		if sr.RLS == nil {
-			sr.RLS = &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}
+			sr.RLS = &report.RLSCheck{ByCode: map[string]int{}, Windows: []report.RLSWindow{}}
 		}
 		sr.RLS.Real = reconcileReal(in)
 	}
@@ -394,7 +395,7 @@ func judgeLimiters(in *Input) {
 		}
 	}
 	ls.checkModels(in, in.received, in.recvNs)
-	sr.Limiters = make([]LimiterReport, 0, len(ls.runs))
+	sr.Limiters = make([]report.LimiterReport, 0, len(ls.runs))
 	for _, r := range ls.runs {
 		sr.Limiters = append(sr.Limiters, *r.report)
 	}
@@ -478,7 +479,7 @@ func reconcile(in *Input) []int {
 		}
 	}
 	sample := func(l *[]string, id string) {
-		if len(*l) < SampleIDs {
+		if len(*l) < report.SampleIDs {
 			*l = append(*l, id)
 		}
 	}
@@ -530,7 +531,7 @@ func reconcile(in *Input) []int {
 	}
 	rc.ResentIDs = resentIDs(reqs, in.retries)
 	for _, id := range phantoms {
-		if phantom[id] > 1 && len(rc.ResentIDs) < SampleIDs {
+		if phantom[id] > 1 && len(rc.ResentIDs) < report.SampleIDs {
 			rc.ResentIDs = append(rc.ResentIDs, id)
 		}
 	}
@@ -559,11 +560,11 @@ const (
 func (v Validity) String() string {
 	switch v {
 	case Valid:
-		return CheckPass
+		return report.CheckPass
 	case Unknown:
-		return CheckUnknown
+		return report.CheckUnknown
 	case Invalid:
-		return CheckFail
+		return report.CheckFail
 	}
 	return "not checked"
 }
@@ -574,7 +575,7 @@ func Merge(a, b Validity) Validity { return max(a, b) }
 // Result is what a Checker returns.
 type Result struct {
 	// Checks are the judged properties, in report order.
-	Checks []Check
+	Checks []report.Check
 	// Incomplete lists why the evidence cannot support a verdict (each
 	// becomes an "incomplete: " reason and makes the scenario NOT_RUN).
 	Incomplete []string
@@ -586,11 +587,11 @@ func (r Result) Validity() Validity {
 	v := NotChecked
 	for _, c := range r.Checks {
 		switch c.Status {
-		case CheckPass:
+		case report.CheckPass:
 			v = Merge(v, Valid)
-		case CheckFail:
+		case report.CheckFail:
 			v = Merge(v, Invalid)
-		case CheckNotChecked:
+		case report.CheckNotChecked:
 		default:
 			v = Merge(v, Unknown)
 		}
@@ -599,7 +600,7 @@ func (r Result) Validity() Validity {
 }
 
 func (r *Result) add(name, status, want, got string) {
-	r.Checks = append(r.Checks, Check{Name: name, Status: status, Want: want, Got: got})
+	r.Checks = append(r.Checks, report.Check{Name: name, Status: status, Want: want, Got: got})
 }
 
 // Checker is one named check of the table: Check returns the checks it
@@ -635,7 +636,7 @@ func Compose(in *Input, checkers []Checker) Composed {
 func runChecker(c Checker, in *Input) (r Result) {
 	defer func() {
 		if p := recover(); p != nil {
-			r = Result{Checks: []Check{{Name: c.Name, Status: CheckUnknown, Want: "a verdict", Got: fmt.Sprintf("checker panicked: %v", p)}}}
+			r = Result{Checks: []report.Check{{Name: c.Name, Status: report.CheckUnknown, Want: "a verdict", Got: fmt.Sprintf("checker panicked: %v", p)}}}
 		}
 	}()
 	return c.Check(in)
@@ -656,14 +657,14 @@ func verdict(in *Input, c Composed) {
 	}
 	for _, ch := range sr.Checks {
 		switch ch.Status {
-		case CheckFail:
+		case report.CheckFail:
 			sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: want %s, got %s", ch.Name, ch.Want, ch.Got))
-		case CheckUnknown:
+		case report.CheckUnknown:
 			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: want %s, got %s", ch.Name, ch.Want, ch.Got))
 		}
 	}
 	for _, ps := range sr.Stats {
-		if ps.Status == StatsReset && !statsOff(in) {
+		if ps.Status == report.StatsReset && !statsOff(in) {
 			sr.Reasons = append(sr.Reasons, fmt.Sprintf("inconclusive: %s: %s (%s)", ps.Proxy, ps.Detail, strings.Join(ps.Resets, "; ")))
 		}
 	}
@@ -676,7 +677,7 @@ func verdict(in *Input, c Composed) {
 		sr.Status = Pass
 	default:
 		sr.Status = NotRun
-		if !slices.ContainsFunc(sr.Checks, func(ch Check) bool { return ch.Status != CheckNotChecked }) {
+		if !slices.ContainsFunc(sr.Checks, func(ch report.Check) bool { return ch.Status != report.CheckNotChecked }) {
 			sr.Reasons = append(sr.Reasons, "inconclusive: nothing was checked")
 		}
 	}
@@ -684,9 +685,9 @@ func verdict(in *Input, c Composed) {
 
 func passIf(ok bool) string {
 	if ok {
-		return CheckPass
+		return report.CheckPass
 	}
-	return CheckFail
+	return report.CheckFail
 }
 
 // DefaultCheckers is the checker table, in report order. Integrity checks
@@ -746,21 +747,21 @@ func checkAdmitted(in *Input) (r Result) {
 			if why == "" {
 				why = "no limiter model"
 			}
-			r.add("admitted", CheckUnknown, "model", got+"; admitted: model needs a limiter model ("+why+")")
+			r.add("admitted", report.CheckUnknown, "model", got+"; admitted: model needs a limiter model ("+why+")")
 			return r
 		}
 		want = evidence.Range{Min: m.Min, Max: m.Max}
 		wantText = fmt.Sprintf("model %d..%d", m.Min, m.Max)
 	}
-	st := CheckFail
+	st := report.CheckFail
 	switch {
 	case want.Contains(lo) && want.Contains(hi):
-		st = CheckPass
+		st = report.CheckPass
 	case hi >= want.Min && lo <= want.Max:
-		st = CheckUnknown // some no-response requests decide it
+		st = report.CheckUnknown // some no-response requests decide it
 	}
-	if why := premiseMissed(in, want, lo, hi); st == CheckFail && !ex.Admitted.Model && why != "" {
-		st, got = CheckUnknown, got+", "+why
+	if why := premiseMissed(in, want, lo, hi); st == report.CheckFail && !ex.Admitted.Model && why != "" {
+		st, got = report.CheckUnknown, got+", "+why
 	}
 	r.add("admitted", st, wantText, got)
 	return r
@@ -790,13 +791,13 @@ func checkClasses(in *Input) (r Result) {
 		n, ok := in.Report.Totals.Get(k)
 		switch v := classVacuous(in, k, want); {
 		case !ok:
-			r.add("class "+k, CheckFail, want.String(), "unknown class")
+			r.add("class "+k, report.CheckFail, want.String(), "unknown class")
 		case v != nil:
 			r.notChecked(v, strconv.Itoa(n))
 		default:
 			st, got := passIf(want.Contains(n)), strconv.Itoa(n)
-			if why := timingPremise(in); st == CheckFail && why != "" {
-				st, got = CheckUnknown, got+", "+why
+			if why := timingPremise(in); st == report.CheckFail && why != "" {
+				st, got = report.CheckUnknown, got+", "+why
 			}
 			r.add("class "+k, st, want.String(), got)
 		}
@@ -806,14 +807,14 @@ func checkClasses(in *Input) (r Result) {
 
 func checkReceipts(in *Input) (r Result) {
 	rc := in.Report.Receipts
-	r.add("admitted without receipt (lost)", passIf(rc.AdmittedWithoutReceipt == 0), "0", idsGot(rc.AdmittedWithoutReceipt, rc.LostIDs))
-	r.add("rejected with receipt (leaked)", passIf(rc.RejectedWithReceipt == 0), "0", idsGot(rc.RejectedWithReceipt, rc.LeakedIDs))
-	resent := idsGot(rc.Resent, rc.ResentIDs)
+	r.add("admitted without receipt (lost)", passIf(rc.AdmittedWithoutReceipt == 0), "0", report.IDsGot(rc.AdmittedWithoutReceipt, rc.LostIDs))
+	r.add("rejected with receipt (leaked)", passIf(rc.RejectedWithReceipt == 0), "0", report.IDsGot(rc.RejectedWithReceipt, rc.LeakedIDs))
+	resent := report.IDsGot(rc.Resent, rc.ResentIDs)
 	if rc.ProxyRetries > 0 {
 		resent += fmt.Sprintf("; %d more are proxy retries", rc.ProxyRetries)
 	}
 	r.add("duplicate receipts (re-sent)", passIf(rc.Resent == 0), "0", resent)
-	r.add("phantom receipts (never sent)", passIf(rc.Phantom == 0), "0", idsGot(rc.Phantom, rc.PhantomIDs))
+	r.add("phantom receipts (never sent)", passIf(rc.Phantom == 0), "0", report.IDsGot(rc.Phantom, rc.PhantomIDs))
 	return r
 }
 
@@ -922,7 +923,7 @@ func checkStats(in *Input) (r Result) {
 		r.Incomplete = append(r.Incomplete, "stats_agree expected but no stats snapshots under "+evidence.StatsDir+"/")
 	}
 	for _, ps := range sr.Stats {
-		if ps.Status == StatsMissing {
+		if ps.Status == report.StatsMissing {
 			r.Incomplete = append(r.Incomplete, ps.Detail)
 			continue
 		}
@@ -998,7 +999,7 @@ func checkRLSLogged(in *Input) (r Result) {
 	var timing []string
 	comparable := len(sr.Stats) > 0
 	for _, ps := range sr.Stats {
-		if ps.Status != StatsOK {
+		if ps.Status != report.StatsOK {
 			comparable = false
 		}
 		if ps.Timing != "" {
@@ -1023,9 +1024,9 @@ func checkRLSLogged(in *Input) (r Result) {
 		got = fmt.Sprintf("%d calls (%d decisions) in %s", logged, len(answered), evidence.DecisionsFile)
 	}
 	st := passIf(int64(logged) == received)
-	if st == CheckFail && len(timing) > 0 {
+	if st == report.CheckFail && len(timing) > 0 {
 		// snapshots inside the attack window: the counters may miss decisions
-		st, got = CheckUnknown, got+" ("+strings.Join(timing, "; ")+")"
+		st, got = report.CheckUnknown, got+" ("+strings.Join(timing, "; ")+")"
 	}
 	r.add("rls decisions logged = decisions the proxies received", st,
 		strconv.FormatInt(received, 10)+" (ratelimit.ok + over_limit)", got)
@@ -1035,7 +1036,7 @@ func checkRLSLogged(in *Input) (r Result) {
 
 // failOpen sums the proxies' ratelimit.failure_mode_allowed deltas: requests
 // admitted without an RLS decision (Envoy ratelimit filter, failure_mode_deny false).
-func failOpen(sr *ScenarioReport) int64 {
+func failOpen(sr *report.ScenarioReport) int64 {
 	var n int64
 	for _, ps := range sr.Stats {
 		n += ps.Deltas[DeltaGlobalFailOpen]
@@ -1056,17 +1057,6 @@ func globalInLoop(in *Input) bool {
 		}
 	}
 	return false
-}
-
-func idsGot(n int, ids []string) string {
-	if n == 0 || len(ids) == 0 {
-		return strconv.Itoa(n)
-	}
-	s := strconv.Itoa(n) + " (" + strings.Join(ids, ",")
-	if n > len(ids) {
-		s += ",…"
-	}
-	return s + ")"
 }
 
 // Verdicts of a scenario (evidence.Pass, evidence.Fail, evidence.NotRun).

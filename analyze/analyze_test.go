@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -82,7 +83,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func run(t *testing.T, dir string) *Report {
+func run(t *testing.T, dir string) *report.Report {
 	t.Helper()
 	rep, err := Analyze(context.Background(), dir, Options{Now: func() time.Time { return time.Unix(0, t0) }})
 	must(t, err)
@@ -140,7 +141,7 @@ func TestReconciliationFlagsEachAnomaly(t *testing.T) {
 	}
 	failed := map[string]bool{}
 	for _, c := range s.Checks {
-		if c.Status == CheckFail {
+		if c.Status == report.CheckFail {
 			failed[c.Name] = true
 		}
 	}
@@ -239,13 +240,13 @@ func TestNoResponseMakesRanges(t *testing.T) {
 	if s.OverAdmission.Min != 5 || s.OverAdmission.Max != 7 {
 		t.Fatalf("over-admission %+v", s.OverAdmission)
 	}
-	var adm Check
+	var adm report.Check
 	for _, c := range s.Checks {
 		if c.Name == "admitted" {
 			adm = c
 		}
 	}
-	if adm.Status != CheckUnknown || s.Status != NotRun || !strings.Contains(strings.Join(s.Reasons, " "), "inconclusive: admitted") {
+	if adm.Status != report.CheckUnknown || s.Status != NotRun || !strings.Contains(strings.Join(s.Reasons, " "), "inconclusive: admitted") {
 		t.Fatalf("admitted check %+v status %s", adm, s.Status)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -20,17 +21,17 @@ func fixed(name string, statuses ...string) Checker {
 // TestComposeMergesByPriority: fail over unknown over pass; results without
 // checks take no part; nothing checked at all is unknown, never pass.
 func TestComposeMergesByPriority(t *testing.T) {
-	in := &Input{Report: &ScenarioReport{}}
+	in := &Input{Report: &report.ScenarioReport{}}
 	none := Checker{Name: "none", Check: func(*Input) Result { return Result{} }}
 	cases := []struct {
 		checkers []Checker
 		want     Validity
 	}{
-		{[]Checker{fixed("a", CheckPass), fixed("b", CheckPass)}, Valid},
-		{[]Checker{fixed("a", CheckPass), fixed("b", CheckUnknown)}, Unknown},
-		{[]Checker{fixed("a", CheckUnknown), fixed("b", CheckFail), fixed("c", CheckPass)}, Invalid},
-		{[]Checker{fixed("a", CheckPass, CheckFail)}, Invalid},
-		{[]Checker{none, fixed("a", CheckPass)}, Valid},
+		{[]Checker{fixed("a", report.CheckPass), fixed("b", report.CheckPass)}, Valid},
+		{[]Checker{fixed("a", report.CheckPass), fixed("b", report.CheckUnknown)}, Unknown},
+		{[]Checker{fixed("a", report.CheckUnknown), fixed("b", report.CheckFail), fixed("c", report.CheckPass)}, Invalid},
+		{[]Checker{fixed("a", report.CheckPass, report.CheckFail)}, Invalid},
+		{[]Checker{none, fixed("a", report.CheckPass)}, Valid},
 		{[]Checker{none}, Unknown},
 		{nil, Unknown},
 	}
@@ -56,7 +57,7 @@ func TestPanickingCheckerIsUnknown(t *testing.T) {
 	must(t, err)
 	s := rep.Scenarios[0]
 	c := checkNamed(s, "boom")
-	if c == nil || c.Status != CheckUnknown || !strings.Contains(c.Got, "index out of range") {
+	if c == nil || c.Status != report.CheckUnknown || !strings.Contains(c.Got, "index out of range") {
 		t.Fatalf("boom check %+v", c)
 	}
 	if s.Status != NotRun || len(s.Checks) < 5 {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -25,12 +26,12 @@ const (
 // runs to the end of the evidence. Requests are tallied inside the window when
 // both their send and their end fall in it, and as straddling when they
 // overlap an edge.
-func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow {
+func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []report.FaultWindow {
 	faults := append([]evidence.Fault(nil), ev.Faults...)
 	sort.SliceStable(faults, func(i, j int) bool { return faults[i].BeginNs < faults[j].BeginNs })
 	reqs, recs := &ev.Requests, &ev.Receipts
 	if len(faults) == 0 {
-		return []FaultWindow{}
+		return []report.FaultWindow{}
 	}
 	var lastEnd int64
 	for _, e := range reqs.EndNs {
@@ -39,7 +40,7 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow 
 	for _, t := range recs.RecvNs {
 		lastEnd = max(lastEnd, t)
 	}
-	out := []FaultWindow{}
+	out := []report.FaultWindow{}
 	open := map[string]int{} // target -> index in out
 	for _, f := range faults {
 		switch f.Action {
@@ -47,7 +48,7 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow 
 			if _, ok := open[f.Target]; ok {
 				continue // already down
 			}
-			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true, ActsOn: []string{}})
+			out = append(out, report.FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true, ActsOn: []string{}})
 			open[f.Target] = len(out) - 1
 		case ActionStart, evidence.ActionClear:
 			if i, ok := open[f.Target]; ok {
@@ -56,7 +57,7 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow 
 				delete(open, f.Target)
 			}
 		case ActionRestart, ActionExec:
-			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs, ActsOn: []string{}})
+			out = append(out, report.FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs, ActsOn: []string{}})
 		}
 	}
 	for i := range out {

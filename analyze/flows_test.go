@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -68,7 +69,7 @@ func flowsEv(t *testing.T, perUser bool) (*ev, map[string]int) {
 	return e, admitted
 }
 
-func flowRow(t *testing.T, s ScenarioReport, name string) FlowReport {
+func flowRow(t *testing.T, s report.ScenarioReport, name string) report.FlowReport {
 	t.Helper()
 	for _, f := range s.Flows {
 		if f.Flow == name {
@@ -76,7 +77,7 @@ func flowRow(t *testing.T, s ScenarioReport, name string) FlowReport {
 		}
 	}
 	t.Fatalf("no flow %q in %+v", name, s.Flows)
-	return FlowReport{}
+	return report.FlowReport{}
 }
 
 // TestFlowTablesAndStarved: the per-flow and per-key tables count each
@@ -134,8 +135,8 @@ func TestFlowTablesGolden(t *testing.T) {
 	e, _ := flowsEv(t, false)
 	rep := run(t, e.write())
 	for format, render := range map[string]func(*bytes.Buffer) error{
-		"table": func(w *bytes.Buffer) error { return WriteTable(w, rep) },
-		"json":  func(w *bytes.Buffer) error { return WriteJSON(w, rep) },
+		"table": func(w *bytes.Buffer) error { return report.WriteTable(w, rep) },
+		"json":  func(w *bytes.Buffer) error { return report.WriteJSON(w, rep) },
 	} {
 		var buf bytes.Buffer
 		must(t, render(&buf))

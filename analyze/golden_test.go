@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -29,19 +30,19 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/*.golden from t
 var goldenFixtures = []string{"e06", "manual"}
 
 // goldenFormats render one judged run; b is the bundle it was judged from.
-var goldenFormats = map[string]func(w io.Writer, rep *Report, b *evidence.Bundle) error{
-	"table":      func(w io.Writer, rep *Report, _ *evidence.Bundle) error { return WriteTable(w, rep) },
-	"json":       func(w io.Writer, rep *Report, _ *evidence.Bundle) error { return WriteJSON(w, rep) },
-	"markdown":   func(w io.Writer, rep *Report, _ *evidence.Bundle) error { return WriteMarkdown(w, rep) },
-	"junit":      func(w io.Writer, rep *Report, _ *evidence.Bundle) error { return WriteJUnit(w, rep) },
-	"csv":        WriteCSV,
-	"html":       func(w io.Writer, rep *Report, _ *evidence.Bundle) error { return WriteHTML(w, rep) },
-	"prometheus": func(w io.Writer, rep *Report, _ *evidence.Bundle) error { return WritePrometheus(w, rep) },
+var goldenFormats = map[string]func(w io.Writer, rep *report.Report, b *evidence.Bundle) error{
+	"table":      func(w io.Writer, rep *report.Report, _ *evidence.Bundle) error { return report.WriteTable(w, rep) },
+	"json":       func(w io.Writer, rep *report.Report, _ *evidence.Bundle) error { return report.WriteJSON(w, rep) },
+	"markdown":   func(w io.Writer, rep *report.Report, _ *evidence.Bundle) error { return report.WriteMarkdown(w, rep) },
+	"junit":      func(w io.Writer, rep *report.Report, _ *evidence.Bundle) error { return report.WriteJUnit(w, rep) },
+	"csv":        report.WriteCSV,
+	"html":       func(w io.Writer, rep *report.Report, _ *evidence.Bundle) error { return report.WriteHTML(w, rep) },
+	"prometheus": func(w io.Writer, rep *report.Report, _ *evidence.Bundle) error { return report.WritePrometheus(w, rep) },
 }
 
 // judgeFixture loads and judges a previous-release run with a fixed clock;
 // series for the HTML.
-func judgeFixture(t *testing.T, name string, series bool) (*Report, *evidence.Bundle) {
+func judgeFixture(t *testing.T, name string, series bool) (*report.Report, *evidence.Bundle) {
 	t.Helper()
 	b, err := evidence.Load(context.Background(), filepath.Join("testdata", "v1-release", name))
 	must(t, err)
@@ -61,6 +62,7 @@ func TestGoldenFormats(t *testing.T) {
 				must(t, render(&buf, rep, b))
 				got := buf.String()
 				if format == "html" {
+					uplotJS, uplotVersion := readAsset(t, "uPlot.iife.min.js"), readAsset(t, "VERSION")
 					if !strings.Contains(got, uplotJS) {
 						t.Fatal("the page does not inline uPlot")
 					}
@@ -89,7 +91,7 @@ func TestGoldenFormats(t *testing.T) {
 func TestJUnitShape(t *testing.T) {
 	rep, _ := judgeFixture(t, "manual", false)
 	var buf bytes.Buffer
-	must(t, WriteJUnit(&buf, rep))
+	must(t, report.WriteJUnit(&buf, rep))
 	if !bytes.HasPrefix(buf.Bytes(), []byte(`<?xml version="1.0" encoding="UTF-8"?>`+"\n<testsuites ")) {
 		t.Fatalf("not a <testsuites> document:\n%.200s", buf.String())
 	}
@@ -138,7 +140,7 @@ func TestPrometheusParsesBack(t *testing.T) {
 	for _, fx := range goldenFixtures {
 		rep, _ := judgeFixture(t, fx, false)
 		var buf bytes.Buffer
-		must(t, WritePrometheus(&buf, rep))
+		must(t, report.WritePrometheus(&buf, rep))
 		p := expfmt.NewTextParser(model.UTF8Validation)
 		fams, err := p.TextToMetricFamilies(&buf)
 		if err != nil {
@@ -169,8 +171,8 @@ func TestPrometheusParsesBack(t *testing.T) {
 			}
 			return 0, false
 		}
-		if v, ok := value(MetricStatus, map[string]string{"status": rep.Status}); !ok || v != 1 {
-			t.Errorf("%s: %s{status=%s} = %v %v", fx, MetricStatus, rep.Status, v, ok)
+		if v, ok := value(report.MetricStatus, map[string]string{"status": rep.Status}); !ok || v != 1 {
+			t.Errorf("%s: %s{status=%s} = %v %v", fx, report.MetricStatus, rep.Status, v, ok)
 		}
 		for _, s := range rep.Scenarios {
 			sc := map[string]string{"scenario": s.Name, "repeat": strconv.Itoa(s.Repeat)}
@@ -186,29 +188,29 @@ func TestPrometheusParsesBack(t *testing.T) {
 				if st == s.Status {
 					want = 1
 				}
-				if v, ok := value(MetricScenarioStatus, with("status", st)); !ok || v != want {
+				if v, ok := value(report.MetricScenarioStatus, with("status", st)); !ok || v != want {
 					t.Errorf("%s/%s: status %s = %v %v, want %v", fx, s.Name, st, v, ok, want)
 				}
 			}
-			if v, _ := value(MetricSent, sc); int(v) != s.Totals.Sent {
+			if v, _ := value(report.MetricSent, sc); int(v) != s.Totals.Sent {
 				t.Errorf("%s/%s: sent %v, report %d", fx, s.Name, v, s.Totals.Sent)
 			}
-			if v, _ := value(MetricAdmitted, sc); int(v) != s.Totals.Admitted {
+			if v, _ := value(report.MetricAdmitted, sc); int(v) != s.Totals.Admitted {
 				t.Errorf("%s/%s: admitted %v, report %d", fx, s.Name, v, s.Totals.Admitted)
 			}
 			if o := s.OverAdmission; o != nil {
-				if v, ok := value(MetricOverAdmission, with("bound", "min")); !ok || int(v) != o.Min {
+				if v, ok := value(report.MetricOverAdmission, with("bound", "min")); !ok || int(v) != o.Min {
 					t.Errorf("%s/%s: over-admission %v, report %d", fx, s.Name, v, o.Min)
 				}
 			}
 			if s.Bound != nil {
-				if v, ok := value(MetricBound, sc); !ok || int(v) != s.Bound.Allowed {
+				if v, ok := value(report.MetricBound, sc); !ok || int(v) != s.Bound.Allowed {
 					t.Errorf("%s/%s: bound %v, report %d", fx, s.Name, v, s.Bound.Allowed)
 				}
 			}
 			if s.Latency != nil {
 				for _, l := range s.Latency.Classes {
-					if v, ok := value(MetricLatency, with("class", l.Class)); !ok || int(v) != l.Count {
+					if v, ok := value(report.MetricLatency, with("class", l.Class)); !ok || int(v) != l.Count {
 						t.Errorf("%s/%s: latency count of %s %v, report %d", fx, s.Name, l.Class, v, l.Count)
 					}
 				}
@@ -222,19 +224,19 @@ func TestPrometheusParsesBack(t *testing.T) {
 func TestCSVRows(t *testing.T) {
 	rep, b := judgeFixture(t, "e06", false)
 	var buf bytes.Buffer
-	must(t, WriteCSV(&buf, rep, b))
+	must(t, report.WriteCSV(&buf, rep, b))
 	rows, err := csv.NewReader(&buf).ReadAll()
 	must(t, err)
 	n := 0
 	for _, ev := range b.Scenarios {
 		n += ev.Requests.Len()
 	}
-	if len(rows) != n+1 || strings.Join(rows[0], ",") != strings.Join(CSVHeader, ",") {
+	if len(rows) != n+1 || strings.Join(rows[0], ",") != strings.Join(report.CSVHeader, ",") {
 		t.Fatalf("%d rows for %d requests, header %v", len(rows), n, rows[0])
 	}
 	admitted, received := 0, 0
 	for _, r := range rows[1:] {
-		if len(r) != len(CSVHeader) {
+		if len(r) != len(report.CSVHeader) {
 			t.Fatalf("row %v", r)
 		}
 		if r[5] == ClassAdmitted {
@@ -255,38 +257,20 @@ func TestCSVRows(t *testing.T) {
 	if admitted != wantAdmitted || received != wantReceipts {
 		t.Errorf("csv: %d admitted, %d with receipt; report %d, %d", admitted, received, wantAdmitted, wantReceipts)
 	}
-	if err := WriteCSV(io.Discard, rep, nil); err == nil {
+	if err := report.WriteCSV(io.Discard, rep, nil); err == nil {
 		t.Error("csv without the bundle: no error")
 	}
 	other, _ := judgeFixture(t, "manual", false)
-	if err := WriteCSV(io.Discard, other, b); err == nil {
+	if err := report.WriteCSV(io.Discard, other, b); err == nil {
 		t.Error("csv of a report judged from other evidence: no error")
 	}
 }
 
-// TestHTMLSelfContained: the page loads nothing from elsewhere, links each
-// scenario of the summary to its section, and shows the reconciliation's
-// offending IDs.
-func TestHTMLSelfContained(t *testing.T) {
-	rep, _ := judgeFixture(t, "manual", true)
-	var buf bytes.Buffer
-	must(t, WriteHTML(&buf, rep))
-	page := buf.String()
-	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*"(https?:)?//[^"]*"|url\(\s*["']?(https?:)?//`).FindString(page); m != "" {
-		t.Errorf("the page loads %s", m)
-	}
-	for i, s := range rep.Scenarios {
-		a := scenarioAnchor(i, s)
-		if !strings.Contains(page, `href="#`+a+`"`) || !strings.Contains(page, `<section class="scenario" id="`+a+`"`) {
-			t.Errorf("scenario %s: no link to #%s or no section", s.Name, a)
-		}
-		for _, id := range s.Receipts.DuplicateIDs {
-			if !strings.Contains(page, id) {
-				t.Errorf("scenario %s: duplicate ID %s not shown", s.Name, id)
-			}
-		}
-	}
-	if !strings.Contains(page, "MIT License") {
-		t.Error("the chart library's licence is not in the page")
-	}
+// readAsset reads the file name of the uPlot build the HTML report embeds
+// (report/assets/uplot).
+func readAsset(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("report", "assets", "uplot", name))
+	must(t, err)
+	return string(b)
 }

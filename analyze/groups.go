@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -10,13 +11,13 @@ import (
 // as possibly admitted), the over-admission range against the intended
 // limit (for a limit per window, the range of the repeats' worst-window
 // over-admissions), and the largest configured bound.
-func groups(srs []ScenarioReport) []Group {
-	out := []Group{}
+func groups(srs []report.ScenarioReport) []report.Group {
+	out := []report.Group{}
 	idx := map[string]int{}
 	for _, s := range srs {
 		i, ok := idx[s.Name]
 		if !ok {
-			out = append(out, Group{Name: s.Name, Status: Pass})
+			out = append(out, report.Group{Name: s.Name, Status: Pass})
 			i = len(out) - 1
 			idx[s.Name] = i
 		}

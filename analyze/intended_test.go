@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -110,11 +111,13 @@ func TestIntendedLimitPerWindowOverAdmission(t *testing.T) {
 	if w := o.Over[0]; w.FromNs != t0+minute || w.ToNs != t0+2*minute || w.AdmittedMin != 7 || w.AdmittedMax != 7 || w.Min != 2 || w.Max != 2 || *o.Worst != w {
 		t.Fatalf("over window %+v, worst %+v", w, o.Worst)
 	}
-	if got := overString(o); got != "over-admission 2 vs 5 in the worst 1m window" {
-		t.Errorf("table cell %q", got)
+	var table strings.Builder
+	must(t, report.WriteTable(&table, &report.Report{Status: Fail, Scenarios: []report.ScenarioReport{s}}))
+	if !strings.Contains(table.String(), "over-admission 2 vs 5 in the worst 1m window") {
+		t.Errorf("table lacks the over-admission cell:\n%s", table.String())
 	}
 	var prom strings.Builder
-	must(t, WritePrometheus(&prom, &Report{Status: Fail, Scenarios: []ScenarioReport{s}}))
+	must(t, report.WritePrometheus(&prom, &report.Report{Status: Fail, Scenarios: []report.ScenarioReport{s}}))
 	if !strings.Contains(prom.String(), `rlbench_scenario_intended_limit_window_seconds{scenario="issue 9",repeat="0"} 60`) {
 		t.Errorf("prometheus:\n%s", prom.String())
 	}
@@ -123,7 +126,7 @@ func TestIntendedLimitPerWindowOverAdmission(t *testing.T) {
 	e2 := windowedEv(t, perMinute(5))
 	e2.inside(3, 4)
 	s2 := run(t, e2.write()).Scenarios[0]
-	g := groups([]ScenarioReport{s, s2})
+	g := groups([]report.ScenarioReport{s, s2})
 	if len(g) != 1 || g[0].OverAdmission == nil || *g[0].OverAdmission != (evidence.Range{Min: -1, Max: 2}) ||
 		g[0].IntendedLimit == nil || *g[0].IntendedLimit != *perMinute(5) {
 		t.Fatalf("groups %+v", g)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -64,7 +65,7 @@ func TestIssue21RealNoMatchJoins(t *testing.T) {
 	})
 	s := judged(t, dir, "21-real-nomatch")
 	wantVerdict(t, s, Pass)
-	if c := check(t, s, "not limited: no limit engaged"); c.Status != CheckPass {
+	if c := check(t, s, "not limited: no limit engaged"); c.Status != report.CheckPass {
 		t.Fatalf("check %+v", c)
 	}
 	if s.RLSFailures == nil || s.RLSFailures.FailOpen != 0 || s.RLS.Real.Zombies != 0 {
@@ -195,7 +196,7 @@ func TestIssue21UnknownHeaderIsNotAbsent(t *testing.T) {
 	s := judged(t, e.write(), "21-unknown-header")
 	wantVerdict(t, s, NotRun, "limiter global: model check", "x-tenant", "limit engaged for every request to the RLS")
 	l := s.Limiters[0]
-	if l.Status != LimiterNotChecked || l.UnknownKey != 20 || fmt.Sprint(l.UnknownKeyHeaders) != "[x-tenant]" ||
+	if l.Status != report.LimiterNotChecked || l.UnknownKey != 20 || fmt.Sprint(l.UnknownKeyHeaders) != "[x-tenant]" ||
 		!strings.Contains(l.Detail, "the key of 20 of the 20 requests is unknown: they sent request header x-tenant") {
 		t.Fatalf("limiter %+v", l)
 	}
@@ -232,11 +233,11 @@ func TestIssue21UnknownHeaderIsEither(t *testing.T) {
 	s := judged(t, e.write(), "21-unknown-header-either")
 	wantVerdict(t, s, NotRun, "2 requests with an unknown descriptor (header x-tenant sent, its value not recorded)")
 	l := s.Limiters[0]
-	if l.Status != LimiterChecked || l.UnknownKey != 2 || l.UnderAdmittedCount != 0 || l.OverAdmittedCount != 0 {
+	if l.Status != report.LimiterChecked || l.UnknownKey != 2 || l.UnderAdmittedCount != 0 || l.OverAdmittedCount != 0 {
 		t.Fatalf("limiter %+v", l)
 	}
 	for _, c := range s.Checks {
-		if strings.HasPrefix(c.Name, "limiter global") && c.Status != CheckPass {
+		if strings.HasPrefix(c.Name, "limiter global") && c.Status != report.CheckPass {
 			t.Fatalf("check %+v", c)
 		}
 	}

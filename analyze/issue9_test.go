@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
@@ -33,14 +34,14 @@ func dump(t *testing.T, dir, name string) {
 }
 
 // judged runs analyze on dir (after dumping it as name) and returns the scenario.
-func judged(t *testing.T, dir, name string) ScenarioReport {
+func judged(t *testing.T, dir, name string) report.ScenarioReport {
 	t.Helper()
 	dump(t, dir, name)
 	return run(t, dir).Scenarios[0]
 }
 
 // wantVerdict fails unless s has status and, for each fragment, a reason containing it.
-func wantVerdict(t *testing.T, s ScenarioReport, status string, fragments ...string) {
+func wantVerdict(t *testing.T, s report.ScenarioReport, status string, fragments ...string) {
 	t.Helper()
 	r := reasons(s)
 	if s.Status != status {
@@ -267,7 +268,7 @@ func TestIssue9LeakWithoutFaultFails(t *testing.T) {
 	})
 	s = run(t, dir).Scenarios[0]
 	wantVerdict(t, s, Pass)
-	if s.Limiters[0].Status != LimiterSuspended || s.RLSFailures.OutsideFaults != 0 {
+	if s.Limiters[0].Status != report.LimiterSuspended || s.RLSFailures.OutsideFaults != 0 {
 		t.Fatalf("limiter %+v failures %+v", s.Limiters[0], s.RLSFailures)
 	}
 }
@@ -334,7 +335,7 @@ func TestIssue9NotLimitedPasses(t *testing.T) {
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), []evidence.Decision{})
 	s := judged(t, dir, "10-not-limited")
 	wantVerdict(t, s, Pass)
-	if c := checkNamed(s, "not limited: no limit engaged"); c == nil || c.Status != CheckPass {
+	if c := checkNamed(s, "not limited: no limit engaged"); c == nil || c.Status != report.CheckPass {
 		t.Fatalf("check %+v", c)
 	}
 	// The same expectation fails once the header is sent and the limit engages.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -71,7 +72,7 @@ func TestLatencyPerClassTargetPhase(t *testing.T) {
 	if l == nil {
 		t.Fatal("no latency section")
 	}
-	check := func(key string, got []ClassLatency) {
+	check := func(key string, got []report.ClassLatency) {
 		t.Helper()
 		n := 0
 		for _, g := range got {

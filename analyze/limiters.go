@@ -11,148 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/model"
 )
-
-// Limiter check statuses (LimiterReport.Status).
-const (
-	// LimiterChecked: the model judged the requests that reached the limiter.
-	LimiterChecked = "checked"
-	// LimiterSuspended: every request that reached the limiter lies in a
-	// fault window acting on it (or its recovery lag): nothing was judged.
-	LimiterSuspended = "suspended"
-	// LimiterNotChecked: the limiter could not be judged (Detail says why:
-	// a bad RLS configuration, no connection recorded for a per-connection key).
-	LimiterNotChecked = "not_checked"
-)
-
-// LimiterReport is the model check (model) of one limiter that
-// scenario.json declares (or that its limits translate to): the requests
-// that reached it, replayed through its model with each one's arrival
-// known only within [send, min(response, receipt)].
-type LimiterReport struct {
-	Name    string   `json:"name"`
-	Stage   string   `json:"stage"`
-	Key     string   `json:"key"`
-	Targets []string `json:"targets"`
-	// Model names the semantic: the model kind, or "rls" with the rules matched.
-	Model  string `json:"model"`
-	Status string `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	// Offered counts the requests that reached the limiter (those an
-	// earlier limiter rejected did not); Suspended those of them judged
-	// unknown because they lie in a fault window acting on the limiter or in
-	// its recovery lag; Zombies the RLS decisions that reached no request
-	// (they count as hits, not as admissions).
-	Offered   int `json:"offered"`
-	Suspended int `json:"suspended"`
-	Zombies   int `json:"zombies,omitempty"`
-	// UnknownKey counts the offered requests whose bucket is unknown: their
-	// descriptors (or nginx zone key) read a request header they sent
-	// whose value the evidence does not hold (UnknownKeyHeaders,
-	// lower-case): attack.json names it, scenario.json's request_headers
-	// do not give it. The model judges them "either" and counts them as
-	// possible hits of every bucket (model.Event.KeyUnknown).
-	UnknownKey        int      `json:"unknown_key,omitempty"`
-	UnknownKeyHeaders []string `json:"unknown_key_headers,omitempty"`
-	// Admitted, Rejected and Unknown are the outcomes observed at the limiter.
-	Admitted int `json:"admitted"`
-	Rejected int `json:"rejected"`
-	Unknown  int `json:"unknown"`
-	// MustAdmit and MustReject count the requests the model decided.
-	MustAdmit  int `json:"must_admit"`
-	MustReject int `json:"must_reject"`
-	// Total bounds the limiter's admitted count over every schedule the
-	// intervals allow; Buckets per key (and, for Envoy, per descriptor
-	// bucket); Windows per fixed window. Late RLS decisions (Zombies) are
-	// in them as the hits they were: they took room in their window.
-	Total   ModelBound   `json:"total"`
-	Buckets []ModelBound `json:"buckets"`
-	Windows []ModelBound `json:"windows"`
-	// OverAdmitted are admissions the model says it must have rejected;
-	// UnderAdmitted rejections it must have admitted; Shadow passes of a
-	// limiter that does not enforce every rejection where the model says
-	// reject (would have rejected). Lists hold at most SampleIDs; the counts
-	// are exact.
-	OverAdmitted       []RequestVerdict `json:"over_admitted"`
-	OverAdmittedCount  int              `json:"over_admitted_count"`
-	UnderAdmitted      []RequestVerdict `json:"under_admitted"`
-	UnderAdmittedCount int              `json:"under_admitted_count"`
-	Shadow             []RequestVerdict `json:"shadow"`
-	ShadowCount        int              `json:"shadow_count"`
-	// Findings are count findings that need no single culprit (too many
-	// admissions surely inside one window or bucket, too few).
-	Findings []string `json:"findings"`
-	// Uncertainty is how wide the timing uncertainty was.
-	Uncertainty ModelUncertainty `json:"uncertainty"`
-
-	// Units counts the events judged (a request per counter it hit); the
-	// checks read it, the JSON form does not carry it.
-	Units int `json:"-"`
-}
-
-// ModelBound is the model's bound on one admitted count: a bucket (a key),
-// a fixed window of it, or the whole limiter (Bucket empty).
-type ModelBound struct {
-	Bucket string `json:"bucket,omitempty"`
-	// FromNs and ToNs bound a window (unix ns); 0 for a bucket or a total.
-	FromNs int64 `json:"from_ns,omitempty"`
-	ToNs   int64 `json:"to_ns,omitempty"`
-	// Offered are the model's events that may have hit it: the requests
-	// that may have reached it (one per counter a request hit at an RLS,
-	// and per epoch when it was in flight across a state reset) and the
-	// RLS decisions that reached no request (LimiterReport.Zombies), which
-	// counted without admitting anyone; so it may exceed the requests.
-	Offered int `json:"offered"`
-	// Min..Max is what the model admits of them over every schedule.
-	Min int `json:"min"`
-	Max int `json:"max"`
-	// Admitted are the observed admissions surely in it; Possible the
-	// admissions and requests without outcome that may be in it.
-	Admitted int `json:"admitted"`
-	Possible int `json:"possible"`
-}
-
-// Holds reports whether the observation fits: no more sure admissions
-// than Max, no fewer possible ones than Min.
-func (b ModelBound) Holds() bool { return b.Admitted <= b.Max && b.Possible >= b.Min }
-
-// String renders "admitted N (model MIN..MAX)".
-func (b ModelBound) String() string {
-	got := strconv.Itoa(b.Admitted)
-	if b.Possible != b.Admitted {
-		got += ".." + strconv.Itoa(b.Possible)
-	}
-	return fmt.Sprintf("admitted %s (model %d..%d)", got, b.Min, b.Max)
-}
-
-// RequestVerdict is the model's verdict on one request that contradicts it.
-type RequestVerdict struct {
-	ID string `json:"id"`
-	// Model is "must admit" or "must reject"; Observed "admitted" or "rejected".
-	Model    string `json:"model"`
-	Observed string `json:"observed"`
-	Bucket   string `json:"bucket"`
-	Why      string `json:"why"`
-}
-
-// ModelUncertainty is model.Uncertainty in ns.
-type ModelUncertainty struct {
-	MaxWidthNs    int64 `json:"max_width_ns"`
-	MedianWidthNs int64 `json:"median_width_ns"`
-	P99WidthNs    int64 `json:"p99_width_ns"`
-	// Either counts the requests the model left undecided; EitherFromTiming
-	// those of them exact arrival times would have decided.
-	Either           int `json:"either"`
-	EitherFromTiming int `json:"either_from_timing"`
-	// WidenNs is how much every interval was widened on each side for
-	// clock offsets: the limiter's clock_skew_ns plus, in a merged run,
-	// the shards' clock offset bound (ShardsReport.OffsetBoundNs).
-	WidenNs int64 `json:"widen_ns,omitempty"`
-}
 
 // limiterRun is one limiter while it is being judged.
 type limiterRun struct {
@@ -168,7 +32,7 @@ type limiterRun struct {
 	rules   []*rlsconfig.Match
 	cfg     *rlsconfig.Config
 	err     string
-	report  *LimiterReport
+	report  *report.LimiterReport
 	// suspend are the fault windows (with recovery lag) acting on it.
 	suspend intervals
 	// resets are the state resets (epochs) of its counters.
@@ -361,8 +225,8 @@ func resolveLimiters(in *Input) *limiterSet {
 			targets = append([]string(nil), reqs.Targets...)
 			sort.Strings(targets)
 		}
-		r.report = &LimiterReport{Name: d.Name, Stage: d.Stage, Key: d.Key, Targets: targets, Status: LimiterChecked, Buckets: []ModelBound{},
-			Windows: []ModelBound{}, OverAdmitted: []RequestVerdict{}, UnderAdmitted: []RequestVerdict{}, Shadow: []RequestVerdict{}, Findings: []string{}}
+		r.report = &report.LimiterReport{Name: d.Name, Stage: d.Stage, Key: d.Key, Targets: targets, Status: report.LimiterChecked, Buckets: []report.ModelBound{},
+			Windows: []report.ModelBound{}, OverAdmitted: []report.RequestVerdict{}, UnderAdmitted: []report.RequestVerdict{}, Shadow: []report.RequestVerdict{}, Findings: []string{}}
 		if d.Model != nil {
 			r.report.Model = d.Model.Kind
 		} else {
@@ -706,7 +570,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 	for k, r := range ls.runs {
 		rep := r.report
 		if r.err != "" {
-			rep.Status, rep.Detail = LimiterNotChecked, r.err
+			rep.Status, rep.Detail = report.LimiterNotChecked, r.err
 			continue
 		}
 		// models: one per RLS rule, or the declared one
@@ -721,7 +585,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		if r.decl.Model != nil {
 			m, err := model.New(*r.decl.Model)
 			if err != nil {
-				rep.Status, rep.Detail = LimiterNotChecked, err.Error()
+				rep.Status, rep.Detail = report.LimiterNotChecked, err.Error()
 				continue
 			}
 			groups = []*group{{m: m}}
@@ -732,13 +596,13 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 					Align: r.decl.RLS.Align, ShadowMode: rule.ShadowMode}
 				m, err := model.New(spec)
 				if err != nil {
-					rep.Status, rep.Detail = LimiterNotChecked, fmt.Sprintf("rule %s: %v", rule.FullKey, err)
+					rep.Status, rep.Detail = report.LimiterNotChecked, fmt.Sprintf("rule %s: %v", rule.FullKey, err)
 					break
 				}
 				groups = append(groups, &group{m: m})
 				names = append(names, fmt.Sprintf("%s %d/%s", rule.FullKey, rule.Limit.RequestsPerUnit, strings.ToLower(rule.Limit.Unit)))
 			}
-			if rep.Status == LimiterNotChecked {
+			if rep.Status == report.LimiterNotChecked {
 				continue
 			}
 			rep.Model = "rls " + strings.Join(names, ", ")
@@ -748,7 +612,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 		}
 		zoneKeys, unknownVar := nginxZoneKeys(r.decl.Model)
 		if unknownVar != "" {
-			rep.Status, rep.Detail = LimiterNotChecked, fmt.Sprintf("zone key %s is not known from the evidence (%s)", unknownVar, strings.Join(nginxKnownVars, ", "))
+			rep.Status, rep.Detail = report.LimiterNotChecked, fmt.Sprintf("zone key %s is not known from the evidence (%s)", unknownVar, strings.Join(nginxKnownVars, ", "))
 			continue
 		}
 		shadowVisible := false
@@ -933,7 +797,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			}
 		}
 		if noKey > 0 {
-			rep.Status = LimiterNotChecked
+			rep.Status = report.LimiterNotChecked
 			rep.Detail = fmt.Sprintf("%d requests have no %s key (%s)", noKey, r.decl.Key, keyNeeds(r.decl.Key))
 			continue
 		}
@@ -960,19 +824,19 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			}
 		}
 		if rep.Offered == 0 {
-			rep.Status, rep.Detail = LimiterNotChecked, "no request reached it"
+			rep.Status, rep.Detail = report.LimiterNotChecked, "no request reached it"
 			continue
 		}
 		if r.unknownKey > 0 {
 			sort.Strings(unkHeaders)
 			rep.UnknownKey, rep.UnknownKeyHeaders = r.unknownKey, unkHeaders
 			if r.unknownKey == rep.Offered {
-				rep.Status, rep.Detail = LimiterNotChecked, unknownKeyDetail(r.unknownKey, rep.Offered, unkHeaders)
+				rep.Status, rep.Detail = report.LimiterNotChecked, unknownKeyDetail(r.unknownKey, rep.Offered, unkHeaders)
 				continue
 			}
 		}
 		if rep.Suspended == rep.Offered {
-			rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
+			rep.Status, rep.Detail = report.LimiterSuspended, "every request lies in a fault window acting on it"
 		}
 		opts := model.Options{ShadowVisible: shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
 		rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
@@ -989,7 +853,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			}
 			res, err := model.Check(g.m, g.events, opts)
 			if err != nil {
-				rep.Status, rep.Detail = LimiterNotChecked, err.Error()
+				rep.Status, rep.Detail = report.LimiterNotChecked, err.Error()
 				break
 			}
 			mergeResult(rep, res, used == 1)
@@ -1175,19 +1039,19 @@ func (r *limiterRun) epochsOf(lo, hi int64) []string {
 // mergeResult adds one model.Check result to the report.
 // single tells that it is the limiter's only model (its run-level finding
 // is then the total check's).
-func mergeResult(rep *LimiterReport, res *model.Result, single bool) {
+func mergeResult(rep *report.LimiterReport, res *model.Result, single bool) {
 	rep.MustAdmit += res.MustAdmit
 	rep.MustReject += res.MustReject
-	verdict := func(v model.Violation) RequestVerdict {
-		return RequestVerdict{ID: v.ID, Model: v.Verdict.String(), Observed: v.Outcome.String(), Bucket: v.Bucket, Why: v.Why}
+	verdict := func(v model.Violation) report.RequestVerdict {
+		return report.RequestVerdict{ID: v.ID, Model: v.Verdict.String(), Observed: v.Outcome.String(), Bucket: v.Bucket, Why: v.Why}
 	}
-	add := func(list *[]RequestVerdict, n *int, vs []model.Violation) {
+	add := func(list *[]report.RequestVerdict, n *int, vs []model.Violation) {
 		for _, v := range vs {
 			if isZombieID(v.ID) {
 				continue
 			}
 			*n++
-			if len(*list) < SampleIDs {
+			if len(*list) < report.SampleIDs {
 				*list = append(*list, verdict(v))
 			}
 		}
@@ -1201,8 +1065,8 @@ func mergeResult(rep *LimiterReport, res *model.Result, single bool) {
 		}
 		rep.Findings = append(rep.Findings, w.Why)
 	}
-	bound := func(b model.Bound) ModelBound {
-		return ModelBound{Bucket: b.Bucket, FromNs: b.From, ToNs: b.To, Offered: b.Offered, Min: b.Min, Max: b.Max, Admitted: b.Admitted, Possible: b.Possible}
+	bound := func(b model.Bound) report.ModelBound {
+		return report.ModelBound{Bucket: b.Bucket, FromNs: b.From, ToNs: b.To, Offered: b.Offered, Min: b.Min, Max: b.Max, Admitted: b.Admitted, Possible: b.Possible}
 	}
 	t := res.Total
 	rep.Total.Offered += t.Offered
@@ -1221,7 +1085,7 @@ func mergeResult(rep *LimiterReport, res *model.Result, single bool) {
 	u.EitherFromTiming += res.Uncertainty.EitherFromTiming
 }
 
-func setWidths(u *ModelUncertainty, w []int64) {
+func setWidths(u *report.ModelUncertainty, w []int64) {
 	if len(w) == 0 {
 		return
 	}
@@ -1270,9 +1134,9 @@ func (ls *limiterSet) joinedOK(i int) bool {
 // no limiter applies to, limiters that do not partition the targets, or a
 // last limiter that was not checked (or whose RLS requests matched no rule
 // or several rules: its total does not count requests).
-func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why string) {
+func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b report.ModelBound, why string) {
 	if ls == nil || len(ls.runs) == 0 {
-		return ModelBound{}, "no limiter declared"
+		return report.ModelBound{}, "no limiter declared"
 	}
 	last := make([]int, len(reqs.Targets))
 	for t := range reqs.Targets {
@@ -1283,16 +1147,16 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why strin
 			}
 		}
 	}
-	var out ModelBound
+	var out report.ModelBound
 	used := map[int]bool{}
 	for t, k := range last {
 		if k < 0 {
-			return ModelBound{}, fmt.Sprintf("no declared limiter applies to target %s", reqs.Targets[t])
+			return report.ModelBound{}, fmt.Sprintf("no declared limiter applies to target %s", reqs.Targets[t])
 		}
 		r := ls.runs[k]
 		for t2, ok := range r.applies {
 			if ok && last[t2] != k {
-				return ModelBound{}, fmt.Sprintf("limiter %s is last on target %s but not on %s: the limiters do not partition the targets",
+				return report.ModelBound{}, fmt.Sprintf("limiter %s is last on target %s but not on %s: the limiters do not partition the targets",
 					r.report.Name, reqs.Targets[t], reqs.Targets[t2])
 			}
 		}
@@ -1301,14 +1165,14 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why strin
 		}
 		used[k] = true
 		switch {
-		case r.report.Status == LimiterSuspended:
-			return ModelBound{}, fmt.Sprintf("limiter %s: every request lies in a fault window", r.report.Name)
-		case r.report.Status != LimiterChecked:
-			return ModelBound{}, fmt.Sprintf("limiter %s not checked: %s", r.report.Name, r.report.Detail)
+		case r.report.Status == report.LimiterSuspended:
+			return report.ModelBound{}, fmt.Sprintf("limiter %s: every request lies in a fault window", r.report.Name)
+		case r.report.Status != report.LimiterChecked:
+			return report.ModelBound{}, fmt.Sprintf("limiter %s not checked: %s", r.report.Name, r.report.Detail)
 		case r.unruled > 0:
-			return ModelBound{}, fmt.Sprintf("limiter %s: %d requests matched no RLS rule", r.report.Name, r.unruled)
+			return report.ModelBound{}, fmt.Sprintf("limiter %s: %d requests matched no RLS rule", r.report.Name, r.unruled)
 		case r.multi > 0:
-			return ModelBound{}, fmt.Sprintf("limiter %s: %d requests hit several RLS rules", r.report.Name, r.multi)
+			return report.ModelBound{}, fmt.Sprintf("limiter %s: %d requests hit several RLS rules", r.report.Name, r.multi)
 		}
 		tb := r.report.Total
 		out.Offered += tb.Offered
@@ -1318,7 +1182,7 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why strin
 		out.Possible += tb.Possible
 	}
 	if len(used) == 0 {
-		return ModelBound{}, "no target"
+		return report.ModelBound{}, "no target"
 	}
 	return out, ""
 }

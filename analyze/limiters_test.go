@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -34,7 +35,7 @@ func TestNginxZoneKeys(t *testing.T) {
 	}
 	spec.Zones[0].Key = "$cookie_user"
 	s = run(t, e.write()).Scenarios[0]
-	if l := s.Limiters[0]; l.Status != LimiterNotChecked || !strings.Contains(l.Detail, "zone key $cookie_user") || s.Status != NotRun {
+	if l := s.Limiters[0]; l.Status != report.LimiterNotChecked || !strings.Contains(l.Detail, "zone key $cookie_user") || s.Status != NotRun {
 		t.Fatalf("status %s limiter %+v", s.Status, l)
 	}
 }
@@ -99,7 +100,7 @@ func TestPerConnectionBuckets(t *testing.T) {
 		e.requests[i].Conn = ""
 	}
 	s = run(t, e.write()).Scenarios[0]
-	if l := s.Limiters[0]; l.Status != LimiterNotChecked || !strings.Contains(l.Detail, "6 requests have no connection key") || s.Status != NotRun {
+	if l := s.Limiters[0]; l.Status != report.LimiterNotChecked || !strings.Contains(l.Detail, "6 requests have no connection key") || s.Status != NotRun {
 		t.Fatalf("status %s limiter %+v", s.Status, l)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/schemas"
 )
@@ -87,7 +88,7 @@ func compareScenario(t *testing.T, key string, got, old map[string]any) {
 		if !addedCheck(name) {
 			t.Errorf("%s: check %q is new and not a deliberate addition", key, name)
 		}
-		if ost == Pass && c["status"] != CheckPass {
+		if ost == Pass && c["status"] != report.CheckPass {
 			t.Errorf("%s: new check %v does not pass on evidence that PASSed", key, c)
 		}
 	}
@@ -174,7 +175,7 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 			rep, err := Analyze(context.Background(), filepath.Join(base, c.name), c.opts)
 			must(t, err)
 			var got bytes.Buffer
-			must(t, WriteJSON(&got, rep))
+			must(t, report.WriteJSON(&got, rep))
 			want, err := os.ReadFile(filepath.Join(base, c.report+".report.json"))
 			must(t, err)
 			var gm, om map[string]any
@@ -186,10 +187,10 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 			if err := schemas.Validate(schemas.ReportV1, want); err != nil {
 				t.Errorf("previous release's report does not match %s: %v", schemas.ReportV1, err)
 			}
-			if om["schema"] != "rlbench.report/v1" || gm["schema"] != ReportSchema {
+			if om["schema"] != "rlbench.report/v1" || gm["schema"] != report.ReportSchema {
 				t.Errorf("schema %v, previous %v", gm["schema"], om["schema"])
 			}
-			om["schema"] = ReportSchema
+			om["schema"] = report.ReportSchema
 			gsc, osc := gm["scenarios"].([]any), om["scenarios"].([]any)
 			if len(gsc) != len(osc) {
 				t.Fatalf("%d scenarios, previous release %d", len(gsc), len(osc))
@@ -223,7 +224,7 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 			old, err := evidence.ReadStatus(bytes.NewReader(wantStatus), c.name+".status.txt")
 			must(t, err)
 			var st bytes.Buffer
-			must(t, WriteStatus(&st, rep))
+			must(t, report.WriteStatus(&st, rep))
 			now, err := evidence.ReadStatus(&st, "status.txt")
 			must(t, err)
 			if len(now) != len(old) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -20,7 +21,7 @@ import (
 // counters (the lab RLS keeps them in memory; Redis without persistence
 // loses them), so decisions after such a fault are judged as a new counter
 // epoch, named "<key> after <fault>".
-func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision) bool) *RLSCheck {
+func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision) bool) *report.RLSCheck {
 	if len(ev.Decisions) == 0 {
 		return nil
 	}
@@ -42,7 +43,7 @@ func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision)
 		}
 		return fmt.Sprintf("%s after %s", key, resets[i-1].name)
 	}
-	rc := &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}
+	rc := &report.RLSCheck{ByCode: map[string]int{}, Windows: []report.RLSWindow{}}
 	idx := map[string]int{}
 	for _, d := range ev.Decisions {
 		rc.Decisions++
@@ -53,7 +54,7 @@ func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision)
 		key := epochKey(d.Key, d.TimeNs)
 		i, ok := idx[key]
 		if !ok {
-			rc.Windows = append(rc.Windows, RLSWindow{Key: key, Limit: int(d.Limit)})
+			rc.Windows = append(rc.Windows, report.RLSWindow{Key: key, Limit: int(d.Limit)})
 			i = len(rc.Windows) - 1
 			idx[key] = i
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -138,7 +139,7 @@ func TestHTMLOfAMillionRequests(t *testing.T) {
 		t.Fatalf("sent %d", rep.Scenarios[0].Totals.Sent)
 	}
 	var cw countingWriter
-	if err := WriteHTML(&cw, rep); err != nil {
+	if err := report.WriteHTML(&cw, rep); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("HTML report of 1,000,000 requests: %d bytes", cw.n)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -77,17 +78,17 @@ func TestRestartSeenOnlyInUptime(t *testing.T) {
 			s := run(t, dir).Scenarios[0]
 			ps := s.Stats[1]
 			if c.restart == "" {
-				if ps.Status != StatsOK || s.Status != Pass {
+				if ps.Status != report.StatsOK || s.Status != Pass {
 					t.Fatalf("stats %+v, status %s, reasons %s", ps, s.Status, reasons(s))
 				}
 				return
 			}
-			if ps.Status != StatsReset || strings.Join(ps.Resets, "; ") != c.restart || s.Status != NotRun ||
+			if ps.Status != report.StatsReset || strings.Join(ps.Resets, "; ") != c.restart || s.Status != NotRun ||
 				!strings.Contains(reasons(s), "inconclusive: proxy-b: the proxy restarted between snapshots (server.uptime)") {
 				t.Fatalf("stats %+v, status %s, reasons %s", ps, s.Status, reasons(s))
 			}
 			for _, ch := range s.Checks {
-				if strings.HasPrefix(ch.Name, "proxy-b:") && ch.Status != CheckUnknown {
+				if strings.HasPrefix(ch.Name, "proxy-b:") && ch.Status != report.CheckUnknown {
 					t.Errorf("check %+v after a restart", ch)
 				}
 			}
@@ -131,7 +132,7 @@ func TestSnapshotsInsideTheAttackWindow(t *testing.T) {
 			if s.Status != c.status || ch.Got != c.got || s.Stats[1].Timing != c.timing || s.Stats[0].Timing != "" {
 				t.Fatalf("status %s, check %+v, timing %q, reasons %s", s.Status, ch, s.Stats[1].Timing, reasons(s))
 			}
-			if c.status == NotRun && (ch.Status != CheckUnknown || !strings.Contains(reasons(s), "inconclusive: proxy-b: local ok")) {
+			if c.status == NotRun && (ch.Status != report.CheckUnknown || !strings.Contains(reasons(s), "inconclusive: proxy-b: local ok")) {
 				t.Fatalf("check %+v, reasons %s", ch, reasons(s))
 			}
 		})
@@ -172,13 +173,13 @@ func TestRLSLoggedWithSnapshotsInsideTheWindow(t *testing.T) {
 	snapshot("proxy-b", evidence.LabelAfter, 5, 4, t0+19000+1_000_000-500_000_000)
 	s := run(t, dir).Scenarios[0]
 	c := check(t, s, "rls decisions logged")
-	if s.Status != NotRun || c.Status != CheckUnknown ||
+	if s.Status != NotRun || c.Status != report.CheckUnknown ||
 		c.Got != "20 in rls/decisions.jsonl (proxy-b: after snapshot taken 500ms before the last response: counters may miss it)" {
 		t.Fatalf("status %s, check %+v, reasons %s", s.Status, c, reasons(s))
 	}
 	// The same snapshot taken after the last response: the log FAILs.
 	snapshot("proxy-b", evidence.LabelAfter, 5, 4, t0+sec)
-	if s := run(t, dir).Scenarios[0]; s.Status != Fail || check(t, s, "rls decisions logged").Status != CheckFail {
+	if s := run(t, dir).Scenarios[0]; s.Status != Fail || check(t, s, "rls decisions logged").Status != report.CheckFail {
 		t.Fatalf("enclosing snapshots: %s %s", s.Status, reasons(s))
 	}
 }

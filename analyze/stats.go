@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -67,15 +68,15 @@ func partialLocal(in *Input, proxy string) bool {
 // A counter that went down between snapshots is a reset (process restart or
 // /reset_counters), and so is a restart that only server.uptime shows
 // (uptimeRestart): the proxy's comparison is then unknown, never a pass.
-func proxyStats(in *Input) []ProxyStats {
+func proxyStats(in *Input) []report.ProxyStats {
 	sr := in.Report
-	out := []ProxyStats{}
+	out := []report.ProxyStats{}
 	for _, snaps := range in.Evidence.Stats {
 		p := snaps.Proxy
-		ps := ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []Check{}}
+		ps := report.ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []report.Check{}}
 		before, after := snaps.Before, snaps.After
 		if before == nil || after == nil {
-			ps.Status = StatsMissing
+			ps.Status = report.StatsMissing
 			var msgs []string
 			for _, e := range []string{snaps.BeforeErr, snaps.AfterErr} {
 				if e != "" {
@@ -88,7 +89,7 @@ func proxyStats(in *Input) []ProxyStats {
 		}
 		if (before.Proxy != "" && before.Proxy != p) || (after.Proxy != "" && after.Proxy != p) {
 			d := evidence.Dir(in.Evidence.Path)
-			ps.Status = StatsMissing
+			ps.Status = report.StatsMissing
 			ps.Detail = fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q",
 				d.StatsSnapshot(p, evidence.LabelBefore, ".json"), before.Proxy, d.StatsSnapshot(p, evidence.LabelAfter, ".json"), after.Proxy, p)
 			out = append(out, ps)
@@ -105,7 +106,7 @@ func proxyStats(in *Input) []ProxyStats {
 			continue
 		}
 		local, global := bLocal || aLocal, bGlobal || aGlobal
-		ps.Status = StatsOK
+		ps.Status = report.StatsOK
 		// Every counter of either snapshot: one that vanished went down.
 		for k := range bm {
 			if _, ok := am[k]; !ok {
@@ -121,16 +122,16 @@ func proxyStats(in *Input) []ProxyStats {
 		}
 		sort.Strings(ps.Resets)
 		if len(ps.Resets) > 0 {
-			ps.Status = StatsReset
+			ps.Status = report.StatsReset
 			ps.Detail = "a counter went down between snapshots (restart or reset_counters): comparison unknown"
 		}
 		if why := uptimeRestart(before, after); why != "" {
 			ps.Resets = append(ps.Resets, why)
-			ps.Status = StatsReset
+			ps.Status = report.StatsReset
 			ps.Detail = "the proxy restarted between snapshots (server.uptime): comparison unknown"
 		}
 		ps.Timing = snapshotTiming(&in.Evidence.Requests, p, before, after)
-		var c *Classes
+		var c *report.Classes
 		for i := range sr.Targets {
 			if sr.Targets[i].Target == p {
 				c = &sr.Targets[i].Classes
@@ -143,20 +144,20 @@ func proxyStats(in *Input) []ProxyStats {
 			}
 			st, g := passIf(got >= int64(lo) && got <= int64(hi)), strconv.FormatInt(got, 10)
 			switch {
-			case ps.Status == StatsReset:
-				st = CheckUnknown
-			case st == CheckFail && ps.Timing != "":
-				st, g = CheckUnknown, g+" ("+ps.Timing+")"
+			case ps.Status == report.StatsReset:
+				st = report.CheckUnknown
+			case st == report.CheckFail && ps.Timing != "":
+				st, g = report.CheckUnknown, g+" ("+ps.Timing+")"
 			}
-			ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: g})
+			ps.Checks = append(ps.Checks, report.Check{Name: name, Status: st, Want: want, Got: g})
 		}
 		if c == nil && attackedWithNone(in.Evidence.Attack, p) {
 			// The attack had this proxy as a target and sent it nothing (a
 			// sticky split): its clients sent 0, which its counters must show.
-			c = &Classes{}
+			c = &report.Classes{}
 		}
 		if c == nil {
-			ps.Checks = append(ps.Checks, Check{Name: "clients of this proxy", Status: CheckUnknown, Want: "a target named " + p, Got: "none"})
+			ps.Checks = append(ps.Checks, report.Check{Name: "clients of this proxy", Status: report.CheckUnknown, Want: "a target named " + p, Got: "none"})
 			out = append(out, ps)
 			continue
 		}
@@ -165,9 +166,9 @@ func proxyStats(in *Input) []ProxyStats {
 		for _, l := range in.Scenario.Limits {
 			switch {
 			case l.Kind == evidence.LimitTokenBucket && !local:
-				ps.Checks = append(ps.Checks, Check{Name: "local rate limit stats present", Status: CheckFail, Want: "http_local_rate_limit.* counters", Got: "none"})
+				ps.Checks = append(ps.Checks, report.Check{Name: "local rate limit stats present", Status: report.CheckFail, Want: "http_local_rate_limit.* counters", Got: "none"})
 			case l.Kind == evidence.LimitFixedWindow && !global:
-				ps.Checks = append(ps.Checks, Check{Name: "global rate limit stats present", Status: CheckFail, Want: "cluster.<c>.ratelimit.* counters", Got: "none"})
+				ps.Checks = append(ps.Checks, report.Check{Name: "global rate limit stats present", Status: report.CheckFail, Want: "cluster.<c>.ratelimit.* counters", Got: "none"})
 			}
 		}
 		if local {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -53,7 +54,7 @@ func TestVacuousExpectationIsNothingChecked(t *testing.T) {
 	// A range that leaves out one possible count can fail: it is judged.
 	e := newEv(t).demo()
 	e.scenario.Expect, e.scenario.IntendedLimit = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 19})}, nil
-	if s := run(t, e.write()).Scenarios[0]; s.Status != Pass || check(t, s, "admitted").Status != CheckPass {
+	if s := run(t, e.write()).Scenarios[0]; s.Status != Pass || check(t, s, "admitted").Status != report.CheckPass {
 		t.Fatalf("admitted 0..19 of 20: status %s, checks %+v, reasons %s", s.Status, s.Checks, reasons(s))
 	}
 	// The same holds for an expectation given as an option (--admitted).
@@ -79,22 +80,22 @@ func TestVacuousCheckBesideRealChecks(t *testing.T) {
 	rep := run(t, dir)
 	s := rep.Scenarios[0]
 	c := check(t, s, "admitted")
-	if s.Status != Pass || c.Status != CheckNotChecked || c.Want != "0..1000000000" ||
+	if s.Status != Pass || c.Status != report.CheckNotChecked || c.Want != "0..1000000000" ||
 		c.Got != "10 (not checked: 0..1000000000 cannot fail: 20 requests were sent, so it is 0..20)" {
 		t.Fatalf("status %s, admitted check %+v, reasons %s", s.Status, c, reasons(s))
 	}
 	// status.txt counts the checks that passed and names what was not checked.
-	if l := StatusLines(rep)[0]; !strings.HasSuffix(l, "PASS receipts match ("+strconv.Itoa(len(s.Checks)-1)+" checks passed); not checked, cannot fail: admitted 0..1000000000") ||
+	if l := report.StatusLines(rep)[0]; !strings.HasSuffix(l, "PASS receipts match ("+strconv.Itoa(len(s.Checks)-1)+" checks passed); not checked, cannot fail: admitted 0..1000000000") ||
 		strings.Contains(l, strconv.Itoa(len(s.Checks))+" checks passed") {
 		t.Fatalf("status line %q", l)
 	}
-	if r := (Result{Checks: []Check{c}}).Validity(); r != NotChecked {
+	if r := (Result{Checks: []report.Check{c}}).Validity(); r != NotChecked {
 		t.Fatalf("validity of a not-checked check: %v", r)
 	}
 	// A real check that fails decides.
 	e.receipts = e.receipts[1:]
 	e.write()
-	if s = run(t, dir).Scenarios[0]; s.Status != Fail || check(t, s, "admitted").Status != CheckNotChecked ||
+	if s = run(t, dir).Scenarios[0]; s.Status != Fail || check(t, s, "admitted").Status != report.CheckNotChecked ||
 		!strings.Contains(reasons(s), "receipts = admitted") {
 		t.Fatalf("a lost receipt: status %s, reasons %s", s.Status, reasons(s))
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -22,7 +23,7 @@ func writeSnap(t *testing.T, dir, proxy, label string, ok, enforced uint64) {
 	must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, proxy+"."+label+".json"), b, 0o644))
 }
 
-func reasons(s ScenarioReport) string { return strings.Join(s.Reasons, "\n") }
+func reasons(s report.ScenarioReport) string { return strings.Join(s.Reasons, "\n") }
 
 func TestStatsDeltasAgreeAndResetIsUnknown(t *testing.T) {
 	e := newEv(t).demo()
@@ -50,7 +51,7 @@ func TestStatsDeltasAgreeAndResetIsUnknown(t *testing.T) {
 		t.Fatalf("stats %+v status %s reasons %s", s.Stats[1], s.Status, reasons(s))
 	}
 	for _, c := range s.Checks {
-		if strings.HasPrefix(c.Name, "proxy-b:") && c.Status != CheckUnknown {
+		if strings.HasPrefix(c.Name, "proxy-b:") && c.Status != report.CheckUnknown {
 			t.Fatalf("check %+v after a reset", c)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/schemas"
@@ -89,10 +90,10 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // analyzeJSON runs `rlbench analyze --format json dir` in process.
-func analyzeJSON(t *testing.T, dir string) (int, *analyze.Report) {
+func analyzeJSON(t *testing.T, dir string) (int, *report.Report) {
 	t.Helper()
 	code, out, stderr := runCLI(t, "analyze", "--format", "json", "--status-file", "-", dir)
-	var rep analyze.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("analyze %s: exit %d, %v\n%s\n%s", dir, code, err, out, stderr)
 	}

@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 // runBurstsPlan runs examples/bursts/<name> and analyzes it.
-func runBurstsPlan(t *testing.T, name string, timeout time.Duration) map[string]analyze.ScenarioReport {
+func runBurstsPlan(t *testing.T, name string, timeout time.Duration) map[string]report.ScenarioReport {
 	t.Helper()
 	path := filepath.Join(testfix.RepoRoot(t), "examples", "bursts", name)
 	b, err := os.ReadFile(path)
@@ -37,9 +38,9 @@ func runBurstsPlan(t *testing.T, name string, timeout time.Duration) map[string]
 		t.Fatal(err)
 	}
 	var table bytes.Buffer
-	_ = analyze.WriteTable(&table, rep)
+	_ = report.WriteTable(&table, rep)
 	t.Logf("progress:\n%s\n%s", progress.String(), table.String())
-	out := map[string]analyze.ScenarioReport{}
+	out := map[string]report.ScenarioReport{}
 	for _, s := range rep.Scenarios {
 		out[s.Name] = s
 	}
@@ -49,7 +50,7 @@ func runBurstsPlan(t *testing.T, name string, timeout time.Duration) map[string]
 	return out
 }
 
-func peakOf(t *testing.T, st analyze.ArrivalStats, w time.Duration) int {
+func peakOf(t *testing.T, st report.ArrivalStats, w time.Duration) int {
 	t.Helper()
 	for _, p := range st.Peaks {
 		if p.WindowNs == int64(w) {

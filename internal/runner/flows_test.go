@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/schemas"
@@ -35,7 +36,7 @@ scenarios:
 			}
 			for _, ps := range s.Stats {
 				for _, c := range ps.Checks {
-					if c.Status != analyze.CheckPass {
+					if c.Status != report.CheckPass {
 						t.Errorf("%s: check %+v", ps.Proxy, c)
 					}
 				}

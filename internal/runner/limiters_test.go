@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/model"
@@ -47,7 +48,7 @@ func TestE06PlanModelBounds(t *testing.T) {
 			t.Errorf("%s: %s, %d admitted; reasons %v", s.Name, s.Status, s.Totals.Passed, s.Reasons)
 		}
 		switch {
-		case w.suspended && (s.Model != nil || s.Limiters[0].Status != analyze.LimiterSuspended):
+		case w.suspended && (s.Model != nil || s.Limiters[0].Status != report.LimiterSuspended):
 			t.Errorf("%s: model %+v limiters %+v", s.Name, s.Model, s.Limiters)
 		case !w.suspended && (s.Model == nil || s.Model.Min != w.admitted || s.Model.Max != w.admitted):
 			t.Errorf("%s: model %+v, want %d..%d", s.Name, s.Model, w.admitted, w.admitted)
@@ -223,7 +224,7 @@ scenarios:
 		t.Fatalf("status %s passed %d limiters %+v reasons %v", s.Status, s.Totals.Passed, s.Limiters, s.Reasons)
 	}
 	l := s.Limiters[0]
-	if l.Status != analyze.LimiterChecked || l.Offered != 16 || l.Admitted != 7 || l.Rejected != 9 || l.Zombies != 0 || l.Total.Offered != 22 || l.OverAdmittedCount+l.UnderAdmittedCount != 0 {
+	if l.Status != report.LimiterChecked || l.Offered != 16 || l.Admitted != 7 || l.Rejected != 9 || l.Zombies != 0 || l.Total.Offered != 22 || l.OverAdmittedCount+l.UnderAdmittedCount != 0 {
 		t.Fatalf("limiter %+v", l)
 	}
 	want := map[string][2]int{"inventory_tenant_lab_": {10, 10}, "inventory_user_alice_": {3, 3}}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 )
@@ -63,7 +64,7 @@ func TestRealRLSPlan(t *testing.T) {
 			t.Errorf("%s: harness %+v, attack %+v", s.Dir, h, s.Attack)
 		}
 	}
-	by := map[string]analyze.ScenarioReport{}
+	by := map[string]report.ScenarioReport{}
 	for _, s := range rep.Scenarios {
 		by[s.Name] = s
 		if s.Status != analyze.Pass {
@@ -73,7 +74,7 @@ func TestRealRLSPlan(t *testing.T) {
 			t.Fatalf("%s: no rls.real", s.Name)
 		}
 		for _, c := range s.Checks {
-			if strings.HasPrefix(c.Name, "rls real") && c.Status != analyze.CheckPass {
+			if strings.HasPrefix(c.Name, "rls real") && c.Status != report.CheckPass {
 				t.Errorf("%s: %+v", s.Name, c)
 			}
 		}
@@ -87,7 +88,7 @@ func TestRealRLSPlan(t *testing.T) {
 		t.Errorf("shared: windows %+v", w)
 	}
 	// The RLS limiter's model (the rule's fixed window, epoch aligned) admits exactly 5 of the 20.
-	if s.Model == nil || s.Model.Min != 5 || s.Model.Max != 5 || len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterChecked {
+	if s.Model == nil || s.Model.Min != 5 || s.Model.Max != 5 || len(s.Limiters) != 1 || s.Limiters[0].Status != report.LimiterChecked {
 		t.Errorf("shared: model %+v limiters %+v", s.Model, s.Limiters)
 	}
 
@@ -108,7 +109,7 @@ func TestRealRLSPlan(t *testing.T) {
 			t.Errorf("%s: rls errors %+v", name, e)
 		}
 		// The RLS limiter is suspended: every request lies in the Redis fault window.
-		if len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterSuspended || len(s.FaultWindows[0].ActsOn) != 1 {
+		if len(s.Limiters) != 1 || s.Limiters[0].Status != report.LimiterSuspended || len(s.FaultWindows[0].ActsOn) != 1 {
 			t.Errorf("%s: limiters %+v acts on %v", name, s.Limiters, s.FaultWindows[0].ActsOn)
 		}
 		// No OK of the RLS admitted anyone: zombies (if any ran after Redis came back) are not counted.

@@ -8,6 +8,7 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 )
@@ -35,7 +36,7 @@ type Cell struct {
 
 // GridOf builds the grid of the plan's scenarios that name a row and a
 // column, from the simulated bundle and its report; nil when none does.
-func GridOf(p *runner.Plan, b *evidence.Bundle, rep *analyze.Report) *Grid {
+func GridOf(p *runner.Plan, b *evidence.Bundle, rep *report.Report) *Grid {
 	type pos struct{ r, c int }
 	g := &Grid{}
 	rows, cols := map[string]int{}, map[string]int{}

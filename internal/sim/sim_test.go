@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 )
@@ -21,7 +22,7 @@ func loadPlan(t testing.TB, path string) *runner.Plan {
 	return p
 }
 
-func simulate(t testing.TB, p *runner.Plan, seed int64) (*evidence.Bundle, *analyze.Report) {
+func simulate(t testing.TB, p *runner.Plan, seed int64) (*evidence.Bundle, *report.Report) {
 	t.Helper()
 	b, err := Run(context.Background(), p, Options{Seed: seed, Name: "test"})
 	if err != nil {
@@ -31,7 +32,7 @@ func simulate(t testing.TB, p *runner.Plan, seed int64) (*evidence.Bundle, *anal
 }
 
 // flow returns a scenario's flow row.
-func flow(t *testing.T, s *analyze.ScenarioReport, name string) analyze.FlowReport {
+func flow(t *testing.T, s *report.ScenarioReport, name string) report.FlowReport {
 	t.Helper()
 	for _, f := range s.Flows {
 		if f.Flow == name {
@@ -39,7 +40,7 @@ func flow(t *testing.T, s *analyze.ScenarioReport, name string) analyze.FlowRepo
 		}
 	}
 	t.Fatalf("%s: no flow %q in %+v", s.Name, name, s.Flows)
-	return analyze.FlowReport{}
+	return report.FlowReport{}
 }
 
 // TestInstancesTable: the 3x3 table of issue 11, every cell within 3% of
@@ -49,7 +50,7 @@ func TestInstancesTable(t *testing.T) {
 	p := loadPlan(t, "../../examples/dimensions/instances.yaml")
 	b, rep := simulate(t, p, 1)
 	if rep.Status != analyze.Pass {
-		t.Fatalf("status %s: %v", rep.Status, analyze.StatusLines(rep))
+		t.Fatalf("status %s: %v", rep.Status, report.StatusLines(rep))
 	}
 	g := GridOf(p, b, rep)
 	want := map[[2]string]float64{
@@ -91,7 +92,7 @@ func TestInstancesTable(t *testing.T) {
 func TestUsersAndEndpoints(t *testing.T) {
 	_, rep := simulate(t, loadPlan(t, "../../examples/dimensions/users.yaml"), 1)
 	if rep.Status != analyze.Pass {
-		t.Fatalf("users: %v", analyze.StatusLines(rep))
+		t.Fatalf("users: %v", report.StatusLines(rep))
 	}
 	global, perUser := &rep.Scenarios[0], &rep.Scenarios[1]
 	for _, u := range []string{"B", "C", "D"} {
@@ -108,7 +109,7 @@ func TestUsersAndEndpoints(t *testing.T) {
 
 	_, rep = simulate(t, loadPlan(t, "../../examples/dimensions/endpoints.yaml"), 1)
 	if rep.Status != analyze.Pass {
-		t.Fatalf("endpoints: %v", analyze.StatusLines(rep))
+		t.Fatalf("endpoints: %v", report.StatusLines(rep))
 	}
 	s := &rep.Scenarios[0]
 	for _, name := range []string{"A /report", "B /report"} {
