@@ -26,6 +26,11 @@ type Options struct {
 	IntendedLimit *int
 	// Checkers replaces the checker table (DefaultCheckers) when not nil.
 	Checkers []Checker
+	// ExtraCheckers run after the table (DefaultCheckers or Checkers): a
+	// program adds its own checks this way, and they take part in the
+	// verdict like the table's (a failed check is FAIL, an unknown one
+	// NOT_RUN; a panicking checker is an unknown check named after it).
+	ExtraCheckers []Checker
 	// Series, when true, adds each scenario's time series for plots
 	// (ScenarioReport.Series; the HTML report needs them).
 	Series bool
@@ -116,10 +121,26 @@ func Classify(r *evidence.Request) string { return r.Classify().String() }
 // Input is what a Checker judges: one scenario's evidence, its scenario.json
 // with the Options' overrides applied, and the report's computed sections
 // (totals, targets, receipts, stats, fault windows, RLS, access log join).
+//
+// A checker of another program reads Evidence (the requests' columns,
+// receipts, decisions, stats snapshots, faults), Scenario (the
+// expectation, the limiters) and the sections of Report, plus Received and
+// ReceiptNs; it returns its checks in a Result and must not modify Input:
+// the other checkers read it too. Options.ExtraCheckers adds such a checker
+// to the table.
 type Input struct {
+	// Evidence is the scenario's evidence as evidence.LoadScenario read it;
+	// its requests are indexed 0..Evidence.Requests.Len()-1 in file order.
 	Evidence *evidence.ScenarioEvidence
+	// Scenario is scenario.json with Options.Admitted and
+	// Options.IntendedLimit applied.
 	Scenario evidence.Scenario
-	Report   *report.ScenarioReport
+	// Report is the scenario's report as the checkers see it: every section
+	// (Totals, Targets, Phases, Receipts, Stats, FaultWindows, RLS,
+	// Limiters, Model, Arrivals, Flows, Latency, ...) is computed before the
+	// first checker runs; Checks, Reasons and Status are set from the
+	// checkers' results after the last one.
+	Report *report.ScenarioReport
 	// AccessLogs is the join of the access logs with the requests; nil
 	// without access log entries.
 	AccessLogs *AccessLogJoin
@@ -185,6 +206,9 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) report.ScenarioR
 	if opts.Checkers != nil {
 		checkers = opts.Checkers
 	}
+	if len(opts.ExtraCheckers) > 0 {
+		checkers = append(slices.Clip(checkers), opts.ExtraCheckers...)
+	}
 	verdict(in, Compose(in, checkers))
 	return sr
 }
@@ -213,6 +237,19 @@ func nothingToCheck(in *Input, opts Options) string {
 		return vacuousText(vac)
 	}
 	return evidence.ScenarioFile + " has neither an expectation nor an intended limit nor a configured limiter"
+}
+
+// Received tells whether the backend has a receipt of request i (an index
+// of Evidence.Requests); false for an index out of range.
+func (in *Input) Received(i int) bool { return i >= 0 && i < len(in.received) && in.received[i] }
+
+// ReceiptNs is the time of request i's earliest receipt, unix ns; 0 when
+// the backend has none (or i is out of range).
+func (in *Input) ReceiptNs(i int) int64 {
+	if i < 0 || i >= len(in.recvNs) {
+		return 0
+	}
+	return in.recvNs[i]
 }
 
 // incomplete records a reason the evidence is incomplete.
@@ -606,7 +643,11 @@ func (r *Result) add(name, status, want, got string) {
 // Checker is one named check of the table: Check returns the checks it
 // judged (none when it does not apply to the scenario).
 type Checker struct {
-	Name  string
+	// Name names the checker in the unknown check a panic gives.
+	Name string
+	// Check judges one scenario. Each report.Check it returns is listed in
+	// ScenarioReport.Checks with its Status (report.CheckPass, CheckFail,
+	// CheckUnknown or CheckNotChecked), Want and Got.
 	Check func(*Input) Result
 }
 

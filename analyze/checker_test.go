@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -96,5 +97,52 @@ func TestJudgeReadsNoFiles(t *testing.T) {
 	sr := rep.Scenarios[0]
 	if sr.Status != Pass || sr.Totals.Admitted != 1 || sr.Totals.Local429 != 1 || sr.Receipts.AdmittedWithReceipt != 1 || sr.Dir != "mem" {
 		t.Fatalf("%s %+v %+v reasons %v", sr.Status, sr.Totals, sr.Receipts, sr.Reasons)
+	}
+}
+
+// TestExtraCheckersJoinTheTable: a checker written against Input's exported
+// fields and passed in Options.ExtraCheckers runs after the table, its
+// checks are listed after the table's, a pass keeps the verdict and a fail
+// makes it FAIL with the check as reason.
+func TestExtraCheckersJoinTheTable(t *testing.T) {
+	dir := newEv(t).demo().write()
+	received := func(fail bool) Checker {
+		return Checker{Name: "received", Check: func(in *Input) Result {
+			n := 0
+			for i := 0; i < in.Evidence.Requests.Len(); i++ {
+				if in.Received(i) && in.ReceiptNs(i) > 0 {
+					n++
+				}
+			}
+			want := in.Report.Receipts.AdmittedWithReceipt
+			st := report.CheckPass
+			if fail {
+				st = report.CheckFail
+			}
+			return Result{Checks: []report.Check{{Name: "requests received", Status: st, Want: strconv.Itoa(want), Got: strconv.Itoa(n)}}}
+		}}
+	}
+	base := run(t, dir).Scenarios[0]
+	for _, fail := range []bool{false, true} {
+		rep, err := Analyze(context.Background(), dir, Options{ExtraCheckers: []Checker{received(fail)}})
+		must(t, err)
+		s := rep.Scenarios[0]
+		if len(s.Checks) != len(base.Checks)+1 {
+			t.Fatalf("fail=%v: %d checks, want the table's %d and one more", fail, len(s.Checks), len(base.Checks))
+		}
+		c := s.Checks[len(s.Checks)-1]
+		if c.Name != "requests received" || c.Want != c.Got || c.Got == "0" {
+			t.Fatalf("fail=%v: last check %+v", fail, c)
+		}
+		want := Pass
+		if fail {
+			want = Fail
+		}
+		if s.Status != want || fail != strings.Contains(strings.Join(s.Reasons, ";"), "requests received: want") {
+			t.Fatalf("fail=%v: status %s reasons %v", fail, s.Status, s.Reasons)
+		}
+	}
+	if (&Input{}).Received(-1) || (&Input{}).ReceiptNs(3) != 0 {
+		t.Error("an index out of range is received")
 	}
 }
