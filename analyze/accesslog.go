@@ -11,12 +11,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// AccessLogDir is evidence.AccessLogDir, the folder of a scenario directory
-// holding one Envoy HTTP access log per proxy, accesslog/<proxy>.log. Each
-// line is in Envoy's default text format, Istio's, or a JSON object
-// (json_format); see collect/envoy.ParseAccessLog.
-const AccessLogDir = evidence.AccessLogDir
-
 // Ways an access log entry is joined to a request (AccessLogResponse.JoinedBy).
 const (
 	// JoinRlbenchID: the entry logged the X-Rlbench-Id request header
@@ -102,27 +96,27 @@ type AccessLogJoin struct {
 // no_response is consistent with any producer (the client saw nothing).
 func ProducerAgrees(class, producer string) bool {
 	switch class {
-	case ClassLocal429:
+	case evidence.ClassLocal429.String():
 		return producer == envoy.ProducerLocalLimiter
-	case ClassGlobal429:
+	case evidence.ClassGlobal429.String():
 		return producer == envoy.ProducerGlobalLimiter
-	case ClassRLSError:
+	case evidence.ClassRLSError.String():
 		return producer == envoy.ProducerRLSError
-	case ClassAdmitted, ClassBackend4xx, ClassBackend429:
+	case evidence.ClassAdmitted.String(), evidence.ClassBackend4xx.String(), evidence.ClassBackend429.String():
 		return producer == envoy.ProducerBackend
-	case ClassBackend5xx:
+	case evidence.ClassBackend5xx.String():
 		return producer == envoy.ProducerBackend || producer == envoy.ProducerUpstreamFailure || producer == envoy.ProducerCircuitBreaker
-	case ClassCircuitBreaker:
+	case evidence.ClassCircuitBreaker.String():
 		return producer == envoy.ProducerCircuitBreaker
-	case ClassOther4xx, ClassOther:
+	case evidence.ClassOther4xx.String(), evidence.ClassOther.String():
 		return producer == envoy.ProducerBackend || producer == envoy.ProducerOther
-	case ClassOther5xx:
+	case evidence.ClassOther5xx.String():
 		switch producer {
 		case envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther:
 			return true
 		}
 		return false
-	case ClassNoResponse:
+	case evidence.ClassNoResponse.String():
 		return true
 	}
 	return false
@@ -185,7 +179,7 @@ func JoinAccessLogs(logs []evidence.AccessLog, reqs *evidence.Requests, recs *ev
 			resp := AccessLogResponse{ID: reqs.IDs.ID(idx), Proxy: p, Target: target, File: evidence.AccessLogFile(p), Line: e.Line,
 				JoinedBy: by, Code: e.Code, ClientCode: code, Flags: e.Flags, Details: e.CodeDetails, Producer: prod, Class: reqs.Class[idx].String()}
 			var why []string
-			if resp.Class != ClassNoResponse {
+			if resp.Class != evidence.ClassNoResponse.String() {
 				if !ProducerAgrees(resp.Class, prod) {
 					why = append(why, fmt.Sprintf("client class %s, log producer %s", resp.Class, prod))
 				}

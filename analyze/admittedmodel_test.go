@@ -63,12 +63,12 @@ func TestAdmittedModelPassesWhereAFixedRangeFails(t *testing.T) {
 	}
 	dir := e.write()
 	// the fixed range assumed the burst at once: inconclusive, naming the model for the times delivered
-	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, fmt.Sprintf("inconclusive: admitted: want 10, got %d, within the limiters' model", passed))
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.NotRun, fmt.Sprintf("inconclusive: admitted: want 10, got %d, within the limiters' model", passed))
 
 	e.scenario.Expect.Admitted = evidence.AdmittedByModel()
 	e.write()
 	s := run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	m := s.Model
 	if m == nil || m.Min > passed || m.Max < passed || m.Max <= 10 {
 		t.Fatalf("model bound %+v for %d admitted: want one that allows the refill", m, passed)
@@ -87,7 +87,7 @@ func TestAdmittedModelFailsOutsideTheBounds(t *testing.T) {
 	if s.Model == nil || s.Model.Max >= passed {
 		t.Fatalf("model %+v, %d admitted", s.Model, passed)
 	}
-	wantVerdict(t, s, Fail, fmt.Sprintf("admitted: want model %d..%d, got 30", s.Model.Min, s.Model.Max))
+	wantVerdict(t, s, evidence.Fail, fmt.Sprintf("admitted: want model %d..%d, got 30", s.Model.Min, s.Model.Max))
 	if c := mustCheck(t, s, "admitted"); c.Status != report.CheckFail {
 		t.Fatalf("admitted check %+v", c)
 	}
@@ -100,7 +100,7 @@ func TestAdmittedModelWithoutLimitersIsNotRun(t *testing.T) {
 	e, _ := bucketBurst(t, 30, 100*time.Millisecond, 10, 100, false, evidence.AdmittedByModel())
 	e.scenario.Limiters = nil
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, NotRun, "admitted: model needs a limiter model (no limiter declared)")
+	wantVerdict(t, s, evidence.NotRun, "admitted: model needs a limiter model (no limiter declared)")
 	if c := mustCheck(t, s, "admitted"); c.Status != report.CheckUnknown || c.Want != "model" {
 		t.Fatalf("admitted check %+v", c)
 	}
@@ -108,7 +108,7 @@ func TestAdmittedModelWithoutLimitersIsNotRun(t *testing.T) {
 	e.scenario.Limiters = []evidence.Limiter{{Name: "other", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Targets: []string{"proxy-z"},
 		Model: &model.Spec{Kind: model.KindTokenBucket, Capacity: 10, RatePerSec: 100}}}
 	s = run(t, e.write()).Scenarios[0]
-	if s.Status != NotRun || !strings.Contains(reasons(s), "admitted: model needs a limiter model (no declared limiter applies to target proxy-a)") {
+	if s.Status != evidence.NotRun || !strings.Contains(reasons(s), "admitted: model needs a limiter model (no declared limiter applies to target proxy-a)") {
 		t.Fatalf("%s: %s", s.Status, reasons(s))
 	}
 }

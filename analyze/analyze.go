@@ -79,7 +79,7 @@ func missingScenario(dir, reason string) report.ScenarioReport {
 		name = dir[i+1:]
 	}
 	sr := newScenarioReport(name, dir)
-	sr.Status, sr.Incomplete, sr.Reasons = NotRun, true, []string{reason}
+	sr.Status, sr.Incomplete, sr.Reasons = evidence.NotRun, true, []string{reason}
 	return sr
 }
 
@@ -93,15 +93,15 @@ func newScenarioReport(name, dir string) report.ScenarioReport {
 
 func overall(srs []report.ScenarioReport) string {
 	if len(srs) == 0 {
-		return NotRun
+		return evidence.NotRun
 	}
-	st := Pass
+	st := evidence.Pass
 	for _, s := range srs {
 		switch s.Status {
-		case Fail:
-			return Fail
-		case NotRun:
-			st = NotRun
+		case evidence.Fail:
+			return evidence.Fail
+		case evidence.NotRun:
+			st = evidence.NotRun
 		}
 	}
 	return st
@@ -197,7 +197,7 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) report.ScenarioR
 		sr.Series = seriesOf(in, acc)
 	}
 	if why := nothingToCheck(in, opts); why != "" && !sr.Incomplete {
-		sr.Status = NotRun
+		sr.Status = evidence.NotRun
 		sr.Reasons = append(sr.Reasons, "nothing to check: "+why)
 		return sr
 	}
@@ -274,7 +274,7 @@ func completeness(in *Input) bool {
 	}
 	problems(evidence.ScenarioFile)
 	if ev.NotRun {
-		sr.Status = NotRun
+		sr.Status = evidence.NotRun
 		sr.Reasons = append(sr.Reasons, ev.NotRunReason)
 		return true
 	}
@@ -299,7 +299,7 @@ func completeness(in *Input) bool {
 	}
 	problems(evidence.RequestsFile)
 	if !ev.HasRequests {
-		sr.Status = NotRun
+		sr.Status = evidence.NotRun
 		sr.Reasons = append(sr.Reasons, fmt.Sprintf("%s: missing: the attack did not run", d.Requests()))
 		sr.Incomplete = true
 		return true
@@ -493,33 +493,3 @@ func plural(n int, one, many string) string {
 	}
 	return strconv.Itoa(n) + " " + many
 }
-
-// Verdicts of a scenario (evidence.Pass, evidence.Fail, evidence.NotRun).
-// NOT_RUN covers both a scenario that did not execute and one whose evidence
-// is missing or truncated: nothing incomplete is PASS.
-const (
-	Pass   = evidence.Pass
-	Fail   = evidence.Fail
-	NotRun = evidence.NotRun
-)
-
-// Response class names, as used in Classes and in scenario expectations
-// (evidence.Class.String; see evidence.Marks.Classify for the rules).
-var (
-	ClassAdmitted   = evidence.ClassAdmitted.String()   // 2xx
-	ClassLocal429   = evidence.ClassLocal429.String()   // 429 with body local_rate_limited (Envoy local_ratelimit filter)
-	ClassGlobal429  = evidence.ClassGlobal429.String()  // 429 with x-envoy-ratelimited (Envoy ratelimit filter, OVER_LIMIT)
-	ClassRLSError   = evidence.ClassRLSError.String()   // 500 with an empty body: Envoy ratelimit filter, RLS error and failure_mode_deny
-	ClassOther4xx   = evidence.ClassOther4xx.String()   // any other 4xx of unknown origin (no upstream mark, no receipt)
-	ClassOther5xx   = evidence.ClassOther5xx.String()   // any other 5xx of unknown origin
-	ClassOther      = evidence.ClassOther.String()      // 1xx/3xx
-	ClassNoResponse = evidence.ClassNoResponse.String() // code 0: indeterminate, it may have reached the backend
-	// ClassBackend4xx, ClassBackend429 and ClassBackend5xx came from the
-	// backend (x-envoy-upstream-service-time, the backend's own body, or a
-	// receipt): the request passed every limiter.
-	ClassBackend4xx = evidence.ClassBackend4xx.String()
-	ClassBackend429 = evidence.ClassBackend429.String()
-	ClassBackend5xx = evidence.ClassBackend5xx.String()
-	// ClassCircuitBreaker is Envoy's 503 with x-envoy-overloaded (flag UO).
-	ClassCircuitBreaker = evidence.ClassCircuitBreaker.String()
-)

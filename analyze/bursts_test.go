@@ -71,7 +71,7 @@ func TestArrivalPeaksExact(t *testing.T) {
 	// file order is not time order: the peaks must not care
 	recv[3], recv[60] = recv[60], recv[3]
 	s := run(t, burstEv(t, recv).write()).Scenarios[0]
-	if s.Status != Pass {
+	if s.Status != evidence.Pass {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 	a := s.Arrivals
@@ -188,7 +188,7 @@ func TestBackendPeakChecks(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if s.Status != Fail {
+	if s.Status != evidence.Fail {
 		t.Errorf("status %s", s.Status)
 	}
 	ex := s.Arrivals.Expected
@@ -205,7 +205,7 @@ func TestBackendPeakChecks(t *testing.T) {
 	e2 := burstEv(t, recv)
 	e2.scenario.Expect.BackendPeak = evidence.PeakExpectations{{Window: model.Duration(10 * time.Millisecond), Model: true}}
 	s2 := run(t, e2.write()).Scenarios[0]
-	if c := mustCheck(t, s2, "backend peak per 10ms within the model"); c.Status != report.CheckUnknown || s2.Status != NotRun {
+	if c := mustCheck(t, s2, "backend peak per 10ms within the model"); c.Status != report.CheckUnknown || s2.Status != evidence.NotRun {
 		t.Errorf("%+v, status %s", c, s2.Status)
 	}
 }
@@ -398,14 +398,14 @@ func TestAmplificationSplitsRetriesFromResends(t *testing.T) {
 	three := 3.0
 	e.scenario.Expect.Amplification = &evidence.FactorRange{Min: &three, Max: &four}
 	s = run(t, e.write()).Scenarios[0]
-	if s.Status != Pass || s.Amplification.Factor != 4 || s.Amplification.ProxyRetries != 90 || s.Receipts.Resent != 0 {
+	if s.Status != evidence.Pass || s.Amplification.Factor != 4 || s.Amplification.ProxyRetries != 90 || s.Receipts.Resent != 0 {
 		t.Fatalf("storm: %s %v %+v", s.Status, s.Reasons, s.Amplification)
 	}
 	if c := mustCheck(t, s, "duplicate receipts (re-sent)"); c.Got != "0; 90 more are proxy retries" {
 		t.Errorf("%+v", c)
 	}
 	e.scenario.Expect.Amplification = &evidence.FactorRange{Max: &three}
-	if s := run(t, e.write()).Scenarios[0]; s.Status != Fail {
+	if s := run(t, e.write()).Scenarios[0]; s.Status != evidence.Fail {
 		t.Errorf("4× with max 3: %s", s.Status)
 	}
 }
@@ -597,7 +597,7 @@ func TestNginxFixturesClassifiedByTheLog(t *testing.T) {
 					t.Errorf("check %+v", ch)
 				}
 			}
-			if c.retries > 0 && s.Status != Fail {
+			if c.retries > 0 && s.Status != evidence.Fail {
 				t.Errorf("retries without expect.amplification: %s", s.Status)
 			}
 		})
@@ -698,7 +698,7 @@ func TestReceiptsEqualAdmittedSaysWhatItCounted(t *testing.T) {
 		t.Errorf("%+v", c)
 	}
 	c := mustCheck(t, s, "backend amplification")
-	if s.Status != Fail || c.Status != report.CheckFail ||
+	if s.Status != evidence.Fail || c.Status != report.CheckFail ||
 		c.Got != "3.00×: 10 proxy retries (15 attempts for 5 requests that passed the limiter); declare expect.amplification to judge it" {
 		t.Fatalf("status %s, %+v, reasons %s", s.Status, c, reasons(s))
 	}
@@ -707,7 +707,7 @@ func TestReceiptsEqualAdmittedSaysWhatItCounted(t *testing.T) {
 	e.scenario.Expect.Amplification = &evidence.FactorRange{Min: &three, Max: &three}
 	e.write()
 	s = run(t, dir).Scenarios[0]
-	if s.Status != Pass || slices.ContainsFunc(s.Checks, func(c report.Check) bool { return c.Name == "backend amplification" }) {
+	if s.Status != evidence.Pass || slices.ContainsFunc(s.Checks, func(c report.Check) bool { return c.Name == "backend amplification" }) {
 		t.Fatalf("amplification 3..3: status %s, checks %+v", s.Status, s.Checks)
 	}
 	// A client re-send beside the retries is named as one (and fails its own check).

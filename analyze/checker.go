@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // Validity is a checker's verdict, in the Jepsen checker model: valid
@@ -141,13 +142,13 @@ func verdict(in *Input, c Composed) {
 	}
 	switch {
 	case sr.Incomplete:
-		sr.Status = NotRun
+		sr.Status = evidence.NotRun
 	case c.Valid == Invalid:
-		sr.Status = Fail
+		sr.Status = evidence.Fail
 	case c.Valid == Valid:
-		sr.Status = Pass
+		sr.Status = evidence.Pass
 	default:
-		sr.Status = NotRun
+		sr.Status = evidence.NotRun
 		if !slices.ContainsFunc(sr.Checks, func(ch report.Check) bool { return ch.Status != report.CheckNotChecked }) {
 			sr.Reasons = append(sr.Reasons, "inconclusive: nothing was checked")
 		}

@@ -61,11 +61,11 @@ func TestPanickingCheckerIsUnknown(t *testing.T) {
 	if c == nil || c.Status != report.CheckUnknown || !strings.Contains(c.Got, "index out of range") {
 		t.Fatalf("boom check %+v", c)
 	}
-	if s.Status != NotRun || len(s.Checks) < 5 {
+	if s.Status != evidence.NotRun || len(s.Checks) < 5 {
 		t.Fatalf("status %s with %d checks, reasons %v", s.Status, len(s.Checks), s.Reasons)
 	}
 	// Without it, the same evidence passes.
-	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}
 }
@@ -77,7 +77,7 @@ func TestNothingCheckedIsNotPass(t *testing.T) {
 	rep, err := Analyze(context.Background(), dir, Options{Checkers: []Checker{}})
 	must(t, err)
 	s := rep.Scenarios[0]
-	if s.Status != NotRun || len(s.Checks) != 0 || !strings.Contains(strings.Join(s.Reasons, ";"), "nothing was checked") {
+	if s.Status != evidence.NotRun || len(s.Checks) != 0 || !strings.Contains(strings.Join(s.Reasons, ";"), "nothing was checked") {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}
 }
@@ -95,7 +95,7 @@ func TestJudgeReadsNoFiles(t *testing.T) {
 	s.Receipts.Add(&s.Requests, &evidence.Receipt{ID: &id, RecvNs: 12})
 	rep := Judge(&evidence.Bundle{Dir: "mem", Scenarios: []*evidence.ScenarioEvidence{s}}, Options{})
 	sr := rep.Scenarios[0]
-	if sr.Status != Pass || sr.Totals.Admitted != 1 || sr.Totals.Local429 != 1 || sr.Receipts.AdmittedWithReceipt != 1 || sr.Dir != "mem" {
+	if sr.Status != evidence.Pass || sr.Totals.Admitted != 1 || sr.Totals.Local429 != 1 || sr.Receipts.AdmittedWithReceipt != 1 || sr.Dir != "mem" {
 		t.Fatalf("%s %+v %+v reasons %v", sr.Status, sr.Totals, sr.Receipts, sr.Reasons)
 	}
 }
@@ -134,9 +134,9 @@ func TestExtraCheckersJoinTheTable(t *testing.T) {
 		if c.Name != "requests received" || c.Want != c.Got || c.Got == "0" {
 			t.Fatalf("fail=%v: last check %+v", fail, c)
 		}
-		want := Pass
+		want := evidence.Pass
 		if fail {
-			want = Fail
+			want = evidence.Fail
 		}
 		if s.Status != want || fail != strings.Contains(strings.Join(s.Reasons, ";"), "requests received: want") {
 			t.Fatalf("fail=%v: status %s reasons %v", fail, s.Status, s.Reasons)

@@ -10,14 +10,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// Fault actions recorded in faults.jsonl (evidence.Fault.Action).
-const (
-	ActionStop    = evidence.ActionStop
-	ActionStart   = evidence.ActionStart
-	ActionRestart = evidence.ActionRestart
-	ActionExec    = evidence.ActionExec
-)
-
 // faultWindows builds one window per fault: a stop (or a set of backend
 // faults) opens a window on its target at the stop's begin that the next
 // start (clear) of the same target closes at the start's end (the component
@@ -44,19 +36,19 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []report.Fault
 	open := map[string]int{} // target -> index in out
 	for _, f := range faults {
 		switch f.Action {
-		case ActionStop, evidence.ActionSet:
+		case evidence.ActionStop, evidence.ActionSet:
 			if _, ok := open[f.Target]; ok {
 				continue // already down
 			}
 			out = append(out, report.FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true, ActsOn: []string{}})
 			open[f.Target] = len(out) - 1
-		case ActionStart, evidence.ActionClear:
+		case evidence.ActionStart, evidence.ActionClear:
 			if i, ok := open[f.Target]; ok {
 				out[i].EndNs = f.EndNs
 				out[i].Open = false
 				delete(open, f.Target)
 			}
-		case ActionRestart, ActionExec:
+		case evidence.ActionRestart, evidence.ActionExec:
 			out = append(out, report.FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs, ActsOn: []string{}})
 		}
 	}

@@ -88,7 +88,7 @@ func flowRow(t *testing.T, s report.ScenarioReport, name string) report.FlowRepo
 func TestFlowTablesAndStarved(t *testing.T) {
 	e, admitted := flowsEv(t, false)
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "starved flows (within their fair share, rejected by a shared bucket): want 0, got 1: B at 4.0/s within its fair share 5.0/s")
+	wantVerdict(t, s, evidence.Fail, "starved flows (within their fair share, rejected by a shared bucket): want 0, got 1: B at 4.0/s within its fair share 5.0/s")
 	a, b := flowRow(t, s, "A"), flowRow(t, s, "B")
 	if a.Sent != 100 || a.Admitted != admitted["A"] || b.Sent != 3 || b.Admitted != admitted["B"] || b.Admitted == 3 {
 		t.Fatalf("A %+v, B %+v, want admitted %v", a, b, admitted)
@@ -107,12 +107,12 @@ func TestFlowTablesAndStarved(t *testing.T) {
 	}
 	yes, no := true, false
 	e.scenario.Expect.Starved = &yes
-	wantVerdict(t, run(t, e.write()).Scenarios[0], Pass)
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Pass)
 
 	e, admitted = flowsEv(t, true)
 	e.scenario.Expect.Starved = &no
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if len(s.Starved) != 0 || len(s.Keys) != 2 {
 		t.Fatalf("starved %+v keys %+v", s.Starved, s.Keys)
 	}
@@ -126,7 +126,7 @@ func TestFlowTablesAndStarved(t *testing.T) {
 		t.Fatalf("B %+v", b)
 	}
 	e.scenario.Expect.Starved = &yes
-	wantVerdict(t, run(t, e.write()).Scenarios[0], Fail, "starved flows (within their fair share, rejected by a shared bucket): want >= 1 (expect.starved), got 0")
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Fail, "starved flows (within their fair share, rejected by a shared bucket): want >= 1 (expect.starved), got 0")
 }
 
 // TestFlowTablesGolden renders the shared-bucket run's tables and JSON

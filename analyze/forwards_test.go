@@ -172,7 +172,7 @@ func TestForwardsAcceptedLateReleasedAtRatePass(t *testing.T) {
 		}
 	}
 	s := run(t, c.write(t)).Scenarios[0]
-	if s.Status != Pass {
+	if s.Status != evidence.Pass {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 	checkStatus(t, s, "limiter forwards per 100ms within the model", report.CheckPass, "12 after a silence that held back 2 of the model's forwards (allowed 13) at +1.969s")
@@ -220,7 +220,7 @@ func TestForwardsBurstWhereModelQueuesFails(t *testing.T) {
 		return 1900 + int64(i)*10
 	}
 	s := run(t, c.write(t)).Scenarios[0]
-	if s.Status != Fail {
+	if s.Status != evidence.Fail {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 	checkStatus(t, s, "limiter forwards per 10ms within the model", report.CheckFail, "190 at +0s")
@@ -233,7 +233,7 @@ func TestForwardsBurstWhereModelQueuesFails(t *testing.T) {
 	// inconclusive, no longer PASS.
 	c.noLog = true
 	s = run(t, c.write(t)).Scenarios[0]
-	if s.Status != NotRun {
+	if s.Status != evidence.NotRun {
 		t.Errorf("without the log: %s %v", s.Status, s.Reasons)
 	}
 	checkStatus(t, s, "backend peak per 10ms within the model", report.CheckUnknown,
@@ -255,7 +255,7 @@ func TestAdmissionTimingSixInOneMillisecond(t *testing.T) {
 			send: func(i int) int64 { return int64(i) * 10_000 }, accept: func(int) int64 { return 2 }, fwd: fwd, lag: func(int) int64 { return 200_000 }}
 	}
 	s := run(t, six(func(int) int64 { return 2 }).write(t)).Scenarios[0]
-	if s.Status != Fail {
+	if s.Status != evidence.Fail {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 	c := checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckFail,
@@ -301,7 +301,7 @@ func TestForwardsPathLagInconclusive(t *testing.T) {
 		return 200_000
 	}
 	s := run(t, c.write(t)).Scenarios[0]
-	if s.Status != NotRun {
+	if s.Status != evidence.NotRun {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 	checkStatus(t, s, "backend peak per 10ms within the model", report.CheckUnknown,
@@ -395,7 +395,7 @@ func TestBackendPeakToleranceMeasured(t *testing.T) {
 	s = run(t, c.write(t)).Scenarios[0]
 	checkStatus(t, s, "backend peak per 10ms within the model", report.CheckUnknown,
 		"the attack's burst send spread (measured lateness): the 10ms window widened to 622ms allows 63 where the model bounds 2; the limiter's own forward times are not in the evidence")
-	if s.Status != NotRun {
+	if s.Status != evidence.NotRun {
 		t.Errorf("status %s", s.Status)
 	}
 	// A paced attack's largest pacing error, when larger.
@@ -450,7 +450,7 @@ func TestNginxCapturesAdmissionTiming(t *testing.T) {
 			s := run(t, dir).Scenarios[0]
 			checkStatus(t, s, "admission timing (nginx limit_req)", report.CheckPass, fmt.Sprintf("0 of %d forwards early", c.passed))
 			checkStatus(t, s, "limiter forwards per 100ms within the model", report.CheckPass)
-			if s.Status == Fail {
+			if s.Status == evidence.Fail {
 				t.Errorf("%v", s.Reasons)
 			}
 

@@ -107,12 +107,12 @@ func TestJUnitShape(t *testing.T) {
 			t.Errorf("test %d: name %q classname %q, scenario %q", i, tc.Name, tc.Classname, s.Name)
 		}
 		switch s.Status {
-		case Fail:
+		case evidence.Fail:
 			failed++
 			if tc.Status != junit.StatusFailed || tc.Error == nil || !strings.Contains(tc.Error.Error(), s.Reasons[0]) {
 				t.Errorf("%s: status %s error %v", s.Name, tc.Status, tc.Error)
 			}
-		case NotRun:
+		case evidence.NotRun:
 			skipped++
 			if tc.Status != junit.StatusSkipped || tc.Message != strings.Join(s.Reasons, "; ") {
 				t.Errorf("%s: status %s message %q", s.Name, tc.Status, tc.Message)
@@ -183,7 +183,7 @@ func TestPrometheusParsesBack(t *testing.T) {
 				}
 				return m
 			}
-			for _, st := range []string{Pass, Fail, NotRun} {
+			for _, st := range []string{evidence.Pass, evidence.Fail, evidence.NotRun} {
 				want := 0.0
 				if st == s.Status {
 					want = 1
@@ -239,7 +239,7 @@ func TestCSVRows(t *testing.T) {
 		if len(r) != len(report.CSVHeader) {
 			t.Fatalf("row %v", r)
 		}
-		if r[5] == ClassAdmitted {
+		if r[5] == evidence.ClassAdmitted.String() {
 			admitted++
 			if r[6] != "200" {
 				t.Errorf("admitted with code %s", r[6])

@@ -48,15 +48,15 @@ func TestLatencyPerClassTargetPhase(t *testing.T) {
 		phase := []string{"before", "after"}[i/2000]
 		flow := []string{"alice", "bob", "carol"}[i%3]
 		r := evidence.Request{ID: fmt.Sprintf("id-%d", i), Target: target, Phase: phase, Flow: flow, SentNs: t0 + int64(i)*1e6}
-		class := ClassAdmitted
+		class := evidence.ClassAdmitted.String()
 		switch {
 		case i%5 == 0:
 			r.Code, r.Body = 429, "local_rate_limited"
 			r.LatencyNs = int64(200_000 + i*10) // fast rejections
-			class = ClassLocal429
+			class = evidence.ClassLocal429.String()
 		case i%7 == 0:
 			r.LatencyNs = int64(time.Second) + int64(i) // timeouts
-			class = ClassNoResponse
+			class = evidence.ClassNoResponse.String()
 		default:
 			r.Code = 200
 			r.LatencyNs = int64((i*7919)%50_000_000 + 1_000_000) // 1..51 ms, scattered
@@ -125,7 +125,7 @@ func TestLatencyPerClassTargetPhase(t *testing.T) {
 	for _, fl := range l.Flows {
 		check("flow/"+fl.Flow, fl.Classes)
 	}
-	if l.Classes[0].Class != ClassNoResponse || l.Classes[1].Class != ClassAdmitted {
+	if l.Classes[0].Class != evidence.ClassNoResponse.String() || l.Classes[1].Class != evidence.ClassAdmitted.String() {
 		t.Errorf("classes not in class order: %+v", l.Classes)
 	}
 }

@@ -59,7 +59,7 @@ func compareScenario(t *testing.T, key string, got, old map[string]any) {
 	t.Helper()
 	gs, ost := got["status"].(string), old["status"].(string)
 	if why, ok := statusChanges[key]; ok {
-		if gs != NotRun || !reflect.DeepEqual(got["reasons"], []any{why}) {
+		if gs != evidence.NotRun || !reflect.DeepEqual(got["reasons"], []any{why}) {
 			t.Errorf("%s: status %s reasons %v, want NOT_RUN %q", key, gs, got["reasons"], why)
 		}
 		for _, k := range []string{"checks", "reasons", "status"} {
@@ -88,7 +88,7 @@ func compareScenario(t *testing.T, key string, got, old map[string]any) {
 		if !addedCheck(name) {
 			t.Errorf("%s: check %q is new and not a deliberate addition", key, name)
 		}
-		if ost == Pass && c["status"] != report.CheckPass {
+		if ost == evidence.Pass && c["status"] != report.CheckPass {
 			t.Errorf("%s: new check %v does not pass on evidence that PASSed", key, c)
 		}
 	}
@@ -200,10 +200,10 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 				key := c.report + "/" + g["dir"].(string)
 				if _, changed := statusChanges[key]; changed {
 					// the verdict moves; its group and the run follow it
-					om["status"] = NotRun
+					om["status"] = evidence.NotRun
 					for _, gr := range om["groups"].([]any) {
 						if gr.(map[string]any)["name"] == o["name"] {
-							gr.(map[string]any)["status"] = NotRun
+							gr.(map[string]any)["status"] = evidence.NotRun
 						}
 					}
 				}
@@ -237,9 +237,9 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 				l.Reason = checksPassedRE.ReplaceAllString(l.Reason, "(N checks passed)")
 				old[i].Reason = checksPassedRE.ReplaceAllString(old[i].Reason, "(N checks passed)")
 				if why, ok := statusChanges[c.name+"/"+rep.Scenarios[i].Dir]; ok {
-					old[i].Status, old[i].Reason = NotRun, why
+					old[i].Status, old[i].Reason = evidence.NotRun, why
 				}
-				if l.Status != Pass && l.Status == old[i].Status {
+				if l.Status != evidence.Pass && l.Status == old[i].Status {
 					// the reasons of a FAIL or NOT_RUN are compared in the report above
 					l.Reason = old[i].Reason
 				}

@@ -33,7 +33,7 @@ func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision)
 	}
 	var resets []boundary
 	for _, f := range ev.Faults {
-		if (f.Target == "rls" || f.Target == "redis") && (f.Action == ActionStart || f.Action == ActionRestart) {
+		if (f.Target == "rls" || f.Target == "redis") && (f.Action == evidence.ActionStart || f.Action == evidence.ActionRestart) {
 			resets = append(resets, boundary{f.EndNs, f.Name})
 		}
 	}

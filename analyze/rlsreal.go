@@ -11,16 +11,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// Evidence files of a scenario run on the real envoyproxy/ratelimit (written by the runner for lab.rls.kind real,
-// or collected by hand into the same layout); the names are evidence's.
-const (
-	// RealRLSLog is the RLS log; its presence (or that of RealRLSParsedLog) switches the real-RLS reconciliation
-	// (rls.real) on.
-	RealRLSLog = evidence.RLSLogFile
-	// RealRLSParsedLog is the parsed RLS log that `rlbench collect rls-log --out DIR` writes.
-	RealRLSParsedLog = evidence.RLSParsedLogFile
-)
-
 // Identity statuses of RealIdentity.Status, beyond collect/rls's pass, fail and reset.
 const (
 	// IdentityExplained: total_hits exceeds within_limit + over_limit by no more than the calls that failed on
@@ -130,18 +120,18 @@ func reconcileReal(in *Input) *report.RLSReal {
 			continue
 		}
 		switch f.Action {
-		case ActionStop:
+		case evidence.ActionStop:
 			if downSince < 0 {
 				downSince = f.BeginNs
 			}
-		case ActionStart:
+		case evidence.ActionStart:
 			at := f.BeginNs
 			if downSince >= 0 {
 				at = downSince
 			}
 			epochs = append(epochs, boundary{at, f.Name})
 			downSince = -1
-		case ActionRestart:
+		case evidence.ActionRestart:
 			epochs = append(epochs, boundary{f.BeginNs, f.Name})
 			downSince = -1
 		}

@@ -32,7 +32,7 @@ func TestReportMatchesSchema(t *testing.T) {
 	e := newEv(t).demo()
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: "fixed_window", Limit: 5, Unit: "HOUR"}}
 	dir := e.write()
-	writeLines(t, dir+"/"+evidence.FaultsFile, []evidence.Fault{{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0, EndNs: t0 + 1}})
+	writeLines(t, dir+"/"+evidence.FaultsFile, []evidence.Fault{{Name: "stop rls", Action: evidence.ActionStop, Target: "rls", BeginNs: t0, EndNs: t0 + 1}})
 	must(t, mkdirAll(dir+"/rls"))
 	writeLines(t, dir+"/"+evidence.DecisionsFile, []evidence.Decision{{TimeNs: t0, Domain: "inventory", Key: "inventory_tenant_lab_1796029200", Limit: 5, Code: "OK", Current: 1}})
 	notRun := t.TempDir()

@@ -43,8 +43,8 @@ func largeRun(n int, d time.Duration) *evidence.Bundle {
 		reqs[i] = r
 	}
 	ev := memScenario(sc, reqs, recs)
-	ev.Faults = []evidence.Fault{{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0 + int64(d)/3, EndNs: t0 + int64(d)/3 + 1000, OK: true},
-		{Name: "start rls", Action: ActionStart, Target: "rls", BeginNs: t0 + int64(d)/2, EndNs: t0 + int64(d)/2 + 5_000_000, OK: true}}
+	ev.Faults = []evidence.Fault{{Name: "stop rls", Action: evidence.ActionStop, Target: "rls", BeginNs: t0 + int64(d)/3, EndNs: t0 + int64(d)/3 + 1000, OK: true},
+		{Name: "start rls", Action: evidence.ActionStart, Target: "rls", BeginNs: t0 + int64(d)/2, EndNs: t0 + int64(d)/2 + 5_000_000, OK: true}}
 	return &evidence.Bundle{Dir: "mem/large", Scenarios: []*evidence.ScenarioEvidence{ev}}
 }
 

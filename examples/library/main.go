@@ -44,7 +44,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "library:", err)
 		os.Exit(2)
 	}
-	if status != analyze.Pass {
+	if status != evidence.Pass {
 		os.Exit(1)
 	}
 }

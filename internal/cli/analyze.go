@@ -134,9 +134,9 @@ func render(w io.Writer, format string, rep *report.Report, b *evidence.Bundle) 
 
 func verdictError(rep *report.Report) error {
 	switch rep.Status {
-	case analyze.Pass:
+	case evidence.Pass:
 		return nil
-	case analyze.Fail:
+	case evidence.Fail:
 		return &ExitCodeError{Code: ExitFail}
 	default:
 		return &ExitCodeError{Code: ExitNotRun}

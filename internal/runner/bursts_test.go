@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
@@ -67,7 +68,7 @@ func peakOf(t *testing.T, st report.ArrivalStats, w time.Duration) int {
 func TestRetryStormPlan(t *testing.T) {
 	by := runBurstsPlan(t, "retry-storm.yaml", 60*time.Second)
 	s := by["retry storm amplifies the failure"]
-	if s.Status != analyze.Pass {
+	if s.Status != evidence.Pass {
 		t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
 	}
 	a := s.Amplification
@@ -78,7 +79,7 @@ func TestRetryStormPlan(t *testing.T) {
 		t.Errorf("receipts %+v", s.Receipts)
 	}
 	c := by["max_retries caps the storm"]
-	if c.Status != analyze.Pass || c.Amplification == nil || c.Amplification.Factor >= 2 || c.Amplification.ClientResends != 0 {
+	if c.Status != evidence.Pass || c.Amplification == nil || c.Amplification.Factor >= 2 || c.Amplification.ClientResends != 0 {
 		t.Errorf("%s: %s %v %+v", c.Name, c.Status, c.Reasons, c.Amplification)
 	}
 }
@@ -88,7 +89,7 @@ func TestRetryStormPlan(t *testing.T) {
 func TestLabCascadePlan(t *testing.T) {
 	by := runBurstsPlan(t, "lab-cascade.yaml", 60*time.Second)
 	for name, s := range by {
-		if s.Status != analyze.Pass {
+		if s.Status != evidence.Pass {
 			t.Errorf("%s: %s %v", name, s.Status, s.Reasons)
 		}
 	}

@@ -44,7 +44,7 @@ func TestE06PlanModelBounds(t *testing.T) {
 	}
 	for _, s := range rep.Scenarios {
 		w := want[s.Name]
-		if s.Status != analyze.Pass || s.Totals.Passed != w.admitted {
+		if s.Status != evidence.Pass || s.Totals.Passed != w.admitted {
 			t.Errorf("%s: %s, %d admitted; reasons %v", s.Name, s.Status, s.Totals.Passed, s.Reasons)
 		}
 		switch {
@@ -121,7 +121,7 @@ scenarios:
 		t.Fatal(err)
 	}
 	s := rep.Scenarios[0]
-	if s.Status != analyze.Fail || s.Engagement == nil || s.Engagement.NoDescriptor != 4 || s.Engagement.Limited != 6 {
+	if s.Status != evidence.Fail || s.Engagement == nil || s.Engagement.NoDescriptor != 4 || s.Engagement.Limited != 6 {
 		t.Fatalf("status %s engagement %+v reasons %v", s.Status, s.Engagement, s.Reasons)
 	}
 	if s.Limiters[0].Total.Min != 3 || s.Limiters[0].Total.Max != 3 || s.Limiters[0].OverAdmittedCount != 0 {
@@ -220,7 +220,7 @@ scenarios:
 		t.Fatal(err)
 	}
 	s := rep.Scenarios[0]
-	if s.Status != analyze.Pass || s.Totals.Passed != 7 || len(s.Limiters) != 1 {
+	if s.Status != evidence.Pass || s.Totals.Passed != 7 || len(s.Limiters) != 1 {
 		t.Fatalf("status %s passed %d limiters %+v reasons %v", s.Status, s.Totals.Passed, s.Limiters, s.Reasons)
 	}
 	l := s.Limiters[0]
@@ -294,7 +294,7 @@ scenarios:
 		t.Fatal(err)
 	}
 	s := rep.Scenarios[0]
-	if s.Status != analyze.Pass || s.Totals.Passed != 5 || s.Engagement == nil || s.Engagement.Limited != 10 {
+	if s.Status != evidence.Pass || s.Totals.Passed != 5 || s.Engagement == nil || s.Engagement.Limited != 10 {
 		t.Fatalf("status %s passed %d engagement %+v reasons %v", s.Status, s.Totals.Passed, s.Engagement, s.Reasons)
 	}
 	want := map[string]int{"inventory_user_alice_": 2, "inventory_user_bob_": 3}

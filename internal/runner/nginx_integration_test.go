@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 )
 
@@ -41,10 +41,10 @@ func TestTokenVsLeakyPlan(t *testing.T) {
 	needNginx(t)
 	by := runBurstsPlan(t, "token-vs-leaky.yaml", 90*time.Second)
 	for name, s := range by {
-		if s.Status == analyze.Pass {
+		if s.Status == evidence.Pass {
 			continue
 		}
-		pathOnly := s.Status == analyze.NotRun
+		pathOnly := s.Status == evidence.NotRun
 		for _, c := range s.Checks {
 			if c.Status != report.CheckPass && !(strings.HasPrefix(c.Name, "backend peak per ") && strings.Contains(c.Got, "the limiter's own forwards were")) {
 				pathOnly = false
@@ -110,7 +110,7 @@ func TestNginxRetryStormPlan(t *testing.T) {
 	needNginx(t)
 	by := runBurstsPlan(t, "nginx-retry-storm.yaml", 60*time.Second)
 	for name, s := range by {
-		if s.Status != analyze.Pass {
+		if s.Status != evidence.Pass {
 			t.Errorf("%s: %s %v", name, s.Status, s.Reasons)
 		}
 	}

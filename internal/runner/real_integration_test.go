@@ -67,7 +67,7 @@ func TestRealRLSPlan(t *testing.T) {
 	by := map[string]report.ScenarioReport{}
 	for _, s := range rep.Scenarios {
 		by[s.Name] = s
-		if s.Status != analyze.Pass {
+		if s.Status != evidence.Pass {
 			t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
 		}
 		if s.RLS == nil || s.RLS.Real == nil {

@@ -125,7 +125,7 @@ func agree(t *testing.T, lab, simulated *report.ScenarioReport, lag time.Duratio
 func TestLabUsers(t *testing.T) {
 	p := labPlan(t, "users.yaml", 2*time.Second)
 	rep := runLab(t, p)
-	if rep.Status != analyze.Pass {
+	if rep.Status != evidence.Pass {
 		t.Fatalf("lab: %v", report.StatusLines(rep))
 	}
 	global, perUser := &rep.Scenarios[0], &rep.Scenarios[1]
@@ -168,7 +168,7 @@ func TestLabUsers(t *testing.T) {
 func TestLabEndpoints(t *testing.T) {
 	p := labPlan(t, "endpoints.yaml", 2*time.Second)
 	rep := runLab(t, p)
-	if rep.Status != analyze.Pass {
+	if rep.Status != evidence.Pass {
 		t.Fatalf("lab: %v", report.StatusLines(rep))
 	}
 	s := &rep.Scenarios[0]
@@ -189,7 +189,7 @@ func TestLabEndpoints(t *testing.T) {
 func TestLabInstances(t *testing.T) {
 	p := labPlan(t, "instances.yaml", 2*time.Second, "skewed 60:30:10 / each 100/3")
 	rep := runLab(t, p)
-	if rep.Status != analyze.Pass {
+	if rep.Status != evidence.Pass {
 		t.Fatalf("lab: %v", report.StatusLines(rep))
 	}
 	_, srep := simulate(t, p, 1)

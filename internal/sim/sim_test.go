@@ -49,7 +49,7 @@ func flow(t *testing.T, s *report.ScenarioReport, name string) report.FlowReport
 func TestInstancesTable(t *testing.T) {
 	p := loadPlan(t, "../../examples/dimensions/instances.yaml")
 	b, rep := simulate(t, p, 1)
-	if rep.Status != analyze.Pass {
+	if rep.Status != evidence.Pass {
 		t.Fatalf("status %s: %v", rep.Status, report.StatusLines(rep))
 	}
 	g := GridOf(p, b, rep)
@@ -68,7 +68,7 @@ func TestInstancesTable(t *testing.T) {
 			if row == "skewed 60:30:10" && col == "each 100/s" {
 				lo, hi = 185, 195
 			}
-			if cell.PerSec < lo || cell.PerSec > hi || cell.Status != analyze.Pass {
+			if cell.PerSec < lo || cell.PerSec > hi || cell.Status != evidence.Pass {
 				t.Errorf("%s / %s: %.1f/s (%s), want %.0f..%.0f", row, col, cell.PerSec, cell.Status, lo, hi)
 			}
 		}
@@ -91,7 +91,7 @@ func TestInstancesTable(t *testing.T) {
 // at most the model's bound (and 60) of each /report and all of /ping.
 func TestUsersAndEndpoints(t *testing.T) {
 	_, rep := simulate(t, loadPlan(t, "../../examples/dimensions/users.yaml"), 1)
-	if rep.Status != analyze.Pass {
+	if rep.Status != evidence.Pass {
 		t.Fatalf("users: %v", report.StatusLines(rep))
 	}
 	global, perUser := &rep.Scenarios[0], &rep.Scenarios[1]
@@ -108,7 +108,7 @@ func TestUsersAndEndpoints(t *testing.T) {
 	}
 
 	_, rep = simulate(t, loadPlan(t, "../../examples/dimensions/endpoints.yaml"), 1)
-	if rep.Status != analyze.Pass {
+	if rep.Status != evidence.Pass {
 		t.Fatalf("endpoints: %v", report.StatusLines(rep))
 	}
 	s := &rep.Scenarios[0]
@@ -165,7 +165,7 @@ scenarios:
 		t.Fatal(err)
 	}
 	_, rep := simulate(t, p, 1)
-	if s := rep.Scenarios[0]; s.Status != analyze.NotRun || !strings.Contains(strings.Join(s.Reasons, ";"), "faults are not simulated") {
+	if s := rep.Scenarios[0]; s.Status != evidence.NotRun || !strings.Contains(strings.Join(s.Reasons, ";"), "faults are not simulated") {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 }
@@ -191,7 +191,7 @@ scenarios:
 	}
 	_, rep := simulate(t, p, 1)
 	s := rep.Scenarios[0]
-	if s.Status != analyze.Pass || s.Totals.Global429 == 0 {
+	if s.Status != evidence.Pass || s.Totals.Global429 == 0 {
 		t.Fatalf("%s %v totals %+v", s.Status, s.Reasons, s.Totals)
 	}
 	if a, b := flow(t, &s, "A"), flow(t, &s, "B"); a.Admitted != 10 || b.Admitted != 4 || a.Model == nil || a.Model.Max != 10 {
@@ -210,7 +210,7 @@ func BenchmarkDimensions(b *testing.B) {
 	for b.Loop() {
 		for _, p := range plans {
 			_, rep := simulate(b, p, 1)
-			if rep.Status != analyze.Pass {
+			if rep.Status != evidence.Pass {
 				b.Fatal(rep.Status)
 			}
 		}
