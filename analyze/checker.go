@@ -7,38 +7,8 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
-
-// Validity is a checker's verdict, in the Jepsen checker model: valid
-// (pass), invalid (fail) or unknown. Merging takes the highest priority:
-// fail over unknown over pass.
-type Validity int
-
-// Validities, by increasing priority. NotChecked is a result without checks:
-// it takes no part in a merge, and a composition of nothing but NotChecked
-// results is Unknown, never Pass.
-const (
-	NotChecked Validity = iota
-	Valid
-	Unknown
-	Invalid
-)
-
-// String returns "not checked", "pass", "unknown" or "fail".
-func (v Validity) String() string {
-	switch v {
-	case Valid:
-		return report.CheckPass
-	case Unknown:
-		return report.CheckUnknown
-	case Invalid:
-		return report.CheckFail
-	}
-	return "not checked"
-}
-
-// Merge returns the validity of a and b together: fail > unknown > pass.
-func Merge(a, b Validity) Validity { return max(a, b) }
 
 // Result is what a Checker returns.
 type Result struct {
@@ -49,19 +19,20 @@ type Result struct {
 	Incomplete []string
 }
 
-// Validity merges the checks' statuses; NotChecked without checks (a
-// CheckNotChecked check takes no part).
-func (r Result) Validity() Validity {
-	v := NotChecked
+// Validity merges the checks' statuses (report.CheckPass is model.Valid,
+// CheckFail model.Invalid, CheckUnknown model.UnknownValidity);
+// model.NotChecked without checks (a CheckNotChecked check takes no part).
+func (r Result) Validity() model.Validity {
+	v := model.NotChecked
 	for _, c := range r.Checks {
 		switch c.Status {
 		case report.CheckPass:
-			v = Merge(v, Valid)
+			v = model.Merge(v, model.Valid)
 		case report.CheckFail:
-			v = Merge(v, Invalid)
+			v = model.Merge(v, model.Invalid)
 		case report.CheckNotChecked:
 		default:
-			v = Merge(v, Unknown)
+			v = model.Merge(v, model.UnknownValidity)
 		}
 	}
 	return v
@@ -85,7 +56,7 @@ type Checker struct {
 // Composed is the result of a checker table on one scenario.
 type Composed struct {
 	// Valid is the merge of every result; Unknown when nothing was checked.
-	Valid Validity
+	Valid model.Validity
 	// Results are the checkers' results, in table order.
 	Results []Result
 }
@@ -93,14 +64,14 @@ type Composed struct {
 // Compose runs every checker on in and merges their results. A checker that
 // panics gives an unknown check named after it with the panic as its value.
 func Compose(in *Input, checkers []Checker) Composed {
-	out := Composed{Valid: NotChecked, Results: make([]Result, 0, len(checkers))}
+	out := Composed{Valid: model.NotChecked, Results: make([]Result, 0, len(checkers))}
 	for _, c := range checkers {
 		r := runChecker(c, in)
-		out.Valid = Merge(out.Valid, r.Validity())
+		out.Valid = model.Merge(out.Valid, r.Validity())
 		out.Results = append(out.Results, r)
 	}
-	if out.Valid == NotChecked {
-		out.Valid = Unknown
+	if out.Valid == model.NotChecked {
+		out.Valid = model.UnknownValidity
 	}
 	return out
 }
@@ -143,9 +114,9 @@ func verdict(in *Input, c Composed) {
 	switch {
 	case sr.Incomplete:
 		sr.Status = evidence.NotRun
-	case c.Valid == Invalid:
+	case c.Valid == model.Invalid:
 		sr.Status = evidence.Fail
-	case c.Valid == Valid:
+	case c.Valid == model.Valid:
 		sr.Status = evidence.Pass
 	default:
 		sr.Status = evidence.NotRun

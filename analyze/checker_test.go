@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 func fixed(name string, statuses ...string) Checker {
@@ -26,15 +27,15 @@ func TestComposeMergesByPriority(t *testing.T) {
 	none := Checker{Name: "none", Check: func(*Input) Result { return Result{} }}
 	cases := []struct {
 		checkers []Checker
-		want     Validity
+		want     model.Validity
 	}{
-		{[]Checker{fixed("a", report.CheckPass), fixed("b", report.CheckPass)}, Valid},
-		{[]Checker{fixed("a", report.CheckPass), fixed("b", report.CheckUnknown)}, Unknown},
-		{[]Checker{fixed("a", report.CheckUnknown), fixed("b", report.CheckFail), fixed("c", report.CheckPass)}, Invalid},
-		{[]Checker{fixed("a", report.CheckPass, report.CheckFail)}, Invalid},
-		{[]Checker{none, fixed("a", report.CheckPass)}, Valid},
-		{[]Checker{none}, Unknown},
-		{nil, Unknown},
+		{[]Checker{fixed("a", report.CheckPass), fixed("b", report.CheckPass)}, model.Valid},
+		{[]Checker{fixed("a", report.CheckPass), fixed("b", report.CheckUnknown)}, model.UnknownValidity},
+		{[]Checker{fixed("a", report.CheckUnknown), fixed("b", report.CheckFail), fixed("c", report.CheckPass)}, model.Invalid},
+		{[]Checker{fixed("a", report.CheckPass, report.CheckFail)}, model.Invalid},
+		{[]Checker{none, fixed("a", report.CheckPass)}, model.Valid},
+		{[]Checker{none}, model.UnknownValidity},
+		{nil, model.UnknownValidity},
 	}
 	for i, c := range cases {
 		got := Compose(in, c.checkers)
@@ -42,7 +43,7 @@ func TestComposeMergesByPriority(t *testing.T) {
 			t.Errorf("case %d: %s (%d results), want %s", i, got.Valid, len(got.Results), c.want)
 		}
 	}
-	if Merge(Valid, NotChecked) != Valid || Merge(Unknown, Valid) != Unknown || Merge(Invalid, Unknown) != Invalid {
+	if model.Merge(model.Valid, model.NotChecked) != model.Valid || model.Merge(model.UnknownValidity, model.Valid) != model.UnknownValidity || model.Merge(model.Invalid, model.UnknownValidity) != model.Invalid {
 		t.Error("Merge priorities")
 	}
 }

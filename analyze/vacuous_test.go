@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // TestVacuousExpectationIsNothingChecked (issue 21): an expectation that
@@ -89,7 +90,7 @@ func TestVacuousCheckBesideRealChecks(t *testing.T) {
 		strings.Contains(l, strconv.Itoa(len(s.Checks))+" checks passed") {
 		t.Fatalf("status line %q", l)
 	}
-	if r := (Result{Checks: []report.Check{c}}).Validity(); r != NotChecked {
+	if r := (Result{Checks: []report.Check{c}}).Validity(); r != model.NotChecked {
 		t.Fatalf("validity of a not-checked check: %v", r)
 	}
 	// A real check that fails decides.

@@ -9,7 +9,7 @@ const ReportSchema = "rlbench.report/v2"
 // reset between snapshots); it never counts as a pass. NotChecked is a
 // declared expectation that cannot fail given what was sent (admitted
 // 0..1000000000 of 20 requests): it is reported, its Got saying why, but it
-// takes no part in the verdict (Validity NotChecked), so it can never be the
+// takes no part in the verdict (model.NotChecked), so it can never be the
 // reason for a PASS.
 const (
 	CheckPass       = "pass"
