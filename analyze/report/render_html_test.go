@@ -10,6 +10,13 @@ import (
 	"testing"
 )
 
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // goldenReport reads the report of fixture name back from its JSON golden
 // (../testdata/golden/<name>.json.golden, which analyze's TestGoldenFormats
 // keeps equal to the judged report).
