@@ -8,18 +8,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// Ways a repeated receipt of one ID is explained as a proxy retry
-// (Amplification.ExplainedBy).
-const (
-	// ExplainedByAttemptCount: the receipts carry distinct
-	// x-envoy-attempt-count values (Envoy's router numbers every upstream
-	// try; retry_policy).
-	ExplainedByAttemptCount = "x-envoy-attempt-count"
-	// ExplainedByNginxTries: nginx's $upstream_addr logged at least that many
-	// server tries for the request (proxy_next_upstream).
-	ExplainedByNginxTries = "nginx $upstream_addr"
-)
-
 // retrySplit is, per request, its receipts and how many of them are
 // explained retries and unexplained re-sends.
 type retrySplit struct {
@@ -66,9 +54,9 @@ func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoi
 		allowed, by := int32(1), ""
 		switch {
 		case distinct[int32(i)] != nil:
-			allowed, by = int32(len(distinct[int32(i)])), ExplainedByAttemptCount
+			allowed, by = int32(len(distinct[int32(i)])), report.ExplainedByAttemptCount
 		case nj != nil && nj.tries[i] > 0:
-			allowed, by = int32(nj.tries[i]), ExplainedByNginxTries
+			allowed, by = int32(nj.tries[i]), report.ExplainedByNginxTries
 		}
 		s.resent[i] = max(k-max(allowed, 1), 0)
 		s.retries[i] = k - 1 - s.resent[i]

@@ -371,7 +371,7 @@ func TestAmplificationSplitsRetriesFromResends(t *testing.T) {
 		t.Fatal("no amplification section")
 	}
 	if a.Passed != 5 || a.Attempts != 13 || a.MaxAttempts != 4 || a.ProxyRetries != 4 || a.ClientResends != 4 ||
-		fmt.Sprint(a.ByAttempts) != "[0 1 2 0 2]" || a.ExplainedBy[ExplainedByAttemptCount] != 4 {
+		fmt.Sprint(a.ByAttempts) != "[0 1 2 0 2]" || a.ExplainedBy[report.ExplainedByAttemptCount] != 4 {
 		t.Errorf("amplification %+v", a)
 	}
 	if a.Factor != 13.0/5 {

@@ -157,7 +157,7 @@ func TestLatencyRLSSources(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("rls latency %+v", got)
 	}
-	if g := got[0]; g.Source != RLSLatencyFromRLS || g.Since != SinceScenario || g.Count != 14 || g.MeanNs != 1857143 {
+	if g := got[0]; g.Source != report.RLSLatencyFromRLS || g.Since != report.SinceScenario || g.Count != 14 || g.MeanNs != 1857143 {
 		t.Errorf("rls: %+v, want 14 calls, mean 1857143 ns (26 ms / 14)", g)
 	}
 	if g := got[1]; g.Source != "proxy-a" || g.Name != "cluster.rate_limit_cluster.upstream_rq_time" || len(g.Quantiles) != 1 || g.Quantiles[0].Ns != 7_500_000 {

@@ -10,16 +10,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// Sources and spans of RLSLatency.
-const (
-	// RLSLatencyFromRLS is envoyproxy/ratelimit's own response time histogram.
-	RLSLatencyFromRLS = "rls"
-	// SinceScenario: the figures cover the scenario (after − before).
-	SinceScenario = "scenario"
-	// SinceProcessStart: the figures are cumulative since the process started.
-	SinceProcessStart = "process start"
-)
-
 // rlsLatency collects the RLS call latency from the RLS's metrics scrapes
 // and the proxies' stats snapshots.
 func rlsLatency(ev *evidence.ScenarioEvidence, sr *report.ScenarioReport) []report.RLSLatency {
@@ -79,9 +69,9 @@ func rlsServerLatency(scrapes []evidence.RLSMetrics) []report.RLSLatency {
 			}
 		}
 	}
-	since := SinceProcessStart
+	since := report.SinceProcessStart
 	if before != nil {
-		since = SinceScenario
+		since = report.SinceScenario
 	}
 	methods := make([]string, 0, len(byMethod))
 	for m := range byMethod {
@@ -94,7 +84,7 @@ func rlsServerLatency(scrapes []evidence.RLSMetrics) []report.RLSLatency {
 		if a.count == 0 {
 			continue
 		}
-		out = append(out, report.RLSLatency{Source: RLSLatencyFromRLS, Name: m, Since: since, Count: a.count,
+		out = append(out, report.RLSLatency{Source: report.RLSLatencyFromRLS, Name: m, Since: since, Count: a.count,
 			MeanNs: msToNs(a.sumMs / float64(a.count)), Quantiles: []report.LatencyQuantile{}})
 	}
 	return out
@@ -127,7 +117,7 @@ func envoyRLSLatency(proxy string, before, after *envoy.Snapshot) []report.RLSLa
 		if !ok || h.NoValues {
 			continue
 		}
-		l := report.RLSLatency{Source: proxy, Name: hname, Since: SinceProcessStart, Quantiles: []report.LatencyQuantile{}}
+		l := report.RLSLatency{Source: proxy, Name: hname, Since: report.SinceProcessStart, Quantiles: []report.LatencyQuantile{}}
 		for _, q := range h.Quantiles {
 			if q.Cumulative != nil {
 				l.Quantiles = append(l.Quantiles, report.LatencyQuantile{Percent: q.Percent, Ns: msToNs(*q.Cumulative)})

@@ -9,26 +9,12 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// Limits of the Series' size, whatever the number of requests.
-const (
-	// MaxBins is the most bins a Series has.
-	MaxBins = 120
-	// MaxLatencyPoints is the most points of one LatencySeries.
-	MaxLatencyPoints = 1000
-	// BoundConfigured names the configured limiters' bound line.
-	BoundConfigured = "configured bound"
-)
-
-// DistributionPercents are the percents of a LatencyDistribution's points:
-// dense towards the tail, as HdrHistogram percentile plots.
-var DistributionPercents = []float64{0, 10, 20, 30, 40, 50, 55, 60, 65, 70, 75, 80, 85, 90, 92.5, 95, 96, 97, 98, 99, 99.5, 99.9, 99.95, 99.99, 99.999, 100}
-
 // binWidth returns the smallest 1, 2 or 5 × 10^k ns width that covers span in
 // at most MaxBins bins.
 func binWidth(span int64) int64 {
 	for w := int64(1); ; w *= 10 {
 		for _, m := range []int64{1, 2, 5} {
-			if span/(w*m) < MaxBins {
+			if span/(w*m) < report.MaxBins {
 				return w * m
 			}
 		}
@@ -94,7 +80,7 @@ func seriesOf(in *Input, a *latencyAccs) *report.Series {
 		}
 	}
 	if sr.Bound != nil {
-		line := report.BoundSeries{Name: BoundConfigured, Allowed: make([]int, bins)}
+		line := report.BoundSeries{Name: report.BoundConfigured, Allowed: make([]int, bins)}
 		from := sr.StartNs
 		for k := range line.Allowed {
 			end := start + int64(k+1)*bin
@@ -115,8 +101,8 @@ func seriesOf(in *Input, a *latencyAccs) *report.Series {
 				continue
 			}
 			d := report.LatencyDistribution{Target: reqs.Targets[t], Class: evidence.Class(cl).String(), Count: acc.count,
-				Percents: DistributionPercents, LatencyNs: make([]int64, len(DistributionPercents))}
-			for k, p := range DistributionPercents {
+				Percents: report.DistributionPercents, LatencyNs: make([]int64, len(report.DistributionPercents))}
+			for k, p := range report.DistributionPercents {
 				d.LatencyNs[k] = acc.quantileNs(p)
 			}
 			s.Distributions = append(s.Distributions, d)
@@ -143,7 +129,7 @@ func latencySeries(reqs *evidence.Requests, order []int, start int64) []report.L
 			}
 			sort.SliceStable(idx, func(x, y int) bool { return reqs.SentNs[idx[x]] < reqs.SentNs[idx[y]] })
 			next := 0
-			pts, _ := lttb.Downsample(len(idx), MaxLatencyPoints, func(count int) ([]lttb.Point, error) {
+			pts, _ := lttb.Downsample(len(idx), report.MaxLatencyPoints, func(count int) ([]lttb.Point, error) {
 				ps := make([]lttb.Point, 0, count)
 				for ; count > 0 && next < len(idx); count-- {
 					i := idx[next]

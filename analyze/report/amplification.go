@@ -1,5 +1,17 @@
 package report
 
+// Ways a repeated receipt of one ID is explained as a proxy retry
+// (Amplification.ExplainedBy).
+const (
+	// ExplainedByAttemptCount: the receipts carry distinct
+	// x-envoy-attempt-count values (Envoy's router numbers every upstream
+	// try; retry_policy).
+	ExplainedByAttemptCount = "x-envoy-attempt-count"
+	// ExplainedByNginxTries: nginx's $upstream_addr logged at least that many
+	// server tries for the request (proxy_next_upstream).
+	ExplainedByNginxTries = "nginx $upstream_addr"
+)
+
 // Amplification is what the backend received per request that passed the
 // limiter: upstream attempts, from the receipts (one per attempt that
 // reached it), split into proxy retries, which the receipts' attempt counts

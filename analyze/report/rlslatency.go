@@ -1,5 +1,15 @@
 package report
 
+// Sources and spans of RLSLatency.
+const (
+	// RLSLatencyFromRLS is envoyproxy/ratelimit's own response time histogram.
+	RLSLatencyFromRLS = "rls"
+	// SinceScenario: the figures cover the scenario (after − before).
+	SinceScenario = "scenario"
+	// SinceProcessStart: the figures are cumulative since the process started.
+	SinceProcessStart = "process start"
+)
+
 // RLSLatency is the latency of the calls to the rate limit service as one
 // part of the system measured it.
 //

@@ -1,5 +1,19 @@
 package report
 
+// Limits of the Series' size, whatever the number of requests.
+const (
+	// MaxBins is the most bins a Series has.
+	MaxBins = 120
+	// MaxLatencyPoints is the most points of one LatencySeries.
+	MaxLatencyPoints = 1000
+	// BoundConfigured names the configured limiters' bound line.
+	BoundConfigured = "configured bound"
+)
+
+// DistributionPercents are the percents of a LatencyDistribution's points:
+// dense towards the tail, as HdrHistogram percentile plots.
+var DistributionPercents = []float64{0, 10, 20, 30, 40, 50, 55, 60, 65, 70, 75, 80, 85, 90, 92.5, 95, 96, 97, 98, 99, 99.5, 99.9, 99.95, 99.99, 99.999, 100}
+
 // Series is a scenario's time series for plots (the HTML report), computed
 // by Judge from the Bundle's columns when Options.Series is set (nil
 // otherwise). Every count series has Bins entries: entry k counts what
