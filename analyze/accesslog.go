@@ -6,15 +6,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
-
-// AccessLogDir is evidence.AccessLogDir, the folder of a scenario directory
-// holding one Envoy HTTP access log per proxy, accesslog/<proxy>.log. Each
-// line is in Envoy's default text format, Istio's, or a JSON object
-// (json_format); see collect/envoy.ParseAccessLog.
-const AccessLogDir = evidence.AccessLogDir
 
 // Ways an access log entry is joined to a request (AccessLogResponse.JoinedBy).
 const (
@@ -101,27 +96,27 @@ type AccessLogJoin struct {
 // no_response is consistent with any producer (the client saw nothing).
 func ProducerAgrees(class, producer string) bool {
 	switch class {
-	case ClassLocal429:
+	case evidence.ClassLocal429.String():
 		return producer == envoy.ProducerLocalLimiter
-	case ClassGlobal429:
+	case evidence.ClassGlobal429.String():
 		return producer == envoy.ProducerGlobalLimiter
-	case ClassRLSError:
+	case evidence.ClassRLSError.String():
 		return producer == envoy.ProducerRLSError
-	case ClassAdmitted, ClassBackend4xx, ClassBackend429:
+	case evidence.ClassAdmitted.String(), evidence.ClassBackend4xx.String(), evidence.ClassBackend429.String():
 		return producer == envoy.ProducerBackend
-	case ClassBackend5xx:
+	case evidence.ClassBackend5xx.String():
 		return producer == envoy.ProducerBackend || producer == envoy.ProducerUpstreamFailure || producer == envoy.ProducerCircuitBreaker
-	case ClassCircuitBreaker:
+	case evidence.ClassCircuitBreaker.String():
 		return producer == envoy.ProducerCircuitBreaker
-	case ClassOther4xx, ClassOther:
+	case evidence.ClassOther4xx.String(), evidence.ClassOther.String():
 		return producer == envoy.ProducerBackend || producer == envoy.ProducerOther
-	case ClassOther5xx:
+	case evidence.ClassOther5xx.String():
 		switch producer {
 		case envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther:
 			return true
 		}
 		return false
-	case ClassNoResponse:
+	case evidence.ClassNoResponse.String():
 		return true
 	}
 	return false
@@ -184,7 +179,7 @@ func JoinAccessLogs(logs []evidence.AccessLog, reqs *evidence.Requests, recs *ev
 			resp := AccessLogResponse{ID: reqs.IDs.ID(idx), Proxy: p, Target: target, File: evidence.AccessLogFile(p), Line: e.Line,
 				JoinedBy: by, Code: e.Code, ClientCode: code, Flags: e.Flags, Details: e.CodeDetails, Producer: prod, Class: reqs.Class[idx].String()}
 			var why []string
-			if resp.Class != ClassNoResponse {
+			if resp.Class != evidence.ClassNoResponse.String() {
 				if !ProducerAgrees(resp.Class, prod) {
 					why = append(why, fmt.Sprintf("client class %s, log producer %s", resp.Class, prod))
 				}
@@ -235,7 +230,7 @@ func checkAccessLogs(in *Input) (res Result) {
 	reqs := &in.Evidence.Requests
 	add := res.add
 	if len(j.Responses) == 0 {
-		add("access log joined to requests", CheckUnknown, fmt.Sprintf(">= 1 of %d entries", j.Entries),
+		add("access log joined to requests", report.CheckUnknown, fmt.Sprintf(">= 1 of %d entries", j.Entries),
 			"0 (no entry carries a request's rlbench id or x-request-id, and no receipt's x-request-id matches)")
 		return res
 	}
@@ -243,18 +238,18 @@ func checkAccessLogs(in *Input) (res Result) {
 		i, _ := reqs.IDs.Lookup(id)
 		return reqs.Targets[reqs.Target[i]]
 	}
-	st := CheckPass
+	st := report.CheckPass
 	if len(j.Missing) > 0 {
-		st = CheckUnknown
+		st = report.CheckUnknown
 		for _, id := range j.Missing {
 			if j.Unjoined[target(id)] == 0 {
-				st = CheckFail
+				st = report.CheckFail
 				break
 			}
 		}
 	}
-	got := idsGot(len(j.Missing), sampleOf(j.Missing))
-	if st == CheckUnknown {
+	got := report.IDsGot(len(j.Missing), sampleOf(j.Missing))
+	if st == report.CheckUnknown {
 		got += fmt.Sprintf("; %d entries join no request", sumCounts(j.Unjoined))
 	}
 	add("requests without access log entry", st, "0", got)
@@ -263,7 +258,7 @@ func checkAccessLogs(in *Input) (res Result) {
 	for _, r := range j.Responses {
 		if r.Disagreement != "" {
 			n++
-			if len(bad) < SampleIDs {
+			if len(bad) < report.SampleIDs {
 				bad = append(bad, fmt.Sprintf("%s %s:%d: %s", r.ID, r.File, r.Line, r.Disagreement))
 			}
 		}
@@ -277,11 +272,13 @@ func checkAccessLogs(in *Input) (res Result) {
 		agot += ")"
 	}
 	add("access log producer agrees with client", passIf(n == 0), "0 disagreements", agot)
-	add("requests with several access log entries", passIf(len(j.Several) == 0), "0", idsGot(len(j.Several), sampleOf(j.Several)))
+	add("requests with several access log entries", passIf(len(j.Several) == 0), "0", report.IDsGot(len(j.Several), sampleOf(j.Several)))
 	return res
 }
 
-func sampleOf(ids []string) []string { return append([]string{}, ids[:min(len(ids), SampleIDs)]...) }
+func sampleOf(ids []string) []string {
+	return append([]string{}, ids[:min(len(ids), report.SampleIDs)]...)
+}
 
 func sumCounts(m map[string]int) int {
 	n := 0

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -45,55 +46,55 @@ func everyProducer() []producerCase {
 		// proxy-a: JSON, examples/envoy key names (rlbench_id) ...
 		{id: "a-local", req: req("a-local", "proxy-a", 429, "local_rate_limited", nil),
 			line: `{"proxy":"a","start_time":"2026-11-30T10:00:00.001Z","method":"GET","path":"/inventory","protocol":"HTTP/1.1","response_code":"429","response_flags":"RL","response_code_details":"local_rate_limited","upstream_host":"-","duration":"0","rlbench_id":"a-local"}`,
-			prod: envoy.ProducerLocalLimiter, class: ClassLocal429, joined: JoinRlbenchID},
+			prod: envoy.ProducerLocalLimiter, class: evidence.ClassLocal429.String(), joined: JoinRlbenchID},
 		{id: "a-global", req: req("a-global", "proxy-a", 429, "", rl),
 			line: `{"proxy":"a","start_time":"2026-11-30T10:00:00.002Z","response_code":"429","response_flags":"RL","response_code_details":"request_rate_limited","upstream_host":"-","rlbench_id":"a-global"}`,
-			prod: envoy.ProducerGlobalLimiter, class: ClassGlobal429, joined: JoinRlbenchID},
+			prod: envoy.ProducerGlobalLimiter, class: evidence.ClassGlobal429.String(), joined: JoinRlbenchID},
 		{id: "a-rlse", req: req("a-rlse", "proxy-a", 500, "", nil),
 			line: `{"proxy":"a","start_time":"2026-11-30T10:00:00.003Z","response_code":"500","response_flags":"RLSE","response_code_details":"rate_limiter_error","upstream_host":"-","rlbench_id":"a-rlse"}`,
-			prod: envoy.ProducerRLSError, class: ClassRLSError, joined: JoinRlbenchID},
+			prod: envoy.ProducerRLSError, class: evidence.ClassRLSError.String(), joined: JoinRlbenchID},
 		// ... and the lab proxies' key names (x_rlbench_id, numbers).
 		{id: "a-uo", req: req("a-uo", "proxy-a", 503, bodyOverflow, nil),
 			line: `{"start_time":"2026-11-30T10:00:00.004Z","response_code":503,"response_flags":"UO","response_code_details":"upstream_reset_before_response_started{overflow}","bytes_sent":81,"x_rlbench_id":"a-uo","x_request_id":"r1","proxy":"proxy-a"}`,
-			prod: envoy.ProducerCircuitBreaker, class: ClassOther5xx, joined: JoinRlbenchID},
+			prod: envoy.ProducerCircuitBreaker, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
 		{id: "a-uf", req: req("a-uf", "proxy-a", 503, bodyConnFail, nil),
 			line: `{"start_time":"2026-11-30T10:00:00.005Z","response_code":503,"response_flags":"UF","response_code_details":"upstream_reset_before_response_started{connection_failure}","x_rlbench_id":"a-uf","proxy":"proxy-a"}`,
-			prod: envoy.ProducerUpstreamFailure, class: ClassOther5xx, joined: JoinRlbenchID},
+			prod: envoy.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
 		{id: "a-urx", req: req("a-urx", "proxy-a", 503, bodyConnFail, nil),
 			line: `{"start_time":"2026-11-30T10:00:00.006Z","response_code":503,"response_flags":"URX","response_code_details":"upstream_reset_before_response_started{connection_failure}","x_rlbench_id":"a-urx","proxy":"proxy-a"}`,
-			prod: envoy.ProducerUpstreamFailure, class: ClassOther5xx, joined: JoinRlbenchID},
+			prod: envoy.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
 		{id: "a-200", req: req("a-200", "proxy-a", 200, "ok", ust), receipt: true,
 			line: `{"start_time":"2026-11-30T10:00:00.007Z","response_code":200,"response_flags":"-","response_code_details":"via_upstream","upstream_host":"127.0.0.1:8080","x_rlbench_id":"a-200","proxy":"proxy-a"}`,
-			prod: envoy.ProducerBackend, class: ClassAdmitted, joined: JoinRlbenchID},
+			prod: envoy.ProducerBackend, class: evidence.ClassAdmitted.String(), joined: JoinRlbenchID},
 		{id: "a-b429", req: req("a-b429", "proxy-a", 429, "slow down", ust), receipt: true,
 			line: `{"start_time":"2026-11-30T10:00:00.008Z","response_code":429,"response_flags":"-","response_code_details":"via_upstream","upstream_host":"127.0.0.1:8080","x_rlbench_id":"a-b429","proxy":"proxy-a"}`,
-			prod: envoy.ProducerBackend, class: ClassBackend429, joined: JoinRlbenchID},
+			prod: envoy.ProducerBackend, class: evidence.ClassBackend429.String(), joined: JoinRlbenchID},
 		// proxy-b: Envoy's default format. Rejected requests carry their ID as
 		// x-request-id; backend responses join through the receipt's x-request-id.
 		{id: "b-local", req: req("b-local", "proxy-b", 429, "local_rate_limited", nil),
 			line: `[2026-11-30T10:00:00.011Z] "GET /inventory HTTP/1.1" 429 RL 0 18 0 - "-" "rlbench" "b-local" "127.0.0.1:10001" "-"`,
-			prod: envoy.ProducerLocalLimiter, class: ClassLocal429, joined: JoinRequestID},
+			prod: envoy.ProducerLocalLimiter, class: evidence.ClassLocal429.String(), joined: JoinRequestID},
 		{id: "b-global", req: req("b-global", "proxy-b", 429, "", rl),
 			line: `[2026-11-30T10:00:00.012Z] "GET /inventory HTTP/1.1" 429 RL 0 0 1 - "-" "rlbench" "b-global" "127.0.0.1:10001" "-"`,
-			prod: envoy.ProducerGlobalLimiter, class: ClassGlobal429, joined: JoinRequestID},
+			prod: envoy.ProducerGlobalLimiter, class: evidence.ClassGlobal429.String(), joined: JoinRequestID},
 		{id: "b-rlse", req: req("b-rlse", "proxy-b", 500, "", nil),
 			line: `[2026-11-30T10:00:00.013Z] "GET /inventory HTTP/1.1" 500 RLSE 0 0 100 - "-" "rlbench" "b-rlse" "127.0.0.1:10001" "-"`,
-			prod: envoy.ProducerRLSError, class: ClassRLSError, joined: JoinRequestID},
+			prod: envoy.ProducerRLSError, class: evidence.ClassRLSError.String(), joined: JoinRequestID},
 		{id: "b-uo", req: req("b-uo", "proxy-b", 503, bodyOverflow, nil),
 			line: `[2026-11-30T10:00:00.014Z] "GET /inventory HTTP/1.1" 503 UO 0 81 0 - "-" "rlbench" "b-uo" "127.0.0.1:10001" "-"`,
-			prod: envoy.ProducerCircuitBreaker, class: ClassOther5xx, joined: JoinRequestID},
+			prod: envoy.ProducerCircuitBreaker, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
 		{id: "b-uf", req: req("b-uf", "proxy-b", 503, bodyConnFail, nil),
 			line: `[2026-11-30T10:00:00.015Z] "GET /inventory HTTP/1.1" 503 UF 0 91 1 - "-" "rlbench" "b-uf" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerUpstreamFailure, class: ClassOther5xx, joined: JoinRequestID},
+			prod: envoy.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
 		{id: "b-urx", req: req("b-urx", "proxy-b", 503, bodyConnFail, nil),
 			line: `[2026-11-30T10:00:00.016Z] "GET /inventory HTTP/1.1" 503 UF,URX 0 91 3 - "-" "rlbench" "b-urx" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerUpstreamFailure, class: ClassOther5xx, joined: JoinRequestID},
+			prod: envoy.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
 		{id: "b-200", req: req("b-200", "proxy-b", 200, "ok", ust), receipt: true, xrid: "5f0c1d7e-0000-4000-8000-000000000001",
 			line: `[2026-11-30T10:00:00.017Z] "GET /inventory HTTP/1.1" 200 - 0 2 1 1 "-" "rlbench" "5f0c1d7e-0000-4000-8000-000000000001" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerBackend, class: ClassAdmitted, joined: JoinReceipt},
+			prod: envoy.ProducerBackend, class: evidence.ClassAdmitted.String(), joined: JoinReceipt},
 		{id: "b-b429", req: req("b-b429", "proxy-b", 429, "slow down", ust), receipt: true, xrid: "5f0c1d7e-0000-4000-8000-000000000002",
 			line: `[2026-11-30T10:00:00.018Z] "GET /inventory HTTP/1.1" 429 - 0 9 1 1 "-" "rlbench" "5f0c1d7e-0000-4000-8000-000000000002" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerBackend, class: ClassBackend429, joined: JoinReceipt},
+			prod: envoy.ProducerBackend, class: evidence.ClassBackend429.String(), joined: JoinReceipt},
 	}
 }
 
@@ -115,14 +116,14 @@ func producerEv(t *testing.T, cases []producerCase) *ev {
 		logs[c.req.Target] = append(logs[c.req.Target], c.line)
 	}
 	e.attack["sent"] = len(cases)
-	must(t, os.MkdirAll(filepath.Join(e.dir, AccessLogDir), 0o755))
+	must(t, os.MkdirAll(filepath.Join(e.dir, evidence.AccessLogDir), 0o755))
 	for p, lines := range logs {
-		must(t, os.WriteFile(filepath.Join(e.dir, AccessLogDir, p+".log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(e.dir, evidence.AccessLogDir, p+".log"), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 	}
 	return e
 }
 
-func checkNamed(s ScenarioReport, name string) *Check {
+func checkNamed(s report.ScenarioReport, name string) *report.Check {
 	for i := range s.Checks {
 		if s.Checks[i].Name == name {
 			return &s.Checks[i]
@@ -174,11 +175,11 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	}
 	for _, name := range []string{"requests without access log entry", "access log producer agrees with client", "requests with several access log entries"} {
 		c := checkNamed(s, name)
-		if c == nil || c.Status != CheckPass {
+		if c == nil || c.Status != report.CheckPass {
 			t.Errorf("check %q: %+v", name, c)
 		}
 	}
-	if s.Status != Pass {
+	if s.Status != evidence.Pass {
 		t.Errorf("status %s, reasons %v", s.Status, s.Reasons)
 	}
 	if s.Totals.Other5xx != 6 || s.Totals.Backend429 != 2 || s.Totals.Other4xx != 0 || s.Totals.Local429 != 2 || s.Totals.Global429 != 2 ||
@@ -188,7 +189,7 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 
 	// The report with producers matches the published schema.
 	var buf bytes.Buffer
-	must(t, WriteJSON(&buf, rep))
+	must(t, report.WriteJSON(&buf, rep))
 	if !strings.Contains(buf.String(), `"producers"`) {
 		t.Fatal("no producers in the JSON report")
 	}
@@ -204,14 +205,14 @@ func TestAccessLogDisagreementFails(t *testing.T) {
 	rep := run(t, producerEv(t, cases).write())
 	s := rep.Scenarios[0]
 	c := checkNamed(s, "access log producer agrees with client")
-	if c == nil || c.Status != CheckFail {
+	if c == nil || c.Status != report.CheckFail {
 		t.Fatalf("agreement check %+v", c)
 	}
 	if !strings.HasPrefix(c.Got, "2 (") || !strings.Contains(c.Got, "a-local accesslog/proxy-a.log:1: client class local_429, log producer backend") ||
 		!strings.Contains(c.Got, "b-uo accesslog/proxy-b.log:4: client code 503, logged 200") {
 		t.Errorf("got %q", c.Got)
 	}
-	if s.Status != Fail || rep.Status != Fail {
+	if s.Status != evidence.Fail || rep.Status != evidence.Fail {
 		t.Errorf("status %s/%s", s.Status, rep.Status)
 	}
 	if s.ProducerCounts[envoy.ProducerBackend] != 6 || s.ProducerCounts[envoy.ProducerLocalLimiter] != 1 {
@@ -221,20 +222,20 @@ func TestAccessLogDisagreementFails(t *testing.T) {
 
 func TestProducerAgrees(t *testing.T) {
 	yes := map[string][]string{
-		ClassLocal429:       {envoy.ProducerLocalLimiter},
-		ClassGlobal429:      {envoy.ProducerGlobalLimiter},
-		ClassRLSError:       {envoy.ProducerRLSError},
-		ClassAdmitted:       {envoy.ProducerBackend},
-		ClassBackend4xx:     {envoy.ProducerBackend},
-		ClassBackend429:     {envoy.ProducerBackend},
-		ClassBackend5xx:     {envoy.ProducerBackend, envoy.ProducerUpstreamFailure, envoy.ProducerCircuitBreaker},
-		ClassCircuitBreaker: {envoy.ProducerCircuitBreaker},
-		ClassOther4xx:       {envoy.ProducerBackend, envoy.ProducerOther},
-		ClassOther5xx:       {envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther},
-		ClassOther:          {envoy.ProducerBackend, envoy.ProducerOther},
-		ClassNoResponse:     {envoy.ProducerLocalLimiter, envoy.ProducerGlobalLimiter, envoy.ProducerRLSError, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerBackend, envoy.ProducerOther},
+		evidence.ClassLocal429.String():       {envoy.ProducerLocalLimiter},
+		evidence.ClassGlobal429.String():      {envoy.ProducerGlobalLimiter},
+		evidence.ClassRLSError.String():       {envoy.ProducerRLSError},
+		evidence.ClassAdmitted.String():       {envoy.ProducerBackend},
+		evidence.ClassBackend4xx.String():     {envoy.ProducerBackend},
+		evidence.ClassBackend429.String():     {envoy.ProducerBackend},
+		evidence.ClassBackend5xx.String():     {envoy.ProducerBackend, envoy.ProducerUpstreamFailure, envoy.ProducerCircuitBreaker},
+		evidence.ClassCircuitBreaker.String(): {envoy.ProducerCircuitBreaker},
+		evidence.ClassOther4xx.String():       {envoy.ProducerBackend, envoy.ProducerOther},
+		evidence.ClassOther5xx.String():       {envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther},
+		evidence.ClassOther.String():          {envoy.ProducerBackend, envoy.ProducerOther},
+		evidence.ClassNoResponse.String():     {envoy.ProducerLocalLimiter, envoy.ProducerGlobalLimiter, envoy.ProducerRLSError, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerBackend, envoy.ProducerOther},
 	}
-	all := yes[ClassNoResponse]
+	all := yes[evidence.ClassNoResponse.String()]
 	for class, ok := range yes {
 		for _, p := range all {
 			want := false
@@ -259,27 +260,27 @@ func TestAccessLogMissingEntries(t *testing.T) {
 	e.attack["sent"] = 9
 	dir := e.write()
 	s := run(t, dir).Scenarios[0]
-	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != CheckFail || c.Got != "1 (a-lost)" {
+	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckFail || c.Got != "1 (a-lost)" {
 		t.Fatalf("missing check %+v", c)
 	}
-	if s.Status != Fail {
+	if s.Status != evidence.Fail {
 		t.Errorf("status %s", s.Status)
 	}
 	// An entry that carries no ID: the missing one may be it.
-	f, err := os.OpenFile(filepath.Join(dir, AccessLogDir, "proxy-a.log"), os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(filepath.Join(dir, evidence.AccessLogDir, "proxy-a.log"), os.O_APPEND|os.O_WRONLY, 0)
 	must(t, err)
 	_, err = f.WriteString(`[2026-11-30T10:00:00.020Z] "GET /inventory HTTP/1.1" 200 - 0 2 1 1 "-" "rlbench" "-" "127.0.0.1:10000" "127.0.0.1:8080"` + "\n")
 	must(t, err)
 	must(t, f.Close())
 	s = run(t, dir).Scenarios[0]
-	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != CheckUnknown || c.Got != "1 (a-lost); 1 entries join no request" {
+	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckUnknown || c.Got != "1 (a-lost); 1 entries join no request" {
 		t.Fatalf("missing check with an unjoined entry %+v", c)
 	}
 	// A request without response is never required in the log.
 	e2 := producerEv(t, cases[:8])
 	e2.requests = append(e2.requests, evidence.Request{ID: "a-reset", Target: "proxy-a", Code: 0, Error: "EOF", SentNs: t0, LatencyNs: 1})
 	e2.attack["sent"] = 9
-	if c := checkNamed(run(t, e2.write()).Scenarios[0], "requests without access log entry"); c == nil || c.Status != CheckPass {
+	if c := checkNamed(run(t, e2.write()).Scenarios[0], "requests without access log entry"); c == nil || c.Status != report.CheckPass {
 		t.Fatalf("no-response request counted missing: %+v", c)
 	}
 }
@@ -310,8 +311,8 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 		}
 	}
 	e.attack["sent"] = 5
-	must(t, os.MkdirAll(filepath.Join(e.dir, AccessLogDir), 0o755))
-	must(t, os.WriteFile(filepath.Join(e.dir, AccessLogDir, "envoy.log"), raw, 0o644))
+	must(t, os.MkdirAll(filepath.Join(e.dir, evidence.AccessLogDir), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.dir, evidence.AccessLogDir, "envoy.log"), raw, 0o644))
 	dir := e.write()
 	ld := loadScenario(t, dir)
 	j := JoinAccessLogs(ld.AccessLogs, &ld.Requests, &ld.Receipts)
@@ -327,7 +328,7 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 	if !reflect.DeepEqual(s.ProducerCounts, map[string]int{envoy.ProducerBackend: 5}) {
 		t.Errorf("producers %v", s.ProducerCounts)
 	}
-	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != CheckUnknown {
+	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckUnknown {
 		t.Errorf("missing check %+v", c)
 	}
 	// Without receipts' x-request-id nothing joins: that is reported, not passed.
@@ -336,7 +337,7 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 		e.receipts = append(e.receipts, evidence.Receipt{ID: sp(e.requests[i].ID)})
 	}
 	s = run(t, e.write()).Scenarios[0]
-	if c := checkNamed(s, "access log joined to requests"); c == nil || c.Status != CheckUnknown || c.Want != ">= 1 of 5 entries" || s.Status != NotRun {
+	if c := checkNamed(s, "access log joined to requests"); c == nil || c.Status != report.CheckUnknown || c.Want != ">= 1 of 5 entries" || s.Status != evidence.NotRun {
 		t.Errorf("unjoinable log: check %+v, status %s", c, s.Status)
 	}
 }
@@ -345,12 +346,12 @@ func TestAccessLogMalformedIsIncomplete(t *testing.T) {
 	cases := everyProducer()[:2]
 	e := producerEv(t, cases)
 	dir := e.write()
-	p := filepath.Join(dir, AccessLogDir, "proxy-a.log")
+	p := filepath.Join(dir, evidence.AccessLogDir, "proxy-a.log")
 	b, err := os.ReadFile(p)
 	must(t, err)
 	must(t, os.WriteFile(p, append(b, []byte("not an access log line\n")...), 0o644))
 	s := run(t, dir).Scenarios[0]
-	if s.Status != NotRun || !s.Incomplete {
+	if s.Status != evidence.NotRun || !s.Incomplete {
 		t.Fatalf("status %s incomplete %v", s.Status, s.Incomplete)
 	}
 	found := false
@@ -367,11 +368,11 @@ func TestNoAccessLogsNoChecks(t *testing.T) {
 	e := newEv(t).demo()
 	dir := e.write()
 	s := run(t, dir).Scenarios[0]
-	must(t, os.MkdirAll(filepath.Join(dir, AccessLogDir), 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, AccessLogDir, "proxy-a.log"), nil, 0o644))
+	must(t, os.MkdirAll(filepath.Join(dir, evidence.AccessLogDir), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, evidence.AccessLogDir, "proxy-a.log"), nil, 0o644))
 	s2 := run(t, dir).Scenarios[0]
-	for _, sr := range []ScenarioReport{s, s2} {
-		if sr.ProducerCounts != nil || sr.Status != Pass {
+	for _, sr := range []report.ScenarioReport{s, s2} {
+		if sr.ProducerCounts != nil || sr.Status != evidence.Pass {
 			t.Errorf("producers %v status %s", sr.ProducerCounts, sr.Status)
 		}
 		for _, c := range sr.Checks {

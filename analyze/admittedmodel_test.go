@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -62,18 +63,18 @@ func TestAdmittedModelPassesWhereAFixedRangeFails(t *testing.T) {
 	}
 	dir := e.write()
 	// the fixed range assumed the burst at once: inconclusive, naming the model for the times delivered
-	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, fmt.Sprintf("inconclusive: admitted: want 10, got %d, within the limiters' model", passed))
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.NotRun, fmt.Sprintf("inconclusive: admitted: want 10, got %d, within the limiters' model", passed))
 
 	e.scenario.Expect.Admitted = evidence.AdmittedByModel()
 	e.write()
 	s := run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	m := s.Model
 	if m == nil || m.Min > passed || m.Max < passed || m.Max <= 10 {
 		t.Fatalf("model bound %+v for %d admitted: want one that allows the refill", m, passed)
 	}
 	c := mustCheck(t, s, "admitted")
-	if c.Status != CheckPass || c.Want != fmt.Sprintf("model %d..%d", m.Min, m.Max) || c.Got != fmt.Sprint(passed) {
+	if c.Status != report.CheckPass || c.Want != fmt.Sprintf("model %d..%d", m.Min, m.Max) || c.Got != fmt.Sprint(passed) {
 		t.Fatalf("admitted check %+v", c)
 	}
 }
@@ -86,8 +87,8 @@ func TestAdmittedModelFailsOutsideTheBounds(t *testing.T) {
 	if s.Model == nil || s.Model.Max >= passed {
 		t.Fatalf("model %+v, %d admitted", s.Model, passed)
 	}
-	wantVerdict(t, s, Fail, fmt.Sprintf("admitted: want model %d..%d, got 30", s.Model.Min, s.Model.Max))
-	if c := mustCheck(t, s, "admitted"); c.Status != CheckFail {
+	wantVerdict(t, s, evidence.Fail, fmt.Sprintf("admitted: want model %d..%d, got 30", s.Model.Min, s.Model.Max))
+	if c := mustCheck(t, s, "admitted"); c.Status != report.CheckFail {
 		t.Fatalf("admitted check %+v", c)
 	}
 }
@@ -99,15 +100,15 @@ func TestAdmittedModelWithoutLimitersIsNotRun(t *testing.T) {
 	e, _ := bucketBurst(t, 30, 100*time.Millisecond, 10, 100, false, evidence.AdmittedByModel())
 	e.scenario.Limiters = nil
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, NotRun, "admitted: model needs a limiter model (no limiter declared)")
-	if c := mustCheck(t, s, "admitted"); c.Status != CheckUnknown || c.Want != "model" {
+	wantVerdict(t, s, evidence.NotRun, "admitted: model needs a limiter model (no limiter declared)")
+	if c := mustCheck(t, s, "admitted"); c.Status != report.CheckUnknown || c.Want != "model" {
 		t.Fatalf("admitted check %+v", c)
 	}
 	// A limiter that applies to another target leaves proxy-a's admissions without a bound.
 	e.scenario.Limiters = []evidence.Limiter{{Name: "other", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Targets: []string{"proxy-z"},
 		Model: &model.Spec{Kind: model.KindTokenBucket, Capacity: 10, RatePerSec: 100}}}
 	s = run(t, e.write()).Scenarios[0]
-	if s.Status != NotRun || !strings.Contains(reasons(s), "admitted: model needs a limiter model (no declared limiter applies to target proxy-a)") {
+	if s.Status != evidence.NotRun || !strings.Contains(reasons(s), "admitted: model needs a limiter model (no declared limiter applies to target proxy-a)") {
 		t.Fatalf("%s: %s", s.Status, reasons(s))
 	}
 }

@@ -4,62 +4,9 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
-
-// Ways a repeated receipt of one ID is explained as a proxy retry
-// (Amplification.ExplainedBy).
-const (
-	// ExplainedByAttemptCount: the receipts carry distinct
-	// x-envoy-attempt-count values (Envoy's router numbers every upstream
-	// try; retry_policy).
-	ExplainedByAttemptCount = "x-envoy-attempt-count"
-	// ExplainedByNginxTries: nginx's $upstream_addr logged at least that many
-	// server tries for the request (proxy_next_upstream).
-	ExplainedByNginxTries = "nginx $upstream_addr"
-)
-
-// Amplification is what the backend received per request that passed the
-// limiter: upstream attempts, from the receipts (one per attempt that
-// reached it), split into proxy retries, which the receipts' attempt counts
-// or nginx's upstream lists explain, and re-sends by the client, which
-// nothing explains (rlbench never re-sends an ID, so any is a finding).
-type Amplification struct {
-	// Passed counts the requests that passed the limiter: with a receipt,
-	// admitted (2xx), or logged by nginx as passed.
-	Passed int `json:"passed"`
-	// Attempts counts the receipts of those requests.
-	Attempts int `json:"attempts"`
-	// Factor is Attempts / Passed (0 when nothing passed).
-	Factor float64 `json:"factor"`
-	// MaxAttempts is the most receipts of one request.
-	MaxAttempts int `json:"max_attempts"`
-	// ByAttempts[k] is the number of passed requests with k receipts.
-	ByAttempts []int `json:"by_attempts"`
-	// ProxyRetries counts the receipts beyond a request's first that the
-	// evidence explains; ClientResends those it does not.
-	ProxyRetries  int `json:"proxy_retries"`
-	ClientResends int `json:"client_resends"`
-	// ExplainedBy counts the explained retries by evidence (the
-	// ExplainedBy* constants).
-	ExplainedBy map[string]int `json:"explained_by"`
-	// Windows gives the factor of the requests sent inside each fault
-	// window and, last, of those sent outside every window; empty without
-	// fault windows.
-	Windows []AmplificationWindow `json:"windows"`
-}
-
-// AmplificationWindow is the amplification of the requests sent in one
-// fault window (or outside all of them: Name "outside fault windows").
-type AmplificationWindow struct {
-	Name     string  `json:"name"`
-	Target   string  `json:"target,omitempty"`
-	BeginNs  int64   `json:"begin_ns,omitempty"`
-	EndNs    int64   `json:"end_ns,omitempty"`
-	Passed   int     `json:"passed"`
-	Attempts int     `json:"attempts"`
-	Factor   float64 `json:"factor"`
-}
 
 // retrySplit is, per request, its receipts and how many of them are
 // explained retries and unexplained re-sends.
@@ -107,9 +54,9 @@ func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoi
 		allowed, by := int32(1), ""
 		switch {
 		case distinct[int32(i)] != nil:
-			allowed, by = int32(len(distinct[int32(i)])), ExplainedByAttemptCount
+			allowed, by = int32(len(distinct[int32(i)])), report.ExplainedByAttemptCount
 		case nj != nil && nj.tries[i] > 0:
-			allowed, by = int32(nj.tries[i]), ExplainedByNginxTries
+			allowed, by = int32(nj.tries[i]), report.ExplainedByNginxTries
 		}
 		s.resent[i] = max(k-max(allowed, 1), 0)
 		s.retries[i] = k - 1 - s.resent[i]
@@ -132,7 +79,7 @@ func passedLimiter(reqs *evidence.Requests, s *retrySplit, nj *nginxJoin, i int)
 // amplificationOf computes the Amplification section: when some request
 // has several receipts, a receipt carries an attempt count, nginx retried a
 // request, or the scenario expects an amplification; nil otherwise.
-func amplificationOf(in *Input, s *retrySplit) *Amplification {
+func amplificationOf(in *Input, s *retrySplit) *report.Amplification {
 	ev, sr := in.Evidence, in.Report
 	reqs := &ev.Requests
 	show := ev.Receipts.Attempt != nil || in.Scenario.Expect.Amplification != nil
@@ -150,12 +97,12 @@ func amplificationOf(in *Input, s *retrySplit) *Amplification {
 	if !show {
 		return nil
 	}
-	a := &Amplification{ByAttempts: []int{}, ExplainedBy: s.by, Windows: []AmplificationWindow{}}
-	wins := make([]AmplificationWindow, len(sr.FaultWindows))
+	a := &report.Amplification{ByAttempts: []int{}, ExplainedBy: s.by, Windows: []report.AmplificationWindow{}}
+	wins := make([]report.AmplificationWindow, len(sr.FaultWindows))
 	for w, f := range sr.FaultWindows {
-		wins[w] = AmplificationWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs}
+		wins[w] = report.AmplificationWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs}
 	}
-	outside := AmplificationWindow{Name: "outside fault windows"}
+	outside := report.AmplificationWindow{Name: "outside fault windows"}
 	for i := 0; i < reqs.Len(); i++ {
 		if !passedLimiter(reqs, s, in.nginx, i) {
 			continue
@@ -218,7 +165,7 @@ func checkAmplification(in *Input) (r Result) {
 	a := in.Report.Amplification
 	if ex == nil {
 		if a != nil && a.ProxyRetries > 0 {
-			r.add("backend amplification", CheckFail, "no proxy retries, or an expect.amplification that allows them",
+			r.add("backend amplification", report.CheckFail, "no proxy retries, or an expect.amplification that allows them",
 				fmt.Sprintf("%.2f×: %s (%d attempts for %d requests that passed the limiter); declare expect.amplification to judge it",
 					a.Factor, plural(a.ProxyRetries, "proxy retry", "proxy retries"), a.Attempts, a.Passed))
 		}
@@ -230,7 +177,7 @@ func checkAmplification(in *Input) (r Result) {
 			r.notChecked(v, "no request passed the limiter")
 			return r
 		}
-		r.add("upstream attempts per passed request", CheckUnknown, ex.String(), "no request passed the limiter")
+		r.add("upstream attempts per passed request", report.CheckUnknown, ex.String(), "no request passed the limiter")
 		return r
 	}
 	got := fmt.Sprintf("%.2f (%d attempts for %d requests; %d proxy retries, %d client re-sends)", a.Factor, a.Attempts, a.Passed,

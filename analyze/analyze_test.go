@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -82,7 +83,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func run(t *testing.T, dir string) *Report {
+func run(t *testing.T, dir string) *report.Report {
 	t.Helper()
 	rep, err := Analyze(context.Background(), dir, Options{Now: func() time.Time { return time.Unix(0, t0) }})
 	must(t, err)
@@ -92,7 +93,7 @@ func run(t *testing.T, dir string) *Report {
 func TestDemoEvidencePasses(t *testing.T) {
 	rep := run(t, newEv(t).demo().write())
 	s := rep.Scenarios[0]
-	if rep.Status != Pass || s.Status != Pass {
+	if rep.Status != evidence.Pass || s.Status != evidence.Pass {
 		t.Fatalf("status %s/%s, reasons %v", rep.Status, s.Status, s.Reasons)
 	}
 	if s.Totals.Admitted != 10 || s.Totals.Local429 != 10 || s.Receipts.Total != 10 {
@@ -119,7 +120,7 @@ func TestReconciliationFlagsEachAnomaly(t *testing.T) {
 	// and a receipt without any ID header.
 	e.receipts = append(e.receipts, evidence.Receipt{ID: nil})
 	s := run(t, e.write()).Scenarios[0]
-	if s.Status != Fail {
+	if s.Status != evidence.Fail {
 		t.Fatalf("status %s, want FAIL", s.Status)
 	}
 	rc := s.Receipts
@@ -140,7 +141,7 @@ func TestReconciliationFlagsEachAnomaly(t *testing.T) {
 	}
 	failed := map[string]bool{}
 	for _, c := range s.Checks {
-		if c.Status == CheckFail {
+		if c.Status == report.CheckFail {
 			failed[c.Name] = true
 		}
 	}
@@ -162,7 +163,7 @@ func TestTruncatedRequestsIsIncomplete(t *testing.T) {
 	must(t, os.WriteFile(p, []byte(cut), 0o644))
 	rep := run(t, dir)
 	s := rep.Scenarios[0]
-	if s.Status != NotRun || !s.Incomplete || rep.Status != NotRun {
+	if s.Status != evidence.NotRun || !s.Incomplete || rep.Status != evidence.NotRun {
 		t.Fatalf("status %s incomplete %v", s.Status, s.Incomplete)
 	}
 	joined := strings.Join(s.Reasons, "\n")
@@ -176,7 +177,7 @@ func TestMissingAndInterruptedEvidenceIsNeverPass(t *testing.T) {
 		e := newEv(t)
 		e.write()
 		must(t, os.Remove(filepath.Join(e.dir, evidence.RequestsFile)))
-		if s := run(t, e.dir).Scenarios[0]; s.Status != NotRun {
+		if s := run(t, e.dir).Scenarios[0]; s.Status != evidence.NotRun {
 			t.Fatalf("status %s", s.Status)
 		}
 	})
@@ -184,27 +185,27 @@ func TestMissingAndInterruptedEvidenceIsNeverPass(t *testing.T) {
 		e := newEv(t).demo()
 		e.attack = map[string]any{"complete": false, "interrupted": true, "sent": 20}
 		s := run(t, e.write()).Scenarios[0]
-		if s.Status != NotRun || !strings.Contains(strings.Join(s.Reasons, " "), "interrupted") {
+		if s.Status != evidence.NotRun || !strings.Contains(strings.Join(s.Reasons, " "), "interrupted") {
 			t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 		}
 	})
 	t.Run("no attack.json", func(t *testing.T) {
 		e := newEv(t).demo()
 		e.attack = nil
-		if s := run(t, e.write()).Scenarios[0]; s.Status != NotRun {
+		if s := run(t, e.write()).Scenarios[0]; s.Status != evidence.NotRun {
 			t.Fatalf("status %s", s.Status)
 		}
 	})
 	t.Run("fewer lines than sent", func(t *testing.T) {
 		e := newEv(t).demo()
 		e.attack["sent"] = 25
-		if s := run(t, e.write()).Scenarios[0]; s.Status != NotRun {
+		if s := run(t, e.write()).Scenarios[0]; s.Status != evidence.NotRun {
 			t.Fatalf("status %s", s.Status)
 		}
 	})
 	t.Run("empty run dir", func(t *testing.T) {
 		rep := run(t, t.TempDir())
-		if rep.Status != NotRun || len(rep.Scenarios) != 1 || !strings.HasPrefix(rep.Scenarios[0].Reasons[0], "no scenario evidence") {
+		if rep.Status != evidence.NotRun || len(rep.Scenarios) != 1 || !strings.HasPrefix(rep.Scenarios[0].Reasons[0], "no scenario evidence") {
 			t.Fatalf("status %s", rep.Status)
 		}
 	})
@@ -214,7 +215,7 @@ func TestMissingAndInterruptedEvidenceIsNeverPass(t *testing.T) {
 		must(t, os.MkdirAll(d, 0o755))
 		must(t, os.WriteFile(filepath.Join(d, evidence.NotRunFile), []byte("target proxy-x unreachable: connection refused\n"), 0o644))
 		rep := run(t, root)
-		if rep.Status != NotRun || rep.Scenarios[0].Reasons[0] != "target proxy-x unreachable: connection refused" {
+		if rep.Status != evidence.NotRun || rep.Scenarios[0].Reasons[0] != "target proxy-x unreachable: connection refused" {
 			t.Fatalf("%+v", rep.Scenarios)
 		}
 	})
@@ -224,7 +225,7 @@ func TestWrongExpectationFails(t *testing.T) {
 	e := newEv(t).demo()
 	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 5, Max: 5})
 	s := run(t, e.write()).Scenarios[0]
-	if s.Status != Fail || !strings.Contains(strings.Join(s.Reasons, " "), "admitted: want 5, got 10") {
+	if s.Status != evidence.Fail || !strings.Contains(strings.Join(s.Reasons, " "), "admitted: want 5, got 10") {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}
 }
@@ -239,13 +240,13 @@ func TestNoResponseMakesRanges(t *testing.T) {
 	if s.OverAdmission.Min != 5 || s.OverAdmission.Max != 7 {
 		t.Fatalf("over-admission %+v", s.OverAdmission)
 	}
-	var adm Check
+	var adm report.Check
 	for _, c := range s.Checks {
 		if c.Name == "admitted" {
 			adm = c
 		}
 	}
-	if adm.Status != CheckUnknown || s.Status != NotRun || !strings.Contains(strings.Join(s.Reasons, " "), "inconclusive: admitted") {
+	if adm.Status != report.CheckUnknown || s.Status != evidence.NotRun || !strings.Contains(strings.Join(s.Reasons, " "), "inconclusive: admitted") {
 		t.Fatalf("admitted check %+v status %s", adm, s.Status)
 	}
 }
@@ -255,19 +256,19 @@ func TestClassify(t *testing.T) {
 		r    evidence.Request
 		want string
 	}{
-		{evidence.Request{Code: 200}, ClassAdmitted},
-		{evidence.Request{Code: 204}, ClassAdmitted},
-		{evidence.Request{Code: 429, Body: "local_rate_limited", BytesIn: 18}, ClassLocal429},
-		{evidence.Request{Code: 429, Headers: map[string]string{"x-envoy-ratelimited": "true"}}, ClassGlobal429},
-		{evidence.Request{Code: 429, Body: "slow down", BytesIn: 9}, ClassOther4xx}, // no mark of its origin (a receipt makes it backend_429)
-		{evidence.Request{Code: 429, Body: `{"id":"x"}`, BytesIn: 10}, ClassBackend429},
-		{evidence.Request{Code: 503, Headers: map[string]string{"x-envoy-overloaded": "true"}}, ClassCircuitBreaker},
-		{evidence.Request{Code: 500}, ClassRLSError},
-		{evidence.Request{Code: 500, BytesIn: 5, Body: "oops!"}, ClassOther5xx},
-		{evidence.Request{Code: 500, Headers: map[string]string{"x-envoy-upstream-service-time": "3"}}, ClassBackend5xx},
-		{evidence.Request{Code: 503, BytesIn: 10}, ClassOther5xx},
-		{evidence.Request{Code: 0, Error: "EOF"}, ClassNoResponse},
-		{evidence.Request{Code: 302}, ClassOther},
+		{evidence.Request{Code: 200}, evidence.ClassAdmitted.String()},
+		{evidence.Request{Code: 204}, evidence.ClassAdmitted.String()},
+		{evidence.Request{Code: 429, Body: "local_rate_limited", BytesIn: 18}, evidence.ClassLocal429.String()},
+		{evidence.Request{Code: 429, Headers: map[string]string{"x-envoy-ratelimited": "true"}}, evidence.ClassGlobal429.String()},
+		{evidence.Request{Code: 429, Body: "slow down", BytesIn: 9}, evidence.ClassOther4xx.String()}, // no mark of its origin (a receipt makes it backend_429)
+		{evidence.Request{Code: 429, Body: `{"id":"x"}`, BytesIn: 10}, evidence.ClassBackend429.String()},
+		{evidence.Request{Code: 503, Headers: map[string]string{"x-envoy-overloaded": "true"}}, evidence.ClassCircuitBreaker.String()},
+		{evidence.Request{Code: 500}, evidence.ClassRLSError.String()},
+		{evidence.Request{Code: 500, BytesIn: 5, Body: "oops!"}, evidence.ClassOther5xx.String()},
+		{evidence.Request{Code: 500, Headers: map[string]string{"x-envoy-upstream-service-time": "3"}}, evidence.ClassBackend5xx.String()},
+		{evidence.Request{Code: 503, BytesIn: 10}, evidence.ClassOther5xx.String()},
+		{evidence.Request{Code: 0, Error: "EOF"}, evidence.ClassNoResponse.String()},
+		{evidence.Request{Code: 302}, evidence.ClassOther.String()},
 	}
 	for _, c := range cases {
 		if got := Classify(&c.r); got != c.want {

@@ -11,150 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 	"github.com/rlbench/rlbench/model/decl"
 )
-
-// ArrivalWindows are the sliding windows every arrival section reports a
-// peak for: 1 ms, 10 ms, 100 ms and 1 s.
-var ArrivalWindows = []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond, time.Second}
-
-// Arrivals is what the backend really saw, in time: the receipts' arrival
-// peaks per sliding window and their inter-arrival distribution, the same
-// for the admissions the clients saw, and, for each declared limiter with a
-// model, the peak its semantic predicts for the clients' sends and the most
-// it lets through in a window over every schedule. A limit can hold on
-// average and still let a burst through at once: a token bucket that sat
-// idle forwards its capacity in one go, a leaky bucket (nginx limit_req
-// without nodelay) at its rate.
-type Arrivals struct {
-	// Receipts are every receipt's recv_ns (the backend's clock).
-	Receipts ArrivalStats `json:"receipts"`
-	// Admissions are the admitted (2xx) responses as the clients saw them:
-	// each at its send time plus its latency (the clients' clock).
-	Admissions ArrivalStats `json:"admissions"`
-	// Targets splits both by the attack target the requests were sent to
-	// (a receipt by its ID's target), sorted by target; empty with one target.
-	Targets []TargetArrivals `json:"targets"`
-	// Endpoints splits the receipts by the backend endpoint that received
-	// them (Receipt.Endpoint), sorted; empty unless receipts name several.
-	Endpoints []EndpointArrivals `json:"endpoints"`
-	// Expected has one entry per declared limiter whose model bounds its
-	// peaks (see model.PeakBound).
-	Expected []ExpectedPeaks `json:"expected"`
-	// Forwards has one entry per target whose limiter logged its own
-	// forward times (nginx's access log), sorted by target; absent when
-	// none did.
-	Forwards []ForwardArrivals `json:"forwards,omitempty"`
-}
-
-// ForwardArrivals are one limiter's forwards as its own log times them,
-// and the path from it to the backend.
-type ForwardArrivals struct {
-	// Target is the attack target whose limiter logged them; Source the
-	// log read, relative to the scenario directory.
-	Target string `json:"target"`
-	Source string `json:"source"`
-	// ResolutionNs is the resolution of the logged times, ns (nginx: 1 ms).
-	ResolutionNs int64 `json:"resolution_ns"`
-	// Forwards are the figures of the forward times, by the limiter's
-	// clock (nginx: $msec minus the tries' $upstream_response_time).
-	Forwards ArrivalStats `json:"forwards"`
-	// Unplaced counts the target's received requests that have no forward
-	// time in Source (the limiter's forwards are then incomplete).
-	Unplaced int `json:"unplaced"`
-	// PathJoined counts the requests whose earliest receipt joins a
-	// forward; PathLagMinNs and PathLagMaxNs bound the receipt minus the
-	// forward time over them, ns (the clocks' offset included: their
-	// difference is the path's measured jitter).
-	PathJoined   int   `json:"path_joined"`
-	PathLagMinNs int64 `json:"path_lag_min_ns"`
-	PathLagMaxNs int64 `json:"path_lag_max_ns"`
-}
-
-// ArrivalStats are the arrival figures of one set of times.
-type ArrivalStats struct {
-	// Count is the number of arrivals.
-	Count int `json:"count"`
-	// FirstNs and LastNs are the first and last arrival, unix ns (0 when none).
-	FirstNs int64 `json:"first_ns"`
-	LastNs  int64 `json:"last_ns"`
-	// Peaks has one entry per window (ArrivalWindows, then the windows the
-	// expectations name), in increasing window order.
-	Peaks []WindowPeak `json:"peaks"`
-	// InterArrival is the distribution of the gaps between consecutive
-	// arrivals (in time order); Count is one less than the arrivals.
-	InterArrival GapStats `json:"inter_arrival"`
-}
-
-// WindowPeak is the fullest half-open sliding window [t, t+window) of a
-// set of arrivals, computed exactly (model.PeakAt over the sorted times).
-type WindowPeak struct {
-	// WindowNs is the window's length, ns.
-	WindowNs int64 `json:"window_ns"`
-	// Peak is the most arrivals in any such window.
-	Peak int `json:"peak"`
-	// AtNs is the first arrival of the first fullest window, unix ns.
-	AtNs int64 `json:"at_ns"`
-	// RatePerSec is Peak over the window: the instant rate the peak implies,
-	// per second.
-	RatePerSec float64 `json:"rate_per_sec"`
-}
-
-// GapStats summarises inter-arrival gaps, ns. Quantiles come from the same
-// HDR histogram as the latency (1 µs resolution, 3 significant digits,
-// clamped to the exact minimum and maximum); Min, Max and Mean are exact.
-type GapStats struct {
-	Count  int   `json:"count"`
-	MinNs  int64 `json:"min_ns"`
-	P50Ns  int64 `json:"p50_ns"`
-	P90Ns  int64 `json:"p90_ns"`
-	P99Ns  int64 `json:"p99_ns"`
-	P999Ns int64 `json:"p999_ns"`
-	MaxNs  int64 `json:"max_ns"`
-	MeanNs int64 `json:"mean_ns"`
-}
-
-// TargetArrivals are the arrivals of the requests sent to one target.
-type TargetArrivals struct {
-	Target     string       `json:"target"`
-	Receipts   ArrivalStats `json:"receipts"`
-	Admissions ArrivalStats `json:"admissions"`
-}
-
-// EndpointArrivals are the receipts of one backend endpoint.
-type EndpointArrivals struct {
-	Endpoint string       `json:"endpoint"`
-	Receipts ArrivalStats `json:"receipts"`
-}
-
-// ExpectedPeaks is what one declared limiter predicts for the backend's
-// peaks (model): a leaky bucket smooths, a token bucket does not.
-type ExpectedPeaks struct {
-	// Limiter names the declared limiter; Model says its semantic.
-	Limiter string `json:"limiter"`
-	Model   string `json:"model"`
-	// Targets are the attack targets whose requests meet it (empty: all).
-	Targets []string `json:"targets"`
-	// Instances is the number of independent states (one per target for a
-	// per-proxy bucket, 1 when shared): bounds add up over them.
-	Instances int `json:"instances"`
-	// Windows has one entry per window of ArrivalStats.Peaks.
-	Windows []ExpectedWindow `json:"windows"`
-}
-
-// ExpectedWindow is a limiter's prediction for one window length.
-type ExpectedWindow struct {
-	WindowNs int64 `json:"window_ns"`
-	// Simulated is the peak of the model's forward times (model.Simulate,
-	// ForwardTimes, PeakCount) with every request decided at its send time:
-	// what the backend would see if forwarding took no time.
-	Simulated int `json:"simulated"`
-	// Bound is model.PeakBound times Instances: the most the limiter lets
-	// through in such a window over every arrival schedule.
-	Bound int `json:"bound"`
-}
 
 // peakLimiter is one declared limiter with a model, as the arrival
 // figures use it.
@@ -201,7 +62,7 @@ func peakLimiters(in *Input) []peakLimiter {
 // arrivalWindows are ArrivalWindows plus the windows the expectations
 // name, sorted, without repeats.
 func arrivalWindows(ex *evidence.Expectation) []time.Duration {
-	ws := slices.Clone(ArrivalWindows)
+	ws := slices.Clone(report.ArrivalWindows)
 	for _, p := range ex.BackendPeak {
 		if w := time.Duration(p.Window); w > 0 && !slices.Contains(ws, w) {
 			ws = append(ws, w)
@@ -212,40 +73,30 @@ func arrivalWindows(ex *evidence.Expectation) []time.Duration {
 }
 
 // arrivalStats computes the figures of times, which it sorts in place.
-func arrivalStats(times []int64, windows []time.Duration) ArrivalStats {
+func arrivalStats(times []int64, windows []time.Duration) report.ArrivalStats {
 	slices.Sort(times)
-	st := ArrivalStats{Count: len(times), Peaks: make([]WindowPeak, 0, len(windows))}
+	st := report.ArrivalStats{Count: len(times), Peaks: make([]report.WindowPeak, 0, len(windows))}
 	if len(times) == 0 {
 		return st
 	}
 	st.FirstNs, st.LastNs = times[0], times[len(times)-1]
 	for _, w := range windows {
 		n, at := model.PeakAt(times, w)
-		st.Peaks = append(st.Peaks, WindowPeak{WindowNs: int64(w), Peak: n, AtNs: at, RatePerSec: float64(n) / w.Seconds()})
+		st.Peaks = append(st.Peaks, report.WindowPeak{WindowNs: int64(w), Peak: n, AtNs: at, RatePerSec: float64(n) / w.Seconds()})
 	}
 	var acc latencyAcc
 	for i := 1; i < len(times); i++ {
 		acc.record(times[i] - times[i-1])
 	}
 	g := acc.summary("")
-	st.InterArrival = GapStats{Count: g.Count, MinNs: acc.min, P50Ns: g.P50Ns, P90Ns: g.P90Ns, P99Ns: g.P99Ns, P999Ns: g.P999Ns,
+	st.InterArrival = report.GapStats{Count: g.Count, MinNs: acc.min, P50Ns: g.P50Ns, P90Ns: g.P90Ns, P99Ns: g.P99Ns, P999Ns: g.P999Ns,
 		MaxNs: g.MaxNs, MeanNs: g.MeanNs}
 	return st
 }
 
-// peakOf returns the peak of st for window w.
-func (st *ArrivalStats) peakOf(w time.Duration) (WindowPeak, bool) {
-	for _, p := range st.Peaks {
-		if p.WindowNs == int64(w) {
-			return p, true
-		}
-	}
-	return WindowPeak{}, false
-}
-
 // arrivalsOf computes the scenario's Arrivals; nil when it has neither
 // receipts nor admissions.
-func arrivalsOf(in *Input) *Arrivals {
+func arrivalsOf(in *Input) *report.Arrivals {
 	ev := in.Evidence
 	reqs, recs := &ev.Requests, &ev.Receipts
 	windows := arrivalWindows(&in.Scenario.Expect)
@@ -304,11 +155,11 @@ func arrivalsOf(in *Input) *Arrivals {
 			endpoints[e] = append(endpoints[e], recs.RecvNs[i])
 		}
 	}
-	a := &Arrivals{Receipts: arrivalStats(all, windows), Admissions: arrivalStats(adm, windows), Targets: []TargetArrivals{},
-		Endpoints: []EndpointArrivals{}, Expected: []ExpectedPeaks{}}
+	a := &report.Arrivals{Receipts: arrivalStats(all, windows), Admissions: arrivalStats(adm, windows), Targets: []report.TargetArrivals{},
+		Endpoints: []report.EndpointArrivals{}, Expected: []report.ExpectedPeaks{}}
 	if nt > 1 {
 		for _, t := range targetOrder(reqs) {
-			a.Targets = append(a.Targets, TargetArrivals{Target: reqs.Targets[t], Receipts: arrivalStats(byTarget[t], windows),
+			a.Targets = append(a.Targets, report.TargetArrivals{Target: reqs.Targets[t], Receipts: arrivalStats(byTarget[t], windows),
 				Admissions: arrivalStats(admByTarget[t], windows)})
 		}
 	}
@@ -319,7 +170,7 @@ func arrivalsOf(in *Input) *Arrivals {
 		}
 		sort.Slice(order, func(x, y int) bool { return recs.Endpoints[order[x]] < recs.Endpoints[order[y]] })
 		for _, e := range order {
-			a.Endpoints = append(a.Endpoints, EndpointArrivals{Endpoint: recs.Endpoints[e], Receipts: arrivalStats(endpoints[e], windows)})
+			a.Endpoints = append(a.Endpoints, report.EndpointArrivals{Endpoint: recs.Endpoints[e], Receipts: arrivalStats(endpoints[e], windows)})
 		}
 	}
 	for _, l := range peakLimiters(in) {
@@ -333,9 +184,9 @@ func arrivalsOf(in *Input) *Arrivals {
 
 // forwardArrivals are the figures of the limiter times per target
 // (limiterForwards), sorted by target.
-func forwardArrivals(in *Input, windows []time.Duration) []ForwardArrivals {
+func forwardArrivals(in *Input, windows []time.Duration) []report.ForwardArrivals {
 	fw := in.limiterForwards()
-	var out []ForwardArrivals
+	var out []report.ForwardArrivals
 	for _, t := range slices.Sorted(maps.Keys(fw)) {
 		lt := fw[t]
 		var f []int64
@@ -345,7 +196,7 @@ func forwardArrivals(in *Input, windows []time.Duration) []ForwardArrivals {
 			}
 		}
 		lag := pathLagOf(in, fw, []string{t})
-		out = append(out, ForwardArrivals{Target: t, Source: lt.source, ResolutionNs: int64(lt.resolution), Forwards: arrivalStats(f, windows),
+		out = append(out, report.ForwardArrivals{Target: t, Source: lt.source, ResolutionNs: int64(lt.resolution), Forwards: arrivalStats(f, windows),
 			Unplaced: lt.unplaced, PathJoined: lag.joined, PathLagMinNs: lag.minNs, PathLagMaxNs: lag.maxNs})
 	}
 	return out
@@ -419,20 +270,20 @@ func (s simulation) forwards(targets []string) []int64 {
 // expectedPeaks is a limiter's prediction for every window: the peak of
 // its simulated forwards and its bound; ok is false when the model has no
 // bound or no request met the limiter.
-func expectedPeaks(reqs *evidence.Requests, l peakLimiter, windows []time.Duration) (ExpectedPeaks, bool) {
+func expectedPeaks(reqs *evidence.Requests, l peakLimiter, windows []time.Duration) (report.ExpectedPeaks, bool) {
 	sim, ok := l.simulate(reqs)
 	if !ok {
-		return ExpectedPeaks{}, false
+		return report.ExpectedPeaks{}, false
 	}
 	fwd := sim.forwards(reqs.Targets)
-	e := ExpectedPeaks{Limiter: l.name, Model: specLabel(sim.m.Spec()), Targets: append([]string{}, l.targets...), Instances: sim.instances,
-		Windows: make([]ExpectedWindow, 0, len(windows))}
+	e := report.ExpectedPeaks{Limiter: l.name, Model: specLabel(sim.m.Spec()), Targets: append([]string{}, l.targets...), Instances: sim.instances,
+		Windows: make([]report.ExpectedWindow, 0, len(windows))}
 	for _, w := range windows {
 		b, ok := model.PeakBound(sim.m, w)
 		if !ok {
-			return ExpectedPeaks{}, false
+			return report.ExpectedPeaks{}, false
 		}
-		e.Windows = append(e.Windows, ExpectedWindow{WindowNs: int64(w), Simulated: model.PeakCount(fwd, w), Bound: b * e.Instances})
+		e.Windows = append(e.Windows, report.ExpectedWindow{WindowNs: int64(w), Simulated: model.PeakCount(fwd, w), Bound: b * e.Instances})
 	}
 	return e, true
 }
@@ -487,7 +338,7 @@ func checkBackendPeak(in *Input) (r Result) {
 	for _, p := range ex {
 		w := time.Duration(p.Window)
 		name := "backend peak per " + w.String()
-		st := ArrivalStats{}
+		st := report.ArrivalStats{}
 		if a != nil {
 			st = a.Receipts
 		}
@@ -495,11 +346,11 @@ func checkBackendPeak(in *Input) (r Result) {
 		if p.Target != "" {
 			name += " (" + p.Target + ")"
 			if !slices.Contains(reqs.Targets, p.Target) {
-				r.add(name, CheckFail, "receipts of target "+p.Target, "no request was sent to "+p.Target)
+				r.add(name, report.CheckFail, "receipts of target "+p.Target, "no request was sent to "+p.Target)
 				continue
 			}
 			targets = []string{p.Target}
-			st = ArrivalStats{}
+			st = report.ArrivalStats{}
 			if a != nil && len(reqs.Targets) == 1 {
 				st = a.Receipts
 			} else if a != nil {
@@ -510,7 +361,7 @@ func checkBackendPeak(in *Input) (r Result) {
 				}
 			}
 		}
-		peak, _ := st.peakOf(w)
+		peak, _ := st.PeakOf(w)
 		got := peakGot(peak, st.Count)
 		if p.Max != nil {
 			r.add(name, passIf(peak.Peak <= *p.Max), "<= "+strconv.Itoa(*p.Max), got)
@@ -525,7 +376,7 @@ func checkBackendPeak(in *Input) (r Result) {
 		}
 		pb, ok := modelPeakBound(limiters, sims, reqs, targets, w)
 		if !ok {
-			r.add(name+" within the model", CheckUnknown, "a declared limiter whose model bounds its peaks", "none applies to "+
+			r.add(name+" within the model", report.CheckUnknown, "a declared limiter whose model bounds its peaks", "none applies to "+
 				strings.Join(targets, ", "))
 			continue
 		}
@@ -614,11 +465,11 @@ func judgeForwards(in *Input, r *Result, name string, p evidence.PeakExpectation
 	lag := pathLagOf(in, fw, targets)
 	name += " within the model"
 	if len(recv) == 0 {
-		r.add(name, CheckPass, fmt.Sprintf("<= %d", b0), "0 (no receipts)")
+		r.add(name, report.CheckPass, fmt.Sprintf("<= %d", b0), "0 (no receipts)")
 		return "", true
 	}
 	if lag.joined == 0 {
-		r.add(name, CheckUnknown, "receipts joined to the limiter's forwards (the path's lag)", fmt.Sprintf("none of the %d receipts joins a forward of %s",
+		r.add(name, report.CheckUnknown, "receipts joined to the limiter's forwards (the path's lag)", fmt.Sprintf("none of the %d receipts joins a forward of %s",
 			len(recv), strings.Join(sources, ", ")))
 		return "", true
 	}
@@ -635,13 +486,13 @@ func judgeForwards(in *Input, r *Result, name string, p evidence.PeakExpectation
 	}
 	switch {
 	case pv.violated:
-		r.add(name, CheckFail, want, at(pv.worst)+"; "+lagText)
+		r.add(name, report.CheckFail, want, at(pv.worst)+"; "+lagText)
 	case pv.inconclusive:
 		u := pv.unjudged
-		r.add(name, CheckUnknown, want, fmt.Sprintf("%d receipts at +%v: the path from %s to the backend lagged %s: a receipt peak per %v cannot be judged (the jitter raises the bound from %d to %d, of %d receipts); the limiter's own forwards were",
+		r.add(name, report.CheckUnknown, want, fmt.Sprintf("%d receipts at +%v: the path from %s to the backend lagged %s: a receipt peak per %v cannot be judged (the jitter raises the bound from %d to %d, of %d receipts); the limiter's own forwards were",
 			u.count, time.Duration(u.at-recv[0]).Round(time.Millisecond), who, msRange(u.lo, u.hi), w, b0, u.bound, len(recv)))
 	default:
-		r.add(name, CheckPass, want, at(pv.fullest)+"; "+lagText)
+		r.add(name, report.CheckPass, want, at(pv.fullest)+"; "+lagText)
 	}
 	return "", true
 }
@@ -687,7 +538,7 @@ func judgeFromSends(in *Input, r *Result, name string, p evidence.PeakExpectatio
 	w := time.Duration(p.Window)
 	tol, tolWhy, measured := time.Duration(p.Tolerance), "timing tolerance (the plan's)", false
 	if tol <= 0 {
-		tol, tolWhy, measured = in.Report.Harness.lateness()
+		tol, tolWhy, measured = harnessLateness(in.Report.Harness)
 	}
 	b, _ := pb.at(w + tol)
 	b0, _ := pb.at(w)
@@ -703,23 +554,23 @@ func judgeFromSends(in *Input, r *Result, name string, p evidence.PeakExpectatio
 	tight := heldBackScan(recv, fwd, w, 0, b0)
 	switch {
 	case v.violated:
-		r.add(name, CheckFail, want, v.got(recv))
+		r.add(name, report.CheckFail, want, v.got(recv))
 	case !tight.violated && tight.leaned.backlog <= b0:
 		// within the bound over W itself: judged whatever the lateness
-		r.add(name, CheckPass, wantTight, tight.got(recv))
+		r.add(name, report.CheckPass, wantTight, tight.got(recv))
 	case measured && b-b0 > b0:
-		r.add(name, CheckUnknown, want, fmt.Sprintf("%s: the %v window widened to %v allows %d where the model bounds %d; the limiter's own forward times are not in the evidence",
+		r.add(name, report.CheckUnknown, want, fmt.Sprintf("%s: the %v window widened to %v allows %d where the model bounds %d; the limiter's own forward times are not in the evidence",
 			tolWhy, w, w+tol, b, b0))
 	case v.leaned.backlog > b:
-		r.add(name, CheckUnknown, want, fmt.Sprintf("%d at +%v after a silence that held back %d of the model's forwards, more than the bound %d itself: a stalled host and a limiter that does not smooth look alike",
+		r.add(name, report.CheckUnknown, want, fmt.Sprintf("%d at +%v after a silence that held back %d of the model's forwards, more than the bound %d itself: a stalled host and a limiter that does not smooth look alike",
 			v.leaned.count, time.Duration(v.leaned.at-recv[0]).Round(time.Millisecond), v.leaned.backlog, b))
 	default:
-		r.add(name, CheckPass, want, v.got(recv))
+		r.add(name, report.CheckPass, want, v.got(recv))
 	}
 }
 
 // peakGot renders an observed peak: "17 (1700/s)".
-func peakGot(p WindowPeak, count int) string {
+func peakGot(p report.WindowPeak, count int) string {
 	if count == 0 {
 		return "0 (no receipts)"
 	}

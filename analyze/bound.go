@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -24,7 +25,7 @@ import (
 // Fixed window (envoyproxy/ratelimit): windows aligned to multiples of the unit
 // since the Unix epoch (or starting at the first hit); bound = limit × windows
 // touched by [start, end], so a run straddling a boundary may admit 2 × limit.
-func configuredBound(limits []evidence.LimitSpec, start, end int64) *Bound {
+func configuredBound(limits []evidence.LimitSpec, start, end int64) *report.Bound {
 	if len(limits) == 0 || start == 0 {
 		return nil
 	}
@@ -32,7 +33,7 @@ func configuredBound(limits []evidence.LimitSpec, start, end int64) *Bound {
 	if d < 0 {
 		d = 0
 	}
-	var b *Bound
+	var b *report.Bound
 	for _, l := range limits {
 		var allowed int
 		var why string
@@ -84,7 +85,7 @@ func configuredBound(limits []evidence.LimitSpec, start, end int64) *Bound {
 		}
 		if b == nil || allowed < b.Allowed {
 			if b == nil {
-				b = &Bound{}
+				b = &report.Bound{}
 			}
 			b.Allowed = allowed
 		}

@@ -67,8 +67,8 @@ func TestFaultWindows(t *testing.T) {
 	e.scenario.Expect = evidence.Expectation{}
 	dir := e.write()
 	writeLines(t, dir+"/"+evidence.FaultsFile, []evidence.Fault{
-		{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0 + 10*ms, EndNs: t0 + 11*ms, OK: true},
-		{Name: "start rls", Action: ActionStart, Target: "rls", BeginNs: t0 + 40*ms, EndNs: t0 + 41*ms, OK: true},
+		{Name: "stop rls", Action: evidence.ActionStop, Target: "rls", BeginNs: t0 + 10*ms, EndNs: t0 + 11*ms, OK: true},
+		{Name: "start rls", Action: evidence.ActionStart, Target: "rls", BeginNs: t0 + 40*ms, EndNs: t0 + 41*ms, OK: true},
 	})
 	s := run(t, dir).Scenarios[0]
 	if len(s.FaultWindows) != 1 {

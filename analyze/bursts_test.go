@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/rlbench/rlbench/model"
 )
 
-func mustCheck(t *testing.T, s ScenarioReport, name string) Check {
+func mustCheck(t *testing.T, s report.ScenarioReport, name string) report.Check {
 	t.Helper()
 	c := checkNamed(s, name)
 	if c == nil {
@@ -29,9 +30,9 @@ func mustCheck(t *testing.T, s ScenarioReport, name string) Check {
 	return *c
 }
 
-func peakFor(t *testing.T, st ArrivalStats, w time.Duration) WindowPeak {
+func peakFor(t *testing.T, st report.ArrivalStats, w time.Duration) report.WindowPeak {
 	t.Helper()
-	p, ok := st.peakOf(w)
+	p, ok := st.PeakOf(w)
 	if !ok {
 		t.Fatalf("no %v peak in %+v", w, st.Peaks)
 	}
@@ -70,7 +71,7 @@ func TestArrivalPeaksExact(t *testing.T) {
 	// file order is not time order: the peaks must not care
 	recv[3], recv[60] = recv[60], recv[3]
 	s := run(t, burstEv(t, recv).write()).Scenarios[0]
-	if s.Status != Pass {
+	if s.Status != evidence.Pass {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 	a := s.Arrivals
@@ -89,7 +90,7 @@ func TestArrivalPeaksExact(t *testing.T) {
 		{3 * time.Second, 151, t0},              // a window no expectation names is not computed...
 	} {
 		if c.w == 3*time.Second {
-			if _, ok := a.Receipts.peakOf(c.w); ok {
+			if _, ok := a.Receipts.PeakOf(c.w); ok {
 				t.Errorf("3s peak computed without an expectation naming it")
 			}
 			continue
@@ -187,7 +188,7 @@ func TestBackendPeakChecks(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if s.Status != Fail {
+	if s.Status != evidence.Fail {
 		t.Errorf("status %s", s.Status)
 	}
 	ex := s.Arrivals.Expected
@@ -204,7 +205,7 @@ func TestBackendPeakChecks(t *testing.T) {
 	e2 := burstEv(t, recv)
 	e2.scenario.Expect.BackendPeak = evidence.PeakExpectations{{Window: model.Duration(10 * time.Millisecond), Model: true}}
 	s2 := run(t, e2.write()).Scenarios[0]
-	if c := mustCheck(t, s2, "backend peak per 10ms within the model"); c.Status != CheckUnknown || s2.Status != NotRun {
+	if c := mustCheck(t, s2, "backend peak per 10ms within the model"); c.Status != report.CheckUnknown || s2.Status != evidence.NotRun {
 		t.Errorf("%+v, status %s", c, s2.Status)
 	}
 }
@@ -370,7 +371,7 @@ func TestAmplificationSplitsRetriesFromResends(t *testing.T) {
 		t.Fatal("no amplification section")
 	}
 	if a.Passed != 5 || a.Attempts != 13 || a.MaxAttempts != 4 || a.ProxyRetries != 4 || a.ClientResends != 4 ||
-		fmt.Sprint(a.ByAttempts) != "[0 1 2 0 2]" || a.ExplainedBy[ExplainedByAttemptCount] != 4 {
+		fmt.Sprint(a.ByAttempts) != "[0 1 2 0 2]" || a.ExplainedBy[report.ExplainedByAttemptCount] != 4 {
 		t.Errorf("amplification %+v", a)
 	}
 	if a.Factor != 13.0/5 {
@@ -381,10 +382,10 @@ func TestAmplificationSplitsRetriesFromResends(t *testing.T) {
 		t.Errorf("receipts %+v", rc)
 	}
 	c := mustCheck(t, s, "duplicate receipts (re-sent)")
-	if c.Status != CheckFail || c.Got != "4 (c-resent,d-both,e-noheader,…); 4 more are proxy retries" {
+	if c.Status != report.CheckFail || c.Got != "4 (c-resent,d-both,e-noheader,…); 4 more are proxy retries" {
 		t.Errorf("%+v", c)
 	}
-	if c := mustCheck(t, s, "upstream attempts per passed request"); c.Status != CheckPass || !strings.HasPrefix(c.Got, "2.60 (13 attempts for 5 requests; 4 proxy retries, 4 client re-sends)") {
+	if c := mustCheck(t, s, "upstream attempts per passed request"); c.Status != report.CheckPass || !strings.HasPrefix(c.Got, "2.60 (13 attempts for 5 requests; 4 proxy retries, 4 client re-sends)") {
 		t.Errorf("%+v", c)
 	}
 
@@ -397,14 +398,14 @@ func TestAmplificationSplitsRetriesFromResends(t *testing.T) {
 	three := 3.0
 	e.scenario.Expect.Amplification = &evidence.FactorRange{Min: &three, Max: &four}
 	s = run(t, e.write()).Scenarios[0]
-	if s.Status != Pass || s.Amplification.Factor != 4 || s.Amplification.ProxyRetries != 90 || s.Receipts.Resent != 0 {
+	if s.Status != evidence.Pass || s.Amplification.Factor != 4 || s.Amplification.ProxyRetries != 90 || s.Receipts.Resent != 0 {
 		t.Fatalf("storm: %s %v %+v", s.Status, s.Reasons, s.Amplification)
 	}
 	if c := mustCheck(t, s, "duplicate receipts (re-sent)"); c.Got != "0; 90 more are proxy retries" {
 		t.Errorf("%+v", c)
 	}
 	e.scenario.Expect.Amplification = &evidence.FactorRange{Max: &three}
-	if s := run(t, e.write()).Scenarios[0]; s.Status != Fail {
+	if s := run(t, e.write()).Scenarios[0]; s.Status != evidence.Fail {
 		t.Errorf("4× with max 3: %s", s.Status)
 	}
 }
@@ -577,7 +578,7 @@ func TestNginxFixturesClassifiedByTheLog(t *testing.T) {
 			if n.Producers[envoyLocal] != c.local429 {
 				t.Errorf("producers %v", n.Producers)
 			}
-			if ch := mustCheck(t, s, "nginx: stub_status requests = access log records + 1"); ch.Status != CheckPass {
+			if ch := mustCheck(t, s, "nginx: stub_status requests = access log records + 1"); ch.Status != report.CheckPass {
 				t.Errorf("%+v", ch)
 			}
 			// The section appears when nginx retried a request (proxy_next_upstream).
@@ -592,11 +593,11 @@ func TestNginxFixturesClassifiedByTheLog(t *testing.T) {
 			// (expect.amplification absent) fails "backend amplification".
 			for _, ch := range s.Checks {
 				storm := c.retries > 0 && ch.Name == "backend amplification" && strings.Contains(ch.Got, "declare expect.amplification")
-				if (ch.Status == CheckFail) != storm {
+				if (ch.Status == report.CheckFail) != storm {
 					t.Errorf("check %+v", ch)
 				}
 			}
-			if c.retries > 0 && s.Status != Fail {
+			if c.retries > 0 && s.Status != evidence.Fail {
 				t.Errorf("retries without expect.amplification: %s", s.Status)
 			}
 		})
@@ -673,7 +674,7 @@ func TestNginxLogFindings(t *testing.T) {
 	// A status range covering every record nginx logged cannot fail (issue 21).
 	e.scenario.Expect.LimitReqStatus["DELAYED"] = evidence.Range{Min: 0, Max: 6}
 	e.write()
-	if c := mustCheck(t, run(t, dir).Scenarios[0], "limit_req_status DELAYED"); c.Status != CheckNotChecked ||
+	if c := mustCheck(t, run(t, dir).Scenarios[0], "limit_req_status DELAYED"); c.Status != report.CheckNotChecked ||
 		c.Got != "1 (not checked: 0..6 cannot fail: nginx logged 6 records, so it is 0..6)" {
 		t.Errorf("%+v", c)
 	}
@@ -693,11 +694,11 @@ func TestReceiptsEqualAdmittedSaysWhatItCounted(t *testing.T) {
 	e.scenario.Expect = evidence.Expectation{ReceiptsEqualAdmitted: true}
 	dir := e.write()
 	s := run(t, dir).Scenarios[0]
-	if c := mustCheck(t, s, "receipts = admitted"); c.Status != CheckPass || c.Want != "5" || c.Got != "5 IDs with receipts (15 receipts: 10 proxy retries)" {
+	if c := mustCheck(t, s, "receipts = admitted"); c.Status != report.CheckPass || c.Want != "5" || c.Got != "5 IDs with receipts (15 receipts: 10 proxy retries)" {
 		t.Errorf("%+v", c)
 	}
 	c := mustCheck(t, s, "backend amplification")
-	if s.Status != Fail || c.Status != CheckFail ||
+	if s.Status != evidence.Fail || c.Status != report.CheckFail ||
 		c.Got != "3.00×: 10 proxy retries (15 attempts for 5 requests that passed the limiter); declare expect.amplification to judge it" {
 		t.Fatalf("status %s, %+v, reasons %s", s.Status, c, reasons(s))
 	}
@@ -706,7 +707,7 @@ func TestReceiptsEqualAdmittedSaysWhatItCounted(t *testing.T) {
 	e.scenario.Expect.Amplification = &evidence.FactorRange{Min: &three, Max: &three}
 	e.write()
 	s = run(t, dir).Scenarios[0]
-	if s.Status != Pass || slices.ContainsFunc(s.Checks, func(c Check) bool { return c.Name == "backend amplification" }) {
+	if s.Status != evidence.Pass || slices.ContainsFunc(s.Checks, func(c report.Check) bool { return c.Name == "backend amplification" }) {
 		t.Fatalf("amplification 3..3: status %s, checks %+v", s.Status, s.Checks)
 	}
 	// A client re-send beside the retries is named as one (and fails its own check).

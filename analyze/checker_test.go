@@ -2,10 +2,13 @@ package analyze
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 func fixed(name string, statuses ...string) Checker {
@@ -20,19 +23,19 @@ func fixed(name string, statuses ...string) Checker {
 // TestComposeMergesByPriority: fail over unknown over pass; results without
 // checks take no part; nothing checked at all is unknown, never pass.
 func TestComposeMergesByPriority(t *testing.T) {
-	in := &Input{Report: &ScenarioReport{}}
+	in := &Input{Report: &report.ScenarioReport{}}
 	none := Checker{Name: "none", Check: func(*Input) Result { return Result{} }}
 	cases := []struct {
 		checkers []Checker
-		want     Validity
+		want     model.Validity
 	}{
-		{[]Checker{fixed("a", CheckPass), fixed("b", CheckPass)}, Valid},
-		{[]Checker{fixed("a", CheckPass), fixed("b", CheckUnknown)}, Unknown},
-		{[]Checker{fixed("a", CheckUnknown), fixed("b", CheckFail), fixed("c", CheckPass)}, Invalid},
-		{[]Checker{fixed("a", CheckPass, CheckFail)}, Invalid},
-		{[]Checker{none, fixed("a", CheckPass)}, Valid},
-		{[]Checker{none}, Unknown},
-		{nil, Unknown},
+		{[]Checker{fixed("a", report.CheckPass), fixed("b", report.CheckPass)}, model.Valid},
+		{[]Checker{fixed("a", report.CheckPass), fixed("b", report.CheckUnknown)}, model.UnknownValidity},
+		{[]Checker{fixed("a", report.CheckUnknown), fixed("b", report.CheckFail), fixed("c", report.CheckPass)}, model.Invalid},
+		{[]Checker{fixed("a", report.CheckPass, report.CheckFail)}, model.Invalid},
+		{[]Checker{none, fixed("a", report.CheckPass)}, model.Valid},
+		{[]Checker{none}, model.UnknownValidity},
+		{nil, model.UnknownValidity},
 	}
 	for i, c := range cases {
 		got := Compose(in, c.checkers)
@@ -40,7 +43,7 @@ func TestComposeMergesByPriority(t *testing.T) {
 			t.Errorf("case %d: %s (%d results), want %s", i, got.Valid, len(got.Results), c.want)
 		}
 	}
-	if Merge(Valid, NotChecked) != Valid || Merge(Unknown, Valid) != Unknown || Merge(Invalid, Unknown) != Invalid {
+	if model.Merge(model.Valid, model.NotChecked) != model.Valid || model.Merge(model.UnknownValidity, model.Valid) != model.UnknownValidity || model.Merge(model.Invalid, model.UnknownValidity) != model.Invalid {
 		t.Error("Merge priorities")
 	}
 }
@@ -56,14 +59,14 @@ func TestPanickingCheckerIsUnknown(t *testing.T) {
 	must(t, err)
 	s := rep.Scenarios[0]
 	c := checkNamed(s, "boom")
-	if c == nil || c.Status != CheckUnknown || !strings.Contains(c.Got, "index out of range") {
+	if c == nil || c.Status != report.CheckUnknown || !strings.Contains(c.Got, "index out of range") {
 		t.Fatalf("boom check %+v", c)
 	}
-	if s.Status != NotRun || len(s.Checks) < 5 {
+	if s.Status != evidence.NotRun || len(s.Checks) < 5 {
 		t.Fatalf("status %s with %d checks, reasons %v", s.Status, len(s.Checks), s.Reasons)
 	}
 	// Without it, the same evidence passes.
-	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}
 }
@@ -75,7 +78,7 @@ func TestNothingCheckedIsNotPass(t *testing.T) {
 	rep, err := Analyze(context.Background(), dir, Options{Checkers: []Checker{}})
 	must(t, err)
 	s := rep.Scenarios[0]
-	if s.Status != NotRun || len(s.Checks) != 0 || !strings.Contains(strings.Join(s.Reasons, ";"), "nothing was checked") {
+	if s.Status != evidence.NotRun || len(s.Checks) != 0 || !strings.Contains(strings.Join(s.Reasons, ";"), "nothing was checked") {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}
 }
@@ -93,7 +96,54 @@ func TestJudgeReadsNoFiles(t *testing.T) {
 	s.Receipts.Add(&s.Requests, &evidence.Receipt{ID: &id, RecvNs: 12})
 	rep := Judge(&evidence.Bundle{Dir: "mem", Scenarios: []*evidence.ScenarioEvidence{s}}, Options{})
 	sr := rep.Scenarios[0]
-	if sr.Status != Pass || sr.Totals.Admitted != 1 || sr.Totals.Local429 != 1 || sr.Receipts.AdmittedWithReceipt != 1 || sr.Dir != "mem" {
+	if sr.Status != evidence.Pass || sr.Totals.Admitted != 1 || sr.Totals.Local429 != 1 || sr.Receipts.AdmittedWithReceipt != 1 || sr.Dir != "mem" {
 		t.Fatalf("%s %+v %+v reasons %v", sr.Status, sr.Totals, sr.Receipts, sr.Reasons)
+	}
+}
+
+// TestExtraCheckersJoinTheTable: a checker written against Input's exported
+// fields and passed in Options.ExtraCheckers runs after the table, its
+// checks are listed after the table's, a pass keeps the verdict and a fail
+// makes it FAIL with the check as reason.
+func TestExtraCheckersJoinTheTable(t *testing.T) {
+	dir := newEv(t).demo().write()
+	received := func(fail bool) Checker {
+		return Checker{Name: "received", Check: func(in *Input) Result {
+			n := 0
+			for i := 0; i < in.Evidence.Requests.Len(); i++ {
+				if in.Received(i) && in.ReceiptNs(i) > 0 {
+					n++
+				}
+			}
+			want := in.Report.Receipts.AdmittedWithReceipt
+			st := report.CheckPass
+			if fail {
+				st = report.CheckFail
+			}
+			return Result{Checks: []report.Check{{Name: "requests received", Status: st, Want: strconv.Itoa(want), Got: strconv.Itoa(n)}}}
+		}}
+	}
+	base := run(t, dir).Scenarios[0]
+	for _, fail := range []bool{false, true} {
+		rep, err := Analyze(context.Background(), dir, Options{ExtraCheckers: []Checker{received(fail)}})
+		must(t, err)
+		s := rep.Scenarios[0]
+		if len(s.Checks) != len(base.Checks)+1 {
+			t.Fatalf("fail=%v: %d checks, want the table's %d and one more", fail, len(s.Checks), len(base.Checks))
+		}
+		c := s.Checks[len(s.Checks)-1]
+		if c.Name != "requests received" || c.Want != c.Got || c.Got == "0" {
+			t.Fatalf("fail=%v: last check %+v", fail, c)
+		}
+		want := evidence.Pass
+		if fail {
+			want = evidence.Fail
+		}
+		if s.Status != want || fail != strings.Contains(strings.Join(s.Reasons, ";"), "requests received: want") {
+			t.Fatalf("fail=%v: status %s reasons %v", fail, s.Status, s.Reasons)
+		}
+	}
+	if (&Input{}).Received(-1) || (&Input{}).ReceiptNs(3) != 0 {
+		t.Error("an index out of range is received")
 	}
 }

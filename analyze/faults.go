@@ -6,15 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
-)
-
-// Fault actions recorded in faults.jsonl (evidence.Fault.Action).
-const (
-	ActionStop    = evidence.ActionStop
-	ActionStart   = evidence.ActionStart
-	ActionRestart = evidence.ActionRestart
-	ActionExec    = evidence.ActionExec
 )
 
 // faultWindows builds one window per fault: a stop (or a set of backend
@@ -25,12 +18,12 @@ const (
 // runs to the end of the evidence. Requests are tallied inside the window when
 // both their send and their end fall in it, and as straddling when they
 // overlap an edge.
-func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow {
+func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []report.FaultWindow {
 	faults := append([]evidence.Fault(nil), ev.Faults...)
 	sort.SliceStable(faults, func(i, j int) bool { return faults[i].BeginNs < faults[j].BeginNs })
 	reqs, recs := &ev.Requests, &ev.Receipts
 	if len(faults) == 0 {
-		return []FaultWindow{}
+		return []report.FaultWindow{}
 	}
 	var lastEnd int64
 	for _, e := range reqs.EndNs {
@@ -39,24 +32,24 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow 
 	for _, t := range recs.RecvNs {
 		lastEnd = max(lastEnd, t)
 	}
-	out := []FaultWindow{}
+	out := []report.FaultWindow{}
 	open := map[string]int{} // target -> index in out
 	for _, f := range faults {
 		switch f.Action {
-		case ActionStop, evidence.ActionSet:
+		case evidence.ActionStop, evidence.ActionSet:
 			if _, ok := open[f.Target]; ok {
 				continue // already down
 			}
-			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true, ActsOn: []string{}})
+			out = append(out, report.FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, Open: true, ActsOn: []string{}})
 			open[f.Target] = len(out) - 1
-		case ActionStart, evidence.ActionClear:
+		case evidence.ActionStart, evidence.ActionClear:
 			if i, ok := open[f.Target]; ok {
 				out[i].EndNs = f.EndNs
 				out[i].Open = false
 				delete(open, f.Target)
 			}
-		case ActionRestart, ActionExec:
-			out = append(out, FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs, ActsOn: []string{}})
+		case evidence.ActionRestart, evidence.ActionExec:
+			out = append(out, report.FaultWindow{Name: f.Name, Target: f.Target, BeginNs: f.BeginNs, EndNs: f.EndNs, ActsOn: []string{}})
 		}
 	}
 	for i := range out {
@@ -68,9 +61,9 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []FaultWindow 
 			e := reqs.EndNs[j]
 			switch {
 			case s >= w.BeginNs && e <= w.EndNs:
-				w.Inside.add(reqs.Class[j], received[j])
+				w.Inside.Add(reqs.Class[j], received[j])
 			case s <= w.EndNs && e >= w.BeginNs:
-				w.Straddling.add(reqs.Class[j], received[j])
+				w.Straddling.Add(reqs.Class[j], received[j])
 			}
 		}
 		for _, t := range recs.RecvNs {

@@ -10,87 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// RLSFailures is rls_failures of the report: the requests the rate limit
-// service failed to decide (RLS errors, fail-open admissions) set against
-// the fault windows acting on it.
-type RLSFailures struct {
-	// FailOpen is the admissions without an RLS decision: the proxies'
-	// ratelimit.failure_mode_allowed, or, with the RLS decisions recorded,
-	// the admitted requests no decision was joined to (the larger).
-	FailOpen int `json:"fail_open"`
-	// FailOpenIDs names the fail-open admissions when the decisions tell
-	// them (at most SampleIDs).
-	FailOpenIDs []string `json:"fail_open_ids"`
-	// OutsideFaults counts the fail-open admissions that no fault window
-	// (with its recovery lag) acting on the RLS explains; -1 when it cannot
-	// be told (neither decisions nor enough admissions inside the windows).
-	OutsideFaults int `json:"outside_faults"`
-	// OutsideIDs names them when known (at most SampleIDs).
-	OutsideIDs []string `json:"outside_ids"`
-	// ErrorDecisions counts the RLS's ERROR decisions.
-	ErrorDecisions int `json:"error_decisions"`
-}
-
-// Engagement is engagement of the report: whether the limits engaged for
-// the requests that went to a rate limit service.
-type Engagement struct {
-	// Requests counts the requests that reached an RLS limiter.
-	Requests int `json:"requests"`
-	// NoDescriptor counts those whose actions produced no descriptor (no
-	// RLS call: Envoy sends none), NoRule those whose descriptor matched no
-	// rule of the configuration (envoyproxy/ratelimit's own matcher),
-	// Unlimited those that matched an unlimited rule.
-	NoDescriptor int `json:"no_descriptor"`
-	NoRule       int `json:"no_rule"`
-	Unlimited    int `json:"unlimited"`
-	// IDs names up to SampleIDs of the requests not limited.
-	IDs []string `json:"ids"`
-	// NoLimitDecisions counts the RLS decisions that applied no limit
-	// ("descriptor does not match any limit", unknown domain, unlimited).
-	NoLimitDecisions int `json:"no_limit_decisions"`
-	// Limited counts the requests that matched a finite rule, and the
-	// decisions that applied one.
-	Limited          int `json:"limited"`
-	LimitedDecisions int `json:"limited_decisions"`
-	// UnknownKey counts the requests whose engagement cannot be told: none
-	// of their known descriptors matched a finite rule, and others read a
-	// request header they sent without its value being recorded
-	// (UnknownKeyHeaders, lower-case; LimiterReport.UnknownKey).
-	UnknownKey        int      `json:"unknown_key,omitempty"`
-	UnknownKeyHeaders []string `json:"unknown_key_headers,omitempty"`
-	// UnmatchedNoLimitDecisions and UnmatchedLimitedDecisions count the RLS
-	// decisions (no limit applied, limit applied) that matched no request
-	// (late calls, other clients of the RLS: RLSReal.Zombies): not counted
-	// above, they are evidence the checks cannot place, which makes a
-	// verdict they could change inconclusive.
-	UnmatchedNoLimitDecisions int `json:"unmatched_no_limit_decisions,omitempty"`
-	UnmatchedLimitedDecisions int `json:"unmatched_limited_decisions,omitempty"`
-}
-
-// ShadowCounts is shadow of the report: would-have-rejected requests of
-// limiters that do not enforce every rejection.
-type ShadowCounts struct {
-	// Observed is what the evidence shows: RLS decisions of a shadow_mode
-	// rule over its limit (late ones excluded) plus the proxies' local
-	// http_local_rate_limit.rate_limited − enforced and nginx's
-	// REJECTED_DRY_RUN ($limit_req_status); -1 when no source.
-	Observed int `json:"observed"`
-	// RLS and Local are its two parts.
-	RLS   int `json:"rls"`
-	Local int `json:"local"`
-	// Model counts the passes the limiter models say must have been
-	// rejected by a non-enforcing limiter (a lower bound of Observed).
-	Model int `json:"model"`
-}
-
 // failures computes rls_failures: the fail-open admissions and where they lie.
-func (ls *limiterSet) failures(in *Input, received []bool) *RLSFailures {
+func (ls *limiterSet) failures(in *Input, received []bool) *report.RLSFailures {
 	ev := in.Evidence
 	reqs := &ev.Requests
-	f := &RLSFailures{FailOpenIDs: []string{}, OutsideIDs: []string{}}
+	f := &report.RLSFailures{FailOpenIDs: []string{}, OutsideIDs: []string{}}
 	for _, d := range ev.Decisions {
 		if d.Code == evidence.CodeError {
 			f.ErrorDecisions++
@@ -137,7 +65,7 @@ func (ls *limiterSet) failures(in *Input, received []bool) *RLSFailures {
 
 // actingWindows are the fault windows (with their recovery lag) that act
 // on some RLS limiter.
-func (ls *limiterSet) actingWindows(sr *ScenarioReport) intervals {
+func (ls *limiterSet) actingWindows(sr *report.ScenarioReport) intervals {
 	var iv intervals
 	for _, w := range sr.FaultWindows {
 		if len(w.ActsOn) == 0 {
@@ -207,7 +135,7 @@ func (ls *limiterSet) applyFaults(in *Input, received []bool) {
 // actsOn sets w.ActsOn to the limiters that depend on w's target, adds a
 // closed w as a state reset to the limiters whose state it keeps, and
 // reports whether w acts on a global limiter.
-func (ls *limiterSet) actsOn(w *FaultWindow) (global bool) {
+func (ls *limiterSet) actsOn(w *report.FaultWindow) (global bool) {
 	w.ActsOn = []string{}
 	for _, r := range ls.runs {
 		if slices.Contains(r.decl.Dependencies(), w.Target) {
@@ -243,7 +171,7 @@ func (ls *limiterSet) firstRLSAnswer(ev *evidence.ScenarioEvidence, end int64) i
 // recoveryLag sets w's recovery lag and the fail-open admissions sent
 // after it: the last RLS failure after w's end and before the first RLS
 // answer (firstRLSAnswer).
-func (ls *limiterSet) recoveryLag(in *Input, w *FaultWindow, received []bool) {
+func (ls *limiterSet) recoveryLag(in *Input, w *report.FaultWindow, received []bool) {
 	ev := in.Evidence
 	reqs := &ev.Requests
 	res := int64(1)
@@ -278,10 +206,10 @@ func (ls *limiterSet) recoveryLag(in *Input, w *FaultWindow, received []bool) {
 }
 
 // engagement counts, over the RLS limiters, the requests no limit engaged for.
-func (ls *limiterSet) engagement(in *Input, received []bool) *Engagement {
+func (ls *limiterSet) engagement(in *Input, received []bool) *report.Engagement {
 	ev := in.Evidence
 	reqs := &ev.Requests
-	e := &Engagement{IDs: []string{}}
+	e := &report.Engagement{IDs: []string{}}
 	found := false
 	var ids []string
 	for k, r := range ls.runs {
@@ -351,7 +279,7 @@ func (ls *limiterSet) decisionsComplete(ev *evidence.ScenarioEvidence) bool {
 // untold, "" when nothing does; limited tells which unmatched decisions
 // matter: those that applied a limit (not_limited) or those that applied
 // none (limit engaged).
-func (e *Engagement) unknownWhy(limited bool) string {
+func unknownWhy(e *report.Engagement, limited bool) string {
 	var parts []string
 	if e.UnknownKey > 0 {
 		parts = append(parts, fmt.Sprintf("%d requests with an unknown descriptor (header %s sent, its value not recorded)", e.UnknownKey,
@@ -368,14 +296,14 @@ func (e *Engagement) unknownWhy(limited bool) string {
 
 // unlimited is the number of requests (or, without descriptors, decisions)
 // for which no limit engaged.
-func (e *Engagement) unlimited() int {
+func unlimited(e *report.Engagement) int {
 	return max(e.NoDescriptor+e.NoRule+e.Unlimited, e.NoLimitDecisions)
 }
 
 // shadowCounts sums the would-have-rejected requests the evidence shows.
-func (ls *limiterSet) shadowCounts(in *Input) *ShadowCounts {
+func (ls *limiterSet) shadowCounts(in *Input) *report.ShadowCounts {
 	ev := in.Evidence
-	sc := &ShadowCounts{Observed: -1}
+	sc := &report.ShadowCounts{Observed: -1}
 	src := false
 	for k, d := range ev.Decisions {
 		if d.Code != evidence.CodeOK || ls.join.isZombie(k) {
@@ -441,12 +369,12 @@ func checkLimiters(in *Input) (r Result) {
 		rep := run.report
 		name := "limiter " + rep.Name
 		switch rep.Status {
-		case LimiterNotChecked:
+		case report.LimiterNotChecked:
 			if rep.Offered > 0 || run.err != "" || strings.Contains(rep.Detail, "key") {
-				r.add(name+": model check", CheckUnknown, "a model check", rep.Detail)
+				r.add(name+": model check", report.CheckUnknown, "a model check", rep.Detail)
 			}
 			continue
-		case LimiterSuspended:
+		case report.LimiterSuspended:
 			continue // every request in a fault window: nothing to judge
 		}
 		t := rep.Total
@@ -462,8 +390,8 @@ func checkLimiters(in *Input) (r Result) {
 				strings.Join(rep.UnknownKeyHeaders, ", "))
 		}
 		r.add(name+": admitted within model bounds", passIf(t.Holds()), fmt.Sprintf("%d..%d", t.Min, t.Max), got)
-		r.add(name+": over-admitted (model must reject)", passIf(rep.OverAdmittedCount == 0), "0", verdictsGot(rep.OverAdmittedCount, rep.OverAdmitted))
-		r.add(name+": under-admitted (model must admit)", passIf(rep.UnderAdmittedCount == 0), "0", verdictsGot(rep.UnderAdmittedCount, rep.UnderAdmitted))
+		r.add(name+": over-admitted (model must reject)", passIf(rep.OverAdmittedCount == 0), "0", report.VerdictsGot(rep.OverAdmittedCount, rep.OverAdmitted))
+		r.add(name+": under-admitted (model must admit)", passIf(rep.UnderAdmittedCount == 0), "0", report.VerdictsGot(rep.UnderAdmittedCount, rep.UnderAdmitted))
 		fgot := strconv.Itoa(len(rep.Findings))
 		if len(rep.Findings) > 0 {
 			fgot += " (" + strings.Join(rep.Findings[:min(3, len(rep.Findings))], "; ")
@@ -487,8 +415,8 @@ func (r *Result) excuse(from int, why string) {
 		return
 	}
 	for k := max(from, 0); k < len(r.Checks); k++ {
-		if c := &r.Checks[k]; c.Status == CheckFail {
-			c.Status, c.Got = CheckUnknown, c.Got+"; "+why
+		if c := &r.Checks[k]; c.Status == report.CheckFail {
+			c.Status, c.Got = report.CheckUnknown, c.Got+"; "+why
 		}
 	}
 }
@@ -513,17 +441,6 @@ func labRLSStall(in *Input) string {
 	return why
 }
 
-func verdictsGot(n int, vs []RequestVerdict) string {
-	if n == 0 {
-		return "0"
-	}
-	ids := make([]string, 0, len(vs))
-	for _, v := range vs {
-		ids = append(ids, v.ID)
-	}
-	return idsGot(n, ids)
-}
-
 // checkLeak: admissions the RLS did not decide (fail open) need a fault to
 // explain them: none without a fault window acting on the RLS ("leak"),
 // and none outside the windows and their recovery lag.
@@ -541,17 +458,17 @@ func checkLeak(in *Input) (r Result) {
 	case noFault && in.Scenario.HasHarnessPart(evidence.HarnessRLS):
 		// The RLS is rlbench's own lab part: nothing of the system under
 		// test makes it miss the proxies' timeout, the host does.
-		r.add(fmt.Sprintf("fail-open: %d admitted without an RLS decision, with no fault injected", f.FailOpen), CheckUnknown,
+		r.add(fmt.Sprintf("fail-open: %d admitted without an RLS decision, with no fault injected", f.FailOpen), report.CheckUnknown,
 			"0 fail-open admissions, or a lab RLS that answered in time", labRLSLate(in, f))
 	case noFault:
-		r.add(fmt.Sprintf("leak: %d admitted while the RLS failed, with no fault injected", f.FailOpen), CheckFail, "0 fail-open admissions",
-			idsGot(f.FailOpen, f.FailOpenIDs))
+		r.add(fmt.Sprintf("leak: %d admitted while the RLS failed, with no fault injected", f.FailOpen), report.CheckFail, "0 fail-open admissions",
+			report.IDsGot(f.FailOpen, f.FailOpenIDs))
 	case f.OutsideFaults < 0:
-		r.add("fail-open admissions inside fault windows", CheckUnknown, "0 outside the fault windows",
+		r.add("fail-open admissions inside fault windows", report.CheckUnknown, "0 outside the fault windows",
 			fmt.Sprintf("%d fail-open admissions; the RLS decisions are needed to place them", f.FailOpen))
 	default:
 		r.add("fail-open admissions inside fault windows", passIf(f.OutsideFaults == 0), "0 outside the fault windows and their recovery lag",
-			idsGot(f.OutsideFaults, ids))
+			report.IDsGot(f.OutsideFaults, ids))
 	}
 	return r
 }
@@ -564,7 +481,7 @@ func checkEngaged(in *Input) (r Result) {
 	if e == nil || in.Scenario.Expect.NotLimited || e.Requests+e.NoLimitDecisions+e.LimitedDecisions+e.UnmatchedNoLimitDecisions == 0 {
 		return r
 	}
-	n := e.unlimited()
+	n := unlimited(e)
 	got := strconv.Itoa(n)
 	if n > 0 {
 		var parts []string
@@ -591,9 +508,9 @@ func checkEngaged(in *Input) (r Result) {
 		name = "limit never engaged"
 	}
 	st := passIf(n == 0)
-	if why := e.unknownWhy(false); n == 0 && why != "" {
+	if why := unknownWhy(e, false); n == 0 && why != "" {
 		// they may be the requests no limit engaged for
-		st, got = CheckUnknown, got+"; "+why
+		st, got = report.CheckUnknown, got+"; "+why
 	}
 	r.add(name, st, "0 requests unlimited", got)
 	return r
@@ -618,7 +535,7 @@ func checkNotLimited(in *Input) (r Result) {
 			rejected = append(rejected, reqs.IDs.ID(i))
 		}
 	}
-	r.add("not limited: no limiter rejection", passIf(len(rejected) == 0), "0", idsGot(len(rejected), sampleOf(rejected)))
+	r.add("not limited: no limiter rejection", passIf(len(rejected) == 0), "0", report.IDsGot(len(rejected), sampleOf(rejected)))
 	if e := in.Report.Engagement; e != nil {
 		got := fmt.Sprintf("%d requests matched a rule, %d RLS decisions applied a limit", e.Limited, e.LimitedDecisions)
 		st := passIf(e.Limited == 0 && e.LimitedDecisions == 0)
@@ -628,8 +545,8 @@ func checkNotLimited(in *Input) (r Result) {
 			// request whose descriptor is unknown was not limited either
 			u.UnknownKey = 0
 		}
-		if why := u.unknownWhy(true); st == CheckPass && why != "" {
-			st, got = CheckUnknown, got+"; "+why
+		if why := unknownWhy(&u, true); st == report.CheckPass && why != "" {
+			st, got = report.CheckUnknown, got+"; "+why
 		}
 		r.add("not limited: no limit engaged", st, "0 requests and 0 decisions limited", got)
 	}
@@ -645,7 +562,7 @@ func checkShadow(in *Input) (r Result) {
 		return r
 	}
 	if sc == nil || sc.Observed < 0 {
-		r.add("shadow (would-have-rejected)", CheckUnknown, want.String(), "no RLS decisions nor local rate limit stats to count them")
+		r.add("shadow (would-have-rejected)", report.CheckUnknown, want.String(), "no RLS decisions nor local rate limit stats to count them")
 		return r
 	}
 	got := strconv.Itoa(sc.Observed)
@@ -660,7 +577,7 @@ func checkShadow(in *Input) (r Result) {
 // the harness's: how many of its decisions came after the proxy had given
 // up (a zombie: decided, but joined to no request), the proxies' RLS
 // timeout, and how late the host was (harnessLateness).
-func labRLSLate(in *Input, f *RLSFailures) string {
+func labRLSLate(in *Input, f *report.RLSFailures) string {
 	late := 0
 	if ls := in.limiters; ls != nil && ls.join != nil {
 		for k := range in.Evidence.Decisions {

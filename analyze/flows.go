@@ -1,125 +1,16 @@
 package analyze
 
 import (
-	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
-
-// FlowReport is one row of the per-flow table: the requests one flow of an
-// attack (evidence.Request.Flow) sent and what passed every limiter.
-type FlowReport struct {
-	// Flow names the flow: its name, prefixed with its attack phase
-	// ("phase/flow") when several phases have flows; an attack's unnamed
-	// flow is named after its phase.
-	Flow  string `json:"flow"`
-	Phase string `json:"phase"`
-	Sent  int    `json:"sent"`
-	// Admitted counts the requests that passed every limiter (Classes.Passed).
-	Admitted int `json:"admitted"`
-	// AdmittedPct is 100 × Admitted / Sent.
-	AdmittedPct float64 `json:"admitted_pct"`
-	// ActiveNs runs from the flow's first send to its last send, ns.
-	ActiveNs int64 `json:"active_ns"`
-	// OfferedPerSec is (Sent-1) / active time: the flow's send rate; 0 when
-	// the active time is 0 (one request, or all at once).
-	OfferedPerSec float64 `json:"offered_per_sec"`
-	// AdmittedPerSec is Admitted / active time (per second); 0 when the
-	// active time is 0.
-	AdmittedPerSec float64 `json:"admitted_per_sec"`
-	// Keys are the buckets its requests used, "<limiter>: <bucket>", sorted.
-	Keys []string `json:"keys"`
-	// Model is the limiter models' bound on Admitted, summed over the
-	// buckets the flow used at the last limiter of each request's path
-	// when those buckets are the flow's alone and each request used one of
-	// them; nil otherwise (see SharedWith). A plan's configured limits are
-	// translated into limiter models (evidence.LimitSpec.Limiter), so they
-	// bound flows the same way.
-	Model *FlowBound `json:"model,omitempty"`
-	// SharedWith names the other flows that used the same buckets (the flow
-	// then has no bound of its own: the bucket's is in Keys).
-	SharedWith []string `json:"shared_with,omitempty"`
-}
-
-// FlowBound is a model bound on one flow's admitted count.
-type FlowBound struct {
-	Min int `json:"min"`
-	Max int `json:"max"`
-}
-
-// KeyReport is one row of the per-key table: one bucket (a limiter key,
-// an Envoy descriptor bucket, an RLS counter) and the flows that used it.
-type KeyReport struct {
-	Limiter string `json:"limiter"`
-	// Bucket is the model's bucket name (LimiterReport.Buckets).
-	Bucket string   `json:"bucket"`
-	Flows  []string `json:"flows"`
-	// Sent counts the requests that used the bucket; Admitted those the
-	// limiter admitted (observed), Unknown those without an outcome.
-	Sent        int     `json:"sent"`
-	Admitted    int     `json:"admitted"`
-	Unknown     int     `json:"unknown"`
-	AdmittedPct float64 `json:"admitted_pct"`
-	// ActiveNs runs from the first to the last send of its requests.
-	ActiveNs       int64   `json:"active_ns"`
-	OfferedPerSec  float64 `json:"offered_per_sec"`
-	AdmittedPerSec float64 `json:"admitted_per_sec"`
-	// RatePerSec and Burst are the bucket's limit (model.BucketUse).
-	RatePerSec float64 `json:"rate_per_sec"`
-	Burst      float64 `json:"burst"`
-	// Min..Max is the model's bound on the bucket's admissions.
-	Min int `json:"min"`
-	Max int `json:"max"`
-}
-
-// StarvedFlow is the starved finding: a flow whose offered rate stayed
-// within its fair share of a shared bucket (the bucket's rate divided by
-// the flows that used it) but which the bucket rejected, while other flows
-// that sent above their share consumed it.
-type StarvedFlow struct {
-	Flow    string `json:"flow"`
-	Limiter string `json:"limiter"`
-	Bucket  string `json:"bucket"`
-	// OfferedPerSec is the flow's send rate into the bucket; FairSharePerSec
-	// the bucket's rate / the number of flows that used it.
-	OfferedPerSec   float64 `json:"offered_per_sec"`
-	FairSharePerSec float64 `json:"fair_share_per_sec"`
-	// Sent and Rejected count the flow's requests at the bucket.
-	Sent     int `json:"sent"`
-	Rejected int `json:"rejected"`
-	// ConsumedBy are the flows above their share, with what they got.
-	ConsumedBy []FlowShare `json:"consumed_by"`
-}
-
-// FlowShare is one flow's use of a shared bucket.
-type FlowShare struct {
-	Flow          string  `json:"flow"`
-	OfferedPerSec float64 `json:"offered_per_sec"`
-	Admitted      int     `json:"admitted"`
-}
-
-// String renders the finding for check texts.
-func (s StarvedFlow) String() string {
-	var by []string
-	for _, c := range s.ConsumedBy {
-		by = append(by, fmt.Sprintf("%s (%s/s, admitted %d)", c.Flow, fmtRate(c.OfferedPerSec), c.Admitted))
-	}
-	return fmt.Sprintf("%s at %s/s within its fair share %s/s of %s %s: %d of %d rejected, the bucket consumed by %s",
-		s.Flow, fmtRate(s.OfferedPerSec), fmtRate(s.FairSharePerSec), s.Limiter, s.Bucket, s.Rejected, s.Sent, strings.Join(by, ", "))
-}
-
-func fmtRate(v float64) string {
-	if math.IsInf(v, 1) {
-		return "all at once"
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
-}
 
 // keyUse records, per limiter, which requests used each bucket (from the
 // events of its model check, model.Router) and with what outcome there.
@@ -271,7 +162,7 @@ type flowTab struct {
 	// bucket's model bound.
 	usedBy   map[flowBucket][]int32
 	flowUses []map[flowBucket]int
-	boundOf  map[flowBucket]ModelBound
+	boundOf  map[flowBucket]report.ModelBound
 }
 
 // newFlowTab counts the flows of in's requests: (phase, flow) in
@@ -281,7 +172,7 @@ type flowTab struct {
 func newFlowTab(in *Input) *flowTab {
 	reqs := &in.Evidence.Requests
 	n := reqs.Len()
-	t := &flowTab{in: in, reqs: reqs, flowOf: make([]int32, n), usedBy: map[flowBucket][]int32{}, boundOf: map[flowBucket]ModelBound{}}
+	t := &flowTab{in: in, reqs: reqs, flowOf: make([]int32, n), usedBy: map[flowBucket][]int32{}, boundOf: map[flowBucket]report.ModelBound{}}
 	byPF := map[[2]uint16]int32{}
 	phases := map[uint16]bool{}
 	for i := 0; i < n; i++ {
@@ -342,7 +233,7 @@ func lastLimiters(ls *limiterSet, targets int) (lastOf []int, isLast []bool) {
 	}
 	isLast = make([]bool, len(ls.runs))
 	for k, r := range ls.runs {
-		isLast[k] = r.report.Status == LimiterChecked
+		isLast[k] = r.report.Status == report.LimiterChecked
 		for t, ok := range r.applies {
 			if ok && lastOf[t] != k {
 				isLast[k] = false
@@ -355,9 +246,9 @@ func lastLimiters(ls *limiterSet, targets int) (lastOf []int, isLast []bool) {
 // keyTables appends to keys a row per bucket of limiter k (r), by name,
 // and to starved the flows starved at it; it records which flows used
 // each bucket.
-func (t *flowTab) keyTables(k int, r *limiterRun, keys []KeyReport, starved []StarvedFlow) ([]KeyReport, []StarvedFlow) {
+func (t *flowTab) keyTables(k int, r *limiterRun, keys []report.KeyReport, starved []report.StarvedFlow) ([]report.KeyReport, []report.StarvedFlow) {
 	use := t.in.limiters.keys.limiters[k]
-	bounds := map[string]ModelBound{}
+	bounds := map[string]report.ModelBound{}
 	for _, b := range r.report.Buckets {
 		bounds[b.Bucket] = b
 	}
@@ -378,9 +269,9 @@ func (t *flowTab) keyTables(k int, r *limiterRun, keys []KeyReport, starved []St
 
 // keyReport is the per-key row of bucket fb (of limiter r, used as bu,
 // with model bound b).
-func (t *flowTab) keyReport(fb flowBucket, r *limiterRun, bu *bucketUse, b ModelBound) KeyReport {
+func (t *flowTab) keyReport(fb flowBucket, r *limiterRun, bu *bucketUse, b report.ModelBound) report.KeyReport {
 	reqs := t.reqs
-	kr := KeyReport{Limiter: r.decl.Name, Bucket: fb.name, RatePerSec: bu.use.PerSec, Burst: bu.use.Burst, Min: b.Min, Max: b.Max}
+	kr := report.KeyReport{Limiter: r.decl.Name, Bucket: fb.name, RatePerSec: bu.use.PerSec, Burst: bu.use.Burst, Min: b.Min, Max: b.Max}
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	seen := map[int32]bool{}
 	for j, i := range bu.reqs {
@@ -441,12 +332,12 @@ func (t *flowTab) reachedLast() (free []int, unbounded []bool) {
 // shares them with, and its model bound (the bounds of its buckets at
 // last limiters plus its free requests) when nothing is shared and the
 // bound adds up.
-func (t *flowTab) flowReport(f, free int, unbounded bool) FlowReport {
+func (t *flowTab) flowReport(f, free int, unbounded bool) report.FlowReport {
 	a, ls := t.flows[f], t.in.limiters
-	fr := FlowReport{Flow: t.labels[f], Phase: a.phase, Sent: a.sent, Admitted: a.passed, AdmittedPct: pct(a.passed, a.sent), Keys: []string{}}
+	fr := report.FlowReport{Flow: t.labels[f], Phase: a.phase, Sent: a.sent, Admitted: a.passed, AdmittedPct: pct(a.passed, a.sent), Keys: []string{}}
 	fr.ActiveNs, fr.OfferedPerSec, fr.AdmittedPerSec = spanRates(a.sent, a.passed, a.first, a.last)
 	shared := map[int32]bool{}
-	b := FlowBound{Min: free, Max: free}
+	b := report.FlowBound{Min: free, Max: free}
 	for fb := range t.flowUses[f] {
 		fr.Keys = append(fr.Keys, ls.runs[fb.k].decl.Name+": "+fb.name)
 		if !t.isLast[fb.k] {
@@ -472,7 +363,7 @@ func (t *flowTab) flowReport(f, free int, unbounded bool) FlowReport {
 }
 
 // starvedAt finds the starved flows at one bucket shared by several flows.
-func starvedAt(limiter, bucket string, bu *bucketUse, flowOf []int32, labels []string, reqs *evidence.Requests) []StarvedFlow {
+func starvedAt(limiter, bucket string, bu *bucketUse, flowOf []int32, labels []string, reqs *evidence.Requests) []report.StarvedFlow {
 	type acc struct {
 		sent, admitted, rejected int
 		first, last              int64
@@ -510,17 +401,17 @@ func starvedAt(limiter, bucket string, bu *bucketUse, flowOf []int32, labels []s
 		}
 		return float64(a.sent-1) / (float64(a.last-a.first) / 1e9)
 	}
-	var out []StarvedFlow
+	var out []report.StarvedFlow
 	for _, f := range order {
 		a := per[f]
 		if a.rejected == 0 || rate(a) > share {
 			continue
 		}
-		s := StarvedFlow{Flow: labels[f], Limiter: limiter, Bucket: bucket, OfferedPerSec: rate(a), FairSharePerSec: share, Sent: a.sent, Rejected: a.rejected,
-			ConsumedBy: []FlowShare{}}
+		s := report.StarvedFlow{Flow: labels[f], Limiter: limiter, Bucket: bucket, OfferedPerSec: rate(a), FairSharePerSec: share, Sent: a.sent, Rejected: a.rejected,
+			ConsumedBy: []report.FlowShare{}}
 		for _, g := range order {
 			if b := per[g]; g != f && rate(b) > share {
-				s.ConsumedBy = append(s.ConsumedBy, FlowShare{Flow: labels[g], OfferedPerSec: rate(b), Admitted: b.admitted})
+				s.ConsumedBy = append(s.ConsumedBy, report.FlowShare{Flow: labels[g], OfferedPerSec: rate(b), Admitted: b.admitted})
 			}
 		}
 		if len(s.ConsumedBy) > 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -68,7 +69,7 @@ func flowsEv(t *testing.T, perUser bool) (*ev, map[string]int) {
 	return e, admitted
 }
 
-func flowRow(t *testing.T, s ScenarioReport, name string) FlowReport {
+func flowRow(t *testing.T, s report.ScenarioReport, name string) report.FlowReport {
 	t.Helper()
 	for _, f := range s.Flows {
 		if f.Flow == name {
@@ -76,7 +77,7 @@ func flowRow(t *testing.T, s ScenarioReport, name string) FlowReport {
 		}
 	}
 	t.Fatalf("no flow %q in %+v", name, s.Flows)
-	return FlowReport{}
+	return report.FlowReport{}
 }
 
 // TestFlowTablesAndStarved: the per-flow and per-key tables count each
@@ -87,7 +88,7 @@ func flowRow(t *testing.T, s ScenarioReport, name string) FlowReport {
 func TestFlowTablesAndStarved(t *testing.T) {
 	e, admitted := flowsEv(t, false)
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "starved flows (within their fair share, rejected by a shared bucket): want 0, got 1: B at 4.0/s within its fair share 5.0/s")
+	wantVerdict(t, s, evidence.Fail, "starved flows (within their fair share, rejected by a shared bucket): want 0, got 1: B at 4.0/s within its fair share 5.0/s")
 	a, b := flowRow(t, s, "A"), flowRow(t, s, "B")
 	if a.Sent != 100 || a.Admitted != admitted["A"] || b.Sent != 3 || b.Admitted != admitted["B"] || b.Admitted == 3 {
 		t.Fatalf("A %+v, B %+v, want admitted %v", a, b, admitted)
@@ -106,12 +107,12 @@ func TestFlowTablesAndStarved(t *testing.T) {
 	}
 	yes, no := true, false
 	e.scenario.Expect.Starved = &yes
-	wantVerdict(t, run(t, e.write()).Scenarios[0], Pass)
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Pass)
 
 	e, admitted = flowsEv(t, true)
 	e.scenario.Expect.Starved = &no
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if len(s.Starved) != 0 || len(s.Keys) != 2 {
 		t.Fatalf("starved %+v keys %+v", s.Starved, s.Keys)
 	}
@@ -125,7 +126,7 @@ func TestFlowTablesAndStarved(t *testing.T) {
 		t.Fatalf("B %+v", b)
 	}
 	e.scenario.Expect.Starved = &yes
-	wantVerdict(t, run(t, e.write()).Scenarios[0], Fail, "starved flows (within their fair share, rejected by a shared bucket): want >= 1 (expect.starved), got 0")
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Fail, "starved flows (within their fair share, rejected by a shared bucket): want >= 1 (expect.starved), got 0")
 }
 
 // TestFlowTablesGolden renders the shared-bucket run's tables and JSON
@@ -134,8 +135,8 @@ func TestFlowTablesGolden(t *testing.T) {
 	e, _ := flowsEv(t, false)
 	rep := run(t, e.write())
 	for format, render := range map[string]func(*bytes.Buffer) error{
-		"table": func(w *bytes.Buffer) error { return WriteTable(w, rep) },
-		"json":  func(w *bytes.Buffer) error { return WriteJSON(w, rep) },
+		"table": func(w *bytes.Buffer) error { return report.WriteTable(w, rep) },
+		"json":  func(w *bytes.Buffer) error { return report.WriteJSON(w, rep) },
 	} {
 		var buf bytes.Buffer
 		must(t, render(&buf))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
@@ -105,7 +106,7 @@ func burst300(acceptMs int64) nginxRun {
 	}
 }
 
-func checkStatus(t *testing.T, s ScenarioReport, name, status string, gotHas ...string) Check {
+func checkStatus(t *testing.T, s report.ScenarioReport, name, status string, gotHas ...string) report.Check {
 	t.Helper()
 	c := mustCheck(t, s, name)
 	if c.Status != status {
@@ -171,19 +172,19 @@ func TestForwardsAcceptedLateReleasedAtRatePass(t *testing.T) {
 		}
 	}
 	s := run(t, c.write(t)).Scenarios[0]
-	if s.Status != Pass {
+	if s.Status != evidence.Pass {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
-	checkStatus(t, s, "limiter forwards per 100ms within the model", CheckPass, "12 after a silence that held back 2 of the model's forwards (allowed 13) at +1.969s")
-	lc := checkStatus(t, s, "limiter forwards per 10ms within the model", CheckPass)
+	checkStatus(t, s, "limiter forwards per 100ms within the model", report.CheckPass, "12 after a silence that held back 2 of the model's forwards (allowed 13) at +1.969s")
+	lc := checkStatus(t, s, "limiter forwards per 10ms within the model", report.CheckPass)
 	if !strings.HasPrefix(lc.Want, "<= 2 (nginx limit_req rate=100r/s burst=200 over 10ms + 1ms resolution, by the clock of nginx/nginx-a/access.jsonl") {
 		t.Errorf("want %q", lc.Want)
 	}
-	pc := checkStatus(t, s, "backend peak per 100ms within the model", CheckPass, "the path from nginx-a to the backend lagged 0.3..0.3 ms")
+	pc := checkStatus(t, s, "backend peak per 100ms within the model", report.CheckPass, "the path from nginx-a to the backend lagged 0.3..0.3 ms")
 	if !strings.HasPrefix(pc.Want, "<= 11 ") {
 		t.Errorf("path: want %q: the bound over 100 ms + 0 jitter + 1 ms", pc.Want)
 	}
-	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass, "0 of 210 forwards early; the latest 19ms after the model's earliest")
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckPass, "0 of 210 forwards early; the latest 19ms after the model's earliest")
 	// The report has nginx's forwards by its own clock, and the path's lag.
 	f := s.Arrivals.Forwards
 	if len(f) != 1 || f[0].Target != "nginx-a" || f[0].Forwards.Count != 210 || f[0].PathJoined != 210 || f[0].PathLagMinNs != 300_000 ||
@@ -194,7 +195,7 @@ func TestForwardsAcceptedLateReleasedAtRatePass(t *testing.T) {
 	// simulated: the FAIL of before issue 21.
 	c.noLog = true
 	s = run(t, c.write(t)).Scenarios[0]
-	checkStatus(t, s, "backend peak per 100ms within the model", CheckFail, "12 at +1.969s")
+	checkStatus(t, s, "backend peak per 100ms within the model", report.CheckFail, "12 at +1.969s")
 	if c := mustCheck(t, s, "backend peak per 100ms within the model"); !strings.Contains(c.Want, "over 100ms + 5ms timing tolerance (the default: the evidence measured no lateness)") {
 		t.Errorf("without measured lateness the default tolerance: %q", c.Want)
 	}
@@ -219,11 +220,11 @@ func TestForwardsBurstWhereModelQueuesFails(t *testing.T) {
 		return 1900 + int64(i)*10
 	}
 	s := run(t, c.write(t)).Scenarios[0]
-	if s.Status != Fail {
+	if s.Status != evidence.Fail {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
-	checkStatus(t, s, "limiter forwards per 10ms within the model", CheckFail, "190 at +0s")
-	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckFail,
+	checkStatus(t, s, "limiter forwards per 10ms within the model", report.CheckFail, "190 at +0s")
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckFail,
 		"at least 189 of 201 forwards earlier than the model allows, in any order of the requests created in one millisecond; worst: ",
 		"forwarded at +0s, where the model's earliest for its place in the queue is +1.89s")
 
@@ -232,10 +233,10 @@ func TestForwardsBurstWhereModelQueuesFails(t *testing.T) {
 	// inconclusive, no longer PASS.
 	c.noLog = true
 	s = run(t, c.write(t)).Scenarios[0]
-	if s.Status != NotRun {
+	if s.Status != evidence.NotRun {
 		t.Errorf("without the log: %s %v", s.Status, s.Reasons)
 	}
-	checkStatus(t, s, "backend peak per 10ms within the model", CheckUnknown,
+	checkStatus(t, s, "backend peak per 10ms within the model", report.CheckUnknown,
 		"190 at +0s after a silence that held back 190 of the model's forwards, more than the bound 2 itself")
 	if checkNamed(s, "admission timing (nginx-a limit_req)") != nil || checkNamed(s, "limiter forwards per 10ms within the model") != nil {
 		t.Errorf("checks of nginx's times without its log: %+v", s.Checks)
@@ -254,27 +255,27 @@ func TestAdmissionTimingSixInOneMillisecond(t *testing.T) {
 			send: func(i int) int64 { return int64(i) * 10_000 }, accept: func(int) int64 { return 2 }, fwd: fwd, lag: func(int) int64 { return 200_000 }}
 	}
 	s := run(t, six(func(int) int64 { return 2 }).write(t)).Scenarios[0]
-	if s.Status != Fail {
+	if s.Status != evidence.Fail {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
-	c := checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckFail,
+	c := checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckFail,
 		"at least 5 of 6 forwards earlier than the model allows", "(nginx/nginx-a/access.jsonl:", "forwarded at +0s, where the model's earliest for its place in the queue is +50ms")
 	if c.Want != "no forward earlier than nginx limit_req rate=100r/s burst=5 lets it go (the model replayed on the accept times of nginx/nginx-a/access.jsonl; 1ms resolution)" {
 		t.Errorf("want %q", c.Want)
 	}
 	order := []int64{3, 0, 5, 1, 4, 2} // request i leaves in place order[i]
 	s = run(t, six(func(i int) int64 { return 2 + order[i]*10 }).write(t)).Scenarios[0]
-	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass, "0 of 6 forwards early")
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckPass, "0 of 6 forwards early")
 	s = run(t, six(func(i int) int64 { return 2 + order[i]*10 + 7 }).write(t)).Scenarios[0]
-	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass, "0 of 6 forwards early; the latest 7ms after the model's earliest")
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckPass, "0 of 6 forwards early; the latest 7ms after the model's earliest")
 	// One millisecond early is the clock's resolution: not a violation; two
 	// are. Each forward 2 ms early: some order has only the second one early
 	// (the others each matched to the earliest time of the one before);
 	// none has less than 2 ms as its worst.
 	s = run(t, six(func(i int) int64 { return 2 + order[i]*10 - 1 }).write(t)).Scenarios[0]
-	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass)
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckPass)
 	s = run(t, six(func(i int) int64 { return max(2+order[i]*10-2, 2) }).write(t)).Scenarios[0]
-	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckFail, "at least 1 of 6 forwards earlier", "forwarded at +8ms, where the model's earliest for its place in the queue is +10ms")
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckFail, "at least 1 of 6 forwards earlier", "forwarded at +8ms, where the model's earliest for its place in the queue is +10ms")
 	// nodelay forwards at once: no delay to judge, no check.
 	r := six(func(int) int64 { return 2 })
 	r.spec.NoDelay = true
@@ -300,17 +301,17 @@ func TestForwardsPathLagInconclusive(t *testing.T) {
 		return 200_000
 	}
 	s := run(t, c.write(t)).Scenarios[0]
-	if s.Status != NotRun {
+	if s.Status != evidence.NotRun {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
-	checkStatus(t, s, "backend peak per 10ms within the model", CheckUnknown,
+	checkStatus(t, s, "backend peak per 10ms within the model", report.CheckUnknown,
 		"3 receipts at +510ms: the path from nginx-a to the backend lagged 0.2..113 ms: a receipt peak per 10ms cannot be judged (the jitter raises the bound from 2 to 13, of 201 receipts); the limiter's own forwards were")
-	checkStatus(t, s, "limiter forwards per 10ms within the model", CheckPass)
-	checkStatus(t, s, "limiter forwards per 100ms within the model", CheckPass)
-	checkStatus(t, s, "admission timing (nginx-a limit_req)", CheckPass)
+	checkStatus(t, s, "limiter forwards per 10ms within the model", report.CheckPass)
+	checkStatus(t, s, "limiter forwards per 100ms within the model", report.CheckPass)
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckPass)
 	// Over 100 ms the same jitter only raises the bound from 11 to 22 (of
 	// 201 receipts): judged, and the 12 receipts fit.
-	pc := checkStatus(t, s, "backend peak per 100ms within the model", CheckPass, "12 at +420ms, whose receipts lagged 0.2..113 ms (bound 22); the path from nginx-a to the backend lagged 0.2..113 ms")
+	pc := checkStatus(t, s, "backend peak per 100ms within the model", report.CheckPass, "12 at +420ms, whose receipts lagged 0.2..113 ms (bound 22); the path from nginx-a to the backend lagged 0.2..113 ms")
 	if pc.Want != "<= 11 (nginx limit_req rate=100r/s burst=200 over 100ms + 1ms resolution, the window widened by the lag spread of its receipts; plus the forwards the limiter had due and not yet made)" {
 		t.Errorf("want %q", pc.Want)
 	}
@@ -323,7 +324,7 @@ func TestForwardsPathLagInconclusive(t *testing.T) {
 		return 200_000
 	}
 	s = run(t, c.write(t)).Scenarios[0]
-	checkStatus(t, s, "backend peak per 10ms within the model", CheckPass, "2 at +510ms, whose receipts lagged 0.2..113 ms (bound 2); the path from nginx-a to the backend lagged 0.2..113 ms")
+	checkStatus(t, s, "backend peak per 10ms within the model", report.CheckPass, "2 at +510ms, whose receipts lagged 0.2..113 ms (bound 2); the path from nginx-a to the backend lagged 0.2..113 ms")
 	// Each window is widened by the lags of its own receipts: a bunch of
 	// three whose receipts lagged 0.2..21 ms is judged (bound 4, twice the
 	// bound over 10 ms at most) though another receipt lagged 113 ms.
@@ -339,7 +340,7 @@ func TestForwardsPathLagInconclusive(t *testing.T) {
 		return 200_000
 	}
 	s = run(t, c.write(t)).Scenarios[0]
-	checkStatus(t, s, "backend peak per 10ms within the model", CheckPass, "3 at +410ms, whose receipts lagged 0.2..21.0 ms (bound 4); the path from nginx-a to the backend lagged 0.2..113 ms")
+	checkStatus(t, s, "backend peak per 10ms within the model", report.CheckPass, "3 at +410ms, whose receipts lagged 0.2..21.0 ms (bound 4); the path from nginx-a to the backend lagged 0.2..113 ms")
 	// A receipt the log has no forward time for: the forwards are
 	// incomplete and the clients' send times are simulated instead.
 	c.lag = func(int) int64 { return 200_000 }
@@ -386,15 +387,15 @@ func TestBackendPeakToleranceMeasured(t *testing.T) {
 	}
 	c.attack = burst(int64(2 * time.Millisecond))
 	s := run(t, c.write(t)).Scenarios[0]
-	ch := checkStatus(t, s, "backend peak per 10ms within the model", CheckFail, "3 at +0s")
+	ch := checkStatus(t, s, "backend peak per 10ms within the model", report.CheckFail, "3 at +0s")
 	if !strings.HasPrefix(ch.Want, "<= 2 (nginx limit_req rate=100r/s burst=200 over 10ms + 2ms the attack's burst send spread (measured lateness)") {
 		t.Errorf("want %q", ch.Want)
 	}
 	c.attack = burst(int64(612 * time.Millisecond))
 	s = run(t, c.write(t)).Scenarios[0]
-	checkStatus(t, s, "backend peak per 10ms within the model", CheckUnknown,
+	checkStatus(t, s, "backend peak per 10ms within the model", report.CheckUnknown,
 		"the attack's burst send spread (measured lateness): the 10ms window widened to 622ms allows 63 where the model bounds 2; the limiter's own forward times are not in the evidence")
-	if s.Status != NotRun {
+	if s.Status != evidence.NotRun {
 		t.Errorf("status %s", s.Status)
 	}
 	// A paced attack's largest pacing error, when larger.
@@ -411,7 +412,7 @@ func TestBackendPeakToleranceMeasured(t *testing.T) {
 	e.Expect.BackendPeak[0].Tolerance = model.Duration(25 * time.Millisecond)
 	writeScenario(t, dir, e)
 	s = run(t, dir).Scenarios[0]
-	ch = checkStatus(t, s, "backend peak per 10ms within the model", CheckPass, "3 at +0s")
+	ch = checkStatus(t, s, "backend peak per 10ms within the model", report.CheckPass, "3 at +0s")
 	if !strings.HasPrefix(ch.Want, "<= 4 (nginx limit_req rate=100r/s burst=200 over 10ms + 25ms timing tolerance (the plan's)") {
 		t.Errorf("want %q", ch.Want)
 	}
@@ -419,7 +420,7 @@ func TestBackendPeakToleranceMeasured(t *testing.T) {
 	// whatever the lateness.
 	c.fwd = fwd
 	s = run(t, c.write(t)).Scenarios[0]
-	ch = checkStatus(t, s, "backend peak per 10ms within the model", CheckPass, "1 at +0s")
+	ch = checkStatus(t, s, "backend peak per 10ms within the model", report.CheckPass, "1 at +0s")
 	if !strings.HasPrefix(ch.Want, "<= 2 (nginx limit_req rate=100r/s burst=200 over 10ms, the 612ms the attack's burst send spread (measured lateness) not needed") {
 		t.Errorf("want %q", ch.Want)
 	}
@@ -447,9 +448,9 @@ func TestNginxCapturesAdmissionTiming(t *testing.T) {
 			sc.Expect.BackendPeak = evidence.PeakExpectations{{Window: model.Duration(100 * time.Millisecond), Model: true}}
 			writeScenario(t, dir, sc)
 			s := run(t, dir).Scenarios[0]
-			checkStatus(t, s, "admission timing (nginx limit_req)", CheckPass, fmt.Sprintf("0 of %d forwards early", c.passed))
-			checkStatus(t, s, "limiter forwards per 100ms within the model", CheckPass)
-			if s.Status == Fail {
+			checkStatus(t, s, "admission timing (nginx limit_req)", report.CheckPass, fmt.Sprintf("0 of %d forwards early", c.passed))
+			checkStatus(t, s, "limiter forwards per 100ms within the model", report.CheckPass)
+			if s.Status == evidence.Fail {
 				t.Errorf("%v", s.Reasons)
 			}
 
@@ -465,7 +466,7 @@ func TestNginxCapturesAdmissionTiming(t *testing.T) {
 			}
 			writeLines(t, filepath.Join(dir, evidence.NginxPath("nginx", evidence.NginxAccessFile)), recs)
 			s = run(t, dir).Scenarios[0]
-			checkStatus(t, s, "admission timing (nginx limit_req)", CheckFail, "forwards earlier than the model allows")
+			checkStatus(t, s, "admission timing (nginx limit_req)", report.CheckFail, "forwards earlier than the model allows")
 		})
 	}
 }

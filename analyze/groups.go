@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -10,25 +11,25 @@ import (
 // as possibly admitted), the over-admission range against the intended
 // limit (for a limit per window, the range of the repeats' worst-window
 // over-admissions), and the largest configured bound.
-func groups(srs []ScenarioReport) []Group {
-	out := []Group{}
+func groups(srs []report.ScenarioReport) []report.Group {
+	out := []report.Group{}
 	idx := map[string]int{}
 	for _, s := range srs {
 		i, ok := idx[s.Name]
 		if !ok {
-			out = append(out, Group{Name: s.Name, Status: Pass})
+			out = append(out, report.Group{Name: s.Name, Status: evidence.Pass})
 			i = len(out) - 1
 			idx[s.Name] = i
 		}
 		g := &out[i]
 		g.Repeats++
 		switch {
-		case s.Status == Fail:
-			g.Status = Fail
-		case s.Status == NotRun && g.Status != Fail:
-			g.Status = NotRun
+		case s.Status == evidence.Fail:
+			g.Status = evidence.Fail
+		case s.Status == evidence.NotRun && g.Status != evidence.Fail:
+			g.Status = evidence.NotRun
 		}
-		if s.Status == NotRun && s.Totals.Sent == 0 {
+		if s.Status == evidence.NotRun && s.Totals.Sent == 0 {
 			continue
 		}
 		lo, hi := s.Totals.Passed, s.Totals.PassedMax(s.Receipts.IndeterminateWithReceipt)

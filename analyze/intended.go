@@ -8,26 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
-
-// IntendedWindow is one window of an intended limit per window
-// (evidence.IntendedLimit.Per): [FromNs, ToNs), unix ns, aligned to the
-// unix epoch. AdmittedMin counts the admissions surely in it (each
-// request's admission lies somewhere between its send and its response or
-// receipt, and for these that whole interval lies in the window);
-// AdmittedMax adds those that may be in it: an admission whose interval
-// crosses the window's edge, and a request without response that may
-// have been admitted. Min and Max are AdmittedMin and AdmittedMax minus
-// the intended limit: the window's over-admission (negative: room left).
-type IntendedWindow struct {
-	FromNs      int64 `json:"from_ns"`
-	ToNs        int64 `json:"to_ns"`
-	AdmittedMin int   `json:"admitted_min"`
-	AdmittedMax int   `json:"admitted_max"`
-	Min         int   `json:"min"`
-	Max         int   `json:"max"`
-}
 
 // intendedAdmission is one request that passed (sure) or may have passed
 // every limiter, with the interval its admission lies in, unix ns.
@@ -71,8 +54,8 @@ func intendedAdmissions(in *Input, widen int64) []intendedAdmission {
 // that may hold the most, Over the windows that may hold more than limit.
 // The limit holds surely when AdmittedMax <= limit, is surely broken when
 // AdmittedMin > limit, and is undecided between.
-func windowedOverAdmission(adm []intendedAdmission, limit int, per int64) *OverAdmission {
-	oa := &OverAdmission{Intended: limit, PerNs: per, Over: []IntendedWindow{}}
+func windowedOverAdmission(adm []intendedAdmission, limit int, per int64) *report.OverAdmission {
+	oa := &report.OverAdmission{Intended: limit, PerNs: per, Over: []report.IntendedWindow{}}
 	// edges of the counts per window index w: dHi +1 at an admission's
 	// first window and -1 after its last; dLo the sure admissions whose
 	// interval lies in window w alone
@@ -100,8 +83,8 @@ func windowedOverAdmission(adm []intendedAdmission, limit int, per int64) *OverA
 	// Sweep the windows in segments of equal counts: a window with sure
 	// admissions inside is a segment of its own.
 	maxLo, hi := 0, 0
-	window := func(w int64, lo, hi int) IntendedWindow {
-		return IntendedWindow{FromNs: w * per, ToNs: w*per + per, AdmittedMin: lo, AdmittedMax: hi, Min: lo - limit, Max: hi - limit}
+	window := func(w int64, lo, hi int) report.IntendedWindow {
+		return report.IntendedWindow{FromNs: w * per, ToNs: w*per + per, AdmittedMin: lo, AdmittedMax: hi, Min: lo - limit, Max: hi - limit}
 	}
 	for k := 0; k < len(hiEdges); {
 		w := hiEdges[k].w
@@ -135,7 +118,7 @@ func windowedOverAdmission(adm []intendedAdmission, limit int, per int64) *OverA
 			}
 			if hi > limit {
 				oa.OverWindows += int(n)
-				for x := seg.from; x < seg.to && len(oa.Over) < SampleIDs; x++ {
+				for x := seg.from; x < seg.to && len(oa.Over) < report.SampleIDs; x++ {
 					oa.Over = append(oa.Over, window(x, seg.lo, hi))
 				}
 			}
@@ -217,14 +200,14 @@ func (d *deadlines) Pop() any {
 // overAdmissionOf is the report's over-admission against the intended
 // limit il: the run's admitted count minus it, or, for a limit per window,
 // windowedOverAdmission of the admissions; nil without an intended limit.
-func overAdmissionOf(in *Input) *OverAdmission {
+func overAdmissionOf(in *Input) *report.OverAdmission {
 	il, sr := in.Scenario.IntendedLimit, in.Report
 	if il == nil {
 		return nil
 	}
 	if !il.Windowed() {
 		lo, hi := sr.Totals.Passed, sr.Totals.PassedMax(sr.Receipts.IndeterminateWithReceipt)
-		return &OverAdmission{Intended: il.Requests, AdmittedMin: lo, AdmittedMax: hi, Min: lo - il.Requests, Max: hi - il.Requests}
+		return &report.OverAdmission{Intended: il.Requests, AdmittedMin: lo, AdmittedMax: hi, Min: lo - il.Requests, Max: hi - il.Requests}
 	}
 	var widen int64
 	if sh := sr.Shards; sh != nil {
@@ -249,7 +232,7 @@ func checkIntendedLimit(in *Input) (r Result) {
 	}
 	st := passIf(oa.AdmittedMax <= oa.Intended)
 	if oa.AdmittedMin <= oa.Intended && oa.AdmittedMax > oa.Intended {
-		st = CheckUnknown
+		st = report.CheckUnknown
 	}
 	if !il.Windowed() {
 		r.add("admitted within intended limit", st, fmt.Sprintf("<= %d", il.Requests), strconv.Itoa(oa.AdmittedMin))
@@ -258,7 +241,7 @@ func checkIntendedLimit(in *Input) (r Result) {
 	per := evidence.ShortDuration(time.Duration(il.Per))
 	want := fmt.Sprintf("<= %d per %s window (fixed windows from the unix epoch)", il.Requests, per)
 	if sh := in.Report.Shards; sh != nil && len(sh.Unbounded) > 0 && sh.Hosts > 1 {
-		r.add("admitted within intended limit", CheckUnknown, want, "no window can be told: the clocks of shard hosts "+
+		r.add("admitted within intended limit", report.CheckUnknown, want, "no window can be told: the clocks of shard hosts "+
 			strings.Join(sh.Unbounded, ", ")+" are not bounded against the backend's")
 		return r
 	}
@@ -269,7 +252,7 @@ func checkIntendedLimit(in *Input) (r Result) {
 // windowedGot describes a windowed over-admission for a check: the
 // fullest window's count (a range when timing or missing responses leave
 // it open, and why), the worst window and how many windows may be over.
-func windowedGot(oa *OverAdmission, per string) string {
+func windowedGot(oa *report.OverAdmission, per string) string {
 	cnt := strconv.Itoa(oa.AdmittedMin)
 	if oa.AdmittedMax != oa.AdmittedMin {
 		cnt += ".." + strconv.Itoa(oa.AdmittedMax)
@@ -286,7 +269,7 @@ func windowedGot(oa *OverAdmission, per string) string {
 		got += " (" + strings.Join(open, "; ") + ")"
 	}
 	if w := oa.Worst; w != nil {
-		got += fmt.Sprintf("; worst window %s: %s admitted", windowText(w.FromNs, w.ToNs), rangeText(w.AdmittedMin, w.AdmittedMax))
+		got += fmt.Sprintf("; worst window %s: %s admitted", windowText(w.FromNs, w.ToNs), report.RangeText(w.AdmittedMin, w.AdmittedMax))
 	}
 	if oa.OverWindows > 0 {
 		got += fmt.Sprintf("; %d of %d windows may be over", oa.OverWindows, oa.Windows)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -76,12 +77,12 @@ func TestIntendedLimitPerWindowAcrossAnEdge(t *testing.T) {
 	e.inside(0, 4)
 	e.inside(1, 4)
 	dir := e.write()
-	wantVerdict(t, run(t, dir).Scenarios[0], Fail, "admitted within intended limit: want <= 5, got 8")
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.Fail, "admitted within intended limit: want <= 5, got 8")
 
 	e.scenario.IntendedLimit = perMinute(5)
 	e.write()
 	s := run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	c := mustCheck(t, s, "admitted within intended limit")
 	if c.Want != "<= 5 per 1m window (fixed windows from the unix epoch)" || !strings.HasPrefix(c.Got, "4 in the fullest 1m window; worst window [") {
 		t.Fatalf("check %+v", c)
@@ -101,7 +102,7 @@ func TestIntendedLimitPerWindowOverAdmission(t *testing.T) {
 	e.inside(0, 2)
 	e.inside(1, 7)
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "admitted within intended limit: want <= 5 per 1m window", "got 7 in the fullest 1m window",
+	wantVerdict(t, s, evidence.Fail, "admitted within intended limit: want <= 5 per 1m window", "got 7 in the fullest 1m window",
 		"; 1 of 2 windows may be over")
 	o := s.OverAdmission
 	if o.Min != 2 || o.Max != 2 || o.OverWindows != 1 || len(o.Over) != 1 {
@@ -110,11 +111,13 @@ func TestIntendedLimitPerWindowOverAdmission(t *testing.T) {
 	if w := o.Over[0]; w.FromNs != t0+minute || w.ToNs != t0+2*minute || w.AdmittedMin != 7 || w.AdmittedMax != 7 || w.Min != 2 || w.Max != 2 || *o.Worst != w {
 		t.Fatalf("over window %+v, worst %+v", w, o.Worst)
 	}
-	if got := overString(o); got != "over-admission 2 vs 5 in the worst 1m window" {
-		t.Errorf("table cell %q", got)
+	var table strings.Builder
+	must(t, report.WriteTable(&table, &report.Report{Status: evidence.Fail, Scenarios: []report.ScenarioReport{s}}))
+	if !strings.Contains(table.String(), "over-admission 2 vs 5 in the worst 1m window") {
+		t.Errorf("table lacks the over-admission cell:\n%s", table.String())
 	}
 	var prom strings.Builder
-	must(t, WritePrometheus(&prom, &Report{Status: Fail, Scenarios: []ScenarioReport{s}}))
+	must(t, report.WritePrometheus(&prom, &report.Report{Status: evidence.Fail, Scenarios: []report.ScenarioReport{s}}))
 	if !strings.Contains(prom.String(), `rlbench_scenario_intended_limit_window_seconds{scenario="issue 9",repeat="0"} 60`) {
 		t.Errorf("prometheus:\n%s", prom.String())
 	}
@@ -123,7 +126,7 @@ func TestIntendedLimitPerWindowOverAdmission(t *testing.T) {
 	e2 := windowedEv(t, perMinute(5))
 	e2.inside(3, 4)
 	s2 := run(t, e2.write()).Scenarios[0]
-	g := groups([]ScenarioReport{s, s2})
+	g := groups([]report.ScenarioReport{s, s2})
 	if len(g) != 1 || g[0].OverAdmission == nil || *g[0].OverAdmission != (evidence.Range{Min: -1, Max: 2}) ||
 		g[0].IntendedLimit == nil || *g[0].IntendedLimit != *perMinute(5) {
 		t.Fatalf("groups %+v", g)
@@ -140,7 +143,7 @@ func TestIntendedLimitPerWindowUncertainTimeIsInconclusive(t *testing.T) {
 	e.inside(0, 4)
 	e.straddle(1, 2)
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, NotRun, "inconclusive: admitted within intended limit: want <= 5 per 1m window", "got 4..6 in the fullest 1m window",
+	wantVerdict(t, s, evidence.NotRun, "inconclusive: admitted within intended limit: want <= 5 per 1m window", "got 4..6 in the fullest 1m window",
 		"2 admissions whose time spans a window edge may fall in any window they touch")
 	if o := s.OverAdmission; o.AdmittedMin != 4 || o.AdmittedMax != 6 || o.Min != -1 || o.Max != 1 || o.Straddling != 2 || o.OverWindows != 1 {
 		t.Fatalf("over-admission %+v", o)
@@ -151,7 +154,7 @@ func TestIntendedLimitPerWindowUncertainTimeIsInconclusive(t *testing.T) {
 	e.admitAt(30*int64(time.Second), 31*int64(time.Second), 0) // timed out: admitted or not
 	e.admitAt(40*int64(time.Second), 40*int64(time.Second)+1e6, 429)
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, NotRun, "got 5..6 in the fullest 1m window (1 requests without response may have been admitted)")
+	wantVerdict(t, s, evidence.NotRun, "got 5..6 in the fullest 1m window (1 requests without response may have been admitted)")
 }
 
 // TestIntendedLimitPerWindowEveryPlacementOver: 4 admissions in each of
@@ -164,14 +167,14 @@ func TestIntendedLimitPerWindowEveryPlacementOver(t *testing.T) {
 	e.inside(1, 4)
 	e.straddle(1, 3)
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "got 6..7 in the fullest 1m window")
+	wantVerdict(t, s, evidence.Fail, "got 6..7 in the fullest 1m window")
 	if o := s.OverAdmission; o.AdmittedMin != 6 || o.AdmittedMax != 7 || o.Worst.AdmittedMin != 4 || o.Worst.AdmittedMax != 7 || o.OverWindows != 2 {
 		t.Fatalf("over-admission %+v worst %+v", o, o.Worst)
 	}
 	// With room for one more per minute, some placement fits: undecided.
 	e.scenario.IntendedLimit = perMinute(6)
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, NotRun, "got 6..7 in the fullest 1m window")
+	wantVerdict(t, s, evidence.NotRun, "got 6..7 in the fullest 1m window")
 }
 
 // TestLeastFullest: the fewest admissions the fullest window can hold,

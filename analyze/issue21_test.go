@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -40,7 +41,7 @@ func nomatchEv(t *testing.T, decisions func([]evidence.Decision) []evidence.Deci
 	dir := e.write()
 	b, err := os.ReadFile("testdata/rlsreal/nomatch-json.log")
 	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, RealRLSLog), b, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, evidence.RLSLogFile), b, 0o644))
 	lg, err := rls.ParseLog(strings.NewReader(string(b)), "rls.log")
 	must(t, err)
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), decisions(lg.EvidenceDecisions()))
@@ -63,8 +64,8 @@ func TestIssue21RealNoMatchJoins(t *testing.T) {
 		return ds
 	})
 	s := judged(t, dir, "21-real-nomatch")
-	wantVerdict(t, s, Pass)
-	if c := check(t, s, "not limited: no limit engaged"); c.Status != CheckPass {
+	wantVerdict(t, s, evidence.Pass)
+	if c := check(t, s, "not limited: no limit engaged"); c.Status != report.CheckPass {
 		t.Fatalf("check %+v", c)
 	}
 	if s.RLSFailures == nil || s.RLSFailures.FailOpen != 0 || s.RLS.Real.Zombies != 0 {
@@ -79,7 +80,7 @@ func TestIssue21RealNoMatchJoins(t *testing.T) {
 		return ds
 	})
 	s = run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	// A no-match decision of another descriptor still joins nobody: the
 	// admissions are fail-open and the leak is found.
 	_, dir = nomatchEv(t, func(ds []evidence.Decision) []evidence.Decision {
@@ -89,7 +90,7 @@ func TestIssue21RealNoMatchJoins(t *testing.T) {
 		return ds
 	})
 	s = run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Fail, "leak: 3 admitted while the RLS failed")
+	wantVerdict(t, s, evidence.Fail, "leak: 3 admitted while the RLS failed")
 }
 
 // writeMerge writes merge.json of a run merged from shards on hosts a and
@@ -139,7 +140,7 @@ func TestIssue21SkewedShardJoins(t *testing.T) {
 		}
 		writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 		s := judged(t, dir, fmt.Sprintf("21-skewed-shard-join-%dms", skew/ms))
-		wantVerdict(t, s, Pass)
+		wantVerdict(t, s, evidence.Pass)
 		if s.Shards == nil || s.Shards.OffsetBoundNs != 301*ms || s.RLSFailures == nil || s.RLSFailures.FailOpen != 0 {
 			t.Fatalf("skew %d: shards %+v failures %+v", skew, s.Shards, s.RLSFailures)
 		}
@@ -149,7 +150,7 @@ func TestIssue21SkewedShardJoins(t *testing.T) {
 		ds[3].TimeNs += 1000 * ms
 		writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 		s = run(t, dir).Scenarios[0]
-		wantVerdict(t, s, Fail, "leak: 2 admitted while the RLS failed")
+		wantVerdict(t, s, evidence.Fail, "leak: 2 admitted while the RLS failed")
 	}
 }
 
@@ -193,9 +194,9 @@ func TestIssue21UnknownHeaderIsNotAbsent(t *testing.T) {
 	e.sentHeaders("attack")
 	e.phaseReqs("attack", 20, func(k int) time.Duration { return time.Duration(k) * time.Millisecond }, firstN(5, global429))
 	s := judged(t, e.write(), "21-unknown-header")
-	wantVerdict(t, s, NotRun, "limiter global: model check", "x-tenant", "limit engaged for every request to the RLS")
+	wantVerdict(t, s, evidence.NotRun, "limiter global: model check", "x-tenant", "limit engaged for every request to the RLS")
 	l := s.Limiters[0]
-	if l.Status != LimiterNotChecked || l.UnknownKey != 20 || fmt.Sprint(l.UnknownKeyHeaders) != "[x-tenant]" ||
+	if l.Status != report.LimiterNotChecked || l.UnknownKey != 20 || fmt.Sprint(l.UnknownKeyHeaders) != "[x-tenant]" ||
 		!strings.Contains(l.Detail, "the key of 20 of the 20 requests is unknown: they sent request header x-tenant") {
 		t.Fatalf("limiter %+v", l)
 	}
@@ -205,12 +206,12 @@ func TestIssue21UnknownHeaderIsNotAbsent(t *testing.T) {
 	// With the value recorded the same evidence is judged: it engages.
 	e.scenario.RequestHeaders = map[string]map[string]string{"attack": {"x-tenant": "lab"}}
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	// Without header_names (a header not sent), it is absent: never engaged.
 	e.scenario.RequestHeaders = nil
 	delete(e.attack, "phases")
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "limit never engaged")
+	wantVerdict(t, s, evidence.Fail, "limit never engaged")
 }
 
 // A phase whose X-Tenant value is recorded (lab) and one whose value is
@@ -230,13 +231,13 @@ func TestIssue21UnknownHeaderIsEither(t *testing.T) {
 	}, firstN(3, global429))
 	e.phaseReqs("hidden", 2, func(k int) time.Duration { return time.Duration(10+k) * time.Millisecond }, ok200)
 	s := judged(t, e.write(), "21-unknown-header-either")
-	wantVerdict(t, s, NotRun, "2 requests with an unknown descriptor (header x-tenant sent, its value not recorded)")
+	wantVerdict(t, s, evidence.NotRun, "2 requests with an unknown descriptor (header x-tenant sent, its value not recorded)")
 	l := s.Limiters[0]
-	if l.Status != LimiterChecked || l.UnknownKey != 2 || l.UnderAdmittedCount != 0 || l.OverAdmittedCount != 0 {
+	if l.Status != report.LimiterChecked || l.UnknownKey != 2 || l.UnderAdmittedCount != 0 || l.OverAdmittedCount != 0 {
 		t.Fatalf("limiter %+v", l)
 	}
 	for _, c := range s.Checks {
-		if strings.HasPrefix(c.Name, "limiter global") && c.Status != CheckPass {
+		if strings.HasPrefix(c.Name, "limiter global") && c.Status != report.CheckPass {
 			t.Fatalf("check %+v", c)
 		}
 	}
@@ -249,7 +250,7 @@ func TestIssue21UnknownHeaderIsEither(t *testing.T) {
 	e.phaseReqs("known", 7, func(k int) time.Duration { return time.Duration(1+k) * time.Millisecond }, ok200)
 	e.phaseReqs("hidden", 2, func(k int) time.Duration { return time.Duration(10+k) * time.Millisecond }, ok200)
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "limiter global: over-admitted (model must reject)")
+	wantVerdict(t, s, evidence.Fail, "limiter global: over-admitted (model must reject)")
 	if l := s.Limiters[0]; l.OverAdmittedCount != 2 {
 		t.Fatalf("limiter %+v", l)
 	}
@@ -270,7 +271,7 @@ func TestIssue21UnmatchedDecisionsAreUnknownEvidence(t *testing.T) {
 		return append(ds, late)
 	})
 	s := judged(t, dir, "21-unmatched-limited-decision")
-	wantVerdict(t, s, NotRun, "not limited: no limit engaged", "1 RLS decisions that applied a limit matched no request")
+	wantVerdict(t, s, evidence.NotRun, "not limited: no limit engaged", "1 RLS decisions that applied a limit matched no request")
 	if en := s.Engagement; en.UnmatchedLimitedDecisions != 1 || en.LimitedDecisions != 0 {
 		t.Fatalf("engagement %+v", en)
 	}
@@ -290,9 +291,9 @@ func TestIssue21UnmatchedDecisionsAreUnknownEvidence(t *testing.T) {
 		Code: evidence.CodeOK, NoLimit: true})
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 	s = judged(t, dir, "21-unmatched-nolimit-decision")
-	wantVerdict(t, s, NotRun, "limit engaged for every request to the RLS", "1 RLS decisions that applied no limit matched no request")
+	wantVerdict(t, s, evidence.NotRun, "limit engaged for every request to the RLS", "1 RLS decisions that applied no limit matched no request")
 	// Without it, the limit engaged: PASS.
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds[:5])
 	s = run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 }

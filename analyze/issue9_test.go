@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
@@ -33,14 +34,14 @@ func dump(t *testing.T, dir, name string) {
 }
 
 // judged runs analyze on dir (after dumping it as name) and returns the scenario.
-func judged(t *testing.T, dir, name string) ScenarioReport {
+func judged(t *testing.T, dir, name string) report.ScenarioReport {
 	t.Helper()
 	dump(t, dir, name)
 	return run(t, dir).Scenarios[0]
 }
 
 // wantVerdict fails unless s has status and, for each fragment, a reason containing it.
-func wantVerdict(t *testing.T, s ScenarioReport, status string, fragments ...string) {
+func wantVerdict(t *testing.T, s report.ScenarioReport, status string, fragments ...string) {
 	t.Helper()
 	r := reasons(s)
 	if s.Status != status {
@@ -121,7 +122,7 @@ func TestIssue9RejectEverythingFails(t *testing.T) {
 	e.reqs(10, "proxy-a", 0, local429)
 	e.reqs(10, "proxy-b", 0, local429)
 	s := judged(t, e.write(), "01-reject-everything")
-	wantVerdict(t, s, Fail, "limiter limits[0] token bucket: admitted within model bounds: want 10..10, got 0",
+	wantVerdict(t, s, evidence.Fail, "limiter limits[0] token bucket: admitted within model bounds: want 10..10, got 0",
 		"under-admitted (model must admit): want 0, got 20")
 	if s.Model == nil || s.Model.Min != 10 || s.Model.Max != 10 {
 		t.Fatalf("model bound %+v", s.Model)
@@ -137,7 +138,7 @@ func TestIssue9RejectionsBelowFillRateFail(t *testing.T) {
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitTokenBucket, Buckets: 1, MaxTokens: 1, TokensPerFill: 1, FillInterval: int64(time.Second), StartNs: t0 - int64(500*time.Millisecond)}}
 	e.reqs(6, "proxy-a", 2*time.Second, firstN(1, local429))
 	s := judged(t, e.write(), "02-rejections-below-fill-rate")
-	wantVerdict(t, s, Fail, "local: under-admitted (model must admit): want 0, got 5 (proxy-a-01,proxy-a-02,proxy-a-03,proxy-a-04,proxy-a-05)")
+	wantVerdict(t, s, evidence.Fail, "local: under-admitted (model must admit): want 0, got 5 (proxy-a-01,proxy-a-02,proxy-a-03,proxy-a-04,proxy-a-05)")
 	l := s.Limiters[0]
 	if l.UnderAdmitted[0].Model != "must admit" || l.UnderAdmitted[0].Observed != "rejected" || l.Total.Min != 6 {
 		t.Fatalf("limiter %+v", l)
@@ -157,7 +158,7 @@ func TestIssue9FixedWindowBreachAtBoundaryFails(t *testing.T) {
 	}
 	e.attack["sent"] = 4
 	s := judged(t, e.write(), "03-fixed-window-boundary")
-	wantVerdict(t, s, Fail, "limiter limits[0] fixed window: over-admitted (model must reject): want 0, got 1 (id-2)")
+	wantVerdict(t, s, evidence.Fail, "limiter limits[0] fixed window: over-admitted (model must reject): want 0, got 1 (id-2)")
 	w := s.Limiters[0].Windows
 	if len(w) != 2 || w[0].Admitted != 3 || w[0].Max != 2 || w[1].Admitted != 1 {
 		t.Fatalf("windows %+v", w)
@@ -170,8 +171,8 @@ func TestIssue9FixedWindowBreachAtBoundaryFails(t *testing.T) {
 // scenario without an RLS.
 func TestIssue9ExecMarkerSuspendsNothing(t *testing.T) {
 	for _, f := range []evidence.Fault{
-		{Name: "note", Action: ActionExec, Target: "marker", BeginNs: t0 - 1000, EndNs: t0 + int64(time.Second), OK: true},
-		{Name: "restart rls", Action: ActionRestart, Target: "rls", BeginNs: t0 - 1000, EndNs: t0 + int64(time.Second), OK: true},
+		{Name: "note", Action: evidence.ActionExec, Target: "marker", BeginNs: t0 - 1000, EndNs: t0 + int64(time.Second), OK: true},
+		{Name: "restart rls", Action: evidence.ActionRestart, Target: "rls", BeginNs: t0 - 1000, EndNs: t0 + int64(time.Second), OK: true},
 	} {
 		e := bare(t)
 		e.scenario.Faults = 1
@@ -181,7 +182,7 @@ func TestIssue9ExecMarkerSuspendsNothing(t *testing.T) {
 		dir := e.write()
 		writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{f})
 		s := judged(t, dir, "04-fault-"+f.Action)
-		wantVerdict(t, s, Fail, "limiter limits[0] token bucket: over-admitted (model must reject): want 0, got 5",
+		wantVerdict(t, s, evidence.Fail, "limiter limits[0] token bucket: over-admitted (model must reject): want 0, got 5",
 			"admitted within model bounds: want 10..10, got 15")
 		if fw := s.FaultWindows[0]; len(fw.ActsOn) != 0 || fw.RecoveryLagNs != 0 || s.Limiters[0].Suspended != 0 {
 			t.Fatalf("fault window %+v, suspended %d", fw, s.Limiters[0].Suspended)
@@ -200,7 +201,7 @@ func TestIssue9SelfLimitingBackendFails(t *testing.T) {
 		return 429, `{"id":"x","error":"slow down"}`, map[string]string{"x-envoy-upstream-service-time": "1"}
 	}))
 	s := judged(t, e.write(), "05-self-limiting-backend")
-	wantVerdict(t, s, Fail, "admitted: want 5, got 20", "over-admitted (model must reject): want 0, got 15")
+	wantVerdict(t, s, evidence.Fail, "admitted: want 5, got 20", "over-admitted (model must reject): want 0, got 15")
 	if s.Totals.Backend429 != 15 || s.Totals.Passed != 20 || s.Totals.Other4xx != 0 {
 		t.Fatalf("totals %+v", s.Totals)
 	}
@@ -223,7 +224,7 @@ func TestIssue9BackendErrorsPassedTheLimiter(t *testing.T) {
 		return local429(i)
 	})
 	s := judged(t, e.write(), "06-backend-errors-passed")
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if s.Totals.Backend5xx != 2 || s.Totals.Passed != 5 || s.Receipts.AdmittedWithReceipt != 5 {
 		t.Fatalf("totals %+v receipts %+v", s.Totals, s.Receipts)
 	}
@@ -255,19 +256,19 @@ func TestIssue9LeakWithoutFaultFails(t *testing.T) {
 	writeGlobalStats(t, dir, "proxy-a", 3, 0, 7, 7)
 	writeGlobalStats(t, dir, "proxy-b", 2, 0, 8, 8)
 	s := judged(t, dir, "07-leak-without-fault")
-	wantVerdict(t, s, Fail, "leak: 15 admitted while the RLS failed, with no fault injected")
+	wantVerdict(t, s, evidence.Fail, "leak: 15 admitted while the RLS failed, with no fault injected")
 
 	// With the RLS stopped for the whole attack, the same admissions are the
 	// fault's and the RLS limiter is suspended, not over-admitting.
 	e.scenario.Faults = 2
 	e.write()
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0 - 1000, EndNs: t0, OK: true},
-		{Name: "start rls", Action: ActionStart, Target: "rls", BeginNs: t0 + int64(time.Second), EndNs: t0 + int64(time.Second) + 1000, OK: true},
+		{Name: "stop rls", Action: evidence.ActionStop, Target: "rls", BeginNs: t0 - 1000, EndNs: t0, OK: true},
+		{Name: "start rls", Action: evidence.ActionStart, Target: "rls", BeginNs: t0 + int64(time.Second), EndNs: t0 + int64(time.Second) + 1000, OK: true},
 	})
 	s = run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Pass)
-	if s.Limiters[0].Status != LimiterSuspended || s.RLSFailures.OutsideFaults != 0 {
+	wantVerdict(t, s, evidence.Pass)
+	if s.Limiters[0].Status != report.LimiterSuspended || s.RLSFailures.OutsideFaults != 0 {
 		t.Fatalf("limiter %+v failures %+v", s.Limiters[0], s.RLSFailures)
 	}
 }
@@ -281,20 +282,20 @@ func TestIssue9LimitNeverEngagedFails(t *testing.T) {
 		RequestHeaders: &evidence.RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant"}})}
 	e.reqs(20, "proxy-a", time.Millisecond, ok200)
 	s := judged(t, e.write(), "08-limit-never-engaged")
-	wantVerdict(t, s, Fail, "limit never engaged: want 0 requests unlimited, got 20 produced no descriptor (proxy-a-00,")
+	wantVerdict(t, s, evidence.Fail, "limit never engaged: want 0 requests unlimited, got 20 produced no descriptor (proxy-a-00,")
 	if s.Engagement.NoDescriptor != 20 {
 		t.Fatalf("engagement %+v", s.Engagement)
 	}
 	// With the header sent, the descriptor tenant=other matches no rule.
 	e.scenario.RequestHeaders = map[string]map[string]string{"attack": {"x-tenant": "other"}}
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "limit never engaged: want 0 requests unlimited, got 20 matched no rule")
+	wantVerdict(t, s, evidence.Fail, "limit never engaged: want 0 requests unlimited, got 20 matched no rule")
 	// With the lab tenant it engages: 5 admitted of 20.
 	e.scenario.RequestHeaders = map[string]map[string]string{"attack": {"x-tenant": "lab"}}
 	e.requests, e.receipts = nil, nil
 	e.reqs(20, "proxy-a", time.Millisecond, firstN(5, global429))
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if s.Engagement.Limited != 20 || s.Model == nil || s.Model.Min != 5 || s.Model.Max != 5 {
 		t.Fatalf("engagement %+v model %+v", s.Engagement, s.Model)
 	}
@@ -314,7 +315,7 @@ func TestIssue9NoMatchDecisionsFail(t *testing.T) {
 	}
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 	s := judged(t, dir, "09-no-match-decisions")
-	wantVerdict(t, s, Fail, "limit never engaged: want 0 requests unlimited, got 10 RLS decisions applied no limit")
+	wantVerdict(t, s, evidence.Fail, "limit never engaged: want 0 requests unlimited, got 10 RLS decisions applied no limit")
 }
 
 // The correct expectation "requests without the header are not limited"
@@ -333,8 +334,8 @@ func TestIssue9NotLimitedPasses(t *testing.T) {
 	dir := e.write()
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), []evidence.Decision{})
 	s := judged(t, dir, "10-not-limited")
-	wantVerdict(t, s, Pass)
-	if c := checkNamed(s, "not limited: no limit engaged"); c == nil || c.Status != CheckPass {
+	wantVerdict(t, s, evidence.Pass)
+	if c := checkNamed(s, "not limited: no limit engaged"); c == nil || c.Status != report.CheckPass {
 		t.Fatalf("check %+v", c)
 	}
 	// The same expectation fails once the header is sent and the limit engages.
@@ -343,7 +344,7 @@ func TestIssue9NotLimitedPasses(t *testing.T) {
 	e.reqs(20, "proxy-a", time.Millisecond, firstN(5, global429))
 	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Range{Min: 5, Max: 5})
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "not limited: no limiter rejection: want 0, got 15", "not limited: no limit engaged")
+	wantVerdict(t, s, evidence.Fail, "not limited: no limiter rejection: want 0, got 15", "not limited: no limit engaged")
 }
 
 // An RLS rule in shadow_mode: every hit is answered OK and counted; the
@@ -368,14 +369,14 @@ func TestIssue9ShadowModeRuleCountsShadow(t *testing.T) {
 	}
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 	s := judged(t, dir, "11-shadow-mode-rule")
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	// The model agrees: the 15 it must reject are the shadow decisions.
 	if s.Shadow == nil || s.Shadow.Observed != 15 || s.Shadow.RLS != 15 || s.Limiters[0].MustReject != 15 || s.Limiters[0].OverAdmittedCount != 0 {
 		t.Fatalf("shadow %+v limiter %+v", s.Shadow, s.Limiters[0])
 	}
 	e.scenario.Expect.Shadow = &evidence.Range{Min: 0, Max: 0}
 	e.write()
-	wantVerdict(t, run(t, dir).Scenarios[0], Fail, "shadow (would-have-rejected): want 0, got 15")
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.Fail, "shadow (would-have-rejected): want 0, got 15")
 }
 
 // A local filter with filter_enforced 0: rate_limited grows, enforced stays
@@ -400,7 +401,7 @@ func TestIssue9UnenforcedLocalFilterCountsShadow(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, "proxy-a."+label+".json"), b, 0o644))
 	}
 	s := judged(t, dir, "12-unenforced-local-filter")
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	// The clients cannot tell which passes were shadow: the model judges no
 	// admission surely charged, the stats count them.
 	if s.Shadow.Local != 5 || s.Limiters[0].OverAdmittedCount != 0 || s.Limiters[0].Total.Min != 5 {
@@ -437,13 +438,13 @@ func TestIssue9ConfigReloadMidWindow(t *testing.T) {
 	}
 	reload(t0 + 450*ms)
 	s := judged(t, dir, "13-config-reload")
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	w := s.RLS.Real.Windows[0]
 	if w.Inconsistent != 0 || w.Reloaded == nil || !*w.Reloaded || len(w.Limits) != 2 {
 		t.Fatalf("window %+v", w)
 	}
 	reload(t0 + 900*ms) // the only reload comes after the change
-	wantVerdict(t, run(t, dir).Scenarios[0], Fail, "limit change explained by a config reload: want a config-load line between, got limits [5 10]")
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.Fail, "limit change explained by a config reload: want a config-load line between, got limits [5 10]")
 }
 
 // The stat identity ignored hits through the RLS's HTTP /json endpoint: calls
@@ -475,12 +476,12 @@ func TestIssue9StatIdentityCountsJSONEndpoint(t *testing.T) {
 	}
 	pending(3)
 	s := judged(t, dir, "14-json-endpoint-identity")
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if id := s.RLS.Real.Identities[0]; id.Status != IdentityExplained || !strings.Contains(id.Detail, "3 more hung in the log (/json calls)") {
 		t.Fatalf("identity %+v", id)
 	}
 	pending(0)
-	wantVerdict(t, run(t, dir).Scenarios[0], Fail, "total_hits = within_limit + over_limit")
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.Fail, "total_hits = within_limit + over_limit")
 }
 
 // PASS with nothing checked: no requests, no scenario.json, no expectation,
@@ -532,7 +533,7 @@ func TestIssue9NothingCheckedIsNotRun(t *testing.T) {
 		e := bare(t)
 		dir := build(e)
 		s := judged(t, dir, "15-nothing-"+strings.ReplaceAll(name, " ", "-"))
-		wantVerdict(t, s, NotRun, want[name])
+		wantVerdict(t, s, evidence.NotRun, want[name])
 	}
 }
 
@@ -555,7 +556,7 @@ func TestIssue9RateLimitHeaders(t *testing.T) {
 	}
 	e.reqs(5, "proxy-a", 10*time.Millisecond, good)
 	s := judged(t, e.write(), "16-rate-limit-headers-good")
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if rh := s.RateLimitHeaders; rh == nil || rh.Checked != 5 || len(rh.Mismatches) != 0 {
 		t.Fatalf("headers %+v", rh)
 	}
@@ -577,7 +578,7 @@ func TestIssue9RateLimitHeaders(t *testing.T) {
 		return good(i)
 	})
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Fail, "rate-limit headers: limit = configured limit: want 0 mismatches, got 1 (proxy-a-02)",
+	wantVerdict(t, s, evidence.Fail, "rate-limit headers: limit = configured limit: want 0 mismatches, got 1 (proxy-a-02)",
 		"rate-limit headers: remaining non-increasing within a window: want 0 mismatches, got 2 (proxy-a-01,proxy-a-03)",
 		"rate-limit headers: remaining 0 on a rejection: want 0 mismatches, got 1 (proxy-a-03)",
 		"rate-limit headers: reset within the window: want 0 mismatches, got 1 (proxy-a-03)")
@@ -601,7 +602,7 @@ func TestIssue9ClassificationRules(t *testing.T) {
 		}
 	}
 	s := judged(t, e.write(), "17-nginx-rule")
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if s.Totals.Local429 != 7 || s.Model == nil || s.Model.Min != 3 || s.Model.Max != 3 {
 		t.Fatalf("totals %+v model %+v", s.Totals, s.Model)
 	}
@@ -624,7 +625,7 @@ func TestIssue9ClassificationRules(t *testing.T) {
 		return local429(i)
 	})
 	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if s.Totals.CircuitBreaker != 1 || s.Totals.Passed != 3 || s.Limiters[0].Admitted != 3 {
 		t.Fatalf("totals %+v limiter %+v", s.Totals, s.Limiters[0])
 	}
@@ -660,7 +661,7 @@ func TestIssue9NginxLimitReqStatus(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Join(dir, evidence.NginxPath("nginx", "")), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.NginxPath("nginx", evidence.NginxAccessFile)), []byte(strings.Join(recs, "\n")+"\n"), 0o644))
 		s := judged(t, dir, fmt.Sprintf("18-nginx-limit-req-status-dry-%v", dry))
-		wantVerdict(t, s, Pass)
+		wantVerdict(t, s, evidence.Pass)
 		l := s.Limiters[0]
 		if !dry && (s.Totals.Local429 != 7 || l.Rejected != 7 || l.Total.Min != 3 || l.Total.Max != 3) {
 			t.Fatalf("totals %+v limiter %+v", s.Totals, l)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -47,15 +48,15 @@ func TestLatencyPerClassTargetPhase(t *testing.T) {
 		phase := []string{"before", "after"}[i/2000]
 		flow := []string{"alice", "bob", "carol"}[i%3]
 		r := evidence.Request{ID: fmt.Sprintf("id-%d", i), Target: target, Phase: phase, Flow: flow, SentNs: t0 + int64(i)*1e6}
-		class := ClassAdmitted
+		class := evidence.ClassAdmitted.String()
 		switch {
 		case i%5 == 0:
 			r.Code, r.Body = 429, "local_rate_limited"
 			r.LatencyNs = int64(200_000 + i*10) // fast rejections
-			class = ClassLocal429
+			class = evidence.ClassLocal429.String()
 		case i%7 == 0:
 			r.LatencyNs = int64(time.Second) + int64(i) // timeouts
-			class = ClassNoResponse
+			class = evidence.ClassNoResponse.String()
 		default:
 			r.Code = 200
 			r.LatencyNs = int64((i*7919)%50_000_000 + 1_000_000) // 1..51 ms, scattered
@@ -71,7 +72,7 @@ func TestLatencyPerClassTargetPhase(t *testing.T) {
 	if l == nil {
 		t.Fatal("no latency section")
 	}
-	check := func(key string, got []ClassLatency) {
+	check := func(key string, got []report.ClassLatency) {
 		t.Helper()
 		n := 0
 		for _, g := range got {
@@ -124,7 +125,7 @@ func TestLatencyPerClassTargetPhase(t *testing.T) {
 	for _, fl := range l.Flows {
 		check("flow/"+fl.Flow, fl.Classes)
 	}
-	if l.Classes[0].Class != ClassNoResponse || l.Classes[1].Class != ClassAdmitted {
+	if l.Classes[0].Class != evidence.ClassNoResponse.String() || l.Classes[1].Class != evidence.ClassAdmitted.String() {
 		t.Errorf("classes not in class order: %+v", l.Classes)
 	}
 }
@@ -156,7 +157,7 @@ func TestLatencyRLSSources(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("rls latency %+v", got)
 	}
-	if g := got[0]; g.Source != RLSLatencyFromRLS || g.Since != SinceScenario || g.Count != 14 || g.MeanNs != 1857143 {
+	if g := got[0]; g.Source != report.RLSLatencyFromRLS || g.Since != report.SinceScenario || g.Count != 14 || g.MeanNs != 1857143 {
 		t.Errorf("rls: %+v, want 14 calls, mean 1857143 ns (26 ms / 14)", g)
 	}
 	if g := got[1]; g.Source != "proxy-a" || g.Name != "cluster.rate_limit_cluster.upstream_rq_time" || len(g.Quantiles) != 1 || g.Quantiles[0].Ns != 7_500_000 {

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"github.com/rlbench/rlbench/analyze/report"
 	"testing"
 	"time"
 
@@ -26,9 +27,9 @@ func TestEnvoyLocalDescriptorBuckets(t *testing.T) {
 		RateLimits: []evidence.RateLimitEntry{{Actions: []evidence.RateLimitAction{tenantAction}}}}}
 	e.reqs(5, "proxy-a", time.Millisecond, firstN(2, local429))
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	l := s.Limiters[0]
-	if l.Status != LimiterChecked || l.Model != model.KindEnvoyLocal || l.Offered != 5 || l.Admitted != 2 || l.Rejected != 3 ||
+	if l.Status != report.LimiterChecked || l.Model != model.KindEnvoyLocal || l.Offered != 5 || l.Admitted != 2 || l.Rejected != 3 ||
 		l.MustReject != 3 {
 		t.Fatalf("limiter %+v", l)
 	}
@@ -43,7 +44,7 @@ func TestEnvoyLocalDescriptorBuckets(t *testing.T) {
 	e.scenario.Limiters = []evidence.Limiter{{Name: "local", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec,
 		RateLimits: []evidence.RateLimitEntry{{Actions: []evidence.RateLimitAction{tenantAction}}}}}
 	e.reqs(5, "proxy-a", time.Millisecond, firstN(3, local429))
-	wantVerdict(t, run(t, e.write()).Scenarios[0], Fail, "local: over-admitted (model must reject)")
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Fail, "local: over-admitted (model must reject)")
 }
 
 // TestRLSRequestsHitSeveralCounters: at an RLS whose two rules both match a
@@ -54,7 +55,7 @@ func TestRLSRequestsHitSeveralCounters(t *testing.T) {
 	const config = "domain: inventory\ndescriptors:\n" +
 		"  - key: tenant\n    value: lab\n    rate_limit: {unit: hour, requests_per_unit: 3}\n" +
 		"  - key: plan\n    value: free\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"
-	build := func(admitted int) ScenarioReport {
+	build := func(admitted int) report.ScenarioReport {
 		e := bare(t)
 		l := rlsLimiter(config, tenantAction)
 		l.RateLimits = append(l.RateLimits, evidence.RateLimitEntry{Actions: []evidence.RateLimitAction{planAction}})
@@ -64,7 +65,7 @@ func TestRLSRequestsHitSeveralCounters(t *testing.T) {
 	}
 	s := build(3)
 	l := s.Limiters[0]
-	if l.Status != LimiterChecked || l.Offered != 6 || l.Admitted != 3 || l.Rejected != 3 || l.Unknown != 0 || l.Total.Offered != 12 || l.MustReject != 3 {
+	if l.Status != report.LimiterChecked || l.Offered != 6 || l.Admitted != 3 || l.Rejected != 3 || l.Unknown != 0 || l.Total.Offered != 12 || l.MustReject != 3 {
 		t.Fatalf("limiter %+v", l)
 	}
 	if l.Model != "rls inventory.tenant_lab 3/hour, inventory.plan_free 5/hour" || len(l.OverAdmitted) != 0 {

@@ -11,148 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/model"
 	"github.com/rlbench/rlbench/model/decl"
 )
-
-// Limiter check statuses (LimiterReport.Status).
-const (
-	// LimiterChecked: the model judged the requests that reached the limiter.
-	LimiterChecked = "checked"
-	// LimiterSuspended: every request that reached the limiter lies in a
-	// fault window acting on it (or its recovery lag): nothing was judged.
-	LimiterSuspended = "suspended"
-	// LimiterNotChecked: the limiter could not be judged (Detail says why:
-	// a bad RLS configuration, no connection recorded for a per-connection key).
-	LimiterNotChecked = "not_checked"
-)
-
-// LimiterReport is the model check (model) of one limiter that
-// scenario.json declares (or that its limits translate to): the requests
-// that reached it, replayed through its model with each one's arrival
-// known only within [send, min(response, receipt)].
-type LimiterReport struct {
-	Name    string   `json:"name"`
-	Stage   string   `json:"stage"`
-	Key     string   `json:"key"`
-	Targets []string `json:"targets"`
-	// Model names the semantic: the model kind, or "rls" with the rules matched.
-	Model  string `json:"model"`
-	Status string `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	// Offered counts the requests that reached the limiter (those an
-	// earlier limiter rejected did not); Suspended those of them judged
-	// unknown because they lie in a fault window acting on the limiter or in
-	// its recovery lag; Zombies the RLS decisions that reached no request
-	// (they count as hits, not as admissions).
-	Offered   int `json:"offered"`
-	Suspended int `json:"suspended"`
-	Zombies   int `json:"zombies,omitempty"`
-	// UnknownKey counts the offered requests whose bucket is unknown: their
-	// descriptors (or nginx zone key) read a request header they sent
-	// whose value the evidence does not hold (UnknownKeyHeaders,
-	// lower-case): attack.json names it, scenario.json's request_headers
-	// do not give it. The model judges them "either" and counts them as
-	// possible hits of every bucket (model.Event.KeyUnknown).
-	UnknownKey        int      `json:"unknown_key,omitempty"`
-	UnknownKeyHeaders []string `json:"unknown_key_headers,omitempty"`
-	// Admitted, Rejected and Unknown are the outcomes observed at the limiter.
-	Admitted int `json:"admitted"`
-	Rejected int `json:"rejected"`
-	Unknown  int `json:"unknown"`
-	// MustAdmit and MustReject count the requests the model decided.
-	MustAdmit  int `json:"must_admit"`
-	MustReject int `json:"must_reject"`
-	// Total bounds the limiter's admitted count over every schedule the
-	// intervals allow; Buckets per key (and, for Envoy, per descriptor
-	// bucket); Windows per fixed window. Late RLS decisions (Zombies) are
-	// in them as the hits they were: they took room in their window.
-	Total   ModelBound   `json:"total"`
-	Buckets []ModelBound `json:"buckets"`
-	Windows []ModelBound `json:"windows"`
-	// OverAdmitted are admissions the model says it must have rejected;
-	// UnderAdmitted rejections it must have admitted; Shadow passes of a
-	// limiter that does not enforce every rejection where the model says
-	// reject (would have rejected). Lists hold at most SampleIDs; the counts
-	// are exact.
-	OverAdmitted       []RequestVerdict `json:"over_admitted"`
-	OverAdmittedCount  int              `json:"over_admitted_count"`
-	UnderAdmitted      []RequestVerdict `json:"under_admitted"`
-	UnderAdmittedCount int              `json:"under_admitted_count"`
-	Shadow             []RequestVerdict `json:"shadow"`
-	ShadowCount        int              `json:"shadow_count"`
-	// Findings are count findings that need no single culprit (too many
-	// admissions surely inside one window or bucket, too few).
-	Findings []string `json:"findings"`
-	// Uncertainty is how wide the timing uncertainty was.
-	Uncertainty ModelUncertainty `json:"uncertainty"`
-
-	// units counts the events judged (a request per counter it hit).
-	units int
-}
-
-// ModelBound is the model's bound on one admitted count: a bucket (a key),
-// a fixed window of it, or the whole limiter (Bucket empty).
-type ModelBound struct {
-	Bucket string `json:"bucket,omitempty"`
-	// FromNs and ToNs bound a window (unix ns); 0 for a bucket or a total.
-	FromNs int64 `json:"from_ns,omitempty"`
-	ToNs   int64 `json:"to_ns,omitempty"`
-	// Offered are the model's events that may have hit it: the requests
-	// that may have reached it (one per counter a request hit at an RLS,
-	// and per epoch when it was in flight across a state reset) and the
-	// RLS decisions that reached no request (LimiterReport.Zombies), which
-	// counted without admitting anyone; so it may exceed the requests.
-	Offered int `json:"offered"`
-	// Min..Max is what the model admits of them over every schedule.
-	Min int `json:"min"`
-	Max int `json:"max"`
-	// Admitted are the observed admissions surely in it; Possible the
-	// admissions and requests without outcome that may be in it.
-	Admitted int `json:"admitted"`
-	Possible int `json:"possible"`
-}
-
-// Holds reports whether the observation fits: no more sure admissions
-// than Max, no fewer possible ones than Min.
-func (b ModelBound) Holds() bool { return b.Admitted <= b.Max && b.Possible >= b.Min }
-
-// String renders "admitted N (model MIN..MAX)".
-func (b ModelBound) String() string {
-	got := strconv.Itoa(b.Admitted)
-	if b.Possible != b.Admitted {
-		got += ".." + strconv.Itoa(b.Possible)
-	}
-	return fmt.Sprintf("admitted %s (model %d..%d)", got, b.Min, b.Max)
-}
-
-// RequestVerdict is the model's verdict on one request that contradicts it.
-type RequestVerdict struct {
-	ID string `json:"id"`
-	// Model is "must admit" or "must reject"; Observed "admitted" or "rejected".
-	Model    string `json:"model"`
-	Observed string `json:"observed"`
-	Bucket   string `json:"bucket"`
-	Why      string `json:"why"`
-}
-
-// ModelUncertainty is model.Uncertainty in ns.
-type ModelUncertainty struct {
-	MaxWidthNs    int64 `json:"max_width_ns"`
-	MedianWidthNs int64 `json:"median_width_ns"`
-	P99WidthNs    int64 `json:"p99_width_ns"`
-	// Either counts the requests the model left undecided; EitherFromTiming
-	// those of them exact arrival times would have decided.
-	Either           int `json:"either"`
-	EitherFromTiming int `json:"either_from_timing"`
-	// WidenNs is how much every interval was widened on each side for
-	// clock offsets: the limiter's clock_skew_ns plus, in a merged run,
-	// the shards' clock offset bound (ShardsReport.OffsetBoundNs).
-	WidenNs int64 `json:"widen_ns,omitempty"`
-}
 
 // limiterRun is one limiter while it is being judged.
 type limiterRun struct {
@@ -168,7 +33,7 @@ type limiterRun struct {
 	rules   []*rlsconfig.Match
 	cfg     *rlsconfig.Config
 	err     string
-	report  *LimiterReport
+	report  *report.LimiterReport
 	// suspend are the fault windows (with recovery lag) acting on it.
 	suspend intervals
 	// resets are the state resets (epochs) of its counters.
@@ -353,8 +218,8 @@ func resolveLimiters(in *Input) *limiterSet {
 			targets = append([]string(nil), reqs.Targets...)
 			sort.Strings(targets)
 		}
-		r.report = &LimiterReport{Name: d.Name, Stage: d.Stage, Key: d.Key, Targets: targets, Status: LimiterChecked, Buckets: []ModelBound{},
-			Windows: []ModelBound{}, OverAdmitted: []RequestVerdict{}, UnderAdmitted: []RequestVerdict{}, Shadow: []RequestVerdict{}, Findings: []string{}}
+		r.report = &report.LimiterReport{Name: d.Name, Stage: d.Stage, Key: d.Key, Targets: targets, Status: report.LimiterChecked, Buckets: []report.ModelBound{},
+			Windows: []report.ModelBound{}, OverAdmitted: []report.RequestVerdict{}, UnderAdmitted: []report.RequestVerdict{}, Shadow: []report.RequestVerdict{}, Findings: []string{}}
 		if d.Model != nil {
 			r.report.Model = d.Model.Kind
 		} else {
@@ -705,13 +570,13 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []bool, recvNs []int64) {
 	rep := r.report
 	if r.err != "" {
-		rep.Status, rep.Detail = LimiterNotChecked, r.err
+		rep.Status, rep.Detail = report.LimiterNotChecked, r.err
 		return
 	}
 	kind := ls.kindOf(r, in.Evidence)
 	groups, name, err := kind.models()
 	if err != nil {
-		rep.Status, rep.Detail = LimiterNotChecked, err.Error()
+		rep.Status, rep.Detail = report.LimiterNotChecked, err.Error()
 		return
 	}
 	if name != "" {
@@ -726,7 +591,7 @@ func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []b
 		p.request(i)
 	}
 	if p.noKey > 0 {
-		rep.Status = LimiterNotChecked
+		rep.Status = report.LimiterNotChecked
 		rep.Detail = fmt.Sprintf("%d requests have no %s key (%s)", p.noKey, r.decl.Key, keyNeeds(r.decl.Key))
 		return
 	}
@@ -1137,7 +1002,7 @@ func (p *replay) events(q *limitedReq, lo, hi int64, suspended bool) model.Outco
 		}
 		tally = joinOutcome(tally, uo, n == 0)
 		p.add(q, c, lo, uhi, uo)
-		p.r.report.units++
+		p.r.report.Units++
 	}
 	if q.outcome == model.Rejected && !suspended {
 		tally = model.Rejected // one of its counters rejected it
@@ -1246,19 +1111,19 @@ func (p *replay) zombies() {
 func (p *replay) judgeable() bool {
 	r, rep := p.r, p.r.report
 	if rep.Offered == 0 {
-		rep.Status, rep.Detail = LimiterNotChecked, "no request reached it"
+		rep.Status, rep.Detail = report.LimiterNotChecked, "no request reached it"
 		return false
 	}
 	if r.unknownKey > 0 {
 		sort.Strings(p.unkHeaders)
 		rep.UnknownKey, rep.UnknownKeyHeaders = r.unknownKey, p.unkHeaders
 		if r.unknownKey == rep.Offered {
-			rep.Status, rep.Detail = LimiterNotChecked, unknownKeyDetail(r.unknownKey, rep.Offered, p.unkHeaders)
+			rep.Status, rep.Detail = report.LimiterNotChecked, unknownKeyDetail(r.unknownKey, rep.Offered, p.unkHeaders)
 			return false
 		}
 	}
 	if rep.Suspended == rep.Offered {
-		rep.Status, rep.Detail = LimiterSuspended, "every request lies in a fault window acting on it"
+		rep.Status, rep.Detail = report.LimiterSuspended, "every request lies in a fault window acting on it"
 	}
 	return true
 }
@@ -1269,7 +1134,7 @@ func (p *replay) check() {
 	r, rep := p.r, p.r.report
 	opts := model.Options{ShadowVisible: p.shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
 	rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
-	widths := make([]int64, 0, rep.units+rep.Zombies)
+	widths := make([]int64, 0, rep.Units+rep.Zombies)
 	used := 0
 	for _, g := range p.groups {
 		if len(g.events) > 0 {
@@ -1282,10 +1147,10 @@ func (p *replay) check() {
 		}
 		res, err := model.Check(g.m, g.events, opts)
 		if err != nil {
-			rep.Status, rep.Detail = LimiterNotChecked, err.Error()
+			rep.Status, rep.Detail = report.LimiterNotChecked, err.Error()
 			break
 		}
-		rep.merge(res, used == 1)
+		mergeResult(rep, res, used == 1)
 		for _, e := range g.events {
 			widths = append(widths, e.Hi-e.Lo)
 		}
@@ -1300,16 +1165,16 @@ func (p *replay) check() {
 // checks (widths: the events' interval widths) and sorts its bounds.
 func (p *replay) finish(widths []int64) {
 	rep := p.r.report
-	rep.Total.Offered = rep.units + rep.Zombies // a request across a state reset is an event of both epochs
+	rep.Total.Offered = rep.Units + rep.Zombies // a request across a state reset is an event of both epochs
 	if rep.Zombies > 0 {
 		// the model's "of the N offered" counts them: say so
 		for f, why := range rep.Findings {
 			if strings.HasSuffix(why, " offered") {
-				rep.Findings[f] = why + fmt.Sprintf(" (%d requests' hits and %d RLS decisions that reached no request)", rep.units, rep.Zombies)
+				rep.Findings[f] = why + fmt.Sprintf(" (%d requests' hits and %d RLS decisions that reached no request)", rep.Units, rep.Zombies)
 			}
 		}
 	}
-	rep.Uncertainty.setWidths(widths)
+	setWidths(&rep.Uncertainty, widths)
 	sort.Slice(rep.Buckets, func(a, b int) bool { return rep.Buckets[a].Bucket < rep.Buckets[b].Bucket })
 	sort.SliceStable(rep.Windows, func(a, b int) bool {
 		if rep.Windows[a].FromNs != rep.Windows[b].FromNs {
@@ -1445,22 +1310,22 @@ func (r *limiterRun) epochsOf(lo, hi int64) []string {
 	return out
 }
 
-// merge adds one model.Check result to the report.
+// mergeResult adds one model.Check result to the report.
 // single tells that it is the limiter's only model (its run-level finding
 // is then the total check's).
-func (rep *LimiterReport) merge(res *model.Result, single bool) {
+func mergeResult(rep *report.LimiterReport, res *model.Result, single bool) {
 	rep.MustAdmit += res.MustAdmit
 	rep.MustReject += res.MustReject
-	verdict := func(v model.Violation) RequestVerdict {
-		return RequestVerdict{ID: v.ID, Model: v.Verdict.String(), Observed: v.Outcome.String(), Bucket: v.Bucket, Why: v.Why}
+	verdict := func(v model.Violation) report.RequestVerdict {
+		return report.RequestVerdict{ID: v.ID, Model: v.Verdict.String(), Observed: v.Outcome.String(), Bucket: v.Bucket, Why: v.Why}
 	}
-	add := func(list *[]RequestVerdict, n *int, vs []model.Violation) {
+	add := func(list *[]report.RequestVerdict, n *int, vs []model.Violation) {
 		for _, v := range vs {
 			if isZombieID(v.ID) {
 				continue
 			}
 			*n++
-			if len(*list) < SampleIDs {
+			if len(*list) < report.SampleIDs {
 				*list = append(*list, verdict(v))
 			}
 		}
@@ -1474,8 +1339,8 @@ func (rep *LimiterReport) merge(res *model.Result, single bool) {
 		}
 		rep.Findings = append(rep.Findings, w.Why)
 	}
-	bound := func(b model.Bound) ModelBound {
-		return ModelBound{Bucket: b.Bucket, FromNs: b.From, ToNs: b.To, Offered: b.Offered, Min: b.Min, Max: b.Max, Admitted: b.Admitted, Possible: b.Possible}
+	bound := func(b model.Bound) report.ModelBound {
+		return report.ModelBound{Bucket: b.Bucket, FromNs: b.From, ToNs: b.To, Offered: b.Offered, Min: b.Min, Max: b.Max, Admitted: b.Admitted, Possible: b.Possible}
 	}
 	t := res.Total
 	rep.Total.Offered += t.Offered
@@ -1494,7 +1359,7 @@ func (rep *LimiterReport) merge(res *model.Result, single bool) {
 	u.EitherFromTiming += res.Uncertainty.EitherFromTiming
 }
 
-func (u *ModelUncertainty) setWidths(w []int64) {
+func setWidths(u *report.ModelUncertainty, w []int64) {
 	if len(w) == 0 {
 		return
 	}
@@ -1543,9 +1408,9 @@ func (ls *limiterSet) joinedOK(i int) bool {
 // no limiter applies to, limiters that do not partition the targets, or a
 // last limiter that was not checked (or whose RLS requests matched no rule
 // or several rules: its total does not count requests).
-func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why string) {
+func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b report.ModelBound, why string) {
 	if ls == nil || len(ls.runs) == 0 {
-		return ModelBound{}, "no limiter declared"
+		return report.ModelBound{}, "no limiter declared"
 	}
 	last := make([]int, len(reqs.Targets))
 	for t := range reqs.Targets {
@@ -1556,16 +1421,16 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why strin
 			}
 		}
 	}
-	var out ModelBound
+	var out report.ModelBound
 	used := map[int]bool{}
 	for t, k := range last {
 		if k < 0 {
-			return ModelBound{}, fmt.Sprintf("no declared limiter applies to target %s", reqs.Targets[t])
+			return report.ModelBound{}, fmt.Sprintf("no declared limiter applies to target %s", reqs.Targets[t])
 		}
 		r := ls.runs[k]
 		for t2, ok := range r.applies {
 			if ok && last[t2] != k {
-				return ModelBound{}, fmt.Sprintf("limiter %s is last on target %s but not on %s: the limiters do not partition the targets",
+				return report.ModelBound{}, fmt.Sprintf("limiter %s is last on target %s but not on %s: the limiters do not partition the targets",
 					r.report.Name, reqs.Targets[t], reqs.Targets[t2])
 			}
 		}
@@ -1574,14 +1439,14 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why strin
 		}
 		used[k] = true
 		switch {
-		case r.report.Status == LimiterSuspended:
-			return ModelBound{}, fmt.Sprintf("limiter %s: every request lies in a fault window", r.report.Name)
-		case r.report.Status != LimiterChecked:
-			return ModelBound{}, fmt.Sprintf("limiter %s not checked: %s", r.report.Name, r.report.Detail)
+		case r.report.Status == report.LimiterSuspended:
+			return report.ModelBound{}, fmt.Sprintf("limiter %s: every request lies in a fault window", r.report.Name)
+		case r.report.Status != report.LimiterChecked:
+			return report.ModelBound{}, fmt.Sprintf("limiter %s not checked: %s", r.report.Name, r.report.Detail)
 		case r.unruled > 0:
-			return ModelBound{}, fmt.Sprintf("limiter %s: %d requests matched no RLS rule", r.report.Name, r.unruled)
+			return report.ModelBound{}, fmt.Sprintf("limiter %s: %d requests matched no RLS rule", r.report.Name, r.unruled)
 		case r.multi > 0:
-			return ModelBound{}, fmt.Sprintf("limiter %s: %d requests hit several RLS rules", r.report.Name, r.multi)
+			return report.ModelBound{}, fmt.Sprintf("limiter %s: %d requests hit several RLS rules", r.report.Name, r.multi)
 		}
 		tb := r.report.Total
 		out.Offered += tb.Offered
@@ -1591,7 +1456,7 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b ModelBound, why strin
 		out.Possible += tb.Possible
 	}
 	if len(used) == 0 {
-		return ModelBound{}, "no target"
+		return report.ModelBound{}, "no target"
 	}
 	return out, ""
 }

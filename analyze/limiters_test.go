@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -28,13 +29,13 @@ func TestNginxZoneKeys(t *testing.T) {
 		e.requests[i].Conn = []string{"10.0.0.1:4000/1", "10.0.0.2:4000/2"}[i%2]
 	}
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if l := s.Limiters[0]; l.Total.Min != 2 || l.Total.Max != 2 || len(l.Buckets) != 2 {
 		t.Fatalf("limiter %+v", l)
 	}
 	spec.Zones[0].Key = "$cookie_user"
 	s = run(t, e.write()).Scenarios[0]
-	if l := s.Limiters[0]; l.Status != LimiterNotChecked || !strings.Contains(l.Detail, "zone key $cookie_user") || s.Status != NotRun {
+	if l := s.Limiters[0]; l.Status != report.LimiterNotChecked || !strings.Contains(l.Detail, "zone key $cookie_user") || s.Status != evidence.NotRun {
 		t.Fatalf("status %s limiter %+v", s.Status, l)
 	}
 }
@@ -52,16 +53,16 @@ func TestClockSkewWidensWindows(t *testing.T) {
 		e.receipts = append(e.receipts, evidence.Receipt{ID: sp([]string{"a", "b"}[k]), RecvNs: t0 + int64(time.Second) + at + 1000})
 	}
 	e.attack["sent"] = 2
-	if s := run(t, e.write()).Scenarios[0]; s.Status != Pass {
+	if s := run(t, e.write()).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("same clock: %s %v", s.Status, s.Reasons)
 	}
 	// both 10 and 5 ms before the boundary: one window by the clients'
 	// clock, a breach; a limiter clock up to 50 ms off may put the boundary
 	// between them: unsure, not wrong
 	e.requests[1].SentNs, e.receipts[1].RecvNs = t0+int64(time.Second)-5e6, t0+int64(time.Second)-5e6+1000
-	wantVerdict(t, run(t, e.write()).Scenarios[0], Fail, "over-admitted (model must reject)")
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Fail, "over-admitted (model must reject)")
 	e.scenario.Limiters[0].ClockSkewNs = 50e6
-	if s := run(t, e.write()).Scenarios[0]; s.Status != Pass {
+	if s := run(t, e.write()).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("skew 50 ms: %s %v", s.Status, s.Reasons)
 	}
 }
@@ -85,7 +86,7 @@ func TestPerConnectionBuckets(t *testing.T) {
 		e.requests[i].Conn = []string{"127.0.0.1:5000/1", "127.0.0.1:5001/2"}[i/3]
 	}
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	// (1.31's float bucket may come out one short of a burst: the lower bound is 1 a bucket)
 	if l := s.Limiters[0]; len(l.Buckets) != 2 || l.Total.Min != 2 || l.Total.Max != 4 {
 		t.Fatalf("limiter %+v", l)
@@ -94,12 +95,12 @@ func TestPerConnectionBuckets(t *testing.T) {
 	for i := range e.requests {
 		e.requests[i].Conn = "127.0.0.1:5000/1"
 	}
-	wantVerdict(t, run(t, e.write()).Scenarios[0], Fail, "per conn: over-admitted (model must reject)")
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Fail, "per conn: over-admitted (model must reject)")
 	for i := range e.requests {
 		e.requests[i].Conn = ""
 	}
 	s = run(t, e.write()).Scenarios[0]
-	if l := s.Limiters[0]; l.Status != LimiterNotChecked || !strings.Contains(l.Detail, "6 requests have no connection key") || s.Status != NotRun {
+	if l := s.Limiters[0]; l.Status != report.LimiterNotChecked || !strings.Contains(l.Detail, "6 requests have no connection key") || s.Status != evidence.NotRun {
 		t.Fatalf("status %s limiter %+v", s.Status, l)
 	}
 }

@@ -10,73 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
 
-// NginxReport is what the nginx proxies' own evidence says (nginx/<proxy>/:
-// the JSON access log with $limit_req_status and the $upstream_* tries,
-// stub_status before and after), joined to the requests by X-Rlbench-Id:
-// who produced each response, as analyze/accesslog.go does for Envoy's
-// access logs.
-type NginxReport struct {
-	// Proxies has one entry per nginx proxy, sorted by name.
-	Proxies []NginxProxyReport `json:"proxies"`
-	// Producers counts the joined records by producer, in envoy.Producer's
-	// names: local_limiter (limit_req REJECTED: nginx answered
-	// limit_req_status itself), backend (the last upstream try answered the
-	// status the client got), upstream_failure (nginx's own 502 or 504: every
-	// try failed, or no live upstreams), other.
-	Producers map[string]int `json:"producers"`
-	// Rejected is the number of requests nginx's limit_req rejected
-	// (REJECTED, not dry run); Reclassified how many of them the clients'
-	// marks alone left as other_4xx or other_5xx and the log made local_429.
-	Rejected     int `json:"rejected"`
-	Reclassified int `json:"reclassified"`
-	// Unjoined counts records whose ID matches no request of the scenario.
-	Unjoined int `json:"unjoined"`
-	// Missing lists (up to SampleIDs) requests sent to an nginx proxy that
-	// got a response but have no record; MissingCount is their number.
-	Missing      []string `json:"missing"`
-	MissingCount int      `json:"missing_count"`
-	// Several lists (up to SampleIDs) requests with more than one record
-	// (sent twice); SeveralCount is their number.
-	Several      []string `json:"several"`
-	SeveralCount int      `json:"several_count"`
-	// Disagreements lists (up to SampleIDs) records whose status or producer
-	// disagrees with what the client got; DisagreementCount is their number.
-	Disagreements     []string `json:"disagreements"`
-	DisagreementCount int      `json:"disagreement_count"`
-}
-
-// NginxProxyReport is one nginx proxy's access log and stub_status.
-type NginxProxyReport struct {
-	Proxy string `json:"proxy"`
-	// File is the access log read, relative to the scenario directory.
-	File string `json:"file"`
-	// Records is the number of access log records.
-	Records int `json:"records"`
-	// ByLimitReqStatus counts the records by $limit_req_status
-	// (collect/nginx.LimitReq*; "none" when no limit_req ran).
-	ByLimitReqStatus map[string]int `json:"by_limit_req_status"`
-	// ByStatus counts the records by $status.
-	ByStatus map[string]int `json:"by_status"`
-	// Proxied counts records with an upstream try, Retried those with
-	// several (proxy_next_upstream), Tries and ServerTries the tries.
-	Proxied     int `json:"proxied"`
-	Retried     int `json:"retried"`
-	Tries       int `json:"tries"`
-	ServerTries int `json:"server_tries"`
-	// StubStatus is the stub_status delta (after − before); nil without both
-	// snapshots or when a counter went down.
-	StubStatus *collectnginx.StubStatusDelta `json:"stub_status,omitempty"`
-}
-
 // nginxJoin is the join of the nginx access logs with the requests.
 type nginxJoin struct {
-	report *NginxReport
+	report *report.NginxReport
 	// tries[i] is the number of server tries the records of request i
 	// logged (-1: no record), for the amplification split.
 	tries []int
@@ -122,7 +65,7 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 	}
 	reqs := &ev.Requests
 	n := reqs.Len()
-	j := &nginxJoin{report: &NginxReport{Proxies: []NginxProxyReport{}, Producers: map[string]int{}, Missing: []string{},
+	j := &nginxJoin{report: &report.NginxReport{Proxies: []report.NginxProxyReport{}, Producers: map[string]int{}, Missing: []string{},
 		Several: []string{}, Disagreements: []string{}}, tries: make([]int, n), producer: make([]string, n),
 		rejected: make([]bool, n), proxies: map[string]bool{}}
 	for i := range j.tries {
@@ -133,7 +76,7 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 	for _, ng := range ev.Nginx {
 		j.proxies[ng.Proxy] = true
 		s := collectnginx.Summarize(ng.Records)
-		pr := NginxProxyReport{Proxy: ng.Proxy, File: ng.File, Records: s.Requests, ByLimitReqStatus: s.ByLimitReqStatus,
+		pr := report.NginxProxyReport{Proxy: ng.Proxy, File: ng.File, Records: s.Requests, ByLimitReqStatus: s.ByLimitReqStatus,
 			ByStatus: map[string]int{}, Proxied: s.Proxied, Retried: s.Retried, Tries: s.Tries, ServerTries: s.ServerTries}
 		for code, k := range s.ByStatus {
 			pr.ByStatus[strconv.Itoa(code)] = k
@@ -181,7 +124,7 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 			}
 			if len(why) > 0 {
 				rep.DisagreementCount++
-				if len(rep.Disagreements) < SampleIDs {
+				if len(rep.Disagreements) < report.SampleIDs {
 					rep.Disagreements = append(rep.Disagreements, fmt.Sprintf("%s %s:%d: %s", a.ID, evidence.NginxPath(ng.Proxy, ""), a.Line,
 						strings.Join(why, "; ")))
 				}
@@ -222,12 +165,12 @@ func checkNginx(in *Input) (r Result) {
 	j := in.nginx
 	if j == nil {
 		if len(in.Scenario.Expect.LimitReqStatus) > 0 {
-			r.add("limit_req_status", CheckUnknown, "nginx access log records", "no nginx evidence under "+evidence.NginxDir+"/")
+			r.add("limit_req_status", report.CheckUnknown, "nginx access log records", "no nginx evidence under "+evidence.NginxDir+"/")
 		}
 		return r
 	}
 	rep := j.report
-	r.add("requests without nginx log entry", passIf(rep.MissingCount == 0), "0", idsGot(rep.MissingCount, rep.Missing))
+	r.add("requests without nginx log entry", passIf(rep.MissingCount == 0), "0", report.IDsGot(rep.MissingCount, rep.Missing))
 	got := strconv.Itoa(rep.DisagreementCount)
 	if rep.DisagreementCount > 0 {
 		got += " (" + strings.Join(rep.Disagreements, "; ")
@@ -237,7 +180,7 @@ func checkNginx(in *Input) (r Result) {
 		got += ")"
 	}
 	r.add("nginx log agrees with client", passIf(rep.DisagreementCount == 0), "0 disagreements", got)
-	r.add("requests with several nginx log entries", passIf(rep.SeveralCount == 0), "0", idsGot(rep.SeveralCount, rep.Several))
+	r.add("requests with several nginx log entries", passIf(rep.SeveralCount == 0), "0", report.IDsGot(rep.SeveralCount, rep.Several))
 	total := map[string]int{}
 	for _, p := range rep.Proxies {
 		for k, v := range p.ByLimitReqStatus {
@@ -256,8 +199,8 @@ func checkNginx(in *Input) (r Result) {
 			continue
 		}
 		st, got := passIf(ex[k].Contains(total[k])), strconv.Itoa(total[k])
-		if why := timingPremise(in); st == CheckFail && why != "" {
-			st, got = CheckUnknown, got+", "+why
+		if why := timingPremise(in); st == report.CheckFail && why != "" {
+			st, got = report.CheckUnknown, got+", "+why
 		}
 		r.add("limit_req_status "+k, st, ex[k].String(), got)
 	}

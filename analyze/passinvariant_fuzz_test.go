@@ -48,7 +48,7 @@ func FuzzJudgeNeverPassesMismatch(f *testing.F) {
 		must(t, os.WriteFile(filepath.Join(dir, evidence.RequestsFile), reqs, 0o644))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.ReceiptsFile), recs, 0o644))
 		rep, err := Analyze(context.Background(), dir, Options{Now: func() time.Time { return time.Unix(0, t0) }})
-		if err != nil || rep.Status != Pass {
+		if err != nil || rep.Status != evidence.Pass {
 			return
 		}
 		if why := mismatch(t, reqs, recs, 10); why != "" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/model"
 )
@@ -23,28 +24,6 @@ const (
 	// HeaderReset: reset lies outside the window (or does not end it).
 	HeaderReset = "reset"
 )
-
-// RateHeaderReport is rate_limit_headers of the report: the x-ratelimit-*
-// and RateLimit-* response headers checked against the limiters.
-type RateHeaderReport struct {
-	// Responses counts the responses with such headers; Checked those
-	// attributed to one limiter; Unattributed those no declared limiter
-	// could have set (or several could).
-	Responses    int `json:"responses"`
-	Checked      int `json:"checked"`
-	Unattributed int `json:"unattributed"`
-	// Mismatches are the findings, one per kind.
-	Mismatches []RateHeaderMismatch `json:"mismatches"`
-}
-
-// RateHeaderMismatch is one kind of header finding with its requests.
-type RateHeaderMismatch struct {
-	Kind  string `json:"kind"`
-	Count int    `json:"count"`
-	// IDs holds at most SampleIDs of the responses; Detail describes the first.
-	IDs    []string `json:"ids"`
-	Detail string   `json:"detail"`
-}
 
 // headerWindow is what a limiter tells of the window a header belongs to.
 type headerWindow struct {
@@ -98,13 +77,13 @@ func (r *limiterRun) headerWindow(i int) headerWindow {
 
 // rateHeaders checks every response's rate-limit headers against the
 // limiter that set them.
-func (ls *limiterSet) rateHeaders(in *Input, received []bool) *RateHeaderReport {
+func (ls *limiterSet) rateHeaders(in *Input, received []bool) *report.RateHeaderReport {
 	reqs := &in.Evidence.Requests
 	if len(reqs.Rate) == 0 {
 		return nil
 	}
-	rep := &RateHeaderReport{Responses: len(reqs.Rate), Mismatches: []RateHeaderMismatch{}}
-	c := &headerCheck{ls: ls, reqs: reqs, received: received, found: map[string]*RateHeaderMismatch{}, windows: map[string][]headerObs{}}
+	rep := &report.RateHeaderReport{Responses: len(reqs.Rate), Mismatches: []report.RateHeaderMismatch{}}
+	c := &headerCheck{ls: ls, reqs: reqs, received: received, found: map[string]*report.RateHeaderMismatch{}, windows: map[string][]headerObs{}}
 	c.flagged = ls != nil && slicesAny(ls.runs, func(r *limiterRun) bool { return r.decl.RateLimitHeaders })
 	for _, h := range reqs.Rate {
 		r := c.setter(h)
@@ -138,7 +117,7 @@ type headerCheck struct {
 	// flagged: some limiter is declared with rate_limit_headers.
 	flagged bool
 	// found holds the mismatches by kind.
-	found map[string]*RateHeaderMismatch
+	found map[string]*report.RateHeaderMismatch
 	// windows holds the remaining values per limiter, key (and epoch) and
 	// aligned window.
 	windows map[string][]headerObs
@@ -148,11 +127,11 @@ type headerCheck struct {
 func (c *headerCheck) flag(kind, id, detail string) {
 	m := c.found[kind]
 	if m == nil {
-		m = &RateHeaderMismatch{Kind: kind, IDs: []string{}, Detail: id + ": " + detail}
+		m = &report.RateHeaderMismatch{Kind: kind, IDs: []string{}, Detail: id + ": " + detail}
 		c.found[kind] = m
 	}
 	m.Count++
-	if len(m.IDs) < SampleIDs {
+	if len(m.IDs) < report.SampleIDs {
 		m.IDs = append(m.IDs, id)
 	}
 }
@@ -298,11 +277,11 @@ func checkRateHeaders(in *Input) (r Result) {
 	}
 	for _, kind := range []string{HeaderLimit, HeaderRemainingRose, HeaderRemainingOnReject, HeaderReset} {
 		got := "0 of " + fmt.Sprint(rh.Checked)
-		st := CheckPass
+		st := report.CheckPass
 		for _, m := range rh.Mismatches {
 			if m.Kind == kind {
-				st = CheckFail
-				got = idsGot(m.Count, m.IDs) + "; " + m.Detail
+				st = report.CheckFail
+				got = report.IDsGot(m.Count, m.IDs) + "; " + m.Detail
 			}
 		}
 		r.add(names[kind], st, "0 mismatches", strings.TrimSpace(got))

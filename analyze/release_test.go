@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/schemas"
 )
@@ -58,7 +59,7 @@ func compareScenario(t *testing.T, key string, got, old map[string]any) {
 	t.Helper()
 	gs, ost := got["status"].(string), old["status"].(string)
 	if why, ok := statusChanges[key]; ok {
-		if gs != NotRun || !reflect.DeepEqual(got["reasons"], []any{why}) {
+		if gs != evidence.NotRun || !reflect.DeepEqual(got["reasons"], []any{why}) {
 			t.Errorf("%s: status %s reasons %v, want NOT_RUN %q", key, gs, got["reasons"], why)
 		}
 		for _, k := range []string{"checks", "reasons", "status"} {
@@ -87,7 +88,7 @@ func compareScenario(t *testing.T, key string, got, old map[string]any) {
 		if !addedCheck(name) {
 			t.Errorf("%s: check %q is new and not a deliberate addition", key, name)
 		}
-		if ost == Pass && c["status"] != CheckPass {
+		if ost == evidence.Pass && c["status"] != report.CheckPass {
 			t.Errorf("%s: new check %v does not pass on evidence that PASSed", key, c)
 		}
 	}
@@ -174,7 +175,7 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 			rep, err := Analyze(context.Background(), filepath.Join(base, c.name), c.opts)
 			must(t, err)
 			var got bytes.Buffer
-			must(t, WriteJSON(&got, rep))
+			must(t, report.WriteJSON(&got, rep))
 			want, err := os.ReadFile(filepath.Join(base, c.report+".report.json"))
 			must(t, err)
 			var gm, om map[string]any
@@ -186,10 +187,10 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 			if err := schemas.Validate(schemas.ReportV1, want); err != nil {
 				t.Errorf("previous release's report does not match %s: %v", schemas.ReportV1, err)
 			}
-			if om["schema"] != "rlbench.report/v1" || gm["schema"] != ReportSchema {
+			if om["schema"] != "rlbench.report/v1" || gm["schema"] != report.ReportSchema {
 				t.Errorf("schema %v, previous %v", gm["schema"], om["schema"])
 			}
-			om["schema"] = ReportSchema
+			om["schema"] = report.ReportSchema
 			gsc, osc := gm["scenarios"].([]any), om["scenarios"].([]any)
 			if len(gsc) != len(osc) {
 				t.Fatalf("%d scenarios, previous release %d", len(gsc), len(osc))
@@ -199,10 +200,10 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 				key := c.report + "/" + g["dir"].(string)
 				if _, changed := statusChanges[key]; changed {
 					// the verdict moves; its group and the run follow it
-					om["status"] = NotRun
+					om["status"] = evidence.NotRun
 					for _, gr := range om["groups"].([]any) {
 						if gr.(map[string]any)["name"] == o["name"] {
-							gr.(map[string]any)["status"] = NotRun
+							gr.(map[string]any)["status"] = evidence.NotRun
 						}
 					}
 				}
@@ -223,7 +224,7 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 			old, err := evidence.ReadStatus(bytes.NewReader(wantStatus), c.name+".status.txt")
 			must(t, err)
 			var st bytes.Buffer
-			must(t, WriteStatus(&st, rep))
+			must(t, report.WriteStatus(&st, rep))
 			now, err := evidence.ReadStatus(&st, "status.txt")
 			must(t, err)
 			if len(now) != len(old) {
@@ -236,9 +237,9 @@ func TestPreviousReleaseEvidence(t *testing.T) {
 				l.Reason = checksPassedRE.ReplaceAllString(l.Reason, "(N checks passed)")
 				old[i].Reason = checksPassedRE.ReplaceAllString(old[i].Reason, "(N checks passed)")
 				if why, ok := statusChanges[c.name+"/"+rep.Scenarios[i].Dir]; ok {
-					old[i].Status, old[i].Reason = NotRun, why
+					old[i].Status, old[i].Reason = evidence.NotRun, why
 				}
-				if l.Status != Pass && l.Status == old[i].Status {
+				if l.Status != evidence.Pass && l.Status == old[i].Status {
 					// the reasons of a FAIL or NOT_RUN are compared in the report above
 					l.Reason = old[i].Reason
 				}

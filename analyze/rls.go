@@ -3,7 +3,10 @@ package analyze
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -20,7 +23,7 @@ import (
 // counters (the lab RLS keeps them in memory; Redis without persistence
 // loses them), so decisions after such a fault are judged as a new counter
 // epoch, named "<key> after <fault>".
-func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision) bool) *RLSCheck {
+func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision) bool) *report.RLSCheck {
 	if len(ev.Decisions) == 0 {
 		return nil
 	}
@@ -30,7 +33,7 @@ func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision)
 	}
 	var resets []boundary
 	for _, f := range ev.Faults {
-		if (f.Target == "rls" || f.Target == "redis") && (f.Action == ActionStart || f.Action == ActionRestart) {
+		if (f.Target == "rls" || f.Target == "redis") && (f.Action == evidence.ActionStart || f.Action == evidence.ActionRestart) {
 			resets = append(resets, boundary{f.EndNs, f.Name})
 		}
 	}
@@ -42,7 +45,7 @@ func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision)
 		}
 		return fmt.Sprintf("%s after %s", key, resets[i-1].name)
 	}
-	rc := &RLSCheck{ByCode: map[string]int{}, Windows: []RLSWindow{}}
+	rc := &report.RLSCheck{ByCode: map[string]int{}, Windows: []report.RLSWindow{}}
 	idx := map[string]int{}
 	for _, d := range ev.Decisions {
 		rc.Decisions++
@@ -53,7 +56,7 @@ func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision)
 		key := epochKey(d.Key, d.TimeNs)
 		i, ok := idx[key]
 		if !ok {
-			rc.Windows = append(rc.Windows, RLSWindow{Key: key, Limit: int(d.Limit)})
+			rc.Windows = append(rc.Windows, report.RLSWindow{Key: key, Limit: int(d.Limit)})
 			i = len(rc.Windows) - 1
 			idx[key] = i
 		}
@@ -70,4 +73,145 @@ func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision)
 	}
 	sort.Slice(rc.Windows, func(i, j int) bool { return rc.Windows[i].Key < rc.Windows[j].Key })
 	return rc
+}
+
+// checkRLSErrorsInFaultWindows: with faults, an RLS-error 500 should fall in
+// (or straddle) a fault window or its recovery lag; one entirely outside
+// every window is unexplained.
+func checkRLSErrorsInFaultWindows(in *Input) (r Result) {
+	sr := in.Report
+	if len(sr.FaultWindows) == 0 || sr.Totals.RLSError == 0 {
+		return r
+	}
+	var iv intervals
+	for _, w := range sr.FaultWindows {
+		iv = append(iv, [2]int64{w.BeginNs, w.EndNs + w.RecoveryLagNs})
+	}
+	iv = iv.merged()
+	reqs := &in.Evidence.Requests
+	outside := 0
+	for i := 0; i < reqs.Len(); i++ {
+		if reqs.Class[i] == evidence.ClassRLSError && !iv.overlaps(reqs.SentNs[i], reqs.EndNs[i]) {
+			outside++
+		}
+	}
+	r.add("RLS 500s outside fault windows (unexplained)", passIf(outside <= 0), "0", strconv.Itoa(max(outside, 0)))
+	return r
+}
+
+// checkRLSDecisions: per counter window, the RLS's OK decisions within the
+// limit, and every admission counted OK when the proxies asked the RLS.
+func checkRLSDecisions(in *Input) (r Result) {
+	rc := in.labRLS
+	if rc == nil {
+		return r
+	}
+	for _, w := range rc.Windows {
+		if w.Limit > 0 {
+			r.add("rls "+w.Key+": OK within limit", passIf(w.OK <= w.Limit), fmt.Sprintf("<= %d", w.Limit), strconv.Itoa(w.OK))
+		}
+	}
+	if globalInLoop(in) {
+		ok, need := okForAdmissions(in)
+		r.add("every admitted request counted OK by the RLS", passIf(int64(ok) >= need), fmt.Sprintf(">= %d", need), strconv.Itoa(ok))
+		r.excuse(len(r.Checks)-1, labRLSStall(in))
+	}
+	return r
+}
+
+// okForAdmissions returns the RLS's OK decisions that reached a request
+// (late ones excluded) and the admissions that needed one: those that
+// went to the RLS (their descriptor was produced) minus the proxies'
+// fail-open admissions.
+func okForAdmissions(in *Input) (int, int64) {
+	ev, ls := in.Evidence, in.limiters
+	reqs := &ev.Requests
+	ok := 0
+	for k, d := range ev.Decisions {
+		if d.Code == evidence.CodeOK && !ls.join.isZombie(k) {
+			ok++
+		}
+	}
+	var need int64
+	for i := 0; i < reqs.Len(); i++ {
+		if (reqs.Class[i].FromBackend() || in.received[i]) && (!ls.global || ls.throughGlobal[i]) {
+			need++
+		}
+	}
+	return ok, need - failOpen(in.Report)
+}
+
+// checkRLSLogged: the lab RLS logs every decision it sends; the proxies count
+// every decision they receive (cluster.<c>.ratelimit.ok + over_limit, Envoy's
+// ratelimit filter). Both sides must agree. (The real RLS can decide late,
+// after a proxy gave up; its log is judged by checkRealRLS instead.)
+// Snapshots taken inside the attack window (ProxyStats.Timing) make a
+// disagreement unknown, not FAIL.
+func checkRLSLogged(in *Input) (r Result) {
+	sr := in.Report
+	if !in.Scenario.RLSDecisions || in.Evidence.RLSLog || !globalInLoop(in) || statsOff(in) {
+		return r
+	}
+	var received int64
+	var timing []string
+	comparable := len(sr.Stats) > 0
+	for _, ps := range sr.Stats {
+		if ps.Status != report.StatsOK {
+			comparable = false
+		}
+		if ps.Timing != "" {
+			timing = append(timing, ps.Proxy+": "+ps.Timing)
+		}
+		received += ps.Deltas[DeltaGlobalOK] + ps.Deltas[DeltaGlobalOverLimit]
+	}
+	if !comparable {
+		return r
+	}
+	// the proxies count calls; the RLS logs a decision per descriptor and
+	// numbers the calls of several (Decision.Call)
+	var answered []evidence.Decision
+	for _, d := range in.Evidence.Decisions {
+		if d.Code == evidence.CodeOK || d.Code == evidence.CodeOverLimit {
+			answered = append(answered, d)
+		}
+	}
+	logged := evidence.Calls(answered)
+	got := strconv.Itoa(logged) + " in " + evidence.DecisionsFile
+	if logged != len(answered) {
+		got = fmt.Sprintf("%d calls (%d decisions) in %s", logged, len(answered), evidence.DecisionsFile)
+	}
+	st := passIf(int64(logged) == received)
+	if st == report.CheckFail && len(timing) > 0 {
+		// snapshots inside the attack window: the counters may miss decisions
+		st, got = report.CheckUnknown, got+" ("+strings.Join(timing, "; ")+")"
+	}
+	r.add("rls decisions logged = decisions the proxies received", st,
+		strconv.FormatInt(received, 10)+" (ratelimit.ok + over_limit)", got)
+	r.excuse(0, labRLSStall(in))
+	return r
+}
+
+// failOpen sums the proxies' ratelimit.failure_mode_allowed deltas: requests
+// admitted without an RLS decision (Envoy ratelimit filter, failure_mode_deny false).
+func failOpen(sr *report.ScenarioReport) int64 {
+	var n int64
+	for _, ps := range sr.Stats {
+		n += ps.Deltas[DeltaGlobalFailOpen]
+	}
+	return n
+}
+
+// globalInLoop reports whether the proxies asked an RLS: scenario.json
+// declares a global limiter (or a fixed-window limit), or (evidence
+// recorded by hand, without limits) the proxies' stats show the global filter.
+func globalInLoop(in *Input) bool {
+	if ls := in.limiters; ls != nil && len(ls.runs) > 0 {
+		return ls.global
+	}
+	for _, ps := range in.Report.Stats {
+		if _, ok := ps.Deltas[DeltaGlobalOK]; ok {
+			return true
+		}
+	}
+	return false
 }

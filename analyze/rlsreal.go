@@ -6,18 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
-)
-
-// Evidence files of a scenario run on the real envoyproxy/ratelimit (written by the runner for lab.rls.kind real,
-// or collected by hand into the same layout); the names are evidence's.
-const (
-	// RealRLSLog is the RLS log; its presence (or that of RealRLSParsedLog) switches the real-RLS reconciliation
-	// (rls.real) on.
-	RealRLSLog = evidence.RLSLogFile
-	// RealRLSParsedLog is the parsed RLS log that `rlbench collect rls-log --out DIR` writes.
-	RealRLSParsedLog = evidence.RLSParsedLogFile
 )
 
 // Identity statuses of RealIdentity.Status, beyond collect/rls's pass, fail and reset.
@@ -30,151 +21,6 @@ const (
 	// snapshot was not stable).
 	IdentityUnknown = "unknown"
 )
-
-// RLSReal is rls.real of the report: the reconciliation of a real envoyproxy/ratelimit on Redis with the
-// clients, from rls/decisions.jsonl (decisions parsed from the RLS debug log), faults.jsonl, requests.jsonl and
-// the RLS Prometheus snapshots rls/metrics.*.json.
-type RLSReal struct {
-	// TimeResolutionNs is the resolution assumed for decision times: 1e9 when every decision time is a whole
-	// second (LOG_FORMAT=text, logrus RFC3339), else 1 (LOG_FORMAT=json, RFC3339Nano).
-	TimeResolutionNs int64 `json:"time_resolution_ns"`
-	// Windows lists each counter window (cache key) per Redis epoch.
-	Windows []RealWindow `json:"windows"`
-	// Descriptors compares, per descriptor, OK decisions (zombies excluded) with the admissions that went
-	// through the RLS.
-	Descriptors []RealDescriptor `json:"descriptors"`
-	// Zombies counts OK/OVER_LIMIT decisions that reached no request: joined per call (analyze's rlsJoin: same
-	// descriptor, made while that request was in flight, a code its outcome agrees with, one decision per request),
-	// none could take them: calls that hung on a dead Redis and were executed after their clients had given up:
-	// envoyproxy/ratelimit counts a hit when its Redis pipeline returns (src/redis/fixed_cache_impl.go DoLimit),
-	// whether or not the Envoy that asked still waits (its ratelimit filter's timeout,
-	// api/envoy/extensions/filters/http/ratelimit/v3/rate_limit.proto), and calls of other clients (the RLS's HTTP
-	// /json endpoint). They consume the window but admit nobody, so they are excluded from OK counts.
-	Zombies int `json:"zombies"`
-	// JoinSkipped says why the decisions were not joined to requests ("" when they were); no decision is then
-	// called late.
-	JoinSkipped string `json:"join_skipped,omitempty"`
-	// ZombieDecisions holds up to SampleIDs of them.
-	ZombieDecisions []RealDecision `json:"zombie_decisions"`
-	Errors          RealErrors     `json:"errors"`
-	// Snapshots lists the RLS metrics snapshots found, in time order.
-	Snapshots []RealSnapshot `json:"snapshots"`
-	// Identities checks the RLS stat identity per RLS process and stat key.
-	Identities []RealIdentity `json:"identities"`
-}
-
-// RealWindow is one Redis counter (cache key) within one Redis epoch. A start or restart of Redis (no
-// persistence) begins a new epoch: counters restart at 1 in mid-window. An RLS restart does not: the counts live
-// in Redis (envoyproxy/ratelimit src/redis/fixed_cache_impl.go: INCRBY and EXPIRE on the cache key).
-type RealWindow struct {
-	Key string `json:"key"`
-	// Epoch is "" for the first Redis, else "after <fault name>".
-	Epoch string `json:"epoch"`
-	Limit int    `json:"limit"`
-	// Decisions counts the decisions with a counter value (current).
-	Decisions int `json:"decisions"`
-	// OK and OverLimit exclude zombies; ZombieOK and ZombieOver count them.
-	OK         int `json:"ok"`
-	OverLimit  int `json:"over_limit"`
-	ZombieOK   int `json:"zombie_ok"`
-	ZombieOver int `json:"zombie_over"`
-	// MaxCurrent is the highest counter value logged.
-	MaxCurrent uint64 `json:"max_current"`
-	// DuplicateCurrents are counter values logged more than once: within a window each INCRBY yields a unique N.
-	DuplicateCurrents []uint64 `json:"duplicate_currents"`
-	// Inconsistent counts decisions whose code disagrees with "OK iff current <= limit" (each decision against the
-	// limit it was decided with; a shadow_mode hit over its limit is OK).
-	Inconsistent int `json:"inconsistent"`
-	// Limits lists the limits the window's decisions applied, in order, when more than one: the configuration
-	// was reloaded within the window (Reloaded tells whether a config-load line of the RLS log lies between).
-	Limits   []int `json:"limits,omitempty"`
-	Reloaded *bool `json:"reloaded,omitempty"`
-	// Shadow counts OK decisions of a shadow_mode rule over its limit (would have rejected).
-	Shadow int `json:"shadow,omitempty"`
-}
-
-// RealDescriptor compares one descriptor's OK decisions with client admissions.
-type RealDescriptor struct {
-	// Descriptor is "<domain> <k>=<v>[,<k>=<v>...]".
-	Descriptor string `json:"descriptor"`
-	// OK excludes zombies; ZombieOK counts them.
-	OK       int `json:"ok"`
-	ZombieOK int `json:"zombie_ok"`
-	// AdmittedMin..AdmittedMax are the admissions that needed an OK: admitted (plus no-response) minus the
-	// proxies' ratelimit.failure_mode_allowed.
-	AdmittedMin int `json:"admitted_min"`
-	AdmittedMax int `json:"admitted_max"`
-	// uncarried: no request of the run carries the descriptor (every
-	// request's descriptors are known and none is it): its decisions are
-	// unmatched evidence (Engagement), not admissions of these requests.
-	uncarried bool
-}
-
-// RealDecision is a decision flagged in the report.
-type RealDecision struct {
-	TimeNs  int64  `json:"time_ns"`
-	Key     string `json:"key"`
-	Current uint64 `json:"current"`
-	Code    string `json:"code"`
-	// Fault names the fault window the decision lies in, else the last one that ended before it; "" if none.
-	Fault string `json:"fault"`
-}
-
-// RealErrors joins the RLS's Redis errors (ERROR decisions: `caught error during call`) to the Redis fault
-// windows, with each line's time resolution (collect/rls.Place: a text-log line at second S may lie anywhere in
-// [S, S+1s)).
-type RealErrors struct {
-	Total int `json:"total"`
-	// Inside counts errors consistent with a Redis fault window.
-	Inside int `json:"inside"`
-	// AfterRecovery counts errors after a Redis window closed: the RLS's connection pool
-	// (src/redis/driver_impl.go) keeps connections that died with the Redis, so the next calls fail fast with EOF.
-	AfterRecovery int `json:"after_recovery"`
-	// Unexplained counts errors before any Redis fault, or in a scenario without one.
-	Unexplained int `json:"unexplained"`
-	// Windows gives, per Redis fault window, the errors consistent with it (collect/rls.MatchErrorsToWindow).
-	Windows []RealErrorWindow `json:"windows"`
-}
-
-// RealErrorWindow is one Redis fault window and its errors.
-type RealErrorWindow struct {
-	Name    string `json:"name"`
-	BeginNs int64  `json:"begin_ns"`
-	EndNs   int64  `json:"end_ns"`
-	Errors  int    `json:"errors"`
-}
-
-// RealSnapshot is one RLS metrics snapshot file.
-type RealSnapshot struct {
-	Label   string `json:"label"`
-	TimeNs  int64  `json:"time_ns"`
-	Process int    `json:"process"`
-	Stable  bool   `json:"stable"`
-	Error   string `json:"error,omitempty"`
-}
-
-// RealIdentity is the RLS stat identity total_hits = within_limit + over_limit (+ hits of failed or hanging
-// calls) of one stat key over one RLS process's life: its last good snapshot against zero, since the RLS's
-// Prometheus counters are totals since the process started and restart at 0 with it (a reset that is
-// recognised, not a failure).
-type RealIdentity struct {
-	Process int `json:"process"`
-	// Snapshot is the label of the snapshot used.
-	Snapshot    string  `json:"snapshot"`
-	Key         string  `json:"key"`
-	TotalHits   float64 `json:"total_hits"`
-	WithinLimit float64 `json:"within_limit"`
-	OverLimit   float64 `json:"over_limit"`
-	// Gap is total_hits − within_limit − over_limit.
-	Gap float64 `json:"gap"`
-	// RedisErrors and Hanging are the process's redis_error calls and ShouldRateLimit calls without a
-	// response time (total_requests − response_time count): the hits a gap may be made of.
-	RedisErrors float64 `json:"redis_errors"`
-	Hanging     float64 `json:"hanging"`
-	// Status is pass, explained, fail or unknown.
-	Status string `json:"status"`
-	Detail string `json:"detail"`
-}
 
 // checkRealRLS judges rls.real of a scenario that ran on the real RLS (RealRLSLog or RealRLSParsedLog present).
 func checkRealRLS(in *Input) (res Result) {
@@ -206,7 +52,7 @@ func checkRealRLS(in *Input) (res Result) {
 	}
 	if globalInLoop(in) {
 		for _, d := range rr.Descriptors {
-			if d.uncarried && d.OK == 0 {
+			if d.Uncarried && d.OK == 0 {
 				continue // another client's descriptor: counted as unmatched decisions by the engagement checks
 			}
 			name := "rls real " + d.Descriptor + ": OK decisions (zombies excluded) = admissions through the RLS"
@@ -224,7 +70,7 @@ func checkRealRLS(in *Input) (res Result) {
 			}
 			joined := sr.RLSFailures != nil && sr.RLSFailures.FailOpen == 0 && rr.JoinSkipped == "" && in.Evidence.HasDecisions
 			if len(sr.Stats) == 0 && rr.Errors.Total > 0 && sr.Totals.Passed > 0 && !joined {
-				st, got = CheckUnknown, got+"; fail-open admissions unknown without proxy stats"
+				st, got = report.CheckUnknown, got+"; fail-open admissions unknown without proxy stats"
 			}
 			add(name, st, want, got)
 		}
@@ -234,12 +80,12 @@ func checkRealRLS(in *Input) (res Result) {
 			fmt.Sprintf("%d inside, %d after recovery, %d unexplained", e.Inside, e.AfterRecovery, e.Unexplained))
 	}
 	for _, id := range rr.Identities {
-		st := CheckFail
+		st := report.CheckFail
 		switch id.Status {
 		case rls.IdentityPass, IdentityExplained:
-			st = CheckPass
+			st = report.CheckPass
 		case IdentityUnknown:
-			st = CheckUnknown
+			st = report.CheckUnknown
 		}
 		add(fmt.Sprintf("rls real stats (process %d) %s: total_hits = within_limit + over_limit (+ errors, hanging)", id.Process, id.Key),
 			st, "identity", id.Detail)
@@ -249,10 +95,10 @@ func checkRealRLS(in *Input) (res Result) {
 
 // reconcileReal computes rls.real from the scenario's decisions, fault windows, client classes, the proxies'
 // ratelimit.failure_mode_allowed (admissions without an RLS decision) and the per-call join of the decisions.
-func reconcileReal(in *Input) *RLSReal {
+func reconcileReal(in *Input) *report.RLSReal {
 	ev, fws, totals, failOpenN := in.Evidence, in.Report.FaultWindows, in.Report.Totals, failOpen(in.Report)
-	rr := &RLSReal{Windows: []RealWindow{}, Descriptors: []RealDescriptor{}, ZombieDecisions: []RealDecision{},
-		Errors: RealErrors{Windows: []RealErrorWindow{}}, Snapshots: []RealSnapshot{}, Identities: []RealIdentity{}}
+	rr := &report.RLSReal{Windows: []report.RealWindow{}, Descriptors: []report.RealDescriptor{}, ZombieDecisions: []report.RealDecision{},
+		Errors: report.RealErrors{Windows: []report.RealErrorWindow{}}, Snapshots: []report.RealSnapshot{}, Identities: []report.RealIdentity{}}
 	rr.TimeResolutionNs = decisionResolution(ev.Decisions)
 	join := in.limiters.join
 	if join != nil {
@@ -299,18 +145,18 @@ func redisEpochs(fs []evidence.Fault) []redisEpoch {
 			continue
 		}
 		switch f.Action {
-		case ActionStop:
+		case evidence.ActionStop:
 			if downSince < 0 {
 				downSince = f.BeginNs
 			}
-		case ActionStart:
+		case evidence.ActionStart:
 			at := f.BeginNs
 			if downSince >= 0 {
 				at = downSince
 			}
 			epochs = append(epochs, redisEpoch{at, f.Name})
 			downSince = -1
-		case ActionRestart:
+		case evidence.ActionRestart:
 			epochs = append(epochs, redisEpoch{f.BeginNs, f.Name})
 			downSince = -1
 		}
@@ -329,7 +175,7 @@ func redisEpochOf(epochs []redisEpoch, t int64) string {
 }
 
 // faultAt names the fault window that holds t (unix ns), else the closed one that ended last before t ("": none).
-func faultAt(fws []FaultWindow, t int64) string {
+func faultAt(fws []report.FaultWindow, t int64) string {
 	name, at := "", int64(0)
 	for _, w := range fws {
 		if t >= w.BeginNs && t <= w.EndNs {
@@ -349,7 +195,7 @@ type realWindowKey struct{ key, epoch string }
 // decisions, and collects its error lines.
 type realTally struct {
 	in     *Input
-	rr     *RLSReal
+	rr     *report.RLSReal
 	join   *rlsJoin
 	epochs []redisEpoch
 	// widx indexes rr.Windows; windowLast is each window's last decision time (unix ns); seen counts each
@@ -367,7 +213,7 @@ func (t *realTally) decision(di int, d evidence.Decision) {
 	desc := descriptorName(d)
 	i, ok := t.didx[desc]
 	if !ok && len(d.Descriptor) > 0 {
-		rr.Descriptors = append(rr.Descriptors, RealDescriptor{Descriptor: desc, uncarried: !t.join.carried(d)})
+		rr.Descriptors = append(rr.Descriptors, report.RealDescriptor{Descriptor: desc, Uncarried: !t.join.carried(d)})
 		i = len(rr.Descriptors) - 1
 		t.didx[desc] = i
 	}
@@ -382,8 +228,8 @@ func (t *realTally) decision(di int, d evidence.Decision) {
 	zombie := t.join.isZombie(di)
 	if zombie {
 		rr.Zombies++
-		if len(rr.ZombieDecisions) < SampleIDs {
-			rr.ZombieDecisions = append(rr.ZombieDecisions, RealDecision{TimeNs: d.TimeNs, Key: d.Key, Current: d.Current,
+		if len(rr.ZombieDecisions) < report.SampleIDs {
+			rr.ZombieDecisions = append(rr.ZombieDecisions, report.RealDecision{TimeNs: d.TimeNs, Key: d.Key, Current: d.Current,
 				Code: d.Code, Fault: faultAt(t.in.Report.FaultWindows, d.TimeNs)})
 		}
 	}
@@ -405,7 +251,7 @@ func (t *realTally) window(d evidence.Decision, zombie bool) {
 	k := realWindowKey{d.Key, redisEpochOf(t.epochs, d.TimeNs)}
 	j, ok := t.widx[k]
 	if !ok {
-		t.rr.Windows = append(t.rr.Windows, RealWindow{Key: k.key, Epoch: k.epoch, Limit: int(d.Limit), DuplicateCurrents: []uint64{}})
+		t.rr.Windows = append(t.rr.Windows, report.RealWindow{Key: k.key, Epoch: k.epoch, Limit: int(d.Limit), DuplicateCurrents: []uint64{}})
 		j = len(t.rr.Windows) - 1
 		t.widx[k] = j
 		t.seen[k] = map[uint64]int{}
@@ -443,7 +289,7 @@ func (t *realTally) window(d evidence.Decision, zombie bool) {
 
 // limitChange records in window w (key k) a decision d made with another limit than the window's last, and
 // whether a configuration reload explains every change (RealWindow.Limits, Reloaded).
-func (t *realTally) limitChange(w *RealWindow, k realWindowKey, d evidence.Decision) {
+func (t *realTally) limitChange(w *report.RealWindow, k realWindowKey, d evidence.Decision) {
 	if d.Limit <= 0 || len(w.Limits) == 0 && int(d.Limit) == w.Limit || len(w.Limits) > 0 && w.Limits[len(w.Limits)-1] == int(d.Limit) {
 		return
 	}
@@ -457,7 +303,7 @@ func (t *realTally) limitChange(w *RealWindow, k realWindowKey, d evidence.Decis
 }
 
 // sortRealWindows sorts windows by key and epoch, and each one's duplicate currents.
-func sortRealWindows(ws []RealWindow) {
+func sortRealWindows(ws []report.RealWindow) {
 	sort.Slice(ws, func(i, j int) bool {
 		if ws[i].Key != ws[j].Key {
 			return ws[i].Key < ws[j].Key
@@ -472,14 +318,14 @@ func sortRealWindows(ws []RealWindow) {
 }
 
 // realErrors places the RLS log's error lines errs against the Redis fault windows among fws into out.
-func realErrors(out *RealErrors, errs []rls.ErrorLine, fws []FaultWindow) {
+func realErrors(out *report.RealErrors, errs []rls.ErrorLine, fws []report.FaultWindow) {
 	out.Total = len(errs)
-	var redisWins []FaultWindow
+	var redisWins []report.FaultWindow
 	for _, w := range fws {
 		if w.Target == "redis" {
 			redisWins = append(redisWins, w)
 			in, _ := rls.MatchErrorsToWindow(errs, w.BeginNs, w.EndNs)
-			out.Windows = append(out.Windows, RealErrorWindow{Name: w.Name, BeginNs: w.BeginNs, EndNs: w.EndNs, Errors: in})
+			out.Windows = append(out.Windows, report.RealErrorWindow{Name: w.Name, BeginNs: w.BeginNs, EndNs: w.EndNs, Errors: in})
 		}
 	}
 	for _, e := range errs {
@@ -549,12 +395,12 @@ func (iv intervals) overlaps(lo, hi int64) bool {
 // the HTTP /json endpoint; the gRPC ones show as total_requests − response_time count, the /json ones only there
 // (envoyproxy/ratelimit counts ShouldRateLimit_total_requests in its gRPC interceptor, not for /json calls, whose
 // hits are in total_hits all the same).
-func realIdentities(files []evidence.RLSMetrics, pendingLookups int) ([]RealSnapshot, []RealIdentity) {
-	snaps := []RealSnapshot{}
-	ids := []RealIdentity{}
+func realIdentities(files []evidence.RLSMetrics, pendingLookups int) ([]report.RealSnapshot, []report.RealIdentity) {
+	snaps := []report.RealSnapshot{}
+	ids := []report.RealIdentity{}
 	ms := sortedRLSMetrics(files)
 	for _, m := range ms {
-		snaps = append(snaps, RealSnapshot{Label: m.Label, TimeNs: m.TimeNs, Process: m.Process, Stable: m.Stable, Error: m.Error})
+		snaps = append(snaps, report.RealSnapshot{Label: m.Label, TimeNs: m.TimeNs, Process: m.Process, Stable: m.Stable, Error: m.Error})
 	}
 	unknownWithin := assignRLSProcesses(ms)
 	last := map[int]*evidence.RLSMetrics{}
@@ -637,8 +483,8 @@ func assignRLSProcesses(ms []evidence.RLSMetrics) map[int]string {
 // processIdentities checks the stat identities of RLS process p on its last good snapshot m; unknownWithin
 // ("": none) makes them unknown. Gaps that the hits of failed calls (redis_error) and of hanging calls explain
 // are explained, not failed.
-func processIdentities(p int, m *evidence.RLSMetrics, unknownWithin string, pendingLookups int) []RealIdentity {
-	var ids []RealIdentity
+func processIdentities(p int, m *evidence.RLSMetrics, unknownWithin string, pendingLookups int) []report.RealIdentity {
+	var ids []report.RealIdentity
 	var hanging float64
 	if m.Prometheus != nil {
 		hanging = m.Prometheus.TotalRequests["ShouldRateLimit"] - float64(m.Prometheus.ResponseTime["ShouldRateLimit"].Count)
@@ -655,7 +501,7 @@ func processIdentities(p int, m *evidence.RLSMetrics, unknownWithin string, pend
 		explainable += jsonHanging
 	}
 	for _, r := range results {
-		id := RealIdentity{Process: p, Snapshot: m.Label, Key: r.Key, TotalHits: r.After.TotalHits, WithinLimit: r.After.WithinLimit,
+		id := report.RealIdentity{Process: p, Snapshot: m.Label, Key: r.Key, TotalHits: r.After.TotalHits, WithinLimit: r.After.WithinLimit,
 			OverLimit: r.After.OverLimit, Gap: r.Gap, RedisErrors: m.Counters.RedisErrors, Hanging: hanging}
 		switch {
 		case unknownWithin != "":

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -24,7 +25,7 @@ func realEv(t *testing.T) *ev {
 	e.scenario = evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "real", IntendedLimit: evidence.IntendedPerRun(five),
 		Limits: []evidence.LimitSpec{{Kind: "fixed_window", Limit: 5, Unit: "HOUR", WindowStart: "aligned"}}}
 	must(t, mkdirAll(filepath.Join(e.dir, "rls")))
-	must(t, os.WriteFile(filepath.Join(e.dir, RealRLSLog), []byte(`{"@message":"Tracing disabled","@timestamp":"2026-11-30T09:00:00Z","level":"info"}`+"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(e.dir, evidence.RLSLogFile), []byte(`{"@message":"Tracing disabled","@timestamp":"2026-11-30T09:00:00Z","level":"info"}`+"\n"), 0o644))
 	return e
 }
 
@@ -47,7 +48,7 @@ func dec(atNs int64, current uint64, code string) evidence.Decision {
 		WindowStart: 1796029200, Current: current, Limit: 5, Unit: "HOUR", Code: code}
 }
 
-func check(t *testing.T, s ScenarioReport, prefix string) Check {
+func check(t *testing.T, s report.ScenarioReport, prefix string) report.Check {
 	t.Helper()
 	for _, c := range s.Checks {
 		if strings.HasPrefix(c.Name, prefix) {
@@ -55,7 +56,7 @@ func check(t *testing.T, s ScenarioReport, prefix string) Check {
 		}
 	}
 	t.Fatalf("no check %q in %+v", prefix, s.Checks)
-	return Check{}
+	return report.Check{}
 }
 
 // A Redis outage under failure_mode_deny: 2 errors inside the window, all 20 clients get 500 within 5 ms, then
@@ -67,8 +68,8 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	}
 	dir := e.write()
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "stop redis", Action: ActionStop, Target: "redis", BeginNs: t0 - 10*ms, EndNs: t0 - 5*ms, OK: true},
-		{Name: "start redis", Action: ActionStart, Target: "redis", BeginNs: t0 + 20*ms, EndNs: t0 + 30*ms, OK: true},
+		{Name: "stop redis", Action: evidence.ActionStop, Target: "redis", BeginNs: t0 - 10*ms, EndNs: t0 - 5*ms, OK: true},
+		{Name: "start redis", Action: evidence.ActionStart, Target: "redis", BeginNs: t0 + 20*ms, EndNs: t0 + 30*ms, OK: true},
 	})
 	ds := []evidence.Decision{}
 	for i := 0; i < 2; i++ {
@@ -88,7 +89,7 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 
 	s := run(t, dir).Scenarios[0]
-	if s.Status != Pass {
+	if s.Status != evidence.Pass {
 		t.Fatalf("status %s: %v", s.Status, s.Reasons)
 	}
 	rr := s.RLS.Real
@@ -108,7 +109,7 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	if d := rr.Descriptors; len(d) != 1 || d[0].OK != 0 || d[0].ZombieOK != 5 || d[0].AdmittedMin != 0 || d[0].AdmittedMax != 0 {
 		t.Fatalf("descriptors %+v", d)
 	}
-	if c := check(t, s, "rls real inventory tenant=lab: OK decisions"); c.Status != CheckPass || c.Got != "0 (+5 zombie)" {
+	if c := check(t, s, "rls real inventory tenant=lab: OK decisions"); c.Status != report.CheckPass || c.Got != "0 (+5 zombie)" {
 		t.Fatalf("check %+v", c)
 	}
 	if e := rr.Errors; e.Total != 2 || e.Inside != 2 || e.Unexplained != 0 || len(e.Windows) != 1 || e.Windows[0].Errors != 2 {
@@ -121,7 +122,7 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	e.request("late", 22, 30, 500)
 	e.write()
 	s = run(t, dir).Scenarios[0]
-	if s.RLS.Real.Zombies != 10 || s.Status != Pass {
+	if s.RLS.Real.Zombies != 10 || s.Status != evidence.Pass {
 		t.Fatalf("zombies %d status %s %v", s.RLS.Real.Zombies, s.Status, s.Reasons)
 	}
 	// An admitted request in flight takes exactly one OK decision: one is not late, nine are.
@@ -134,7 +135,7 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	if s.RLS.Real.Zombies != 9 {
 		t.Fatalf("zombies %d status %s %v", s.RLS.Real.Zombies, s.Status, s.Reasons)
 	}
-	if c := check(t, s, "rls real inventory tenant=lab: OK decisions"); c.Status != CheckPass || c.Got != "1 (+4 zombie)" || c.Want != "1" {
+	if c := check(t, s, "rls real inventory tenant=lab: OK decisions"); c.Status != report.CheckPass || c.Got != "1 (+4 zombie)" || c.Want != "1" {
 		t.Fatalf("check %+v", c)
 	}
 }
@@ -152,7 +153,7 @@ func TestRealDuplicateCurrentFails(t *testing.T) {
 	})
 	s := run(t, dir).Scenarios[0]
 	c := check(t, s, "rls real inventory_tenant_lab_1796029200: current values unique")
-	if s.Status != Fail || c.Status != CheckFail || !strings.Contains(c.Got, "duplicated current [2]") {
+	if s.Status != evidence.Fail || c.Status != report.CheckFail || !strings.Contains(c.Got, "duplicated current [2]") {
 		t.Fatalf("status %s check %+v", s.Status, c)
 	}
 	if w := s.RLS.Real.Windows[0]; w.Decisions != 4 || w.OK != 4 || w.MaxCurrent != 3 {
@@ -161,7 +162,7 @@ func TestRealDuplicateCurrentFails(t *testing.T) {
 
 	// A Redis restart between the two 2s: two epochs, no duplicate.
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "restart redis", Action: ActionRestart, Target: "redis", BeginNs: t0 + 11*ms + 500_000, EndNs: t0 + 11*ms + 600_000, OK: true},
+		{Name: "restart redis", Action: evidence.ActionRestart, Target: "redis", BeginNs: t0 + 11*ms + 500_000, EndNs: t0 + 11*ms + 600_000, OK: true},
 	})
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), []evidence.Decision{
 		dec(t0+10*ms, 1, "OK"), dec(t0+11*ms, 2, "OK"), dec(t0+12*ms, 1, "OK"), dec(t0+13*ms, 2, "OK"),
@@ -172,7 +173,7 @@ func TestRealDuplicateCurrentFails(t *testing.T) {
 		t.Fatalf("windows %+v", ws)
 	}
 	for _, c := range s.Checks {
-		if strings.HasPrefix(c.Name, "rls real") && c.Status != CheckPass {
+		if strings.HasPrefix(c.Name, "rls real") && c.Status != report.CheckPass {
 			t.Fatalf("check %+v", c)
 		}
 	}
@@ -192,11 +193,11 @@ func TestRealOKAboveLimitIsInconsistent(t *testing.T) {
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 	s := run(t, dir).Scenarios[0]
 	c := check(t, s, "rls real inventory_tenant_lab_1796029200: OK iff current <= limit")
-	if c.Status != CheckFail || c.Got != "1" || s.Status != Fail {
+	if c.Status != report.CheckFail || c.Got != "1" || s.Status != evidence.Fail {
 		t.Fatalf("status %s check %+v", s.Status, c)
 	}
 	// Every admitted request had its OK: that check passes on its own.
-	if c := check(t, s, "rls real inventory tenant=lab: OK decisions"); c.Status != CheckPass || c.Got != "6" {
+	if c := check(t, s, "rls real inventory tenant=lab: OK decisions"); c.Status != report.CheckPass || c.Got != "6" {
 		t.Fatalf("check %+v", c)
 	}
 }
@@ -210,8 +211,8 @@ func TestRealErrorsJoinedToWindowsWithResolution(t *testing.T) {
 	dir := e.write()
 	s0 := int64(1796029200) * int64(time.Second)
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "stop redis", Action: ActionStop, Target: "redis", BeginNs: s0 + 1400*ms, EndNs: s0 + 1410*ms, OK: true},
-		{Name: "start redis", Action: ActionStart, Target: "redis", BeginNs: s0 + 2400*ms, EndNs: s0 + 2500*ms, OK: true},
+		{Name: "stop redis", Action: evidence.ActionStop, Target: "redis", BeginNs: s0 + 1400*ms, EndNs: s0 + 1410*ms, OK: true},
+		{Name: "start redis", Action: evidence.ActionStart, Target: "redis", BeginNs: s0 + 2400*ms, EndNs: s0 + 2500*ms, OK: true},
 	})
 	errAt := func(sec int64) evidence.Decision {
 		return evidence.Decision{TimeNs: s0 + sec*int64(time.Second), Domain: "inventory", Descriptor: tenantLab, Code: "ERROR",
@@ -226,7 +227,7 @@ func TestRealErrorsJoinedToWindowsWithResolution(t *testing.T) {
 	if e := rr.Errors; e.Total != 3 || e.Inside != 2 || e.AfterRecovery != 1 || e.Unexplained != 0 {
 		t.Fatalf("errors %+v", e)
 	}
-	if c := check(t, s, "rls real: Redis errors"); c.Status != CheckPass {
+	if c := check(t, s, "rls real: Redis errors"); c.Status != report.CheckPass {
 		t.Fatalf("check %+v", c)
 	}
 
@@ -235,7 +236,7 @@ func TestRealErrorsJoinedToWindowsWithResolution(t *testing.T) {
 	if e := s.RLS.Real.Errors; e.Inside != 1 || e.Unexplained != 1 {
 		t.Fatalf("errors %+v", e)
 	}
-	if c := check(t, s, "rls real: Redis errors"); c.Status != CheckFail || s.Status != Fail {
+	if c := check(t, s, "rls real: Redis errors"); c.Status != report.CheckFail || s.Status != evidence.Fail {
 		t.Fatalf("status %s check %+v", s.Status, c)
 	}
 }
@@ -293,9 +294,9 @@ func TestRealOutageFixture(t *testing.T) {
 	dir := e.write()
 	rlsRestart := int64(1796031758) * int64(time.Second) // "received terminated" at 09:42:38
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "stop redis", Action: ActionStop, Target: "redis", BeginNs: stop, EndNs: stopped, OK: true},
-		{Name: "start redis", Action: ActionStart, Target: "redis", BeginNs: start, EndNs: started, OK: true},
-		{Name: "restart rls", Action: ActionRestart, Target: "rls", BeginNs: rlsRestart, EndNs: rlsRestart + 900*ms, OK: true},
+		{Name: "stop redis", Action: evidence.ActionStop, Target: "redis", BeginNs: stop, EndNs: stopped, OK: true},
+		{Name: "start redis", Action: evidence.ActionStart, Target: "redis", BeginNs: start, EndNs: started, OK: true},
+		{Name: "restart rls", Action: evidence.ActionRestart, Target: "rls", BeginNs: rlsRestart, EndNs: rlsRestart + 900*ms, OK: true},
 	})
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 	s := run(t, dir).Scenarios[0]
@@ -337,7 +338,7 @@ func writeMetricsCounters(t *testing.T, dir, label string, snap *rls.PromSnapsho
 	must(t, os.WriteFile(filepath.Join(dir, "rls", "metrics."+label+".json"), b, 0o644))
 }
 
-func identity(t *testing.T, ids []RealIdentity, process int) RealIdentity {
+func identity(t *testing.T, ids []report.RealIdentity, process int) report.RealIdentity {
 	t.Helper()
 	for _, id := range ids {
 		if id.Process == process && id.Key == "inventory.tenant_lab" {
@@ -345,7 +346,7 @@ func identity(t *testing.T, ids []RealIdentity, process int) RealIdentity {
 		}
 	}
 	t.Fatalf("no identity for process %d in %+v", process, ids)
-	return RealIdentity{}
+	return report.RealIdentity{}
 }
 
 // The RLS stat identity on the real json-prometheus scrapes: after the short outage total_hits 40 = 15 + 20 + 5
@@ -371,7 +372,7 @@ func TestRealIdentitiesAcrossRestart(t *testing.T) {
 		t.Fatalf("process 2 %+v", p2)
 	}
 	c := check(t, s, "rls real stats (process 1) inventory.tenant_lab")
-	if c.Status != CheckPass {
+	if c.Status != report.CheckPass {
 		t.Fatalf("check %+v", c)
 	}
 
@@ -383,7 +384,7 @@ func TestRealIdentitiesAcrossRestart(t *testing.T) {
 	if id := identity(t, s.RLS.Real.Identities, 1); id.Status != IdentityUnknown {
 		t.Fatalf("identity %+v", id)
 	}
-	if c := check(t, s, "rls real stats (process 1)"); c.Status != CheckUnknown || s.Status != NotRun {
+	if c := check(t, s, "rls real stats (process 1)"); c.Status != report.CheckUnknown || s.Status != evidence.NotRun {
 		t.Fatalf("status %s check %+v", s.Status, c)
 	}
 
@@ -405,7 +406,7 @@ func TestRealOnlyWithRLSLog(t *testing.T) {
 	e.request("a", 0, 1, 200)
 	dir := e.write()
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), []evidence.Decision{dec(t0, 1, "OK")})
-	must(t, os.Remove(filepath.Join(dir, RealRLSLog)))
+	must(t, os.Remove(filepath.Join(dir, evidence.RLSLogFile)))
 	s := run(t, dir).Scenarios[0]
 	if s.RLS == nil || s.RLS.Real != nil {
 		t.Fatalf("rls %+v", s.RLS)
@@ -418,8 +419,8 @@ func TestRealReportMatchesSchema(t *testing.T) {
 	e.request("a", 0, 50, 200)
 	dir := e.write()
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "stop redis", Action: ActionStop, Target: "redis", BeginNs: t0 + 10*ms, EndNs: t0 + 11*ms, OK: true},
-		{Name: "start redis", Action: ActionStart, Target: "redis", BeginNs: t0 + 20*ms, EndNs: t0 + 21*ms, OK: true},
+		{Name: "stop redis", Action: evidence.ActionStop, Target: "redis", BeginNs: t0 + 10*ms, EndNs: t0 + 11*ms, OK: true},
+		{Name: "start redis", Action: evidence.ActionStart, Target: "redis", BeginNs: t0 + 20*ms, EndNs: t0 + 21*ms, OK: true},
 	})
 	errd := dec(t0+15*ms, 0, "ERROR")
 	errd.Error = "EOF"
@@ -438,8 +439,8 @@ func TestRealReportMatchesSchema(t *testing.T) {
 // prometheus` (bare counters, ordered by label): before and after of one process, identity checked on after.
 func TestRealHandCollected(t *testing.T) {
 	e := realEv(t)
-	must(t, os.Remove(filepath.Join(e.dir, RealRLSLog)))
-	must(t, os.WriteFile(filepath.Join(e.dir, RealRLSParsedLog), []byte("{}"), 0o644))
+	must(t, os.Remove(filepath.Join(e.dir, evidence.RLSLogFile)))
+	must(t, os.WriteFile(filepath.Join(e.dir, evidence.RLSParsedLogFile), []byte("{}"), 0o644))
 	e.request("a", 0, 10, 200)
 	dir := e.write()
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), []evidence.Decision{dec(t0+ms, 1, "OK")})
@@ -461,7 +462,7 @@ func TestRealHandCollected(t *testing.T) {
 	if id := identity(t, rr.Identities, 1); id.Status != rls.IdentityPass || id.Snapshot != "after" || id.TotalHits != 21 {
 		t.Fatalf("identity %+v", rr.Identities)
 	}
-	if s.Status != Pass {
+	if s.Status != evidence.Pass {
 		t.Fatalf("status %s %v", s.Status, s.Reasons)
 	}
 }

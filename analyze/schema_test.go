@@ -8,16 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/schemas"
 )
 
 // validReport fails the test when the JSON form of rep does not match
 // schemas/report.v2.schema.json.
-func validReport(t *testing.T, rep *Report) {
+func validReport(t *testing.T, rep *report.Report) {
 	t.Helper()
 	var buf bytes.Buffer
-	must(t, WriteJSON(&buf, rep))
+	must(t, report.WriteJSON(&buf, rep))
 	if err := schemas.Validate(schemas.Report, buf.Bytes()); err != nil {
 		t.Fatalf("report of %s does not match the schema: %v", rep.Dir, err)
 	}
@@ -31,12 +32,12 @@ func TestReportMatchesSchema(t *testing.T) {
 	e := newEv(t).demo()
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: "fixed_window", Limit: 5, Unit: "HOUR"}}
 	dir := e.write()
-	writeLines(t, dir+"/"+evidence.FaultsFile, []evidence.Fault{{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0, EndNs: t0 + 1}})
+	writeLines(t, dir+"/"+evidence.FaultsFile, []evidence.Fault{{Name: "stop rls", Action: evidence.ActionStop, Target: "rls", BeginNs: t0, EndNs: t0 + 1}})
 	must(t, mkdirAll(dir+"/rls"))
 	writeLines(t, dir+"/"+evidence.DecisionsFile, []evidence.Decision{{TimeNs: t0, Domain: "inventory", Key: "inventory_tenant_lab_1796029200", Limit: 5, Code: "OK", Current: 1}})
 	notRun := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(notRun, evidence.NotRunFile), []byte("target unreachable\n"), 0o644))
-	for _, rep := range []*Report{run(t, dir), run(t, t.TempDir()), run(t, notRun)} {
+	for _, rep := range []*report.Report{run(t, dir), run(t, t.TempDir()), run(t, notRun)} {
 		validReport(t, rep)
 	}
 	// The schema really constrains: an unknown field is rejected.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -42,8 +43,8 @@ func largeRun(n int, d time.Duration) *evidence.Bundle {
 		reqs[i] = r
 	}
 	ev := memScenario(sc, reqs, recs)
-	ev.Faults = []evidence.Fault{{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0 + int64(d)/3, EndNs: t0 + int64(d)/3 + 1000, OK: true},
-		{Name: "start rls", Action: ActionStart, Target: "rls", BeginNs: t0 + int64(d)/2, EndNs: t0 + int64(d)/2 + 5_000_000, OK: true}}
+	ev.Faults = []evidence.Fault{{Name: "stop rls", Action: evidence.ActionStop, Target: "rls", BeginNs: t0 + int64(d)/3, EndNs: t0 + int64(d)/3 + 1000, OK: true},
+		{Name: "start rls", Action: evidence.ActionStart, Target: "rls", BeginNs: t0 + int64(d)/2, EndNs: t0 + int64(d)/2 + 5_000_000, OK: true}}
 	return &evidence.Bundle{Dir: "mem/large", Scenarios: []*evidence.ScenarioEvidence{ev}}
 }
 
@@ -58,7 +59,7 @@ func TestSeriesAddsUp(t *testing.T) {
 	if ser == nil {
 		t.Fatal("no series")
 	}
-	if ser.Bins > MaxBins || ser.Bins < MaxBins/5 || ser.BinNs != int64(100*time.Millisecond) {
+	if ser.Bins > report.MaxBins || ser.Bins < report.MaxBins/5 || ser.BinNs != int64(100*time.Millisecond) {
 		t.Errorf("bins %d of %v", ser.Bins, time.Duration(ser.BinNs))
 	}
 	if ser.StartNs > s.StartNs || ser.StartNs+int64(ser.Bins)*ser.BinNs <= s.EndNs {
@@ -80,7 +81,7 @@ func TestSeriesAddsUp(t *testing.T) {
 	if sum(ser.Receipts) != s.Receipts.Total || ser.AdmittedCumulative[ser.Bins-1] != s.Totals.Admitted {
 		t.Errorf("receipts %d vs %d, cumulative %d vs %d", sum(ser.Receipts), s.Receipts.Total, ser.AdmittedCumulative[ser.Bins-1], s.Totals.Admitted)
 	}
-	if len(ser.Bounds) != 1 || ser.Bounds[0].Name != BoundConfigured {
+	if len(ser.Bounds) != 1 || ser.Bounds[0].Name != report.BoundConfigured {
 		t.Fatalf("bounds %+v", ser.Bounds)
 	}
 	line := ser.Bounds[0].Allowed
@@ -99,7 +100,7 @@ func TestSeriesAddsUp(t *testing.T) {
 		}
 	}
 	for _, l := range ser.Latency {
-		if len(l.OffsetNs) > MaxLatencyPoints || len(l.OffsetNs) != len(l.LatencyNs) || l.Count < len(l.OffsetNs) {
+		if len(l.OffsetNs) > report.MaxLatencyPoints || len(l.OffsetNs) != len(l.LatencyNs) || l.Count < len(l.OffsetNs) {
 			t.Errorf("%s/%s: %d points for %d requests", l.Target, l.Class, len(l.OffsetNs), l.Count)
 		}
 		for k := 1; k < len(l.OffsetNs); k++ {
@@ -109,7 +110,7 @@ func TestSeriesAddsUp(t *testing.T) {
 		}
 	}
 	// proxy-a: admitted, local_429; proxy-b (every odd request) also no_response.
-	if len(ser.Distributions) != 5 || len(ser.Distributions[0].LatencyNs) != len(DistributionPercents) {
+	if len(ser.Distributions) != 5 || len(ser.Distributions[0].LatencyNs) != len(report.DistributionPercents) {
 		t.Errorf("distributions %d", len(ser.Distributions))
 	}
 	for _, d := range ser.Distributions {
@@ -138,7 +139,7 @@ func TestHTMLOfAMillionRequests(t *testing.T) {
 		t.Fatalf("sent %d", rep.Scenarios[0].Totals.Sent)
 	}
 	var cw countingWriter
-	if err := WriteHTML(&cw, rep); err != nil {
+	if err := report.WriteHTML(&cw, rep); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("HTML report of 1,000,000 requests: %d bytes", cw.n)

@@ -2,64 +2,18 @@ package analyze
 
 import (
 	"fmt"
-	"io"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
-
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"strings"
 )
-
-// ShardsReport describes the shards of a merged run (evidence.Merge,
-// issue 15): how far apart they started, and how well their clocks are
-// known against the backend's, which widens every limiter's timing
-// uncertainty.
-type ShardsReport struct {
-	// Count is the shards' N; Hosts how many host names they ran on.
-	Count int `json:"count"`
-	Hosts int `json:"hosts"`
-	// StartSpreadNs is the latest shard start minus the earliest, each by
-	// its own clock, ns; MaxLateNs the largest lateness against --start-at.
-	StartSpreadNs int64 `json:"start_spread_ns"`
-	MaxLateNs     int64 `json:"max_late_ns"`
-	// OffsetBoundNs is the largest |clock offset| between a shard's host
-	// and a receipt source that the (send, receive, end) bounds allow
-	// (evidence.ClockOffset, intersected over the shards of one host):
-	// every limiter's intervals are widened by it on both sides, on top of
-	// its clock_skew_ns.
-	OffsetBoundNs int64 `json:"offset_bound_ns"`
-	// Unbounded names the hosts whose clock no request bounds (no request
-	// of theirs got a response from the backend and a receipt); with more
-	// than one host the limiters are then not checked.
-	Unbounded []string `json:"unbounded"`
-	// Shards are the shards in index order.
-	Shards []ShardReport `json:"shards"`
-}
-
-// ShardReport is one shard of a merged run.
-type ShardReport struct {
-	Index    int    `json:"index"`
-	Dir      string `json:"dir"`
-	Host     string `json:"host"`
-	Requests int    `json:"requests"`
-	// StartNs is its start by its own clock, unix ns; LateNs how late it
-	// started against --start-at (0 without).
-	StartNs int64 `json:"start_ns"`
-	LateNs  int64 `json:"late_ns"`
-	// Offsets bound its clock against each receipt source.
-	Offsets []evidence.ClockOffset `json:"offsets"`
-}
 
 // shardsOf reports the shards of a merge and returns the widening, ns, and
 // why the limiters cannot be checked ("" when they can).
-func shardsOf(m *evidence.MergeRecord) (*ShardsReport, int64, string) {
-	rep := &ShardsReport{Count: m.Count, StartSpreadNs: m.StartSpreadNs, MaxLateNs: m.MaxLateNs, Shards: []ShardReport{}}
+func shardsOf(m *evidence.MergeRecord) (*report.ShardsReport, int64, string) {
+	rep := &report.ShardsReport{Count: m.Count, StartSpreadNs: m.StartSpreadNs, MaxLateNs: m.MaxLateNs, Shards: []report.ShardReport{}}
 	hosts := map[string]bool{}
 	for _, s := range m.Shards {
-		rep.Shards = append(rep.Shards, ShardReport{Index: s.Index, Dir: s.Dir, Host: s.Host, Requests: s.Requests, StartNs: s.StartNs,
+		rep.Shards = append(rep.Shards, report.ShardReport{Index: s.Index, Dir: s.Dir, Host: s.Host, Requests: s.Requests, StartNs: s.StartNs,
 			LateNs: s.LateNs, Offsets: s.Offsets})
 		hosts[s.Host] = true
 	}
@@ -108,49 +62,4 @@ func (ls *limiterSet) joinWidenNs() int64 {
 		}
 	}
 	return w
-}
-
-// writeShardsTable renders the shards of merged scenarios.
-func writeShardsTable(w io.Writer, rep *Report) error {
-	var rows [][]any
-	for _, s := range rep.Scenarios {
-		sh := s.Shards
-		if sh == nil {
-			continue
-		}
-		for _, x := range sh.Shards {
-			offs := make([]string, 0, len(x.Offsets))
-			for _, o := range x.Offsets {
-				offs = append(offs, offsetString(o))
-			}
-			rows = append(rows, []any{s.Name, fmt.Sprintf("%d/%d", x.Index, sh.Count), x.Host, x.Requests,
-				time.Unix(0, x.StartNs).UTC().Format("15:04:05.000000"), time.Duration(x.LateNs).String(), strings.Join(offs, "; ")})
-		}
-		rows = append(rows, []any{s.Name, "all", strconv.Itoa(sh.Hosts) + " host(s)", "", "spread " + time.Duration(sh.StartSpreadNs).String(),
-			"max " + time.Duration(sh.MaxLateNs).String(), "widening ±" + time.Duration(sh.OffsetBoundNs).String()})
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nShards:")
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("Scenario", "Shard", "Host", "Requests", "Start (UTC)", "Late", "Clock offset vs backend")
-	if err := t.Bulk(rows); err != nil {
-		return err
-	}
-	return t.Render()
-}
-
-// offsetString is "replica: -1.2ms..+0.3ms (n pairs)".
-func offsetString(o evidence.ClockOffset) string {
-	if !o.Bounded {
-		return o.Replica + ": unbounded"
-	}
-	sign := func(ns int64) string {
-		if ns >= 0 {
-			return "+" + time.Duration(ns).String()
-		}
-		return time.Duration(ns).String()
-	}
-	return fmt.Sprintf("%s: %s..%s (%d)", o.Replica, sign(o.MinNs), sign(o.MaxNs), o.Pairs)
 }

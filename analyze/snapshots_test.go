@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -77,17 +78,17 @@ func TestRestartSeenOnlyInUptime(t *testing.T) {
 			s := run(t, dir).Scenarios[0]
 			ps := s.Stats[1]
 			if c.restart == "" {
-				if ps.Status != StatsOK || s.Status != Pass {
+				if ps.Status != report.StatsOK || s.Status != evidence.Pass {
 					t.Fatalf("stats %+v, status %s, reasons %s", ps, s.Status, reasons(s))
 				}
 				return
 			}
-			if ps.Status != StatsReset || strings.Join(ps.Resets, "; ") != c.restart || s.Status != NotRun ||
+			if ps.Status != report.StatsReset || strings.Join(ps.Resets, "; ") != c.restart || s.Status != evidence.NotRun ||
 				!strings.Contains(reasons(s), "inconclusive: proxy-b: the proxy restarted between snapshots (server.uptime)") {
 				t.Fatalf("stats %+v, status %s, reasons %s", ps, s.Status, reasons(s))
 			}
 			for _, ch := range s.Checks {
-				if strings.HasPrefix(ch.Name, "proxy-b:") && ch.Status != CheckUnknown {
+				if strings.HasPrefix(ch.Name, "proxy-b:") && ch.Status != report.CheckUnknown {
 					t.Errorf("check %+v after a restart", ch)
 				}
 			}
@@ -111,16 +112,16 @@ func TestSnapshotsInsideTheAttackWindow(t *testing.T) {
 		got           string // proxy-b's "local ok" check
 		timing        string
 	}{
-		{"after snapshot before the last response", snap{100, 40, -1, first - sec}, snap{103, 45, -1, last - 120_000_000}, NotRun,
+		{"after snapshot before the last response", snap{100, 40, -1, first - sec}, snap{103, 45, -1, last - 120_000_000}, evidence.NotRun,
 			"3 (after snapshot taken 120ms before the last response: counters may miss it)",
 			"after snapshot taken 120ms before the last response: counters may miss it"},
-		{"before snapshot after the first request", snap{102, 40, -1, first + 2_000_000}, snap{105, 45, -1, last + sec}, NotRun,
+		{"before snapshot after the first request", snap{102, 40, -1, first + 2_000_000}, snap{105, 45, -1, last + sec}, evidence.NotRun,
 			"3 (before snapshot taken 2ms after the first request was sent: counters may include it)",
 			"before snapshot taken 2ms after the first request was sent: counters may include it"},
-		{"mistimed but agreeing", snap{100, 40, -1, first + 2_000_000}, snap{105, 45, -1, last - 120_000_000}, Pass, "5",
+		{"mistimed but agreeing", snap{100, 40, -1, first + 2_000_000}, snap{105, 45, -1, last - 120_000_000}, evidence.Pass, "5",
 			"before snapshot taken 2ms after the first request was sent: counters may include it; after snapshot taken 120ms before the last response: counters may miss it"},
-		{"enclosing the window", snap{100, 40, -1, first - sec}, snap{103, 45, -1, last + sec}, Fail, "3", ""},
-		{"no taken_ns", snap{100, 40, -1, 0}, snap{103, 45, -1, 0}, Fail, "3", ""},
+		{"enclosing the window", snap{100, 40, -1, first - sec}, snap{103, 45, -1, last + sec}, evidence.Fail, "3", ""},
+		{"no taken_ns", snap{100, 40, -1, 0}, snap{103, 45, -1, 0}, evidence.Fail, "3", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, _ := statsEv(t)
@@ -131,7 +132,7 @@ func TestSnapshotsInsideTheAttackWindow(t *testing.T) {
 			if s.Status != c.status || ch.Got != c.got || s.Stats[1].Timing != c.timing || s.Stats[0].Timing != "" {
 				t.Fatalf("status %s, check %+v, timing %q, reasons %s", s.Status, ch, s.Stats[1].Timing, reasons(s))
 			}
-			if c.status == NotRun && (ch.Status != CheckUnknown || !strings.Contains(reasons(s), "inconclusive: proxy-b: local ok")) {
+			if c.status == evidence.NotRun && (ch.Status != report.CheckUnknown || !strings.Contains(reasons(s), "inconclusive: proxy-b: local ok")) {
 				t.Fatalf("check %+v, reasons %s", ch, reasons(s))
 			}
 		})
@@ -165,20 +166,20 @@ func TestRLSLoggedWithSnapshotsInsideTheWindow(t *testing.T) {
 		snapshot(p, evidence.LabelBefore, 0, 0, t0-sec)
 		snapshot(p, evidence.LabelAfter, 5, 5, t0+sec)
 	}
-	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("complete: %s %s", s.Status, reasons(s))
 	}
 	// proxy-b's after snapshot, 500 ms before its last response, lacks a rejection.
 	snapshot("proxy-b", evidence.LabelAfter, 5, 4, t0+19000+1_000_000-500_000_000)
 	s := run(t, dir).Scenarios[0]
 	c := check(t, s, "rls decisions logged")
-	if s.Status != NotRun || c.Status != CheckUnknown ||
+	if s.Status != evidence.NotRun || c.Status != report.CheckUnknown ||
 		c.Got != "20 in rls/decisions.jsonl (proxy-b: after snapshot taken 500ms before the last response: counters may miss it)" {
 		t.Fatalf("status %s, check %+v, reasons %s", s.Status, c, reasons(s))
 	}
 	// The same snapshot taken after the last response: the log FAILs.
 	snapshot("proxy-b", evidence.LabelAfter, 5, 4, t0+sec)
-	if s := run(t, dir).Scenarios[0]; s.Status != Fail || check(t, s, "rls decisions logged").Status != CheckFail {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Fail || check(t, s, "rls decisions logged").Status != report.CheckFail {
 		t.Fatalf("enclosing snapshots: %s %s", s.Status, reasons(s))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -67,8 +68,8 @@ func partialLocal(in *Input, proxy string) bool {
 // A counter that went down between snapshots is a reset (process restart or
 // /reset_counters), and so is a restart that only server.uptime shows
 // (uptimeRestart): the proxy's comparison is then unknown, never a pass.
-func proxyStats(in *Input) []ProxyStats {
-	out := []ProxyStats{}
+func proxyStats(in *Input) []report.ProxyStats {
+	out := []report.ProxyStats{}
 	for _, snaps := range in.Evidence.Stats {
 		out = append(out, proxyStat(in, snaps))
 	}
@@ -76,9 +77,9 @@ func proxyStats(in *Input) []ProxyStats {
 }
 
 // proxyStat is proxyStats of one proxy's snapshots.
-func proxyStat(in *Input, snaps evidence.ProxySnapshots) ProxyStats {
+func proxyStat(in *Input, snaps evidence.ProxySnapshots) report.ProxyStats {
 	p := snaps.Proxy
-	ps := ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []Check{}}
+	ps := report.ProxyStats{Proxy: p, Deltas: map[string]int64{}, Checks: []report.Check{}}
 	before, after := snaps.Before, snaps.After
 	if status, detail := statsUnusable(in, snaps); status != "" {
 		ps.Status, ps.Detail = status, detail
@@ -94,15 +95,15 @@ func proxyStat(in *Input, snaps evidence.ProxySnapshots) ProxyStats {
 		return ps
 	}
 	local, global := bLocal || aLocal, bGlobal || aGlobal
-	ps.Status = StatsOK
+	ps.Status = report.StatsOK
 	statsDeltas(&ps, bm, am)
 	if why := uptimeRestart(before, after); why != "" {
 		ps.Resets = append(ps.Resets, why)
-		ps.Status = StatsReset
+		ps.Status = report.StatsReset
 		ps.Detail = "the proxy restarted between snapshots (server.uptime): comparison unknown"
 	}
 	ps.Timing = snapshotTiming(&in.Evidence.Requests, p, before, after)
-	var c *Classes
+	var c *report.Classes
 	for i := range in.Report.Targets {
 		if in.Report.Targets[i].Target == p {
 			c = &in.Report.Targets[i].Classes
@@ -111,10 +112,10 @@ func proxyStat(in *Input, snaps evidence.ProxySnapshots) ProxyStats {
 	if c == nil && attackedWithNone(in.Evidence.Attack, p) {
 		// The attack had this proxy as a target and sent it nothing (a
 		// sticky split): its clients sent 0, which its counters must show.
-		c = &Classes{}
+		c = &report.Classes{}
 	}
 	if c == nil {
-		ps.Checks = append(ps.Checks, Check{Name: "clients of this proxy", Status: CheckUnknown, Want: "a target named " + p, Got: "none"})
+		ps.Checks = append(ps.Checks, report.Check{Name: "clients of this proxy", Status: report.CheckUnknown, Want: "a target named " + p, Got: "none"})
 		return ps
 	}
 	statsChecks(in, &ps, c, local, global)
@@ -132,11 +133,11 @@ func statsUnusable(in *Input, snaps evidence.ProxySnapshots) (status, detail str
 				msgs = append(msgs, e)
 			}
 		}
-		return StatsMissing, "stats snapshot: " + strings.Join(msgs, "; ")
+		return report.StatsMissing, "stats snapshot: " + strings.Join(msgs, "; ")
 	}
 	if (before.Proxy != "" && before.Proxy != p) || (after.Proxy != "" && after.Proxy != p) {
 		d := evidence.Dir(in.Evidence.Path)
-		return StatsMissing, fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q",
+		return report.StatsMissing, fmt.Sprintf("stats snapshot: %s holds proxy %q and %s proxy %q, not %q",
 			d.StatsSnapshot(p, evidence.LabelBefore, ".json"), before.Proxy, d.StatsSnapshot(p, evidence.LabelAfter, ".json"), after.Proxy, p)
 	}
 	return "", ""
@@ -145,7 +146,7 @@ func statsUnusable(in *Input, snaps evidence.ProxySnapshots) (status, detail str
 // statsDeltas sets ps's deltas from the flattened snapshots bm (before)
 // and am (after), every counter of either, and marks a counter that went
 // down (or vanished) as a reset.
-func statsDeltas(ps *ProxyStats, bm, am map[string]uint64) {
+func statsDeltas(ps *report.ProxyStats, bm, am map[string]uint64) {
 	for k := range bm {
 		if _, ok := am[k]; !ok {
 			am[k] = 0
@@ -160,7 +161,7 @@ func statsDeltas(ps *ProxyStats, bm, am map[string]uint64) {
 	}
 	sort.Strings(ps.Resets)
 	if len(ps.Resets) > 0 {
-		ps.Status = StatsReset
+		ps.Status = report.StatsReset
 		ps.Detail = "a counter went down between snapshots (restart or reset_counters): comparison unknown"
 	}
 }
@@ -169,7 +170,7 @@ func statsDeltas(ps *ProxyStats, bm, am map[string]uint64) {
 // the configured limiters' stats are present, and the local
 // (local: its snapshots have local rate limit stats), cluster and global
 // (global: ratelimit stats) counters match the client classes.
-func statsChecks(in *Input, ps *ProxyStats, c *Classes, local, global bool) {
+func statsChecks(in *Input, ps *report.ProxyStats, c *report.Classes, local, global bool) {
 	p := ps.Proxy
 	add := func(name string, got int64, lo, hi int) {
 		want := strconv.Itoa(lo)
@@ -178,21 +179,21 @@ func statsChecks(in *Input, ps *ProxyStats, c *Classes, local, global bool) {
 		}
 		st, g := passIf(got >= int64(lo) && got <= int64(hi)), strconv.FormatInt(got, 10)
 		switch {
-		case ps.Status == StatsReset:
-			st = CheckUnknown
-		case st == CheckFail && ps.Timing != "":
-			st, g = CheckUnknown, g+" ("+ps.Timing+")"
+		case ps.Status == report.StatsReset:
+			st = report.CheckUnknown
+		case st == report.CheckFail && ps.Timing != "":
+			st, g = report.CheckUnknown, g+" ("+ps.Timing+")"
 		}
-		ps.Checks = append(ps.Checks, Check{Name: name, Status: st, Want: want, Got: g})
+		ps.Checks = append(ps.Checks, report.Check{Name: name, Status: st, Want: want, Got: g})
 	}
 	n, nr := c.Sent, c.NoResponse
 	// The configured limiters must show in the proxy's stats.
 	for _, l := range in.Scenario.Limits {
 		switch {
 		case l.Kind == evidence.LimitTokenBucket && !local:
-			ps.Checks = append(ps.Checks, Check{Name: "local rate limit stats present", Status: CheckFail, Want: "http_local_rate_limit.* counters", Got: "none"})
+			ps.Checks = append(ps.Checks, report.Check{Name: "local rate limit stats present", Status: report.CheckFail, Want: "http_local_rate_limit.* counters", Got: "none"})
 		case l.Kind == evidence.LimitFixedWindow && !global:
-			ps.Checks = append(ps.Checks, Check{Name: "global rate limit stats present", Status: CheckFail, Want: "cluster.<c>.ratelimit.* counters", Got: "none"})
+			ps.Checks = append(ps.Checks, report.Check{Name: "global rate limit stats present", Status: report.CheckFail, Want: "cluster.<c>.ratelimit.* counters", Got: "none"})
 		}
 	}
 	if local {

@@ -29,7 +29,7 @@ func TestTesterReceiptBeforeSendIsNotRun(t *testing.T) {
 	for i := range e.receipts {
 		e.receipts[i].RecvNs -= int64(time.Second)
 	}
-	wantVerdict(t, run(t, e.write()).Scenarios[0], NotRun,
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.NotRun,
 		`receipts.jsonl:1: receipt of id "id-00": recv_ns`, "before its request was sent", "(10 lines so)")
 
 	// within the clock tolerance it is no contradiction
@@ -37,7 +37,7 @@ func TestTesterReceiptBeforeSendIsNotRun(t *testing.T) {
 	for i := range e.receipts {
 		e.receipts[i].RecvNs = e.requests[i].SentNs - int64(time.Millisecond)
 	}
-	wantVerdict(t, run(t, e.write()).Scenarios[0], Pass)
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Pass)
 }
 
 // Tester 5: every sent_ns 0 PASSed although attack.json's span says otherwise.
@@ -46,7 +46,7 @@ func TestTesterSentOutsideAttackIsNotRun(t *testing.T) {
 	for i := range e.requests {
 		e.requests[i].SentNs = 0
 	}
-	wantVerdict(t, run(t, e.write()).Scenarios[0], NotRun,
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.NotRun,
 		`requests.jsonl:1: id "id-00": sent_ns 0 lies outside the attack's start_ns..end_ns`, "(20 lines so)")
 }
 
@@ -57,11 +57,11 @@ func TestTesterNegativeLatencyIsNotRun(t *testing.T) {
 		e.requests[i].LatencyNs = -5
 	}
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, NotRun, "requests.jsonl:1: latency_ns -5: negative")
+	wantVerdict(t, s, evidence.NotRun, "requests.jsonl:1: latency_ns -5: negative")
 
 	e = spanned(t)
 	e.requests[3].LatencyNs = 1<<63 - 1
-	wantVerdict(t, run(t, e.write()).Scenarios[0], NotRun, "requests.jsonl:4: sent_ns + latency_ns overflows int64")
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.NotRun, "requests.jsonl:4: sent_ns + latency_ns overflows int64")
 }
 
 // Tester 7: an admitted request turned not_sent (code 0) that has a
@@ -70,7 +70,7 @@ func TestTesterNegativeLatencyIsNotRun(t *testing.T) {
 func TestTesterNotSentWithReceiptIsNotRun(t *testing.T) {
 	e := spanned(t)
 	e.requests[2].NotSent, e.requests[2].Code, e.requests[2].BytesIn = true, 0, 0
-	wantVerdict(t, run(t, e.write()).Scenarios[0], NotRun,
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.NotRun,
 		`requests.jsonl:3: id "id-02" was not sent (not_sent): the attack is incomplete`,
 		`receipts.jsonl:3: receipt of id "id-02", which requests.jsonl records as not sent`)
 
@@ -80,7 +80,7 @@ func TestTesterNotSentWithReceiptIsNotRun(t *testing.T) {
 	e.attack["complete"] = false
 	e.attack["phases"] = []map[string]any{{"complete": false, "not_sent": 1, "error": "1 of 20 requests were not sent"}}
 	s := run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, NotRun, "attack did not complete")
+	wantVerdict(t, s, evidence.NotRun, "attack did not complete")
 	if r := reasons(s); strings.Contains(r, "was not sent (not_sent)") {
 		t.Fatalf("attack.json reports the request not sent; reasons:\n%s", r)
 	}
@@ -98,12 +98,12 @@ func TestTesterStatsAgreeFalseTurnsTheComparisonOff(t *testing.T) {
 	dir := e.write()
 	writeSnap(t, dir, "proxy-a", "before", 100, 40)
 	writeSnap(t, dir, "proxy-a", "after", 105, 47) // local enforced disagrees: 7, the clients saw 5
-	wantVerdict(t, run(t, dir).Scenarios[0], Fail, "proxy-a: local enforced = local 429s: want 5, got 7")
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.Fail, "proxy-a: local enforced = local 429s: want 5, got 7")
 
 	e.scenario.Expect.StatsAgree = no
 	e.write()
 	s := run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 	if len(s.Stats) != 1 || s.Stats[0].Deltas[DeltaLocalEnforced] != 7 {
 		t.Fatalf("stats not reported: %+v", s.Stats)
 	}
@@ -114,11 +114,11 @@ func TestTesterStatsAgreeFalseTurnsTheComparisonOff(t *testing.T) {
 	}
 	// a reset or a missing snapshot is not judged either
 	must(t, os.Remove(filepath.Join(dir, evidence.StatsDir, "proxy-a.after.json")))
-	wantVerdict(t, run(t, dir).Scenarios[0], Pass)
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.Pass)
 
 	e.scenario.Expect.StatsAgree = yes
 	e.write()
-	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, "proxy-a.after.json")
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.NotRun, "proxy-a.after.json")
 }
 
 // scenario.json of earlier releases: stats_agree true and false (omitted)
@@ -182,11 +182,11 @@ func forgedSharedRLS(t *testing.T) string {
 func TestTesterRedisFaultOnLabRLSIsImpossible(t *testing.T) {
 	dir := forgedSharedRLS(t)
 	s := run(t, dir).Scenarios[0]
-	wantVerdict(t, s, Fail, "admitted within model bounds: want 5..5, got 6")
+	wantVerdict(t, s, evidence.Fail, "admitted within model bounds: want 5..5, got 6")
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "x", Action: ActionStop, Target: evidence.FaultTargetRedis, BeginNs: 1, EndNs: 1 << 62, OK: true}})
+		{Name: "x", Action: evidence.ActionStop, Target: evidence.FaultTargetRedis, BeginNs: 1, EndNs: 1 << 62, OK: true}})
 	s = run(t, dir).Scenarios[0]
-	wantVerdict(t, s, NotRun, `faults.jsonl:1: fault "x" (stop redis): the scenario has no redis`, "impossible evidence")
+	wantVerdict(t, s, evidence.NotRun, `faults.jsonl:1: fault "x" (stop redis): the scenario has no redis`, "impossible evidence")
 	if len(s.FaultWindows) != 1 || len(s.FaultWindows[0].ActsOn) != 0 {
 		t.Fatalf("fault windows %+v: a redis fault acts on no lab-RLS limiter", s.FaultWindows)
 	}
@@ -198,11 +198,11 @@ func TestTesterRedisFaultOnLabRLSIsImpossible(t *testing.T) {
 
 	// begin_ns 1 .. end_ns 2^62 is no time of this scenario, whatever the target
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "x", Action: ActionStop, Target: evidence.FaultTargetRLS, BeginNs: 1, EndNs: 1 << 62, OK: true}})
-	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, `faults.jsonl:1: fault "x" (stop rls): begin_ns..end_ns 1..4611686018427387904 lies more than 1h0m0s outside the attack's start_ns..end_ns`)
+		{Name: "x", Action: evidence.ActionStop, Target: evidence.FaultTargetRLS, BeginNs: 1, EndNs: 1 << 62, OK: true}})
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.NotRun, `faults.jsonl:1: fault "x" (stop rls): begin_ns..end_ns 1..4611686018427387904 lies more than 1h0m0s outside the attack's start_ns..end_ns`)
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "x", Action: ActionRestart, Target: evidence.FaultTargetRLS, BeginNs: 0, EndNs: 5, OK: true}})
-	wantVerdict(t, run(t, dir).Scenarios[0], NotRun, `faults.jsonl:1: fault "x" (restart rls): begin_ns 0 is not a time`)
+		{Name: "x", Action: evidence.ActionRestart, Target: evidence.FaultTargetRLS, BeginNs: 0, EndNs: 5, OK: true}})
+	wantVerdict(t, run(t, dir).Scenarios[0], evidence.NotRun, `faults.jsonl:1: fault "x" (restart rls): begin_ns 0 is not a time`)
 }
 
 // Tester 11: the forged shared-RLS case reported 21 offered at the bucket
@@ -215,5 +215,5 @@ func TestTesterOfferedCountsLateDecisions(t *testing.T) {
 	if l.Offered != 20 || l.Zombies != 1 || l.Total.Offered != 21 || len(l.Buckets) != 1 || l.Buckets[0].Offered != 21 {
 		t.Fatalf("offered %d, zombies %d, total %+v, buckets %+v", l.Offered, l.Zombies, l.Total, l.Buckets)
 	}
-	wantVerdict(t, s, Fail, `bucket "all": 6 admitted, the model admits at most 5 of the 21 offered (20 requests' hits and 1 RLS decisions that reached no request)`)
+	wantVerdict(t, s, evidence.Fail, `bucket "all": 6 admitted, the model admits at most 5 of the 21 offered (20 requests' hits and 1 RLS decisions that reached no request)`)
 }

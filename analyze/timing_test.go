@@ -30,7 +30,7 @@ func TestLabRLSTimeoutIsTheHarnesss(t *testing.T) {
 	dir := e.write()
 	writeGlobalStats(t, dir, "proxy-a", 3, 0, 7, 7)
 	writeGlobalStats(t, dir, "proxy-b", 2, 0, 8, 8)
-	wantVerdict(t, judged(t, dir, "21-leak-real-rls"), Fail, "leak: 15 admitted while the RLS failed, with no fault injected")
+	wantVerdict(t, judged(t, dir, "21-leak-real-rls"), evidence.Fail, "leak: 15 admitted while the RLS failed, with no fault injected")
 
 	e.scenario.HarnessParts = []string{"proxy-a", "proxy-b", evidence.HarnessRLS, evidence.HarnessBackend}
 	e.write()
@@ -42,7 +42,7 @@ func TestLabRLSTimeoutIsTheHarnesss(t *testing.T) {
 	must(t, err)
 	must(t, os.WriteFile(evidence.Dir(dir).Harness(), b, 0o644))
 	s := judged(t, dir, "21-leak-lab-rls")
-	wantVerdict(t, s, NotRun, "inconclusive: fail-open: 15 admitted without an RLS decision, with no fault injected",
+	wantVerdict(t, s, evidence.NotRun, "inconclusive: fail-open: 15 admitted without an RLS decision, with no fault injected",
 		"the lab RLS is rlbench's own part", "host stall max 310ms, p99 120ms, steal 25.0%, load 16.5")
 	if strings.Contains(reasons(s), "leak:") {
 		t.Fatalf("a lab RLS timeout is called a leak:\n%s", reasons(s))
@@ -114,7 +114,7 @@ func TestBurstReadLateIsInconclusive(t *testing.T) {
 		t.Fatalf("the model replayed on the proxy's read times should be exact and above 230: %+v", s.Model)
 	}
 	admitted := s.Totals.Passed
-	wantVerdict(t, s, NotRun, fmt.Sprintf("inconclusive: admitted: want 200..230, got %d, within the limiters' model", admitted),
+	wantVerdict(t, s, evidence.NotRun, fmt.Sprintf("inconclusive: admitted: want 200..230, got %d, within the limiters' model", admitted),
 		"seen by the limiters over 59", "limiters' read lag p50 29", "the range holds only if they arrive within 3", "the range assumes timing this run did not deliver")
 	if s.Harness == nil || s.Harness.Seen != 300 || s.Harness.SeenSpreadNs < int64(590*time.Millisecond) {
 		t.Fatalf("harness report %+v", s.Harness)
@@ -123,7 +123,7 @@ func TestBurstReadLateIsInconclusive(t *testing.T) {
 	// Read at once, the same range is judged: 200 admitted PASSes.
 	_, dir = burstEvidence(t, time.Millisecond, nil)
 	s = judged(t, dir, "21-burst-read-at-once")
-	wantVerdict(t, s, Pass)
+	wantVerdict(t, s, evidence.Pass)
 }
 
 // A bucket that lets the whole burst through is judged whatever the host
@@ -132,7 +132,7 @@ func TestBurstReadLateIsInconclusive(t *testing.T) {
 func TestBurstOverAdmittedFailsDespiteLateness(t *testing.T) {
 	_, dir := burstEvidence(t, 600*time.Millisecond, func(int) bool { return true })
 	s := judged(t, dir, "21-burst-over-admitted")
-	wantVerdict(t, s, Fail, "admitted: want 200..230, got 300", "over-admitted (model must reject)")
+	wantVerdict(t, s, evidence.Fail, "admitted: want 200..230, got 300", "over-admitted (model must reject)")
 }
 
 // Without the proxy's log the same lateness is only what the clients saw:
@@ -142,7 +142,7 @@ func TestBurstWithoutProxyLogNeverFailsCorrectBucket(t *testing.T) {
 	_, dir := burstEvidence(t, 600*time.Millisecond, nil)
 	must(t, os.RemoveAll(filepath.Join(dir, evidence.AccessLogDir)))
 	s := judged(t, dir, "21-burst-no-log")
-	if s.Status == Fail {
+	if s.Status == evidence.Fail {
 		t.Fatalf("a correct bucket FAILs without its log:\n%s", reasons(s))
 	}
 	if s.Harness == nil || s.Harness.Seen != 0 {
@@ -157,7 +157,7 @@ func TestExactModelRangeIsNotExcused(t *testing.T) {
 	e := newEv(t).demo()
 	e.scenario.Expect.Admitted = evidence.AdmittedIn(evidence.Exact(5))
 	s := judged(t, e.write(), "21-exact-model")
-	wantVerdict(t, s, Fail, "admitted: want 5, got 10")
+	wantVerdict(t, s, evidence.Fail, "admitted: want 5, got 10")
 	if strings.Contains(reasons(s), "inconclusive") {
 		t.Fatalf("a range no timing explains is excused:\n%s", reasons(s))
 	}
@@ -187,7 +187,7 @@ func TestBadSelfMeasurementIsNotAVerdict(t *testing.T) {
 	lines[3] = string(nb)
 	must(t, os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644))
 	s := judged(t, dir, "21-bad-local-ns")
-	if s.Status != Pass || s.Harness == nil || s.Harness.Inconsistent != 1 || s.Harness.Seen != 299 {
+	if s.Status != evidence.Pass || s.Harness == nil || s.Harness.Inconsistent != 1 || s.Harness.Seen != 299 {
 		t.Fatalf("status %s, harness %+v:\n%s", s.Status, s.Harness, reasons(s))
 	}
 
@@ -197,7 +197,7 @@ func TestBadSelfMeasurementIsNotAVerdict(t *testing.T) {
 	hb, err := json.Marshal(h)
 	must(t, err)
 	must(t, os.WriteFile(evidence.Dir(dir).Harness(), hb, 0o644))
-	wantVerdict(t, judged(t, dir, "21-bad-harness"), NotRun, "incomplete: ", "harness.json", "max_late_ns -839183")
+	wantVerdict(t, judged(t, dir, "21-bad-harness"), evidence.NotRun, "incomplete: ", "harness.json", "max_late_ns -839183")
 	must(t, os.Remove(evidence.Dir(dir).Harness()))
 
 	// a decision dated before 1970
@@ -205,11 +205,11 @@ func TestBadSelfMeasurementIsNotAVerdict(t *testing.T) {
 	d.reqs(2, "proxy-a", time.Millisecond, ok200)
 	ddir := d.write()
 	writeLines(t, evidence.Dir(ddir).Decisions(), []evidence.Decision{{TimeNs: -5, Domain: "d", Code: evidence.CodeOK}})
-	wantVerdict(t, judged(t, ddir, "21-bad-decision"), NotRun, "decisions.jsonl:1: time_ns -5 is not a unix ns time")
+	wantVerdict(t, judged(t, ddir, "21-bad-decision"), evidence.NotRun, "decisions.jsonl:1: time_ns -5 is not a unix ns time")
 
 	// intended 20 per minute with 20 requests sent
 	v := newEv(t).demo()
 	v.scenario.Expect = evidence.Expectation{}
 	v.scenario.IntendedLimit = &evidence.IntendedLimit{Requests: 20, Per: model.Duration(time.Minute)}
-	wantVerdict(t, judged(t, v.write(), "21-vacuous-window"), NotRun, "nothing to check: admitted within intended limit")
+	wantVerdict(t, judged(t, v.write(), "21-vacuous-window"), evidence.NotRun, "nothing to check: admitted within intended limit")
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -36,7 +37,7 @@ func (v *vacuous) got(observed string) string {
 
 // notChecked adds v as a CheckNotChecked check with the observed value.
 func (r *Result) notChecked(v *vacuous, observed string) {
-	r.add(v.name, CheckNotChecked, v.want, v.got(observed))
+	r.add(v.name, report.CheckNotChecked, v.want, v.got(observed))
 }
 
 // sentRange is the values a count over the scenario's requests can take:

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // TestVacuousExpectationIsNothingChecked (issue 21): an expectation that
@@ -45,7 +47,7 @@ func TestVacuousExpectationIsNothingChecked(t *testing.T) {
 			e := newEv(t).demo()
 			e.scenario.Expect, e.scenario.IntendedLimit = tc.expect, tc.limit
 			s := run(t, e.write()).Scenarios[0]
-			if s.Status != NotRun || !strings.Contains(reasons(s), "nothing to check: "+tc.why) {
+			if s.Status != evidence.NotRun || !strings.Contains(reasons(s), "nothing to check: "+tc.why) {
 				t.Fatalf("status %s, reasons %s", s.Status, reasons(s))
 			}
 		})
@@ -53,7 +55,7 @@ func TestVacuousExpectationIsNothingChecked(t *testing.T) {
 	// A range that leaves out one possible count can fail: it is judged.
 	e := newEv(t).demo()
 	e.scenario.Expect, e.scenario.IntendedLimit = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 19})}, nil
-	if s := run(t, e.write()).Scenarios[0]; s.Status != Pass || check(t, s, "admitted").Status != CheckPass {
+	if s := run(t, e.write()).Scenarios[0]; s.Status != evidence.Pass || check(t, s, "admitted").Status != report.CheckPass {
 		t.Fatalf("admitted 0..19 of 20: status %s, checks %+v, reasons %s", s.Status, s.Checks, reasons(s))
 	}
 	// The same holds for an expectation given as an option (--admitted).
@@ -62,7 +64,7 @@ func TestVacuousExpectationIsNothingChecked(t *testing.T) {
 	rep, err := Analyze(context.Background(), e.write(), Options{Now: func() time.Time { return time.Unix(0, t0) },
 		Admitted: &evidence.Range{Min: 0, Max: 1000}})
 	must(t, err)
-	if s := rep.Scenarios[0]; s.Status != NotRun || !strings.Contains(reasons(s), "nothing to check: admitted 0..1000 cannot fail") {
+	if s := rep.Scenarios[0]; s.Status != evidence.NotRun || !strings.Contains(reasons(s), "nothing to check: admitted 0..1000 cannot fail") {
 		t.Fatalf("--admitted 0..1000: status %s, reasons %s", s.Status, reasons(s))
 	}
 }
@@ -79,29 +81,29 @@ func TestVacuousCheckBesideRealChecks(t *testing.T) {
 	rep := run(t, dir)
 	s := rep.Scenarios[0]
 	c := check(t, s, "admitted")
-	if s.Status != Pass || c.Status != CheckNotChecked || c.Want != "0..1000000000" ||
+	if s.Status != evidence.Pass || c.Status != report.CheckNotChecked || c.Want != "0..1000000000" ||
 		c.Got != "10 (not checked: 0..1000000000 cannot fail: 20 requests were sent, so it is 0..20)" {
 		t.Fatalf("status %s, admitted check %+v, reasons %s", s.Status, c, reasons(s))
 	}
 	// status.txt counts the checks that passed and names what was not checked.
-	if l := StatusLines(rep)[0]; !strings.HasSuffix(l, "PASS receipts match ("+strconv.Itoa(len(s.Checks)-1)+" checks passed); not checked, cannot fail: admitted 0..1000000000") ||
+	if l := report.StatusLines(rep)[0]; !strings.HasSuffix(l, "PASS receipts match ("+strconv.Itoa(len(s.Checks)-1)+" checks passed); not checked, cannot fail: admitted 0..1000000000") ||
 		strings.Contains(l, strconv.Itoa(len(s.Checks))+" checks passed") {
 		t.Fatalf("status line %q", l)
 	}
-	if r := (Result{Checks: []Check{c}}).Validity(); r != NotChecked {
+	if r := (Result{Checks: []report.Check{c}}).Validity(); r != model.NotChecked {
 		t.Fatalf("validity of a not-checked check: %v", r)
 	}
 	// A real check that fails decides.
 	e.receipts = e.receipts[1:]
 	e.write()
-	if s = run(t, dir).Scenarios[0]; s.Status != Fail || check(t, s, "admitted").Status != CheckNotChecked ||
+	if s = run(t, dir).Scenarios[0]; s.Status != evidence.Fail || check(t, s, "admitted").Status != report.CheckNotChecked ||
 		!strings.Contains(reasons(s), "receipts = admitted") {
 		t.Fatalf("a lost receipt: status %s, reasons %s", s.Status, reasons(s))
 	}
 	// The intended limit, judged when admitted cannot fail: 10 admitted of 5.
 	e = newEv(t).demo()
 	e.scenario.Expect = evidence.Expectation{Admitted: evidence.AdmittedIn(evidence.Range{Min: 0, Max: 1000000000})}
-	if s = run(t, e.write()).Scenarios[0]; s.Status != Fail || !strings.Contains(reasons(s), "admitted within intended limit: want <= 5, got 10") {
+	if s = run(t, e.write()).Scenarios[0]; s.Status != evidence.Fail || !strings.Contains(reasons(s), "admitted within intended limit: want <= 5, got 10") {
 		t.Fatalf("intended limit 5: status %s, reasons %s", s.Status, reasons(s))
 	}
 	// A backend_peak min of 0 beside a real max: the max decides.
@@ -116,7 +118,7 @@ func TestVacuousCheckBesideRealChecks(t *testing.T) {
 			st = append(st, c.Status+" "+c.Want)
 		}
 	}
-	if s.Status != Pass || strings.Join(st, ",") != "pass <= 10,not_checked >= 0" {
+	if s.Status != evidence.Pass || strings.Join(st, ",") != "pass <= 10,not_checked >= 0" {
 		t.Fatalf("status %s, peak checks %v, reasons %s", s.Status, st, reasons(s))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -22,7 +23,7 @@ func writeSnap(t *testing.T, dir, proxy, label string, ok, enforced uint64) {
 	must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, proxy+"."+label+".json"), b, 0o644))
 }
 
-func reasons(s ScenarioReport) string { return strings.Join(s.Reasons, "\n") }
+func reasons(s report.ScenarioReport) string { return strings.Join(s.Reasons, "\n") }
 
 func TestStatsDeltasAgreeAndResetIsUnknown(t *testing.T) {
 	e := newEv(t).demo()
@@ -33,24 +34,24 @@ func TestStatsDeltasAgreeAndResetIsUnknown(t *testing.T) {
 		writeSnap(t, dir, p, "after", 105, 45)
 	}
 	s := run(t, dir).Scenarios[0]
-	if s.Status != Pass || len(s.Stats) != 2 || s.Stats[0].Deltas[DeltaLocalOK] != 5 || s.Stats[0].Deltas[DeltaLocalEnforced] != 5 {
+	if s.Status != evidence.Pass || len(s.Stats) != 2 || s.Stats[0].Deltas[DeltaLocalOK] != 5 || s.Stats[0].Deltas[DeltaLocalEnforced] != 5 {
 		t.Fatalf("status %s stats %+v reasons %s", s.Status, s.Stats, reasons(s))
 	}
 	// proxy-b's enforced counter disagrees with its clients: FAIL naming the check.
 	writeSnap(t, dir, "proxy-b", "after", 105, 47)
 	s = run(t, dir).Scenarios[0]
-	if s.Status != Fail || !strings.Contains(reasons(s), "proxy-b: local enforced = local 429s: want 5, got 7") {
+	if s.Status != evidence.Fail || !strings.Contains(reasons(s), "proxy-b: local enforced = local 429s: want 5, got 7") {
 		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
 	}
 	// proxy-b restarted between the snapshots: its counters went down. The
 	// comparison is unknown, and the scenario is not PASS.
 	writeSnap(t, dir, "proxy-b", "after", 5, 5)
 	s = run(t, dir).Scenarios[0]
-	if s.Stats[1].Status != "reset" || s.Status != NotRun || !strings.Contains(reasons(s), "inconclusive: proxy-b") {
+	if s.Stats[1].Status != "reset" || s.Status != evidence.NotRun || !strings.Contains(reasons(s), "inconclusive: proxy-b") {
 		t.Fatalf("stats %+v status %s reasons %s", s.Stats[1], s.Status, reasons(s))
 	}
 	for _, c := range s.Checks {
-		if strings.HasPrefix(c.Name, "proxy-b:") && c.Status != CheckUnknown {
+		if strings.HasPrefix(c.Name, "proxy-b:") && c.Status != report.CheckUnknown {
 			t.Fatalf("check %+v after a reset", c)
 		}
 	}
@@ -58,7 +59,7 @@ func TestStatsDeltasAgreeAndResetIsUnknown(t *testing.T) {
 	must(t, os.Remove(filepath.Join(dir, evidence.StatsDir, "proxy-b.after.json")))
 	e.scenario.Expect.StatsAgree = nil
 	e.write()
-	if s = run(t, dir).Scenarios[0]; s.Status != NotRun || !strings.Contains(reasons(s), "proxy-b.after.json") {
+	if s = run(t, dir).Scenarios[0]; s.Status != evidence.NotRun || !strings.Contains(reasons(s), "proxy-b.after.json") {
 		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
 	}
 }
@@ -68,11 +69,11 @@ func TestFaultsThatDidNotHappenAreIncomplete(t *testing.T) {
 	e.scenario.Faults = 2
 	dir := e.write()
 	writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-		{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0, EndNs: t0 + 1, OK: false, Error: "could not stop"},
+		{Name: "stop rls", Action: evidence.ActionStop, Target: "rls", BeginNs: t0, EndNs: t0 + 1, OK: false, Error: "could not stop"},
 	})
 	s := run(t, dir).Scenarios[0]
 	r := reasons(s)
-	if s.Status != NotRun || !strings.Contains(r, `fault "stop rls" (stop rls) did not take effect: could not stop`) ||
+	if s.Status != evidence.NotRun || !strings.Contains(r, `fault "stop rls" (stop rls) did not take effect: could not stop`) ||
 		!strings.Contains(r, "1 fault(s) recorded, scenario.json plans 2") {
 		t.Fatalf("status %s reasons %s", s.Status, r)
 	}
@@ -82,14 +83,14 @@ func TestUnidentifiedReceiptAndIntendedLimit(t *testing.T) {
 	e := newEv(t).demo()
 	e.receipts = append(e.receipts, evidence.Receipt{RecvNs: t0})
 	s := run(t, e.write()).Scenarios[0]
-	if s.Status != Fail || !strings.Contains(reasons(s), "receipts without id (unidentified): want 0, got 1") {
+	if s.Status != evidence.Fail || !strings.Contains(reasons(s), "receipts without id (unidentified): want 0, got 1") {
 		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
 	}
 	// With no admitted expectation, the intended limit is the expectation.
 	e = newEv(t).demo()
 	e.scenario.Expect = evidence.Expectation{}
 	s = run(t, e.write()).Scenarios[0]
-	if s.Status != Fail || !strings.Contains(reasons(s), "admitted within intended limit: want <= 5, got 10") {
+	if s.Status != evidence.Fail || !strings.Contains(reasons(s), "admitted within intended limit: want <= 5, got 10") {
 		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
 	}
 }
@@ -98,7 +99,7 @@ func TestMissingRLSDecisionsWhenRecorded(t *testing.T) {
 	e := newEv(t).demo()
 	e.scenario.RLSDecisions = true
 	s := run(t, e.write()).Scenarios[0]
-	if s.Status != NotRun || !strings.Contains(reasons(s), "rls/decisions.jsonl: missing") {
+	if s.Status != evidence.NotRun || !strings.Contains(reasons(s), "rls/decisions.jsonl: missing") {
 		t.Fatalf("status %s reasons %s", s.Status, reasons(s))
 	}
 }
@@ -118,13 +119,13 @@ func TestRunDirectoryIntegrity(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(run1, evidence.ManifestFile), []byte(`{"scenario_dirs":["01-a/1","02-b/1","03-c/1"]}`), 0o644))
 	must(t, os.Symlink(filepath.Base(run1), filepath.Join(root, "latest")))
 	rep := run(t, filepath.Join(root, "latest"))
-	if len(rep.Scenarios) != 3 || rep.Status != NotRun {
+	if len(rep.Scenarios) != 3 || rep.Status != evidence.NotRun {
 		t.Fatalf("status %s scenarios %d", rep.Status, len(rep.Scenarios))
 	}
-	if s := rep.Scenarios[2]; s.Dir != "03-c/1" || s.Status != NotRun || !strings.Contains(reasons(s), "missing, but manifest.json lists it") {
+	if s := rep.Scenarios[2]; s.Dir != "03-c/1" || s.Status != evidence.NotRun || !strings.Contains(reasons(s), "missing, but manifest.json lists it") {
 		t.Fatalf("missing scenario %+v", s)
 	}
-	if rep.Scenarios[0].Status != Pass {
+	if rep.Scenarios[0].Status != evidence.Pass {
 		t.Fatalf("01-a: %s %s", rep.Scenarios[0].Status, reasons(rep.Scenarios[0]))
 	}
 	// scenario.json blanked: incomplete, not a PASS without expectations.
@@ -132,7 +133,7 @@ func TestRunDirectoryIntegrity(t *testing.T) {
 	must(t, os.Remove(filepath.Join(run1, "02-b/1", evidence.ScenarioFile)))
 	rep = run(t, run1)
 	for _, s := range rep.Scenarios[:2] {
-		if s.Status != NotRun || !strings.Contains(reasons(s), "scenario.json") {
+		if s.Status != evidence.NotRun || !strings.Contains(reasons(s), "scenario.json") {
 			t.Fatalf("%s: %s %s", s.Dir, s.Status, reasons(s))
 		}
 	}
@@ -152,7 +153,7 @@ func TestTamperedSnapshotsAreNotPass(t *testing.T) {
 		}
 	}
 	good()
-	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("baseline %s %s", s.Status, reasons(s))
 	}
 	after := filepath.Join(dir, evidence.StatsDir, "proxy-a.after.json")
@@ -173,7 +174,7 @@ func TestTamperedSnapshotsAreNotPass(t *testing.T) {
 	for name, tamper := range cases {
 		good()
 		tamper()
-		if s := run(t, dir).Scenarios[0]; s.Status == Pass {
+		if s := run(t, dir).Scenarios[0]; s.Status == evidence.Pass {
 			t.Errorf("%s: PASS", name)
 		}
 	}
@@ -226,11 +227,11 @@ func TestLabRLSDecisionsMatchProxyCounters(t *testing.T) {
 		writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 	}
 	decisions(20)
-	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("complete log: %s %s", s.Status, reasons(s))
 	}
 	decisions(19)
-	if s := run(t, dir).Scenarios[0]; s.Status != Fail || !strings.Contains(reasons(s), "rls decisions logged = decisions the proxies received: want 20") {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Fail || !strings.Contains(reasons(s), "rls decisions logged = decisions the proxies received: want 20") {
 		t.Fatalf("a line removed: %s %s", s.Status, reasons(s))
 	}
 }
@@ -245,16 +246,16 @@ func TestRLSErrorsOutsideFaultWindowsFail(t *testing.T) {
 	dir := e.write()
 	window := func(shift int64) {
 		writeLines(t, filepath.Join(dir, evidence.FaultsFile), []evidence.Fault{
-			{Name: "stop rls", Action: ActionStop, Target: "rls", BeginNs: t0 - 1000 + shift, EndNs: t0 + shift, OK: true},
-			{Name: "start rls", Action: ActionStart, Target: "rls", BeginNs: t0 + 10_000_000_000 + shift, EndNs: t0 + 10_000_000_001 + shift, OK: true},
+			{Name: "stop rls", Action: evidence.ActionStop, Target: "rls", BeginNs: t0 - 1000 + shift, EndNs: t0 + shift, OK: true},
+			{Name: "start rls", Action: evidence.ActionStart, Target: "rls", BeginNs: t0 + 10_000_000_000 + shift, EndNs: t0 + 10_000_000_001 + shift, OK: true},
 		})
 	}
 	window(0)
-	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("500s inside the window: %s %s", s.Status, reasons(s))
 	}
 	window(1000_000_000_000) // the same faults, 1000 s later
-	if s := run(t, dir).Scenarios[0]; s.Status != Fail || !strings.Contains(reasons(s), "RLS 500s outside fault windows (unexplained): want 0, got 10") {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Fail || !strings.Contains(reasons(s), "RLS 500s outside fault windows (unexplained): want 0, got 10") {
 		t.Fatalf("shifted faults: %s %s", s.Status, reasons(s))
 	}
 }
@@ -264,7 +265,7 @@ func TestDuplicateRequestLineNamesBothLines(t *testing.T) {
 	e.requests = append(e.requests, e.requests[3])
 	e.attack["sent"] = 21
 	s := run(t, e.write()).Scenarios[0]
-	if s.Status != NotRun || !strings.Contains(reasons(s), `requests.jsonl:21: id "id-03" recorded again (first on line 4)`) {
+	if s.Status != evidence.NotRun || !strings.Contains(reasons(s), `requests.jsonl:21: id "id-03" recorded again (first on line 4)`) {
 		t.Fatalf("%s %s", s.Status, reasons(s))
 	}
 }
@@ -286,11 +287,11 @@ func TestUpstreamCountersMatchAdmissions(t *testing.T) {
 		put(p, "before", 7)
 		put(p, "after", 12)
 	}
-	if s := run(t, dir).Scenarios[0]; s.Status != Pass {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("%s %s", s.Status, reasons(s))
 	}
 	put("proxy-a", "after", 13)
-	if s := run(t, dir).Scenarios[0]; s.Status != Fail || !strings.Contains(reasons(s), "proxy-a: cluster.backend.upstream_rq_2xx = admitted: want 5, got 6") {
+	if s := run(t, dir).Scenarios[0]; s.Status != evidence.Fail || !strings.Contains(reasons(s), "proxy-a: cluster.backend.upstream_rq_2xx = admitted: want 5, got 6") {
 		t.Fatalf("%s %s", s.Status, reasons(s))
 	}
 }

@@ -30,8 +30,10 @@ func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 // TestLibraryExample builds and runs examples/library, a module of its own
 // (go.mod with a replace of rlbench to this checkout), offline: it proves
 // that attack, evidence and analyze are importable by another module (an
-// internal package would not compile there) and that the evidence it
-// writes with them is judged PASS and matches the schemas. GOFLAGS=-mod=readonly
+// internal package would not compile there), that the evidence it
+// writes with them is judged PASS and matches the schemas, and that the
+// checker it adds through analyze's public API (Options.ExtraCheckers,
+// Input) is judged and listed in the report. GOFLAGS=-mod=readonly
 // with GOPROXY=off uses only the module cache (which holds rlbench's
 // dependencies once this module's tests are built) and the committed go.sum.
 func TestLibraryExample(t *testing.T) {
@@ -49,6 +51,8 @@ func TestLibraryExample(t *testing.T) {
 		"library example: PASS (5 admitted)",
 		"  sent 20, admitted 5, other_4xx 15, receipts 5",
 		"  pass    receipts = admitted: want 5, got 5",
+		// the example's own checker (analyze.Options.ExtraCheckers), in the report
+		"  pass    library: admitted requests received, rejected ones not: want 5 received, 0 leaked, got 5 received, 0 leaked",
 		"verdict: PASS",
 	} {
 		if !strings.Contains(string(out), want+"\n") {

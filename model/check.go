@@ -183,16 +183,40 @@ type Result struct {
 	Uncertainty  Uncertainty
 }
 
-// Validity is Jepsen's tri-valued :valid?.
-type Validity string
+// Validity is Jepsen's tri-valued :valid? (valid, invalid or unknown), the
+// verdict of a model check here and of a checker in package analyze.
+// Merging takes the highest priority (Jepsen's merge-valid): invalid over
+// unknown over valid.
+type Validity int
 
+// Validities, by increasing priority. NotChecked is a result without checks:
+// it takes no part in a merge, and a composition of nothing but NotChecked
+// results is UnknownValidity, never Valid.
 const (
-	Valid   Validity = "valid"
-	Invalid Validity = "invalid"
-	// UnknownValidity: nothing was checked (no request with an observed
-	// outcome).
-	UnknownValidity Validity = "unknown"
+	NotChecked Validity = iota
+	Valid
+	// UnknownValidity: the check could not be decided (for a model check:
+	// no request with an observed outcome).
+	UnknownValidity
+	Invalid
 )
+
+// String returns "not checked", "valid", "unknown" or "invalid".
+func (v Validity) String() string {
+	switch v {
+	case Valid:
+		return "valid"
+	case UnknownValidity:
+		return "unknown"
+	case Invalid:
+		return "invalid"
+	}
+	return "not checked"
+}
+
+// Merge returns the validity of a and b together: invalid > unknown > valid
+// > not checked.
+func Merge(a, b Validity) Validity { return max(a, b) }
 
 // Validity returns the verdict of the check and the reasons behind it:
 // invalid if any violation or count finding, unknown if no request had an

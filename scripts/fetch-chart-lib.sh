@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Re-downloads the chart library the HTML report embeds (analyze/assets/uplot,
-# go:embed in analyze/render_html.go): uPlot, pinned to one version, from the
+# Re-downloads the chart library the HTML report embeds (analyze/report/assets/uplot,
+# go:embed in analyze/report/render_html.go): uPlot, pinned to one version, from the
 # npm registry with `npm pack`, after checking the tarball's sha512 against
 # the integrity the registry's metadata gives for that version. It writes
 # the minified IIFE build, its CSS, the licence and VERSION (name, version,
@@ -13,7 +13,7 @@ NAME=uplot
 VERSION=1.6.32
 # The integrity npm's registry published for uplot@1.6.32 (`npm view uplot@1.6.32 dist.integrity`).
 PINNED_INTEGRITY='sha512-KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw=='
-DEST=analyze/assets/uplot
+DEST=analyze/report/assets/uplot
 
 check=false
 [ "${1:-}" = "--check" ] && check=true

@@ -4,7 +4,8 @@
 // stand-in rate limiter that lets 5 requests through; fires 20 request IDs
 // at it with attack.Run; writes the evidence directory with package
 // evidence (requests.jsonl, receipts.jsonl, scenario.json with the
-// expectation, attack.json); and judges it with analyze.Analyze.
+// expectation, attack.json); and judges it with analyze.Analyze, adding a
+// checker of its own (onceEach) to analyze's table.
 //
 //	go run . [-dir DIR]
 //
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 )
@@ -42,7 +44,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "library:", err)
 		os.Exit(2)
 	}
-	if status != analyze.Pass {
+	if status != evidence.Pass {
 		os.Exit(1)
 	}
 }
@@ -106,7 +108,7 @@ func run(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 
-	rep, err := analyze.Analyze(ctx, dir, analyze.Options{})
+	rep, err := analyze.Analyze(ctx, dir, analyze.Options{ExtraCheckers: []analyze.Checker{onceEach}})
 	if err != nil {
 		return "", err
 	}
@@ -155,3 +157,29 @@ func recorder(out *evidence.Writer) http.Handler {
 		w.WriteHeader(http.StatusOK)
 	})
 }
+
+// onceEach is this program's own checker, judged beside analyze's table
+// (Options.ExtraCheckers): every request the limiter let through (a 2xx)
+// reached the backend, and none it rejected did. It reads the scenario's
+// evidence and the receipts analyze joined to it through the public Input.
+var onceEach = analyze.Checker{Name: "library: admitted = received", Check: func(in *analyze.Input) analyze.Result {
+	reqs := &in.Evidence.Requests
+	admitted, received, leaked := 0, 0, 0
+	for i := 0; i < reqs.Len(); i++ {
+		switch {
+		case reqs.Class[i] == evidence.ClassAdmitted:
+			admitted++
+			if in.Received(i) {
+				received++
+			}
+		case in.Received(i):
+			leaked++
+		}
+	}
+	status := report.CheckPass
+	if received != admitted || leaked > 0 {
+		status = report.CheckFail
+	}
+	return analyze.Result{Checks: []report.Check{{Name: "library: admitted requests received, rejected ones not", Status: status,
+		Want: fmt.Sprintf("%d received, 0 leaked", admitted), Got: fmt.Sprintf("%d received, %d leaked", received, leaked)}}}
+}}

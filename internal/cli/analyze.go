@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/spf13/cobra"
 )
@@ -68,7 +69,7 @@ func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
 
 // judgeDir loads the evidence directory and judges it; series adds the
 // time series the HTML report plots.
-func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool) (*evidence.Bundle, *analyze.Report, error) {
+func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool) (*evidence.Bundle, *report.Report, error) {
 	load := evidence.Load
 	if evidence.IsShardSet(dir) { // a directory of shard directories: judged merged
 		load = evidence.LoadShardSet
@@ -85,7 +86,7 @@ func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool
 // report in format and returns the verdict's exit code. status.txt that
 // cannot be written (a read-only evidence directory) is a warning on
 // stderr: the report is still rendered and the exit code is the verdict's.
-func finishReport(io *IOStreams, b *evidence.Bundle, rep *analyze.Report, format, statusFile, dir string) error {
+func finishReport(io *IOStreams, b *evidence.Bundle, rep *report.Report, format, statusFile, dir string) error {
 	if statusFile != "-" {
 		if statusFile == "" {
 			statusFile = evidence.Dir(dir).Status()
@@ -100,13 +101,13 @@ func finishReport(io *IOStreams, b *evidence.Bundle, rep *analyze.Report, format
 	return verdictError(rep)
 }
 
-// writeStatus writes rep's status lines to path (analyze.WriteStatus).
-func writeStatus(path string, rep *analyze.Report) error {
+// writeStatus writes rep's status lines to path (report.WriteStatus).
+func writeStatus(path string, rep *report.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	werr := analyze.WriteStatus(f, rep)
+	werr := report.WriteStatus(f, rep)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
@@ -115,27 +116,27 @@ func writeStatus(path string, rep *analyze.Report) error {
 
 // render writes rep in one of reportFormats; b is the evidence it was
 // judged from (the csv rows come from it).
-func render(w io.Writer, format string, rep *analyze.Report, b *evidence.Bundle) error {
+func render(w io.Writer, format string, rep *report.Report, b *evidence.Bundle) error {
 	switch format {
 	case formatJSON:
-		return analyze.WriteJSON(w, rep)
+		return report.WriteJSON(w, rep)
 	case formatMarkdown:
-		return analyze.WriteMarkdown(w, rep)
+		return report.WriteMarkdown(w, rep)
 	case formatJUnit:
-		return analyze.WriteJUnit(w, rep)
+		return report.WriteJUnit(w, rep)
 	case formatCSV:
-		return analyze.WriteCSV(w, rep, b)
+		return report.WriteCSV(w, rep, b)
 	case formatHTML:
-		return analyze.WriteHTML(w, rep)
+		return report.WriteHTML(w, rep)
 	}
-	return analyze.WriteTable(w, rep)
+	return report.WriteTable(w, rep)
 }
 
-func verdictError(rep *analyze.Report) error {
+func verdictError(rep *report.Report) error {
 	switch rep.Status {
-	case analyze.Pass:
+	case evidence.Pass:
 		return nil
-	case analyze.Fail:
+	case evidence.Fail:
 		return &ExitCodeError{Code: ExitFail}
 	default:
 		return &ExitCodeError{Code: ExitNotRun}

@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -241,7 +242,7 @@ func TestBrowserE06Report(t *testing.T) {
 	if err := os.WriteFile(jsonPath, stdout.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var rep analyze.Report
+	var rep report.Report
 	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
 		t.Fatalf("the JSON report: %v", err)
 	}
@@ -268,7 +269,7 @@ func TestBrowserE06Report(t *testing.T) {
 	if len(view.Scenarios) != len(rep.Scenarios) || len(view.Summary) != len(rep.Scenarios) {
 		t.Fatalf("page shows %d scenarios (%d in the summary), JSON has %d", len(view.Scenarios), len(view.Summary), len(rep.Scenarios))
 	}
-	classes := func(c analyze.Classes) map[string]int {
+	classes := func(c report.Classes) map[string]int {
 		return map[string]int{"sent": c.Sent, "admitted": c.Admitted, "local_429": c.Local429, "global_429": c.Global429,
 			"rls_error": c.RLSError, "other_4xx": c.Other4xx, "other_5xx": c.Other5xx, "other": c.Other, "no_response": c.NoResponse}
 	}
@@ -383,7 +384,7 @@ func TestBrowserMillionRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := analyze.WriteHTML(f, rep); err != nil {
+	if err := report.WriteHTML(f, rep); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

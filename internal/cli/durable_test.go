@@ -136,7 +136,7 @@ func TestBackendKilledMidAttackIsNotRun(t *testing.T) {
 
 	sr := analyze.JudgeScenario(evidence.LoadScenario(context.Background(), string(d), false), analyze.Options{})
 	why := strings.Join(sr.Reasons, "\n")
-	if sr.Status != analyze.NotRun || !strings.Contains(why, d.Receipts()+": never closed by its writer (rlbench backend, pid "+fmt.Sprint(be.cmd.Process.Pid)) {
+	if sr.Status != evidence.NotRun || !strings.Contains(why, d.Receipts()+": never closed by its writer (rlbench backend, pid "+fmt.Sprint(be.cmd.Process.Pid)) {
 		t.Errorf("status %s, reasons:\n%s\nwant NOT_RUN naming %s", sr.Status, why, d.Receipts())
 	}
 	t.Logf("%d sent, %d not sent, %d admitted, %d receipts; %s", sum.Sent, sum.NotSent, sr.Totals.Admitted, lineCount(d.Receipts()), sr.Reasons)

@@ -39,12 +39,12 @@ func flagError(_ *cobra.Command, err error) error {
 // commands that print data rather than a verdict (lint, collect) take table
 // and json (dataFormats).
 const (
-	formatTable    = "table"    // analyze.WriteTable: for people
-	formatJSON     = "json"     // analyze.WriteJSON: schemas/report.v2.schema.json
-	formatMarkdown = "markdown" // analyze.WriteMarkdown: a pull-request comment
-	formatJUnit    = "junit"    // analyze.WriteJUnit: CI test reports
-	formatCSV      = "csv"      // analyze.WriteCSV: one row per request
-	formatHTML     = "html"     // analyze.WriteHTML: one self-contained page with plots
+	formatTable    = "table"    // report.WriteTable: for people
+	formatJSON     = "json"     // report.WriteJSON: schemas/report.v2.schema.json
+	formatMarkdown = "markdown" // report.WriteMarkdown: a pull-request comment
+	formatJUnit    = "junit"    // report.WriteJUnit: CI test reports
+	formatCSV      = "csv"      // report.WriteCSV: one row per request
+	formatHTML     = "html"     // report.WriteHTML: one self-contained page with plots
 )
 
 var (

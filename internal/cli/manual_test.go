@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
 )
@@ -69,7 +69,7 @@ func TestManualFlowMatchesDemo(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("analyze exit %d: %s\n%s", code, stderr, out)
 	}
-	var rep analyze.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

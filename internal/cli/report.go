@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/spf13/cobra"
 )
@@ -79,8 +80,8 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 	}
 	for _, f := range []struct {
 		path  string
-		write func(io.Writer, *analyze.Report) error
-	}{{o.HTMLFile, analyze.WriteHTML}, {o.PrometheusFile, analyze.WritePrometheus}} {
+		write func(io.Writer, *report.Report) error
+	}{{o.HTMLFile, report.WriteHTML}, {o.PrometheusFile, report.WritePrometheus}} {
 		if f.path == "" {
 			continue
 		}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/schemas"
@@ -89,10 +89,10 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // analyzeJSON runs `rlbench analyze --format json dir` in process.
-func analyzeJSON(t *testing.T, dir string) (int, *analyze.Report) {
+func analyzeJSON(t *testing.T, dir string) (int, *report.Report) {
 	t.Helper()
 	code, out, stderr := runCLI(t, "analyze", "--format", "json", "--status-file", "-", dir)
-	var rep analyze.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("analyze %s: exit %d, %v\n%s\n%s", dir, code, err, out, stderr)
 	}
@@ -131,7 +131,7 @@ func TestIndexedJobLocal(t *testing.T) {
 	}
 	code, want := analyzeJSON(t, single)
 	ws := want.Scenarios[0]
-	if code != ExitOK || ws.Status != analyze.Pass || ws.Totals.Passed != shardTokens || ws.Receipts.Total != shardTokens {
+	if code != ExitOK || ws.Status != evidence.Pass || ws.Totals.Passed != shardTokens || ws.Receipts.Total != shardTokens {
 		t.Fatalf("unsharded run: exit %d, %s, passed %d, receipts %d: %v", code, ws.Status, ws.Totals.Passed, ws.Receipts.Total, ws.Reasons)
 	}
 
@@ -186,7 +186,7 @@ func TestIndexedJobLocal(t *testing.T) {
 	for _, dir := range []string{merged, job} { // rlbench merge's output, and analyze of the directory of shards
 		code, got := analyzeJSON(t, dir)
 		gs := got.Scenarios[0]
-		if code != ExitOK || gs.Status != analyze.Pass {
+		if code != ExitOK || gs.Status != evidence.Pass {
 			t.Fatalf("%s: exit %d, %s: %v", dir, code, gs.Status, gs.Reasons)
 		}
 		if gs.Totals != ws.Totals || gs.Receipts.Total != ws.Receipts.Total || gs.Receipts.AdmittedWithReceipt != ws.Receipts.AdmittedWithReceipt ||
@@ -240,7 +240,7 @@ func TestIndexedJobLocal(t *testing.T) {
 		t.Fatalf("merge without shard 2: %v\n%s", err, out)
 	}
 	code, got := analyzeJSON(t, partial)
-	if gs := got.Scenarios[0]; code != ExitNotRun || gs.Status != analyze.NotRun || !strings.Contains(strings.Join(gs.Reasons, "\n"), "shard 2/4 missing") {
+	if gs := got.Scenarios[0]; code != ExitNotRun || gs.Status != evidence.NotRun || !strings.Contains(strings.Join(gs.Reasons, "\n"), "shard 2/4 missing") {
 		t.Fatalf("merge without shard 2: exit %d, %s: %v", code, gs.Status, gs.Reasons)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/schemas"
 )
 
@@ -32,7 +32,7 @@ func TestSimulateInstances(t *testing.T) {
 	if err := schemas.Validate(schemas.Report, []byte(out)); err != nil {
 		t.Fatal(err)
 	}
-	var rep analyze.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 // runBurstsPlan runs examples/bursts/<name> and analyzes it.
-func runBurstsPlan(t *testing.T, name string, timeout time.Duration) map[string]analyze.ScenarioReport {
+func runBurstsPlan(t *testing.T, name string, timeout time.Duration) map[string]report.ScenarioReport {
 	t.Helper()
 	path := filepath.Join(testfix.RepoRoot(t), "examples", "bursts", name)
 	b, err := os.ReadFile(path)
@@ -37,9 +39,9 @@ func runBurstsPlan(t *testing.T, name string, timeout time.Duration) map[string]
 		t.Fatal(err)
 	}
 	var table bytes.Buffer
-	_ = analyze.WriteTable(&table, rep)
+	_ = report.WriteTable(&table, rep)
 	t.Logf("progress:\n%s\n%s", progress.String(), table.String())
-	out := map[string]analyze.ScenarioReport{}
+	out := map[string]report.ScenarioReport{}
 	for _, s := range rep.Scenarios {
 		out[s.Name] = s
 	}
@@ -49,7 +51,7 @@ func runBurstsPlan(t *testing.T, name string, timeout time.Duration) map[string]
 	return out
 }
 
-func peakOf(t *testing.T, st analyze.ArrivalStats, w time.Duration) int {
+func peakOf(t *testing.T, st report.ArrivalStats, w time.Duration) int {
 	t.Helper()
 	for _, p := range st.Peaks {
 		if p.WindowNs == int64(w) {
@@ -66,7 +68,7 @@ func peakOf(t *testing.T, st analyze.ArrivalStats, w time.Duration) int {
 func TestRetryStormPlan(t *testing.T) {
 	by := runBurstsPlan(t, "retry-storm.yaml", 60*time.Second)
 	s := by["retry storm amplifies the failure"]
-	if s.Status != analyze.Pass {
+	if s.Status != evidence.Pass {
 		t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
 	}
 	a := s.Amplification
@@ -77,7 +79,7 @@ func TestRetryStormPlan(t *testing.T) {
 		t.Errorf("receipts %+v", s.Receipts)
 	}
 	c := by["max_retries caps the storm"]
-	if c.Status != analyze.Pass || c.Amplification == nil || c.Amplification.Factor >= 2 || c.Amplification.ClientResends != 0 {
+	if c.Status != evidence.Pass || c.Amplification == nil || c.Amplification.Factor >= 2 || c.Amplification.ClientResends != 0 {
 		t.Errorf("%s: %s %v %+v", c.Name, c.Status, c.Reasons, c.Amplification)
 	}
 }
@@ -87,7 +89,7 @@ func TestRetryStormPlan(t *testing.T) {
 func TestLabCascadePlan(t *testing.T) {
 	by := runBurstsPlan(t, "lab-cascade.yaml", 60*time.Second)
 	for name, s := range by {
-		if s.Status != analyze.Pass {
+		if s.Status != evidence.Pass {
 			t.Errorf("%s: %s %v", name, s.Status, s.Reasons)
 		}
 	}

@@ -103,11 +103,11 @@ func TestEnvoyExampleRunShWithoutEnvoy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.Status != analyze.NotRun || len(rep.Scenarios) != 5 {
+			if rep.Status != evidence.NotRun || len(rep.Scenarios) != 5 {
 				t.Fatalf("report status %s, %d scenarios", rep.Status, len(rep.Scenarios))
 			}
 			for _, s := range rep.Scenarios {
-				if s.Status != analyze.NotRun || len(s.Reasons) == 0 || !strings.HasSuffix(s.Reasons[len(s.Reasons)-1], "envoyctl: "+tc.reason) {
+				if s.Status != evidence.NotRun || len(s.Reasons) == 0 || !strings.HasSuffix(s.Reasons[len(s.Reasons)-1], "envoyctl: "+tc.reason) {
 					t.Errorf("%s: %s %q", s.Name, s.Status, s.Reasons)
 				}
 			}

@@ -145,10 +145,10 @@ scenarios:
 		t.Fatalf("%d scenarios", len(rep.Scenarios))
 	}
 	s1, s2 := rep.Scenarios[0], rep.Scenarios[1]
-	if s1.Status != analyze.Pass || !reflect.DeepEqual(s1.ProducerCounts, map[string]int{"backend": 6}) {
+	if s1.Status != evidence.Pass || !reflect.DeepEqual(s1.ProducerCounts, map[string]int{"backend": 6}) {
 		t.Errorf("copied: status %s producers %v reasons %v", s1.Status, s1.ProducerCounts, s1.Reasons)
 	}
-	if s2.Status != analyze.NotRun || !strings.Contains(strings.Join(s2.Reasons, "\n"), "access log of proxy-a ("+logPath+"): file shrank") {
+	if s2.Status != evidence.NotRun || !strings.Contains(strings.Join(s2.Reasons, "\n"), "access log of proxy-a ("+logPath+"): file shrank") {
 		t.Errorf("rotated: status %s reasons %v", s2.Status, s2.Reasons)
 	}
 }
@@ -256,12 +256,12 @@ scenarios:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := rep.Scenarios[0]; s.Status != analyze.Pass {
+	if s := rep.Scenarios[0]; s.Status != evidence.Pass {
 		t.Errorf("honest: %s %q", s.Status, s.Reasons)
 	}
 	s := rep.Scenarios[1]
 	why := strings.Join(s.Reasons, "\n")
-	if s.Status != analyze.Fail || !strings.Contains(why, "receipts without id (unidentified): want 0, got 1") ||
+	if s.Status != evidence.Fail || !strings.Contains(why, "receipts without id (unidentified): want 0, got 1") ||
 		!strings.Contains(why, "phantom receipts (never sent)") || !strings.Contains(why, "someone-else-7") {
 		t.Errorf("leaky: %s\n%s", s.Status, why)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/schemas"
@@ -30,12 +30,12 @@ scenarios:
     expect: {admitted: 4}
 `, n))
 			s := rep.Scenarios[0]
-			if s.Status != analyze.Pass || len(s.Stats) != n {
+			if s.Status != evidence.Pass || len(s.Stats) != n {
 				t.Fatalf("%d proxies: status %s reasons %v stats %+v", n, s.Status, s.Reasons, s.Stats)
 			}
 			for _, ps := range s.Stats {
 				for _, c := range ps.Checks {
-					if c.Status != analyze.CheckPass {
+					if c.Status != report.CheckPass {
 						t.Errorf("%s: check %+v", ps.Proxy, c)
 					}
 				}
@@ -74,7 +74,7 @@ scenarios:
 	if s := progs[0].Snapshot(); !s.Done || s.Total != 26 || s.Answered != 26 {
 		t.Fatalf("progress %+v", s)
 	}
-	if s := rep.Scenarios[0]; s.Status != analyze.Pass {
+	if s := rep.Scenarios[0]; s.Status != evidence.Pass {
 		t.Fatalf("status %s reasons %v", s.Status, s.Reasons)
 	}
 	sd := filepath.Join(dir, "01-users", "1")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/model"
@@ -44,11 +45,11 @@ func TestE06PlanModelBounds(t *testing.T) {
 	}
 	for _, s := range rep.Scenarios {
 		w := want[s.Name]
-		if s.Status != analyze.Pass || s.Totals.Passed != w.admitted {
+		if s.Status != evidence.Pass || s.Totals.Passed != w.admitted {
 			t.Errorf("%s: %s, %d admitted; reasons %v", s.Name, s.Status, s.Totals.Passed, s.Reasons)
 		}
 		switch {
-		case w.suspended && (s.Model != nil || s.Limiters[0].Status != analyze.LimiterSuspended):
+		case w.suspended && (s.Model != nil || s.Limiters[0].Status != report.LimiterSuspended):
 			t.Errorf("%s: model %+v limiters %+v", s.Name, s.Model, s.Limiters)
 		case !w.suspended && (s.Model == nil || s.Model.Min != w.admitted || s.Model.Max != w.admitted):
 			t.Errorf("%s: model %+v, want %d..%d", s.Name, s.Model, w.admitted, w.admitted)
@@ -121,7 +122,7 @@ scenarios:
 		t.Fatal(err)
 	}
 	s := rep.Scenarios[0]
-	if s.Status != analyze.Fail || s.Engagement == nil || s.Engagement.NoDescriptor != 4 || s.Engagement.Limited != 6 {
+	if s.Status != evidence.Fail || s.Engagement == nil || s.Engagement.NoDescriptor != 4 || s.Engagement.Limited != 6 {
 		t.Fatalf("status %s engagement %+v reasons %v", s.Status, s.Engagement, s.Reasons)
 	}
 	if s.Limiters[0].Total.Min != 3 || s.Limiters[0].Total.Max != 3 || s.Limiters[0].OverAdmittedCount != 0 {
@@ -220,11 +221,11 @@ scenarios:
 		t.Fatal(err)
 	}
 	s := rep.Scenarios[0]
-	if s.Status != analyze.Pass || s.Totals.Passed != 7 || len(s.Limiters) != 1 {
+	if s.Status != evidence.Pass || s.Totals.Passed != 7 || len(s.Limiters) != 1 {
 		t.Fatalf("status %s passed %d limiters %+v reasons %v", s.Status, s.Totals.Passed, s.Limiters, s.Reasons)
 	}
 	l := s.Limiters[0]
-	if l.Status != analyze.LimiterChecked || l.Offered != 16 || l.Admitted != 7 || l.Rejected != 9 || l.Zombies != 0 || l.Total.Offered != 22 || l.OverAdmittedCount+l.UnderAdmittedCount != 0 {
+	if l.Status != report.LimiterChecked || l.Offered != 16 || l.Admitted != 7 || l.Rejected != 9 || l.Zombies != 0 || l.Total.Offered != 22 || l.OverAdmittedCount+l.UnderAdmittedCount != 0 {
 		t.Fatalf("limiter %+v", l)
 	}
 	want := map[string][2]int{"inventory_tenant_lab_": {10, 10}, "inventory_user_alice_": {3, 3}}
@@ -294,7 +295,7 @@ scenarios:
 		t.Fatal(err)
 	}
 	s := rep.Scenarios[0]
-	if s.Status != analyze.Pass || s.Totals.Passed != 5 || s.Engagement == nil || s.Engagement.Limited != 10 {
+	if s.Status != evidence.Pass || s.Totals.Passed != 5 || s.Engagement == nil || s.Engagement.Limited != 10 {
 		t.Fatalf("status %s passed %d engagement %+v reasons %v", s.Status, s.Totals.Passed, s.Engagement, s.Reasons)
 	}
 	want := map[string]int{"inventory_user_alice_": 2, "inventory_user_bob_": 3}

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 )
 
@@ -40,12 +41,12 @@ func TestTokenVsLeakyPlan(t *testing.T) {
 	needNginx(t)
 	by := runBurstsPlan(t, "token-vs-leaky.yaml", 90*time.Second)
 	for name, s := range by {
-		if s.Status == analyze.Pass {
+		if s.Status == evidence.Pass {
 			continue
 		}
-		pathOnly := s.Status == analyze.NotRun
+		pathOnly := s.Status == evidence.NotRun
 		for _, c := range s.Checks {
-			if c.Status != analyze.CheckPass && !(strings.HasPrefix(c.Name, "backend peak per ") && strings.Contains(c.Got, "the limiter's own forwards were")) {
+			if c.Status != report.CheckPass && !(strings.HasPrefix(c.Name, "backend peak per ") && strings.Contains(c.Got, "the limiter's own forwards were")) {
 				pathOnly = false
 			}
 		}
@@ -59,14 +60,14 @@ func TestTokenVsLeakyPlan(t *testing.T) {
 	nodelay := by["nginx nodelay forwards the burst at once"]
 	leaky := by["nginx without nodelay smooths to its rate"]
 	delay := by["nginx delay=50 forwards 51 at once, then its rate"]
-	for _, s := range []analyze.ScenarioReport{token, nodelay, leaky, delay} {
+	for _, s := range []report.ScenarioReport{token, nodelay, leaky, delay} {
 		if s.Arrivals == nil {
 			t.Fatalf("%s: no arrivals", s.Name)
 		}
 		t.Logf("%s: %d receipts, peak per 10 ms %d, per 100 ms %d", s.Name, s.Arrivals.Receipts.Count,
 			peakOf(t, s.Arrivals.Receipts, 10*time.Millisecond), peakOf(t, s.Arrivals.Receipts, 100*time.Millisecond))
 	}
-	for _, s := range []analyze.ScenarioReport{token, nodelay} {
+	for _, s := range []report.ScenarioReport{token, nodelay} {
 		if p, l := peakOf(t, s.Arrivals.Receipts, 100*time.Millisecond), peakOf(t, leaky.Arrivals.Receipts, 100*time.Millisecond); p < 2*l {
 			t.Errorf("%s: %d per 100 ms, the leaky bucket %d: the burst was not let through", s.Name, p, l)
 		}
@@ -91,10 +92,10 @@ func TestTokenVsLeakyPlan(t *testing.T) {
 	if found != 1 {
 		t.Errorf("leaky bucket: %d checks of nginx's own forwards per 10 ms, want 1", found)
 	}
-	for _, s := range []analyze.ScenarioReport{leaky, delay} {
+	for _, s := range []report.ScenarioReport{leaky, delay} {
 		timed := false
 		for _, c := range s.Checks {
-			timed = timed || c.Name == "admission timing (nginx-a limit_req)" && c.Status == analyze.CheckPass
+			timed = timed || c.Name == "admission timing (nginx-a limit_req)" && c.Status == report.CheckPass
 		}
 		if !timed {
 			t.Errorf("%s: no passed admission timing check in %+v", s.Name, s.Checks)
@@ -109,7 +110,7 @@ func TestNginxRetryStormPlan(t *testing.T) {
 	needNginx(t)
 	by := runBurstsPlan(t, "nginx-retry-storm.yaml", 60*time.Second)
 	for name, s := range by {
-		if s.Status != analyze.Pass {
+		if s.Status != evidence.Pass {
 			t.Errorf("%s: %s %v", name, s.Status, s.Reasons)
 		}
 	}

@@ -124,7 +124,7 @@ func TestNginxNotInstalledIsNotRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Status != analyze.NotRun || !strings.HasPrefix(rep.Scenarios[0].Reasons[0], NginxNotInstalledReason) {
+	if rep.Status != evidence.NotRun || !strings.HasPrefix(rep.Scenarios[0].Reasons[0], NginxNotInstalledReason) {
 		t.Errorf("%s %v", rep.Status, rep.Scenarios[0].Reasons)
 	}
 }

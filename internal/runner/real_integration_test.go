@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 )
@@ -54,7 +55,7 @@ func TestRealRLSPlan(t *testing.T) {
 		t.Fatalf("%d scenarios", len(rep.Scenarios))
 	}
 	checkRealHarness(ctx, t, runDir)
-	by := map[string]analyze.ScenarioReport{}
+	by := map[string]report.ScenarioReport{}
 	for _, s := range rep.Scenarios {
 		by[s.Name] = s
 		checkRealPass(t, s)
@@ -83,16 +84,16 @@ func checkRealHarness(ctx context.Context, t *testing.T, runDir string) {
 
 // checkRealPass: the scenario PASSes, has rls.real, and its "rls real"
 // checks pass.
-func checkRealPass(t *testing.T, s analyze.ScenarioReport) {
+func checkRealPass(t *testing.T, s report.ScenarioReport) {
 	t.Helper()
-	if s.Status != analyze.Pass {
+	if s.Status != evidence.Pass {
 		t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
 	}
 	if s.RLS == nil || s.RLS.Real == nil {
 		t.Fatalf("%s: no rls.real", s.Name)
 	}
 	for _, c := range s.Checks {
-		if strings.HasPrefix(c.Name, "rls real") && c.Status != analyze.CheckPass {
+		if strings.HasPrefix(c.Name, "rls real") && c.Status != report.CheckPass {
 			t.Errorf("%s: %+v", s.Name, c)
 		}
 	}
@@ -100,7 +101,7 @@ func checkRealPass(t *testing.T, s analyze.ScenarioReport) {
 
 // checkRealShared: one real RLS shared by the proxies admits 5 of 20 in
 // one window, as its model says.
-func checkRealShared(t *testing.T, s analyze.ScenarioReport) {
+func checkRealShared(t *testing.T, s report.ScenarioReport) {
 	t.Helper()
 	if s.Totals.Sent != 20 || s.Totals.Admitted != 5 || s.Totals.Global429 != 15 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
 		t.Errorf("shared: totals %+v over-admission %+v", s.Totals, s.OverAdmission)
@@ -109,7 +110,7 @@ func checkRealShared(t *testing.T, s analyze.ScenarioReport) {
 		t.Errorf("shared: windows %+v", w)
 	}
 	// The RLS limiter's model (the rule's fixed window, epoch aligned) admits exactly 5 of the 20.
-	if s.Model == nil || s.Model.Min != 5 || s.Model.Max != 5 || len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterChecked {
+	if s.Model == nil || s.Model.Min != 5 || s.Model.Max != 5 || len(s.Limiters) != 1 || s.Limiters[0].Status != report.LimiterChecked {
 		t.Errorf("shared: model %+v limiters %+v", s.Model, s.Limiters)
 	}
 }
@@ -117,7 +118,7 @@ func checkRealShared(t *testing.T, s analyze.ScenarioReport) {
 // checkRealRedisStopped: with Redis stopped every request lies in the
 // fault window; failure_mode_deny rejects all 20 as RLS errors, allow
 // admits all 20, each with its receipt; the RLS limiter is suspended.
-func checkRealRedisStopped(t *testing.T, name string, s analyze.ScenarioReport) {
+func checkRealRedisStopped(t *testing.T, name string, s report.ScenarioReport) {
 	t.Helper()
 	if len(s.FaultWindows) != 1 || s.FaultWindows[0].Target != "redis" || s.FaultWindows[0].Open {
 		t.Fatalf("%s: fault windows %+v", name, s.FaultWindows)
@@ -134,7 +135,7 @@ func checkRealRedisStopped(t *testing.T, name string, s analyze.ScenarioReport) 
 		t.Errorf("%s: rls errors %+v", name, e)
 	}
 	// The RLS limiter is suspended: every request lies in the Redis fault window.
-	if len(s.Limiters) != 1 || s.Limiters[0].Status != analyze.LimiterSuspended || len(s.FaultWindows[0].ActsOn) != 1 {
+	if len(s.Limiters) != 1 || s.Limiters[0].Status != report.LimiterSuspended || len(s.FaultWindows[0].ActsOn) != 1 {
 		t.Errorf("%s: limiters %+v acts on %v", name, s.Limiters, s.FaultWindows[0].ActsOn)
 	}
 	// No OK of the RLS admitted anyone: zombies (if any ran after Redis came back) are not counted.
@@ -148,7 +149,7 @@ func checkRealRedisStopped(t *testing.T, name string, s analyze.ScenarioReport) 
 // checkRealRestarted: the counts live in Redis, so restarting the RLS is
 // no new epoch: 3 admitted before the restart and 2 after, 5 of 23 as the
 // model says, one window seen by two RLS processes.
-func checkRealRestarted(t *testing.T, runDir string, s analyze.ScenarioReport) {
+func checkRealRestarted(t *testing.T, runDir string, s report.ScenarioReport) {
 	t.Helper()
 	if s.Totals.Sent != 23 || s.Totals.Admitted != 5 || s.Totals.Global429 != 18 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
 		t.Errorf("restart: totals %+v over-admission %+v", s.Totals, s.OverAdmission)

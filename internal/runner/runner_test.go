@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -185,13 +186,13 @@ scenarios:
 
 // runPlanText parses the plan text, runs it under a temporary root and
 // analyses the run directory.
-func runPlanText(t *testing.T, name, text string) (string, *analyze.Report) {
+func runPlanText(t *testing.T, name, text string) (string, *report.Report) {
 	t.Helper()
 	return runPlanTextWith(t, name, text, Options{})
 }
 
 // runPlanTextWith is runPlanText with options (Root is set here).
-func runPlanTextWith(t *testing.T, name, text string, opts Options) (string, *analyze.Report) {
+func runPlanTextWith(t *testing.T, name, text string, opts Options) (string, *report.Report) {
 	t.Helper()
 	plan, err := ParsePlan(name, []byte(text))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/nginx"
@@ -79,20 +80,20 @@ var fieldRules = map[string]rule{
 	"nginx.LimitEvent.ExcessMilli":      minimum(0),
 
 	// the report
-	"analyze.Report.GeneratedAt":    format("date-time"),
-	"analyze.Report.Status":         enum(verdicts...),
-	"analyze.ScenarioReport.Status": enum(verdicts...),
-	"analyze.Group.Status":          enum(verdicts...),
-	"analyze.Check.Status":          enum(analyze.CheckPass, analyze.CheckFail, analyze.CheckUnknown, analyze.CheckNotChecked),
-	"analyze.ProxyStats.Status":     enum(analyze.StatsOK, analyze.StatsMissing, analyze.StatsReset),
-	"analyze.RLSCheck.ByCode":       keys(decisionCodes...),
-	"analyze.RealDecision.Code":     enum(decisionCodes...),
-	"analyze.RealIdentity.Status":   enum(rls.IdentityPass, analyze.IdentityExplained, rls.IdentityFail, analyze.IdentityUnknown),
-	"analyze.Group.Repeats":         minimum(0),
-	"analyze.TargetReport.Receipts": minimum(0),
-	"analyze.FaultWindow.Receipts":  minimum(0),
-	"analyze.RLSCheck.Decisions":    minimum(0),
-	"analyze.ScenarioReport.Repeat": minimum(0),
+	"report.Report.GeneratedAt":    format("date-time"),
+	"report.Report.Status":         enum(verdicts...),
+	"report.ScenarioReport.Status": enum(verdicts...),
+	"report.Group.Status":          enum(verdicts...),
+	"report.Check.Status":          enum(report.CheckPass, report.CheckFail, report.CheckUnknown, report.CheckNotChecked),
+	"report.ProxyStats.Status":     enum(report.StatsOK, report.StatsMissing, report.StatsReset),
+	"report.RLSCheck.ByCode":       keys(decisionCodes...),
+	"report.RealDecision.Code":     enum(decisionCodes...),
+	"report.RealIdentity.Status":   enum(rls.IdentityPass, analyze.IdentityExplained, rls.IdentityFail, analyze.IdentityUnknown),
+	"report.Group.Repeats":         minimum(0),
+	"report.TargetReport.Receipts": minimum(0),
+	"report.FaultWindow.Receipts":  minimum(0),
+	"report.RLSCheck.Decisions":    minimum(0),
+	"report.ScenarioReport.Repeat": minimum(0),
 
 	// the plan: what runner.ParsePlan checks, where a schema can say it
 	"runner.Plan.Scenarios":                           minItems(1),
@@ -160,11 +161,11 @@ var addedLater = map[string]bool{
 
 // typeRules constrain definitions, keyed "<package>.<Type>".
 var typeRules = map[string]rule{
-	"analyze.Classes":     allMinimum(0),
+	"report.Classes":      allMinimum(0),
 	"nginx.StubStatus":    allMinimum(0),
-	"analyze.RealWindow":  allMinimum(0, "key", "epoch"),
-	"analyze.RealErrors":  allMinimum(0),
-	"analyze.Receipts":    allMinimum(0),
+	"report.RealWindow":   allMinimum(0, "key", "epoch"),
+	"report.RealErrors":   allMinimum(0),
+	"report.Receipts":     allMinimum(0),
 	"runner.ScenarioPlan": scenarioPlanShape,
 	// AttackPlan: a single flow (ids) or flows.
 	"runner.AttackPlan": func(s *jsonschema.Schema) { s.OneOf = []*jsonschema.Schema{required("ids"), required("flows")} },

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/testfix"
@@ -179,7 +179,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 // named after its ID, and every schema is valid JSON Schema that compiles.
 func TestFileNames(t *testing.T) {
 	consts := map[string]string{
-		schemas.Report: analyze.ReportSchema, schemas.Plan: runner.PlanSchema,
+		schemas.Report: report.ReportSchema, schemas.Plan: runner.PlanSchema,
 		schemas.Request: evidence.RequestSchema, schemas.Receipt: evidence.ReceiptSchema,
 		schemas.Fault: evidence.FaultSchema, schemas.Decision: evidence.DecisionSchema,
 		schemas.Scenario: evidence.ScenarioSchema, schemas.Attack: evidence.AttackSchema,

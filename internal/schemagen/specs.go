@@ -7,7 +7,7 @@ import (
 
 	"github.com/invopop/jsonschema"
 
-	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
@@ -52,8 +52,8 @@ func specs() []spec {
 		{id: evidence.NginxAccessSchema, what: "one line of nginx/<proxy>/access.jsonl", root: typeOf[nginx.AccessRecord]()},
 		{id: evidence.NginxLimitReqSchema, what: "one line of nginx/<proxy>/limit_req.jsonl", root: typeOf[nginx.ErrorEntry]()},
 		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginx.StubStatus]()},
-		{id: analyze.ReportSchema, what: "the report of `rlbench analyze --format json` (and `rlbench run --format json`)",
-			root: typeOf[analyze.Report](), consts: map[string]string{"Report": analyze.ReportSchema}},
+		{id: report.ReportSchema, what: "the report of `rlbench analyze --format json` (and `rlbench run --format json`)",
+			root: typeOf[report.Report](), consts: map[string]string{"Report": report.ReportSchema}},
 		{id: runner.PlanSchema, what: "a plan (`rlbench run PLAN.yaml`), in the JSON form of its YAML", root: typeOf[runner.Plan](),
 			ranges: rangePlan, plan: true},
 	}

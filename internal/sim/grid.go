@@ -7,7 +7,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
-	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 )
@@ -35,7 +35,7 @@ type Cell struct {
 
 // GridOf builds the grid of the plan's scenarios that name a row and a
 // column, from the simulated bundle and its report; nil when none does.
-func GridOf(p *runner.Plan, b *evidence.Bundle, rep *analyze.Report) *Grid {
+func GridOf(p *runner.Plan, b *evidence.Bundle, rep *report.Report) *Grid {
 	type pos struct{ r, c int }
 	g := &Grid{}
 	rows, cols := map[string]int{}, map[string]int{}
@@ -91,7 +91,7 @@ func GridOf(p *runner.Plan, b *evidence.Bundle, rep *analyze.Report) *Grid {
 
 // worse is the worse of two verdicts (FAIL over NOT_RUN over PASS; "" is none).
 func worse(a, b string) string {
-	rank := map[string]int{"": 0, analyze.Pass: 1, analyze.NotRun: 2, analyze.Fail: 3}
+	rank := map[string]int{"": 0, evidence.Pass: 1, evidence.NotRun: 2, evidence.Fail: 3}
 	if rank[b] > rank[a] {
 		return b
 	}
@@ -112,7 +112,7 @@ func WriteGrid(w io.Writer, g *Grid) error {
 			switch {
 			case c.Scenario == "":
 				line = append(line, "-")
-			case c.Status != analyze.Pass:
+			case c.Status != evidence.Pass:
 				line = append(line, fmt.Sprintf("%s (%s)", strconv.FormatFloat(c.PerSec, 'f', 1, 64), c.Status))
 			default:
 				line = append(line, strconv.FormatFloat(c.PerSec, 'f', 1, 64))

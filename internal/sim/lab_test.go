@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 )
@@ -36,7 +37,7 @@ func labPlan(t *testing.T, file string, d time.Duration, scenarios ...string) *r
 }
 
 // runLab runs a plan on the embedded lab and analyses its evidence.
-func runLab(t *testing.T, p *runner.Plan) *analyze.Report {
+func runLab(t *testing.T, p *runner.Plan) *report.Report {
 	t.Helper()
 	dir, err := runner.Run(context.Background(), p, runner.Options{})
 	if err != nil {
@@ -52,7 +53,7 @@ func runLab(t *testing.T, p *runner.Plan) *analyze.Report {
 // pacingLag is the largest delay of a lab send after its intended time
 // (the attack's open-loop schedule), the lab's timing uncertainty against
 // the virtual clock.
-func pacingLag(t *testing.T, rep *analyze.Report, scenario int) time.Duration {
+func pacingLag(t *testing.T, rep *report.Report, scenario int) time.Duration {
 	t.Helper()
 	ev, err := loadScenario(filepath.Join(rep.Dir, rep.Scenarios[scenario].Dir))
 	if err != nil {
@@ -69,7 +70,7 @@ func pacingLag(t *testing.T, rep *analyze.Report, scenario int) time.Duration {
 // flow and per key within the timing uncertainty: the lab's model bound
 // (its own intervals), widened by what the flow's buckets refill over the
 // lab's largest pacing lag, plus one.
-func agree(t *testing.T, lab, simulated *analyze.ScenarioReport, lag time.Duration) {
+func agree(t *testing.T, lab, simulated *report.ScenarioReport, lag time.Duration) {
 	t.Helper()
 	rate := map[string]float64{}
 	for _, k := range lab.Keys {
@@ -124,8 +125,8 @@ func agree(t *testing.T, lab, simulated *analyze.ScenarioReport, lag time.Durati
 func TestLabUsers(t *testing.T) {
 	p := labPlan(t, "users.yaml", 2*time.Second)
 	rep := runLab(t, p)
-	if rep.Status != analyze.Pass {
-		t.Fatalf("lab: %v", analyze.StatusLines(rep))
+	if rep.Status != evidence.Pass {
+		t.Fatalf("lab: %v", report.StatusLines(rep))
 	}
 	global, perUser := &rep.Scenarios[0], &rep.Scenarios[1]
 	for _, f := range global.Flows {
@@ -155,8 +156,8 @@ func TestLabUsers(t *testing.T) {
 	for _, k := range global.Keys {
 		for _, sk := range srep.Scenarios[0].Keys {
 			if sk.Bucket == k.Bucket {
-				agree(t, &analyze.ScenarioReport{Name: global.Name, Keys: []analyze.KeyReport{k}},
-					&analyze.ScenarioReport{Keys: []analyze.KeyReport{sk}}, pacingLag(t, rep, 0))
+				agree(t, &report.ScenarioReport{Name: global.Name, Keys: []report.KeyReport{k}},
+					&report.ScenarioReport{Keys: []report.KeyReport{sk}}, pacingLag(t, rep, 0))
 			}
 		}
 	}
@@ -167,8 +168,8 @@ func TestLabUsers(t *testing.T) {
 func TestLabEndpoints(t *testing.T) {
 	p := labPlan(t, "endpoints.yaml", 2*time.Second)
 	rep := runLab(t, p)
-	if rep.Status != analyze.Pass {
-		t.Fatalf("lab: %v", analyze.StatusLines(rep))
+	if rep.Status != evidence.Pass {
+		t.Fatalf("lab: %v", report.StatusLines(rep))
 	}
 	s := &rep.Scenarios[0]
 	for _, name := range []string{"A /report", "B /report"} {
@@ -188,8 +189,8 @@ func TestLabEndpoints(t *testing.T) {
 func TestLabInstances(t *testing.T) {
 	p := labPlan(t, "instances.yaml", 2*time.Second, "skewed 60:30:10 / each 100/3")
 	rep := runLab(t, p)
-	if rep.Status != analyze.Pass {
-		t.Fatalf("lab: %v", analyze.StatusLines(rep))
+	if rep.Status != evidence.Pass {
+		t.Fatalf("lab: %v", report.StatusLines(rep))
 	}
 	_, srep := simulate(t, p, 1)
 	agree(t, &rep.Scenarios[0], &srep.Scenarios[0], pacingLag(t, rep, 0))

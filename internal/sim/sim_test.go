@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/runner"
 )
@@ -21,7 +22,7 @@ func loadPlan(t testing.TB, path string) *runner.Plan {
 	return p
 }
 
-func simulate(t testing.TB, p *runner.Plan, seed int64) (*evidence.Bundle, *analyze.Report) {
+func simulate(t testing.TB, p *runner.Plan, seed int64) (*evidence.Bundle, *report.Report) {
 	t.Helper()
 	b, err := Run(context.Background(), p, Options{Seed: seed, Name: "test"})
 	if err != nil {
@@ -31,7 +32,7 @@ func simulate(t testing.TB, p *runner.Plan, seed int64) (*evidence.Bundle, *anal
 }
 
 // flow returns a scenario's flow row.
-func flow(t *testing.T, s *analyze.ScenarioReport, name string) analyze.FlowReport {
+func flow(t *testing.T, s *report.ScenarioReport, name string) report.FlowReport {
 	t.Helper()
 	for _, f := range s.Flows {
 		if f.Flow == name {
@@ -39,7 +40,7 @@ func flow(t *testing.T, s *analyze.ScenarioReport, name string) analyze.FlowRepo
 		}
 	}
 	t.Fatalf("%s: no flow %q in %+v", s.Name, name, s.Flows)
-	return analyze.FlowReport{}
+	return report.FlowReport{}
 }
 
 // TestInstancesTable: the 3x3 table of issue 11, every cell within 3% of
@@ -48,8 +49,8 @@ func flow(t *testing.T, s *analyze.ScenarioReport, name string) analyze.FlowRepo
 func TestInstancesTable(t *testing.T) {
 	p := loadPlan(t, "../../examples/dimensions/instances.yaml")
 	b, rep := simulate(t, p, 1)
-	if rep.Status != analyze.Pass {
-		t.Fatalf("status %s: %v", rep.Status, analyze.StatusLines(rep))
+	if rep.Status != evidence.Pass {
+		t.Fatalf("status %s: %v", rep.Status, report.StatusLines(rep))
 	}
 	g := GridOf(p, b, rep)
 	want := map[[2]string]float64{
@@ -67,7 +68,7 @@ func TestInstancesTable(t *testing.T) {
 			if row == "skewed 60:30:10" && col == "each 100/s" {
 				lo, hi = 185, 195
 			}
-			if cell.PerSec < lo || cell.PerSec > hi || cell.Status != analyze.Pass {
+			if cell.PerSec < lo || cell.PerSec > hi || cell.Status != evidence.Pass {
 				t.Errorf("%s / %s: %.1f/s (%s), want %.0f..%.0f", row, col, cell.PerSec, cell.Status, lo, hi)
 			}
 		}
@@ -90,8 +91,8 @@ func TestInstancesTable(t *testing.T) {
 // at most the model's bound (and 60) of each /report and all of /ping.
 func TestUsersAndEndpoints(t *testing.T) {
 	_, rep := simulate(t, loadPlan(t, "../../examples/dimensions/users.yaml"), 1)
-	if rep.Status != analyze.Pass {
-		t.Fatalf("users: %v", analyze.StatusLines(rep))
+	if rep.Status != evidence.Pass {
+		t.Fatalf("users: %v", report.StatusLines(rep))
 	}
 	global, perUser := &rep.Scenarios[0], &rep.Scenarios[1]
 	for _, u := range []string{"B", "C", "D"} {
@@ -107,8 +108,8 @@ func TestUsersAndEndpoints(t *testing.T) {
 	}
 
 	_, rep = simulate(t, loadPlan(t, "../../examples/dimensions/endpoints.yaml"), 1)
-	if rep.Status != analyze.Pass {
-		t.Fatalf("endpoints: %v", analyze.StatusLines(rep))
+	if rep.Status != evidence.Pass {
+		t.Fatalf("endpoints: %v", report.StatusLines(rep))
 	}
 	s := &rep.Scenarios[0]
 	for _, name := range []string{"A /report", "B /report"} {
@@ -164,7 +165,7 @@ scenarios:
 		t.Fatal(err)
 	}
 	_, rep := simulate(t, p, 1)
-	if s := rep.Scenarios[0]; s.Status != analyze.NotRun || !strings.Contains(strings.Join(s.Reasons, ";"), "faults are not simulated") {
+	if s := rep.Scenarios[0]; s.Status != evidence.NotRun || !strings.Contains(strings.Join(s.Reasons, ";"), "faults are not simulated") {
 		t.Fatalf("%s %v", s.Status, s.Reasons)
 	}
 }
@@ -190,7 +191,7 @@ scenarios:
 	}
 	_, rep := simulate(t, p, 1)
 	s := rep.Scenarios[0]
-	if s.Status != analyze.Pass || s.Totals.Global429 == 0 {
+	if s.Status != evidence.Pass || s.Totals.Global429 == 0 {
 		t.Fatalf("%s %v totals %+v", s.Status, s.Reasons, s.Totals)
 	}
 	if a, b := flow(t, &s, "A"), flow(t, &s, "B"); a.Admitted != 10 || b.Admitted != 4 || a.Model == nil || a.Model.Max != 10 {
@@ -209,7 +210,7 @@ func BenchmarkDimensions(b *testing.B) {
 	for b.Loop() {
 		for _, p := range plans {
 			_, rep := simulate(b, p, 1)
-			if rep.Status != analyze.Pass {
+			if rep.Status != evidence.Pass {
 				b.Fatal(rep.Status)
 			}
 		}

@@ -1,79 +1,21 @@
-// Package analyze reconciles the evidence of a rate-limit experiment — what
-// clients saw (requests.jsonl), what the backend really received
-// (receipts.jsonl), what the proxies counted (Envoy admin /stats snapshots),
-// what the rate limit service decided and when faults happened — and judges
-// each scenario PASS, FAIL or NOT_RUN.
-//
-// Analyze is evidence.Load followed by Judge; Judge reads no file and works
-// on an evidence.Bundle, so evidence held in memory can be judged too. Each
-// property is a named Checker of DefaultCheckers; Compose merges their
-// results in the Jepsen checker model (fail over unknown over pass; a
-// panicking checker is unknown; nothing checked is not PASS), and incomplete
-// evidence is NOT_RUN whatever the checks say.
-//
-// The central checker replays each scenario's requests through a model of
-// every limiter scenario.json declares (evidence.Limiter; package
-// model): a request reached a limiter somewhere in [send,
-// min(response, receipt)], and model.Check decides must admit, must reject
-// or either for each one and bounds the admitted count per key, fixed window
-// and limiter from below and above (Report.Scenarios[].Limiters). Admitted
-// means passed the limiter (Classes.Passed), whatever the backend answered.
-// Faults suspend the checks of the limiters they act on, inside their window
-// and its measured recovery lag; RLS decisions are joined to their requests
-// one by one (late ones are zombies); admissions the RLS did not decide
-// without a fault, limits that never engage, shadow counts and rate-limit
-// headers are findings of their own; a scenario that asks nothing is NOT_RUN.
-//
-// The report is an API for dashboards: its JSON form is versioned by
-// ReportSchema and described by schemas/report.v2.schema.json.
-package analyze
+package report
 
 import "github.com/rlbench/rlbench/evidence"
 
 // ReportSchema identifies the JSON form of Report.
 const ReportSchema = "rlbench.report/v2"
 
-// Verdicts of a scenario (evidence.Pass, evidence.Fail, evidence.NotRun).
-// NOT_RUN covers both a scenario that did not execute and one whose evidence
-// is missing or truncated: nothing incomplete is PASS.
-const (
-	Pass   = evidence.Pass
-	Fail   = evidence.Fail
-	NotRun = evidence.NotRun
-)
-
 // Check results. Unknown means the check could not be decided (e.g. a counter
 // reset between snapshots); it never counts as a pass. NotChecked is a
 // declared expectation that cannot fail given what was sent (admitted
 // 0..1000000000 of 20 requests): it is reported, its Got saying why, but it
-// takes no part in the verdict (Validity NotChecked), so it can never be the
+// takes no part in the verdict (model.NotChecked), so it can never be the
 // reason for a PASS.
 const (
 	CheckPass       = "pass"
 	CheckFail       = "fail"
 	CheckUnknown    = "unknown"
 	CheckNotChecked = "not_checked"
-)
-
-// Response class names, as used in Classes and in scenario expectations
-// (evidence.Class.String; see evidence.Marks.Classify for the rules).
-var (
-	ClassAdmitted   = evidence.ClassAdmitted.String()   // 2xx
-	ClassLocal429   = evidence.ClassLocal429.String()   // 429 with body local_rate_limited (Envoy local_ratelimit filter)
-	ClassGlobal429  = evidence.ClassGlobal429.String()  // 429 with x-envoy-ratelimited (Envoy ratelimit filter, OVER_LIMIT)
-	ClassRLSError   = evidence.ClassRLSError.String()   // 500 with an empty body: Envoy ratelimit filter, RLS error and failure_mode_deny
-	ClassOther4xx   = evidence.ClassOther4xx.String()   // any other 4xx of unknown origin (no upstream mark, no receipt)
-	ClassOther5xx   = evidence.ClassOther5xx.String()   // any other 5xx of unknown origin
-	ClassOther      = evidence.ClassOther.String()      // 1xx/3xx
-	ClassNoResponse = evidence.ClassNoResponse.String() // code 0: indeterminate, it may have reached the backend
-	// ClassBackend4xx, ClassBackend429 and ClassBackend5xx came from the
-	// backend (x-envoy-upstream-service-time, the backend's own body, or a
-	// receipt): the request passed every limiter.
-	ClassBackend4xx = evidence.ClassBackend4xx.String()
-	ClassBackend429 = evidence.ClassBackend429.String()
-	ClassBackend5xx = evidence.ClassBackend5xx.String()
-	// ClassCircuitBreaker is Envoy's 503 with x-envoy-overloaded (flag UO).
-	ClassCircuitBreaker = evidence.ClassCircuitBreaker.String()
 )
 
 // Report is the result of analysing an evidence directory.
@@ -264,9 +206,9 @@ func (c *Classes) field(cl evidence.Class) *int {
 	return &c.Other
 }
 
-// add counts one request of class cl; received tells whether the backend
+// Add counts one request of class cl; received tells whether the backend
 // has its receipt (a request without response but with a receipt passed).
-func (c *Classes) add(cl evidence.Class, received bool) {
+func (c *Classes) Add(cl evidence.Class, received bool) {
 	c.Sent++
 	*c.field(cl)++
 	if cl.Passed() || (cl == evidence.ClassNoResponse && received) {

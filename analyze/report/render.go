@@ -1,4 +1,4 @@
-package analyze
+package report
 
 import (
 	"encoding/json"
@@ -50,10 +50,10 @@ func Status(rep *Report) []evidence.StatusLine {
 				notChecked = append(notChecked, c.Name+" "+c.Want)
 			}
 		}
-		if s.Status == Pass && s.Expectation != "" {
+		if s.Status == evidence.Pass && s.Expectation != "" {
 			reason = s.Expectation + " (" + strconv.Itoa(passed) + " checks passed)"
 		}
-		if s.Status == Pass && len(notChecked) > 0 {
+		if s.Status == evidence.Pass && len(notChecked) > 0 {
 			reason += "; not checked, cannot fail: " + strings.Join(notChecked, ", ")
 		}
 		out = append(out, evidence.NewStatusLine(s.Name, repeat, s.Status, reason))
@@ -115,6 +115,22 @@ func admissionVsLimit(lo, hi, intended int) string {
 // over-admission and verdict, then fault windows and the reasons of every
 // scenario that did not pass.
 func WriteTable(w io.Writer, rep *Report) error {
+	for _, section := range []func(io.Writer, *Report) error{
+		writeScenarioTable, writeFaultTable, writeRepeatsTable,
+		writeLatencyTable, writeArrivalsTable, writeFlowTables, writeShardsTable,
+		writeLimiterLines, writeReasons,
+	} {
+		if err := section(w, rep); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "Verdict: %s\n", rep.Status)
+	return err
+}
+
+// writeScenarioTable writes the main table: per scenario a row per target
+// (when it has several) and per phase, then its total row.
+func writeScenarioTable(w io.Writer, rep *Report) error {
 	repeats := repeatsByName(rep)
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
 	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Vs intended limit", "Status")
@@ -148,9 +164,27 @@ func WriteTable(w io.Writer, rep *Report) error {
 			return err
 		}
 	}
-	if err := t.Render(); err != nil {
+	return t.Render()
+}
+
+// writeTitledTable writes "\n<title>:" and a table of rows under header;
+// nothing without rows.
+func writeTitledTable(w io.Writer, title string, header []any, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\n"+title+":")
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
+	t.Header(header...)
+	if err := t.Bulk(rows); err != nil {
 		return err
 	}
+	return t.Render()
+}
+
+// writeFaultTable writes the fault windows of every scenario and the
+// classes of the requests sent inside them.
+func writeFaultTable(w io.Writer, rep *Report) error {
 	var fw [][]any
 	for _, s := range rep.Scenarios {
 		for _, f := range s.FaultWindows {
@@ -168,17 +202,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 				in.Other4xx + in.Other5xx + in.Other + in.Backend4xx + in.Backend429 + in.Backend5xx + in.CircuitBreaker, in.NoResponse, f.Straddling.Sent, f.Receipts})
 		}
 	}
-	if len(fw) > 0 {
-		fmt.Fprintln(w, "\nFault windows:")
-		ft := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		ft.Header("Scenario", "Fault", "Target", "Duration", "Acts on", "Recovery lag", "Sent inside", "Admitted", "429", "RLS 500", "Other", "No resp", "Straddling", "Receipts")
-		if err := ft.Bulk(fw); err != nil {
-			return err
-		}
-		if err := ft.Render(); err != nil {
-			return err
-		}
-	}
+	return writeTitledTable(w, "Fault windows", []any{"Scenario", "Fault", "Target", "Duration", "Acts on", "Recovery lag", "Sent inside", "Admitted", "429", "RLS 500", "Other", "No resp", "Straddling", "Receipts"}, fw)
+}
+
+// writeRepeatsTable writes a row per scenario run more than once: the
+// admitted range over its repeats against the intended limit.
+func writeRepeatsTable(w io.Writer, rep *Report) error {
 	var gr [][]any
 	for _, g := range rep.Groups {
 		if g.Repeats < 2 {
@@ -199,29 +228,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 		gr = append(gr, []any{g.Name, g.Repeats, adm, over, bound, g.Status})
 	}
-	if len(gr) > 0 {
-		fmt.Fprintln(w, "\nOver the repeats:")
-		rt := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		rt.Header("Scenario", "Repeats", "Admitted (min..max)", "Vs intended limit", "Configured bound", "Status")
-		if err := rt.Bulk(gr); err != nil {
-			return err
-		}
-		if err := rt.Render(); err != nil {
-			return err
-		}
-	}
-	if err := writeLatencyTable(w, rep); err != nil {
-		return err
-	}
-	if err := writeArrivalsTable(w, rep); err != nil {
-		return err
-	}
-	if err := writeFlowTables(w, rep); err != nil {
-		return err
-	}
-	if err := writeShardsTable(w, rep); err != nil {
-		return err
-	}
+	return writeTitledTable(w, "Over the repeats", []any{"Scenario", "Repeats", "Admitted (min..max)", "Vs intended limit", "Configured bound", "Status"}, gr)
+}
+
+// writeLimiterLines writes a line per limiter model check and the harness
+// timing of each scenario.
+func writeLimiterLines(w io.Writer, rep *Report) error {
+	repeats := repeatsByName(rep)
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
 		for _, l := range s.Limiters {
@@ -231,8 +244,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 			fmt.Fprintf(w, "%s: harness: %s\n", name, h)
 		}
 	}
+	return nil
+}
+
+// writeReasons writes the reasons of every scenario that did not pass.
+func writeReasons(w io.Writer, rep *Report) error {
 	for _, s := range rep.Scenarios {
-		if s.Status == Pass {
+		if s.Status == evidence.Pass {
 			continue
 		}
 		fmt.Fprintf(w, "%s %s:\n", s.Name, s.Status)
@@ -240,8 +258,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 			fmt.Fprintf(w, "  - %s\n", r)
 		}
 	}
-	_, err := fmt.Fprintf(w, "Verdict: %s\n", rep.Status)
-	return err
+	return nil
 }
 
 // modelString is the end-to-end model bound beside the admitted count:
@@ -288,13 +305,13 @@ func limiterLine(l *LimiterReport) string {
 		}
 	}
 	if l.OverAdmittedCount > 0 {
-		out += "; over-admitted " + verdictsGot(l.OverAdmittedCount, l.OverAdmitted)
+		out += "; over-admitted " + VerdictsGot(l.OverAdmittedCount, l.OverAdmitted)
 	}
 	if l.UnderAdmittedCount > 0 {
-		out += "; under-admitted " + verdictsGot(l.UnderAdmittedCount, l.UnderAdmitted)
+		out += "; under-admitted " + VerdictsGot(l.UnderAdmittedCount, l.UnderAdmitted)
 	}
 	if l.ShadowCount > 0 {
-		out += "; would have rejected " + verdictsGot(l.ShadowCount, l.Shadow)
+		out += "; would have rejected " + VerdictsGot(l.ShadowCount, l.Shadow)
 	}
 	return out
 }

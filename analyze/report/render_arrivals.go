@@ -1,4 +1,4 @@
-package analyze
+package report
 
 import (
 	"fmt"
@@ -39,7 +39,7 @@ func arrivalRows(rep *Report) [][]string {
 			}
 			row := []string{name, of, strconv.Itoa(st.Count)}
 			for _, w := range ArrivalWindows {
-				p, _ := st.peakOf(w)
+				p, _ := st.PeakOf(w)
 				row = append(row, fmt.Sprintf("%d (%s)", p.Peak, humanRate(p.RatePerSec)))
 			}
 			g := st.InterArrival

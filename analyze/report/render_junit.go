@@ -1,4 +1,4 @@
-package analyze
+package report
 
 import (
 	"encoding/xml"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // JUnit XML, in the shape CI systems read (Jenkins' JUnit plugin, GitLab's
@@ -78,10 +80,10 @@ func WriteJUnit(w io.Writer, rep *Report) error {
 			first = s.Reasons[0]
 		}
 		switch s.Status {
-		case Fail:
+		case evidence.Fail:
 			suite.Failures++
-			c.Failure = &junitMessage{Message: first, Type: Fail, Text: strings.Join(s.Reasons, "\n")}
-		case NotRun:
+			c.Failure = &junitMessage{Message: first, Type: evidence.Fail, Text: strings.Join(s.Reasons, "\n")}
+		case evidence.NotRun:
 			suite.Skipped++
 			c.Skipped = &junitMessage{Message: strings.Join(s.Reasons, "; ")}
 		}

@@ -1,4 +1,4 @@
-package analyze
+package report
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // WriteMarkdown renders the report for a pull-request comment (GitHub
@@ -27,7 +29,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p99 := "-"
 		if s.Latency != nil {
 			for _, l := range s.Latency.Classes {
-				if l.Class == ClassAdmitted {
+				if l.Class == evidence.ClassAdmitted.String() {
 					p99 = HumanNs(l.P99Ns)
 				}
 			}
@@ -41,7 +43,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		return err
 	}
 	for _, s := range rep.Scenarios {
-		if s.Status == Pass {
+		if s.Status == evidence.Pass {
 			continue
 		}
 		if _, err := fmt.Fprintf(w, "\n**%s** %s:\n", mdCell(scenarioLabel(s, repeats)), s.Status); err != nil {
@@ -63,7 +65,7 @@ func countVerdicts(rep *Report) string {
 		n[s.Status]++
 	}
 	var parts []string
-	for _, st := range []string{Pass, Fail, NotRun} {
+	for _, st := range []string{evidence.Pass, evidence.Fail, evidence.NotRun} {
 		if n[st] > 0 {
 			parts = append(parts, strconv.Itoa(n[st])+" "+st)
 		}
@@ -78,9 +80,9 @@ func countVerdicts(rep *Report) string {
 // statusMark is the verdict with a mark a reader sees at a glance.
 func statusMark(st string) string {
 	switch st {
-	case Pass:
+	case evidence.Pass:
 		return "✅ PASS"
-	case Fail:
+	case evidence.Fail:
 		return "❌ FAIL"
 	}
 	return "⚠️ NOT_RUN"

@@ -1,4 +1,4 @@
-package analyze
+package report
 
 import (
 	"io"
@@ -74,7 +74,7 @@ func WritePrometheus(w io.Writer, rep *Report) error {
 		f.Metric = append(f.Metric, &dto.Metric{Label: labels(kv...), Gauge: &dto.Gauge{Value: proto.Float64(v)}})
 	}
 	oneOf := func(name, help, status string, kv ...string) {
-		for _, st := range []string{Pass, Fail, NotRun} {
+		for _, st := range []string{evidence.Pass, evidence.Fail, evidence.NotRun} {
 			v := 0.0
 			if st == status {
 				v = 1

@@ -1,4 +1,4 @@
-package analyze
+package report
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func writeFlowTables(w io.Writer, rep *Report) error {
 			model := "-"
 			switch {
 			case f.Model != nil:
-				model = rangeText(f.Model.Min, f.Model.Max)
+				model = RangeText(f.Model.Min, f.Model.Max)
 			case len(f.SharedWith) > 0:
 				model = "shared with " + strings.Join(f.SharedWith, ", ")
 			}
@@ -35,7 +35,7 @@ func writeFlowTables(w io.Writer, rep *Report) error {
 				adm += fmt.Sprintf(" (+%d unknown)", k.Unknown)
 			}
 			kr = append(kr, []any{name, k.Limiter, k.Bucket, strings.Join(k.Flows, ", "), k.Sent, adm, pctText(k.AdmittedPct),
-				rateText(k.AdmittedPerSec, k.ActiveNs), limitText(k.RatePerSec, k.Burst), rangeText(k.Min, k.Max)})
+				rateText(k.AdmittedPerSec, k.ActiveNs), limitText(k.RatePerSec, k.Burst), RangeText(k.Min, k.Max)})
 		}
 	}
 	if len(fr) > 0 {
@@ -68,7 +68,8 @@ func writeFlowTables(w io.Writer, rep *Report) error {
 	return nil
 }
 
-func rangeText(lo, hi int) string {
+// RangeText is "lo..hi", or "lo" when lo == hi.
+func RangeText(lo, hi int) string {
 	if lo == hi {
 		return strconv.Itoa(lo)
 	}
