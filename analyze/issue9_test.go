@@ -18,6 +18,7 @@ import (
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -61,14 +62,14 @@ func localLimiter(name string, maxTokens, tpf uint32, fill time.Duration, start 
 }
 
 // rlsLimiter is a global limiter on an RLS configuration.
-func rlsLimiter(config string, actions ...evidence.RateLimitAction) evidence.Limiter {
-	return evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, RateLimits: []evidence.RateLimitEntry{{Actions: actions}},
+func rlsLimiter(config string, actions ...descriptor.RateLimitAction) evidence.Limiter {
+	return evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, RateLimits: []descriptor.RateLimitEntry{{Actions: actions}},
 		RLS: &evidence.RLSLimiter{Domain: "inventory", Config: config}, Resets: []string{evidence.FaultTargetRLS}}
 }
 
 const tenantLabConfig = "domain: inventory\ndescriptors:\n  - key: tenant\n    value: lab\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"
 
-var tenantAction = evidence.RateLimitAction{GenericKey: &evidence.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}
+var tenantAction = descriptor.RateLimitAction{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}
 
 // reqs sets n requests to target, sent every gap from t0, each taking 1 ms,
 // with the codes given by code(i); 2xx get a receipt.
@@ -277,8 +278,8 @@ func TestIssue9LeakWithoutFaultFails(t *testing.T) {
 // limit and PASSed (previous release: PASS).
 func TestIssue9LimitNeverEngagedFails(t *testing.T) {
 	e := bare(t)
-	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, evidence.RateLimitAction{
-		RequestHeaders: &evidence.RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant"}})}
+	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, descriptor.RateLimitAction{
+		RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant"}})}
 	e.reqs(20, "proxy-a", time.Millisecond, ok200)
 	s := judged(t, e.write(), "08-limit-never-engaged")
 	wantVerdict(t, s, Fail, "limit never engaged: want 0 requests unlimited, got 20 produced no descriptor (proxy-a-00,")
@@ -327,7 +328,7 @@ func TestIssue9NotLimitedPasses(t *testing.T) {
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitFixedWindow, Limit: 5, Unit: "HOUR"}}
 	cfg := "domain: inventory\ndescriptors:\n  - key: tenant\n    value: lab\n    descriptors:\n      - key: user\n        rate_limit: {unit: hour, requests_per_unit: 5}\n"
 	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(cfg, tenantAction,
-		evidence.RateLimitAction{RequestHeaders: &evidence.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}})}
+		descriptor.RateLimitAction{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}})}
 	e.reqs(10, "proxy-a", time.Millisecond, ok200)
 	e.reqs(10, "proxy-b", time.Millisecond, ok200)
 	dir := e.write()

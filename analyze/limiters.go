@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/model"
 )
@@ -161,7 +162,7 @@ type limiterRun struct {
 	// entries are the limiter's compiled rate_limits (nil: none declared);
 	// descOf[i] indexes sets with request i's descriptors (-1: its target
 	// does not meet the limiter, or no rate_limits).
-	entries []evidence.CompiledRateLimit
+	entries []descriptor.CompiledRateLimit
 	descOf  []int32
 	sets    []*descSet
 	rules   []*rlsconfig.Match
@@ -235,7 +236,7 @@ func unknownKeyDetail(n, offered int, headers []string) string {
 // one's key (the RLS cache key prefix, or the entries as k=v) and, for an
 // RLS limiter, the rule matched (-1 none, -2 unlimited).
 type descSet struct {
-	descs [][]evidence.DescriptorEntry
+	descs [][]descriptor.DescriptorEntry
 	keys  []string
 	rule  []int32
 	// limited counts the descriptors with a rule (rule >= 0).
@@ -258,7 +259,7 @@ func (s *descSet) keyUnknown() bool { return s != nil && s.unknown > 0 }
 // headers h, client address ip, headers sent with unknown values unk
 // (canonical keys); rls is the limiter's RLS (nil: none), whose domain
 // begins each key.
-func newDescSet(entries []evidence.CompiledRateLimit, h http.Header, ip string, unk []string, rls *evidence.RLSLimiter) *descSet {
+func newDescSet(entries []descriptor.CompiledRateLimit, h http.Header, ip string, unk []string, rls *evidence.RLSLimiter) *descSet {
 	set := &descSet{}
 	isUnknown := func(name string) bool { return slices.Contains(unk, name) }
 	for k := range entries {
@@ -272,7 +273,7 @@ func newDescSet(entries []evidence.CompiledRateLimit, h http.Header, ip string, 
 		case ok:
 			set.descs = append(set.descs, d)
 			if rls != nil {
-				set.keys = append(set.keys, evidence.CacheKeyPrefix(rls.Domain, d))
+				set.keys = append(set.keys, descriptor.CacheKeyPrefix(rls.Domain, d))
 			} else {
 				set.keys = append(set.keys, descriptorString(d))
 			}
@@ -368,7 +369,7 @@ func resolveLimiters(in *Input) *limiterSet {
 			r.report.Model = "rls"
 		}
 		if len(d.RateLimits) > 0 {
-			entries, err := evidence.CompileRateLimits("rate_limits", d.RateLimits)
+			entries, err := descriptor.CompileRateLimits("rate_limits", d.RateLimits)
 			if err != nil {
 				r.err = err.Error()
 			} else {
@@ -689,7 +690,7 @@ func (r *limiterRun) eventKey(i int, reqs *evidence.Requests) (string, bool) {
 	return "all", true
 }
 
-func descriptorString(es []evidence.DescriptorEntry) string {
+func descriptorString(es []descriptor.DescriptorEntry) string {
 	parts := make([]string, len(es))
 	for i, e := range es {
 		parts[i] = e.Key + "=" + e.Value
@@ -1108,7 +1109,7 @@ func keyNeeds(key string) string {
 	return ""
 }
 
-func toModelDescriptor(es []evidence.DescriptorEntry) model.Descriptor {
+func toModelDescriptor(es []descriptor.DescriptorEntry) model.Descriptor {
 	d := make(model.Descriptor, len(es))
 	for i, e := range es {
 		d[i] = model.Entry{Key: e.Key, Value: e.Value}
@@ -1141,7 +1142,7 @@ func (r *limiterRun) zombieGroup(d *evidence.Decision) (int, string, bool) {
 	}
 	for g, rule := range r.rules {
 		if rule.FullKey == m.FullKey {
-			return g, evidence.CacheKeyPrefix(d.Domain, d.Descriptor), true
+			return g, descriptor.CacheKeyPrefix(d.Domain, d.Descriptor), true
 		}
 	}
 	return 0, "", false

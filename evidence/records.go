@@ -1,5 +1,7 @@
 package evidence
 
+import "github.com/rlbench/rlbench/evidence/descriptor"
+
 // Request is one line of requests.jsonl: the outcome of one fired ID as the
 // client (attack.Run) saw it. Code 0 means no response was received: with
 // NotSent the request never left the client (dial error); otherwise (reset,
@@ -165,16 +167,6 @@ type Fault struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// DescriptorEntry is one key/value pair of a rate limit descriptor
-// (envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry,
-// api/envoy/extensions/common/ratelimit/v3/ratelimit.proto).
-type DescriptorEntry struct {
-	// Key is the entry's key, e.g. "generic_key" or "remote_address".
-	Key string `json:"key"`
-	// Value is the entry's value.
-	Value string `json:"value"`
-}
-
 // Decision codes of Decision.Code: envoy.service.ratelimit.v3
 // RateLimitResponse.Code (api/envoy/service/ratelimit/v3/rls.proto), plus
 // ERROR for a call that failed and UNKNOWN for a decision whose code the
@@ -202,7 +194,7 @@ type Decision struct {
 	// Domain is the request's rate limit domain.
 	Domain string `json:"domain"`
 	// Descriptor is the descriptor decided, its entries in order.
-	Descriptor []DescriptorEntry `json:"descriptor"`
+	Descriptor []descriptor.DescriptorEntry `json:"descriptor"`
 	// Key is the counter's cache key, CacheKey(domain, descriptor, window
 	// start) (envoyproxy/ratelimit src/limiter/cache_key.go); "" when no limit applied.
 	Key string `json:"key,omitempty"`

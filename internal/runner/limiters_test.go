@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/model"
 )
@@ -135,7 +136,7 @@ func TestLocalSpec(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	no := false
 	two := uint32(2)
-	desc := []proxy.LocalDescriptor{{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "a"}},
+	desc := []proxy.LocalDescriptor{{Entries: []descriptor.DescriptorEntry{{Key: "user", Value: "a"}},
 		TokenBucket: proxy.TokenBucket{MaxTokens: 2, FillInterval: 2 * time.Second}}}
 	cases := []struct {
 		name  string

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
@@ -155,8 +156,8 @@ type LocalPlan struct {
 // LocalDescriptorPlan is one local descriptor: its entries ({key, value};
 // an empty value is a wildcard) and its token bucket.
 type LocalDescriptorPlan struct {
-	Entries     []evidence.DescriptorEntry `json:"entries"`
-	TokenBucket TokenBucketPlan            `json:"token_bucket"`
+	Entries     []descriptor.DescriptorEntry `json:"entries"`
+	TokenBucket TokenBucketPlan              `json:"token_bucket"`
 }
 
 // TokenBucketPlan is a descriptor's token bucket.
@@ -168,7 +169,7 @@ type TokenBucketPlan struct {
 
 // RateLimitPlan is one route rate_limits entry: {actions: [...]} in Envoy's
 // YAML shape; the lab proxy's own type.
-type RateLimitPlan = proxy.RateLimit
+type RateLimitPlan = descriptor.RateLimitEntry
 
 // BackendPlan configures the lab backend.
 type BackendPlan struct {
@@ -274,7 +275,7 @@ type GlobalPlan struct {
 // descriptor_value}}, {request_headers: {header_name, descriptor_key,
 // skip_if_absent}} or {remote_address: {}}. It is the lab proxy's own type,
 // so a plan can say what the lab can do, no more.
-type ActionPlan = proxy.Action
+type ActionPlan = descriptor.RateLimitAction
 
 // Kinds of RLSPlan.Kind.
 const (
