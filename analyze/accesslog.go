@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // AccessLogDir is evidence.AccessLogDir, the folder of a scenario directory
 // holding one Envoy HTTP access log per proxy, accesslog/<proxy>.log. Each
 // line is in Envoy's default text format, Istio's, or a JSON object
-// (json_format); see collect/envoy.ParseAccessLog.
+// (json_format); see evidence/envoyrec.ParseAccessLog.
 const AccessLogDir = evidence.AccessLogDir
 
 // Ways an access log entry is joined to a request (AccessLogResponse.JoinedBy).
@@ -50,7 +50,7 @@ type AccessLogResponse struct {
 	// Flags and Details are %RESPONSE_FLAGS% (short form) and %RESPONSE_CODE_DETAILS%.
 	Flags   []string `json:"flags,omitempty"`
 	Details string   `json:"details,omitempty"`
-	// Producer is envoy.Producer of the entry; Class is Classify of the request.
+	// Producer is envoyrec.Producer of the entry; Class is Classify of the request.
 	Producer string `json:"producer"`
 	Class    string `json:"class"`
 	// Disagreement is empty when the log and the client agree (ProducerAgrees,
@@ -65,7 +65,7 @@ type AccessLogJoin struct {
 	Files []string `json:"files"`
 	// Entries is the number of entries over all files.
 	Entries int `json:"entries"`
-	// Producers counts every entry by envoy.Producer (local_limiter,
+	// Producers counts every entry by envoyrec.Producer (local_limiter,
 	// global_limiter, rls_error, circuit_breaker, upstream_failure, backend, other).
 	Producers map[string]int `json:"producers"`
 	// Responses are the joined entries, in file and line order.
@@ -81,7 +81,7 @@ type AccessLogJoin struct {
 }
 
 // ProducerAgrees reports whether the client class of a response (Classify)
-// is consistent with the producer its proxy logged (envoy.Producer):
+// is consistent with the producer its proxy logged (envoyrec.Producer):
 //
 //	local_429       ↔ local_limiter   (local_ratelimit filter: flag RL, local_rate_limited)
 //	global_429      ↔ global_limiter  (ratelimit filter OVER_LIMIT: flag RL, request_rate_limited)
@@ -102,22 +102,22 @@ type AccessLogJoin struct {
 func ProducerAgrees(class, producer string) bool {
 	switch class {
 	case ClassLocal429:
-		return producer == envoy.ProducerLocalLimiter
+		return producer == envoyrec.ProducerLocalLimiter
 	case ClassGlobal429:
-		return producer == envoy.ProducerGlobalLimiter
+		return producer == envoyrec.ProducerGlobalLimiter
 	case ClassRLSError:
-		return producer == envoy.ProducerRLSError
+		return producer == envoyrec.ProducerRLSError
 	case ClassAdmitted, ClassBackend4xx, ClassBackend429:
-		return producer == envoy.ProducerBackend
+		return producer == envoyrec.ProducerBackend
 	case ClassBackend5xx:
-		return producer == envoy.ProducerBackend || producer == envoy.ProducerUpstreamFailure || producer == envoy.ProducerCircuitBreaker
+		return producer == envoyrec.ProducerBackend || producer == envoyrec.ProducerUpstreamFailure || producer == envoyrec.ProducerCircuitBreaker
 	case ClassCircuitBreaker:
-		return producer == envoy.ProducerCircuitBreaker
+		return producer == envoyrec.ProducerCircuitBreaker
 	case ClassOther4xx, ClassOther:
-		return producer == envoy.ProducerBackend || producer == envoy.ProducerOther
+		return producer == envoyrec.ProducerBackend || producer == envoyrec.ProducerOther
 	case ClassOther5xx:
 		switch producer {
-		case envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther:
+		case envoyrec.ProducerBackend, envoyrec.ProducerCircuitBreaker, envoyrec.ProducerUpstreamFailure, envoyrec.ProducerOther:
 			return true
 		}
 		return false
@@ -135,7 +135,7 @@ func ProducerAgrees(class, producer string) bool {
 func JoinAccessLogs(logs []evidence.AccessLog, reqs *evidence.Requests, recs *evidence.Receipts) *AccessLogJoin {
 	j := &AccessLogJoin{Files: []string{}, Producers: map[string]int{}, Responses: []AccessLogResponse{}, Unjoined: map[string]int{},
 		Missing: []string{}, Several: []string{}}
-	byProxy := map[string][]envoy.AccessLogEntry{}
+	byProxy := map[string][]envoyrec.AccessLogEntry{}
 	for _, l := range logs {
 		j.Files = append(j.Files, l.File)
 		byProxy[l.Proxy] = l.Entries
@@ -159,7 +159,7 @@ func JoinAccessLogs(logs []evidence.AccessLog, reqs *evidence.Requests, recs *ev
 	for _, p := range proxies {
 		for _, e := range logsFor[p] {
 			j.Entries++
-			prod := envoy.Producer(e)
+			prod := envoyrec.Producer(e)
 			j.Producers[prod]++
 			idx, by := -1, ""
 			switch {

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -236,8 +236,8 @@ func writeGlobalStats(t *testing.T, dir, proxy string, ok, over, errs, allowed u
 		label                 string
 		ok, over, err, allows uint64
 	}{{"before", 0, 0, 0, 0}, {"after", ok, over, errs, allowed}} {
-		b, err := json.Marshal(envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: proxy, Values: map[string]uint64{},
-			Global: []envoy.GlobalRateLimit{{Cluster: "backend", OK: l.ok, OverLimit: l.over, Error: l.err, FailureModeAllowed: l.allows}}})
+		b, err := json.Marshal(envoyrec.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: proxy, Values: map[string]uint64{},
+			Global: []envoyrec.GlobalRateLimit{{Cluster: "backend", OK: l.ok, OverLimit: l.over, Error: l.err, FailureModeAllowed: l.allows}}})
 		must(t, err)
 		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, proxy+"."+l.label+".json"), b, 0o644))
@@ -394,8 +394,8 @@ func TestIssue9UnenforcedLocalFilterCountsShadow(t *testing.T) {
 	e.reqs(10, "proxy-a", time.Millisecond, ok200)
 	dir := e.write()
 	for label, v := range map[string][4]uint64{"before": {}, "after": {10, 5, 5, 0}} {
-		b, err := json.Marshal(envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: "proxy-a", Values: map[string]uint64{},
-			Local: []envoy.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: v[0], OK: v[1], RateLimited: v[2], Enforced: v[3]}}})
+		b, err := json.Marshal(envoyrec.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: "proxy-a", Values: map[string]uint64{},
+			Local: []envoyrec.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: v[0], OK: v[1], RateLimited: v[2], Enforced: v[3]}}})
 		must(t, err)
 		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, "proxy-a."+label+".json"), b, 0o644))

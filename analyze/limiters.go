@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/model"
 )
@@ -796,11 +796,11 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 			if st, ok := ev.LimitReq[int32(i)]; ok && r.decl.Model != nil && r.decl.Model.Kind == model.KindNginxLimitReq {
 				// nginx logged limit_req's own decision ($limit_req_status)
 				switch st {
-				case nginx.LimitReqRejected:
+				case nginxrec.LimitReqRejected:
 					o = model.Rejected
-				case nginx.LimitReqPassed, nginx.LimitReqDelayed, nginx.LimitReqDelayedDryRun:
+				case nginxrec.LimitReqPassed, nginxrec.LimitReqDelayed, nginxrec.LimitReqDelayedDryRun:
 					o = model.Admitted
-				case nginx.LimitReqRejectedDryRun:
+				case nginxrec.LimitReqRejectedDryRun:
 					o, shadowVisible = model.ShadowRejected, true
 				}
 			}

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -24,7 +25,7 @@ import (
 type NginxReport struct {
 	// Proxies has one entry per nginx proxy, sorted by name.
 	Proxies []NginxProxyReport `json:"proxies"`
-	// Producers counts the joined records by producer, in envoy.Producer's
+	// Producers counts the joined records by producer, in envoyrec.Producer's
 	// names: local_limiter (limit_req REJECTED: nginx answered
 	// limit_req_status itself), backend (the last upstream try answered the
 	// status the client got), upstream_failure (nginx's own 502 or 504: every
@@ -96,19 +97,19 @@ type nginxJoin struct {
 // last upstream try answered the status the record has, other otherwise.
 // A backend answering 502 or 504 itself is counted as upstream_failure: the
 // log does not tell them apart.
-func NginxProducer(a collectnginx.AccessRecord) string {
+func NginxProducer(a nginxrec.AccessRecord) string {
 	switch {
-	case a.LimitReqStatus == collectnginx.LimitReqRejected:
-		return envoy.ProducerLocalLimiter
+	case a.LimitReqStatus == nginxrec.LimitReqRejected:
+		return envoyrec.ProducerLocalLimiter
 	case a.Status == 502 || a.Status == 504:
-		return envoy.ProducerUpstreamFailure
+		return envoyrec.ProducerUpstreamFailure
 	case len(a.Upstreams) > 0:
 		last := a.Upstreams[len(a.Upstreams)-1]
 		if last.Server && last.Status == a.Status {
-			return envoy.ProducerBackend
+			return envoyrec.ProducerBackend
 		}
 	}
-	return envoy.ProducerOther
+	return envoyrec.ProducerOther
 }
 
 // joinNginx joins the nginx access logs to the requests (by X-Rlbench-Id)
@@ -132,7 +133,7 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 	records := make([]int, n)
 	for _, ng := range ev.Nginx {
 		j.proxies[ng.Proxy] = true
-		s := collectnginx.Summarize(ng.Records)
+		s := nginxrec.Summarize(ng.Records)
 		pr := NginxProxyReport{Proxy: ng.Proxy, File: ng.File, Records: s.Requests, ByLimitReqStatus: s.ByLimitReqStatus,
 			ByStatus: map[string]int{}, Proxied: s.Proxied, Retried: s.Retried, Tries: s.Tries, ServerTries: s.ServerTries}
 		for code, k := range s.ByStatus {
@@ -158,10 +159,10 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 			}
 			j.tries[i] += a.ServerTries()
 			j.producer[i] = prod
-			if prod == envoy.ProducerLocalLimiter {
+			if prod == envoyrec.ProducerLocalLimiter {
 				j.rejected[i] = true
 			}
-			if c := reqs.Class[i]; prod == envoy.ProducerLocalLimiter && (c == evidence.ClassOther4xx || c == evidence.ClassOther5xx || c.FromBackend()) &&
+			if c := reqs.Class[i]; prod == envoyrec.ProducerLocalLimiter && (c == evidence.ClassOther4xx || c == evidence.ClassOther5xx || c.FromBackend()) &&
 				int(reqs.Code[i]) == a.Status {
 				reqs.Class[i] = evidence.ClassLocal429
 				rep.Reclassified++
@@ -276,7 +277,7 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 		placed := map[int32]bool{}
 		for k := range ng.Records {
 			a := &ng.Records[k]
-			if a.LimitReqStatus == collectnginx.LimitReqRejected {
+			if a.LimitReqStatus == nginxrec.LimitReqRejected {
 				continue
 			}
 			acc, fwd := int64(-1), int64(-1)
@@ -297,7 +298,7 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 			lt.forwardNs = append(lt.forwardNs, fwd)
 			lt.request = append(lt.request, ri)
 			lt.line = append(lt.line, a.Line)
-			lt.limited = append(lt.limited, a.LimitReqStatus == collectnginx.LimitReqPassed || a.LimitReqStatus == collectnginx.LimitReqDelayed)
+			lt.limited = append(lt.limited, a.LimitReqStatus == nginxrec.LimitReqPassed || a.LimitReqStatus == nginxrec.LimitReqDelayed)
 			lt.vars = append(lt.vars, a.Keys)
 		}
 		if !slices.ContainsFunc(lt.forwardNs, func(f int64) bool { return f >= 0 }) {

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // Sources and spans of RLSLatency.
@@ -144,7 +144,7 @@ func rlsServerLatency(scrapes []evidence.RLSMetrics) []RLSLatency {
 
 // envoyRLSLatency returns the upstream_rq_time histograms of the clusters
 // with Envoy-originated requests during the scenario.
-func envoyRLSLatency(proxy string, before, after *envoy.Snapshot) []RLSLatency {
+func envoyRLSLatency(proxy string, before, after *envoyrec.Snapshot) []RLSLatency {
 	const internal, rqTime = ".internal.upstream_rq_completed", ".upstream_rq_time"
 	var out []RLSLatency
 	var names []string

@@ -3,7 +3,7 @@ package evidence
 import (
 	"hash/maphash"
 
-	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // Bundle is the evidence of a scenario directory, or of a run directory and
@@ -101,22 +101,22 @@ type ScenarioEvidence struct {
 	Problems []Problem `json:"problems"`
 }
 
-// ProxySnapshots are one proxy's stats snapshots (collect/envoy.Snapshot);
+// ProxySnapshots are one proxy's stats snapshots (evidence/envoyrec.Snapshot);
 // a nil snapshot has its reason in BeforeErr or AfterErr.
 type ProxySnapshots struct {
-	Proxy     string          `json:"proxy"`
-	Before    *envoy.Snapshot `json:"before,omitempty"`
-	After     *envoy.Snapshot `json:"after,omitempty"`
-	BeforeErr string          `json:"before_err,omitempty"`
-	AfterErr  string          `json:"after_err,omitempty"`
+	Proxy     string             `json:"proxy"`
+	Before    *envoyrec.Snapshot `json:"before,omitempty"`
+	After     *envoyrec.Snapshot `json:"after,omitempty"`
+	BeforeErr string             `json:"before_err,omitempty"`
+	AfterErr  string             `json:"after_err,omitempty"`
 }
 
 // AccessLog is one parsed accesslog/<proxy>.log.
 type AccessLog struct {
 	// Proxy is the file name minus ".log"; File is AccessLogFile(Proxy).
-	Proxy   string                 `json:"proxy"`
-	File    string                 `json:"file"`
-	Entries []envoy.AccessLogEntry `json:"entries"`
+	Proxy   string                    `json:"proxy"`
+	File    string                    `json:"file"`
+	Entries []envoyrec.AccessLogEntry `json:"entries"`
 }
 
 // Requests are the request lines of a scenario in columns, in file order,

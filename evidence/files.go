@@ -631,7 +631,7 @@ func WriteNotRun(d Dir, reason string) error {
 // WriteStats saves one Envoy admin /stats snapshot of proxy under d/stats/
 // (proxy and label must pass CheckName):
 // the raw body as <proxy>.<label><RawStatsExt(format)> (when raw is not
-// empty) and the parsed snapshot (collect/envoy.Snapshot, or any value of
+// empty) and the parsed snapshot (evidence/envoyrec.Snapshot, or any value of
 // its JSON shape) as <proxy>.<label>.json (when snap is not nil).
 func WriteStats(d Dir, proxy, label, format string, raw []byte, snap any) error {
 	ext, ok := RawStatsExt(format)

@@ -14,8 +14,8 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
 
 // Load reads the evidence directory dir into memory. dir is either one
@@ -222,7 +222,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 }
 
 // limitReqFromNginx records the $limit_req_status of every request that an
-// nginx proxy's access log (s.Nginx, collect/nginx.AccessRecord) names by
+// nginx proxy's access log (s.Nginx, evidence/nginxrec.AccessRecord) names by
 // ID into s.LimitReq, for the nginx_limit_req model's observed decisions.
 // (analyze classifies a REJECTED reply as the limiter's rejection.)
 func limitReqFromNginx(s *ScenarioEvidence) {
@@ -230,7 +230,7 @@ func limitReqFromNginx(s *ScenarioEvidence) {
 		for k := range n.Records {
 			a := &n.Records[k]
 			i, ok := s.Requests.IDs.Lookup(a.ID)
-			if a.ID == "" || !ok || a.LimitReqStatus == nginx.LimitReqNone {
+			if a.ID == "" || !ok || a.LimitReqStatus == nginxrec.LimitReqNone {
 				continue
 			}
 			if s.LimitReq == nil {
@@ -305,12 +305,12 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 
 // ReadStats reads a parsed stats snapshot (stats/<proxy>.<label>.json); a
 // file of another schema than EnvoyStatsSchema is an error.
-func ReadStats(path string) (*envoy.Snapshot, error) {
+func ReadStats(path string) (*envoyrec.Snapshot, error) {
 	b, err := ReadRegular(context.Background(), path, MaxDocumentBytes)
 	if err != nil {
 		return nil, err
 	}
-	var s envoy.Snapshot
+	var s envoyrec.Snapshot
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, JSONError(b, err))
 	}
@@ -320,7 +320,7 @@ func ReadStats(path string) (*envoy.Snapshot, error) {
 	return &s, nil
 }
 
-// readAccessLogs parses every accesslog/*.log with envoy.ParseAccessLog; a
+// readAccessLogs parses every accesslog/*.log with envoyrec.ParseAccessLog; a
 // malformed line is a Problem naming the file and line, and stops reading
 // the logs.
 func readAccessLogs(d Dir, problems []Problem) ([]AccessLog, []Problem) {
@@ -338,7 +338,7 @@ func readAccessLogs(d Dir, problems []Problem) ([]AccessLog, []Problem) {
 			}
 			return []AccessLog{}, append(problems, Problem{File: AccessLogDir, Msg: err.Error()})
 		}
-		entries, err := envoy.ParseAccessLog(f, p)
+		entries, err := envoyrec.ParseAccessLog(f, p)
 		f.Close()
 		if err != nil {
 			return []AccessLog{}, append(problems, Problem{File: AccessLogDir, Msg: err.Error()})

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/olekukonko/tablewriter"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/spf13/cobra"
 )
 
@@ -364,18 +364,18 @@ func runCollectAccessLog(ctx context.Context, o *CollectAccessLogOptions) error 
 		return err
 	}
 	defer in.Close()
-	entries, err := envoy.ParseAccessLog(in, name)
+	entries, err := envoyrec.ParseAccessLog(in, name)
 	if err != nil {
 		return err
 	}
 	type row struct {
-		envoy.AccessLogEntry
+		envoyrec.AccessLogEntry
 		Producer string `json:"producer"`
 	}
 	counts := map[string]int{}
 	rows := make([]row, 0, len(entries))
 	for _, e := range entries {
-		p := envoy.Producer(e)
+		p := envoyrec.Producer(e)
 		counts[p]++
 		rows = append(rows, row{e, p})
 	}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/examples"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/backend"
@@ -409,11 +409,11 @@ func TestNewCollectEnvoyCmd(t *testing.T) {
 	base := "--admin http://127.0.0.1:9901 --proxy proxy-a --label before --out ev"
 	testCmd(t, NewCollectEnvoyCmd, []cmdCase[CollectEnvoyOptions]{
 		{name: "defaults", argv: argv(base), want: &CollectEnvoyOptions{IO: tio, Admin: "http://127.0.0.1:9901", Proxy: "proxy-a", Label: "before", Out: "ev",
-			Format: envoy.FormatText, Timeout: 5 * time.Second}},
+			Format: envoyrec.FormatText, Timeout: 5 * time.Second}},
 		{name: "prometheus", argv: argv(base + " --format prometheus --timeout 1s"), want: &CollectEnvoyOptions{IO: tio, Admin: "http://127.0.0.1:9901", Proxy: "proxy-a",
-			Label: "before", Out: "ev", Format: envoy.FormatPrometheus, Timeout: time.Second}},
+			Label: "before", Out: "ev", Format: envoyrec.FormatPrometheus, Timeout: time.Second}},
 		{name: "json", argv: argv(base + " --format json"), want: &CollectEnvoyOptions{IO: tio, Admin: "http://127.0.0.1:9901", Proxy: "proxy-a",
-			Label: "before", Out: "ev", Format: envoy.FormatJSON, Timeout: 5 * time.Second}},
+			Label: "before", Out: "ev", Format: envoyrec.FormatJSON, Timeout: 5 * time.Second}},
 		{name: "missing admin", argv: argv("--proxy a --label before --out ev"), err: "--admin, --proxy, --label and --out are required"},
 		{name: "path in proxy", argv: argv("--admin http://x --proxy ../x --label before --out ev"), err: "simple names"},
 		{name: "dot in label", argv: argv("--admin http://x --proxy a --label be.fore --out ev"), err: "simple names"},

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/schemas"
 )
 
@@ -92,8 +92,8 @@ scenarios:
 			} else if e.RLSStartNs != 0 || e.RLSEndNs != 0 || e.LocalNs < e.StartNs {
 				t.Errorf("%s line %d: start %d, local %d, rls %d..%d", s.Dir, e.Line, e.StartNs, e.LocalNs, e.RLSStartNs, e.RLSEndNs)
 			}
-			switch envoy.Producer(e) {
-			case envoy.ProducerBackend:
+			switch envoyrec.Producer(e) {
+			case envoyrec.ProducerBackend:
 				admitted++
 				if e.StartNs == 0 || limiter == 0 || e.UpstreamStartNs < limiter {
 					t.Errorf("%s line %d admitted: start %d, limiter %d, upstream %d", s.Dir, e.Line, e.StartNs, limiter, e.UpstreamStartNs)

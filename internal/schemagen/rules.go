@@ -9,10 +9,10 @@ import (
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/attack"
-	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/runner"
 )
@@ -47,7 +47,7 @@ var fieldRules = map[string]rule{
 	"evidence.Manifest.Start":               format("date-time"),
 	"evidence.Manifest.End":                 format("date-time"),
 	"evidence.Manifest.PlanDigest":          pattern(`^sha256:[0-9a-f]{64}$`),
-	"envoy.Snapshot.Format":                 enum(string(envoy.FormatText), string(envoy.FormatJSON), string(envoy.FormatPrometheus)),
+	"envoyrec.Snapshot.Format":              enum(string(envoyrec.FormatText), string(envoyrec.FormatJSON), string(envoyrec.FormatPrometheus)),
 	"evidence.FileState.State":              enum(evidence.StateOpen, evidence.StateClosed),
 	"evidence.FileState.Records":            minimum(0),
 	"evidence.FileState.Bytes":              minimum(0),
@@ -64,19 +64,19 @@ var fieldRules = map[string]rule{
 	"evidence.Decision.RecvNs":              minimum(0),
 
 	// nginx evidence
-	"nginx.AccessRecord.Line":           minimum(1),
-	"nginx.AccessRecord.Status":         between(0, 999),
-	"nginx.AccessRecord.TimeMs":         minimum(0),
-	"nginx.AccessRecord.RequestTimeMs":  minimum(0),
-	"nginx.AccessRecord.LimitReqStatus": enum(nginx.LimitReqPassed, nginx.LimitReqDelayed, nginx.LimitReqRejected, nginx.LimitReqDelayedDryRun, nginx.LimitReqRejectedDryRun),
-	"nginx.AccessRecord.Connection":     minimum(0),
-	"nginx.UpstreamTry.Status":          between(0, 999),
-	"nginx.UpstreamTry.ResponseTimeMs":  minimum(0),
-	"nginx.UpstreamTry.Group":           minimum(0),
-	"nginx.ErrorEntry.Line":             minimum(1),
-	"nginx.ErrorEntry.Conn":             minimum(0),
-	"nginx.LimitEvent.Action":           enum(nginx.LimitActionReject, nginx.LimitActionDelay, nginx.LimitActionNoMemory),
-	"nginx.LimitEvent.ExcessMilli":      minimum(0),
+	"nginxrec.AccessRecord.Line":           minimum(1),
+	"nginxrec.AccessRecord.Status":         between(0, 999),
+	"nginxrec.AccessRecord.TimeMs":         minimum(0),
+	"nginxrec.AccessRecord.RequestTimeMs":  minimum(0),
+	"nginxrec.AccessRecord.LimitReqStatus": enum(nginxrec.LimitReqPassed, nginxrec.LimitReqDelayed, nginxrec.LimitReqRejected, nginxrec.LimitReqDelayedDryRun, nginxrec.LimitReqRejectedDryRun),
+	"nginxrec.AccessRecord.Connection":     minimum(0),
+	"nginxrec.UpstreamTry.Status":          between(0, 999),
+	"nginxrec.UpstreamTry.ResponseTimeMs":  minimum(0),
+	"nginxrec.UpstreamTry.Group":           minimum(0),
+	"nginxrec.ErrorEntry.Line":             minimum(1),
+	"nginxrec.ErrorEntry.Conn":             minimum(0),
+	"nginxrec.LimitEvent.Action":           enum(nginxrec.LimitActionReject, nginxrec.LimitActionDelay, nginxrec.LimitActionNoMemory),
+	"nginxrec.LimitEvent.ExcessMilli":      minimum(0),
 
 	// the report
 	"analyze.Report.GeneratedAt":    format("date-time"),
@@ -161,7 +161,7 @@ var addedLater = map[string]bool{
 // typeRules constrain definitions, keyed "<package>.<Type>".
 var typeRules = map[string]rule{
 	"analyze.Classes":     allMinimum(0),
-	"nginx.StubStatus":    allMinimum(0),
+	"nginxrec.StubStatus": allMinimum(0),
 	"analyze.RealWindow":  allMinimum(0, "key", "epoch"),
 	"analyze.RealErrors":  allMinimum(0),
 	"analyze.Receipts":    allMinimum(0),

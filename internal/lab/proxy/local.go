@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // LocalRateLimit configures the lab equivalent of Envoy's HTTP local rate
@@ -125,8 +125,8 @@ const MinFillInterval = 50 * time.Millisecond
 const DefaultMaxDynamicDescriptors = 20
 
 // LocalRateLimitedBody is the body of Envoy's local rate limit reply
-// (collect/envoy.LocalRateLimitedBody).
-const LocalRateLimitedBody = envoy.LocalRateLimitedBody
+// (evidence/envoyrec.LocalRateLimitedBody).
+const LocalRateLimitedBody = envoyrec.LocalRateLimitedBody
 
 // Validate checks the filter as Envoy's config validation would: max_tokens
 // > 0, fill_interval >= MinFillInterval (or 0 with descriptors: no default
