@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/rlbench/rlbench/internal/boundedio"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // MaxDocumentBytes bounds a JSON document of an evidence directory that is
@@ -14,7 +14,7 @@ import (
 // and bounded per line instead.
 const MaxDocumentBytes = 64 << 20
 
-// The bounded readers for evidence files (implemented by internal/boundedio):
+// The bounded readers for evidence files (implemented by evidence/boundedio):
 // regular files only, a size limit that is an error, reads that stop when
 // the context is done.
 type (

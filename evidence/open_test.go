@@ -10,7 +10,7 @@ import (
 
 // TestOpenRegularFIFO: a requests.jsonl that is a FIFO without writer is
 // refused at once, naming it, instead of blocking the reader (and the first
-// SIGTERM with it). internal/boundedio holds the full tests.
+// SIGTERM with it). evidence/boundedio holds the full tests.
 func TestOpenRegularFIFO(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), RequestsFile)
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

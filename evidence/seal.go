@@ -11,7 +11,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/internal/buildinfo"
+	"github.com/rlbench/rlbench/evidence/buildinfo"
 )
 
 // # Sealed JSON Lines files
@@ -69,7 +69,7 @@ type FileState struct {
 	// Writer is the program that wrote it: the executable's base name and
 	// its subcommand ("rlbench backend").
 	Writer string `json:"writer"`
-	// Version is the writer's build (internal/buildinfo: a module version,
+	// Version is the writer's build (evidence/buildinfo: a module version,
 	// "(devel)" in a checkout).
 	Version string `json:"version,omitempty"`
 	// PID is the writer's process.

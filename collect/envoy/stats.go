@@ -24,8 +24,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
-	"github.com/rlbench/rlbench/internal/boundedio"
 )
 
 // lineErr is a parse error of the source name at line.

@@ -2,7 +2,8 @@
 // only regular files (a FIFO or a device is refused without blocking), a size
 // limit that is an error rather than a silent truncation, and a context whose
 // end stops the read. Package evidence re-exports it for evidence readers;
-// parsers that evidence itself imports (collect/envoy) use it directly.
+// parsers below or beside evidence (collect/envoy) use it directly. It is a
+// leaf: it imports no rlbench package.
 package boundedio
 
 import (
