@@ -89,7 +89,7 @@ type ScenarioEvidence struct {
 	RLSPendingLookups int `json:"rls_pending_lookups"`
 	// Nginx holds the nginx/<proxy>/ evidence of every nginx proxy, sorted by proxy.
 	Nginx []NginxEvidence `json:"nginx"`
-	// Merge is merge.json of a directory written by Merge (issue 15: the
+	// Merge is merge.json of a directory written by merge.Merge (issue 15: the
 	// shards of one attack joined); nil otherwise. Its problems are
 	// Problems of MergeFile.
 	Merge *MergeRecord `json:"merge,omitempty"`

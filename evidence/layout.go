@@ -18,9 +18,9 @@ const (
 	ReceiptsFile = "receipts.jsonl"
 	// ReceiptsDir holds receipts pulled from running backends (`rlbench
 	// collect receipts`), one receipts/<source>.jsonl per backend replica;
-	// Merge joins them with every receipts.jsonl into one.
+	// merge.Merge joins them with every receipts.jsonl into one.
 	ReceiptsDir = "receipts"
-	// MergeFile records a merge of shard directories (Merge).
+	// MergeFile records a merge of shard directories (merge.Merge).
 	MergeFile = "merge.json"
 	// HarnessFile records what rlbench measured of its own host while the
 	// scenario ran (Harness).

@@ -2,7 +2,7 @@
 // 15): GET /_rlbench/receipts of each replica, streamed line by line into a
 // sealed receipts/<source>.jsonl of an evidence directory, so that the
 // receipts of backend replicas in a cluster can be merged with the
-// requests of every attack shard (evidence.Merge). It never prints and
+// requests of every attack shard (evidence/merge.Merge). It never prints and
 // never exits.
 package receipts
 
