@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // AttackTarget is one target as recorded in AttackConfig.
@@ -571,7 +573,7 @@ type RLSMetrics struct {
 // time nor process). A file that does not decode gives an RLSMetrics whose
 // Error names it.
 func decodeRLSMetrics(path, label string) RLSMetrics {
-	b, err := ReadRegular(context.Background(), path, MaxDocumentBytes)
+	b, err := boundedio.ReadRegular(context.Background(), path, MaxDocumentBytes)
 	var m RLSMetrics
 	if err == nil {
 		err = json.Unmarshal(b, &m)

@@ -14,6 +14,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
@@ -50,7 +51,7 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 		return nil, err
 	}
 	b := &Bundle{Dir: dir, Root: root, Scenarios: []*ScenarioEvidence{}, Missing: []string{}}
-	if raw, err := ReadRegular(ctx, Dir(root).Manifest(), MaxDocumentBytes); err == nil {
+	if raw, err := boundedio.ReadRegular(ctx, Dir(root).Manifest(), MaxDocumentBytes); err == nil {
 		var m Manifest
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("%s: %w", Dir(dir).Manifest(), JSONError(raw, err))
@@ -127,7 +128,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 
 	// scenario.json (optional for a bare attack, but then nothing is expected).
 	sp := d.Scenario()
-	if b, err := ReadRegular(ctx, sp, MaxDocumentBytes); err == nil {
+	if b, err := boundedio.ReadRegular(ctx, sp, MaxDocumentBytes); err == nil {
 		sc, err := DecodeScenario(b)
 		switch {
 		case err != nil:
@@ -143,7 +144,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 		problem(ScenarioFile, "%s: missing (every scenario of a run has one)", sp)
 	}
 
-	if b, err := ReadRegular(ctx, d.NotRun(), MaxDocumentBytes); err == nil {
+	if b, err := boundedio.ReadRegular(ctx, d.NotRun(), MaxDocumentBytes); err == nil {
 		s.NotRun = true
 		s.NotRunReason = strings.TrimSpace(string(b))
 		if s.NotRunReason == "" {
@@ -155,7 +156,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	readMerge(ctx, d, s)
 	readHarness(ctx, d, s)
 	ap := d.Attack()
-	if b, err := ReadRegular(ctx, ap, MaxDocumentBytes); err != nil {
+	if b, err := boundedio.ReadRegular(ctx, ap, MaxDocumentBytes); err != nil {
 		problem(AttackFile, "%s: missing (the attack did not finish writing its summary)", ap)
 	} else if a, err := DecodeAttack(b); err != nil {
 		problem(AttackFile, "%s: %v", ap, JSONError(b, err))
@@ -306,7 +307,7 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 // ReadStats reads a parsed stats snapshot (stats/<proxy>.<label>.json); a
 // file of another schema than EnvoyStatsSchema is an error.
 func ReadStats(path string) (*envoyrec.Snapshot, error) {
-	b, err := ReadRegular(context.Background(), path, MaxDocumentBytes)
+	b, err := boundedio.ReadRegular(context.Background(), path, MaxDocumentBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +332,7 @@ func readAccessLogs(d Dir, problems []Problem) ([]AccessLog, []Problem) {
 	sort.Strings(paths)
 	out := []AccessLog{}
 	for _, p := range paths {
-		f, err := OpenRegular(context.Background(), p, 0)
+		f, err := boundedio.OpenRegular(context.Background(), p, 0)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue

@@ -9,6 +9,8 @@ import (
 	"sort"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // The records of merge.json. Package evidence/merge writes them; its
@@ -150,7 +152,7 @@ type MergeReplica struct {
 // readMerge reads merge.json into s (Load): its problems become Problems
 // of MergeFile.
 func readMerge(ctx context.Context, d Dir, s *ScenarioEvidence) {
-	b, err := ReadRegular(ctx, d.Merge(), MaxDocumentBytes)
+	b, err := boundedio.ReadRegular(ctx, d.Merge(), MaxDocumentBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
 
@@ -62,7 +63,7 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 		case !errors.Is(err, fs.ErrNotExist):
 			fail(err)
 		default:
-			f, err := OpenRegular(context.Background(), d.Path(raw), 0)
+			f, err := boundedio.OpenRegular(context.Background(), d.Path(raw), 0)
 			if err == nil {
 				n.File = raw
 				if n.Records, err = nginxrec.ParseAccessLog(f, d.Path(raw)); err != nil {
@@ -78,7 +79,7 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 		}
 		for _, label := range []string{LabelBefore, LabelAfter} {
 			p := d.Path(NginxPath(n.Proxy, NginxStubStatusJSON(label)))
-			b, err := ReadRegular(context.Background(), p, MaxDocumentBytes)
+			b, err := boundedio.ReadRegular(context.Background(), p, MaxDocumentBytes)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/buildinfo"
 )
 
@@ -182,7 +183,7 @@ func (s *seal) discard() {
 // ReadFileState reads the sidecar of the JSON Lines file at path; an
 // absent sidecar is an error satisfying errors.Is(err, fs.ErrNotExist).
 func ReadFileState(path string) (*FileState, error) {
-	b, err := ReadRegular(context.Background(), StatePath(path), MaxDocumentBytes)
+	b, err := boundedio.ReadRegular(context.Background(), StatePath(path), MaxDocumentBytes)
 	if err != nil {
 		return nil, err
 	}

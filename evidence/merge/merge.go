@@ -15,6 +15,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // Options configure Merge.
@@ -122,7 +123,7 @@ func IsShardSet(dir string) bool {
 		if !e.IsDir() {
 			continue
 		}
-		b, err := evidence.ReadRegular(context.Background(), evidence.Dir(filepath.Join(dir, e.Name())).Attack(), evidence.MaxDocumentBytes)
+		b, err := boundedio.ReadRegular(context.Background(), evidence.Dir(filepath.Join(dir, e.Name())).Attack(), evidence.MaxDocumentBytes)
 		if err != nil {
 			continue
 		}
@@ -252,11 +253,11 @@ func readShards(ctx context.Context, parts []string, problem func(string, ...any
 	var out []shardPart
 	for _, p := range parts {
 		d := evidence.Dir(p)
-		if b, err := evidence.ReadRegular(ctx, d.NotRun(), evidence.MaxDocumentBytes); err == nil {
+		if b, err := boundedio.ReadRegular(ctx, d.NotRun(), evidence.MaxDocumentBytes); err == nil {
 			problem("%s: NOT_RUN: %s", p, strings.TrimSpace(string(b)))
 			continue
 		}
-		b, err := evidence.ReadRegular(ctx, d.Attack(), evidence.MaxDocumentBytes)
+		b, err := boundedio.ReadRegular(ctx, d.Attack(), evidence.MaxDocumentBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, err := os.Stat(d.Requests()); err == nil {
 				problem("%s: %s without %s: the shard's attack did not finish", p, evidence.RequestsFile, evidence.AttackFile)
@@ -539,7 +540,7 @@ func (c *onceCopier) copyFile(src, dir, rel string) error {
 	if c.sums == nil {
 		c.sums = map[string][32]byte{}
 	}
-	f, err := evidence.OpenRegular(context.Background(), src, 0)
+	f, err := boundedio.OpenRegular(context.Background(), src, 0)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/backend"
@@ -499,9 +500,9 @@ func (r Rate) MarshalJSON() ([]byte, error) { return json.Marshal(attack.FormatR
 type Range = evidence.Range
 
 // ReadPlanFile reads a plan file whole: a regular file of at most
-// yamlguard.DefaultMaxBytes (evidence.ReadRegular refuses FIFOs and devices).
+// yamlguard.DefaultMaxBytes (boundedio.ReadRegular refuses FIFOs and devices).
 func ReadPlanFile(ctx context.Context, path string) ([]byte, error) {
-	return evidence.ReadRegular(ctx, path, yamlguard.DefaultMaxBytes)
+	return boundedio.ReadRegular(ctx, path, yamlguard.DefaultMaxBytes)
 }
 
 // LoadPlan reads (ReadPlanFile) and validates a plan file.
