@@ -60,7 +60,7 @@ type NginxProxyReport struct {
 	// Records is the number of access log records.
 	Records int `json:"records"`
 	// ByLimitReqStatus counts the records by $limit_req_status
-	// (collect/nginx.LimitReq*; "none" when no limit_req ran).
+	// (nginxrec.LimitReq*; "none" when no limit_req ran).
 	ByLimitReqStatus map[string]int `json:"by_limit_req_status"`
 	// ByStatus counts the records by $status.
 	ByStatus map[string]int `json:"by_status"`

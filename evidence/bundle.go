@@ -76,7 +76,7 @@ type ScenarioEvidence struct {
 	// that does not decode has only Label and Error.
 	RLSMetrics []RLSMetrics `json:"rls_metrics"`
 	// LimitReq maps a request (index in Requests) to the $limit_req_status
-	// nginx logged for it (collect/nginx.LimitReq*: PASSED, DELAYED,
+	// nginx logged for it (nginxrec.LimitReq*: PASSED, DELAYED,
 	// REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN), from
 	// nginx/<proxy>/access.jsonl; nil without such files.
 	LimitReq map[int32]string `json:"-"`

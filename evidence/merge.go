@@ -75,8 +75,8 @@ type MergeShard struct {
 }
 
 // ClockOffset bounds θ, a receipt source's clock minus a shard's, from the
-// shard's (send, receive, end) triples (see "Clock offsets" above): MinNs ≤
-// θ ≤ MaxNs. Pairs is how many requests gave them; with none, nothing is
+// shard's (send, receive, end) triples (see "Clock offsets" in package
+// evidence/merge): MinNs ≤ θ ≤ MaxNs. Pairs is how many requests gave them; with none, nothing is
 // known (Bounded false, MinNs and MaxNs 0).
 type ClockOffset struct {
 	Replica string `json:"replica"`

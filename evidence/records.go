@@ -109,7 +109,7 @@ type Receipt struct {
 	// Replica names the backend process that recorded the receipt
 	// (`rlbench backend --replica`, by default "<host name>-<pid>"; issue
 	// 15), so that the receipts of several backend replicas merged into
-	// one scenario stay apart (evidence.Merge). Empty for the lab's
+	// one scenario stay apart (evidence/merge.Merge). Empty for the lab's
 	// backend and in older receipts.
 	Replica string `json:"replica,omitempty"`
 }
@@ -386,7 +386,7 @@ type Expectation struct {
 	Amplification *FactorRange `json:"amplification,omitempty"`
 	// LimitReqStatus bounds the nginx access log records by
 	// $limit_req_status (PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN,
-	// REJECTED_DRY_RUN; collect/nginx.LimitReq*) over every nginx proxy,
+	// REJECTED_DRY_RUN; nginxrec.LimitReq*) over every nginx proxy,
 	// e.g. {"PASSED": 5, "DELAYED": 6}: delay=N forwards N+1 at once.
 	LimitReqStatus map[string]Range `json:"limit_req_status,omitempty"`
 	// Starved is what the per-flow analysis may find of a flow that stayed

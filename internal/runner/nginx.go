@@ -272,7 +272,7 @@ func (n *NginxPlan) modelSpec() (model.Spec, bool) {
 }
 
 // limitReqStatuses are the values of $limit_req_status an expectation may
-// count (collect/nginx.LimitReq*), and "none" for records without one.
+// count (nginxrec.LimitReq*), and "none" for records without one.
 var limitReqStatuses = []string{nginxrec.LimitReqPassed, nginxrec.LimitReqDelayed, nginxrec.LimitReqRejected,
 	nginxrec.LimitReqDelayedDryRun, nginxrec.LimitReqRejectedDryRun, nginxrec.LimitReqNoneKey}
 
