@@ -1,7 +1,5 @@
 package nginxrec
 
-import "fmt"
-
 // StubStatus is one stub_status page. The page has four lines, written by ngx_http_stub_status_handler
 // (src/http/modules/ngx_http_stub_status_module.c):
 //
@@ -22,18 +20,4 @@ type StubStatus struct {
 	Reading  int64 `json:"reading"`
 	Writing  int64 `json:"writing"`
 	Waiting  int64 `json:"waiting"`
-}
-
-// lineErr formats "<name>:<line>: <message>".
-func lineErr(name string, line int, format string, a ...any) error {
-	return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	const n = 120
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
