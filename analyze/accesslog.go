@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // Ways an access log entry is joined to a request (AccessLogResponse.JoinedBy).
@@ -45,7 +45,7 @@ type AccessLogResponse struct {
 	// Flags and Details are %RESPONSE_FLAGS% (short form) and %RESPONSE_CODE_DETAILS%.
 	Flags   []string `json:"flags,omitempty"`
 	Details string   `json:"details,omitempty"`
-	// Producer is envoy.Producer of the entry; Class is Classify of the request.
+	// Producer is envoyrec.Producer of the entry; Class is Classify of the request.
 	Producer string `json:"producer"`
 	Class    string `json:"class"`
 	// Disagreement is empty when the log and the client agree (ProducerAgrees,
@@ -60,7 +60,7 @@ type AccessLogJoin struct {
 	Files []string `json:"files"`
 	// Entries is the number of entries over all files.
 	Entries int `json:"entries"`
-	// Producers counts every entry by envoy.Producer (local_limiter,
+	// Producers counts every entry by envoyrec.Producer (local_limiter,
 	// global_limiter, rls_error, circuit_breaker, upstream_failure, backend, other).
 	Producers map[string]int `json:"producers"`
 	// Responses are the joined entries, in file and line order.
@@ -76,7 +76,7 @@ type AccessLogJoin struct {
 }
 
 // ProducerAgrees reports whether the client class of a response (Classify)
-// is consistent with the producer its proxy logged (envoy.Producer):
+// is consistent with the producer its proxy logged (envoyrec.Producer):
 //
 //	local_429       ↔ local_limiter   (local_ratelimit filter: flag RL, local_rate_limited)
 //	global_429      ↔ global_limiter  (ratelimit filter OVER_LIMIT: flag RL, request_rate_limited)
@@ -97,22 +97,22 @@ type AccessLogJoin struct {
 func ProducerAgrees(class, producer string) bool {
 	switch class {
 	case evidence.ClassLocal429.String():
-		return producer == envoy.ProducerLocalLimiter
+		return producer == envoyrec.ProducerLocalLimiter
 	case evidence.ClassGlobal429.String():
-		return producer == envoy.ProducerGlobalLimiter
+		return producer == envoyrec.ProducerGlobalLimiter
 	case evidence.ClassRLSError.String():
-		return producer == envoy.ProducerRLSError
+		return producer == envoyrec.ProducerRLSError
 	case evidence.ClassAdmitted.String(), evidence.ClassBackend4xx.String(), evidence.ClassBackend429.String():
-		return producer == envoy.ProducerBackend
+		return producer == envoyrec.ProducerBackend
 	case evidence.ClassBackend5xx.String():
-		return producer == envoy.ProducerBackend || producer == envoy.ProducerUpstreamFailure || producer == envoy.ProducerCircuitBreaker
+		return producer == envoyrec.ProducerBackend || producer == envoyrec.ProducerUpstreamFailure || producer == envoyrec.ProducerCircuitBreaker
 	case evidence.ClassCircuitBreaker.String():
-		return producer == envoy.ProducerCircuitBreaker
+		return producer == envoyrec.ProducerCircuitBreaker
 	case evidence.ClassOther4xx.String(), evidence.ClassOther.String():
-		return producer == envoy.ProducerBackend || producer == envoy.ProducerOther
+		return producer == envoyrec.ProducerBackend || producer == envoyrec.ProducerOther
 	case evidence.ClassOther5xx.String():
 		switch producer {
-		case envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther:
+		case envoyrec.ProducerBackend, envoyrec.ProducerCircuitBreaker, envoyrec.ProducerUpstreamFailure, envoyrec.ProducerOther:
 			return true
 		}
 		return false
@@ -130,7 +130,7 @@ func ProducerAgrees(class, producer string) bool {
 func JoinAccessLogs(logs []evidence.AccessLog, reqs *evidence.Requests, recs *evidence.Receipts) *AccessLogJoin {
 	j := &AccessLogJoin{Files: []string{}, Producers: map[string]int{}, Responses: []AccessLogResponse{}, Unjoined: map[string]int{},
 		Missing: []string{}, Several: []string{}}
-	byProxy := map[string][]envoy.AccessLogEntry{}
+	byProxy := map[string][]envoyrec.AccessLogEntry{}
 	for _, l := range logs {
 		j.Files = append(j.Files, l.File)
 		byProxy[l.Proxy] = l.Entries
@@ -154,7 +154,7 @@ func JoinAccessLogs(logs []evidence.AccessLog, reqs *evidence.Requests, recs *ev
 	for _, p := range proxies {
 		for _, e := range logsFor[p] {
 			j.Entries++
-			prod := envoy.Producer(e)
+			prod := envoyrec.Producer(e)
 			j.Producers[prod]++
 			idx, by := -1, ""
 			switch {

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // producerCase is one response seen by a client and logged by its proxy.
@@ -46,55 +46,55 @@ func everyProducer() []producerCase {
 		// proxy-a: JSON, examples/envoy key names (rlbench_id) ...
 		{id: "a-local", req: req("a-local", "proxy-a", 429, "local_rate_limited", nil),
 			line: `{"proxy":"a","start_time":"2026-11-30T10:00:00.001Z","method":"GET","path":"/inventory","protocol":"HTTP/1.1","response_code":"429","response_flags":"RL","response_code_details":"local_rate_limited","upstream_host":"-","duration":"0","rlbench_id":"a-local"}`,
-			prod: envoy.ProducerLocalLimiter, class: evidence.ClassLocal429.String(), joined: JoinRlbenchID},
+			prod: envoyrec.ProducerLocalLimiter, class: evidence.ClassLocal429.String(), joined: JoinRlbenchID},
 		{id: "a-global", req: req("a-global", "proxy-a", 429, "", rl),
 			line: `{"proxy":"a","start_time":"2026-11-30T10:00:00.002Z","response_code":"429","response_flags":"RL","response_code_details":"request_rate_limited","upstream_host":"-","rlbench_id":"a-global"}`,
-			prod: envoy.ProducerGlobalLimiter, class: evidence.ClassGlobal429.String(), joined: JoinRlbenchID},
+			prod: envoyrec.ProducerGlobalLimiter, class: evidence.ClassGlobal429.String(), joined: JoinRlbenchID},
 		{id: "a-rlse", req: req("a-rlse", "proxy-a", 500, "", nil),
 			line: `{"proxy":"a","start_time":"2026-11-30T10:00:00.003Z","response_code":"500","response_flags":"RLSE","response_code_details":"rate_limiter_error","upstream_host":"-","rlbench_id":"a-rlse"}`,
-			prod: envoy.ProducerRLSError, class: evidence.ClassRLSError.String(), joined: JoinRlbenchID},
+			prod: envoyrec.ProducerRLSError, class: evidence.ClassRLSError.String(), joined: JoinRlbenchID},
 		// ... and the lab proxies' key names (x_rlbench_id, numbers).
 		{id: "a-uo", req: req("a-uo", "proxy-a", 503, bodyOverflow, nil),
 			line: `{"start_time":"2026-11-30T10:00:00.004Z","response_code":503,"response_flags":"UO","response_code_details":"upstream_reset_before_response_started{overflow}","bytes_sent":81,"x_rlbench_id":"a-uo","x_request_id":"r1","proxy":"proxy-a"}`,
-			prod: envoy.ProducerCircuitBreaker, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
+			prod: envoyrec.ProducerCircuitBreaker, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
 		{id: "a-uf", req: req("a-uf", "proxy-a", 503, bodyConnFail, nil),
 			line: `{"start_time":"2026-11-30T10:00:00.005Z","response_code":503,"response_flags":"UF","response_code_details":"upstream_reset_before_response_started{connection_failure}","x_rlbench_id":"a-uf","proxy":"proxy-a"}`,
-			prod: envoy.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
+			prod: envoyrec.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
 		{id: "a-urx", req: req("a-urx", "proxy-a", 503, bodyConnFail, nil),
 			line: `{"start_time":"2026-11-30T10:00:00.006Z","response_code":503,"response_flags":"URX","response_code_details":"upstream_reset_before_response_started{connection_failure}","x_rlbench_id":"a-urx","proxy":"proxy-a"}`,
-			prod: envoy.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
+			prod: envoyrec.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRlbenchID},
 		{id: "a-200", req: req("a-200", "proxy-a", 200, "ok", ust), receipt: true,
 			line: `{"start_time":"2026-11-30T10:00:00.007Z","response_code":200,"response_flags":"-","response_code_details":"via_upstream","upstream_host":"127.0.0.1:8080","x_rlbench_id":"a-200","proxy":"proxy-a"}`,
-			prod: envoy.ProducerBackend, class: evidence.ClassAdmitted.String(), joined: JoinRlbenchID},
+			prod: envoyrec.ProducerBackend, class: evidence.ClassAdmitted.String(), joined: JoinRlbenchID},
 		{id: "a-b429", req: req("a-b429", "proxy-a", 429, "slow down", ust), receipt: true,
 			line: `{"start_time":"2026-11-30T10:00:00.008Z","response_code":429,"response_flags":"-","response_code_details":"via_upstream","upstream_host":"127.0.0.1:8080","x_rlbench_id":"a-b429","proxy":"proxy-a"}`,
-			prod: envoy.ProducerBackend, class: evidence.ClassBackend429.String(), joined: JoinRlbenchID},
+			prod: envoyrec.ProducerBackend, class: evidence.ClassBackend429.String(), joined: JoinRlbenchID},
 		// proxy-b: Envoy's default format. Rejected requests carry their ID as
 		// x-request-id; backend responses join through the receipt's x-request-id.
 		{id: "b-local", req: req("b-local", "proxy-b", 429, "local_rate_limited", nil),
 			line: `[2026-11-30T10:00:00.011Z] "GET /inventory HTTP/1.1" 429 RL 0 18 0 - "-" "rlbench" "b-local" "127.0.0.1:10001" "-"`,
-			prod: envoy.ProducerLocalLimiter, class: evidence.ClassLocal429.String(), joined: JoinRequestID},
+			prod: envoyrec.ProducerLocalLimiter, class: evidence.ClassLocal429.String(), joined: JoinRequestID},
 		{id: "b-global", req: req("b-global", "proxy-b", 429, "", rl),
 			line: `[2026-11-30T10:00:00.012Z] "GET /inventory HTTP/1.1" 429 RL 0 0 1 - "-" "rlbench" "b-global" "127.0.0.1:10001" "-"`,
-			prod: envoy.ProducerGlobalLimiter, class: evidence.ClassGlobal429.String(), joined: JoinRequestID},
+			prod: envoyrec.ProducerGlobalLimiter, class: evidence.ClassGlobal429.String(), joined: JoinRequestID},
 		{id: "b-rlse", req: req("b-rlse", "proxy-b", 500, "", nil),
 			line: `[2026-11-30T10:00:00.013Z] "GET /inventory HTTP/1.1" 500 RLSE 0 0 100 - "-" "rlbench" "b-rlse" "127.0.0.1:10001" "-"`,
-			prod: envoy.ProducerRLSError, class: evidence.ClassRLSError.String(), joined: JoinRequestID},
+			prod: envoyrec.ProducerRLSError, class: evidence.ClassRLSError.String(), joined: JoinRequestID},
 		{id: "b-uo", req: req("b-uo", "proxy-b", 503, bodyOverflow, nil),
 			line: `[2026-11-30T10:00:00.014Z] "GET /inventory HTTP/1.1" 503 UO 0 81 0 - "-" "rlbench" "b-uo" "127.0.0.1:10001" "-"`,
-			prod: envoy.ProducerCircuitBreaker, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
+			prod: envoyrec.ProducerCircuitBreaker, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
 		{id: "b-uf", req: req("b-uf", "proxy-b", 503, bodyConnFail, nil),
 			line: `[2026-11-30T10:00:00.015Z] "GET /inventory HTTP/1.1" 503 UF 0 91 1 - "-" "rlbench" "b-uf" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
+			prod: envoyrec.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
 		{id: "b-urx", req: req("b-urx", "proxy-b", 503, bodyConnFail, nil),
 			line: `[2026-11-30T10:00:00.016Z] "GET /inventory HTTP/1.1" 503 UF,URX 0 91 3 - "-" "rlbench" "b-urx" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
+			prod: envoyrec.ProducerUpstreamFailure, class: evidence.ClassOther5xx.String(), joined: JoinRequestID},
 		{id: "b-200", req: req("b-200", "proxy-b", 200, "ok", ust), receipt: true, xrid: "5f0c1d7e-0000-4000-8000-000000000001",
 			line: `[2026-11-30T10:00:00.017Z] "GET /inventory HTTP/1.1" 200 - 0 2 1 1 "-" "rlbench" "5f0c1d7e-0000-4000-8000-000000000001" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerBackend, class: evidence.ClassAdmitted.String(), joined: JoinReceipt},
+			prod: envoyrec.ProducerBackend, class: evidence.ClassAdmitted.String(), joined: JoinReceipt},
 		{id: "b-b429", req: req("b-b429", "proxy-b", 429, "slow down", ust), receipt: true, xrid: "5f0c1d7e-0000-4000-8000-000000000002",
 			line: `[2026-11-30T10:00:00.018Z] "GET /inventory HTTP/1.1" 429 - 0 9 1 1 "-" "rlbench" "5f0c1d7e-0000-4000-8000-000000000002" "127.0.0.1:10001" "127.0.0.1:8080"`,
-			prod: envoy.ProducerBackend, class: evidence.ClassBackend429.String(), joined: JoinReceipt},
+			prod: envoyrec.ProducerBackend, class: evidence.ClassBackend429.String(), joined: JoinReceipt},
 	}
 }
 
@@ -168,8 +168,8 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	// The report: producers counted, every access log check passes.
 	rep := run(t, dir)
 	s := rep.Scenarios[0]
-	want := map[string]int{envoy.ProducerLocalLimiter: 2, envoy.ProducerGlobalLimiter: 2, envoy.ProducerRLSError: 2,
-		envoy.ProducerCircuitBreaker: 2, envoy.ProducerUpstreamFailure: 4, envoy.ProducerBackend: 4}
+	want := map[string]int{envoyrec.ProducerLocalLimiter: 2, envoyrec.ProducerGlobalLimiter: 2, envoyrec.ProducerRLSError: 2,
+		envoyrec.ProducerCircuitBreaker: 2, envoyrec.ProducerUpstreamFailure: 4, envoyrec.ProducerBackend: 4}
 	if !reflect.DeepEqual(s.ProducerCounts, want) {
 		t.Errorf("producers %v, want %v", s.ProducerCounts, want)
 	}
@@ -215,25 +215,25 @@ func TestAccessLogDisagreementFails(t *testing.T) {
 	if s.Status != evidence.Fail || rep.Status != evidence.Fail {
 		t.Errorf("status %s/%s", s.Status, rep.Status)
 	}
-	if s.ProducerCounts[envoy.ProducerBackend] != 6 || s.ProducerCounts[envoy.ProducerLocalLimiter] != 1 {
+	if s.ProducerCounts[envoyrec.ProducerBackend] != 6 || s.ProducerCounts[envoyrec.ProducerLocalLimiter] != 1 {
 		t.Errorf("producers %v", s.ProducerCounts)
 	}
 }
 
 func TestProducerAgrees(t *testing.T) {
 	yes := map[string][]string{
-		evidence.ClassLocal429.String():       {envoy.ProducerLocalLimiter},
-		evidence.ClassGlobal429.String():      {envoy.ProducerGlobalLimiter},
-		evidence.ClassRLSError.String():       {envoy.ProducerRLSError},
-		evidence.ClassAdmitted.String():       {envoy.ProducerBackend},
-		evidence.ClassBackend4xx.String():     {envoy.ProducerBackend},
-		evidence.ClassBackend429.String():     {envoy.ProducerBackend},
-		evidence.ClassBackend5xx.String():     {envoy.ProducerBackend, envoy.ProducerUpstreamFailure, envoy.ProducerCircuitBreaker},
-		evidence.ClassCircuitBreaker.String(): {envoy.ProducerCircuitBreaker},
-		evidence.ClassOther4xx.String():       {envoy.ProducerBackend, envoy.ProducerOther},
-		evidence.ClassOther5xx.String():       {envoy.ProducerBackend, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerOther},
-		evidence.ClassOther.String():          {envoy.ProducerBackend, envoy.ProducerOther},
-		evidence.ClassNoResponse.String():     {envoy.ProducerLocalLimiter, envoy.ProducerGlobalLimiter, envoy.ProducerRLSError, envoy.ProducerCircuitBreaker, envoy.ProducerUpstreamFailure, envoy.ProducerBackend, envoy.ProducerOther},
+		evidence.ClassLocal429.String():       {envoyrec.ProducerLocalLimiter},
+		evidence.ClassGlobal429.String():      {envoyrec.ProducerGlobalLimiter},
+		evidence.ClassRLSError.String():       {envoyrec.ProducerRLSError},
+		evidence.ClassAdmitted.String():       {envoyrec.ProducerBackend},
+		evidence.ClassBackend4xx.String():     {envoyrec.ProducerBackend},
+		evidence.ClassBackend429.String():     {envoyrec.ProducerBackend},
+		evidence.ClassBackend5xx.String():     {envoyrec.ProducerBackend, envoyrec.ProducerUpstreamFailure, envoyrec.ProducerCircuitBreaker},
+		evidence.ClassCircuitBreaker.String(): {envoyrec.ProducerCircuitBreaker},
+		evidence.ClassOther4xx.String():       {envoyrec.ProducerBackend, envoyrec.ProducerOther},
+		evidence.ClassOther5xx.String():       {envoyrec.ProducerBackend, envoyrec.ProducerCircuitBreaker, envoyrec.ProducerUpstreamFailure, envoyrec.ProducerOther},
+		evidence.ClassOther.String():          {envoyrec.ProducerBackend, envoyrec.ProducerOther},
+		evidence.ClassNoResponse.String():     {envoyrec.ProducerLocalLimiter, envoyrec.ProducerGlobalLimiter, envoyrec.ProducerRLSError, envoyrec.ProducerCircuitBreaker, envoyrec.ProducerUpstreamFailure, envoyrec.ProducerBackend, envoyrec.ProducerOther},
 	}
 	all := yes[evidence.ClassNoResponse.String()]
 	for class, ok := range yes {
@@ -320,12 +320,12 @@ func TestAccessLogRealDefaultFormatJoinsThroughReceipts(t *testing.T) {
 		t.Fatalf("join: %d responses, unjoined %v, missing %v", len(j.Responses), j.Unjoined, j.Missing)
 	}
 	for i, r := range j.Responses {
-		if r.JoinedBy != JoinReceipt || r.Producer != envoy.ProducerBackend || r.Line != i+1 || r.ID != "rid-"+string(rune('0'+i)) {
+		if r.JoinedBy != JoinReceipt || r.Producer != envoyrec.ProducerBackend || r.Line != i+1 || r.ID != "rid-"+string(rune('0'+i)) {
 			t.Errorf("response %d: %+v", i, r)
 		}
 	}
 	s := run(t, dir).Scenarios[0]
-	if !reflect.DeepEqual(s.ProducerCounts, map[string]int{envoy.ProducerBackend: 5}) {
+	if !reflect.DeepEqual(s.ProducerCounts, map[string]int{envoyrec.ProducerBackend: 5}) {
 		t.Errorf("producers %v", s.ProducerCounts)
 	}
 	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckUnknown {

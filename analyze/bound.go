@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 // configuredBound computes the most admissions the limiters allow between
@@ -66,7 +67,7 @@ func configuredBound(limits []evidence.LimitSpec, start, end int64) *report.Boun
 					buckets, l.MaxTokens, l.TokensPerFill, time.Duration(d), time.Duration(fi), allowed)
 			}
 		case evidence.LimitFixedWindow:
-			div := evidence.UnitSeconds(l.Unit)
+			div := model.UnitSeconds(l.Unit)
 			if div == 0 {
 				continue
 			}

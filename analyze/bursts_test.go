@@ -17,6 +17,7 @@ import (
 	"github.com/rlbench/rlbench/analyze/report"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/rlbench/rlbench/model"
 )
@@ -627,18 +628,18 @@ func TestNginxLogFindings(t *testing.T) {
 	add("resent", 500, 3) // logged with 2 server tries, received 3 times
 	e.attack["sent"] = len(e.requests)
 	dir := e.write()
-	up := func(n int, status int) []collectnginx.UpstreamTry {
-		var out []collectnginx.UpstreamTry
+	up := func(n int, status int) []nginxrec.UpstreamTry {
+		var out []nginxrec.UpstreamTry
 		for i := range n {
-			out = append(out, collectnginx.UpstreamTry{Addr: fmt.Sprintf("127.0.0.1:%d", 9000+i), Server: true, Status: status})
+			out = append(out, nginxrec.UpstreamTry{Addr: fmt.Sprintf("127.0.0.1:%d", 9000+i), Server: true, Status: status})
 		}
 		return out
 	}
-	recs := []collectnginx.AccessRecord{
-		{Line: 1, ID: "ok", Status: 200, LimitReqStatus: collectnginx.LimitReqPassed, Upstreams: up(1, 200)},
-		{Line: 2, ID: "leaked", Status: 503, LimitReqStatus: collectnginx.LimitReqRejected},
-		{Line: 3, ID: "twice", Status: 200, LimitReqStatus: collectnginx.LimitReqPassed, Upstreams: up(1, 200)},
-		{Line: 4, ID: "twice", Status: 429, LimitReqStatus: collectnginx.LimitReqDelayed, Upstreams: up(1, 429)},
+	recs := []nginxrec.AccessRecord{
+		{Line: 1, ID: "ok", Status: 200, LimitReqStatus: nginxrec.LimitReqPassed, Upstreams: up(1, 200)},
+		{Line: 2, ID: "leaked", Status: 503, LimitReqStatus: nginxrec.LimitReqRejected},
+		{Line: 3, ID: "twice", Status: 200, LimitReqStatus: nginxrec.LimitReqPassed, Upstreams: up(1, 200)},
+		{Line: 4, ID: "twice", Status: 429, LimitReqStatus: nginxrec.LimitReqDelayed, Upstreams: up(1, 429)},
 		{Line: 5, ID: "resent", Status: 500, Upstreams: up(2, 500)},
 		{Line: 6, ID: "stranger", Status: 200},
 	}

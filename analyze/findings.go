@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"sort"
 	"strconv"
 	"strings"
@@ -327,7 +327,7 @@ func (ls *limiterSet) shadowCounts(in *Input) *report.ShadowCounts {
 	}
 	for _, st := range ev.LimitReq {
 		src = true
-		if st == nginx.LimitReqRejectedDryRun {
+		if st == nginxrec.LimitReqRejectedDryRun {
 			sc.Local++ // nginx limit_req_dry_run: would have rejected
 		}
 	}

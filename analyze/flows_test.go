@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -27,7 +28,7 @@ func flowsEv(t *testing.T, perUser bool) (*ev, map[string]int) {
 	l := evidence.Limiter{Name: "bucket", Stage: evidence.StageLocal, Key: evidence.KeyShared, Model: &spec}
 	if perUser {
 		l.Key = evidence.KeyDescriptor
-		l.RateLimits = []evidence.RateLimitEntry{{Actions: []evidence.RateLimitAction{{RequestHeaders: &evidence.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
+		l.RateLimits = []descriptor.RateLimitEntry{{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
 		e.scenario.FlowRequestHeaders = map[string]map[string]map[string]string{"attack": {"A": {"x-user": "A"}, "B": {"x-user": "B"}}}
 	}
 	e.scenario.Limiters = []evidence.Limiter{l}

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -47,7 +47,7 @@ type forwardSource func(in *Input) []*limiterTimes
 // forwardSources are the evidence that holds limiters' own forward times,
 // in order of preference (the first with times for a target wins): nginx's
 // JSON access log, then the lab proxies' access logs (local_ns and
-// upstream_start_ns, collect/envoy.AccessLogEntry).
+// upstream_start_ns, evidence/envoyrec.AccessLogEntry).
 var forwardSources = []forwardSource{nginxLimiterTimes, labProxyLimiterTimes}
 
 // labProxyLimiterTimes reads the lab proxies' own times from their access
@@ -74,7 +74,7 @@ func labProxyLimiterTimes(in *Input) []*limiterTimes {
 				acc = -1
 			}
 			if fwd <= 0 {
-				if e.LocalNs > 0 && envoy.Producer(e) == envoy.ProducerLocalLimiter {
+				if e.LocalNs > 0 && envoyrec.Producer(e) == envoyrec.ProducerLocalLimiter {
 					continue // rejected by the local bucket: not a forward
 				}
 				fwd = -1

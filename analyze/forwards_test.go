@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -47,28 +47,28 @@ func (c nginxRun) write(t *testing.T) string {
 		e.scenario.Expect.BackendPeak = append(e.scenario.Expect.BackendPeak, evidence.PeakExpectation{Window: model.Duration(w), Model: true})
 	}
 	t0ms := t0 / ms
-	var recs []collectnginx.AccessRecord
+	var recs []nginxrec.AccessRecord
 	one := int64(1)
 	for i := range c.n {
 		id := fmt.Sprintf("id-%03d", i)
 		sent := t0 + c.send(i)
 		acc, fwd := c.accept(i), c.fwd(i)
 		r := evidence.Request{ID: id, Target: "nginx-a", SentNs: sent, BytesIn: 5}
-		a := collectnginx.AccessRecord{Line: i + 1, ID: id}
+		a := nginxrec.AccessRecord{Line: i + 1, ID: id}
 		if fwd < 0 {
 			r.Code, r.LatencyNs = 503, (t0ms+acc)*ms+100_000-sent
 			rt := int64(0)
-			a.Status, a.TimeMs, a.RequestTimeMs, a.LimitReqStatus = 503, t0ms+acc, &rt, collectnginx.LimitReqRejected
+			a.Status, a.TimeMs, a.RequestTimeMs, a.LimitReqStatus = 503, t0ms+acc, &rt, nginxrec.LimitReqRejected
 		} else {
 			end := t0ms + fwd + 1
 			r.Code, r.LatencyNs = 200, end*ms+100_000-sent
 			rt := end - (t0ms + acc)
 			a.Status, a.TimeMs, a.RequestTimeMs = 200, end, &rt
-			a.LimitReqStatus = collectnginx.LimitReqPassed
+			a.LimitReqStatus = nginxrec.LimitReqPassed
 			if fwd > acc {
-				a.LimitReqStatus = collectnginx.LimitReqDelayed
+				a.LimitReqStatus = nginxrec.LimitReqDelayed
 			}
-			a.Upstreams = []collectnginx.UpstreamTry{{Addr: "127.0.0.1:9000", Server: true, Status: 200, ResponseTimeMs: &one}}
+			a.Upstreams = []nginxrec.UpstreamTry{{Addr: "127.0.0.1:9000", Server: true, Status: 200, ResponseTimeMs: &one}}
 			e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id), RecvNs: t0 + fwd*ms + c.lag(i)})
 		}
 		e.requests = append(e.requests, r)
@@ -345,9 +345,9 @@ func TestForwardsPathLagInconclusive(t *testing.T) {
 	// incomplete and the clients' send times are simulated instead.
 	c.lag = func(int) int64 { return 200_000 }
 	dir := c.write(t)
-	var recs []collectnginx.AccessRecord
+	var recs []nginxrec.AccessRecord
 	eachJSONLine(t, readFile(t, filepath.Join(dir, evidence.NginxPath("nginx-a", evidence.NginxAccessFile))), func(b []byte) {
-		var a collectnginx.AccessRecord
+		var a nginxrec.AccessRecord
 		must(t, json.Unmarshal(b, &a))
 		if a.ID == "id-007" {
 			a.Upstreams[0].ResponseTimeMs = nil // "-"
@@ -456,10 +456,10 @@ func TestNginxCapturesAdmissionTiming(t *testing.T) {
 
 			// The delayed requests logged 150 ms earlier: forwarded before their delay.
 			raw := readFile(t, filepath.Join(dir, evidence.NginxPath("nginx", evidence.NginxAccessLogFile)))
-			recs, err := collectnginx.ParseAccessLog(strings.NewReader(string(raw)), "access.log")
+			recs, err := nginxrec.ParseAccessLog(strings.NewReader(string(raw)), "access.log")
 			must(t, err)
 			for i := range recs {
-				if recs[i].LimitReqStatus == collectnginx.LimitReqDelayed {
+				if recs[i].LimitReqStatus == nginxrec.LimitReqDelayed {
 					recs[i].TimeMs -= 150
 					*recs[i].RequestTimeMs -= 150
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
 // rlbenchConfig is the RLS configuration of the captured 3fb7025 logs: no
@@ -32,7 +33,7 @@ func nomatchEv(t *testing.T, decisions func([]evidence.Decision) []evidence.Deci
 	e := realEv(t)
 	e.scenario.IntendedLimit, e.scenario.Limits = nil, nil
 	e.scenario.Expect = evidence.Expectation{NotLimited: true}
-	l := rlsLimiter(rlbenchConfig, evidence.RateLimitAction{GenericKey: &evidence.GenericKeyAction{DescriptorKey: "nomatch", DescriptorValue: "zzz"}})
+	l := rlsLimiter(rlbenchConfig, descriptor.RateLimitAction{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "nomatch", DescriptorValue: "zzz"}})
 	l.RLS.Domain = "rlbench"
 	e.scenario.Limiters = []evidence.Limiter{l}
 	for i := 0; i < 3; i++ {
@@ -85,7 +86,7 @@ func TestIssue21RealNoMatchJoins(t *testing.T) {
 	// admissions are fail-open and the leak is found.
 	_, dir = nomatchEv(t, func(ds []evidence.Decision) []evidence.Decision {
 		for i := range ds {
-			ds[i].Descriptor = []evidence.DescriptorEntry{{Key: "nomatch", Value: "other"}}
+			ds[i].Descriptor = []descriptor.DescriptorEntry{{Key: "nomatch", Value: "other"}}
 		}
 		return ds
 	})
@@ -154,7 +155,7 @@ func TestIssue21SkewedShardJoins(t *testing.T) {
 	}
 }
 
-var tenantHeader = evidence.RateLimitAction{RequestHeaders: &evidence.RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant"}}
+var tenantHeader = descriptor.RateLimitAction{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant"}}
 
 // sentHeaders makes attack.json's phases say that each sent the X-Tenant
 // header (header_names: names only, values are not recorded).
@@ -266,7 +267,7 @@ func TestIssue21UnknownHeaderIsEither(t *testing.T) {
 func TestIssue21UnmatchedDecisionsAreUnknownEvidence(t *testing.T) {
 	_, dir := nomatchEv(t, func(ds []evidence.Decision) []evidence.Decision {
 		late := dec(t0+5*int64(time.Second), 1, evidence.CodeOK)
-		late.Domain, late.Key, late.Descriptor = "rlbench", "rlbench_generic_key_fixed_1796029200", []evidence.DescriptorEntry{{Key: "generic_key", Value: "fixed"}}
+		late.Domain, late.Key, late.Descriptor = "rlbench", "rlbench_generic_key_fixed_1796029200", []descriptor.DescriptorEntry{{Key: "generic_key", Value: "fixed"}}
 		late.Limit, late.Unit = 3, "MINUTE"
 		return append(ds, late)
 	})
@@ -287,7 +288,7 @@ func TestIssue21UnmatchedDecisionsAreUnknownEvidence(t *testing.T) {
 	for n := uint64(1); n <= 5; n++ {
 		ds = append(ds, dec(t0+int64(n)*ms-ms/2, n, evidence.CodeOK))
 	}
-	ds = append(ds, evidence.Decision{TimeNs: t0 + 5*int64(time.Second), Domain: "inventory", Descriptor: []evidence.DescriptorEntry{{Key: "tenant", Value: "other"}},
+	ds = append(ds, evidence.Decision{TimeNs: t0 + 5*int64(time.Second), Domain: "inventory", Descriptor: []descriptor.DescriptorEntry{{Key: "tenant", Value: "other"}},
 		Code: evidence.CodeOK, NoLimit: true})
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 	s = judged(t, dir, "21-unmatched-nolimit-decision")

@@ -16,9 +16,10 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -62,14 +63,14 @@ func localLimiter(name string, maxTokens, tpf uint32, fill time.Duration, start 
 }
 
 // rlsLimiter is a global limiter on an RLS configuration.
-func rlsLimiter(config string, actions ...evidence.RateLimitAction) evidence.Limiter {
-	return evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, RateLimits: []evidence.RateLimitEntry{{Actions: actions}},
+func rlsLimiter(config string, actions ...descriptor.RateLimitAction) evidence.Limiter {
+	return evidence.Limiter{Name: "global", Stage: evidence.StageGlobal, Key: evidence.KeyDescriptor, RateLimits: []descriptor.RateLimitEntry{{Actions: actions}},
 		RLS: &evidence.RLSLimiter{Domain: "inventory", Config: config}, Resets: []string{evidence.FaultTargetRLS}}
 }
 
 const tenantLabConfig = "domain: inventory\ndescriptors:\n  - key: tenant\n    value: lab\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"
 
-var tenantAction = evidence.RateLimitAction{GenericKey: &evidence.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}
+var tenantAction = descriptor.RateLimitAction{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}
 
 // reqs sets n requests to target, sent every gap from t0, each taking 1 ms,
 // with the codes given by code(i); 2xx get a receipt.
@@ -236,8 +237,8 @@ func writeGlobalStats(t *testing.T, dir, proxy string, ok, over, errs, allowed u
 		label                 string
 		ok, over, err, allows uint64
 	}{{"before", 0, 0, 0, 0}, {"after", ok, over, errs, allowed}} {
-		b, err := json.Marshal(envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: proxy, Values: map[string]uint64{},
-			Global: []envoy.GlobalRateLimit{{Cluster: "backend", OK: l.ok, OverLimit: l.over, Error: l.err, FailureModeAllowed: l.allows}}})
+		b, err := json.Marshal(envoyrec.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: proxy, Values: map[string]uint64{},
+			Global: []envoyrec.GlobalRateLimit{{Cluster: "backend", OK: l.ok, OverLimit: l.over, Error: l.err, FailureModeAllowed: l.allows}}})
 		must(t, err)
 		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, proxy+"."+l.label+".json"), b, 0o644))
@@ -278,8 +279,8 @@ func TestIssue9LeakWithoutFaultFails(t *testing.T) {
 // limit and PASSed (previous release: PASS).
 func TestIssue9LimitNeverEngagedFails(t *testing.T) {
 	e := bare(t)
-	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, evidence.RateLimitAction{
-		RequestHeaders: &evidence.RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant"}})}
+	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(tenantLabConfig, descriptor.RateLimitAction{
+		RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-tenant", DescriptorKey: "tenant"}})}
 	e.reqs(20, "proxy-a", time.Millisecond, ok200)
 	s := judged(t, e.write(), "08-limit-never-engaged")
 	wantVerdict(t, s, evidence.Fail, "limit never engaged: want 0 requests unlimited, got 20 produced no descriptor (proxy-a-00,")
@@ -328,7 +329,7 @@ func TestIssue9NotLimitedPasses(t *testing.T) {
 	e.scenario.Limits = []evidence.LimitSpec{{Kind: evidence.LimitFixedWindow, Limit: 5, Unit: "HOUR"}}
 	cfg := "domain: inventory\ndescriptors:\n  - key: tenant\n    value: lab\n    descriptors:\n      - key: user\n        rate_limit: {unit: hour, requests_per_unit: 5}\n"
 	e.scenario.Limiters = []evidence.Limiter{rlsLimiter(cfg, tenantAction,
-		evidence.RateLimitAction{RequestHeaders: &evidence.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}})}
+		descriptor.RateLimitAction{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}})}
 	e.reqs(10, "proxy-a", time.Millisecond, ok200)
 	e.reqs(10, "proxy-b", time.Millisecond, ok200)
 	dir := e.write()
@@ -394,8 +395,8 @@ func TestIssue9UnenforcedLocalFilterCountsShadow(t *testing.T) {
 	e.reqs(10, "proxy-a", time.Millisecond, ok200)
 	dir := e.write()
 	for label, v := range map[string][4]uint64{"before": {}, "after": {10, 5, 5, 0}} {
-		b, err := json.Marshal(envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: "proxy-a", Values: map[string]uint64{},
-			Local: []envoy.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: v[0], OK: v[1], RateLimited: v[2], Enforced: v[3]}}})
+		b, err := json.Marshal(envoyrec.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: "proxy-a", Values: map[string]uint64{},
+			Local: []envoyrec.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: v[0], OK: v[1], RateLimited: v[2], Enforced: v[3]}}})
 		must(t, err)
 		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, "proxy-a."+label+".json"), b, 0o644))

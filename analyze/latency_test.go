@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // memScenario builds one scenario's evidence in memory (no file), as
@@ -149,9 +149,9 @@ func TestLatencyRLSSources(t *testing.T) {
 	}
 	p99 := 7.5
 	ev.Stats = []evidence.ProxySnapshots{{Proxy: "proxy-a",
-		Before: &envoy.Snapshot{Values: map[string]uint64{"cluster.rate_limit_cluster.internal.upstream_rq_completed": 3}},
-		After: &envoy.Snapshot{Values: map[string]uint64{"cluster.rate_limit_cluster.internal.upstream_rq_completed": 13, "cluster.backend.internal.upstream_rq_completed": 0},
-			Histograms: map[string]envoy.Histogram{"cluster.rate_limit_cluster.upstream_rq_time": {Quantiles: []envoy.Quantile{{Percent: 99, Cumulative: &p99}, {Percent: 100}}}}}}}
+		Before: &envoyrec.Snapshot{Values: map[string]uint64{"cluster.rate_limit_cluster.internal.upstream_rq_completed": 3}},
+		After: &envoyrec.Snapshot{Values: map[string]uint64{"cluster.rate_limit_cluster.internal.upstream_rq_completed": 13, "cluster.backend.internal.upstream_rq_completed": 0},
+			Histograms: map[string]envoyrec.Histogram{"cluster.rate_limit_cluster.upstream_rq_time": {Quantiles: []envoyrec.Quantile{{Percent: 99, Cumulative: &p99}, {Percent: 100}}}}}}}
 	rep := Judge(&evidence.Bundle{Dir: "mem", Scenarios: []*evidence.ScenarioEvidence{ev}}, Options{Now: fixedNow})
 	got := rep.Scenarios[0].Latency.RLS
 	if len(got) != 2 {

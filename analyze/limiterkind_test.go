@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 // planAction is a second generic_key entry beside tenantAction.
-var planAction = evidence.RateLimitAction{GenericKey: &evidence.GenericKeyAction{DescriptorKey: "plan", DescriptorValue: "free"}}
+var planAction = descriptor.RateLimitAction{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "plan", DescriptorValue: "free"}}
 
 // TestEnvoyLocalDescriptorBuckets: an Envoy local rate limit with a
 // descriptor bucket judges each request with its descriptor (envoyLocalKind):
@@ -24,7 +25,7 @@ func TestEnvoyLocalDescriptorBuckets(t *testing.T) {
 		Descriptors: []model.EnvoyDescriptor{{Entries: []model.Entry{{Key: "tenant", Value: "lab"}}, MaxTokens: 2, TokensPerFill: &one,
 			FillInterval: model.Duration(time.Hour)}}}
 	e.scenario.Limiters = []evidence.Limiter{{Name: "local", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec,
-		RateLimits: []evidence.RateLimitEntry{{Actions: []evidence.RateLimitAction{tenantAction}}}}}
+		RateLimits: []descriptor.RateLimitEntry{{Actions: []descriptor.RateLimitAction{tenantAction}}}}}
 	e.reqs(5, "proxy-a", time.Millisecond, firstN(2, local429))
 	s := run(t, e.write()).Scenarios[0]
 	wantVerdict(t, s, evidence.Pass)
@@ -42,7 +43,7 @@ func TestEnvoyLocalDescriptorBuckets(t *testing.T) {
 	}
 	e = bare(t)
 	e.scenario.Limiters = []evidence.Limiter{{Name: "local", Stage: evidence.StageLocal, Key: evidence.KeyTarget, Model: &spec,
-		RateLimits: []evidence.RateLimitEntry{{Actions: []evidence.RateLimitAction{tenantAction}}}}}
+		RateLimits: []descriptor.RateLimitEntry{{Actions: []descriptor.RateLimitAction{tenantAction}}}}}
 	e.reqs(5, "proxy-a", time.Millisecond, firstN(3, local429))
 	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Fail, "local: over-admitted (model must reject)")
 }
@@ -58,7 +59,7 @@ func TestRLSRequestsHitSeveralCounters(t *testing.T) {
 	build := func(admitted int) report.ScenarioReport {
 		e := bare(t)
 		l := rlsLimiter(config, tenantAction)
-		l.RateLimits = append(l.RateLimits, evidence.RateLimitEntry{Actions: []evidence.RateLimitAction{planAction}})
+		l.RateLimits = append(l.RateLimits, descriptor.RateLimitEntry{Actions: []descriptor.RateLimitAction{planAction}})
 		e.scenario.Limiters = []evidence.Limiter{l}
 		e.reqs(6, "proxy-a", time.Millisecond, firstN(admitted, global429))
 		return run(t, e.write()).Scenarios[0]

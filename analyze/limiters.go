@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,8 +13,8 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/model"
 	"github.com/rlbench/rlbench/model/decl"
@@ -27,7 +28,7 @@ type limiterRun struct {
 	// entries are the limiter's compiled rate_limits (nil: none declared);
 	// descOf[i] indexes sets with request i's descriptors (-1: its target
 	// does not meet the limiter, or no rate_limits).
-	entries []evidence.CompiledRateLimit
+	entries []descriptor.CompiledRateLimit
 	descOf  []int32
 	sets    []*descSet
 	rules   []*rlsconfig.Match
@@ -93,7 +94,7 @@ func unknownKeyDetail(n, offered int, headers []string) string {
 // one's key (the RLS cache key prefix, or the entries as k=v) and, for an
 // RLS limiter, the rule matched (-1 none, -2 unlimited).
 type descSet struct {
-	descs [][]evidence.DescriptorEntry
+	descs [][]descriptor.DescriptorEntry
 	keys  []string
 	rule  []int32
 	// limited counts the descriptors with a rule (rule >= 0).
@@ -116,7 +117,7 @@ func (s *descSet) keyUnknown() bool { return s != nil && s.unknown > 0 }
 // headers h, client address ip, headers sent with unknown values unk
 // (canonical keys); rls is the limiter's RLS (nil: none), whose domain
 // begins each key.
-func newDescSet(entries []evidence.CompiledRateLimit, h http.Header, ip string, unk []string, rls *evidence.RLSLimiter) *descSet {
+func newDescSet(entries []descriptor.CompiledRateLimit, h http.Header, ip string, unk []string, rls *evidence.RLSLimiter) *descSet {
 	set := &descSet{}
 	isUnknown := func(name string) bool { return slices.Contains(unk, name) }
 	for k := range entries {
@@ -130,7 +131,7 @@ func newDescSet(entries []evidence.CompiledRateLimit, h http.Header, ip string, 
 		case ok:
 			set.descs = append(set.descs, d)
 			if rls != nil {
-				set.keys = append(set.keys, evidence.CacheKeyPrefix(rls.Domain, d))
+				set.keys = append(set.keys, descriptor.CacheKeyPrefix(rls.Domain, d))
 			} else {
 				set.keys = append(set.keys, descriptorString(d))
 			}
@@ -226,7 +227,7 @@ func resolveLimiters(in *Input) *limiterSet {
 			r.report.Model = "rls"
 		}
 		if len(d.RateLimits) > 0 {
-			entries, err := evidence.CompileRateLimits("rate_limits", d.RateLimits)
+			entries, err := descriptor.CompileRateLimits("rate_limits", d.RateLimits)
 			if err != nil {
 				r.err = err.Error()
 			} else {
@@ -547,7 +548,7 @@ func (r *limiterRun) eventKey(i int, reqs *evidence.Requests) (string, bool) {
 	return "all", true
 }
 
-func descriptorString(es []evidence.DescriptorEntry) string {
+func descriptorString(es []descriptor.DescriptorEntry) string {
 	parts := make([]string, len(es))
 	for i, e := range es {
 		parts[i] = e.Key + "=" + e.Value
@@ -805,11 +806,11 @@ func (n *nginxKind) admit(q *limitedReq) bool {
 func (n *nginxKind) describe(q *limitedReq) {
 	if st, ok := n.status[int32(q.i)]; ok {
 		switch st {
-		case nginx.LimitReqRejected:
+		case nginxrec.LimitReqRejected:
 			q.outcome = model.Rejected
-		case nginx.LimitReqPassed, nginx.LimitReqDelayed, nginx.LimitReqDelayedDryRun:
+		case nginxrec.LimitReqPassed, nginxrec.LimitReqDelayed, nginxrec.LimitReqDelayedDryRun:
 			q.outcome = model.Admitted
-		case nginx.LimitReqRejectedDryRun:
+		case nginxrec.LimitReqRejectedDryRun:
 			q.outcome, q.shadowVisible = model.ShadowRejected, true
 		}
 	}
@@ -891,7 +892,7 @@ func (k *rlsKind) zombie(d *evidence.Decision) (int, string, bool) {
 	}
 	for g, rule := range r.rules {
 		if rule.FullKey == m.FullKey {
-			return g, evidence.CacheKeyPrefix(d.Domain, d.Descriptor), true
+			return g, descriptor.CacheKeyPrefix(d.Domain, d.Descriptor), true
 		}
 	}
 	return 0, "", false
@@ -1273,7 +1274,7 @@ func keyNeeds(key string) string {
 	return ""
 }
 
-func toModelDescriptor(es []evidence.DescriptorEntry) model.Descriptor {
+func toModelDescriptor(es []descriptor.DescriptorEntry) model.Descriptor {
 	d := make(model.Descriptor, len(es))
 	for i, e := range es {
 		d[i] = model.Entry{Key: e.Key, Value: e.Value}

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -39,19 +40,19 @@ type nginxJoin struct {
 // last upstream try answered the status the record has, other otherwise.
 // A backend answering 502 or 504 itself is counted as upstream_failure: the
 // log does not tell them apart.
-func NginxProducer(a collectnginx.AccessRecord) string {
+func NginxProducer(a nginxrec.AccessRecord) string {
 	switch {
-	case a.LimitReqStatus == collectnginx.LimitReqRejected:
-		return envoy.ProducerLocalLimiter
+	case a.LimitReqStatus == nginxrec.LimitReqRejected:
+		return envoyrec.ProducerLocalLimiter
 	case a.Status == 502 || a.Status == 504:
-		return envoy.ProducerUpstreamFailure
+		return envoyrec.ProducerUpstreamFailure
 	case len(a.Upstreams) > 0:
 		last := a.Upstreams[len(a.Upstreams)-1]
 		if last.Server && last.Status == a.Status {
-			return envoy.ProducerBackend
+			return envoyrec.ProducerBackend
 		}
 	}
-	return envoy.ProducerOther
+	return envoyrec.ProducerOther
 }
 
 // joinNginx joins the nginx access logs to the requests (by X-Rlbench-Id)
@@ -75,7 +76,7 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 	records := make([]int, n)
 	for _, ng := range ev.Nginx {
 		j.proxies[ng.Proxy] = true
-		s := collectnginx.Summarize(ng.Records)
+		s := nginxrec.Summarize(ng.Records)
 		pr := report.NginxProxyReport{Proxy: ng.Proxy, File: ng.File, Records: s.Requests, ByLimitReqStatus: s.ByLimitReqStatus,
 			ByStatus: map[string]int{}, Proxied: s.Proxied, Retried: s.Retried, Tries: s.Tries, ServerTries: s.ServerTries}
 		for code, k := range s.ByStatus {
@@ -101,10 +102,10 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 			}
 			j.tries[i] += a.ServerTries()
 			j.producer[i] = prod
-			if prod == envoy.ProducerLocalLimiter {
+			if prod == envoyrec.ProducerLocalLimiter {
 				j.rejected[i] = true
 			}
-			if c := reqs.Class[i]; prod == envoy.ProducerLocalLimiter && (c == evidence.ClassOther4xx || c == evidence.ClassOther5xx || c.FromBackend()) &&
+			if c := reqs.Class[i]; prod == envoyrec.ProducerLocalLimiter && (c == evidence.ClassOther4xx || c == evidence.ClassOther5xx || c.FromBackend()) &&
 				int(reqs.Code[i]) == a.Status {
 				reqs.Class[i] = evidence.ClassLocal429
 				rep.Reclassified++
@@ -208,8 +209,8 @@ func checkNginx(in *Input) (r Result) {
 }
 
 // nginxLimiterTimes reads the nginx proxies' access logs: every record
-// limit_req did not reject, with its accept time (collect/nginx AccessRecord.AcceptMs) and
-// forward time (collect/nginx AccessRecord.ForwardMs) at nginx's 1 ms resolution. A proxy whose
+// limit_req did not reject, with its accept time (nginxrec.AccessRecord.AcceptMs) and
+// forward time (nginxrec.AccessRecord.ForwardMs) at nginx's 1 ms resolution. A proxy whose
 // log has no forward time gives none.
 func nginxLimiterTimes(in *Input) []*limiterTimes {
 	reqs := &in.Evidence.Requests
@@ -219,7 +220,7 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 		placed := map[int32]bool{}
 		for k := range ng.Records {
 			a := &ng.Records[k]
-			if a.LimitReqStatus == collectnginx.LimitReqRejected {
+			if a.LimitReqStatus == nginxrec.LimitReqRejected {
 				continue
 			}
 			acc, fwd := int64(-1), int64(-1)
@@ -240,7 +241,7 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 			lt.forwardNs = append(lt.forwardNs, fwd)
 			lt.request = append(lt.request, ri)
 			lt.line = append(lt.line, a.Line)
-			lt.limited = append(lt.limited, a.LimitReqStatus == collectnginx.LimitReqPassed || a.LimitReqStatus == collectnginx.LimitReqDelayed)
+			lt.limited = append(lt.limited, a.LimitReqStatus == nginxrec.LimitReqPassed || a.LimitReqStatus == nginxrec.LimitReqDelayed)
 			lt.vars = append(lt.vars, a.Keys)
 		}
 		if !slices.ContainsFunc(lt.forwardNs, func(f int64) bool { return f >= 0 }) {
@@ -261,8 +262,8 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 // nodelay, delay below burst, no dry run) and every nginx proxy it applies
 // to whose access log has the times: "admission timing (<limiter>)".
 // model.EarliestForwards replays the zone on nginx's own accept times
-// (collect/nginx AccessRecord.AcceptMs) and gives the earliest each passed request may leave;
-// nginx's forward times (collect/nginx AccessRecord.ForwardMs) must not be earlier, beyond the
+// (nginxrec.AccessRecord.AcceptMs) and gives the earliest each passed request may leave;
+// nginx's forward times (nginxrec.AccessRecord.ForwardMs) must not be earlier, beyond the
 // clock's 1 ms resolution. Which of the requests created in one millisecond
 // nginx took first, the log does not tell, so the check compares, per key,
 // the sorted forward times against the sorted earliest times: a forward

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
 // maxJoinPairs bounds the (decision, descriptor) candidate pairs of one
@@ -41,13 +42,13 @@ type rlsJoin struct {
 	// widen is the clock offset bound applied on each side, ns.
 	widen int64
 	// unitStart[i]..unitStart[i+1] are request i's units; unitKey their
-	// descriptor keys (evidence.CacheKeyPrefix; "": unknown, matches any
+	// descriptor keys (descriptor.CacheKeyPrefix; "": unknown, matches any
 	// decision); unit2dec the decision joined to each (-1: none).
 	unitStart []int32
 	unitKey   []string
 	unit2dec  []int32
 	// unitDesc is each unit's key without its domain (its descriptor
-	// part, evidence.CacheKeyPrefix("", ...)); "" for an unknown key.
+	// part, descriptor.CacheKeyPrefix("", ...)); "" for an unknown key.
 	unitDesc []string
 	// dec2req is, per decision, the request joined (-1: none).
 	dec2req []int32
@@ -165,7 +166,7 @@ func (jn *joiner) decisions() {
 		}
 		jn.dec = append(jn.dec, k)
 		if len(d.Descriptor) > 0 {
-			jn.dkey[k] = evidence.CacheKeyPrefix(d.Domain, d.Descriptor)
+			jn.dkey[k] = descriptor.CacheKeyPrefix(d.Domain, d.Descriptor)
 			jn.anyDom[k] = d.Domain == ""
 		}
 	}
@@ -311,7 +312,7 @@ func (j *rlsJoin) carried(d evidence.Decision) bool {
 	if j == nil || j.skipped != "" || len(d.Descriptor) == 0 {
 		return true
 	}
-	key, desc := evidence.CacheKeyPrefix(d.Domain, d.Descriptor), evidence.CacheKeyPrefix("", d.Descriptor)
+	key, desc := descriptor.CacheKeyPrefix(d.Domain, d.Descriptor), descriptor.CacheKeyPrefix("", d.Descriptor)
 	for u, k := range j.unitKey {
 		if k == "" || k == key || d.Domain == "" && j.unitDesc[u] == desc {
 			return true

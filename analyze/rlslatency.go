@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // rlsLatency collects the RLS call latency from the RLS's metrics scrapes
@@ -92,7 +92,7 @@ func rlsServerLatency(scrapes []evidence.RLSMetrics) []report.RLSLatency {
 
 // envoyRLSLatency returns the upstream_rq_time histograms of the clusters
 // with Envoy-originated requests during the scenario.
-func envoyRLSLatency(proxy string, before, after *envoy.Snapshot) []report.RLSLatency {
+func envoyRLSLatency(proxy string, before, after *envoyrec.Snapshot) []report.RLSLatency {
 	const internal, rqTime = ".internal.upstream_rq_completed", ".upstream_rq_time"
 	var out []report.RLSLatency
 	var names []string

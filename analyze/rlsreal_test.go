@@ -12,11 +12,12 @@ import (
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
 const ms = int64(time.Millisecond)
 
-var tenantLab = []evidence.DescriptorEntry{{Key: "tenant", Value: "lab"}}
+var tenantLab = []descriptor.DescriptorEntry{{Key: "tenant", Value: "lab"}}
 
 // realEv is a scenario on the real RLS: 2 proxies, limit 5 per hour, rls/rls.log present.
 func realEv(t *testing.T) *ev {

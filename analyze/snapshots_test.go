@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // snap is one stats snapshot of a local rate limit filter: its ok and
@@ -25,10 +25,10 @@ func (s snap) write(t *testing.T, dir, proxy, label string) {
 	t.Helper()
 	v := map[string]uint64{}
 	if s.uptime >= 0 {
-		v[envoy.UptimeStat] = uint64(s.uptime)
+		v[envoyrec.UptimeStat] = uint64(s.uptime)
 	}
-	b, err := json.Marshal(envoy.Snapshot{Schema: envoy.SnapshotSchema, Proxy: proxy, Label: label, Format: envoy.FormatText, TakenNs: s.takenNs, Values: v,
-		Local: []envoy.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: s.ok + s.enforced, OK: s.ok, RateLimited: s.enforced, Enforced: s.enforced}}})
+	b, err := json.Marshal(envoyrec.Snapshot{Schema: envoyrec.SnapshotSchema, Proxy: proxy, Label: label, Format: envoyrec.FormatText, TakenNs: s.takenNs, Values: v,
+		Local: []envoyrec.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: s.ok + s.enforced, OK: s.ok, RateLimited: s.enforced, Enforced: s.enforced}}})
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, proxy+"."+label+".json"), b, 0o644))
@@ -156,8 +156,8 @@ func TestRLSLoggedWithSnapshotsInsideTheWindow(t *testing.T) {
 	}
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 	snapshot := func(p, label string, ok, over uint64, takenNs int64) {
-		b, err := json.Marshal(envoy.Snapshot{Schema: envoy.SnapshotSchema, Proxy: p, TakenNs: takenNs, Values: map[string]uint64{},
-			Global: []envoy.GlobalRateLimit{{Cluster: "backend", OK: ok, OverLimit: over}}})
+		b, err := json.Marshal(envoyrec.Snapshot{Schema: envoyrec.SnapshotSchema, Proxy: p, TakenNs: takenNs, Values: map[string]uint64{},
+			Global: []envoyrec.GlobalRateLimit{{Cluster: "backend", OK: ok, OverLimit: over}}})
 		must(t, err)
 		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, p+"."+label+".json"), b, 0o644))

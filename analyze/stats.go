@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // Stats delta keys. Local and global rate limit counters are summed over
@@ -27,7 +27,7 @@ const (
 
 // flatten sums a snapshot's rate-limit counters into the Delta* keys and
 // cluster.<c>.upstream_rq_<code> keys; present tells which filters were seen.
-func flatten(s *envoy.Snapshot) (m map[string]uint64, local, global bool) {
+func flatten(s *envoyrec.Snapshot) (m map[string]uint64, local, global bool) {
 	m = map[string]uint64{}
 	for _, l := range s.Local {
 		local = true
@@ -226,11 +226,11 @@ func statsChecks(in *Input, ps *report.ProxyStats, c *report.Classes, local, glo
 
 // uptimeSlack is how far server.uptime may fall behind the time between
 // two snapshots without a restart: the gauge lags by up to a stats flush
-// interval (envoy.DefaultStatsFlushInterval), and each of its two readings
+// interval (envoyrec.DefaultStatsFlushInterval), and each of its two readings
 // is rounded to a whole second.
-const uptimeSlack = envoy.DefaultStatsFlushInterval + 2*time.Second
+const uptimeSlack = envoyrec.DefaultStatsFlushInterval + 2*time.Second
 
-// uptimeRestart says how the snapshots' server.uptime (envoy.UptimeStat)
+// uptimeRestart says how the snapshots' server.uptime (envoyrec.UptimeStat)
 // shows a restart of the proxy between them, or "": the after snapshot's
 // uptime is below the before's, or below the before's plus the time between
 // the snapshots (their taken_ns) less uptimeSlack. A restart that lost no
@@ -239,21 +239,21 @@ const uptimeSlack = envoy.DefaultStatsFlushInterval + 2*time.Second
 // show nothing. A stats_flush_interval configured above Envoy's default can
 // make a live proxy's uptime lag further: its comparison is then unknown
 // too, never a false FAIL.
-func uptimeRestart(before, after *envoy.Snapshot) string {
+func uptimeRestart(before, after *envoyrec.Snapshot) string {
 	b, okb := before.Uptime()
 	a, oka := after.Uptime()
 	switch {
 	case !okb || !oka:
 		return ""
 	case a < b:
-		return fmt.Sprintf("%s went from %d s to %d s", envoy.UptimeStat, b, a)
+		return fmt.Sprintf("%s went from %d s to %d s", envoyrec.UptimeStat, b, a)
 	case before.TakenNs <= 0 || after.TakenNs <= before.TakenNs:
 		return ""
 	}
 	between := time.Duration(after.TakenNs - before.TakenNs)
 	if least := time.Duration(b)*time.Second + between - uptimeSlack; time.Duration(a)*time.Second < least {
 		return fmt.Sprintf("%s is %d s at the after snapshot, taken %v after the before snapshot (%d s): the proxy started in between",
-			envoy.UptimeStat, a, readDuration(int64(between)), b)
+			envoyrec.UptimeStat, a, readDuration(int64(between)), b)
 	}
 	return ""
 }
@@ -265,7 +265,7 @@ func uptimeRestart(before, after *envoy.Snapshot) string {
 // read inside the window may hold part of the attack before it, or miss
 // part of it after: a disagreement with the clients proves nothing.
 // Snapshots without taken_ns, or a proxy sent nothing, give "".
-func snapshotTiming(reqs *evidence.Requests, proxy string, before, after *envoy.Snapshot) string {
+func snapshotTiming(reqs *evidence.Requests, proxy string, before, after *envoyrec.Snapshot) string {
 	var first, last int64
 	found := false
 	for i := 0; i < reqs.Len(); i++ {

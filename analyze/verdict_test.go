@@ -8,15 +8,15 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 func writeSnap(t *testing.T, dir, proxy, label string, ok, enforced uint64) {
 	t.Helper()
-	s := envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: proxy, Label: label, Format: envoy.FormatText,
+	s := envoyrec.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: proxy, Label: label, Format: envoyrec.FormatText,
 		Values: map[string]uint64{},
-		Local:  []envoy.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: ok + enforced, OK: ok, RateLimited: enforced, Enforced: enforced}}}
+		Local:  []envoyrec.LocalRateLimit{{Prefix: "http_local_rate_limiter", Enabled: ok + enforced, OK: ok, RateLimited: enforced, Enforced: enforced}}}
 	b, err := json.Marshal(s)
 	must(t, err)
 	must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
@@ -208,8 +208,8 @@ func TestLabRLSDecisionsMatchProxyCounters(t *testing.T) {
 	dir := e.write()
 	for _, p := range []string{"proxy-a", "proxy-b"} {
 		for label, n := range map[string]uint64{"before": 0, "after": 5} {
-			b, err := json.Marshal(envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: p, Values: map[string]uint64{},
-				Global: []envoy.GlobalRateLimit{{Cluster: "backend", OK: n, OverLimit: n}}})
+			b, err := json.Marshal(envoyrec.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: p, Values: map[string]uint64{},
+				Global: []envoyrec.GlobalRateLimit{{Cluster: "backend", OK: n, OverLimit: n}}})
 			must(t, err)
 			must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
 			must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, p+"."+label+".json"), b, 0o644))
@@ -277,8 +277,8 @@ func TestUpstreamCountersMatchAdmissions(t *testing.T) {
 	e.scenario.Cluster = "backend"
 	dir := e.write()
 	put := func(p, label string, n uint64) {
-		b, err := json.Marshal(envoy.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: p, Values: map[string]uint64{},
-			Upstream: []envoy.ClusterCodes{{Cluster: "backend", Codes: map[string]uint64{"2xx": n, "200": n}}}})
+		b, err := json.Marshal(envoyrec.Snapshot{Schema: "rlbench.envoy-stats/v1", Proxy: p, Values: map[string]uint64{},
+			Upstream: []envoyrec.ClusterCodes{{Cluster: "backend", Codes: map[string]uint64{"2xx": n, "200": n}}}})
 		must(t, err)
 		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, p+"."+label+".json"), b, 0o644))

@@ -3,7 +3,7 @@ package evidence
 import (
 	"hash/maphash"
 
-	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // Bundle is the evidence of a scenario directory, or of a run directory and
@@ -76,7 +76,7 @@ type ScenarioEvidence struct {
 	// that does not decode has only Label and Error.
 	RLSMetrics []RLSMetrics `json:"rls_metrics"`
 	// LimitReq maps a request (index in Requests) to the $limit_req_status
-	// nginx logged for it (collect/nginx.LimitReq*: PASSED, DELAYED,
+	// nginx logged for it (nginxrec.LimitReq*: PASSED, DELAYED,
 	// REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN), from
 	// nginx/<proxy>/access.jsonl; nil without such files.
 	LimitReq map[int32]string `json:"-"`
@@ -89,7 +89,7 @@ type ScenarioEvidence struct {
 	RLSPendingLookups int `json:"rls_pending_lookups"`
 	// Nginx holds the nginx/<proxy>/ evidence of every nginx proxy, sorted by proxy.
 	Nginx []NginxEvidence `json:"nginx"`
-	// Merge is merge.json of a directory written by Merge (issue 15: the
+	// Merge is merge.json of a directory written by merge.Merge (issue 15: the
 	// shards of one attack joined); nil otherwise. Its problems are
 	// Problems of MergeFile.
 	Merge *MergeRecord `json:"merge,omitempty"`
@@ -101,22 +101,22 @@ type ScenarioEvidence struct {
 	Problems []Problem `json:"problems"`
 }
 
-// ProxySnapshots are one proxy's stats snapshots (collect/envoy.Snapshot);
+// ProxySnapshots are one proxy's stats snapshots (evidence/envoyrec.Snapshot);
 // a nil snapshot has its reason in BeforeErr or AfterErr.
 type ProxySnapshots struct {
-	Proxy     string          `json:"proxy"`
-	Before    *envoy.Snapshot `json:"before,omitempty"`
-	After     *envoy.Snapshot `json:"after,omitempty"`
-	BeforeErr string          `json:"before_err,omitempty"`
-	AfterErr  string          `json:"after_err,omitempty"`
+	Proxy     string             `json:"proxy"`
+	Before    *envoyrec.Snapshot `json:"before,omitempty"`
+	After     *envoyrec.Snapshot `json:"after,omitempty"`
+	BeforeErr string             `json:"before_err,omitempty"`
+	AfterErr  string             `json:"after_err,omitempty"`
 }
 
 // AccessLog is one parsed accesslog/<proxy>.log.
 type AccessLog struct {
 	// Proxy is the file name minus ".log"; File is AccessLogFile(Proxy).
-	Proxy   string                 `json:"proxy"`
-	File    string                 `json:"file"`
-	Entries []envoy.AccessLogEntry `json:"entries"`
+	Proxy   string                    `json:"proxy"`
+	File    string                    `json:"file"`
+	Entries []envoyrec.AccessLogEntry `json:"entries"`
 }
 
 // Requests are the request lines of a scenario in columns, in file order,

@@ -11,7 +11,7 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -90,14 +90,14 @@ func TestLoadNginx(t *testing.T) {
 	dir := t.TempDir()
 	d := Dir(dir)
 	writeFile(t, d.Requests(), lines(t, []Request{{ID: "a", Target: "nginx-a", Code: 200}, {ID: "b", Target: "nginx-a", Code: 503}}))
-	rec := []nginx.AccessRecord{
-		{Line: 1, ID: "a", Status: 200, LimitReqStatus: nginx.LimitReqPassed, Upstreams: []nginx.UpstreamTry{{Addr: "127.0.0.1:1", Server: true, Status: 200}}},
-		{Line: 2, ID: "b", Status: 503, LimitReqStatus: nginx.LimitReqRejected},
+	rec := []nginxrec.AccessRecord{
+		{Line: 1, ID: "a", Status: 200, LimitReqStatus: nginxrec.LimitReqPassed, Upstreams: []nginxrec.UpstreamTry{{Addr: "127.0.0.1:1", Server: true, Status: 200}}},
+		{Line: 2, ID: "b", Status: 503, LimitReqStatus: nginxrec.LimitReqRejected},
 	}
 	writeFile(t, d.Path(NginxPath("nginx-a", NginxAccessFile)), lines(t, rec))
 	writeFile(t, d.Path(NginxPath("nginx-a", NginxAccessLogFile)), "not even JSON\n") // ignored: the parsed file wins
-	before, _ := json.Marshal(nginx.StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1})
-	after, _ := json.Marshal(nginx.StubStatus{Active: 1, Accepts: 6, Handled: 6, Requests: 4, Writing: 1})
+	before, _ := json.Marshal(nginxrec.StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1})
+	after, _ := json.Marshal(nginxrec.StubStatus{Active: 1, Accepts: 6, Handled: 6, Requests: 4, Writing: 1})
 	writeFile(t, d.Path(NginxPath("nginx-a", NginxStubStatusJSON(LabelBefore))), string(before))
 	writeFile(t, d.Path(NginxPath("nginx-a", NginxStubStatusJSON(LabelAfter))), string(after))
 	// nginx-b has only the raw log, in rlbench's log_format.
@@ -110,7 +110,7 @@ func TestLoadNginx(t *testing.T) {
 		t.Fatalf("%d nginx proxies: %+v", len(s.Nginx), s.Nginx)
 	}
 	a, b, c := s.Nginx[0], s.Nginx[1], s.Nginx[2]
-	if a.Proxy != "nginx-a" || a.File != NginxPath("nginx-a", NginxAccessFile) || len(a.Records) != 2 || a.Records[1].LimitReqStatus != nginx.LimitReqRejected ||
+	if a.Proxy != "nginx-a" || a.File != NginxPath("nginx-a", NginxAccessFile) || len(a.Records) != 2 || a.Records[1].LimitReqStatus != nginxrec.LimitReqRejected ||
 		a.Before == nil || a.After == nil || a.After.Requests != 4 {
 		t.Errorf("nginx-a: %+v", a)
 	}
@@ -216,7 +216,7 @@ func TestWriteNginxEvidenceLoads(t *testing.T) {
 	if err != nil || len(l.Limits()) != 1 {
 		t.Fatalf("%+v %v", l, err)
 	}
-	st := nginx.StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1}
+	st := nginxrec.StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1}
 	raw := "Active connections: 1 \nserver accepts handled requests\n 3 3 1 \nReading: 0 Writing: 1 Waiting: 0 \n"
 	if err := WriteNginxStubStatus(d, "nginx-a", LabelBefore, []byte(raw), &st); err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestWriteNginxEvidenceLoads(t *testing.T) {
 		}
 	}
 	s := LoadScenario(context.Background(), dir, false)
-	if len(s.Nginx) != 1 || len(s.Nginx[0].Records) != 1 || s.Nginx[0].Records[0].LimitReqStatus != nginx.LimitReqRejected ||
+	if len(s.Nginx) != 1 || len(s.Nginx[0].Records) != 1 || s.Nginx[0].Records[0].LimitReqStatus != nginxrec.LimitReqRejected ||
 		s.Nginx[0].Before == nil || *s.Nginx[0].Before != st || s.Nginx[0].After != nil || len(problemsOf(s, NginxDir)) != 0 {
 		t.Errorf("loaded %+v, problems %v", s.Nginx, problemsOf(s, NginxDir))
 	}

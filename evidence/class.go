@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // Class is the class of a client outcome: who answered the request, as far
@@ -135,11 +135,11 @@ func (m Marks) Classify() Class {
 		return ClassNoResponse
 	case m.Code >= 200 && m.Code < 300:
 		return ClassAdmitted
-	case m.Code == 429 && strings.HasPrefix(m.Body, envoy.LocalRateLimitedBody):
+	case m.Code == 429 && strings.HasPrefix(m.Body, envoyrec.LocalRateLimitedBody):
 		return ClassLocal429
 	case m.Code == 429 && strings.EqualFold(m.RateLimited, "true"):
 		return ClassGlobal429
-	case m.Code == 429 && m.Body == "" && m.BytesIn == uint64(len(envoy.LocalRateLimitedBody)) &&
+	case m.Code == 429 && m.Body == "" && m.BytesIn == uint64(len(envoyrec.LocalRateLimitedBody)) &&
 		strings.HasPrefix(strings.ToLower(m.ContentType), "text/plain"):
 		return ClassLocal429
 	case m.Code == 500 && m.BytesIn == 0 && !m.fromUpstream():

@@ -27,14 +27,14 @@
 //	rls/decisions.jsonl           one Decision per descriptor decision of the rate limit service (optional)
 //	rls/rls.log                   envoyproxy/ratelimit's own log (real RLS; LOG_FORMAT=json, LOG_LEVEL=debug)
 //	rls/log.json                  that log parsed by `rlbench collect rls-log` or the runner (collect/rls.Log)
-//	nginx/<proxy>/access.jsonl    an nginx access log parsed (collect/nginx.AccessRecord): $limit_req_status per ID
+//	nginx/<proxy>/access.jsonl    an nginx access log parsed (evidence/nginxrec.AccessRecord): $limit_req_status per ID
 //	rls/metrics.<label>.prom      raw Prometheus /metrics page of the real RLS
 //	rls/metrics.<label>.json      RLSMetrics (rlbench.rls-metrics/v1), or a bare RLSCounters (older collect)
 //	rls/redis/                    the real Redis's log
 //	stats/<proxy>.<label>.txt     raw Envoy admin GET /stats body (label: before | after)
 //	stats/<proxy>.<label>.raw.json  raw GET /stats?format=json body
 //	stats/<proxy>.<label>.prom    raw GET /stats/prometheus body
-//	stats/<proxy>.<label>.json    parsed snapshot, collect/envoy.Snapshot (rlbench.envoy-stats/v1)
+//	stats/<proxy>.<label>.json    parsed snapshot, evidence/envoyrec.Snapshot (rlbench.envoy-stats/v1)
 //	accesslog/<proxy>.log         the proxy's HTTP access log (Envoy default, Istio or JSON format)
 //	status.txt                    status lines, when analysed on its own
 //	<file>.jsonl.state.json       the seal of each JSON Lines file above (FileState): "open" until

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // AttackTarget is one target as recorded in AttackConfig.
@@ -571,7 +573,7 @@ type RLSMetrics struct {
 // time nor process). A file that does not decode gives an RLSMetrics whose
 // Error names it.
 func decodeRLSMetrics(path, label string) RLSMetrics {
-	b, err := ReadRegular(context.Background(), path, MaxDocumentBytes)
+	b, err := boundedio.ReadRegular(context.Background(), path, MaxDocumentBytes)
 	var m RLSMetrics
 	if err == nil {
 		err = json.Unmarshal(b, &m)
@@ -631,7 +633,7 @@ func WriteNotRun(d Dir, reason string) error {
 // WriteStats saves one Envoy admin /stats snapshot of proxy under d/stats/
 // (proxy and label must pass CheckName):
 // the raw body as <proxy>.<label><RawStatsExt(format)> (when raw is not
-// empty) and the parsed snapshot (collect/envoy.Snapshot, or any value of
+// empty) and the parsed snapshot (evidence/envoyrec.Snapshot, or any value of
 // its JSON shape) as <proxy>.<label>.json (when snap is not nil).
 func WriteStats(d Dir, proxy, label, format string, raw []byte, snap any) error {
 	ext, ok := RawStatsExt(format)

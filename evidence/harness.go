@@ -7,6 +7,8 @@ import (
 	"io/fs"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // Harness is what rlbench measured of its own host while a scenario ran
@@ -82,7 +84,7 @@ const (
 // Problem of HarnessFile naming the file (and line).
 func readHarness(ctx context.Context, d Dir, s *ScenarioEvidence) {
 	p := d.Harness()
-	b, err := ReadRegular(ctx, p, MaxDocumentBytes)
+	b, err := boundedio.ReadRegular(ctx, p, MaxDocumentBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}

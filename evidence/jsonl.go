@@ -12,6 +12,8 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // Writer writes JSON Lines. It is safe for concurrent use. It has two
@@ -367,7 +369,7 @@ func trimSpace(b []byte) []byte {
 
 // ReadFile opens path and calls ReadLines on it, naming errors by path.
 func ReadFile[T any](path string, fn func(line int, v *T) error) error {
-	f, err := OpenRegular(context.Background(), path, 0)
+	f, err := boundedio.OpenRegular(context.Background(), path, 0)
 	if err != nil {
 		return err
 	}

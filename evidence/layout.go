@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // File and directory names of an evidence directory, relative to a scenario
@@ -18,9 +18,9 @@ const (
 	ReceiptsFile = "receipts.jsonl"
 	// ReceiptsDir holds receipts pulled from running backends (`rlbench
 	// collect receipts`), one receipts/<source>.jsonl per backend replica;
-	// Merge joins them with every receipts.jsonl into one.
+	// merge.Merge joins them with every receipts.jsonl into one.
 	ReceiptsDir = "receipts"
-	// MergeFile records a merge of shard directories (Merge).
+	// MergeFile records a merge of shard directories (merge.Merge).
 	MergeFile = "merge.json"
 	// HarnessFile records what rlbench measured of its own host while the
 	// scenario ran (Harness).
@@ -76,9 +76,9 @@ const (
 	// RLSMetricsSchema is the schema of rls/metrics.<label>.json
 	// (RLSMetrics, or a bare RLSCounters of an older collect).
 	RLSMetricsSchema = "rlbench.rls-metrics/v1"
-	// EnvoyStatsSchema is collect/envoy.SnapshotSchema, the schema of
+	// EnvoyStatsSchema is evidence/envoyrec.SnapshotSchema, the schema of
 	// stats/<proxy>.<label>.json.
-	EnvoyStatsSchema = envoy.SnapshotSchema
+	EnvoyStatsSchema = envoyrec.SnapshotSchema
 )
 
 // Snapshot labels used by the runner: the proxies' and the RLS's counters

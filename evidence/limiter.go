@@ -2,8 +2,8 @@ package evidence
 
 import (
 	"fmt"
-	"net/http"
 
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/model"
 	"github.com/rlbench/rlbench/model/decl"
 )
@@ -77,7 +77,7 @@ type Limiter struct {
 	// those sent to the RLS, an envoy_local model's request descriptors, or
 	// the key of KeyDescriptor (at an RLS each descriptor with a rule is a
 	// counter of its own; for a Model, the request's descriptors together).
-	RateLimits []RateLimitEntry `json:"rate_limits,omitempty"`
+	RateLimits []descriptor.RateLimitEntry `json:"rate_limits,omitempty"`
 	// Rejections are the class names of this limiter's rejections; default
 	// local_429 (StageLocal) or global_429 (StageGlobal).
 	Rejections []string `json:"rejections,omitempty"`
@@ -194,7 +194,7 @@ func (l *Limiter) Validate() error {
 	if l.Key == KeyDescriptor && len(l.RateLimits) == 0 {
 		return fmt.Errorf("rate_limits: key %q needs actions", KeyDescriptor)
 	}
-	if _, err := CompileRateLimits("rate_limits", l.RateLimits); err != nil {
+	if _, err := descriptor.CompileRateLimits("rate_limits", l.RateLimits); err != nil {
 		return err
 	}
 	for _, r := range l.Rejections {
@@ -260,20 +260,4 @@ func (l LimitSpec) Limiter(i int, targets []string, realRLS bool) (Limiter, bool
 		}
 		return Limiter{Name: fmt.Sprintf("limits[%d] fixed window", i), Stage: StageGlobal, Key: KeyShared, Model: &spec, Resets: resets}, true
 	}
-}
-
-// Descriptors builds a request's descriptors from compiled rate_limits
-// entries (CompileRateLimits of Limiter.RateLimits): one per entry whose
-// actions all produced (or skipped) their entries, in order, as the lab
-// proxy builds them (Envoy sends them in one RLS call). h holds the
-// request's headers (canonical keys), remoteIP the client's address ("":
-// unknown, remote_address drops its descriptor).
-func Descriptors(entries []CompiledRateLimit, h http.Header, remoteIP string) [][]DescriptorEntry {
-	var out [][]DescriptorEntry
-	for i := range entries {
-		if d, ok := entries[i].Descriptor(nil, h, remoteIP); ok {
-			out = append(out, d)
-		}
-	}
-	return out
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // requests.jsonl and receipts.jsonl are read in byte-range chunks decoded in
@@ -186,13 +188,13 @@ func estimateRows(f *os.File, bytes int64) int {
 // stopped each read (fs.ErrNotExist when a file is absent).
 func readRequests(ctx context.Context, reqPath string, cls *Classifier, wantXRID bool, reqs *Requests, recs *Receipts, recPath string, clk clockChecks) ([]Problem, loadErrs) {
 	var errs loadErrs
-	rf, _, err := OpenRegularFile(reqPath)
+	rf, _, err := boundedio.OpenFile(reqPath)
 	if err != nil {
 		errs.requests = err
 	} else {
 		defer rf.Close()
 	}
-	cf, _, err := OpenRegularFile(recPath)
+	cf, _, err := boundedio.OpenFile(recPath)
 	if err != nil {
 		errs.receipts = err
 	} else {

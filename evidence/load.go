@@ -14,8 +14,9 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
 
 // Load reads the evidence directory dir into memory. dir is either one
@@ -50,7 +51,7 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 		return nil, err
 	}
 	b := &Bundle{Dir: dir, Root: root, Scenarios: []*ScenarioEvidence{}, Missing: []string{}}
-	if raw, err := ReadRegular(ctx, Dir(root).Manifest(), MaxDocumentBytes); err == nil {
+	if raw, err := boundedio.ReadRegular(ctx, Dir(root).Manifest(), MaxDocumentBytes); err == nil {
 		var m Manifest
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("%s: %w", Dir(dir).Manifest(), JSONError(raw, err))
@@ -127,7 +128,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 
 	// scenario.json (optional for a bare attack, but then nothing is expected).
 	sp := d.Scenario()
-	if b, err := ReadRegular(ctx, sp, MaxDocumentBytes); err == nil {
+	if b, err := boundedio.ReadRegular(ctx, sp, MaxDocumentBytes); err == nil {
 		sc, err := DecodeScenario(b)
 		switch {
 		case err != nil:
@@ -143,7 +144,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 		problem(ScenarioFile, "%s: missing (every scenario of a run has one)", sp)
 	}
 
-	if b, err := ReadRegular(ctx, d.NotRun(), MaxDocumentBytes); err == nil {
+	if b, err := boundedio.ReadRegular(ctx, d.NotRun(), MaxDocumentBytes); err == nil {
 		s.NotRun = true
 		s.NotRunReason = strings.TrimSpace(string(b))
 		if s.NotRunReason == "" {
@@ -155,7 +156,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	readMerge(ctx, d, s)
 	readHarness(ctx, d, s)
 	ap := d.Attack()
-	if b, err := ReadRegular(ctx, ap, MaxDocumentBytes); err != nil {
+	if b, err := boundedio.ReadRegular(ctx, ap, MaxDocumentBytes); err != nil {
 		problem(AttackFile, "%s: missing (the attack did not finish writing its summary)", ap)
 	} else if a, err := DecodeAttack(b); err != nil {
 		problem(AttackFile, "%s: %v", ap, JSONError(b, err))
@@ -222,7 +223,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 }
 
 // limitReqFromNginx records the $limit_req_status of every request that an
-// nginx proxy's access log (s.Nginx, collect/nginx.AccessRecord) names by
+// nginx proxy's access log (s.Nginx, evidence/nginxrec.AccessRecord) names by
 // ID into s.LimitReq, for the nginx_limit_req model's observed decisions.
 // (analyze classifies a REJECTED reply as the limiter's rejection.)
 func limitReqFromNginx(s *ScenarioEvidence) {
@@ -230,7 +231,7 @@ func limitReqFromNginx(s *ScenarioEvidence) {
 		for k := range n.Records {
 			a := &n.Records[k]
 			i, ok := s.Requests.IDs.Lookup(a.ID)
-			if a.ID == "" || !ok || a.LimitReqStatus == nginx.LimitReqNone {
+			if a.ID == "" || !ok || a.LimitReqStatus == nginxrec.LimitReqNone {
 				continue
 			}
 			if s.LimitReq == nil {
@@ -305,12 +306,12 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 
 // ReadStats reads a parsed stats snapshot (stats/<proxy>.<label>.json); a
 // file of another schema than EnvoyStatsSchema is an error.
-func ReadStats(path string) (*envoy.Snapshot, error) {
-	b, err := ReadRegular(context.Background(), path, MaxDocumentBytes)
+func ReadStats(path string) (*envoyrec.Snapshot, error) {
+	b, err := boundedio.ReadRegular(context.Background(), path, MaxDocumentBytes)
 	if err != nil {
 		return nil, err
 	}
-	var s envoy.Snapshot
+	var s envoyrec.Snapshot
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, JSONError(b, err))
 	}
@@ -320,7 +321,7 @@ func ReadStats(path string) (*envoy.Snapshot, error) {
 	return &s, nil
 }
 
-// readAccessLogs parses every accesslog/*.log with envoy.ParseAccessLog; a
+// readAccessLogs parses every accesslog/*.log with envoyrec.ParseAccessLog; a
 // malformed line is a Problem naming the file and line, and stops reading
 // the logs.
 func readAccessLogs(d Dir, problems []Problem) ([]AccessLog, []Problem) {
@@ -331,14 +332,14 @@ func readAccessLogs(d Dir, problems []Problem) ([]AccessLog, []Problem) {
 	sort.Strings(paths)
 	out := []AccessLog{}
 	for _, p := range paths {
-		f, err := OpenRegular(context.Background(), p, 0)
+		f, err := boundedio.OpenRegular(context.Background(), p, 0)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			return []AccessLog{}, append(problems, Problem{File: AccessLogDir, Msg: err.Error()})
 		}
-		entries, err := envoy.ParseAccessLog(f, p)
+		entries, err := envoyrec.ParseAccessLog(f, p)
 		f.Close()
 		if err != nil {
 			return []AccessLog{}, append(problems, Problem{File: AccessLogDir, Msg: err.Error()})

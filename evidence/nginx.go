@@ -6,11 +6,11 @@ import "path/filepath"
 //
 //	nginx/<proxy>/nginx.conf               the config the instance ran (rendered by rlbench for a private nginx)
 //	nginx/<proxy>/access.log               raw JSON access log (log_format escape=json)
-//	nginx/<proxy>/access.jsonl             parsed: one collect/nginx.AccessRecord per request
+//	nginx/<proxy>/access.jsonl             parsed: one evidence/nginxrec.AccessRecord per request
 //	nginx/<proxy>/error.log                raw error log
-//	nginx/<proxy>/limit_req.jsonl          parsed: one collect/nginx.ErrorEntry per limit_req line
+//	nginx/<proxy>/limit_req.jsonl          parsed: one evidence/nginxrec.ErrorEntry per limit_req line
 //	nginx/<proxy>/stub_status.<label>.txt  raw stub_status page (label: before|after)
-//	nginx/<proxy>/stub_status.<label>.json parsed: collect/nginx.StubStatus
+//	nginx/<proxy>/stub_status.<label>.json parsed: evidence/nginxrec.StubStatus
 const (
 	NginxDir           = "nginx"
 	NginxConfFile      = "nginx.conf"
@@ -22,11 +22,11 @@ const (
 
 // Schema IDs of the parsed nginx evidence files (see the Schema IDs of layout.go).
 const (
-	// NginxAccessSchema is the schema of one access.jsonl line (collect/nginx.AccessRecord).
+	// NginxAccessSchema is the schema of one access.jsonl line (evidence/nginxrec.AccessRecord).
 	NginxAccessSchema = "rlbench.nginx-access/v1"
-	// NginxLimitReqSchema is the schema of one limit_req.jsonl line (collect/nginx.ErrorEntry).
+	// NginxLimitReqSchema is the schema of one limit_req.jsonl line (evidence/nginxrec.ErrorEntry).
 	NginxLimitReqSchema = "rlbench.nginx-limit-req/v1"
-	// NginxStubStatusSchema is the schema of stub_status.<label>.json (collect/nginx.StubStatus).
+	// NginxStubStatusSchema is the schema of stub_status.<label>.json (evidence/nginxrec.StubStatus).
 	NginxStubStatusSchema = "rlbench.nginx-stub-status/v1"
 )
 

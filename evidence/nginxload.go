@@ -10,7 +10,8 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
 
 // NginxEvidence is the evidence of one nginx proxy, nginx/<proxy>/ (see
@@ -20,16 +21,16 @@ type NginxEvidence struct {
 	Proxy string `json:"proxy"`
 	// File is the access log that was read, relative to the scenario
 	// directory: the parsed NginxAccessFile, or the raw NginxAccessLogFile
-	// (parsed with collect/nginx.ParseAccessLog) when there is no parsed one;
+	// (parsed with evidence/nginxrec.ParseAccessLog) when there is no parsed one;
 	// "" when neither exists.
 	File string `json:"file,omitempty"`
 	// Records are the access log's records in file order.
-	Records []nginx.AccessRecord `json:"records"`
+	Records []nginxrec.AccessRecord `json:"records"`
 	// Before and After are the stub_status snapshots taken before the first
 	// and after the last attack (NginxStubStatusJSON of LabelBefore and
 	// LabelAfter); nil when absent.
-	Before *nginx.StubStatus `json:"before,omitempty"`
-	After  *nginx.StubStatus `json:"after,omitempty"`
+	Before *nginxrec.StubStatus `json:"before,omitempty"`
+	After  *nginxrec.StubStatus `json:"after,omitempty"`
 }
 
 // readNginx loads every nginx/<proxy>/ directory of d, sorted by proxy. A
@@ -49,10 +50,10 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 		if !e.IsDir() {
 			continue
 		}
-		n := NginxEvidence{Proxy: e.Name(), Records: []nginx.AccessRecord{}}
+		n := NginxEvidence{Proxy: e.Name(), Records: []nginxrec.AccessRecord{}}
 		fail := func(err error) { problems = append(problems, Problem{File: NginxDir, Msg: err.Error()}) }
 		parsed, raw := NginxPath(n.Proxy, NginxAccessFile), NginxPath(n.Proxy, NginxAccessLogFile)
-		err := ReadFile(d.Path(parsed), func(_ int, a *nginx.AccessRecord) error {
+		err := ReadFile(d.Path(parsed), func(_ int, a *nginxrec.AccessRecord) error {
 			n.Records = append(n.Records, *a)
 			return nil
 		})
@@ -62,14 +63,14 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 		case !errors.Is(err, fs.ErrNotExist):
 			fail(err)
 		default:
-			f, err := OpenRegular(context.Background(), d.Path(raw), 0)
+			f, err := boundedio.OpenRegular(context.Background(), d.Path(raw), 0)
 			if err == nil {
 				n.File = raw
-				if n.Records, err = nginx.ParseAccessLog(f, d.Path(raw)); err != nil {
+				if n.Records, err = nginxrec.ParseAccessLog(f, d.Path(raw)); err != nil {
 					fail(err)
 				}
 				if n.Records == nil {
-					n.Records = []nginx.AccessRecord{}
+					n.Records = []nginxrec.AccessRecord{}
 				}
 				f.Close()
 			} else if !errors.Is(err, fs.ErrNotExist) {
@@ -78,11 +79,11 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 		}
 		for _, label := range []string{LabelBefore, LabelAfter} {
 			p := d.Path(NginxPath(n.Proxy, NginxStubStatusJSON(label)))
-			b, err := ReadRegular(context.Background(), p, MaxDocumentBytes)
+			b, err := boundedio.ReadRegular(context.Background(), p, MaxDocumentBytes)
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			var st nginx.StubStatus
+			var st nginxrec.StubStatus
 			if err == nil {
 				if err = json.Unmarshal(b, &st); err != nil {
 					err = fmt.Errorf("%s: %w", p, JSONError(b, err))

@@ -5,7 +5,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
 
 // nginxDir creates nginx/<proxy>/ under d and returns it.
@@ -16,10 +16,10 @@ func nginxDir(d Dir, proxy string) (string, error) {
 
 // WriteNginxAccessLog copies an nginx JSON access log read from r into
 // nginx/<proxy>/access.log under d (raw, as nginx wrote it) while parsing it
-// (collect/nginx.ParseAccessLog; name names r in errors), then writes the
+// (evidence/nginxrec.ParseAccessLog; name names r in errors), then writes the
 // records to nginx/<proxy>/access.jsonl, one per line. It returns the
 // records; on a parse error the raw copy holds what was read.
-func WriteNginxAccessLog(d Dir, proxy, name string, r io.Reader) ([]nginx.AccessRecord, error) {
+func WriteNginxAccessLog(d Dir, proxy, name string, r io.Reader) ([]nginxrec.AccessRecord, error) {
 	if _, err := nginxDir(d, proxy); err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func WriteNginxAccessLog(d Dir, proxy, name string, r io.Reader) ([]nginx.Access
 	if err != nil {
 		return nil, err
 	}
-	recs, err := nginx.ParseAccessLog(io.TeeReader(r, raw), name)
+	recs, err := nginxrec.ParseAccessLog(io.TeeReader(r, raw), name)
 	if err = errors.Join(err, raw.Close()); err != nil {
 		return nil, err
 	}
@@ -36,9 +36,9 @@ func WriteNginxAccessLog(d Dir, proxy, name string, r io.Reader) ([]nginx.Access
 
 // WriteNginxErrorLog copies an nginx error log read from r into
 // nginx/<proxy>/error.log under d while parsing it
-// (collect/nginx.ParseErrorLog), then writes its limit_req lines to
+// (evidence/nginxrec.ParseErrorLog), then writes its limit_req lines to
 // nginx/<proxy>/limit_req.jsonl.
-func WriteNginxErrorLog(d Dir, proxy, name string, r io.Reader) (*nginx.ErrorLog, error) {
+func WriteNginxErrorLog(d Dir, proxy, name string, r io.Reader) (*nginxrec.ErrorLog, error) {
 	if _, err := nginxDir(d, proxy); err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func WriteNginxErrorLog(d Dir, proxy, name string, r io.Reader) (*nginx.ErrorLog
 	if err != nil {
 		return nil, err
 	}
-	l, err := nginx.ParseErrorLog(io.TeeReader(r, raw), name)
+	l, err := nginxrec.ParseErrorLog(io.TeeReader(r, raw), name)
 	if err = errors.Join(err, raw.Close()); err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func WriteNginxErrorLog(d Dir, proxy, name string, r io.Reader) (*nginx.ErrorLog
 // WriteNginxStubStatus saves one stub_status page under d's nginx/<proxy>/:
 // raw (when not empty) as stub_status.<label>.txt and st (when not nil) as
 // stub_status.<label>.json.
-func WriteNginxStubStatus(d Dir, proxy, label string, raw []byte, st *nginx.StubStatus) error {
+func WriteNginxStubStatus(d Dir, proxy, label string, raw []byte, st *nginxrec.StubStatus) error {
 	if _, err := nginxDir(d, proxy); err != nil {
 		return err
 	}

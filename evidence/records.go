@@ -1,5 +1,7 @@
 package evidence
 
+import "github.com/rlbench/rlbench/evidence/descriptor"
+
 // Request is one line of requests.jsonl: the outcome of one fired ID as the
 // client (attack.Run) saw it. Code 0 means no response was received: with
 // NotSent the request never left the client (dial error); otherwise (reset,
@@ -107,7 +109,7 @@ type Receipt struct {
 	// Replica names the backend process that recorded the receipt
 	// (`rlbench backend --replica`, by default "<host name>-<pid>"; issue
 	// 15), so that the receipts of several backend replicas merged into
-	// one scenario stay apart (evidence.Merge). Empty for the lab's
+	// one scenario stay apart (evidence/merge.Merge). Empty for the lab's
 	// backend and in older receipts.
 	Replica string `json:"replica,omitempty"`
 }
@@ -165,16 +167,6 @@ type Fault struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// DescriptorEntry is one key/value pair of a rate limit descriptor
-// (envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry,
-// api/envoy/extensions/common/ratelimit/v3/ratelimit.proto).
-type DescriptorEntry struct {
-	// Key is the entry's key, e.g. "generic_key" or "remote_address".
-	Key string `json:"key"`
-	// Value is the entry's value.
-	Value string `json:"value"`
-}
-
 // Decision codes of Decision.Code: envoy.service.ratelimit.v3
 // RateLimitResponse.Code (api/envoy/service/ratelimit/v3/rls.proto), plus
 // ERROR for a call that failed and UNKNOWN for a decision whose code the
@@ -202,7 +194,7 @@ type Decision struct {
 	// Domain is the request's rate limit domain.
 	Domain string `json:"domain"`
 	// Descriptor is the descriptor decided, its entries in order.
-	Descriptor []DescriptorEntry `json:"descriptor"`
+	Descriptor []descriptor.DescriptorEntry `json:"descriptor"`
 	// Key is the counter's cache key, CacheKey(domain, descriptor, window
 	// start) (envoyproxy/ratelimit src/limiter/cache_key.go); "" when no limit applied.
 	Key string `json:"key,omitempty"`
@@ -394,7 +386,7 @@ type Expectation struct {
 	Amplification *FactorRange `json:"amplification,omitempty"`
 	// LimitReqStatus bounds the nginx access log records by
 	// $limit_req_status (PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN,
-	// REJECTED_DRY_RUN; collect/nginx.LimitReq*) over every nginx proxy,
+	// REJECTED_DRY_RUN; nginxrec.LimitReq*) over every nginx proxy,
 	// e.g. {"PASSED": 5, "DELAYED": 6}: delay=N forwards N+1 at once.
 	LimitReqStatus map[string]Range `json:"limit_req_status,omitempty"`
 	// Starved is what the per-flow analysis may find of a flow that stayed

@@ -11,7 +11,8 @@ import (
 
 	json "github.com/goccy/go-json"
 
-	"github.com/rlbench/rlbench/internal/buildinfo"
+	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/buildinfo"
 )
 
 // # Sealed JSON Lines files
@@ -69,7 +70,7 @@ type FileState struct {
 	// Writer is the program that wrote it: the executable's base name and
 	// its subcommand ("rlbench backend").
 	Writer string `json:"writer"`
-	// Version is the writer's build (internal/buildinfo: a module version,
+	// Version is the writer's build (evidence/buildinfo: a module version,
 	// "(devel)" in a checkout).
 	Version string `json:"version,omitempty"`
 	// PID is the writer's process.
@@ -182,7 +183,7 @@ func (s *seal) discard() {
 // ReadFileState reads the sidecar of the JSON Lines file at path; an
 // absent sidecar is an error satisfying errors.Is(err, fs.ErrNotExist).
 func ReadFileState(path string) (*FileState, error) {
-	b, err := ReadRegular(context.Background(), StatePath(path), MaxDocumentBytes)
+	b, err := boundedio.ReadRegular(context.Background(), StatePath(path), MaxDocumentBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -19,15 +19,15 @@ var sealedFiles = []string{RequestsFile, ReceiptsFile, FaultsFile, DecisionsFile
 func checkSeals(d Dir) []Problem {
 	var out []Problem
 	for _, name := range sealedFiles {
-		if msg := sealProblem(d.Path(name)); msg != "" {
+		if msg := SealProblem(d.Path(name)); msg != "" {
 			out = append(out, Problem{File: name, Msg: msg})
 		}
 	}
 	return out
 }
 
-// sealProblem says why the sealed file at path is incomplete, or "".
-func sealProblem(path string) string {
+// SealProblem says why the sealed file at path is incomplete, or "".
+func SealProblem(path string) string {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "" // a missing file is reported where it is read

@@ -310,28 +310,19 @@ func (s Spec) Validate() error {
 	return err
 }
 
-// UnitSeconds returns the window of an envoyproxy/ratelimit unit in seconds
-// (utils.UnitToDivider: month = 30 days, year = 365 days), case-insensitive;
-// 0 for an unknown unit.
-func UnitSeconds(unit string) int64 {
-	switch strings.ToUpper(unit) {
-	case "SECOND":
-		return 1
-	case "MINUTE":
-		return 60
-	case "HOUR":
-		return 3600
-	case "DAY":
-		return 86400
-	case "WEEK":
-		return 604800
-	case "MONTH":
-		return 2592000
-	case "YEAR":
-		return 31536000
-	}
-	return 0
+// unitSeconds is envoyproxy/ratelimit's window divisor of each
+// RateLimitResponse.RateLimit.Unit (src/utils/utilities.go UnitToDivider):
+// MONTH is 30 days, YEAR 365 days. It is rlbench's one unit table.
+var unitSeconds = map[string]int64{
+	"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400,
+	"WEEK": 604800, "MONTH": 2592000, "YEAR": 31536000,
 }
+
+// UnitSeconds returns the window length in seconds of an RLS rate_limit unit
+// (case-insensitive: SECOND 1, MINUTE 60, HOUR 3600, DAY 86400, WEEK 604800,
+// MONTH 2592000, YEAR 31536000, as envoyproxy/ratelimit's
+// src/utils/utilities.go UnitToDivider), or 0 for an unknown unit.
+func UnitSeconds(unit string) int64 { return unitSeconds[strings.ToUpper(unit)] }
 
 // envoyVersion is a parsed "major.minor[.patch]".
 type envoyVersion struct{ major, minor int }

@@ -65,7 +65,7 @@ const (
 	Merge = "merge.v1.schema.json"
 	// Harness is the schema of harness.json (evidence.Harness, "rlbench.harness/v1").
 	Harness = "harness.v1.schema.json"
-	// EnvoyStats is the schema of stats/<proxy>.<label>.json (collect/envoy.Snapshot).
+	// EnvoyStats is the schema of stats/<proxy>.<label>.json (evidence/envoyrec.Snapshot).
 	EnvoyStats = "envoy-stats.v1.schema.json"
 	// RLSMetrics is the schema of rls/metrics.<label>.json (evidence.RLSMetrics, or a bare evidence.RLSCounters).
 	RLSMetrics = "rls-metrics.v1.schema.json"

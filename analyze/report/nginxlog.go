@@ -12,7 +12,7 @@ import (
 type NginxReport struct {
 	// Proxies has one entry per nginx proxy, sorted by name.
 	Proxies []NginxProxyReport `json:"proxies"`
-	// Producers counts the joined records by producer, in envoy.Producer's
+	// Producers counts the joined records by producer, in envoyrec.Producer's
 	// names: local_limiter (limit_req REJECTED: nginx answered
 	// limit_req_status itself), backend (the last upstream try answered the
 	// status the client got), upstream_failure (nginx's own 502 or 504: every
@@ -47,7 +47,7 @@ type NginxProxyReport struct {
 	// Records is the number of access log records.
 	Records int `json:"records"`
 	// ByLimitReqStatus counts the records by $limit_req_status
-	// (collect/nginx.LimitReq*; "none" when no limit_req ran).
+	// (nginxrec.LimitReq*; "none" when no limit_req ran).
 	ByLimitReqStatus map[string]int `json:"by_limit_req_status"`
 	// ByStatus counts the records by $status.
 	ByStatus map[string]int `json:"by_status"`

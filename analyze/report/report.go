@@ -122,7 +122,7 @@ type ScenarioReport struct {
 	Flows   []FlowReport  `json:"flows,omitempty"`
 	Keys    []KeyReport   `json:"keys,omitempty"`
 	Starved []StarvedFlow `json:"starved,omitempty"`
-	// Shards describes the shards of a merged run (evidence.Merge): their
+	// Shards describes the shards of a merged run (evidence/merge.Merge): their
 	// start spread and clock offset bounds; nil for an unsharded run.
 	Shards *ShardsReport `json:"shards,omitempty"`
 }

@@ -2,7 +2,7 @@ package report
 
 import "github.com/rlbench/rlbench/evidence"
 
-// ShardsReport describes the shards of a merged run (evidence.Merge,
+// ShardsReport describes the shards of a merged run (evidence/merge.Merge,
 // issue 15): how far apart they started, and how well their clocks are
 // known against the backend's, which widens every limiter's timing
 // uncertainty.

@@ -3,6 +3,7 @@ package envoy
 import (
 	"bytes"
 	"errors"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 
 func TestAccessLogDefaultFormatFixture(t *testing.T) {
 	name := "gh_envoy_issue7351_envoy_access_log_default_2019.log"
-	entries, err := ParseAccessLog(bytes.NewReader(fixture(t, name)), name)
+	entries, err := envoyrec.ParseAccessLog(bytes.NewReader(fixture(t, name)), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestAccessLogDefaultFormatFixture(t *testing.T) {
 	var durs []int64
 	for _, e := range entries {
 		durs = append(durs, *e.DurationMs)
-		if p := Producer(e); p != ProducerBackend {
+		if p := envoyrec.Producer(e); p != envoyrec.ProducerBackend {
 			t.Errorf("line %d producer %q", e.Line, p)
 		}
 	}
@@ -49,8 +50,8 @@ func TestAccessLogDefaultFormatFixture(t *testing.T) {
 // name the file and the first line.
 func TestAccessLogRejectsRLSLogFixture(t *testing.T) {
 	name := "gh_envoy_issue7351_rls_debug_text_2019.log"
-	_, err := ParseAccessLog(bytes.NewReader(fixture(t, name)), name)
-	var le *LineError
+	_, err := envoyrec.ParseAccessLog(bytes.NewReader(fixture(t, name)), name)
+	var le *envoyrec.LineError
 	if !errors.As(err, &le) || le.Line != 1 || !strings.HasPrefix(err.Error(), name+":1: ") {
 		t.Fatalf("error %v, want %s:1", err, name)
 	}
@@ -84,7 +85,7 @@ func TestAccessLogMixedFormatsAndProducers(t *testing.T) {
 		`[2026-11-30T10:00:00.012Z] "GET /a HTTP/1.1" 429 RL 0 0 1 - "-" "rlbench" "rid-12" "edge" "-"`,
 		"",
 	}
-	entries, err := ParseAccessLog(strings.NewReader(strings.Join(lines, "\n")), "mixed.log")
+	entries, err := envoyrec.ParseAccessLog(strings.NewReader(strings.Join(lines, "\n")), "mixed.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +93,12 @@ func TestAccessLogMixedFormatsAndProducers(t *testing.T) {
 		t.Fatalf("%d entries", len(entries))
 	}
 	wantProducers := []string{
-		ProducerLocalLimiter, ProducerGlobalLimiter, ProducerLocalLimiter, ProducerRLSError, ProducerCircuitBreaker,
-		ProducerUpstreamFailure, ProducerBackend, ProducerGlobalLimiter, ProducerOther, ProducerUpstreamFailure, ProducerLocalLimiter,
-		ProducerGlobalLimiter,
+		envoyrec.ProducerLocalLimiter, envoyrec.ProducerGlobalLimiter, envoyrec.ProducerLocalLimiter, envoyrec.ProducerRLSError, envoyrec.ProducerCircuitBreaker,
+		envoyrec.ProducerUpstreamFailure, envoyrec.ProducerBackend, envoyrec.ProducerGlobalLimiter, envoyrec.ProducerOther, envoyrec.ProducerUpstreamFailure, envoyrec.ProducerLocalLimiter,
+		envoyrec.ProducerGlobalLimiter,
 	}
 	for i, e := range entries {
-		if got := Producer(e); got != wantProducers[i] {
+		if got := envoyrec.Producer(e); got != wantProducers[i] {
 			t.Errorf("line %d: producer %q, want %q (flags %v details %q)", e.Line, got, wantProducers[i], e.Flags, e.CodeDetails)
 		}
 	}
@@ -141,8 +142,8 @@ func TestAccessLogErrors(t *testing.T) {
 		{`{"rls_end_ns":1e300}`, 1},
 		{`{"duration":-1e19}`, 1},
 	} {
-		_, err := ParseAccessLog(strings.NewReader(c.in), "a.log")
-		var le *LineError
+		_, err := envoyrec.ParseAccessLog(strings.NewReader(c.in), "a.log")
+		var le *envoyrec.LineError
 		if !errors.As(err, &le) || le.Line != c.line || le.Source != "a.log" {
 			t.Errorf("ParseAccessLog(%q) error %v, want a.log line %d", c.in, err, c.line)
 		}
@@ -159,7 +160,7 @@ func TestAccessLogProxyTimes(t *testing.T) {
 {"start_time":"2026-11-30T10:00:00.004Z","response_code":200}
 [2026-11-30T10:00:00.001Z] "GET /a HTTP/1.1" 200 - 0 0 1 - "-" "x" "r" "a" "h"
 `
-	es, err := ParseAccessLog(strings.NewReader(in), "a.log")
+	es, err := envoyrec.ParseAccessLog(strings.NewReader(in), "a.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestParseFlags(t *testing.T) {
 		"OverloadManagerTerminated,SomethingX": {"OM", "SomethingX"},
 	}
 	for in, want := range cases {
-		if got := ParseFlags(in); !reflect.DeepEqual(got, want) {
+		if got := envoyrec.ParseFlags(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("ParseFlags(%q) = %v, want %v", in, got, want)
 		}
 	}
@@ -203,7 +204,7 @@ func TestParseFlags(t *testing.T) {
 		"LocalReset": "LR", "UpstreamRemoteReset": "UR", "DownstreamConnectionTermination": "DC", "NoRouteFound": "NR",
 		"UnauthorizedExternalService": "UAEX", "DropOverload": "DO", "DownstreamRemoteReset": "DR",
 	} {
-		if got := ShortFlag(long); got != short {
+		if got := envoyrec.ShortFlag(long); got != short {
 			t.Errorf("ShortFlag(%q) = %q, want %q", long, got, short)
 		}
 	}

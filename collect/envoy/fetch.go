@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"io"
 	"net/http"
 	"strings"
@@ -16,13 +17,13 @@ const MaxResponseBytes = 256 << 20
 
 // StatsPath returns the admin path for a rendering: "/stats" (text),
 // "/stats?format=json" or "/stats/prometheus". "" means text.
-func StatsPath(format Format) (string, error) {
+func StatsPath(format envoyrec.Format) (string, error) {
 	switch format {
-	case FormatText, "":
+	case envoyrec.FormatText, "":
 		return "/stats", nil
-	case FormatJSON:
+	case envoyrec.FormatJSON:
 		return "/stats?format=json", nil
-	case FormatPrometheus:
+	case envoyrec.FormatPrometheus:
 		return "/stats/prometheus", nil
 	}
 	return "", fmt.Errorf("unknown stats format %q (want text, json or prometheus)", format)
@@ -36,13 +37,13 @@ func StatsPath(format Format) (string, error) {
 // and snap.TakenNs the unix ns when the body was fully read. A nil client
 // means http.DefaultClient; ctx bounds the whole exchange. A non-200 status
 // is an error naming the URL and status.
-func Fetch(ctx context.Context, client *http.Client, adminURL string, format Format) (raw []byte, snap *Snapshot, err error) {
+func Fetch(ctx context.Context, client *http.Client, adminURL string, format envoyrec.Format) (raw []byte, snap *envoyrec.Snapshot, err error) {
 	path, err := StatsPath(format)
 	if err != nil {
 		return nil, nil, err
 	}
 	if format == "" {
-		format = FormatText
+		format = envoyrec.FormatText
 	}
 	url := strings.TrimRight(adminURL, "/") + path
 	raw, taken, err := get(ctx, client, url)

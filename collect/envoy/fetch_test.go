@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -61,19 +62,19 @@ func TestFetchRoundTripAllFormats(t *testing.T) {
 	client := &http.Client{Timeout: 5 * time.Second}
 
 	for _, c := range []struct {
-		format Format
+		format envoyrec.Format
 		body   []byte
-		check  func(*Snapshot) bool
+		check  func(*envoyrec.Snapshot) bool
 	}{
-		{FormatText, text, func(s *Snapshot) bool {
+		{envoyrec.FormatText, text, func(s *envoyrec.Snapshot) bool {
 			v, _ := s.Value("cluster.rate_limit_cluster.internal.upstream_rq_503")
 			return v == 16 && len(s.Values) == 25 && len(s.Upstream) == 1 && s.Upstream[0].Codes["503"] == 16
 		}},
-		{FormatJSON, jsonBody, func(s *Snapshot) bool {
+		{envoyrec.FormatJSON, jsonBody, func(s *envoyrec.Snapshot) bool {
 			return len(s.Values) == 1 && s.Upstream[0].Codes["503"] == 16 && len(s.Histograms) == 2 &&
 				*s.Histograms["http.admin.downstream_rq_time"].Quantiles[8].Cumulative == 260
 		}},
-		{FormatPrometheus, prom, func(s *Snapshot) bool {
+		{envoyrec.FormatPrometheus, prom, func(s *envoyrec.Snapshot) bool {
 			v, _ := s.Value("envoy_meta_protocol_thrift_sample_server_meta_thrift_svc_cluster_local_local_rate_limit_rate_limited")
 			return v == 19 && len(s.Values) == 2
 		}},
@@ -122,13 +123,13 @@ func TestFetchErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// 404 for an endpoint the server lacks: error names URL and status, body returned.
-	raw, snap, err := Fetch(ctx, nil, srv.URL, FormatPrometheus)
+	raw, snap, err := Fetch(ctx, nil, srv.URL, envoyrec.FormatPrometheus)
 	if err == nil || snap != nil || !strings.Contains(err.Error(), "HTTP 404") || !strings.Contains(err.Error(), srv.URL+"/stats/prometheus") || !bytes.Contains(raw, []byte("invalid path")) {
 		t.Errorf("404: raw %q err %v", raw, err)
 	}
 	// Parse error: raw is still returned, error names URL and line 2.
 	raw, snap, err = Fetch(ctx, nil, srv.URL, "")
-	var le *LineError
+	var le *envoyrec.LineError
 	if !errors.As(err, &le) || le.Line != 2 || le.Source != srv.URL+"/stats" || snap != nil || len(raw) == 0 {
 		t.Errorf("parse error: %v", err)
 	}
@@ -138,7 +139,7 @@ func TestFetchErrors(t *testing.T) {
 	// Cancelled context.
 	cctx, ccancel := context.WithCancel(ctx)
 	ccancel()
-	if _, _, err := Fetch(cctx, nil, srv.URL, FormatText); !errors.Is(err, context.Canceled) {
+	if _, _, err := Fetch(cctx, nil, srv.URL, envoyrec.FormatText); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
@@ -162,7 +163,7 @@ func TestServerInfoFixture(t *testing.T) {
 		t.Errorf("got %+v, want %+v", info, want)
 	}
 	_, err = ParseServerInfo(strings.NewReader("{\n\"state\": \"LIVE\",\n\"version\": 3\n}"), "si.json")
-	var le *LineError
+	var le *envoyrec.LineError
 	if !errors.As(err, &le) || le.Line != 3 {
 		t.Errorf("type error %v, want si.json line 3", err)
 	}

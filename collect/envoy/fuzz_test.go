@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"math"
 	"reflect"
 	"sort"
@@ -38,7 +39,7 @@ func lineCount(data []byte) int {
 // of data (0 = the whole input; lines+1 = its end).
 func checkLineError(t *testing.T, err error, name string, data []byte) {
 	t.Helper()
-	var le *LineError
+	var le *envoyrec.LineError
 	if !errors.As(err, &le) {
 		t.Fatalf("error %v (%T) is not a *LineError", err, err)
 	}
@@ -50,7 +51,7 @@ func checkLineError(t *testing.T, err error, name string, data []byte) {
 // checkSnapshot asserts what every parsed snapshot must satisfy: it
 // marshals (no NaN or infinity anywhere), its derived groups are consistent
 // with Values, and at least one stat was found.
-func checkSnapshot(t *testing.T, s *Snapshot) {
+func checkSnapshot(t *testing.T, s *envoyrec.Snapshot) {
 	t.Helper()
 	if _, err := json.Marshal(s); err != nil {
 		t.Fatalf("snapshot does not marshal: %v", err)
@@ -76,7 +77,7 @@ func checkSnapshot(t *testing.T, s *Snapshot) {
 
 // renderText writes the counters, gauges and text readouts of s the way
 // Envoy's text /stats does, sorted by name.
-func renderText(s *Snapshot) []byte {
+func renderText(s *envoyrec.Snapshot) []byte {
 	var b bytes.Buffer
 	names := make([]string, 0, len(s.Values))
 	for n := range s.Values {
@@ -103,7 +104,7 @@ func FuzzParseText(f *testing.F) {
 		"gh_fsm_start_demo_osm_edge_pipy_local_rl_NOT_ENVOY.txt")
 	f.Add([]byte("cluster.a.ratelimit.b.ratelimit.ok: 3\ncluster.a.upstream_rq_total: 1\nh: P0(nan,1) P100(2,3)\nb: B0.5(1,2) B1(3,4)\nx: No recorded values\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse(bytes.NewReader(data), "f.txt", FormatText)
+		s, err := Parse(bytes.NewReader(data), "f.txt", envoyrec.FormatText)
 		if err != nil {
 			checkLineError(t, err, "f.txt", data)
 			return
@@ -113,7 +114,7 @@ func FuzzParseText(f *testing.F) {
 		if len(s.Values)+len(s.TextReadouts) == 0 {
 			return
 		}
-		again, err := Parse(bytes.NewReader(renderText(s)), "again", FormatText)
+		again, err := Parse(bytes.NewReader(renderText(s)), "again", envoyrec.FormatText)
 		if err != nil {
 			t.Fatalf("canonical rendering does not parse: %v\n%s", err, renderText(s))
 		}
@@ -122,7 +123,7 @@ func FuzzParseText(f *testing.F) {
 			t.Fatalf("re-parse differs:\n%+v\n%+v", s, again)
 		}
 		// The lenient parser accepts everything the strict one does, identically.
-		ls, skipped, err := ParseLenient(bytes.NewReader(data), "f.txt", FormatText)
+		ls, skipped, err := ParseLenient(bytes.NewReader(data), "f.txt", envoyrec.FormatText)
 		if err != nil || len(skipped) != 0 || !reflect.DeepEqual(ls, s) {
 			t.Fatalf("lenient parse differs: %v, %d skipped", err, len(skipped))
 		}
@@ -134,7 +135,7 @@ func FuzzParseJSON(f *testing.F) {
 	f.Add([]byte(`{"stats":[{"name":"cluster.a.upstream_rq_429","value":3},{"name":"v","value":"text"},{"histograms":[{"name":"h","buckets":[{"upper_bound":1,"interval":0,"cumulative":2}]}]}]}`))
 	f.Add([]byte(`{"stats":[{"histograms":{"supported_quantiles":[50],"computed_quantiles":[{"name":"q","values":[{"interval":null,"cumulative":1.5}]}]}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse(bytes.NewReader(data), "f.json", FormatJSON)
+		s, err := Parse(bytes.NewReader(data), "f.json", envoyrec.FormatJSON)
 		if err != nil {
 			checkLineError(t, err, "f.json", data)
 			return
@@ -160,7 +161,7 @@ func FuzzParseJSON(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := Parse(bytes.NewReader(b), "again", FormatJSON)
+		again, err := Parse(bytes.NewReader(b), "again", envoyrec.FormatJSON)
 		if err != nil {
 			t.Fatalf("canonical rendering does not parse: %v\n%s", err, b)
 		}
@@ -178,7 +179,7 @@ func FuzzParsePrometheus(f *testing.F) {
 		"# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 3\nh_count 2\n" +
 		"# TYPE s summary\ns{quantile=\"0.5\"} NaN\ns_sum 0\ns_count 0\n# TYPE v gauge\nv{text_value=\"x\"} 0\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := Parse(bytes.NewReader(data), "f.prom", FormatPrometheus)
+		s, err := Parse(bytes.NewReader(data), "f.prom", envoyrec.FormatPrometheus)
 		if err != nil {
 			checkLineError(t, err, "f.prom", data)
 			return
@@ -190,7 +191,7 @@ func FuzzParsePrometheus(f *testing.F) {
 			}
 		}
 		// Parsing is deterministic (families are visited in sorted order).
-		again, err := Parse(bytes.NewReader(data), "f.prom", FormatPrometheus)
+		again, err := Parse(bytes.NewReader(data), "f.prom", envoyrec.FormatPrometheus)
 		if err != nil || !reflect.DeepEqual(again, s) {
 			t.Fatalf("second parse differs: %v", err)
 		}
@@ -214,7 +215,7 @@ func FuzzDetectFormat(f *testing.F) {
 
 // renderAccessJSON writes entries as JSON access log lines with the keys
 // ParseAccessLog looks for first.
-func renderAccessJSON(es []AccessLogEntry) []byte {
+func renderAccessJSON(es []envoyrec.AccessLogEntry) []byte {
 	var b bytes.Buffer
 	for _, e := range es {
 		m := map[string]any{}
@@ -254,7 +255,7 @@ func FuzzParseAccessLog(f *testing.F) {
 `))
 	f.Add([]byte(`[2026-11-30T10:00:00.001Z] "GET /x HTTP/1.1" 429 RL local_rate_limited - "-" 0 18 0 - "-" "curl/8" "rid" "a:1" "-" outbound|80||backend -` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		es, err := ParseAccessLog(bytes.NewReader(data), "access.log")
+		es, err := envoyrec.ParseAccessLog(bytes.NewReader(data), "access.log")
 		if err != nil {
 			checkLineError(t, err, "access.log", data)
 			return
@@ -265,7 +266,7 @@ func FuzzParseAccessLog(f *testing.F) {
 				t.Fatalf("entry line %d after %d (input has %d lines)", e.Line, prev, lineCount(data))
 			}
 			prev = e.Line
-			if p := Producer(e); p == "" {
+			if p := envoyrec.Producer(e); p == "" {
 				t.Fatalf("no producer for %+v", e)
 			}
 		}
@@ -275,14 +276,14 @@ func FuzzParseAccessLog(f *testing.F) {
 		// Parsing is deterministic, and the JSON rendering of the entries
 		// parses back to the same entries (but for line numbers and the
 		// parsed time, which depends on how the original wrote it).
-		again, err := ParseAccessLog(bytes.NewReader(data), "access.log")
+		again, err := envoyrec.ParseAccessLog(bytes.NewReader(data), "access.log")
 		if err != nil || !reflect.DeepEqual(again, es) {
 			t.Fatalf("second parse differs: %v", err)
 		}
 		if !utf8.Valid(data) {
 			return // JSON would render invalid bytes as U+FFFD
 		}
-		back, err := ParseAccessLog(bytes.NewReader(renderAccessJSON(es)), "again")
+		back, err := envoyrec.ParseAccessLog(bytes.NewReader(renderAccessJSON(es)), "again")
 		if err != nil {
 			t.Fatalf("JSON rendering does not parse: %v\n%s", err, renderAccessJSON(es))
 		}

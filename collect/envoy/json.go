@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"io"
 	"math"
 	"strconv"
 )
 
 // parseJSON parses GET /stats?format=json (stats_render.cc StatsJsonRender).
-func parseJSON(r io.Reader, name string, snap *Snapshot) error {
+func parseJSON(r io.Reader, name string, snap *envoyrec.Snapshot) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return fmt.Errorf("%s: read: %w", name, err)
@@ -112,7 +113,7 @@ func countLeadingSpace(b []byte) int {
 	return n
 }
 
-func addJSONElement(snap *Snapshot, elem map[string]json.RawMessage) error {
+func addJSONElement(snap *envoyrec.Snapshot, elem map[string]json.RawMessage) error {
 	if h, ok := elem["histograms"]; ok {
 		if err := addJSONHistograms(snap, h); err != nil {
 			return fmt.Errorf("histograms: %v", err)
@@ -164,10 +165,10 @@ type jsonHistSummary struct {
 		Values []jsonQuantileValue `json:"values"`
 	} `json:"computed_quantiles"`
 	Details []struct {
-		Name        string              `json:"name"`
-		Totals      []DetailBucket      `json:"totals"`
-		Intervals   []DetailBucket      `json:"intervals"`
-		Percentiles []jsonQuantileValue `json:"percentiles"`
+		Name        string                  `json:"name"`
+		Totals      []envoyrec.DetailBucket `json:"totals"`
+		Intervals   []envoyrec.DetailBucket `json:"intervals"`
+		Percentiles []jsonQuantileValue     `json:"percentiles"`
 	} `json:"details"`
 }
 
@@ -182,7 +183,7 @@ type jsonHistBuckets struct {
 
 // addJSONHistograms handles the three JSON histogram shapes of
 // StatsJsonRender::renderHistogramStart.
-func addJSONHistograms(snap *Snapshot, raw json.RawMessage) error {
+func addJSONHistograms(snap *envoyrec.Snapshot, raw json.RawMessage) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -196,10 +197,10 @@ func addJSONHistograms(snap *Snapshot, raw json.RawMessage) error {
 			if h.Name == "" {
 				return fmt.Errorf("bucket histogram without name")
 			}
-			out := Histogram{Buckets: []Bucket{}}
+			out := envoyrec.Histogram{Buckets: []envoyrec.Bucket{}}
 			for _, b := range h.Buckets {
 				iv := b.Interval
-				out.Buckets = append(out.Buckets, Bucket{UpperBound: b.UpperBound, Interval: &iv, Cumulative: b.Cumulative})
+				out.Buckets = append(out.Buckets, envoyrec.Bucket{UpperBound: b.UpperBound, Interval: &iv, Cumulative: b.Cumulative})
 			}
 			snap.Histograms[h.Name] = out
 		}
@@ -217,7 +218,7 @@ func addJSONHistograms(snap *Snapshot, raw json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		snap.Histograms[cq.Name] = Histogram{Quantiles: q}
+		snap.Histograms[cq.Name] = envoyrec.Histogram{Quantiles: q}
 	}
 	for _, d := range s.Details {
 		if d.Name == "" {
@@ -227,12 +228,12 @@ func addJSONHistograms(snap *Snapshot, raw json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		h := Histogram{Quantiles: q, Totals: d.Totals, Intervals: d.Intervals}
+		h := envoyrec.Histogram{Quantiles: q, Totals: d.Totals, Intervals: d.Intervals}
 		if h.Totals == nil {
-			h.Totals = []DetailBucket{}
+			h.Totals = []envoyrec.DetailBucket{}
 		}
 		if h.Intervals == nil {
-			h.Intervals = []DetailBucket{}
+			h.Intervals = []envoyrec.DetailBucket{}
 		}
 		snap.Histograms[d.Name] = h
 	}
@@ -245,11 +246,11 @@ func unmarshalNumber(raw []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func toQuantiles(name string, supported []float64, vals []jsonQuantileValue) ([]Quantile, error) {
+func toQuantiles(name string, supported []float64, vals []jsonQuantileValue) ([]envoyrec.Quantile, error) {
 	if len(vals) != len(supported) {
 		return nil, fmt.Errorf("histogram %q has %d values for %d supported quantiles", name, len(vals), len(supported))
 	}
-	out := make([]Quantile, len(vals))
+	out := make([]envoyrec.Quantile, len(vals))
 	for i, v := range vals {
 		iv, err := jsonFloat(v.Interval)
 		if err != nil {
@@ -259,7 +260,7 @@ func toQuantiles(name string, supported []float64, vals []jsonQuantileValue) ([]
 		if err != nil {
 			return nil, fmt.Errorf("histogram %q value %d cumulative: %v", name, i, err)
 		}
-		out[i] = Quantile{Percent: supported[i], Interval: iv, Cumulative: cu}
+		out[i] = envoyrec.Quantile{Percent: supported[i], Interval: iv, Cumulative: cu}
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/internal/promtext"
 )
 
@@ -109,7 +110,7 @@ func dottedPromName(name string, labels map[string]string) (string, bool) {
 // promKey renders name{k="v",...} with labels sorted by name (promtext.Key).
 func promKey(name string, labels map[string]string) string { return promtext.Key(name, labels) }
 
-func parsePrometheus(r io.Reader, name string, snap *Snapshot) error {
+func parsePrometheus(r io.Reader, name string, snap *envoyrec.Snapshot) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return lineErr(name, 0, "read: %v", err)
@@ -143,11 +144,11 @@ func parsePrometheus(r io.Reader, name string, snap *Snapshot) error {
 	return nil
 }
 
-func addPromMetric(snap *Snapshot, fname string, typ dto.MetricType, labels map[string]string, m *dto.Metric) error {
+func addPromMetric(snap *envoyrec.Snapshot, fname string, typ dto.MetricType, labels map[string]string, m *dto.Metric) error {
 	switch typ {
 	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
 		h := m.GetHistogram()
-		out := Histogram{Buckets: []Bucket{}}
+		out := envoyrec.Histogram{Buckets: []envoyrec.Bucket{}}
 		for _, b := range h.GetBucket() {
 			if math.IsInf(b.GetUpperBound(), +1) {
 				continue // equals the count
@@ -159,7 +160,7 @@ func addPromMetric(snap *Snapshot, fname string, typ dto.MetricType, labels map[
 			if cu == 0 && b.GetCumulativeCountFloat() > 0 {
 				cu = uint64(b.GetCumulativeCountFloat())
 			}
-			out.Buckets = append(out.Buckets, Bucket{UpperBound: b.GetUpperBound(), Cumulative: cu})
+			out.Buckets = append(out.Buckets, envoyrec.Bucket{UpperBound: b.GetUpperBound(), Cumulative: cu})
 		}
 		count := h.GetSampleCount()
 		if count == 0 && h.GetSampleCountFloat() > 0 {
@@ -174,7 +175,7 @@ func addPromMetric(snap *Snapshot, fname string, typ dto.MetricType, labels map[
 		return nil
 	case dto.MetricType_SUMMARY:
 		s := m.GetSummary()
-		out := Histogram{}
+		out := envoyrec.Histogram{}
 		for _, q := range s.GetQuantile() {
 			if qq := q.GetQuantile(); !(qq >= 0 && qq <= 1) {
 				return fmt.Errorf("quantile %g is not in [0, 1]", qq)
@@ -184,7 +185,7 @@ func addPromMetric(snap *Snapshot, fname string, typ dto.MetricType, labels map[
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
 				vp = &v
 			}
-			out.Quantiles = append(out.Quantiles, Quantile{Percent: q.GetQuantile() * 100, Cumulative: vp})
+			out.Quantiles = append(out.Quantiles, envoyrec.Quantile{Percent: q.GetQuantile() * 100, Cumulative: vp})
 		}
 		count, sum := s.GetSampleCount(), s.GetSampleSum()
 		if math.IsNaN(sum) || math.IsInf(sum, 0) {

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rlbench/rlbench/internal/boundedio"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // ServerInfo is the part of Envoy's GET /server_info (admin.v3.ServerInfo)

@@ -4,25 +4,26 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-func mustParse(t *testing.T, data []byte, name string, f Format) *Snapshot {
+func mustParse(t *testing.T, data []byte, name string, f envoyrec.Format) *envoyrec.Snapshot {
 	t.Helper()
 	s, err := Parse(bytes.NewReader(data), name, f)
 	if err != nil {
 		t.Fatalf("Parse(%s): %v", name, err)
 	}
-	if s.Schema != SnapshotSchema {
+	if s.Schema != envoyrec.SnapshotSchema {
 		t.Fatalf("schema %q", s.Schema)
 	}
 	return s
 }
 
-func wantValue(t *testing.T, s *Snapshot, name string, want uint64) {
+func wantValue(t *testing.T, s *envoyrec.Snapshot, name string, want uint64) {
 	t.Helper()
 	got, ok := s.Value(name)
 	if !ok || got != want {
@@ -31,38 +32,38 @@ func wantValue(t *testing.T, s *Snapshot, name string, want uint64) {
 }
 
 func TestDetectFormatFixtures(t *testing.T) {
-	cases := map[string]Format{
-		"gh_aeraki_pr40_prometheus_empty_braces_2022.txt":            FormatPrometheus,
-		"gh_envoy_admin_rst_stats_detailed_histogram_text.txt":       FormatText,
-		"gh_envoy_admin_rst_stats_json_histograms_doc_example.json":  FormatJSON,
-		"gh_envoy_issue27878_stats_text_readouts_excerpt_2023.txt":   FormatText,
-		"gh_envoy_issue6974_stats_text_rls_cluster_excerpt_2019.txt": FormatText,
-		"gh_envoy_issue7351_stats_text_excerpt_2019.txt":             FormatText,
-		"gh_fsm_start_demo_osm_edge_pipy_local_rl_NOT_ENVOY.txt":     FormatText,
+	cases := map[string]envoyrec.Format{
+		"gh_aeraki_pr40_prometheus_empty_braces_2022.txt":            envoyrec.FormatPrometheus,
+		"gh_envoy_admin_rst_stats_detailed_histogram_text.txt":       envoyrec.FormatText,
+		"gh_envoy_admin_rst_stats_json_histograms_doc_example.json":  envoyrec.FormatJSON,
+		"gh_envoy_issue27878_stats_text_readouts_excerpt_2023.txt":   envoyrec.FormatText,
+		"gh_envoy_issue6974_stats_text_rls_cluster_excerpt_2019.txt": envoyrec.FormatText,
+		"gh_envoy_issue7351_stats_text_excerpt_2019.txt":             envoyrec.FormatText,
+		"gh_fsm_start_demo_osm_edge_pipy_local_rl_NOT_ENVOY.txt":     envoyrec.FormatText,
 	}
 	for name, want := range cases {
 		if got := DetectFormat(fixture(t, name)); got != want {
 			t.Errorf("DetectFormat(%s) = %q, want %q", name, got, want)
 		}
 	}
-	if got := DetectFormat([]byte("envoy_x{} 3\n")); got != FormatPrometheus {
+	if got := DetectFormat([]byte("envoy_x{} 3\n")); got != envoyrec.FormatPrometheus {
 		t.Errorf("untyped prometheus sample detected as %q", got)
 	}
-	if got := DetectFormat(nil); got != FormatText {
+	if got := DetectFormat(nil); got != envoyrec.FormatText {
 		t.Errorf("empty input detected as %q", got)
 	}
 }
 
 func TestTextRLSClusterFixture(t *testing.T) {
 	name := "gh_envoy_issue6974_stats_text_rls_cluster_excerpt_2019.txt"
-	s := mustParse(t, fixture(t, name), name, FormatText)
+	s := mustParse(t, fixture(t, name), name, envoyrec.FormatText)
 	if len(s.Values) != 25 {
 		t.Errorf("%d values, want 25 (one per line)", len(s.Values))
 	}
 	wantValue(t, s, "cluster.rate_limit_cluster.internal.upstream_rq_503", 16)
 	wantValue(t, s, "cluster.rate_limit_cluster.membership_total", 1)
 	wantValue(t, s, "cluster.rate_limit_cluster.lb_healthy_panic", 0)
-	want := []ClusterCodes{{
+	want := []envoyrec.ClusterCodes{{
 		Cluster:  "rate_limit_cluster",
 		Codes:    map[string]uint64{"503": 16, "5xx": 16, "completed": 16},
 		Internal: map[string]uint64{"503": 16, "5xx": 16, "completed": 16},
@@ -78,7 +79,7 @@ func TestTextRLSClusterFixture(t *testing.T) {
 func TestText7351Fixture(t *testing.T) {
 	name := "gh_envoy_issue7351_stats_text_excerpt_2019.txt"
 	s := mustParse(t, fixture(t, name), name, "")
-	if s.Format != FormatText {
+	if s.Format != envoyrec.FormatText {
 		t.Errorf("format %q", s.Format)
 	}
 	if len(s.Values) != 22 {
@@ -86,7 +87,7 @@ func TestText7351Fixture(t *testing.T) {
 	}
 	wantValue(t, s, "cluster.anyservice_service.upstream_cx_rx_bytes_buffered", 86)
 	wantValue(t, s, "cluster.anyservice_service.upstream_cx_tx_bytes_total", 2930)
-	want := []ClusterCodes{{Cluster: "anyservice_service", Codes: map[string]uint64{"200": 20, "2xx": 20}}}
+	want := []envoyrec.ClusterCodes{{Cluster: "anyservice_service", Codes: map[string]uint64{"200": 20, "2xx": 20}}}
 	if !reflect.DeepEqual(s.Upstream, want) {
 		t.Errorf("Upstream = %+v, want %+v", s.Upstream, want)
 	}
@@ -94,7 +95,7 @@ func TestText7351Fixture(t *testing.T) {
 
 func TestTextReadoutsFixture(t *testing.T) {
 	name := "gh_envoy_issue27878_stats_text_readouts_excerpt_2023.txt"
-	s := mustParse(t, fixture(t, name), name, FormatText)
+	s := mustParse(t, fixture(t, name), name, envoyrec.FormatText)
 	if len(s.TextReadouts) != 8 {
 		t.Errorf("%d text readouts, want 8: %v", len(s.TextReadouts), s.TextReadouts)
 	}
@@ -119,13 +120,13 @@ func TestTextReadoutsFixture(t *testing.T) {
 
 func TestTextDetailedHistogramFixture(t *testing.T) {
 	name := "gh_envoy_admin_rst_stats_detailed_histogram_text.txt"
-	s := mustParse(t, fixture(t, name), name, FormatText)
+	s := mustParse(t, fixture(t, name), name, envoyrec.FormatText)
 	h, ok := s.Histograms["http.admin.downstream_rq_time"]
 	if !ok {
 		t.Fatalf("histogram missing: %v", s.Histograms)
 	}
-	wantTotals := []DetailBucket{{1, 0.25, 25}, {2, 0.25, 9}}
-	wantIntervals := []DetailBucket{{1, 0.25, 2}, {2, 0.25, 3}}
+	wantTotals := []envoyrec.DetailBucket{{LowerBound: 1, Width: 0.25, Count: 25}, {LowerBound: 2, Width: 0.25, Count: 9}}
+	wantIntervals := []envoyrec.DetailBucket{{LowerBound: 1, Width: 0.25, Count: 2}, {LowerBound: 2, Width: 0.25, Count: 3}}
 	if !reflect.DeepEqual(h.Totals, wantTotals) || !reflect.DeepEqual(h.Intervals, wantIntervals) {
 		t.Errorf("totals %+v intervals %+v", h.Totals, h.Intervals)
 	}
@@ -152,7 +153,7 @@ func TestTextHistogramLines(t *testing.T) {
 		`http.admin.downstream_rq_total: 12`,
 		``,
 	}, "\n")
-	s := mustParse(t, []byte(in), "hist.txt", FormatText)
+	s := mustParse(t, []byte(in), "hist.txt", envoyrec.FormatText)
 	h := s.Histograms["cluster.c.upstream_cx_connect_ms"]
 	if len(h.Quantiles) != 10 || h.Quantiles[0].Interval != nil || *h.Quantiles[0].Cumulative != 1 ||
 		*h.Quantiles[3].Interval != 2 || h.Quantiles[9].Percent != 100 || *h.Quantiles[9].Cumulative != 1.1 {
@@ -178,11 +179,11 @@ func TestTextHistogramLines(t *testing.T) {
 
 func TestTextMalformedLine(t *testing.T) {
 	in := "cluster.a.upstream_rq_200: 3\ncluster.a.upstream_rq_2xx: 3\nthis line is not a stat\ncluster.a.upstream_rq_429: 1\n"
-	_, err := Parse(strings.NewReader(in), "bad.txt", FormatText)
+	_, err := Parse(strings.NewReader(in), "bad.txt", envoyrec.FormatText)
 	if err == nil {
 		t.Fatal("want error")
 	}
-	var le *LineError
+	var le *envoyrec.LineError
 	if !errors.As(err, &le) || le.Line != 3 || le.Source != "bad.txt" {
 		t.Fatalf("error %v (%#v), want bad.txt line 3", err, le)
 	}
@@ -202,7 +203,7 @@ func TestTextMalformedLine(t *testing.T) {
 		{"h:\n  bogus=1\n", 2},
 		{"x: 1\nh:\n", 2},
 	} {
-		_, err := Parse(strings.NewReader(bad.in), "b", FormatText)
+		_, err := Parse(strings.NewReader(bad.in), "b", envoyrec.FormatText)
 		if !errors.As(err, &le) || le.Line != bad.line {
 			t.Errorf("Parse(%q) error %v, want line %d", bad.in, err, bad.line)
 		}
@@ -240,8 +241,8 @@ func TestTextIstioAndStatPrefix(t *testing.T) {
 		"ingress_http.http_local_rate_limit.enforced: 7",
 		"vhost.a.b.route_limiter.http_local_rate_limit.rate_limited: 2",
 	}, "\n")
-	s := mustParse(t, []byte(in), "istio.txt", FormatText)
-	wantGlobal := []GlobalRateLimit{
+	s := mustParse(t, []byte(in), "istio.txt", envoyrec.FormatText)
+	wantGlobal := []envoyrec.GlobalRateLimit{
 		{Cluster: "a.ratelimit.b", StatPrefix: "c", OverLimit: 9},
 		{Cluster: "backend", OverLimit: 2},
 		{Cluster: "backend", StatPrefix: "edge", OK: 7, OverLimit: 3},
@@ -251,14 +252,14 @@ func TestTextIstioAndStatPrefix(t *testing.T) {
 	if !reflect.DeepEqual(s.Global, wantGlobal) {
 		t.Errorf("Global =\n%+v\nwant\n%+v", s.Global, wantGlobal)
 	}
-	wantUp := []ClusterCodes{
+	wantUp := []envoyrec.ClusterCodes{
 		{Cluster: istio, Codes: map[string]uint64{"200": 10, "429": 5, "4xx": 5, "completed": 15}, External: map[string]uint64{"429": 5}},
 		{Cluster: rls, Codes: map[string]uint64{"503": 16}, Internal: map[string]uint64{"503": 16}},
 	}
 	if !reflect.DeepEqual(s.Upstream, wantUp) {
 		t.Errorf("Upstream =\n%+v\nwant\n%+v", s.Upstream, wantUp)
 	}
-	wantLocal := []LocalRateLimit{
+	wantLocal := []envoyrec.LocalRateLimit{
 		{Prefix: "ingress_http", Enabled: 20, OK: 13, RateLimited: 7, Enforced: 7},
 		{Prefix: "vhost.a.b.route_limiter", RateLimited: 2},
 	}
@@ -271,15 +272,15 @@ func TestPipyNotEnvoyFixture(t *testing.T) {
 	name := "gh_fsm_start_demo_osm_edge_pipy_local_rl_NOT_ENVOY.txt"
 	data := fixture(t, name)
 	// Strict parsing stops at the first non-Envoy line (fortio summary, line 3).
-	_, err := Parse(bytes.NewReader(data), name, FormatText)
-	var le *LineError
+	_, err := Parse(bytes.NewReader(data), name, envoyrec.FormatText)
+	var le *envoyrec.LineError
 	if !errors.As(err, &le) || le.Line != 3 {
 		t.Fatalf("strict Parse error %v, want line 3", err)
 	}
 	// Lenient parsing keeps what is Envoy-like: the emulated stat line, and
 	// (unavoidably) the header line "content-length: 17", which has the shape
 	// of a stat. Other header and summary lines are skipped.
-	s, skipped, err := ParseLenient(bytes.NewReader(data), name, FormatText)
+	s, skipped, err := ParseLenient(bytes.NewReader(data), name, envoyrec.FormatText)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestPipyNotEnvoyFixture(t *testing.T) {
 	if len(s.Values) != 2 {
 		t.Errorf("values %v", s.Values)
 	}
-	want := []LocalRateLimit{{Prefix: "http_local_rate_limiter", RateLimited: 7}}
+	want := []envoyrec.LocalRateLimit{{Prefix: "http_local_rate_limiter", RateLimited: 7}}
 	if !reflect.DeepEqual(s.Local, want) {
 		t.Errorf("Local = %+v", s.Local)
 	}
@@ -309,7 +310,7 @@ func TestPipyNotEnvoyFixture(t *testing.T) {
 func TestJSONDocExampleFixture(t *testing.T) {
 	name := "gh_envoy_admin_rst_stats_json_histograms_doc_example.json"
 	s := mustParse(t, fixture(t, name), name, "")
-	if s.Format != FormatJSON || len(s.Histograms) != 2 {
+	if s.Format != envoyrec.FormatJSON || len(s.Histograms) != 2 {
 		t.Fatalf("format %q histograms %v", s.Format, s.Histograms)
 	}
 	h := s.Histograms["cluster.external_auth_cluster.upstream_cx_length_ms"]
@@ -342,7 +343,7 @@ func TestJSONHistogramsInsideStatsArray(t *testing.T) {
     {"histograms": ` + string(doc["histograms"]) + `}
   ]
 }`
-	s := mustParse(t, []byte(in), "stats.json", FormatJSON)
+	s := mustParse(t, []byte(in), "stats.json", envoyrec.FormatJSON)
 	wantValue(t, s, "http_local_rate_limiter.http_local_rate_limit.rate_limited", 7)
 	if len(s.Values) != 2 || s.TextReadouts["listener_manager.lds.version_text"] != "adde6360" {
 		t.Errorf("values %v readouts %v", s.Values, s.TextReadouts)
@@ -350,25 +351,25 @@ func TestJSONHistogramsInsideStatsArray(t *testing.T) {
 	if len(s.Histograms) != 2 || s.Histograms["http.admin.downstream_rq_time"].Quantiles[2].Interval != nil {
 		t.Errorf("histograms %+v", s.Histograms)
 	}
-	if !reflect.DeepEqual(s.Global, []GlobalRateLimit{{Cluster: "backend", OverLimit: 3}}) {
+	if !reflect.DeepEqual(s.Global, []envoyrec.GlobalRateLimit{{Cluster: "backend", OverLimit: 3}}) {
 		t.Errorf("Global %+v", s.Global)
 	}
-	if !reflect.DeepEqual(s.Local, []LocalRateLimit{{Prefix: "http_local_rate_limiter", RateLimited: 7}}) {
+	if !reflect.DeepEqual(s.Local, []envoyrec.LocalRateLimit{{Prefix: "http_local_rate_limiter", RateLimited: 7}}) {
 		t.Errorf("Local %+v", s.Local)
 	}
 }
 
 func TestJSONBucketAndDetailedShapes(t *testing.T) {
 	in := `{"stats":[{"name":"a","value":1},{"histograms":[{"name":"h1","buckets":[{"upper_bound":0.5,"interval":1,"cumulative":2},{"upper_bound":1,"interval":0,"cumulative":5}]}]}]}`
-	s := mustParse(t, []byte(in), "b.json", FormatJSON)
+	s := mustParse(t, []byte(in), "b.json", envoyrec.FormatJSON)
 	b := s.Histograms["h1"].Buckets
 	if len(b) != 2 || b[0].UpperBound != 0.5 || *b[0].Interval != 1 || b[1].Cumulative != 5 {
 		t.Errorf("buckets %+v", b)
 	}
 	in = `{"stats":[{"histograms":{"supported_percentiles":[0,50,100],"details":[{"name":"h2","totals":[{"lower_bound":1,"width":0.25,"count":25}],"intervals":[],"percentiles":[{"cumulative":1,"interval":null},{"cumulative":1.5,"interval":null},{"cumulative":2,"interval":null}]}]}}]}`
-	s = mustParse(t, []byte(in), "d.json", FormatJSON)
+	s = mustParse(t, []byte(in), "d.json", envoyrec.FormatJSON)
 	h := s.Histograms["h2"]
-	if !reflect.DeepEqual(h.Totals, []DetailBucket{{1, 0.25, 25}}) || len(h.Intervals) != 0 || len(h.Quantiles) != 3 || *h.Quantiles[1].Cumulative != 1.5 || h.Quantiles[1].Percent != 50 {
+	if !reflect.DeepEqual(h.Totals, []envoyrec.DetailBucket{{LowerBound: 1, Width: 0.25, Count: 25}}) || len(h.Intervals) != 0 || len(h.Quantiles) != 3 || *h.Quantiles[1].Cumulative != 1.5 || h.Quantiles[1].Percent != 50 {
 		t.Errorf("detailed %+v", h)
 	}
 }
@@ -385,8 +386,8 @@ func TestJSONErrorsNameLine(t *testing.T) {
 		{"{\"other\": 1}", 1},
 		{"[1]", 1},
 	} {
-		_, err := Parse(strings.NewReader(c.in), "s.json", FormatJSON)
-		var le *LineError
+		_, err := Parse(strings.NewReader(c.in), "s.json", envoyrec.FormatJSON)
+		var le *envoyrec.LineError
 		if !errors.As(err, &le) || le.Line != c.line || le.Source != "s.json" {
 			t.Errorf("Parse(%q) error %v, want s.json line %d", c.in, err, c.line)
 		}
@@ -396,7 +397,7 @@ func TestJSONErrorsNameLine(t *testing.T) {
 func TestPrometheusEmptyBracesFixture(t *testing.T) {
 	name := "gh_aeraki_pr40_prometheus_empty_braces_2022.txt"
 	s := mustParse(t, fixture(t, name), name, "")
-	if s.Format != FormatPrometheus {
+	if s.Format != envoyrec.FormatPrometheus {
 		t.Fatalf("format %q", s.Format)
 	}
 	wantValue(t, s, "envoy_meta_protocol_thrift_sample_server_meta_thrift_svc_cluster_local_local_rate_limit_ok", 25)
@@ -423,11 +424,11 @@ func TestPrometheusBothLocalEras(t *testing.T) {
 	if rm == nil || rm[1] != "envoy_http_local_rate_myprefix_limit_rate_limited{}" {
 		t.Fatalf("reviewer name %q", rm)
 	}
-	want := []LocalRateLimit{{Prefix: "myprefix", RateLimited: 7}}
+	want := []envoyrec.LocalRateLimit{{Prefix: "myprefix", RateLimited: 7}}
 	for _, series := range []string{oldName, newName, rm[1]} {
 		fam := series[:strings.Index(series, "{")]
 		in := "# TYPE " + fam + " counter\n" + series + " 7\n"
-		s := mustParse(t, []byte(in), "prom", FormatPrometheus)
+		s := mustParse(t, []byte(in), "prom", envoyrec.FormatPrometheus)
 		if !reflect.DeepEqual(s.Local, want) {
 			t.Errorf("%s: Local %+v, want %+v", series, s.Local, want)
 		}
@@ -472,24 +473,24 @@ envoy_cluster_upstream_rq_time_sum{envoy_cluster_name="backend"} 7.5
 envoy_cluster_upstream_rq_time_count{envoy_cluster_name="backend"} 4
 `
 	s := mustParse(t, []byte(in), "prom.txt", "")
-	if s.Format != FormatPrometheus {
+	if s.Format != envoyrec.FormatPrometheus {
 		t.Fatalf("format %q", s.Format)
 	}
-	wantGlobal := []GlobalRateLimit{
+	wantGlobal := []envoyrec.GlobalRateLimit{
 		{Cluster: "backend", StatPrefix: "edge", OverLimit: 3},
 		{Cluster: istio, OK: 10, OverLimit: 5, FailureModeAllowed: 1},
 	}
 	if !reflect.DeepEqual(s.Global, wantGlobal) {
 		t.Errorf("Global %+v, want %+v", s.Global, wantGlobal)
 	}
-	wantUp := []ClusterCodes{
+	wantUp := []envoyrec.ClusterCodes{
 		{Cluster: istio, Codes: map[string]uint64{"200": 10, "429": 5, "4xx": 5, "completed": 15}},
 		{Cluster: "rate_limit_cluster", Codes: map[string]uint64{"503": 16}, Internal: map[string]uint64{"503": 16}},
 	}
 	if !reflect.DeepEqual(s.Upstream, wantUp) {
 		t.Errorf("Upstream %+v, want %+v", s.Upstream, wantUp)
 	}
-	if !reflect.DeepEqual(s.Local, []LocalRateLimit{{Prefix: "ingress", Enforced: 4}}) {
+	if !reflect.DeepEqual(s.Local, []envoyrec.LocalRateLimit{{Prefix: "ingress", Enforced: 4}}) {
 		t.Errorf("Local %+v", s.Local)
 	}
 	wantValue(t, s, "cluster."+istio+".upstream_rq_429", 5)
@@ -509,31 +510,31 @@ envoy_cluster_upstream_rq_time_count{envoy_cluster_name="backend"} 4
 }
 
 func TestPrometheusErrors(t *testing.T) {
-	_, err := Parse(strings.NewReader("# TYPE a counter\na 1\na{x=\"1\" 2\n"), "p.txt", FormatPrometheus)
-	var le *LineError
+	_, err := Parse(strings.NewReader("# TYPE a counter\na 1\na{x=\"1\" 2\n"), "p.txt", envoyrec.FormatPrometheus)
+	var le *envoyrec.LineError
 	if !errors.As(err, &le) || le.Line != 3 || le.Source != "p.txt" {
 		t.Errorf("syntax error %v, want p.txt line 3", err)
 	}
-	_, err = Parse(strings.NewReader("# TYPE a gauge\na 1.5\n"), "p.txt", FormatPrometheus)
+	_, err = Parse(strings.NewReader("# TYPE a gauge\na 1.5\n"), "p.txt", envoyrec.FormatPrometheus)
 	if err == nil || !strings.Contains(err.Error(), "p.txt") {
 		t.Errorf("fractional gauge error %v", err)
 	}
-	_, err = Parse(strings.NewReader("a 1\n"), "x", Format("xml"))
+	_, err = Parse(strings.NewReader("a 1\n"), "x", envoyrec.Format("xml"))
 	if err == nil {
 		t.Error("unknown format accepted")
 	}
 }
 
 func TestSnapshotJSONRoundTrip(t *testing.T) {
-	s := mustParse(t, fixture(t, "gh_envoy_admin_rst_stats_detailed_histogram_text.txt"), "d", FormatText)
+	s := mustParse(t, fixture(t, "gh_envoy_admin_rst_stats_detailed_histogram_text.txt"), "d", envoyrec.FormatText)
 	s.Proxy, s.Label = "edge", "after"
-	s2 := mustParse(t, fixture(t, "gh_envoy_issue6974_stats_text_rls_cluster_excerpt_2019.txt"), "r", FormatText)
+	s2 := mustParse(t, fixture(t, "gh_envoy_issue6974_stats_text_rls_cluster_excerpt_2019.txt"), "r", envoyrec.FormatText)
 	s.Values, s.Upstream = s2.Values, s2.Upstream
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Snapshot
+	var back envoyrec.Snapshot
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +545,7 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 	if !strings.Contains(string(b), `"schema":"rlbench.envoy-stats/v1"`) || !strings.Contains(string(b), `"upstream":[{"cluster":"rate_limit_cluster"`) {
 		t.Errorf("json %s", b)
 	}
-	var nilSnap *Snapshot
+	var nilSnap *envoyrec.Snapshot
 	if _, ok := nilSnap.Value("x"); ok {
 		t.Error("nil snapshot has a value")
 	}
@@ -555,18 +556,18 @@ func TestSnapshotJSONRoundTrip(t *testing.T) {
 func TestUptimeEveryRendering(t *testing.T) {
 	for _, c := range []struct {
 		body string
-		f    Format
+		f    envoyrec.Format
 	}{
-		{"server.uptime: 42\ncluster.rls.ratelimit.ok: 3\n", FormatText},
-		{`{"stats":[{"name":"server.uptime","value":42},{"name":"cluster.rls.ratelimit.ok","value":3}]}`, FormatJSON},
-		{"# TYPE envoy_server_uptime gauge\nenvoy_server_uptime{} 42\n# TYPE envoy_cluster_ratelimit_ok counter\nenvoy_cluster_ratelimit_ok{envoy_cluster_name=\"rls\"} 3\n", FormatPrometheus},
+		{"server.uptime: 42\ncluster.rls.ratelimit.ok: 3\n", envoyrec.FormatText},
+		{`{"stats":[{"name":"server.uptime","value":42},{"name":"cluster.rls.ratelimit.ok","value":3}]}`, envoyrec.FormatJSON},
+		{"# TYPE envoy_server_uptime gauge\nenvoy_server_uptime{} 42\n# TYPE envoy_cluster_ratelimit_ok counter\nenvoy_cluster_ratelimit_ok{envoy_cluster_name=\"rls\"} 3\n", envoyrec.FormatPrometheus},
 	} {
 		s := mustParse(t, []byte(c.body), string(c.f), c.f)
 		if up, ok := s.Uptime(); !ok || up != 42 {
 			t.Errorf("%s: Uptime() = %d, %v; want 42, true", c.f, up, ok)
 		}
 	}
-	s := mustParse(t, []byte("cluster.rls.ratelimit.ok: 3\n"), "text", FormatText)
+	s := mustParse(t, []byte("cluster.rls.ratelimit.ok: 3\n"), "text", envoyrec.FormatText)
 	if up, ok := s.Uptime(); ok {
 		t.Errorf("no server.uptime: Uptime() = %d, true", up)
 	}

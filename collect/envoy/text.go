@@ -3,6 +3,7 @@ package envoy
 import (
 	"bufio"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"io"
 	"math"
 	"regexp"
@@ -13,13 +14,13 @@ import (
 // parseText parses Envoy's text /stats rendering (stats_render.cc
 // StatsTextRender) into snap. In lenient mode invalid lines are returned
 // instead of failing.
-func parseText(r io.Reader, name string, snap *Snapshot, lenient bool) ([]*LineError, error) {
+func parseText(r io.Reader, name string, snap *envoyrec.Snapshot, lenient bool) ([]*envoyrec.LineError, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
-	var skipped []*LineError
+	var skipped []*envoyrec.LineError
 	// pending detailed histogram ("name:" then indented lines).
 	var detName string
-	var det *Histogram
+	var det *envoyrec.Histogram
 	detLine := 0
 	flush := func() {
 		if det != nil {
@@ -27,7 +28,7 @@ func parseText(r io.Reader, name string, snap *Snapshot, lenient bool) ([]*LineE
 			det, detName = nil, ""
 		}
 	}
-	fail := func(e *LineError) error {
+	fail := func(e *envoyrec.LineError) error {
 		if lenient {
 			skipped = append(skipped, e)
 			return nil
@@ -61,7 +62,7 @@ func parseText(r io.Reader, name string, snap *Snapshot, lenient bool) ([]*LineE
 			continue
 		}
 		if stat, ok := strings.CutSuffix(raw, ":"); ok && !strings.Contains(stat, ": ") && validStatName(stat) {
-			detName, det, detLine = stat, &Histogram{}, lineNo
+			detName, det, detLine = stat, &envoyrec.Histogram{}, lineNo
 			continue
 		}
 		stat, value, ok := strings.Cut(raw, ": ")
@@ -117,7 +118,7 @@ func clip(s string) string {
 	return s
 }
 
-func addTextValue(snap *Snapshot, stat, value string) error {
+func addTextValue(snap *envoyrec.Snapshot, stat, value string) error {
 	if _, dup := snap.Values[stat]; dup {
 		return fmt.Errorf("duplicate stat")
 	}
@@ -137,19 +138,19 @@ func addTextValue(snap *Snapshot, stat, value string) error {
 		// Envoy writes the readout between quotes without escaping.
 		snap.TextReadouts[stat] = value[1 : len(value)-1]
 	case value == "No recorded values":
-		snap.Histograms[stat] = Histogram{NoValues: true}
+		snap.Histograms[stat] = envoyrec.Histogram{NoValues: true}
 	case value[0] == 'P':
 		q, err := parseQuantiles(value)
 		if err != nil {
 			return err
 		}
-		snap.Histograms[stat] = Histogram{Quantiles: q}
+		snap.Histograms[stat] = envoyrec.Histogram{Quantiles: q}
 	case value[0] == 'B':
 		b, err := parseBuckets(value)
 		if err != nil {
 			return err
 		}
-		snap.Histograms[stat] = Histogram{Buckets: b}
+		snap.Histograms[stat] = envoyrec.Histogram{Buckets: b}
 	default:
 		return fmt.Errorf("unrecognised value %q (want integer, \"text\", histogram or No recorded values)", clip(value))
 	}
@@ -168,8 +169,8 @@ func isDigits(s string) bool {
 // reHistTerm matches one "P25(1.5,nan)" or "B0.5(3,7)" term.
 var reHistTerm = regexp.MustCompile(`^([PB])([0-9.eE+-]+)\(([^,()]+),([^,()]+)\)$`)
 
-func parseQuantiles(value string) ([]Quantile, error) {
-	var out []Quantile
+func parseQuantiles(value string) ([]envoyrec.Quantile, error) {
+	var out []envoyrec.Quantile
 	for _, term := range strings.Fields(value) {
 		m := reHistTerm.FindStringSubmatch(term)
 		if m == nil || m[1] != "P" {
@@ -187,7 +188,7 @@ func parseQuantiles(value string) ([]Quantile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("term %q cumulative: %v", term, err)
 		}
-		out = append(out, Quantile{Percent: pct, Interval: iv, Cumulative: cu})
+		out = append(out, envoyrec.Quantile{Percent: pct, Interval: iv, Cumulative: cu})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("empty quantile summary")
@@ -195,8 +196,8 @@ func parseQuantiles(value string) ([]Quantile, error) {
 	return out, nil
 }
 
-func parseBuckets(value string) ([]Bucket, error) {
-	var out []Bucket
+func parseBuckets(value string) ([]envoyrec.Bucket, error) {
+	var out []envoyrec.Bucket
 	for _, term := range strings.Fields(value) {
 		m := reHistTerm.FindStringSubmatch(term)
 		if m == nil || m[1] != "B" {
@@ -214,7 +215,7 @@ func parseBuckets(value string) ([]Bucket, error) {
 		if err != nil {
 			return nil, fmt.Errorf("term %q cumulative count: %v", term, err)
 		}
-		out = append(out, Bucket{UpperBound: ub, Interval: &iv, Cumulative: cu})
+		out = append(out, envoyrec.Bucket{UpperBound: ub, Interval: &iv, Cumulative: cu})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("empty bucket list")
@@ -241,14 +242,14 @@ func parseNaNFloat(s string) (*float64, error) {
 
 // parseDetailLine parses "totals=...", "intervals=..." or "summary=..." of a
 // detailed histogram (StatsTextRender::addDetail: "%.15g,%.15g:%lu" joined by ", ").
-func parseDetailLine(line string, h *Histogram) error {
+func parseDetailLine(line string, h *envoyrec.Histogram) error {
 	key, val, ok := strings.Cut(line, "=")
 	if !ok {
 		return fmt.Errorf("want key=value, got %q", clip(line))
 	}
 	switch key {
 	case "totals", "intervals":
-		var bs []DetailBucket
+		var bs []envoyrec.DetailBucket
 		if strings.TrimSpace(val) != "" {
 			for _, part := range strings.Split(val, ", ") {
 				b, err := parseDetailBucket(strings.TrimSpace(part))
@@ -259,7 +260,7 @@ func parseDetailLine(line string, h *Histogram) error {
 			}
 		}
 		if bs == nil {
-			bs = []DetailBucket{}
+			bs = []envoyrec.DetailBucket{}
 		}
 		if key == "totals" {
 			h.Totals = bs
@@ -282,20 +283,20 @@ func parseDetailLine(line string, h *Histogram) error {
 	return nil
 }
 
-func parseDetailBucket(s string) (DetailBucket, error) {
+func parseDetailBucket(s string) (envoyrec.DetailBucket, error) {
 	bounds, count, ok := strings.Cut(s, ":")
 	if !ok {
-		return DetailBucket{}, fmt.Errorf("bucket %q: want lower,width:count", s)
+		return envoyrec.DetailBucket{}, fmt.Errorf("bucket %q: want lower,width:count", s)
 	}
 	lo, wd, ok := strings.Cut(bounds, ",")
 	if !ok {
-		return DetailBucket{}, fmt.Errorf("bucket %q: want lower,width:count", s)
+		return envoyrec.DetailBucket{}, fmt.Errorf("bucket %q: want lower,width:count", s)
 	}
 	l, err1 := strconv.ParseFloat(lo, 64)
 	w, err2 := strconv.ParseFloat(wd, 64)
 	c, err3 := strconv.ParseUint(count, 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || !finite(l) || !finite(w) {
-		return DetailBucket{}, fmt.Errorf("bucket %q: want lower,width:count with numbers", s)
+		return envoyrec.DetailBucket{}, fmt.Errorf("bucket %q: want lower,width:count with numbers", s)
 	}
-	return DetailBucket{LowerBound: l, Width: w, Count: c}, nil
+	return envoyrec.DetailBucket{LowerBound: l, Width: w, Count: c}, nil
 }

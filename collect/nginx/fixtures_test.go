@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 
@@ -68,10 +69,10 @@ func readJSONL[T any](t *testing.T, path string) []T {
 // capture is one fixture directory, parsed.
 type capture struct {
 	dir      string
-	access   []AccessRecord
-	errs     *ErrorLog
-	before   StubStatus
-	after    StubStatus
+	access   []nginxrec.AccessRecord
+	errs     *nginxrec.ErrorLog
+	before   nginxrec.StubStatus
+	after    nginxrec.StubStatus
 	clients  []clientLine
 	receipts []upstreamLine
 	ports    []int
@@ -89,10 +90,10 @@ func loadCapture(t *testing.T, dir string) *capture {
 		return f
 	}
 	var err error
-	if c.access, err = ParseAccessLog(open("access.log"), dir+"/access.log"); err != nil {
+	if c.access, err = nginxrec.ParseAccessLog(open("access.log"), dir+"/access.log"); err != nil {
 		t.Fatal(err)
 	}
-	if c.errs, err = ParseErrorLog(open("error.log"), dir+"/error.log"); err != nil {
+	if c.errs, err = nginxrec.ParseErrorLog(open("error.log"), dir+"/error.log"); err != nil {
 		t.Fatal(err)
 	}
 	if c.before, err = ParseStubStatus(open("stub_status_before.txt"), dir+"/stub_status_before.txt"); err != nil {
@@ -111,8 +112,8 @@ func loadCapture(t *testing.T, dir string) *capture {
 	return c
 }
 
-func (c *capture) byID() map[string]AccessRecord {
-	m := map[string]AccessRecord{}
+func (c *capture) byID() map[string]nginxrec.AccessRecord {
+	m := map[string]nginxrec.AccessRecord{}
 	for _, a := range c.access {
 		m[a.ID] = a
 	}
@@ -120,8 +121,8 @@ func (c *capture) byID() map[string]AccessRecord {
 }
 
 // limitsByConn maps a connection number to its limit_req line.
-func (c *capture) limitsByConn(t *testing.T) map[int64]ErrorEntry {
-	m := map[int64]ErrorEntry{}
+func (c *capture) limitsByConn(t *testing.T) map[int64]nginxrec.ErrorEntry {
+	m := map[int64]nginxrec.ErrorEntry{}
 	for _, e := range c.errs.Limits() {
 		if _, dup := m[e.Conn]; dup {
 			t.Fatalf("%s: two limit_req lines on connection *%d", c.dir, e.Conn)
@@ -132,7 +133,7 @@ func (c *capture) limitsByConn(t *testing.T) map[int64]ErrorEntry {
 }
 
 // excessKey renders a limit line's excess as "<action>[, dry run] X.XXX", the form of the README.
-func excessKey(l *LimitEvent) string {
+func excessKey(l *nginxrec.LimitEvent) string {
 	k := l.Action
 	if l.DryRun {
 		k += ", dry run"
@@ -219,7 +220,7 @@ func TestFixtureCaptures(t *testing.T) {
 		delete(dirs, w.dir)
 		t.Run(w.dir, func(t *testing.T) {
 			c := loadCapture(t, w.dir)
-			s := Summarize(c.access)
+			s := nginxrec.Summarize(c.access)
 			if s.Requests != len(c.clients) || s.IDs != len(c.clients) || len(s.DuplicateIDs) != 0 {
 				t.Errorf("%d records, %d with IDs, duplicates %v; want one per client request (%d)", s.Requests, s.IDs, s.DuplicateIDs, len(c.clients))
 			}
@@ -233,7 +234,7 @@ func TestFixtureCaptures(t *testing.T) {
 				t.Errorf("upstream.jsonl has %d receipts, README says %d", len(c.receipts), w.receipts)
 			}
 			// Upstream hits per server from the logs equal the upstream's own receipts per port.
-			got := UpstreamHits(c.access, c.errs)
+			got := nginxrec.UpstreamHits(c.access, c.errs)
 			want := map[string]int{}
 			for _, r := range c.receipts {
 				want["127.0.0.1:"+strconv.Itoa(r.Port)]++
@@ -282,7 +283,7 @@ func checkLimitLines(t *testing.T, c *capture, w fixtureWant) {
 		if e.Limit.Zone != w.zone {
 			t.Errorf("line %d: zone %q, want %q", e.Line, e.Limit.Zone, w.zone)
 		}
-		if e.Limit.Action == LimitActionReject && e.Limit.ExcessMilli <= int64(w.burst)*1000 {
+		if e.Limit.Action == nginxrec.LimitActionReject && e.Limit.ExcessMilli <= int64(w.burst)*1000 {
 			t.Errorf("line %d: reject with excess %d ≤ burst %d (nginx rejects only above burst)", e.Line, e.Limit.ExcessMilli, w.burst)
 		}
 		if e.Client != "127.0.0.1" || e.Request != "GET / HTTP/1.1" || e.Host != "127.0.0.1" {
@@ -299,8 +300,8 @@ func checkLimitLines(t *testing.T, c *capture, w fixtureWant) {
 	byConn := c.limitsByConn(t)
 	for _, a := range c.access {
 		e, has := byConn[a.Connection]
-		want := map[string]string{LimitReqRejected: "reject", LimitReqDelayed: "delay",
-			LimitReqRejectedDryRun: "reject, dry run", LimitReqDelayedDryRun: "delay, dry run"}[a.LimitReqStatus]
+		want := map[string]string{nginxrec.LimitReqRejected: "reject", nginxrec.LimitReqDelayed: "delay",
+			nginxrec.LimitReqRejectedDryRun: "reject, dry run", nginxrec.LimitReqDelayedDryRun: "delay, dry run"}[a.LimitReqStatus]
 		switch {
 		case want == "" && has:
 			t.Errorf("%s (%s): unexpected limit_req line %d", a.ID, a.LimitReqStatus, e.Line)
@@ -321,7 +322,7 @@ func checkLimitLines(t *testing.T, c *capture, w fixtureWant) {
 func checkStubStatus(t *testing.T, c *capture, w fixtureWant) {
 	t.Helper()
 	// README (g): "before" is always 3 3 1 (2 probes and the status request); Active and Writing are 1.
-	if c.before != (StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1}) {
+	if c.before != (nginxrec.StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1}) {
 		t.Errorf("before %+v", c.before)
 	}
 	if got := [3]int64{c.after.Accepts, c.after.Handled, c.after.Requests}; got != w.afterCount || c.after.Active != 1 || c.after.Writing != 1 {
@@ -343,7 +344,7 @@ func TestFixtureNextUpstream(t *testing.T) {
 		addr   string // "A", "B", "C" for the capture's upstream ports in meta.json order, or a group name
 		status int
 	}
-	tries := func(c *capture, a AccessRecord) []try {
+	tries := func(c *capture, a nginxrec.AccessRecord) []try {
 		var out []try
 		for _, u := range a.Upstreams {
 			name := u.Addr
@@ -386,7 +387,7 @@ func TestFixtureNextUpstream(t *testing.T) {
 			msgs["error no live upstreams while connecting to upstream"] != 3 {
 			t.Errorf("error log messages %v", msgs)
 		}
-		s := Summarize(c.access)
+		s := nginxrec.Summarize(c.access)
 		if s.Tries != 7 || s.ServerTries != 4 || s.Retried != 2 || s.Proxied != 4 {
 			t.Errorf("summary %+v", s)
 		}
@@ -460,7 +461,7 @@ func TestFixtureDelays(t *testing.T) {
 			byConn := c.limitsByConn(t)
 			var delays []int64
 			for _, a := range c.access {
-				if a.LimitReqStatus != LimitReqDelayed {
+				if a.LimitReqStatus != nginxrec.LimitReqDelayed {
 					continue
 				}
 				e := byConn[a.Connection]

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 
@@ -29,21 +30,21 @@ func TestAccessLogValues(t *testing.T) {
 		// Only $upstream_addr logged, with the group name nginx writes for "no live upstreams".
 		`{"id":"r-4","status":502,"upstream_addr":"backend"}`,
 	}, "\n")
-	recs, err := ParseAccessLog(strings.NewReader(log), "access.log")
+	recs, err := nginxrec.ParseAccessLog(strings.NewReader(log), "access.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []AccessRecord{
+	want := []nginxrec.AccessRecord{
 		{Line: 1, ID: "r-1", Status: 503, Method: "GET", URI: "/a?b=1", TimeMs: 1796115530382, RequestTimeMs: ptr(int64(0)),
-			LimitReqStatus: LimitReqRejected, Connection: 7, RemoteAddr: "127.0.0.1", Keys: map[string]string{"rl": "127.0.0.1"}},
+			LimitReqStatus: nginxrec.LimitReqRejected, Connection: 7, RemoteAddr: "127.0.0.1", Keys: map[string]string{"rl": "127.0.0.1"}},
 		{Line: 3, Status: 0, TimeMs: 12345, RequestTimeMs: ptr(int64(1500)),
-			Upstreams: []UpstreamTry{{Addr: "127.0.0.1:8080", Server: true}}},
-		{Line: 4, ID: "r-3", Status: 200, Method: "POST", URI: "/x", Upstreams: []UpstreamTry{
+			Upstreams: []nginxrec.UpstreamTry{{Addr: "127.0.0.1:8080", Server: true}}},
+		{Line: 4, ID: "r-3", Status: 200, Method: "POST", URI: "/x", Upstreams: []nginxrec.UpstreamTry{
 			{Addr: "10.0.0.1:80", Server: true, Status: 502, ResponseTimeMs: ptr(int64(0))},
 			{Addr: "[::1]:81", Server: true, Status: 504, ResponseTimeMs: ptr(int64(300))},
 			{Addr: "unix:/run/x.sock", Server: true, Status: 200, ResponseTimeMs: ptr(int64(1)), Group: 1},
 		}},
-		{Line: 5, ID: "r-4", Status: 502, Upstreams: []UpstreamTry{{Addr: "backend"}}},
+		{Line: 5, ID: "r-4", Status: 502, Upstreams: []nginxrec.UpstreamTry{{Addr: "backend"}}},
 	}
 	if !reflect.DeepEqual(recs, want) {
 		t.Fatalf("got\n%+v\nwant\n%+v", recs, want)
@@ -54,12 +55,12 @@ func TestAccessLogValues(t *testing.T) {
 	if recs[0].PassedLimiter() || recs[1].PassedLimiter() {
 		t.Errorf("PassedLimiter: REJECTED %v, none %v", recs[0].PassedLimiter(), recs[1].PassedLimiter())
 	}
-	for _, s := range []string{LimitReqPassed, LimitReqDelayed, LimitReqDelayedDryRun, LimitReqRejectedDryRun} {
-		if !(AccessRecord{LimitReqStatus: s}).PassedLimiter() {
+	for _, s := range []string{nginxrec.LimitReqPassed, nginxrec.LimitReqDelayed, nginxrec.LimitReqDelayedDryRun, nginxrec.LimitReqRejectedDryRun} {
+		if !(nginxrec.AccessRecord{LimitReqStatus: s}).PassedLimiter() {
 			t.Errorf("%s should have passed the limiter", s)
 		}
 	}
-	s := Summarize(append(recs, recs[0]))
+	s := nginxrec.Summarize(append(recs, recs[0]))
 	if s.Requests != 5 || s.ByStatus[503] != 2 || s.ByLimitReqStatus["none"] != 3 || s.Proxied != 3 || s.Retried != 1 ||
 		s.Tries != 5 || s.ServerTries != 4 || s.TriesByAddr["backend"] != 1 || !reflect.DeepEqual(s.DuplicateIDs, []string{"r-1"}) {
 		t.Errorf("summary %+v", s)
@@ -84,7 +85,7 @@ func TestAccessLogErrors(t *testing.T) {
 		{"limit_req_status", `{"limit_req_status":"passed"}`, `key "limit_req_status": "passed" is not a $limit_req_status value`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseAccessLog(strings.NewReader(`{"id":"ok","status":200}`+"\n"+tc.line+"\n"), "access.log")
+			_, err := nginxrec.ParseAccessLog(strings.NewReader(`{"id":"ok","status":200}`+"\n"+tc.line+"\n"), "access.log")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
@@ -92,7 +93,7 @@ func TestAccessLogErrors(t *testing.T) {
 	}
 	stop := fmt.Errorf("stop")
 	n := 0
-	err := ReadAccessLog(strings.NewReader("{}\n{}\n{}\n"), "x", func(AccessRecord) error { n++; return stop })
+	err := nginxrec.ReadAccessLog(strings.NewReader("{}\n{}\n{}\n"), "x", func(nginxrec.AccessRecord) error { n++; return stop })
 	if err != stop || n != 1 {
 		t.Errorf("callback error: got %v after %d records", err, n)
 	}
@@ -101,12 +102,12 @@ func TestAccessLogErrors(t *testing.T) {
 func TestParseMillis(t *testing.T) {
 	for in, want := range map[string]int64{"0.000": 0, "0.301": 301, "12": 12000, "1.5": 1500, "1.23456": 1234,
 		"1796115530.382": 1796115530382} {
-		if got, err := ParseMillis(in); err != nil || got != want {
+		if got, err := nginxrec.ParseMillis(in); err != nil || got != want {
 			t.Errorf("ParseMillis(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", ".5", "-1", "1e3", "1.2.3", "+1", " 1", "9999999999999"} {
-		if _, err := ParseMillis(in); err == nil {
+		if _, err := nginxrec.ParseMillis(in); err == nil {
 			t.Errorf("ParseMillis(%q): no error", in)
 		}
 	}
@@ -115,7 +116,7 @@ func TestParseMillis(t *testing.T) {
 func TestIsServerAddr(t *testing.T) {
 	for in, want := range map[string]bool{"127.0.0.1:80": true, "[::1]:8080": true, "unix:/tmp/s": true,
 		"backend": false, "unix:": false, "127.0.0.1": false, "host:80": false, "127.0.0.1:0": false, "": false} {
-		if got := IsServerAddr(in); got != want {
+		if got := nginxrec.IsServerAddr(in); got != want {
 			t.Errorf("IsServerAddr(%q) = %v", in, got)
 		}
 	}
@@ -135,7 +136,7 @@ func TestErrorLog(t *testing.T) {
 		`2026/12/01 08:59:00 [error] 2#2: *5 upstream timed out (110: Connection timed out) while connecting to upstream, client: 127.0.0.1, server: , request: "GET / HTTP/1.1", upstream: "http://[::1]:81/x", host: "127.0.0.1"`,
 		`2026/12/01 08:59:00 [error] 2#2: *6 upstream timed out (110: Connection timed out) while reading response header from upstream, client: 127.0.0.1, server: , request: "GET / HTTP/1.1", upstream: "http://127.0.0.1:1/", host: "127.0.0.1"`,
 	}, "\n")
-	l, err := ParseErrorLog(strings.NewReader(log), "error.log")
+	l, err := nginxrec.ParseErrorLog(strings.NewReader(log), "error.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +151,13 @@ func TestErrorLog(t *testing.T) {
 	if e := l.Entries[0]; e.Conn != 0 || e.Message != "nginx/1.22.1" || e.Level != "notice" {
 		t.Errorf("entry %+v", e)
 	}
-	wantLimits := []LimitEvent{
-		{Action: LimitActionDelay, DryRun: true, ExcessMilli: 1000, Zone: "rl"},
-		{Action: LimitActionReject, DryRun: true, ExcessMilli: 5990, Zone: "rl"},
-		{Action: LimitActionReject, ExcessMilli: 10990, Zone: "global-2"},
-		{Action: LimitActionNoMemory, Zone: "rl"},
+	wantLimits := []nginxrec.LimitEvent{
+		{Action: nginxrec.LimitActionDelay, DryRun: true, ExcessMilli: 1000, Zone: "rl"},
+		{Action: nginxrec.LimitActionReject, DryRun: true, ExcessMilli: 5990, Zone: "rl"},
+		{Action: nginxrec.LimitActionReject, ExcessMilli: 10990, Zone: "global-2"},
+		{Action: nginxrec.LimitActionNoMemory, Zone: "rl"},
 	}
-	var got []LimitEvent
+	var got []nginxrec.LimitEvent
 	for _, e := range l.Limits() {
 		got = append(got, *e.Limit)
 	}
@@ -183,14 +184,14 @@ func TestErrorLog(t *testing.T) {
 		t.Errorf("At: %v %v", at, err)
 	}
 	// UpstreamHits subtracts connect failures on the record's connection only.
-	recs := []AccessRecord{
-		{Connection: 4, Upstreams: []UpstreamTry{{Addr: "127.0.0.1:33279", Server: true}, {Addr: "127.0.0.1:1", Server: true}}},
-		{Connection: 9, Upstreams: []UpstreamTry{{Addr: "[::1]:81", Server: true}}},
+	recs := []nginxrec.AccessRecord{
+		{Connection: 4, Upstreams: []nginxrec.UpstreamTry{{Addr: "127.0.0.1:33279", Server: true}, {Addr: "127.0.0.1:1", Server: true}}},
+		{Connection: 9, Upstreams: []nginxrec.UpstreamTry{{Addr: "[::1]:81", Server: true}}},
 	}
-	if h := UpstreamHits(recs, l); !reflect.DeepEqual(h, map[string]int{"127.0.0.1:33279": 0, "127.0.0.1:1": 1, "[::1]:81": 1}) {
+	if h := nginxrec.UpstreamHits(recs, l); !reflect.DeepEqual(h, map[string]int{"127.0.0.1:33279": 0, "127.0.0.1:1": 1, "[::1]:81": 1}) {
 		t.Errorf("hits %v", h)
 	}
-	if h := UpstreamHits(recs, nil); !reflect.DeepEqual(h, map[string]int{"127.0.0.1:33279": 1, "127.0.0.1:1": 1, "[::1]:81": 1}) {
+	if h := nginxrec.UpstreamHits(recs, nil); !reflect.DeepEqual(h, map[string]int{"127.0.0.1:33279": 1, "127.0.0.1:1": 1, "[::1]:81": 1}) {
 		t.Errorf("hits without error log %v", h)
 	}
 }
@@ -201,12 +202,12 @@ func TestErrorLogErrors(t *testing.T) {
 		`2026/12/01 08:58:50 [warn] 1#1: *20 delaying request, excess: 1.000 by zone "rl", client: 127.0.0.1, server: `,
 		`2026/12/01 08:58:50 [alert] 1#1: could not allocate node in limit_req zone rl`,
 	} {
-		_, err := ParseErrorLog(strings.NewReader("\n"+line+"\n"), "error.log")
+		_, err := nginxrec.ParseErrorLog(strings.NewReader("\n"+line+"\n"), "error.log")
 		if err == nil || !strings.HasPrefix(err.Error(), "error.log:2: limit_req line does not parse") {
 			t.Errorf("%q: error %v", line, err)
 		}
 	}
-	_, err := ParseErrorLog(strings.NewReader(`2026/12/01 08:58:50 [error] 99999999999999999999#1: x`), "e")
+	_, err := nginxrec.ParseErrorLog(strings.NewReader(`2026/12/01 08:58:50 [error] 99999999999999999999#1: x`), "e")
 	if err == nil || !strings.HasPrefix(err.Error(), "e:1: pid") {
 		t.Errorf("pid overflow: %v", err)
 	}
@@ -216,7 +217,7 @@ const stubPage = "Active connections: 1 \nserver accepts handled requests\n 24 2
 
 func TestStubStatus(t *testing.T) {
 	s, err := ParseStubStatus(strings.NewReader(strings.ReplaceAll(stubPage, "\n", "\r\n")), "s")
-	if err != nil || s != (StubStatus{Active: 1, Accepts: 24, Handled: 24, Requests: 22, Writing: 1}) {
+	if err != nil || s != (nginxrec.StubStatus{Active: 1, Accepts: 24, Handled: 24, Requests: 22, Writing: 1}) {
 		t.Fatalf("%+v %v", s, err)
 	}
 	for _, tc := range []struct{ page, want string }{
@@ -233,12 +234,12 @@ func TestStubStatus(t *testing.T) {
 			t.Errorf("%q: error %v, want prefix %q", tc.page, err, tc.want)
 		}
 	}
-	before := StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1}
-	d, err := Delta(before, StubStatus{Active: 2, Accepts: 10, Handled: 9, Requests: 30})
+	before := nginxrec.StubStatus{Active: 1, Accepts: 3, Handled: 3, Requests: 1, Writing: 1}
+	d, err := Delta(before, nginxrec.StubStatus{Active: 2, Accepts: 10, Handled: 9, Requests: 30})
 	if err != nil || d.Accepts != 7 || d.Handled != 6 || d.Requests != 29 || d.Dropped != 1 || d.After.Active != 2 {
 		t.Errorf("delta %+v %v", d, err)
 	}
-	if _, err := Delta(before, StubStatus{Accepts: 1, Handled: 1, Requests: 1}); err == nil || !strings.Contains(err.Error(), "counters went down") {
+	if _, err := Delta(before, nginxrec.StubStatus{Accepts: 1, Handled: 1, Requests: 1}); err == nil || !strings.Contains(err.Error(), "counters went down") {
 		t.Errorf("restart: %v", err)
 	}
 }
@@ -304,7 +305,7 @@ func FuzzParseAccessLog(f *testing.F) {
 	f.Add(`{"id":"x","status":000,"upstream_addr":"a:1, b : c:2","upstream_status":"-, 502 : 200","upstream_response_time":"0.001, - : 1"}`)
 	f.Add(`{"status":"200","keys":{"rl":"k"},"msec":"1.5"}` + "\n\n{}")
 	f.Fuzz(func(t *testing.T, s string) {
-		recs, err := ParseAccessLog(strings.NewReader(s), "fuzz")
+		recs, err := nginxrec.ParseAccessLog(strings.NewReader(s), "fuzz")
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz:") {
 				t.Fatalf("error does not name the source: %v", err)
@@ -322,7 +323,7 @@ func FuzzParseAccessLog(f *testing.F) {
 			}
 			prev := 0
 			for _, u := range a.Upstreams {
-				if u.Server != IsServerAddr(u.Addr) || u.Group < prev || u.Status > 999 {
+				if u.Server != nginxrec.IsServerAddr(u.Addr) || u.Group < prev || u.Status > 999 {
 					t.Fatalf("try %+v", u)
 				}
 				prev = u.Group
@@ -338,7 +339,7 @@ func FuzzParseErrorLog(f *testing.F) {
 	fuzzSeeds(f, "error.log", true)
 	f.Add(`2026/12/01 08:58:50 [alert] 1#1: could not allocate node in limit_req zone "rl"` + "\nnot a line\n")
 	f.Fuzz(func(t *testing.T, s string) {
-		l, err := ParseErrorLog(strings.NewReader(s), "fuzz")
+		l, err := nginxrec.ParseErrorLog(strings.NewReader(s), "fuzz")
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "fuzz:") {
 				t.Fatalf("error does not name the source: %v", err)
@@ -387,14 +388,14 @@ func FuzzParseMillis(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		ms, err := ParseMillis(s)
+		ms, err := nginxrec.ParseMillis(s)
 		if err != nil {
 			return
 		}
 		if ms < 0 {
 			t.Fatalf("ParseMillis(%q) = %d", s, ms)
 		}
-		back, err := ParseMillis(fmt.Sprintf("%d.%03d", ms/1000, ms%1000))
+		back, err := nginxrec.ParseMillis(fmt.Sprintf("%d.%03d", ms/1000, ms%1000))
 		if err != nil || back != ms {
 			t.Fatalf("round trip of %q: %d -> %d, %v", s, ms, back, err)
 		}

@@ -4,39 +4,18 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 )
 
-// StubStatus is one stub_status page. The page has four lines, written by ngx_http_stub_status_handler
-// (src/http/modules/ngx_http_stub_status_module.c):
-//
-//	Active connections: N
-//	server accepts handled requests
-//	 A H R
-//	Reading: r Writing: w Waiting: k
-//
-// Accepts, Handled and Requests are counters since the start of the nginx instance (shared by all its workers and
-// servers, kept across reloads); Active, Reading, Writing and Waiting are gauges. Requests includes the status
-// request itself, Accepts includes connections that never sent a request (TCP probes); upstream connections are
-// not counted (https://nginx.org/en/docs/http/ngx_http_stub_status_module.html).
-type StubStatus struct {
-	Active   int64 `json:"active"`
-	Accepts  int64 `json:"accepts"`
-	Handled  int64 `json:"handled"`
-	Requests int64 `json:"requests"`
-	Reading  int64 `json:"reading"`
-	Writing  int64 `json:"writing"`
-	Waiting  int64 `json:"waiting"`
-}
-
 // ParseStubStatus parses a stub_status page read from r (name is used in errors, "<name>:<line>: ..."). Lines may
 // end in spaces or "\r"; blank lines are skipped. A page that is not the four lines above, or whose numbers are not
 // non-negative integers, is an error naming the line.
-func ParseStubStatus(r io.Reader, name string) (StubStatus, error) {
-	var s StubStatus
+func ParseStubStatus(r io.Reader, name string) (nginxrec.StubStatus, error) {
+	var s nginxrec.StubStatus
 	sc := bufio.NewScanner(io.LimitReader(r, 1<<20))
 	lineNo, seen := 0, 0
 	num := func(field string, v string) (int64, error) {
@@ -108,13 +87,13 @@ type StubStatusDelta struct {
 	// reached (the doc page's "handled" note).
 	Dropped int64 `json:"dropped"`
 	// After holds the gauges of the later snapshot (Active, Reading, Writing, Waiting).
-	After StubStatus `json:"after"`
+	After nginxrec.StubStatus `json:"after"`
 }
 
 // Delta returns after minus before. Both must come from one nginx instance that ran all the time: a counter that
 // went down (a restart in between) is an error. Requests counts the later status request too (it is counted
 // before its page is written) but not the earlier one's (already counted in before).
-func Delta(before, after StubStatus) (StubStatusDelta, error) {
+func Delta(before, after nginxrec.StubStatus) (StubStatusDelta, error) {
 	d := StubStatusDelta{Accepts: after.Accepts - before.Accepts, Handled: after.Handled - before.Handled,
 		Requests: after.Requests - before.Requests, After: after}
 	if d.Accepts < 0 || d.Handled < 0 || d.Requests < 0 {
@@ -128,25 +107,25 @@ func Delta(before, after StubStatus) (StubStatusDelta, error) {
 // FetchStubStatus GETs a stub_status URL with client and returns the raw body and the parsed page. A status other
 // than 200, a body over 1 MiB or a page that does not parse is an error naming the URL; the raw body is returned
 // whenever it was read, so a caller can keep it as evidence.
-func FetchStubStatus(ctx context.Context, client *http.Client, url string) ([]byte, StubStatus, error) {
+func FetchStubStatus(ctx context.Context, client *http.Client, url string) ([]byte, nginxrec.StubStatus, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, StubStatus{}, fmt.Errorf("nginx stub_status %s: %w", url, err)
+		return nil, nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status %s: %w", url, err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, StubStatus{}, fmt.Errorf("nginx stub_status: %w", err)
+		return nil, nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status: %w", err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20+1))
 	if err != nil {
-		return raw, StubStatus{}, fmt.Errorf("nginx stub_status %s: read: %w", url, err)
+		return raw, nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status %s: read: %w", url, err)
 	}
 	if len(raw) > 1<<20 {
-		return raw[:1<<20], StubStatus{}, fmt.Errorf("nginx stub_status %s: body over 1 MiB", url)
+		return raw[:1<<20], nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status %s: body over 1 MiB", url)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return raw, StubStatus{}, fmt.Errorf("nginx stub_status %s: HTTP %d", url, resp.StatusCode)
+		return raw, nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status %s: HTTP %d", url, resp.StatusCode)
 	}
 	s, err := ParseStubStatus(strings.NewReader(string(raw)), url)
 	return raw, s, err

@@ -2,7 +2,7 @@
 // 15): GET /_rlbench/receipts of each replica, streamed line by line into a
 // sealed receipts/<source>.jsonl of an evidence directory, so that the
 // receipts of backend replicas in a cluster can be merged with the
-// requests of every attack shard (evidence.Merge). It never prints and
+// requests of every attack shard (evidence/merge.Merge). It never prints and
 // never exits.
 package receipts
 
@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 )
 
@@ -29,7 +30,7 @@ type Options struct {
 	// any, bounds the whole stream: prefer the context.
 	Client *http.Client
 	// MaxBytes bounds the stream; 0 means DefaultMaxBytes. A longer one is
-	// an error (*evidence.SizeError), never a silent truncation.
+	// an error (*boundedio.SizeError), never a silent truncation.
 	MaxBytes int64
 }
 
@@ -117,7 +118,7 @@ func Fetch(ctx context.Context, receiptsURL string, w *evidence.Writer, opts Opt
 		return res, fmt.Errorf("%s: %s (want 200 from an rlbench backend's %s)", name, resp.Status, backend.ReceiptsPath)
 	}
 	seen := map[string]bool{}
-	err = evidence.ReadLines(evidence.NewReader(ctx, resp.Body, name, limit), name, func(line int, rc *evidence.Receipt) error {
+	err = evidence.ReadLines(boundedio.NewReader(ctx, resp.Body, name, limit), name, func(line int, rc *evidence.Receipt) error {
 		if rc.RecvNs <= 0 {
 			return &evidence.LineError{File: name, Line: line, Err: errors.New("not a receipt: recv_ns missing")}
 		}

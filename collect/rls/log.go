@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
 // Time resolutions of the two logrus envelopes, in ns.
@@ -99,9 +100,9 @@ type Decision struct {
 	// domain; it gets "config" (DomainSourceConfig) or "call"
 	// (DomainSourceCall) when the log tells it, else "" (Domain unknown, never
 	// a domain "": the RLS refuses an empty domain).
-	DomainSource string                     `json:"domain_source,omitempty"`
-	Descriptor   []evidence.DescriptorEntry `json:"descriptor,omitempty"`
-	Key          string                     `json:"key,omitempty"`
+	DomainSource string                       `json:"domain_source,omitempty"`
+	Descriptor   []descriptor.DescriptorEntry `json:"descriptor,omitempty"`
+	Key          string                       `json:"key,omitempty"`
 	// WindowStart is the key's numeric suffix: floor(now/unit_s)*unit_s, unix s.
 	WindowStart int64 `json:"window_start,omitempty"`
 	// Current is the counter after the increment; HasCurrent is false for
@@ -351,7 +352,7 @@ type limitInfo struct {
 type openDesc struct {
 	ev      Event
 	raw     string
-	entries []evidence.DescriptorEntry
+	entries []descriptor.DescriptorEntry
 	domain  string
 }
 
@@ -361,8 +362,8 @@ type logParser struct {
 	// debugMsgs counts RLS envelope lines at level debug.
 	debugMsgs int
 	descs     []*openDesc
-	byDesc    map[string]limitInfo                  // descriptor text -> last applied limit
-	encIndex  map[string][]evidence.DescriptorEntry // "_k_v_..._" -> entries
+	byDesc    map[string]limitInfo                    // descriptor text -> last applied limit
+	encIndex  map[string][]descriptor.DescriptorEntry // "_k_v_..._" -> entries
 	lookups   []Event
 	open      []*Decision // limited decisions awaiting a response status
 	noLimit   []*Decision // no-limit decisions awaiting a status
@@ -396,7 +397,7 @@ func newLogParser(name string) *logParser {
 			Sink:   newStatsdTotals(name),
 		},
 		byDesc:   map[string]limitInfo{},
-		encIndex: map[string][]evidence.DescriptorEntry{},
+		encIndex: map[string][]descriptor.DescriptorEntry{},
 	}
 }
 
@@ -911,7 +912,7 @@ func (p *logParser) newKeyDecision(env envelope, key string) *Decision {
 // `_k_v_..._` suffix of the key before its window that a logged descriptor
 // encodes (source "descriptor"), else the text before the first `_`
 // ("key_prefix", no descriptor), else nothing.
-func (p *logParser) keyDomain(key string) (domain, source string, entries []evidence.DescriptorEntry) {
+func (p *logParser) keyDomain(key string) (domain, source string, entries []descriptor.DescriptorEntry) {
 	stem := key
 	if mm := reWindow.FindStringSubmatch(key); mm != nil {
 		stem = key[:len(key)-len(mm[1])] // keeps the trailing "_"
@@ -1055,28 +1056,28 @@ func (p *logParser) finish() *Log {
 // parseDescriptor splits `(k=v),(k2=v2)` (service/ratelimit.go joins
 // fmt.Sprintf("(%s=%s)") entries with ","). The key ends at the first '=';
 // a value containing "),(" cannot be told apart from an entry boundary.
-func parseDescriptor(raw string) []evidence.DescriptorEntry {
+func parseDescriptor(raw string) []descriptor.DescriptorEntry {
 	s := strings.TrimSpace(raw)
 	if !strings.HasPrefix(s, "(") || !strings.HasSuffix(s, ")") {
 		return nil
 	}
 	s = s[1 : len(s)-1]
-	var out []evidence.DescriptorEntry
+	var out []descriptor.DescriptorEntry
 	for _, part := range strings.Split(s, "),(") {
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
 			return nil
 		}
-		out = append(out, evidence.DescriptorEntry{Key: k, Value: v})
+		out = append(out, descriptor.DescriptorEntry{Key: k, Value: v})
 	}
 	return out
 }
 
 // encodeEntries is the descriptor part of a cache key, "_k_v_k2_v2_"
-// (evidence.CacheKeyPrefix without a domain).
-func encodeEntries(es []evidence.DescriptorEntry) string { return evidence.CacheKeyPrefix("", es) }
+// (descriptor.CacheKeyPrefix without a domain).
+func encodeEntries(es []descriptor.DescriptorEntry) string { return descriptor.CacheKeyPrefix("", es) }
 
-func descriptorText(es []evidence.DescriptorEntry) string {
+func descriptorText(es []descriptor.DescriptorEntry) string {
 	parts := make([]string, len(es))
 	for i, e := range es {
 		parts[i] = "(" + e.Key + "=" + e.Value + ")"

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/internal/promtext"
 )
 
@@ -57,7 +58,7 @@ var (
 // so does a value of an extracted family that is not a count (NaN, ±Inf or
 // negative: promtext.CheckCount), with the series.
 func ParsePrometheus(r io.Reader, name string) (*PromSnapshot, error) {
-	data, err := evidence.ReadAll(context.Background(), r, name, maxMetricsBody)
+	data, err := boundedio.ReadAll(context.Background(), r, name, maxMetricsBody)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"context"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"net/http"
 	"os"
 
@@ -18,15 +20,15 @@ import (
 // stats/<name>.<label>.json (the envoy.Snapshot analyze compares, stamped
 // with Name, Label and the admin URL redacted by evidence.RedactURL); a
 // failed fetch keeps the raw body only.
-func EnvoyStats(format envoy.Format) Page[*envoy.Snapshot] {
-	return Page[*envoy.Snapshot]{
-		Fetch: func(ctx context.Context, client *http.Client, url string) ([]byte, *envoy.Snapshot, error) {
+func EnvoyStats(format envoyrec.Format) Page[*envoyrec.Snapshot] {
+	return Page[*envoyrec.Snapshot]{
+		Fetch: func(ctx context.Context, client *http.Client, url string) ([]byte, *envoyrec.Snapshot, error) {
 			return envoy.Fetch(ctx, client, url, format)
 		},
 		KeepRaw: func(o Options, raw []byte) error {
 			return evidence.WriteStats(o.Out, o.Name, o.Label, string(format), raw, nil)
 		},
-		Write: func(o Options, raw []byte, snap *envoy.Snapshot) (*envoy.Snapshot, error) {
+		Write: func(o Options, raw []byte, snap *envoyrec.Snapshot) (*envoyrec.Snapshot, error) {
 			snap.Proxy, snap.Label, snap.Admin = o.Name, o.Label, evidence.RedactURL(o.URL)
 			return snap, evidence.WriteStats(o.Out, o.Name, o.Label, string(format), raw, snap)
 		},
@@ -65,13 +67,13 @@ func RLSPrometheus() Page[*rls.PromSnapshot] {
 // evidence.WriteNginxStubStatus as nginx/<name>/stub_status.<label>.txt
 // (raw) and stub_status.<label>.json (parsed); a failed fetch keeps the raw
 // body only.
-func NginxStubStatus() Page[nginx.StubStatus] {
-	return Page[nginx.StubStatus]{
+func NginxStubStatus() Page[nginxrec.StubStatus] {
+	return Page[nginxrec.StubStatus]{
 		Fetch: nginx.FetchStubStatus,
 		KeepRaw: func(o Options, raw []byte) error {
 			return evidence.WriteNginxStubStatus(o.Out, o.Name, o.Label, raw, nil)
 		},
-		Write: func(o Options, raw []byte, st nginx.StubStatus) (nginx.StubStatus, error) {
+		Write: func(o Options, raw []byte, st nginxrec.StubStatus) (nginxrec.StubStatus, error) {
 			return st, evidence.WriteNginxStubStatus(o.Out, o.Name, o.Label, raw, &st)
 		},
 	}

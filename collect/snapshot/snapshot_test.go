@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -47,7 +47,7 @@ func readJSON(t *testing.T, path string, v any) {
 
 // textExt is the raw text page's extension (evidence.RawStatsExt).
 func textExt(t *testing.T) string {
-	ext, ok := evidence.RawStatsExt(string(envoy.FormatText))
+	ext, ok := evidence.RawStatsExt(string(envoyrec.FormatText))
 	if !ok {
 		t.Fatal("no extension for the text format")
 	}
@@ -65,7 +65,7 @@ func TestEnvoyStats(t *testing.T) {
 	url := pageServer(t, "/stats", envoyText)
 	d := evidence.Dir(t.TempDir())
 	snap, err := Take(context.Background(), Options{URL: url, Name: "proxy-a", Label: "before", Out: d, Timeout: 5 * time.Second},
-		EnvoyStats(envoy.FormatText))
+		EnvoyStats(envoyrec.FormatText))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestEnvoyStats(t *testing.T) {
 	if err != nil || string(raw) != envoyText {
 		t.Errorf("raw page %q, %v", raw, err)
 	}
-	var kept envoy.Snapshot
+	var kept envoyrec.Snapshot
 	readJSON(t, d.StatsSnapshot("proxy-a", "before", ".json"), &kept)
 	if kept.Proxy != "proxy-a" || kept.Label != "before" || kept.Admin != snap.Admin || kept.Values["cluster.backend.upstream_rq_total"] != 7 {
 		t.Errorf("parsed snapshot kept as %+v", kept)
@@ -92,7 +92,7 @@ func TestEnvoyStats(t *testing.T) {
 func TestEnvoyStatsFailure(t *testing.T) {
 	url := pageServer(t, "/stats", "\n")
 	d := evidence.Dir(t.TempDir())
-	_, err := Take(context.Background(), Options{URL: url, Name: "proxy-a", Label: "after", Out: d}, EnvoyStats(envoy.FormatText))
+	_, err := Take(context.Background(), Options{URL: url, Name: "proxy-a", Label: "after", Out: d}, EnvoyStats(envoyrec.FormatText))
 	if err == nil || !strings.Contains(err.Error(), "/stats: no stats") {
 		t.Fatalf("err %v, want the no-stats error", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/merge"
 	"github.com/spf13/cobra"
 )
 
@@ -71,8 +72,8 @@ func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
 // time series the HTML report plots.
 func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool) (*evidence.Bundle, *report.Report, error) {
 	load := evidence.Load
-	if evidence.IsShardSet(dir) { // a directory of shard directories: judged merged
-		load = evidence.LoadShardSet
+	if merge.IsShardSet(dir) { // a directory of shard directories: judged merged
+		load = merge.LoadShardSet
 	}
 	b, err := load(ctx, dir)
 	if err != nil {

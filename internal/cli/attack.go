@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/spf13/cobra"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -407,12 +408,12 @@ func readIDs(n int, file, prefix string) ([]string, error) {
 }
 
 // inputFile opens path, given with flag, as a regular file
-// (evidence.OpenRegularFile). A path that does not exist is a usage error
+// (boundedio.OpenFile). A path that does not exist is a usage error
 // naming the flag; one that is not a regular file (a FIFO may block for
-// ever, /dev/zero never ends) is the *evidence.NotRegularError, which
+// ever, /dev/zero never ends) is the *boundedio.NotRegularError, which
 // exitCode makes a usage error too, its message led by the flag.
 func inputFile(flag, path string) (*os.File, error) {
-	f, _, err := evidence.OpenRegularFile(path)
+	f, _, err := boundedio.OpenFile(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, usageErrorf("%s %s: no such file", flag, path)

@@ -20,8 +20,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/rlbench/rlbench/internal/boundedio"
-	"github.com/rlbench/rlbench/internal/buildinfo"
+	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/buildinfo"
 	"github.com/spf13/cobra"
 )
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/snapshot"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +30,7 @@ type CollectEnvoyOptions struct {
 	Proxy   string
 	Label   string
 	Out     string
-	Format  envoy.Format
+	Format  envoyrec.Format
 	Timeout time.Duration
 }
 
@@ -68,14 +68,14 @@ compares). NAME must be the attack target name of that proxy.`,
 	f.StringVar(&o.Proxy, "proxy", "", "proxy name (the attack target name)")
 	f.StringVar(&o.Label, "label", "", "snapshot label: before or after")
 	f.StringVar(&o.Out, "out", "", "evidence directory")
-	enumFlag(cmd, &o.Format, "format", envoy.FormatText, statsFormats, "stats form to fetch")
+	enumFlag(cmd, &o.Format, "format", envoyrec.FormatText, statsFormats, "stats form to fetch")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "HTTP timeout")
 	return cmd
 }
 
 // statsFormats are the forms --format accepts (evidence.RawStatsExt names
 // each one's file extension for the raw body).
-var statsFormats = []envoy.Format{envoy.FormatText, envoy.FormatJSON, envoy.FormatPrometheus}
+var statsFormats = []envoyrec.Format{envoyrec.FormatText, envoyrec.FormatJSON, envoyrec.FormatPrometheus}
 
 func runCollectEnvoy(ctx context.Context, o *CollectEnvoyOptions) error {
 	d := evidence.Dir(o.Out)

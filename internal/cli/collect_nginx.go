@@ -16,6 +16,7 @@ import (
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/snapshot"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +36,7 @@ type CollectNginxAccessLogOptions struct {
 // NginxAccessLogSummary is what `rlbench collect nginx-access-log --format json` prints.
 type NginxAccessLogSummary struct {
 	Source string `json:"source"`
-	collectnginx.AccessSummary
+	nginxrec.AccessSummary
 	// ErrorLog, LimitReqLines and UpstreamHits are set with --error-log: the limit_req lines by action, and the
 	// upstream tries per server that reached it (server tries minus connect() failures).
 	ErrorLog      string         `json:"error_log,omitempty"`
@@ -96,33 +97,33 @@ func runCollectNginxAccessLog(ctx context.Context, o *CollectNginxAccessLogOptio
 	}
 	defer in.Close()
 	d := evidence.Dir(o.Out)
-	var recs []collectnginx.AccessRecord
+	var recs []nginxrec.AccessRecord
 	if o.Out != "" {
 		recs, err = evidence.WriteNginxAccessLog(d, o.Proxy, name, in)
 	} else {
-		recs, err = collectnginx.ParseAccessLog(in, name)
+		recs, err = nginxrec.ParseAccessLog(in, name)
 	}
 	if err != nil {
 		return err
 	}
-	s := NginxAccessLogSummary{Source: name, AccessSummary: collectnginx.Summarize(recs)}
+	s := NginxAccessLogSummary{Source: name, AccessSummary: nginxrec.Summarize(recs)}
 	if o.ErrorLog != "" {
 		f, err := os.Open(o.ErrorLog)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		var errLog *collectnginx.ErrorLog
+		var errLog *nginxrec.ErrorLog
 		if o.Out != "" {
 			errLog, err = evidence.WriteNginxErrorLog(d, o.Proxy, o.ErrorLog, f)
 		} else {
-			errLog, err = collectnginx.ParseErrorLog(f, o.ErrorLog)
+			errLog, err = nginxrec.ParseErrorLog(f, o.ErrorLog)
 		}
 		if err != nil {
 			return err
 		}
 		s.ErrorLog, s.LimitReqLines = o.ErrorLog, errLog.LimitCounts()
-		s.UpstreamHits = collectnginx.UpstreamHits(recs, errLog)
+		s.UpstreamHits = nginxrec.UpstreamHits(recs, errLog)
 	}
 	if o.Out != "" {
 		fmt.Fprintf(o.IO.ErrOut, "collect: %s: %d requests -> %s\n", name, len(recs), d.Path(evidence.NginxPath(o.Proxy, evidence.NginxAccessFile)))
@@ -133,7 +134,7 @@ func runCollectNginxAccessLog(ctx context.Context, o *CollectNginxAccessLogOptio
 	return renderNginxAccessTable(o.IO.Out, recs, s)
 }
 
-func renderNginxAccessTable(out io.Writer, recs []collectnginx.AccessRecord, s NginxAccessLogSummary) error {
+func renderNginxAccessTable(out io.Writer, recs []nginxrec.AccessRecord, s NginxAccessLogSummary) error {
 	type key struct {
 		lrs    string
 		status int
@@ -141,8 +142,8 @@ func renderNginxAccessTable(out io.Writer, recs []collectnginx.AccessRecord, s N
 	counts := map[key]int{}
 	for _, a := range recs {
 		k := key{a.LimitReqStatus, a.Status}
-		if k.lrs == collectnginx.LimitReqNone {
-			k.lrs = collectnginx.LimitReqNoneKey
+		if k.lrs == nginxrec.LimitReqNone {
+			k.lrs = nginxrec.LimitReqNoneKey
 		}
 		counts[k]++
 	}
@@ -202,7 +203,7 @@ func formatCounts(m map[string]int) string {
 type NginxStatusOutput struct {
 	URL    string                        `json:"url"`
 	Label  string                        `json:"label"`
-	Status collectnginx.StubStatus       `json:"status"`
+	Status nginxrec.StubStatus           `json:"status"`
 	Delta  *collectnginx.StubStatusDelta `json:"delta_since_before,omitempty"`
 }
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/rlbench/rlbench/schemas"
 )
@@ -71,8 +71,8 @@ func TestCollectNginxAccessLog(t *testing.T) {
 		!bytes.Equal(readFile(t, filepath.Join(base, evidence.NginxErrorLogFile)), readFile(t, errLog)) {
 		t.Error("raw logs not copied verbatim")
 	}
-	var limits []collectnginx.ErrorEntry
-	if err := evidence.ReadFile(filepath.Join(base, evidence.NginxLimitReqFile), func(_ int, e *collectnginx.ErrorEntry) error {
+	var limits []nginxrec.ErrorEntry
+	if err := evidence.ReadFile(filepath.Join(base, evidence.NginxLimitReqFile), func(_ int, e *nginxrec.ErrorEntry) error {
 		limits = append(limits, *e)
 		return nil
 	}); err != nil {
@@ -82,18 +82,18 @@ func TestCollectNginxAccessLog(t *testing.T) {
 	if n, err := schemas.ValidateDir(dir); err != nil || n != 4 {
 		t.Errorf("nginx evidence: %d files valid, %v", n, err)
 	}
-	if len(limits) != 19 || limits[0].Limit == nil || limits[0].Limit.Action != collectnginx.LimitActionDelay || limits[0].Limit.ExcessMilli != 1000 {
+	if len(limits) != 19 || limits[0].Limit == nil || limits[0].Limit.Action != nginxrec.LimitActionDelay || limits[0].Limit.ExcessMilli != 1000 {
 		t.Errorf("limit_req.jsonl: %d lines, first %+v", len(limits), limits)
 	}
 	// The records read back equal a direct parse.
-	var back []collectnginx.AccessRecord
-	if err := evidence.ReadFile(filepath.Join(base, evidence.NginxAccessFile), func(_ int, a *collectnginx.AccessRecord) error {
+	var back []nginxrec.AccessRecord
+	if err := evidence.ReadFile(filepath.Join(base, evidence.NginxAccessFile), func(_ int, a *nginxrec.AccessRecord) error {
 		back = append(back, *a)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	direct, err := collectnginx.ParseAccessLog(bytes.NewReader(readFile(t, access)), access)
+	direct, err := nginxrec.ParseAccessLog(bytes.NewReader(readFile(t, access)), access)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestCollectNginxStatus(t *testing.T) {
 		t.Errorf("after: %+v delta %+v", res, res.Delta)
 	}
 	base := filepath.Join(dir, evidence.NginxPath(defaultNginxProxy, ""))
-	var parsed collectnginx.StubStatus
+	var parsed nginxrec.StubStatus
 	if err := json.Unmarshal(readFile(t, filepath.Join(base, evidence.NginxStubStatusJSON("after"))), &parsed); err != nil || parsed != res.Status {
 		t.Errorf("stub_status.after.json: %+v %v", parsed, err)
 	}

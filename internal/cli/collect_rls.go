@@ -13,22 +13,23 @@ import (
 	"time"
 
 	"github.com/olekukonko/tablewriter"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/collect/snapshot"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/spf13/cobra"
 )
 
 // openInput opens FILE, or standard input for "-", for a streaming parser:
 // reads stop when ctx is done (the first SIGINT/SIGTERM). FILE must be a
-// regular file (evidence.OpenRegular); a pipe is read through "-".
+// regular file (boundedio.OpenRegular); a pipe is read through "-".
 func openInput(ctx context.Context, s *IOStreams, name string) (io.ReadCloser, string, error) {
 	if name == "-" {
-		return io.NopCloser(evidence.NewReader(ctx, s.In, "<stdin>", 0)), "<stdin>", nil
+		return io.NopCloser(boundedio.NewReader(ctx, s.In, "<stdin>", 0)), "<stdin>", nil
 	}
-	f, err := evidence.OpenRegular(ctx, name, 0)
-	var nr *evidence.NotRegularError
+	f, err := boundedio.OpenRegular(ctx, name, 0)
+	var nr *boundedio.NotRegularError
 	if errors.As(err, &nr) {
 		return nil, name, fmt.Errorf("%w (to read a pipe, give - and redirect it to standard input)", err)
 	}
@@ -293,7 +294,7 @@ func runCollectStatsd(ctx context.Context, o *CollectStatsdOptions) error {
 	}
 	// The capture is summed after the listener stopped: ctx is done by
 	// then, so the read is not tied to it.
-	rf, err := evidence.OpenRegular(context.WithoutCancel(ctx), out, 0)
+	rf, err := boundedio.OpenRegular(context.WithoutCancel(ctx), out, 0)
 	if err != nil {
 		return err
 	}
@@ -350,18 +351,18 @@ func runCollectAccessLog(ctx context.Context, o *CollectAccessLogOptions) error 
 		return err
 	}
 	defer in.Close()
-	entries, err := envoy.ParseAccessLog(in, name)
+	entries, err := envoyrec.ParseAccessLog(in, name)
 	if err != nil {
 		return err
 	}
 	type row struct {
-		envoy.AccessLogEntry
+		envoyrec.AccessLogEntry
 		Producer string `json:"producer"`
 	}
 	counts := map[string]int{}
 	rows := make([]row, 0, len(entries))
 	for _, e := range entries {
-		p := envoy.Producer(e)
+		p := envoyrec.Producer(e)
 		counts[p]++
 		rows = append(rows, row{e, p})
 	}

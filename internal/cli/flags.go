@@ -11,7 +11,7 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/lab/proxy"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -258,9 +258,9 @@ func (v *countValue) Set(s string) error {
 
 // descriptorsValue is a repeatable key=value flag into generic_key rate
 // limit actions (Envoy's route rate_limits actions; an empty key is
-// generic_key, proxy.DefaultGenericKey).
+// generic_key, descriptor.DefaultGenericKey).
 type descriptorsValue struct {
-	p    *[]proxy.Action
+	p    *[]descriptor.RateLimitAction
 	name string
 }
 
@@ -279,7 +279,7 @@ func (v *descriptorsValue) Set(s string) error {
 	if !ok {
 		return usageErrorf("--%s %q: want key=value", v.name, s)
 	}
-	*v.p = append(*v.p, proxy.Action{GenericKey: &proxy.GenericKeyAction{DescriptorKey: k, DescriptorValue: val}})
+	*v.p = append(*v.p, descriptor.RateLimitAction{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: k, DescriptorValue: val}})
 	return nil
 }
 
@@ -310,7 +310,7 @@ func countFlag(fs *pflag.FlagSet, p **int, name, usage string) {
 	fs.Var(&countValue{p: p, name: name}, name, usage)
 }
 
-func descriptorsFlag(fs *pflag.FlagSet, p *[]proxy.Action, name, usage string) {
+func descriptorsFlag(fs *pflag.FlagSet, p *[]descriptor.RateLimitAction, name, usage string) {
 	fs.Var(&descriptorsValue{p: p, name: name}, name, usage)
 }
 

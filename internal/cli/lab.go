@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
@@ -38,7 +39,7 @@ type LabOptions struct {
 	// GlobalDomain, when set, enables the global filter with the generic_key
 	// actions GlobalDescriptors (--global-descriptor key=value).
 	GlobalDomain      string
-	GlobalDescriptors []proxy.Action
+	GlobalDescriptors []descriptor.RateLimitAction
 	RLS               string // grpc://host:port of an external RLS
 	RLSConfig         string // config file for the lab RLS
 	RLSTimeout        time.Duration
@@ -50,12 +51,12 @@ type LabOptions struct {
 	// LocalDescriptors (--local-descriptor) and LocalRateLimits
 	// (--local-rate-limit) give the local filter per-key buckets.
 	LocalDescriptors    []proxy.LocalDescriptor
-	LocalRateLimits     []proxy.RateLimit
+	LocalRateLimits     []descriptor.RateLimitEntry
 	LocalAlwaysDefault  bool // always_consume_default_token_bucket
 	LocalPerConnection  bool
 	LocalTokenBucket    string // proxy.TokenBucketContinuous | proxy.TokenBucketTimer
 	LocalXRateLimit     bool
-	GlobalRateLimits    []proxy.RateLimit // --global-rate-limit, one entry each
+	GlobalRateLimits    []descriptor.RateLimitEntry // --global-rate-limit, one entry each
 	Endpoints           int
 	BackendFaults       backend.Faults
 	BackendSeed         uint64

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/spf13/pflag"
@@ -18,7 +19,7 @@ import (
 // rateLimitsValue is a repeatable flag, one rate_limits entry per use in
 // proxy.ParseActions' syntax.
 type rateLimitsValue struct {
-	p    *[]proxy.RateLimit
+	p    *[]descriptor.RateLimitEntry
 	name string
 }
 
@@ -35,11 +36,11 @@ func (v *rateLimitsValue) Set(s string) error {
 	if err != nil {
 		return usageErrorf("--%s: %v", v.name, err)
 	}
-	*v.p = append(*v.p, proxy.RateLimit{Actions: as})
+	*v.p = append(*v.p, descriptor.RateLimitEntry{Actions: as})
 	return nil
 }
 
-func rateLimitsFlag(fs *pflag.FlagSet, p *[]proxy.RateLimit, name, usage string) {
+func rateLimitsFlag(fs *pflag.FlagSet, p *[]descriptor.RateLimitEntry, name, usage string) {
 	fs.Var(&rateLimitsValue{p: p, name: name}, name, usage)
 }
 

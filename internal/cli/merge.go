@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/merge"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +57,7 @@ scenario NOT_RUN naming it (exit 4 here too).`,
 }
 
 func runMerge(ctx context.Context, o *MergeOptions) error {
-	rec, err := evidence.Merge(ctx, evidence.MergeOptions{Inputs: o.Inputs, Out: o.Out, Scenario: o.Scenario})
+	rec, err := merge.Merge(ctx, merge.Options{Inputs: o.Inputs, Out: o.Out, Scenario: o.Scenario})
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,9 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/examples"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/backend"
@@ -281,7 +282,7 @@ func TestNewBackendCmd(t *testing.T) {
 }
 
 func TestNewLabCmd(t *testing.T) {
-	tenant := []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}
+	tenant := []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}
 	defaults := func(f func(*LabOptions)) *LabOptions {
 		o := &LabOptions{IO: tio, Proxies: 2, LocalFillInterval: time.Hour, RLSTimeout: 20 * time.Millisecond,
 			Receipts: evidence.ReceiptsFile, Decisions: path.Base(evidence.DecisionsFile), WindowStart: evidence.WindowAligned,
@@ -306,7 +307,7 @@ func TestNewLabCmd(t *testing.T) {
 		{name: "two descriptors", argv: argv("--global-domain d --global-descriptor a=1 --global-descriptor =2 --rls grpc://x:1"),
 			want: defaults(func(o *LabOptions) {
 				o.GlobalDomain, o.RLS = "d", "grpc://x:1"
-				o.GlobalDescriptors = []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "a", DescriptorValue: "1"}}, {GenericKey: &proxy.GenericKeyAction{DescriptorValue: "2"}}}
+				o.GlobalDescriptors = []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "a", DescriptorValue: "1"}}, {GenericKey: &descriptor.GenericKeyAction{DescriptorValue: "2"}}}
 			})},
 		{name: "26 proxies", argv: argv("--proxies 26"), want: defaults(func(o *LabOptions) { o.Proxies = 26 })},
 		{name: "listen base (README)", argv: argv("--listen-base 10000 --proxies 2 --receipts ev-weights/receipts.jsonl"),
@@ -337,15 +338,15 @@ func TestNewLabCmd(t *testing.T) {
 			"--global-rate-limit generic_key:path=report,!header_value_match:anon=yes@authorization"),
 			want: defaults(func(o *LabOptions) {
 				o.LocalMaxTokens, o.LocalFillInterval, o.LocalAlwaysDefault, o.LocalXRateLimit = 100, time.Second, false, true
-				o.LocalRateLimits = []proxy.RateLimit{{Actions: []proxy.Action{{RequestHeaders: &proxy.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
+				o.LocalRateLimits = []descriptor.RateLimitEntry{{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
 				o.LocalDescriptors = []proxy.LocalDescriptor{
-					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "A"}}, TokenBucket: proxy.TokenBucket{MaxTokens: 10, TokensPerFill: 10, FillInterval: proxy.Duration(time.Second)}},
-					{Entries: []evidence.DescriptorEntry{{Key: "user", Value: ""}}, TokenBucket: proxy.TokenBucket{MaxTokens: 5, TokensPerFill: 1, FillInterval: proxy.Duration(time.Second)}}}
+					{Entries: []descriptor.DescriptorEntry{{Key: "user", Value: "A"}}, TokenBucket: proxy.TokenBucket{MaxTokens: 10, TokensPerFill: 10, FillInterval: proxy.Duration(time.Second)}},
+					{Entries: []descriptor.DescriptorEntry{{Key: "user", Value: ""}}, TokenBucket: proxy.TokenBucket{MaxTokens: 5, TokensPerFill: 1, FillInterval: proxy.Duration(time.Second)}}}
 				o.GlobalDomain, o.RLS = "d", "grpc://x:1"
 				f := false
-				o.GlobalRateLimits = []proxy.RateLimit{{Actions: []proxy.Action{{RemoteAddress: &proxy.RemoteAddressAction{}}}},
-					{Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "path", DescriptorValue: "report"}},
-						{HeaderValueMatch: &proxy.HeaderValueMatchAction{DescriptorKey: "anon", DescriptorValue: "yes", ExpectMatch: &f, Headers: []proxy.HeaderMatcher{{Name: "authorization"}}}}}}}
+				o.GlobalRateLimits = []descriptor.RateLimitEntry{{Actions: []descriptor.RateLimitAction{{RemoteAddress: &descriptor.RemoteAddressAction{}}}},
+					{Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "path", DescriptorValue: "report"}},
+						{HeaderValueMatch: &descriptor.HeaderValueMatchAction{DescriptorKey: "anon", DescriptorValue: "yes", ExpectMatch: &f, Headers: []descriptor.HeaderMatcher{{Name: "authorization"}}}}}}}
 			})},
 
 		{name: "27 proxies", argv: argv("--proxies 27"), err: "27 proxies, want 1..26"},
@@ -385,7 +386,7 @@ func TestLabFlagsDescribeTheLab(t *testing.T) {
 	want := lab.Options{
 		Proxies: lab.ProxiesOptions{Count: 3, Config: proxy.Config{
 			Local:  &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)},
-			Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "inventory", Timeout: proxy.Duration(20 * time.Millisecond), FailureModeDeny: true}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}}},
+			Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "inventory", Timeout: proxy.Duration(20 * time.Millisecond), FailureModeDeny: true}, Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}}},
 		RLS: lab.RLSOptions{Lab: &labrls.Options{WindowStart: "first-hit"}},
 	}
 	if !reflect.DeepEqual(lo, want) {
@@ -411,11 +412,11 @@ func TestNewCollectEnvoyCmd(t *testing.T) {
 	base := "--admin http://127.0.0.1:9901 --proxy proxy-a --label before --out ev"
 	testCmd(t, NewCollectEnvoyCmd, []cmdCase[CollectEnvoyOptions]{
 		{name: "defaults", argv: argv(base), want: &CollectEnvoyOptions{IO: tio, Admin: "http://127.0.0.1:9901", Proxy: "proxy-a", Label: "before", Out: "ev",
-			Format: envoy.FormatText, Timeout: 5 * time.Second}},
+			Format: envoyrec.FormatText, Timeout: 5 * time.Second}},
 		{name: "prometheus", argv: argv(base + " --format prometheus --timeout 1s"), want: &CollectEnvoyOptions{IO: tio, Admin: "http://127.0.0.1:9901", Proxy: "proxy-a",
-			Label: "before", Out: "ev", Format: envoy.FormatPrometheus, Timeout: time.Second}},
+			Label: "before", Out: "ev", Format: envoyrec.FormatPrometheus, Timeout: time.Second}},
 		{name: "json", argv: argv(base + " --format json"), want: &CollectEnvoyOptions{IO: tio, Admin: "http://127.0.0.1:9901", Proxy: "proxy-a",
-			Label: "before", Out: "ev", Format: envoy.FormatJSON, Timeout: 5 * time.Second}},
+			Label: "before", Out: "ev", Format: envoyrec.FormatJSON, Timeout: 5 * time.Second}},
 		{name: "missing admin", argv: argv("--proxy a --label before --out ev"), err: "--admin, --proxy, --label and --out are required"},
 		{name: "path in proxy", argv: argv("--admin http://x --proxy ../x --label before --out ev"), err: "simple names"},
 		{name: "dot in label", argv: argv("--admin http://x --proxy a --label be.fore --out ev"), err: "simple names"},

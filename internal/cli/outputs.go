@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/boundedio"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
 // The checks of output paths, one owner for every command that writes:

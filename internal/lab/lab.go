@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
@@ -215,7 +216,7 @@ func (o Options) withDefaults() Options {
 	}
 	if g := p.Config.Global; g != nil {
 		gc := *g
-		gc.Actions = append([]proxy.Action(nil), g.Actions...)
+		gc.Actions = append([]descriptor.RateLimitAction(nil), g.Actions...)
 		p.Config.Global = &gc
 	}
 	if r := o.RLS.Lab; r != nil {
@@ -392,7 +393,7 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 		}
 		if cfg.Global != nil {
 			gc := *cfg.Global
-			gc.Actions = append([]proxy.Action(nil), gc.Actions...)
+			gc.Actions = append([]descriptor.RateLimitAction(nil), gc.Actions...)
 			gc.RLS = l.rlsAddr
 			cfg.Global = &gc
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/testfix"
 
 	"github.com/rlbench/rlbench/evidence"
@@ -122,7 +123,7 @@ func TestTwoProxiesLocalBuckets(t *testing.T) {
 // what is wrong.
 func TestValidate(t *testing.T) {
 	local := &proxy.LocalRateLimit{MaxTokens: 5, FillInterval: proxy.Duration(time.Second)}
-	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorValue: "v"}}}}
 	for _, c := range []struct {
 		name string
 		opts Options
@@ -238,7 +239,7 @@ func TestGlobalWithLabRLS(t *testing.T) {
 	logs := map[string]*syncBuf{}
 	l, err := Start(t.Context(), Options{
 		Proxies: ProxiesOptions{Count: 2,
-			Config:    proxy.Config{Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "inventory", Timeout: proxy.Duration(answerRLSTimeout)}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}},
+			Config:    proxy.Config{Global: &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "inventory", Timeout: proxy.Duration(answerRLSTimeout)}, Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}}},
 			AccessLog: func(name string) (io.Writer, error) { logs[name] = &syncBuf{}; return logs[name], nil }},
 		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}, DecisionLog: &decisions}},
 	})
@@ -291,7 +292,7 @@ func TestStartFailureStopsWhatStarted(t *testing.T) {
 		return p, err
 	}
 	defer func() { startProxy = proxy.Start }()
-	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d"}, Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorValue: "v"}}}}
 	_, err := Start(t.Context(), Options{Proxies: ProxiesOptions{Count: 3, Config: proxy.Config{Global: global}},
 		RLS: RLSOptions{Lab: &labrls.Options{}}, Backend: backend.Options{Receipts: io.Discard}})
 	if err == nil || err.Error() != "lab: proxy-b: no room" {
@@ -395,7 +396,7 @@ func TestListenBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d", Timeout: proxy.Duration(answerRLSTimeout)}, Actions: []proxy.Action{{GenericKey: &proxy.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
+	global := &proxy.GlobalRateLimit{GlobalFilter: proxy.GlobalFilter{Domain: "d", Timeout: proxy.Duration(answerRLSTimeout)}, Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "k", DescriptorValue: "v"}}}}
 	opts := Options{ListenBase: base, Backend: backend.Options{Endpoints: 2}, Proxies: ProxiesOptions{Count: 2, Config: proxy.Config{Global: global}},
 		RLS: RLSOptions{Lab: &labrls.Options{Configs: []*rlsconfig.Config{cfg}}}}
 	l, err := Start(t.Context(), opts)

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 
@@ -101,7 +101,7 @@ static_resources:
 func TestInputLimits(t *testing.T) {
 	big := strings.NewReader(strings.Repeat("# padding\n", 2<<20))
 	_, err := Lint(context.Background(), []Source{{Name: "big.yaml", R: big}}, Options{})
-	var se *evidence.SizeError
+	var se *boundedio.SizeError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "big.yaml") {
 		t.Errorf("20 MB input: err = %v, want a SizeError naming it", err)
 	}
@@ -110,7 +110,7 @@ func TestInputLimits(t *testing.T) {
 		t.Skip(err)
 	}
 	_, err = LintFiles(context.Background(), []string{fifo}, Options{})
-	var nr *evidence.NotRegularError
+	var nr *boundedio.NotRegularError
 	if !errors.As(err, &nr) || !strings.Contains(err.Error(), fifo) {
 		t.Errorf("FIFO: err = %v, want NotRegularError naming it", err)
 	}

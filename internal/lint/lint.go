@@ -30,7 +30,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/internal/yamlguard"
 )
@@ -199,7 +199,7 @@ type Options struct {
 
 // Lint decodes and checks every source and returns the findings. The error
 // is non-nil only when a source cannot be read (it names the source; a
-// source over yamlguard.DefaultMaxBytes is an *evidence.SizeError) or ctx is
+// source over yamlguard.DefaultMaxBytes is an *boundedio.SizeError) or ctx is
 // done; problems in the files themselves are findings. An empty source is
 // an E_EMPTY finding, a YAML alias bomb an E_DECODE finding
 // (yamlguard.Parse refuses it before anything expands it).
@@ -210,7 +210,7 @@ func Lint(ctx context.Context, files []Source, opts Options) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		data, err := evidence.ReadAll(ctx, src.R, src.Name, yamlguard.DefaultMaxBytes)
+		data, err := boundedio.ReadAll(ctx, src.R, src.Name, yamlguard.DefaultMaxBytes)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -230,17 +230,17 @@ func Lint(ctx context.Context, files []Source, opts Options) (*Report, error) {
 }
 
 // LintFiles opens each path and lints it as a Source named by the path.
-// Only regular files are read (evidence.OpenRegular: a FIFO or a device is
+// Only regular files are read (boundedio.OpenRegular: a FIFO or a device is
 // refused with an error naming it), each at most yamlguard.DefaultMaxBytes.
 func LintFiles(ctx context.Context, paths []string, opts Options) (*Report, error) {
 	srcs := make([]Source, 0, len(paths))
 	defer func() {
 		for _, s := range srcs {
-			s.R.(*evidence.File).Close()
+			s.R.(*boundedio.File).Close()
 		}
 	}()
 	for _, p := range paths {
-		f, err := evidence.OpenRegular(ctx, p, yamlguard.DefaultMaxBytes)
+		f, err := boundedio.OpenRegular(ctx, p, yamlguard.DefaultMaxBytes)
 		if err != nil {
 			return nil, fmt.Errorf("lint: %w", err)
 		}

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 )
 
@@ -146,7 +146,7 @@ func closest(s string, cands []string) (string, int) {
 
 // combos expands variable entries into anyValue plus every value a rule of
 // the same key has anywhere in c (a client may send exactly that value).
-func combos(c *rlsconfig.Config, es []entryT) [][]evidence.DescriptorEntry {
+func combos(c *rlsconfig.Config, es []entryT) [][]descriptor.DescriptorEntry {
 	valuesByKey := map[string][]string{}
 	var walk func(ds []*rlsconfig.Descriptor)
 	walk = func(ds []*rlsconfig.Descriptor) {
@@ -158,19 +158,19 @@ func combos(c *rlsconfig.Config, es []entryT) [][]evidence.DescriptorEntry {
 		}
 	}
 	walk(c.Descriptors)
-	out := [][]evidence.DescriptorEntry{nil}
+	out := [][]descriptor.DescriptorEntry{nil}
 	for _, e := range es {
 		vals := []string{e.value}
 		if e.variable {
 			vals = append([]string{anyValue}, valuesByKey[e.key]...)
 		}
-		var next [][]evidence.DescriptorEntry
+		var next [][]descriptor.DescriptorEntry
 		for _, prefix := range out {
 			for _, v := range vals {
 				if len(next) >= maxCombos {
 					break
 				}
-				row := append(append([]evidence.DescriptorEntry(nil), prefix...), evidence.DescriptorEntry{Key: e.key, Value: v})
+				row := append(append([]descriptor.DescriptorEntry(nil), prefix...), descriptor.DescriptorEntry{Key: e.key, Value: v})
 				next = append(next, row)
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/rlbench/rlbench/attack"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 )
 
@@ -128,7 +129,7 @@ func TestIntegrationNginxLifecycle(t *testing.T) {
 	waitFor(t, func() bool { b, _ := os.ReadFile(n.AccessLogPath()); return bytes.Contains(b, []byte("life-2")) }, "the access log line of life-2")
 	for path, id := range map[string]string{moved: "life-1", n.AccessLogPath(): "life-2"} {
 		recs := parseAccess(t, path)
-		if len(recs) != 1 || recs[0].ID != id || recs[0].LimitReqStatus != collectnginx.LimitReqPassed || recs[0].Upstreams[0].Addr != be.Addr() {
+		if len(recs) != 1 || recs[0].ID != id || recs[0].LimitReqStatus != nginxrec.LimitReqPassed || recs[0].Upstreams[0].Addr != be.Addr() {
 			t.Errorf("%s: %+v", path, recs)
 		}
 	}
@@ -152,7 +153,7 @@ func TestIntegrationNginxLifecycle(t *testing.T) {
 			l.Close()
 		}
 	}
-	el, err := collectnginx.ParseErrorLog(bytes.NewReader(mustRead(t, n.ErrorLogPath())), n.ErrorLogPath())
+	el, err := nginxrec.ParseErrorLog(bytes.NewReader(mustRead(t, n.ErrorLogPath())), n.ErrorLogPath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,8 +226,8 @@ func TestIntegrationNginxPortTaken(t *testing.T) {
 // burstResult is one burst through nginx: what the clients, nginx and the backend saw.
 type burstResult struct {
 	requests []evidence.Request
-	access   []collectnginx.AccessRecord
-	errs     *collectnginx.ErrorLog
+	access   []nginxrec.AccessRecord
+	errs     *nginxrec.ErrorLog
 	receipts []evidence.Receipt
 	delta    collectnginx.StubStatusDelta
 }
@@ -276,7 +277,7 @@ func fireBurst(t *testing.T, cfg NginxConfig, ids []string) burstResult {
 		t.Fatal(err)
 	}
 	r.access = parseAccess(t, n.AccessLogPath())
-	if r.errs, err = collectnginx.ParseErrorLog(bytes.NewReader(mustRead(t, n.ErrorLogPath())), n.ErrorLogPath()); err != nil {
+	if r.errs, err = nginxrec.ParseErrorLog(bytes.NewReader(mustRead(t, n.ErrorLogPath())), n.ErrorLogPath()); err != nil {
 		t.Fatal(err)
 	}
 	// Every receipt is on the backend's file before its request is answered;
@@ -292,7 +293,7 @@ func fireBurst(t *testing.T, cfg NginxConfig, ids []string) burstResult {
 	}
 	// The joins every burst must satisfy: one access record per ID with the client's status and header; a
 	// receipt exactly for the IDs that passed the limiter; stub_status counted each request once (+1 status GET).
-	byID := map[string]collectnginx.AccessRecord{}
+	byID := map[string]nginxrec.AccessRecord{}
 	for _, a := range r.access {
 		byID[a.ID] = a
 	}
@@ -319,7 +320,7 @@ func fireBurst(t *testing.T, cfg NginxConfig, ids []string) burstResult {
 }
 
 func (r burstResult) counts() map[string]int {
-	return collectnginx.Summarize(r.access).ByLimitReqStatus
+	return nginxrec.Summarize(r.access).ByLimitReqStatus
 }
 
 // spreadMs is the time between the first and the last client send, in ms.
@@ -419,10 +420,10 @@ func fireBurstAtOnce(t *testing.T, cfg NginxConfig, ids []string) burstResult {
 // instant, 14 REJECTED (503), never DELAYED.
 func TestIntegrationNginxBurstNodelay(t *testing.T) {
 	r := fireBurstAtOnce(t, rl10(LimitReq{Zone: "rl", Burst: 5, NoDelay: true}), burstIDs("nd", 20))
-	if c := r.counts(); c[collectnginx.LimitReqPassed] != 6 || c[collectnginx.LimitReqRejected] != 14 || len(c) != 2 {
+	if c := r.counts(); c[nginxrec.LimitReqPassed] != 6 || c[nginxrec.LimitReqRejected] != 14 || len(c) != 2 {
 		t.Fatalf("$limit_req_status %v, want PASSED 6 REJECTED 14", c)
 	}
-	if s := collectnginx.Summarize(r.access).ByStatus; s[200] != 6 || s[503] != 14 {
+	if s := nginxrec.Summarize(r.access).ByStatus; s[200] != 6 || s[503] != 14 {
 		t.Errorf("statuses %v, want 6×200 14×503", s)
 	}
 	rec := r.sortedReceipts()
@@ -442,7 +443,7 @@ func TestIntegrationNginxBurstNodelay(t *testing.T) {
 // REJECTED, and the backend receives the k-th admission k·100 ms after the first send.
 func TestIntegrationNginxBurstDelay(t *testing.T) {
 	r := fireBurstAtOnce(t, rl10(LimitReq{Zone: "rl", Burst: 5}), burstIDs("dl", 20))
-	if c := r.counts(); c[collectnginx.LimitReqPassed] != 1 || c[collectnginx.LimitReqDelayed] != 5 || c[collectnginx.LimitReqRejected] != 14 {
+	if c := r.counts(); c[nginxrec.LimitReqPassed] != 1 || c[nginxrec.LimitReqDelayed] != 5 || c[nginxrec.LimitReqRejected] != 14 {
 		t.Fatalf("$limit_req_status %v, want PASSED 1 DELAYED 5 REJECTED 14", c)
 	}
 	checkSchedule(t, r, 0, 5)
@@ -453,7 +454,7 @@ func TestIntegrationNginxBurstDelay(t *testing.T) {
 // plus 4), 6 DELAYED at 100..600 ms, 9 REJECTED.
 func TestIntegrationNginxBurstDelayN(t *testing.T) {
 	r := fireBurstAtOnce(t, rl10(LimitReq{Zone: "rl", Burst: 10, Delay: 4}), burstIDs("dn", 20))
-	if c := r.counts(); c[collectnginx.LimitReqPassed] != 5 || c[collectnginx.LimitReqDelayed] != 6 || c[collectnginx.LimitReqRejected] != 9 {
+	if c := r.counts(); c[nginxrec.LimitReqPassed] != 5 || c[nginxrec.LimitReqDelayed] != 6 || c[nginxrec.LimitReqRejected] != 9 {
 		t.Fatalf("$limit_req_status %v, want PASSED 5 DELAYED 6 REJECTED 9", c)
 	}
 	checkSchedule(t, r, 4, 6)
@@ -476,17 +477,17 @@ func checkSchedule(t *testing.T, r burstResult, n, delayed int) {
 	if imm := float64(rec[n]-rec[0]) / 1e6; imm > simultaneousMs {
 		t.Errorf("the %d undelayed admissions reached the backend over %.1f ms, want them at once", n+1, imm)
 	}
-	byConn := map[int64]collectnginx.ErrorEntry{}
+	byConn := map[int64]nginxrec.ErrorEntry{}
 	for _, e := range r.errs.Limits() {
 		byConn[e.Conn] = e
 	}
 	var delays []int64
 	for _, a := range r.access {
-		if a.LimitReqStatus != collectnginx.LimitReqDelayed {
+		if a.LimitReqStatus != nginxrec.LimitReqDelayed {
 			continue
 		}
 		e, ok := byConn[a.Connection]
-		if !ok || e.Limit.Action != collectnginx.LimitActionDelay {
+		if !ok || e.Limit.Action != nginxrec.LimitActionDelay {
 			t.Errorf("%s: DELAYED without a delay line on connection *%d", a.ID, a.Connection)
 			continue
 		}
@@ -528,7 +529,7 @@ func checkSchedule(t *testing.T, r burstResult, n, delayed int) {
 // on its connection, in zone rl; PASSED requests have none.
 func checkLimitLines(t *testing.T, r burstResult, burst, n int) {
 	t.Helper()
-	byConn := map[int64]collectnginx.ErrorEntry{}
+	byConn := map[int64]nginxrec.ErrorEntry{}
 	for _, e := range r.errs.Limits() {
 		if _, dup := byConn[e.Conn]; dup {
 			t.Errorf("two limit lines on connection *%d", e.Conn)
@@ -538,16 +539,16 @@ func checkLimitLines(t *testing.T, r burstResult, burst, n int) {
 	for _, a := range r.access {
 		e, has := byConn[a.Connection]
 		switch a.LimitReqStatus {
-		case collectnginx.LimitReqPassed:
+		case nginxrec.LimitReqPassed:
 			if has {
 				t.Errorf("%s PASSED but line %d: %s", a.ID, e.Line, e.Message)
 			}
-		case collectnginx.LimitReqRejected:
-			if !has || e.Limit.Action != collectnginx.LimitActionReject || e.Limit.ExcessMilli <= int64(burst)*1000 || e.Limit.Zone != "rl" || e.Level != "error" {
+		case nginxrec.LimitReqRejected:
+			if !has || e.Limit.Action != nginxrec.LimitActionReject || e.Limit.ExcessMilli <= int64(burst)*1000 || e.Limit.Zone != "rl" || e.Level != "error" {
 				t.Errorf("%s REJECTED: line %+v", a.ID, e)
 			}
-		case collectnginx.LimitReqDelayed:
-			if !has || e.Limit.Action != collectnginx.LimitActionDelay || e.Limit.ExcessMilli <= int64(n)*1000 || e.Limit.Zone != "rl" || e.Level != "warn" {
+		case nginxrec.LimitReqDelayed:
+			if !has || e.Limit.Action != nginxrec.LimitActionDelay || e.Limit.ExcessMilli <= int64(n)*1000 || e.Limit.Zone != "rl" || e.Level != "warn" {
 				t.Errorf("%s DELAYED: line %+v", a.ID, e)
 			}
 		}
@@ -570,9 +571,9 @@ func getID(t *testing.T, url, id string) int {
 	return resp.StatusCode
 }
 
-func parseAccess(t *testing.T, path string) []collectnginx.AccessRecord {
+func parseAccess(t *testing.T, path string) []nginxrec.AccessRecord {
 	t.Helper()
-	recs, err := collectnginx.ParseAccessLog(bytes.NewReader(mustRead(t, path)), path)
+	recs, err := nginxrec.ParseAccessLog(bytes.NewReader(mustRead(t, path)), path)
 	if err != nil {
 		t.Fatal(err)
 	}

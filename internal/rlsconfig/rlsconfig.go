@@ -50,12 +50,10 @@ import (
 	"syscall"
 
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	rlspb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	rlsconf "github.com/envoyproxy/ratelimit/src/config"
-	"github.com/envoyproxy/ratelimit/src/utils"
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/yamlguard"
 )
 
@@ -137,17 +135,6 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
 	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
-
-// UnitSeconds returns the fixed-window length in seconds of an RLS unit name (case-insensitive): SECOND 1,
-// MINUTE 60, HOUR 3600, DAY 86400, WEEK 604800, MONTH 2592000, YEAR 31536000 (envoyproxy/ratelimit
-// src/utils/utilities.go UnitToDivider). It returns 0 for an unknown unit.
-func UnitSeconds(unit string) int64 {
-	v, ok := rlspb.RateLimitResponse_RateLimit_Unit_value[strings.ToUpper(unit)]
-	if !ok || v == int32(rlspb.RateLimitResponse_RateLimit_UNKNOWN) {
-		return 0
-	}
-	return utils.UnitToDivider(rlspb.RateLimitResponse_RateLimit_Unit(v))
 }
 
 // Parse parses one RLS configuration file. name is used in errors (the file path, or a source name). Errors are
@@ -572,7 +559,7 @@ type Match struct {
 // m.Limit.Unlimited set ("descriptor is unlimited, not passing to the cache"); when nothing matches, (nil, false).
 // An empty entry list matches nothing. Envoy's per-descriptor limit override is not looked at (see
 // MatchDescriptor).
-func (c *Config) Match(entries []evidence.DescriptorEntry) (*Match, bool) {
+func (c *Config) Match(entries []descriptor.DescriptorEntry) (*Match, bool) {
 	if c == nil || c.rls == nil || len(entries) == 0 {
 		return nil, false
 	}

@@ -12,15 +12,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 
-func entries(kv ...string) []evidence.DescriptorEntry {
-	var out []evidence.DescriptorEntry
+func entries(kv ...string) []descriptor.DescriptorEntry {
+	var out []descriptor.DescriptorEntry
 	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, evidence.DescriptorEntry{Key: kv[i], Value: kv[i+1]})
+		out = append(out, descriptor.DescriptorEntry{Key: kv[i], Value: kv[i+1]})
 	}
 	return out
 }
@@ -114,7 +114,7 @@ func TestMatchFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		in             []evidence.DescriptorEntry
+		in             []descriptor.DescriptorEntry
 		ok, matched    bool
 		full, stats    string
 		limit          uint32
@@ -152,7 +152,7 @@ func TestMatchFixture(t *testing.T) {
 func TestMatchNested(t *testing.T) {
 	c := mustParseFile(t, "testdata/nested.yaml")
 	tests := []struct {
-		in          []evidence.DescriptorEntry
+		in          []descriptor.DescriptorEntry
 		ok          bool
 		full, stats string
 		limit       uint32
@@ -233,7 +233,7 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 3}
 `)
 	for _, tc := range []struct {
-		in   []evidence.DescriptorEntry
+		in   []descriptor.DescriptorEntry
 		full string
 	}{
 		{entries("b_x", "anything"), "d.b_x"},
@@ -517,18 +517,9 @@ func FuzzParse(f *testing.F) {
 		}
 		if len(c.Descriptors) > 0 {
 			d := c.Descriptors[0]
-			_, _ = c.Match([]evidence.DescriptorEntry{{Key: d.Key, Value: d.Value}})
+			_, _ = c.Match([]descriptor.DescriptorEntry{{Key: d.Key, Value: d.Value}})
 		}
 	})
-}
-
-func TestUnitSeconds(t *testing.T) {
-	want := map[string]int64{"second": 1, "MINUTE": 60, "Hour": 3600, "DAY": 86400, "WEEK": 604800, "MONTH": 2592000, "YEAR": 31536000, "UNKNOWN": 0, "": 0, "fortnight": 0}
-	for u, s := range want {
-		if got := UnitSeconds(u); got != s {
-			t.Errorf("UnitSeconds(%q) = %d, want %d", u, got, s)
-		}
-	}
 }
 
 func TestParseErrors(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/rlbench/rlbench/model"
 )
 
 // parser is rlbench's stricter reading of an RLS config, run before the RLS's own: it refuses what the RLS
@@ -223,7 +225,7 @@ func (p *parser) rateLimit(n *yaml.Node, idx int) error {
 	}
 	// The RLS refuses a valid unit beside unlimited and ignores an invalid one (loadDescriptors); the valid case
 	// is left to it, the ignored one is refused here.
-	if unlimited && unit != nil && !isNull(unit) && unit.Value != "" && UnitSeconds(unit.Value) == 0 {
+	if unlimited && unit != nil && !isNull(unit) && unit.Value != "" && model.UnitSeconds(unit.Value) == 0 {
 		return p.errf(unit, "should not specify rate limit unit when unlimited (unit '%s'; envoyproxy/ratelimit ignores an invalid unit here, rlbench refuses it)", unit.Value)
 	}
 	return nil

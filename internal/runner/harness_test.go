@@ -2,12 +2,12 @@ package runner
 
 import (
 	"context"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"os"
 	"runtime"
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/schemas"
 )
@@ -123,8 +123,8 @@ func checkAccessLogTimes(t *testing.T, s *evidence.ScenarioEvidence, global bool
 		} else if e.RLSStartNs != 0 || e.RLSEndNs != 0 || e.LocalNs < e.StartNs {
 			t.Errorf("%s line %d: start %d, local %d, rls %d..%d", s.Dir, e.Line, e.StartNs, e.LocalNs, e.RLSStartNs, e.RLSEndNs)
 		}
-		switch envoy.Producer(e) {
-		case envoy.ProducerBackend:
+		switch envoyrec.Producer(e) {
+		case envoyrec.ProducerBackend:
 			admitted++
 			if e.StartNs == 0 || limiter == 0 || e.UpstreamStartNs < limiter {
 				t.Errorf("%s line %d admitted: start %d, limiter %d, upstream %d", s.Dir, e.Line, e.StartNs, limiter, e.UpstreamStartNs)

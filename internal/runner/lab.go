@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
@@ -165,13 +166,13 @@ func (r *scenarioRun) startLab(ctx context.Context) string {
 	if g := eff.Proxies.Config.Global; g != nil && cfg != nil {
 		// A fixed-window bound is known when every request sends the same
 		// descriptor: one rate_limits entry of generic_key actions only.
-		entries, static := []evidence.DescriptorEntry{}, len(g.RateLimits) == 0
+		entries, static := []descriptor.DescriptorEntry{}, len(g.RateLimits) == 0
 		for _, a := range g.Actions {
 			if a.GenericKey == nil {
 				static = false
 				break
 			}
-			entries = append(entries, evidence.DescriptorEntry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
+			entries = append(entries, descriptor.DescriptorEntry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
 		}
 		if m, ok := cfg.Match(entries); static && ok && m != nil && m.Limit != nil {
 			ws := labrls.WindowAligned // the real RLS's windows are epoch aligned

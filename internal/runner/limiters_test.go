@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"math"
 	"os"
 	"path/filepath"
@@ -137,7 +138,7 @@ func TestLocalSpec(t *testing.T) {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	no := false
 	two := uint32(2)
-	desc := []proxy.LocalDescriptor{{Entries: []evidence.DescriptorEntry{{Key: "user", Value: "a"}},
+	desc := []proxy.LocalDescriptor{{Entries: []descriptor.DescriptorEntry{{Key: "user", Value: "a"}},
 		TokenBucket: proxy.TokenBucket{MaxTokens: 2, FillInterval: proxy.Duration(2 * time.Second)}}}
 	cases := []struct {
 		name  string

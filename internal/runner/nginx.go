@@ -15,6 +15,7 @@ import (
 	"github.com/rlbench/rlbench/attack"
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/model"
 	"github.com/rlbench/rlbench/model/decl"
@@ -275,9 +276,9 @@ func (n *NginxPlan) modelSpec() (*model.Spec, error) {
 }
 
 // limitReqStatuses are the values of $limit_req_status an expectation may
-// count (collect/nginx.LimitReq*), and "none" for records without one.
-var limitReqStatuses = []string{collectnginx.LimitReqPassed, collectnginx.LimitReqDelayed, collectnginx.LimitReqRejected,
-	collectnginx.LimitReqDelayedDryRun, collectnginx.LimitReqRejectedDryRun, collectnginx.LimitReqNoneKey}
+// count (nginxrec.LimitReq*), and "none" for records without one.
+var limitReqStatuses = []string{nginxrec.LimitReqPassed, nginxrec.LimitReqDelayed, nginxrec.LimitReqRejected,
+	nginxrec.LimitReqDelayedDryRun, nginxrec.LimitReqRejectedDryRun, nginxrec.LimitReqNoneKey}
 
 // validateBurstExpect checks expect.backend_peak, expect.amplification and
 // expect.limit_req_status when the plan is loaded.
@@ -370,7 +371,7 @@ func (r *scenarioRun) snapshotNginx(ctx context.Context, label string) string {
 	client := &http.Client{Timeout: 5 * time.Second}
 	for _, ln := range r.nginx {
 		raw, st, err := collectnginx.FetchStubStatus(ctx, client, ln.n.StatusURL())
-		var stp *collectnginx.StubStatus
+		var stp *nginxrec.StubStatus
 		if err == nil {
 			stp = &st
 		}

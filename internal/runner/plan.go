@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -120,7 +122,7 @@ type LabPlan struct {
 
 // RateLimitPlan is one route rate_limits entry: {actions: [...]} in Envoy's
 // YAML shape; the lab proxy's own type.
-type RateLimitPlan = proxy.RateLimit
+type RateLimitPlan = descriptor.RateLimitEntry
 
 // BackendPlan configures the lab backend.
 type BackendPlan struct {
@@ -217,7 +219,7 @@ type GlobalPlan struct {
 // descriptor_value}}, {request_headers: {header_name, descriptor_key,
 // skip_if_absent}} or {remote_address: {}}. It is the lab proxy's own type,
 // so a plan can say what the lab can do, no more.
-type ActionPlan = proxy.Action
+type ActionPlan = descriptor.RateLimitAction
 
 // Kinds of RLSPlan.Kind.
 const (
@@ -426,9 +428,9 @@ func (r Rate) MarshalJSON() ([]byte, error) { return json.Marshal(attack.FormatR
 type Range = evidence.Range
 
 // ReadPlanFile reads a plan file whole: a regular file of at most
-// yamlguard.DefaultMaxBytes (evidence.ReadRegular refuses FIFOs and devices).
+// yamlguard.DefaultMaxBytes (boundedio.ReadRegular refuses FIFOs and devices).
 func ReadPlanFile(ctx context.Context, path string) ([]byte, error) {
-	return evidence.ReadRegular(ctx, path, yamlguard.DefaultMaxBytes)
+	return boundedio.ReadRegular(ctx, path, yamlguard.DefaultMaxBytes)
 }
 
 // LoadPlan reads (ReadPlanFile) and validates a plan file.

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/rlbench/rlbench/internal/yamlguard"
 )
@@ -46,7 +46,7 @@ func TestPlanFileLimits(t *testing.T) {
 		t.Skip(err)
 	}
 	_, err := LoadPlan(fifo)
-	var nr *evidence.NotRegularError
+	var nr *boundedio.NotRegularError
 	if !errors.As(err, &nr) {
 		t.Errorf("FIFO plan: %v, want NotRegularError", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
+	"github.com/rlbench/rlbench/model"
 )
 
 // NotInstalledReason is the NOT_RUN reason of a real-RLS scenario when redis-server or service_cmd is missing.
@@ -119,7 +120,7 @@ func configUnits(cfg *rlsconfig.Config) []int64 {
 	walk = func(ds []*rlsconfig.Descriptor) {
 		for _, d := range ds {
 			if rl := d.RateLimit; rl != nil && !rl.Unlimited {
-				if s := rlsconfig.UnitSeconds(rl.Unit); s > 0 {
+				if s := model.UnitSeconds(rl.Unit); s > 0 {
 					out = append(out, s)
 				}
 			}

@@ -22,7 +22,8 @@ import (
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/evidence"
-	"github.com/rlbench/rlbench/internal/buildinfo"
+	"github.com/rlbench/rlbench/evidence/buildinfo"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/internal/hostprobe"
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/rlbench/rlbench/internal/lab/backend"
@@ -491,12 +492,12 @@ func (r *scenarioRun) snapshot(ctx context.Context, label string) string {
 		if !ok {
 			continue
 		}
-		raw, snap, err := envoy.Fetch(ctx, client, admin, envoy.FormatText)
+		raw, snap, err := envoy.Fetch(ctx, client, admin, envoyrec.FormatText)
 		if err != nil {
 			return evidence.RedactText(fmt.Sprintf("stats of %s (%s): %v", t.Name, admin, err))
 		}
 		snap.Proxy, snap.Label, snap.Admin = t.Name, label, evidence.RedactURL(admin)
-		if err := evidence.WriteStats(evidence.Dir(r.dir), t.Name, label, string(envoy.FormatText), raw, snap); err != nil {
+		if err := evidence.WriteStats(evidence.Dir(r.dir), t.Name, label, string(envoyrec.FormatText), raw, snap); err != nil {
 			return err.Error()
 		}
 	}

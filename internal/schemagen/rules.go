@@ -10,10 +10,10 @@ import (
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
-	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/runner"
 )
@@ -48,7 +48,7 @@ var fieldRules = map[string]rule{
 	"evidence.Manifest.Start":               format("date-time"),
 	"evidence.Manifest.End":                 format("date-time"),
 	"evidence.Manifest.PlanDigest":          pattern(`^sha256:[0-9a-f]{64}$`),
-	"envoy.Snapshot.Format":                 enum(string(envoy.FormatText), string(envoy.FormatJSON), string(envoy.FormatPrometheus)),
+	"envoyrec.Snapshot.Format":              enum(string(envoyrec.FormatText), string(envoyrec.FormatJSON), string(envoyrec.FormatPrometheus)),
 	"evidence.FileState.State":              enum(evidence.StateOpen, evidence.StateClosed),
 	"evidence.FileState.Records":            minimum(0),
 	"evidence.FileState.Bytes":              minimum(0),
@@ -65,19 +65,19 @@ var fieldRules = map[string]rule{
 	"evidence.Decision.RecvNs":              minimum(0),
 
 	// nginx evidence
-	"nginx.AccessRecord.Line":           minimum(1),
-	"nginx.AccessRecord.Status":         between(0, 999),
-	"nginx.AccessRecord.TimeMs":         minimum(0),
-	"nginx.AccessRecord.RequestTimeMs":  minimum(0),
-	"nginx.AccessRecord.LimitReqStatus": enum(nginx.LimitReqPassed, nginx.LimitReqDelayed, nginx.LimitReqRejected, nginx.LimitReqDelayedDryRun, nginx.LimitReqRejectedDryRun),
-	"nginx.AccessRecord.Connection":     minimum(0),
-	"nginx.UpstreamTry.Status":          between(0, 999),
-	"nginx.UpstreamTry.ResponseTimeMs":  minimum(0),
-	"nginx.UpstreamTry.Group":           minimum(0),
-	"nginx.ErrorEntry.Line":             minimum(1),
-	"nginx.ErrorEntry.Conn":             minimum(0),
-	"nginx.LimitEvent.Action":           enum(nginx.LimitActionReject, nginx.LimitActionDelay, nginx.LimitActionNoMemory),
-	"nginx.LimitEvent.ExcessMilli":      minimum(0),
+	"nginxrec.AccessRecord.Line":           minimum(1),
+	"nginxrec.AccessRecord.Status":         between(0, 999),
+	"nginxrec.AccessRecord.TimeMs":         minimum(0),
+	"nginxrec.AccessRecord.RequestTimeMs":  minimum(0),
+	"nginxrec.AccessRecord.LimitReqStatus": enum(nginxrec.LimitReqPassed, nginxrec.LimitReqDelayed, nginxrec.LimitReqRejected, nginxrec.LimitReqDelayedDryRun, nginxrec.LimitReqRejectedDryRun),
+	"nginxrec.AccessRecord.Connection":     minimum(0),
+	"nginxrec.UpstreamTry.Status":          between(0, 999),
+	"nginxrec.UpstreamTry.ResponseTimeMs":  minimum(0),
+	"nginxrec.UpstreamTry.Group":           minimum(0),
+	"nginxrec.ErrorEntry.Line":             minimum(1),
+	"nginxrec.ErrorEntry.Conn":             minimum(0),
+	"nginxrec.LimitEvent.Action":           enum(nginxrec.LimitActionReject, nginxrec.LimitActionDelay, nginxrec.LimitActionNoMemory),
+	"nginxrec.LimitEvent.ExcessMilli":      minimum(0),
 
 	// the report
 	"report.Report.GeneratedAt":    format("date-time"),
@@ -96,55 +96,55 @@ var fieldRules = map[string]rule{
 	"report.ScenarioReport.Repeat": minimum(0),
 
 	// the plan: what runner.ParsePlan checks, where a schema can say it
-	"runner.Plan.Scenarios":                           minItems(1),
-	"runner.ScenarioPlan.Name":                        minLength(1),
-	"runner.AttackPlan.IDs":                           between(1, attack.MaxIDs),
-	"runner.AttackPlan.Flows":                         minItems(1),
-	"runner.FlowPlan.Name":                            minLength(1),
-	"runner.FlowPlan.IDs":                             between(1, attack.MaxIDs),
-	"proxy.LocalRateLimit.MaxTokens":                  minimum(1),
-	"proxy.LocalRateLimit.FilterEnabled":              between(0, 100),
-	"proxy.LocalRateLimit.FilterEnforced":             between(0, 100),
-	"proxy.GlobalFilter.Domain":                       minLength(1),
-	"runner.GlobalPlan.Descriptors":                   minItems(1),
-	"runner.RLSPlan.Kind":                             enum(runner.RLSLab, runner.RLSReal),
-	"runner.RLSPlan.Config":                           minLength(1),
-	"runner.RLSPlan.WindowStart":                      enum(evidence.WindowAligned, evidence.WindowFirstHit),
-	"runner.ExternalPlan.Proxies":                     minItems(1),
-	"runner.FaultPlan.Action":                         enum(faultActions...),
-	"backend.Faults.ErrorProbability":                 between(0, 1),
-	"backend.Faults.ResetProbability":                 between(0, 1),
-	"backend.Faults.MaxConcurrent":                    minimum(0),
-	"backend.Faults.OverCapacity":                     enum(backend.OverCapacity503, backend.OverCapacityRefuse),
-	"evidence.GenericKeyAction.DescriptorValue":       minLength(1),
-	"evidence.HeaderValueMatchAction.DescriptorValue": minLength(1),
-	"evidence.RequestHeadersAction.HeaderName":        minLength(1),
-	"evidence.RequestHeadersAction.DescriptorKey":     minLength(1),
-	"evidence.RateLimitEntry.Actions":                 minItems(1),
-	"evidence.HeaderMatcher.Name":                     minLength(1),
-	"runner.ExternalProxy.Name":                       pattern(`^[A-Za-z0-9_-]{1,100}$`), // evidence.CheckName
-	"runner.ScenarioPlan.Repeat":                      between(0, runner.MaxRepeat),
-	"runner.LabPlan.Proxies":                          minimum(0),
-	"runner.AttackPlan.Concurrency":                   minimum(0),
-	"runner.FlowPlan.Concurrency":                     minimum(0),
+	"runner.Plan.Scenarios":                             minItems(1),
+	"runner.ScenarioPlan.Name":                          minLength(1),
+	"runner.AttackPlan.IDs":                             between(1, attack.MaxIDs),
+	"runner.AttackPlan.Flows":                           minItems(1),
+	"runner.FlowPlan.Name":                              minLength(1),
+	"runner.FlowPlan.IDs":                               between(1, attack.MaxIDs),
+	"proxy.LocalRateLimit.MaxTokens":                    minimum(1),
+	"proxy.LocalRateLimit.FilterEnabled":                between(0, 100),
+	"proxy.LocalRateLimit.FilterEnforced":               between(0, 100),
+	"proxy.GlobalFilter.Domain":                         minLength(1),
+	"runner.GlobalPlan.Descriptors":                     minItems(1),
+	"runner.RLSPlan.Kind":                               enum(runner.RLSLab, runner.RLSReal),
+	"runner.RLSPlan.Config":                             minLength(1),
+	"runner.RLSPlan.WindowStart":                        enum(evidence.WindowAligned, evidence.WindowFirstHit),
+	"runner.ExternalPlan.Proxies":                       minItems(1),
+	"runner.FaultPlan.Action":                           enum(faultActions...),
+	"backend.Faults.ErrorProbability":                   between(0, 1),
+	"backend.Faults.ResetProbability":                   between(0, 1),
+	"backend.Faults.MaxConcurrent":                      minimum(0),
+	"backend.Faults.OverCapacity":                       enum(backend.OverCapacity503, backend.OverCapacityRefuse),
+	"descriptor.GenericKeyAction.DescriptorValue":       minLength(1),
+	"descriptor.HeaderValueMatchAction.DescriptorValue": minLength(1),
+	"descriptor.RequestHeadersAction.HeaderName":        minLength(1),
+	"descriptor.RequestHeadersAction.DescriptorKey":     minLength(1),
+	"descriptor.RateLimitEntry.Actions":                 minItems(1),
+	"descriptor.HeaderMatcher.Name":                     minLength(1),
+	"runner.ExternalProxy.Name":                         pattern(`^[A-Za-z0-9_-]{1,100}$`), // evidence.CheckName
+	"runner.ScenarioPlan.Repeat":                        between(0, runner.MaxRepeat),
+	"runner.LabPlan.Proxies":                            minimum(0),
+	"runner.AttackPlan.Concurrency":                     minimum(0),
+	"runner.FlowPlan.Concurrency":                       minimum(0),
 }
 
 // planRequired lists the plan fields runner.ParsePlan requires ("<package>.<Type>.<Field>").
 var planRequired = map[string]bool{
-	"runner.Plan.Scenarios":                           true,
-	"runner.ScenarioPlan.Name":                        true,
-	"runner.FlowPlan.Name":                            true,
-	"proxy.LocalRateLimit.MaxTokens":                  true,
-	"proxy.GlobalFilter.Domain":                       true,
-	"runner.RLSPlan.Config":                           true,
-	"runner.ExternalPlan.Proxies":                     true,
-	"runner.FaultPlan.Action":                         true,
-	"evidence.GenericKeyAction.DescriptorValue":       true,
-	"evidence.HeaderValueMatchAction.DescriptorValue": true,
-	"evidence.RequestHeadersAction.HeaderName":        true,
-	"evidence.RequestHeadersAction.DescriptorKey":     true,
-	"evidence.RateLimitEntry.Actions":                 true,
-	"evidence.HeaderMatcher.Name":                     true,
+	"runner.Plan.Scenarios":                             true,
+	"runner.ScenarioPlan.Name":                          true,
+	"runner.FlowPlan.Name":                              true,
+	"proxy.LocalRateLimit.MaxTokens":                    true,
+	"proxy.GlobalFilter.Domain":                         true,
+	"runner.RLSPlan.Config":                             true,
+	"runner.ExternalPlan.Proxies":                       true,
+	"runner.FaultPlan.Action":                           true,
+	"descriptor.GenericKeyAction.DescriptorValue":       true,
+	"descriptor.HeaderValueMatchAction.DescriptorValue": true,
+	"descriptor.RequestHeadersAction.HeaderName":        true,
+	"descriptor.RequestHeadersAction.DescriptorKey":     true,
+	"descriptor.RateLimitEntry.Actions":                 true,
+	"descriptor.HeaderMatcher.Name":                     true,
 }
 
 // addedLater lists fields added to a record after files of its schema
@@ -162,7 +162,7 @@ var addedLater = map[string]bool{
 // typeRules constrain definitions, keyed "<package>.<Type>".
 var typeRules = map[string]rule{
 	"report.Classes":      allMinimum(0),
-	"nginx.StubStatus":    allMinimum(0),
+	"nginxrec.StubStatus": allMinimum(0),
 	"report.RealWindow":   allMinimum(0, "key", "epoch"),
 	"report.RealErrors":   allMinimum(0),
 	"report.Receipts":     allMinimum(0),
@@ -196,8 +196,8 @@ var typeRules = map[string]rule{
 	"proxy.LocalRateLimit": func(s *jsonschema.Schema) {
 		s.AnyOf = []*jsonschema.Schema{required("fill_interval"), nonEmpty("descriptors")}
 	},
-	// evidence.RateLimitAction (a descriptors or rate_limits action): exactly one action.
-	"evidence.RateLimitAction": func(s *jsonschema.Schema) { s.MinProperties, s.MaxProperties = uptr(1), uptr(1) },
+	// descriptor.RateLimitAction (a descriptors or rate_limits action): exactly one action.
+	"descriptor.RateLimitAction": func(s *jsonschema.Schema) { s.MinProperties, s.MaxProperties = uptr(1), uptr(1) },
 }
 
 // scenarioPlanShape: exactly one of lab or external; attack or steps, not both.

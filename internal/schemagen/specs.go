@@ -2,16 +2,16 @@ package schemagen
 
 import (
 	"fmt"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"reflect"
 	"strings"
 
 	"github.com/invopop/jsonschema"
 
 	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/model"
@@ -37,7 +37,7 @@ func specs() []spec {
 			consts: map[string]string{"Attack": evidence.AttackSummarySchema, "AttackSummary": evidence.AttackSummarySchema}},
 		{id: evidence.ManifestSchema, what: "manifest.json of a run directory", root: typeOf[evidence.Manifest](),
 			consts: map[string]string{"Manifest": evidence.ManifestSchema}},
-		{id: evidence.EnvoyStatsSchema, what: "stats/<proxy>.<label>.json, a parsed Envoy admin /stats snapshot", root: typeOf[envoy.Snapshot](),
+		{id: evidence.EnvoyStatsSchema, what: "stats/<proxy>.<label>.json, a parsed Envoy admin /stats snapshot", root: typeOf[envoyrec.Snapshot](),
 			consts: map[string]string{"Snapshot": evidence.EnvoyStatsSchema}},
 		{id: evidence.RLSMetricsSchema, what: "rls/metrics.<label>.json, one scrape of the real RLS's /metrics (or the bare counters an older collect wrote)",
 			oneOf:  []reflect.Type{typeOf[evidence.RLSMetrics](), typeOf[evidence.RLSCounters]()},
@@ -49,9 +49,9 @@ func specs() []spec {
 			root: typeOf[evidence.MergeRecord](), consts: map[string]string{"MergeRecord": evidence.MergeSchema}},
 		{id: evidence.HarnessSchema, what: "harness.json of a scenario directory: what rlbench measured of its own host while the scenario ran (steal, load, wake-up stalls)",
 			root: typeOf[evidence.Harness](), consts: map[string]string{"Harness": evidence.HarnessSchema}},
-		{id: evidence.NginxAccessSchema, what: "one line of nginx/<proxy>/access.jsonl", root: typeOf[nginx.AccessRecord]()},
-		{id: evidence.NginxLimitReqSchema, what: "one line of nginx/<proxy>/limit_req.jsonl", root: typeOf[nginx.ErrorEntry]()},
-		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginx.StubStatus]()},
+		{id: evidence.NginxAccessSchema, what: "one line of nginx/<proxy>/access.jsonl", root: typeOf[nginxrec.AccessRecord]()},
+		{id: evidence.NginxLimitReqSchema, what: "one line of nginx/<proxy>/limit_req.jsonl", root: typeOf[nginxrec.ErrorEntry]()},
+		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginxrec.StubStatus]()},
 		{id: report.ReportSchema, what: "the report of `rlbench analyze --format json` (and `rlbench run --format json`)",
 			root: typeOf[report.Report](), consts: map[string]string{"Report": report.ReportSchema}},
 		{id: runner.PlanSchema, what: "a plan (`rlbench run PLAN.yaml`), in the JSON form of its YAML", root: typeOf[runner.Plan](),

@@ -25,6 +25,7 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/internal/runner"
@@ -320,7 +321,7 @@ type chain struct {
 type stage struct {
 	decl    evidence.Limiter
 	applies map[string]bool
-	entries []evidence.CompiledRateLimit
+	entries []descriptor.CompiledRateLimit
 	// sim is the model limiter's simulator (nil for an RLS).
 	sim model.Simulator
 	// rls: the configuration and one fixed-window simulator per rule.
@@ -353,7 +354,7 @@ func newChain(decls []evidence.Limiter, targets []string, seed int64) (*chain, e
 			return nil, fmt.Errorf("limiter %q: rejections %s cannot be simulated (only local_429 and global_429)", d.Name, rejects[0])
 		}
 		if len(d.RateLimits) > 0 {
-			entries, err := evidence.CompileRateLimits("rate_limits", d.RateLimits)
+			entries, err := descriptor.CompileRateLimits("rate_limits", d.RateLimits)
 			if err != nil {
 				return nil, fmt.Errorf("limiter %q: %w", d.Name, err)
 			}
@@ -392,9 +393,9 @@ func (c *chain) offer(s *send, at int64) decision {
 		if !st.applies[s.target] {
 			continue
 		}
-		var descs [][]evidence.DescriptorEntry
+		var descs [][]descriptor.DescriptorEntry
 		if st.entries != nil {
-			descs = evidence.Descriptors(st.entries, s.header, "127.0.0.1")
+			descs = descriptor.Descriptors(st.entries, s.header, "127.0.0.1")
 		}
 		if st.cfg != nil {
 			if !st.offerRLS(descs, at) {
@@ -430,7 +431,7 @@ func (c *chain) offer(s *send, at int64) decision {
 // key is the model Key of a request at a model limiter, as analyze keys
 // its events: the target, the target's connection, every request ("all"),
 // or the request's descriptors.
-func (st *stage) key(s *send, descs [][]evidence.DescriptorEntry) (string, bool) {
+func (st *stage) key(s *send, descs [][]descriptor.DescriptorEntry) (string, bool) {
 	switch st.decl.Key {
 	case evidence.KeyTarget:
 		return s.target, true
@@ -453,7 +454,7 @@ func (st *stage) key(s *send, descs [][]evidence.DescriptorEntry) (string, bool)
 // does: every descriptor with a rule counts a hit in its fixed window
 // (over-limit hits too), and the call is OVER_LIMIT when one of them is
 // over its limit and not in shadow_mode (src/service/ratelimit.go).
-func (st *stage) offerRLS(descs [][]evidence.DescriptorEntry, at int64) bool {
+func (st *stage) offerRLS(descs [][]descriptor.DescriptorEntry, at int64) bool {
 	ok := true
 	for _, e := range descs {
 		m, limited := st.cfg.Match(e)
@@ -473,7 +474,7 @@ func (st *stage) offerRLS(descs [][]evidence.DescriptorEntry, at int64) bool {
 			sim = mm.NewSimulator(st.seed)
 			st.rules[m.FullKey] = sim
 		}
-		if !sim.Offer(model.Request{At: at, Key: evidence.CacheKeyPrefix(st.decl.RLS.Domain, e)}).Admit {
+		if !sim.Offer(model.Request{At: at, Key: descriptor.CacheKeyPrefix(st.decl.RLS.Domain, e)}).Admit {
 			ok = false
 		}
 	}
@@ -503,7 +504,7 @@ func vars(s *send, key string) map[string]string {
 	return v
 }
 
-func toModel(es []evidence.DescriptorEntry) model.Descriptor {
+func toModel(es []descriptor.DescriptorEntry) model.Descriptor {
 	d := make(model.Descriptor, len(es))
 	for i, e := range es {
 		d[i] = model.Entry{Key: e.Key, Value: e.Value}

@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
-func entries(kv ...string) []evidence.DescriptorEntry {
-	var out []evidence.DescriptorEntry
+func entries(kv ...string) []descriptor.DescriptorEntry {
+	var out []descriptor.DescriptorEntry
 	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, evidence.DescriptorEntry{Key: kv[i], Value: kv[i+1]})
+		out = append(out, descriptor.DescriptorEntry{Key: kv[i], Value: kv[i+1]})
 	}
 	return out
 }
 
-func userAction() []RateLimit {
-	return []RateLimit{{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
+func userAction() []descriptor.RateLimitEntry {
+	return []descriptor.RateLimitEntry{{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}
 }
 
 func localCfg(l LocalRateLimit) *LocalRateLimit {
@@ -97,9 +97,9 @@ func TestLocalAlwaysConsumeDefault(t *testing.T) {
 func TestLocalConsumptionOrder(t *testing.T) {
 	be := startBackend(t)
 	clk := newTestClock()
-	rl := []RateLimit{
-		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
-		{Actions: []Action{{GenericKey: &GenericKeyAction{DescriptorKey: "path", DescriptorValue: "report"}}}},
+	rl := []descriptor.RateLimitEntry{
+		{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
+		{Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "path", DescriptorValue: "report"}}}},
 	}
 	p := startProxy(t, Config{Upstream: be.URL(), Clock: clk, Local: localCfg(LocalRateLimit{MaxTokens: 1000, FillInterval: Duration(time.Hour),
 		EnableXRateLimitHeaders: true, RateLimits: rl,
@@ -214,7 +214,7 @@ func TestLocalDescriptorConfigErrors(t *testing.T) {
 		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), PerDownstreamConnection: true, Descriptors: []LocalDescriptor{{Entries: entries("a", ""), TokenBucket: tb}}}, "per_downstream_connection"},
 		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), TokenBucketMode: TokenBucketTimer, Descriptors: []LocalDescriptor{{Entries: entries("a", "1"), TokenBucket: TokenBucket{MaxTokens: 1, FillInterval: Duration(1500 * time.Millisecond)}}}}, "multiple"},
 		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), TokenBucketMode: "sometimes"}, "token_bucket_mode"},
-		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), RateLimits: []RateLimit{{}}}, "at least one action"},
+		{LocalRateLimit{MaxTokens: 1, FillInterval: Duration(time.Second), RateLimits: []descriptor.RateLimitEntry{{}}}, "at least one action"},
 		{LocalRateLimit{MaxTokens: 1, FillInterval: 0}, "fill_interval"},
 	} {
 		err := c.l.Validate()
@@ -235,17 +235,17 @@ func TestLocalDescriptorConfigErrors(t *testing.T) {
 // gets; request_headers uses the first value of a repeated header.
 func TestGlobalActionsDescriptors(t *testing.T) {
 	f := false
-	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", RateLimits: []RateLimit{
-		{Actions: []Action{
-			{GenericKey: &GenericKeyAction{DescriptorValue: "all"}},
-			{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "premium", Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}},
+	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", RateLimits: []descriptor.RateLimitEntry{
+		{Actions: []descriptor.RateLimitAction{
+			{GenericKey: &descriptor.GenericKeyAction{DescriptorValue: "all"}},
+			{HeaderValueMatch: &descriptor.HeaderValueMatchAction{DescriptorValue: "premium", Headers: []descriptor.HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}},
 		}},
-		{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorKey: "anon", DescriptorValue: "yes", ExpectMatch: &f,
-			Headers: []HeaderMatcher{{Name: "authorization", PresentMatch: ptr(true)}}}}}},
-		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}, {RemoteAddress: &RemoteAddressAction{}}}},
-		{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "api", Headers: []HeaderMatcher{
-			{Name: "x-path", StringMatch: &StringMatcher{Prefix: ptr("/API/"), IgnoreCase: true}},
-			{Name: "x-v", SafeRegexMatch: &RegexMatcher{Regex: `v[0-9]+`}},
+		{Actions: []descriptor.RateLimitAction{{HeaderValueMatch: &descriptor.HeaderValueMatchAction{DescriptorKey: "anon", DescriptorValue: "yes", ExpectMatch: &f,
+			Headers: []descriptor.HeaderMatcher{{Name: "authorization", PresentMatch: ptr(true)}}}}}},
+		{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}, {RemoteAddress: &descriptor.RemoteAddressAction{}}}},
+		{Actions: []descriptor.RateLimitAction{{HeaderValueMatch: &descriptor.HeaderValueMatchAction{DescriptorValue: "api", Headers: []descriptor.HeaderMatcher{
+			{Name: "x-path", StringMatch: &descriptor.StringMatcher{Prefix: ptr("/API/"), IgnoreCase: true}},
+			{Name: "x-v", SafeRegexMatch: &descriptor.RegexMatcher{Regex: `v[0-9]+`}},
 		}}}}},
 	}}, RLS: "x"}
 	if err := g.validate(); err != nil {
@@ -279,8 +279,8 @@ func TestGlobalActionsDescriptors(t *testing.T) {
 	h2.Set("X-V", "v1x") // the regex must match the whole value
 	must(t, got(h2) == "", "no descriptor expected, got %q", got(h2))
 
-	bad := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", RateLimits: []RateLimit{{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "v",
-		Headers: []HeaderMatcher{{Name: "x", SafeRegexMatch: &RegexMatcher{Regex: "("}}}}}}}}}}
+	bad := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", RateLimits: []descriptor.RateLimitEntry{{Actions: []descriptor.RateLimitAction{{HeaderValueMatch: &descriptor.HeaderValueMatchAction{DescriptorValue: "v",
+		Headers: []descriptor.HeaderMatcher{{Name: "x", SafeRegexMatch: &descriptor.RegexMatcher{Regex: "("}}}}}}}}}}
 	err := bad.Validate()
 	must(t, err != nil && strings.Contains(err.Error(), "rate_limits[0].actions[0].header_value_match.headers[0]"), "bad regex error %v", err)
 }
@@ -293,22 +293,22 @@ func TestHeaderMatcherSemantics(t *testing.T) {
 	h.Add("X-M", "1")
 	h.Add("X-M", "2")
 	for _, c := range []struct {
-		m    HeaderMatcher
+		m    descriptor.HeaderMatcher
 		want bool
 	}{
-		{HeaderMatcher{Name: "x-a"}, true}, // no specifier: present
-		{HeaderMatcher{Name: "x-b"}, false},
-		{HeaderMatcher{Name: "x-b", InvertMatch: true}, true},
-		{HeaderMatcher{Name: "x-b", PresentMatch: ptr(false)}, true},
-		{HeaderMatcher{Name: "x-b", PresentMatch: ptr(true), InvertMatch: true}, true},
-		{HeaderMatcher{Name: "x-a", ExactMatch: ptr("")}, true},
-		{HeaderMatcher{Name: "x-a", StringMatch: &StringMatcher{Exact: ptr("")}}, false},
-		{HeaderMatcher{Name: "x-a", ExactMatch: ptr("val"), InvertMatch: true}, false},
-		{HeaderMatcher{Name: "x-m", ExactMatch: ptr("1,2")}, true},
-		{HeaderMatcher{Name: "x-b", TreatMissingHeaderAsEmpty: true, StringMatch: &StringMatcher{Exact: ptr("")}}, true},
-		{HeaderMatcher{Name: "x-a", SuffixMatch: ptr("al")}, true},
-		{HeaderMatcher{Name: "x-a", ContainsMatch: ptr("z")}, false},
-		{HeaderMatcher{Name: "x-n", RangeMatch: &Int64Range{Start: 1, End: 5}}, false},
+		{descriptor.HeaderMatcher{Name: "x-a"}, true}, // no specifier: present
+		{descriptor.HeaderMatcher{Name: "x-b"}, false},
+		{descriptor.HeaderMatcher{Name: "x-b", InvertMatch: true}, true},
+		{descriptor.HeaderMatcher{Name: "x-b", PresentMatch: ptr(false)}, true},
+		{descriptor.HeaderMatcher{Name: "x-b", PresentMatch: ptr(true), InvertMatch: true}, true},
+		{descriptor.HeaderMatcher{Name: "x-a", ExactMatch: ptr("")}, true},
+		{descriptor.HeaderMatcher{Name: "x-a", StringMatch: &descriptor.StringMatcher{Exact: ptr("")}}, false},
+		{descriptor.HeaderMatcher{Name: "x-a", ExactMatch: ptr("val"), InvertMatch: true}, false},
+		{descriptor.HeaderMatcher{Name: "x-m", ExactMatch: ptr("1,2")}, true},
+		{descriptor.HeaderMatcher{Name: "x-b", TreatMissingHeaderAsEmpty: true, StringMatch: &descriptor.StringMatcher{Exact: ptr("")}}, true},
+		{descriptor.HeaderMatcher{Name: "x-a", SuffixMatch: ptr("al")}, true},
+		{descriptor.HeaderMatcher{Name: "x-a", ContainsMatch: ptr("z")}, false},
+		{descriptor.HeaderMatcher{Name: "x-n", RangeMatch: &descriptor.Int64Range{Start: 1, End: 5}}, false},
 	} {
 		c2, err := c.m.Compile("m")
 		if err != nil {
@@ -317,9 +317,9 @@ func TestHeaderMatcherSemantics(t *testing.T) {
 		must(t, c2.Matches(h) == c.want, "%+v: got %v", c.m, !c.want)
 	}
 	h.Set("X-N", "4")
-	c3, _ := (&HeaderMatcher{Name: "x-n", RangeMatch: &Int64Range{Start: 1, End: 5}}).Compile("m")
+	c3, _ := (&descriptor.HeaderMatcher{Name: "x-n", RangeMatch: &descriptor.Int64Range{Start: 1, End: 5}}).Compile("m")
 	must(t, c3.Matches(h), "range")
-	if _, err := (&HeaderMatcher{Name: "x", ExactMatch: ptr("a"), PrefixMatch: ptr("b")}).Compile("m"); err == nil {
+	if _, err := (&descriptor.HeaderMatcher{Name: "x", ExactMatch: ptr("a"), PrefixMatch: ptr("b")}).Compile("m"); err == nil {
 		t.Error("two specifiers accepted")
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/model"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -29,7 +30,7 @@ type GlobalRateLimit struct {
 	GlobalFilter
 	// Actions, when set, are the actions of a first rate_limits entry (the
 	// one-entry form older plans use); RateLimits follow it.
-	Actions []Action `json:"actions,omitempty"`
+	Actions []descriptor.RateLimitAction `json:"actions,omitempty"`
 	// RLS is the rate limit service address, "grpc://127.0.0.1:PORT" or
 	// "127.0.0.1:PORT". One *grpc.ClientConn is shared by all requests.
 	RLS string `json:"rls"`
@@ -50,7 +51,7 @@ type GlobalFilter struct {
 	Domain string `json:"domain"`
 	// RateLimits are the route's rate_limits entries (stage 0), in order:
 	// [{actions: [{request_headers: {header_name: x-user, descriptor_key: user}}, {remote_address: {}}]}].
-	RateLimits []RateLimit `json:"rate_limits,omitempty"`
+	RateLimits []descriptor.RateLimitEntry `json:"rate_limits,omitempty"`
 	// Timeout bounds each ShouldRateLimit call; default 20 ms (Envoy's
 	// default `timeout`). Exceeding it counts as an error.
 	Timeout Duration `json:"timeout,omitempty"`
@@ -71,11 +72,11 @@ const DefaultRLSTimeout = 20 * time.Millisecond
 
 // Entries returns the effective rate_limits entries: Actions (when set) as
 // the first, then RateLimits.
-func (g *GlobalRateLimit) Entries() []RateLimit {
+func (g *GlobalRateLimit) Entries() []descriptor.RateLimitEntry {
 	if len(g.Actions) == 0 {
 		return g.RateLimits
 	}
-	return append([]RateLimit{{Actions: g.Actions}}, g.RateLimits...)
+	return append([]descriptor.RateLimitEntry{{Actions: g.Actions}}, g.RateLimits...)
 }
 
 // Validate checks the filter's configuration: a Domain and at least one
@@ -90,11 +91,11 @@ func (g *GlobalRateLimit) Validate() error {
 		return errors.New("global rate limit: at least one action (a rate_limits entry) is required")
 	}
 	if len(g.Actions) > 0 {
-		if _, err := compileActions("global rate limit", g.Actions); err != nil {
+		if _, err := descriptor.CompileRateLimit("global rate limit", g.Actions); err != nil {
 			return err
 		}
 	}
-	_, err := compileEntries("global rate limit: rate_limits", g.RateLimits)
+	_, err := descriptor.CompileRateLimits("global rate limit: rate_limits", g.RateLimits)
 	return err
 }
 
@@ -115,15 +116,15 @@ func (g *GlobalRateLimit) validateRLS() error {
 }
 
 // compile compiles Entries (Validate must have passed).
-func (g *GlobalRateLimit) compile() ([]rateLimitEntry, error) {
-	return compileEntries("global rate limit: rate_limits", g.Entries())
+func (g *GlobalRateLimit) compile() ([]descriptor.CompiledRateLimit, error) {
+	return descriptor.CompileRateLimits("global rate limit: rate_limits", g.Entries())
 }
 
 // globalDescriptors builds the request's descriptors, one per rate_limits
 // entry whose actions all produced (or skipped) their entries; nil when none.
-func globalDescriptors(entries []rateLimitEntry, h http.Header, remoteIP string) []*rlcommon.RateLimitDescriptor {
+func globalDescriptors(entries []descriptor.CompiledRateLimit, h http.Header, remoteIP string) []*rlcommon.RateLimitDescriptor {
 	var out []*rlcommon.RateLimitDescriptor
-	var buf [4]evidence.DescriptorEntry
+	var buf [4]descriptor.DescriptorEntry
 	for i := range entries {
 		es, ok := entries[i].Descriptor(buf[:0], h, remoteIP)
 		if !ok {
@@ -193,13 +194,13 @@ func xRateLimitHeaders(statuses []*rlsv3.RateLimitResponse_DescriptorStatus) []h
 }
 
 // unitSeconds is the window of a RateLimitResponse unit up to DAY
-// (evidence.UnitSeconds of its name); 0 for longer or unknown units, which
+// (model.UnitSeconds of its name); 0 for longer or unknown units, which
 // the lab's x-ratelimit-limit policy does not name.
 func unitSeconds(u rlsv3.RateLimitResponse_RateLimit_Unit) int64 {
 	switch u {
 	case rlsv3.RateLimitResponse_RateLimit_SECOND, rlsv3.RateLimitResponse_RateLimit_MINUTE,
 		rlsv3.RateLimitResponse_RateLimit_HOUR, rlsv3.RateLimitResponse_RateLimit_DAY:
-		return evidence.UnitSeconds(u.String())
+		return model.UnitSeconds(u.String())
 	}
 	return 0
 }

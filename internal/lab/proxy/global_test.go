@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
 // fakeRLS answers by the descriptor entry "mode": ok, over, error, slow
@@ -88,9 +89,9 @@ func startFakeRLS(t *testing.T) (*fakeRLS, string) {
 // would turn them into errors, on a loaded host too), a millisecond for
 // "slow", which the fake RLS answers only when the caller gives up.
 func globalCfg(rls string, deny bool, timeout time.Duration) *GlobalRateLimit {
-	return &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "inventory", Timeout: Duration(timeout), FailureModeDeny: deny, EnableXRateLimitHeaders: true}, Actions: []Action{
-		{GenericKey: &GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}},
-		{RequestHeaders: &RequestHeadersAction{HeaderName: "x-mode", DescriptorKey: "mode"}},
+	return &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "inventory", Timeout: Duration(timeout), FailureModeDeny: deny, EnableXRateLimitHeaders: true}, Actions: []descriptor.RateLimitAction{
+		{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}},
+		{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-mode", DescriptorKey: "mode"}},
 	},
 		RLS: rls,
 	}
@@ -209,7 +210,7 @@ func TestGlobalDefaultsStatPrefixAndUnreachableRLS(t *testing.T) {
 	dead := ln.Addr().String()
 	ln.Close()
 	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", FailureModeDeny: true, StatusOnError: 503}, RLS: dead, StatPrefix: "edge",
-		Actions: []Action{{RemoteAddress: &RemoteAddressAction{}}}}
+		Actions: []descriptor.RateLimitAction{{RemoteAddress: &descriptor.RemoteAddressAction{}}}}
 	p := startProxy(t, Config{Upstream: be.URL(), Global: g})
 	r := do(t, "GET", p.URL()+"/x", nil)
 	must(t, r.code == 503 && r.body == "", "unreachable RLS with deny/503: %d %q", r.code, r.body)
@@ -228,10 +229,10 @@ func TestGlobalDefaultsStatPrefixAndUnreachableRLS(t *testing.T) {
 }
 
 func TestGlobalDescriptors(t *testing.T) {
-	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []Action{
-		{GenericKey: &GenericKeyAction{DescriptorValue: "v"}},
-		{RequestHeaders: &RequestHeadersAction{HeaderName: "x-opt", DescriptorKey: "opt", SkipIfAbsent: true}},
-		{RemoteAddress: &RemoteAddressAction{}},
+	g := &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []descriptor.RateLimitAction{
+		{GenericKey: &descriptor.GenericKeyAction{DescriptorValue: "v"}},
+		{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-opt", DescriptorKey: "opt", SkipIfAbsent: true}},
+		{RemoteAddress: &descriptor.RemoteAddressAction{}},
 	}}
 	if err := g.validate(); err != nil {
 		t.Fatal(err)
@@ -257,11 +258,11 @@ func TestGlobalDescriptors(t *testing.T) {
 	got = entries(g, "10.1.2.3:5555", map[string]string{"X-Opt": "o"})
 	must(t, len(got) == 1 && got[0] == "generic_key=v;opt=o;remote_address=10.1.2.3;", "with header %q", got)
 
-	only := &GlobalRateLimit{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-a", DescriptorKey: "a"}}}}
+	only := &GlobalRateLimit{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-a", DescriptorKey: "a"}}}}
 	must(t, len(entries(only, "1.1.1.1:1", nil)) == 0, "missing header produced a descriptor")
 	// Every action skipped: Envoy (router_ratelimit.cc populateDescriptor)
 	// still emits the descriptor, with no entries.
-	skipped := &GlobalRateLimit{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-a", DescriptorKey: "a", SkipIfAbsent: true}}}}
+	skipped := &GlobalRateLimit{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-a", DescriptorKey: "a", SkipIfAbsent: true}}}}
 	got = entries(skipped, "1.1.1.1:1", nil)
 	must(t, len(got) == 1 && got[0] == "", "all-skipped: %q", got)
 
@@ -269,8 +270,8 @@ func TestGlobalDescriptors(t *testing.T) {
 		{RLS: "x", Actions: g.Actions},
 		{GlobalFilter: GlobalFilter{Domain: "d"}, Actions: g.Actions},
 		{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x"},
-		{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []Action{{}}},
-		{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []Action{{GenericKey: &GenericKeyAction{}}}},
+		{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []descriptor.RateLimitAction{{}}},
+		{GlobalFilter: GlobalFilter{Domain: "d"}, RLS: "x", Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{}}}},
 	}
 	for i, b := range bad {
 		if err := b.validate(); err == nil {
@@ -298,10 +299,10 @@ func TestPercentHitFraction(t *testing.T) {
 func TestGlobalSeveralEntriesOneCall(t *testing.T) {
 	be := startBackend(t)
 	f, addr := startFakeRLS(t)
-	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", Timeout: Duration(time.Minute), RateLimits: []RateLimit{
-		{Actions: []Action{{GenericKey: &GenericKeyAction{DescriptorKey: "mode", DescriptorValue: "ok"}}, {RemoteAddress: &RemoteAddressAction{}}}},
-		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
-		{Actions: []Action{{HeaderValueMatch: &HeaderValueMatchAction{DescriptorValue: "gold", Headers: []HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}}}},
+	p := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", Timeout: Duration(time.Minute), RateLimits: []descriptor.RateLimitEntry{
+		{Actions: []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "mode", DescriptorValue: "ok"}}, {RemoteAddress: &descriptor.RemoteAddressAction{}}}},
+		{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}},
+		{Actions: []descriptor.RateLimitAction{{HeaderValueMatch: &descriptor.HeaderValueMatchAction{DescriptorValue: "gold", Headers: []descriptor.HeaderMatcher{{Name: "x-plan", ExactMatch: ptr("gold")}}}}}},
 	}}, RLS: addr}})
 	r := do(t, "GET", p.URL()+"/x", map[string]string{"X-User": "alice"})
 	must(t, r.code == 200 && f.calls.Load() == 1, "reply %d after %d RLS calls", r.code, f.calls.Load())
@@ -314,8 +315,8 @@ func TestGlobalSeveralEntriesOneCall(t *testing.T) {
 		got = append(got, strings.Join(es, ","))
 	}
 	must(t, strings.Join(got, " | ") == "mode=ok,remote_address=127.0.0.1 | user=alice", "descriptors %q", got)
-	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", Timeout: Duration(time.Minute), RateLimits: []RateLimit{
-		{Actions: []Action{{RequestHeaders: &RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}}, RLS: addr}})
+	none := startProxy(t, Config{Upstream: be.URL(), Global: &GlobalRateLimit{GlobalFilter: GlobalFilter{Domain: "d", Timeout: Duration(time.Minute), RateLimits: []descriptor.RateLimitEntry{
+		{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: "x-user", DescriptorKey: "user"}}}}}}, RLS: addr}})
 	r = do(t, "GET", none.URL()+"/x", nil)
 	must(t, r.code == 200 && f.calls.Load() == 1, "no descriptor: %d, %d calls", r.code, f.calls.Load())
 	must(t, textCounter(textStats(t, none), "cluster.backend.ratelimit.ok") == 0, "a request without descriptor counted ok")

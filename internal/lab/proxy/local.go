@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // LocalRateLimit configures the lab equivalent of Envoy's HTTP local rate
@@ -69,7 +69,7 @@ type LocalRateLimit struct {
 	// RateLimits are the route's rate_limits entries (the filter's own
 	// rate_limits, Envoy ~1.32+): each builds one request descriptor from
 	// its actions. They are evaluated only when Descriptors is non-empty.
-	RateLimits []RateLimit `json:"rate_limits,omitempty"`
+	RateLimits []descriptor.RateLimitEntry `json:"rate_limits,omitempty"`
 	// AlwaysConsumeDefaultTokenBucket is always_consume_default_token_bucket:
 	// nil means true. The default bucket is consumed when no descriptor
 	// matched, or always when true; false lets descriptor-limited requests
@@ -102,7 +102,7 @@ const (
 type LocalDescriptor struct {
 	// Entries are the descriptor's ordered entries; an empty Value is a
 	// wildcard. At least one.
-	Entries []evidence.DescriptorEntry `json:"entries"`
+	Entries []descriptor.DescriptorEntry `json:"entries"`
 	// TokenBucket is the descriptor's own bucket.
 	TokenBucket TokenBucket `json:"token_bucket"`
 }
@@ -127,8 +127,8 @@ const MinFillInterval = Duration(50 * time.Millisecond)
 const DefaultMaxDynamicDescriptors = 20
 
 // LocalRateLimitedBody is the body of Envoy's local rate limit reply
-// (collect/envoy.LocalRateLimitedBody).
-const LocalRateLimitedBody = envoy.LocalRateLimitedBody
+// (evidence/envoyrec.LocalRateLimitedBody).
+const LocalRateLimitedBody = envoyrec.LocalRateLimitedBody
 
 // Validate checks the filter as Envoy's config validation would: max_tokens
 // > 0, fill_interval >= MinFillInterval (or 0 with descriptors: no default
@@ -188,7 +188,7 @@ func (l *LocalRateLimit) Validate() error {
 		}
 		seen[k] = i
 	}
-	_, err := compileEntries("local rate limit: rate_limits", l.RateLimits)
+	_, err := descriptor.CompileRateLimits("local rate limit: rate_limits", l.RateLimits)
 	return err
 }
 
@@ -198,7 +198,7 @@ func (l *LocalRateLimit) alwaysConsumeDefault() bool {
 }
 
 // descriptorKey is a descriptor's identity: its ordered keys and values.
-func descriptorKey(es []evidence.DescriptorEntry) string {
+func descriptorKey(es []descriptor.DescriptorEntry) string {
 	var b strings.Builder
 	for _, e := range es {
 		b.WriteString(e.Key)
@@ -302,7 +302,7 @@ type localLimiter struct {
 // wildcardDescriptor is Envoy's DynamicDescriptor: a configured descriptor
 // with at least one empty value and an LRU of the buckets of the values seen.
 type wildcardDescriptor struct {
-	entries []evidence.DescriptorEntry
+	entries []descriptor.DescriptorEntry
 	tb      TokenBucket
 	timer   bool
 	size    int
@@ -327,7 +327,7 @@ func newLocalLimiter(l *LocalRateLimit, start time.Time) *localLimiter {
 		size = int(*l.MaxDynamicDescriptors)
 	}
 	for _, d := range l.Descriptors {
-		wild := slices.ContainsFunc(d.Entries, func(e evidence.DescriptorEntry) bool { return e.Value == "" })
+		wild := slices.ContainsFunc(d.Entries, func(e descriptor.DescriptorEntry) bool { return e.Value == "" })
 		if wild {
 			ll.wildcards = append(ll.wildcards, &wildcardDescriptor{entries: d.Entries, tb: d.TokenBucket, timer: timer, size: size,
 				lru: list.New(), byKey: map[string]*list.Element{}})
@@ -340,7 +340,7 @@ func newLocalLimiter(l *LocalRateLimit, start time.Time) *localLimiter {
 
 // matches reports whether the request descriptor fits the wildcard one:
 // same length, same keys in order, values equal or configured empty.
-func (w *wildcardDescriptor) matches(rd []evidence.DescriptorEntry) bool {
+func (w *wildcardDescriptor) matches(rd []descriptor.DescriptorEntry) bool {
 	if len(rd) != len(w.entries) {
 		return false
 	}
@@ -354,7 +354,7 @@ func (w *wildcardDescriptor) matches(rd []evidence.DescriptorEntry) bool {
 
 // bucketFor returns the bucket of this request descriptor's values,
 // creating it full (and evicting the least recently used one) when new.
-func (w *wildcardDescriptor) bucketFor(rd []evidence.DescriptorEntry, now time.Time) *bucket {
+func (w *wildcardDescriptor) bucketFor(rd []descriptor.DescriptorEntry, now time.Time) *bucket {
 	k := descriptorKey(rd)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -380,7 +380,7 @@ func (w *wildcardDescriptor) bucketFor(rd []evidence.DescriptorEntry, now time.T
 // one has no token, then the default bucket iff nothing matched or
 // always_consume_default_token_bucket. It returns whether the request is
 // allowed and the bucket the x-ratelimit headers report (nil for none).
-func (ll *localLimiter) decide(descs [][]evidence.DescriptorEntry, now time.Time) (bool, *bucket) {
+func (ll *localLimiter) decide(descs [][]descriptor.DescriptorEntry, now time.Time) (bool, *bucket) {
 	var matched [8]*bucket
 	ms := matched[:0]
 	for _, rd := range descs {

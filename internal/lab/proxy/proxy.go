@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab/h1"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -197,8 +198,8 @@ type Proxy struct {
 	hostAddrs     []string
 	rlsConn       *grpc.ClientConn
 	rls           rlsv3.RateLimitServiceClient
-	globalEntries []rateLimitEntry
-	localEntries  []rateLimitEntry
+	globalEntries []descriptor.CompiledRateLimit
+	localEntries  []descriptor.CompiledRateLimit
 	limiter       *localLimiter
 	retry         *compiledRetry
 	stats         *store
@@ -266,7 +267,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 		}
 		p.cfg.Local = &l
 		p.limiter = newLocalLimiter(&l, p.started)
-		if p.localEntries, err = compileEntries("local rate limit: rate_limits", l.RateLimits); err != nil {
+		if p.localEntries, err = descriptor.CompileRateLimits("local rate limit: rate_limits", l.RateLimits); err != nil {
 			return nil, fmt.Errorf("proxy %s: %w", p.name, err)
 		}
 		p.localStatus = errorCode(l.Status, 429)

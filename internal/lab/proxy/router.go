@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab/h1"
 
 	rlcommon "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -91,7 +91,7 @@ func (p *Proxy) process(rs *reqState) {
 		if rs.dc.limiter != nil {
 			lim = rs.dc.limiter
 		}
-		var descs [][]evidence.DescriptorEntry
+		var descs [][]descriptor.DescriptorEntry
 		if lim.hasDescrip {
 			for i := range p.localEntries {
 				if d, ok := p.localEntries[i].Descriptor(nil, rs.req.Header, rs.dc.remoteIP); ok {

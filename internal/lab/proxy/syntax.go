@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
 // ParseActions parses the one-line form of a rate_limits entry, the syntax
@@ -24,11 +24,11 @@ import (
 // HEADER^=PREFIX, HEADER$=SUFFIX, HEADER*=CONTAINS or HEADER~=REGEX (RE2,
 // whole value), optionally preceded by "!" (invert_match). Values cannot
 // contain ",", "&" or "@" in this form; a plan can say anything.
-func ParseActions(s string) ([]Action, error) {
+func ParseActions(s string) ([]descriptor.RateLimitAction, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("rate limit actions %q: empty", s)
 	}
-	var out []Action
+	var out []descriptor.RateLimitAction
 	for _, part := range strings.Split(s, ",") {
 		a, err := parseAction(strings.TrimSpace(part))
 		if err != nil {
@@ -36,13 +36,13 @@ func ParseActions(s string) ([]Action, error) {
 		}
 		out = append(out, a)
 	}
-	if _, err := compileActions("actions", out); err != nil {
+	if _, err := descriptor.CompileRateLimit("actions", out); err != nil {
 		return nil, fmt.Errorf("rate limit actions %q: %w", s, err)
 	}
 	return out, nil
 }
 
-func parseAction(p string) (Action, error) {
+func parseAction(p string) (descriptor.RateLimitAction, error) {
 	kind, rest, hasArg := strings.Cut(p, ":")
 	eq := func(what string) (string, string, error) {
 		k, v, ok := strings.Cut(rest, "=")
@@ -53,33 +53,33 @@ func parseAction(p string) (Action, error) {
 	}
 	switch {
 	case p == "remote_address":
-		return Action{RemoteAddress: &RemoteAddressAction{}}, nil
+		return descriptor.RateLimitAction{RemoteAddress: &descriptor.RemoteAddressAction{}}, nil
 	case strings.HasPrefix(p, "generic_key=") && !hasArg:
 		v := strings.TrimPrefix(p, "generic_key=")
 		if v == "" {
-			return Action{}, fmt.Errorf("%q: empty value", p)
+			return descriptor.RateLimitAction{}, fmt.Errorf("%q: empty value", p)
 		}
-		return Action{GenericKey: &GenericKeyAction{DescriptorValue: v}}, nil
+		return descriptor.RateLimitAction{GenericKey: &descriptor.GenericKeyAction{DescriptorValue: v}}, nil
 	case kind == "generic_key" && hasArg:
 		k, v, err := eq("generic_key:KEY=VALUE")
 		if err != nil {
-			return Action{}, err
+			return descriptor.RateLimitAction{}, err
 		}
-		return Action{GenericKey: &GenericKeyAction{DescriptorKey: k, DescriptorValue: v}}, nil
+		return descriptor.RateLimitAction{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: k, DescriptorValue: v}}, nil
 	case kind == "request_headers" && hasArg:
 		skip := strings.HasSuffix(rest, "?")
 		rest = strings.TrimSuffix(rest, "?")
 		h, k, err := eq("request_headers:HEADER=KEY[?]")
 		if err != nil {
-			return Action{}, err
+			return descriptor.RateLimitAction{}, err
 		}
-		return Action{RequestHeaders: &RequestHeadersAction{HeaderName: h, DescriptorKey: k, SkipIfAbsent: skip}}, nil
+		return descriptor.RateLimitAction{RequestHeaders: &descriptor.RequestHeadersAction{HeaderName: h, DescriptorKey: k, SkipIfAbsent: skip}}, nil
 	case (kind == "header_value_match" || kind == "!header_value_match") && hasArg:
 		desc, matchers, ok := strings.Cut(rest, "@")
 		if !ok || desc == "" {
-			return Action{}, fmt.Errorf("%q: want header_value_match:[KEY=]VALUE@MATCHERS", p)
+			return descriptor.RateLimitAction{}, fmt.Errorf("%q: want header_value_match:[KEY=]VALUE@MATCHERS", p)
 		}
-		m := &HeaderValueMatchAction{DescriptorValue: desc}
+		m := &descriptor.HeaderValueMatchAction{DescriptorValue: desc}
 		if k, v, ok := strings.Cut(desc, "="); ok {
 			m.DescriptorKey, m.DescriptorValue = k, v
 		}
@@ -90,17 +90,17 @@ func parseAction(p string) (Action, error) {
 		for _, ms := range strings.Split(matchers, "&") {
 			hm, err := parseMatcher(ms)
 			if err != nil {
-				return Action{}, fmt.Errorf("%q: %w", p, err)
+				return descriptor.RateLimitAction{}, fmt.Errorf("%q: %w", p, err)
 			}
 			m.Headers = append(m.Headers, hm)
 		}
-		return Action{HeaderValueMatch: m}, nil
+		return descriptor.RateLimitAction{HeaderValueMatch: m}, nil
 	}
-	return Action{}, fmt.Errorf("%q: want generic_key=VALUE, generic_key:KEY=VALUE, request_headers:HEADER=KEY[?], remote_address or [!]header_value_match:[KEY=]VALUE@MATCHERS", p)
+	return descriptor.RateLimitAction{}, fmt.Errorf("%q: want generic_key=VALUE, generic_key:KEY=VALUE, request_headers:HEADER=KEY[?], remote_address or [!]header_value_match:[KEY=]VALUE@MATCHERS", p)
 }
 
-func parseMatcher(s string) (HeaderMatcher, error) {
-	var m HeaderMatcher
+func parseMatcher(s string) (descriptor.HeaderMatcher, error) {
+	var m descriptor.HeaderMatcher
 	if strings.HasPrefix(s, "!") {
 		m.InvertMatch = true
 		s = s[1:]
@@ -120,15 +120,15 @@ func parseMatcher(s string) (HeaderMatcher, error) {
 		m.Name = name
 		switch op {
 		case '=':
-			m.StringMatch = &StringMatcher{Exact: &val}
+			m.StringMatch = &descriptor.StringMatcher{Exact: &val}
 		case '^':
-			m.StringMatch = &StringMatcher{Prefix: &val}
+			m.StringMatch = &descriptor.StringMatcher{Prefix: &val}
 		case '$':
-			m.StringMatch = &StringMatcher{Suffix: &val}
+			m.StringMatch = &descriptor.StringMatcher{Suffix: &val}
 		case '*':
-			m.StringMatch = &StringMatcher{Contains: &val}
+			m.StringMatch = &descriptor.StringMatcher{Contains: &val}
 		case '~':
-			m.StringMatch = &StringMatcher{SafeRegex: &RegexMatcher{Regex: val}}
+			m.StringMatch = &descriptor.StringMatcher{SafeRegex: &descriptor.RegexMatcher{Regex: val}}
 		}
 	}
 	if m.Name == "" {
@@ -160,7 +160,7 @@ func ParseLocalDescriptor(s string) (LocalDescriptor, error) {
 		if !ok || k == "" {
 			return d, fmt.Errorf("local descriptor %q: entry %q: want KEY=VALUE (an empty VALUE is a wildcard)", s, kv)
 		}
-		d.Entries = append(d.Entries, evidence.DescriptorEntry{Key: k, Value: v})
+		d.Entries = append(d.Entries, descriptor.DescriptorEntry{Key: k, Value: v})
 	}
 	num := func(what, v string) (uint32, error) {
 		n, err := strconv.ParseUint(v, 10, 32)
@@ -189,7 +189,7 @@ func ParseLocalDescriptor(s string) (LocalDescriptor, error) {
 }
 
 // FormatActions is the inverse of ParseActions for actions it can express.
-func FormatActions(as []Action) string {
+func FormatActions(as []descriptor.RateLimitAction) string {
 	var parts []string
 	for _, a := range as {
 		switch {
@@ -225,7 +225,7 @@ func FormatActions(as []Action) string {
 	return strings.Join(parts, ",")
 }
 
-func formatMatcher(h HeaderMatcher) string {
+func formatMatcher(h descriptor.HeaderMatcher) string {
 	s := h.Name
 	if sm := h.StringMatch; sm != nil {
 		switch {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"encoding/json"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func FuzzParseActions(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if _, err := compileActions("fuzz", as); err != nil {
+		if _, err := descriptor.CompileRateLimit("fuzz", as); err != nil {
 			t.Fatalf("%q parsed into invalid actions: %v", s, err)
 		}
 		if !strings.Contains(s, "\x00") {

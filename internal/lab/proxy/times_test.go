@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // tickClock is a proxy Clock whose every reading is 1 µs after the
@@ -32,15 +32,15 @@ func (c *tickClock) AfterFunc(d time.Duration, f func()) func() bool {
 }
 
 // proxyTimes flushes p's access log and parses it as analyze does
-// (collect/envoy.ParseAccessLog), keyed by x-rlbench-id.
-func proxyTimes(t *testing.T, p *Proxy, alog *syncBuf) map[string]envoy.AccessLogEntry {
+// (evidence/envoyrec.ParseAccessLog), keyed by x-rlbench-id.
+func proxyTimes(t *testing.T, p *Proxy, alog *syncBuf) map[string]envoyrec.AccessLogEntry {
 	t.Helper()
 	must(t, p.FlushAccessLog() == nil, "flush")
-	es, err := envoy.ParseAccessLog(bytes.NewReader(alog.Bytes()), "access.log")
+	es, err := envoyrec.ParseAccessLog(bytes.NewReader(alog.Bytes()), "access.log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]envoy.AccessLogEntry{}
+	out := map[string]envoyrec.AccessLogEntry{}
 	for _, e := range es {
 		out[e.RlbenchID] = e
 	}

@@ -31,7 +31,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
@@ -239,18 +239,18 @@ func rewrite(t *testing.T, src diffSource, kind, domain string, next *int) []byt
 // near misses: a value or key one character off, a wrong key, an empty value, an extra or a missing entry,
 // swapped entries, wildcard values (the bare prefix, the literal "*", a longer value), "_" split differently
 // (the RLS looks up "key_value" in one map), and a value in another case.
-func genDescriptors(cfg *rlsconfig.Config) [][]evidence.DescriptorEntry {
-	var out [][]evidence.DescriptorEntry
+func genDescriptors(cfg *rlsconfig.Config) [][]descriptor.DescriptorEntry {
+	var out [][]descriptor.DescriptorEntry
 	seen := map[string]bool{}
-	add := func(es []evidence.DescriptorEntry) {
+	add := func(es []descriptor.DescriptorEntry) {
 		k := fmt.Sprintf("%q", es)
 		if !seen[k] {
 			seen[k] = true
-			out = append(out, append([]evidence.DescriptorEntry(nil), es...))
+			out = append(out, append([]descriptor.DescriptorEntry(nil), es...))
 		}
 	}
-	with := func(es []evidence.DescriptorEntry, i int, e evidence.DescriptorEntry) []evidence.DescriptorEntry {
-		c := append([]evidence.DescriptorEntry(nil), es...)
+	with := func(es []descriptor.DescriptorEntry, i int, e descriptor.DescriptorEntry) []descriptor.DescriptorEntry {
+		c := append([]descriptor.DescriptorEntry(nil), es...)
 		c[i] = e
 		return c
 	}
@@ -278,36 +278,36 @@ func genDescriptors(cfg *rlsconfig.Config) [][]evidence.DescriptorEntry {
 			return []string{v}
 		}
 	}
-	var walk func(prefix []evidence.DescriptorEntry, ds []*rlsconfig.Descriptor)
-	walk = func(prefix []evidence.DescriptorEntry, ds []*rlsconfig.Descriptor) {
+	var walk func(prefix []descriptor.DescriptorEntry, ds []*rlsconfig.Descriptor)
+	walk = func(prefix []descriptor.DescriptorEntry, ds []*rlsconfig.Descriptor) {
 		for _, d := range ds {
 			for _, v := range values(d) {
-				es := append(append([]evidence.DescriptorEntry(nil), prefix...), evidence.DescriptorEntry{Key: d.Key, Value: v})
+				es := append(append([]descriptor.DescriptorEntry(nil), prefix...), descriptor.DescriptorEntry{Key: d.Key, Value: v})
 				last := len(es) - 1
 				add(es)
 				for _, ov := range oneOff(v) {
-					add(with(es, last, evidence.DescriptorEntry{Key: d.Key, Value: ov}))
+					add(with(es, last, descriptor.DescriptorEntry{Key: d.Key, Value: ov}))
 				}
 				for _, ok := range oneOff(d.Key) {
-					add(with(es, last, evidence.DescriptorEntry{Key: ok, Value: v}))
+					add(with(es, last, descriptor.DescriptorEntry{Key: ok, Value: v}))
 				}
-				add(with(es, last, evidence.DescriptorEntry{Key: "nokey", Value: v}))
-				add(with(es, last, evidence.DescriptorEntry{Key: d.Key, Value: ""}))
-				add(with(es, last, evidence.DescriptorEntry{Key: d.Key, Value: strings.ToUpper(v)}))
-				add(with(es, last, evidence.DescriptorEntry{Key: d.Key, Value: strings.ToLower(v)}))
+				add(with(es, last, descriptor.DescriptorEntry{Key: "nokey", Value: v}))
+				add(with(es, last, descriptor.DescriptorEntry{Key: d.Key, Value: ""}))
+				add(with(es, last, descriptor.DescriptorEntry{Key: d.Key, Value: strings.ToUpper(v)}))
+				add(with(es, last, descriptor.DescriptorEntry{Key: d.Key, Value: strings.ToLower(v)}))
 				full := d.Key + "_" + v
 				if v == "" {
 					full = d.Key
 				}
 				for i := 0; i < len(full); i++ {
 					if full[i] == '_' {
-						add(with(es, last, evidence.DescriptorEntry{Key: full[:i], Value: full[i+1:]}))
+						add(with(es, last, descriptor.DescriptorEntry{Key: full[:i], Value: full[i+1:]}))
 					}
 				}
-				add(append(append([]evidence.DescriptorEntry(nil), es...), evidence.DescriptorEntry{Key: "extra", Value: "1"}))
+				add(append(append([]descriptor.DescriptorEntry(nil), es...), descriptor.DescriptorEntry{Key: "extra", Value: "1"}))
 				if len(es) > 1 {
 					add(es[:last])
-					sw := append([]evidence.DescriptorEntry(nil), es...)
+					sw := append([]descriptor.DescriptorEntry(nil), es...)
 					sw[last], sw[last-1] = sw[last-1], sw[last]
 					add(sw)
 					add(es[1:])
@@ -319,7 +319,7 @@ func genDescriptors(cfg *rlsconfig.Config) [][]evidence.DescriptorEntry {
 		}
 	}
 	walk(nil, cfg.Descriptors)
-	add([]evidence.DescriptorEntry{{Key: "nokey", Value: "nothing"}})
+	add([]descriptor.DescriptorEntry{{Key: "nokey", Value: "nothing"}})
 	add(nil)
 	return out
 }
@@ -378,7 +378,7 @@ func randomConfigs(n int, seed uint64) []diffSource {
 	return out
 }
 
-func protoDescriptor(es []evidence.DescriptorEntry) *commonpb.RateLimitDescriptor {
+func protoDescriptor(es []descriptor.DescriptorEntry) *commonpb.RateLimitDescriptor {
 	d := &commonpb.RateLimitDescriptor{}
 	for _, e := range es {
 		d.Entries = append(d.Entries, &commonpb.RateLimitDescriptor_Entry{Key: e.Key, Value: e.Value})
@@ -417,7 +417,7 @@ func outcomeOf(st *pb.RateLimitResponse_DescriptorStatus) outcome {
 }
 
 // expected is the outcome rlbench's matcher (rlsconfig.Config.Match) predicts for a one-descriptor request.
-func expected(v *variant, es []evidence.DescriptorEntry) outcome {
+func expected(v *variant, es []descriptor.DescriptorEntry) outcome {
 	m, _ := v.cfg.Match(es)
 	switch {
 	case m == nil:
@@ -505,20 +505,20 @@ func TestDifferentialRealRLS(t *testing.T) {
 	// every pair of descriptors matching such rules in one request (replaces acts across the descriptors of one request).
 	type call struct {
 		v     *variant
-		descs [][]evidence.DescriptorEntry
+		descs [][]descriptor.DescriptorEntry
 	}
 	var calls []call
 	perConfig := map[string]int{}
 	for _, v := range variants {
 		ds := genDescriptors(v.cfg)
 		for _, es := range ds {
-			calls = append(calls, call{v: v, descs: [][]evidence.DescriptorEntry{es}})
+			calls = append(calls, call{v: v, descs: [][]descriptor.DescriptorEntry{es}})
 		}
 		perConfig[v.src.name] = len(ds)
 		if v.kind != variantTag {
 			continue
 		}
-		var exact [][]evidence.DescriptorEntry // descriptors matching a named or a replacing rule
+		var exact [][]descriptor.DescriptorEntry // descriptors matching a named or a replacing rule
 		for _, es := range ds {
 			if m, _ := v.cfg.Match(es); m != nil && (m.Limit.Name != "" || len(m.Limit.Replaces) > 0) {
 				exact = append(exact, es)
@@ -527,7 +527,7 @@ func TestDifferentialRealRLS(t *testing.T) {
 		for _, a := range exact {
 			for _, b := range exact {
 				if fmt.Sprint(a) != fmt.Sprint(b) {
-					calls = append(calls, call{v: v, descs: [][]evidence.DescriptorEntry{a, b}})
+					calls = append(calls, call{v: v, descs: [][]descriptor.DescriptorEntry{a, b}})
 				}
 			}
 		}

@@ -62,7 +62,9 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
+	"github.com/rlbench/rlbench/model"
 )
 
 // Window start modes for Options.WindowStart.
@@ -356,7 +358,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	cfg := s.domains[domain]
 	descs := req.GetDescriptors()
 	limits := make([]*limit, len(descs))
-	entries := make([][]evidence.DescriptorEntry, len(descs))
+	entries := make([][]descriptor.DescriptorEntry, len(descs))
 	for i, d := range descs {
 		entries[i] = toEntries(d)
 		if cfg != nil {
@@ -441,7 +443,7 @@ type limit struct {
 func findLimit(cfg *rlsconfig.Config, d *commonpb.RateLimitDescriptor) *limit {
 	if o := d.GetLimit(); o != nil {
 		unit := o.GetUnit().String()
-		div := rlsconfig.UnitSeconds(unit)
+		div := model.UnitSeconds(unit)
 		if div == 0 {
 			return nil
 		}
@@ -452,7 +454,7 @@ func findLimit(cfg *rlsconfig.Config, d *commonpb.RateLimitDescriptor) *limit {
 		return nil
 	}
 	rl := m.Limit
-	return &limit{rpu: rl.RequestsPerUnit, unit: rl.Unit, div: rlsconfig.UnitSeconds(rl.Unit),
+	return &limit{rpu: rl.RequestsPerUnit, unit: rl.Unit, div: model.UnitSeconds(rl.Unit),
 		unlimited: rl.Unlimited, shadow: m.ShadowMode, quota: m.Rule.QuotaMode, name: rl.Name, replaces: rl.Replaces}
 }
 
@@ -478,18 +480,18 @@ func applyReplaces(limits []*limit) {
 	}
 }
 
-func toEntries(d *commonpb.RateLimitDescriptor) []evidence.DescriptorEntry {
+func toEntries(d *commonpb.RateLimitDescriptor) []descriptor.DescriptorEntry {
 	es := d.GetEntries()
-	out := make([]evidence.DescriptorEntry, len(es))
+	out := make([]descriptor.DescriptorEntry, len(es))
 	for i, e := range es {
-		out[i] = evidence.DescriptorEntry{Key: e.GetKey(), Value: e.GetValue()}
+		out[i] = descriptor.DescriptorEntry{Key: e.GetKey(), Value: e.GetValue()}
 	}
 	return out
 }
 
 // countLocked increments the descriptor's window counter and builds its status.
-func (s *Server) countLocked(domain string, entries []evidence.DescriptorEntry, l *limit, add uint64, now time.Time, dec *evidence.Decision) *pb.RateLimitResponse_DescriptorStatus {
-	prefix := evidence.CacheKeyPrefix(domain, entries)
+func (s *Server) countLocked(domain string, entries []descriptor.DescriptorEntry, l *limit, add uint64, now time.Time, dec *evidence.Decision) *pb.RateLimitResponse_DescriptorStatus {
+	prefix := descriptor.CacheKeyPrefix(domain, entries)
 	var c *counter
 	var startSec int64
 	var untilReset time.Duration

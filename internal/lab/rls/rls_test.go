@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/testfix"
 
 	commonpb "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -201,7 +202,7 @@ func TestConcurrent20(t *testing.T) {
 	seen := map[uint64]bool{}
 	for _, d := range decs {
 		if d.Domain != "inventory" || d.Key != fmt.Sprintf("inventory_tenant_lab_%d", base) || d.WindowStart != base ||
-			d.Limit != 5 || d.Unit != "HOUR" || len(d.Descriptor) != 1 || d.Descriptor[0] != (evidence.DescriptorEntry{Key: "tenant", Value: "lab"}) ||
+			d.Limit != 5 || d.Unit != "HOUR" || len(d.Descriptor) != 1 || d.Descriptor[0] != (descriptor.DescriptorEntry{Key: "tenant", Value: "lab"}) ||
 			d.TimeNs != (base+2549)*1e9 {
 			t.Errorf("decision %+v", d)
 		}

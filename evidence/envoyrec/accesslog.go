@@ -1,4 +1,4 @@
-package envoy
+package envoyrec
 
 import (
 	"bufio"
@@ -494,3 +494,14 @@ func Producer(e AccessLogEntry) string {
 // reply (sendLocalReply(..., "local_rate_limited", ...) in local_ratelimit.cc),
 // sent with content-type text/plain, hence content-length 18.
 const LocalRateLimitedBody = "local_rate_limited"
+
+// maxLine bounds one access log line (as collect/envoy bounds a /stats line).
+const maxLine = 16 << 20
+
+// clip shortens s to 120 bytes for an error message.
+func clip(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "..."
+	}
+	return s
+}

@@ -1,5 +1,7 @@
 // Package buildinfo says which rlbench this binary is: the module version
-// recorded by the Go toolchain (runtime/debug.ReadBuildInfo).
+// recorded by the Go toolchain (runtime/debug.ReadBuildInfo), stamped into
+// the evidence it writes (evidence.FileState.Version, the run manifest) and
+// shown by `rlbench version`. It is a leaf: it imports no rlbench package.
 package buildinfo
 
 import "runtime/debug"

@@ -1,4 +1,4 @@
-package evidence
+package merge
 
 import (
 	"context"
@@ -7,41 +7,43 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // fakeShard writes a shard directory: attack.json of shard k/n and one
 // request per ID (code 200, sent at send[i], 100 ns latency).
 func fakeShard(t *testing.T, dir string, k, n, total int, digest, host string, ids []string, send []int64) {
 	t.Helper()
-	sum := &AttackSummary{Schema: AttackSummarySchema, Complete: true, Sent: len(ids), Recorded: len(ids), StartNs: 1000 + int64(k), Host: host,
-		Shard: &AttackShard{Index: k, Count: n, IDs: len(ids), TotalIDs: total, Digest: digest, IDSetDigest: digest}}
-	if err := WriteJSONFile(Dir(dir).Attack(), NewAttack(sum)); err != nil {
+	sum := &evidence.AttackSummary{Schema: evidence.AttackSummarySchema, Complete: true, Sent: len(ids), Recorded: len(ids), StartNs: 1000 + int64(k), Host: host,
+		Shard: &evidence.AttackShard{Index: k, Count: n, IDs: len(ids), TotalIDs: total, Digest: digest, IDSetDigest: digest}}
+	if err := evidence.WriteJSONFile(evidence.Dir(dir).Attack(), evidence.NewAttack(sum)); err != nil {
 		t.Fatal(err)
 	}
-	var reqs []Request
+	var reqs []evidence.Request
 	for i, id := range ids {
-		reqs = append(reqs, Request{ID: id, Target: "proxy-a", URL: "http://127.0.0.1:1", Method: "GET", SentNs: send[i], LatencyNs: 100, Code: 200})
+		reqs = append(reqs, evidence.Request{ID: id, Target: "proxy-a", URL: "http://127.0.0.1:1", Method: "GET", SentNs: send[i], LatencyNs: 100, Code: 200})
 	}
-	if err := WriteLines(Dir(dir).Requests(), reqs); err != nil {
+	if err := evidence.WriteLines(evidence.Dir(dir).Requests(), reqs); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func receipt(id string, recv int64, replica string) Receipt {
-	return Receipt{ID: &id, RecvNs: recv, Method: "GET", Path: "/", Remote: "127.0.0.1:2", Replica: replica}
+func receipt(id string, recv int64, replica string) evidence.Receipt {
+	return evidence.Receipt{ID: &id, RecvNs: recv, Method: "GET", Path: "/", Remote: "127.0.0.1:2", Replica: replica}
 }
 
-func mergeOf(t *testing.T, inputs ...string) (*MergeRecord, string) {
+func mergeOf(t *testing.T, inputs ...string) (*evidence.MergeRecord, string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "run")
-	rec, err := Merge(context.Background(), MergeOptions{Inputs: inputs, Out: out})
+	rec, err := Merge(context.Background(), Options{Inputs: inputs, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rec, out
 }
 
-func hasProblem(rec *MergeRecord, sub string) bool {
+func hasProblem(rec *evidence.MergeRecord, sub string) bool {
 	for _, p := range rec.Problems {
 		if strings.Contains(p, sub) {
 			return true
@@ -64,7 +66,7 @@ func TestMergeCoverage(t *testing.T) {
 	if len(rec.Problems) != 0 || len(rec.Shards) != 3 || rec.Count != 3 || rec.StartSpreadNs != 2 {
 		t.Fatalf("complete merge: %+v", rec)
 	}
-	s := LoadScenario(context.Background(), out, false)
+	s := evidence.LoadScenario(context.Background(), out, false)
 	if s.Merge == nil || s.Requests.Len() != 6 || len(s.Problems) != 0 || s.Attack == nil || len(s.Attack.Phases) != 3 || s.Attack.Sent != 6 {
 		t.Fatalf("merged load: merge %v, %d requests, problems %v", s.Merge != nil, s.Requests.Len(), s.Problems)
 	}
@@ -85,10 +87,10 @@ func TestMergeCoverage(t *testing.T) {
 			continue
 		}
 		// Load turns them into problems of merge.json: analyze's NOT_RUN.
-		s := LoadScenario(context.Background(), out, false)
+		s := evidence.LoadScenario(context.Background(), out, false)
 		found := false
 		for _, p := range s.Problems {
-			found = found || p.File == MergeFile && strings.Contains(p.Msg, c.want)
+			found = found || p.File == evidence.MergeFile && strings.Contains(p.Msg, c.want)
 		}
 		if !found {
 			t.Errorf("%s: loaded problems %+v lack %q", c.name, s.Problems, c.want)
@@ -103,7 +105,7 @@ func TestMergeCoverage(t *testing.T) {
 	}
 	// The set may hold the backend's receipts itself; a shard given twice
 	// (on its own and in its set) is one input.
-	if err := WriteLines(Dir(set).Receipts(), []Receipt{receipt("i0", 50, "r")}); err != nil {
+	if err := evidence.WriteLines(evidence.Dir(set).Receipts(), []evidence.Receipt{receipt("i0", 50, "r")}); err != nil {
 		t.Fatal(err)
 	}
 	if !IsShardSet(set) || IsShardSet(filepath.Join(set, "s0")) {
@@ -117,7 +119,7 @@ func TestMergeCoverage(t *testing.T) {
 		t.Fatalf("LoadShardSet: %v %+v", err, b)
 	}
 	// An output that is not empty is refused.
-	if _, err := Merge(context.Background(), MergeOptions{Inputs: []string{set}, Out: set}); err == nil {
+	if _, err := Merge(context.Background(), Options{Inputs: []string{set}, Out: set}); err == nil {
 		t.Fatal("merge into a non-empty directory")
 	}
 }
@@ -131,12 +133,12 @@ func TestMergeClockOffset(t *testing.T) {
 	// Shard 0: sends at 1000 and 2000, each answered after 100 ns.
 	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 3, "sha256:a", "h0", []string{"a", "b", "c"}, []int64{1000, 2000, 3000})
 	// Replica r1 received a 50 ns after its send, b 10 ns after; c never.
-	recs := []Receipt{receipt("a", 1000+50+theta, "r1"), receipt("b", 2000+10+theta, "r1")}
-	if err := WriteLines(Dir(filepath.Join(root, "be1")).Receipts(), recs); err != nil {
+	recs := []evidence.Receipt{receipt("a", 1000+50+theta, "r1"), receipt("b", 2000+10+theta, "r1")}
+	if err := evidence.WriteLines(evidence.Dir(filepath.Join(root, "be1")).Receipts(), recs); err != nil {
 		t.Fatal(err)
 	}
 	// The same receipts pulled again (identical), and r2's receipt of a.
-	if err := WriteLines(Dir(filepath.Join(root, "pulled")).CollectedReceipts("x"), append(recs, receipt("a", 1000+90+theta, "r2"))); err != nil {
+	if err := evidence.WriteLines(evidence.Dir(filepath.Join(root, "pulled")).CollectedReceipts("x"), append(recs, receipt("a", 1000+90+theta, "r2"))); err != nil {
 		t.Fatal(err)
 	}
 	rec, out := mergeOf(t, root)
@@ -145,7 +147,7 @@ func TestMergeClockOffset(t *testing.T) {
 	}
 	offs := rec.Shards[0].Offsets
 	// a: [1550-1100, 1550-1000] = [450, 550]; b: [2510-2100, 2510-2000] = [410, 510].
-	if len(offs) != 2 || offs[0] != (ClockOffset{Replica: "r1", Pairs: 2, Bounded: true, MinNs: 450, MaxNs: 510}) {
+	if len(offs) != 2 || offs[0] != (evidence.ClockOffset{Replica: "r1", Pairs: 2, Bounded: true, MinNs: 450, MaxNs: 510}) {
 		t.Fatalf("offsets %+v", offs)
 	}
 	if o := offs[1]; o.Replica != "r2" || o.MinNs != 490 || o.MaxNs != 590 || o.AbsNs() != 590 {
@@ -154,18 +156,18 @@ func TestMergeClockOffset(t *testing.T) {
 	if !(offs[0].MinNs <= theta && theta <= offs[0].MaxNs) {
 		t.Fatal("the bound excludes the true offset")
 	}
-	s := LoadScenario(context.Background(), out, false)
+	s := evidence.LoadScenario(context.Background(), out, false)
 	if s.Receipts.Len() != 3 || len(s.Problems) != 0 {
 		t.Fatalf("merged receipts %d, problems %v", s.Receipts.Len(), s.Problems)
 	}
 	// An open receipts file (its backend still runs) is a problem naming it.
-	w, err := Create(Dir(filepath.Join(root, "be1")).Receipts())
+	w, err := evidence.Create(evidence.Dir(filepath.Join(root, "be1")).Receipts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Close()
 	rec, _ = mergeOf(t, root)
-	if !hasProblem(rec, fmt.Sprintf("receipts: %s: never closed", Dir(filepath.Join(root, "be1")).Receipts())) {
+	if !hasProblem(rec, fmt.Sprintf("receipts: %s: never closed", evidence.Dir(filepath.Join(root, "be1")).Receipts())) {
 		t.Fatalf("open receipts: %q", rec.Problems)
 	}
 }
@@ -181,8 +183,8 @@ func TestMergeSkewedHostLoads(t *testing.T) {
 	send := []int64{1_000_000_000 + skew, 1_002_000_000 + skew}
 	fakeShard(t, filepath.Join(root, "s0"), 0, 2, 3, "sha256:a", "near", []string{"a"}, []int64{1_001_000_000})
 	fakeShard(t, filepath.Join(root, "s1"), 1, 2, 3, "sha256:a", "ahead", []string{"b", "c"}, send)
-	recs := []Receipt{receipt("a", 1_001_000_050, "r"), receipt("b", send[0]-skew+50, "r"), receipt("c", send[1]-skew+20, "r")}
-	if err := WriteLines(Dir(filepath.Join(root, "be")).Receipts(), recs); err != nil {
+	recs := []evidence.Receipt{receipt("a", 1_001_000_050, "r"), receipt("b", send[0]-skew+50, "r"), receipt("c", send[1]-skew+20, "r")}
+	if err := evidence.WriteLines(evidence.Dir(filepath.Join(root, "be")).Receipts(), recs); err != nil {
 		t.Fatal(err)
 	}
 	rec, out := mergeOf(t, root)
@@ -192,17 +194,17 @@ func TestMergeSkewedHostLoads(t *testing.T) {
 	if b, unbounded := rec.ClockBound(); b < skew || b > skew+100 || len(unbounded) != 0 {
 		t.Fatalf("clock bound %d, unbounded %v", b, unbounded)
 	}
-	s := LoadScenario(context.Background(), out, false)
+	s := evidence.LoadScenario(context.Background(), out, false)
 	if len(s.Problems) != 0 || s.Receipts.Len() != 3 {
 		t.Fatalf("merged load: problems %+v", s.Problems)
 	}
-	if err := os.Remove(Dir(out).Merge()); err != nil {
+	if err := os.Remove(evidence.Dir(out).Merge()); err != nil {
 		t.Fatal(err)
 	}
-	s = LoadScenario(context.Background(), out, false)
+	s = evidence.LoadScenario(context.Background(), out, false)
 	found := false
 	for _, p := range s.Problems {
-		found = found || p.File == ReceiptsFile && strings.Contains(p.Msg, "before its request was sent")
+		found = found || p.File == evidence.ReceiptsFile && strings.Contains(p.Msg, "before its request was sent")
 	}
 	if !found {
 		t.Fatalf("without merge.json: problems %+v", s.Problems)
@@ -215,8 +217,8 @@ func TestMergeTakesStatsOnce(t *testing.T) {
 	root := t.TempDir()
 	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 1, "sha256:a", "h", []string{"a"}, []int64{1})
 	for i, body := range []string{"same", "same", "different"} {
-		p := Dir(filepath.Join(root, fmt.Sprintf("c%d", i))).StatsSnapshot("proxy-a", "before", ".txt")
-		if err := Mkdir(p); err != nil {
+		p := evidence.Dir(filepath.Join(root, fmt.Sprintf("c%d", i))).StatsSnapshot("proxy-a", "before", ".txt")
+		if err := evidence.Mkdir(p); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
@@ -227,7 +229,7 @@ func TestMergeTakesStatsOnce(t *testing.T) {
 	if len(rec.Problems) != 0 || rec.Files["stats/proxy-a.before.txt"] != filepath.Join(root, "c0") {
 		t.Fatalf("identical stats: %+v", rec)
 	}
-	if b, err := os.ReadFile(Dir(out).StatsSnapshot("proxy-a", "before", ".txt")); err != nil || string(b) != "same" {
+	if b, err := os.ReadFile(evidence.Dir(out).StatsSnapshot("proxy-a", "before", ".txt")); err != nil || string(b) != "same" {
 		t.Fatalf("copied stats %q %v", b, err)
 	}
 	rec, _ = mergeOf(t, filepath.Join(root, "s0"), filepath.Join(root, "c0"), filepath.Join(root, "c2"))
@@ -255,16 +257,16 @@ func TestMergeMalformedInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cut(Dir(d("s1")).Requests())
-	if err := WriteLines(Dir(d("s0")).Receipts(), []Receipt{receipt("i0", 30, "r"), receipt("i2", 40, "r")}); err != nil {
+	cut(evidence.Dir(d("s1")).Requests())
+	if err := evidence.WriteLines(evidence.Dir(d("s0")).Receipts(), []evidence.Receipt{receipt("i0", 30, "r"), receipt("i2", 40, "r")}); err != nil {
 		t.Fatal(err)
 	}
-	cut(Dir(d("s0")).Receipts())
+	cut(evidence.Dir(d("s0")).Receipts())
 	rec, out := mergeOf(t, d("s0"), d("s1"))
-	if !hasProblem(rec, RequestsFile+":2: truncated") || !hasProblem(rec, ReceiptsFile+":2: truncated") {
+	if !hasProblem(rec, evidence.RequestsFile+":2: truncated") || !hasProblem(rec, evidence.ReceiptsFile+":2: truncated") {
 		t.Fatalf("problems %q", rec.Problems)
 	}
-	s := LoadScenario(context.Background(), out, false)
+	s := evidence.LoadScenario(context.Background(), out, false)
 	if s.Requests.Len() != 3 || len(s.Receipts.RecvNs) != 1 || len(s.Problems) == 0 {
 		t.Fatalf("%d requests, %d receipts, problems %v", s.Requests.Len(), len(s.Receipts.RecvNs), s.Problems)
 	}
@@ -277,11 +279,11 @@ func TestMergeMalformedInputs(t *testing.T) {
 	}
 
 	// A failing merge (an attack.json that does not decode) leaves no Out.
-	if err := os.WriteFile(Dir(d("s1")).Attack(), []byte("{"), 0o644); err != nil {
+	if err := os.WriteFile(evidence.Dir(d("s1")).Attack(), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	failed := filepath.Join(t.TempDir(), "run")
-	if _, err := Merge(context.Background(), MergeOptions{Inputs: []string{d("s0"), d("s1")}, Out: failed}); err == nil {
+	if _, err := Merge(context.Background(), Options{Inputs: []string{d("s0"), d("s1")}, Out: failed}); err == nil {
 		t.Fatal("merge of an undecodable attack.json succeeded")
 	}
 	entries, _ := os.ReadDir(filepath.Dir(failed))

@@ -1,4 +1,4 @@
-package evidence
+package descriptor
 
 import (
 	"fmt"
@@ -8,10 +8,15 @@ import (
 	"strings"
 )
 
-// Envoy's route rate limit actions (config.route.v3.RateLimit,
-// api/envoy/config/route/v3/route_components.proto): the types a plan, the
-// lab proxy (internal/lab/proxy, which aliases them) and scenario.json's
-// limiters share, and their one evaluation (CompiledRateLimit.Descriptor).
+// DescriptorEntry is one key/value pair of a rate limit descriptor
+// (envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry,
+// api/envoy/extensions/common/ratelimit/v3/ratelimit.proto).
+type DescriptorEntry struct {
+	// Key is the entry's key, e.g. "generic_key" or "remote_address".
+	Key string `json:"key"`
+	// Value is the entry's value.
+	Value string `json:"value"`
+}
 
 // RateLimitEntry is one route rate_limits entry (config.route.v3.RateLimit): its
 // actions, evaluated in order, build ONE descriptor. If an action cannot
@@ -454,4 +459,20 @@ func (e *CompiledRateLimit) DescriptorOf(dst []DescriptorEntry, h http.Header, r
 		}
 	}
 	return dst, true, ""
+}
+
+// Descriptors builds a request's descriptors from compiled rate_limits
+// entries (CompileRateLimits of evidence.Limiter.RateLimits): one per entry whose
+// actions all produced (or skipped) their entries, in order, as the lab
+// proxy builds them (Envoy sends them in one RLS call). h holds the
+// request's headers (canonical keys), remoteIP the client's address ("":
+// unknown, remote_address drops its descriptor).
+func Descriptors(entries []CompiledRateLimit, h http.Header, remoteIP string) [][]DescriptorEntry {
+	var out [][]DescriptorEntry
+	for i := range entries {
+		if d, ok := entries[i].Descriptor(nil, h, remoteIP); ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -1,8 +1,9 @@
 // Package boundedio reads inputs with the bounds every rlbench reader needs:
 // only regular files (a FIFO or a device is refused without blocking), a size
 // limit that is an error rather than a silent truncation, and a context whose
-// end stops the read. Package evidence re-exports it for evidence readers;
-// parsers that evidence itself imports (collect/envoy) use it directly.
+// end stops the read. Evidence readers (package evidence and its
+// callers), configuration readers and parsers (collect/envoy) use it. It is
+// a leaf: it imports no rlbench package.
 package boundedio
 
 import (

@@ -1,4 +1,4 @@
-package nginx
+package nginxrec
 
 import (
 	"bufio"
