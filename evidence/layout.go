@@ -3,8 +3,6 @@ package evidence
 import (
 	"os"
 	"path/filepath"
-
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // File and directory names of an evidence directory, relative to a scenario
@@ -76,9 +74,6 @@ const (
 	// RLSMetricsSchema is the schema of rls/metrics.<label>.json
 	// (RLSMetrics, or a bare RLSCounters of an older collect).
 	RLSMetricsSchema = "rlbench.rls-metrics/v1"
-	// EnvoyStatsSchema is evidence/envoyrec.SnapshotSchema, the schema of
-	// stats/<proxy>.<label>.json.
-	EnvoyStatsSchema = envoyrec.SnapshotSchema
 )
 
 // Snapshot labels used by the runner: the proxies' and the RLS's counters

@@ -305,7 +305,7 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 }
 
 // ReadStats reads a parsed stats snapshot (stats/<proxy>.<label>.json); a
-// file of another schema than EnvoyStatsSchema is an error.
+// file of another schema than envoyrec.SnapshotSchema is an error.
 func ReadStats(path string) (*envoyrec.Snapshot, error) {
 	b, err := boundedio.ReadRegular(context.Background(), path, MaxDocumentBytes)
 	if err != nil {
@@ -315,8 +315,8 @@ func ReadStats(path string) (*envoyrec.Snapshot, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, JSONError(b, err))
 	}
-	if s.Schema != EnvoyStatsSchema {
-		return nil, fmt.Errorf("%s: not a stats snapshot (want schema %q)", path, EnvoyStatsSchema)
+	if s.Schema != envoyrec.SnapshotSchema {
+		return nil, fmt.Errorf("%s: not a stats snapshot (want schema %q)", path, envoyrec.SnapshotSchema)
 	}
 	return &s, nil
 }

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func TestWritersRefuseBadNames(t *testing.T) {
 func TestLoadRefusesProxyPathsInScenario(t *testing.T) {
 	root := t.TempDir()
 	d := Dir(filepath.Join(root, "run", "s"))
-	writeFile(t, filepath.Join(root, "run", "outside.before.json"), `{"schema":"`+EnvoyStatsSchema+`"}`)
+	writeFile(t, filepath.Join(root, "run", "outside.before.json"), `{"schema":"`+envoyrec.SnapshotSchema+`"}`)
 	writeFile(t, d.Scenario(), `{"schema":"`+ScenarioSchema+`","name":"s","proxies":["../../outside","proxy-a"],"expect":{}}`)
 	writeFile(t, d.Requests(), "")
 	s := LoadScenario(t.Context(), string(d), false)

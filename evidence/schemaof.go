@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"path"
 	"strings"
 )
@@ -65,7 +66,7 @@ func SchemaOf(rel string) (id string, ok bool) {
 			}
 		}
 		if strings.HasSuffix(base, ".json") {
-			return EnvoyStatsSchema, true
+			return envoyrec.SnapshotSchema, true
 		}
 		return "", false
 	case dir == AccessLogDir:

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"path/filepath"
 	"testing"
 )
@@ -23,7 +24,7 @@ func TestSchemaOf(t *testing.T) {
 		{d.RLSMetrics(LabelAfter, ".prom"), "", true},
 		{d.RLSLog(), "", true},
 		{d.Redis() + "/redis.log", "", true},
-		{d.StatsSnapshot("proxy-a", LabelBefore, ".json"), EnvoyStatsSchema, true},
+		{d.StatsSnapshot("proxy-a", LabelBefore, ".json"), envoyrec.SnapshotSchema, true},
 		{d.StatsSnapshot("proxy-a", LabelBefore, ".raw.json"), "", true},
 		{d.StatsSnapshot("proxy-a", LabelBefore, ".txt"), "", true},
 		{d.StatsSnapshot("proxy-a", LabelBefore, ".prom"), "", true},

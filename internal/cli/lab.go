@@ -46,7 +46,7 @@ type LabOptions struct {
 	FailureModeDeny   bool
 	Receipts          string
 	Decisions         string
-	WindowStart       string // labrls.WindowAligned | labrls.WindowFirstHit
+	WindowStart       string // evidence.WindowAligned | evidence.WindowFirstHit
 
 	// LocalDescriptors (--local-descriptor) and LocalRateLimits
 	// (--local-rate-limit) give the local filter per-key buckets.
@@ -167,7 +167,7 @@ empty VALUE is a wildcard: a bucket per value).`,
 	f.BoolVar(&o.FailureModeDeny, "failure-mode-deny", false, "answer 500 when the RLS fails (default: let the request through)")
 	f.StringVar(&o.Receipts, "receipts", evidence.ReceiptsFile, "backend receipts file")
 	f.StringVar(&o.Decisions, "decisions", path.Base(evidence.DecisionsFile), "lab RLS decision log")
-	enumFlag(cmd, &o.WindowStart, "window-start", labrls.WindowAligned, []string{labrls.WindowAligned, labrls.WindowFirstHit},
+	enumFlag(cmd, &o.WindowStart, "window-start", evidence.WindowAligned, []string{evidence.WindowAligned, evidence.WindowFirstHit},
 		"lab RLS fixed windows, aligned to unit boundaries (like envoyproxy/ratelimit) or from the first hit")
 	rateLimitsFlag(f, &o.GlobalRateLimits, "global-rate-limit", "a rate_limits entry of the global filter: its actions (repeatable; see above)")
 	rateLimitsFlag(f, &o.LocalRateLimits, "local-rate-limit", "a rate_limits entry building the local filter's request descriptors (repeatable)")

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"net"
 	"strconv"
@@ -113,7 +114,7 @@ type ProxiesOptions struct {
 type RLSOptions struct {
 	// Lab, if non-nil, starts the lab RLS before the proxies with these
 	// options; Listen defaults to 127.0.0.1:0, WindowStart to
-	// labrls.WindowAligned, Now to Options.Now. Its decision writer stays
+	// evidence.WindowAligned, Now to Options.Now. Its decision writer stays
 	// the caller's.
 	Lab *labrls.Options
 	// Address is an RLS that the lab does not start, "grpc://host:port"
@@ -225,7 +226,7 @@ func (o Options) withDefaults() Options {
 			rc.Listen = o.listenAddr(RLSPortOffset)
 		}
 		if rc.WindowStart == "" {
-			rc.WindowStart = labrls.WindowAligned
+			rc.WindowStart = evidence.WindowAligned
 		}
 		if rc.Now == nil {
 			rc.Now = o.Now

@@ -187,7 +187,7 @@ func TestDefaults(t *testing.T) {
 	o := l.Options()
 	lc := o.Proxies.Config.Local
 	if o.Proxies.Count != DefaultProxies || len(l.Proxies) != DefaultProxies || o.Proxies.Config.Cluster != "backend" ||
-		lc.TokensPerFill != 1 || *lc.FilterEnabled != 100 || *lc.FilterEnforced != 100 || o.RLS.Lab.WindowStart != labrls.WindowAligned {
+		lc.TokensPerFill != 1 || *lc.FilterEnabled != 100 || *lc.FilterEnforced != 100 || o.RLS.Lab.WindowStart != evidence.WindowAligned {
 		t.Fatalf("effective options %+v local %+v rls %+v", o.Proxies, lc, o.RLS.Lab)
 	}
 	if in.Proxies.Count != 0 || in.Proxies.Config.Local.TokensPerFill != 0 || in.Proxies.Config.Local.FilterEnabled != nil || in.RLS.Lab.WindowStart != "" {

@@ -175,7 +175,7 @@ func (r *scenarioRun) startLab(ctx context.Context) string {
 			entries = append(entries, descriptor.DescriptorEntry{Key: a.GenericKey.Key(), Value: a.GenericKey.DescriptorValue})
 		}
 		if m, ok := cfg.Match(entries); static && ok && m != nil && m.Limit != nil {
-			ws := labrls.WindowAligned // the real RLS's windows are epoch aligned
+			ws := evidence.WindowAligned // the real RLS's windows are epoch aligned
 			if eff.RLS.Lab != nil {
 				ws = eff.RLS.Lab.WindowStart
 			}

@@ -9,7 +9,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
-	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	"github.com/rlbench/rlbench/model"
 	"github.com/rlbench/rlbench/model/decl"
 )
@@ -78,7 +77,7 @@ func declareLabLimiters(lp *LabPlan, eff lab.Options, names []string, starts []t
 		resets, deps := []string{evidence.FaultTargetRedis}, []string{evidence.FaultTargetRLS, evidence.FaultTargetRedis}
 		if lp.RLS.Kind == "lab" {
 			resets, deps = []string{evidence.FaultTargetRLS}, []string{evidence.FaultTargetRLS} // in-memory counters, no Redis
-			if eff.RLS.Lab != nil && eff.RLS.Lab.WindowStart == labrls.WindowFirstHit {
+			if eff.RLS.Lab != nil && eff.RLS.Lab.WindowStart == evidence.WindowFirstHit {
 				rl.Align = model.AlignFirstHit
 			}
 		}

@@ -3,6 +3,7 @@ package schemagen
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -184,7 +185,7 @@ func TestFileNames(t *testing.T) {
 		schemas.Fault: evidence.FaultSchema, schemas.Decision: evidence.DecisionSchema,
 		schemas.Scenario: evidence.ScenarioSchema, schemas.Attack: evidence.AttackSchema,
 		schemas.AttackV1: evidence.AttackSummarySchema, schemas.Manifest: evidence.ManifestSchema,
-		schemas.EnvoyStats: evidence.EnvoyStatsSchema, schemas.RLSMetrics: evidence.RLSMetricsSchema,
+		schemas.EnvoyStats: envoyrec.SnapshotSchema, schemas.RLSMetrics: evidence.RLSMetricsSchema,
 		schemas.RLSLog: evidence.RLSLogSchema, schemas.NginxAccess: evidence.NginxAccessSchema,
 		schemas.NginxLimitReq: evidence.NginxLimitReqSchema, schemas.NginxStubStatus: evidence.NginxStubStatusSchema,
 		schemas.FileState: evidence.StateSchema, schemas.Merge: evidence.MergeSchema, schemas.Harness: evidence.HarnessSchema,

@@ -34,7 +34,7 @@
 //
 // What differs on purpose: counts live in the process, so Stop and Restart
 // lose them (the real RLS keeps them in Redis across its restarts); the window
-// may optionally begin at the first hit of a key (WindowFirstHit) to model
+// may optionally begin at the first hit of a key (evidence.WindowFirstHit) to model
 // limiters that are not epoch aligned; an optional Delay slows every call to
 // exercise a proxy's timeout, and a call cancelled during the Delay (client
 // deadline, Stop) is not counted.
@@ -67,17 +67,6 @@ import (
 	"github.com/rlbench/rlbench/model"
 )
 
-// Window start modes for Options.WindowStart.
-const (
-	// WindowAligned starts windows at multiples of the unit since the Unix
-	// epoch (UTC), like envoyproxy/ratelimit: a burst straddling a boundary
-	// can pass twice the limit.
-	WindowAligned = evidence.WindowAligned
-	// WindowFirstHit starts a key's window at its first hit and the next
-	// window at the first hit after that window has ended.
-	WindowFirstHit = evidence.WindowFirstHit
-)
-
 // HealthService is the gRPC health service name the RLS registers.
 const HealthService = "ratelimit"
 
@@ -97,7 +86,7 @@ type Options struct {
 	Configs []*rlsconfig.Config
 	// Listen is the TCP address to listen on; default "127.0.0.1:0".
 	Listen string
-	// WindowStart is WindowAligned (default, "" too) or WindowFirstHit.
+	// WindowStart is evidence.WindowAligned (default, "" too) or evidence.WindowFirstHit.
 	WindowStart string
 	// Delay is waited at the start of every ShouldRateLimit call before the
 	// decision; a call cancelled meanwhile returns an error and is not counted.
@@ -124,14 +113,14 @@ type Options struct {
 }
 
 // Validate checks opts without starting anything: WindowStart is "",
-// WindowAligned or WindowFirstHit, Delay is not negative, and Configs has at
+// evidence.WindowAligned or evidence.WindowFirstHit, Delay is not negative, and Configs has at
 // most one configuration per domain. No Configs is valid: every call is then
 // answered with ErrNoConfig, as by an RLS that loaded none.
 func (opts *Options) Validate() error {
 	switch opts.WindowStart {
-	case "", WindowAligned, WindowFirstHit:
+	case "", evidence.WindowAligned, evidence.WindowFirstHit:
 	default:
-		return fmt.Errorf("lab rls: window start %q: want %q or %q", opts.WindowStart, WindowAligned, WindowFirstHit)
+		return fmt.Errorf("lab rls: window start %q: want %q or %q", opts.WindowStart, evidence.WindowAligned, evidence.WindowFirstHit)
 	}
 	if opts.Delay < 0 {
 		return fmt.Errorf("lab rls: negative delay %s", opts.Delay)
@@ -189,7 +178,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s.firstHit = opts.WindowStart == WindowFirstHit
+	s.firstHit = opts.WindowStart == evidence.WindowFirstHit
 	var err error
 	if s.domains, err = rlsconfig.ByDomain(opts.Configs); err != nil {
 		return nil, fmt.Errorf("lab rls: %w", err)

@@ -370,7 +370,7 @@ func TestSemantics(t *testing.T) {
 }
 
 func TestWindowRollover(t *testing.T) {
-	for _, mode := range []string{WindowAligned, WindowFirstHit} {
+	for _, mode := range []string{evidence.WindowAligned, evidence.WindowFirstHit} {
 		t.Run(mode, func(t *testing.T) {
 			l := startLab(t, Options{WindowStart: mode})
 			r := req("rlbench", []string{"generic_key", "fixed"}) // 3 per minute
@@ -380,7 +380,7 @@ func TestWindowRollover(t *testing.T) {
 				resetSecs int64
 			}
 			var steps []step
-			if mode == WindowAligned {
+			if mode == evidence.WindowAligned {
 				steps = []step{
 					{55, pb.RateLimitResponse_OK, 5}, {56, pb.RateLimitResponse_OK, 4}, {57, pb.RateLimitResponse_OK, 3},
 					{59, pb.RateLimitResponse_OVER_LIMIT, 1},
@@ -410,7 +410,7 @@ func TestWindowRollover(t *testing.T) {
 				got = append(got, fmt.Sprintf("%d:%d", d.WindowStart-base, d.Current))
 			}
 			want := "0:1 0:2 0:3 0:4 60:1 60:2 60:3 60:4"
-			if mode == WindowFirstHit {
+			if mode == evidence.WindowFirstHit {
 				want = "55:1 55:2 55:3 55:4 55:5 55:6 115:1 115:2"
 			}
 			if strings.Join(got, " ") != want {
