@@ -372,90 +372,123 @@ func parseNginxRate(s string) (int64, error) {
 	return milli, nil
 }
 
-// normalized validates s and returns it with defaults filled in.
+// normalized validates s and returns it with defaults filled in. Each
+// kind's checks live in one helper; the first problem found is returned as
+// a *FieldError.
 func (s Spec) normalized() (Spec, error) {
 	switch s.Kind {
 	case KindTokenBucket:
-		if !(s.Capacity > 0) || math.IsInf(s.Capacity, 0) {
-			return s, fieldErr("capacity", "must be a positive number of tokens, got %v", s.Capacity)
-		}
-		if !(s.RatePerSec >= 0) || math.IsInf(s.RatePerSec, 0) {
-			return s, fieldErr("rate_per_sec", "must be >= 0 tokens per second, got %v", s.RatePerSec)
-		}
+		return s.normalizedTokenBucket()
 	case KindEnvoyLocal:
 		return s.normalizedEnvoy()
 	case KindFixedWindow:
-		if s.Unit == "" {
-			return s, fieldErr("unit", "missing (second, minute, hour, day, week, month or year)")
-		}
-		if UnitSeconds(s.Unit) == 0 {
-			return s, fieldErr("unit", "invalid rate limit unit %q (second, minute, hour, day, week, month or year)", s.Unit)
-		}
-		s.Unit = strings.ToLower(s.Unit)
-		switch s.Align {
-		case "":
-			s.Align = AlignEpoch
-		case AlignEpoch, AlignFirstHit:
-		default:
-			return s, fieldErr("align", "want %q or %q, got %q", AlignEpoch, AlignFirstHit, s.Align)
-		}
-		if s.Unlimited && s.Limit != 0 {
-			return s, fieldErr("limit", "an unlimited rule takes no limit")
-		}
-		if s.Unlimited && s.ShadowMode {
-			return s, fieldErr("shadow_mode", "an unlimited rule has nothing to shadow")
-		}
-		if s.Limit > math.MaxUint32 {
-			return s, fieldErr("limit", "requests_per_unit is a uint32, got %d", s.Limit)
-		}
+		return s.normalizedFixedWindow()
 	case KindSlidingLog, KindSlidingCounter:
-		if s.Limit == 0 {
-			return s, fieldErr("limit", "must be > 0")
-		}
-		if s.Window <= 0 {
-			return s, fieldErr("window", "must be a positive duration such as \"1s\"")
-		}
-		if s.Count != CountAdmitted && s.Count != CountAll {
-			return s, fieldErr("count", "want %q (only admitted requests count) or %q (rejected ones too), got %q", CountAdmitted, CountAll, s.Count)
-		}
+		return s.normalizedSliding()
 	case KindNginxLimitReq:
-		single := s.Rate != "" || s.Burst != 0 || s.NoDelay || s.Delay != 0 || s.Key != ""
-		if single && len(s.Zones) > 0 {
-			return s, fieldErr("zones", "give either rate/burst/nodelay/delay/key for one zone or zones, not both")
-		}
-		if !single && len(s.Zones) == 0 {
-			return s, fieldErr("rate", "missing (or give zones)")
-		}
-		if single {
-			s.Zones = []NginxZone{{Name: "zone", Rate: s.Rate, Burst: s.Burst, NoDelay: s.NoDelay, Delay: s.Delay, Key: s.Key}}
-			if err := checkZone(s.Zones[0], ""); err != nil {
-				return s, err
-			}
-			s.Rate, s.Burst, s.NoDelay, s.Delay, s.Key = "", 0, false, 0, ""
-			return s, nil
-		}
-		names := map[string]bool{}
-		zones := make([]NginxZone, len(s.Zones))
-		copy(zones, s.Zones)
-		for i, z := range zones {
-			p := fmt.Sprintf("zones[%d].", i)
-			if z.Name == "" {
-				zones[i].Name = fmt.Sprintf("zone%d", i)
-			}
-			if names[zones[i].Name] {
-				return s, fieldErr(p+"name", "zone %q is duplicate (nginx: \"is duplicate\")", zones[i].Name)
-			}
-			names[zones[i].Name] = true
-			if err := checkZone(z, p); err != nil {
-				return s, err
-			}
-		}
-		s.Zones = zones
+		return s.normalizedNginx()
 	case "":
 		return s, fieldErr("kind", "missing (one of %s)", strings.Join(Kinds(), ", "))
 	default:
 		return s, fieldErr("kind", "unknown kind %q (one of %s)", s.Kind, strings.Join(Kinds(), ", "))
 	}
+}
+
+// normalizedTokenBucket checks a token_bucket: a finite positive capacity
+// and a finite rate_per_sec >= 0. It fills in no defaults.
+func (s Spec) normalizedTokenBucket() (Spec, error) {
+	if !(s.Capacity > 0) || math.IsInf(s.Capacity, 0) {
+		return s, fieldErr("capacity", "must be a positive number of tokens, got %v", s.Capacity)
+	}
+	if !(s.RatePerSec >= 0) || math.IsInf(s.RatePerSec, 0) {
+		return s, fieldErr("rate_per_sec", "must be >= 0 tokens per second, got %v", s.RatePerSec)
+	}
+	return s, nil
+}
+
+// normalizedFixedWindow checks a fixed_window (an envoyproxy/ratelimit
+// rule): a known unit (lowercased), align epoch (the default) or
+// first_hit, no limit or shadow_mode on an unlimited rule, and a limit
+// that fits requests_per_unit's uint32.
+func (s Spec) normalizedFixedWindow() (Spec, error) {
+	if s.Unit == "" {
+		return s, fieldErr("unit", "missing (second, minute, hour, day, week, month or year)")
+	}
+	if UnitSeconds(s.Unit) == 0 {
+		return s, fieldErr("unit", "invalid rate limit unit %q (second, minute, hour, day, week, month or year)", s.Unit)
+	}
+	s.Unit = strings.ToLower(s.Unit)
+	switch s.Align {
+	case "":
+		s.Align = AlignEpoch
+	case AlignEpoch, AlignFirstHit:
+	default:
+		return s, fieldErr("align", "want %q or %q, got %q", AlignEpoch, AlignFirstHit, s.Align)
+	}
+	if s.Unlimited && s.Limit != 0 {
+		return s, fieldErr("limit", "an unlimited rule takes no limit")
+	}
+	if s.Unlimited && s.ShadowMode {
+		return s, fieldErr("shadow_mode", "an unlimited rule has nothing to shadow")
+	}
+	if s.Limit > math.MaxUint32 {
+		return s, fieldErr("limit", "requests_per_unit is a uint32, got %d", s.Limit)
+	}
+	return s, nil
+}
+
+// normalizedSliding checks a sliding_log or sliding_counter: limit > 0, a
+// positive window and a count of admitted or all.
+func (s Spec) normalizedSliding() (Spec, error) {
+	if s.Limit == 0 {
+		return s, fieldErr("limit", "must be > 0")
+	}
+	if s.Window <= 0 {
+		return s, fieldErr("window", "must be a positive duration such as \"1s\"")
+	}
+	if s.Count != CountAdmitted && s.Count != CountAll {
+		return s, fieldErr("count", "want %q (only admitted requests count) or %q (rejected ones too), got %q", CountAdmitted, CountAll, s.Count)
+	}
+	return s, nil
+}
+
+// normalizedNginx checks an nginx_limit_req, given either as one zone
+// (rate/burst/nodelay/delay/key, moved into Zones as zone "zone") or as
+// Zones (unnamed ones become "zone<i>"; names must be unique, as nginx
+// rejects a duplicate limit_req_zone). It copies Zones before filling names.
+func (s Spec) normalizedNginx() (Spec, error) {
+	single := s.Rate != "" || s.Burst != 0 || s.NoDelay || s.Delay != 0 || s.Key != ""
+	if single && len(s.Zones) > 0 {
+		return s, fieldErr("zones", "give either rate/burst/nodelay/delay/key for one zone or zones, not both")
+	}
+	if !single && len(s.Zones) == 0 {
+		return s, fieldErr("rate", "missing (or give zones)")
+	}
+	if single {
+		s.Zones = []NginxZone{{Name: "zone", Rate: s.Rate, Burst: s.Burst, NoDelay: s.NoDelay, Delay: s.Delay, Key: s.Key}}
+		if err := checkZone(s.Zones[0], ""); err != nil {
+			return s, err
+		}
+		s.Rate, s.Burst, s.NoDelay, s.Delay, s.Key = "", 0, false, 0, ""
+		return s, nil
+	}
+	names := map[string]bool{}
+	zones := make([]NginxZone, len(s.Zones))
+	copy(zones, s.Zones)
+	for i, z := range zones {
+		p := fmt.Sprintf("zones[%d].", i)
+		if z.Name == "" {
+			zones[i].Name = fmt.Sprintf("zone%d", i)
+		}
+		if names[zones[i].Name] {
+			return s, fieldErr(p+"name", "zone %q is duplicate (nginx: \"is duplicate\")", zones[i].Name)
+		}
+		names[zones[i].Name] = true
+		if err := checkZone(z, p); err != nil {
+			return s, err
+		}
+	}
+	s.Zones = zones
 	return s, nil
 }
 
@@ -478,6 +511,17 @@ func checkZone(z NginxZone, prefix string) error {
 	return nil
 }
 
+// minFillInterval is Envoy's floor on a local rate limit token bucket's
+// fill_interval (source/extensions/filters/common/local_ratelimit/
+// local_ratelimit_impl.cc: "local rate limit token bucket fill timer must
+// be >= 50ms").
+const minFillInterval = Duration(50 * time.Millisecond)
+
+// normalizedEnvoy checks an envoy_local spec against the declared
+// envoy_version and fills in Envoy's defaults (tokens_per_fill 1, scope
+// process, always_consume_default_token_bucket true, max_dynamic_descriptors
+// 20, filter percents 100). Checks run bucket first, then the
+// version-gated options, then each descriptor.
 func (s Spec) normalizedEnvoy() (Spec, error) {
 	if s.EnvoyVersion == "" {
 		return s, fieldErr("envoy_version", "missing: the refill and descriptor semantics depend on it (\"1.31\")")
@@ -486,106 +530,162 @@ func (s Spec) normalizedEnvoy() (Spec, error) {
 	if err != nil {
 		return s, fieldErr("envoy_version", "%v", err)
 	}
+	if err := s.normalizeEnvoyBucket(); err != nil {
+		return s, err
+	}
+	if err := s.normalizeEnvoyOptions(v); err != nil {
+		return s, err
+	}
+	if err := s.checkEnvoyVersionGates(v); err != nil {
+		return s, err
+	}
+	if err := s.normalizeEnvoyDescriptors(v); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// normalizeEnvoyBucket checks the default bucket (max_tokens > 0,
+// tokens_per_fill > 0 defaulting to 1, fill_interval >= 50ms) and the
+// scope (default process).
+func (s *Spec) normalizeEnvoyBucket() error {
 	if s.MaxTokens == 0 {
-		return s, fieldErr("max_tokens", "must be > 0")
+		return fieldErr("max_tokens", "must be > 0")
 	}
 	if s.TokensPerFill == nil {
 		one := uint32(1)
 		s.TokensPerFill = &one
 	} else if *s.TokensPerFill == 0 {
-		return s, fieldErr("tokens_per_fill", "must be > 0")
+		return fieldErr("tokens_per_fill", "must be > 0")
 	}
-	if s.FillInterval < Duration(50*time.Millisecond) {
-		return s, fieldErr("fill_interval", "must be >= 50ms (local rate limit token bucket fill timer must be >= 50ms), got %v", time.Duration(s.FillInterval))
+	if s.FillInterval < minFillInterval {
+		return fieldErr("fill_interval", "must be >= 50ms (local rate limit token bucket fill timer must be >= 50ms), got %v", time.Duration(s.FillInterval))
 	}
 	switch s.Scope {
 	case "":
 		s.Scope = ScopeProcess
 	case ScopeProcess, ScopeWorker, ScopeConnection:
 	default:
-		return s, fieldErr("scope", "want %q, %q or %q, got %q", ScopeProcess, ScopeWorker, ScopeConnection, s.Scope)
+		return fieldErr("scope", "want %q, %q or %q, got %q", ScopeProcess, ScopeWorker, ScopeConnection, s.Scope)
 	}
+	return nil
+}
+
+// normalizeEnvoyOptions checks and defaults
+// always_consume_default_token_bucket (Envoy 1.28+ when given),
+// max_dynamic_descriptors (> 0, default 20) and the filter_enabled and
+// filter_enforced percents (0..100, default 100), in that order.
+func (s *Spec) normalizeEnvoyOptions(v envoyVersion) error {
 	if s.AlwaysConsumeDefault == nil {
 		t := true
 		s.AlwaysConsumeDefault = &t
 	} else if !v.atLeast(1, 28) {
-		return s, fieldErr("always_consume_default_token_bucket", "needs Envoy 1.28+ (declared %s)", s.EnvoyVersion)
+		return fieldErr("always_consume_default_token_bucket", "needs Envoy 1.28+ (declared %s)", s.EnvoyVersion)
 	}
 	if s.MaxDynamicDescriptors == nil {
 		n := 20
 		s.MaxDynamicDescriptors = &n
 	} else if *s.MaxDynamicDescriptors <= 0 {
-		return s, fieldErr("max_dynamic_descriptors", "must be > 0")
+		return fieldErr("max_dynamic_descriptors", "must be > 0")
 	}
-	for name, p := range map[string]**float64{"filter_enabled_percent": &s.FilterEnabledPercent, "filter_enforced_percent": &s.FilterEnforcedPercent} {
-		if *p == nil {
+	for _, pc := range []struct {
+		name string
+		p    **float64
+	}{{"filter_enabled_percent", &s.FilterEnabledPercent}, {"filter_enforced_percent", &s.FilterEnforcedPercent}} {
+		if *pc.p == nil {
 			h := 100.0
-			*p = &h
-		} else if !(**p >= 0 && **p <= 100) {
-			return s, fieldErr(name, "must be within 0..100, got %v", **p)
+			*pc.p = &h
+		} else if !(**pc.p >= 0 && **pc.p <= 100) {
+			return fieldErr(pc.name, "must be within 0..100, got %v", **pc.p)
 		}
 	}
+	return nil
+}
+
+// checkEnvoyVersionGates checks the options the declared version gates:
+// timer_start (only for the timer refill of Envoy 1.30 and before, not per
+// connection, RFC 3339), exact_level (only for the continuous refill of
+// 1.31+) and descriptors (1.26+).
+func (s *Spec) checkEnvoyVersionGates(v envoyVersion) error {
 	if s.TimerStart != "" {
 		if v.atLeast(1, 31) {
-			return s, fieldErr("timer_start", "Envoy %s refills continuously; a timer phase applies to 1.30 and before", s.EnvoyVersion)
+			return fieldErr("timer_start", "Envoy %s refills continuously; a timer phase applies to 1.30 and before", s.EnvoyVersion)
 		}
 		if s.Scope == ScopeConnection {
-			return s, fieldErr("timer_start", "each downstream connection starts its own timer")
+			return fieldErr("timer_start", "each downstream connection starts its own timer")
 		}
 		if _, err := time.Parse(time.RFC3339Nano, s.TimerStart); err != nil {
-			return s, fieldErr("timer_start", "want RFC 3339 time: %v", err)
+			return fieldErr("timer_start", "want RFC 3339 time: %v", err)
 		}
 	}
 	if s.ExactLevel && !v.atLeast(1, 31) {
-		return s, fieldErr("exact_level", "applies to the continuous refill of Envoy 1.31+ (declared %s)", s.EnvoyVersion)
+		return fieldErr("exact_level", "applies to the continuous refill of Envoy 1.31+ (declared %s)", s.EnvoyVersion)
 	}
 	if len(s.Descriptors) > 0 && !v.atLeast(1, 26) {
-		return s, fieldErr("descriptors", "descriptor consumption before Envoy 1.26 is not modelled (declared %s)", s.EnvoyVersion)
+		return fieldErr("descriptors", "descriptor consumption before Envoy 1.26 is not modelled (declared %s)", s.EnvoyVersion)
 	}
+	return nil
+}
+
+// normalizeEnvoyDescriptors checks each descriptor in order and replaces
+// s.Descriptors with a copy whose tokens_per_fill defaults to 1.
+func (s *Spec) normalizeEnvoyDescriptors(v envoyVersion) error {
 	seen := map[string]bool{}
 	ds := make([]EnvoyDescriptor, len(s.Descriptors))
 	copy(ds, s.Descriptors)
-	for i, d := range ds {
-		p := fmt.Sprintf("descriptors[%d].", i)
-		if len(d.Entries) == 0 {
-			return s, fieldErr(p+"entries", "must not be empty")
-		}
-		wild := false
-		for j, e := range d.Entries {
-			if e.Key == "" {
-				return s, fieldErr(fmt.Sprintf("%sentries[%d].key", p, j), "must not be empty")
-			}
-			if e.Value == "" {
-				wild = true
-			}
-		}
-		if wild && !v.atLeast(1, 34) {
-			return s, fieldErr(p+"entries", "an empty value is a wildcard, which needs Envoy 1.34+ (declared %s)", s.EnvoyVersion)
-		}
-		if wild && s.Scope == ScopeConnection {
-			return s, fieldErr(p+"entries", "wildcard descriptors do not work with per-connection limiting")
-		}
-		id := Descriptor(d.Entries).String()
-		if seen[id] {
-			return s, fieldErr(p+"entries", "duplicate descriptor in the local rate descriptor: %s", id)
-		}
-		seen[id] = true
-		if d.MaxTokens == 0 {
-			return s, fieldErr(p+"max_tokens", "must be > 0")
-		}
-		if d.TokensPerFill == nil {
-			one := uint32(1)
-			ds[i].TokensPerFill = &one
-		} else if *d.TokensPerFill == 0 {
-			return s, fieldErr(p+"tokens_per_fill", "must be > 0")
-		}
-		if d.FillInterval < Duration(50*time.Millisecond) {
-			return s, fieldErr(p+"fill_interval", "must be >= 50ms, got %v", time.Duration(d.FillInterval))
-		}
-		if !v.atLeast(1, 31) && d.FillInterval%s.FillInterval != 0 {
-			return s, fieldErr(p+"fill_interval", "local rate descriptor limit is not a multiple of token bucket fill timer (%v)", time.Duration(s.FillInterval))
+	for i := range ds {
+		if err := s.normalizeEnvoyDescriptor(v, fmt.Sprintf("descriptors[%d].", i), &ds[i], seen); err != nil {
+			return err
 		}
 	}
 	s.Descriptors = ds
-	return s, nil
+	return nil
+}
+
+// normalizeEnvoyDescriptor checks one descriptor d, whose fields are
+// named with prefix p: non-empty entries with keys, a wildcard (empty
+// value) only on Envoy 1.34+ and not per connection, no duplicate of an
+// earlier descriptor in seen, and its own bucket (max_tokens > 0,
+// tokens_per_fill > 0 defaulting to 1, fill_interval >= 50ms and, before
+// 1.31, a multiple of the default bucket's fill_interval).
+func (s *Spec) normalizeEnvoyDescriptor(v envoyVersion, p string, d *EnvoyDescriptor, seen map[string]bool) error {
+	if len(d.Entries) == 0 {
+		return fieldErr(p+"entries", "must not be empty")
+	}
+	wild := false
+	for j, e := range d.Entries {
+		if e.Key == "" {
+			return fieldErr(fmt.Sprintf("%sentries[%d].key", p, j), "must not be empty")
+		}
+		if e.Value == "" {
+			wild = true
+		}
+	}
+	if wild && !v.atLeast(1, 34) {
+		return fieldErr(p+"entries", "an empty value is a wildcard, which needs Envoy 1.34+ (declared %s)", s.EnvoyVersion)
+	}
+	if wild && s.Scope == ScopeConnection {
+		return fieldErr(p+"entries", "wildcard descriptors do not work with per-connection limiting")
+	}
+	id := Descriptor(d.Entries).String()
+	if seen[id] {
+		return fieldErr(p+"entries", "duplicate descriptor in the local rate descriptor: %s", id)
+	}
+	seen[id] = true
+	if d.MaxTokens == 0 {
+		return fieldErr(p+"max_tokens", "must be > 0")
+	}
+	if d.TokensPerFill == nil {
+		one := uint32(1)
+		d.TokensPerFill = &one
+	} else if *d.TokensPerFill == 0 {
+		return fieldErr(p+"tokens_per_fill", "must be > 0")
+	}
+	if d.FillInterval < minFillInterval {
+		return fieldErr(p+"fill_interval", "must be >= 50ms, got %v", time.Duration(d.FillInterval))
+	}
+	if !v.atLeast(1, 31) && d.FillInterval%s.FillInterval != 0 {
+		return fieldErr(p+"fill_interval", "local rate descriptor limit is not a multiple of token bucket fill timer (%v)", time.Duration(s.FillInterval))
+	}
+	return nil
 }

@@ -325,9 +325,9 @@ func (o *LabOptions) labOptions() lab.Options {
 			Timeout: proxy.Duration(o.RLSTimeout), FailureModeDeny: o.FailureModeDeny}, Actions: o.GlobalDescriptors}
 	}
 	if o.RetryOn != "" {
-		c.Retry = &proxy.RetryPolicy{RetryOn: o.RetryOn, NumRetries: o.NumRetries, PerTryTimeout: o.PerTryTimeout}
+		c.Retry = &proxy.RetryPolicy{RetryOn: o.RetryOn, NumRetries: o.NumRetries, PerTryTimeout: proxy.Duration(o.PerTryTimeout)}
 		if o.RetryBaseInterval != 0 {
-			c.Retry.RetryBackOff = &proxy.RetryBackOff{BaseInterval: o.RetryBaseInterval, MaxInterval: o.RetryMaxInterval}
+			c.Retry.RetryBackOff = &proxy.RetryBackOff{BaseInterval: proxy.Duration(o.RetryBaseInterval), MaxInterval: proxy.Duration(o.RetryMaxInterval)}
 		}
 	}
 	c.UpstreamTimeout, c.IncludeAttemptCount, c.IncludeAttemptCountInResponse, c.Seed = o.RouteTimeout, o.AttemptCount, o.AttemptCountInResp, o.ProxySeed
@@ -337,7 +337,7 @@ func (o *LabOptions) labOptions() lab.Options {
 	}
 	if o.outlierSet() {
 		c.OutlierDetection = &proxy.OutlierDetection{Consecutive5xx: o.Outlier5xx, ConsecutiveGatewayFailure: o.OutlierGateway,
-			Interval: o.OutlierInterval, BaseEjectionTime: o.OutlierBaseEjection, MaxEjectionTime: o.OutlierMaxEjection, MaxEjectionPercent: o.OutlierMaxPercent}
+			Interval: proxy.Duration(o.OutlierInterval), BaseEjectionTime: proxy.Duration(o.OutlierBaseEjection), MaxEjectionTime: proxy.Duration(o.OutlierMaxEjection), MaxEjectionPercent: o.OutlierMaxPercent}
 	}
 	c.HealthyPanicThreshold = o.PanicThreshold
 	if o.Endpoints > 1 {

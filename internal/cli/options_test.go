@@ -560,7 +560,7 @@ func TestLabDataPathFlagsDescribeTheLab(t *testing.T) {
 	if lo.Backend.Endpoints != 3 || lo.Backend.Faults.ErrorStatus != 503 {
 		t.Fatalf("backend %+v", lo.Backend)
 	}
-	if c.Retry == nil || c.Retry.RetryOn != "5xx" || *c.Retry.NumRetries != 2 || c.Retry.RetryBackOff.BaseInterval != 5*time.Millisecond {
+	if c.Retry == nil || c.Retry.RetryOn != "5xx" || *c.Retry.NumRetries != 2 || time.Duration(c.Retry.RetryBackOff.BaseInterval) != 5*time.Millisecond {
 		t.Fatalf("retry %+v", c.Retry)
 	}
 	if c.CircuitBreakers == nil || *c.CircuitBreakers.MaxPendingRequests != 4 || c.CircuitBreakers.MaxConnections != nil {

@@ -38,20 +38,20 @@ func (lp *LabPlan) labOptions() lab.Options {
 		c.IncludeAttemptCount, c.IncludeAttemptCountInResponse = pp.IncludeRequestAttemptCount, pp.IncludeAttemptCountInResponse
 		c.Seed = pp.Seed
 		if r := pp.RetryPolicy; r != nil {
-			c.Retry = &proxy.RetryPolicy{RetryOn: r.RetryOn, NumRetries: r.NumRetries, PerTryTimeout: time.Duration(r.PerTryTimeout),
-				RetriableStatusCodes: r.RetriableStatusCodes}
+			rc := *r
+			rc.RetriableStatusCodes = slices.Clone(r.RetriableStatusCodes)
 			if b := r.RetryBackOff; b != nil {
-				c.Retry.RetryBackOff = &proxy.RetryBackOff{BaseInterval: time.Duration(b.BaseInterval), MaxInterval: time.Duration(b.MaxInterval)}
+				bc := *b
+				rc.RetryBackOff = &bc
 			}
+			c.Retry = &rc
 		}
 	}
 	if cp := lp.Cluster; cp != nil {
 		c.CircuitBreakers, c.HealthyPanicThreshold, c.ConnectTimeout = cp.CircuitBreakers, cp.HealthyPanicThreshold, time.Duration(cp.ConnectTimeout)
 		if od := cp.OutlierDetection; od != nil {
-			c.OutlierDetection = &proxy.OutlierDetection{Consecutive5xx: od.Consecutive5xx, ConsecutiveGatewayFailure: od.ConsecutiveGatewayFailure,
-				Interval: time.Duration(od.Interval), BaseEjectionTime: time.Duration(od.BaseEjectionTime), MaxEjectionTime: time.Duration(od.MaxEjectionTime),
-				MaxEjectionPercent: od.MaxEjectionPercent, EnforcingConsecutive5xx: od.EnforcingConsecutive5xx,
-				EnforcingConsecutiveGatewayFailure: od.EnforcingConsecutiveGatewayFailure, AlwaysEjectOneHost: od.AlwaysEjectOneHost}
+			odc := *od
+			c.OutlierDetection = &odc
 		}
 	}
 	if b := lp.Backend; b != nil {

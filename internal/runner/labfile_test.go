@@ -107,3 +107,42 @@ func FuzzParseLabFile(f *testing.F) {
 		}
 	})
 }
+
+// TestLabFileRouterAndCluster: the proxy: and cluster: sections decode into
+// the lab proxy's own types (proxy.RetryPolicy, proxy.OutlierDetection,
+// proxy.CircuitBreakers) with plan durations, and reach the proxy template
+// as copies.
+func TestLabFileRouterAndCluster(t *testing.T) {
+	lp, err := ParseLabFile("lab.yaml", []byte(`proxy:
+  timeout: 2s
+  retry_policy: {retry_on: 5xx, num_retries: 2, per_try_timeout: 300ms, retriable_status_codes: [503], retry_back_off: {base_interval: 10ms, max_interval: 40ms}}
+  include_request_attempt_count: true
+cluster:
+  circuit_breakers: {max_retries: 1}
+  outlier_detection: {consecutive_5xx: 3, interval: 1s, base_ejection_time: 2s, max_ejection_time: 1m}
+  connect_timeout: 250ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := lp.LabOptions().Proxies.Config
+	r := c.Retry
+	if r == nil || r.RetryOn != "5xx" || *r.NumRetries != 2 || r.PerTryTimeout != proxy.Duration(300*time.Millisecond) ||
+		!reflect.DeepEqual(r.RetriableStatusCodes, []int{503}) || r.RetryBackOff == nil ||
+		r.RetryBackOff.BaseInterval != proxy.Duration(10*time.Millisecond) || r.RetryBackOff.MaxInterval != proxy.Duration(40*time.Millisecond) {
+		t.Fatalf("retry policy %+v", r)
+	}
+	if c.UpstreamTimeout != 2*time.Second || !c.IncludeAttemptCount || c.ConnectTimeout != 250*time.Millisecond || *c.CircuitBreakers.MaxRetries != 1 {
+		t.Fatalf("router/cluster %+v", c)
+	}
+	od := c.OutlierDetection
+	if od == nil || *od.Consecutive5xx != 3 || od.Interval != proxy.Duration(time.Second) || od.BaseEjectionTime != proxy.Duration(2*time.Second) || od.MaxEjectionTime != proxy.Duration(time.Minute) {
+		t.Fatalf("outlier detection %+v", od)
+	}
+	if r == lp.Proxy.RetryPolicy || r.RetryBackOff == lp.Proxy.RetryPolicy.RetryBackOff || od == lp.Cluster.OutlierDetection {
+		t.Error("the proxy template shares the plan's structs")
+	}
+	if _, err := ParseLabFile("lab.yaml", []byte("proxy:\n  retry_policy: {retry_on: 5xx, per_try_timeout: 300}\n")); err == nil || !strings.Contains(err.Error(), "per_try_timeout") {
+		t.Errorf("a number as a duration: %v", err)
+	}
+}

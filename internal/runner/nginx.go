@@ -16,6 +16,7 @@ import (
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/model"
 	"github.com/rlbench/rlbench/model/decl"
@@ -65,23 +66,23 @@ type NginxPlan struct {
 	// ProxyNextUpstreamTries is proxy_next_upstream_tries; 0: every server.
 	ProxyNextUpstreamTries int `json:"proxy_next_upstream_tries,omitempty"`
 	// ProxyNextUpstreamTimeout is proxy_next_upstream_timeout.
-	ProxyNextUpstreamTimeout Duration `json:"proxy_next_upstream_timeout,omitempty"`
+	ProxyNextUpstreamTimeout proxy.Duration `json:"proxy_next_upstream_timeout,omitempty"`
 	// ProxyConnectTimeout, ProxyReadTimeout and ProxySendTimeout are nginx's
 	// proxy_*_timeout; default 60s each.
-	ProxyConnectTimeout Duration `json:"proxy_connect_timeout,omitempty"`
-	ProxyReadTimeout    Duration `json:"proxy_read_timeout,omitempty"`
-	ProxySendTimeout    Duration `json:"proxy_send_timeout,omitempty"`
+	ProxyConnectTimeout proxy.Duration `json:"proxy_connect_timeout,omitempty"`
+	ProxyReadTimeout    proxy.Duration `json:"proxy_read_timeout,omitempty"`
+	ProxySendTimeout    proxy.Duration `json:"proxy_send_timeout,omitempty"`
 	// MaxFails is every upstream server's max_fails= (nginx's default 1: a
 	// failed try takes the server out for fail_timeout; 0 never does).
 	MaxFails *int `json:"max_fails,omitempty"`
 	// FailTimeout is every upstream server's fail_timeout= (default 10s).
-	FailTimeout Duration `json:"fail_timeout,omitempty"`
+	FailTimeout proxy.Duration `json:"fail_timeout,omitempty"`
 	// WorkerProcesses is worker_processes; default 1 (one event loop, so
 	// decisions are made in arrival order and zones are updated atomically).
 	WorkerProcesses int `json:"worker_processes,omitempty"`
 	// TimerResolution is timer_resolution; unset: nginx's clock is refreshed
 	// after every event loop wake-up.
-	TimerResolution Duration `json:"timer_resolution,omitempty"`
+	TimerResolution proxy.Duration `json:"timer_resolution,omitempty"`
 }
 
 // NginxZonePlan is one limit_req_zone and its limit_req.

@@ -120,10 +120,6 @@ type LabPlan struct {
 	Nginx *NginxPlan `json:"nginx,omitempty"`
 }
 
-// RateLimitPlan is one route rate_limits entry: {actions: [...]} in Envoy's
-// YAML shape; the lab proxy's own type.
-type RateLimitPlan = descriptor.RateLimitEntry
-
 // BackendPlan configures the lab backend.
 type BackendPlan struct {
 	// Endpoints is the number of backend endpoints (backend-0, ...), each
@@ -131,23 +127,17 @@ type BackendPlan struct {
 	Endpoints int `json:"endpoints,omitempty"`
 	// Faults are every endpoint's faults from the start (a fault step can
 	// change them while the scenario runs).
-	Faults *FaultsPlan `json:"faults,omitempty"`
+	Faults *backend.Faults `json:"faults,omitempty"`
 	// Seed seeds the faults' draws; 0 draws one.
 	Seed uint64 `json:"seed,omitempty"`
 }
 
-// FaultsPlan are backend faults: {latency: "20ms" | "uniform:10ms..50ms" |
-// "exp:20ms" | "normal:50ms,10ms", error_status, error_probability,
-// max_concurrent, over_capacity: 503 | refuse, reset_probability}; the lab
-// backend's own type.
-type FaultsPlan = backend.Faults
-
 // ProxyPlan configures the proxies' router.
 type ProxyPlan struct {
-	// RetryPolicy is the route's retry_policy.
-	RetryPolicy *RetryPolicyPlan `json:"retry_policy,omitempty"`
+	// RetryPolicy is the route's retry_policy: the lab proxy's own type.
+	RetryPolicy *proxy.RetryPolicy `json:"retry_policy,omitempty"`
 	// Timeout is the route timeout; default 15s.
-	Timeout Duration `json:"timeout,omitempty"`
+	Timeout proxy.Duration `json:"timeout,omitempty"`
 	// IncludeRequestAttemptCount sends x-envoy-attempt-count upstream.
 	IncludeRequestAttemptCount bool `json:"include_request_attempt_count,omitempty"`
 	// IncludeAttemptCountInResponse returns it downstream.
@@ -158,49 +148,19 @@ type ProxyPlan struct {
 	Seed uint64 `json:"seed,omitempty"`
 }
 
-// RetryPolicyPlan is proxy.RetryPolicy with plan durations.
-type RetryPolicyPlan struct {
-	RetryOn              string            `json:"retry_on"`
-	NumRetries           *uint32           `json:"num_retries,omitempty"`
-	PerTryTimeout        Duration          `json:"per_try_timeout,omitempty"`
-	RetriableStatusCodes []int             `json:"retriable_status_codes,omitempty"`
-	RetryBackOff         *RetryBackOffPlan `json:"retry_back_off,omitempty"`
-}
-
-// RetryBackOffPlan is retry_back_off.
-type RetryBackOffPlan struct {
-	BaseInterval Duration `json:"base_interval"`
-	MaxInterval  Duration `json:"max_interval,omitempty"`
-}
-
 // ClusterPlan configures the proxies' backend cluster.
 type ClusterPlan struct {
-	// CircuitBreakers are the DEFAULT priority thresholds.
-	CircuitBreakers *CircuitBreakersPlan `json:"circuit_breakers,omitempty"`
-	// OutlierDetection enables outlier detection over the endpoints.
-	OutlierDetection *OutlierDetectionPlan `json:"outlier_detection,omitempty"`
+	// CircuitBreakers are the DEFAULT priority thresholds
+	// (circuit_breakers.thresholds[0]): the lab proxy's own type.
+	CircuitBreakers *proxy.CircuitBreakers `json:"circuit_breakers,omitempty"`
+	// OutlierDetection enables outlier detection over the endpoints: the
+	// lab proxy's own type.
+	OutlierDetection *proxy.OutlierDetection `json:"outlier_detection,omitempty"`
 	// HealthyPanicThreshold is common_lb_config.healthy_panic_threshold in
 	// percent (default 50; 0 disables panic routing).
 	HealthyPanicThreshold *float64 `json:"healthy_panic_threshold,omitempty"`
 	// ConnectTimeout is connect_timeout; default 5s.
-	ConnectTimeout Duration `json:"connect_timeout,omitempty"`
-}
-
-// CircuitBreakersPlan are circuit_breakers.thresholds[0]; the lab proxy's
-// own type.
-type CircuitBreakersPlan = proxy.CircuitBreakers
-
-// OutlierDetectionPlan is proxy.OutlierDetection with plan durations.
-type OutlierDetectionPlan struct {
-	Consecutive5xx                     *uint32  `json:"consecutive_5xx,omitempty"`
-	ConsecutiveGatewayFailure          *uint32  `json:"consecutive_gateway_failure,omitempty"`
-	Interval                           Duration `json:"interval,omitempty"`
-	BaseEjectionTime                   Duration `json:"base_ejection_time,omitempty"`
-	MaxEjectionTime                    Duration `json:"max_ejection_time,omitempty"`
-	MaxEjectionPercent                 *uint32  `json:"max_ejection_percent,omitempty"`
-	EnforcingConsecutive5xx            *uint32  `json:"enforcing_consecutive_5xx,omitempty"`
-	EnforcingConsecutiveGatewayFailure *uint32  `json:"enforcing_consecutive_gateway_failure,omitempty"`
-	AlwaysEjectOneHost                 bool     `json:"always_eject_one_host,omitempty"`
+	ConnectTimeout proxy.Duration `json:"connect_timeout,omitempty"`
 }
 
 // GlobalPlan is Envoy's ratelimit filter with its route rate_limits
@@ -211,15 +171,8 @@ type GlobalPlan struct {
 	proxy.GlobalFilter
 	// Descriptors are the actions of a first rate_limits entry, e.g.
 	// {generic_key: {descriptor_key: tenant, descriptor_value: lab}}.
-	Descriptors []ActionPlan `json:"descriptors,omitempty"`
+	Descriptors []descriptor.RateLimitAction `json:"descriptors,omitempty"`
 }
-
-// ActionPlan is one route rate limit action, in Envoy's YAML shape
-// (config.route.v3.RateLimit.Action): {generic_key: {descriptor_key,
-// descriptor_value}}, {request_headers: {header_name, descriptor_key,
-// skip_if_absent}} or {remote_address: {}}. It is the lab proxy's own type,
-// so a plan can say what the lab can do, no more.
-type ActionPlan = descriptor.RateLimitAction
 
 // Kinds of RLSPlan.Kind.
 const (
@@ -240,7 +193,7 @@ type RLSPlan struct {
 	// WindowStart is "aligned" (default, like envoyproxy/ratelimit) or "first-hit" (lab only).
 	WindowStart string `json:"window_start,omitempty"`
 	// Delay is an artificial delay per lab RLS call (to exceed the proxy's timeout).
-	Delay Duration `json:"delay,omitempty"`
+	Delay proxy.Duration `json:"delay,omitempty"`
 }
 
 // ExternalPlan names proxies that rlbench does not start.
@@ -290,15 +243,15 @@ type FaultPlan struct {
 	// set or clear applies to; all when empty.
 	Endpoints []int `json:"endpoints,omitempty"`
 	// Faults are what a set installs on them (replacing what they had).
-	Faults *FaultsPlan `json:"faults,omitempty"`
+	Faults *backend.Faults `json:"faults,omitempty"`
 	// For, on a set, clears it again after this long (recorded as a clear):
 	// a fault window; it is also cleared when the attack step it runs in
 	// ends. Without it the faults stay until a clear step.
-	For Duration `json:"for,omitempty"`
+	For proxy.Duration `json:"for,omitempty"`
 	// At, when set, fires the fault this long after the start of the next
 	// attack step, while it runs; a fault whose offset is not reached before
 	// that attack ends does not fire (and is not recorded).
-	At Duration `json:"at,omitempty"`
+	At proxy.Duration `json:"at,omitempty"`
 }
 
 // AttackPlan configures one attack: a single flow (ids, split, rate,
@@ -327,7 +280,7 @@ type AttackPlan struct {
 	// Body is sent with every request (Content-Length set).
 	Body string `json:"body,omitempty"`
 	// Timeout bounds each request; default 10s. A timed-out request is indeterminate (code 0).
-	Timeout Duration `json:"timeout,omitempty"`
+	Timeout proxy.Duration `json:"timeout,omitempty"`
 	// NoKeepAlive gives every request its own connection (attack.Options
 	// DisableKeepAlives: one Envoy per-connection bucket per request); with
 	// flows it applies to all of them.
@@ -348,7 +301,7 @@ type FlowPlan struct {
 	// x duration too); give IDs or Duration.
 	IDs int `json:"ids,omitempty"`
 	// Duration, with Rate, makes rate x duration IDs (vegeta's -duration).
-	Duration Duration `json:"duration,omitempty"`
+	Duration proxy.Duration `json:"duration,omitempty"`
 	// Rate paces the flow open-loop from the attack's common start; unset
 	// sends all its IDs at once.
 	Rate Rate `json:"rate,omitempty"`
@@ -391,11 +344,6 @@ type ExpectPlan struct {
 	StatsAgree *bool `json:"stats_agree,omitempty"`
 }
 
-// Duration is a time.Duration written as a Go duration string ("1h",
-// "20ms"): the lab proxy's own type, so that a plan's lab section is the
-// lab proxy's configuration.
-type Duration = proxy.Duration
-
 // Rate is an attack's open-loop rate, written as attack.ParseRate reads it
 // (the syntax of `rlbench attack --rate`): "100/1s", "10/100ms", "60/m", or
 // a number N of requests per second; "" or 0 mean no pacing.
@@ -422,10 +370,6 @@ func (r *Rate) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes the rate as attack.FormatRate does ("" for no pacing).
 func (r Rate) MarshalJSON() ([]byte, error) { return json.Marshal(attack.FormatRate(vegeta.Rate(r))) }
-
-// Range is an exact count (10) or an inclusive range ("5..10" or {min, max});
-// counts in a plan must be >= 0 (checked by validate).
-type Range = evidence.Range
 
 // ReadPlanFile reads a plan file whole: a regular file of at most
 // yamlguard.DefaultMaxBytes (boundedio.ReadRegular refuses FIFOs and devices).

@@ -35,14 +35,11 @@ const realStopGrace = 1500 * time.Millisecond
 // Prometheus snapshot is stable once it stayed the same for longer than that.
 const realStatsFlush = time.Second
 
-// RealMetrics is rls/metrics.<label>.json (evidence.RLSMetrics).
-type RealMetrics = evidence.RLSMetrics
-
 // realParts are the real Redis and envoyproxy/ratelimit of one scenario.
 type realParts struct {
 	redis *realparts.Redis
 	rls   *realparts.RLS
-	// process counts RLS starts (see RealMetrics.Process).
+	// process counts RLS starts (see evidence.RLSMetrics.Process).
 	process int
 	// preSnaps numbers the snapshots taken before a stop or restart of the RLS.
 	preSnaps int
@@ -228,7 +225,7 @@ func (r *scenarioRun) snapshotReal(ctx context.Context, label string) string {
 // saveMetrics scrapes and writes one snapshot; the error is only about writing files.
 func (r *scenarioRun) saveMetrics(ctx context.Context, label string, waitStable bool) error {
 	rp := r.real
-	m := RealMetrics{Schema: evidence.RLSMetricsSchema, Label: label, URL: rp.rls.MetricsURL(), PID: rp.rls.PID(), Process: rp.process}
+	m := evidence.RLSMetrics{Schema: evidence.RLSMetricsSchema, Label: label, URL: rp.rls.MetricsURL(), PID: rp.rls.PID(), Process: rp.process}
 	d := evidence.Dir(r.dir)
 	if m.PID == 0 {
 		m.Error = "rls is not running"

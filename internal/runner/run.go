@@ -47,9 +47,6 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Manifest is manifest.json at the top of a run directory (evidence.Manifest).
-type Manifest = evidence.Manifest
-
 // NewRunDir creates <root>/<UTC yyyymmddThhmmssZ>-<n> with the smallest n >= 1
 // that does not exist yet.
 func NewRunDir(root string, now time.Time) (string, error) {
@@ -97,7 +94,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		return "", err
 	}
 	host, _ := os.Hostname()
-	m := Manifest{Schema: evidence.ManifestSchema, RlbenchVersion: buildinfo.Version(), GoVersion: runtime.Version(), Plan: plan.Name,
+	m := evidence.Manifest{Schema: evidence.ManifestSchema, RlbenchVersion: buildinfo.Version(), GoVersion: runtime.Version(), Plan: plan.Name,
 		Host: host, Start: now().UTC().Format(time.RFC3339Nano), Tools: map[string]string{}}
 	if len(opts.PlanBytes) > 0 {
 		sum := sha256.Sum256(opts.PlanBytes)

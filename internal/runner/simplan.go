@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 
 // Arrival processes of SimulatePlan.Arrivals.
@@ -38,7 +39,7 @@ type SimulatePlan struct {
 	// Latency is each request's virtual response time; 0 or absent means the
 	// default, 1ms (sim.DefaultLatency).
 	// The limiters decide a tenth of it after the send.
-	Latency Duration `json:"latency,omitempty"`
+	Latency proxy.Duration `json:"latency,omitempty"`
 }
 
 // validate checks a scenario's simulate section; sp is its path.

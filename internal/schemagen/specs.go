@@ -13,6 +13,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/internal/lab/backend"
+	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/model"
 )
@@ -106,7 +107,7 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 	case typeOf[evidence.AdmittedExpectation]():
 		return &jsonschema.Schema{Description: g.comment(t, ""),
 			OneOf: []*jsonschema.Schema{{Ref: "#/$defs/Range"}, {Type: "string", Const: evidence.AdmittedModel}}}, "AdmittedExpectation"
-	case typeOf[runner.Duration]():
+	case typeOf[proxy.Duration]():
 		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, "") +
 			"\n\nThe syntax of time.ParseDuration: a sequence of decimal numbers with units ns, us (or µs), ms, s, m, h, e.g. \"300ms\", \"1h30m\"; \"0\" is zero.",
 			Examples: []any{"1h", "20ms"}}, "Duration"

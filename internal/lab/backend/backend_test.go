@@ -33,6 +33,45 @@ func readReceipts(t *testing.T, name string, data []byte) []evidence.Receipt {
 	return out
 }
 
+// getItem sends TestReceiptsForEveryRequest's request i (GET /item/i?q=i
+// with id-00i, a recorded X-Request-Id and an unrecorded header) and checks
+// the backend's answer.
+func getItem(ctx context.Context, base string, i int) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/item/%d?q=%d", base, i, i), nil)
+	req.Header.Set("X-Rlbench-Id", fmt.Sprintf("id-%03d", i))
+	req.Header.Set("X-Request-Id", fmt.Sprintf("rq-%d", i))
+	req.Header.Set("X-Not-Recorded", "x")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := fmt.Sprintf(`{"id":"id-%03d"}`, i); resp.StatusCode != 200 || string(body) != want {
+		return fmt.Errorf("request %d: %d %q, want 200 %q", i, resp.StatusCode, body, want)
+	}
+	return nil
+}
+
+// checkItemReceipt checks the receipt of a getItem request: its path,
+// query, method, the one recorded header, receive time and remote address.
+func checkItemReceipt(t *testing.T, r evidence.Receipt) {
+	t.Helper()
+	var i int
+	if _, err := fmt.Sscanf(*r.ID, "id-%d", &i); err != nil {
+		t.Fatalf("id %q", *r.ID)
+	}
+	if r.Path != fmt.Sprintf("/item/%d", i) || r.Query != fmt.Sprintf("q=%d", i) || r.Method != "GET" {
+		t.Errorf("receipt %s: %+v", *r.ID, r)
+	}
+	if r.Headers["x-request-id"] != fmt.Sprintf("rq-%d", i) || len(r.Headers) != 1 {
+		t.Errorf("receipt %s headers %v", *r.ID, r.Headers)
+	}
+	if r.RecvNs <= 0 || r.RecvTime == "" || !strings.HasPrefix(r.Remote, "127.0.0.1:") {
+		t.Errorf("receipt %s time/remote %+v", *r.ID, r)
+	}
+}
+
 func TestReceiptsForEveryRequest(t *testing.T) {
 	ctx := t.Context()
 	var sink syncBuf
@@ -52,19 +91,8 @@ func TestReceiptsForEveryRequest(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/item/%d?q=%d", b.URL(), i, i), nil)
-			req.Header.Set("X-Rlbench-Id", fmt.Sprintf("id-%03d", i))
-			req.Header.Set("X-Request-Id", fmt.Sprintf("rq-%d", i))
-			req.Header.Set("X-Not-Recorded", "x")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
+			if err := getItem(ctx, b.URL(), i); err != nil {
 				errs <- err
-				return
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if want := fmt.Sprintf(`{"id":"id-%03d"}`, i); resp.StatusCode != 200 || string(body) != want {
-				errs <- fmt.Errorf("request %d: %d %q, want 200 %q", i, resp.StatusCode, body, want)
 			}
 		}()
 	}
@@ -118,19 +146,7 @@ func TestReceiptsForEveryRequest(t *testing.T) {
 			continue
 		}
 		ids = append(ids, *r.ID)
-		var i int
-		if _, err := fmt.Sscanf(*r.ID, "id-%d", &i); err != nil {
-			t.Fatalf("id %q", *r.ID)
-		}
-		if r.Path != fmt.Sprintf("/item/%d", i) || r.Query != fmt.Sprintf("q=%d", i) || r.Method != "GET" {
-			t.Errorf("receipt %s: %+v", *r.ID, r)
-		}
-		if r.Headers["x-request-id"] != fmt.Sprintf("rq-%d", i) || len(r.Headers) != 1 {
-			t.Errorf("receipt %s headers %v", *r.ID, r.Headers)
-		}
-		if r.RecvNs <= 0 || r.RecvTime == "" || !strings.HasPrefix(r.Remote, "127.0.0.1:") {
-			t.Errorf("receipt %s time/remote %+v", *r.ID, r)
-		}
+		checkItemReceipt(t, r)
 	}
 	if nulls != 1 {
 		t.Errorf("%d null ids, want 1", nulls)

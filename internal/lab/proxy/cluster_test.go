@@ -152,7 +152,7 @@ func TestOutlierEjectionAndSweep(t *testing.T) {
 	clk := newTestClock()
 	var alog syncBuf
 	p := startProxy(t, Config{Upstreams: []string{bad.URL(), good.URL()}, Clock: clk, Seed: 1, AccessLog: &alog,
-		OutlierDetection: &OutlierDetection{Consecutive5xx: u32(3), Interval: time.Second, BaseEjectionTime: 2 * time.Second, MaxEjectionPercent: u32(50)}})
+		OutlierDetection: &OutlierDetection{Consecutive5xx: u32(3), Interval: Duration(time.Second), BaseEjectionTime: Duration(2 * time.Second), MaxEjectionPercent: u32(50)}})
 	codes := map[int]int{}
 	for range 10 {
 		codes[do(t, "GET", p.URL()+"/x", nil).code]++
@@ -289,7 +289,7 @@ func TestClusterConfigErrors(t *testing.T) {
 	}{
 		{Config{Upstream: "http://a:1", Upstreams: []string{"http://b:1"}}, "not both"},
 		{Config{Upstreams: []string{"http://a:1/x", "http://b:1/y"}}, "different paths"},
-		{Config{Upstream: "http://a:1", OutlierDetection: &OutlierDetection{BaseEjectionTime: time.Minute, MaxEjectionTime: time.Second}}, "max_ejection_time"},
+		{Config{Upstream: "http://a:1", OutlierDetection: &OutlierDetection{BaseEjectionTime: Duration(time.Minute), MaxEjectionTime: Duration(time.Second)}}, "max_ejection_time"},
 		{Config{Upstream: "http://a:1", OutlierDetection: &OutlierDetection{MaxEjectionPercent: u32(101)}}, "max_ejection_percent"},
 		{Config{Upstream: "http://a:1", HealthyPanicThreshold: pct(120)}, "healthy_panic_threshold"},
 	} {

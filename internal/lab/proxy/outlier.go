@@ -35,11 +35,11 @@ type OutlierDetection struct {
 	// ConsecutiveGatewayFailure is consecutive_gateway_failure; nil means 5.
 	ConsecutiveGatewayFailure *uint32 `json:"consecutive_gateway_failure,omitempty"`
 	// Interval is the sweep interval; 0 means 10 s.
-	Interval time.Duration `json:"interval,omitempty"`
+	Interval Duration `json:"interval,omitempty"`
 	// BaseEjectionTime; 0 means 30 s.
-	BaseEjectionTime time.Duration `json:"base_ejection_time,omitempty"`
+	BaseEjectionTime Duration `json:"base_ejection_time,omitempty"`
 	// MaxEjectionTime; 0 means 300 s; it must be >= BaseEjectionTime.
-	MaxEjectionTime time.Duration `json:"max_ejection_time,omitempty"`
+	MaxEjectionTime Duration `json:"max_ejection_time,omitempty"`
 	// MaxEjectionPercent; nil means 10.
 	MaxEjectionPercent *uint32 `json:"max_ejection_percent,omitempty"`
 	// EnforcingConsecutive5xx is a percentage; nil means 100.
@@ -90,8 +90,8 @@ type odConfig struct {
 }
 
 func (o *OutlierDetection) compile() odConfig {
-	c := odConfig{cons5xx: DefaultConsecutive5xx, consGw: DefaultConsecutiveGatewayFailure, interval: o.Interval, base: o.BaseEjectionTime,
-		maxEject: o.MaxEjectionTime, maxPercent: DefaultMaxEjectionPercent, enf5xx: 100, enfGw: 0, alwaysOne: o.AlwaysEjectOneHost}
+	c := odConfig{cons5xx: DefaultConsecutive5xx, consGw: DefaultConsecutiveGatewayFailure, interval: time.Duration(o.Interval), base: time.Duration(o.BaseEjectionTime),
+		maxEject: time.Duration(o.MaxEjectionTime), maxPercent: DefaultMaxEjectionPercent, enf5xx: 100, enfGw: 0, alwaysOne: o.AlwaysEjectOneHost}
 	if o.Consecutive5xx != nil {
 		c.cons5xx = *o.Consecutive5xx
 	}

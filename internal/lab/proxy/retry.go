@@ -38,7 +38,7 @@ type RetryPolicy struct {
 	// PerTryTimeout is per_try_timeout, each attempt's own timeout
 	// (including the first and the time spent waiting for a connection);
 	// 0 means none, and it is ignored when >= a non-zero route timeout.
-	PerTryTimeout time.Duration `json:"per_try_timeout,omitempty"`
+	PerTryTimeout Duration `json:"per_try_timeout,omitempty"`
 	// RetriableStatusCodes is retriable_status_codes, used by
 	// "retriable-status-codes".
 	RetriableStatusCodes []int `json:"retriable_status_codes,omitempty"`
@@ -50,9 +50,9 @@ type RetryPolicy struct {
 // RetryBackOff is config.route.v3.RetryPolicy.RetryBackOff.
 type RetryBackOff struct {
 	// BaseInterval > 0 (Envoy rounds values below 1 ms up to 1 ms).
-	BaseInterval time.Duration `json:"base_interval"`
+	BaseInterval Duration `json:"base_interval"`
 	// MaxInterval >= BaseInterval; 0 means 10 × BaseInterval.
-	MaxInterval time.Duration `json:"max_interval,omitempty"`
+	MaxInterval Duration `json:"max_interval,omitempty"`
 }
 
 // DefaultRetryBaseInterval is the back-off base without retry_back_off.
@@ -139,14 +139,14 @@ func compileRetry(p *RetryPolicy) (*compiledRetry, error) {
 		return nil, err
 	}
 	on, _ := parseRetryOn(p.RetryOn)
-	c := &compiledRetry{on: on, numRetries: 1, perTry: p.PerTryTimeout, codes: p.RetriableStatusCodes, baseMs: uint64(DefaultRetryBaseInterval / time.Millisecond)}
+	c := &compiledRetry{on: on, numRetries: 1, perTry: time.Duration(p.PerTryTimeout), codes: p.RetriableStatusCodes, baseMs: uint64(DefaultRetryBaseInterval / time.Millisecond)}
 	if p.NumRetries != nil {
 		c.numRetries = *p.NumRetries
 	}
 	if b := p.RetryBackOff; b != nil {
-		c.baseMs = max(uint64(b.BaseInterval/time.Millisecond), 1)
+		c.baseMs = max(uint64(time.Duration(b.BaseInterval)/time.Millisecond), 1)
 		if b.MaxInterval > 0 {
-			c.maxMs = max(uint64(b.MaxInterval/time.Millisecond), c.baseMs)
+			c.maxMs = max(uint64(time.Duration(b.MaxInterval)/time.Millisecond), c.baseMs)
 		}
 	}
 	if c.maxMs == 0 {

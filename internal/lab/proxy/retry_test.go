@@ -10,7 +10,7 @@ import (
 )
 
 func fastRetry(on string, n uint32) *RetryPolicy {
-	return &RetryPolicy{RetryOn: on, NumRetries: &n, RetryBackOff: &RetryBackOff{BaseInterval: time.Millisecond}}
+	return &RetryPolicy{RetryOn: on, NumRetries: &n, RetryBackOff: &RetryBackOff{BaseInterval: Duration(time.Millisecond)}}
 }
 
 // 503, 503, then 200: three attempts, the attempt count header upstream
@@ -73,7 +73,7 @@ func TestRetryLimitExceededForwardsLastResponse(t *testing.T) {
 // A policy without num_retries retries once (Envoy's default).
 func TestRetryDefaultOneRetry(t *testing.T) {
 	up := newScripted(t, func(n int64, w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
-	p := startProxy(t, Config{Upstream: up.URL(), Retry: &RetryPolicy{RetryOn: "5xx", RetryBackOff: &RetryBackOff{BaseInterval: time.Millisecond}}})
+	p := startProxy(t, Config{Upstream: up.URL(), Retry: &RetryPolicy{RetryOn: "5xx", RetryBackOff: &RetryBackOff{BaseInterval: Duration(time.Millisecond)}}})
 	r := do(t, "GET", p.URL()+"/x", nil)
 	must(t, r.code == 500 && up.n.Load() == 2, "reply %d after %d attempts, want 500 after 2", r.code, up.n.Load())
 }
@@ -174,7 +174,7 @@ func TestPerTryTimeout(t *testing.T) {
 	up := hanging(t)
 	var alog syncBuf
 	pol := fastRetry("5xx", 1)
-	pol.PerTryTimeout = 200 * time.Millisecond
+	pol.PerTryTimeout = Duration(200 * time.Millisecond)
 	p := startProxy(t, Config{Upstream: up.URL(), AccessLog: &alog, Retry: pol, IncludeAttemptCount: true})
 	r := do(t, "GET", p.URL()+"/x", nil)
 	must(t, r.code == 504 && r.body == "upstream request timeout", "reply %d %q", r.code, r.body)
@@ -193,7 +193,7 @@ func TestPerTryTimeout(t *testing.T) {
 func TestPerTryTimeoutIgnoredAboveRouteTimeout(t *testing.T) {
 	up := hanging(t)
 	pol := fastRetry("5xx", 3)
-	pol.PerTryTimeout = time.Second
+	pol.PerTryTimeout = Duration(time.Second)
 	var alog syncBuf
 	p := startProxy(t, Config{Upstream: up.URL(), AccessLog: &alog, Retry: pol, UpstreamTimeout: 300 * time.Millisecond})
 	r := do(t, "GET", p.URL()+"/x", nil)
@@ -231,7 +231,7 @@ func TestBackoffDistribution(t *testing.T) {
 		must(t, maxSeen[i] >= bound*9/10, "retry %d: largest back-off %d ms of bound %d: the range is not covered", i+1, maxSeen[i], bound)
 	}
 	// A configured base and max: base 10 ms, max 30 ms -> 0-9, 0-19, 0-29, 0-29.
-	pol, _ = compileRetry(&RetryPolicy{RetryOn: "5xx", RetryBackOff: &RetryBackOff{BaseInterval: 10 * time.Millisecond, MaxInterval: 30 * time.Millisecond}})
+	pol, _ = compileRetry(&RetryPolicy{RetryOn: "5xx", RetryBackOff: &RetryBackOff{BaseInterval: Duration(10 * time.Millisecond), MaxInterval: Duration(30 * time.Millisecond)}})
 	b := newBackoff(pol.baseMs, pol.maxMs)
 	var got []uint64
 	for range 4 {
@@ -247,7 +247,7 @@ func TestRetryPolicyValidation(t *testing.T) {
 		{RetryOn: "5xx,bogus"},
 		{RetryOn: "retriable-status-codes", RetriableStatusCodes: []int{99}},
 		{RetryOn: "5xx", RetryBackOff: &RetryBackOff{BaseInterval: 0}},
-		{RetryOn: "5xx", RetryBackOff: &RetryBackOff{BaseInterval: 2 * time.Second, MaxInterval: time.Second}},
+		{RetryOn: "5xx", RetryBackOff: &RetryBackOff{BaseInterval: Duration(2 * time.Second), MaxInterval: Duration(time.Second)}},
 	} {
 		if _, err := Start(t.Context(), Config{Upstream: "http://127.0.0.1:1", Retry: &pol}); err == nil || !strings.Contains(err.Error(), "retry policy") {
 			t.Errorf("%+v: error %v", pol, err)

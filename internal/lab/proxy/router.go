@@ -180,204 +180,256 @@ const maxRetryBody = 1 << 20
 // route is the router filter (router.cc): host selection, the connection
 // pool, the upstream request and its timeouts, retries with back-off, the
 // response code stats, outlier detection reports, and the local replies
-// when no upstream response can be forwarded.
+// when no upstream response can be forwarded. Each attempt is one
+// routing.try; its outcomes are handled by onTimeout, onReset and
+// onHeaders.
 func (p *Proxy) route(rs *reqState) {
-	cl := p.cluster
-	req := rs.req
-	var rst *retryState
+	r := routing{p: p, rs: rs, cl: p.cluster, global: p.cfg.UpstreamTimeout}
 	if p.retry != nil {
-		rs.retry = *newRetryState(p.retry, cl)
-		rst = &rs.retry
-		defer rst.release()
-	}
-	global := p.cfg.UpstreamTimeout
-	var perTry time.Duration
-	if p.retry != nil {
-		perTry = p.retry.perTry
-		if global > 0 && perTry >= global {
-			perTry = 0 // finalTimeout: a per-try timeout >= the route timeout is ignored
+		rs.retry = *newRetryState(p.retry, r.cl)
+		r.rst = &rs.retry
+		defer r.rst.release()
+		r.perTry = p.retry.perTry
+		if r.global > 0 && r.perTry >= r.global {
+			r.perTry = 0 // finalTimeout: a per-try timeout >= the route timeout is ignored
 		}
 	}
-	routeStart := time.Now()
-	var globalDL time.Time
-	if global > 0 {
-		globalDL = routeStart.Add(global)
+	r.start = time.Now()
+	if r.global > 0 {
+		r.globalDL = r.start.Add(r.global)
 	}
-	// Body: buffered when a retry may resend it, streamed otherwise.
-	var stream io.Reader
-	if req.Body != nil && req.Body != http.NoBody {
-		if rst != nil {
-			var buf bytes.Buffer
-			n, err := io.CopyN(&buf, req.Body, maxRetryBody+1)
-			rs.recv += n
-			if err != nil && !errors.Is(err, io.EOF) {
-				p.localReply(rs, http.StatusBadRequest, "", flagNone, "downstream_remote_disconnect")
-				rs.closeDS = true
-				return
-			}
-			if n > maxRetryBody {
-				cl.st.retryAbandoned.inc()
-				rst.release()
-				rst = nil
-				stream = io.MultiReader(&buf, &countReader{r: req.Body, n: &rs.recv})
-			} else {
-				rs.body = buf.Bytes()
-			}
-		} else {
-			stream = &countReader{r: req.Body, n: &rs.recv}
-		}
-	}
-	isRetry := false
-	rs.attempts = 1
-	// nextAttempt waits a granted retry's back-off (doRetry); false: the
-	// route timeout passed first and its 504 was sent.
-	nextAttempt := func() bool {
-		if !p.backoff(rs, rst, globalDL) {
-			p.globalTimeout(rs)
-			return false
-		}
-		isRetry = true
-		rs.attempts++
-		return true
-	}
-	for {
-		h := cl.choose()
-		if h == nil {
-			cl.st.codes.charge(http.StatusServiceUnavailable)
-			cl.st.external.charge(http.StatusServiceUnavailable)
-			// A first attempt without a host replies before the router set
-			// up x-envoy-attempt-count for the response; a retry after it.
-			p.routerReply(rs, http.StatusServiceUnavailable, "no healthy upstream", flagUH, "no_healthy_upstream", isRetry)
-			return
-		}
-		rs.upHost = h.addr
-		attemptDL := globalDL
-		perTryFired := false // the attempt's deadline is its per-try timeout
-		if perTry > 0 {
-			if perTryDL := time.Now().Add(perTry); attemptDL.IsZero() || perTryDL.Before(attemptDL) {
-				attemptDL, perTryFired = perTryDL, true
-			}
-		}
-		expected := time.Duration(0)
-		switch {
-		case perTry > 0:
-			expected = perTry
-		case global > 0:
-			expected = global
-		}
-		if global > 0 && isRetry {
-			// setTimeoutHeaders with the elapsed time: what is left of the
-			// route timeout, at least 1 ms.
-			expected = min(expected, max(time.Until(globalDL), time.Millisecond))
-		}
-		res := p.attempt(rs, h, attemptDL, expected, stream)
-		switch {
-		case res.closed:
-			p.routerReply(rs, http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers. reset reason: local reset", flagLR,
-				"upstream_reset_before_response_started{local_reset}", true)
-			return
-		case res.timedOut:
-			if perTryFired {
-				// onPerTryTimeout.
-				cl.st.rqPerTryTimeout.inc()
-				if res.hadConn {
-					cl.putHTTPCode(h, http.StatusGatewayTimeout) // LocalOriginTimeout
-				}
-				if p.maybeRetryReset(rs, rst, resetLocalReset, true) {
-					if !nextAttempt() {
-						return
-					}
-					continue
-				}
-				cl.st.codes.charge(http.StatusGatewayTimeout)
-				cl.st.external.charge(http.StatusGatewayTimeout)
-				p.routerReply(rs, http.StatusGatewayTimeout, "upstream request timeout", flagUT, "upstream_per_try_timeout", true)
-				return
-			}
-			// onResponseTimeout: the route timeout ends every attempt, no retry.
-			if res.hadConn {
-				cl.putHTTPCode(h, http.StatusGatewayTimeout)
-			}
-			p.globalTimeout(rs)
-			return
-		case res.reason != resetNone:
-			if res.noHost {
-				rs.upHost = ""
-			}
-			if res.reason != resetOverflow {
-				// LocalOriginConnectFailed, reported as 503 without the
-				// external/local split; overflow is not the host's fault.
-				cl.putHTTPCode(h, http.StatusServiceUnavailable)
-			}
-			if p.maybeRetryReset(rs, rst, res.reason, res.started) {
-				if !nextAttempt() {
-					return
-				}
-				continue
-			}
-			code := http.StatusServiceUnavailable
-			if res.reason == resetProtocolError {
-				code = http.StatusBadGateway
-			}
-			cl.st.codes.charge(code)
-			cl.st.external.charge(code)
-			reason := res.reason.String()
-			body := "upstream connect error or disconnect/reset before headers. "
-			if isRetry {
-				body += "retried and the latest "
-			}
-			body += "reset reason: " + reason
-			det := reason
-			if res.tfr != "" {
-				body += ", transport failure reason: " + res.tfr
-				det += "|" + res.tfr
-			}
-			var more []hdr
-			if res.reason == resetOverflow {
-				more = append(more, hdr{"X-Envoy-Overloaded", "true"})
-			}
-			p.routerReply(rs, code, body, res.reason.flag(), "upstream_reset_before_response_started{"+strings.ReplaceAll(det, " ", "_")+"}", true, more...)
-			return
-		}
-		// onUpstreamHeaders.
-		resp := res.resp
-		code := resp.StatusCode
-		cl.putHTTPCode(h, code)
-		if rst != nil {
-			st := rst.shouldRetry(rst.wouldRetryFromHeaders(code, len(resp.Header["X-Envoy-Ratelimited"]) > 0))
-			switch st {
-			case retryYes:
-				cl.st.retryCodes.charge(code)
-				// Envoy resets the upstream stream unless the response
-				// ended with its headers: on HTTP/1.1 that closes the
-				// connection.
-				reuse := resp.ContentLength == 0 && !resp.Close
-				_ = resp.Body.Close()
-				cl.release(res.uc, reuse)
-				if !nextAttempt() {
-					return
-				}
-				continue
-			case retryNoOverflow:
-				rs.flags.add(flagUO)
-			case retryNoLimitExceeded:
-				rs.flags.add(flagURX)
-			}
-		}
-		cl.st.codes.charge(code)
-		cl.st.external.charge(code)
-		rs.details = "via_upstream"
-		ok := p.writeUpstreamResponse(rs, resp, time.Since(routeStart).Milliseconds(), p.cfg.IncludeAttemptCountInResponse)
-		_ = resp.Body.Close()
-		if !ok {
-			// The upstream reset after the response started: the client's
-			// response is cut (Envoy resets the downstream stream).
-			rs.flags.add(flagUC)
-			rs.details = "upstream_reset_after_response_started{connection_termination}"
-		}
-		cl.release(res.uc, ok && !resp.Close && !res.uc.dirty())
+	if !r.prepareBody() {
 		return
 	}
+	rs.attempts = 1
+	for r.try() {
+	}
+}
+
+// routing is the router filter's state for one downstream request.
+type routing struct {
+	p  *Proxy
+	rs *reqState
+	cl *cluster
+	// rst is the request's retry state; nil without a retry policy or once
+	// the retries are abandoned (a body over maxRetryBody).
+	rst *retryState
+	// global is the route timeout and perTry the per-try timeout (0: none).
+	global, perTry time.Duration
+	// start is when routing began; globalDL is start+global (zero: none).
+	start, globalDL time.Time
+	// stream is the request body when it is streamed, not buffered.
+	stream io.Reader
+	// isRetry is set once a retry was granted.
+	isRetry bool
+}
+
+// prepareBody buffers the request body when a retry may resend it and
+// streams it otherwise; a body over maxRetryBody abandons the retries
+// (cluster stat retry_or_shadow_abandoned). It returns
+// false when reading the body failed and a 400 was sent.
+func (r *routing) prepareBody() bool {
+	rs, req := r.rs, r.rs.req
+	if req.Body == nil || req.Body == http.NoBody {
+		return true
+	}
+	if r.rst == nil {
+		r.stream = &countReader{r: req.Body, n: &rs.recv}
+		return true
+	}
+	var buf bytes.Buffer
+	n, err := io.CopyN(&buf, req.Body, maxRetryBody+1)
+	rs.recv += n
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.p.localReply(rs, http.StatusBadRequest, "", flagNone, "downstream_remote_disconnect")
+		rs.closeDS = true
+		return false
+	}
+	if n > maxRetryBody {
+		r.cl.st.retryAbandoned.inc()
+		r.rst.release()
+		r.rst = nil
+		r.stream = io.MultiReader(&buf, &countReader{r: req.Body, n: &rs.recv})
+	} else {
+		rs.body = buf.Bytes()
+	}
+	return true
+}
+
+// nextAttempt waits a granted retry's back-off (doRetry); false: the
+// route timeout passed first and its 504 was sent.
+func (r *routing) nextAttempt() bool {
+	if !r.p.backoff(r.rs, r.rst, r.globalDL) {
+		r.p.globalTimeout(r.rs)
+		return false
+	}
+	r.isRetry = true
+	r.rs.attempts++
+	return true
+}
+
+// deadlines returns an attempt's deadline (the route timeout's or, when
+// earlier, the per-try timeout's, then perTryFired), and the timeout the
+// upstream is told to expect (x-envoy-expected-rq-timeout-ms: the per-try
+// timeout, else the route timeout, on a retry at most what is left of the
+// route timeout and at least 1 ms).
+func (r *routing) deadlines() (attemptDL time.Time, perTryFired bool, expected time.Duration) {
+	attemptDL = r.globalDL
+	if r.perTry > 0 {
+		if perTryDL := time.Now().Add(r.perTry); attemptDL.IsZero() || perTryDL.Before(attemptDL) {
+			attemptDL, perTryFired = perTryDL, true
+		}
+	}
+	switch {
+	case r.perTry > 0:
+		expected = r.perTry
+	case r.global > 0:
+		expected = r.global
+	}
+	if r.global > 0 && r.isRetry {
+		// setTimeoutHeaders with the elapsed time: what is left of the
+		// route timeout, at least 1 ms.
+		expected = min(expected, max(time.Until(r.globalDL), time.Millisecond))
+	}
+	return attemptDL, perTryFired, expected
+}
+
+// try makes one attempt on a chosen host and handles its outcome; it
+// returns true when a retry was granted and its back-off waited, false
+// once the downstream request got its response.
+func (r *routing) try() bool {
+	p, rs, cl := r.p, r.rs, r.cl
+	h := cl.choose()
+	if h == nil {
+		cl.st.codes.charge(http.StatusServiceUnavailable)
+		cl.st.external.charge(http.StatusServiceUnavailable)
+		// A first attempt without a host replies before the router set
+		// up x-envoy-attempt-count for the response; a retry after it.
+		p.routerReply(rs, http.StatusServiceUnavailable, "no healthy upstream", flagUH, "no_healthy_upstream", r.isRetry)
+		return false
+	}
+	rs.upHost = h.addr
+	attemptDL, perTryFired, expected := r.deadlines()
+	res := p.attempt(rs, h, attemptDL, expected, r.stream)
+	switch {
+	case res.closed:
+		p.routerReply(rs, http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers. reset reason: local reset", flagLR,
+			"upstream_reset_before_response_started{local_reset}", true)
+		return false
+	case res.timedOut:
+		return r.onTimeout(h, res, perTryFired)
+	case res.reason != resetNone:
+		return r.onReset(h, res)
+	}
+	return r.onHeaders(h, res)
+}
+
+// onTimeout handles an attempt that timed out: a per-try timeout
+// (onPerTryTimeout) may be retried, else it is a 504 "upstream request
+// timeout"; the route timeout (onResponseTimeout) ends every attempt, no
+// retry. It returns true when the next attempt may start.
+func (r *routing) onTimeout(h *host, res attemptResult, perTryFired bool) bool {
+	p, rs, cl := r.p, r.rs, r.cl
+	if !perTryFired {
+		if res.hadConn {
+			cl.putHTTPCode(h, http.StatusGatewayTimeout)
+		}
+		p.globalTimeout(rs)
+		return false
+	}
+	cl.st.rqPerTryTimeout.inc()
+	if res.hadConn {
+		cl.putHTTPCode(h, http.StatusGatewayTimeout) // LocalOriginTimeout
+	}
+	if p.maybeRetryReset(rs, r.rst, resetLocalReset, true) {
+		return r.nextAttempt()
+	}
+	cl.st.codes.charge(http.StatusGatewayTimeout)
+	cl.st.external.charge(http.StatusGatewayTimeout)
+	p.routerReply(rs, http.StatusGatewayTimeout, "upstream request timeout", flagUT, "upstream_per_try_timeout", true)
+	return false
+}
+
+// onReset handles an attempt reset before its response headers
+// (onUpstreamReset): it may be retried, else the client gets a 503 (502 on
+// a protocol error) local reply naming the reset reason. It returns true
+// when the next attempt may start.
+func (r *routing) onReset(h *host, res attemptResult) bool {
+	p, rs, cl := r.p, r.rs, r.cl
+	if res.noHost {
+		rs.upHost = ""
+	}
+	if res.reason != resetOverflow {
+		// LocalOriginConnectFailed, reported as 503 without the
+		// external/local split; overflow is not the host's fault.
+		cl.putHTTPCode(h, http.StatusServiceUnavailable)
+	}
+	if p.maybeRetryReset(rs, r.rst, res.reason, res.started) {
+		return r.nextAttempt()
+	}
+	code := http.StatusServiceUnavailable
+	if res.reason == resetProtocolError {
+		code = http.StatusBadGateway
+	}
+	cl.st.codes.charge(code)
+	cl.st.external.charge(code)
+	reason := res.reason.String()
+	body := "upstream connect error or disconnect/reset before headers. "
+	if r.isRetry {
+		body += "retried and the latest "
+	}
+	body += "reset reason: " + reason
+	det := reason
+	if res.tfr != "" {
+		body += ", transport failure reason: " + res.tfr
+		det += "|" + res.tfr
+	}
+	var more []hdr
+	if res.reason == resetOverflow {
+		more = append(more, hdr{"X-Envoy-Overloaded", "true"})
+	}
+	p.routerReply(rs, code, body, res.reason.flag(), "upstream_reset_before_response_started{"+strings.ReplaceAll(det, " ", "_")+"}", true, more...)
+	return false
+}
+
+// onHeaders handles an attempt's response headers (onUpstreamHeaders): a
+// retriable response is discarded and retried, anything else is forwarded
+// downstream. It returns true when the next attempt may start.
+func (r *routing) onHeaders(h *host, res attemptResult) bool {
+	p, rs, cl, rst := r.p, r.rs, r.cl, r.rst
+	resp := res.resp
+	code := resp.StatusCode
+	cl.putHTTPCode(h, code)
+	if rst != nil {
+		switch rst.shouldRetry(rst.wouldRetryFromHeaders(code, len(resp.Header["X-Envoy-Ratelimited"]) > 0)) {
+		case retryYes:
+			cl.st.retryCodes.charge(code)
+			// Envoy resets the upstream stream unless the response
+			// ended with its headers: on HTTP/1.1 that closes the
+			// connection.
+			reuse := resp.ContentLength == 0 && !resp.Close
+			_ = resp.Body.Close()
+			cl.release(res.uc, reuse)
+			return r.nextAttempt()
+		case retryNoOverflow:
+			rs.flags.add(flagUO)
+		case retryNoLimitExceeded:
+			rs.flags.add(flagURX)
+		}
+	}
+	cl.st.codes.charge(code)
+	cl.st.external.charge(code)
+	rs.details = "via_upstream"
+	ok := p.writeUpstreamResponse(rs, resp, time.Since(r.start).Milliseconds(), p.cfg.IncludeAttemptCountInResponse)
+	_ = resp.Body.Close()
+	if !ok {
+		// The upstream reset after the response started: the client's
+		// response is cut (Envoy resets the downstream stream).
+		rs.flags.add(flagUC)
+		rs.details = "upstream_reset_after_response_started{connection_termination}"
+	}
+	cl.release(res.uc, ok && !resp.Close && !res.uc.dirty())
+	return false
 }
 
 // routerReply is a local reply sent by the router; with withAttempt it
