@@ -14,6 +14,29 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
+// findingsSection computes the limiters' findings that need no
+// expectation: the end-to-end model bound (ScenarioReport.Model, or why
+// none in in.noModel), the fail-open admissions (RLSFailures), the
+// engagement and the shadow-mode counts.
+var findingsSection = section{name: "findings", needs: []string{"limiters"}, compute: limiterFindings}
+
+// limiterFindings computes findingsSection.
+func limiterFindings(in *Input) {
+	ev, sr, ls := in.Evidence, in.Report, in.limiters
+	if b, why := ls.endToEnd(&ev.Requests); why == "" {
+		sr.Model = &b
+	} else {
+		in.noModel = why
+	}
+	if ls.global || ls.failOpen > 0 {
+		sr.RLSFailures = ls.failures(in, in.received)
+	}
+	sr.Engagement = ls.engagement(in, in.received)
+	if len(ls.runs) > 0 || ev.HasDecisions {
+		sr.Shadow = ls.shadowCounts(in)
+	}
+}
+
 // failures computes rls_failures: the fail-open admissions and where they lie.
 func (ls *limiterSet) failures(in *Input, received []bool) *report.RLSFailures {
 	ev := in.Evidence

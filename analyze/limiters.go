@@ -20,6 +20,80 @@ import (
 	"github.com/rlbench/rlbench/model/decl"
 )
 
+// limitersSection resolves and judges the scenario's limiters
+// (in.limiters, ScenarioReport.Limiters, Harness, Shards): it needs the
+// nginx join and the receipts (who answered, what was received), the stats
+// (fail-open admissions) and the fault windows (which suspend the checks).
+var limitersSection = section{name: "limiters", needs: []string{"nginx", "receipts", "totals", "stats", "faults"}, compute: judgeLimiters}
+
+// judgeLimiters resolves the scenario's limiters, joins the RLS decisions
+// to their requests, places the faults and runs each limiter's model check
+// (limitersSection).
+func judgeLimiters(in *Input) {
+	ev, sr := in.Evidence, in.Report
+	ls := resolveLimiters(in)
+	in.limiters = ls
+	in.seen, sr.Harness = limiterSeen(in)
+	if h := ev.Harness; h != nil {
+		harnessProbed(sr.Harness, h)
+	}
+	impossibleFaults(in, ls)
+	applyShardClocks(in)
+	ls.failOpen = failOpen(sr)
+	if ev.HasDecisions && len(ev.Decisions) > 0 {
+		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.joinWidenNs(), ls.rlsUnits())
+	}
+	if namedFlows(&ev.Requests) {
+		ls.keys = newKeyUse(len(ls.runs), ev.Requests.Len())
+	}
+	ls.applyFaults(in, in.received)
+	if why := requestsIncomplete(in); why != "" {
+		for _, r := range ls.runs {
+			r.err = why
+		}
+	}
+	ls.checkModels(in, in.received, in.recvNs)
+	sr.Limiters = make([]report.LimiterReport, 0, len(ls.runs))
+	for _, r := range ls.runs {
+		sr.Limiters = append(sr.Limiters, *r.report)
+	}
+}
+
+// requestsIncomplete says why requests.jsonl lacks requests that may have
+// reached the limiters (a model replay needs all of them), or "".
+func requestsIncomplete(in *Input) string {
+	ev := in.Evidence
+	if a := ev.Attack; a != nil && a.Sent > ev.Requests.Len() {
+		return fmt.Sprintf("%s holds %d of the %d requests sent: a replay needs every one", evidence.RequestsFile, ev.Requests.Len(), a.Sent)
+	}
+	for _, p := range ev.Problems {
+		if p.File == evidence.RequestsFile {
+			return evidence.RequestsFile + " is incomplete: a replay needs every request"
+		}
+	}
+	return ""
+}
+
+// rlsUnits gives the join each request's RLS descriptor keys (the RLS
+// counter keys, domain and descriptor without the window) at the first RLS
+// limiter that computes them; one unknown key ("") for a request that
+// called the RLS with descriptors no limiter computes; none for a request
+// that did not call it.
+func (ls *limiterSet) rlsUnits() func(int) ([]string, string) {
+	unknown := []string{""}
+	return func(i int) ([]string, string) {
+		if ls.global && !ls.throughGlobal[i] {
+			return nil, ""
+		}
+		for _, r := range ls.runs {
+			if set := r.set(i); r.decl.RLS != nil && set != nil {
+				return set.units, r.decl.RLS.Domain
+			}
+		}
+		return unknown, ""
+	}
+}
+
 // limiterRun is one limiter while it is being judged.
 type limiterRun struct {
 	decl    evidence.Limiter

@@ -10,6 +10,13 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
+// rlsSection summarises the RLS decisions (ScenarioReport.RLS; the lab's
+// reconciliation, before the real RLS's is attached, stays in in.labRLS).
+var rlsSection = section{name: "rls", needs: []string{"limiters"}, compute: func(in *Input) {
+	in.Report.RLS = rlsCheck(in.Evidence, in.limiters.shadowRule)
+	in.labRLS = in.Report.RLS
+}}
+
 // rlsCheck summarises the rate limit service's decisions of the scenario
 // (rls/decisions.jsonl) per counter window (cache key): how many were OK
 // against the window's limit. envoyproxy/ratelimit answers OVER_LIMIT iff the

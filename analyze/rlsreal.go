@@ -93,6 +93,18 @@ func checkRealRLS(in *Input) (res Result) {
 	return res
 }
 
+// realRLSSection reconciles a real RLS's logs (ScenarioReport.RLS.Real),
+// when the scenario has them.
+var realRLSSection = section{name: "real rls", needs: []string{"rls", "faults", "stats", "totals"}, compute: func(in *Input) {
+	sr := in.Report
+	if ev := in.Evidence; ev.RLSLog || ev.RLSParsedLog {
+		if sr.RLS == nil {
+			sr.RLS = &report.RLSCheck{ByCode: map[string]int{}, Windows: []report.RLSWindow{}}
+		}
+		sr.RLS.Real = reconcileReal(in)
+	}
+}}
+
 // reconcileReal computes rls.real from the scenario's decisions, fault windows, client classes, the proxies'
 // ratelimit.failure_mode_allowed (admissions without an RLS decision) and the per-call join of the decisions.
 func reconcileReal(in *Input) *report.RLSReal {

@@ -62,6 +62,12 @@ func partialLocal(in *Input, proxy string) bool {
 	return false
 }
 
+// statsSection compares the proxies' counter deltas with the client classes
+// (ScenarioReport.Stats).
+var statsSection = section{name: "stats", needs: []string{"totals"}, compute: func(in *Input) {
+	in.Report.Stats = proxyStats(in)
+}}
+
 // proxyStats computes, for every proxy with a snapshot under stats/, the
 // counter deltas (after − before) and checks them against what that proxy's
 // clients saw. The attack target named like the proxy is its client side.
