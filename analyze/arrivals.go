@@ -95,7 +95,7 @@ func arrivalStats(times []int64, windows []time.Duration) report.ArrivalStats {
 }
 
 // arrivalsSection is the backend's arrival peaks (ScenarioReport.Arrivals).
-var arrivalsSection = section{name: "arrivals", needs: []string{"receipts", "totals"}, compute: func(in *Input) {
+var arrivalsSection = section{name: "arrivals", needs: []string{"receipts"}, compute: func(in *Input) {
 	in.Report.Arrivals = arrivalsOf(in)
 }}
 

@@ -18,7 +18,7 @@ import (
 // expectation: the end-to-end model bound (ScenarioReport.Model, or why
 // none in in.noModel), the fail-open admissions (RLSFailures), the
 // engagement and the shadow-mode counts.
-var findingsSection = section{name: "findings", needs: []string{"limiters"}, compute: limiterFindings}
+var findingsSection = section{name: "findings", needs: []string{"receipts", "stats", "faults", "limiters"}, compute: limiterFindings}
 
 // limiterFindings computes findingsSection.
 func limiterFindings(in *Input) {

@@ -98,7 +98,7 @@ func pct(a, n int) float64 {
 
 // flowsSection fills the per-flow and per-key tables from the limiters'
 // model checks (ScenarioReport.Flows, Keys, Starved).
-var flowsSection = section{name: "flows", needs: []string{"limiters"}, compute: flowTables}
+var flowsSection = section{name: "flows", needs: []string{"receipts", "limiters"}, compute: flowTables}
 
 // flowTables fills the per-flow and per-key tables and the starved
 // findings of a scenario whose requests name flows.

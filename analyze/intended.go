@@ -200,7 +200,7 @@ func (d *deadlines) Pop() any {
 // overAdmissionSection is the over-admission against the intended limit
 // (ScenarioReport.OverAdmission); after the limiters, which set the shards'
 // clocks.
-var overAdmissionSection = section{name: "over-admission", needs: []string{"totals", "limiters"}, compute: func(in *Input) {
+var overAdmissionSection = section{name: "over-admission", needs: []string{"receipts", "totals", "limiters"}, compute: func(in *Input) {
 	in.Report.OverAdmission = overAdmissionOf(in)
 }}
 

@@ -89,7 +89,7 @@ type latencyAccs struct {
 // latencySection is the latency by class, target, phase and flow, RLS
 // calls included (ScenarioReport.Latency; the accumulators stay in
 // in.latency for Series).
-var latencySection = section{name: "latency", needs: []string{"stats"}, compute: func(in *Input) {
+var latencySection = section{name: "latency", compute: func(in *Input) {
 	in.latency = accumulateLatency(&in.Evidence.Requests)
 	in.Report.Latency = latencyOf(in.Evidence, in.Report, in.latency)
 }}

@@ -77,7 +77,7 @@ func (r *limiterRun) headerWindow(i int) headerWindow {
 
 // headersSection checks the responses' rate-limit headers against the
 // limiters (ScenarioReport.RateLimitHeaders).
-var headersSection = section{name: "headers", needs: []string{"limiters"}, compute: func(in *Input) {
+var headersSection = section{name: "headers", needs: []string{"receipts", "limiters"}, compute: func(in *Input) {
 	in.Report.RateLimitHeaders = in.limiters.rateHeaders(in, in.received)
 }}
 

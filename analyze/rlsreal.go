@@ -23,7 +23,7 @@ const (
 
 // realRLSSection reconciles a real RLS's logs (ScenarioReport.RLS.Real),
 // when the scenario has them.
-var realRLSSection = section{name: "real rls", needs: []string{"rls", "faults", "stats", "totals"}, compute: func(in *Input) {
+var realRLSSection = section{name: "real rls", needs: []string{"receipts", "totals", "stats", "faults", "rls"}, compute: func(in *Input) {
 	sr := in.Report
 	if ev := in.Evidence; ev.RLSLog || ev.RLSParsedLog {
 		if sr.RLS == nil {
