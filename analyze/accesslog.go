@@ -122,6 +122,17 @@ func ProducerAgrees(class, producer string) bool {
 	return false
 }
 
+// accessLogSection joins the access logs with the requests
+// (Input.AccessLogs, ScenarioReport.ProducerCounts); nothing without
+// access log entries.
+var accessLogSection = section{name: "access logs", compute: func(in *Input) {
+	ev := in.Evidence
+	if j := JoinAccessLogs(ev.AccessLogs, &ev.Requests, &ev.Receipts); j.Entries > 0 {
+		in.AccessLogs = j
+		in.Report.ProducerCounts = j.Producers
+	}
+}}
+
 // JoinAccessLogs joins access log entries to requests: by the logged
 // rlbench ID, else by an x-request-id equal to a request ID, else by the
 // x-request-id a backend receipt recorded (see the Join constants; receipts'

@@ -76,6 +76,12 @@ func passedLimiter(reqs *evidence.Requests, s *retrySplit, nj *nginxJoin, i int)
 	return nj != nil && nj.tries[i] >= 0 && !nj.rejected[i] && nj.producer[i] != ""
 }
 
+// amplificationSection counts the receipts per request
+// (ScenarioReport.Amplification).
+var amplificationSection = section{name: "amplification", needs: []string{"nginx", "receipts", "faults"}, compute: func(in *Input) {
+	in.Report.Amplification = amplificationOf(in, in.retries)
+}}
+
 // amplificationOf computes the Amplification section: when some request
 // has several receipts, a receipt carries an attempt count, nginx retried a
 // request, or the scenario expects an amplification; nil otherwise.

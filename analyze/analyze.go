@@ -136,9 +136,10 @@ type Input struct {
 	Scenario evidence.Scenario
 	// Report is the scenario's report as the checkers see it: every section
 	// (Totals, Targets, Phases, Receipts, Stats, FaultWindows, RLS,
-	// Limiters, Model, Arrivals, Flows, Latency, ...) is computed before the
-	// first checker runs; Checks, Reasons and Status are set from the
-	// checkers' results after the last one.
+	// Limiters, Model, Arrivals, Flows, Latency, ...) is computed, each by
+	// its family's section step (sections), before the first checker runs;
+	// Checks, Reasons and Status are set from the checkers' results after
+	// the last one.
 	Report *report.ScenarioReport
 	// AccessLogs is the join of the access logs with the requests; nil
 	// without access log entries.
@@ -151,6 +152,11 @@ type Input struct {
 	// recvNs is its earliest receipt time (0: none).
 	received []bool
 	recvNs   []int64
+	// targetReceipts counts the requests with a receipt per target index
+	// (receiptsSection).
+	targetReceipts []int
+	// latency are the latency accumulators (latencySection), for Series.
+	latency *latencyAccs
 	// nginx is the join of the nginx access logs with the requests; nil
 	// without nginx evidence.
 	nginx *nginxJoin
@@ -192,9 +198,9 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) report.ScenarioR
 	if notRun := completeness(in); notRun {
 		return sr
 	}
-	acc := observe(in)
+	observe(in)
 	if opts.Series {
-		sr.Series = seriesOf(in, acc)
+		sr.Series = seriesOf(in, in.latency)
 	}
 	if why := nothingToCheck(in, opts); why != "" && !sr.Incomplete {
 		sr.Status = evidence.NotRun
@@ -337,21 +343,66 @@ func completeness(in *Input) bool {
 	return false
 }
 
-// observe computes the report's sections from the evidence: classes per
-// target and phase, the reconciliation with receipts, over-admission, the
-// configured bound, the proxies' counter deltas, fault windows, the RLS
-// decisions, the access log join and the latency. It returns the latency
-// accumulators (for Series).
-func observe(in *Input) *latencyAccs {
+// section is one step of observe: it computes part of a scenario's report
+// (or a join the checkers read, an unexported field of Input) from the
+// evidence and from the sections it needs. Each family's file owns its
+// sections (stats.go statsSection, rls.go rlsSection, ...); sections lists
+// them in dependency order.
+type section struct {
+	// name names the section in needs.
+	name string
+	// needs are the sections whose results compute reads: they come
+	// earlier in sections (TestSectionsInDependencyOrder).
+	needs []string
+	// compute sets the section's fields of in.Report and in.
+	compute func(*Input)
+}
+
+// sections are the report's sections in the order observe computes them:
+// the nginx join and the receipts first (they tell who answered and what
+// was received), then the totals every later section counts with, the
+// per-family sections, the limiters (which need the joins, the stats and
+// the fault windows) and what is computed from the limiters.
+var sections = []section{
+	nginxSection,
+	receiptsSection,
+	totalsSection,
+	boundSection,
+	statsSection,
+	faultsSection,
+	amplificationSection,
+	arrivalsSection,
+	accessLogSection,
+	limitersSection,
+	flowsSection,
+	findingsSection,
+	headersSection,
+	overAdmissionSection,
+	rlsSection,
+	realRLSSection,
+	latencySection,
+}
+
+// observe computes every section of the report from the evidence, in the
+// order of sections, before the first checker runs: a checker (also one of
+// Options.ExtraCheckers) sees all of them.
+func observe(in *Input) {
+	for _, s := range sections {
+		s.compute(in)
+	}
+}
+
+// totalsSection counts the classes of the whole run, per target and per
+// phase, and the run's span (ScenarioReport.Totals, Targets, Phases,
+// StartNs, EndNs).
+var totalsSection = section{name: "totals", needs: []string{"receipts"}, compute: totals}
+
+// totals computes totalsSection.
+func totals(in *Input) {
 	ev, sr := in.Evidence, in.Report
 	reqs := &ev.Requests
-	// nginx's log says who answered: its limit_req rejections become local_429.
-	in.nginx = joinNginx(ev)
-	if in.nginx != nil {
-		sr.Nginx = in.nginx.report
-	}
 	n := reqs.Len()
-	targetReceipts := reconcile(in)
+	targetReceipts := in.targetReceipts
 	perTarget := make([]report.Classes, len(reqs.Targets))
 	perPhase := make([]report.Classes, len(reqs.Phases))
 	var total report.Classes
@@ -378,111 +429,6 @@ func observe(in *Input) *latencyAccs {
 	order := targetOrder(reqs)
 	for _, t := range order {
 		sr.Targets = append(sr.Targets, report.TargetReport{Target: reqs.Targets[t], Classes: perTarget[t], Receipts: targetReceipts[t]})
-	}
-
-	sr.Bound = configuredBound(in.Scenario.Limits, start, end)
-	sr.Stats = proxyStats(in)
-	sr.FaultWindows = faultWindows(ev, in.received)
-	sr.Amplification = amplificationOf(in, in.retries)
-	sr.Arrivals = arrivalsOf(in)
-	if j := JoinAccessLogs(ev.AccessLogs, reqs, &ev.Receipts); j.Entries > 0 {
-		in.AccessLogs = j
-		sr.ProducerCounts = j.Producers
-	}
-	judgeLimiters(in)
-	sr.OverAdmission = overAdmissionOf(in) // after the shards' clocks are known
-	sr.RLS = rlsCheck(ev, in.limiters.shadowRule)
-	in.labRLS = sr.RLS
-	if ev.RLSLog || ev.RLSParsedLog {
-		if sr.RLS == nil {
-			sr.RLS = &report.RLSCheck{ByCode: map[string]int{}, Windows: []report.RLSWindow{}}
-		}
-		sr.RLS.Real = reconcileReal(in)
-	}
-	acc := accumulateLatency(reqs)
-	sr.Latency = latencyOf(ev, sr, acc)
-	return acc
-}
-
-// judgeLimiters resolves the scenario's limiters, joins the RLS decisions
-// to their requests, places the faults, runs each limiter's model check
-// and the findings that need no expectation.
-func judgeLimiters(in *Input) {
-	ev, sr := in.Evidence, in.Report
-	ls := resolveLimiters(in)
-	in.limiters = ls
-	in.seen, sr.Harness = limiterSeen(in)
-	if h := ev.Harness; h != nil {
-		harnessProbed(sr.Harness, h)
-	}
-	impossibleFaults(in, ls)
-	applyShardClocks(in)
-	ls.failOpen = failOpen(sr)
-	if ev.HasDecisions && len(ev.Decisions) > 0 {
-		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.joinWidenNs(), ls.rlsUnits())
-	}
-	if namedFlows(&ev.Requests) {
-		ls.keys = newKeyUse(len(ls.runs), ev.Requests.Len())
-	}
-	ls.applyFaults(in, in.received)
-	if why := requestsIncomplete(in); why != "" {
-		for _, r := range ls.runs {
-			r.err = why
-		}
-	}
-	ls.checkModels(in, in.received, in.recvNs)
-	sr.Limiters = make([]report.LimiterReport, 0, len(ls.runs))
-	for _, r := range ls.runs {
-		sr.Limiters = append(sr.Limiters, *r.report)
-	}
-	flowTables(in)
-	if b, why := ls.endToEnd(&ev.Requests); why == "" {
-		sr.Model = &b
-	} else {
-		in.noModel = why
-	}
-	if ls.global || ls.failOpen > 0 {
-		sr.RLSFailures = ls.failures(in, in.received)
-	}
-	sr.Engagement = ls.engagement(in, in.received)
-	if len(ls.runs) > 0 || ev.HasDecisions {
-		sr.Shadow = ls.shadowCounts(in)
-	}
-	sr.RateLimitHeaders = ls.rateHeaders(in, in.received)
-}
-
-// requestsIncomplete says why requests.jsonl lacks requests that may have
-// reached the limiters (a model replay needs all of them), or "".
-func requestsIncomplete(in *Input) string {
-	ev := in.Evidence
-	if a := ev.Attack; a != nil && a.Sent > ev.Requests.Len() {
-		return fmt.Sprintf("%s holds %d of the %d requests sent: a replay needs every one", evidence.RequestsFile, ev.Requests.Len(), a.Sent)
-	}
-	for _, p := range ev.Problems {
-		if p.File == evidence.RequestsFile {
-			return evidence.RequestsFile + " is incomplete: a replay needs every request"
-		}
-	}
-	return ""
-}
-
-// rlsUnits gives the join each request's RLS descriptor keys (the RLS
-// counter keys, domain and descriptor without the window) at the first RLS
-// limiter that computes them; one unknown key ("") for a request that
-// called the RLS with descriptors no limiter computes; none for a request
-// that did not call it.
-func (ls *limiterSet) rlsUnits() func(int) ([]string, string) {
-	unknown := []string{""}
-	return func(i int) ([]string, string) {
-		if ls.global && !ls.throughGlobal[i] {
-			return nil, ""
-		}
-		for _, r := range ls.runs {
-			if set := r.set(i); r.decl.RLS != nil && set != nil {
-				return set.units, r.decl.RLS.Domain
-			}
-		}
-		return unknown, ""
 	}
 }
 

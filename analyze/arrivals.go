@@ -94,6 +94,11 @@ func arrivalStats(times []int64, windows []time.Duration) report.ArrivalStats {
 	return st
 }
 
+// arrivalsSection is the backend's arrival peaks (ScenarioReport.Arrivals).
+var arrivalsSection = section{name: "arrivals", needs: []string{"receipts"}, compute: func(in *Input) {
+	in.Report.Arrivals = arrivalsOf(in)
+}}
+
 // arrivalsOf computes the scenario's Arrivals; nil when it has neither
 // receipts nor admissions.
 func arrivalsOf(in *Input) *report.Arrivals {

@@ -10,6 +10,12 @@ import (
 	"github.com/rlbench/rlbench/model"
 )
 
+// boundSection is the legacy limits' configured bound over the run's span
+// (ScenarioReport.Bound).
+var boundSection = section{name: "bound", needs: []string{"totals"}, compute: func(in *Input) {
+	in.Report.Bound = configuredBound(in.Scenario.Limits, in.Report.StartNs, in.Report.EndNs)
+}}
+
 // configuredBound computes the most admissions the limiters allow between
 // start and end (unix ns). With several limiters in series (a local bucket in
 // front of a global limit) the smallest bound holds. It returns nil when no

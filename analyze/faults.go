@@ -10,6 +10,11 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
+// faultsSection places the faults in time (ScenarioReport.FaultWindows).
+var faultsSection = section{name: "faults", needs: []string{"receipts"}, compute: func(in *Input) {
+	in.Report.FaultWindows = faultWindows(in.Evidence, in.received)
+}}
+
 // faultWindows builds one window per fault: a stop (or a set of backend
 // faults) opens a window on its target at the stop's begin that the next
 // start (clear) of the same target closes at the start's end (the component

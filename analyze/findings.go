@@ -14,6 +14,29 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
+// findingsSection computes the limiters' findings that need no
+// expectation: the end-to-end model bound (ScenarioReport.Model, or why
+// none in in.noModel), the fail-open admissions (RLSFailures), the
+// engagement and the shadow-mode counts.
+var findingsSection = section{name: "findings", needs: []string{"receipts", "stats", "faults", "limiters"}, compute: limiterFindings}
+
+// limiterFindings computes findingsSection.
+func limiterFindings(in *Input) {
+	ev, sr, ls := in.Evidence, in.Report, in.limiters
+	if b, why := ls.endToEnd(&ev.Requests); why == "" {
+		sr.Model = &b
+	} else {
+		in.noModel = why
+	}
+	if ls.global || ls.failOpen > 0 {
+		sr.RLSFailures = ls.failures(in, in.received)
+	}
+	sr.Engagement = ls.engagement(in, in.received)
+	if len(ls.runs) > 0 || ev.HasDecisions {
+		sr.Shadow = ls.shadowCounts(in)
+	}
+}
+
 // failures computes rls_failures: the fail-open admissions and where they lie.
 func (ls *limiterSet) failures(in *Input, received []bool) *report.RLSFailures {
 	ev := in.Evidence
@@ -353,59 +376,6 @@ func (ls *limiterSet) shadowRule(d *evidence.Decision) bool {
 		}
 	}
 	return false
-}
-
-// checkLimiters: every limiter's model check — its admitted count within
-// the model's bounds (both: fewer than the lower bound fails, so a limiter
-// that rejects everything fails), no request the model must reject
-// admitted, none it must admit rejected, no window or bucket count the
-// model cannot produce.
-func checkLimiters(in *Input) (r Result) {
-	ls := in.limiters
-	if ls == nil {
-		return r
-	}
-	for _, run := range ls.runs {
-		rep := run.report
-		name := "limiter " + rep.Name
-		switch rep.Status {
-		case report.LimiterNotChecked:
-			if rep.Offered > 0 || run.err != "" || strings.Contains(rep.Detail, "key") {
-				r.add(name+": model check", report.CheckUnknown, "a model check", rep.Detail)
-			}
-			continue
-		case report.LimiterSuspended:
-			continue // every request in a fault window: nothing to judge
-		}
-		t := rep.Total
-		got := strconv.Itoa(t.Admitted)
-		if t.Possible != t.Admitted {
-			got = fmt.Sprintf("%d..%d (%d without outcome)", t.Admitted, t.Possible, t.Possible-t.Admitted)
-		}
-		if rep.Suspended > 0 {
-			got += fmt.Sprintf("; %d of %d suspended by faults", rep.Suspended, rep.Offered)
-		}
-		if rep.UnknownKey > 0 {
-			got += fmt.Sprintf("; %d of %d with an unknown key (header %s not recorded), judged either", rep.UnknownKey, rep.Offered,
-				strings.Join(rep.UnknownKeyHeaders, ", "))
-		}
-		r.add(name+": admitted within model bounds", passIf(t.Holds()), fmt.Sprintf("%d..%d", t.Min, t.Max), got)
-		r.add(name+": over-admitted (model must reject)", passIf(rep.OverAdmittedCount == 0), "0", report.VerdictsGot(rep.OverAdmittedCount, rep.OverAdmitted))
-		r.add(name+": under-admitted (model must admit)", passIf(rep.UnderAdmittedCount == 0), "0", report.VerdictsGot(rep.UnderAdmittedCount, rep.UnderAdmitted))
-		fgot := strconv.Itoa(len(rep.Findings))
-		if len(rep.Findings) > 0 {
-			fgot += " (" + strings.Join(rep.Findings[:min(3, len(rep.Findings))], "; ")
-			if len(rep.Findings) > 3 {
-				fgot += "; …"
-			}
-			fgot += ")"
-		}
-		r.add(name+": window and bucket counts the model allows", passIf(len(rep.Findings) == 0), "0 findings", fgot)
-		if run.decl.Stage == evidence.StageGlobal {
-			r.excuse(len(r.Checks)-4, labRLSStall(in))
-		}
-	}
-	return r
 }
 
 // excuse turns the failed checks from index from on into inconclusive ones

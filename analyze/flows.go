@@ -96,6 +96,10 @@ func pct(a, n int) float64 {
 	return math.Round(1e4*float64(a)/float64(n)) / 100
 }
 
+// flowsSection fills the per-flow and per-key tables from the limiters'
+// model checks (ScenarioReport.Flows, Keys, Starved).
+var flowsSection = section{name: "flows", needs: []string{"receipts", "limiters"}, compute: flowTables}
+
 // flowTables fills the per-flow and per-key tables and the starved
 // findings of a scenario whose requests name flows.
 func flowTables(in *Input) {

@@ -197,6 +197,13 @@ func (d *deadlines) Pop() any {
 	return x
 }
 
+// overAdmissionSection is the over-admission against the intended limit
+// (ScenarioReport.OverAdmission); after the limiters, which set the shards'
+// clocks.
+var overAdmissionSection = section{name: "over-admission", needs: []string{"receipts", "totals", "limiters"}, compute: func(in *Input) {
+	in.Report.OverAdmission = overAdmissionOf(in)
+}}
+
 // overAdmissionOf is the report's over-admission against the intended
 // limit il: the run's admitted count minus it, or, for a limit per window,
 // windowedOverAdmission of the admissions; nil without an intended limit.

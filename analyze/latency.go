@@ -86,6 +86,14 @@ type latencyAccs struct {
 	flows   []classAccs
 }
 
+// latencySection is the latency by class, target, phase and flow, RLS
+// calls included (ScenarioReport.Latency; the accumulators stay in
+// in.latency for Series).
+var latencySection = section{name: "latency", compute: func(in *Input) {
+	in.latency = accumulateLatency(&in.Evidence.Requests)
+	in.Report.Latency = latencyOf(in.Evidence, in.Report, in.latency)
+}}
+
 // accumulateLatency records every request's latency by class, target, phase
 // and flow.
 func accumulateLatency(reqs *evidence.Requests) *latencyAccs {

@@ -20,6 +20,80 @@ import (
 	"github.com/rlbench/rlbench/model/decl"
 )
 
+// limitersSection resolves and judges the scenario's limiters
+// (in.limiters, ScenarioReport.Limiters, Harness, Shards): it needs the
+// nginx join and the receipts (who answered, what was received), the stats
+// (fail-open admissions) and the fault windows (which suspend the checks).
+var limitersSection = section{name: "limiters", needs: []string{"nginx", "receipts", "totals", "stats", "faults"}, compute: judgeLimiters}
+
+// judgeLimiters resolves the scenario's limiters, joins the RLS decisions
+// to their requests, places the faults and runs each limiter's model check
+// (limitersSection).
+func judgeLimiters(in *Input) {
+	ev, sr := in.Evidence, in.Report
+	ls := resolveLimiters(in)
+	in.limiters = ls
+	in.seen, sr.Harness = limiterSeen(in)
+	if h := ev.Harness; h != nil {
+		harnessProbed(sr.Harness, h)
+	}
+	impossibleFaults(in, ls)
+	applyShardClocks(in)
+	ls.failOpen = failOpen(sr)
+	if ev.HasDecisions && len(ev.Decisions) > 0 {
+		ls.join = joinDecisions(ev, decisionResolution(ev.Decisions), ls.joinWidenNs(), ls.rlsUnits())
+	}
+	if namedFlows(&ev.Requests) {
+		ls.keys = newKeyUse(len(ls.runs), ev.Requests.Len())
+	}
+	ls.applyFaults(in, in.received)
+	if why := requestsIncomplete(in); why != "" {
+		for _, r := range ls.runs {
+			r.err = why
+		}
+	}
+	ls.checkModels(in, in.received, in.recvNs)
+	sr.Limiters = make([]report.LimiterReport, 0, len(ls.runs))
+	for _, r := range ls.runs {
+		sr.Limiters = append(sr.Limiters, *r.report)
+	}
+}
+
+// requestsIncomplete says why requests.jsonl lacks requests that may have
+// reached the limiters (a model replay needs all of them), or "".
+func requestsIncomplete(in *Input) string {
+	ev := in.Evidence
+	if a := ev.Attack; a != nil && a.Sent > ev.Requests.Len() {
+		return fmt.Sprintf("%s holds %d of the %d requests sent: a replay needs every one", evidence.RequestsFile, ev.Requests.Len(), a.Sent)
+	}
+	for _, p := range ev.Problems {
+		if p.File == evidence.RequestsFile {
+			return evidence.RequestsFile + " is incomplete: a replay needs every request"
+		}
+	}
+	return ""
+}
+
+// rlsUnits gives the join each request's RLS descriptor keys (the RLS
+// counter keys, domain and descriptor without the window) at the first RLS
+// limiter that computes them; one unknown key ("") for a request that
+// called the RLS with descriptors no limiter computes; none for a request
+// that did not call it.
+func (ls *limiterSet) rlsUnits() func(int) ([]string, string) {
+	unknown := []string{""}
+	return func(i int) ([]string, string) {
+		if ls.global && !ls.throughGlobal[i] {
+			return nil, ""
+		}
+		for _, r := range ls.runs {
+			if set := r.set(i); r.decl.RLS != nil && set != nil {
+				return set.units, r.decl.RLS.Domain
+			}
+		}
+		return unknown, ""
+	}
+}
+
 // limiterRun is one limiter while it is being judged.
 type limiterRun struct {
 	decl    evidence.Limiter
@@ -1464,3 +1538,56 @@ func (ls *limiterSet) endToEnd(reqs *evidence.Requests) (b report.ModelBound, wh
 
 // fmtNs renders a duration of ns for check texts.
 func fmtNs(ns int64) string { return time.Duration(ns).Round(time.Microsecond).String() }
+
+// checkLimiters: every limiter's model check — its admitted count within
+// the model's bounds (both: fewer than the lower bound fails, so a limiter
+// that rejects everything fails), no request the model must reject
+// admitted, none it must admit rejected, no window or bucket count the
+// model cannot produce.
+func checkLimiters(in *Input) (r Result) {
+	ls := in.limiters
+	if ls == nil {
+		return r
+	}
+	for _, run := range ls.runs {
+		rep := run.report
+		name := "limiter " + rep.Name
+		switch rep.Status {
+		case report.LimiterNotChecked:
+			if rep.Offered > 0 || run.err != "" || strings.Contains(rep.Detail, "key") {
+				r.add(name+": model check", report.CheckUnknown, "a model check", rep.Detail)
+			}
+			continue
+		case report.LimiterSuspended:
+			continue // every request in a fault window: nothing to judge
+		}
+		t := rep.Total
+		got := strconv.Itoa(t.Admitted)
+		if t.Possible != t.Admitted {
+			got = fmt.Sprintf("%d..%d (%d without outcome)", t.Admitted, t.Possible, t.Possible-t.Admitted)
+		}
+		if rep.Suspended > 0 {
+			got += fmt.Sprintf("; %d of %d suspended by faults", rep.Suspended, rep.Offered)
+		}
+		if rep.UnknownKey > 0 {
+			got += fmt.Sprintf("; %d of %d with an unknown key (header %s not recorded), judged either", rep.UnknownKey, rep.Offered,
+				strings.Join(rep.UnknownKeyHeaders, ", "))
+		}
+		r.add(name+": admitted within model bounds", passIf(t.Holds()), fmt.Sprintf("%d..%d", t.Min, t.Max), got)
+		r.add(name+": over-admitted (model must reject)", passIf(rep.OverAdmittedCount == 0), "0", report.VerdictsGot(rep.OverAdmittedCount, rep.OverAdmitted))
+		r.add(name+": under-admitted (model must admit)", passIf(rep.UnderAdmittedCount == 0), "0", report.VerdictsGot(rep.UnderAdmittedCount, rep.UnderAdmitted))
+		fgot := strconv.Itoa(len(rep.Findings))
+		if len(rep.Findings) > 0 {
+			fgot += " (" + strings.Join(rep.Findings[:min(3, len(rep.Findings))], "; ")
+			if len(rep.Findings) > 3 {
+				fgot += "; …"
+			}
+			fgot += ")"
+		}
+		r.add(name+": window and bucket counts the model allows", passIf(len(rep.Findings) == 0), "0 findings", fgot)
+		if run.decl.Stage == evidence.StageGlobal {
+			r.excuse(len(r.Checks)-4, labRLSStall(in))
+		}
+	}
+	return r
+}

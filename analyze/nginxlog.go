@@ -55,6 +55,16 @@ func NginxProducer(a nginxrec.AccessRecord) string {
 	return envoyrec.ProducerOther
 }
 
+// nginxSection joins the nginx access logs with the requests (in.nginx,
+// ScenarioReport.Nginx): nginx's log says who answered, so its limit_req
+// rejections count as local_429 in every later section.
+var nginxSection = section{name: "nginx", compute: func(in *Input) {
+	in.nginx = joinNginx(in.Evidence)
+	if in.nginx != nil {
+		in.Report.Nginx = in.nginx.report
+	}
+}}
+
 // joinNginx joins the nginx access logs to the requests (by X-Rlbench-Id)
 // and reclassifies, in reqs, the requests whose record says limit_req
 // REJECTED and that the clients' marks left as other_4xx or other_5xx: they

@@ -75,6 +75,12 @@ func (r *limiterRun) headerWindow(i int) headerWindow {
 	return hw
 }
 
+// headersSection checks the responses' rate-limit headers against the
+// limiters (ScenarioReport.RateLimitHeaders).
+var headersSection = section{name: "headers", needs: []string{"receipts", "limiters"}, compute: func(in *Input) {
+	in.Report.RateLimitHeaders = in.limiters.rateHeaders(in, in.received)
+}}
+
 // rateHeaders checks every response's rate-limit headers against the
 // limiter that set them.
 func (ls *limiterSet) rateHeaders(in *Input, received []bool) *report.RateHeaderReport {

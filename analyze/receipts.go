@@ -10,6 +10,13 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
+// receiptsSection reconciles the receipts with the requests
+// (ScenarioReport.Receipts; Input.Received, ReceiptNs; the retry split and
+// the receipts per target for totalsSection).
+var receiptsSection = section{name: "receipts", needs: []string{"nginx"}, compute: func(in *Input) {
+	in.targetReceipts = reconcile(in)
+}}
+
 // reconcile joins receipts to requests by ID (sr.Receipts), sets
 // in.received and in.recvNs, and returns the number of requests with a
 // receipt per target index.

@@ -7,8 +7,16 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
 )
+
+// rlsSection summarises the RLS decisions (ScenarioReport.RLS; the lab's
+// reconciliation, before the real RLS's is attached, stays in in.labRLS).
+var rlsSection = section{name: "rls", needs: []string{"limiters"}, compute: func(in *Input) {
+	in.Report.RLS = rlsCheck(in.Evidence, in.limiters.shadowRule)
+	in.labRLS = in.Report.RLS
+}}
 
 // rlsCheck summarises the rate limit service's decisions of the scenario
 // (rls/decisions.jsonl) per counter window (cache key): how many were OK
@@ -214,4 +222,75 @@ func globalInLoop(in *Input) bool {
 		}
 	}
 	return false
+}
+
+// checkRealRLS judges rls.real of a scenario that ran on the real RLS (RealRLSLog or RealRLSParsedLog present).
+func checkRealRLS(in *Input) (res Result) {
+	sr := in.Report
+	if sr.RLS == nil || sr.RLS.Real == nil {
+		return res
+	}
+	add := res.add
+	rr := sr.RLS.Real
+
+	for _, w := range rr.Windows {
+		name := "rls real " + w.Key
+		if w.Epoch != "" {
+			name += " " + w.Epoch
+		}
+		got := fmt.Sprintf("%d decisions, max current %d", w.Decisions, w.MaxCurrent)
+		if len(w.DuplicateCurrents) > 0 {
+			got = fmt.Sprintf("%d decisions, duplicated current %v", w.Decisions, w.DuplicateCurrents)
+		}
+		add(name+": current values unique", passIf(len(w.DuplicateCurrents) == 0), "unique", got)
+		if w.Limit > 0 {
+			add(name+": OK iff current <= limit", passIf(w.Inconsistent == 0), "0 inconsistent",
+				strconv.Itoa(w.Inconsistent))
+		}
+		if w.Reloaded != nil {
+			add(name+": limit change explained by a config reload", passIf(*w.Reloaded), "a config-load line between",
+				fmt.Sprintf("limits %v", w.Limits))
+		}
+	}
+	if globalInLoop(in) {
+		for _, d := range rr.Descriptors {
+			if d.Uncarried && d.OK == 0 {
+				continue // another client's descriptor: counted as unmatched decisions by the engagement checks
+			}
+			name := "rls real " + d.Descriptor + ": OK decisions (zombies excluded) = admissions through the RLS"
+			want := evidence.Range{Min: d.AdmittedMin, Max: d.AdmittedMax}.String()
+			st := passIf(d.OK >= d.AdmittedMin && d.OK <= d.AdmittedMax)
+			if len(rr.Descriptors) > 1 {
+				// A request with several descriptors is admitted only when all are OK; an OK of one descriptor
+				// may belong to a request another one rejected.
+				want = ">= " + strconv.Itoa(d.AdmittedMin)
+				st = passIf(d.OK >= d.AdmittedMin)
+			}
+			got := strconv.Itoa(d.OK)
+			if d.ZombieOK > 0 {
+				got += fmt.Sprintf(" (+%d zombie)", d.ZombieOK)
+			}
+			joined := sr.RLSFailures != nil && sr.RLSFailures.FailOpen == 0 && rr.JoinSkipped == "" && in.Evidence.HasDecisions
+			if len(sr.Stats) == 0 && rr.Errors.Total > 0 && sr.Totals.Passed > 0 && !joined {
+				st, got = report.CheckUnknown, got+"; fail-open admissions unknown without proxy stats"
+			}
+			add(name, st, want, got)
+		}
+	}
+	if e := rr.Errors; e.Total > 0 {
+		add("rls real: Redis errors joined to Redis fault windows", passIf(e.Unexplained == 0), "0 unexplained",
+			fmt.Sprintf("%d inside, %d after recovery, %d unexplained", e.Inside, e.AfterRecovery, e.Unexplained))
+	}
+	for _, id := range rr.Identities {
+		st := report.CheckFail
+		switch id.Status {
+		case rls.IdentityPass, IdentityExplained:
+			st = report.CheckPass
+		case IdentityUnknown:
+			st = report.CheckUnknown
+		}
+		add(fmt.Sprintf("rls real stats (process %d) %s: total_hits = within_limit + over_limit (+ errors, hanging)", id.Process, id.Key),
+			st, "identity", id.Detail)
+	}
+	return res
 }

@@ -62,6 +62,12 @@ func partialLocal(in *Input, proxy string) bool {
 	return false
 }
 
+// statsSection compares the proxies' counter deltas with the client classes
+// (ScenarioReport.Stats).
+var statsSection = section{name: "stats", needs: []string{"totals"}, compute: func(in *Input) {
+	in.Report.Stats = proxyStats(in)
+}}
+
 // proxyStats computes, for every proxy with a snapshot under stats/, the
 // counter deltas (after − before) and checks them against what that proxy's
 // clients saw. The attack target named like the proxy is its client side.
@@ -329,4 +335,36 @@ func attackedWithNone(a *evidence.Attack, proxy string) bool {
 		}
 	}
 	return false
+}
+
+// checkStats: proxy counters are compared whenever snapshots exist, unless
+// scenario.json's stats_agree is false; a missing one of a pair (or of a
+// proxy the scenario names), or none at all under stats_agree true, is
+// incomplete evidence.
+func checkStats(in *Input) (r Result) {
+	sr := in.Report
+	if statsOff(in) {
+		return r
+	}
+	if in.Scenario.Expect.StatsAgree != nil && len(sr.Stats) == 0 {
+		r.Incomplete = append(r.Incomplete, "stats_agree expected but no stats snapshots under "+evidence.StatsDir+"/")
+	}
+	for _, ps := range sr.Stats {
+		if ps.Status == report.StatsMissing {
+			r.Incomplete = append(r.Incomplete, ps.Detail)
+			continue
+		}
+		for _, c := range ps.Checks {
+			r.add(ps.Proxy+": "+c.Name, c.Status, c.Want, c.Got)
+		}
+	}
+	return r
+}
+
+// statsOff reports whether scenario.json's stats_agree is false: the
+// proxies' counters are then compared with nothing (checkStats,
+// checkRLSLogged), only reported.
+func statsOff(in *Input) bool {
+	a := in.Scenario.Expect.StatsAgree
+	return a != nil && !*a
 }
