@@ -182,8 +182,8 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	if s.Status != evidence.Pass {
 		t.Errorf("status %s, reasons %v", s.Status, s.Reasons)
 	}
-	if s.Totals.Other5xx != 6 || s.Totals.Backend429 != 2 || s.Totals.Other4xx != 0 || s.Totals.Local429 != 2 || s.Totals.Global429 != 2 ||
-		s.Totals.RLSError != 2 || s.Totals.Admitted != 2 || s.Totals.Passed != 4 {
+	if s.Totals.N[evidence.ClassOther5xx] != 6 || s.Totals.N[evidence.ClassBackend429] != 2 || s.Totals.N[evidence.ClassOther4xx] != 0 || s.Totals.N[evidence.ClassLocal429] != 2 || s.Totals.N[evidence.ClassGlobal429] != 2 ||
+		s.Totals.N[evidence.ClassRLSError] != 2 || s.Totals.N[evidence.ClassAdmitted] != 2 || s.Totals.Passed != 4 {
 		t.Errorf("totals %+v", s.Totals)
 	}
 

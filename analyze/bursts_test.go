@@ -561,7 +561,7 @@ func TestNginxFixturesClassifiedByTheLog(t *testing.T) {
 		t.Run(c.fixture, func(t *testing.T) {
 			s := run(t, nginxFixtureEv(t, c.fixture, c.byLimitReq)).Scenarios[0]
 			tot := s.Totals
-			if tot.Admitted != c.admitted || tot.Local429 != c.local429 || tot.Other5xx != c.other5xx || tot.Backend5xx != c.backend5xx || tot.Other4xx != 0 || s.Receipts.Total != c.receipts {
+			if tot.N[evidence.ClassAdmitted] != c.admitted || tot.N[evidence.ClassLocal429] != c.local429 || tot.N[evidence.ClassOther5xx] != c.other5xx || tot.N[evidence.ClassBackend5xx] != c.backend5xx || tot.N[evidence.ClassOther4xx] != 0 || s.Receipts.Total != c.receipts {
 				t.Errorf("totals %+v, receipts %d", tot, s.Receipts.Total)
 			}
 			rc := s.Receipts
@@ -645,7 +645,7 @@ func TestNginxLogFindings(t *testing.T) {
 	}
 	writeLines(t, filepath.Join(dir, evidence.NginxPath("nginx-a", evidence.NginxAccessFile)), recs)
 	s := run(t, dir).Scenarios[0]
-	if s.Totals.Local429 != 1 || s.Receipts.RejectedWithReceipt != 1 || strings.Join(s.Receipts.LeakedIDs, ",") != "leaked" {
+	if s.Totals.N[evidence.ClassLocal429] != 1 || s.Receipts.RejectedWithReceipt != 1 || strings.Join(s.Receipts.LeakedIDs, ",") != "leaked" {
 		t.Errorf("leak: totals %+v receipts %+v", s.Totals, s.Receipts)
 	}
 	if s.Receipts.Resent != 1 || s.Receipts.ProxyRetries != 1 || strings.Join(s.Receipts.ResentIDs, ",") != "resent" {

@@ -73,13 +73,13 @@ func TestSeriesAddsUp(t *testing.T) {
 	}
 	for k, ts := range ser.Targets {
 		tr := s.Targets[k]
-		if ts.Target != tr.Target || sum(ts.Admitted) != tr.Classes.Admitted || sum(ts.Rejected) != tr.Classes.Local429 ||
-			sum(ts.Errors) != tr.Classes.NoResponse || sum(ts.Receipts) != tr.Receipts || len(ts.Admitted) != ser.Bins {
+		if ts.Target != tr.Target || sum(ts.Admitted) != tr.Classes.N[evidence.ClassAdmitted] || sum(ts.Rejected) != tr.Classes.N[evidence.ClassLocal429] ||
+			sum(ts.Errors) != tr.Classes.N[evidence.ClassNoResponse] || sum(ts.Receipts) != tr.Receipts || len(ts.Admitted) != ser.Bins {
 			t.Errorf("target %s: series %d/%d/%d/%d, report %+v", ts.Target, sum(ts.Admitted), sum(ts.Rejected), sum(ts.Errors), sum(ts.Receipts), tr)
 		}
 	}
-	if sum(ser.Receipts) != s.Receipts.Total || ser.AdmittedCumulative[ser.Bins-1] != s.Totals.Admitted {
-		t.Errorf("receipts %d vs %d, cumulative %d vs %d", sum(ser.Receipts), s.Receipts.Total, ser.AdmittedCumulative[ser.Bins-1], s.Totals.Admitted)
+	if sum(ser.Receipts) != s.Receipts.Total || ser.AdmittedCumulative[ser.Bins-1] != s.Totals.N[evidence.ClassAdmitted] {
+		t.Errorf("receipts %d vs %d, cumulative %d vs %d", sum(ser.Receipts), s.Receipts.Total, ser.AdmittedCumulative[ser.Bins-1], s.Totals.N[evidence.ClassAdmitted])
 	}
 	if len(ser.Bounds) != 1 || ser.Bounds[0].Name != report.BoundConfigured {
 		t.Fatalf("bounds %+v", ser.Bounds)
