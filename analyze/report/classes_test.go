@@ -136,3 +136,15 @@ func TestClassesOrderHasEveryClass(t *testing.T) {
 		seen[cl] = true
 	}
 }
+
+// TestClassCountInTheTemplate: the HTML template's class function reads
+// Get and fails the render on a name that is no class.
+func TestClassCountInTheTemplate(t *testing.T) {
+	c := namedCases[1].classes()
+	if n, err := classCount(c, "local_429"); err != nil || n != 10 {
+		t.Errorf("class local_429 = %d, %v", n, err)
+	}
+	if _, err := classCount(c, "Local429"); err == nil {
+		t.Error("class Local429: no error")
+	}
+}
