@@ -136,8 +136,14 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	cases := everyProducer()
 	e := producerEv(t, cases)
 	dir := e.write()
+	checkProducersJoined(t, dir, cases)
+	checkProducersReported(t, dir)
+}
 
-	// Each response, joined and classified.
+// checkProducersJoined: each response of TestAccessLogsClassifyEveryProducer,
+// joined to its access log entry and classified by producer.
+func checkProducersJoined(t *testing.T, dir string, cases []producerCase) {
+	t.Helper()
 	ld := loadScenario(t, dir)
 	j := JoinAccessLogs(ld.AccessLogs, &ld.Requests, &ld.Receipts)
 	if !reflect.DeepEqual(j.Files, []string{"accesslog/proxy-a.log", "accesslog/proxy-b.log"}) {
@@ -164,8 +170,13 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	if r := byID["b-urx"]; !reflect.DeepEqual(r.Flags, []string{"UF", "URX"}) || r.Line != 6 || r.File != "accesslog/proxy-b.log" {
 		t.Errorf("b-urx entry %+v", r)
 	}
+}
 
-	// The report: producers counted, every access log check passes.
+// checkProducersReported: the report of TestAccessLogsClassifyEveryProducer
+// counts the producers, every access log check passes, and the report with
+// producers matches the published schema.
+func checkProducersReported(t *testing.T, dir string) {
+	t.Helper()
 	rep := run(t, dir)
 	s := rep.Scenarios[0]
 	want := map[string]int{envoyrec.ProducerLocalLimiter: 2, envoyrec.ProducerGlobalLimiter: 2, envoyrec.ProducerRLSError: 2,
@@ -182,12 +193,11 @@ func TestAccessLogsClassifyEveryProducer(t *testing.T) {
 	if s.Status != evidence.Pass {
 		t.Errorf("status %s, reasons %v", s.Status, s.Reasons)
 	}
-	if s.Totals.Other5xx != 6 || s.Totals.Backend429 != 2 || s.Totals.Other4xx != 0 || s.Totals.Local429 != 2 || s.Totals.Global429 != 2 ||
-		s.Totals.RLSError != 2 || s.Totals.Admitted != 2 || s.Totals.Passed != 4 {
+	if s.Totals.N[evidence.ClassOther5xx] != 6 || s.Totals.N[evidence.ClassBackend429] != 2 || s.Totals.N[evidence.ClassOther4xx] != 0 ||
+		s.Totals.N[evidence.ClassLocal429] != 2 || s.Totals.N[evidence.ClassGlobal429] != 2 || s.Totals.N[evidence.ClassRLSError] != 2 || s.Totals.N[evidence.ClassAdmitted] != 2 || s.Totals.Passed != 4 {
 		t.Errorf("totals %+v", s.Totals)
 	}
 
-	// The report with producers matches the published schema.
 	var buf bytes.Buffer
 	must(t, report.WriteJSON(&buf, rep))
 	if !strings.Contains(buf.String(), `"producers"`) {

@@ -96,13 +96,13 @@ func TestDemoEvidencePasses(t *testing.T) {
 	if rep.Status != evidence.Pass || s.Status != evidence.Pass {
 		t.Fatalf("status %s/%s, reasons %v", rep.Status, s.Status, s.Reasons)
 	}
-	if s.Totals.Admitted != 10 || s.Totals.Local429 != 10 || s.Receipts.Total != 10 {
+	if s.Totals.N[evidence.ClassAdmitted] != 10 || s.Totals.N[evidence.ClassLocal429] != 10 || s.Receipts.Total != 10 {
 		t.Fatalf("totals %+v receipts %+v", s.Totals, s.Receipts)
 	}
 	if s.OverAdmission == nil || s.OverAdmission.Min != 5 || s.OverAdmission.Max != 5 {
 		t.Fatalf("over-admission %+v", s.OverAdmission)
 	}
-	if len(s.Targets) != 2 || s.Targets[0].Classes.Admitted != 5 || s.Targets[1].Classes.Local429 != 5 {
+	if len(s.Targets) != 2 || s.Targets[0].Classes.N[evidence.ClassAdmitted] != 5 || s.Targets[1].Classes.N[evidence.ClassLocal429] != 5 {
 		t.Fatalf("targets %+v", s.Targets)
 	}
 }

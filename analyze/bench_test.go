@@ -26,7 +26,7 @@ func benchLoadJudge(b *testing.B, n int, limiters ...evidence.Limiter) {
 			b.Fatal(err)
 		}
 		s := rep.Scenarios[0]
-		if s.Status != evidence.Pass || s.Totals.Admitted != n || s.Receipts.AdmittedWithReceipt != n || len(s.Limiters) != len(limiters) {
+		if s.Status != evidence.Pass || s.Totals.N[evidence.ClassAdmitted] != n || s.Receipts.AdmittedWithReceipt != n || len(s.Limiters) != len(limiters) {
 			b.Fatalf("status %s totals %+v reasons %v", s.Status, s.Totals, s.Reasons)
 		}
 	}

@@ -78,7 +78,7 @@ func TestFaultWindows(t *testing.T) {
 	if w.BeginNs != t0+10*ms || w.EndNs != t0+41*ms || w.Open {
 		t.Fatalf("window %+v", w)
 	}
-	if w.Inside.Sent != 1 || w.Inside.RLSError != 1 || w.Straddling.Sent != 1 || w.Receipts != 0 {
+	if w.Inside.Sent != 1 || w.Inside.N[evidence.ClassRLSError] != 1 || w.Straddling.Sent != 1 || w.Receipts != 0 {
 		t.Fatalf("tally inside %+v straddling %+v receipts %d", w.Inside, w.Straddling, w.Receipts)
 	}
 }

@@ -526,17 +526,7 @@ func eachJSONLine(t *testing.T, b []byte, fn func([]byte)) {
 // local_429 and no leaked receipt hides among them; the upstream tries of
 // proxy_next_upstream are proxy retries; stub_status agrees with the log.
 func TestNginxFixturesClassifiedByTheLog(t *testing.T) {
-	for _, c := range []struct {
-		fixture             string
-		admitted, local429  int
-		other5xx            int
-		backend5xx          int // 5xx of a request whose try reached the backend (its receipt)
-		receipts            int
-		passed, attempts    int
-		retries             int
-		byLimitReq          map[string]int
-		rejectedBy, resends int
-	}{
+	for _, c := range []nginxFixtureCase{
 		{fixture: "a-rate10-noburst", admitted: 1, local429: 19, receipts: 1, passed: 1, attempts: 1,
 			byLimitReq: map[string]int{"PASSED": 1, "REJECTED": 19}},
 		{fixture: "b-burst5-delay", admitted: 6, local429: 14, receipts: 6, passed: 6, attempts: 6,
@@ -560,48 +550,77 @@ func TestNginxFixturesClassifiedByTheLog(t *testing.T) {
 	} {
 		t.Run(c.fixture, func(t *testing.T) {
 			s := run(t, nginxFixtureEv(t, c.fixture, c.byLimitReq)).Scenarios[0]
-			tot := s.Totals
-			if tot.Admitted != c.admitted || tot.Local429 != c.local429 || tot.Other5xx != c.other5xx || tot.Backend5xx != c.backend5xx || tot.Other4xx != 0 || s.Receipts.Total != c.receipts {
-				t.Errorf("totals %+v, receipts %d", tot, s.Receipts.Total)
-			}
-			rc := s.Receipts
-			if rc.RejectedWithReceipt != 0 || rc.AdmittedWithoutReceipt != 0 || rc.Resent != c.resends || rc.ProxyRetries != c.retries {
-				t.Errorf("receipts %+v", rc)
-			}
-			n := s.Nginx
-			if n == nil || len(n.Proxies) != 1 || n.Rejected != c.local429 || n.Reclassified != c.local429 || n.MissingCount != 0 || n.SeveralCount != 0 ||
-				n.DisagreementCount != 0 || n.Unjoined != 0 {
-				t.Fatalf("nginx %+v", n)
-			}
-			if fmt.Sprint(n.Proxies[0].ByLimitReqStatus) != fmt.Sprint(c.byLimitReq) {
-				t.Errorf("limit_req_status %v, want %v", n.Proxies[0].ByLimitReqStatus, c.byLimitReq)
-			}
-			if n.Producers[envoyLocal] != c.local429 {
-				t.Errorf("producers %v", n.Producers)
-			}
-			if ch := mustCheck(t, s, "nginx: stub_status requests = access log records + 1"); ch.Status != report.CheckPass {
-				t.Errorf("%+v", ch)
-			}
-			// The section appears when nginx retried a request (proxy_next_upstream).
-			a := s.Amplification
-			switch {
-			case c.retries == 0 && a != nil:
-				t.Errorf("amplification without retries: %+v", a)
-			case c.retries > 0 && (a == nil || a.Passed != c.passed || a.Attempts != c.attempts || a.ProxyRetries != c.retries || a.ClientResends != 0):
-				t.Errorf("amplification %+v", a)
-			}
-			// No check fails, but the retry storm nobody declared
-			// (expect.amplification absent) fails "backend amplification".
-			for _, ch := range s.Checks {
-				storm := c.retries > 0 && ch.Name == "backend amplification" && strings.Contains(ch.Got, "declare expect.amplification")
-				if (ch.Status == report.CheckFail) != storm {
-					t.Errorf("check %+v", ch)
-				}
-			}
-			if c.retries > 0 && s.Status != evidence.Fail {
-				t.Errorf("retries without expect.amplification: %s", s.Status)
-			}
+			checkNginxFixtureCounts(t, s, c)
+			checkNginxFixtureRetries(t, s, c)
 		})
+	}
+}
+
+// nginxFixtureCase is one capture of TestNginxFixturesClassifiedByTheLog
+// and its exact counts.
+type nginxFixtureCase struct {
+	fixture             string
+	admitted, local429  int
+	other5xx            int
+	backend5xx          int // 5xx of a request whose try reached the backend (its receipt)
+	receipts            int
+	passed, attempts    int
+	retries             int
+	byLimitReq          map[string]int
+	rejectedBy, resends int
+}
+
+// checkNginxFixtureCounts: the classes, receipts and nginx section of a
+// capture have its exact counts, and stub_status agrees with the log.
+func checkNginxFixtureCounts(t *testing.T, s report.ScenarioReport, c nginxFixtureCase) {
+	t.Helper()
+	tot := s.Totals
+	if tot.N[evidence.ClassAdmitted] != c.admitted || tot.N[evidence.ClassLocal429] != c.local429 || tot.N[evidence.ClassOther5xx] != c.other5xx ||
+		tot.N[evidence.ClassBackend5xx] != c.backend5xx || tot.N[evidence.ClassOther4xx] != 0 || s.Receipts.Total != c.receipts {
+		t.Errorf("totals %+v, receipts %d", tot, s.Receipts.Total)
+	}
+	rc := s.Receipts
+	if rc.RejectedWithReceipt != 0 || rc.AdmittedWithoutReceipt != 0 || rc.Resent != c.resends || rc.ProxyRetries != c.retries {
+		t.Errorf("receipts %+v", rc)
+	}
+	n := s.Nginx
+	if n == nil || len(n.Proxies) != 1 || n.Rejected != c.local429 || n.Reclassified != c.local429 || n.MissingCount != 0 || n.SeveralCount != 0 ||
+		n.DisagreementCount != 0 || n.Unjoined != 0 {
+		t.Fatalf("nginx %+v", n)
+	}
+	if fmt.Sprint(n.Proxies[0].ByLimitReqStatus) != fmt.Sprint(c.byLimitReq) {
+		t.Errorf("limit_req_status %v, want %v", n.Proxies[0].ByLimitReqStatus, c.byLimitReq)
+	}
+	if n.Producers[envoyLocal] != c.local429 {
+		t.Errorf("producers %v", n.Producers)
+	}
+	if ch := mustCheck(t, s, "nginx: stub_status requests = access log records + 1"); ch.Status != report.CheckPass {
+		t.Errorf("%+v", ch)
+	}
+}
+
+// checkNginxFixtureRetries: nginx's proxy retries of a capture show in the
+// amplification section, and fail the scenario when undeclared.
+func checkNginxFixtureRetries(t *testing.T, s report.ScenarioReport, c nginxFixtureCase) {
+	t.Helper()
+	// The section appears when nginx retried a request (proxy_next_upstream).
+	a := s.Amplification
+	switch {
+	case c.retries == 0 && a != nil:
+		t.Errorf("amplification without retries: %+v", a)
+	case c.retries > 0 && (a == nil || a.Passed != c.passed || a.Attempts != c.attempts || a.ProxyRetries != c.retries || a.ClientResends != 0):
+		t.Errorf("amplification %+v", a)
+	}
+	// No check fails, but the retry storm nobody declared
+	// (expect.amplification absent) fails "backend amplification".
+	for _, ch := range s.Checks {
+		storm := c.retries > 0 && ch.Name == "backend amplification" && strings.Contains(ch.Got, "declare expect.amplification")
+		if (ch.Status == report.CheckFail) != storm {
+			t.Errorf("check %+v", ch)
+		}
+	}
+	if c.retries > 0 && s.Status != evidence.Fail {
+		t.Errorf("retries without expect.amplification: %s", s.Status)
 	}
 }
 
@@ -645,7 +664,7 @@ func TestNginxLogFindings(t *testing.T) {
 	}
 	writeLines(t, filepath.Join(dir, evidence.NginxPath("nginx-a", evidence.NginxAccessFile)), recs)
 	s := run(t, dir).Scenarios[0]
-	if s.Totals.Local429 != 1 || s.Receipts.RejectedWithReceipt != 1 || strings.Join(s.Receipts.LeakedIDs, ",") != "leaked" {
+	if s.Totals.N[evidence.ClassLocal429] != 1 || s.Receipts.RejectedWithReceipt != 1 || strings.Join(s.Receipts.LeakedIDs, ",") != "leaked" {
 		t.Errorf("leak: totals %+v receipts %+v", s.Totals, s.Receipts)
 	}
 	if s.Receipts.Resent != 1 || s.Receipts.ProxyRetries != 1 || strings.Join(s.Receipts.ResentIDs, ",") != "resent" {

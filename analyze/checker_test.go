@@ -96,7 +96,7 @@ func TestJudgeReadsNoFiles(t *testing.T) {
 	s.Receipts.Add(&s.Requests, &evidence.Receipt{ID: &id, RecvNs: 12})
 	rep := Judge(&evidence.Bundle{Dir: "mem", Scenarios: []*evidence.ScenarioEvidence{s}}, Options{})
 	sr := rep.Scenarios[0]
-	if sr.Status != evidence.Pass || sr.Totals.Admitted != 1 || sr.Totals.Local429 != 1 || sr.Receipts.AdmittedWithReceipt != 1 || sr.Dir != "mem" {
+	if sr.Status != evidence.Pass || sr.Totals.N[evidence.ClassAdmitted] != 1 || sr.Totals.N[evidence.ClassLocal429] != 1 || sr.Receipts.AdmittedWithReceipt != 1 || sr.Dir != "mem" {
 		t.Fatalf("%s %+v %+v reasons %v", sr.Status, sr.Totals, sr.Receipts, sr.Reasons)
 	}
 }

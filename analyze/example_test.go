@@ -22,9 +22,9 @@ func Example() {
 	for _, s := range rep.Scenarios {
 		fmt.Printf("%s: %s (%s)\n", s.Name, s.Status, s.Expectation)
 		fmt.Printf("  sent %d, admitted %d, local_429 %d, receipts %d\n",
-			s.Totals.Sent, s.Totals.Admitted, s.Totals.Local429, s.Receipts.Total)
+			s.Totals.Sent, s.Totals.N[evidence.ClassAdmitted], s.Totals.N[evidence.ClassLocal429], s.Receipts.Total)
 		for _, t := range s.Targets {
-			fmt.Printf("  %s: admitted %d of %d\n", t.Target, t.Classes.Admitted, t.Classes.Sent)
+			fmt.Printf("  %s: admitted %d of %d\n", t.Target, t.Classes.N[evidence.ClassAdmitted], t.Classes.Sent)
 		}
 	}
 	fmt.Println("verdict:", rep.Status)

@@ -90,6 +90,24 @@ func TestFlowTablesAndStarved(t *testing.T) {
 	e, admitted := flowsEv(t, false)
 	s := run(t, e.write()).Scenarios[0]
 	wantVerdict(t, s, evidence.Fail, "starved flows (within their fair share, rejected by a shared bucket): want 0, got 1: B at 4.0/s within its fair share 5.0/s")
+	checkSharedBucketTables(t, s, admitted)
+	yes, no := true, false
+	e.scenario.Expect.Starved = &yes
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Pass)
+
+	e, admitted = flowsEv(t, true)
+	e.scenario.Expect.Starved = &no
+	s = run(t, e.write()).Scenarios[0]
+	wantVerdict(t, s, evidence.Pass)
+	checkBucketPerUserTables(t, s, admitted)
+	e.scenario.Expect.Starved = &yes
+	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Fail, "starved flows (within their fair share, rejected by a shared bucket): want >= 1 (expect.starved), got 0")
+}
+
+// checkSharedBucketTables: with one bucket shared by A and B, the flow rows
+// count each flow exactly, the key row counts both, and B is starved by A.
+func checkSharedBucketTables(t *testing.T, s report.ScenarioReport, admitted map[string]int) {
+	t.Helper()
 	a, b := flowRow(t, s, "A"), flowRow(t, s, "B")
 	if a.Sent != 100 || a.Admitted != admitted["A"] || b.Sent != 3 || b.Admitted != admitted["B"] || b.Admitted == 3 {
 		t.Fatalf("A %+v, B %+v, want admitted %v", a, b, admitted)
@@ -106,14 +124,12 @@ func TestFlowTablesAndStarved(t *testing.T) {
 		s.Starved[0].ConsumedBy[0].Admitted != admitted["A"] {
 		t.Fatalf("starved %+v", s.Starved)
 	}
-	yes, no := true, false
-	e.scenario.Expect.Starved = &yes
-	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Pass)
+}
 
-	e, admitted = flowsEv(t, true)
-	e.scenario.Expect.Starved = &no
-	s = run(t, e.write()).Scenarios[0]
-	wantVerdict(t, s, evidence.Pass)
+// checkBucketPerUserTables: with a bucket per user nothing is starved and
+// each flow has the model's bound of its own bucket.
+func checkBucketPerUserTables(t *testing.T, s report.ScenarioReport, admitted map[string]int) {
+	t.Helper()
 	if len(s.Starved) != 0 || len(s.Keys) != 2 {
 		t.Fatalf("starved %+v keys %+v", s.Starved, s.Keys)
 	}
@@ -126,8 +142,6 @@ func TestFlowTablesAndStarved(t *testing.T) {
 	if b := flowRow(t, s, "B"); b.Admitted != 3 || b.Model.Min != 3 || b.Model.Max != 3 || b.AdmittedPct != 100 {
 		t.Fatalf("B %+v", b)
 	}
-	e.scenario.Expect.Starved = &yes
-	wantVerdict(t, run(t, e.write()).Scenarios[0], evidence.Fail, "starved flows (within their fair share, rejected by a shared bucket): want >= 1 (expect.starved), got 0")
 }
 
 // TestFlowTablesGolden renders the shared-bucket run's tables and JSON

@@ -109,7 +109,7 @@ func TestCSVRows(t *testing.T) {
 	}
 	wantAdmitted, wantReceipts := 0, 0
 	for _, s := range rep.Scenarios {
-		wantAdmitted += s.Totals.Admitted
+		wantAdmitted += s.Totals.N[evidence.ClassAdmitted]
 		wantReceipts += s.Receipts.AdmittedWithReceipt + s.Receipts.RejectedWithReceipt + s.Receipts.IndeterminateWithReceipt
 	}
 	if admitted != wantAdmitted || received != wantReceipts {

@@ -203,7 +203,7 @@ func TestIssue9SelfLimitingBackendFails(t *testing.T) {
 	}))
 	s := judged(t, e.write(), "05-self-limiting-backend")
 	wantVerdict(t, s, evidence.Fail, "admitted: want 5, got 20", "over-admitted (model must reject): want 0, got 15")
-	if s.Totals.Backend429 != 15 || s.Totals.Passed != 20 || s.Totals.Other4xx != 0 {
+	if s.Totals.N[evidence.ClassBackend429] != 15 || s.Totals.Passed != 20 || s.Totals.N[evidence.ClassOther4xx] != 0 {
 		t.Fatalf("totals %+v", s.Totals)
 	}
 }
@@ -226,7 +226,7 @@ func TestIssue9BackendErrorsPassedTheLimiter(t *testing.T) {
 	})
 	s := judged(t, e.write(), "06-backend-errors-passed")
 	wantVerdict(t, s, evidence.Pass)
-	if s.Totals.Backend5xx != 2 || s.Totals.Passed != 5 || s.Receipts.AdmittedWithReceipt != 5 {
+	if s.Totals.N[evidence.ClassBackend5xx] != 2 || s.Totals.Passed != 5 || s.Receipts.AdmittedWithReceipt != 5 {
 		t.Fatalf("totals %+v receipts %+v", s.Totals, s.Receipts)
 	}
 }
@@ -604,13 +604,13 @@ func TestIssue9ClassificationRules(t *testing.T) {
 	}
 	s := judged(t, e.write(), "17-nginx-rule")
 	wantVerdict(t, s, evidence.Pass)
-	if s.Totals.Local429 != 7 || s.Model == nil || s.Model.Min != 3 || s.Model.Max != 3 {
+	if s.Totals.N[evidence.ClassLocal429] != 7 || s.Model == nil || s.Model.Min != 3 || s.Model.Max != 3 {
 		t.Fatalf("totals %+v model %+v", s.Totals, s.Model)
 	}
 	// Without the rule the 503s are of unknown origin: the model cannot judge them.
 	e.scenario.Classify = nil
 	s = run(t, e.write()).Scenarios[0]
-	if s.Totals.Other5xx != 7 || s.Limiters[0].Unknown != 7 {
+	if s.Totals.N[evidence.ClassOther5xx] != 7 || s.Limiters[0].Unknown != 7 {
 		t.Fatalf("totals %+v limiter %+v", s.Totals, s.Limiters[0])
 	}
 	// A circuit-breaker 503 passed the limiter (the router comes after it).
@@ -627,7 +627,7 @@ func TestIssue9ClassificationRules(t *testing.T) {
 	})
 	s = run(t, e.write()).Scenarios[0]
 	wantVerdict(t, s, evidence.Pass)
-	if s.Totals.CircuitBreaker != 1 || s.Totals.Passed != 3 || s.Limiters[0].Admitted != 3 {
+	if s.Totals.N[evidence.ClassCircuitBreaker] != 1 || s.Totals.Passed != 3 || s.Limiters[0].Admitted != 3 {
 		t.Fatalf("totals %+v limiter %+v", s.Totals, s.Limiters[0])
 	}
 }
@@ -664,7 +664,7 @@ func TestIssue9NginxLimitReqStatus(t *testing.T) {
 		s := judged(t, dir, fmt.Sprintf("18-nginx-limit-req-status-dry-%v", dry))
 		wantVerdict(t, s, evidence.Pass)
 		l := s.Limiters[0]
-		if !dry && (s.Totals.Local429 != 7 || l.Rejected != 7 || l.Total.Min != 3 || l.Total.Max != 3) {
+		if !dry && (s.Totals.N[evidence.ClassLocal429] != 7 || l.Rejected != 7 || l.Total.Min != 3 || l.Total.Max != 3) {
 			t.Fatalf("totals %+v limiter %+v", s.Totals, l)
 		}
 		if dry && (s.Shadow.Local != 7 || l.Total.Min != 3 || l.Total.Max != 3 || l.OverAdmittedCount != 0) {

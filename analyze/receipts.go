@@ -219,7 +219,7 @@ func checkReceiptsEqualAdmitted(in *Input) (r Result) {
 		return r
 	}
 	t := in.Report.Totals
-	rc, lo := in.Report.Receipts, t.Admitted+t.Backend4xx+t.Backend429+t.Backend5xx
+	rc, lo := in.Report.Receipts, t.N[evidence.ClassAdmitted]+t.N[evidence.ClassBackend4xx]+t.N[evidence.ClassBackend429]+t.N[evidence.ClassBackend5xx]
 	got := rc.AdmittedWithReceipt + rc.IndeterminateWithReceipt
 	r.add("receipts = admitted", passIf(got == lo && rc.AdmittedWithoutReceipt == 0), strconv.Itoa(lo),
 		receiptsCounted(in, rc.AdmittedWithReceipt+rc.IndeterminateWithReceipt+rc.RejectedWithReceipt))

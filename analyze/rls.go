@@ -88,7 +88,7 @@ func rlsCheck(ev *evidence.ScenarioEvidence, shadowRule func(*evidence.Decision)
 // every window is unexplained.
 func checkRLSErrorsInFaultWindows(in *Input) (r Result) {
 	sr := in.Report
-	if len(sr.FaultWindows) == 0 || sr.Totals.RLSError == 0 {
+	if len(sr.FaultWindows) == 0 || sr.Totals.N[evidence.ClassRLSError] == 0 {
 		return r
 	}
 	var iv intervals

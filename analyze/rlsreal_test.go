@@ -89,7 +89,15 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	}
 	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
 
-	s := run(t, dir).Scenarios[0]
+	checkZombies(t, run(t, dir).Scenarios[0])
+	checkZombiesJoinedPerCall(t, e, dir)
+}
+
+// checkZombies: the ten late decisions of TestRealZombiesFlaggedAndNotCounted
+// are zombies of the stop, flagged in the window and the descriptor and not
+// counted as OK decisions; the two errors lie inside the fault window.
+func checkZombies(t *testing.T, s report.ScenarioReport) {
+	t.Helper()
 	if s.Status != evidence.Pass {
 		t.Fatalf("status %s: %v", s.Status, s.Reasons)
 	}
@@ -116,13 +124,18 @@ func TestRealZombiesFlaggedAndNotCounted(t *testing.T) {
 	if e := rr.Errors; e.Total != 2 || e.Inside != 2 || e.Unexplained != 0 || len(e.Windows) != 1 || e.Windows[0].Errors != 2 {
 		t.Fatalf("errors %+v", e)
 	}
+}
 
+// checkZombiesJoinedPerCall: the zombies of TestRealZombiesFlaggedAndNotCounted
+// are joined per call, not per run.
+func checkZombiesJoinedPerCall(t *testing.T, e *ev, dir string) {
+	t.Helper()
 	// Joined per call: one unrelated client still in flight does not hide them. A request that got a 500 took no
 	// decision (its RLS call failed), so all ten stay late and the scenario passes; the previous reconciliation
 	// (no zombie while any request of the run was in flight) counted all ten and failed.
 	e.request("late", 22, 30, 500)
 	e.write()
-	s = run(t, dir).Scenarios[0]
+	s := run(t, dir).Scenarios[0]
 	if s.RLS.Real.Zombies != 10 || s.Status != evidence.Pass {
 		t.Fatalf("zombies %d status %s %v", s.RLS.Real.Zombies, s.Status, s.Reasons)
 	}

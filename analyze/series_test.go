@@ -65,22 +65,44 @@ func TestSeriesAddsUp(t *testing.T) {
 	if ser.StartNs > s.StartNs || ser.StartNs+int64(ser.Bins)*ser.BinNs <= s.EndNs {
 		t.Errorf("axis %d + %d × %d does not cover %d..%d", ser.StartNs, ser.Bins, ser.BinNs, s.StartNs, s.EndNs)
 	}
-	sum := func(xs []int) (n int) {
-		for _, x := range xs {
-			n += x
-		}
-		return n
+	checkSeriesCounts(t, s)
+	checkSeriesBound(t, s)
+	checkSeriesLatency(t, ser)
+	// Without Options.Series there is none.
+	if Judge(b, Options{Now: fixedNow}).Scenarios[0].Series != nil {
+		t.Error("series computed without Options.Series")
 	}
+}
+
+func sumInts(xs []int) (n int) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+// checkSeriesCounts: the bins add up to the report's counts per target,
+// and the cumulative line ends at the admitted total.
+func checkSeriesCounts(t *testing.T, s report.ScenarioReport) {
+	t.Helper()
+	ser, sum := s.Series, sumInts
 	for k, ts := range ser.Targets {
 		tr := s.Targets[k]
-		if ts.Target != tr.Target || sum(ts.Admitted) != tr.Classes.Admitted || sum(ts.Rejected) != tr.Classes.Local429 ||
-			sum(ts.Errors) != tr.Classes.NoResponse || sum(ts.Receipts) != tr.Receipts || len(ts.Admitted) != ser.Bins {
+		if ts.Target != tr.Target || sum(ts.Admitted) != tr.Classes.N[evidence.ClassAdmitted] || sum(ts.Rejected) != tr.Classes.N[evidence.ClassLocal429] ||
+			sum(ts.Errors) != tr.Classes.N[evidence.ClassNoResponse] || sum(ts.Receipts) != tr.Receipts || len(ts.Admitted) != ser.Bins {
 			t.Errorf("target %s: series %d/%d/%d/%d, report %+v", ts.Target, sum(ts.Admitted), sum(ts.Rejected), sum(ts.Errors), sum(ts.Receipts), tr)
 		}
 	}
-	if sum(ser.Receipts) != s.Receipts.Total || ser.AdmittedCumulative[ser.Bins-1] != s.Totals.Admitted {
-		t.Errorf("receipts %d vs %d, cumulative %d vs %d", sum(ser.Receipts), s.Receipts.Total, ser.AdmittedCumulative[ser.Bins-1], s.Totals.Admitted)
+	if sum(ser.Receipts) != s.Receipts.Total || ser.AdmittedCumulative[ser.Bins-1] != s.Totals.N[evidence.ClassAdmitted] {
+		t.Errorf("receipts %d vs %d, cumulative %d vs %d", sum(ser.Receipts), s.Receipts.Total, ser.AdmittedCumulative[ser.Bins-1], s.Totals.N[evidence.ClassAdmitted])
 	}
+}
+
+// checkSeriesBound: the configured bound line never goes down, ends at the
+// bound over the run, and the cumulative admitted line stays under it.
+func checkSeriesBound(t *testing.T, s report.ScenarioReport) {
+	t.Helper()
+	ser := s.Series
 	if len(ser.Bounds) != 1 || ser.Bounds[0].Name != report.BoundConfigured {
 		t.Fatalf("bounds %+v", ser.Bounds)
 	}
@@ -99,6 +121,12 @@ func TestSeriesAddsUp(t *testing.T) {
 			break
 		}
 	}
+}
+
+// checkSeriesLatency: the latency lines are downsampled and in send order,
+// and the percentile curves never go down.
+func checkSeriesLatency(t *testing.T, ser *report.Series) {
+	t.Helper()
 	for _, l := range ser.Latency {
 		if len(l.OffsetNs) > report.MaxLatencyPoints || len(l.OffsetNs) != len(l.LatencyNs) || l.Count < len(l.OffsetNs) {
 			t.Errorf("%s/%s: %d points for %d requests", l.Target, l.Class, len(l.OffsetNs), l.Count)
@@ -119,10 +147,6 @@ func TestSeriesAddsUp(t *testing.T) {
 				t.Errorf("%s/%s: percentile curve goes down: %v", d.Target, d.Class, d.LatencyNs)
 			}
 		}
-	}
-	// Without Options.Series there is none.
-	if Judge(b, Options{Now: fixedNow}).Scenarios[0].Series != nil {
-		t.Error("series computed without Options.Series")
 	}
 }
 

@@ -192,7 +192,7 @@ func statsChecks(in *Input, ps *report.ProxyStats, c *report.Classes, local, glo
 		}
 		ps.Checks = append(ps.Checks, report.Check{Name: name, Status: st, Want: want, Got: g})
 	}
-	n, nr := c.Sent, c.NoResponse
+	n, nr := c.Sent, c.N[evidence.ClassNoResponse]
 	// The configured limiters must show in the proxy's stats.
 	for _, l := range in.Scenario.Limits {
 		switch {
@@ -209,24 +209,24 @@ func statsChecks(in *Input, ps *report.ProxyStats, c *report.Classes, local, glo
 		// 429s (Envoy local_ratelimit). With filter_enabled below 100 % some
 		// requests are not evaluated: only the upper bound holds.
 		shadow := max(ps.Deltas[DeltaLocalRateLimited]-ps.Deltas[DeltaLocalEnforced], 0)
-		lo := n - nr - c.Local429
+		lo := n - nr - c.N[evidence.ClassLocal429]
 		if partialLocal(in, p) {
 			lo = 0
 		}
-		add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK]+shadow, lo, n-c.Local429)
-		add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.Local429, c.Local429+nr)
+		add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK]+shadow, lo, n-c.N[evidence.ClassLocal429])
+		add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.N[evidence.ClassLocal429], c.N[evidence.ClassLocal429]+nr)
 	}
 	if cl := in.Scenario.Cluster; cl != "" {
 		// Envoy's router charges cluster.<c>.upstream_rq_2xx for every 2xx
 		// the upstream answered; local replies (429s, RLS-error 500s) never
 		// reach it.
-		add("cluster."+cl+".upstream_rq_2xx = admitted", ps.Deltas["cluster."+cl+".upstream_rq_2xx"], c.Admitted, c.Admitted+nr)
+		add("cluster."+cl+".upstream_rq_2xx = admitted", ps.Deltas["cluster."+cl+".upstream_rq_2xx"], c.N[evidence.ClassAdmitted], c.N[evidence.ClassAdmitted]+nr)
 	}
 	if global {
-		add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.Global429, c.Global429+nr)
+		add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.N[evidence.ClassGlobal429], c.N[evidence.ClassGlobal429]+nr)
 		fo := int(ps.Deltas[DeltaGlobalFailOpen])
-		add("ratelimit.error = RLS 500s + failure_mode_allowed", ps.Deltas[DeltaGlobalError], c.RLSError+fo, c.RLSError+fo+nr)
-		add("ratelimit.failure_mode_allowed <= admitted", ps.Deltas[DeltaGlobalFailOpen], 0, c.Admitted+nr)
+		add("ratelimit.error = RLS 500s + failure_mode_allowed", ps.Deltas[DeltaGlobalError], c.N[evidence.ClassRLSError]+fo, c.N[evidence.ClassRLSError]+fo+nr)
+		add("ratelimit.failure_mode_allowed <= admitted", ps.Deltas[DeltaGlobalFailOpen], 0, c.N[evidence.ClassAdmitted]+nr)
 	}
 }
 

@@ -141,8 +141,9 @@ func writeScenarioTable(w io.Writer, rep *Report) error {
 			if model != "" {
 				adm += " " + model
 			}
-			return t.Append(name, target, c.Sent, adm, c.Local429, c.Global429, c.RLSError,
-				c.Other4xx+c.Other5xx+c.Other+c.Backend4xx+c.Backend429+c.Backend5xx+c.CircuitBreaker, c.NoResponse, receipts, over, status)
+			return t.Append(name, target, c.Sent, adm, c.N[evidence.ClassLocal429], c.N[evidence.ClassGlobal429], c.N[evidence.ClassRLSError],
+				c.sum(evidence.ClassOther4xx, evidence.ClassOther5xx, evidence.ClassOther, evidence.ClassBackend4xx, evidence.ClassBackend429,
+					evidence.ClassBackend5xx, evidence.ClassCircuitBreaker), c.N[evidence.ClassNoResponse], receipts, over, status)
 		}
 		if len(s.Targets) > 1 {
 			for _, tr := range s.Targets {
@@ -198,8 +199,9 @@ func writeFaultTable(w io.Writer, rep *Report) error {
 				acts = strings.Join(f.ActsOn, ", ")
 			}
 			fw = append(fw, []any{s.Name, f.Name, f.Target, end, acts, time.Duration(f.RecoveryLagNs).Round(time.Millisecond).String(),
-				in.Sent, in.Passed, in.Local429 + in.Global429, in.RLSError,
-				in.Other4xx + in.Other5xx + in.Other + in.Backend4xx + in.Backend429 + in.Backend5xx + in.CircuitBreaker, in.NoResponse, f.Straddling.Sent, f.Receipts})
+				in.Sent, in.Passed, in.N[evidence.ClassLocal429] + in.N[evidence.ClassGlobal429], in.N[evidence.ClassRLSError],
+				in.sum(evidence.ClassOther4xx, evidence.ClassOther5xx, evidence.ClassOther, evidence.ClassBackend4xx, evidence.ClassBackend429,
+					evidence.ClassBackend5xx, evidence.ClassCircuitBreaker), in.N[evidence.ClassNoResponse], f.Straddling.Sent, f.Receipts})
 		}
 	}
 	return writeTitledTable(w, "Fault windows", []any{"Scenario", "Fault", "Target", "Duration", "Acts on", "Recovery lag", "Sent inside", "Admitted", "429", "RLS 500", "Other", "No resp", "Straddling", "Receipts"}, fw)

@@ -3,12 +3,15 @@ package report
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"io"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // The chart library is uPlot, pinned and checked against the npm registry's
@@ -33,19 +36,33 @@ var (
 	reportTmpl string
 )
 
+// classCount is the count of a class name, "sent" or "passed"
+// (Classes.Get) for the template; an unknown name fails the render.
+func classCount(c Classes, name string) (int, error) {
+	if n, ok := c.Get(name); ok {
+		return n, nil
+	}
+	return 0, fmt.Errorf("class %q: want sent, passed or one of %s", name, strings.Join(evidence.ClassNames(), ", "))
+}
+
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"anchor":   scenarioAnchor,
-	"human":    HumanNs,
-	"since":    func(t, start int64) string { return "+" + HumanNs(t-start) },
-	"dur":      func(a, b int64) string { return HumanNs(b - a) },
-	"vs":       overString,
-	"rejected": func(c Classes) int { return c.Local429 + c.Global429 + c.RLSError },
-	"errors":   func(c Classes) int { return c.Other4xx + c.Other5xx + c.Other + c.NoResponse },
-	"ids":      func(ids []string) string { return strings.Join(ids, ", ") },
-	"more":     func(n int, ids []string) bool { return n > len(ids) },
-	"label":    scenarioLabel,
-	"date":     func(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000 MST") },
-	"lower":    strings.ToLower,
+	"anchor": scenarioAnchor,
+	"human":  HumanNs,
+	"since":  func(t, start int64) string { return "+" + HumanNs(t-start) },
+	"dur":    func(a, b int64) string { return HumanNs(b - a) },
+	"vs":     overString,
+	"class":  classCount,
+	"rejected": func(c Classes) int {
+		return c.sum(evidence.ClassLocal429, evidence.ClassGlobal429, evidence.ClassRLSError)
+	},
+	"errors": func(c Classes) int {
+		return c.sum(evidence.ClassOther4xx, evidence.ClassOther5xx, evidence.ClassOther, evidence.ClassNoResponse)
+	},
+	"ids":   func(ids []string) string { return strings.Join(ids, ", ") },
+	"more":  func(n int, ids []string) bool { return n > len(ids) },
+	"label": scenarioLabel,
+	"date":  func(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05.000 MST") },
+	"lower": strings.ToLower,
 }).Parse(reportTmpl))
 
 // htmlPage is what the template renders.

@@ -34,8 +34,8 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 				}
 			}
 		}
-		if err := t.Append(statusMark(s.Status), mdCell(scenarioLabel(s, repeats)), c.Sent, c.Admitted, c.Local429, c.Global429, c.RLSError,
-			c.Other4xx+c.Other5xx+c.Other, c.NoResponse, s.Receipts.Total, overString(s.OverAdmission), p99); err != nil {
+		if err := t.Append(statusMark(s.Status), mdCell(scenarioLabel(s, repeats)), c.Sent, c.N[evidence.ClassAdmitted], c.N[evidence.ClassLocal429], c.N[evidence.ClassGlobal429], c.N[evidence.ClassRLSError],
+			c.N[evidence.ClassOther4xx]+c.N[evidence.ClassOther5xx]+c.N[evidence.ClassOther], c.N[evidence.ClassNoResponse], s.Receipts.Total, overString(s.OverAdmission), p99); err != nil {
 			return err
 		}
 	}

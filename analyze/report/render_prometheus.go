@@ -91,7 +91,7 @@ func WritePrometheus(w io.Writer, rep *Report) error {
 		with := func(kv ...string) []string { return append(append([]string{}, sc...), kv...) }
 		oneOf(MetricScenarioStatus, "A scenario run's verdict: 1 for its status, 0 for the others.", s.Status, sc...)
 		gauge(MetricSent, "Requests sent.", float64(s.Totals.Sent), sc...)
-		gauge(MetricAdmitted, "Requests admitted (2xx).", float64(s.Totals.Admitted), sc...)
+		gauge(MetricAdmitted, "Requests admitted (2xx).", float64(s.Totals.N[evidence.ClassAdmitted]), sc...)
 		for cl := evidence.Class(0); cl < evidence.NumClasses; cl++ {
 			n, _ := s.Totals.Get(cl.String())
 			gauge(MetricResponses, "Responses by class.", float64(n), with("class", cl.String())...)

@@ -73,8 +73,8 @@ func TestPrometheusParsesBack(t *testing.T) {
 			if v, _ := value(MetricSent, sc); int(v) != s.Totals.Sent {
 				t.Errorf("%s/%s: sent %v, report %d", fx, s.Name, v, s.Totals.Sent)
 			}
-			if v, _ := value(MetricAdmitted, sc); int(v) != s.Totals.Admitted {
-				t.Errorf("%s/%s: admitted %v, report %d", fx, s.Name, v, s.Totals.Admitted)
+			if v, _ := value(MetricAdmitted, sc); int(v) != s.Totals.N[evidence.ClassAdmitted] {
+				t.Errorf("%s/%s: admitted %v, report %d", fx, s.Name, v, s.Totals.N[evidence.ClassAdmitted])
 			}
 			if o := s.OverAdmission; o != nil {
 				if v, ok := value(MetricOverAdmission, with("bound", "min")); !ok || int(v) != o.Min {

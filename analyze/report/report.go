@@ -1,6 +1,12 @@
 package report
 
-import "github.com/rlbench/rlbench/evidence"
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/rlbench/rlbench/evidence"
+)
 
 // ReportSchema identifies the JSON form of Report.
 const ReportSchema = "rlbench.report/v2"
@@ -138,28 +144,81 @@ type Check struct {
 // Classes counts responses by class (see the Class constants), and the
 // requests that passed every limiter.
 type Classes struct {
-	Sent       int `json:"sent"`
-	Admitted   int `json:"admitted"`
-	Local429   int `json:"local_429"`
-	Global429  int `json:"global_429"`
-	RLSError   int `json:"rls_error"`
-	Other4xx   int `json:"other_4xx"`
-	Other5xx   int `json:"other_5xx"`
-	Other      int `json:"other"`
-	NoResponse int `json:"no_response"`
-	// Backend4xx, Backend429, Backend5xx and CircuitBreaker are the classes
-	// added in v1.1 (absent from earlier reports, where a backend's 4xx/5xx
-	// counted as other_4xx/other_5xx).
-	Backend4xx     int `json:"backend_4xx,omitempty"`
-	Backend429     int `json:"backend_429,omitempty"`
-	Backend5xx     int `json:"backend_5xx,omitempty"`
-	CircuitBreaker int `json:"circuit_breaker,omitempty"`
+	// Sent counts every request sent.
+	Sent int
+	// N counts the responses of each class, indexed by evidence.Class
+	// (c.N[evidence.ClassAdmitted]).
+	N [evidence.NumClasses]int
 	// Passed counts the requests that passed every limiter: a response of
 	// the backend (admitted, backend_4xx, backend_429, backend_5xx), a
 	// circuit-breaker 503 (after the rate limit filters), or no response
 	// but a receipt. It is what the admitted expectation and the model
 	// bounds count.
-	Passed int `json:"passed"`
+	Passed int
+}
+
+// classesOrder is the order of the class counts in the JSON form of
+// Classes (that of the named fields it had before N): admitted, local_429,
+// global_429, rls_error, other_4xx, other_5xx, other, no_response, then
+// the classes added in v1.1.
+var classesOrder = [evidence.NumClasses]evidence.Class{evidence.ClassAdmitted, evidence.ClassLocal429,
+	evidence.ClassGlobal429, evidence.ClassRLSError, evidence.ClassOther4xx, evidence.ClassOther5xx,
+	evidence.ClassOther, evidence.ClassNoResponse, evidence.ClassBackend4xx, evidence.ClassBackend429,
+	evidence.ClassBackend5xx, evidence.ClassCircuitBreaker}
+
+// addedInV11 reports whether class cl was added in v1.1 (backend_4xx,
+// backend_429, backend_5xx, circuit_breaker): its count is left out of
+// the JSON form when zero, and absent from earlier reports, where a
+// backend's 4xx/5xx counted as other_4xx/other_5xx.
+func addedInV11(cl evidence.Class) bool { return cl >= evidence.ClassBackend4xx }
+
+// MarshalJSON writes c as an object keyed by "sent", the class names (a
+// Class String, in the order of classesOrder; a zero count of a class
+// added in v1.1 left out) and "passed".
+func (c Classes) MarshalJSON() ([]byte, error) {
+	b := append(make([]byte, 0, 256), `{"sent":`...)
+	b = strconv.AppendInt(b, int64(c.Sent), 10)
+	for _, cl := range classesOrder {
+		if c.N[cl] == 0 && addedInV11(cl) {
+			continue
+		}
+		b = append(b, `,"`...)
+		b = append(b, cl.String()...)
+		b = append(b, `":`...)
+		b = strconv.AppendInt(b, int64(c.N[cl]), 10)
+	}
+	b = append(b, `,"passed":`...)
+	b = strconv.AppendInt(b, int64(c.Passed), 10)
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes as encoding/json reads
+// a struct: a class missing (a report of an earlier release) counts zero,
+// keys match case-insensitively, a key that names no class, "sent" or
+// "passed" is ignored, and null leaves c as it is.
+func (c *Classes) UnmarshalJSON(data []byte) error {
+	var m map[string]*int
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		return err
+	}
+	out := *c
+	for k, v := range m {
+		if v == nil {
+			continue
+		}
+		switch k = strings.ToLower(k); k {
+		case "sent":
+			out.Sent = *v
+		case "passed":
+			out.Passed = *v
+		default:
+			if cl, ok := evidence.ParseClass(k); ok {
+				out.N[cl] = *v
+			}
+		}
+	}
+	*c = out
+	return nil
 }
 
 // Get returns the count of class name (a class name, "sent" or
@@ -175,51 +234,32 @@ func (c Classes) Get(class string) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	return *c.field(cl), true
-}
-
-func (c *Classes) field(cl evidence.Class) *int {
-	switch cl {
-	case evidence.ClassAdmitted:
-		return &c.Admitted
-	case evidence.ClassLocal429:
-		return &c.Local429
-	case evidence.ClassGlobal429:
-		return &c.Global429
-	case evidence.ClassRLSError:
-		return &c.RLSError
-	case evidence.ClassOther4xx:
-		return &c.Other4xx
-	case evidence.ClassOther5xx:
-		return &c.Other5xx
-	case evidence.ClassNoResponse:
-		return &c.NoResponse
-	case evidence.ClassBackend4xx:
-		return &c.Backend4xx
-	case evidence.ClassBackend429:
-		return &c.Backend429
-	case evidence.ClassBackend5xx:
-		return &c.Backend5xx
-	case evidence.ClassCircuitBreaker:
-		return &c.CircuitBreaker
-	}
-	return &c.Other
+	return c.N[cl], true
 }
 
 // Add counts one request of class cl; received tells whether the backend
 // has its receipt (a request without response but with a receipt passed).
 func (c *Classes) Add(cl evidence.Class, received bool) {
 	c.Sent++
-	*c.field(cl)++
+	c.N[cl]++
 	if cl.Passed() || (cl == evidence.ClassNoResponse && received) {
 		c.Passed++
 	}
 }
 
+// sum is the total count of the classes cls.
+func (c Classes) sum(cls ...evidence.Class) int {
+	n := 0
+	for _, cl := range cls {
+		n += c.N[cl]
+	}
+	return n
+}
+
 // PassedMax is the most requests that may have passed every limiter:
 // Passed plus the requests without response and without receipt.
 func (c Classes) PassedMax(noResponseWithReceipt int) int {
-	return c.Passed + c.NoResponse - noResponseWithReceipt
+	return c.Passed + c.N[evidence.ClassNoResponse] - noResponseWithReceipt
 }
 
 // TargetReport is the classes of the requests sent to one target.

@@ -114,7 +114,7 @@ func run(ctx context.Context, dir string) (string, error) {
 	}
 	for _, s := range rep.Scenarios {
 		fmt.Printf("%s: %s (%s)\n", s.Name, s.Status, s.Expectation)
-		fmt.Printf("  sent %d, admitted %d, other_4xx %d, receipts %d\n", s.Totals.Sent, s.Totals.Admitted, s.Totals.Other4xx, s.Receipts.Total)
+		fmt.Printf("  sent %d, admitted %d, other_4xx %d, receipts %d\n", s.Totals.Sent, s.Totals.N[evidence.ClassAdmitted], s.Totals.N[evidence.ClassOther4xx], s.Receipts.Total)
 		for _, c := range s.Checks {
 			fmt.Printf("  %-7s %s: want %s, got %s\n", c.Status, c.Name, c.Want, c.Got)
 		}

@@ -270,8 +270,8 @@ func TestBrowserE06Report(t *testing.T) {
 		t.Fatalf("page shows %d scenarios (%d in the summary), JSON has %d", len(view.Scenarios), len(view.Summary), len(rep.Scenarios))
 	}
 	classes := func(c report.Classes) map[string]int {
-		return map[string]int{"sent": c.Sent, "admitted": c.Admitted, "local_429": c.Local429, "global_429": c.Global429,
-			"rls_error": c.RLSError, "other_4xx": c.Other4xx, "other_5xx": c.Other5xx, "other": c.Other, "no_response": c.NoResponse}
+		return map[string]int{"sent": c.Sent, "admitted": c.N[evidence.ClassAdmitted], "local_429": c.N[evidence.ClassLocal429], "global_429": c.N[evidence.ClassGlobal429],
+			"rls_error": c.N[evidence.ClassRLSError], "other_4xx": c.N[evidence.ClassOther4xx], "other_5xx": c.N[evidence.ClassOther5xx], "other": c.N[evidence.ClassOther], "no_response": c.N[evidence.ClassNoResponse]}
 	}
 	same := func(what string, got, want map[string]int) {
 		t.Helper()
@@ -292,7 +292,7 @@ func TestBrowserE06Report(t *testing.T) {
 			t.Errorf("%s: reasons shown %q, JSON %q", name, v.Reasons, s.Reasons)
 		}
 		if sum := view.Summary[i]; sum.Anchor != v.ID || sum.Status != s.Status || sum.Counts["sent"] != s.Totals.Sent ||
-			sum.Counts["admitted"] != s.Totals.Admitted || sum.Counts["receipts"] != s.Receipts.Total {
+			sum.Counts["admitted"] != s.Totals.N[evidence.ClassAdmitted] || sum.Counts["receipts"] != s.Receipts.Total {
 			t.Errorf("%s: summary row %+v", name, sum)
 		}
 		tot := classes(s.Totals)
@@ -319,7 +319,7 @@ func TestBrowserE06Report(t *testing.T) {
 			if f.Name != fw.Name || f.Target != fw.Target || f.BeginNs != strconv.FormatInt(fw.BeginNs, 10) || f.EndNs != strconv.FormatInt(fw.EndNs, 10) {
 				t.Errorf("%s: fault window shown %+v, JSON %+v", name, f, fw)
 			}
-			same(name+" "+fw.Name, f.Counts, map[string]int{"sent": fw.Inside.Sent, "admitted": fw.Inside.Admitted, "rls_error": fw.Inside.RLSError, "receipts": fw.Receipts})
+			same(name+" "+fw.Name, f.Counts, map[string]int{"sent": fw.Inside.Sent, "admitted": fw.Inside.N[evidence.ClassAdmitted], "rls_error": fw.Inside.N[evidence.ClassRLSError], "receipts": fw.Receipts})
 		}
 		// Each target's timeline labels every fault window, drawn by the page's script.
 		if v.TimelineCharts != len(s.Targets) || v.Canvases == 0 {

@@ -139,10 +139,10 @@ func TestBackendKilledMidAttackIsNotRun(t *testing.T) {
 	if sr.Status != evidence.NotRun || !strings.Contains(why, d.Receipts()+": never closed by its writer (rlbench backend, pid "+fmt.Sprint(be.cmd.Process.Pid)) {
 		t.Errorf("status %s, reasons:\n%s\nwant NOT_RUN naming %s", sr.Status, why, d.Receipts())
 	}
-	t.Logf("%d sent, %d not sent, %d admitted, %d receipts; %s", sum.Sent, sum.NotSent, sr.Totals.Admitted, lineCount(d.Receipts()), sr.Reasons)
-	if sr.Totals.Admitted == 0 || sr.Receipts.AdmittedWithoutReceipt != 0 {
+	t.Logf("%d sent, %d not sent, %d admitted, %d receipts; %s", sum.Sent, sum.NotSent, sr.Totals.N[evidence.ClassAdmitted], lineCount(d.Receipts()), sr.Reasons)
+	if sr.Totals.N[evidence.ClassAdmitted] == 0 || sr.Receipts.AdmittedWithoutReceipt != 0 {
 		t.Errorf("%d admitted, %d without receipt (%v): every answered request must have its receipt on the file",
-			sr.Totals.Admitted, sr.Receipts.AdmittedWithoutReceipt, sr.Receipts.LostIDs)
+			sr.Totals.N[evidence.ClassAdmitted], sr.Receipts.AdmittedWithoutReceipt, sr.Receipts.LostIDs)
 	}
 }
 

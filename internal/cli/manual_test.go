@@ -74,7 +74,7 @@ func TestManualFlowMatchesDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rep.Scenarios[0]
-	if s.Totals.Sent != 20 || s.Totals.Admitted != 10 || s.Totals.Local429 != 10 || s.Receipts.Total != 10 ||
+	if s.Totals.Sent != 20 || s.Totals.N[evidence.ClassAdmitted] != 10 || s.Totals.N[evidence.ClassLocal429] != 10 || s.Receipts.Total != 10 ||
 		s.OverAdmission.Min != 5 || s.OverAdmission.Max != 5 {
 		t.Fatalf("totals %+v receipts %d over %+v", s.Totals, s.Receipts.Total, s.OverAdmission)
 	}

@@ -103,7 +103,7 @@ func checkRealPass(t *testing.T, s report.ScenarioReport) {
 // one window, as its model says.
 func checkRealShared(t *testing.T, s report.ScenarioReport) {
 	t.Helper()
-	if s.Totals.Sent != 20 || s.Totals.Admitted != 5 || s.Totals.Global429 != 15 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
+	if s.Totals.Sent != 20 || s.Totals.N[evidence.ClassAdmitted] != 5 || s.Totals.N[evidence.ClassGlobal429] != 15 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
 		t.Errorf("shared: totals %+v over-admission %+v", s.Totals, s.OverAdmission)
 	}
 	if w := s.RLS.Real.Windows; len(w) != 1 || w[0].OK != 5 || w[0].OverLimit != 15 || w[0].MaxCurrent != 20 || w[0].Limit != 5 {
@@ -124,10 +124,10 @@ func checkRealRedisStopped(t *testing.T, name string, s report.ScenarioReport) {
 		t.Fatalf("%s: fault windows %+v", name, s.FaultWindows)
 	}
 	in := s.FaultWindows[0].Inside
-	if name == "Redis stopped, deny" && (s.Totals.Admitted != 0 || s.Totals.RLSError != 20 || in.RLSError != 20) {
+	if name == "Redis stopped, deny" && (s.Totals.N[evidence.ClassAdmitted] != 0 || s.Totals.N[evidence.ClassRLSError] != 20 || in.N[evidence.ClassRLSError] != 20) {
 		t.Errorf("%s: totals %+v inside %+v", name, s.Totals, in)
 	}
-	if name == "Redis stopped, allow" && (s.Totals.Admitted != 20 || in.Admitted != 20 || s.Receipts.AdmittedWithReceipt != 20) {
+	if name == "Redis stopped, allow" && (s.Totals.N[evidence.ClassAdmitted] != 20 || in.N[evidence.ClassAdmitted] != 20 || s.Receipts.AdmittedWithReceipt != 20) {
 		t.Errorf("%s: totals %+v inside %+v", name, s.Totals, in)
 	}
 	e := s.RLS.Real.Errors
@@ -151,7 +151,7 @@ func checkRealRedisStopped(t *testing.T, name string, s report.ScenarioReport) {
 // model says, one window seen by two RLS processes.
 func checkRealRestarted(t *testing.T, runDir string, s report.ScenarioReport) {
 	t.Helper()
-	if s.Totals.Sent != 23 || s.Totals.Admitted != 5 || s.Totals.Global429 != 18 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
+	if s.Totals.Sent != 23 || s.Totals.N[evidence.ClassAdmitted] != 5 || s.Totals.N[evidence.ClassGlobal429] != 18 || s.OverAdmission.Min != 0 || s.OverAdmission.Max != 0 {
 		t.Errorf("restart: totals %+v over-admission %+v", s.Totals, s.OverAdmission)
 	}
 	reqs, err := os.ReadFile(filepath.Join(runDir, s.Dir, evidence.RequestsFile))

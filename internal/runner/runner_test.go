@@ -135,10 +135,10 @@ scenarios:
       - attack: {ids: 30, rate: 30/1s}
 `)
 	s := rep.Scenarios[0]
-	if s.Totals.Sent != 30 || s.Totals.Admitted+s.Totals.RLSError+s.Totals.NoResponse != 30 {
+	if s.Totals.Sent != 30 || s.Totals.N[evidence.ClassAdmitted]+s.Totals.N[evidence.ClassRLSError]+s.Totals.N[evidence.ClassNoResponse] != 30 {
 		t.Fatalf("totals %+v reasons %v", s.Totals, s.Reasons)
 	}
-	if s.Totals.Admitted == 0 || s.Totals.RLSError == 0 {
+	if s.Totals.N[evidence.ClassAdmitted] == 0 || s.Totals.N[evidence.ClassRLSError] == 0 {
 		t.Fatalf("the stop did not fall inside the attack: %+v", s.Totals)
 	}
 	if len(s.FaultWindows) != 1 || !s.FaultWindows[0].Open {
@@ -148,7 +148,7 @@ scenarios:
 	// The window opens when the stop begins; the RLS may still answer while
 	// it shuts down, so only requests sent after the stop ended are sure to
 	// be refused: none of them may be admitted or reach the backend.
-	if w.Inside.RLSError+w.Straddling.RLSError != s.Totals.RLSError {
+	if w.Inside.N[evidence.ClassRLSError]+w.Straddling.N[evidence.ClassRLSError] != s.Totals.N[evidence.ClassRLSError] {
 		t.Fatalf("window inside %+v straddling %+v; totals %+v", w.Inside, w.Straddling, s.Totals)
 	}
 	sd := filepath.Join(dir, "01-stop-during-attack", "1")

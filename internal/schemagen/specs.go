@@ -1,6 +1,8 @@
 package schemagen
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"reflect"
@@ -124,6 +126,8 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 		one := &jsonschema.Schema{Ref: "#/$defs/PeakExpectation"}
 		return &jsonschema.Schema{Description: g.comment(t, ""),
 			OneOf: []*jsonschema.Schema{one, {Type: "array", Items: one}}}, "PeakExpectations"
+	case typeOf[report.Classes]():
+		return g.classesDef(t), "Classes"
 	case typeOf[runner.Rate]():
 		return &jsonschema.Schema{Description: g.comment(t, "") +
 			"\n\nA string N/DURATION (\"100/1s\", \"10/100ms\"), N/UNIT (\"60/m\"), N (per second), or \"\", \"0\" or \"infinity\" for no pacing; or an integer N per second (0: no pacing). N and DURATION must be positive.",
@@ -218,4 +222,68 @@ func (g *gen) rangeDef(t reflect.Type, mode rangeMode) *jsonschema.Schema {
 	}
 	return &jsonschema.Schema{Description: desc + "\n\nmin <= max is checked when the file is read.",
 		OneOf: []*jsonschema.Schema{{Type: "integer"}, {Type: "string", Pattern: rangePattern}, obj}}
+}
+
+// v11Classes describes the class counts added in v1.1; it is the doc
+// comment of the named fields Classes had before its counts were keyed by
+// evidence.Class (report.Classes.N), kept so the schema did not change.
+const v11Classes = "Backend4xx, Backend429, Backend5xx and CircuitBreaker are the classes added in v1.1 " +
+	"(absent from earlier reports, where a backend's 4xx/5xx counted as other_4xx/other_5xx)."
+
+// classesDef is report.Classes' definition, read off its MarshalJSON: the
+// keys of a Classes with every count 1, in the order written, are its
+// properties (integers >= 0); those of the zero Classes are required (the
+// others are the classes added in v1.1, written only when not zero).
+func (g *gen) classesDef(t reflect.Type) *jsonschema.Schema {
+	var all report.Classes
+	all.Sent, all.Passed = 1, 1
+	for i := range all.N {
+		all.N[i] = 1
+	}
+	required := map[string]bool{}
+	for _, k := range jsonKeys(report.Classes{}) {
+		required[k] = true
+	}
+	def := &jsonschema.Schema{Type: "object", Properties: jsonschema.NewProperties(),
+		AdditionalProperties: jsonschema.FalseSchema, Description: g.comment(t, "")}
+	for _, k := range jsonKeys(all) {
+		p := &jsonschema.Schema{Type: "integer", Minimum: "0"}
+		switch {
+		case k == "passed":
+			p.Description = g.comment(t, "Passed")
+		case !required[k]:
+			p.Description = v11Classes
+		}
+		def.Properties.Set(k, p)
+		if required[k] {
+			def.Required = append(def.Required, k)
+		}
+	}
+	return def
+}
+
+// jsonKeys lists the keys of the JSON object v encodes to, in order; it
+// panics when v's encoding is not an object (a bug of the Go type).
+func jsonKeys(v any) []string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var keys []string
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		panic(fmt.Sprintf("%T encodes to %s, not an object", v, b))
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			panic(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			panic(err)
+		}
+	}
+	return keys
 }

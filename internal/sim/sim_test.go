@@ -191,7 +191,7 @@ scenarios:
 	}
 	_, rep := simulate(t, p, 1)
 	s := rep.Scenarios[0]
-	if s.Status != evidence.Pass || s.Totals.Global429 == 0 {
+	if s.Status != evidence.Pass || s.Totals.N[evidence.ClassGlobal429] == 0 {
 		t.Fatalf("%s %v totals %+v", s.Status, s.Reasons, s.Totals)
 	}
 	if a, b := flow(t, &s, "A"), flow(t, &s, "B"); a.Admitted != 10 || b.Admitted != 4 || a.Model == nil || a.Model.Max != 10 {
