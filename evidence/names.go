@@ -9,6 +9,12 @@ import (
 // the lab backend reads it (AttackConfig.IDHeader records the one used).
 const IDHeader = "X-Rlbench-Id"
 
+// ReceiptsPath is the backend's HTTP path that returns every receipt line
+// recorded so far (JSON Lines, content-type application/x-ndjson), in
+// receive order, served from its receipts file (Range requests work):
+// collect/receipts fetches it, the lab backend serves it.
+const ReceiptsPath = "/_rlbench/receipts"
+
 // MaxNameBytes bounds a name checked by CheckName.
 const MaxNameBytes = 100
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
-	"github.com/rlbench/rlbench/internal/lab/backend"
 )
 
 // DefaultMaxBytes bounds one backend's receipts stream (4 GiB, about ten
@@ -56,7 +55,7 @@ func ReceiptsURL(base string) (string, error) {
 		return "", fmt.Errorf("receipts URL %q: want http://HOST:PORT of an rlbench backend", evidence.RedactURL(base))
 	}
 	if p := strings.TrimSuffix(u.Path, "/"); p == "" {
-		u.Path = backend.ReceiptsPath
+		u.Path = evidence.ReceiptsPath
 	}
 	return u.String(), nil
 }
@@ -115,7 +114,7 @@ func Fetch(ctx context.Context, receiptsURL string, w *evidence.Writer, opts Opt
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return res, fmt.Errorf("%s: %s (want 200 from an rlbench backend's %s)", name, resp.Status, backend.ReceiptsPath)
+		return res, fmt.Errorf("%s: %s (want 200 from an rlbench backend's %s)", name, resp.Status, evidence.ReceiptsPath)
 	}
 	seen := map[string]bool{}
 	err = evidence.ReadLines(boundedio.NewReader(ctx, resp.Body, name, limit), name, func(line int, rc *evidence.Receipt) error {

@@ -31,7 +31,7 @@ func TestFetchFromBackend(t *testing.T) {
 		resp.Body.Close()
 	}
 	u, err := ReceiptsURL(be.URL())
-	if err != nil || !strings.HasSuffix(u, backend.ReceiptsPath) {
+	if err != nil || !strings.HasSuffix(u, evidence.ReceiptsPath) {
 		t.Fatalf("ReceiptsURL = %q, %v", u, err)
 	}
 	dir := evidence.Dir(t.TempDir())

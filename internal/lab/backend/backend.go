@@ -43,10 +43,6 @@ import (
 
 // Paths served by the backend that are NOT recorded as receipts.
 const (
-	// ReceiptsPath returns every receipt line recorded so far (JSON Lines,
-	// content-type application/x-ndjson), in receive order, served from
-	// the receipts file (Range requests work).
-	ReceiptsPath = "/_rlbench/receipts"
 	// HealthPath returns 200 with body "ok".
 	HealthPath = "/healthz"
 	// FaultsPath returns every endpoint's faults (GET) and sets them (PUT
@@ -119,7 +115,7 @@ type Backend struct {
 	now      func() time.Time
 
 	jw      *evidence.Writer // write-through (evidence.CreateSync or NewSyncWriter)
-	path    string           // the receipts file GET ReceiptsPath serves
+	path    string           // the receipts file GET evidence.ReceiptsPath serves
 	tmp     bool             // path is a temporary file, removed on Close
 	tmpFile *os.File
 	rnd     *seededRand
@@ -353,7 +349,7 @@ func (b *Backend) Count() int {
 
 // Receipts reads every receipt line recorded so far (JSON Lines) from the
 // receipts file, for tests and small runs: it holds them all in memory
-// (GET ReceiptsPath streams them). nil after Close when the file was
+// (GET evidence.ReceiptsPath streams them). nil after Close when the file was
 // temporary.
 func (b *Backend) Receipts() []byte {
 	_, n := b.jw.Written()

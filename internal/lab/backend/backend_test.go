@@ -122,15 +122,15 @@ func TestReceiptsForEveryRequest(t *testing.T) {
 		t.Error(e)
 	}
 
-	resp, err = http.Get(b.URL() + ReceiptsPath)
+	resp, err = http.Get(b.URL() + evidence.ReceiptsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	served, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	got := readReceipts(t, "GET "+ReceiptsPath, served)
+	got := readReceipts(t, "GET "+evidence.ReceiptsPath, served)
 	if len(got) != n+1 {
-		t.Fatalf("%s returned %d receipts, want %d", ReceiptsPath, len(got), n+1)
+		t.Fatalf("%s returned %d receipts, want %d", evidence.ReceiptsPath, len(got), n+1)
 	}
 	if b.Count() != n+1 {
 		t.Errorf("Count() = %d", b.Count())
@@ -166,7 +166,7 @@ func TestReceiptsForEveryRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sink.String() != string(served) {
-		t.Errorf("sink after Close differs from %s:\n%s\nvs\n%s", ReceiptsPath, sink.String(), served)
+		t.Errorf("sink after Close differs from %s:\n%s\nvs\n%s", evidence.ReceiptsPath, sink.String(), served)
 	}
 	if err := b.Close(); err != nil {
 		t.Errorf("second Close: %v", err)

@@ -148,7 +148,7 @@ func TestReceiptMemoryBounded(t *testing.T) {
 	if b.Count() != warm+more {
 		t.Fatalf("Count %d", b.Count())
 	}
-	resp, err := client.Get(b.URL() + ReceiptsPath)
+	resp, err := client.Get(b.URL() + evidence.ReceiptsPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package backend
 import (
 	"bufio"
 	"errors"
+	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"math"
 	"net"
@@ -24,7 +25,7 @@ import (
 // recorded request creates no goroutine, timer, header map or response
 // writer of its own; the backend shares the two cores of a benchmark with
 // the client it answers, and its cost shows in the client's pacing. The
-// control paths (ReceiptsPath, FaultsPath, HealthPath) run net/http
+// control paths (evidence.ReceiptsPath, FaultsPath, HealthPath) run net/http
 // handlers on ctlWriter, a small http.ResponseWriter.
 
 const (
@@ -235,7 +236,7 @@ func (ep *endpoint) handle(cn *conn, req *http.Request) bool {
 	closing := req.Close
 	var keep bool
 	switch req.URL.Path {
-	case ReceiptsPath, FaultsPath, HealthPath:
+	case evidence.ReceiptsPath, FaultsPath, HealthPath:
 		keep = ep.control(cn, req, closing)
 	default:
 		keep = ep.record(cn, req, closing)
@@ -292,7 +293,7 @@ func (ep *endpoint) control(cn *conn, req *http.Request, closing bool) bool {
 	cn.continue100(req)
 	w := &ctlWriter{cn: cn, req: req, h: http.Header{}, closing: closing}
 	switch req.URL.Path {
-	case ReceiptsPath:
+	case evidence.ReceiptsPath:
 		ep.b.serveReceipts(w, req)
 	case FaultsPath:
 		ep.b.serveFaults(w, req)
