@@ -211,9 +211,6 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// Schema is the value of evidence.AttackSummary.Schema.
-const Schema = evidence.AttackSummarySchema
-
 // Defaults applied by Run to zero-valued Options fields.
 const (
 	DefaultTimeout    = 10 * time.Second

@@ -220,7 +220,7 @@ func TestRunTwoTargets(t *testing.T) {
 		t.Errorf("backends saw %d distinct ids", len(seenA)+len(seenB))
 	}
 
-	if sum.Schema != Schema || !sum.Complete || sum.Interrupted || sum.Error != "" || sum.Sent != 20 || sum.Recorded != 20 || sum.Resent != 0 {
+	if sum.Schema != evidence.AttackSummarySchema || !sum.Complete || sum.Interrupted || sum.Error != "" || sum.Sent != 20 || sum.Recorded != 20 || sum.Resent != 0 {
 		t.Errorf("summary %+v", sum)
 	}
 	if sum.CodesByTarget["a"]["200"] != 10 || sum.CodesByTarget["b"]["429"] != 10 || len(sum.CodesByTarget["a"]) != 1 || len(sum.CodesByTarget["b"]) != 1 {

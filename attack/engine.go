@@ -990,7 +990,7 @@ func (e *engine) run(ctx context.Context) (*evidence.AttackSummary, error) {
 		}
 	}()
 
-	sum := &evidence.AttackSummary{Schema: Schema, Config: p.config, CodesByTarget: map[string]map[string]int{}, Shard: p.shard}
+	sum := &evidence.AttackSummary{Schema: evidence.AttackSummarySchema, Config: p.config, CodesByTarget: map[string]map[string]int{}, Shard: p.shard}
 	sum.Host, _ = os.Hostname()
 	for _, tc := range p.config.Targets {
 		sum.CodesByTarget[tc.Name] = map[string]int{}

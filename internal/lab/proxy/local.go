@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence/descriptor"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // LocalRateLimit configures the lab equivalent of Envoy's HTTP local rate
@@ -125,10 +124,6 @@ const MinFillInterval = Duration(50 * time.Millisecond)
 
 // DefaultMaxDynamicDescriptors is LocalRateLimit.MaxDynamicDescriptors when nil.
 const DefaultMaxDynamicDescriptors = 20
-
-// LocalRateLimitedBody is the body of Envoy's local rate limit reply
-// (evidence/envoyrec.LocalRateLimitedBody).
-const LocalRateLimitedBody = envoyrec.LocalRateLimitedBody
 
 // Validate checks the filter as Envoy's config validation would: max_tokens
 // > 0, fill_interval >= MinFillInterval (or 0 with descriptors: no default

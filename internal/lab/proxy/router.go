@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"io"
 	"net"
 	"net/http"
@@ -110,7 +111,7 @@ func (p *Proxy) process(rs *reqState) {
 			p.st.lLimited.inc()
 			if p.rand.hit(l.FilterEnforced) {
 				p.st.lEnf.inc()
-				p.localReply(rs, p.localStatus, LocalRateLimitedBody, flagRL, "local_rate_limited")
+				p.localReply(rs, p.localStatus, envoyrec.LocalRateLimitedBody, flagRL, "local_rate_limited")
 				return
 			}
 		}
