@@ -23,6 +23,11 @@ func ParseLabFile(name string, data []byte) (*LabPlan, error) {
 	if yamlguard.IsGuard(err) {
 		return nil, err
 	}
+	if err == nil && (root == nil || len(root.Content) == 0) {
+		// An empty file (or one of comments only) is a mistake, not a
+		// request for the default lab, which "{}" asks for explicitly.
+		return nil, fmt.Errorf("%s: empty: a lab file holds a plan scenario's lab: section (proxies, local, global, rls ...; {} for the default lab)", name)
+	}
 	var lp LabPlan
 	if err := yaml.UnmarshalStrict(data, &lp); err != nil {
 		if ute := (*json.UnmarshalTypeError)(nil); errors.As(err, &ute) {

@@ -49,6 +49,8 @@ backend: {endpoints: 2}
 		"global, no rls": {"proxies: 1\nglobal: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\n", "lab.yaml: line 2: lab.global needs lab.rls"},
 		"rls kind":       {"rls:\n  kind: redis\n  config: 'domain: d'\n", "lab.yaml: line 2: lab.rls.kind must be lab or real"},
 		"negative":       {"proxies: -1\n", "lab.yaml: line 1: lab.proxies must be >= 1"},
+		"empty":          {"", "lab.yaml: empty: a lab file holds"},
+		"comments only":  {"# nothing\n", "lab.yaml: empty: a lab file holds"},
 	} {
 		if _, err := ParseLabFile("lab.yaml", []byte(c.text)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
