@@ -1,12 +1,12 @@
 package analyze
 
 import (
-	"github.com/rlbench/rlbench/analyze/report"
-	"github.com/rlbench/rlbench/evidence/descriptor"
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/model"
 )
 

@@ -2,9 +2,10 @@ package analyze
 
 import (
 	"fmt"
+	"strings"
+
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
-	"strings"
 )
 
 // shardsOf reports the shards of a merge and returns the widening, ns, and

@@ -2,12 +2,13 @@ package attack
 
 import (
 	"context"
-	"github.com/rlbench/rlbench/evidence"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // TestRunRecordsConnections: every line names the connection that carried

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // h2Recorder is an HTTP/2 test backend (TLS with ALPN h2, or h2c with

@@ -2,13 +2,14 @@ package attack
 
 import (
 	"context"
-	"github.com/rlbench/rlbench/evidence"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // needRelief skips where there is no relief dispatcher (not Linux, or a

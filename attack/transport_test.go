@@ -2,7 +2,6 @@ package attack
 
 import (
 	"context"
-	"github.com/rlbench/rlbench/evidence"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"testing"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // killingBackend answers the first request on each connection with 200 and,

@@ -1,11 +1,12 @@
 package evidence
 
 import (
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // badNames are names that would leave (or escape) their directory, or

@@ -1,9 +1,10 @@
 package evidence
 
 import (
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"path"
 	"strings"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // SchemaOf returns the schema ID of an evidence file by its place in the

@@ -1,9 +1,10 @@
 package evidence
 
 import (
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"path/filepath"
 	"testing"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 func TestSchemaOf(t *testing.T) {

@@ -3,11 +3,12 @@ package envoy
 import (
 	"bytes"
 	"errors"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 func TestAccessLogDefaultFormatFixture(t *testing.T) {

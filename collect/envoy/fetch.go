@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // MaxResponseBytes bounds the admin response bodies read by Fetch and

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // adminServer serves fixtures the way Envoy's admin does, on 127.0.0.1:0.

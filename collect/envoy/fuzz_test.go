@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"math"
 	"reflect"
 	"sort"
@@ -13,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // Fuzz targets for every parser of this package. Seeds are the fixtures

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // parseJSON parses GET /stats?format=json (stats_render.cc StatsJsonRender).

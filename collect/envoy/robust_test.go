@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // TestEmptyBodiesRefused: an empty /stats body was accepted as a snapshot in

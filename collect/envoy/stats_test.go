@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 func mustParse(t *testing.T, data []byte, name string, f envoyrec.Format) *envoyrec.Snapshot {

@@ -3,12 +3,13 @@ package envoy
 import (
 	"bufio"
 	"fmt"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"io"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // parseText parses Envoy's text /stats rendering (stats_render.cc

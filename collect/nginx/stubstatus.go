@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
 
 // ParseStubStatus parses a stub_status page read from r (name is used in errors, "<name>:<line>: ..."). Lines may
@@ -131,9 +133,9 @@ func FetchStubStatus(ctx context.Context, client *http.Client, url string) ([]by
 	return raw, s, err
 }
 
-// lineErr formats "<name>:<line>: <message>".
+// lineErr is an *evidence.LineError ("<name>:<line>: <message>").
 func lineErr(name string, line int, format string, a ...any) error {
-	return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
+	return &evidence.LineError{File: name, Line: line, Err: fmt.Errorf(format, a...)}
 }
 
 // clip shortens s for an error message.

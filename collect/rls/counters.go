@@ -3,11 +3,12 @@ package rls
 import (
 	"bufio"
 	"fmt"
-	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 func setCounter(k *evidence.RLSKeyCounters, suffix string, v float64, add bool) bool {

@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
-	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"net/http"
 	"os"
 
@@ -11,6 +9,8 @@ import (
 	"github.com/rlbench/rlbench/collect/nginx"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
 
 // EnvoyStats is an Envoy admin /stats page in format (envoy.Fetch: text

@@ -2,13 +2,13 @@ package runner
 
 import (
 	"context"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"os"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/schemas"
 )
 

@@ -1,15 +1,12 @@
 package runner
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/yamlguard"
 	yamlv3 "go.yaml.in/yaml/v3"
-	"sigs.k8s.io/yaml"
 )
 
 // ParseLabFile parses a lab file (`rlbench lab -f FILE`): a plan
@@ -29,18 +26,8 @@ func ParseLabFile(name string, data []byte) (*LabPlan, error) {
 		return nil, fmt.Errorf("%s: empty: a lab file holds a plan scenario's lab: section (proxies, local, global, rls ...; {} for the default lab)", name)
 	}
 	var lp LabPlan
-	if err := yaml.UnmarshalStrict(data, &lp); err != nil {
-		if ute := (*json.UnmarshalTypeError)(nil); errors.As(err, &ute) {
-			line, msg := planTypeError(root, ute)
-			if line > 0 {
-				return nil, fmt.Errorf("%s: line %d: %s", name, line, msg)
-			}
-			return nil, fmt.Errorf("%s: %s", name, msg)
-		}
-		if path, line, ok := valueErrorAt(root, reflect.TypeFor[LabPlan](), decodeErrorText(err)); ok {
-			return nil, fmt.Errorf("%s: line %d: %s: %s", name, line, path, decodeErrorText(err))
-		}
-		return nil, fmt.Errorf("%s: %s", name, planErrorLine(data, err))
+	if err := decodeStrict(name, data, root, &lp); err != nil {
+		return nil, err
 	}
 	if field, err := lp.Validate(); err != nil {
 		if line := labLine(root, field); line > 0 {

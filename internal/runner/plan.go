@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rlbench/rlbench/evidence/boundedio"
-	"github.com/rlbench/rlbench/evidence/descriptor"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -22,6 +20,8 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/internal/yamlguard"
@@ -400,20 +400,8 @@ func ParsePlan(name string, data []byte) (*Plan, error) {
 	}
 	// A syntax error is left to the decoder below, whose messages name the line.
 	var p Plan
-	if err := yaml.UnmarshalStrict(data, &p); err != nil {
-		if ute := (*json.UnmarshalTypeError)(nil); errors.As(err, &ute) {
-			line, msg := planTypeError(root, ute)
-			if line > 0 {
-				return nil, fmt.Errorf("%s: line %d: %s", name, line, msg)
-			}
-			return nil, fmt.Errorf("%s: %s", name, msg)
-		}
-		// A value whose own UnmarshalJSON refused it (a rate, a duration,
-		// a range): encoding/json does not say which field it was in.
-		if path, line, ok := valueErrorAt(root, reflect.TypeFor[Plan](), decodeErrorText(err)); ok {
-			return nil, fmt.Errorf("%s: line %d: %s: %s", name, line, path, decodeErrorText(err))
-		}
-		return nil, fmt.Errorf("%s: %s", name, planErrorLine(data, err))
+	if err := decodeStrict(name, data, root, &p); err != nil {
+		return nil, err
 	}
 	if err := p.validate(); err != nil {
 		var pe *planError
@@ -425,6 +413,30 @@ func ParsePlan(name string, data []byte) (*Plan, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &p, nil
+}
+
+// decodeStrict decodes data (YAML) strictly into v, a *Plan or *LabPlan;
+// root is its yamlguard.Parse tree (nil after a syntax error). Its errors
+// name the file and, where it can be found, the line: a type error by its
+// path (planTypeError), a value its own UnmarshalJSON refused (a rate, a
+// duration, a range: encoding/json does not say which field it was in) by
+// its field (valueErrorAt), else the decoder's line.
+func decodeStrict[T Plan | LabPlan](name string, data []byte, root *yamlv3.Node, v *T) error {
+	err := yaml.UnmarshalStrict(data, v)
+	if err == nil {
+		return nil
+	}
+	if ute := (*json.UnmarshalTypeError)(nil); errors.As(err, &ute) {
+		line, msg := planTypeError(root, ute)
+		if line > 0 {
+			return fmt.Errorf("%s: line %d: %s", name, line, msg)
+		}
+		return fmt.Errorf("%s: %s", name, msg)
+	}
+	if path, line, ok := valueErrorAt(root, reflect.TypeFor[T](), decodeErrorText(err)); ok {
+		return fmt.Errorf("%s: line %d: %s: %s", name, line, path, decodeErrorText(err))
+	}
+	return fmt.Errorf("%s: %s", name, planErrorLine(data, err))
 }
 
 // planError is a plan error about the field at path (keys and [index]es

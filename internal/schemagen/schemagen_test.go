@@ -3,7 +3,6 @@ package schemagen
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/testfix"
 	"github.com/rlbench/rlbench/schemas"

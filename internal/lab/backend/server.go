@@ -3,7 +3,6 @@ package backend
 import (
 	"bufio"
 	"errors"
-	"github.com/rlbench/rlbench/evidence"
 	"io"
 	"math"
 	"net"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/lab/h1"
 )
 

@@ -2,10 +2,11 @@ package proxy
 
 import (
 	"encoding/json"
-	"github.com/rlbench/rlbench/evidence/descriptor"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
 func TestParseActions(t *testing.T) {
