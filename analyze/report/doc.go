@@ -7,7 +7,7 @@
 //
 // Each renderer is a func(io.Writer, *Report) error (WriteCSV also takes
 // the evidence.Bundle the report was judged from, for its per-request rows):
-// WriteTable for people, WriteJSON, WriteMarkdown, WriteJUnit, WriteHTML
+// WriteTable and WriteTableWith (fitted to a terminal) for people, WriteJSON, WriteMarkdown, WriteJUnit, WriteHTML
 // (a self-contained page with the uPlot charts of Series), WritePrometheus
 // (the text exposition format), WriteCSV; WriteStatus writes status.txt
 // (evidence.StatusLine). Report is plain data: package report imports no

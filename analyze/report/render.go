@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -110,83 +109,197 @@ func admissionVsLimit(lo, hi, intended int) string {
 	return "under-admission " + strconv.Itoa(-lo) + " to over-admission " + strconv.Itoa(hi) + vs
 }
 
-// WriteTable renders the report for people: one row per scenario and target
-// with the response classes and receipts, a total row per scenario with its
-// over-admission and verdict, then fault windows and the reasons of every
-// scenario that did not pass.
+// WriteTable renders the report for people with every column and every
+// detail section: WriteTableWith with Wide and Details.
 func WriteTable(w io.Writer, rep *Report) error {
-	for _, section := range []func(io.Writer, *Report) error{
-		writeScenarioTable, writeFaultTable, writeRepeatsTable,
-		writeLatencyTable, writeArrivalsTable, writeFlowTables, writeShardsTable,
-		writeLimiterLines, writeReasons,
-	} {
-		if err := section(w, rep); err != nil {
+	return WriteTableWith(w, rep, TableOptions{Wide: true, Details: true})
+}
+
+// WriteTableWith renders the report for people, the verdict first: one
+// row per scenario and target with the response classes and receipts, a
+// total row per scenario with its over-admission and verdict, and right
+// under it the reasons of every scenario that did not pass; then the
+// verdicts over repeats, fault windows, retries, flows and shards; with
+// o.Details the latency, backend arrivals, limiter and harness lines; last
+// "Verdict: <status>". Tables and reasons are fitted to the width of
+// o.Width unless o.Wide.
+func WriteTableWith(w io.Writer, rep *Report, o TableOptions) error {
+	width := 0 // reasons and lines unwrapped
+	if !o.Wide {
+		width = FitWidth(o.Width)
+	}
+	if err := fittedScenarioTable(rep, o).write(w, o); err != nil {
+		return err
+	}
+	if err := writeReasons(w, rep, width); err != nil {
+		return err
+	}
+	tables := []*textTable{repeatsTable(rep, o.Wide), faultTable(rep), amplificationTable(rep)}
+	tables = append(tables, flowTables(rep)...)
+	tables = append(tables, shardsTable(rep))
+	for _, t := range tables {
+		if err := t.write(w, o); err != nil {
 			return err
 		}
+	}
+	if err := writeLines(w, starvedLines(rep), width); err != nil {
+		return err
+	}
+	details := append(latencyTables(rep), arrivalsTable(rep))
+	limiters := limiterLines(rep)
+	if o.Details {
+		for _, t := range details {
+			if err := t.write(w, o); err != nil {
+				return err
+			}
+		}
+		if err := writeLines(w, limiters, width); err != nil {
+			return err
+		}
+	} else if o.DetailsHint != "" && (len(limiters) > 0 || hasRows(details)) {
+		fmt.Fprintln(w, o.DetailsHint)
 	}
 	_, err := fmt.Fprintf(w, "Verdict: %s\n", rep.Status)
 	return err
 }
 
-// writeScenarioTable writes the main table: per scenario a row per target
-// (when it has several) and per phase, then its total row.
-func writeScenarioTable(w io.Writer, rep *Report) error {
+// hasRows reports whether one of ts has a row.
+func hasRows(ts []*textTable) bool {
+	for _, t := range ts {
+		if len(t.rows) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// writeLines writes lines, each wrapped to width with its continuation
+// indented by two spaces (unwrapped when width is 0).
+func writeLines(w io.Writer, lines []string, width int) error {
+	for _, l := range lines {
+		if width <= 0 {
+			if _, err := fmt.Fprintln(w, l); err != nil {
+				return err
+			}
+			continue
+		}
+		for i, x := range wrapText(l, "", width-2) {
+			if i > 0 {
+				x = "  " + x
+			}
+			if _, err := fmt.Fprintln(w, x); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// scenarioTable is the main table: per scenario a row per target (when
+// it has several) and per phase, then its total row. Fitted (not wide),
+// the model bound beside the admitted count and the over-admission are
+// written shorter.
+func scenarioTable(rep *Report, wide bool) *textTable {
 	repeats := repeatsByName(rep)
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("Scenario", "Target", "Sent", "Admitted", "Local 429", "Global 429", "RLS 500", "Other", "No resp", "Receipts", "Vs intended limit", "Status")
+	t := &textTable{dropFirst: true, cols: []column{
+		{head: "Scenario", trunc: 12}, {head: "Target", trunc: 8}, {head: "Sent"}, {head: "Admitted", short: "Adm (model)"},
+		{head: "Local 429", short: "429 loc", zero: true}, {head: "Global 429", short: "429 glob", zero: true},
+		{head: "RLS 500", zero: true}, {head: "Other", zero: true}, {head: "No resp", zero: true},
+		{head: "Receipts", short: "Rcpts", drop: 1}, {head: "Vs intended limit", short: "Vs limit"}, {head: "Status"},
+	}}
+	if wide {
+		t.cols[3].short = ""
+	}
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
-		row := func(target string, c Classes, receipts string, over, status string, model string) error {
+		row := func(target string, c Classes, receipts string, over, status string, model string) {
 			adm := strconv.Itoa(c.Passed)
 			if model != "" {
 				adm += " " + model
 			}
-			return t.Append(name, target, c.Sent, adm, c.N[evidence.ClassLocal429], c.N[evidence.ClassGlobal429], c.N[evidence.ClassRLSError],
-				c.sum(evidence.ClassOther4xx, evidence.ClassOther5xx, evidence.ClassOther, evidence.ClassBackend4xx, evidence.ClassBackend429,
-					evidence.ClassBackend5xx, evidence.ClassCircuitBreaker), c.N[evidence.ClassNoResponse], receipts, over, status)
+			t.rows = append(t.rows, []string{name, target, strconv.Itoa(c.Sent), adm, strconv.Itoa(c.N[evidence.ClassLocal429]),
+				strconv.Itoa(c.N[evidence.ClassGlobal429]), strconv.Itoa(c.N[evidence.ClassRLSError]),
+				strconv.Itoa(c.sum(evidence.ClassOther4xx, evidence.ClassOther5xx, evidence.ClassOther, evidence.ClassBackend4xx, evidence.ClassBackend429,
+					evidence.ClassBackend5xx, evidence.ClassCircuitBreaker)), strconv.Itoa(c.N[evidence.ClassNoResponse]), receipts, over, status})
 		}
 		if len(s.Targets) > 1 {
 			for _, tr := range s.Targets {
-				if err := row(tr.Target, tr.Classes, strconv.Itoa(tr.Receipts), "", "", ""); err != nil {
-					return err
-				}
+				row(tr.Target, tr.Classes, strconv.Itoa(tr.Receipts), "", "", "")
 			}
 		}
 		for _, ph := range s.Phases {
-			if err := row("phase "+ph.Phase, ph.Classes, "", "", "", ""); err != nil {
-				return err
-			}
+			row("phase "+ph.Phase, ph.Classes, "", "", "", "")
 		}
 		target := "all"
 		if len(s.Targets) == 1 {
 			target = s.Targets[0].Target
 		}
-		if err := row(target, s.Totals, strconv.Itoa(s.Receipts.Total), overString(s.OverAdmission), s.Status, modelString(&s)); err != nil {
-			return err
+		over, model := overString(s.OverAdmission), modelString(&s)
+		if !wide {
+			over, model = shortAdmission(over), shortModel(model)
 		}
+		row(target, s.Totals, strconv.Itoa(s.Receipts.Total), over, s.Status, model)
 	}
-	return t.Render()
+	return t
 }
 
-// writeTitledTable writes "\n<title>:" and a table of rows under header;
-// nothing without rows.
-func writeTitledTable(w io.Writer, title string, header []any, rows [][]any) error {
-	if len(rows) == 0 {
-		return nil
+// fittedScenarioTable is scenarioTable as o asks: when its columns of
+// refusals (local 429, global 429, RLS 500, other, no response) make a
+// fitted table too wide, they become one "Not admitted" column naming the
+// counts that are not 0 ("15 global, 2 no resp").
+func fittedScenarioTable(rep *Report, o TableOptions) *textTable {
+	t := scenarioTable(rep, o.Wide)
+	if o.Wide {
+		return t
 	}
-	fmt.Fprintln(w, "\n"+title+":")
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header(header...)
-	if err := t.Bulk(rows); err != nil {
-		return err
+	width := FitWidth(o.Width)
+	if keep, _, _ := t.fit(width); keptWidth(keep) <= width {
+		return t
 	}
-	return t.Render()
+	const first, last = 4, 8 // Local 429 .. No resp
+	names := []string{"local", "global", "RLS 500", "other", "no resp"}
+	merged := &textTable{dropFirst: true, cols: slices.Concat(t.cols[:first], []column{{head: "Not admitted"}}, t.cols[last+1:])}
+	for _, r := range t.rows {
+		var parts []string
+		for i := first; i <= last; i++ {
+			if r[i] != "0" && r[i] != "" {
+				parts = append(parts, r[i]+" "+names[i-first])
+			}
+		}
+		cell := strings.Join(parts, ", ")
+		if cell == "" {
+			cell = "0"
+		}
+		merged.rows = append(merged.rows, slices.Concat(r[:first], []string{cell}, r[last+1:]))
+	}
+	return merged
 }
 
-// writeFaultTable writes the fault windows of every scenario and the
-// classes of the requests sent inside them.
-func writeFaultTable(w io.Writer, rep *Report) error {
-	var fw [][]any
+// shortAdmission is admissionVsLimit's text (and worstWindow's) for a
+// fitted table: "over 5 vs 5 (worst 1m)", "under 2..3 vs 5", "at limit 5".
+func shortAdmission(s string) string {
+	s = strings.NewReplacer("over-admission", "over", "under-admission", "under", "at the limit", "at limit").Replace(s)
+	if i := strings.Index(s, " in the worst "); i >= 0 {
+		s = s[:i] + " (worst " + strings.TrimSuffix(s[i+len(" in the worst "):], " window") + ")"
+	}
+	return s
+}
+
+// shortModel is modelString's text for a fitted table: "(10..10)",
+// "(10..10, 3 susp.)", "(suspended)".
+func shortModel(s string) string {
+	return strings.NewReplacer("(model: suspended by faults)", "(suspended)", "(model ", "(", " suspended)", " susp.)").Replace(s)
+}
+
+// faultTable is the fault windows of every scenario and the classes of the
+// requests sent inside them.
+func faultTable(rep *Report) *textTable {
+	t := &textTable{title: "Fault windows", cols: []column{
+		{head: "Scenario", trunc: 12}, {head: "Fault", trunc: 12}, {head: "Target", trunc: 8}, {head: "Duration"},
+		{head: "Acts on", trunc: 10, drop: 2}, {head: "Recovery lag", short: "Lag"}, {head: "Sent inside", short: "Sent in"},
+		{head: "Admitted", short: "Adm"}, {head: "429", zero: true}, {head: "RLS 500", zero: true}, {head: "Other", zero: true},
+		{head: "No resp", zero: true}, {head: "Straddling", short: "Straddl.", zero: true, drop: 1}, {head: "Receipts", short: "Rcpts"},
+	}}
 	for _, s := range rep.Scenarios {
 		for _, f := range s.FaultWindows {
 			end := time.Duration(f.EndNs - f.BeginNs).Round(time.Millisecond).String()
@@ -198,19 +311,24 @@ func writeFaultTable(w io.Writer, rep *Report) error {
 			if len(f.ActsOn) > 0 {
 				acts = strings.Join(f.ActsOn, ", ")
 			}
-			fw = append(fw, []any{s.Name, f.Name, f.Target, end, acts, time.Duration(f.RecoveryLagNs).Round(time.Millisecond).String(),
-				in.Sent, in.Passed, in.N[evidence.ClassLocal429] + in.N[evidence.ClassGlobal429], in.N[evidence.ClassRLSError],
-				in.sum(evidence.ClassOther4xx, evidence.ClassOther5xx, evidence.ClassOther, evidence.ClassBackend4xx, evidence.ClassBackend429,
-					evidence.ClassBackend5xx, evidence.ClassCircuitBreaker), in.N[evidence.ClassNoResponse], f.Straddling.Sent, f.Receipts})
+			t.rows = append(t.rows, []string{s.Name, f.Name, f.Target, end, acts, time.Duration(f.RecoveryLagNs).Round(time.Millisecond).String(),
+				strconv.Itoa(in.Sent), strconv.Itoa(in.Passed), strconv.Itoa(in.N[evidence.ClassLocal429] + in.N[evidence.ClassGlobal429]),
+				strconv.Itoa(in.N[evidence.ClassRLSError]),
+				strconv.Itoa(in.sum(evidence.ClassOther4xx, evidence.ClassOther5xx, evidence.ClassOther, evidence.ClassBackend4xx, evidence.ClassBackend429,
+					evidence.ClassBackend5xx, evidence.ClassCircuitBreaker)), strconv.Itoa(in.N[evidence.ClassNoResponse]),
+				strconv.Itoa(f.Straddling.Sent), strconv.Itoa(f.Receipts)})
 		}
 	}
-	return writeTitledTable(w, "Fault windows", []any{"Scenario", "Fault", "Target", "Duration", "Acts on", "Recovery lag", "Sent inside", "Admitted", "429", "RLS 500", "Other", "No resp", "Straddling", "Receipts"}, fw)
+	return t
 }
 
-// writeRepeatsTable writes a row per scenario run more than once: the
-// admitted range over its repeats against the intended limit.
-func writeRepeatsTable(w io.Writer, rep *Report) error {
-	var gr [][]any
+// repeatsTable has a row per scenario run more than once: the admitted
+// range over its repeats against the intended limit.
+func repeatsTable(rep *Report, wide bool) *textTable {
+	t := &textTable{title: "Over the repeats", cols: []column{
+		{head: "Scenario", trunc: 12}, {head: "Repeats"}, {head: "Admitted (min..max)", short: "Admitted"},
+		{head: "Vs intended limit", short: "Vs limit"}, {head: "Configured bound", short: "Bound"}, {head: "Status"},
+	}}
 	for _, g := range rep.Groups {
 		if g.Repeats < 2 {
 			continue
@@ -225,39 +343,54 @@ func writeRepeatsTable(w io.Writer, rep *Report) error {
 		case g.OverAdmission != nil && g.Admitted != nil:
 			over = admissionVsLimit(g.OverAdmission.Min, g.OverAdmission.Max, g.Admitted.Min-g.OverAdmission.Min)
 		}
+		if !wide {
+			over = shortAdmission(over)
+		}
 		if g.Bound != nil {
 			bound = strconv.Itoa(*g.Bound)
 		}
-		gr = append(gr, []any{g.Name, g.Repeats, adm, over, bound, g.Status})
+		t.rows = append(t.rows, []string{g.Name, strconv.Itoa(g.Repeats), adm, over, bound, g.Status})
 	}
-	return writeTitledTable(w, "Over the repeats", []any{"Scenario", "Repeats", "Admitted (min..max)", "Vs intended limit", "Configured bound", "Status"}, gr)
+	return t
 }
 
-// writeLimiterLines writes a line per limiter model check and the harness
-// timing of each scenario.
-func writeLimiterLines(w io.Writer, rep *Report) error {
+// limiterLines are a line per limiter model check and the harness timing
+// of each scenario.
+func limiterLines(rep *Report) []string {
 	repeats := repeatsByName(rep)
+	var out []string
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
 		for _, l := range s.Limiters {
-			fmt.Fprintf(w, "%s: limiter %s (%s, key %s): %s\n", name, l.Name, l.Model, l.Key, limiterLine(&l))
+			out = append(out, fmt.Sprintf("%s: limiter %s (%s, key %s): %s", name, l.Name, l.Model, l.Key, limiterLine(&l)))
 		}
 		if h := s.Harness.String(); h != "" {
-			fmt.Fprintf(w, "%s: harness: %s\n", name, h)
+			out = append(out, fmt.Sprintf("%s: harness: %s", name, h))
 		}
 	}
-	return nil
+	return out
 }
 
-// writeReasons writes the reasons of every scenario that did not pass.
-func writeReasons(w io.Writer, rep *Report) error {
+// writeReasons writes the reasons of every scenario that did not pass,
+// each wrapped to width (0: unwrapped).
+func writeReasons(w io.Writer, rep *Report, width int) error {
 	for _, s := range rep.Scenarios {
 		if s.Status == evidence.Pass {
 			continue
 		}
-		fmt.Fprintf(w, "%s %s:\n", s.Name, s.Status)
+		if _, err := fmt.Fprintf(w, "%s %s:\n", s.Name, s.Status); err != nil {
+			return err
+		}
 		for _, r := range s.Reasons {
-			fmt.Fprintf(w, "  - %s\n", r)
+			if width <= 0 {
+				if _, err := fmt.Fprintf(w, "  - %s\n", r); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := writeWrapped(w, r, "  - ", width); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

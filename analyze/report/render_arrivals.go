@@ -2,12 +2,9 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // humanRate formats a rate per second: "950/s", "20.1k/s", "1.2M/s".
@@ -61,8 +58,8 @@ func arrivalRows(rep *Report) [][]string {
 		for _, f := range a.Forwards {
 			add("forwards by "+f.Target+" (its own clock)", f.Forwards)
 		}
-		for _, e := range a.Expected {
-			row := []string{name, "model: " + e.Model, ""}
+		for _, e := range dedupeExpected(a.Expected, s.Targets) {
+			row := []string{name, e.label, ""}
 			for _, w := range ArrivalWindows {
 				cell := "-"
 				for _, x := range e.Windows {
@@ -110,30 +107,96 @@ func amplificationRows(rep *Report) [][]string {
 	return rows
 }
 
-// writeArrivalsTable renders the backend arrivals and, when any scenario
-// has them, the amplification of retries.
-func writeArrivalsTable(w io.Writer, rep *Report) error {
-	if rows := arrivalRows(rep); len(rows) > 0 {
-		fmt.Fprintln(w, "\nBackend arrivals (sliding-window peaks with the instant rate, inter-arrival gaps):")
-		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		t.Header(arrivalHeader())
-		if err := t.Bulk(rows); err != nil {
-			return err
+// arrivalsTable is the backend arrivals table (a detail section).
+func arrivalsTable(rep *Report) *textTable {
+	// The gaps and the longest window go before the names are cut: a
+	// model's label says which proxies it stands for.
+	t := &textTable{title: "Backend arrivals (sliding-window peaks with the instant rate, inter-arrival gaps)", rows: arrivalRows(rep), dropFirst: true}
+	for i, h := range arrivalHeader() {
+		c := column{head: h}
+		switch {
+		case i == 0:
+			c.trunc = 12
+		case i == 1:
+			c.trunc = 24
+		case h == "Gap min":
+			c.drop = 5
+		case h == "Gap p99":
+			c.drop = 4
+		case h == "Gap p50":
+			c.drop = 3
+		case i == len(ArrivalWindows)+2: // the longest window
+			c.drop = 2
+		case i == 2: // Count
+			c.drop = 1
 		}
-		if err := t.Render(); err != nil {
-			return err
-		}
+		t.cols = append(t.cols, c)
 	}
-	if rows := amplificationRows(rep); len(rows) > 0 {
-		fmt.Fprintln(w, "\nUpstream attempts per request that passed the limiter:")
-		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		t.Header("Scenario", "Requests", "Passed", "Attempts", "Factor", "Max", "Proxy retries", "Client re-sends")
-		if err := t.Bulk(rows); err != nil {
-			return err
+	return t
+}
+
+// amplificationTable is the retries table.
+func amplificationTable(rep *Report) *textTable {
+	return &textTable{title: "Upstream attempts per request that passed the limiter", cols: []column{
+		{head: "Scenario", trunc: 12}, {head: "Requests", trunc: 12}, {head: "Passed"}, {head: "Attempts"}, {head: "Factor"}, {head: "Max"},
+		{head: "Proxy retries", short: "Retries"}, {head: "Client re-sends", short: "Re-sends"},
+	}, rows: amplificationRows(rep)}
+}
+
+// expectedRow is a row of limiter predictions in the arrivals table: one
+// ExpectedPeaks, or several identical ones (the same model and figures on
+// each proxy) under one label.
+type expectedRow struct {
+	label   string
+	Windows []ExpectedWindow
+}
+
+// dedupeExpected gives one row per distinct prediction of es: limiters
+// with the same model and the same figures, each on its own targets (a
+// per-proxy bucket declared on every proxy), make one row labelled
+// "model per proxy (all proxies): <model>" when they cover every one of
+// targets, else naming theirs; a prediction of its own keeps
+// "model: <model>".
+func dedupeExpected(es []ExpectedPeaks, targets []TargetReport) []expectedRow {
+	key := func(e ExpectedPeaks) string { return fmt.Sprintf("%s\x00%v", e.Model, e.Windows) }
+	groups := map[string][]ExpectedPeaks{}
+	var order []string
+	for _, e := range es {
+		k := key(e)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
-		if err := t.Render(); err != nil {
-			return err
-		}
+		groups[k] = append(groups[k], e)
 	}
-	return nil
+	out := make([]expectedRow, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		if len(g) == 1 {
+			out = append(out, expectedRow{label: "model: " + g[0].Model, Windows: g[0].Windows})
+			continue
+		}
+		var on []string
+		seen := map[string]bool{}
+		for _, e := range g {
+			for _, t := range e.Targets {
+				if !seen[t] {
+					seen[t] = true
+					on = append(on, t)
+				}
+			}
+		}
+		all := len(targets) > 0
+		for _, t := range targets {
+			all = all && seen[t.Target]
+		}
+		who := strings.Join(on, ", ")
+		switch {
+		case all:
+			who = "all proxies"
+		case len(on) == 0:
+			who = strconv.Itoa(len(g)) + " limiters"
+		}
+		out = append(out, expectedRow{label: "model per proxy (" + who + "): " + g[0].Model, Windows: g[0].Windows})
+	}
+	return out
 }

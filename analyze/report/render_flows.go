@@ -2,20 +2,24 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
-// writeFlowTables renders the per-flow and per-key tables and the starved
-// findings of the scenarios whose requests name flows.
-func writeFlowTables(w io.Writer, rep *Report) error {
+// flowTables are the per-flow and per-key tables of the scenarios whose
+// requests name flows.
+func flowTables(rep *Report) []*textTable {
 	repeats := repeatsByName(rep)
-	var fr, kr [][]any
+	flows := &textTable{title: "Flows", cols: []column{
+		{head: "Scenario", trunc: 12}, {head: "Flow", trunc: 12}, {head: "Sent"}, {head: "Admitted"}, {head: "Admitted %", short: "Adm %"},
+		{head: "Offered/s"}, {head: "Admitted/s", short: "Adm/s"}, {head: "Active", drop: 1}, {head: "Model", trunc: 12},
+	}}
+	keys := &textTable{title: "Keys", cols: []column{
+		{head: "Scenario", trunc: 12}, {head: "Limiter", trunc: 12}, {head: "Bucket", trunc: 10}, {head: "Flows", trunc: 10}, {head: "Sent"},
+		{head: "Admitted"}, {head: "Admitted %", short: "Adm %"}, {head: "Admitted/s", short: "Adm/s", drop: 1}, {head: "Limit", trunc: 10},
+		{head: "Model"},
+	}}
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
 		for _, f := range s.Flows {
@@ -26,46 +30,31 @@ func writeFlowTables(w io.Writer, rep *Report) error {
 			case len(f.SharedWith) > 0:
 				model = "shared with " + strings.Join(f.SharedWith, ", ")
 			}
-			fr = append(fr, []any{name, f.Flow, f.Sent, f.Admitted, pctText(f.AdmittedPct), rateText(f.OfferedPerSec, f.ActiveNs),
-				rateText(f.AdmittedPerSec, f.ActiveNs), activeText(f.ActiveNs), model})
+			flows.rows = append(flows.rows, []string{name, f.Flow, strconv.Itoa(f.Sent), strconv.Itoa(f.Admitted), pctText(f.AdmittedPct),
+				rateText(f.OfferedPerSec, f.ActiveNs), rateText(f.AdmittedPerSec, f.ActiveNs), activeText(f.ActiveNs), model})
 		}
 		for _, k := range s.Keys {
 			adm := strconv.Itoa(k.Admitted)
 			if k.Unknown > 0 {
 				adm += fmt.Sprintf(" (+%d unknown)", k.Unknown)
 			}
-			kr = append(kr, []any{name, k.Limiter, k.Bucket, strings.Join(k.Flows, ", "), k.Sent, adm, pctText(k.AdmittedPct),
-				rateText(k.AdmittedPerSec, k.ActiveNs), limitText(k.RatePerSec, k.Burst), RangeText(k.Min, k.Max)})
+			keys.rows = append(keys.rows, []string{name, k.Limiter, k.Bucket, strings.Join(k.Flows, ", "), strconv.Itoa(k.Sent), adm,
+				pctText(k.AdmittedPct), rateText(k.AdmittedPerSec, k.ActiveNs), limitText(k.RatePerSec, k.Burst), RangeText(k.Min, k.Max)})
 		}
 	}
-	if len(fr) > 0 {
-		fmt.Fprintln(w, "\nFlows:")
-		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		t.Header("Scenario", "Flow", "Sent", "Admitted", "Admitted %", "Offered/s", "Admitted/s", "Active", "Model")
-		if err := t.Bulk(fr); err != nil {
-			return err
-		}
-		if err := t.Render(); err != nil {
-			return err
-		}
-	}
-	if len(kr) > 0 {
-		fmt.Fprintln(w, "\nKeys:")
-		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		t.Header("Scenario", "Limiter", "Bucket", "Flows", "Sent", "Admitted", "Admitted %", "Admitted/s", "Limit", "Model")
-		if err := t.Bulk(kr); err != nil {
-			return err
-		}
-		if err := t.Render(); err != nil {
-			return err
-		}
-	}
+	return []*textTable{flows, keys}
+}
+
+// starvedLines are the starved findings of every scenario, a line each.
+func starvedLines(rep *Report) []string {
+	repeats := repeatsByName(rep)
+	var out []string
 	for _, s := range rep.Scenarios {
 		for _, st := range s.Starved {
-			fmt.Fprintf(w, "%s: starved: %s\n", scenarioLabel(s, repeats), st)
+			out = append(out, fmt.Sprintf("%s: starved: %s", scenarioLabel(s, repeats), st))
 		}
 	}
-	return nil
+	return out
 }
 
 // RangeText is "lo..hi", or "lo" when lo == hi.

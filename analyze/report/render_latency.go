@@ -1,14 +1,9 @@
 package report
 
 import (
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // HumanNs formats ns as a duration rounded to 3 significant digits
@@ -92,32 +87,38 @@ func scenarioLabel(s ScenarioReport, repeats map[string]int) string {
 	return s.Name
 }
 
-// writeLatencyTable writes the latency tables of WriteTable.
-func writeLatencyTable(w io.Writer, rep *Report) error {
-	for _, tab := range []struct {
-		title  string
-		header []string
-		rows   [][]string
-	}{
-		{"\nLatency (client side, by class):", latencyHeader, latencyRows(rep)},
-		{"\nRLS call latency:", rlsLatencyHeader, rlsLatencyRows(rep)},
-	} {
-		if len(tab.rows) == 0 {
-			continue
+// latencyTables are the client latency and RLS call latency tables (detail
+// sections).
+func latencyTables(rep *Report) []*textTable {
+	lat := &textTable{title: "Latency (client side, by class)", rows: latencyRows(rep)}
+	for _, h := range latencyHeader {
+		c := column{head: h}
+		switch h {
+		case "Scenario":
+			c.trunc = 12
+		case "Target":
+			c.trunc = 10
+		case "p99.9":
+			c.drop = 2
+		case "Mean":
+			c.drop = 1
 		}
-		fmt.Fprintln(w, tab.title)
-		t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-		t.Header(toAny(tab.header)...)
-		for _, r := range tab.rows {
-			if err := t.Append(toAny(r)...); err != nil {
-				return err
-			}
-		}
-		if err := t.Render(); err != nil {
-			return err
-		}
+		lat.cols = append(lat.cols, c)
 	}
-	return nil
+	rls := &textTable{title: "RLS call latency", rows: rlsLatencyRows(rep)}
+	for _, h := range rlsLatencyHeader {
+		c := column{head: h}
+		switch h {
+		case "Scenario", "Measured by", "Name":
+			c.trunc = 10
+		case "Quantiles":
+			c.trunc = 20
+		case "Since":
+			c.drop = 1
+		}
+		rls.cols = append(rls.cols, c)
+	}
+	return []*textTable{lat, rls}
 }
 
 func toAny(xs []string) []any {

@@ -2,19 +2,19 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// writeShardsTable renders the shards of merged scenarios.
-func writeShardsTable(w io.Writer, rep *Report) error {
-	var rows [][]any
+// shardsTable is the shards of merged scenarios.
+func shardsTable(rep *Report) *textTable {
+	t := &textTable{title: "Shards", cols: []column{
+		{head: "Scenario", trunc: 12}, {head: "Shard"}, {head: "Host", trunc: 12}, {head: "Requests"}, {head: "Start (UTC)", drop: 1},
+		{head: "Late"}, {head: "Clock offset vs backend", short: "Clock offset", trunc: 16},
+	}}
 	for _, s := range rep.Scenarios {
 		sh := s.Shards
 		if sh == nil {
@@ -25,22 +25,13 @@ func writeShardsTable(w io.Writer, rep *Report) error {
 			for _, o := range x.Offsets {
 				offs = append(offs, offsetString(o))
 			}
-			rows = append(rows, []any{s.Name, fmt.Sprintf("%d/%d", x.Index, sh.Count), x.Host, x.Requests,
+			t.rows = append(t.rows, []string{s.Name, fmt.Sprintf("%d/%d", x.Index, sh.Count), x.Host, strconv.Itoa(x.Requests),
 				time.Unix(0, x.StartNs).UTC().Format("15:04:05.000000"), time.Duration(x.LateNs).String(), strings.Join(offs, "; ")})
 		}
-		rows = append(rows, []any{s.Name, "all", strconv.Itoa(sh.Hosts) + " host(s)", "", "spread " + time.Duration(sh.StartSpreadNs).String(),
+		t.rows = append(t.rows, []string{s.Name, "all", strconv.Itoa(sh.Hosts) + " host(s)", "", "spread " + time.Duration(sh.StartSpreadNs).String(),
 			"max " + time.Duration(sh.MaxLateNs).String(), "widening ±" + time.Duration(sh.OffsetBoundNs).String()})
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nShards:")
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off))
-	t.Header("Scenario", "Shard", "Host", "Requests", "Start (UTC)", "Late", "Clock offset vs backend")
-	if err := t.Bulk(rows); err != nil {
-		return err
-	}
-	return t.Render()
+	return t
 }
 
 // offsetString is "replica: -1.2ms..+0.3ms (n pairs)".
