@@ -240,6 +240,9 @@ func scenarioTable(rep *Report, wide bool) *textTable {
 		}
 		row(target, s.Totals, strconv.Itoa(s.Receipts.Total), over, s.Status, model)
 	}
+	if !slices.ContainsFunc(t.rows, func(r []string) bool { return strings.Contains(r[3], "(") }) {
+		t.cols[3].short = "" // no model bound beside any count
+	}
 	return t
 }
 

@@ -24,6 +24,7 @@ type AnalyzeOptions struct {
 	// (--intended-limit N) override scenario.json when not nil.
 	ExpectAdmitted *evidence.Range
 	IntendedLimit  *int
+	View           tableView // --wide, --details
 }
 
 // NewAnalyzeCmd is `rlbench analyze`. runF, when not nil, receives the
@@ -54,6 +55,7 @@ It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 		},
 	}
 	reportFormatFlag(cmd, &o.Format)
+	tableViewFlags(cmd, &o.View)
 	rangeFlag(cmd.Flags(), &o.ExpectAdmitted, "expect-admitted", "expected admitted count N or MIN..MAX (overrides scenario.json)")
 	countFlag(cmd.Flags(), &o.IntendedLimit, "intended-limit", "admissions meant for the whole backend, for over-admission (overrides scenario.json)")
 	cmd.Flags().StringVar(&o.StatusFile, "status-file", "", "where to write status.txt (default EVIDENCE-DIR/status.txt; - to skip)")
@@ -65,7 +67,7 @@ func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
 	if err != nil {
 		return err
 	}
-	return finishReport(o.IO, b, rep, o.Format, o.StatusFile, o.Dir)
+	return finishReport(o.IO, b, rep, o.Format, o.View, o.StatusFile, o.Dir)
 }
 
 // judgeDir loads the evidence directory and judges it; series adds the
@@ -87,7 +89,7 @@ func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool
 // report in format and returns the verdict's exit code. status.txt that
 // cannot be written (a read-only evidence directory) is a warning on
 // stderr: the report is still rendered and the exit code is the verdict's.
-func finishReport(io *IOStreams, b *evidence.Bundle, rep *report.Report, format, statusFile, dir string) error {
+func finishReport(io *IOStreams, b *evidence.Bundle, rep *report.Report, format string, view tableView, statusFile, dir string) error {
 	if statusFile != "-" {
 		if statusFile == "" {
 			statusFile = evidence.Dir(dir).Status()
@@ -96,7 +98,7 @@ func finishReport(io *IOStreams, b *evidence.Bundle, rep *report.Report, format,
 			fmt.Fprintf(io.ErrOut, "rlbench: warning: status.txt not written: %v (the report below and the exit code still give the verdict)\n", err)
 		}
 	}
-	if err := render(io.Out, format, rep, b); err != nil {
+	if err := render(io.Out, format, view, rep, b); err != nil {
 		return err
 	}
 	return verdictError(rep)
@@ -115,9 +117,9 @@ func writeStatus(path string, rep *report.Report) error {
 	return werr
 }
 
-// render writes rep in one of reportFormats; b is the evidence it was
-// judged from (the csv rows come from it).
-func render(w io.Writer, format string, rep *report.Report, b *evidence.Bundle) error {
+// render writes rep in one of reportFormats, the table as view asks; b is
+// the evidence it was judged from (the csv rows come from it).
+func render(w io.Writer, format string, view tableView, rep *report.Report, b *evidence.Bundle) error {
 	switch format {
 	case formatJSON:
 		return report.WriteJSON(w, rep)
@@ -130,7 +132,7 @@ func render(w io.Writer, format string, rep *report.Report, b *evidence.Bundle) 
 	case formatHTML:
 		return report.WriteHTML(w, rep)
 	}
-	return report.WriteTable(w, rep)
+	return report.WriteTableWith(w, rep, view.options(w))
 }
 
 func verdictError(rep *report.Report) error {

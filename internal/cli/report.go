@@ -27,6 +27,7 @@ type ReportOptions struct {
 	// ExpectAdmitted and IntendedLimit override scenario.json, as for analyze.
 	ExpectAdmitted *evidence.Range
 	IntendedLimit  *int
+	View           tableView // --wide, --details
 }
 
 // NewReportCmd is `rlbench report`. runF, when not nil, receives the parsed
@@ -65,6 +66,7 @@ It exits as analyze does: 0 PASS, 3 FAIL, 4 NOT_RUN.`,
 		},
 	}
 	reportFormatFlag(cmd, &o.Format)
+	tableViewFlags(cmd, &o.View)
 	cmd.Flags().StringVar(&o.HTMLFile, "html", "", "write the HTML report to `FILE`")
 	cmd.Flags().StringVar(&o.PrometheusFile, "prometheus", "", "write the Prometheus textfile to `FILE`")
 	rangeFlag(cmd.Flags(), &o.ExpectAdmitted, "expect-admitted", "expected admitted count N or MIN..MAX (overrides scenario.json)")
@@ -96,7 +98,7 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 		fmt.Fprintf(o.IO.ErrOut, "report: verdict %s\n", rep.Status)
 		return verdictError(rep)
 	}
-	return finishReport(o.IO, b, rep, o.Format, "-", o.Dir)
+	return finishReport(o.IO, b, rep, o.Format, o.View, "-", o.Dir)
 }
 
 // writeFileAtomic writes path through fn: into a temporary file in path's

@@ -21,6 +21,7 @@ type RunOptions struct {
 	Root     string
 	Format   string // one of reportFormats
 	Quiet    bool
+	View     tableView // --wide, --details
 }
 
 // NewRunCmd is `rlbench run`. runF, when not nil, receives the parsed
@@ -53,6 +54,7 @@ setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 	}
 	cmd.Flags().StringVar(&o.Root, "root", "", "directory for run directories (default: the plan's root, else ./evidence)")
 	reportFormatFlag(cmd, &o.Format)
+	tableViewFlags(cmd, &o.View)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }
@@ -83,6 +85,7 @@ and prints the analysis. The plan is examples/demo/plan.yaml.`,
 	}
 	cmd.Flags().StringVar(&o.Root, "root", "", "directory for run directories (default ./evidence)")
 	reportFormatFlag(cmd, &o.Format)
+	tableViewFlags(cmd, &o.View)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
 }
@@ -124,7 +127,7 @@ func runPlan(ctx context.Context, o *RunOptions) error {
 	if !o.Quiet {
 		fmt.Fprintf(o.IO.ErrOut, "evidence: %s\n", dir)
 	}
-	err = finishReport(o.IO, b, rep, o.Format, "", dir)
+	err = finishReport(o.IO, b, rep, o.Format, o.View, "", dir)
 	if ctx.Err() != nil {
 		return &ExitCodeError{Code: ExitInterrupted, Msg: "interrupted; evidence kept in " + dir}
 	}

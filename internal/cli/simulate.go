@@ -15,6 +15,7 @@ type SimulateOptions struct {
 	PlanFile string
 	Format   string // one of reportFormats
 	Seed     int64
+	View     tableView // --wide, --details
 }
 
 // NewSimulateCmd is `rlbench simulate`. runF, when not nil, receives the
@@ -45,6 +46,7 @@ It exits like analyze: 0 PASS, 3 FAIL, 4 NOT_RUN.`,
 		},
 	}
 	reportFormatFlag(cmd, &o.Format)
+	tableViewFlags(cmd, &o.View)
 	cmd.Flags().Int64Var(&o.Seed, "seed", 1, "seed of the Poisson arrivals and the models' random choices")
 	return cmd
 }
@@ -66,7 +68,7 @@ func runSimulate(ctx context.Context, o *SimulateOptions) error {
 	if err := ctx.Err(); err != nil { // a verdict judged after the interrupt is not printed
 		return err
 	}
-	if err := render(o.IO.Out, o.Format, rep, b); err != nil {
+	if err := render(o.IO.Out, o.Format, o.View, rep, b); err != nil {
 		return err
 	}
 	if o.Format == formatTable {
