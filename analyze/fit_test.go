@@ -68,6 +68,19 @@ func TestTableFitsWidth(t *testing.T) {
 			}
 		}
 	}
+	// The synthetic shared-bucket run (testdata/golden/flows.*.golden):
+	// its flows, keys and starved lines fit too.
+	e, _ := flowsEv(t, false)
+	flows := run(t, e.write())
+	for _, width := range []int{80, 120} {
+		got := renderFit(t, flows, report.TableOptions{Width: width, Details: true})
+		if !strings.Contains(got, "\nFlows:\n") || !strings.Contains(got, "starved") {
+			t.Errorf("flows at %d columns: no flows table or starved line:\n%s", width, got)
+		}
+		if n, line := longestLine(got); n > width {
+			t.Errorf("flows at %d columns: a line of %d columns:\n%s", width, n, line)
+		}
+	}
 	// The report keeps its width bound when the terminal is narrower
 	// than MinWidth or wider than MaxWidth.
 	rep, _ := judgeFixture(t, "manual", false)

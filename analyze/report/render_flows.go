@@ -17,7 +17,7 @@ func flowTables(rep *Report) []*textTable {
 	}}
 	keys := &textTable{title: "Keys", cols: []column{
 		{head: "Scenario", trunc: 12}, {head: "Limiter", trunc: 12}, {head: "Bucket", trunc: 10}, {head: "Flows", trunc: 10}, {head: "Sent"},
-		{head: "Admitted"}, {head: "Admitted %", short: "Adm %"}, {head: "Admitted/s", short: "Adm/s", drop: 1}, {head: "Limit", trunc: 10},
+		{head: "Admitted"}, {head: "Admitted %", short: "Adm %"}, {head: "Admitted/s", short: "Adm/s", drop: 1}, {head: "Limit"},
 		{head: "Model"},
 	}}
 	for _, s := range rep.Scenarios {
