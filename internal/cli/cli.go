@@ -121,7 +121,7 @@ request the backend really received, snapshots Envoy and rate limit service
 stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Version:       buildinfo.Version(),
+		Version:       buildinfo.Read().String(),
 		Args:          cobra.NoArgs,
 		// No subcommand: show the help; an unknown one is a usage error (exit 2).
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
