@@ -250,8 +250,8 @@ func (o *AttackOptions) validateFlows() error {
 // exactly one unless --targets-file gives them; --concurrency >= 0; and
 // the request flags that --targets-file replaces.
 func (o *AttackOptions) validateIDs() error {
-	if o.IDs < 0 {
-		return usageErrorf("--ids must be positive, not %d", o.IDs)
+	if o.IDs < 0 || o.IDs == 0 && slices.Contains(o.changedForFlow, "--ids") {
+		return usageErrorf("--ids must be at least 1, not %d", o.IDs)
 	}
 	if o.IDs > 0 && o.IDsFile != "" {
 		return usageErrorf("give exactly one of --ids N or --ids-file FILE")
