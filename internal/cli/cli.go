@@ -177,6 +177,7 @@ func finishTree(root *cobra.Command) {
 		}
 	}
 	wrapArgs(root)
+	groupFlags(root)
 }
 
 func subNames(c *cobra.Command) string {
