@@ -139,7 +139,7 @@ bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
 		},
 	}
 	f := cmd.Flags()
-	targetsFlag(f, &o.Targets, "target", "target as `NAME=URL` (repeatable); NAME should be the proxy name used for its stats")
+	targetsFlag(f, &o.Targets, "target", "target as `NAME=URL` (repeatable); NAME should be the proxy name used for its stats; a single target may be a bare URL, named host:port")
 	f.IntVar(&o.IDs, "ids", 0, "number of IDs to fire")
 	f.StringVar(&o.IDPrefix, "id-prefix", "req", "prefix of generated IDs (PREFIX-0001, ...)")
 	f.StringVar(&o.IDsFile, "ids-file", "", "file with one ID per line (instead of --ids)")
