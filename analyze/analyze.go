@@ -230,7 +230,7 @@ func nothingToCheck(in *Input, opts Options) string {
 	case ev.Requests.Len() == 0:
 		return "no requests in " + evidence.RequestsFile
 	case !ev.HasScenario && opts.Admitted == nil && opts.IntendedLimit == nil:
-		return "no " + evidence.ScenarioFile + " (no expectation, no configured limit)"
+		return "no " + evidence.ScenarioFile + " (no expectation, no configured limit): " + whatToCheck
 	case in.limiters != nil && len(in.limiters.runs) > 0:
 		return ""
 	}
@@ -241,8 +241,16 @@ func nothingToCheck(in *Input, opts Options) string {
 	case len(vac) > 0:
 		return vacuousText(vac)
 	}
-	return evidence.ScenarioFile + " has neither an expectation nor an intended limit nor a configured limiter"
+	return evidence.ScenarioFile + " has neither an expectation nor an intended limit nor a configured limiter: " + whatToCheck
 }
+
+// whatToCheck names what gives a scenario something to check, for the
+// "nothing to check" reasons: Options.Admitted and Options.IntendedLimit
+// (rlbench analyze's flags), or scenario.json's keys (a plan scenario's
+// expect, intended_limit and lab limiters, which `rlbench run` writes
+// there).
+const whatToCheck = "give --expect-admitted N or --intended-limit N, or declare expect, intended_limit or limiters in " + evidence.ScenarioFile +
+	" (in a plan: a scenario's expect, intended_limit, lab.local or lab.global)"
 
 // Received tells whether the backend has a receipt of request i (an index
 // of Evidence.Requests); false for an index out of range.

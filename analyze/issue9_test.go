@@ -524,9 +524,10 @@ func TestIssue9NothingCheckedIsNotRun(t *testing.T) {
 		},
 	}
 	want := map[string]string{
-		"no requests":      "nothing to check: no requests in requests.jsonl",
-		"no scenario.json": "nothing to check: no scenario.json",
-		"no expectation":   "nothing to check: scenario.json has neither an expectation nor an intended limit nor a configured limiter",
+		"no requests": "nothing to check: no requests in requests.jsonl",
+		// issue 25: the reason names what would give it something to check.
+		"no scenario.json": "nothing to check: no scenario.json (no expectation, no configured limit): give --expect-admitted N or --intended-limit N, or declare expect, intended_limit or limiters in scenario.json (in a plan: a scenario's expect, intended_limit, lab.local or lab.global)",
+		"no expectation":   "nothing to check: scenario.json has neither an expectation nor an intended limit nor a configured limiter: give --expect-admitted N",
 		"empty stats":      "hold no rate limit or upstream counters",
 		"misspelt":         `scenario.json: line 2: unknown field "admited"`,
 	}

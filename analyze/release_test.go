@@ -40,7 +40,7 @@ var (
 	addedReasonPrefixes = []string{"inconclusive: limiter "}
 	// statusChanges maps "<case>/<scenario dir>" to the reason of the
 	// NOT_RUN that replaces the previous release's verdict.
-	statusChanges = map[string]string{"bare/.": "nothing to check: no scenario.json (no expectation, no configured limit)"}
+	statusChanges = map[string]string{"bare/.": "nothing to check: no scenario.json (no expectation, no configured limit): give --expect-admitted N or --intended-limit N, or declare expect, intended_limit or limiters in scenario.json (in a plan: a scenario's expect, intended_limit, lab.local or lab.global)"}
 )
 
 func addedCheck(name string) bool {

@@ -73,6 +73,7 @@ func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
 // judgeDir loads the evidence directory and judges it; series adds the
 // time series the HTML report plots.
 func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool) (*evidence.Bundle, *report.Report, error) {
+	dir = resolveRunLink(dir) // the report names the run, not the link
 	load := evidence.Load
 	if merge.IsShardSet(dir) { // a directory of shard directories: judged merged
 		load = merge.LoadShardSet

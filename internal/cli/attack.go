@@ -96,6 +96,7 @@ weights=60,30,10 (deterministic with --seed). It writes DIR/requests.jsonl
 stops it: recorded lines are kept and attack.json says "complete": false.
 
 Flows: --flow 'name=A,rate=300/s,ids=1500,header=x-user:A,path=/ping'
+--flow 'name=B,rate=20/s,ids=100,header=x-user:B,path=/ping'
 (repeatable) runs several clients at once, each with its own IDs, rate (or
 all at once), request and split; they start together and every line names
 its flow. Keys: name (required), ids=N or ids-file=FILE or duration=D (with
@@ -117,11 +118,9 @@ k mod N == K), so N shards send the whole attack between them; --start-at
 holds the start until a wall-clock instant (RFC 3339 or unix ns), with the
 connections warmed --warm-ahead before it. Progress is shown on stderr (a
 bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
-		Example: `  rlbench attack --target proxy-a=http://127.0.0.1:10000 --target proxy-b=http://127.0.0.1:10001 \
-      --ids 20 --split even --path /inventory --out evidence/manual
-  rlbench attack --target p=http://127.0.0.1:10000 --out evidence/users \
-      --flow 'name=A,rate=300/s,duration=5s,header=x-user:A,path=/ping' \
-      --flow 'name=B,rate=20/s,duration=5s,header=x-user:B,path=/ping'`,
+		Example: `  rlbench attack --target http://127.0.0.1:10000 --ids 20 --out ev            # one target, 20 IDs at once
+  rlbench attack --target a=http://127.0.0.1:10000 --target b=http://127.0.0.1:10001 --ids 20 --out ev
+  rlbench attack --target http://127.0.0.1:10000 --rate 50/1s --duration 10s --out ev    # paced: 500 IDs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, name := range []string{"ids", "ids-file", "id-prefix", "split", "seed", "method", "path", "body", "body-file", "concurrency", "rate", "duration"} {
@@ -140,7 +139,7 @@ bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
 		},
 	}
 	f := cmd.Flags()
-	targetsFlag(f, &o.Targets, "target", "target as `NAME=URL` (repeatable); NAME should be the proxy name used for its stats")
+	targetsFlag(f, &o.Targets, "target", "target as `NAME=URL` (repeatable); NAME should be the proxy name used for its stats; a single target may be a bare URL, named host:port")
 	f.IntVar(&o.IDs, "ids", 0, "number of IDs to fire")
 	f.StringVar(&o.IDPrefix, "id-prefix", "req", "prefix of generated IDs (PREFIX-0001, ...)")
 	f.StringVar(&o.IDsFile, "ids-file", "", "file with one ID per line (instead of --ids)")
@@ -250,8 +249,8 @@ func (o *AttackOptions) validateFlows() error {
 // exactly one unless --targets-file gives them; --concurrency >= 0; and
 // the request flags that --targets-file replaces.
 func (o *AttackOptions) validateIDs() error {
-	if o.IDs < 0 {
-		return usageErrorf("--ids must be positive, not %d", o.IDs)
+	if o.IDs < 0 || o.IDs == 0 && slices.Contains(o.changedForFlow, "--ids") {
+		return usageErrorf("--ids must be at least 1, not %d", o.IDs)
 	}
 	if o.IDs > 0 && o.IDsFile != "" {
 		return usageErrorf("give exactly one of --ids N or --ids-file FILE")

@@ -205,7 +205,7 @@ func TestAttackTLSCLI(t *testing.T) {
 	if code != 0 || len(srv.snapshot()) != 9 || !strings.Contains(stderr, "2 × no response") {
 		t.Fatalf("without a client certificate: exit %d, %d IDs received: %s", code, len(srv.snapshot()), stderr)
 	}
-	if code, _, stderr := runCLI(t, "attack", "--target", "s="+srv.URL, "--ids", "2", "--out", filepath.Join(dir, "noca"), "--cacert", filepath.Join(dir, "none.pem")); code != ExitError || !strings.Contains(stderr, "none.pem") {
+	if code, _, stderr := runCLI(t, "attack", "--target", "s="+srv.URL, "--ids", "2", "--out", filepath.Join(dir, "noca"), "--cacert", filepath.Join(dir, "none.pem")); code != ExitUsage || !strings.Contains(stderr, "none.pem") {
 		t.Fatalf("missing CA file: exit %d: %s", code, stderr)
 	}
 }

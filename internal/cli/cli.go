@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -74,11 +75,16 @@ func Main(args []string, io *IOStreams) int {
 	}()
 	root := NewRoot(io)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
-	return exitCode(err, io.ErrOut)
+	cmd, err := root.ExecuteContextC(ctx)
+	return commandExitCode(err, io.ErrOut, cmd)
 }
 
-func exitCode(err error, stderr io.Writer) int {
+// exitCode maps err to the exit code and prints it to stderr.
+func exitCode(err error, stderr io.Writer) int { return commandExitCode(err, stderr, nil) }
+
+// commandExitCode is exitCode for cmd, the command that ran: its --help is
+// named after a usage error (nil: the root's).
+func commandExitCode(err error, stderr io.Writer, cmd *cobra.Command) int {
 	if err == nil {
 		return ExitOK
 	}
@@ -93,7 +99,7 @@ func exitCode(err error, stderr io.Writer) int {
 		return ce.Code
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "rlbench:", ue.Err)
-		fmt.Fprintln(stderr, "Run 'rlbench --help' for usage.")
+		fmt.Fprintln(stderr, helpHint(cmd))
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		// The command's context ends only by SIGINT or SIGTERM (Main).
@@ -103,6 +109,12 @@ func exitCode(err error, stderr io.Writer) int {
 		// An input that is a FIFO, a device or a directory where a file
 		// is wanted (`rlbench run fifo.yaml`, `rlbench lint /dev/null`):
 		// the argument is wrong, nothing was read from it.
+		fmt.Fprintln(stderr, "rlbench:", err)
+		return ExitUsage
+	case errors.Is(err, fs.ErrNotExist):
+		// An input path that does not exist (a plan, an evidence
+		// directory, a log, --ids-file...) or an output path whose
+		// directory does not: the argument is wrong, as above.
 		fmt.Fprintln(stderr, "rlbench:", err)
 		return ExitUsage
 	default:
@@ -121,7 +133,7 @@ request the backend really received, snapshots Envoy and rate limit service
 stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Version:       buildinfo.Version(),
+		Version:       buildinfo.Read().String(),
 		Args:          cobra.NoArgs,
 		// No subcommand: show the help; an unknown one is a usage error (exit 2).
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
@@ -165,6 +177,7 @@ func finishTree(root *cobra.Command) {
 		}
 	}
 	wrapArgs(root)
+	groupFlags(root)
 }
 
 func subNames(c *cobra.Command) string {
@@ -184,7 +197,7 @@ func wrapArgs(c *cobra.Command) {
 	inner := c.Args
 	c.Args = func(cmd *cobra.Command, args []string) error {
 		if err := inner(cmd, args); err != nil {
-			return &UsageError{Err: err}
+			return argsError(cmd, args, err)
 		}
 		return nil
 	}

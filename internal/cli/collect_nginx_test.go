@@ -128,7 +128,7 @@ func TestCollectNginxAccessLogErrors(t *testing.T) {
 		t.Fatal("nope.log exists")
 	}
 	code, _, stderr = runCLIIn(t, "", "collect", "nginx-access-log", "nope.log")
-	if code != 1 || !strings.Contains(stderr, "nope.log") {
+	if code != ExitUsage || !strings.Contains(stderr, "nope.log") { // a missing input is a usage error (issue 25)
 		t.Errorf("missing file: exit %d, %s", code, stderr)
 	}
 }

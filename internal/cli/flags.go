@@ -143,10 +143,14 @@ func (v *splitValue) Set(s string) error {
 
 // targetsValue is a repeatable NAME=URL flag into attack targets: NAME a
 // unique evidence.CheckName name, URL http:// or https:// (a
-// user:password@ in it is sent as basic auth and shown redacted).
+// user:password@ in it is sent as basic auth and shown redacted). A URL
+// without NAME= is accepted as the only target, named after its host:port
+// as --targets-file names the targets its URLs add (unnamedTarget).
 type targetsValue struct {
 	p    *[]attack.Target
 	name string
+	// unnamed is set once a URL without NAME= was given.
+	unnamed bool
 }
 
 func (v *targetsValue) String() string {
@@ -158,6 +162,9 @@ func (v *targetsValue) String() string {
 }
 func (v *targetsValue) Type() string { return "NAME=URL" }
 func (v *targetsValue) Set(s string) error {
+	if v.unnamed || strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
+		return v.setUnnamed(s)
+	}
 	name, u, ok := strings.Cut(s, "=")
 	if !ok || name == "" || u == "" {
 		return usageErrorf("--%s %q: want NAME=URL", v.name, evidence.RedactText(s))

@@ -93,7 +93,7 @@ func TestReportFilesOnly(t *testing.T) {
 	}
 	missing := filepath.Join(dir, "missing", "x.html")
 	code, _, stderr = runCLI(t, "report", ev, "--html", missing)
-	if code != ExitError || !strings.Contains(stderr, "rlbench: "+missing+": no such file or directory") || strings.Contains(stderr, ".tmp") {
+	if code != ExitUsage || !strings.Contains(stderr, "rlbench: "+missing+": no such file or directory") || strings.Contains(stderr, ".tmp") {
 		t.Errorf("missing dir: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -132,10 +132,9 @@ HEADER=EXACT, HEADER^=PREFIX, HEADER$=SUFFIX, HEADER*=CONTAINS,
 HEADER~=REGEX, each optionally !-inverted). Local descriptors:
 KEY=VALUE[,KEY=VALUE...]:MAX_TOKENS[:TOKENS_PER_FILL[:FILL_INTERVAL]] (an
 empty VALUE is a wildcard: a bucket per value).`,
-		Example: `  rlbench lab --listen-base 10000 --proxies 2 --receipts ev/receipts.jsonl
-  rlbench lab --proxies 2 --local-max-tokens 5 --local-tokens-per-fill 5 --local-fill-interval 1h --receipts receipts.jsonl
-  rlbench lab --global-domain inventory --global-descriptor tenant=lab --rls-config examples/envoy/ratelimit/config/inventory.yaml --rls-timeout 1s
-  rlbench lab -f examples/lab/per-user.yaml --listen-base 10000 --receipts ev/receipts.jsonl`,
+		Example: `  rlbench lab --proxies 2 --local-max-tokens 5 --local-tokens-per-fill 5 --local-fill-interval 1h --receipts ev/receipts.jsonl
+  rlbench lab -f examples/lab/per-user.yaml --listen-base 10000 --receipts ev/receipts.jsonl    # a plan scenario's lab: section
+  rlbench lab --global-domain inventory --global-descriptor tenant=lab --rls-config examples/envoy/ratelimit/config/inventory.yaml --rls-timeout 1s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			validate := o.validate

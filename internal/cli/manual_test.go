@@ -112,7 +112,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"lab", "--rls", "grpc://127.0.0.1:1"}, ExitUsage},
 		{[]string{"lab", "--listen-base", "65300"}, ExitUsage},
 		{[]string{"analyze", empty}, ExitNotRun},
-		{[]string{"analyze", filepath.Join(empty, "nope")}, ExitError},
+		{[]string{"analyze", filepath.Join(empty, "nope")}, ExitUsage},
 		{[]string{"--version"}, ExitOK},
 		{[]string{"lint", emptyFile}, ExitFail},
 		// A FIFO or a device as an input file is a usage error (tester report 1, item 14).

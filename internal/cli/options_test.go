@@ -166,7 +166,7 @@ func TestNewAttackCmd(t *testing.T) {
 
 		{name: "no target", argv: argv("--ids 3 --out ev"), err: "at least one --target"},
 		{name: "no out", argv: argv("--target a=http://127.0.0.1:1 --ids 3"), err: "--out DIR is required"},
-		{name: "negative ids", argv: argv("--target a=http://127.0.0.1:1 --ids -3 --out ev"), err: "--ids must be positive"},
+		{name: "negative ids", argv: argv("--target a=http://127.0.0.1:1 --ids -3 --out ev"), err: "--ids must be at least 1, not -3"},
 		{name: "huge ids", argv: argv("--target a=http://127.0.0.1:1 --ids 9223372036854775807 --out ev"), err: "--ids 9223372036854775807: more than 10000000 ids"},
 		{name: "ids over max", argv: argv("--target a=http://127.0.0.1:1 --ids 10000001 --out ev"), err: "more than 10000000 ids"},
 		{name: "huge rate x duration", argv: argv("--target a=http://127.0.0.1:1 --rate 1000000000/1s --duration 10000h --out ev"), err: "--rate 1000000000/1s for --duration 10000h0m0s: more than 10000000 ids"},

@@ -69,9 +69,12 @@ import (
 //   - `go run ./cmd/rlbench ARGS`, `./rlbench ARGS` and `rlbench ARGS` run
 //     the rlbench command of this test binary (testscript.Main): the same
 //     code, built once;
-//   - `go build -o rlbench ./cmd/rlbench` and `go install ./cmd/rlbench` are
+//   - `go build -o rlbench ./cmd/rlbench`, `go install ./cmd/rlbench` and
+//     `go install github.com/rlbench/rlbench/cmd/rlbench@VERSION` are
 //     therefore already done, and `go test ...` is the suite this test runs
-//     in: none of them runs again;
+//     in: none of them runs again; a reader's shell needs them, so a bare
+//     `rlbench` must come after an install line and `./rlbench` after the
+//     `go build` (readmeInstallOrder);
 //   - the fixed ports the README uses for the lab's layout, 10000..10300
 //     (`--listen-base 10000`, `:10000`, `:10100`, ...), are moved to a span
 //     of ports this test found free (base+k for 10000+k), as ports must not
@@ -97,8 +100,9 @@ import (
 // `> FILE`, subshells...) fails the test, naming the README line: make the
 // example simpler, or mark its block needs-WORD.
 //
-// The first code block of the README must be the first screen's two
-// commands: the demo and the test command.
+// The first code block of the README must be the first screen's commands:
+// the demo and the test command, or the install line, `rlbench demo` and
+// the test command.
 
 // readmeBlock is one fenced code block of README.md.
 type readmeBlock struct {
@@ -473,14 +477,14 @@ func translate(b readmeBlock, dir string, base int) (script []string, runs int, 
 			}
 		case args[0] == "rlbench" || args[0] == "./rlbench":
 			args[0] = "rlbench"
-		case strings.Join(args, " ") == "go build -o rlbench ./cmd/rlbench" || strings.Join(args, " ") == "go install ./cmd/rlbench":
+		case strings.Join(args, " ") == "go build -o rlbench ./cmd/rlbench" || readmeInstalls(strings.Join(args, " ")):
 			script = append(script, "# (rlbench is this test binary's command, built already)")
 			continue
 		case len(args) >= 2 && args[0] == "go" && args[1] == "test":
 			script = append(script, "# (the test suite: this test runs inside it)")
 			continue
 		case args[0] == "go":
-			return nil, 0, fail("the README test runs go run ./cmd/rlbench, go build -o rlbench ./cmd/rlbench, go install ./cmd/rlbench and go test only")
+			return nil, 0, fail("the README test runs go run ./cmd/rlbench, go build -o rlbench ./cmd/rlbench, go install ./cmd/rlbench (or github.com/rlbench/rlbench/cmd/rlbench@VERSION) and go test only")
 		case args[0] == "kill" || args[0] == "wait":
 			if st.Background || out != "" {
 				return nil, 0, fail("kill and wait run in the foreground, without redirection")
@@ -769,10 +773,15 @@ func TestREADME(t *testing.T) {
 		}
 	}
 	if len(blocks) == 0 || kinds[0] != kindRun || !firstScreen(blocks[0].text) {
-		errs = append(errs, "README.md: the first code block must be the first screen's sh block of two commands, `go run ./cmd/rlbench demo` and `go test ...`")
+		errs = append(errs, "README.md: the first code block must be the first screen's sh block: the demo and the test command (`go run ./cmd/rlbench demo` and `go test ...`), or the install line, `rlbench demo` and `go test ...`")
 	}
 	if len(errs) > 0 {
 		t.Fatalf("README.md has code blocks the README test cannot classify:\n%s", strings.Join(errs, "\n"))
+	}
+	// A reader's shell has rlbench only after the install line: a failure,
+	// but the blocks still run.
+	for _, e := range readmeInstallOrder(blocks) {
+		t.Error(e)
 	}
 
 	work := t.TempDir()
@@ -879,14 +888,22 @@ func readmeParams(file, work string, env []string) testscript.Params {
 	}
 }
 
-// firstScreen reports whether the block text is the two first-screen
-// commands: the demo, then the test command.
+// firstScreen reports whether the block text is the first-screen commands:
+// the demo, then the test command; or the install line (readmeInstalls),
+// the demo (`rlbench demo` or `go run ./cmd/rlbench demo`), then the test
+// command.
 func firstScreen(s string) bool {
 	var cmds []string
 	for l := range strings.Lines(s) {
 		if c, _, _ := strings.Cut(l, "#"); strings.TrimSpace(c) != "" {
 			cmds = append(cmds, strings.Join(strings.Fields(c), " "))
 		}
+	}
+	if len(cmds) == 3 && readmeInstalls(cmds[0]) && cmds[1] == "rlbench demo" {
+		return strings.HasPrefix(cmds[2], "go test ")
+	}
+	if len(cmds) == 3 && readmeInstalls(cmds[0]) {
+		cmds = cmds[1:]
 	}
 	return len(cmds) == 2 && cmds[0] == "go run ./cmd/rlbench demo" && strings.HasPrefix(cmds[1], "go test ")
 }

@@ -253,7 +253,7 @@ func TestMergeAndCollectReceiptsUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"merge", dir}, "--out is required"},
-		{[]string{"merge", "--out", dir}, "requires at least 1 arg"},
+		{[]string{"merge", "--out", dir}, "merge needs one or more shard directories"},
 		{[]string{"collect", "receipts", "--out", dir}, "--url (at least one)"},
 		{[]string{"collect", "receipts", "--url", "ftp://x", "--out", dir}, "want http://HOST:PORT"},
 		{[]string{"collect", "receipts", "--url", "http://u:pw@127.0.0.1:1", "--url", "http://127.0.0.1:1/", "--out", dir}, "the same backend"},
