@@ -66,13 +66,13 @@ var flagGroups = map[string][]flagGroup{
 	},
 	"rlbench analyze": {
 		{commonGroup, []string{"expect-admitted", "intended-limit", "format"}},
-		{"Output", []string{"status-file"}},
+		{"Output", []string{"status-file", "wide", "details"}},
 	},
 	"rlbench run": {
-		{"Output", []string{"format", "quiet"}},
+		{"Output", []string{"format", "quiet", "wide", "details"}},
 	},
 	"rlbench demo": {
-		{"Output", []string{"format", "quiet"}},
+		{"Output", []string{"format", "quiet", "wide", "details"}},
 	},
 }
 
