@@ -49,7 +49,9 @@ func Analyze(ctx context.Context, dir string, opts Options) (*report.Report, err
 
 // Judge judges every scenario of the bundle from its data alone (it reads no
 // file). A scenario the run directory's manifest lists but that is absent is
-// NOT_RUN; a bundle without any scenario gives one NOT_RUN scenario.
+// NOT_RUN, and so is the run's manifest when it does not decode
+// (Bundle.Problems: one NOT_RUN entry named after the file); a bundle
+// without any scenario gives one NOT_RUN scenario.
 func Judge(b *evidence.Bundle, opts Options) *report.Report {
 	now := time.Now
 	if opts.Now != nil {
@@ -62,6 +64,12 @@ func Judge(b *evidence.Bundle, opts Options) *report.Report {
 	for _, d := range b.Missing {
 		rep.Scenarios = append(rep.Scenarios, missingScenario(d,
 			fmt.Sprintf("incomplete: %s: missing, but %s lists it", filepath.Join(b.Dir, d), evidence.ManifestFile)))
+	}
+	for _, p := range b.Problems {
+		// The run's manifest is unreadable: which scenarios it should
+		// hold is unknown, so the run is not shown complete.
+		rep.Scenarios = append(rep.Scenarios, missingScenario(p.File,
+			fmt.Sprintf("incomplete: %s: the run's list of scenario directories is unknown", p.Msg)))
 	}
 	if len(rep.Scenarios) == 0 {
 		rep.Scenarios = append(rep.Scenarios, missingScenario(".", "no scenario evidence ("+evidence.ScenarioFile+", "+

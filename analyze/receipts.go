@@ -81,10 +81,25 @@ func reconcile(in *Input) []int {
 			}
 		}
 	}
+	// A client record cut short (a killed attack) lacks requests sent past
+	// the cut: a receipt of an ID of the plan's ID set that the record
+	// lacks may be one of them, its sent status unknown; only an ID outside
+	// the plan's set is shown never sent.
+	var inPlan func(string) bool
+	cut := len(phantom) > 0 && clientRecordCut(ev)
+	if cut {
+		inPlan = plannedIDs(ev)
+	}
+	var unknown []string
 	phantoms := make([]string, 0, len(phantom))
 	for id, n := range phantom {
-		phantoms = append(phantoms, id)
-		rc.Phantom += n
+		if cut && (inPlan == nil || inPlan(id)) {
+			unknown = append(unknown, id)
+			rc.SentUnknown += n
+		} else {
+			phantoms = append(phantoms, id)
+			rc.Phantom += n
+		}
 		if n > 1 {
 			rc.Duplicates += n - 1
 			rc.Resent += n - 1
@@ -97,13 +112,17 @@ func reconcile(in *Input) []int {
 		sample(&rc.DuplicateIDs, id)
 	}
 	rc.ResentIDs = resentIDs(reqs, in.retries)
-	for _, id := range phantoms {
+	for _, id := range append(phantoms, unknown...) {
 		if phantom[id] > 1 && len(rc.ResentIDs) < report.SampleIDs {
 			rc.ResentIDs = append(rc.ResentIDs, id)
 		}
 	}
 	for _, id := range phantoms {
 		sample(&rc.PhantomIDs, id)
+	}
+	sort.Strings(unknown)
+	for _, id := range unknown {
+		sample(&rc.SentUnknownIDs, id)
 	}
 	return perTarget
 }
@@ -204,6 +223,9 @@ func checkReceipts(in *Input) (r Result) {
 	}
 	r.add("duplicate receipts (re-sent)", passIf(rc.Resent == 0), "0", resent)
 	r.add("phantom receipts (never sent)", passIf(rc.Phantom == 0), "0", report.IDsGot(rc.Phantom, rc.PhantomIDs))
+	if rc.SentUnknown > 0 {
+		r.add("receipts with sent status unknown (client record cut)", report.CheckUnknown, "0", report.IDsGot(rc.SentUnknown, rc.SentUnknownIDs))
+	}
 	return r
 }
 

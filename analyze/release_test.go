@@ -29,15 +29,23 @@ import (
 //   - on incomplete evidence (the truncated requests.jsonl) the model check
 //     is inconclusive: one more "inconclusive: limiter ..." reason;
 //   - "receipts = admitted" says what it counted when the IDs hold more
-//     receipts than IDs (issue 21): the tampered receipts' re-send (gotChanges).
+//     receipts than IDs (issue 21): the tampered receipts' re-send (gotChanges);
+//   - after a cut client record (the truncated requests.jsonl), a receipt of
+//     an ID of the plan's ID set that the record lacks has its sent status
+//     unknown, no longer phantom (issue 27): its own check and reason
+//     "receipts with sent status unknown (client record cut)" (sentUnknown).
 var (
+	// sentUnknown maps "<case>/<scenario dir>" to the previous release's
+	// phantom receipts now of sent status unknown (all of its phantoms).
+	sentUnknown = map[string]string{"manual/02-truncated/1": "20261201T091558Z-1-s1r1-attack-14"}
+
 	// gotChanges maps "<case>/<scenario dir>/<check name>" to the check's
 	// new got text (want and status unchanged).
 	gotChanges         = map[string]string{"manual/05-tampered/1/receipts = admitted": "10 IDs with receipts (11 receipts: 1 client re-send)"}
 	removedChecks      = map[string]bool{"admitted within configured bound": true}
 	addedCheckPrefixes = []string{"limiter ", "limit engaged", "limit never engaged", "fail-open admissions", "leak: ", "not limited", "shadow",
-		"rate-limit headers"}
-	addedReasonPrefixes = []string{"inconclusive: limiter "}
+		"rate-limit headers", "receipts with sent status unknown (client record cut)"}
+	addedReasonPrefixes = []string{"inconclusive: limiter ", "inconclusive: receipts with sent status unknown (client record cut): "}
 	// statusChanges maps "<case>/<scenario dir>" to the reason of the
 	// NOT_RUN that replaces the previous release's verdict.
 	statusChanges = map[string]string{"bare/.": "nothing to check: no scenario.json (no expectation, no configured limit): give --expect-admitted N or --intended-limit N, or declare expect, intended_limit or limiters in scenario.json (in a plan: a scenario's expect, intended_limit, lab.local or lab.global)"}
@@ -70,6 +78,9 @@ func compareScenario(t *testing.T, key string, got, old map[string]any) {
 	}
 	if gs != ost {
 		t.Errorf("%s: status %s, previous release %s", key, gs, ost)
+	}
+	if id, ok := sentUnknown[key]; ok {
+		unPhantom(t, key, old, id)
 	}
 	oc, gc := checksOf(old), checksOf(got)
 	seen := map[string]bool{}
@@ -119,6 +130,31 @@ func compareScenario(t *testing.T, key string, got, old map[string]any) {
 		delete(got, k)
 		delete(old, k)
 	}
+}
+
+// unPhantom rewrites the previous release's scenario report old, whose one
+// phantom receipt was of id, as it is now that id's sent status is unknown:
+// no phantom (count, IDs, check and reason); the new check and reason are
+// deliberate additions, the new receipts fields are added since.
+func unPhantom(t *testing.T, key string, old map[string]any, id string) {
+	t.Helper()
+	rc := old["receipts"].(map[string]any)
+	if rc["phantom"] != float64(1) || !reflect.DeepEqual(rc["phantom_ids"], []any{id}) {
+		t.Fatalf("%s: previous release's receipts %v, want the one phantom %s", key, rc, id)
+	}
+	rc["phantom"], rc["phantom_ids"] = float64(0), []any{}
+	c, ok := findCheck(checksOf(old), "phantom receipts (never sent)")
+	if !ok {
+		t.Fatalf("%s: no phantom check in the previous release's report", key)
+	}
+	c["status"], c["got"] = report.CheckPass, "0"
+	var reasons []any
+	for _, r := range stringsOf(old["reasons"]) {
+		if r != "phantom receipts (never sent): want 0, got 1 ("+id+")" {
+			reasons = append(reasons, r)
+		}
+	}
+	old["reasons"] = reasons
 }
 
 func checksOf(m map[string]any) []map[string]any {

@@ -22,6 +22,13 @@ type Bundle struct {
 	// Missing lists, cleaned and in manifest order, the manifest's
 	// scenario_dirs that are not in the run directory.
 	Missing []string `json:"missing"`
+	// Problems are problems of the run directory itself: a manifest.json
+	// that cannot be read or does not decode (cut short by a runner killed
+	// while writing it, or malformed), naming the file and, where the
+	// decoder gives one, the line. The scenario directories the run should
+	// hold are then unknown: analyze reports the run incomplete (NOT_RUN).
+	// Empty for a scenario directory and a readable manifest.
+	Problems []Problem `json:"problems"`
 }
 
 // Problem is evidence that could not be read: a missing, unreadable or

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,16 @@ import (
 // return it. A Writer made by Create or CreateSync also keeps the file's
 // seal (seal.go): the sidecar <file>.state.json says "open" until Close
 // says "closed" with the line and byte counts, or the error.
+//
+// A write that fails part-way (a full disk: write(2) takes what fits) never
+// leaves a line that claims what did not happen. In write-through mode the
+// lines of a batch that failed are those whose Writes return the error (the
+// backend answers their requests 500), so a file of Create or CreateSync
+// is cut back to the last line a Write returned nil for; in buffered mode
+// (lines recorded after the fact, e.g. the attack's responses) it is cut
+// back to its last complete line. The seal then counts exactly those
+// lines; when the cut itself fails, the error says so and the seal's
+// records and bytes still end at the last true line (cut).
 type Writer struct {
 	mu      sync.Mutex
 	bw      *bufio.Writer // buffered mode
@@ -46,6 +57,11 @@ type Writer struct {
 	records int64 // lines accepted (buffered) or written (write-through)
 	bytes   int64 // their bytes, newlines included
 	seal    *seal
+	// tally counts what reached the file (buffered mode), and truncate
+	// cuts the file back (Create, CreateSync: the file starts at offset
+	// 0); after a write error the file ends at its last true line (cut).
+	tally    *lineTally
+	truncate func(size int64) error
 
 	// write-through mode: lines queued while another call writes.
 	cond      *sync.Cond
@@ -66,7 +82,8 @@ func NewWriter(w io.Writer) *Writer { return newWriter(w, nil) }
 // newWriter is NewWriter flushing at each value of ticks; nil ticks is a
 // ticker of FlushEvery (tests drive the flushes with their own channel).
 func newWriter(w io.Writer, ticks <-chan time.Time) *Writer {
-	jw := &Writer{bw: bufio.NewWriterSize(w, 64<<10), stop: make(chan struct{}), done: make(chan struct{})}
+	t := &lineTally{w: w}
+	jw := &Writer{bw: bufio.NewWriterSize(t, 64<<10), tally: t, stop: make(chan struct{}), done: make(chan struct{})}
 	if c, ok := w.(io.Closer); ok {
 		jw.c = c
 	}
@@ -96,6 +113,12 @@ func Create(path string) (*Writer, error) { return create(path, NewWriter) }
 func CreateSync(path string) (*Writer, error) { return create(path, NewSyncWriter) }
 
 func create(path string, mk func(io.Writer) *Writer) (*Writer, error) {
+	return createOn(path, mk, func(f *os.File) io.Writer { return f })
+}
+
+// createOn is create writing through out(f), the file as the Writer sees
+// it (tests inject a disk that fills).
+func createOn(path string, mk func(io.Writer) *Writer, out func(*os.File) io.Writer) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -109,8 +132,9 @@ func create(path string, mk func(io.Writer) *Writer) (*Writer, error) {
 		sl.discard()
 		return nil, err
 	}
-	w := mk(f)
-	w.seal = sl
+	w := mk(out(f))
+	w.c = f
+	w.seal, w.truncate = sl, f.Truncate
 	return w, nil
 }
 
@@ -157,12 +181,12 @@ func (w *Writer) WriteRaw(b []byte) error {
 		return w.commit(b)
 	}
 	if _, err := w.bw.Write(b); err != nil {
-		w.err = err
-		return err
+		w.failed(err)
+		return w.err
 	}
 	if err := w.bw.WriteByte('\n'); err != nil {
-		w.err = err
-		return err
+		w.failed(err)
+		return w.err
 	}
 	w.records++
 	w.bytes += int64(len(b)) + 1
@@ -195,7 +219,10 @@ func (w *Writer) commit(b []byte) error {
 		w.mu.Lock()
 		w.writing = false
 		if err != nil {
-			w.err = err
+			// The lines of this batch fail their Writes: none of them may
+			// stay on the file (those that fitted would claim an answer
+			// their requests never got).
+			w.cutAt(err, n > 0, w.records, w.bytes, "acknowledged")
 		} else {
 			w.records += lines
 			w.bytes += int64(n)
@@ -236,19 +263,74 @@ func (w *Writer) Flush() error {
 		return w.err
 	}
 	if err := w.bw.Flush(); err != nil {
-		w.err = err
+		w.failed(err)
 	}
 	return w.err
+}
+
+// failed records err, a write error of the buffered mode (w.mu held): the
+// file is cut back to its last complete line, which the seal then counts
+// (bufio keeps what was not written; what was is tallied).
+func (w *Writer) failed(err error) {
+	t := w.tally
+	w.cutAt(err, t.n > t.lineEnd, t.lines, t.lineEnd, "complete")
+}
+
+// cutAt records err as the writer's error (w.mu held) with the file ending
+// at its last true line: records lines, size bytes. When more bytes than
+// that reached the file (partial), it is truncated to size, or, when it
+// cannot be, err says where the true lines end. what names the lines kept
+// ("acknowledged", "complete").
+func (w *Writer) cutAt(err error, partial bool, records, size int64, what string) {
+	if w.err != nil {
+		return
+	}
+	w.records, w.bytes = records, size
+	switch {
+	case !partial:
+	case w.truncate == nil:
+		err = fmt.Errorf("%w (the lines after byte %d, the last %s line, are not records)", err, size, what)
+	default:
+		if terr := w.truncate(size); terr != nil {
+			err = fmt.Errorf("%w (and the file could not be cut back to its last %s line, byte %d: %v: the lines after it are not records)", err, what, size, terr)
+		} else {
+			err = fmt.Errorf("%w (the file was cut back to its last %s line, record %d)", err, what, records)
+		}
+	}
+	w.err = err
+}
+
+// lineTally passes writes to w and counts what w took: bytes, lines, and
+// the offset just after the last newline.
+type lineTally struct {
+	w       io.Writer
+	n       int64
+	lines   int64
+	lineEnd int64
+}
+
+func (t *lineTally) Write(p []byte) (int, error) {
+	m, err := t.w.Write(p)
+	if k := min(max(m, 0), len(p)); k > 0 {
+		q := p[:k]
+		if i := bytes.LastIndexByte(q, '\n'); i >= 0 {
+			t.lines += int64(bytes.Count(q, []byte{'\n'}))
+			t.lineEnd = t.n + int64(i) + 1
+		}
+		t.n += int64(k)
+	}
+	return m, err
 }
 
 // Written returns the lines and bytes on the underlying writer so far:
 // in write-through mode exactly what Writes returned for (the bytes end at
 // a line boundary), in buffered mode what was flushed of them (lines
-// counts the lines accepted).
+// counts the lines accepted). After a write error, both are the file's
+// true lines (see Writer: the file is cut back to them).
 func (w *Writer) Written() (lines, bytes int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.bw != nil {
+	if w.bw != nil && w.err == nil {
 		return w.records, w.bytes - int64(w.bw.Buffered())
 	}
 	return w.records, w.bytes

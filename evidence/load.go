@@ -34,9 +34,11 @@ import (
 // contradictory lines are Problems naming the first such line: a request
 // sent outside attack.json's start_ns..end_ns, one recorded as not sent
 // that attack.json does not report, a receipt earlier than its request's
-// sent_ns or of a request not sent (ClockTolerance). The
-// error is non-nil only when dir cannot be read, its manifest.json does not
-// decode, or ctx is done.
+// sent_ns or of a request not sent (ClockTolerance). A run directory's
+// manifest.json that cannot be read or does not decode (a truncated one)
+// is a Problem of the Bundle (Bundle.Problems), and its scenario
+// directories are then those of a run (scenario.json required). The
+// error is non-nil only when dir cannot be read or ctx is done.
 func Load(ctx context.Context, dir string) (*Bundle, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -50,14 +52,8 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Dir: dir, Root: root, Scenarios: []*ScenarioEvidence{}, Missing: []string{}}
-	if raw, err := boundedio.ReadRegular(ctx, Dir(root).Manifest(), MaxDocumentBytes); err == nil {
-		var m Manifest
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, fmt.Errorf("%s: %w", Dir(dir).Manifest(), JSONError(raw, err))
-		}
-		b.Manifest = &m
-	}
+	b := &Bundle{Dir: dir, Root: root, Scenarios: []*ScenarioEvidence{}, Missing: []string{}, Problems: []Problem{}}
+	inRun := b.readManifest(ctx)
 	dirs, err := scenarioDirs(root)
 	if err != nil {
 		return nil, err
@@ -67,7 +63,7 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		s := loadScenario(ctx, d, b.Manifest != nil)
+		s := loadScenario(ctx, d, inRun)
 		if rel, err := filepath.Rel(root, d); err == nil {
 			s.Dir = rel
 		}
@@ -82,6 +78,29 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 		}
 	}
 	return b, ctx.Err()
+}
+
+// readManifest reads manifest.json of b's run directory into b.Manifest, or
+// a Problem naming it and the line when it is present but cannot be read or
+// does not decode. It reports whether a manifest is present: the directory
+// is then a run directory, whatever its manifest says.
+func (b *Bundle) readManifest(ctx context.Context) bool {
+	raw, err := boundedio.ReadRegular(ctx, Dir(b.Root).Manifest(), MaxDocumentBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err == nil {
+		var m Manifest
+		if err = json.Unmarshal(raw, &m); err == nil {
+			b.Manifest = &m
+			return true
+		}
+		err = JSONError(raw, err)
+	}
+	if ctx.Err() == nil {
+		b.Problems = append(b.Problems, Problem{File: ManifestFile, Msg: fmt.Sprintf("%s: %v", Dir(b.Dir).Manifest(), err)})
+	}
+	return true
 }
 
 func scenarioDirs(root string) ([]string, error) {

@@ -234,10 +234,18 @@ func TestLoadRunDirAndScenarioDir(t *testing.T) {
 	if len(one.Scenarios) != 1 || one.Scenarios[0].Dir != "." || one.Scenarios[0].InRun || one.Manifest != nil {
 		t.Fatalf("scenario dir %+v", one)
 	}
-	// A manifest that does not decode is an error naming it.
-	writeFile(t, Dir(run).Manifest(), "{\n\"schema\": 5,\n")
-	if _, err := Load(context.Background(), run); err == nil || !strings.Contains(err.Error(), ManifestFile) {
-		t.Fatalf("bad manifest: %v", err)
+	// A manifest that does not decode (here cut short) is a Problem of the
+	// bundle naming it and its line, not an error: the scenarios found
+	// still load, as those of a run.
+	writeFile(t, Dir(run).Manifest(), "{\n\"schema\": \"rlbench.manifest/v1\",\n\"scenario_dirs\": [\"01-a/1\",")
+	bundle, err = Load(context.Background(), run)
+	if err != nil {
+		t.Fatalf("truncated manifest: %v", err)
+	}
+	want := Dir(run).Manifest() + ": line 3: unexpected end of JSON input"
+	if bundle.Manifest != nil || len(bundle.Problems) != 1 || bundle.Problems[0].File != ManifestFile || bundle.Problems[0].Msg != want ||
+		len(bundle.Scenarios) != 2 || !bundle.Scenarios[0].InRun {
+		t.Fatalf("truncated manifest: problems %+v, want %q; %d scenarios", bundle.Problems, want, len(bundle.Scenarios))
 	}
 	if _, err := Load(context.Background(), a.Scenario()); err == nil {
 		t.Fatal("a file is not an evidence directory")

@@ -5,6 +5,7 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 )
@@ -85,11 +86,15 @@ var (
 )
 
 // locate names the line of a decoding error: the offset of a syntax or type
-// error, or the first line with the unknown field as a key.
+// error, the last line of a file cut short (as JSONError names it for the
+// other evidence documents), or the first line with the unknown field as a
+// key.
 func locate(b []byte, err error) error {
 	var se *stdjson.SyntaxError
 	var te *stdjson.UnmarshalTypeError
 	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return fmt.Errorf("line %d: unexpected end of JSON input", lineAt(b, len(b)))
 	case errors.As(err, &se):
 		return fmt.Errorf("line %d: %w", lineAt(b, int(se.Offset)), err)
 	case errors.As(err, &te):

@@ -83,9 +83,13 @@ type FileState struct {
 	// ClosedNs is when the writer closed it, unix ns; 0 while open.
 	ClosedNs int64 `json:"closed_ns,omitempty"`
 	// Records is the number of lines the writer wrote; set when closed.
+	// After a write error, the lines that are true: those a write-through
+	// writer acknowledged, the complete ones of a buffered writer (the file
+	// is cut back to them; Writer).
 	Records int64 `json:"records"`
 	// Bytes is their bytes, newlines included: the file's size when
-	// closed; set when closed.
+	// closed; set when closed. After a write error whose partial lines the
+	// writer could not cut off (Error says so), where the true lines end.
 	Bytes int64 `json:"bytes"`
 	// Error is the first write (or close) error: the file may miss lines.
 	Error string `json:"error,omitempty"`

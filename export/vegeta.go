@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -19,7 +20,11 @@ import (
 type VegetaOptions struct {
 	// Problem, when set, receives each scenario whose requests.jsonl could
 	// not be read in full (the export then holds the lines before the bad
-	// one); by default such a scenario is an error.
+	// one); by default such a scenario is an error. So is each evidence
+	// document the export relies on that is present but does not decode
+	// (cut short by a writer that was killed, or malformed), named with its
+	// line: the run's manifest.json (evidence.Bundle.Problems) and a
+	// scenario's attack.json (its results then have BytesOut 0).
 	Problem func(msg string)
 }
 
@@ -42,6 +47,12 @@ func Vegeta(ctx context.Context, dir string, w io.Writer, opts VegetaOptions) (i
 	b, err := evidence.Load(ctx, dir)
 	if err != nil {
 		return 0, err
+	}
+	if len(b.Problems) > 0 && opts.Problem == nil {
+		return 0, fmt.Errorf("export vegeta: %s", b.Problems[0].Msg)
+	}
+	for _, p := range b.Problems {
+		opts.Problem(p.Msg)
 	}
 	// Seq: rank by send time over every scenario.
 	type ref struct {
@@ -78,6 +89,16 @@ func Vegeta(ctx context.Context, dir string, w io.Writer, opts VegetaOptions) (i
 		if ev.Attack != nil {
 			for _, ph := range ev.Attack.Phases {
 				bodyBytes[ph.Config.Name] = uint64(max(ph.Config.BodyBytes, 0))
+			}
+		} else if _, err := os.Lstat(evidence.Dir(ev.Path).Attack()); err == nil {
+			for _, p := range ev.Problems {
+				if p.File != evidence.AttackFile { // present, but it does not decode
+					continue
+				}
+				if opts.Problem == nil {
+					return n, fmt.Errorf("export vegeta: %s", p.Msg)
+				}
+				opts.Problem(p.Msg)
 			}
 		}
 		phased := len(ev.Requests.Phases) > 1

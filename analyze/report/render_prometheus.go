@@ -47,7 +47,8 @@ const (
 //   - rlbench_scenario_bound: the configured bound, when limits are described;
 //   - rlbench_scenario_duration_seconds: first send to last response;
 //   - rlbench_scenario_reconciliation{kind}: lost, leaked, duplicate,
-//     phantom and without_id receipts;
+//     phantom and without_id receipts, and sent_unknown ones when there are
+//     any (a cut client record: Receipts.SentUnknown);
 //   - rlbench_scenario_latency_seconds{class}: a summary of the client-side
 //     latency (quantiles 0.5, 0.9, 0.99, 0.999 and 1, sum and count).
 //
@@ -111,10 +112,17 @@ func WritePrometheus(w io.Writer, rep *Report) error {
 		}
 		gauge(MetricDuration, "First send to last response, seconds.", time.Duration(max(s.EndNs-s.StartNs, 0)).Seconds(), sc...)
 		rc := s.Receipts
-		for _, k := range []struct {
+		kinds := []struct {
 			kind string
 			n    int
-		}{{"lost", rc.AdmittedWithoutReceipt}, {"leaked", rc.RejectedWithReceipt}, {"duplicate", rc.Duplicates}, {"phantom", rc.Phantom}, {"without_id", rc.WithoutID}} {
+		}{{"lost", rc.AdmittedWithoutReceipt}, {"leaked", rc.RejectedWithReceipt}, {"duplicate", rc.Duplicates}, {"phantom", rc.Phantom}, {"without_id", rc.WithoutID}}
+		if rc.SentUnknown > 0 { // only after a cut client record (Receipts.SentUnknown)
+			kinds = append(kinds, struct {
+				kind string
+				n    int
+			}{"sent_unknown", rc.SentUnknown})
+		}
+		for _, k := range kinds {
 			gauge(MetricReconciliation, "Receipt reconciliation anomalies by kind.", float64(k.n), with("kind", k.kind)...)
 		}
 		if s.Latency != nil {

@@ -293,11 +293,19 @@ type Receipts struct {
 	// ProxyRetries counts the duplicates that proxy retries explain (see
 	// Amplification); Resent the others, re-sent by the client (or phantom),
 	// which the receipts check fails on (ResentIDs the IDs).
-	ProxyRetries             int      `json:"proxy_retries"`
-	Resent                   int      `json:"resent"`
-	ResentIDs                []string `json:"resent_ids"`
-	Phantom                  int      `json:"phantom"`
-	PhantomIDs               []string `json:"phantom_ids"`
+	ProxyRetries int      `json:"proxy_retries"`
+	Resent       int      `json:"resent"`
+	ResentIDs    []string `json:"resent_ids"`
+	Phantom      int      `json:"phantom"`
+	PhantomIDs   []string `json:"phantom_ids"`
+	// SentUnknown counts the receipts whose ID is absent from a client
+	// record that was cut short (a killed or interrupted attack, a
+	// truncated requests.jsonl) but belongs to the attack's planned ID set
+	// (or the set is unknown): the request may have been sent past the
+	// cut, so it is neither phantom nor shown sent (SentUnknownIDs the
+	// IDs). The scenario is then incomplete (NOT_RUN) anyway. Absent when 0.
+	SentUnknown              int      `json:"sent_unknown,omitempty"`
+	SentUnknownIDs           []string `json:"sent_unknown_ids,omitempty"`
 	WithoutID                int      `json:"without_id"`
 	Indeterminate            int      `json:"indeterminate"`
 	IndeterminateWithReceipt int      `json:"indeterminate_with_receipt"`

@@ -152,8 +152,10 @@ type reqInfo struct {
 // directory (see "Merging shards" above) and returns its merge.json. An
 // input that cannot be read (a malformed line: the error names the file
 // and line), an Out that is not empty, or a write error is an error; the
-// shards not covering the attack exactly once are MergeRecord.Problems,
-// written to merge.json with everything else.
+// shards not covering the attack exactly once, and a shard whose
+// attack.json does not decode (cut short: named with its line; the shard
+// is not merged), are MergeRecord.Problems, written to merge.json with
+// everything else.
 func Merge(ctx context.Context, o Options) (*evidence.MergeRecord, error) {
 	if o.Out == "" {
 		return nil, errors.New("merge: no output directory")
@@ -269,7 +271,10 @@ func readShards(ctx context.Context, parts []string, problem func(string, ...any
 		}
 		a, err := evidence.DecodeAttack(b)
 		if err != nil {
-			return nil, fmt.Errorf("merge: %s: %w", d.Attack(), evidence.JSONError(b, err))
+			// Cut short (the shard's attack killed while writing it) or
+			// malformed: the shard is not merged, as one without it.
+			problem("%s: %v: the shard's attack summary does not decode", d.Attack(), evidence.JSONError(b, err))
+			continue
 		}
 		if len(a.Phases) != 1 || a.Phases[0].Shard == nil {
 			problem("%s: not a shard (want the attack.json of `rlbench attack --shard K/N`, one attack with its shard)", d.Attack())

@@ -278,13 +278,21 @@ func TestMergeMalformedInputs(t *testing.T) {
 		t.Fatalf("shard set: %+v", b.Scenarios)
 	}
 
-	// A failing merge (an attack.json that does not decode) leaves no Out.
-	if err := os.WriteFile(evidence.Dir(d("s1")).Attack(), []byte("{"), 0o644); err != nil {
+	// A shard's attack.json cut short (its attack killed while writing
+	// it) is a problem naming the file and line, as a shard without one:
+	// the merge is NOT_RUN, not a runtime error.
+	if err := os.WriteFile(evidence.Dir(d("s1")).Attack(), []byte("{\n\"schema\": \"rlbench.attack/v2\",\n\"sent\": 2"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	rec, _ = mergeOf(t, d("s0"), d("s1"))
+	if !hasProblem(rec, evidence.Dir(d("s1")).Attack()+": line 3: ") || !hasProblem(rec, "shard 1/2 missing") {
+		t.Fatalf("problems %q", rec.Problems)
+	}
+
+	// A failing merge (a --scenario file that cannot be read) leaves no Out.
 	failed := filepath.Join(t.TempDir(), "run")
-	if _, err := Merge(context.Background(), Options{Inputs: []string{d("s0"), d("s1")}, Out: failed}); err == nil {
-		t.Fatal("merge of an undecodable attack.json succeeded")
+	if _, err := Merge(context.Background(), Options{Inputs: []string{d("s0"), d("s1")}, Out: failed, Scenario: filepath.Join(t.TempDir(), "absent.json")}); err == nil {
+		t.Fatal("merge with an unreadable scenario.json succeeded")
 	}
 	entries, _ := os.ReadDir(filepath.Dir(failed))
 	if len(entries) != 0 {

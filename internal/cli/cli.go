@@ -32,7 +32,7 @@ const (
 	ExitError       = 1   // runtime error
 	ExitUsage       = 2   // bad flags or arguments
 	ExitFail        = 3   // analyze/run: some scenario FAIL; lint: an error-level finding
-	ExitNotRun      = 4   // analyze/run: some scenario NOT_RUN or incomplete, none FAIL
+	ExitNotRun      = 4   // analyze/run: some scenario NOT_RUN or incomplete, none FAIL; export/merge: evidence incomplete (cut short)
 	ExitInterrupted = 130 // interrupted by SIGINT/SIGTERM; what was recorded is kept
 )
 

@@ -34,8 +34,10 @@ func NewExportVegetaCmd(io *IOStreams, runF func(*ExportVegetaOptions) error) *c
 		Long: `export vegeta writes each request of a scenario or run directory to stdout in vegeta's
 JSON result encoding: attack ("<scenario>/<target>"), seq (send order), code, timestamp
 (the send), latency, bytes_in, bytes_out, error, method, url and the captured response
-headers (the body is omitted). A malformed requests.jsonl line stops that scenario's
-export with a warning on stderr naming the file and line; the exit code is then 1.`,
+headers (the body is omitted). A malformed requests.jsonl line (a file cut short)
+stops that scenario's export with a warning on stderr naming the file and line, and
+so does (without stopping) a manifest.json or attack.json that does not decode; the
+exit code is then 4, as analyze's for incomplete evidence.`,
 		Example: `  rlbench export vegeta evidence/latest > results.json
   vegeta report results.json
   vegeta plot results.json > plot.html`,
@@ -65,7 +67,7 @@ func runExportVegeta(ctx context.Context, o *ExportVegetaOptions) error {
 		fmt.Fprintln(o.IO.ErrOut, "rlbench: export vegeta:", p)
 	}
 	if len(problems) > 0 {
-		return &ExitCodeError{Code: ExitError, Msg: fmt.Sprintf("%d scenario(s) exported only up to a malformed line", len(problems))}
+		return &ExitCodeError{Code: ExitNotRun, Msg: fmt.Sprintf("export vegeta: incomplete evidence: %d file(s) cut short or malformed (named above); the export holds what could be read", len(problems))}
 	}
 	return nil
 }

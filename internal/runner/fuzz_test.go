@@ -16,7 +16,9 @@ import (
 	"github.com/rlbench/rlbench/internal/testfix"
 )
 
-var planLineRE = regexp.MustCompile(`^plan\.yaml: line (\d+): `)
+// planLineRE matches an error naming a line of plan.yaml: the plan's
+// "plan.yaml: line N: " and yamlguard's "plan.yaml:N: ".
+var planLineRE = regexp.MustCompile(`^plan\.yaml:(?: line )?(\d+): `)
 
 // FuzzParsePlan: whatever ParsePlan accepts is a valid plan (validate's
 // invariants hold, with defaults applied), and its JSON rendering, which is
@@ -44,6 +46,9 @@ func FuzzParsePlan(f *testing.F) {
 	f.Add([]byte("scenarios: [{name: s, lab: {proxies: [1]}, attack: {ids: \"three\"}}]\n"))
 	f.Add([]byte("scenarios:\n - name: s\n   lab: {local: {max_tokens: 1e30, fill_interval: 1s}}\n   attack: {ids: 99999999999999999999}\n"))
 	f.Add([]byte("x: &a [1, *a]\nscenarios: *a\n"))
+	// A second YAML document is an error at its line; a lone trailing "---" is not.
+	f.Add([]byte("scenarios: [{name: s, lab: {}, attack: {ids: 3}}]\n---\nscenarios: [{name: t, lab: {}, attack: {ids: 3}}]\n"))
+	f.Add([]byte("scenarios: [{name: s, lab: {}, attack: {ids: 3}}]\n---\n# end\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePlan("plan.yaml", data)
 		if err != nil {

@@ -12,11 +12,11 @@ import (
 // ParseLabFile parses a lab file (`rlbench lab -f FILE`): a plan
 // scenario's lab: section as a document of its own (LabPlan, the same YAML
 // keys and schema), decoded strictly and bounded like a plan
-// (yamlguard.Parse), then checked by LabPlan.Validate. Errors name the file
+// (yamlguard.ParseOne: one document, a second one is refused), then checked by LabPlan.Validate. Errors name the file
 // and, where the value can be found, its line ("lab.yaml: line 3:
 // local.fill_interval: ...").
 func ParseLabFile(name string, data []byte) (*LabPlan, error) {
-	root, err := yamlguard.Parse(name, data, yamlguard.Limits{})
+	root, err := yamlguard.ParseOne(name, data, yamlguard.Limits{})
 	if yamlguard.IsGuard(err) {
 		return nil, err
 	}

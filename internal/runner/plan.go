@@ -390,11 +390,13 @@ func LoadPlan(path string) (*Plan, error) {
 // validates it (every value the run would refuse is refused here, before
 // anything starts); errors name the file and, when the field is found in
 // the YAML, its line. Before decoding, the YAML is bounded
-// by yamlguard.Parse (size, nodes with aliases expanded, depth): an alias
+// by yamlguard.ParseOne (size, nodes with aliases expanded, depth): an alias
 // bomb is refused naming the line of the alias, before sigs.k8s.io/yaml
-// expands it.
+// expands it. A plan is one YAML document: a second one (after "---"),
+// which the decoder would silently ignore, is refused naming its line; a
+// lone trailing "---" is accepted (yamlguard.ParseOne).
 func ParsePlan(name string, data []byte) (*Plan, error) {
-	root, err := yamlguard.Parse(name, data, yamlguard.Limits{})
+	root, err := yamlguard.ParseOne(name, data, yamlguard.Limits{})
 	if yamlguard.IsGuard(err) {
 		return nil, err
 	}

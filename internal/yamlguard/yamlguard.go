@@ -108,6 +108,24 @@ func CheckSize(name string, size int64, lim Limits) error {
 // error as yaml.v3 reports it (unwrapped, "yaml: line N: ..."), or an *Error.
 // The budget of lim is shared by all documents of data.
 func Parse(name string, data []byte, lim Limits) (*yaml.Node, error) {
+	return parse(name, data, lim, false)
+}
+
+// ParseOne is Parse for a file that holds one document (an rlbench plan, a
+// lab file), whose decoders read the first document only: a later document
+// that has content is refused with an *Error naming the line of its
+// separator ("---"), and so is a later document that does not parse (its
+// line is that of the first separator after the first document, the
+// yaml.v3 error is in the message). A separator followed by nothing (or by
+// comments only) holds no value, so it is accepted: a lone trailing "---" is
+// harmless, and a tool that ends every document with one keeps working. A
+// first document that is empty is a document too: "---\n---\na: 1" is
+// refused at line 2.
+func ParseOne(name string, data []byte, lim Limits) (*yaml.Node, error) {
+	return parse(name, data, lim, true)
+}
+
+func parse(name string, data []byte, lim Limits, one bool) (*yaml.Node, error) {
 	if err := CheckSize(name, int64(len(data)), lim); err != nil {
 		return nil, err
 	}
@@ -121,7 +139,13 @@ func Parse(name string, data []byte, lim Limits) (*yaml.Node, error) {
 			return first, nil
 		}
 		if err != nil {
+			if one && first != nil {
+				return nil, &Error{Name: name, Line: separatorAfter(data, first.Line), Msg: "a second YAML document (after a \"---\" separator) that does not parse (" + err.Error() + "): this file holds one document"}
+			}
 			return nil, err
+		}
+		if one && first != nil && !emptyDocument(&doc) {
+			return nil, &Error{Name: name, Line: doc.Line, Msg: "a second YAML document (after a \"---\" separator): this file holds one document, and only the first would be read"}
 		}
 		if err := c.check(&doc); err != nil {
 			return nil, err
@@ -130,6 +154,45 @@ func Parse(name string, data []byte, lim Limits) (*yaml.Node, error) {
 			first = &doc
 		}
 	}
+}
+
+// emptyDocument reports whether doc, a document node, holds no value: a
+// separator followed by nothing or by comments (yaml.v3 gives it a null
+// scalar written as nothing; "~" or "null" written out is a value).
+func emptyDocument(doc *yaml.Node) bool {
+	if len(doc.Content) == 0 {
+		return true
+	}
+	n := doc.Content[0]
+	return len(doc.Content) == 1 && n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Value == "" && n.Anchor == "" && n.Style == 0
+}
+
+// separatorAfter returns the 1-based line of the first document marker
+// ("---" or "...", at the start of a line and followed by a blank or the
+// end of the line) after line after, or 0 when there is none. YAML forbids
+// such a line inside a document's content (YAML 1.2, 9.1.4 and c-forbidden),
+// so it is where the next document starts or the previous one ends.
+func separatorAfter(data []byte, after int) int {
+	line := 1
+	for rest := data; len(rest) > 0; line++ {
+		l := rest
+		if i := bytes.IndexAny(rest, "\r\n"); i >= 0 {
+			l = rest[:i]
+			if rest[i] == '\r' && i+1 < len(rest) && rest[i+1] == '\n' {
+				i++
+			}
+			rest = rest[i+1:]
+		} else {
+			rest = nil
+		}
+		if line <= after {
+			continue
+		}
+		if (bytes.HasPrefix(l, []byte("---")) || bytes.HasPrefix(l, []byte("..."))) && (len(l) == 3 || l[3] == ' ' || l[3] == '\t') {
+			return line
+		}
+	}
+	return 0
 }
 
 // Check refuses a node tree whose expansion (every alias followed) has more

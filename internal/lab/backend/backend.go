@@ -16,7 +16,9 @@
 // seal.go): analyze reports the scenario NOT_RUN naming receipts.jsonl,
 // never "admitted without receipt (lost)". A receipt that cannot be
 // written (a full disk) fails its request with 500 at once, and every
-// request after it, never 200; Failed is closed and Err says why, so
+// request after it, never 200; the receipts of its batch that did fit are
+// cut off the file (evidence.Writer), so no receipt claims the status of
+// an answer that was a 500; Failed is closed and Err says why, so
 // `rlbench backend` exits non-zero within that request. The backend keeps
 // no receipt in memory: GET /_rlbench/receipts serves the file.
 package backend
