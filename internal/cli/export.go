@@ -36,7 +36,7 @@ JSON result encoding: attack ("<scenario>/<target>"), seq (send order), code, ti
 (the send), latency, bytes_in, bytes_out, error, method, url and the captured response
 headers (the body is omitted). A malformed requests.jsonl line stops that scenario's
 export with a warning on stderr naming the file and line; the exit code is then 1.`,
-		Example: `  rlbench export vegeta evidence/latest > results.json
+		Example: `  rlbench export vegeta runs/latest > results.json
   vegeta report results.json
   vegeta plot results.json > plot.html`,
 		Args: cobra.ExactArgs(1),

@@ -94,3 +94,7 @@ func Bin() (string, error) {
 	}
 	return filepath.Join(c, App, BinDir), nil
 }
+
+// RunsRule states Runs's rule for help texts, in lines of at most 78 columns.
+const RunsRule = "$RLBENCH_HOME/runs if RLBENCH_HOME is set, else $XDG_STATE_HOME/rlbench/runs,\n" +
+	"else ~/.local/state/rlbench/runs\n(macOS: ~/Library/Application Support/rlbench/runs)"
