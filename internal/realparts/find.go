@@ -119,13 +119,14 @@ func searchDirs() []string {
 	return dirs
 }
 
-// InstallHint is the command that installs the real parts: the install script of the checkout of rlbench found
-// above the executable or the working directory, else the script's path in a clone.
+// InstallHint says how to install the real parts: the install script of the checkout of rlbench found above the
+// executable or the working directory ("`bash /path/to/scripts/install-real-parts.sh`"), else the script's path in
+// a clone.
 func InstallHint() string {
 	if roots := checkouts(); len(roots) > 0 {
-		return "bash " + filepath.Join(roots[0], "scripts", "install-real-parts.sh")
+		return "`bash " + filepath.Join(roots[0], "scripts", "install-real-parts.sh") + "`"
 	}
-	return "bash scripts/install-real-parts.sh in a clone of https://" + buildinfo.Module
+	return "`bash scripts/install-real-parts.sh` in a clone of https://" + buildinfo.Module
 }
 
 // FindRLS returns the path of envoyproxy/ratelimit's service_cmd, the first of:
@@ -167,7 +168,8 @@ func FindRLS() (string, error) {
 		}
 		return c, nil
 	}
-	return "", notFound(RLSBinName+" (envoyproxy/ratelimit "+RLSModuleVersion+")", EnvRLSBin, problems, "PATH")
+	_, version, _ := strings.Cut(RLSModuleVersion, "@")
+	return "", notFound(RLSBinName+" (envoyproxy/ratelimit "+version+")", EnvRLSBin, problems, "PATH")
 }
 
 // checkRLSVersion checks that bin is the pinned service_cmd: its stamp file records RLSModuleVersion, or, with no
@@ -201,7 +203,7 @@ func notFound(what, env string, problems []string, also ...string) error {
 	if len(problems) > 0 {
 		msg += " (" + strings.Join(problems, "; ") + ")"
 	}
-	return notInstalledError(fmt.Sprintf("%s; install it with `%s`, or set %s", msg, InstallHint(), env))
+	return notInstalledError(fmt.Sprintf("%s; install it with %s, or set %s", msg, InstallHint(), env))
 }
 
 // notInstalledError is an error that is ErrNotInstalled (errors.Is) and says itself how to install.

@@ -92,7 +92,7 @@ func TestFindRLSInCheckout(t *testing.T) {
 	if got, err := FindRLS(); err != nil || got != want {
 		t.Fatalf("FindRLS below the checkout = %q, %v; want %q", got, err, want)
 	}
-	if h := InstallHint(); h != "bash "+filepath.Join(wd, "scripts", "install-real-parts.sh") {
+	if h := InstallHint(); h != "`bash "+filepath.Join(wd, "scripts", "install-real-parts.sh")+"`" {
 		t.Errorf("InstallHint in a checkout = %q", h)
 	}
 	user := fakeBin(t, filepath.Join(home, userdirs.BinDir), RLSBinName, RLSModuleVersion)
@@ -135,7 +135,7 @@ func TestFindRLSOnPathAndVersions(t *testing.T) {
 	if !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("FindRLS with no good candidate: %v", err)
 	}
-	for _, s := range []string{"v0.0.0-old", "build info says", stale, RLSModuleVersion} {
+	for _, s := range []string{"v0.0.0-old", "build info says", stale, RLSModuleVersion, "install-real-parts.sh"} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not say %q", err, s)
 		}
