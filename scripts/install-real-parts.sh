@@ -3,11 +3,16 @@
 #   * redis-server from Debian's `redis-server` package (the distro service is never left running),
 #   * nginx from Debian's `nginx-light` package (in bookworm a transitional package that depends on `nginx`, the same
 #     /usr/sbin/nginx; the distro service is never started: rlbench runs private nginx processes), and
-#   * envoyproxy/ratelimit's service_cmd, pinned (see RLS_VERSION), built with `go install` into <repo>/.bin.
+#   * envoyproxy/ratelimit's service_cmd, pinned (see RLS_VERSION), built with `go install` into the user's directory
+#     of installed parts, USER_BIN: $RLBENCH_HOME/bin if RLBENCH_HOME is set, else the user cache directory's
+#     rlbench/bin (${XDG_CACHE_HOME:-~/.cache}/rlbench/bin; ~/Library/Caches/rlbench/bin on macOS), the rule of
+#     internal/userdirs.Bin, where `rlbench run` finds it from any working directory. <repo>/.bin/service_cmd (with
+#     its stamp) is kept too, as a link to it, for the tools and docs that use that path (examples/envoy/envoyctl.sh).
 # Idempotent: each part is skipped when it is already present (for service_cmd: the binary exists AND the stamp file
-# <repo>/.bin/service_cmd.version records exactly RLS_VERSION). Needs root (or sudo) for apt-get, Go for the build.
-# Prints where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt), RLBENCH_NGINX_BIN (use
-# this nginx, skip apt), GO (go binary).
+# service_cmd.version beside it records exactly RLS_VERSION; one already in <repo>/.bin is copied, not rebuilt).
+# Needs root (or sudo) for apt-get, Go for the build. Prints progress (the build of service_cmd takes minutes the
+# first time) and where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt),
+# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
 set -euo pipefail
 
 RLS_MODULE="github.com/envoyproxy/ratelimit"
@@ -17,9 +22,21 @@ RLS_PKG="${RLS_MODULE}/src/service_cmd"
 RLS_VERSION="v1.4.1-0.20260122083618-3fb702589d36"
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN="${REPO}/.bin"
-STAMP="${BIN}/service_cmd.version"
+REPO_BIN="${REPO}/.bin"
 GO="${GO:-go}"
+
+# user_bin prints USER_BIN, the rule of internal/userdirs.Bin (keep the two equal).
+user_bin() {
+	if [ -n "${RLBENCH_HOME:-}" ]; then
+		case "$RLBENCH_HOME" in /*) printf '%s/bin\n' "$RLBENCH_HOME" ;; *) printf '%s/%s/bin\n' "$PWD" "$RLBENCH_HOME" ;; esac
+	elif [ "$(uname -s)" = Darwin ]; then
+		printf '%s/Library/Caches/rlbench/bin\n' "$HOME"
+	else
+		printf '%s/rlbench/bin\n' "${XDG_CACHE_HOME:-$HOME/.cache}"
+	fi
+}
+BIN="$(user_bin)"
+STAMP="${BIN}/service_cmd.version"
 
 log() { printf 'install-real-parts: %s\n' "$*" >&2; }
 
@@ -133,16 +150,56 @@ else
 fi
 
 # --- envoyproxy/ratelimit -----------------------------------------------------------------------------------------
-if [ -x "${BIN}/service_cmd" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "${RLS_PKG}@${RLS_VERSION}" ]; then
+# has_rls DIR: DIR/service_cmd exists and its stamp records exactly the pinned version.
+has_rls() { [ -x "$1/service_cmd" ] && [ -f "$1/service_cmd.version" ] && [ "$(cat "$1/service_cmd.version")" = "${RLS_PKG}@${RLS_VERSION}" ]; }
+
+# heartbeat prints the elapsed time every 30 s while a long step runs (a single package can compile for minutes);
+# TERM stops it and its sleep at once, so that nothing holds the caller's stderr open.
+heartbeat() {
+	local start sp=""
+	start="$(date +%s)"
+	trap '[ -n "$sp" ] && kill "$sp" 2>/dev/null; exit 0' TERM
+	while :; do
+		sleep 30 &
+		sp=$!
+		wait "$sp"
+		log "  still building service_cmd: $(($(date +%s) - start)) s so far"
+	done
+}
+
+if has_rls "$BIN"; then
 	log "service_cmd present: ${BIN}/service_cmd (${RLS_VERSION}, skipping build)"
+elif has_rls "$REPO_BIN" && ! [ "${REPO_BIN}/service_cmd" -ef "${BIN}/service_cmd" ]; then
+	log "service_cmd present in ${REPO_BIN} (${RLS_VERSION}): copying it to ${BIN}"
+	mkdir -p "$BIN"
+	cp "${REPO_BIN}/service_cmd" "${BIN}/service_cmd.tmp" && mv "${BIN}/service_cmd.tmp" "${BIN}/service_cmd"
+	printf '%s\n' "${RLS_PKG}@${RLS_VERSION}" >"$STAMP"
 else
 	command -v "$GO" >/dev/null 2>&1 || { log "go not found (set GO=/path/to/go)"; exit 1; }
 	mkdir -p "$BIN"
 	rm -f "$STAMP"
-	log "building ${RLS_PKG}@${RLS_VERSION} into ${BIN}"
+	log "building envoyproxy/ratelimit: about 3–17 min on 2 cores the first time; go: downloading lines follow"
+	log "  ${RLS_PKG}@${RLS_VERSION} into ${BIN} (go install -v: then one line per package compiled)"
+	build_start="$(date +%s)"
+	heartbeat &
+	hb=$!
+	rc=0
 	# Run outside the repo so rlbench's go.mod does not take part; GOFLAGS from the caller could break `go install`.
-	(cd "$BIN" && env GOBIN="$BIN" GOFLAGS= GO111MODULE=on "$GO" install "${RLS_PKG}@${RLS_VERSION}")
+	(cd "$BIN" && env GOBIN="$BIN" GOFLAGS= GO111MODULE=on "$GO" install -v "${RLS_PKG}@${RLS_VERSION}") || rc=$?
+	kill "$hb" 2>/dev/null || true
+	wait "$hb" 2>/dev/null || true
+	if [ "$rc" -ne 0 ]; then log "building service_cmd failed (exit $rc)"; exit "$rc"; fi
 	printf '%s\n' "${RLS_PKG}@${RLS_VERSION}" >"$STAMP"
+	log "built service_cmd in $(($(date +%s) - build_start)) s"
+fi
+
+# <repo>/.bin keeps a service_cmd for the tools and docs that name that path: a link to USER_BIN's unless it already
+# holds the pinned one.
+if ! has_rls "$REPO_BIN"; then
+	mkdir -p "$REPO_BIN"
+	ln -sfn "${BIN}/service_cmd" "${REPO_BIN}/service_cmd"
+	ln -sfn "$STAMP" "${REPO_BIN}/service_cmd.version"
+	log "linked ${REPO_BIN}/service_cmd -> ${BIN}/service_cmd"
 fi
 
 printf 'redis-server=%s\n' "$REDIS_BIN"
@@ -150,4 +207,5 @@ printf 'redis-version=%s\n' "$("$REDIS_BIN" --version | head -n1)"
 printf 'nginx=%s\n' "$NGINX_BIN"
 printf 'nginx-version=%s\n' "$("$NGINX_BIN" -v 2>&1 | head -n1)"
 printf 'service_cmd=%s\n' "${BIN}/service_cmd"
+printf 'service_cmd-repo=%s\n' "${REPO_BIN}/service_cmd"
 printf 'service_cmd-version=%s\n' "$(cat "$STAMP")"

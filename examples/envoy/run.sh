@@ -12,7 +12,7 @@
 # backend cluster) after checking the port is free, runs `rlbench run` on the plan and stops the backend by its
 # PID. Without a usable ENVOY_BIN, or when port 8080 is taken, it still runs the plan: every scenario's setup
 # fails with the reason, so the evidence directory marks each one NOT_RUN (status.txt) and the exit code is
-# rlbench run's (4 = NOT_RUN). Evidence goes under --root (default: evidence/ in the repository).
+# rlbench run's (4 = NOT_RUN). Evidence goes under --root (default: rlbench's runs directory, see `rlbench run --help`).
 #
 # Environment: ENVOY_BIN, RLBENCH_BIN (prebuilt rlbench), RLBENCH_KEEP_WORK=1 (keep the work directory with the
 # Envoy/RLS/Redis/backend logs), plus envoyctl.sh's RLBENCH_RLS_BIN, RLBENCH_REDIS_BIN, RLBENCH_ENVOY_BASE_ID

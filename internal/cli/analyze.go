@@ -42,9 +42,9 @@ Given a directory of shard directories (rlbench attack --shard K/N), it
 judges them merged as one run, as rlbench merge would write it.
 It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 4 when one is NOT_RUN or incomplete.`,
-		Example: `  rlbench analyze evidence/20261130T101500Z-1
-  rlbench analyze --format json evidence/20261130T101500Z-1 > report.json
-  rlbench analyze --format junit evidence/latest > rlbench-junit.xml`,
+		Example: `  rlbench analyze ~/.local/state/rlbench/runs/latest    # rlbench runs lists the run directories
+  rlbench analyze --format json runs/20261130T101500Z-1 > report.json   # rlbench run --root runs ...
+  rlbench analyze --format junit runs/latest > rlbench-junit.xml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]

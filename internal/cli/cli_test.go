@@ -2,19 +2,42 @@ package cli
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rlbench/rlbench/internal/testfix"
+	"github.com/rlbench/rlbench/internal/userdirs"
 	"github.com/rlbench/rlbench/schemas"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(homeM{m}, map[string]func(){
 		"rlbench": func() { os.Exit(Main(os.Args[1:], System())) },
 	})
+}
+
+// homeM runs the package's tests with $RLBENCH_HOME in a temporary directory, removed afterwards, so that a
+// test that runs, demos or starts a lab without --root never writes into the user's runs directory (tests that
+// look at the default set their own with t.Setenv). Its bin/ links to the user's installed parts (userdirs.Bin),
+// which the README's real-parts blocks use.
+type homeM struct{ m *testing.M }
+
+func (h homeM) Run() int {
+	dir, err := os.MkdirTemp("", "rlbench-home-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	if bin, err := userdirs.Bin(); err == nil {
+		if _, err := os.Stat(bin); err == nil {
+			_ = os.Symlink(bin, filepath.Join(dir, userdirs.BinDir))
+		}
+	}
+	os.Setenv(userdirs.EnvHome, dir)
+	return h.m.Run()
 }
 
 // TestScripts runs the end-to-end CLI scripts in testdata/script: the real

@@ -38,7 +38,7 @@ headers (the body is omitted). A malformed requests.jsonl line (a file cut short
 stops that scenario's export with a warning on stderr naming the file and line, and
 so does (without stopping) a manifest.json or attack.json that does not decode; the
 exit code is then 4, as analyze's for incomplete evidence.`,
-		Example: `  rlbench export vegeta evidence/latest > results.json
+		Example: `  rlbench export vegeta runs/latest > results.json
   vegeta report results.json
   vegeta plot results.json > plot.html`,
 		Args: cobra.ExactArgs(1),

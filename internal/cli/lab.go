@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,9 +45,15 @@ type LabOptions struct {
 	RLSConfig         string // config file for the lab RLS
 	RLSTimeout        time.Duration
 	FailureModeDeny   bool
-	Receipts          string
-	Decisions         string
-	WindowStart       string // evidence.WindowAligned | evidence.WindowFirstHit
+	// Receipts is the backend's receipts file; "": receipts.jsonl in a new run directory under
+	// runner.DefaultRoot (runLab creates it and says where).
+	Receipts string
+	// Decisions is the lab RLS's decision log; "": rls/decisions.jsonl in that run directory, or, with Receipts
+	// given, decisions.jsonl in the working directory (as before run directories).
+	Decisions   string
+	WindowStart string // evidence.WindowAligned | evidence.WindowFirstHit
+	// decisionsDir is the run directory's rls/, created with the decision log (defaultFiles).
+	decisionsDir string
 
 	// LocalDescriptors (--local-descriptor) and LocalRateLimits
 	// (--local-rate-limit) give the local filter per-key buckets.
@@ -164,8 +171,8 @@ empty VALUE is a wildcard: a bucket per value).`,
 	f.StringVar(&o.RLSConfig, "rls-config", "", "start the lab RLS with this envoyproxy/ratelimit config file")
 	f.DurationVar(&o.RLSTimeout, "rls-timeout", proxy.DefaultRLSTimeout, "RLS call timeout (Envoy's default 20ms; use 1s on a loaded machine unless the default is what you test)")
 	f.BoolVar(&o.FailureModeDeny, "failure-mode-deny", false, "answer 500 when the RLS fails (default: let the request through)")
-	f.StringVar(&o.Receipts, "receipts", evidence.ReceiptsFile, "backend receipts file")
-	f.StringVar(&o.Decisions, "decisions", path.Base(evidence.DecisionsFile), "lab RLS decision log")
+	f.StringVar(&o.Receipts, "receipts", "", "backend receipts `FILE` (default: receipts.jsonl in a new run directory of rlbench's runs directory, see rlbench run --help)")
+	f.StringVar(&o.Decisions, "decisions", "", "lab RLS decision log `FILE` (default: rls/decisions.jsonl beside the default receipts; with --receipts, "+path.Base(evidence.DecisionsFile)+")")
 	enumFlag(cmd, &o.WindowStart, "window-start", evidence.WindowAligned, []string{evidence.WindowAligned, evidence.WindowFirstHit},
 		"lab RLS fixed windows, aligned to unit boundaries (like envoyproxy/ratelimit) or from the first hit")
 	rateLimitsFlag(f, &o.GlobalRateLimits, "global-rate-limit", "a rate_limits entry of the global filter: its actions (repeatable; see above)")
@@ -351,6 +358,9 @@ func (o *LabOptions) labOptions() lab.Options {
 }
 
 func runLab(ctx context.Context, o *LabOptions) (err error) {
+	if err := o.defaultFiles(time.Now()); err != nil {
+		return err
+	}
 	lo := o.labOptions()
 	var closers []func() error // the writers, closed after the lab
 	defer func() {
@@ -362,6 +372,11 @@ func runLab(ctx context.Context, o *LabOptions) (err error) {
 		cfg, err := o.rlsConfig()
 		if err != nil {
 			return err
+		}
+		if o.decisionsDir != "" {
+			if err := os.MkdirAll(o.decisionsDir, 0o755); err != nil {
+				return err
+			}
 		}
 		dw, err := evidence.Create(o.Decisions)
 		if err != nil {
@@ -392,6 +407,32 @@ func runLab(ctx context.Context, o *LabOptions) (err error) {
 		return err
 	}
 	fmt.Fprintln(o.IO.ErrOut, "lab: stopping; receipts written to", o.Receipts)
+	return nil
+}
+
+// defaultFiles fills in the files not given: without --receipts the lab writes into a run directory of its own
+// under runner.DefaultRoot (receipts.jsonl and its sidecar, and rls/decisions.jsonl), never into the working
+// directory, and says where on stderr.
+func (o *LabOptions) defaultFiles(now time.Time) error {
+	if o.Receipts == "" {
+		root, err := runner.DefaultRoot()
+		if err != nil {
+			return err
+		}
+		dir, err := runner.NewRunDir(root, now)
+		if err != nil {
+			return err
+		}
+		o.Receipts = evidence.Dir(dir).Receipts()
+		if o.Decisions == "" {
+			o.Decisions = evidence.Dir(dir).Path(evidence.DecisionsFile)
+			o.decisionsDir = filepath.Dir(o.Decisions)
+		}
+		fmt.Fprintf(o.IO.ErrOut, "lab: run directory %s (receipts.jsonl; rlbench runs lists it)\n", dir)
+	}
+	if o.Decisions == "" {
+		o.Decisions = path.Base(evidence.DecisionsFile)
+	}
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -285,7 +284,7 @@ func TestNewLabCmd(t *testing.T) {
 	tenant := []descriptor.RateLimitAction{{GenericKey: &descriptor.GenericKeyAction{DescriptorKey: "tenant", DescriptorValue: "lab"}}}
 	defaults := func(f func(*LabOptions)) *LabOptions {
 		o := &LabOptions{IO: tio, Proxies: 2, LocalFillInterval: time.Hour, RLSTimeout: 20 * time.Millisecond,
-			Receipts: evidence.ReceiptsFile, Decisions: path.Base(evidence.DecisionsFile), WindowStart: evidence.WindowAligned,
+			WindowStart:        evidence.WindowAligned, // Receipts, Decisions "": a run directory of its own (runLab)
 			LocalAlwaysDefault: true, LocalTokenBucket: "continuous", Endpoints: 1}
 		if f != nil {
 			f(o)
@@ -521,7 +520,7 @@ func TestEveryLeafHasAnOptionsTest(t *testing.T) {
 	tested := map[string]bool{"wait": true, "analyze": true, "report": true, "export vegeta": true, "run": true, "simulate": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
 		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true,
 		"collect nginx-access-log": true, "collect nginx-status": true, // the nginx ones: collect_nginx_test.go
-		"collect receipts": true, "merge": true}
+		"collect receipts": true, "merge": true, "runs prune": true} // runs prune: runs_test.go
 	var walk func(c *cobra.Command)
 	n := 0
 	walk = func(c *cobra.Command) {

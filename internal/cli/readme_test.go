@@ -21,6 +21,7 @@ import (
 
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/testfix"
+	"github.com/rlbench/rlbench/internal/userdirs"
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -35,8 +36,10 @@ import (
 // follows every README edit), classifies every code block by its fence's info
 // string, and runs the runnable ones in README order, each in its own
 // testscript, all in one work directory (the reader's shell: a later block
-// sees what an earlier one wrote, e.g. evidence/latest) that holds a copy of
-// examples/.
+// sees what an earlier one wrote, e.g. runs/latest) that holds a copy of
+// examples/. $RLBENCH_HOME is a directory of its own (rlbench's runs directory
+// is not the reader's working directory), and afterwards nothing the blocks
+// wrote may be a file that `git status` of the repository would show.
 //
 // Classification (the rules the HTML comment at the top of README.md states):
 //
@@ -799,6 +802,9 @@ func TestREADME(t *testing.T) {
 	if err := os.Symlink(prog, filepath.Join(work, "rlbench")); err != nil {
 		t.Fatal(err)
 	}
+	// rlbench's runs directory (a demo or run without --root, a lab without --receipts) is a directory of its own,
+	// outside the work directory: a block that names a run directory must give --root, as a reader's must.
+	homeEnv := userdirs.EnvHome + "=" + t.TempDir()
 	base := testfix.FreePortSpan(t, readmePortHigh-readmePortLow+1)
 	t.Logf("the README's ports %d..%d run as %d..%d; its text is otherwise executed as written", readmePortLow, readmePortHigh, base, base+readmePortHigh-readmePortLow)
 	scripts := t.TempDir()
@@ -819,18 +825,18 @@ func TestREADME(t *testing.T) {
 				}
 				archive := fmt.Sprintf("# %s, run by sh -e in the README work directory\nreadme-sh $WORK/readme-block.sh\n-- readme-block.sh --\n%s%s",
 					b, readmeScriptPrelude, readmeMoveTextPorts(b.text, base))
-				runReadmeScript(t, filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i)), archive, work, nil)
+				runReadmeScript(t, filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i)), archive, work, []string{homeEnv})
 			})
 			continue
 		}
 		name := fmt.Sprintf("README.md:%d", b.line)
 		t.Run(name, func(t *testing.T) {
-			env := []string{}
+			env := []string{homeEnv}
 			if kinds[i] == kindRealParts {
 				if err := readmeCheckUnrun(b); err != nil {
 					t.Fatal(err)
 				}
-				env = readmeRealParts(t, reasons[i])
+				env = append(env, readmeRealParts(t, reasons[i])...)
 			}
 			lines, runs, err := translate(b, work, base)
 			if err != nil {
@@ -850,6 +856,7 @@ func TestREADME(t *testing.T) {
 			runReadmeScript(t, filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i)), archive, work, env)
 		})
 	}
+	t.Run("git status stays clean", func(t *testing.T) { readmeCheckClean(t, filepath.Dir(file), work) })
 }
 
 // readmeIsDir reports whether path is a directory.

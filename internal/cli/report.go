@@ -51,8 +51,8 @@ and prints the report on stdout in --format (default table); with --html or
 unless --format is given. Files are written to a temporary file beside them
 and renamed, so a reader never sees half a file; errors name FILE.
 It exits as analyze does: 0 PASS, 3 FAIL, 4 NOT_RUN.`,
-		Example: `  rlbench report evidence/latest --html report.html
-  rlbench report evidence/latest --prometheus /var/lib/node_exporter/textfile/rlbench.prom --format markdown`,
+		Example: `  rlbench report runs/latest --html report.html
+  rlbench report runs/latest --prometheus /var/lib/node_exporter/textfile/rlbench.prom --format markdown`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Dir = args[0]

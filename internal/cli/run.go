@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/examples"
 	"github.com/rlbench/rlbench/internal/runner"
+	"github.com/rlbench/rlbench/internal/userdirs"
 	"github.com/spf13/cobra"
 )
 
@@ -34,12 +36,16 @@ func NewRunCmd(io *IOStreams, runF func(*RunOptions) error) *cobra.Command {
 		Long: `run executes every scenario of a plan: it starts fresh lab proxies, backend and rate
 limit service (or checks external targets), snapshots proxy stats, runs the
 scenario's attacks and faults, and writes <root>/<UTC yyyymmddThhmmssZ>-<n>/
-with manifest.json, one folder per scenario and repeat, and status.txt.
+with manifest.json, one folder per scenario and repeat, and status.txt, and
+prints where. <root> is --root, else the plan's root:, else rlbench's runs
+directory, outside the working directory:
+` + runsDirHelp() + `
+<root>/latest links to the newest run; rlbench runs lists and prunes them.
 A scenario that cannot run is NOT_RUN with the reason; the others still run.
 It exits with analyze's exit code. A plan is code: its exec steps, external
 setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 		Example: `  rlbench run examples/e06/plan.yaml
-  rlbench run --root /tmp/ev --format json examples/e06/plan.yaml`,
+  rlbench run --root runs --format json examples/e06/plan.yaml    # writes ./runs/<stamp>/, ./runs/latest`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.PlanFile = args[0]
@@ -52,7 +58,7 @@ setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 			return runPlan(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Root, "root", "", "directory for run directories (default: the plan's root, else ./evidence)")
+	cmd.Flags().StringVar(&o.Root, "root", "", "`DIR` for run directories (default: the plan's root, else rlbench's runs directory, above)")
 	reportFormatFlag(cmd, &o.Format)
 	tableViewFlags(cmd, &o.View)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
@@ -69,8 +75,10 @@ func NewDemoCmd(io *IOStreams, runF func(*RunOptions) error) *cobra.Command {
 		Short: "Run the canonical experiment on the embedded lab: two local buckets of 5 admit 10",
 		Long: `demo starts the embedded lab (a backend and 2 proxies, each with a local token
 bucket of 5 per hour), fires 20 fixed IDs (10 per proxy, all concurrent),
-collects stats before and after, writes ./evidence/<UTC yyyymmddThhmmssZ>-<n>/
-and prints the analysis. The plan is examples/demo/plan.yaml.`,
+collects stats before and after, writes <root>/<UTC yyyymmddThhmmssZ>-<n>/
+and prints the analysis. The plan is examples/demo/plan.yaml. <root> is
+--root, else rlbench's runs directory, outside the working directory:
+` + runsDirHelp(),
 		Example: `  go run ./cmd/rlbench demo`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -83,11 +91,20 @@ and prints the analysis. The plan is examples/demo/plan.yaml.`,
 			return runPlan(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Root, "root", "", "directory for run directories (default ./evidence)")
+	cmd.Flags().StringVar(&o.Root, "root", "", "`DIR` for run directories (default: rlbench's runs directory, above)")
 	reportFormatFlag(cmd, &o.Format)
 	tableViewFlags(cmd, &o.View)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
 	return cmd
+}
+
+// runsDirHelp is the rule of rlbench's runs directory (userdirs.Runs), indented, and where it is now.
+func runsDirHelp() string {
+	s := "  " + strings.ReplaceAll(userdirs.RunsRule, "\n", "\n  ")
+	if d, err := runner.DefaultRoot(); err == nil {
+		s += "\n  (here: " + d + ")"
+	}
+	return s
 }
 
 // checkRoot refuses a --root that cannot be a directory (usage error).

@@ -1,6 +1,7 @@
 // Package realparts installs nothing but finds, starts, verifies and stops the real parts rlbench measures against:
 // a private redis-server and the pinned envoyproxy/ratelimit service (RLS, binary service_cmd), both on 127.0.0.1
-// only, on ports that are checked to belong to the started process. Binaries come from scripts/install-real-parts.sh.
+// only, on ports that are checked to belong to the started process. Binaries come from scripts/install-real-parts.sh
+// (FindRLS, FindRedis say where they are looked for).
 //
 // The package never prints and never exits. Every process it starts is stopped by its own PID (SIGTERM, then
 // SIGKILL after a bounded grace), and is also killed by the kernel if the starting process dies (Pdeathsig). It
@@ -8,12 +9,17 @@
 package realparts
 
 import (
+	debugbuildinfo "debug/buildinfo"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/rlbench/rlbench/evidence/buildinfo"
+	"github.com/rlbench/rlbench/internal/userdirs"
 )
 
 // RLSModuleVersion is the pinned envoyproxy/ratelimit build: main-branch commit 3fb702589d36 of 2026-01-22, the
@@ -30,75 +36,229 @@ const (
 // ErrNotInstalled is wrapped by FindRLS and FindRedis when a binary is absent.
 var ErrNotInstalled = errors.New("not installed: run scripts/install-real-parts.sh")
 
+// RLSBinName and RedisBinName are the binaries' file names in the directories FindRLS and FindRedis search.
+const (
+	RLSBinName   = "service_cmd"
+	RedisBinName = "redis-server"
+)
+
+// stampSuffix names the stamp file scripts/install-real-parts.sh writes beside service_cmd: it holds
+// RLSModuleVersion.
+const stampSuffix = ".version"
+
 // RepoRoot walks up from the working directory to the first directory holding a go.mod and returns it.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("realparts: %w", err)
 	}
+	if root := goModAbove(dir, ""); root != "" {
+		return root, nil
+	}
+	return "", errors.New("realparts: no go.mod above the working directory")
+}
+
+// goModAbove returns the first directory at or above dir holding a go.mod (declaring module when module is not
+// empty), or "".
+func goModAbove(dir, module string) string {
 	for {
-		if st, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && !st.IsDir() {
-			return dir, nil
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && (module == "" || declaresModule(b, module)) {
+			return dir
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("realparts: no go.mod above the working directory")
+			return ""
 		}
 		dir = parent
 	}
 }
 
-// FindRLS returns the path of envoyproxy/ratelimit's service_cmd: $RLBENCH_RLS_BIN if set (taken as is, it must
-// be an executable file), else <repo>/.bin/service_cmd, which must come with the stamp file
-// <repo>/.bin/service_cmd.version holding RLSModuleVersion (written by scripts/install-real-parts.sh). A missing
-// binary or a stamp for another version gives an error wrapping ErrNotInstalled.
+// declaresModule reports whether the go.mod content declares module (its "module PATH" line).
+func declaresModule(gomod []byte, module string) bool {
+	for line := range strings.Lines(string(gomod)) {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`) == module
+		}
+	}
+	return false
+}
+
+// checkouts returns the checkouts of rlbench (directories whose go.mod declares buildinfo.Module) above the running
+// executable (a `go build -o rlbench` in a clone) and above the working directory, without duplicates.
+func checkouts() []string {
+	var starts, roots []string
+	if exe, err := os.Executable(); err == nil {
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		starts = append(starts, filepath.Dir(exe))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	for _, s := range starts {
+		if r := goModAbove(s, buildinfo.Module); r != "" && !slices.Contains(roots, r) {
+			roots = append(roots, r)
+		}
+	}
+	return roots
+}
+
+// searchDirs are the directories FindRLS and FindRedis look in after the override and before PATH: the user's
+// installed parts (userdirs.Bin: $RLBENCH_HOME/bin, else the user cache directory's rlbench/bin), then .bin of
+// each checkout of rlbench (checkouts).
+func searchDirs() []string {
+	var dirs []string
+	if b, err := userdirs.Bin(); err == nil {
+		dirs = append(dirs, b)
+	}
+	for _, r := range checkouts() {
+		dirs = append(dirs, filepath.Join(r, ".bin"))
+	}
+	return dirs
+}
+
+// InstallHint says how to install the real parts: the install script of the checkout of rlbench found above the
+// executable or the working directory ("`bash /path/to/scripts/install-real-parts.sh`"), else the script's path in
+// a clone.
+func InstallHint() string {
+	if roots := checkouts(); len(roots) > 0 {
+		return "`bash " + filepath.Join(roots[0], "scripts", "install-real-parts.sh") + "`"
+	}
+	return "`bash scripts/install-real-parts.sh` in a clone of https://" + buildinfo.Module
+}
+
+// FindRLS returns the path of envoyproxy/ratelimit's service_cmd, the first of:
+//   - $RLBENCH_RLS_BIN if set (taken as is; it must be an executable file);
+//   - service_cmd in the user's installed parts (userdirs.Bin: $RLBENCH_HOME/bin, else os.UserCacheDir()/rlbench/bin,
+//     where scripts/install-real-parts.sh installs it);
+//   - <checkout>/.bin/service_cmd of the checkout of rlbench above the executable, then above the working directory;
+//   - service_cmd on PATH;
+//
+// each but the override being of the pinned version: the stamp file service_cmd.version beside it holds
+// RLSModuleVersion (the install script writes it), or, without a stamp, the binary's Go build info
+// (debug/buildinfo) says it was built from RLSModuleVersion. No such binary gives an error wrapping ErrNotInstalled
+// that names service_cmd, the places searched, what was wrong with each candidate and the install command.
 func FindRLS() (string, error) {
 	if p := os.Getenv(EnvRLSBin); p != "" {
 		return checkExec(p, EnvRLSBin)
 	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", fmt.Errorf("%w (%w)", err, ErrNotInstalled)
+	var cands, problems []string
+	for _, d := range searchDirs() {
+		cands = append(cands, filepath.Join(d, RLSBinName))
 	}
-	bin := filepath.Join(root, ".bin", "service_cmd")
-	if _, err := checkExec(bin, "service_cmd"); err != nil {
-		return "", err
+	if p, err := exec.LookPath(RLSBinName); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		cands = append(cands, p)
 	}
-	stamp := bin + ".version"
-	b, err := os.ReadFile(stamp)
-	if err != nil {
-		return "", fmt.Errorf("realparts: %s: %v: %w", stamp, err, ErrNotInstalled)
+	for _, c := range cands {
+		if _, err := os.Stat(c); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := execFile(c); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if err := checkRLSVersion(c); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		return c, nil
 	}
-	if got := strings.TrimSpace(string(b)); got != RLSModuleVersion {
-		return "", fmt.Errorf("realparts: %s records %q, want %q: %w", stamp, got, RLSModuleVersion, ErrNotInstalled)
-	}
-	return bin, nil
+	_, version, _ := strings.Cut(RLSModuleVersion, "@")
+	return "", notFound(RLSBinName+" (envoyproxy/ratelimit "+version+")", EnvRLSBin, problems, "PATH")
 }
 
-// FindRedis returns the path of redis-server: $RLBENCH_REDIS_BIN if set, else redis-server on PATH, else
-// /usr/bin/redis-server or /usr/sbin/redis-server (Debian's package). Absent: an error wrapping ErrNotInstalled.
+// checkRLSVersion checks that bin is the pinned service_cmd: its stamp file records RLSModuleVersion, or, with no
+// stamp, its Go build info names RLSModuleVersion.
+func checkRLSVersion(bin string) error {
+	stamp := bin + stampSuffix
+	b, err := os.ReadFile(stamp)
+	switch {
+	case err == nil:
+		if got := strings.TrimSpace(string(b)); got != RLSModuleVersion {
+			return fmt.Errorf("%s records %q, want %q", stamp, got, RLSModuleVersion)
+		}
+		return nil
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s: %v", stamp, err)
+	}
+	bi, err := debugbuildinfo.ReadFile(bin)
+	if err != nil {
+		return fmt.Errorf("%s: no stamp %s and no Go build info (%v)", bin, stamp, err)
+	}
+	if got := bi.Path + "@" + bi.Main.Version; got != RLSModuleVersion {
+		return fmt.Errorf("%s: no stamp %s and its build info says %s, want %s", bin, stamp, got, RLSModuleVersion)
+	}
+	return nil
+}
+
+// notFound is FindRLS's and FindRedis's error when no candidate fits.
+func notFound(what, env string, problems []string, also ...string) error {
+	where := append(searchDirs(), also...)
+	msg := fmt.Sprintf("realparts: %s not found in %s", what, strings.Join(where, ", "))
+	if len(problems) > 0 {
+		msg += " (" + strings.Join(problems, "; ") + ")"
+	}
+	return notInstalledError(fmt.Sprintf("%s; install it with %s, or set %s", msg, InstallHint(), env))
+}
+
+// notInstalledError is an error that is ErrNotInstalled (errors.Is) and says itself how to install.
+type notInstalledError string
+
+func (e notInstalledError) Error() string { return string(e) }
+
+func (e notInstalledError) Is(target error) bool { return target == ErrNotInstalled }
+
+// FindRedis returns the path of redis-server, the first of: $RLBENCH_REDIS_BIN if set; redis-server in the user's
+// installed parts (userdirs.Bin) and in the .bin of the checkout of rlbench above the executable or the working
+// directory (as FindRLS); redis-server on PATH; /usr/bin, /usr/sbin or /usr/local/bin/redis-server (Debian's
+// package). Absent: an error wrapping ErrNotInstalled that names redis-server, the places searched and the install
+// command.
 func FindRedis() (string, error) {
 	if p := os.Getenv(EnvRedisBin); p != "" {
 		return checkExec(p, EnvRedisBin)
 	}
-	if p, err := exec.LookPath("redis-server"); err == nil {
-		return p, nil
+	var cands []string
+	for _, d := range searchDirs() {
+		cands = append(cands, filepath.Join(d, RedisBinName))
 	}
-	for _, p := range []string{"/usr/bin/redis-server", "/usr/sbin/redis-server", "/usr/local/bin/redis-server"} {
-		if _, err := checkExec(p, "redis-server"); err == nil {
-			return p, nil
+	if p, err := exec.LookPath(RedisBinName); err == nil {
+		cands = append(cands, p)
+	}
+	cands = append(cands, "/usr/bin/redis-server", "/usr/sbin/redis-server", "/usr/local/bin/redis-server")
+	var problems []string
+	for _, c := range cands {
+		if _, err := os.Stat(c); errors.Is(err, os.ErrNotExist) {
+			continue
 		}
+		if err := execFile(c); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		return c, nil
 	}
-	return "", fmt.Errorf("realparts: redis-server not found on PATH: %w", ErrNotInstalled)
+	return "", notFound(RedisBinName, EnvRedisBin, problems, "PATH", "/usr/bin", "/usr/sbin", "/usr/local/bin")
 }
 
 func checkExec(p, what string) (string, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return "", fmt.Errorf("realparts: %s %s: %v: %w", what, p, err, ErrNotInstalled)
-	}
-	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		return "", fmt.Errorf("realparts: %s %s is not an executable file: %w", what, p, ErrNotInstalled)
+	if err := execFile(p); err != nil {
+		return "", fmt.Errorf("realparts: %s %v: %w", what, err, ErrNotInstalled)
 	}
 	return p, nil
+}
+
+// execFile checks that p is an executable regular file (or a link to one); the error names p.
+func execFile(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
 }

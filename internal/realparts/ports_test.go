@@ -306,6 +306,8 @@ func TestFindOverrides(t *testing.T) {
 }
 
 func TestFindRLSStamp(t *testing.T) {
+	t.Setenv(EnvRLSBin, "")
+	t.Setenv("RLBENCH_HOME", t.TempDir()) // no user bin: the checkout's .bin is next
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)

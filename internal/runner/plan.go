@@ -49,7 +49,8 @@ const PlanSchema = "rlbench.plan/v1"
 type Plan struct {
 	// Name labels the run in manifest.json.
 	Name string `json:"name"`
-	// Root is where run directories are created; default "evidence" (relative to the working directory).
+	// Root is where run directories are created (relative to the working directory); default: rlbench's runs
+	// directory outside the working tree ($RLBENCH_HOME/runs, else ~/.local/state/rlbench/runs; rlbench run --help).
 	Root string `json:"root,omitempty"`
 	// Tools maps a tool name to a command that prints its version
 	// (e.g. envoy: "envoy --version"); the output goes into manifest.json.

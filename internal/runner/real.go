@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/collect/rls"
@@ -17,8 +18,9 @@ import (
 	"github.com/rlbench/rlbench/model"
 )
 
-// NotInstalledReason is the NOT_RUN reason of a real-RLS scenario when redis-server or service_cmd is missing.
-const NotInstalledReason = "real RLS not installed: run scripts/install-real-parts.sh"
+// NotInstalledReason begins the NOT_RUN reason of a real-RLS scenario when redis-server or service_cmd is missing;
+// realparts' error follows, naming the binary, where it was looked for and the install command.
+const NotInstalledReason = "real RLS not installed"
 
 // WindowMargin is the least time that must remain in the current fixed window of every MINUTE-or-longer limit
 // of the RLS config when a real-RLS scenario starts; otherwise the runner waits for the next window so that the
@@ -55,10 +57,16 @@ func (r *scenarioRun) startRealRLS(ctx context.Context, config string) (addr, re
 	redisBin, err1 := realparts.FindRedis()
 	rlsBin, err2 := realparts.FindRLS()
 	if err := errors.Join(err1, err2); err != nil {
-		if errors.Is(err, realparts.ErrNotInstalled) {
-			return "", fmt.Sprintf("%s, or set %s and %s (%v)", NotInstalledReason, realparts.EnvRLSBin, realparts.EnvRedisBin, err)
+		var msgs []string
+		for _, e := range []error{err1, err2} {
+			if e != nil {
+				msgs = append(msgs, strings.TrimPrefix(e.Error(), "realparts: "))
+			}
 		}
-		return "", "real rls: " + err.Error()
+		if errors.Is(err, realparts.ErrNotInstalled) {
+			return "", NotInstalledReason + ": " + strings.Join(msgs, "; ")
+		}
+		return "", "real rls: " + strings.Join(msgs, "; ")
 	}
 	cfg, err := rlsconfig.Parse(fmt.Sprintf("plan scenario %q rls.config", r.plan.Name), []byte(config))
 	if err != nil {

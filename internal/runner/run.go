@@ -28,12 +28,13 @@ import (
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/internal/userdirs"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 // Options configure Run.
 type Options struct {
-	// Root overrides the plan's root directory for run directories.
+	// Root overrides the plan's root directory for run directories. With neither, Run uses DefaultRoot.
 	Root string
 	// PlanBytes is the plan file's content, for the digest in manifest.json.
 	PlanBytes []byte
@@ -47,13 +48,22 @@ type Options struct {
 	Now func() time.Time
 }
 
+// RunStampLayout is the time layout (UTC) of a run directory's name, <stamp>-<n>.
+const RunStampLayout = "20060102T150405Z"
+
+// DefaultRoot is the root of run directories when neither --root nor the plan's root gives one:
+// userdirs.Runs ($RLBENCH_HOME/runs, else $XDG_STATE_HOME/rlbench/runs, else ~/.local/state/rlbench/runs), never a
+// directory of the working tree (run directories used to go to ./evidence, which in rlbench's repository is the Go
+// package evidence/).
+func DefaultRoot() (string, error) { return userdirs.Runs() }
+
 // NewRunDir creates <root>/<UTC yyyymmddThhmmssZ>-<n> with the smallest n >= 1
 // that does not exist yet.
 func NewRunDir(root string, now time.Time) (string, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", err
 	}
-	stamp := now.UTC().Format("20060102T150405Z")
+	stamp := now.UTC().Format(RunStampLayout)
 	for n := 1; n < 10000; n++ {
 		d := filepath.Join(root, fmt.Sprintf("%s-%d", stamp, n))
 		err := os.Mkdir(d, 0o755)
@@ -87,12 +97,16 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		root = plan.Root
 	}
 	if root == "" {
-		root = "evidence"
+		var err error
+		if root, err = DefaultRoot(); err != nil {
+			return "", err
+		}
 	}
 	runDir, err := NewRunDir(root, now())
 	if err != nil {
 		return "", err
 	}
+	fmt.Fprintf(progress, "run directory %s\n", runDir)
 	host, _ := os.Hostname()
 	m := evidence.Manifest{Schema: evidence.ManifestSchema, RlbenchVersion: buildinfo.Version(), GoVersion: runtime.Version(), Plan: plan.Name,
 		Host: host, Start: now().UTC().Format(time.RFC3339Nano), Tools: map[string]string{}}

@@ -31,11 +31,12 @@ import (
 
 	"github.com/invopop/jsonschema"
 
+	"github.com/rlbench/rlbench/evidence/buildinfo"
 	"github.com/rlbench/rlbench/schemas"
 )
 
-// Module is rlbench's module path, the base of the Go comments' import paths.
-const Module = "github.com/rlbench/rlbench"
+// Module is rlbench's module path (buildinfo.Module), the base of the Go comments' import paths.
+const Module = buildinfo.Module
 
 // commentDirs are the package directories (relative to the repository root,
 // with their subdirectories) whose doc comments become descriptions.
