@@ -34,6 +34,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/rlbench/rlbench/evidence/boundedio"
@@ -60,8 +61,10 @@ func (e *RefusedError) Error() string {
 		what = fmt.Sprintf("a symbolic link to %s", e.Target)
 	case e.Mode&fs.ModeSymlink != 0:
 		what = "a symbolic link"
-	case e.Mode.IsRegular():
+	case e.Mode.IsRegular() && e.Links > 1:
 		what = fmt.Sprintf("a regular file with %d hard links", e.Links)
+	case e.Mode.IsRegular():
+		what = "a regular file, where rlbench keeps a symbolic link"
 	default:
 		what = boundedio.FileKind(e.Mode)
 	}
@@ -222,4 +225,35 @@ func Append(path string, perm fs.FileMode) (*os.File, error) {
 	}
 	// O_NONBLOCK has no effect on a regular file's writes (open(2)).
 	return f, nil
+}
+
+// ReplaceSymlink points the symbolic link at path to target: it creates the
+// new link under a temporary name in path's directory and renames it over
+// path (rename(2) replaces the entry: the old link is never followed, and a
+// reader sees the old link or the new one). The existing entry must be
+// missing or a symbolic link: anything else (a regular file, a directory the
+// user made) is left alone and refused with a *RefusedError.
+func ReplaceSymlink(target, path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink == 0 {
+		return &RefusedError{Path: path, Mode: fi.Mode().Type(), Links: links(fi)}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	dir, base := filepath.Split(path)
+	var tmp string
+	for i := 0; ; i++ {
+		tmp = filepath.Join(dir, "."+base+".tmp"+strconv.Itoa(os.Getpid())+"-"+strconv.Itoa(i))
+		err := os.Symlink(target, tmp)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || i >= 100 {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
 }
