@@ -216,3 +216,39 @@ func TestCheck(t *testing.T) {
 		t.Errorf("/dev/null: %v, want a refusal naming a character device", err)
 	}
 }
+
+// ReplaceSymlink renames a new link over the old one: the old link's
+// target (a directory outside) is not touched, and a "latest" that is not a
+// link is refused and left alone.
+func TestReplaceSymlink(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	latest := filepath.Join(root, "latest")
+	if err := os.Symlink(outside, latest); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceSymlink("run-2", latest); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.Readlink(latest); err != nil || got != "run-2" {
+		t.Errorf("latest -> %q, %v; want run-2", got, err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("the old target holds %d entries", len(ents))
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 1 {
+		t.Errorf("root holds %d entries, want latest only", len(ents))
+	}
+	if err := ReplaceSymlink("run-3", filepath.Join(root, "new")); err != nil {
+		t.Fatal(err)
+	}
+	reg := filepath.Join(root, "reg")
+	if err := os.WriteFile(reg, []byte(outsideContent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var re *RefusedError
+	if err := ReplaceSymlink("run-4", reg); !errors.As(err, &re) || !strings.Contains(err.Error(), "a regular file, where rlbench keeps a symbolic link") {
+		t.Errorf("ReplaceSymlink over a regular file: %v", err)
+	}
+	checkOutside(t, reg)
+}
