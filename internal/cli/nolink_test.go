@@ -181,14 +181,20 @@ func TestOutputsNeverFollowLink(t *testing.T) {
 		}, ExitError},
 		{"collect rls-log", func(d string) string { return evidence.Dir(d).RLSLog() },
 			func(d string) []string { return []string{"collect", "rls-log", "--out", d, "-"} }, ExitError},
-		{"collect nginx-access-log", func(d string) string { return evidence.Dir(d).Path(evidence.NginxPath("edge", evidence.NginxAccessLogFile)) },
-			func(d string) []string { return []string{"collect", "nginx-access-log", "--out", d, "--proxy", "edge", "-"} }, ExitError},
+		{"collect nginx-access-log", func(d string) string {
+			return evidence.Dir(d).Path(evidence.NginxPath("edge", evidence.NginxAccessLogFile))
+		},
+			func(d string) []string {
+				return []string{"collect", "nginx-access-log", "--out", d, "--proxy", "edge", "-"}
+			}, ExitError},
 		{"collect statsd --out", func(d string) string { return filepath.Join(d, "s.jsonl") },
 			func(d string) []string {
 				return []string{"collect", "statsd", "--listen", "127.0.0.1:0", "--duration", "1ms", "--out", filepath.Join(d, "s.jsonl")}
 			}, ExitUsage},
 		{"backend --receipts", func(d string) string { return filepath.Join(d, "r.jsonl") },
-			func(d string) []string { return []string{"backend", "--listen", "127.0.0.1:0", "--receipts", filepath.Join(d, "r.jsonl")} }, ExitUsage},
+			func(d string) []string {
+				return []string{"backend", "--listen", "127.0.0.1:0", "--receipts", filepath.Join(d, "r.jsonl")}
+			}, ExitUsage},
 	}
 	for _, c := range cases {
 		for _, kind := range []string{"symlink", "fifo"} {
