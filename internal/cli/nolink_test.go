@@ -138,8 +138,8 @@ func TestAttackRequestsNeverFollowLink(t *testing.T) {
 }
 
 // TestOutputsNeverFollowLink: the other writers of the CLI, each with its
-// file planted as a link (to a file outside) and as a FIFO: report's files
-// and collect's evidence exit 1 naming the file; output file flags that are
+// file planted as a link (to a file outside) and as a FIFO: report's files,
+// collect's evidence and lab's receipts exit 1 naming the file; output file flags that are
 // checked before anything runs (backend --receipts, collect statsd --out)
 // refuse a link as a usage error (exit 2).
 func TestOutputsNeverFollowLink(t *testing.T) {
@@ -191,6 +191,8 @@ func TestOutputsNeverFollowLink(t *testing.T) {
 			func(d string) []string {
 				return []string{"collect", "statsd", "--listen", "127.0.0.1:0", "--duration", "1ms", "--out", filepath.Join(d, "s.jsonl")}
 			}, ExitUsage},
+		{"lab --receipts", func(d string) string { return filepath.Join(d, "r.jsonl") },
+			func(d string) []string { return []string{"lab", "--receipts", filepath.Join(d, "r.jsonl")} }, ExitError},
 		{"backend --receipts", func(d string) string { return filepath.Join(d, "r.jsonl") },
 			func(d string) []string {
 				return []string{"backend", "--listen", "127.0.0.1:0", "--receipts", filepath.Join(d, "r.jsonl")}
