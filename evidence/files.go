@@ -12,6 +12,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // AttackTarget is one target as recorded in AttackConfig.
@@ -619,7 +620,7 @@ func WriteJSONFile(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return safefile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // WriteNotRun writes the NOT_RUN marker with its reason into the scenario directory d.
@@ -627,7 +628,7 @@ func WriteNotRun(d Dir, reason string) error {
 	if err := os.MkdirAll(string(d), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(d.NotRun(), []byte(strings.TrimRight(reason, "\n")+"\n"), 0o644)
+	return safefile.WriteFile(d.NotRun(), []byte(strings.TrimRight(reason, "\n")+"\n"), 0o644)
 }
 
 // WriteStats saves one Envoy admin /stats snapshot of proxy under d/stats/
@@ -650,7 +651,7 @@ func WriteStats(d Dir, proxy, label, format string, raw []byte, snap any) error 
 		return err
 	}
 	if len(raw) > 0 {
-		if err := os.WriteFile(d.StatsSnapshot(proxy, label, ext), raw, 0o644); err != nil {
+		if err := safefile.WriteFile(d.StatsSnapshot(proxy, label, ext), raw, 0o644); err != nil {
 			return err
 		}
 	}
@@ -671,7 +672,7 @@ func WriteRLSMetrics(d Dir, m *RLSMetrics, raw []byte) error {
 		return err
 	}
 	if len(raw) > 0 {
-		if err := os.WriteFile(d.RLSMetrics(m.Label, ".prom"), raw, 0o644); err != nil {
+		if err := safefile.WriteFile(d.RLSMetrics(m.Label, ".prom"), raw, 0o644); err != nil {
 			return err
 		}
 	}
@@ -698,5 +699,5 @@ func CreateAccessLog(d Dir, proxy string) (*os.File, error) {
 	if err := Mkdir(p); err != nil {
 		return nil, err
 	}
-	return os.Create(p)
+	return safefile.Create(p, 0o666)
 }

@@ -15,6 +15,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // Writer writes JSON Lines. It is safe for concurrent use. It has two
@@ -127,7 +128,7 @@ func createOn(path string, mk func(io.Writer) *Writer, out func(*os.File) io.Wri
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Create(path)
+	f, err := safefile.Create(path, 0o666)
 	if err != nil {
 		sl.discard()
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/rlbench/rlbench/evidence/nginxrec"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // nginxDir creates nginx/<proxy>/ under d and returns it.
@@ -23,7 +24,7 @@ func WriteNginxAccessLog(d Dir, proxy, name string, r io.Reader) ([]nginxrec.Acc
 	if _, err := nginxDir(d, proxy); err != nil {
 		return nil, err
 	}
-	raw, err := os.Create(d.Path(NginxPath(proxy, NginxAccessLogFile)))
+	raw, err := safefile.Create(d.Path(NginxPath(proxy, NginxAccessLogFile)), 0o666)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func WriteNginxErrorLog(d Dir, proxy, name string, r io.Reader) (*nginxrec.Error
 	if _, err := nginxDir(d, proxy); err != nil {
 		return nil, err
 	}
-	raw, err := os.Create(d.Path(NginxPath(proxy, NginxErrorLogFile)))
+	raw, err := safefile.Create(d.Path(NginxPath(proxy, NginxErrorLogFile)), 0o666)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func WriteNginxStubStatus(d Dir, proxy, label string, raw []byte, st *nginxrec.S
 		return err
 	}
 	if len(raw) > 0 {
-		if err := os.WriteFile(d.Path(NginxPath(proxy, NginxStubStatusRaw(label))), raw, 0o644); err != nil {
+		if err := safefile.WriteFile(d.Path(NginxPath(proxy, NginxStubStatusRaw(label))), raw, 0o644); err != nil {
 			return err
 		}
 	}
@@ -76,5 +77,5 @@ func WriteNginxConf(d Dir, proxy string, conf []byte) error {
 	if _, err := nginxDir(d, proxy); err != nil {
 		return err
 	}
-	return os.WriteFile(d.Path(NginxPath(proxy, NginxConfFile)), conf, 0o644)
+	return safefile.WriteFile(d.Path(NginxPath(proxy, NginxConfFile)), conf, 0o644)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/buildinfo"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // # Sealed JSON Lines files
@@ -126,7 +127,7 @@ func writerName() string {
 
 // openSeal creates the sidecar of path, saying "open".
 func openSeal(path string) (*seal, error) {
-	f, err := os.Create(StatePath(path))
+	f, err := safefile.Create(StatePath(path), 0o666)
 	if err != nil {
 		return nil, err
 	}

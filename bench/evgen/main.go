@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/rlbench/rlbench/internal/labshape"
 	"github.com/rlbench/rlbench/model/decl"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -37,7 +38,7 @@ func main() {
 	var bw *bufio.Writer
 	var encErr error
 	if *vg != "" {
-		f, err := os.Create(*vg)
+		f, err := safefile.Create(*vg, 0o666)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "evgen:", err)
 			os.Exit(1)

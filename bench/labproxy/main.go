@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 
@@ -45,7 +46,7 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		f, err := safefile.Create(*cpuProfile, 0o666)
 		if err != nil {
 			fail(err)
 		}
@@ -67,7 +68,7 @@ func main() {
 		cfg.Local = &proxy.LocalRateLimit{MaxTokens: 1 << 30, TokensPerFill: 1 << 30, FillInterval: proxy.Duration(time.Second), FilterEnabled: &on, FilterEnforced: &on}
 	}
 	if *accessLog != "" {
-		f, err := os.Create(*accessLog)
+		f, err := safefile.Create(*accessLog, 0o666)
 		if err != nil {
 			fail(err)
 		}

@@ -36,6 +36,8 @@ import (
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
+
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 func main() {
@@ -99,7 +101,7 @@ func runCmd(args []string) error {
 		out["maxrss_kb"] = ru.Maxrss
 	}
 	b, _ := json.Marshal(out)
-	return os.WriteFile(args[0], b, 0o644)
+	return safefile.WriteFile(args[0], b, 0o644)
 }
 
 type line struct {

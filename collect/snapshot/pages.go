@@ -11,6 +11,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // EnvoyStats is an Envoy admin /stats page in format (envoy.Fetch: text
@@ -52,7 +53,7 @@ func RLSPrometheus() Page[*rls.PromSnapshot] {
 			if err := os.MkdirAll(o.Out.RLS(), 0o755); err != nil {
 				return err
 			}
-			return os.WriteFile(o.Out.RLSMetrics(o.Label, ".prom"), raw, 0o644)
+			return safefile.WriteFile(o.Out.RLSMetrics(o.Label, ".prom"), raw, 0o644)
 		},
 		Write: func(o Options, raw []byte, snap *rls.PromSnapshot) (*rls.PromSnapshot, error) {
 			m := evidence.RLSMetrics{Schema: evidence.RLSMetricsSchema, Label: o.Label, TimeNs: o.now().UnixNano(), URL: evidence.RedactURL(o.URL),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // Options configure Merge.
@@ -567,7 +568,7 @@ func (c *onceCopier) copyFile(src, dir, rel string) error {
 	if err := evidence.Mkdir(dst); err != nil {
 		return err
 	}
-	o, err := os.Create(dst)
+	o, err := safefile.Create(dst, 0o666)
 	if err != nil {
 		return err
 	}

@@ -2,14 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/merge"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/spf13/cobra"
 )
 
@@ -90,24 +91,41 @@ func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool
 // report in format and returns the verdict's exit code. status.txt that
 // cannot be written (a read-only evidence directory) is a warning on
 // stderr: the report is still rendered and the exit code is the verdict's.
+// A status.txt that is a link, a FIFO or a device (safefile.RefusedError) is
+// not written through: the report is rendered and the error, naming the
+// path, is returned (exit 1) instead of the verdict.
 func finishReport(io *IOStreams, b *evidence.Bundle, rep *report.Report, format string, view tableView, statusFile, dir string) error {
+	var refused error
 	if statusFile != "-" {
 		if statusFile == "" {
 			statusFile = evidence.Dir(dir).Status()
 		}
 		if err := writeStatus(statusFile, rep); err != nil {
-			fmt.Fprintf(io.ErrOut, "rlbench: warning: status.txt not written: %v (the report below and the exit code still give the verdict)\n", err)
+			if re := (*safefile.RefusedError)(nil); errors.As(err, &re) && !re.Mode.IsDir() {
+				// A link, FIFO or device planted where status.txt goes:
+				// the evidence directory is not what rlbench wrote; the
+				// report is rendered, the outcome is this error, not the
+				// verdict. (A directory there cannot be written through:
+				// a warning, as for a read-only directory.)
+				refused = fmt.Errorf("status.txt not written: %w", err)
+			} else {
+				fmt.Fprintf(io.ErrOut, "rlbench: warning: status.txt not written: %v (the report below and the exit code still give the verdict)\n", err)
+			}
 		}
 	}
 	if err := render(io.Out, format, view, rep, b); err != nil {
 		return err
 	}
+	if refused != nil {
+		return refused
+	}
 	return verdictError(rep)
 }
 
-// writeStatus writes rep's status lines to path (report.WriteStatus).
+// writeStatus writes rep's status lines to path (report.WriteStatus),
+// never through a link (safefile.Create).
 func writeStatus(path string, rep *report.Report) error {
-	f, err := os.Create(path)
+	f, err := safefile.Create(path, 0o666)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/spf13/cobra"
 )
 
@@ -160,7 +161,7 @@ func teeRawLog(in io.Reader, out string) (io.Reader, *os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return nil, nil, err
 	}
-	raw, err := os.Create(p)
+	raw, err := safefile.Create(p, 0o666)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -275,7 +276,7 @@ func runCollectStatsd(ctx context.Context, o *CollectStatsdOptions) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(out)
+	f, err := safefile.Create(out, 0o666)
 	if err != nil {
 		return err
 	}

@@ -232,29 +232,34 @@ func TestBackendFullDisk(t *testing.T) {
 }
 
 // TestAttackEvidenceWriteFailureIsIncomplete (issue 10: "an attack whose
-// requests.jsonl writes fail still says complete: true"): requests.jsonl is
-// /dev/full, so its lines fail when flushed (at the end: a small attack
-// fits the buffer). attack.json says complete: false with the error, the
-// command exits 1, and analyze says NOT_RUN.
+// requests.jsonl writes fail still says complete: true"): rlbench attack
+// runs with a file size limit (ulimit -f, 8 KiB) that its seals and
+// attack.json fit but requests.jsonl does not, so its lines fail when
+// flushed (EFBIG: Go ignores SIGXFSZ). attack.json says complete: false with
+// the error, the command exits 1, and analyze says NOT_RUN. (It used a
+// link to /dev/full; rlbench refuses to write through a link now.)
 func TestAttackEvidenceWriteFailureIsIncomplete(t *testing.T) {
-	if _, err := os.Stat("/dev/full"); err != nil {
-		t.Skip("no /dev/full")
+	bin := buildRlbench(t)
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash for ulimit -f")
 	}
 	srv := httptestServer(t)
 	out := t.TempDir()
-	if err := os.Symlink("/dev/full", filepath.Join(out, evidence.RequestsFile)); err != nil {
-		t.Fatal(err)
-	}
-	code, _, stderr := runCLI(t, "attack", "--target", "a="+srv, "--ids", "5", "--out", out, "--overwrite") // the prepared sink
-	if code != ExitError || !strings.Contains(stderr, "no space left on device") {
-		t.Errorf("exit %d, stderr %q; want %d naming the error", code, stderr, ExitError)
+	var stderr bytes.Buffer
+	cmd := exec.Command(bash, "-c", `ulimit -f 8 && exec "$0" "$@"`, bin, "attack", "--target", "a="+srv, "--ids", "400", "--out", out, "--quiet")
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitError || !strings.Contains(stderr.String(), "file too large") {
+		t.Errorf("%v, stderr %q; want exit %d naming the error", err, stderr.String(), ExitError)
 	}
 	raw, err := os.ReadFile(evidence.Dir(out).Attack())
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, err := evidence.DecodeAttack(raw)
-	if err != nil || a.Complete || !strings.Contains(a.Error, "requests.jsonl: ") || !strings.Contains(a.Error, "no space left on device") {
+	if err != nil || a.Complete || !strings.Contains(a.Error, "requests.jsonl: ") || !strings.Contains(a.Error, "file too large") {
 		t.Fatalf("attack.json %s (%v)", raw, err)
 	}
 	if code, _, _ := runCLI(t, "analyze", "--status-file", "-", out); code != ExitNotRun {

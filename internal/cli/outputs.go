@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // The checks of output paths, one owner for every command that writes:
@@ -29,6 +30,9 @@ func checkOutputFile(flag, path string) error {
 		return usageErrorf("%s %s: %v", flag, path, err)
 	case !st.IsDir():
 		return usageErrorf("%s %s: %s is not a directory but %s", flag, path, dir, boundedio.FileKind(st.Mode()))
+	}
+	if err := refuseLink(flag, path); err != nil {
+		return err
 	}
 	st, err = os.Stat(path)
 	switch {
@@ -83,8 +87,21 @@ func checkOutputNewFile(flag, path string) error {
 	if anc, m, ok := nonDirAncestor(filepath.Dir(filepath.Clean(path))); ok {
 		return usageErrorf("%s %s: %s is not a directory but %s", flag, path, anc, fileKind(m))
 	}
+	if err := refuseLink(flag, path); err != nil {
+		return err
+	}
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
 		return usageErrorf("%s %s: not a regular file but %s", flag, path, fileKind(st.Mode()))
+	}
+	return nil
+}
+
+// refuseLink refuses (usage error) an output file path that is a symbolic
+// link: rlbench never writes through one (evidence/safefile), whatever it
+// points to; the message says to remove it.
+func refuseLink(flag, path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return usageErrorf("%s %v", flag, safefile.Check(path))
 	}
 	return nil
 }

@@ -1,17 +1,14 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/spf13/cobra"
 )
 
@@ -104,50 +101,8 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 // writeFileAtomic writes path through fn: into a temporary file in path's
 // directory, synced, then renamed over path (mode 0644), so that a reader
 // (a textfile collector, a browser) sees the old file or the new one,
-// never a partial one. On error the temporary file is removed.
-func writeFileAtomic(path string, fn func(io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	// Errors name path, not the temporary file (whose name the user never gave).
-	fail := func(err error) error {
-		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return fail(err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err := fn(bw); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fail(err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		return fail(err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		if le := (*os.LinkError)(nil); errors.As(err, &le) {
-			err = le.Err
-		}
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
+// never a partial one; a link, FIFO or device at path is refused
+// (safefile.WriteAtomic).
+func writeFileAtomic(path string, fn func(io.Writer) error) error {
+	return safefile.WriteAtomic(path, 0o644, fn)
 }

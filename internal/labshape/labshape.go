@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // T0 is the send time of the first request, unix ns.
@@ -97,5 +98,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return safefile.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	collectnginx "github.com/rlbench/rlbench/collect/nginx"
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // EnvNginxBin overrides where FindNginx looks.
@@ -284,7 +285,7 @@ func (n *Nginx) tryPorts(ctx context.Context, cfg NginxConfig, port, statusPort 
 		return err
 	}
 	n.conf = conf
-	if err := os.WriteFile(n.ConfPath(), conf, 0o644); err != nil {
+	if err := safefile.WriteFile(n.ConfPath(), conf, 0o644); err != nil {
 		return fmt.Errorf("realparts: %w", err)
 	}
 	if err := n.test(ctx); err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // DefaultStopGrace is how long Stop waits after SIGTERM before it sends SIGKILL, when the options leave it zero.
@@ -36,7 +38,7 @@ func startProc(bin string, args, env []string, dir, logPath string) (*proc, erro
 
 // startProcDeathSig is startProc with the signal the child gets when the starting process dies.
 func startProcDeathSig(bin string, args, env []string, dir, logPath string, deathSig syscall.Signal) (*proc, error) {
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := safefile.Append(logPath, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("realparts: log file: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -236,7 +237,7 @@ func (s *RLS) layRuntime() error {
 		if err != nil {
 			return fmt.Errorf("realparts: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(cfgDir, filepath.Base(f)), b, 0o644); err != nil {
+		if err := safefile.WriteFile(filepath.Join(cfgDir, filepath.Base(f)), b, 0o644); err != nil {
 			return fmt.Errorf("realparts: %w", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/rlsconfig"
 	"github.com/rlbench/rlbench/model"
@@ -92,7 +93,7 @@ func (r *scenarioRun) startRealRLS(ctx context.Context, config string) (addr, re
 	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
 		return "", err.Error()
 	}
-	if err := os.WriteFile(filepath.Join(cfgDir, "rlbench.yaml"), []byte(config), 0o644); err != nil {
+	if err := safefile.WriteFile(filepath.Join(cfgDir, "rlbench.yaml"), []byte(config), 0o644); err != nil {
 		return "", err.Error()
 	}
 	if err := os.MkdirAll(evidence.Dir(r.dir).Redis(), 0o755); err != nil {

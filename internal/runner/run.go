@@ -24,6 +24,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/buildinfo"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/rlbench/rlbench/internal/hostprobe"
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/rlbench/rlbench/internal/lab/backend"
@@ -160,11 +161,9 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		}
 	}
 	// <root>/latest points at the newest run directory.
-	latest := evidence.Dir(root).Latest()
-	if fi, err := os.Lstat(latest); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		_ = os.Remove(latest)
-	}
-	_ = os.Symlink(filepath.Base(runDir), latest)
+	// It is replaced by renaming a new link over it, never written through;
+	// a "latest" that is not a link (the user's own) is left alone.
+	_ = safefile.ReplaceSymlink(filepath.Base(runDir), evidence.Dir(root).Latest())
 	m.End = now().UTC().Format(time.RFC3339Nano)
 	m.Interrupted = ctx.Err() != nil
 	return runDir, writeJSON(evidence.Dir(runDir).Manifest(), m)

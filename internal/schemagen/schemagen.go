@@ -32,6 +32,7 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/rlbench/rlbench/evidence/buildinfo"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/rlbench/rlbench/schemas"
 )
 
@@ -482,7 +483,7 @@ func Write(dir string, files []File) error {
 		if old, err := os.ReadFile(p); err == nil && bytes.Equal(old, f.Data) {
 			continue
 		}
-		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+		if err := safefile.WriteFile(p, f.Data, 0o644); err != nil {
 			return err
 		}
 	}
