@@ -85,7 +85,7 @@ func TestMissingArgumentSaysWhat(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"analyze"}, "rlbench: analyze needs an evidence or run directory, e.g. rlbench analyze evidence/latest\nRun 'rlbench analyze --help' for usage.\n"},
+		{[]string{"analyze"}, "rlbench: analyze needs an evidence or run directory, e.g. rlbench analyze " + latestRun() + "\nRun 'rlbench analyze --help' for usage.\n"},
 		{[]string{"run"}, "rlbench: run needs a plan file, e.g. rlbench run examples/e06/plan.yaml\nRun 'rlbench run --help' for usage.\n"},
 		{[]string{"collect", "rls-log"}, "rlbench: rls-log needs envoyproxy/ratelimit's log file (or - for stdin), e.g. rlbench collect rls-log ratelimit.log --out ev\nRun 'rlbench collect rls-log --help' for usage.\n"},
 		// Two arguments where one is wanted: cobra's count, and the command's help.
@@ -169,5 +169,20 @@ func TestJUnitOfLatestNamesTheRun(t *testing.T) {
 	}
 	if len(doc.Suites) != 1 || doc.Suites[0].Name != stamp || len(doc.Suites[0].Cases) == 0 || doc.Suites[0].Cases[0].Classname != "rlbench."+stamp {
 		t.Fatalf("suites %+v: want one suite named %s, classes rlbench.%s", doc.Suites, stamp, stamp)
+	}
+}
+
+// The example of a missing run directory is the latest run under the
+// default root (RLBENCH_HOME here), with the home shortened to ~.
+func TestLatestRunExample(t *testing.T) {
+	t.Setenv("RLBENCH_HOME", filepath.Join(t.TempDir(), "rh"))
+	if got, want := latestRun(), filepath.Join(os.Getenv("RLBENCH_HOME"), "runs", "latest"); got != want {
+		t.Errorf("latestRun() = %q, want %q", got, want)
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("RLBENCH_HOME", filepath.Join(home, "rh"))
+	if got, want := latestRun(), filepath.Join("~", "rh", "runs", "latest"); got != want {
+		t.Errorf("under the home: latestRun() = %q, want %q", got, want)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/userdirs"
 	"github.com/spf13/cobra"
 )
 
@@ -17,19 +19,19 @@ import (
 // "accepts 1 arg(s), received 0".
 type argHint struct {
 	what    string // "an evidence or run directory"
-	example string // "rlbench analyze evidence/latest"
+	example string // "rlbench analyze {latest}": {latest} is the latest run under the default root
 }
 
 // argHints are the hints by command path.
 var argHints = map[string]argHint{
-	"rlbench analyze":                  {"an evidence or run directory", "rlbench analyze evidence/latest"},
-	"rlbench report":                   {"an evidence or run directory", "rlbench report evidence/latest --html report.html"},
+	"rlbench analyze":                  {"an evidence or run directory", "rlbench analyze {latest}"},
+	"rlbench report":                   {"an evidence or run directory", "rlbench report {latest} --html report.html"},
 	"rlbench run":                      {"a plan file", "rlbench run examples/e06/plan.yaml"},
 	"rlbench simulate":                 {"a plan file of bucket dimensions", "rlbench simulate examples/dimensions/instances.yaml"},
 	"rlbench lint":                     {"one or more Envoy configuration files", "rlbench lint examples/envoy/*.yaml"},
 	"rlbench merge":                    {"one or more shard directories (rlbench attack --shard K/N)", "rlbench merge ev-shards --out ev-run"},
 	"rlbench wait":                     {"one or more URLs to wait for", "rlbench wait http://127.0.0.1:10100/ready"},
-	"rlbench export vegeta":            {"an evidence or run directory", "rlbench export vegeta evidence/latest > results.json"},
+	"rlbench export vegeta":            {"an evidence or run directory", "rlbench export vegeta {latest} > results.json"},
 	"rlbench collect rls-log":          {"envoyproxy/ratelimit's log file (or - for stdin)", "rlbench collect rls-log ratelimit.log --out ev"},
 	"rlbench collect envoy-access-log": {"an Envoy access log file (or - for stdin)", "rlbench collect envoy-access-log access.log"},
 	"rlbench collect nginx-access-log": {"an nginx access log file (or - for stdin)", "rlbench collect nginx-access-log rlbench.log --out ev --proxy edge"},
@@ -39,9 +41,24 @@ var argHints = map[string]argHint{
 // without any argument, what the command needs (argHints).
 func argsError(cmd *cobra.Command, args []string, err error) error {
 	if h, ok := argHints[cmd.CommandPath()]; ok && len(args) == 0 {
-		return usageErrorf("%s needs %s, e.g. %s", cmd.Name(), h.what, h.example)
+		return usageErrorf("%s needs %s, e.g. %s", cmd.Name(), h.what, strings.ReplaceAll(h.example, "{latest}", latestRun()))
 	}
 	return &UsageError{Err: err}
+}
+
+// latestRun is the latest run directory under the default root
+// (userdirs.Runs, with a home replaced by ~), for examples in messages.
+func latestRun() string {
+	dir, err := userdirs.Runs()
+	if err != nil {
+		return filepath.Join("RUNS", "latest")
+	}
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		if rel, err := filepath.Rel(h, dir); err == nil && !strings.HasPrefix(rel, "..") {
+			dir = filepath.Join("~", rel)
+		}
+	}
+	return filepath.Join(dir, "latest")
 }
 
 // helpHint is the line after a usage error: the help of the command that
