@@ -36,7 +36,9 @@ import (
 // that attack.json does not report, a receipt earlier than its request's
 // sent_ns or of a request not sent (ClockTolerance). The
 // error is non-nil only when dir cannot be read, its manifest.json does not
-// decode, or ctx is done.
+// decode, it or dir holds more than MaxRunScenarios scenario directories
+// (CheckRunScenarios: the error names manifest.json's field or dir), or
+// ctx is done.
 func Load(ctx context.Context, dir string) (*Bundle, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -56,9 +58,16 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("%s: %w", Dir(dir).Manifest(), JSONError(raw, err))
 		}
+		mp := Dir(dir).Manifest()
+		if err := CheckRunScenarios(mp+": scenario_dirs", len(m.ScenarioDirs)); err != nil {
+			return nil, err
+		}
 		b.Manifest = &m
 	}
 	dirs, err := scenarioDirs(root)
+	if errors.Is(err, errTooManyScenarios) {
+		return nil, fmt.Errorf("%s: more than %d scenario directories below it, the most one run has (analyze each run directory on its own)", dir, walkCap)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +93,15 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 	return b, ctx.Err()
 }
 
+// errTooManyScenarios stops scenarioDirs' walk past walkCap.
+var errTooManyScenarios = errors.New("too many scenario directories")
+
+// walkCap is the most scenario directories scenarioDirs finds: MaxRunScenarios
+// (a variable for tests).
+var walkCap = MaxRunScenarios
+
+// scenarioDirs returns the scenario directories at or below root, sorted;
+// past walkCap it stops with errTooManyScenarios.
 func scenarioDirs(root string) ([]string, error) {
 	if IsScenarioDir(root) {
 		return []string{root}, nil
@@ -101,6 +119,9 @@ func scenarioDirs(root string) ([]string, error) {
 		}
 		if IsScenarioDir(p) {
 			out = append(out, p)
+			if len(out) > walkCap {
+				return errTooManyScenarios
+			}
 			return fs.SkipDir
 		}
 		return nil
@@ -264,7 +285,8 @@ func readRLSLogFacts(path string, s *ScenarioEvidence) error {
 
 // readStats loads stats/<proxy>.{before,after}.json of every proxy named in
 // proxies or with such a file; a name in proxies that is not a CheckName
-// name is a Problem (it is never read as a path).
+// name is a Problem (it is never read as a path), and so are more than
+// MaxScenarioProxies proxies (none is read).
 func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, []Problem) {
 	names := map[string]bool{}
 	for _, p := range proxies {
@@ -283,6 +305,9 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		problems = append(problems, Problem{File: StatsDir, Msg: err.Error()})
+	}
+	if err := CheckScenarioProxies(d.Stats()+" and "+ScenarioFile+" proxies", len(names)); err != nil {
+		return []ProxySnapshots{}, append(problems, Problem{File: StatsDir, Msg: err.Error()})
 	}
 	sorted := make([]string, 0, len(names))
 	for p := range names {

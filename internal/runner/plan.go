@@ -33,10 +33,12 @@ import (
 // MaxRepeat is the most repeats of one scenario (its repeat:), and MaxRuns
 // the most scenario runs of a plan (its scenarios times their repeats):
 // each run is a directory of evidence and a fresh lab, and manifest.json
-// lists them all. A plan over either is refused when it loads.
+// lists them all, so MaxRuns is evidence.MaxRunScenarios (10,000), the
+// most a manifest.json lists that analyze reads. A plan over either is
+// refused when it loads.
 const (
 	MaxRepeat = 1000
-	MaxRuns   = 10000
+	MaxRuns   = evidence.MaxRunScenarios
 )
 
 // PlanSchema names the plan format's JSON Schema,
