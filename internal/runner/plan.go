@@ -729,13 +729,16 @@ func (e *ExpectPlan) validate(sp, where string) error {
 	return nil
 }
 
-// validate checks an external section: proxies named by evidence.CheckName
-// (their names become stats/<name>.<label>.json and accesslog/<name>.log),
-// unique, with http(s) URLs (a user:password@ is allowed: the attack sends
+// validate checks an external section: 1..evidence.MaxScenarioProxies
+// proxies named by evidence.CheckName (their names become
+// stats/<name>.<label>.json and accesslog/<name>.log), unique, with http(s) URLs (a user:password@ is allowed: the attack sends
 // it as basic auth and evidence records it redacted).
 func (e *ExternalPlan) validate(ep, where string) error {
 	if len(e.Proxies) == 0 {
 		return at(ep+".proxies", where, "external.proxies is empty")
+	}
+	if err := evidence.CheckScenarioProxies("external.proxies", len(e.Proxies)); err != nil { // analyze would refuse scenario.json
+		return at(ep+".proxies", where, "%v", err)
 	}
 	names := map[string]bool{}
 	for k, p := range e.Proxies {
