@@ -38,7 +38,9 @@ import (
 // manifest.json that cannot be read or does not decode (a truncated one)
 // is a Problem of the Bundle (Bundle.Problems), and its scenario
 // directories are then those of a run (scenario.json required). The
-// error is non-nil only when dir cannot be read or ctx is done.
+// error is non-nil only when dir cannot be read, it or its manifest.json
+// holds more than MaxRunScenarios scenario directories (CheckRunScenarios:
+// the error names manifest.json's field or dir), or ctx is done.
 func Load(ctx context.Context, dir string) (*Bundle, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -53,8 +55,14 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 		return nil, err
 	}
 	b := &Bundle{Dir: dir, Root: root, Scenarios: []*ScenarioEvidence{}, Missing: []string{}, Problems: []Problem{}}
-	inRun := b.readManifest(ctx)
+	inRun, err := b.readManifest(ctx)
+	if err != nil {
+		return nil, err
+	}
 	dirs, err := scenarioDirs(root)
+	if errors.Is(err, errTooManyScenarios) {
+		return nil, fmt.Errorf("%s: more than %d scenario directories below it, the most one run has (analyze each run directory on its own)", dir, walkCap)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -83,26 +91,39 @@ func Load(ctx context.Context, dir string) (*Bundle, error) {
 // readManifest reads manifest.json of b's run directory into b.Manifest, or
 // a Problem naming it and the line when it is present but cannot be read or
 // does not decode. It reports whether a manifest is present: the directory
-// is then a run directory, whatever its manifest says.
-func (b *Bundle) readManifest(ctx context.Context) bool {
+// is then a run directory, whatever its manifest says. The error is a
+// manifest listing more than MaxRunScenarios scenario directories.
+func (b *Bundle) readManifest(ctx context.Context) (bool, error) {
 	raw, err := boundedio.ReadRegular(ctx, Dir(b.Root).Manifest(), MaxDocumentBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false
+		return false, nil
 	}
 	if err == nil {
 		var m Manifest
 		if err = json.Unmarshal(raw, &m); err == nil {
+			if err := CheckRunScenarios(Dir(b.Dir).Manifest()+": scenario_dirs", len(m.ScenarioDirs)); err != nil {
+				return true, err
+			}
 			b.Manifest = &m
-			return true
+			return true, nil
 		}
 		err = JSONError(raw, err)
 	}
 	if ctx.Err() == nil {
 		b.Problems = append(b.Problems, Problem{File: ManifestFile, Msg: fmt.Sprintf("%s: %v", Dir(b.Dir).Manifest(), err)})
 	}
-	return true
+	return true, nil
 }
 
+// errTooManyScenarios stops scenarioDirs' walk past walkCap.
+var errTooManyScenarios = errors.New("too many scenario directories")
+
+// walkCap is the most scenario directories scenarioDirs finds: MaxRunScenarios
+// (a variable for tests).
+var walkCap = MaxRunScenarios
+
+// scenarioDirs returns the scenario directories at or below root, sorted;
+// past walkCap it stops with errTooManyScenarios.
 func scenarioDirs(root string) ([]string, error) {
 	if IsScenarioDir(root) {
 		return []string{root}, nil
@@ -120,6 +141,9 @@ func scenarioDirs(root string) ([]string, error) {
 		}
 		if IsScenarioDir(p) {
 			out = append(out, p)
+			if len(out) > walkCap {
+				return errTooManyScenarios
+			}
 			return fs.SkipDir
 		}
 		return nil
@@ -283,7 +307,8 @@ func readRLSLogFacts(path string, s *ScenarioEvidence) error {
 
 // readStats loads stats/<proxy>.{before,after}.json of every proxy named in
 // proxies or with such a file; a name in proxies that is not a CheckName
-// name is a Problem (it is never read as a path).
+// name is a Problem (it is never read as a path), and so are more than
+// MaxScenarioProxies proxies (none is read).
 func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, []Problem) {
 	names := map[string]bool{}
 	for _, p := range proxies {
@@ -302,6 +327,9 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		problems = append(problems, Problem{File: StatsDir, Msg: err.Error()})
+	}
+	if err := CheckScenarioProxies(d.Stats()+" and "+ScenarioFile+" proxies", len(names)); err != nil {
+		return []ProxySnapshots{}, append(problems, Problem{File: StatsDir, Msg: err.Error()})
 	}
 	sorted := make([]string, 0, len(names))
 	for p := range names {

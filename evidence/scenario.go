@@ -17,13 +17,17 @@ import (
 // the expectation's class names and count ranges (Expectation.CheckCounts:
 // expect.classes.local429 is an error, not a FAIL), a range's min > max
 // is named by its path and line, as is a value of a field that decodes
-// itself (FieldValueError: "admitted": "modle"), and a duplicate key is an error (JSON
-// decoders keep one of them silently). It does
+// itself (FieldValueError: "admitted": "modle"), a duplicate key is an error (JSON
+// decoders keep one of them silently), and so are more than
+// MaxScenarioProxies proxies (CheckScenarioProxies, with the line). It does
 // not check the schema ID or the name (see Load).
 func DecodeScenario(b []byte) (Scenario, error) {
 	var s Scenario
 	keys, err := scanKeys(b)
 	if err != nil {
+		return Scenario{}, err
+	}
+	if err := CheckScenarioProxies(fmt.Sprintf("line %d: proxies", keys.lines["proxies"]), keys.proxies); err != nil { // before decoding them
 		return Scenario{}, err
 	}
 	dec := stdjson.NewDecoder(bytes.NewReader(b))
@@ -145,4 +149,24 @@ func fieldOf(err error) string {
 
 func lineAt(b []byte, off int) int {
 	return 1 + bytes.Count(b[:min(max(off, 0), len(b))], []byte{'\n'})
+}
+
+// lineCounter is lineAt for offsets asked in increasing order (a token
+// scan): it counts each byte of b once, where lineAt per key would count
+// the whole prefix again (quadratic in the number of keys).
+type lineCounter struct {
+	b         []byte
+	off, line int
+}
+
+// at returns the 1-based line of offset off; an offset before the last
+// one asked is counted from the start.
+func (c *lineCounter) at(off int) int {
+	off = min(max(off, 0), len(c.b))
+	if c.line == 0 || off < c.off {
+		c.off, c.line = 0, 1
+	}
+	c.line += bytes.Count(c.b[c.off:off], []byte{'\n'})
+	c.off = off
+	return c.line
 }

@@ -15,6 +15,10 @@ type jsonKeys struct {
 	lines        map[string]int
 	badRange     string
 	badRangeLine int
+	// proxies counts the items of the top-level "proxies" array, up to
+	// MaxScenarioProxies+1 (the scan stops there), so that DecodeScenario
+	// refuses more before it decodes them.
+	proxies int
 }
 
 // maxScanDepth bounds scanKeys' nesting (encoding/json's own limit is
@@ -32,6 +36,7 @@ func scanKeys(b []byte) (*jsonKeys, error) {
 	dec := stdjson.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	k := &jsonKeys{lines: map[string]int{}}
+	lines := &lineCounter{b: b}
 	var dup error
 	var walk func(path string, depth int) (stdjson.Token, bool)
 	walk = func(path string, depth int) (stdjson.Token, bool) {
@@ -54,7 +59,7 @@ func scanKeys(b []byte) (*jsonKeys, error) {
 				if err != nil || !ok {
 					return nil, false
 				}
-				line := lineAt(b, int(dec.InputOffset()))
+				line := lines.at(int(dec.InputOffset()))
 				p := key
 				if path != "" {
 					p = path + "." + key
@@ -86,6 +91,11 @@ func scanKeys(b []byte) (*jsonKeys, error) {
 			}
 		case '[':
 			for i := 0; dec.More(); i++ {
+				if path == "proxies" {
+					if k.proxies++; k.proxies > MaxScenarioProxies {
+						return nil, false // DecodeScenario refuses them; the rest is not scanned
+					}
+				}
 				if _, ok := walk(fmt.Sprintf("%s[%d]", path, i), depth+1); !ok {
 					return nil, false
 				}

@@ -71,9 +71,9 @@ func parseJSON(r io.Reader, name string, snap *envoyrec.Snapshot) error {
 				if err := dec.Decode(&elem); err != nil {
 					return wrap(err, start)
 				}
-				line := lineAt(start + int64(countLeadingSpace(data[start:])))
 				if err := addJSONElement(snap, elem); err != nil {
-					return lineErr(name, line, "%v", err)
+					// Counted only on error: per element it is quadratic in the stats.
+					return lineErr(name, lineAt(start+int64(countLeadingSpace(data[start:]))), "%v", err)
 				}
 			}
 			if _, err := dec.Token(); err != nil { // ']'

@@ -138,6 +138,11 @@ func (l *linter) decodeFile(f *fileState, data []byte) *bootstrapv3.Bootstrap {
 		l.addAt(f.name, 0, "", CodeEmpty, LevelError, emptyMsg("holds no YAML document (it is empty or only comments)"))
 		return nil
 	}
+	if n, line := countListeners(doc); n > MaxListeners {
+		l.addAt(f.name, line, "static_resources.listeners", CodeDecode, LevelError,
+			fmt.Sprintf("more than %d listeners (%d), the most rlbench lint checks in one file; nothing in the file was checked", MaxListeners, n))
+		return nil
+	}
 	buildLineIndex(doc, 0, f.lines)
 	js, err := sigsyaml.YAMLToJSON(data)
 	if err != nil {
@@ -178,12 +183,55 @@ func (l *linter) decodeFile(f *fileState, data []byte) *bootstrapv3.Bootstrap {
 	return bs
 }
 
+// MaxListeners is the most static listeners (static_resources.listeners)
+// one linted file has: 10,000. A bootstrap with more is an E_DECODE
+// finding naming the field's line and the cap, before anything of it is
+// decoded: every listener is decoded, validated and checked, and a fleet
+// that large takes its listeners from LDS.
+const MaxListeners = 10_000
+
+// countListeners returns the length of the document's
+// static_resources.listeners sequence (either field name spelling,
+// through aliases) and the line of its key; 0 when there is none.
+func countListeners(doc *yaml3.Node) (n, line int) {
+	get := func(n *yaml3.Node, key string) (*yaml3.Node, int) {
+		for n != nil && (n.Kind == yaml3.DocumentNode || n.Kind == yaml3.AliasNode) {
+			if n.Kind == yaml3.AliasNode {
+				n = n.Alias
+			} else if len(n.Content) > 0 {
+				n = n.Content[0]
+			} else {
+				n = nil
+			}
+		}
+		if n == nil || n.Kind != yaml3.MappingNode {
+			return nil, 0
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if normKey(n.Content[i].Value) == key {
+				return n.Content[i+1], n.Content[i].Line
+			}
+		}
+		return nil, 0
+	}
+	sr, _ := get(doc, "staticresources")
+	ls, line := get(sr, "listeners")
+	for ls != nil && ls.Kind == yaml3.AliasNode {
+		ls = ls.Alias
+	}
+	if ls == nil || ls.Kind != yaml3.SequenceNode {
+		return 0, 0
+	}
+	return len(ls.Content), line
+}
+
 func emptyMsg(what string) string {
 	return "the file " + what + ": there is no Envoy bootstrap to check"
 }
 
-// cleanProtoErr strips protojson's "proto: (line 1:234): " position, which
-// refers to the internal JSON re-encoding, not to the user's file.
+// cleanProtoErr strips protojson's "proto: (line 1:234): " position, and
+// the one inside "syntax error (line 1:93): ", which refer to the internal
+// JSON re-encoding, not to the user's file.
 func cleanProtoErr(err error) string {
 	s := err.Error()
 	s = strings.TrimPrefix(s, "proto:")
@@ -193,8 +241,12 @@ func cleanProtoErr(err error) string {
 			s = s[i+3:]
 		}
 	}
+	s = protoPosRE.ReplaceAllString(s, "")
 	return strings.ReplaceAll(s, "\u00a0", " ")
 }
+
+// protoPosRE matches protojson's position of an error in its input.
+var protoPosRE = regexp.MustCompile(` \(line \d+:\d+\)`)
 
 func jsonKind(v any) string {
 	switch v.(type) {
@@ -224,6 +276,8 @@ func isLeafMessage(md protoreflect.MessageDescriptor) bool {
 // walkMessage checks obj (a decoded JSON value) against md, reporting and
 // removing unknown fields, values protojson cannot decode and duplicate oneof
 // members, so that the remainder decodes. It returns the cleaned value.
+// The walk extends p with push: a path is only read (into a finding's
+// string) while its subtree is walked, never kept.
 func (l *linter) walkMessage(f *fileState, md protoreflect.MessageDescriptor, obj any, p path) any {
 	if md.FullName() == anyFullName {
 		return l.walkAny(f, obj, p)
@@ -249,7 +303,7 @@ func (l *linter) walkMessage(f *fileState, md protoreflect.MessageDescriptor, ob
 			delete(m, k)
 			continue
 		}
-		fp := p.field(string(fd.Name()))
+		fp := p.push(seg{kind: segField, name: string(fd.Name())})
 		if od := fd.ContainingOneof(); od != nil && !od.IsSynthetic() && m[k] != nil {
 			if prev, dup := oneofs[od.FullName()]; dup {
 				f.droppedParents[p.String()] = true
@@ -294,7 +348,7 @@ func (l *linter) walkField(f *fileState, md protoreflect.MessageDescriptor, fd p
 			if mm[mk] == nil {
 				continue
 			}
-			mm[mk] = l.walkMessage(f, msgVal, mm[mk], p.key(mk))
+			mm[mk] = l.walkMessage(f, msgVal, mm[mk], p.push(seg{kind: segKey, name: mk}))
 		}
 	case fd.IsList() && structured:
 		arr, ok := v.([]any)
@@ -305,18 +359,115 @@ func (l *linter) walkField(f *fileState, md protoreflect.MessageDescriptor, fd p
 			if arr[i] == nil {
 				continue
 			}
-			arr[i] = l.walkMessage(f, msgVal, arr[i], p.index(i))
+			arr[i] = l.walkMessage(f, msgVal, arr[i], p.push(seg{kind: segIndex, idx: i}))
 		}
 	case structured:
 		v = l.walkMessage(f, msgVal, v, p)
 	}
-	// Check that the (cleaned) value decodes as this field of md.
-	if err := decodeField(md, k, v); err != nil {
+	// Check that the (cleaned) value decodes as this field of md. Its
+	// messages were checked field by field above, so each is decoded as a
+	// stub (shallow): decoding the whole value here, at every level, was
+	// work of the document's size times its depth.
+	check := v
+	if structured {
+		check = shallow(fd, msgVal, v)
+	}
+	if err := decodeField(md, k, check); err != nil {
 		l.add(f, p, CodeDecode, LevelError, cleanProtoErr(err))
 		f.droppedParents[p[:len(p)-1].String()] = true
 		return nil, false
 	}
 	return v, true
+}
+
+// push is p extended by s in p's own array when it has room: a sibling's
+// push overwrites it. For the depth-first walk of decodeFile only, whose
+// paths are not kept (with copies the path, which made the walk's paths
+// cost the document's size times its depth).
+func (p path) push(s seg) path { return append(p, s) }
+
+// shallow returns v, a structured field's value (fd of messages md), with
+// each message replaced by its stub (stub): the list, map and non-object
+// values that decode errors are about stay as they are.
+func shallow(fd protoreflect.FieldDescriptor, md protoreflect.MessageDescriptor, v any) any {
+	switch {
+	case fd.IsList():
+		arr, ok := v.([]any)
+		if !ok {
+			return v
+		}
+		out := make([]any, len(arr))
+		for i, e := range arr {
+			out[i] = stub(md, e)
+		}
+		return out
+	case fd.IsMap():
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		out := make(map[string]any, len(mm))
+		for k, e := range mm {
+			out[k] = stub(md, e)
+		}
+		return out
+	}
+	return stub(md, v)
+}
+
+// stub stands for v, a message md whose fields walkMessage has checked one
+// by one: {} (an Any: its "@type" alone), which decodes exactly when v does.
+// v is kept whole when it is not an object, when it sets one field twice
+// (by its JSON and its proto name: the decoder refuses that, each field
+// alone passes), or when it is an Any of a well-known type, checked as a
+// whole (isLeafMessage).
+func stub(md protoreflect.MessageDescriptor, v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	if md.FullName() == anyFullName {
+		t, _ := m["@type"].(string)
+		mt, err := protoregistry.GlobalTypes.FindMessageByURL(t)
+		if err != nil || isLeafMessage(mt.Descriptor()) {
+			return v
+		}
+		md = mt.Descriptor()
+		if setTwice(md, m, "@type") {
+			return v
+		}
+		return map[string]any{"@type": t}
+	}
+	if setTwice(md, m, "") {
+		return v
+	}
+	return map[string]any{}
+}
+
+// setTwice reports whether two keys of m (other than skip) name one field
+// of md.
+func setTwice(md protoreflect.MessageDescriptor, m map[string]any, skip string) bool {
+	if len(m) < 2 {
+		return false
+	}
+	seen := make(map[protoreflect.FieldNumber]bool, len(m))
+	for k := range m {
+		if k == skip {
+			continue
+		}
+		fd := md.Fields().ByJSONName(k)
+		if fd == nil {
+			fd = md.Fields().ByTextName(k)
+		}
+		if fd == nil {
+			return true // not expected after walkMessage: decode it whole
+		}
+		if seen[fd.Number()] {
+			return true
+		}
+		seen[fd.Number()] = true
+	}
+	return false
 }
 
 // decodeField unmarshals {k: v} into a fresh md message.

@@ -33,10 +33,12 @@ import (
 // MaxRepeat is the most repeats of one scenario (its repeat:), and MaxRuns
 // the most scenario runs of a plan (its scenarios times their repeats):
 // each run is a directory of evidence and a fresh lab, and manifest.json
-// lists them all. A plan over either is refused when it loads.
+// lists them all, so MaxRuns is evidence.MaxRunScenarios (10,000), the
+// most a manifest.json lists that analyze reads. A plan over either is
+// refused when it loads.
 const (
 	MaxRepeat = 1000
-	MaxRuns   = 10000
+	MaxRuns   = evidence.MaxRunScenarios
 )
 
 // PlanSchema names the plan format's JSON Schema,
@@ -730,13 +732,16 @@ func (e *ExpectPlan) validate(sp, where string) error {
 	return nil
 }
 
-// validate checks an external section: proxies named by evidence.CheckName
-// (their names become stats/<name>.<label>.json and accesslog/<name>.log),
-// unique, with http(s) URLs (a user:password@ is allowed: the attack sends
+// validate checks an external section: 1..evidence.MaxScenarioProxies
+// proxies named by evidence.CheckName (their names become
+// stats/<name>.<label>.json and accesslog/<name>.log), unique, with http(s) URLs (a user:password@ is allowed: the attack sends
 // it as basic auth and evidence records it redacted).
 func (e *ExternalPlan) validate(ep, where string) error {
 	if len(e.Proxies) == 0 {
 		return at(ep+".proxies", where, "external.proxies is empty")
+	}
+	if err := evidence.CheckScenarioProxies("external.proxies", len(e.Proxies)); err != nil { // analyze would refuse scenario.json
+		return at(ep+".proxies", where, "%v", err)
 	}
 	names := map[string]bool{}
 	for k, p := range e.Proxies {

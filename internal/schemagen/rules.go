@@ -48,6 +48,8 @@ var fieldRules = map[string]rule{
 	"evidence.Manifest.Start":               format("date-time"),
 	"evidence.Manifest.End":                 format("date-time"),
 	"evidence.Manifest.PlanDigest":          pattern(`^sha256:[0-9a-f]{64}$`),
+	"evidence.Manifest.ScenarioDirs":        maxItems(evidence.MaxRunScenarios),
+	"evidence.Scenario.Proxies":             maxItems(evidence.MaxScenarioProxies),
 	"envoyrec.Snapshot.Format":              enum(string(envoyrec.FormatText), string(envoyrec.FormatJSON), string(envoyrec.FormatPrometheus)),
 	"evidence.FileState.State":              enum(evidence.StateOpen, evidence.StateClosed),
 	"evidence.FileState.Records":            minimum(0),
@@ -110,7 +112,7 @@ var fieldRules = map[string]rule{
 	"runner.RLSPlan.Kind":                               enum(runner.RLSLab, runner.RLSReal),
 	"runner.RLSPlan.Config":                             minLength(1),
 	"runner.RLSPlan.WindowStart":                        enum(evidence.WindowAligned, evidence.WindowFirstHit),
-	"runner.ExternalPlan.Proxies":                       minItems(1),
+	"runner.ExternalPlan.Proxies":                       itemsBetween(1, evidence.MaxScenarioProxies),
 	"runner.FaultPlan.Action":                           enum(faultActions...),
 	"backend.Faults.ErrorProbability":                   between(0, 1),
 	"backend.Faults.ResetProbability":                   between(0, 1),
@@ -248,6 +250,9 @@ func pattern(p string) rule  { return func(s *jsonschema.Schema) { s.Pattern = p
 func minimum(n int) rule     { return func(s *jsonschema.Schema) { s.Minimum = num(n) } }
 func minItems(n uint64) rule { return func(s *jsonschema.Schema) { s.MinItems = uptr(n) } }
 func maxItems(n uint64) rule { return func(s *jsonschema.Schema) { s.MaxItems = uptr(n) } }
+func itemsBetween(lo, hi uint64) rule {
+	return func(s *jsonschema.Schema) { s.MinItems, s.MaxItems = uptr(lo), uptr(hi) }
+}
 func minLength(n uint64) rule {
 	return func(s *jsonschema.Schema) { s.MinLength = uptr(n) }
 }
