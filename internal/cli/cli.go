@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/buildinfo"
 	"github.com/spf13/cobra"
@@ -79,35 +80,43 @@ func Main(args []string, io *IOStreams) int {
 }
 
 func exitCode(err error, stderr io.Writer) int {
+	code, msg, usage := classifyError(err)
+	if msg != "" {
+		// The last line of defence: whatever the sources let through, no
+		// password, query token or credential header is printed
+		// (evidence.RedactText; net/http and net/url errors quote the URL).
+		fmt.Fprintln(stderr, "rlbench:", evidence.RedactText(msg))
+	}
+	if usage {
+		fmt.Fprintln(stderr, "Run 'rlbench --help' for usage.")
+	}
+	return code
+}
+
+// classifyError maps err to its exit code, the message printed for it ("" for
+// none) and whether the usage hint follows. It is exitCode's one ladder.
+func classifyError(err error) (code int, msg string, usage bool) {
 	if err == nil {
-		return ExitOK
+		return ExitOK, "", false
 	}
 	var ue *UsageError
 	var ce *ExitCodeError
 	var nr *boundedio.NotRegularError
 	switch {
 	case errors.As(err, &ce):
-		if ce.Msg != "" {
-			fmt.Fprintln(stderr, "rlbench:", ce.Msg)
-		}
-		return ce.Code
+		return ce.Code, ce.Msg, false
 	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "rlbench:", ue.Err)
-		fmt.Fprintln(stderr, "Run 'rlbench --help' for usage.")
-		return ExitUsage
+		return ExitUsage, ue.Err.Error(), true
 	case errors.Is(err, context.Canceled):
 		// The command's context ends only by SIGINT or SIGTERM (Main).
-		fmt.Fprintln(stderr, "rlbench: interrupted:", err)
-		return ExitInterrupted
+		return ExitInterrupted, "interrupted: " + err.Error(), false
 	case errors.As(err, &nr):
 		// An input that is a FIFO, a device or a directory where a file
 		// is wanted (`rlbench run fifo.yaml`, `rlbench lint /dev/null`):
 		// the argument is wrong, nothing was read from it.
-		fmt.Fprintln(stderr, "rlbench:", err)
-		return ExitUsage
+		return ExitUsage, err.Error(), false
 	default:
-		fmt.Fprintln(stderr, "rlbench:", err)
-		return ExitError
+		return ExitError, err.Error(), false
 	}
 }
 
