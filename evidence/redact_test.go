@@ -157,3 +157,41 @@ func TestRedactReader(t *testing.T) {
 		t.Errorf("RedactQuery = %q", got)
 	}
 }
+
+// FuzzRedactQuery: whatever the value of a credential query parameter (in
+// a URL or a bare path, alone or quoted in a message), it does not survive
+// RedactURL or RedactText, the parameter's name and the other parameters
+// stay, and a message without a secret comes back unchanged.
+func FuzzRedactQuery(f *testing.F) {
+	f.Add("token", "abc123", "/x", "page=2")
+	f.Add("X-Amz-Signature", "a/b+c=", "", "a=1;b=2")
+	f.Add("api_key", "k#frag", "/p/q", "")
+	f.Fuzz(func(t *testing.T, name, value, path, other string) {
+		v := url.QueryEscape(value)
+		n := url.QueryEscape(name)
+		if !SecretName(name) || len(v) < 4 || strings.Contains(n+path+other, v) || strings.ContainsAny(path+other, "?#&;= \"'<>`\t\r\n") {
+			return
+		}
+		if path != "" && !strings.HasPrefix(path, "/") {
+			return
+		}
+		q := n + "=" + v
+		if other != "" {
+			q += "&" + other + "=1"
+		}
+		for _, u := range []string{"http://example.test:8080" + path + "?" + q, "/r" + path + "?" + q} {
+			for what, got := range map[string]string{"RedactURL": RedactURL(u), "RedactText": RedactText(`Get "` + u + `": EOF`)} {
+				if strings.Contains(got, v) {
+					t.Fatalf("%s(%q) = %q: the value is still there", what, u, got)
+				}
+				if !strings.Contains(got, n+"="+Redacted) || (other != "" && !strings.Contains(got, "&"+other+"=1")) {
+					t.Fatalf("%s(%q) = %q: a name or another parameter is lost", what, u, got)
+				}
+			}
+		}
+		plain := "GET /x" + path + " answered 429"
+		if RedactText(plain) != plain {
+			t.Fatalf("RedactText(%q) = %q: no secret, yet changed", plain, RedactText(plain))
+		}
+	})
+}
