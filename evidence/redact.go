@@ -57,16 +57,16 @@ func redactRef(u string) string {
 	return rest
 }
 
-// redactUserinfo redacts the userinfo of "scheme://userinfo@host..." (s has
-// no query or fragment): the authority runs to the first '/', and the
-// userinfo to its last '@' (a password holding a raw '@' stays inside it).
+// redactUserinfo redacts the userinfo of "scheme://userinfo@host...": the
+// authority runs to the first '/', '?' or '#', and the userinfo to its last
+// '@' (a password holding a raw '@' stays inside it).
 func redactUserinfo(s string) string {
 	i := strings.Index(s, "://")
 	if i <= 0 || !isScheme(s[:i]) {
 		return s
 	}
 	auth := s[i+3:]
-	end := strings.IndexByte(auth, '/')
+	end := strings.IndexAny(auth, "/?#")
 	if end < 0 {
 		end = len(auth)
 	}
@@ -181,12 +181,62 @@ func RedactHeaderField(s string) string {
 	return s
 }
 
-// urlRE matches a URL quoted in free text: a scheme, "://" and everything
-// up to white space or a quote.
-var urlRE = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\s\"'<>`]+")
+// isURLDelim ends a URL quoted in free text: white space, a quote, '<' or
+// '>'.
+func isURLDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\v', '\f', '"', '\'', '<', '>', '`':
+		return true
+	}
+	return false
+}
+
+func isSchemeChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+// redactURLs redacts every URL quoted in s: a scheme (a letter, then
+// letters, digits, '+', '-' or '.'), "://" and everything up to a
+// delimiter (isURLDelim). It scans for "://" rather than running a regular
+// expression, so that a command's whole output can afford it.
+func redactURLs(s string) string {
+	var b strings.Builder
+	last, i := 0, 0
+	for {
+		k := strings.Index(s[i:], "://")
+		if k < 0 {
+			break
+		}
+		k += i
+		st := k
+		for st > last && isSchemeChar(s[st-1]) {
+			st--
+		}
+		for st < k && !(s[st] >= 'a' && s[st] <= 'z' || s[st] >= 'A' && s[st] <= 'Z') {
+			st++
+		}
+		en := k + 3
+		for en < len(s) && !isURLDelim(s[en]) {
+			en++
+		}
+		if st < k {
+			if red := redactRef(s[st:en]); red != s[st:en] {
+				b.WriteString(s[last:st])
+				b.WriteString(red)
+				last = en
+			}
+		}
+		i = en
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
 
 // queryRE matches a path with a query in free text ("/x?token=..."), not
-// preceded by a scheme's authority (urlRE covers those).
+// preceded by a scheme's authority (redactURLs covers those).
 var queryRE = regexp.MustCompile("(?:^|[\\s\"'(=])(/[^\\s\"'<>`?#]*[?#][^\\s\"'<>`]+)")
 
 // headerRE matches a credential header field quoted in free text
@@ -194,19 +244,50 @@ var queryRE = regexp.MustCompile("(?:^|[\\s\"'(=])(/[^\\s\"'<>`?#]*[?#][^\\s\"'<
 // a quote or the end of the line.
 var headerRE = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|x-auth-token|api-key)(\s*:\s*)([^"'\r\n]+)`)
 
+// credentialHeaderNames end the names headerRE matches.
+var credentialHeaderNames = []string{"authorization", "cookie", "api-key", "x-auth-token"}
+
+// hasCredentialHeader reports whether some ':' in s follows (after blanks)
+// a name ending in one of credentialHeaderNames, case-insensitively: the
+// cheap test before headerRE runs.
+func hasCredentialHeader(s string) bool {
+	for i := 0; ; {
+		k := strings.IndexByte(s[i:], ':')
+		if k < 0 {
+			return false
+		}
+		k += i
+		e := k
+		for e > 0 && (s[e-1] == ' ' || s[e-1] == '\t') {
+			e--
+		}
+		if e == 0 || (s[e-1]|0x20 != 'n' && s[e-1]|0x20 != 'e' && s[e-1]|0x20 != 'y') {
+			i = k + 1
+			continue // every credentialHeaderNames ends in n, e or y
+		}
+		name := s[max(0, e-40):e]
+		for _, n := range credentialHeaderNames {
+			if len(name) >= len(n) && strings.EqualFold(name[len(name)-len(n):], n) {
+				return true
+			}
+		}
+		i = k + 1
+	}
+}
+
 // RedactText redacts every URL (RedactURL) and every path with a query
 // quoted in s (an error message, a command's output), and the value of every
 // "Authorization: ..." style header field in it (Authorization,
 // Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key, X-Auth-Token,
-// Api-Key).
+// Api-Key). Text without any of them is returned unchanged.
 func RedactText(s string) string {
 	if strings.Contains(s, "://") {
-		s = urlRE.ReplaceAllStringFunc(s, redactRef)
+		s = redactURLs(s)
 	}
 	if strings.ContainsAny(s, "?#") {
 		s = queryRE.ReplaceAllStringFunc(s, redactRef)
 	}
-	if strings.ContainsAny(s, ":") {
+	if hasCredentialHeader(s) {
 		s = headerRE.ReplaceAllString(s, "${1}${2}"+Redacted)
 	}
 	return s
