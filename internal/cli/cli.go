@@ -73,10 +73,23 @@ func Main(args []string, io *IOStreams) int {
 		<-ctx.Done()
 		stop() // a second signal gets Go's default behaviour: exit
 	}()
-	root := NewRoot(io)
+	// Standard output goes through evidence.RedactText a line at a time
+	// (redactingWriter): reports quote evidence, which an older release
+	// may have written with a query token in it. Standard error's lines
+	// are redacted at their sources and in exitCode; it stays the
+	// process's own, so that the attack's progress bar sees a terminal.
+	out := newRedactingWriter(io.Out)
+	streams := *io
+	streams.Out = out
+	root := NewRoot(&streams)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	return exitCode(err, io.ErrOut)
+	code := exitCode(err, io.ErrOut)
+	if ferr := out.Flush(); ferr != nil && code == ExitOK {
+		fmt.Fprintln(io.ErrOut, "rlbench: writing standard output:", ferr)
+		code = ExitError
+	}
+	return code
 }
 
 func exitCode(err error, stderr io.Writer) int {
