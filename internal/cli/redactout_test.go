@@ -43,7 +43,7 @@ func TestRedactingWriter(t *testing.T) {
 // TestAnalyzeRedactsOldEvidence (issue 27): evidence written by an older
 // release may quote a URL with a query token or a user name that is a
 // token (only passwords were masked then); analyze's report, which quotes
-// the NOT_RUN reason, prints neither.
+// the NOT_RUN reason, prints neither, nor writes them into status.txt.
 func TestAnalyzeRedactsOldEvidence(t *testing.T) {
 	dir := t.TempDir()
 	reason := "receipts: http://" + secretMarker + "@127.0.0.1:1/_rlbench/receipts?token=" + secretMarker + ": connection refused\n"
@@ -53,6 +53,9 @@ func TestAnalyzeRedactsOldEvidence(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "analyze", "--status-file", "-", dir)
 	if code != ExitNotRun || strings.Contains(stdout+stderr, secretMarker) || !strings.Contains(stdout, "http://xxxxx@127.0.0.1:1/_rlbench/receipts?token=xxxxx") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if _, _, _ = runCLI(t, "analyze", dir); strings.Contains(string(readFile(t, filepath.Join(dir, "status.txt"))), secretMarker) {
+		t.Errorf("status.txt holds the secret:\n%s", readFile(t, filepath.Join(dir, "status.txt")))
 	}
 	for _, f := range []string{"json", "markdown", "junit", "csv", "html"} {
 		code, stdout, _ := runCLI(t, "analyze", "--status-file", "-", "--format", f, dir)
