@@ -43,7 +43,8 @@ func TestRedactingWriter(t *testing.T) {
 // TestAnalyzeRedactsOldEvidence (issue 27): evidence written by an older
 // release may quote a URL with a query token or a user name that is a
 // token (only passwords were masked then); analyze's report, which quotes
-// the NOT_RUN reason, prints neither, nor writes them into status.txt.
+// the NOT_RUN reason, prints neither, nor writes them into status.txt or
+// report's files.
 func TestAnalyzeRedactsOldEvidence(t *testing.T) {
 	dir := t.TempDir()
 	reason := "receipts: http://" + secretMarker + "@127.0.0.1:1/_rlbench/receipts?token=" + secretMarker + ": connection refused\n"
@@ -56,6 +57,18 @@ func TestAnalyzeRedactsOldEvidence(t *testing.T) {
 	}
 	if _, _, _ = runCLI(t, "analyze", dir); strings.Contains(string(readFile(t, filepath.Join(dir, "status.txt"))), secretMarker) {
 		t.Errorf("status.txt holds the secret:\n%s", readFile(t, filepath.Join(dir, "status.txt")))
+	}
+	html, prom := filepath.Join(t.TempDir(), "r.html"), filepath.Join(t.TempDir(), "r.prom")
+	if code, _, stderr := runCLI(t, "report", "--html", html, "--prometheus", prom, dir); code != ExitNotRun {
+		t.Errorf("report: exit %d: %s", code, stderr)
+	}
+	for _, p := range []string{html, prom} {
+		if strings.Contains(string(readFile(t, p)), secretMarker) {
+			t.Errorf("%s holds the secret", p)
+		}
+	}
+	if !strings.Contains(string(readFile(t, html)), "xxxxx") {
+		t.Errorf("%s does not quote the reason, redacted", html)
 	}
 	for _, f := range []string{"json", "markdown", "junit", "csv", "html"} {
 		code, stdout, _ := runCLI(t, "analyze", "--status-file", "-", "--format", f, dir)
