@@ -818,11 +818,12 @@ func prepareFlow(o Options, fs *flowSpec, names map[string]int, where string) (*
 		fp.config.Split = SplitRequests
 		for _, t := range fp.tmpls {
 			fp.config.Requests = append(fp.config.Requests, evidence.AttackRequestTemplate{Target: o.Targets[t.target].Name,
-				Method: t.method, Path: t.path, HeaderNames: headerNames(t.header), BodyBytes: len(t.body)})
+				Method: t.method, Path: evidence.RedactURL(t.path), HeaderNames: headerNames(t.header), BodyBytes: len(t.body)})
 		}
 	} else {
 		t := fp.tmpls[0]
-		fp.config.Method, fp.config.Path, fp.config.HeaderNames, fp.config.BodyBytes = t.method, t.path, headerNames(t.header), len(t.body)
+		// A query's credentials are not recorded (evidence.RedactURL).
+		fp.config.Method, fp.config.Path, fp.config.HeaderNames, fp.config.BodyBytes = t.method, evidence.RedactURL(t.path), headerNames(t.header), len(t.body)
 	}
 	if fp.paced {
 		fp.config.Rate = FormatRate(fs.Rate)

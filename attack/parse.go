@@ -9,6 +9,8 @@ import (
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // ParseRate parses the rate syntax of `rlbench attack --rate` and of a plan's
@@ -58,11 +60,11 @@ func FormatRate(r vegeta.Rate) string {
 func ParseHeader(s string) (name, value string, err error) {
 	name, value, ok := strings.Cut(s, ":")
 	if !ok {
-		return "", "", fmt.Errorf("header %q: want \"Name: value\"", s)
+		return "", "", fmt.Errorf("header %q: want \"Name: value\"", evidence.RedactHeaderField(s))
 	}
 	name, value = strings.Trim(name, " \t"), strings.Trim(value, " \t")
 	if err := CheckHeader(name, value); err != nil {
-		return "", "", fmt.Errorf("header %q: %w", s, err)
+		return "", "", fmt.Errorf("header %q: %w", evidence.RedactHeaderField(s), err)
 	}
 	return name, value, nil
 }

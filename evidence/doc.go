@@ -51,6 +51,13 @@
 // the file (NOT_RUN), whatever its lines say. Files without a seal, from
 // earlier releases, load as before.
 //
+// No file holds a credential: every URL, path with a query, header value and
+// log line rlbench records goes through redact.go first (RedactURL,
+// RedactHeader, RedactText, RedactReader), which replaces a userinfo
+// password, a user name given alone, the value of a query parameter named
+// like a credential and a credential header's value with "xxxxx", keeping
+// the scheme, host, port, path and names that identify the target.
+//
 // # Semantics recorded
 //
 // Response classes (Class, Classify) follow the marks Envoy puts on responses

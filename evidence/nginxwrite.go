@@ -16,7 +16,8 @@ func nginxDir(d Dir, proxy string) (string, error) {
 }
 
 // WriteNginxAccessLog copies an nginx JSON access log read from r into
-// nginx/<proxy>/access.log under d (raw, as nginx wrote it) while parsing it
+// nginx/<proxy>/access.log under d (raw, as nginx wrote it, but for the
+// credentials in its lines: RedactReader) while parsing it
 // (evidence/nginxrec.ParseAccessLog; name names r in errors), then writes the
 // records to nginx/<proxy>/access.jsonl, one per line. It returns the
 // records; on a parse error the raw copy holds what was read.
@@ -28,7 +29,7 @@ func WriteNginxAccessLog(d Dir, proxy, name string, r io.Reader) ([]nginxrec.Acc
 	if err != nil {
 		return nil, err
 	}
-	recs, err := nginxrec.ParseAccessLog(io.TeeReader(r, raw), name)
+	recs, err := nginxrec.ParseAccessLog(io.TeeReader(RedactReader(r), raw), name)
 	if err = errors.Join(err, raw.Close()); err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ func WriteNginxErrorLog(d Dir, proxy, name string, r io.Reader) (*nginxrec.Error
 	if err != nil {
 		return nil, err
 	}
-	l, err := nginxrec.ParseErrorLog(io.TeeReader(r, raw), name)
+	l, err := nginxrec.ParseErrorLog(io.TeeReader(RedactReader(r), raw), name)
 	if err = errors.Join(err, raw.Close()); err != nil {
 		return nil, err
 	}

@@ -86,12 +86,14 @@ type Receipt struct {
 	Method string `json:"method"`
 	// Path is the request path, without the query.
 	Path string `json:"path"`
-	// Query is the raw query string, if any.
+	// Query is the raw query string, if any, with its credentials redacted
+	// (RedactQuery: "token=xxxxx").
 	Query string `json:"query,omitempty"`
 	// Remote is the peer address (the proxy's upstream connection).
 	Remote string `json:"remote"`
 	// Headers holds the recorded request headers, lower-case names (by
-	// default x-envoy-attempt-count, x-forwarded-for, x-request-id).
+	// default x-envoy-attempt-count, x-forwarded-for, x-request-id); a
+	// credential header's value is redacted (RedactHeader).
 	Headers map[string]string `json:"headers,omitempty"`
 	// Endpoint names the backend endpoint (listener) that received the
 	// request, "backend-0", "backend-1", ...; empty in receipts of older

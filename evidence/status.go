@@ -39,9 +39,10 @@ type StatusLine struct {
 }
 
 // NewStatusLine builds the line of a scenario run; repeat 0 omits #<repeat>.
-// Whitespace runs in reason become one space.
+// Whitespace runs in reason become one space, and a credential quoted in it
+// (from evidence an older release wrote) is redacted (RedactText).
 func NewStatusLine(name string, repeat int, status, reason string) StatusLine {
-	return StatusLine{Scenario: name, Repeat: repeat, Status: status, Reason: strings.Join(strings.Fields(reason), " ")}
+	return StatusLine{Scenario: name, Repeat: repeat, Status: status, Reason: RedactText(strings.Join(strings.Fields(reason), " "))}
 }
 
 // plainName reports whether name can be written unquoted.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
@@ -35,9 +36,10 @@ func StatsPath(format envoyrec.Format) (string, error) {
 // rendering ("" = text) and parses it with Parse. raw is the response body as
 // received, returned whenever it was read (also when parsing fails), so
 // callers can store it (stats/<proxy>.<label>.raw). snap.Admin is adminURL
-// and snap.TakenNs the unix ns when the body was fully read. A nil client
-// means http.DefaultClient; ctx bounds the whole exchange. A non-200 status
-// is an error naming the URL and status.
+// redacted (evidence.RedactURL) and snap.TakenNs the unix ns when the body
+// was fully read. A nil client means http.DefaultClient; ctx bounds the
+// whole exchange. A non-200 status is an error naming the URL (redacted,
+// as in every error) and status.
 func Fetch(ctx context.Context, client *http.Client, adminURL string, format envoyrec.Format) (raw []byte, snap *envoyrec.Snapshot, err error) {
 	path, err := StatsPath(format)
 	if err != nil {
@@ -51,26 +53,28 @@ func Fetch(ctx context.Context, client *http.Client, adminURL string, format env
 	if err != nil {
 		return raw, nil, err
 	}
-	snap, err = Parse(bytes.NewReader(raw), url, format)
+	snap, err = Parse(bytes.NewReader(raw), evidence.RedactURL(url), format)
 	if err != nil {
 		return raw, nil, err
 	}
-	snap.Admin = adminURL
+	snap.Admin = evidence.RedactURL(adminURL)
 	snap.TakenNs = taken.UnixNano()
 	return raw, snap, nil
 }
 
-func get(ctx context.Context, client *http.Client, url string) ([]byte, time.Time, error) {
+// get GETs url; its errors name url redacted (evidence.RedactURL).
+func get(ctx context.Context, client *http.Client, rawURL string) ([]byte, time.Time, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	url := evidence.RedactURL(rawURL)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("envoy admin: %w", err)
+		return nil, time.Time{}, fmt.Errorf("envoy admin: %w", evidence.RedactError(err))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("envoy admin GET %s: %w", url, err)
+		return nil, time.Time{}, fmt.Errorf("envoy admin GET %s: %w", url, evidence.RedactError(err))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
 )
 
@@ -98,6 +99,6 @@ func FetchServerInfo(ctx context.Context, client *http.Client, adminURL string) 
 	if err != nil {
 		return raw, nil, err
 	}
-	info, err = ParseServerInfo(bytes.NewReader(raw), url)
+	info, err = ParseServerInfo(bytes.NewReader(raw), evidence.RedactURL(url))
 	return raw, info, err
 }

@@ -108,15 +108,17 @@ func Delta(before, after nginxrec.StubStatus) (StubStatusDelta, error) {
 
 // FetchStubStatus GETs a stub_status URL with client and returns the raw body and the parsed page. A status other
 // than 200, a body over 1 MiB or a page that does not parse is an error naming the URL; the raw body is returned
-// whenever it was read, so a caller can keep it as evidence.
-func FetchStubStatus(ctx context.Context, client *http.Client, url string) ([]byte, nginxrec.StubStatus, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// whenever it was read, so a caller can keep it as evidence. Errors name the
+// URL redacted (evidence.RedactURL).
+func FetchStubStatus(ctx context.Context, client *http.Client, rawURL string) ([]byte, nginxrec.StubStatus, error) {
+	url := evidence.RedactURL(rawURL)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status %s: %w", url, err)
+		return nil, nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status %s: %w", url, evidence.RedactError(err))
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status: %w", err)
+		return nil, nginxrec.StubStatus{}, fmt.Errorf("nginx stub_status: %w", evidence.RedactError(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20+1))

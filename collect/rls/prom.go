@@ -253,20 +253,22 @@ const maxMetricsBody = 64 << 20
 
 // Fetch GETs url (the RLS PROMETHEUS_ADDR + PROMETHEUS_PATH, default
 // :9090/metrics) with client (http.DefaultClient if nil) and returns the raw
-// body and its parse. A non-200 status, a body over 64 MiB or a parse error is
-// an error naming url.
-func Fetch(ctx context.Context, client *http.Client, url string) ([]byte, *PromSnapshot, error) {
+// body and its parse, named url redacted (evidence.RedactURL: the
+// snapshot's Name). A non-200 status, a body over 64 MiB or a parse error is
+// an error naming url, redacted too.
+func Fetch(ctx context.Context, client *http.Client, rawURL string) ([]byte, *PromSnapshot, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	url := evidence.RedactURL(rawURL)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, evidence.RedactError(err)
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, evidence.RedactError(err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsBody+1))

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/buildinfo"
 	"github.com/spf13/cobra"
@@ -73,10 +74,23 @@ func Main(args []string, io *IOStreams) int {
 		<-ctx.Done()
 		stop() // a second signal gets Go's default behaviour: exit
 	}()
-	root := NewRoot(io)
+	// Standard output goes through evidence.RedactText a line at a time
+	// (redactingWriter): reports quote evidence, which an older release
+	// may have written with a query token in it. Standard error's lines
+	// are redacted at their sources and in exitCode; it stays the
+	// process's own, so that the attack's progress bar sees a terminal.
+	out := newRedactingWriter(io.Out)
+	streams := *io
+	streams.Out = out
+	root := NewRoot(&streams)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	return commandExitCode(err, io.ErrOut, cmd)
+	code := commandExitCode(err, io.ErrOut, cmd)
+	if ferr := out.Flush(); ferr != nil && code == ExitOK {
+		fmt.Fprintln(io.ErrOut, "rlbench: writing standard output:", ferr)
+		code = ExitError
+	}
+	return code
 }
 
 // exitCode maps err to the exit code and prints it to stderr.
@@ -85,41 +99,48 @@ func exitCode(err error, stderr io.Writer) int { return commandExitCode(err, std
 // commandExitCode is exitCode for cmd, the command that ran: its --help is
 // named after a usage error (nil: the root's).
 func commandExitCode(err error, stderr io.Writer, cmd *cobra.Command) int {
+	code, msg, usage := classifyError(err)
+	if msg != "" {
+		// The last line of defence: whatever the sources let through, no
+		// password, query token or credential header is printed
+		// (evidence.RedactText; net/http and net/url errors quote the URL).
+		fmt.Fprintln(stderr, "rlbench:", evidence.RedactText(msg))
+	}
+	if usage {
+		fmt.Fprintln(stderr, helpHint(cmd))
+	}
+	return code
+}
+
+// classifyError maps err to its exit code, the message printed for it ("" for
+// none) and whether the usage hint follows. It is exitCode's one ladder.
+func classifyError(err error) (code int, msg string, usage bool) {
 	if err == nil {
-		return ExitOK
+		return ExitOK, "", false
 	}
 	var ue *UsageError
 	var ce *ExitCodeError
 	var nr *boundedio.NotRegularError
 	switch {
 	case errors.As(err, &ce):
-		if ce.Msg != "" {
-			fmt.Fprintln(stderr, "rlbench:", ce.Msg)
-		}
-		return ce.Code
+		return ce.Code, ce.Msg, false
 	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "rlbench:", ue.Err)
-		fmt.Fprintln(stderr, helpHint(cmd))
-		return ExitUsage
+		return ExitUsage, ue.Err.Error(), true
 	case errors.Is(err, context.Canceled):
 		// The command's context ends only by SIGINT or SIGTERM (Main).
-		fmt.Fprintln(stderr, "rlbench: interrupted:", err)
-		return ExitInterrupted
+		return ExitInterrupted, "interrupted: " + err.Error(), false
 	case errors.As(err, &nr):
 		// An input that is a FIFO, a device or a directory where a file
 		// is wanted (`rlbench run fifo.yaml`, `rlbench lint /dev/null`):
 		// the argument is wrong, nothing was read from it.
-		fmt.Fprintln(stderr, "rlbench:", err)
-		return ExitUsage
+		return ExitUsage, err.Error(), false
 	case errors.Is(err, fs.ErrNotExist):
 		// An input path that does not exist (a plan, an evidence
 		// directory, a log, --ids-file...) or an output path whose
 		// directory does not: the argument is wrong, as above.
-		fmt.Fprintln(stderr, "rlbench:", err)
-		return ExitUsage
+		return ExitUsage, err.Error(), false
 	default:
-		fmt.Fprintln(stderr, "rlbench:", err)
-		return ExitError
+		return ExitError, err.Error(), false
 	}
 }
 

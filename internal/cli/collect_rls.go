@@ -24,17 +24,29 @@ import (
 
 // openInput opens FILE, or standard input for "-", for a streaming parser:
 // reads stop when ctx is done (the first SIGINT/SIGTERM). FILE must be a
-// regular file (boundedio.OpenRegular); a pipe is read through "-".
+// regular file (boundedio.OpenRegular); a pipe is read through "-". The
+// lines read are redacted (evidence.RedactReader): a log's credentials
+// (a request path's query token, a Redis URL's password) reach neither the
+// output nor the evidence.
 func openInput(ctx context.Context, s *IOStreams, name string) (io.ReadCloser, string, error) {
 	if name == "-" {
-		return io.NopCloser(boundedio.NewReader(ctx, s.In, "<stdin>", 0)), "<stdin>", nil
+		return io.NopCloser(evidence.RedactReader(boundedio.NewReader(ctx, s.In, "<stdin>", 0))), "<stdin>", nil
 	}
 	f, err := boundedio.OpenRegular(ctx, name, 0)
 	var nr *boundedio.NotRegularError
 	if errors.As(err, &nr) {
 		return nil, name, fmt.Errorf("%w (to read a pipe, give - and redirect it to standard input)", err)
 	}
-	return f, name, err
+	if err != nil {
+		return nil, name, err
+	}
+	return redactedFile{Reader: evidence.RedactReader(f), Closer: f}, name, nil
+}
+
+// redactedFile reads a file through evidence.RedactReader and closes the file.
+type redactedFile struct {
+	io.Reader
+	io.Closer
 }
 
 // writeJSONOut writes v as indented JSON without HTML escaping ("<stdin>"

@@ -193,11 +193,13 @@ type headerValue struct {
 	name string
 }
 
+// String lists the headers, credential values redacted
+// (evidence.RedactHeader).
 func (v *headerValue) String() string {
 	var parts []string
 	for k, vs := range *v.p {
 		for _, x := range vs {
-			parts = append(parts, k+": "+x)
+			parts = append(parts, k+": "+evidence.RedactHeader(k, x))
 		}
 	}
 	return strings.Join(parts, ", ")
@@ -342,9 +344,14 @@ type FlowSpec struct {
 }
 
 // ParseFlowSpec parses "key=value,key=value,..." (see NewAttackCmd); errors
-// quote the spec and name the bad part.
+// quote the spec and name the bad part, both redacted (redactFlowPart).
 func ParseFlowSpec(s string) (FlowSpec, error) {
 	var f FlowSpec
+	var shown []string
+	for _, part := range strings.Split(s, ",") {
+		shown = append(shown, redactFlowPart(part))
+	}
+	spec := strings.Join(shown, ",")
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -353,14 +360,30 @@ func ParseFlowSpec(s string) (FlowSpec, error) {
 		k, v, ok := strings.Cut(part, "=")
 		k = strings.TrimSpace(k)
 		if !ok && k != "no-keepalive" {
-			return f, fmt.Errorf("flow %q: %q: %s", s, part, "want key=value")
+			return f, fmt.Errorf("flow %q: %q: %s", spec, redactFlowPart(part), "want key=value")
 		}
 		if msg := f.set(k, v, ok); msg != "" {
-			return f, fmt.Errorf("flow %q: %q: %s", s, part, msg)
+			return f, fmt.Errorf("flow %q: %q: %s", spec, redactFlowPart(part), evidence.RedactText(msg))
 		}
 	}
-	err := f.check(s) // sets IDs from rate x duration: called before f is returned
+	err := f.check(spec) // sets IDs from rate x duration: called before f is returned
 	return f, err
+}
+
+// redactFlowPart is one "key=value" part of a flow spec as errors quote
+// it: a header's credential value and a path's query secrets redacted
+// (evidence.RedactHeaderField, evidence.RedactURL).
+func redactFlowPart(part string) string {
+	k, v, ok := strings.Cut(part, "=")
+	switch {
+	case !ok:
+		return evidence.RedactText(part)
+	case strings.TrimSpace(k) == "header":
+		return k + "=" + evidence.RedactHeaderField(v)
+	case strings.TrimSpace(k) == "path":
+		return k + "=" + evidence.RedactURL(v)
+	}
+	return evidence.RedactText(part)
 }
 
 // set sets the key k of a flow spec to v (ok: the part had a "="); it

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -84,7 +85,11 @@ func runReport(ctx context.Context, o *ReportOptions) error {
 		if f.path == "" {
 			continue
 		}
-		if err := writeFileAtomic(f.path, func(w io.Writer) error { return f.write(w, rep) }); err != nil {
+		// The file quotes evidence as standard output does: redacted (redactingWriter).
+		if err := writeFileAtomic(f.path, func(w io.Writer) error {
+			rw := newRedactingWriter(w)
+			return errors.Join(f.write(rw, rep), rw.Flush())
+		}); err != nil {
 			return err
 		}
 		if o.Format == "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/spf13/cobra"
 )
 
@@ -96,7 +97,7 @@ func runWait(ctx context.Context, o *WaitOptions) error {
 			var lines []string
 			for _, u := range o.URLs {
 				if err, ok := pending[u]; ok {
-					lines = append(lines, fmt.Sprintf("%s: %v", u, err))
+					lines = append(lines, fmt.Sprintf("%s: %v", evidence.RedactURL(u), err))
 				}
 			}
 			return fmt.Errorf("wait: not ready after %s:\n  %s", o.Timeout, strings.Join(lines, "\n  "))
@@ -107,15 +108,16 @@ func runWait(ctx context.Context, o *WaitOptions) error {
 
 var errNotTried = errors.New("not tried")
 
-// ready GETs u once: nil when it answers 2xx.
+// ready GETs u once: nil when it answers 2xx. Its errors quote u
+// redacted (evidence.RedactError).
 func ready(ctx context.Context, client *http.Client, u string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return err
+		return evidence.RedactError(err)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return evidence.RedactError(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

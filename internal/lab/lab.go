@@ -154,8 +154,9 @@ type Addresses struct {
 	// writes them to a file (Lab.Addresses leaves it empty: the lab only
 	// sees a writer; `rlbench lab` fills in its --receipts).
 	Receipts string `json:"receipts,omitempty"`
-	// RLS is the address the global filter calls, "grpc://host:port";
-	// empty without an RLS.
+	// RLS is the address the global filter calls, "grpc://host:port",
+	// redacted (evidence.RedactURL: a printed address holds no
+	// credential); empty without an RLS.
 	RLS string `json:"rls,omitempty"`
 	// Proxies lists the proxies in name order.
 	Proxies []ProxyAddress `json:"proxies"`
@@ -426,7 +427,7 @@ func (l *Lab) RLSAddress() string { return l.rlsAddr }
 
 // Addresses returns every endpoint of the lab (Receipts left empty).
 func (l *Lab) Addresses() Addresses {
-	a := Addresses{Backend: l.Backend.URL(), RLS: l.rlsAddr, Proxies: make([]ProxyAddress, 0, len(l.Proxies))}
+	a := Addresses{Backend: l.Backend.URL(), RLS: evidence.RedactURL(l.rlsAddr), Proxies: make([]ProxyAddress, 0, len(l.Proxies))}
 	if eps := l.Backend.Endpoints(); len(eps) > 1 {
 		a.Endpoints = eps
 	}

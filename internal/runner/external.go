@@ -112,7 +112,9 @@ func (r *scenarioRun) copyAccessLog(m accessLogMark) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, io.NewSectionReader(f, from, size-from)); err != nil {
+	// The copy is the log's lines but for their credentials (a request
+	// path's query token): evidence.RedactReader.
+	if _, err := io.Copy(out, evidence.RedactReader(io.NewSectionReader(f, from, size-from))); err != nil {
 		_ = out.Close()
 		return err
 	}

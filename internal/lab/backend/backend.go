@@ -523,7 +523,7 @@ func (ep *endpoint) record(cn *conn, req *http.Request, closing bool) bool {
 		RecvTime: t.UTC().Format(time.RFC3339Nano),
 		Method:   req.Method,
 		Path:     req.URL.Path,
-		Query:    req.URL.RawQuery,
+		Query:    evidence.RedactQuery(req.URL.RawQuery), // a receipt holds no query credential
 		Remote:   req.RemoteAddr,
 		Endpoint: ep.name,
 		Status:   dec.status,
@@ -540,7 +540,7 @@ func (ep *endpoint) record(cn *conn, req *http.Request, closing bool) bool {
 			if rc.Headers == nil {
 				rc.Headers = make(map[string]string, len(b.headers))
 			}
-			rc.Headers[h.lower] = strings.Join(vs, ",")
+			rc.Headers[h.lower] = evidence.RedactHeader(h.lower, strings.Join(vs, ",")) // no credential in a receipt
 		}
 	}
 	bp := lineBufs.Get().(*[]byte)

@@ -34,7 +34,8 @@ type AccessLogEntry struct {
 	UpstreamStartNs int64 `json:"upstream_start_ns,omitempty"`
 	// Method is %REQ(:METHOD)%.
 	Method string `json:"method"`
-	// Path is the request path with query (%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%).
+	// Path is the request path with query (%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%),
+	// the query's credentials redacted (evidence.RedactURL).
 	Path string `json:"path"`
 	// Protocol is %PROTOCOL%, e.g. "HTTP/1.1".
 	Protocol string `json:"protocol"`

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/model"
 
@@ -150,7 +151,7 @@ func rlsTarget(addr string) string {
 func dialRLS(ctx context.Context, addr string, wait time.Duration) (*grpc.ClientConn, error) {
 	cc, err := grpc.NewClient(rlsTarget(addr), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return nil, fmt.Errorf("global rate limit: rls %q: %w", addr, err)
+		return nil, fmt.Errorf("global rate limit: rls %q: %w", evidence.RedactURL(addr), evidence.RedactError(err))
 	}
 	cc.Connect()
 	wctx, cancel := context.WithTimeout(ctx, wait)

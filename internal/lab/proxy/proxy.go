@@ -469,7 +469,7 @@ func (p *Proxy) writeAccessLog(rs *reqState) {
 		RLSEndNs:            rs.rlsEndNs,
 		UpstreamStartNs:     rs.upstreamStartNs,
 		Method:              rs.req.Method,
-		Path:                rs.req.URL.RequestURI(),
+		Path:                evidence.RedactURL(rs.req.URL.RequestURI()), // no query credential in the log
 		Protocol:            rs.req.Proto,
 		ResponseCode:        rs.code,
 		ResponseFlags:       rs.flags.String(),
