@@ -171,6 +171,11 @@ func checkRLSLogged(in *Input) (r Result) {
 			timing = append(timing, ps.Proxy+": "+ps.Timing)
 		}
 		received += ps.Deltas[DeltaGlobalOK] + ps.Deltas[DeltaGlobalOverLimit]
+		if why := unrepresentable(&ps, DeltaGlobalOK, DeltaGlobalOverLimit); why != "" && comparable {
+			r.add("rls decisions logged = decisions the proxies received", report.CheckUnknown,
+				"ratelimit.ok + over_limit", ps.Proxy+": unknown: "+why)
+			return r
+		}
 	}
 	if !comparable {
 		return r
