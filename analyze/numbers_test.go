@@ -57,3 +57,44 @@ func TestCounterPastInt64(t *testing.T) {
 		})
 	}
 }
+
+// TestNegativeOrContradictoryAttackCounts (issue 27): attack.json with
+// "sent": -1 was judged PASS. A negative count, or counts that contradict
+// each other, make attack.json incomplete evidence naming the file and the
+// field; the demo with consistent counts still passes.
+func TestNegativeOrContradictoryAttackCounts(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		attack map[string]any
+		why    string // "": PASS
+	}{
+		{"consistent", map[string]any{"complete": true, "sent": 20, "recorded": 20,
+			"phases": []map[string]any{{"complete": true, "sent": 20, "recorded": 20, "config": map[string]any{"ids": 20},
+				"codes_by_target": map[string]any{"proxy-a": map[string]int{"200": 5, "429": 5}, "proxy-b": map[string]int{"200": 5, "429": 5}}}}}, ""},
+		{"sent -1", map[string]any{"complete": true, "sent": -1}, "attack.json: bad counts (incomplete evidence): sent = -1: negative"},
+		{"phase sent -1", map[string]any{"complete": true, "sent": 20, "phases": []map[string]any{{"complete": true, "sent": -1}}},
+			"phases[0].sent = -1: negative"},
+		{"negative class count", map[string]any{"complete": true, "sent": 20, "phases": []map[string]any{{"complete": true, "sent": 20,
+			"codes_by_target": map[string]any{"proxy-a": map[string]int{"200": -3}}}}}, `phases[0].codes_by_target["proxy-a"]["200"] = -3: negative`},
+		{"class counts past sent", map[string]any{"complete": true, "sent": 20, "phases": []map[string]any{{"complete": true, "sent": 20,
+			"codes_by_target": map[string]any{"proxy-a": map[string]int{"200": 15}, "proxy-b": map[string]int{"429": 10}}}}},
+			"phases[0].codes_by_target sums to 25, more than phases[0].sent = 20"},
+		{"sent past the IDs planned", map[string]any{"complete": true, "sent": 20, "phases": []map[string]any{{"complete": true, "sent": 20, "config": map[string]any{"ids": 10}}}},
+			"phases[0].sent = 20 exceeds phases[0].config.ids = 10 (IDs attempted are among those planned)"},
+		{"not_sent past sent", map[string]any{"complete": true, "sent": 20, "phases": []map[string]any{{"complete": true, "sent": 20, "not_sent": 21}}},
+			"phases[0].not_sent = 21 exceeds phases[0].sent = 20"},
+		{"a bare summary of rlbench attack", map[string]any{"schema": evidence.AttackSummarySchema, "complete": true, "config": map[string]any{"ids": 20}, "sent": 20, "recorded": -2},
+			"phases[0].recorded = -2: negative"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEv(t).demo()
+			e.attack = c.attack
+			s := run(t, e.write()).Scenarios[0]
+			if c.why == "" {
+				wantVerdict(t, s, evidence.Pass)
+				return
+			}
+			wantVerdict(t, s, evidence.NotRun, "incomplete: "+e.dir, c.why)
+		})
+	}
+}

@@ -127,7 +127,8 @@ func IsShardSet(dir string) bool {
 		if err != nil {
 			continue
 		}
-		if a, err := evidence.DecodeAttack(b); err == nil && len(a.Phases) > 0 && a.Phases[0].Shard != nil {
+		// A shard with bad counts is still a shard: Merge reports it.
+		if a, _ := evidence.DecodeAttack(b); a != nil && len(a.Phases) > 0 && a.Phases[0].Shard != nil {
 			return true
 		}
 	}
@@ -268,6 +269,10 @@ func readShards(ctx context.Context, parts []string, problem func(string, ...any
 			return nil, err
 		}
 		a, err := evidence.DecodeAttack(b)
+		if ce := (*evidence.CountError)(nil); errors.As(err, &ce) {
+			problem("%s: %v", d.Attack(), err)
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("merge: %s: %w", d.Attack(), evidence.JSONError(b, err))
 		}
