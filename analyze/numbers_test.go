@@ -1,12 +1,16 @@
 package analyze
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
 // TestCounterPastInt64 (issue 27): Envoy's counters are uint64; a delta is
@@ -56,6 +60,45 @@ func TestCounterPastInt64(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInexactPrometheusCounter (issue 27): a counter read from Prometheus
+// text at or past 2^53 (envoyrec.Snapshot.Inexact) is not Envoy's value:
+// the checks reading it are unknown, naming the stat, and the scenario is
+// NOT_RUN; the same snapshot without the mark passes.
+func TestInexactPrometheusCounter(t *testing.T) {
+	for _, inexact := range []bool{false, true} {
+		dir, _ := statsEv(t)
+		snap{1 << 53, 40, -1, t0 - sec}.write(t, dir, "proxy-b", evidence.LabelBefore)
+		snap{1<<53 + 5, 45, -1, t0 + 2*sec}.write(t, dir, "proxy-b", evidence.LabelAfter)
+		if inexact {
+			markInexact(t, dir, "proxy-b", evidence.LabelAfter, "http_local_rate_limiter.http_local_rate_limit.ok")
+		}
+		s := run(t, dir).Scenarios[0]
+		if !inexact {
+			wantVerdict(t, s, evidence.Pass)
+			continue
+		}
+		wantVerdict(t, s, evidence.NotRun, "inconclusive: proxy-b: local ok",
+			"http_local_rate_limiter.http_local_rate_limit.ok ≈ 9007199254740997 in the after snapshot, read from Prometheus text at or past 2^53")
+		if ch := check(t, s, "proxy-b: local enforced"); ch.Status != report.CheckPass {
+			t.Errorf("an exact counter's check %+v", ch)
+		}
+	}
+}
+
+// markInexact lists name in a written snapshot's Inexact.
+func markInexact(t *testing.T, dir, proxy, label, name string) {
+	t.Helper()
+	p := filepath.Join(dir, evidence.StatsDir, proxy+"."+label+".json")
+	b, err := os.ReadFile(p)
+	must(t, err)
+	var s envoyrec.Snapshot
+	must(t, json.Unmarshal(b, &s))
+	s.Inexact = append(s.Inexact, name)
+	b, err = json.Marshal(s)
+	must(t, err)
+	must(t, os.WriteFile(p, b, 0o644))
 }
 
 // TestNegativeOrContradictoryAttackCounts (issue 27): attack.json with

@@ -32,16 +32,19 @@ const (
 // were seen. label names the snapshot (evidence.LabelBefore or LabelAfter).
 // big maps a key whose value, or sum over stat prefixes and clusters, does
 // not fit an int64 (Envoy's counters are uint64; a delta is an int64, so
-// a value past 2^63−1 would wrap) to why, naming the Envoy stat and its
-// value; such a key is left out of m.
+// a value past 2^63−1 would wrap), or whose stat the snapshot lists as
+// inexact (envoyrec.Snapshot.Inexact: Prometheus text at or past 2^53), to why,
+// naming the Envoy stat and its value; such a key is left out of m.
 func flatten(s *envoyrec.Snapshot, label string) (m map[string]uint64, big map[string]string, local, global bool) {
 	m, big = map[string]uint64{}, map[string]string{}
-	put := func(key, stat string, v uint64) {
+	put := func(key, stat string, v uint64, inexact bool) {
 		if _, ok := big[key]; ok {
 			return
 		}
 		sum, carry := bits.Add64(m[key], v, 0)
 		switch {
+		case inexact:
+			big[key] = fmt.Sprintf("%s ≈ %d in the %s snapshot, read from Prometheus text at or past 2^53, where float64 no longer holds every whole number: not exact", stat, v, label)
 		case v > math.MaxInt64:
 			big[key] = fmt.Sprintf("%s = %d in the %s snapshot, past the int64 range of a delta (2^63-1)", stat, v, label)
 		case carry != 0 || sum > math.MaxInt64:
@@ -55,10 +58,10 @@ func flatten(s *envoyrec.Snapshot, label string) (m map[string]uint64, big map[s
 	for _, l := range s.Local {
 		local = true
 		p := l.Prefix + ".http_local_rate_limit."
-		put(DeltaLocalEnabled, p+"enabled", l.Enabled)
-		put(DeltaLocalOK, p+"ok", l.OK)
-		put(DeltaLocalRateLimited, p+"rate_limited", l.RateLimited)
-		put(DeltaLocalEnforced, p+"enforced", l.Enforced)
+		put(DeltaLocalEnabled, p+"enabled", l.Enabled, s.IsInexact(p+"enabled"))
+		put(DeltaLocalOK, p+"ok", l.OK, s.IsInexact(p+"ok"))
+		put(DeltaLocalRateLimited, p+"rate_limited", l.RateLimited, s.IsInexact(p+"rate_limited"))
+		put(DeltaLocalEnforced, p+"enforced", l.Enforced, s.IsInexact(p+"enforced"))
 	}
 	for _, g := range s.Global {
 		global = true
@@ -66,15 +69,16 @@ func flatten(s *envoyrec.Snapshot, label string) (m map[string]uint64, big map[s
 		if g.StatPrefix != "" {
 			p += g.StatPrefix + "."
 		}
-		put(DeltaGlobalOK, p+"ok", g.OK)
-		put(DeltaGlobalOverLimit, p+"over_limit", g.OverLimit)
-		put(DeltaGlobalError, p+"error", g.Error)
-		put(DeltaGlobalFailOpen, p+"failure_mode_allowed", g.FailureModeAllowed)
+		put(DeltaGlobalOK, p+"ok", g.OK, s.IsInexact(p+"ok"))
+		put(DeltaGlobalOverLimit, p+"over_limit", g.OverLimit, s.IsInexact(p+"over_limit"))
+		put(DeltaGlobalError, p+"error", g.Error, s.IsInexact(p+"error"))
+		put(DeltaGlobalFailOpen, p+"failure_mode_allowed", g.FailureModeAllowed, s.IsInexact(p+"failure_mode_allowed"))
 	}
 	for _, u := range s.Upstream {
 		for code, v := range u.Codes {
 			k := "cluster." + u.Cluster + ".upstream_rq_" + code
-			put(k, k, v)
+			put(k, k, v, s.IsInexact(k) || s.IsInexact("cluster."+u.Cluster+".internal.upstream_rq_"+code) ||
+				s.IsInexact("cluster."+u.Cluster+".external.upstream_rq_"+code))
 		}
 	}
 	return m, big, local, global
