@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rlbench/rlbench/evidence/nginxrec"
 )
 
 // CountError says which count fields of an evidence file are negative or
@@ -193,5 +195,21 @@ func (m *MergeRecord) checkCounts() error {
 			c.nonNeg(fmt.Sprintf("%s.offsets[%d].pairs", path, j), int64(o.Pairs))
 		}
 	}
+	return c.err()
+}
+
+// checkStubStatus checks an nginx stub_status snapshot's counts (see
+// CountError): all non-negative, handled at most accepts (nginx counts a
+// connection accepted before it handles it, ngx_http_stub_status_module).
+func checkStubStatus(st *nginxrec.StubStatus) error {
+	var c counts
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"active", st.Active}, {"accepts", st.Accepts}, {"handled", st.Handled}, {"requests", st.Requests},
+		{"reading", st.Reading}, {"writing", st.Writing}, {"waiting", st.Waiting}} {
+		c.nonNeg(f.name, f.v)
+	}
+	c.atMost("handled", st.Handled, "accepts", st.Accepts, "a connection is accepted before it is handled")
 	return c.err()
 }
