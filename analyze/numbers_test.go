@@ -141,3 +141,35 @@ func TestNegativeOrContradictoryAttackCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestRLSLoggedSumPastInt64 (issue 27): the proxies' ratelimit.ok +
+// over_limit deltas, each within int64, were summed into an int64 that
+// wrapped: 2^62+2^62 on proxy-a and 2^62+(2^62+20) on proxy-b summed to 20,
+// and "rls decisions logged" PASSed against 20 logged decisions. The sum
+// past the int64 range is now unknown.
+func TestRLSLoggedSumPastInt64(t *testing.T) {
+	e := globalDemo(t)
+	dir := e.write()
+	var ds []evidence.Decision
+	for range 20 {
+		ds = append(ds, evidence.Decision{TimeNs: t0, Domain: "inventory", Key: "inventory_tenant_lab_1", Limit: 10, Code: "OK"})
+	}
+	writeLines(t, filepath.Join(dir, evidence.DecisionsFile), ds)
+	snapshot := func(p, label string, ok, over uint64) {
+		b, err := json.Marshal(envoyrec.Snapshot{Schema: envoyrec.SnapshotSchema, Proxy: p, Values: map[string]uint64{},
+			Global: []envoyrec.GlobalRateLimit{{Cluster: "backend", OK: ok, OverLimit: over}}})
+		must(t, err)
+		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, p+"."+label+".json"), b, 0o644))
+	}
+	for _, p := range []string{"proxy-a", "proxy-b"} {
+		snapshot(p, evidence.LabelBefore, 0, 0)
+	}
+	snapshot("proxy-a", evidence.LabelAfter, 1<<62, 1<<62)
+	snapshot("proxy-b", evidence.LabelAfter, 1<<62, 1<<62+20)
+	s := run(t, dir).Scenarios[0]
+	c := check(t, s, "rls decisions logged")
+	if s.Status == evidence.Pass || c.Status != report.CheckUnknown || !strings.Contains(c.Got, "sum past the int64 range") {
+		t.Fatalf("status %s, check %+v, reasons %s", s.Status, c, reasons(s))
+	}
+}
