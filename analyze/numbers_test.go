@@ -173,3 +173,18 @@ func TestRLSLoggedSumPastInt64(t *testing.T) {
 		t.Fatalf("status %s, check %+v, reasons %s", s.Status, c, reasons(s))
 	}
 }
+
+// TestUptimePastDuration (issue 27): server.uptime in seconds times
+// time.Second wrapped past 2^63 ns (292 years), so a restart the gauge
+// shows could be missed and the counters compared. Such an uptime makes
+// the proxy's comparison unknown (a reset), never PASS or FAIL.
+func TestUptimePastDuration(t *testing.T) {
+	dir, _ := statsEv(t)
+	snap{100, 40, 1 << 62, t0 - sec}.write(t, dir, "proxy-b", evidence.LabelBefore)
+	snap{105, 45, 1<<62 + 2, t0 + 2*sec}.write(t, dir, "proxy-b", evidence.LabelAfter)
+	s := run(t, dir).Scenarios[0]
+	if ps := s.Stats[1]; ps.Status != report.StatsReset || !strings.Contains(strings.Join(ps.Resets, "; "), "past the range of a duration") {
+		t.Fatalf("stats %+v", ps)
+	}
+	wantVerdict(t, s, evidence.NotRun, "inconclusive: proxy-b:")
+}

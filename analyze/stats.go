@@ -323,9 +323,13 @@ const uptimeSlack = envoyrec.DefaultStatsFlushInterval + 2*time.Second
 func uptimeRestart(before, after *envoyrec.Snapshot) string {
 	b, okb := before.Uptime()
 	a, oka := after.Uptime()
+	const maxSec = uint64(math.MaxInt64 / int64(time.Second))
 	switch {
 	case !okb || !oka:
 		return ""
+	case a > maxSec || b > maxSec:
+		// past time.Duration's range (292 years): no restart can be ruled out
+		return fmt.Sprintf("%s is %d s before and %d s after, past the range of a duration (%d s): a restart cannot be ruled out", envoyrec.UptimeStat, b, a, maxSec)
 	case a < b:
 		return fmt.Sprintf("%s went from %d s to %d s", envoyrec.UptimeStat, b, a)
 	case before.TakenNs <= 0 || after.TakenNs <= before.TakenNs:
