@@ -187,4 +187,14 @@ func TestUptimePastDuration(t *testing.T) {
 		t.Fatalf("stats %+v", ps)
 	}
 	wantVerdict(t, s, evidence.NotRun, "inconclusive: proxy-b:")
+
+	// An uptime within range, but taken_ns so far apart that uptime +
+	// the time between wraps.
+	dir, _ = statsEv(t)
+	snap{100, 40, 1 << 33, 1}.write(t, dir, "proxy-b", evidence.LabelBefore)
+	snap{105, 45, 1<<33 + 2, 1<<63 - 1}.write(t, dir, "proxy-b", evidence.LabelAfter)
+	s = run(t, dir).Scenarios[0]
+	if ps := s.Stats[1]; ps.Status != report.StatsReset || !strings.Contains(strings.Join(ps.Resets, "; "), "a restart cannot be ruled out") {
+		t.Fatalf("stats %+v", ps)
+	}
 }

@@ -336,7 +336,13 @@ func uptimeRestart(before, after *envoyrec.Snapshot) string {
 		return ""
 	}
 	between := time.Duration(after.TakenNs - before.TakenNs)
-	if least := time.Duration(b)*time.Second + between - uptimeSlack; time.Duration(a)*time.Second < least {
+	least := time.Duration(b)*time.Second + between - uptimeSlack
+	if least < time.Duration(b)*time.Second-uptimeSlack {
+		// the sum wrapped: taken_ns that far apart rule out nothing
+		return fmt.Sprintf("%s is %d s before and %d s after, with the snapshots' taken_ns %d ns apart: past the range of a duration, a restart cannot be ruled out",
+			envoyrec.UptimeStat, b, a, after.TakenNs-before.TakenNs)
+	}
+	if time.Duration(a)*time.Second < least {
 		return fmt.Sprintf("%s is %d s at the after snapshot, taken %v after the before snapshot (%d s): the proxy started in between",
 			envoyrec.UptimeStat, a, readDuration(int64(between)), b)
 	}
