@@ -198,3 +198,29 @@ func TestUptimePastDuration(t *testing.T) {
 		t.Fatalf("stats %+v", ps)
 	}
 }
+
+// TestFailOpenDeltaPastBounds (issue 27): a failure_mode_allowed delta
+// that fits an int64 but not added to the RLS 500s (2^63-1) wrapped the
+// bounds of the ratelimit.error check ("want -9223372036854775808..",
+// FAIL). That check is now unknown naming the delta.
+func TestFailOpenDeltaPastBounds(t *testing.T) {
+	e := globalDemo(t)
+	e.scenario.Expect.StatsAgree = yes
+	dir := e.write()
+	snapshot := func(p, label string, failOpen uint64) {
+		b, err := json.Marshal(envoyrec.Snapshot{Schema: envoyrec.SnapshotSchema, Proxy: p, Values: map[string]uint64{},
+			Global: []envoyrec.GlobalRateLimit{{Cluster: "backend", OK: 5, OverLimit: 5, FailureModeAllowed: failOpen}}})
+		must(t, err)
+		must(t, os.MkdirAll(filepath.Join(dir, evidence.StatsDir), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, evidence.StatsDir, p+"."+label+".json"), b, 0o644))
+	}
+	for _, p := range []string{"proxy-a", "proxy-b"} {
+		snapshot(p, evidence.LabelBefore, 0)
+		snapshot(p, evidence.LabelAfter, 0)
+	}
+	snapshot("proxy-b", evidence.LabelAfter, 1<<63-1)
+	s := run(t, dir).Scenarios[0]
+	if c := check(t, s, "proxy-b: ratelimit.error"); c.Status != report.CheckUnknown || !strings.Contains(c.Got, "ratelimit.failure_mode_allowed delta 9223372036854775807") {
+		t.Fatalf("check %+v, reasons %s", c, reasons(s))
+	}
+}

@@ -299,8 +299,15 @@ func statsChecks(in *Input, ps *report.ProxyStats, c *report.Classes, local, glo
 	}
 	if global {
 		add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.N[evidence.ClassGlobal429], c.N[evidence.ClassGlobal429]+nr, DeltaGlobalOverLimit)
-		fo := int(ps.Deltas[DeltaGlobalFailOpen])
-		add("ratelimit.error = RLS 500s + failure_mode_allowed", ps.Deltas[DeltaGlobalError], c.N[evidence.ClassRLSError]+fo, c.N[evidence.ClassRLSError]+fo+nr, DeltaGlobalError, DeltaGlobalFailOpen)
+		// a failure_mode_allowed delta near 2^63 would wrap the bounds: past
+		// any count of requests, the error check is then unknown
+		const errName = "ratelimit.error = RLS 500s + failure_mode_allowed"
+		if fo := int(ps.Deltas[DeltaGlobalFailOpen]); fo > math.MaxInt32 && unrepresentable(ps, DeltaGlobalFailOpen) == "" {
+			ps.Checks = append(ps.Checks, report.Check{Name: errName, Status: report.CheckUnknown, Want: "RLS 500s + failure_mode_allowed",
+				Got: fmt.Sprintf("unknown: %s delta %d: the bounds would pass the int64 range", DeltaGlobalFailOpen, fo)})
+		} else {
+			add(errName, ps.Deltas[DeltaGlobalError], c.N[evidence.ClassRLSError]+fo, c.N[evidence.ClassRLSError]+fo+nr, DeltaGlobalError, DeltaGlobalFailOpen)
+		}
 		add("ratelimit.failure_mode_allowed <= admitted", ps.Deltas[DeltaGlobalFailOpen], 0, c.N[evidence.ClassAdmitted]+nr, DeltaGlobalFailOpen)
 	}
 }
