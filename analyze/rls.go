@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,7 +171,18 @@ func checkRLSLogged(in *Input) (r Result) {
 		if ps.Timing != "" {
 			timing = append(timing, ps.Proxy+": "+ps.Timing)
 		}
-		received += ps.Deltas[DeltaGlobalOK] + ps.Deltas[DeltaGlobalOverLimit]
+		why := unrepresentable(&ps, DeltaGlobalOK, DeltaGlobalOverLimit)
+		for _, v := range []int64{ps.Deltas[DeltaGlobalOK], ps.Deltas[DeltaGlobalOverLimit]} {
+			if v > 0 && received > math.MaxInt64-v || v < 0 && received < math.MinInt64-v {
+				why = "the proxies' ratelimit.ok + over_limit sum past the int64 range"
+			}
+			received += v
+		}
+		if why != "" && comparable {
+			r.add("rls decisions logged = decisions the proxies received", report.CheckUnknown,
+				"ratelimit.ok + over_limit", ps.Proxy+": unknown: "+why)
+			return r
+		}
 	}
 	if !comparable {
 		return r

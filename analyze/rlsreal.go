@@ -446,6 +446,8 @@ func processIdentities(p int, m *evidence.RLSMetrics, unknownWithin string, pend
 		switch {
 		case unknownWithin != "":
 			id.Status, id.Detail = IdentityUnknown, unknownWithin
+		case r.Status == rls.IdentityInexact:
+			id.Status, id.Detail = IdentityUnknown, r.Detail
 		case r.Status == rls.IdentityPass:
 			id.Status, id.Detail = rls.IdentityPass, r.Detail
 		case r.Gap > 0 && gaps <= explainable && r.Delta.ShadowMode <= r.Delta.OverLimit &&

@@ -2,6 +2,8 @@ package analyze
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,29 +28,60 @@ const (
 )
 
 // flatten sums a snapshot's rate-limit counters into the Delta* keys and
-// cluster.<c>.upstream_rq_<code> keys; present tells which filters were seen.
-func flatten(s *envoyrec.Snapshot) (m map[string]uint64, local, global bool) {
-	m = map[string]uint64{}
+// cluster.<c>.upstream_rq_<code> keys; local and global tell which filters
+// were seen. label names the snapshot (evidence.LabelBefore or LabelAfter).
+// big maps a key whose value, or sum over stat prefixes and clusters, does
+// not fit an int64 (Envoy's counters are uint64; a delta is an int64, so
+// a value past 2^63−1 would wrap), or whose stat the snapshot lists as
+// inexact (envoyrec.Snapshot.Inexact: Prometheus text at or past 2^53), to why,
+// naming the Envoy stat and its value; such a key is left out of m.
+func flatten(s *envoyrec.Snapshot, label string) (m map[string]uint64, big map[string]string, local, global bool) {
+	m, big = map[string]uint64{}, map[string]string{}
+	put := func(key, stat string, v uint64, inexact bool) {
+		if _, ok := big[key]; ok {
+			return
+		}
+		sum, carry := bits.Add64(m[key], v, 0)
+		switch {
+		case inexact:
+			big[key] = fmt.Sprintf("%s ≈ %d in the %s snapshot, read from Prometheus text at or past 2^53, where float64 no longer holds every whole number: not exact", stat, v, label)
+		case v > math.MaxInt64:
+			big[key] = fmt.Sprintf("%s = %d in the %s snapshot, past the int64 range of a delta (2^63-1)", stat, v, label)
+		case carry != 0 || sum > math.MaxInt64:
+			big[key] = fmt.Sprintf("%s: the sum with %s = %d in the %s snapshot is past the int64 range of a delta (2^63-1)", key, stat, v, label)
+		default:
+			m[key] = sum
+			return
+		}
+		delete(m, key)
+	}
 	for _, l := range s.Local {
 		local = true
-		m[DeltaLocalEnabled] += l.Enabled
-		m[DeltaLocalOK] += l.OK
-		m[DeltaLocalRateLimited] += l.RateLimited
-		m[DeltaLocalEnforced] += l.Enforced
+		p := l.Prefix + ".http_local_rate_limit."
+		put(DeltaLocalEnabled, p+"enabled", l.Enabled, s.IsInexact(p+"enabled"))
+		put(DeltaLocalOK, p+"ok", l.OK, s.IsInexact(p+"ok"))
+		put(DeltaLocalRateLimited, p+"rate_limited", l.RateLimited, s.IsInexact(p+"rate_limited"))
+		put(DeltaLocalEnforced, p+"enforced", l.Enforced, s.IsInexact(p+"enforced"))
 	}
 	for _, g := range s.Global {
 		global = true
-		m[DeltaGlobalOK] += g.OK
-		m[DeltaGlobalOverLimit] += g.OverLimit
-		m[DeltaGlobalError] += g.Error
-		m[DeltaGlobalFailOpen] += g.FailureModeAllowed
+		p := "cluster." + g.Cluster + ".ratelimit."
+		if g.StatPrefix != "" {
+			p += g.StatPrefix + "."
+		}
+		put(DeltaGlobalOK, p+"ok", g.OK, s.IsInexact(p+"ok"))
+		put(DeltaGlobalOverLimit, p+"over_limit", g.OverLimit, s.IsInexact(p+"over_limit"))
+		put(DeltaGlobalError, p+"error", g.Error, s.IsInexact(p+"error"))
+		put(DeltaGlobalFailOpen, p+"failure_mode_allowed", g.FailureModeAllowed, s.IsInexact(p+"failure_mode_allowed"))
 	}
 	for _, u := range s.Upstream {
 		for code, v := range u.Codes {
-			m["cluster."+u.Cluster+".upstream_rq_"+code] += v
+			k := "cluster." + u.Cluster + ".upstream_rq_" + code
+			put(k, k, v, s.IsInexact(k) || s.IsInexact("cluster."+u.Cluster+".internal.upstream_rq_"+code) ||
+				s.IsInexact("cluster."+u.Cluster+".external.upstream_rq_"+code))
 		}
 	}
-	return m, local, global
+	return m, big, local, global
 }
 
 // partialLocal reports whether a local limiter of proxy evaluates only part
@@ -91,9 +124,9 @@ func proxyStat(in *Input, snaps evidence.ProxySnapshots) report.ProxyStats {
 		ps.Status, ps.Detail = status, detail
 		return ps
 	}
-	bm, bLocal, bGlobal := flatten(before)
-	am, aLocal, aGlobal := flatten(after)
-	if len(bm) == 0 && len(am) == 0 {
+	bm, bBig, bLocal, bGlobal := flatten(before, evidence.LabelBefore)
+	am, aBig, aLocal, aGlobal := flatten(after, evidence.LabelAfter)
+	if len(bm) == 0 && len(am) == 0 && len(bBig) == 0 && len(aBig) == 0 {
 		// Nothing in either snapshot: not evidence of anything.
 		ps.Status = "missing"
 		ps.Detail = fmt.Sprintf("stats snapshot: %s and %s hold no rate limit or upstream counters",
@@ -102,7 +135,7 @@ func proxyStat(in *Input, snaps evidence.ProxySnapshots) report.ProxyStats {
 	}
 	local, global := bLocal || aLocal, bGlobal || aGlobal
 	ps.Status = report.StatsOK
-	statsDeltas(&ps, bm, am)
+	statsDeltas(&ps, bm, am, bBig, aBig)
 	if why := uptimeRestart(before, after); why != "" {
 		ps.Resets = append(ps.Resets, why)
 		ps.Status = report.StatsReset
@@ -151,15 +184,34 @@ func statsUnusable(in *Input, snaps evidence.ProxySnapshots) (status, detail str
 
 // statsDeltas sets ps's deltas from the flattened snapshots bm (before)
 // and am (after), every counter of either, and marks a counter that went
-// down (or vanished) as a reset.
-func statsDeltas(ps *report.ProxyStats, bm, am map[string]uint64) {
+// down (or vanished) as a reset. A key of bBig or aBig (flatten: past the
+// int64 range) gets no delta; its why goes to ps.Unrepresentable and the
+// comparisons that read it are unknown (statsChecks).
+func statsDeltas(ps *report.ProxyStats, bm, am map[string]uint64, bBig, aBig map[string]string) {
+	big := map[string]bool{}
+	for _, m := range []map[string]string{bBig, aBig} {
+		for k, why := range m {
+			if ps.Unrepresentable == nil {
+				ps.Unrepresentable = map[string]string{}
+			}
+			if big[k] {
+				why = ps.Unrepresentable[k] + "; " + why
+			}
+			big[k] = true
+			ps.Unrepresentable[k] = why
+		}
+	}
 	for k := range bm {
-		if _, ok := am[k]; !ok {
+		if _, ok := am[k]; !ok && !big[k] {
 			am[k] = 0
 		}
 	}
 	for k, av := range am {
+		if big[k] {
+			continue
+		}
 		bv := bm[k]
+		// flatten kept both below 2^63: the difference fits an int64.
 		ps.Deltas[k] = int64(av) - int64(bv)
 		if av < bv {
 			ps.Resets = append(ps.Resets, fmt.Sprintf("%s went from %d to %d", k, bv, av))
@@ -172,19 +224,35 @@ func statsDeltas(ps *report.ProxyStats, bm, am map[string]uint64) {
 	}
 }
 
+// unrepresentable returns why (ProxyStats.Unrepresentable) any of the
+// delta keys has no delta because a counter is past the int64 range, or "".
+func unrepresentable(ps *report.ProxyStats, keys ...string) string {
+	var why []string
+	for _, k := range keys {
+		if u, ok := ps.Unrepresentable[k]; ok {
+			why = append(why, u)
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
 // statsChecks checks ps's deltas against what the proxy's clients saw (c):
 // the configured limiters' stats are present, and the local
 // (local: its snapshots have local rate limit stats), cluster and global
 // (global: ratelimit stats) counters match the client classes.
 func statsChecks(in *Input, ps *report.ProxyStats, c *report.Classes, local, global bool) {
 	p := ps.Proxy
-	add := func(name string, got int64, lo, hi int) {
+	// add checks got in lo..hi; got is read from the deltas of keys: one
+	// without a delta (unrepresentable) makes the comparison unknown.
+	add := func(name string, got int64, lo, hi int, keys ...string) {
 		want := strconv.Itoa(lo)
 		if hi != lo {
 			want = fmt.Sprintf("%d..%d", lo, hi)
 		}
 		st, g := passIf(got >= int64(lo) && got <= int64(hi)), strconv.FormatInt(got, 10)
-		switch {
+		switch why := unrepresentable(ps, keys...); {
+		case why != "":
+			st, g = report.CheckUnknown, "unknown: "+why
 		case ps.Status == report.StatsReset:
 			st = report.CheckUnknown
 		case st == report.CheckFail && ps.Timing != "":
@@ -208,25 +276,39 @@ func statsChecks(in *Input, ps *report.ProxyStats, c *report.Classes, local, glo
 		// not enforced, filter_enforced below 100 %, pass); enforced = local
 		// 429s (Envoy local_ratelimit). With filter_enabled below 100 % some
 		// requests are not evaluated: only the upper bound holds.
+		// Deltas are within ±(2^63−1) (flatten): the difference cannot
+		// wrap, and the sum saturates instead of wrapping.
 		shadow := max(ps.Deltas[DeltaLocalRateLimited]-ps.Deltas[DeltaLocalEnforced], 0)
+		passed := ps.Deltas[DeltaLocalOK] + shadow
+		if shadow > 0 && passed < ps.Deltas[DeltaLocalOK] {
+			passed = math.MaxInt64
+		}
 		lo := n - nr - c.N[evidence.ClassLocal429]
 		if partialLocal(in, p) {
 			lo = 0
 		}
-		add("local ok = requests passed by the local bucket", ps.Deltas[DeltaLocalOK]+shadow, lo, n-c.N[evidence.ClassLocal429])
-		add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.N[evidence.ClassLocal429], c.N[evidence.ClassLocal429]+nr)
+		add("local ok = requests passed by the local bucket", passed, lo, n-c.N[evidence.ClassLocal429], DeltaLocalOK, DeltaLocalRateLimited, DeltaLocalEnforced)
+		add("local enforced = local 429s", ps.Deltas[DeltaLocalEnforced], c.N[evidence.ClassLocal429], c.N[evidence.ClassLocal429]+nr, DeltaLocalEnforced)
 	}
 	if cl := in.Scenario.Cluster; cl != "" {
 		// Envoy's router charges cluster.<c>.upstream_rq_2xx for every 2xx
 		// the upstream answered; local replies (429s, RLS-error 500s) never
 		// reach it.
-		add("cluster."+cl+".upstream_rq_2xx = admitted", ps.Deltas["cluster."+cl+".upstream_rq_2xx"], c.N[evidence.ClassAdmitted], c.N[evidence.ClassAdmitted]+nr)
+		k := "cluster." + cl + ".upstream_rq_2xx"
+		add(k+" = admitted", ps.Deltas[k], c.N[evidence.ClassAdmitted], c.N[evidence.ClassAdmitted]+nr, k)
 	}
 	if global {
-		add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.N[evidence.ClassGlobal429], c.N[evidence.ClassGlobal429]+nr)
-		fo := int(ps.Deltas[DeltaGlobalFailOpen])
-		add("ratelimit.error = RLS 500s + failure_mode_allowed", ps.Deltas[DeltaGlobalError], c.N[evidence.ClassRLSError]+fo, c.N[evidence.ClassRLSError]+fo+nr)
-		add("ratelimit.failure_mode_allowed <= admitted", ps.Deltas[DeltaGlobalFailOpen], 0, c.N[evidence.ClassAdmitted]+nr)
+		add("ratelimit.over_limit = global 429s", ps.Deltas[DeltaGlobalOverLimit], c.N[evidence.ClassGlobal429], c.N[evidence.ClassGlobal429]+nr, DeltaGlobalOverLimit)
+		// a failure_mode_allowed delta near 2^63 would wrap the bounds: past
+		// any count of requests, the error check is then unknown
+		const errName = "ratelimit.error = RLS 500s + failure_mode_allowed"
+		if fo := int(ps.Deltas[DeltaGlobalFailOpen]); fo > math.MaxInt32 && unrepresentable(ps, DeltaGlobalFailOpen) == "" {
+			ps.Checks = append(ps.Checks, report.Check{Name: errName, Status: report.CheckUnknown, Want: "RLS 500s + failure_mode_allowed",
+				Got: fmt.Sprintf("unknown: %s delta %d: the bounds would pass the int64 range", DeltaGlobalFailOpen, fo)})
+		} else {
+			add(errName, ps.Deltas[DeltaGlobalError], c.N[evidence.ClassRLSError]+fo, c.N[evidence.ClassRLSError]+fo+nr, DeltaGlobalError, DeltaGlobalFailOpen)
+		}
+		add("ratelimit.failure_mode_allowed <= admitted", ps.Deltas[DeltaGlobalFailOpen], 0, c.N[evidence.ClassAdmitted]+nr, DeltaGlobalFailOpen)
 	}
 }
 
@@ -248,16 +330,26 @@ const uptimeSlack = envoyrec.DefaultStatsFlushInterval + 2*time.Second
 func uptimeRestart(before, after *envoyrec.Snapshot) string {
 	b, okb := before.Uptime()
 	a, oka := after.Uptime()
+	const maxSec = uint64(math.MaxInt64 / int64(time.Second))
 	switch {
 	case !okb || !oka:
 		return ""
+	case a > maxSec || b > maxSec:
+		// past time.Duration's range (292 years): no restart can be ruled out
+		return fmt.Sprintf("%s is %d s before and %d s after, past the range of a duration (%d s): a restart cannot be ruled out", envoyrec.UptimeStat, b, a, maxSec)
 	case a < b:
 		return fmt.Sprintf("%s went from %d s to %d s", envoyrec.UptimeStat, b, a)
 	case before.TakenNs <= 0 || after.TakenNs <= before.TakenNs:
 		return ""
 	}
 	between := time.Duration(after.TakenNs - before.TakenNs)
-	if least := time.Duration(b)*time.Second + between - uptimeSlack; time.Duration(a)*time.Second < least {
+	least := time.Duration(b)*time.Second + between - uptimeSlack
+	if least < time.Duration(b)*time.Second-uptimeSlack {
+		// the sum wrapped: taken_ns that far apart rule out nothing
+		return fmt.Sprintf("%s is %d s before and %d s after, with the snapshots' taken_ns %d ns apart: past the range of a duration, a restart cannot be ruled out",
+			envoyrec.UptimeStat, b, a, after.TakenNs-before.TakenNs)
+	}
+	if time.Duration(a)*time.Second < least {
 		return fmt.Sprintf("%s is %d s at the after snapshot, taken %v after the before snapshot (%d s): the proxy started in between",
 			envoyrec.UptimeStat, a, readDuration(int64(between)), b)
 	}

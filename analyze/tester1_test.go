@@ -78,7 +78,7 @@ func TestTesterNotSentWithReceiptIsNotRun(t *testing.T) {
 	e = spanned(t)
 	e.requests[12].NotSent, e.requests[12].Code, e.requests[12].Body, e.requests[12].BytesIn = true, 0, "", 0
 	e.attack["complete"] = false
-	e.attack["phases"] = []map[string]any{{"complete": false, "not_sent": 1, "error": "1 of 20 requests were not sent"}}
+	e.attack["phases"] = []map[string]any{{"complete": false, "sent": 20, "not_sent": 1, "error": "1 of 20 requests were not sent"}}
 	s := run(t, e.write()).Scenarios[0]
 	wantVerdict(t, s, evidence.NotRun, "attack did not complete")
 	if r := reasons(s); strings.Contains(r, "was not sent (not_sent)") {

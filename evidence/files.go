@@ -404,7 +404,9 @@ func (a *Attack) Add(s *AttackSummary) {
 }
 
 // DecodeAttack decodes attack.json in any shape written so far (see
-// Attack). Unknown fields are ignored, as in every evidence file.
+// Attack). Unknown fields are ignored, as in every evidence file. A file
+// whose counts are negative or contradict each other decodes, with a
+// *CountError naming the fields: it is incomplete evidence (issue 27).
 func DecodeAttack(b []byte) (*Attack, error) {
 	var probe struct {
 		Schema string           `json:"schema"`
@@ -420,14 +422,15 @@ func DecodeAttack(b []byte) (*Attack, error) {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return nil, err
 		}
-		return &Attack{Schema: s.Schema, Complete: s.Complete, Interrupted: s.Interrupted, Error: s.Error, Sent: s.Sent,
-			Recorded: s.Recorded, StartNs: s.StartNs, EndNs: s.EndNs, Phases: []AttackSummary{s}}, nil
+		a := &Attack{Schema: s.Schema, Complete: s.Complete, Interrupted: s.Interrupted, Error: s.Error, Sent: s.Sent,
+			Recorded: s.Recorded, StartNs: s.StartNs, EndNs: s.EndNs, Phases: []AttackSummary{s}}
+		return a, a.checkCounts()
 	}
 	var a Attack
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, err
 	}
-	return &a, nil
+	return &a, a.checkCounts()
 }
 
 // Manifest is manifest.json at the top of a run directory, written before

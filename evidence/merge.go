@@ -163,6 +163,8 @@ func readMerge(ctx context.Context, d Dir, s *ScenarioEvidence) {
 			err = JSONError(b, err)
 		} else if m.Schema != MergeSchema {
 			err = fmt.Errorf("not a merge record (want schema %q)", MergeSchema)
+		} else {
+			err = m.checkCounts()
 		}
 	}
 	if err != nil {

@@ -87,6 +87,8 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 			if err == nil {
 				if err = json.Unmarshal(b, &st); err != nil {
 					err = fmt.Errorf("%s: %w", p, JSONError(b, err))
+				} else if err = checkStubStatus(&st); err != nil {
+					err = fmt.Errorf("%s: %w", p, err)
 				}
 			}
 			if err != nil {

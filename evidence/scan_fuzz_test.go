@@ -147,14 +147,37 @@ func FuzzDecodeAttack(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+		// every release's attack.json has counts that agree (issue 27)
+		if _, err := DecodeAttack(b); err != nil {
+			f.Fatalf("%s: %v", p, err)
+		}
 	}
+	// issue 27: negative and contradictory counts
+	f.Add([]byte(`{"complete":true,"sent":-1}`))
+	f.Add([]byte(`{"schema":"rlbench.attack/v1","config":{"ids":2},"sent":3,"codes_by_target":{"a":{"200":4}}}`))
+	f.Add([]byte(`{"sent":9223372036854775807,"phases":[{"sent":9223372036854775807},{"sent":9223372036854775807,"shard":{"count":-1}}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := DecodeAttack(b)
+		var ce *CountError
+		if errors.As(err, &ce) {
+			if a == nil || len(ce.Fields) == 0 {
+				t.Fatalf("count error %v without the attack or a field", err)
+			}
+			return
+		}
 		if err != nil {
 			return
 		}
 		if a == nil {
 			t.Fatal("nil attack without error")
+		}
+		if a.Sent < 0 || a.Recorded < 0 {
+			t.Fatalf("negative totals accepted: %+v", a)
+		}
+		for _, p := range a.Phases {
+			if p.Sent < 0 || p.NotSent > p.Sent || p.Recorded > p.Sent || p.Config.IDs > 0 && p.Sent > p.Config.IDs {
+				t.Fatalf("contradictory phase accepted: %+v", p)
+			}
 		}
 	})
 }

@@ -62,9 +62,9 @@ func TestNormalizeErrors(t *testing.T) {
 
 		{"envoy version missing", Spec{Kind: KindEnvoyLocal}, `limiter spec: envoy_version: missing: the refill and descriptor semantics depend on it ("1.31")`},
 		{"envoy version invalid", Spec{Kind: KindEnvoyLocal, EnvoyVersion: "one"}, `limiter spec: envoy_version: want MAJOR.MINOR[.PATCH] such as "1.31", got "one"`},
-		{"envoy max_tokens", env("1.31", func(s *Spec) { s.MaxTokens = 0; s.Scope = "x" }), `limiter spec: max_tokens: must be > 0`},
-		{"envoy tokens_per_fill", env("1.31", func(s *Spec) { s.TokensPerFill = u32(0); s.FillInterval = 0 }), `limiter spec: tokens_per_fill: must be > 0`},
-		{"envoy fill_interval", env("1.31", func(s *Spec) { s.FillInterval = Duration(10 * time.Millisecond); s.Scope = "x" }), `limiter spec: fill_interval: must be >= 50ms (local rate limit token bucket fill timer must be >= 50ms), got 10ms`},
+		{"envoy max_tokens", env("1.31", func(s *Spec) { s.MaxTokens = 0; s.Scope = "x" }), `limiter spec: max_tokens: must be > 0 (Envoy's token_bucket.proto: max_tokens uint32 gt 0; a release that allows 0 rejects every request with it)`},
+		{"envoy tokens_per_fill", env("1.31", func(s *Spec) { s.TokensPerFill = u32(0); s.FillInterval = 0 }), `limiter spec: tokens_per_fill: must be > 0 (Envoy's token_bucket.proto: tokens_per_fill uint32 gt 0; absent means 1)`},
+		{"envoy fill_interval", env("1.31", func(s *Spec) { s.FillInterval = Duration(10 * time.Millisecond); s.Scope = "x" }), `limiter spec: fill_interval: 10ms is below Envoy's minimum 50ms (local rate limit token bucket fill timer must be >= 50ms)`},
 		{"envoy scope", env("1.27", func(s *Spec) { s.Scope = "thread"; s.AlwaysConsumeDefault = pb(false) }), `limiter spec: scope: want "process", "worker" or "connection", got "thread"`},
 		{"envoy always_consume", env("1.27", func(s *Spec) { s.AlwaysConsumeDefault = pb(false); s.MaxDynamicDescriptors = pint(0) }), `limiter spec: always_consume_default_token_bucket: needs Envoy 1.28+ (declared 1.27)`},
 		{"envoy max_dynamic", env("1.31", func(s *Spec) { s.MaxDynamicDescriptors = pint(0); s.FilterEnabledPercent = pf(101) }), `limiter spec: max_dynamic_descriptors: must be > 0`},
@@ -82,13 +82,13 @@ func TestNormalizeErrors(t *testing.T) {
 		{"envoy descriptor wildcard version", env("1.33", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "", 0, 0)}; s.Scope = ScopeConnection }), `limiter spec: descriptors[0].entries: an empty value is a wildcard, which needs Envoy 1.34+ (declared 1.33)`},
 		{"envoy descriptor wildcard connection", env("1.34", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "", 0, 0)}; s.Scope = ScopeConnection }), `limiter spec: descriptors[0].entries: wildcard descriptors do not work with per-connection limiting`},
 		{"envoy descriptor duplicate", env("1.31", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "a", 1, sec), desc("u", "a", 0, 0)} }), `limiter spec: descriptors[1].entries: duplicate descriptor in the local rate descriptor: u=a`},
-		{"envoy descriptor max_tokens", env("1.31", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "a", 0, 0)} }), `limiter spec: descriptors[0].max_tokens: must be > 0`},
+		{"envoy descriptor max_tokens", env("1.31", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "a", 0, 0)} }), `limiter spec: descriptors[0].max_tokens: must be > 0 (Envoy's token_bucket.proto: max_tokens uint32 gt 0; a release that allows 0 rejects every request with it)`},
 		{"envoy descriptor tokens_per_fill", env("1.31", func(s *Spec) {
 			d := desc("u", "a", 1, 0)
 			d.TokensPerFill = u32(0)
 			s.Descriptors = []EnvoyDescriptor{d}
-		}), `limiter spec: descriptors[0].tokens_per_fill: must be > 0`},
-		{"envoy descriptor fill_interval", env("1.30", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "a", 1, Duration(10*time.Millisecond))} }), `limiter spec: descriptors[0].fill_interval: must be >= 50ms, got 10ms`},
+		}), `limiter spec: descriptors[0].tokens_per_fill: must be > 0 (Envoy's token_bucket.proto: tokens_per_fill uint32 gt 0; absent means 1)`},
+		{"envoy descriptor fill_interval", env("1.30", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "a", 1, Duration(10*time.Millisecond))} }), `limiter spec: descriptors[0].fill_interval: 10ms is below Envoy's minimum 50ms (local rate limit token bucket fill timer must be >= 50ms)`},
 		{"envoy descriptor multiple", env("1.30", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "a", 1, Duration(1500*time.Millisecond))} }), `limiter spec: descriptors[0].fill_interval: local rate descriptor limit is not a multiple of token bucket fill timer (1s)`},
 		{"envoy descriptor not multiple 1.31", env("1.31", func(s *Spec) { s.Descriptors = []EnvoyDescriptor{desc("u", "a", 1, Duration(1500*time.Millisecond))} }), ``},
 	} {

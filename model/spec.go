@@ -511,12 +511,6 @@ func checkZone(z NginxZone, prefix string) error {
 	return nil
 }
 
-// minFillInterval is Envoy's floor on a local rate limit token bucket's
-// fill_interval (source/extensions/filters/common/local_ratelimit/
-// local_ratelimit_impl.cc: "local rate limit token bucket fill timer must
-// be >= 50ms").
-const minFillInterval = Duration(50 * time.Millisecond)
-
 // normalizedEnvoy checks an envoy_local spec against the declared
 // envoy_version and fills in Envoy's defaults (tokens_per_fill 1, scope
 // process, always_consume_default_token_bucket true, max_dynamic_descriptors
@@ -545,21 +539,16 @@ func (s Spec) normalizedEnvoy() (Spec, error) {
 	return s, nil
 }
 
-// normalizeEnvoyBucket checks the default bucket (max_tokens > 0,
-// tokens_per_fill > 0 defaulting to 1, fill_interval >= 50ms) and the
-// scope (default process).
+// normalizeEnvoyBucket checks the default bucket as Envoy does
+// (CheckEnvoyBucket: max_tokens > 0, tokens_per_fill > 0 defaulting to 1,
+// fill_interval >= 50ms) and the scope (default process).
 func (s *Spec) normalizeEnvoyBucket() error {
-	if s.MaxTokens == 0 {
-		return fieldErr("max_tokens", "must be > 0")
+	if err := refusedBucket("", s.MaxTokens, s.TokensPerFill, time.Duration(s.FillInterval)); err != nil {
+		return err
 	}
 	if s.TokensPerFill == nil {
 		one := uint32(1)
 		s.TokensPerFill = &one
-	} else if *s.TokensPerFill == 0 {
-		return fieldErr("tokens_per_fill", "must be > 0")
-	}
-	if s.FillInterval < minFillInterval {
-		return fieldErr("fill_interval", "must be >= 50ms (local rate limit token bucket fill timer must be >= 50ms), got %v", time.Duration(s.FillInterval))
 	}
 	switch s.Scope {
 	case "":
@@ -645,9 +634,9 @@ func (s *Spec) normalizeEnvoyDescriptors(v envoyVersion) error {
 // normalizeEnvoyDescriptor checks one descriptor d, whose fields are
 // named with prefix p: non-empty entries with keys, a wildcard (empty
 // value) only on Envoy 1.34+ and not per connection, no duplicate of an
-// earlier descriptor in seen, and its own bucket (max_tokens > 0,
-// tokens_per_fill > 0 defaulting to 1, fill_interval >= 50ms and, before
-// 1.31, a multiple of the default bucket's fill_interval).
+// earlier descriptor in seen, and its own bucket (CheckEnvoyBucket:
+// max_tokens > 0, tokens_per_fill > 0 defaulting to 1, fill_interval >=
+// 50ms; before 1.31 also a multiple of the default bucket's fill_interval).
 func (s *Spec) normalizeEnvoyDescriptor(v envoyVersion, p string, d *EnvoyDescriptor, seen map[string]bool) error {
 	if len(d.Entries) == 0 {
 		return fieldErr(p+"entries", "must not be empty")
@@ -672,17 +661,12 @@ func (s *Spec) normalizeEnvoyDescriptor(v envoyVersion, p string, d *EnvoyDescri
 		return fieldErr(p+"entries", "duplicate descriptor in the local rate descriptor: %s", id)
 	}
 	seen[id] = true
-	if d.MaxTokens == 0 {
-		return fieldErr(p+"max_tokens", "must be > 0")
+	if err := refusedBucket(p, d.MaxTokens, d.TokensPerFill, time.Duration(d.FillInterval)); err != nil {
+		return err
 	}
 	if d.TokensPerFill == nil {
 		one := uint32(1)
 		d.TokensPerFill = &one
-	} else if *d.TokensPerFill == 0 {
-		return fieldErr(p+"tokens_per_fill", "must be > 0")
-	}
-	if d.FillInterval < minFillInterval {
-		return fieldErr(p+"fill_interval", "must be >= 50ms, got %v", time.Duration(d.FillInterval))
 	}
 	if !v.atLeast(1, 31) && d.FillInterval%s.FillInterval != 0 {
 		return fieldErr(p+"fill_interval", "local rate descriptor limit is not a multiple of token bucket fill timer (%v)", time.Duration(s.FillInterval))

@@ -67,6 +67,12 @@ func checkSnapshot(t *testing.T, s *envoyrec.Snapshot) {
 			}
 		}
 	}
+	// issue 27: every inexact key is a value, listed once, in order
+	for i, k := range s.Inexact {
+		if _, ok := s.Values[k]; !ok || i > 0 && s.Inexact[i-1] >= k {
+			t.Fatalf("inexact %q: in values %v, list %q", k, ok, s.Inexact)
+		}
+	}
 	for _, h := range s.Histograms {
 		for _, q := range h.Quantiles {
 			if math.IsNaN(q.Percent) || (q.Interval != nil && !finite(*q.Interval)) || (q.Cumulative != nil && !finite(*q.Cumulative)) {
@@ -179,6 +185,9 @@ func FuzzParsePrometheus(f *testing.F) {
 		"# TYPE envoy_cluster_upstream_rq counter\nenvoy_cluster_upstream_rq{envoy_response_code=\"429\",envoy_cluster_name=\"c\"} 1\n" +
 		"# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 3\nh_count 2\n" +
 		"# TYPE s summary\ns{quantile=\"0.5\"} NaN\ns_sum 0\ns_count 0\n# TYPE v gauge\nv{text_value=\"x\"} 0\n"))
+	// issue 27: counters past 2^53 and past 2^64-1
+	f.Add([]byte("# TYPE envoy_http_local_rate_limit_ok counter\nenvoy_http_local_rate_limit_ok{envoy_local_http_ratelimit_prefix=\"p\"} 18446744073709551615\n" +
+		"# TYPE envoy_cluster_ratelimit_ok counter\nenvoy_cluster_ratelimit_ok{envoy_cluster_name=\"c\"} 9007199254740993\n# TYPE big gauge\nbig 1e300\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(bytes.NewReader(data), "f.prom", envoyrec.FormatPrometheus)
 		if err != nil {

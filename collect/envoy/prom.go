@@ -214,7 +214,7 @@ func addPromMetric(snap *envoyrec.Snapshot, fname string, typ dto.MetricType, la
 		snap.TextReadouts[promKey(fname, rest)] = tv
 		return nil
 	}
-	if v < 0 || v != math.Trunc(v) || math.IsNaN(v) || v >= math.MaxUint64 {
+	if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) || v != math.Trunc(v) {
 		return fmt.Errorf("value %s is not an unsigned integer", strconv.FormatFloat(v, 'g', -1, 64))
 	}
 	key, ok := dottedPromName(fname, labels)
@@ -223,6 +223,15 @@ func addPromMetric(snap *envoyrec.Snapshot, fname string, typ dto.MetricType, la
 	}
 	if _, dup := snap.Values[key]; dup {
 		return fmt.Errorf("maps to %q, which is already set", key)
+	}
+	if v >= envoyrec.MaxExactPromValue {
+		// float64 at or past 2^53 (2^53+1 reads as 2^53): not Envoy's exact uint64 (and past 2^64-1
+		// not one at all); kept, marked, and compared as unknown
+		snap.Inexact = append(snap.Inexact, key)
+		if v >= math.MaxUint64 {
+			snap.Values[key] = math.MaxUint64
+			return nil
+		}
 	}
 	snap.Values[key] = uint64(v)
 	return nil

@@ -193,6 +193,7 @@ var clusterMarkers = []string{".membership_total", ".upstream_rq_total", ".upstr
 
 // derive fills Local, Global and Upstream from Values and normalises empty maps.
 func derive(s *envoyrec.Snapshot) {
+	sort.Strings(s.Inexact)
 	known := map[string]bool{}
 	for name := range s.Values {
 		if !strings.HasPrefix(name, "cluster.") {

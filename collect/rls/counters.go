@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,7 +180,44 @@ const (
 	IdentityErrorGap = "error_gap"
 	// IdentityFail: the identity is broken with no reset or error to explain it.
 	IdentityFail = "fail"
+	// IdentityInexact: a counter of the key, or redis_error, is not a
+	// finite number within ±MaxExactCounter (counters are read as float64 from
+	// statsd and Prometheus text, which above 2^53 no longer hold every
+	// integer): the sums cannot be compared exactly. Unknown: never a pass,
+	// never a fail.
+	IdentityInexact = "inexact"
 )
+
+// MaxExactCounter is 2^53, the largest count float64 holds exactly with
+// every smaller whole number: counters past it are compared as unknown
+// (IdentityInexact).
+const MaxExactCounter = 1 << 53
+
+// inexact names the first counter of k (at label) that is not a finite
+// number within ±MaxExactCounter, with its value, or returns "".
+func inexact(label string, k evidence.RLSKeyCounters) string {
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"total_hits", k.TotalHits}, {"within_limit", k.WithinLimit}, {"over_limit", k.OverLimit}, {"near_limit", k.NearLimit},
+		{"shadow_mode", k.ShadowMode}, {"over_limit_with_local_cache", k.OverLimitWithLocalCache}} {
+		if why := inexactValue(c.v); why != "" {
+			return fmt.Sprintf("%s %s = %g (%s)", label, c.name, c.v, why)
+		}
+	}
+	return ""
+}
+
+// inexactValue says why v is no exact count, or "".
+func inexactValue(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "not a number"
+	case math.Abs(v) > MaxExactCounter:
+		return "past 2^53, where float64 no longer holds every whole number"
+	}
+	return ""
+}
 
 // IdentityResult is the identity check of one stat key between two snapshots.
 type IdentityResult struct {
@@ -231,7 +269,17 @@ func CheckIdentities(before, after *evidence.RLSCounters) []IdentityResult {
 		a, inAfter := after.Keys[k]
 		d := subCounters(a, b)
 		r := IdentityResult{Key: k, Before: b, After: a, Delta: d, Gap: d.TotalHits - d.WithinLimit - d.OverLimit}
+		why := inexact("after", a)
+		if why == "" {
+			why = inexact("before", b)
+		}
+		if why == "" && inexactValue(after.RedisErrors) != "" {
+			why = fmt.Sprintf("after redis_error = %g (%s)", after.RedisErrors, inexactValue(after.RedisErrors))
+		}
 		switch {
+		case why != "":
+			r.Status = IdentityInexact
+			r.Detail = "counter not comparable exactly: " + why + ": identity unknown"
 		case inBefore && !inAfter:
 			r.Status = IdentityReset
 			r.Detail = "key missing after: counters restarted (RLS restart)"

@@ -2,6 +2,7 @@ package envoyrec
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -55,6 +56,25 @@ type Snapshot struct {
 	Global []GlobalRateLimit `json:"global_rate_limit,omitempty"`
 	// Upstream lists per-cluster response code counters, sorted by Cluster.
 	Upstream []ClusterCodes `json:"upstream,omitempty"`
+	// Inexact lists, sorted, the Values keys whose value is not Envoy's
+	// exactly: Prometheus text carries numbers as float64, which from
+	// MaxExactPromValue (2^53) on no longer holds every whole number
+	// (2^53+1 reads as 2^53; a value past 2^64−1 is stored as 2^64−1). A comparison reading one of them is
+	// unknown. Absent for text and JSON input and in earlier evidence.
+	Inexact []string `json:"inexact,omitempty"`
+}
+
+// MaxExactPromValue is 2^53: a counter read from Prometheus text (float64)
+// below it is exact; from it on Snapshot.Inexact lists it.
+const MaxExactPromValue = 1 << 53
+
+// IsInexact reports whether Values[name] is listed in Inexact.
+func (s *Snapshot) IsInexact(name string) bool {
+	if s == nil {
+		return false
+	}
+	i := sort.SearchStrings(s.Inexact, name)
+	return i < len(s.Inexact) && s.Inexact[i] == name
 }
 
 // UptimeStat is Envoy's server.uptime gauge, "current server uptime in

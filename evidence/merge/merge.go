@@ -128,7 +128,8 @@ func IsShardSet(dir string) bool {
 		if err != nil {
 			continue
 		}
-		if a, err := evidence.DecodeAttack(b); err == nil && len(a.Phases) > 0 && a.Phases[0].Shard != nil {
+		// A shard with bad counts is still a shard: Merge reports it.
+		if a, _ := evidence.DecodeAttack(b); a != nil && len(a.Phases) > 0 && a.Phases[0].Shard != nil {
 			return true
 		}
 	}
@@ -271,6 +272,10 @@ func readShards(ctx context.Context, parts []string, problem func(string, ...any
 			return nil, err
 		}
 		a, err := evidence.DecodeAttack(b)
+		if ce := (*evidence.CountError)(nil); errors.As(err, &ce) {
+			problem("%s: %v", d.Attack(), err)
+			continue
+		}
 		if err != nil {
 			// Cut short (the shard's attack killed while writing it) or
 			// malformed: the shard is not merged, as one without it.

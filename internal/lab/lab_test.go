@@ -136,7 +136,7 @@ func TestValidate(t *testing.T) {
 		{"name set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Name: "x"}}}, "Config.Name is chosen by the lab"},
 		{"upstream set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Upstream: "http://x"}}}, "Config.Upstream"},
 		{"listen set", Options{Proxies: ProxiesOptions{Config: proxy.Config{Listen: "127.0.0.1:8080"}}}, "Config.Listen"},
-		{"bad bucket", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{FillInterval: proxy.Duration(time.Second)}}}}, "max_tokens must be > 0"},
+		{"bad bucket", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{FillInterval: proxy.Duration(time.Second)}}}}, "max_tokens: must be > 0"},
 		{"short fill", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: &proxy.LocalRateLimit{MaxTokens: 1, FillInterval: proxy.Duration(time.Millisecond)}}}}, "fill_interval"},
 		{"bad cluster", Options{Proxies: ProxiesOptions{Config: proxy.Config{Cluster: "a.b"}}}, "cluster name"},
 		{"local only", Options{Proxies: ProxiesOptions{Config: proxy.Config{Local: local}}}, ""},

@@ -11,9 +11,12 @@ import (
 	lrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	netlrlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/local_ratelimit/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/rlbench/rlbench/model"
 )
 
 // linter accumulates findings over the files of one Lint call.
@@ -118,7 +121,13 @@ func (c *checker) run() {
 	for _, a := range c.anys {
 		switch m := a.msg.(type) {
 		case *lrlv3.LocalRateLimit:
+			c.bucket(m.GetTokenBucket(), a.path.field("token_bucket"))
+			for i, d := range m.GetDescriptors() {
+				c.bucket(d.GetTokenBucket(), a.path.field("descriptors").index(i).field("token_bucket"))
+			}
 			c.local(m, a.path, a.path.endsWith("http_filters", "typed_config"), perRouteLocal)
+		case *netlrlv3.LocalRateLimit:
+			c.bucket(m.GetTokenBucket(), a.path.field("token_bucket"))
 		case *hcmv3.HttpConnectionManager:
 			c.hcm(m, a.path)
 		}
@@ -147,6 +156,33 @@ func runtimeNote(r *corev3.RuntimeFractionalPercent) string {
 		return fmt.Sprintf(" (runtime key %q can change it)", k)
 	}
 	return ""
+}
+
+// bucket checks one token bucket at p as Envoy validates it
+// (model.CheckEnvoyBucket): refusals are E_LOCAL_BUCKET, tokens_per_fill
+// above max_tokens W_LOCAL_BUCKET_OVERFILL. What the generated validation
+// already reports as E_VALIDATE (tokens_per_fill 0, fill_interval absent
+// or not above 0) is not repeated; a nil bucket has nothing to check.
+func (c *checker) bucket(tb *typev3.TokenBucket, p path) {
+	if tb == nil {
+		return
+	}
+	var tpf *uint32
+	if w := tb.GetTokensPerFill(); w != nil {
+		v := w.GetValue()
+		tpf = &v
+	}
+	fill := tb.GetFillInterval().AsDuration()
+	for _, is := range model.CheckEnvoyBucket(tb.GetMaxTokens(), tpf, fill) {
+		switch {
+		case !is.Refused:
+			c.l.add(c.f, p.field(is.Field), CodeLocalBucketOverfill, LevelWarning, is.Error())
+		case is.Field == "tokens_per_fill", is.Field == "fill_interval" && (tb.GetFillInterval() == nil || fill <= 0):
+			// E_VALIDATE (token_bucket.proto's generated rules) reports it
+		default:
+			c.l.add(c.f, p.field(is.Field), CodeLocalBucket, LevelError, "Envoy refuses this token bucket: "+is.Error())
+		}
+	}
 }
 
 // local checks one LocalRateLimit (HTTP filter level or per-route).

@@ -83,6 +83,16 @@ const (
 	// CodeLocalNoBucket: an HTTP local_ratelimit filter with no token_bucket,
 	// descriptors or rate_limits and no per-route config in the file.
 	CodeLocalNoBucket = "W_LOCAL_NO_BUCKET"
+	// CodeLocalBucket: a local rate limit token bucket (the filter's, a
+	// descriptor's, or the network filter's) that Envoy refuses beyond
+	// what E_VALIDATE reports: max_tokens 0 (token_bucket.proto: uint32
+	// gt 0) or fill_interval below 50ms ("local rate limit token bucket
+	// fill timer must be >= 50ms"). model.CheckEnvoyBucket owns the rules.
+	CodeLocalBucket = "E_LOCAL_BUCKET"
+	// CodeLocalBucketOverfill: tokens_per_fill above max_tokens: Envoy
+	// accepts it, but the bucket never holds more than max_tokens, so a
+	// whole fill can never be held (warning).
+	CodeLocalBucketOverfill = "W_LOCAL_BUCKET_OVERFILL"
 	// CodeRLSTransport: rate_limit_service.transport_api_version is not V3;
 	// current Envoy rejects V2 and AUTO.
 	CodeRLSTransport = "E_RLS_TRANSPORT_VERSION"

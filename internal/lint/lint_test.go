@@ -187,6 +187,8 @@ func TestBrokenVariants(t *testing.T) {
 			"failure_mode_allow: true", []string{"failure_mode_deny", "opposite sense", "ext_authz"}},
 		{"broken-local-no-filter-enabled.yaml", "", []cp{{CodeLocalNotEnabled, hcm + ".http_filters[0]"}},
 			"- name: envoy.filters.http.local_ratelimit", []string{"0%", "no-op"}},
+		{"broken-local-fill-interval.yaml", "", []cp{{CodeLocalBucket, hcm + ".http_filters[0].typed_config.token_bucket.fill_interval"}},
+			"fill_interval: 0.01s", []string{"10ms is below Envoy's minimum 50ms", "fill timer must be >= 50ms"}},
 		{"broken-descriptor-value.yaml", "", []cp{{CodeDescriptorUnmatched, hcm + ".route_config.virtual_hosts[0].routes[0].route.rate_limits[0]"}},
 			"- actions:", []string{`(tenant="labs")`, `did you mean tenant="lab" (descriptors[0], line 6)`, "1 character differs"}},
 		{"broken-domain.yaml", "", []cp{{CodeDomainUnknown, hcm + ".http_filters[0]"}},

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -87,7 +88,8 @@ const realRLSStandIn = "grpc://127.0.0.1:0"
 // (lab.Options.Validate) when the plan is loaded, before anything runs, and
 // the inline RLS config with rlsconfig.Parse (bounded like a file), so that a
 // bad or hostile one stops the plan before any part starts.
-// The field is the failing part's key under lab ("rls.config" or "").
+// The field is the failing part's key under lab ("rls.config", a refused
+// token bucket's field under "local", or "").
 func (lp *LabPlan) validate() (field string, err error) {
 	if lp.RLS != nil {
 		if _, err := rlsconfig.Parse("lab.rls.config", []byte(lp.RLS.Config)); err != nil {
@@ -98,7 +100,12 @@ func (lp *LabPlan) validate() (field string, err error) {
 	if lp.RLS != nil && lp.RLS.Kind == RLSReal {
 		o.RLS.Address = realRLSStandIn
 	}
-	return "", o.Validate()
+	err = o.Validate()
+	if be := (*proxy.BucketError)(nil); errors.As(err, &be) && lp.Local != nil {
+		// a refused token bucket names its field's line (local.fill_interval)
+		return "local." + be.Field, err
+	}
+	return "", err
 }
 
 // startLab starts the scenario's lab (lab.Start) with its evidence writers:

@@ -45,7 +45,7 @@ backend: {endpoints: 2}
 		"unknown key":    {"proxies: 1\nlocl: {max_tokens: 1}\n", `lab.yaml: line 2: unknown field "locl"`},
 		"bad duration":   {"proxies: 1\nlocal: {max_tokens: 1, fill_interval: soon}\n", `lab.yaml: line 2: local.fill_interval: time: invalid duration "soon"`},
 		"type":           {"proxies: [1]\n", "lab.yaml: line 1: proxies: want"},
-		"short fill":     {"local:\n  max_tokens: 1\n  fill_interval: 10ms\n", "lab.yaml: lab: local rate limit: fill_interval 10ms is below Envoy's minimum 50ms"},
+		"short fill":     {"local:\n  max_tokens: 1\n  fill_interval: 10ms\n", "lab.yaml: line 3: lab: local rate limit: fill_interval: 10ms is below Envoy's minimum 50ms"},
 		"global, no rls": {"proxies: 1\nglobal: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\n", "lab.yaml: line 2: lab.global needs lab.rls"},
 		"rls kind":       {"rls:\n  kind: redis\n  config: 'domain: d'\n", "lab.yaml: line 2: lab.rls.kind must be lab or real"},
 		"negative":       {"proxies: -1\n", "lab.yaml: line 1: lab.proxies must be >= 1"},

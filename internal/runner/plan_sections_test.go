@@ -102,7 +102,7 @@ func TestPlanSectionErrors(t *testing.T) {
 			"p.yaml: line 5: scenarios[0] (a): lab.rls.config:1: error loading config file: did not find expected node content"},
 		{"lab options",
 			"scenarios:\n - name: a\n   lab:\n     local: {max_tokens: 0, fill_interval: 1s}\n   attack: {ids: 1}\n",
-			"p.yaml: line 3: scenarios[0] (a): lab: local rate limit: max_tokens must be > 0"},
+			"p.yaml: line 4: scenarios[0] (a): lab: local rate limit: max_tokens: must be > 0 (Envoy's token_bucket.proto: max_tokens uint32 gt 0; a release that allows 0 rejects every request with it)"},
 		{"backend peak",
 			"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1}\n   expect:\n     limit_req_status: {nosuch: 1}\n",
 			"p.yaml: line 5: scenarios[0] (a): expect.limit_req_status.nosuch: want one of PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN, none"},

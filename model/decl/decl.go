@@ -43,18 +43,15 @@ const (
 	RefillTimer = "timer"
 )
 
-// minFillInterval is Envoy's lower bound on token_bucket.fill_interval
-// (local_ratelimit_impl.cc: "local rate limit token bucket fill timer must
-// be >= 50ms").
-const minFillInterval = 50 * time.Millisecond
-
 // ErrNotModelled is returned (wrapped) for a valid declaration that no
 // model.Spec expresses; callers declare no model for it.
 var ErrNotModelled = errors.New("not expressible as a limiter model")
 
 // TokenBucket is Envoy's type.v3.TokenBucket
 // (api/envoy/type/v3/token_bucket.proto): MaxTokens (> 0, the bucket starts
-// full), TokensPerFill (0 means 1, Envoy's default) and FillInterval.
+// full), TokensPerFill (0 means 1, Envoy's default) and FillInterval
+// (>= 50ms). model.CheckEnvoyBucket owns these rules; Spec applies them
+// through model.Spec.Validate.
 type TokenBucket struct {
 	MaxTokens     uint32
 	TokensPerFill uint32
@@ -154,7 +151,7 @@ func (l EnvoyLocal) Spec() (model.Spec, error) {
 				fill = d.TokenBucket.FillInterval
 			}
 		}
-		if fill < minFillInterval {
+		if fill < model.EnvoyMinFillInterval {
 			return model.Spec{}, fmt.Errorf("no default bucket, and the descriptors' fill intervals have no common interval of 50ms or more: %w", ErrNotModelled)
 		}
 		s.FillInterval = model.Duration(fill)

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"container/list"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/model"
 )
 
 // LocalRateLimit configures the lab equivalent of Envoy's HTTP local rate
@@ -119,8 +119,9 @@ type TokenBucket struct {
 // DefaultLocalStatPrefix is LocalRateLimit.StatPrefix when empty.
 const DefaultLocalStatPrefix = "http_local_rate_limiter"
 
-// MinFillInterval is Envoy's lower bound on token_bucket.fill_interval.
-const MinFillInterval = Duration(50 * time.Millisecond)
+// MinFillInterval is Envoy's lower bound on token_bucket.fill_interval
+// (model.EnvoyMinFillInterval).
+const MinFillInterval = Duration(model.EnvoyMinFillInterval)
 
 // DefaultMaxDynamicDescriptors is LocalRateLimit.MaxDynamicDescriptors when nil.
 const DefaultMaxDynamicDescriptors = 20
@@ -132,11 +133,9 @@ const DefaultMaxDynamicDescriptors = 20
 // with PerDownstreamConnection, descriptor intervals that are multiples of
 // the default one in timer mode, and the rate_limits actions.
 func (l *LocalRateLimit) Validate() error {
-	if l.MaxTokens == 0 {
-		return errors.New("local rate limit: max_tokens must be > 0")
-	}
-	if !(l.FillInterval == 0 && len(l.Descriptors) > 0) && l.FillInterval < MinFillInterval {
-		return fmt.Errorf("local rate limit: fill_interval %v is below Envoy's minimum %v", l.FillInterval, MinFillInterval)
+	if err := checkBucket("", TokenBucket{MaxTokens: l.MaxTokens, TokensPerFill: l.TokensPerFill, FillInterval: l.FillInterval},
+		l.FillInterval == 0 && len(l.Descriptors) > 0); err != nil {
+		return err
 	}
 	for name, p := range map[string]*float64{"filter_enabled": l.FilterEnabled, "filter_enforced": l.FilterEnforced} {
 		if p != nil && (*p < 0 || *p > 100 || *p != *p) {
@@ -168,11 +167,8 @@ func (l *LocalRateLimit) Validate() error {
 			return fmt.Errorf("%s: a wildcard (empty value) descriptor cannot be used with local_rate_limit_per_downstream_connection", at)
 		}
 		tb := d.TokenBucket
-		if tb.MaxTokens == 0 {
-			return fmt.Errorf("%s.token_bucket: max_tokens must be > 0", at)
-		}
-		if tb.FillInterval < MinFillInterval {
-			return fmt.Errorf("%s.token_bucket: fill_interval %v is below Envoy's minimum %v", at, tb.FillInterval, MinFillInterval)
+		if err := checkBucket(fmt.Sprintf("descriptors[%d].token_bucket.", i), tb, false); err != nil {
+			return err
 		}
 		if l.TokenBucketMode == TokenBucketTimer && l.FillInterval > 0 && tb.FillInterval%l.FillInterval != 0 {
 			return fmt.Errorf("%s.token_bucket: in timer mode (Envoy <= 1.30) fill_interval %v must be a multiple of the default %v", at, tb.FillInterval, l.FillInterval)
@@ -185,6 +181,35 @@ func (l *LocalRateLimit) Validate() error {
 	}
 	_, err := descriptor.CompileRateLimits("local rate limit: rate_limits", l.RateLimits)
 	return err
+}
+
+// BucketError is a token bucket of a LocalRateLimit that Envoy refuses
+// (model.CheckEnvoyBucket, the one owner of the rules). Field is the
+// refused field's path in LocalRateLimit's JSON ("fill_interval",
+// "descriptors[1].token_bucket.max_tokens"), for an error naming its line.
+type BucketError struct {
+	Field string
+	Issue model.BucketIssue
+}
+
+// Error returns "local rate limit: <Field>: <problem>".
+func (e *BucketError) Error() string { return "local rate limit: " + e.Field + ": " + e.Issue.Problem }
+
+// checkBucket checks tb as Envoy does (model.CheckEnvoyBucket; its
+// TokensPerFill 0 is the absent field, 1) and returns the first refusal
+// as a *BucketError with its field under prefix. noDefault (fill_interval
+// 0 with descriptors: no default bucket) leaves fill_interval unchecked.
+func checkBucket(prefix string, tb TokenBucket, noDefault bool) error {
+	var tpf *uint32
+	if tb.TokensPerFill != 0 {
+		tpf = &tb.TokensPerFill
+	}
+	for _, i := range model.CheckEnvoyBucket(tb.MaxTokens, tpf, time.Duration(tb.FillInterval)) {
+		if i.Refused && !(noDefault && i.Field == "fill_interval") {
+			return &BucketError{Field: prefix + i.Field, Issue: i}
+		}
+	}
+	return nil
 }
 
 // alwaysConsumeDefault is AlwaysConsumeDefaultTokenBucket with its default.
