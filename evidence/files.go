@@ -650,7 +650,7 @@ func WriteStats(d Dir, proxy, label, format string, raw []byte, snap any) error 
 	if err := CheckName("stats label", label); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(d.Stats(), 0o755); err != nil {
+	if err := safefile.MkdirAll(string(d), d.Stats()); err != nil {
 		return err
 	}
 	if len(raw) > 0 {
@@ -671,7 +671,7 @@ func WriteRLSMetrics(d Dir, m *RLSMetrics, raw []byte) error {
 	if err := CheckName("rls metrics label", m.Label); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(d.RLS(), 0o755); err != nil {
+	if err := safefile.MkdirAll(string(d), d.RLS()); err != nil {
 		return err
 	}
 	if len(raw) > 0 {
@@ -699,7 +699,7 @@ func CreateAccessLog(d Dir, proxy string) (*os.File, error) {
 		return nil, err
 	}
 	p := d.AccessLog(proxy)
-	if err := Mkdir(p); err != nil {
+	if err := d.MkdirFor(p); err != nil {
 		return nil, err
 	}
 	return safefile.Create(p, 0o666)

@@ -3,6 +3,8 @@ package evidence
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
 // File and directory names of an evidence directory, relative to a scenario
@@ -184,8 +186,17 @@ func RawStatsExt(format string) (ext string, ok bool) {
 	return "", false
 }
 
-// Mkdir creates the directory (and parents) of the file path p.
+// Mkdir creates the directory (and parents) of the file path p, following
+// links: for a path the user named. Below a directory rlbench writes
+// evidence into, use Dir.MkdirFor.
 func Mkdir(p string) error { return os.MkdirAll(filepath.Dir(p), 0o755) }
+
+// MkdirFor creates the directory of the file path p (d or a directory below
+// d) and those on the way, without following a link below d
+// (safefile.MkdirAll): a symbolic link or a non-directory at stats/, rls/,
+// nginx/<proxy>/ ... is refused with a *safefile.RefusedError naming it. d
+// itself is created if missing and followed as the user named it.
+func (d Dir) MkdirFor(p string) error { return safefile.MkdirAll(string(d), filepath.Dir(p)) }
 
 // IsScenarioDir reports whether d holds scenario evidence: scenario.json,
 // requests.jsonl or NOT_RUN.

@@ -3,16 +3,16 @@ package evidence
 import (
 	"errors"
 	"io"
-	"os"
 
 	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/evidence/safefile"
 )
 
-// nginxDir creates nginx/<proxy>/ under d and returns it.
+// nginxDir creates nginx/<proxy>/ under d, without following a link below d
+// (safefile.MkdirAll), and returns it.
 func nginxDir(d Dir, proxy string) (string, error) {
 	p := d.Path(NginxPath(proxy, ""))
-	return p, os.MkdirAll(p, 0o755)
+	return p, safefile.MkdirAll(string(d), p)
 }
 
 // WriteNginxAccessLog copies an nginx JSON access log read from r into

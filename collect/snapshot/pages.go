@@ -3,7 +3,6 @@ package snapshot
 import (
 	"context"
 	"net/http"
-	"os"
 
 	"github.com/rlbench/rlbench/collect/envoy"
 	"github.com/rlbench/rlbench/collect/nginx"
@@ -50,7 +49,7 @@ func RLSPrometheus() Page[*rls.PromSnapshot] {
 			if len(raw) == 0 {
 				return nil
 			}
-			if err := os.MkdirAll(o.Out.RLS(), 0o755); err != nil {
+			if err := safefile.MkdirAll(string(o.Out), o.Out.RLS()); err != nil {
 				return err
 			}
 			return safefile.WriteFile(o.Out.RLSMetrics(o.Label, ".prom"), raw, 0o644)

@@ -570,7 +570,7 @@ func (c *onceCopier) copyFile(src, dir, rel string) error {
 		return nil
 	}
 	dst := filepath.Join(c.out, filepath.FromSlash(rel))
-	if err := evidence.Mkdir(dst); err != nil {
+	if err := evidence.Dir(c.out).MkdirFor(dst); err != nil {
 		return err
 	}
 	o, err := safefile.Create(dst, 0o666)

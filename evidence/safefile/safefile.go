@@ -21,9 +21,11 @@
 //     O_NONBLOCK (a FIFO does not block the open) and checks the opened file
 //     with fstat(2): a regular file with one link, or a *RefusedError.
 //
-// Only the final component is checked: directories on the way (the user's
-// own /tmp, a symlinked home) are followed as the user named them. It is a
-// leaf: it imports only evidence/boundedio (for FileKind).
+// Directories below the one the user named are created and entered by
+// MkdirAll (or checked by CheckDir), which refuses a link or a non-directory
+// on the way with a *RefusedError; the directory the user named and those
+// above it (the user's own /tmp, a symlinked home) are followed as the user
+// named them. It is a leaf: it imports only evidence/boundedio (for FileKind).
 package safefile
 
 import (
@@ -52,10 +54,27 @@ type RefusedError struct {
 	Target string
 	// Links is the hard link count when a regular file has more than one.
 	Links uint64
+	// Dir is set when Path is a directory on the way to the file rlbench
+	// writes (MkdirAll, CheckDir), not the file itself.
+	Dir bool
 }
 
 func (e *RefusedError) Error() string {
 	var what string
+	if e.Dir {
+		switch {
+		case e.Mode&fs.ModeSymlink != 0 && e.Target != "":
+			what = fmt.Sprintf("a symbolic link to %s", e.Target)
+		case e.Mode&fs.ModeSymlink != 0:
+			what = "a symbolic link"
+		case e.Mode.IsRegular():
+			what = "a regular file"
+		default:
+			what = boundedio.FileKind(e.Mode)
+		}
+		return fmt.Sprintf("%s: refusing to write below it: it is %s, not a directory; rlbench never writes through a link below the directory it was given (remove %s, or choose another path, and run again)",
+			e.Path, what, e.Path)
+	}
 	switch {
 	case e.Mode&fs.ModeSymlink != 0 && e.Target != "":
 		what = fmt.Sprintf("a symbolic link to %s", e.Target)

@@ -87,6 +87,10 @@ func runCollectReceipts(ctx context.Context, o *CollectReceiptsOptions) error {
 	var errs []error
 	for _, u := range o.URLs {
 		path := d.CollectedReceipts(receipts.SourceName(u))
+		// receipts/ below --out: a link there is refused, not followed.
+		if err := d.MkdirFor(path); err != nil {
+			return err
+		}
 		w, err := evidence.Create(path)
 		if err != nil {
 			return err

@@ -153,6 +153,9 @@ func runCollectRLSLog(ctx context.Context, o *CollectRLSLogOptions) error {
 	}
 	if o.Out != "" {
 		d := evidence.Dir(o.Out)
+		if err := d.MkdirFor(d.Decisions()); err != nil {
+			return err
+		}
 		if err := evidence.WriteLines(d.Decisions(), l.EvidenceDecisions()); err != nil {
 			return err
 		}
@@ -170,7 +173,7 @@ func teeRawLog(in io.Reader, out string) (io.Reader, *os.File, error) {
 		return in, nil, nil
 	}
 	p := evidence.Dir(out).RLSLog()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := evidence.Dir(out).MkdirFor(p); err != nil {
 		return nil, nil, err
 	}
 	raw, err := safefile.Create(p, 0o666)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
@@ -374,7 +375,8 @@ func runLab(ctx context.Context, o *LabOptions) (err error) {
 			return err
 		}
 		if o.decisionsDir != "" {
-			if err := os.MkdirAll(o.decisionsDir, 0o755); err != nil {
+			// rls/ below the lab's own run directory, never through a link.
+			if err := safefile.MkdirAll(filepath.Dir(o.decisionsDir), o.decisionsDir); err != nil {
 				return err
 			}
 		}

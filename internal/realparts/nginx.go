@@ -301,7 +301,8 @@ func (n *Nginx) layDirs(workerUser string) error {
 		dirs = append(dirs, filepath.Join(n.prefix, nginxTempDir, t))
 	}
 	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		// Below the prefix (the caller's directory) no link is followed.
+		if err := safefile.MkdirAll(n.prefix, d); err != nil {
 			return fmt.Errorf("realparts: nginx prefix: %w", err)
 		}
 	}

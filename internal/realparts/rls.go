@@ -226,10 +226,15 @@ func (s *RLS) layRuntime() error {
 		return err
 	}
 	cfgDir := filepath.Join(s.runtimeRoot, rlsRuntimeSub, rlsRuntimeApp)
+	// Below the work directory (the caller's) no link is followed: not by
+	// the removal, not by the creation.
+	if err := safefile.CheckDir(s.workDir, filepath.Dir(cfgDir)); err != nil {
+		return fmt.Errorf("realparts: %w", err)
+	}
 	if err := os.RemoveAll(cfgDir); err != nil {
 		return fmt.Errorf("realparts: %w", err)
 	}
-	if err := os.MkdirAll(cfgDir, 0o755); err != nil {
+	if err := safefile.MkdirAll(s.workDir, cfgDir); err != nil {
 		return fmt.Errorf("realparts: %w", err)
 	}
 	for _, f := range files {

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/evidence/safefile"
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
@@ -125,6 +125,9 @@ func (r *scenarioRun) startLab(ctx context.Context) string {
 		}
 		switch lp.RLS.Kind {
 		case RLSLab:
+			if err := evidence.Dir(r.dir).MkdirFor(evidence.Dir(r.dir).Decisions()); err != nil {
+				return err.Error()
+			}
 			dw, err := evidence.Create(evidence.Dir(r.dir).Decisions())
 			if err != nil {
 				return err.Error()
@@ -140,7 +143,7 @@ func (r *scenarioRun) startLab(ctx context.Context) string {
 			opts.RLS.Address = "grpc://" + addr
 		}
 	}
-	if err := os.MkdirAll(evidence.Dir(r.dir).AccessLogs(), 0o755); err != nil {
+	if err := safefile.MkdirAll(r.dir, evidence.Dir(r.dir).AccessLogs()); err != nil {
 		return err.Error()
 	}
 	opts.Proxies.AccessLog = func(name string) (io.Writer, error) {

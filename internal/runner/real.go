@@ -96,7 +96,7 @@ func (r *scenarioRun) startRealRLS(ctx context.Context, config string) (addr, re
 	if err := safefile.WriteFile(filepath.Join(cfgDir, "rlbench.yaml"), []byte(config), 0o644); err != nil {
 		return "", err.Error()
 	}
-	if err := os.MkdirAll(evidence.Dir(r.dir).Redis(), 0o755); err != nil {
+	if err := safefile.MkdirAll(r.dir, evidence.Dir(r.dir).Redis()); err != nil {
 		return "", err.Error()
 	}
 	rp := &realParts{}
@@ -313,6 +313,9 @@ func (r *scenarioRun) finishReal(ctx context.Context) error {
 	defer f.Close()
 	lg, err := rls.ParseLog(f, lp)
 	if err != nil {
+		return err
+	}
+	if err := evidence.Dir(r.dir).MkdirFor(evidence.Dir(r.dir).Decisions()); err != nil {
 		return err
 	}
 	if err := evidence.WriteLines(evidence.Dir(r.dir).Decisions(), lg.EvidenceDecisions()); err != nil {

@@ -138,7 +138,9 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		for rep := 1; rep <= sc.Repeat; rep++ {
 			dir := filepath.Join(runDir, scenarioDir(si, sc, rep))
 			ed := evidence.Dir(dir)
-			if err := os.MkdirAll(ed.Stats(), 0o755); err != nil {
+			// Created without following a link below the run directory: a
+			// scenario directory (or its stats/) that is a link is refused.
+			if err := safefile.MkdirAll(runDir, ed.Stats()); err != nil {
 				return runDir, err
 			}
 			if ctx.Err() != nil {
