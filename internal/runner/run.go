@@ -136,13 +136,11 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 	for si := range plan.Scenarios {
 		sc := &plan.Scenarios[si]
 		for rep := 1; rep <= sc.Repeat; rep++ {
-			dir := filepath.Join(runDir, scenarioDir(si, sc, rep))
-			ed := evidence.Dir(dir)
-			// Created without following a link below the run directory: a
-			// scenario directory (or its stats/) that is a link is refused.
-			if err := safefile.MkdirAll(runDir, ed.Stats()); err != nil {
+			ed, err := mkScenarioDir(runDir, scenarioDir(si, sc, rep))
+			if err != nil {
 				return runDir, err
 			}
+			dir := string(ed)
 			if ctx.Err() != nil {
 				_ = writeJSON(ed.Scenario(), evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep})
 				_ = evidence.WriteNotRun(ed, "interrupted before this scenario started")
@@ -169,6 +167,15 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 	m.End = now().UTC().Format(time.RFC3339Nano)
 	m.Interrupted = ctx.Err() != nil
 	return runDir, writeJSON(evidence.Dir(runDir).Manifest(), m)
+}
+
+// mkScenarioDir creates the scenario directory rel (scenarioDir) and its
+// stats/ below runDir without following a link below runDir
+// (safefile.MkdirAll): a scenario directory or a stats/ that is a link is a
+// *safefile.RefusedError naming it.
+func mkScenarioDir(runDir, rel string) (evidence.Dir, error) {
+	ed := evidence.Dir(filepath.Join(runDir, rel))
+	return ed, safefile.MkdirAll(runDir, ed.Stats())
 }
 
 // scenarioDir is a scenario repeat's directory relative to the run directory.
