@@ -25,6 +25,9 @@ import (
 // directory); a directory swapped for a link by another process between the
 // check and the write is not in its scope.
 func MkdirAll(base, dir string) error {
+	if base == "" {
+		base = "." // Dir("") is the current directory
+	}
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return err
 	}
@@ -41,6 +44,9 @@ func CheckDir(base, dir string) error { return walk(base, dir, false) }
 // walk lstats each component of dir below base, creating missing ones when
 // create is set.
 func walk(base, dir string, create bool) error {
+	if base == "" {
+		base = "."
+	}
 	rel, err := filepath.Rel(filepath.Clean(base), filepath.Clean(dir))
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
 		return fmt.Errorf("%s: not below %s", dir, base)

@@ -138,3 +138,24 @@ func TestMkdirAllNotBelowBase(t *testing.T) {
 		}
 	}
 }
+
+// TestMkdirAllCurrentDir: base "" is the current directory (evidence.Dir("")).
+func TestMkdirAllCurrentDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := MkdirAll("", filepath.Join("stats", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(filepath.Join("stats", "x")); err != nil || !fi.IsDir() {
+		t.Fatalf("%v, %v", fi, err)
+	}
+	if err := os.Symlink(t.TempDir(), "rls"); err != nil {
+		t.Fatal(err)
+	}
+	var re *RefusedError
+	if err := MkdirAll("", "rls"); !errors.As(err, &re) || re.Path != "rls" {
+		t.Errorf("MkdirAll(\"\", rls) = %v, want a *RefusedError naming rls", err)
+	}
+	if err := CheckDir("", filepath.Join("rls", "x")); !errors.As(err, &re) {
+		t.Errorf("CheckDir = %v, want a *RefusedError", err)
+	}
+}
