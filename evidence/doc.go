@@ -51,6 +51,14 @@
 // the file (NOT_RUN), whatever its lines say. Files without a seal, from
 // earlier releases, load as before.
 //
+// No file is written through a link: the writers here write through
+// evidence/safefile (a link, FIFO or device at the file is refused) and
+// create the directories below the one they are given (stats/, rls/,
+// accesslog/, nginx/<proxy>/, receipts/) with safefile.MkdirAll
+// (Dir.MkdirFor), which refuses a link or a non-directory on the way with a
+// *safefile.RefusedError naming it; the directory given is followed as the
+// user named it.
+//
 // No file holds a credential: every URL, path with a query, header value and
 // log line rlbench records goes through redact.go first (RedactURL,
 // RedactHeader, RedactText, RedactReader), which replaces a userinfo
