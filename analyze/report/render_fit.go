@@ -274,6 +274,11 @@ func allZero(rows [][]string, i int) bool {
 	return true
 }
 
+// Cut shortens s to width cells (terminal cells, wide runes count two),
+// its end replaced by "…" when cut: how a fitted table cuts a name, for
+// the CLI's other lines fitted to a terminal (its live progress).
+func Cut(s string, width int) string { return cut(s, width) }
+
 // cut shortens s to width cells, its end replaced by "…" when cut.
 func cut(s string, width int) string {
 	if twwidth.Width(s) <= width {
