@@ -326,7 +326,8 @@ func cut(s string, width int) string {
 // end (cut), or in the middle (cutMiddle) the cells that cut at the end
 // would read the same as a different cell ("Redis stopp…" for "Redis
 // stopped, deny" and "Redis stopped, allow"; cut in the middle
-// "Redis…, deny" and "Redis…allow").
+// "Redis…, deny" and "Redis…allow"), unless their middle cuts read the
+// same too.
 func cutFor(rows [][]string, i, width int) func(string, int) string {
 	by := map[string]map[string]bool{} // cut at the end -> cells
 	for _, r := range rows {
@@ -337,11 +338,18 @@ func cutFor(rows [][]string, i, width int) func(string, int) string {
 		by[c][r[i]] = true
 	}
 	middle := map[string]bool{}
+	cuts := map[string]int{} // cut in the middle -> cells
 	for _, cells := range by {
 		if len(cells) > 1 {
 			for c := range cells {
 				middle[c] = true
+				cuts[cutMiddle(c, width)]++
 			}
+		}
+	}
+	for c := range middle { // where the middle does not tell them apart either, the end as before
+		if m := cutMiddle(c, width); cuts[m] > 1 || len(by[m]) > 0 {
+			delete(middle, c)
 		}
 	}
 	return func(s string, width int) string {

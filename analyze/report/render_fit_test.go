@@ -197,6 +197,12 @@ func TestCutKeepsNamesApart(t *testing.T) {
 			t.Errorf("a name no other collides with is cut in the middle at %d: %q", width, g)
 		}
 	}
+	// Where the middle does not tell them apart either ("share…, C, D"
+	// for "shared with B, C, D" and "shared with A, C, D"), the end.
+	shared := [][]string{{"shared with B, C, D"}, {"shared with A, C, D"}}
+	if g := cutFor(shared, 0, 12)(shared[0][0], 12); g != "shared with…" {
+		t.Errorf("cut %q", g)
+	}
 	if g := cutMiddle("Redis stopped, deny", 12); g != "Redis…, deny" {
 		t.Errorf("cutMiddle: %q", g)
 	}
