@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/creack/pty"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // longestSegment is the width in runes of the longest line of a
@@ -86,5 +87,34 @@ func TestAttackProgressFitsTerminal(t *testing.T) {
 				t.Fatalf("a line of %d columns on an 80-column terminal: %q", w, line)
 			}
 		})
+	}
+}
+
+// TestAttackSummaryFits80: the summary of a paced attack (figures as one
+// measured on a loaded machine) has no line over 80 columns, where its
+// pacing line was 221 with durations to the nanosecond, and rounds them
+// to 3 significant digits.
+func TestAttackSummaryFits80(t *testing.T) {
+	sum := &evidence.AttackSummary{
+		Config:        evidence.AttackConfig{IDs: 25, RatePerSec: 5, Workers: 16, WorkersFrom: "rate", FDCap: 9962, FDLimit: 20000, FDOpen: 12},
+		Sent:          25,
+		CodesByTarget: map[string]map[string]int{"127.0.0.1:46267": {"200": 20, "429": 5}},
+		Pacing: &evidence.AttackPacing{AchievedPerSec: 5, ErrorNs: evidence.AttackQuantiles{N: 25, P50: 87039, P99: 7554550, Max: 7554550},
+			LatencyFromIntendedNs: evidence.AttackQuantiles{N: 25, P99: 7785423}, WorkersPeak: 16, WorkersBound: 16, DirectSends: 25, ReliefSends: 1},
+		Burst: &evidence.AttackBurst{Requests: 25, WarmConnections: 16, SpreadNs: 86618, SendNs: evidence.AttackQuantiles{P50: 100351, P99: 113047}},
+	}
+	var buf bytes.Buffer
+	printAttackSummary(&buf, "ev", sum)
+	out := buf.String()
+	for l := range strings.Lines(out) {
+		if n := utf8.RuneCountInString(strings.TrimSuffix(l, "\n")); n > 80 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+	for _, want := range []string{"pacing error p50 87µs p99 7.55ms max 7.55ms", "latency from intended p99 7.79ms", "25 of 25 sent directly",
+		"1 of the direct sends by the relief dispatcher", "send spread 86.6µs", "sent p50 100µs, p99 113µs after release"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 }
