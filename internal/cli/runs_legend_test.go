@@ -33,3 +33,17 @@ func TestRunsSaysWhatTheStarMeans(t *testing.T) {
 		t.Fatalf("runs with latest: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// TestAnalyzeHelpNamesThisRunsDirectory: analyze's first example is the
+// latest run of this user's runs directory ($RLBENCH_HOME/runs here), as
+// its missing-argument error says, not always ~/.local/state's (wrong
+// under RLBENCH_HOME, XDG_STATE_HOME and on macOS).
+func TestAnalyzeHelpNamesThisRunsDirectory(t *testing.T) {
+	runs := runsHome(t)
+	t.Setenv("HOME", t.TempDir()) // the runs directory is not under it: no "~"
+	code, out, stderr := runCLI(t, "analyze", "--help")
+	want := "rlbench analyze " + filepath.Join(runs, evidence.LatestLink) + " "
+	if code != ExitOK || !strings.Contains(out, want) {
+		t.Fatalf("analyze --help: exit %d, no %q:\n%s%s", code, want, out, stderr)
+	}
+}
