@@ -122,6 +122,7 @@ func (t *textTable) write(w io.Writer, o TableOptions) error {
 	}
 	width := FitWidth(o.Width)
 	keep, zeros, dropped := t.fit(width)
+	fitHard(keep, width)
 	var buf bytes.Buffer
 	tab := tablewriter.NewTable(&buf, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithPadding(tw.Padding{Left: "", Right: strings.Repeat(" ", fitGap), Overwrite: true}),
@@ -138,10 +139,14 @@ func (t *textTable) write(w io.Writer, o TableOptions) error {
 		head[i] = k.header()
 	}
 	tab.Header(head...)
+	cutAt := make([]func(string, int) string, len(keep))
+	for i, k := range keep {
+		cutAt[i] = cutFor(t.rows, k.index, k.width)
+	}
 	for _, r := range t.rows {
 		cells := make([]any, len(keep))
 		for i, k := range keep {
-			cells[i] = cut(r[k.index], k.width)
+			cells[i] = cutAt[i](r[k.index], k.width)
 		}
 		if err := tab.Append(cells...); err != nil {
 			return err
@@ -211,7 +216,8 @@ func keptWidth(keep []keptColumn) int {
 // fit chooses the columns of t fitted to width and their widths: columns
 // of zeros (named in zeros) are left out, names are cut (down to their
 // trunc), then columns are dropped, highest drop first (named in dropped),
-// until the table is width wide or nothing more can go.
+// until the table is width wide or nothing more can go (write then cuts
+// names further: fitHard).
 func (t *textTable) fit(width int) (keep []keptColumn, zeros, dropped []string) {
 	for i, c := range t.cols {
 		if c.zero && allZero(t.rows, i) {
@@ -227,20 +233,7 @@ func (t *textTable) fit(width int) (keep []keptColumn, zeros, dropped []string) 
 		}
 		keep = append(keep, k)
 	}
-	cutName := func() bool { // cut the widest name that can still be cut
-		best := -1
-		for i, k := range keep {
-			if k.trunc > 0 && k.width > max(k.trunc, twwidth.Width(k.header())) && (best < 0 || k.width > keep[best].width) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return false
-		}
-		k := &keep[best]
-		k.width = max(k.trunc, twwidth.Width(k.header()), k.width-(keptWidth(keep)-width))
-		return true
-	}
+	cutName := func() bool { return cutNames(keep, width, false) }
 	dropColumn := func() bool { // leave out the least valuable column
 		best := -1
 		for i, k := range keep {
@@ -264,6 +257,38 @@ func (t *textTable) fit(width int) (keep []keptColumn, zeros, dropped []string) 
 	return keep, zeros, dropped
 }
 
+// cutNames cuts the widest name of keep that can still be cut, by what
+// the table is wider than width: down to its trunc, or under hard down to
+// its header's width. False when no name can be cut.
+func cutNames(keep []keptColumn, width int, hard bool) bool {
+	floor := func(k keptColumn) int {
+		if hard {
+			return twwidth.Width(k.header())
+		}
+		return max(k.trunc, twwidth.Width(k.header()))
+	}
+	best := -1
+	for i, k := range keep {
+		if k.trunc > 0 && k.width > floor(k) && (best < 0 || k.width > keep[best].width) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return false
+	}
+	k := &keep[best]
+	k.width = max(floor(*k), k.width-(keptWidth(keep)-width))
+	return true
+}
+
+// fitHard is the last resort of a table still wider than width when fit
+// could leave nothing more out: names are cut under their trunc, down to
+// their header's width.
+func fitHard(keep []keptColumn, width int) {
+	for keptWidth(keep) > width && cutNames(keep, width, true) {
+	}
+}
+
 // allZero reports whether every cell of column i is "0", "-" or empty.
 func allZero(rows [][]string, i int) bool {
 	for _, r := range rows {
@@ -273,6 +298,11 @@ func allZero(rows [][]string, i int) bool {
 	}
 	return true
 }
+
+// Cut shortens s to width cells (terminal cells, wide runes count two),
+// its end replaced by "…" when cut: how a fitted table cuts a name, for
+// the CLI's other lines fitted to a terminal (its live progress).
+func Cut(s string, width int) string { return cut(s, width) }
 
 // cut shortens s to width cells, its end replaced by "…" when cut.
 func cut(s string, width int) string {
@@ -290,6 +320,73 @@ func cut(s string, width int) string {
 		n += rw
 	}
 	return b.String() + "…"
+}
+
+// cutFor is how the cells of column i of rows are cut to width: at the
+// end (cut), or in the middle (cutMiddle) the cells that cut at the end
+// would read the same as a different cell ("Redis stopp…" for "Redis
+// stopped, deny" and "Redis stopped, allow"; cut in the middle
+// "Redis…, deny" and "Redis…allow"), unless their middle cuts read the
+// same too.
+func cutFor(rows [][]string, i, width int) func(string, int) string {
+	by := map[string]map[string]bool{} // cut at the end -> cells
+	for _, r := range rows {
+		c := cut(r[i], width)
+		if by[c] == nil {
+			by[c] = map[string]bool{}
+		}
+		by[c][r[i]] = true
+	}
+	middle := map[string]bool{}
+	cuts := map[string]int{} // cut in the middle -> cells
+	for _, cells := range by {
+		if len(cells) > 1 {
+			for c := range cells {
+				middle[c] = true
+				cuts[cutMiddle(c, width)]++
+			}
+		}
+	}
+	for c := range middle { // where the middle does not tell them apart either, the end as before
+		if m := cutMiddle(c, width); cuts[m] > 1 || len(by[m]) > 0 {
+			delete(middle, c)
+		}
+	}
+	return func(s string, width int) string {
+		if middle[s] {
+			return cutMiddle(s, width)
+		}
+		return cut(s, width)
+	}
+}
+
+// cutMiddle shortens s to width cells by replacing its middle with "…",
+// keeping its start and (one cell more of) its end.
+func cutMiddle(s string, width int) string {
+	if twwidth.Width(s) <= width || width < 3 {
+		return cut(s, width)
+	}
+	rs := []rune(s)
+	head, tail := 0, len(rs)
+	n := 1 // the "…"
+	for take := 0; ; take++ {
+		var w int
+		if take%2 == 0 { // the end first: it tells the cut names apart
+			w = twwidth.Width(string(rs[tail-1]))
+		} else {
+			w = twwidth.Width(string(rs[head]))
+		}
+		if n+w > width || head >= tail {
+			break
+		}
+		n += w
+		if take%2 == 0 {
+			tail--
+		} else {
+			head++
+		}
+	}
+	return string(rs[:head]) + "…" + string(rs[tail:])
 }
 
 // writeWrapped writes text as lines of at most width cells: the first

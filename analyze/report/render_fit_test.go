@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // perProxyBuckets gives e06's first scenario (two proxies) one local
@@ -113,5 +116,94 @@ func TestFitWidth(t *testing.T) {
 		if got := FitWidth(cols); got != want {
 			t.Errorf("FitWidth(%d) = %d, want %d", cols, got, want)
 		}
+	}
+}
+
+// TestSectionTablesFit80: the Keys table of examples/dimensions (long
+// limiter, bucket and flow names, a limit and a model range) and the
+// fault windows of examples/bursts/lab-cascade (an open fault on the
+// backend) fit 80 columns; they were 101 and 81 wide, as nothing more
+// could be left out once names were cut to their trunc. What was left
+// out is named under the table, and bucket names cut at 120 columns
+// still tell the keys apart (cut at the end they read the same).
+func TestSectionTablesFit80(t *testing.T) {
+	s := ScenarioReport{Name: "per-user buckets"}
+	for _, f := range []string{"A", "B", "C", "D"} {
+		s.Keys = append(s.Keys, KeyReport{Limiter: "local proxy-a", Bucket: "proxy-a|descriptor user=" + f, Flows: []string{"A", "B", "C", "D"},
+			Sent: 1800, Admitted: 599, AdmittedPct: 33.3, ActiveNs: 6e9, AdmittedPerSec: 99.8, RatePerSec: 100, Burst: 100, Min: 149, Max: 599})
+	}
+	f := FaultWindow{Name: "fail backend 5xx", Target: "backend-1", BeginNs: 0, EndNs: 7e6, Open: true, Receipts: 30, ActsOn: []string{"backend-1"}}
+	f.Inside.Sent, f.Inside.Passed, f.Inside.N[evidence.ClassOther5xx] = 30, 30, 3
+	fault := ScenarioReport{Name: "failing endpoint cascade", FaultWindows: []FaultWindow{f}}
+	rep := &Report{Scenarios: []ScenarioReport{s, fault}}
+	keys := flowTables(rep)[1]
+	for _, c := range []struct {
+		table  *textTable
+		hidden string
+	}{{keys, "Flows"}, {faultTable(rep), "Acts on"}} {
+		for _, width := range []int{80, 120} {
+			var buf bytes.Buffer
+			if err := c.table.write(&buf, TableOptions{Width: width}); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			for l := range strings.Lines(out) {
+				if n := utf8.RuneCountInString(strings.TrimSuffix(l, "\n")); n > width {
+					t.Errorf("%s at %d columns: a line of %d:\n%s", c.table.title, width, n, out)
+				}
+			}
+			if width == 80 && !strings.Contains(out, "hidden at 80 columns: "+c.hidden) {
+				t.Errorf("%s at 80 columns does not name %s as hidden:\n%s", c.table.title, c.hidden, out)
+			}
+			// Rows that differ read differently however their names are cut.
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			rows := map[string]bool{}
+			for _, l := range lines {
+				if strings.HasPrefix(l, s.Name[:5]) {
+					rows[l] = true
+				}
+			}
+			if c.table == keys && len(rows) != len(s.Keys) {
+				t.Errorf("Keys at %d columns: %d different rows for %d keys:\n%s", width, len(rows), len(s.Keys), out)
+			}
+		}
+	}
+}
+
+// TestCutKeepsNamesApart: names that cut at the end would read the same
+// ("Redis stopp…" twice in examples/real-rls at 80 columns) are cut in
+// the middle and stay apart; the others are cut at the end as before;
+// every cut cell is at most width cells.
+func TestCutKeepsNamesApart(t *testing.T) {
+	names := []string{"Redis stopped, deny", "Redis stopped, allow", "two local buckets", "shared RLS", "日本語の名前で止めた, deny", "日本語の名前で止めた, allow"}
+	rows := make([][]string, len(names))
+	for i, n := range names {
+		rows[i] = []string{n}
+	}
+	for _, width := range []int{8, 12, 16} {
+		c := cutFor(rows, 0, width)
+		got := map[string]string{}
+		for _, n := range names {
+			g := c(n, width)
+			if w := twwidth.Width(g); w > width {
+				t.Errorf("%q cut to %d: %q is %d wide", n, width, g, w)
+			}
+			if o, ok := got[g]; ok {
+				t.Errorf("at %d cells %q and %q both read %q", width, o, n, g)
+			}
+			got[g] = n
+		}
+		if g := c("two local buckets", width); g != cut("two local buckets", width) {
+			t.Errorf("a name no other collides with is cut in the middle at %d: %q", width, g)
+		}
+	}
+	// Where the middle does not tell them apart either ("share…, C, D"
+	// for "shared with B, C, D" and "shared with A, C, D"), the end.
+	shared := [][]string{{"shared with B, C, D"}, {"shared with A, C, D"}}
+	if g := cutFor(shared, 0, 12)(shared[0][0], 12); g != "shared with…" {
+		t.Errorf("cut %q", g)
+	}
+	if g := cutMiddle("Redis stopped, deny", 12); g != "Redis…, deny" {
+		t.Errorf("cutMiddle: %q", g)
 	}
 }

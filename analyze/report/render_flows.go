@@ -16,7 +16,7 @@ func flowTables(rep *Report) []*textTable {
 		{head: "Offered/s"}, {head: "Admitted/s", short: "Adm/s"}, {head: "Active", drop: 1}, {head: "Model", trunc: 12},
 	}}
 	keys := &textTable{title: "Keys", cols: []column{
-		{head: "Scenario", trunc: 12}, {head: "Limiter", trunc: 12}, {head: "Bucket", trunc: 10}, {head: "Flows", trunc: 10}, {head: "Sent"},
+		{head: "Scenario", trunc: 12}, {head: "Limiter", trunc: 12}, {head: "Bucket", trunc: 10}, {head: "Flows", trunc: 10, drop: 2}, {head: "Sent"},
 		{head: "Admitted"}, {head: "Admitted %", short: "Adm %"}, {head: "Admitted/s", short: "Adm/s", drop: 1}, {head: "Limit"},
 		{head: "Model"},
 	}}

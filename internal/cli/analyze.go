@@ -43,7 +43,7 @@ Given a directory of shard directories (rlbench attack --shard K/N), it
 judges them merged as one run, as rlbench merge would write it.
 It writes status.txt and exits 0 when every scenario PASSes, 3 when one FAILs,
 4 when one is NOT_RUN or incomplete.`,
-		Example: `  rlbench analyze ~/.local/state/rlbench/runs/latest    # rlbench runs lists the run directories
+		Example: `  rlbench analyze ` + latestRun() + `    # rlbench runs lists the run directories
   rlbench analyze --format json runs/20261130T101500Z-1 > report.json   # rlbench run --root runs ...
   rlbench analyze --format junit runs/latest > rlbench-junit.xml`,
 		Args: cobra.ExactArgs(1),

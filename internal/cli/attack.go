@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
@@ -602,18 +603,21 @@ func printAttackSummary(w io.Writer, out string, sum *evidence.AttackSummary) {
 	}
 }
 
+// printFigures prints the burst or pacing figures of an attack (or of a
+// flow, after prefix), durations to 3 significant digits
+// (report.HumanNs), on lines that fit 80 columns for a short prefix.
 func printFigures(w io.Writer, prefix string, c evidence.AttackConfig, b *evidence.AttackBurst, pc *evidence.AttackPacing) {
+	d := report.HumanNs
 	if b != nil {
-		fmt.Fprintf(w, "%sburst of %d on %d warm connections, send spread %s (p50 %s, p99 %s after release)\n",
-			prefix, b.Requests, b.WarmConnections, time.Duration(b.SpreadNs), time.Duration(b.SendNs.P50), time.Duration(b.SendNs.P99))
+		fmt.Fprintf(w, "%sburst of %d on %d warm connections, send spread %s\n", prefix, b.Requests, b.WarmConnections, d(b.SpreadNs))
+		fmt.Fprintf(w, "%ssent p50 %s, p99 %s after release\n", prefix, d(b.SendNs.P50), d(b.SendNs.P99))
 	}
 	if pc != nil {
-		relief := ""
+		fmt.Fprintf(w, "%srate %.0f/s achieved (intended %.0f/s), %d of %d sent directly\n", prefix, pc.AchievedPerSec, c.RatePerSec, pc.DirectSends, pc.ErrorNs.N)
+		fmt.Fprintf(w, "%spacing error p50 %s p99 %s max %s\n", prefix, d(pc.ErrorNs.P50), d(pc.ErrorNs.P99), d(pc.ErrorNs.Max))
+		fmt.Fprintf(w, "%slatency from intended p99 %s, workers peak %d bound %d\n", prefix, d(pc.LatencyFromIntendedNs.P99), pc.WorkersPeak, pc.WorkersBound)
 		if pc.ReliefSends > 0 {
-			relief = fmt.Sprintf(" (of which %d by the relief dispatcher)", pc.ReliefSends)
+			fmt.Fprintf(w, "%s%d of the direct sends by the relief dispatcher\n", prefix, pc.ReliefSends)
 		}
-		fmt.Fprintf(w, "%srate %.0f/s achieved (intended %.0f/s), pacing error p50 %s p99 %s max %s, latency from intended p99 %s, workers peak %d bound %d, %d of %d sent directly%s\n",
-			prefix, pc.AchievedPerSec, c.RatePerSec, time.Duration(pc.ErrorNs.P50), time.Duration(pc.ErrorNs.P99), time.Duration(pc.ErrorNs.Max),
-			time.Duration(pc.LatencyFromIntendedNs.P99), pc.WorkersPeak, pc.WorkersBound, pc.DirectSends, pc.ErrorNs.N, relief)
 	}
 }

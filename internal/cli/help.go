@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -186,6 +187,8 @@ func writeHelp(w io.Writer, c *cobra.Command) error {
 			}
 		}
 	}
+	// Flag usages wrap at the width the tables are fitted to.
+	cols := report.FitWidth(terminalWidth(w))
 	local := c.LocalFlags()
 	for _, g := range helpGroups(c) {
 		fs := pflag.NewFlagSet(g.title, pflag.ContinueOnError)
@@ -193,10 +196,10 @@ func writeHelp(w io.Writer, c *cobra.Command) error {
 		for _, name := range g.flags {
 			fs.AddFlag(local.Lookup(name))
 		}
-		b.WriteString("\n" + g.title + ":\n" + strings.TrimRight(fs.FlagUsages(), " \n") + "\n")
+		b.WriteString("\n" + g.title + ":\n" + strings.TrimRight(fs.FlagUsagesWrapped(cols), " \n") + "\n")
 	}
 	if c.HasAvailableInheritedFlags() {
-		b.WriteString("\nGlobal Flags:\n" + strings.TrimRight(c.InheritedFlags().FlagUsages(), " \n") + "\n")
+		b.WriteString("\nGlobal Flags:\n" + strings.TrimRight(c.InheritedFlags().FlagUsagesWrapped(cols), " \n") + "\n")
 	}
 	if long := strings.TrimSpace(c.Long); long != "" && long != strings.TrimSpace(c.Short) {
 		b.WriteString("\nDescription:\n")

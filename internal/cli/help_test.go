@@ -5,13 +5,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// helpFlagLine is a flag's line in a help group: "  -q, --quiet ...".
-var helpFlagLine = regexp.MustCompile(`^\s+(?:-\S, )?--([A-Za-z0-9][A-Za-z0-9-]*)`)
+// helpFlagLine is a flag's line in a help group: "  -q, --quiet ..." or
+// "      --out ..." (a wrapped usage's next lines are indented further).
+var helpFlagLine = regexp.MustCompile(`^(?:  -\S, |      )--([A-Za-z0-9][A-Za-z0-9-]*)`)
 
 // helpSection is a section title line of the help: "Timing and pacing:".
 var helpSection = regexp.MustCompile(`^([A-Z][A-Za-z0-9 (),-]*):$`)
@@ -169,4 +171,36 @@ func findCmd(t *testing.T, path string) *cobra.Command {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestHelpFlagsWrap: on an 80-column terminal (COLUMNS=80) the flag
+// groups of lab, run, analyze and demo wrap their usages at 80 columns
+// (lab's were 178 wide), with every flag still on a line of its own.
+func TestHelpFlagsWrap(t *testing.T) {
+	t.Setenv("COLUMNS", "80")
+	for _, cmd := range []string{"lab", "run", "analyze", "demo"} {
+		code, out, errOut := runCLI(t, cmd, "--help")
+		if code != ExitOK {
+			t.Fatalf("%s --help: exit %d: %s", cmd, code, errOut)
+		}
+		section, flags := "", 0
+		for _, l := range strings.Split(out, "\n") {
+			if m := helpSection.FindStringSubmatch(l); m != nil {
+				section = m[1]
+				continue
+			}
+			if section == "" || section == "Usage" || section == "Examples" || section == "Description" {
+				continue
+			}
+			if helpFlagLine.MatchString(l) {
+				flags++
+			}
+			if n := utf8.RuneCountInString(l); n > 80 {
+				t.Errorf("%s --help, %s: a line of %d columns: %q", cmd, section, n, l)
+			}
+		}
+		if flags < 3 {
+			t.Errorf("%s --help: %d flag lines:\n%s", cmd, flags, out)
+		}
+	}
 }

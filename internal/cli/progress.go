@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/schollz/progressbar/v3"
@@ -36,18 +37,21 @@ func liveProgress(w io.Writer, label string, p *attack.Progress) (stop func()) {
 		// The bar is made once the total is known (Run sets it before
 		// warming): with a known maximum progressbar runs no goroutine of
 		// its own.
-		var bar *progressbar.ProgressBar
+		var (
+			bar  *progressbar.ProgressBar
+			barW int
+		)
 		draw := func() {
 			s := p.Snapshot()
 			if s.Total == 0 {
 				return
 			}
+			cols := progressColumns(w)
 			if bar == nil {
-				bar = progressbar.NewOptions64(int64(s.Total), progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(20),
-					progressbar.OptionSetPredictTime(false), progressbar.OptionSetElapsedTime(false), progressbar.OptionThrottle(0),
-					progressbar.OptionShowDescriptionAtLineEnd())
+				barW = progressBarWidth(cols)
+				bar = newProgressBar(w, int64(s.Total), barW)
 			}
-			bar.Describe(label + ": " + human.Progress(s))
+			bar.Describe(progressDescription(label+": "+human.Progress(s), cols, barW))
 			_ = bar.Set64(int64(s.Recorded))
 		}
 		go func() {
@@ -89,4 +93,42 @@ func liveProgress(w io.Writer, label string, p *attack.Progress) (stop func()) {
 			wg.Wait()
 		})
 	}
+}
+
+// progressAround is the cells of a bar's line besides the bar and its
+// description, as schollz/progressbar draws it with the options of
+// newProgressBar: " 100% " before the bar, its two ends, two spaces
+// after it and one after the description.
+const progressAround = 11
+
+// newProgressBar is the bar liveProgress draws on w: total steps, barW
+// cells wide between its ends, the description at the line's end, no
+// rate or time estimate of its own (the description has them).
+func newProgressBar(w io.Writer, total int64, barW int) *progressbar.ProgressBar {
+	return progressbar.NewOptions64(total, progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(barW),
+		progressbar.OptionSetPredictTime(false), progressbar.OptionSetElapsedTime(false), progressbar.OptionThrottle(0),
+		progressbar.OptionShowDescriptionAtLineEnd())
+}
+
+// progressColumns is the width of the terminal w the bar is drawn on:
+// terminalWidth (COLUMNS, else the TTY's; the tables' one rule), or
+// report.MinWidth when neither is known.
+func progressColumns(w io.Writer) int {
+	if c := terminalWidth(w); c > 0 {
+		return c
+	}
+	return report.MinWidth
+}
+
+// progressBarWidth is the bar's width on a line of cols cells: 20 cells
+// on a 120-column terminal, fewer on a narrower one, at least 5.
+func progressBarWidth(cols int) int {
+	return min(max((cols-40)/4, 5), 20)
+}
+
+// progressDescription is d cut with "…" to the cells a line of cols
+// cells leaves beside a bar barW cells wide. The last column stays free,
+// so that no terminal wraps the line the bar redraws in place.
+func progressDescription(d string, cols, barW int) string {
+	return report.Cut(d, max(cols-1-progressAround-barW, 1))
 }

@@ -26,6 +26,10 @@ type redactingWriter struct {
 
 func newRedactingWriter(w io.Writer) *redactingWriter { return &redactingWriter{w: w} }
 
+// Unwrap is the writer r writes to: terminalWidth looks through r for the
+// terminal behind it.
+func (r *redactingWriter) Unwrap() io.Writer { return r.w }
+
 // Write writes every complete line of p (with what was held before it)
 // redacted and holds the rest. It reports len(p) unless the underlying
 // writer fails.

@@ -145,7 +145,13 @@ func runRuns(ctx context.Context, o *RunsOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.IO.ErrOut, "runs in %s: %d\n", root, len(runs))
+	legend := ""
+	for _, r := range runs {
+		if r.Latest {
+			legend = " (* marks the one latest points at, which prune keeps)"
+		}
+	}
+	fmt.Fprintf(o.IO.ErrOut, "runs in %s: %d%s\n", root, len(runs), legend)
 	if len(runs) == 0 {
 		return nil
 	}

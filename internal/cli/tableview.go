@@ -45,11 +45,19 @@ func (v tableView) options(out io.Writer) report.TableOptions {
 
 // terminalWidth is the width the table is fitted to: COLUMNS when it is a
 // positive number (as a shell exports it, or as set for one command),
-// else the width of out when it is a terminal (golang.org/x/term), else 0
-// (unknown: report.DefaultWidth).
+// else the width of out when it is a terminal (golang.org/x/term; through
+// the writers Main puts around it, which Unwrap), else 0 (unknown:
+// report.DefaultWidth).
 func terminalWidth(out io.Writer) int {
 	if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv("COLUMNS"))); err == nil && n > 0 {
 		return n
+	}
+	for {
+		u, ok := out.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		out = u.Unwrap()
 	}
 	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
