@@ -152,6 +152,9 @@ func NewRoot(io *IOStreams) *cobra.Command {
 		Long: `rlbench fires a fixed set of request IDs at proxies, records a receipt for every
 request the backend really received, snapshots Envoy and rate limit service
 stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
+		Example: `  rlbench demo                              # the canonical experiment on the embedded lab
+  rlbench run examples/e06/plan.yaml        # a plan's scenarios, with faults (in a clone)
+  rlbench runs                              # the run directories written so far`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       buildinfo.Read().String(),

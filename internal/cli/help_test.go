@@ -204,3 +204,25 @@ func TestHelpFlagsWrap(t *testing.T) {
 		}
 	}
 }
+
+// The top-level help shows a few first commands before the command list,
+// each naming a real command.
+func TestRootHelpExample(t *testing.T) {
+	code, out, _ := runCLI(t, "--help")
+	lines := strings.Split(out, "\n")
+	ex := slices.Index(lines, "Examples:")
+	cmds := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Available Commands:") })
+	if code != ExitOK || ex < 0 || ex > 10 || cmds < ex {
+		t.Fatalf("rlbench --help: exit %d, Examples at line %d, commands at %d:\n%s", code, ex, cmds, out)
+	}
+	root := NewRoot(&IOStreams{})
+	for _, l := range lines[ex+1 : cmds] {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		if c, _, err := root.Find(f[1:2]); f[0] != "rlbench" || err != nil || c == root {
+			t.Errorf("example %q does not name an rlbench command", l)
+		}
+	}
+}
