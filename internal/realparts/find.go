@@ -154,18 +154,7 @@ func FindRLS() (string, error) {
 		}
 		cands = append(cands, p)
 	}
-	for _, c := range cands {
-		if _, err := os.Stat(c); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err := execFile(c); err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		if err := checkRLSVersion(c); err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
+	if c, ok := firstUsable(cands, &problems, checkRLSVersion); ok {
 		return c, nil
 	}
 	_, version, _ := strings.Cut(RLSModuleVersion, "@")
@@ -194,6 +183,27 @@ func checkRLSVersion(bin string) error {
 		return fmt.Errorf("%s: no stamp %s and its build info says %s, want %s", bin, stamp, got, RLSModuleVersion)
 	}
 	return nil
+}
+
+// firstUsable returns the first of cands that exists, is an executable file
+// and passes check (nil: no further check); what was wrong with each
+// existing candidate before it is appended to problems.
+func firstUsable(cands []string, problems *[]string, check func(string) error) (string, bool) {
+	for _, c := range cands {
+		if _, err := os.Stat(c); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		err := execFile(c)
+		if err == nil && check != nil {
+			err = check(c)
+		}
+		if err != nil {
+			*problems = append(*problems, err.Error())
+			continue
+		}
+		return c, true
+	}
+	return "", false
 }
 
 // notFound is FindRLS's and FindRedis's error when no candidate fits.
@@ -231,14 +241,7 @@ func FindRedis() (string, error) {
 	}
 	cands = append(cands, "/usr/bin/redis-server", "/usr/sbin/redis-server", "/usr/local/bin/redis-server")
 	var problems []string
-	for _, c := range cands {
-		if _, err := os.Stat(c); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err := execFile(c); err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
+	if c, ok := firstUsable(cands, &problems, nil); ok {
 		return c, nil
 	}
 	return "", notFound(RedisBinName, EnvRedisBin, problems, "PATH", "/usr/bin", "/usr/sbin", "/usr/local/bin")
