@@ -201,9 +201,15 @@ func statsDeltas(ps *report.ProxyStats, bm, am map[string]uint64, bBig, aBig map
 			ps.Unrepresentable[k] = why
 		}
 	}
-	for k := range bm {
+	for k, bv := range bm {
 		if _, ok := am[k]; !ok && !big[k] {
+			// Envoy never removes a counter while it runs: one in the
+			// before snapshot and not in the after is a restart or a
+			// snapshot that lost it, even at 0 (then av < bv cannot say so).
 			am[k] = 0
+			if bv == 0 {
+				ps.Resets = append(ps.Resets, fmt.Sprintf("%s (0 before) is missing from the after snapshot", k))
+			}
 		}
 	}
 	for k, av := range am {

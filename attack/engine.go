@@ -815,6 +815,7 @@ func (w *worker) captureFast() {
 			w.hdrs[k] = string(c.value)
 		}
 	}
+	redactCaptured(w.hdrs)
 	w.line.Headers = w.hdrs
 }
 
@@ -904,6 +905,7 @@ func (w *worker) capture(h http.Header) {
 		}
 		w.hdrs[lk] = v
 	}
+	redactCaptured(w.hdrs)
 	if len(w.hdrs) > 0 {
 		w.line.Headers = w.hdrs
 	}

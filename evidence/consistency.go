@@ -79,6 +79,18 @@ func requestTimesError(sent, latency int64) error {
 	return nil
 }
 
+// requestCodeError says why a request line's code is not one a client can
+// have recorded, or nil: 0 (no response) or a three-digit HTTP status
+// 100..999 (RFC 9110 section 15: a status code is three digits; Go's
+// net/http refuses any other). A negative or wider code is not clamped into
+// a class (65736 read as 65535, -429 as 0): the line is bad evidence.
+func requestCodeError(code int64) error {
+	if code == 0 || code >= 100 && code <= 999 {
+		return nil
+	}
+	return fmt.Errorf("code %d: not an HTTP status (0 for no response, else 100..999)", code)
+}
+
 // outside reports whether a request sent at sent lies outside the attack's span.
 func (c *clockChecks) outside(sent int64) bool {
 	return c.startNs > 0 && (sent < c.startNs-c.tolNs || sent > c.endNs+c.tolNs)

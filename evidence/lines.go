@@ -303,6 +303,9 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 			if err := requestTimesError(sc.sent, sc.latency); err != nil {
 				return &LineError{File: name, Line: line, Err: err}
 			}
+			if err := requestCodeError(sc.code); err != nil {
+				return &LineError{File: name, Line: line, Err: err}
+			}
 			m := Marks{Code: int(sc.code)}
 			if needsBody(sc.code, rules) {
 				m = sc.marks()
@@ -332,6 +335,9 @@ func (c *reqChunk) read(ctx context.Context, f *os.File, size int64, name string
 			return &LineError{File: name, Line: line, Err: errors.New("request without id")}
 		}
 		if err := requestTimesError(r.SentNs, r.LatencyNs); err != nil {
+			return &LineError{File: name, Line: line, Err: err}
+		}
+		if err := requestCodeError(int64(r.Code)); err != nil {
 			return &LineError{File: name, Line: line, Err: err}
 		}
 		row := c.add(line, []byte(r.ID), intern(&c.targetIx, &c.targets, r.Target), intern(&c.phasIx, &c.phases, r.Phase),

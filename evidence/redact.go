@@ -244,6 +244,14 @@ var queryRE = regexp.MustCompile("(?:^|[\\s\"'(=])(/[^\\s\"'<>`?#]*[?#][^\\s\"'<
 // a quote or the end of the line.
 var headerRE = regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|(?:set-)?cookie|x-api-key|x-auth-token|api-key)(\s*:\s*)([^"'\r\n]+)`)
 
+// jsonHeaderRE matches a credential header logged as a JSON field: an
+// Envoy JSON access log's "authorization": "%REQ(AUTHORIZATION)%", an
+// nginx log_format's "http_authorization": "$http_authorization" or
+// "http_cookie", "x-api-key", "http_x_auth_token": a field name ending in
+// one of credentialHeaderNames ('_' for '-'), then its string value, which
+// is redacted (escapes included).
+var jsonHeaderRE = regexp.MustCompile(`(?i)("(?:[a-z0-9_-]*[_-])?(?:authorization|cookie|api[_-]key|auth[_-]token)"\s*:\s*")((?:[^"\\]|\\.)*)"`)
+
 // credentialHeaderNames end the names headerRE matches.
 var credentialHeaderNames = []string{"authorization", "cookie", "api-key", "x-auth-token"}
 
@@ -261,13 +269,16 @@ func hasCredentialHeader(s string) bool {
 		for e > 0 && (s[e-1] == ' ' || s[e-1] == '\t') {
 			e--
 		}
+		if e > 0 && s[e-1] == '"' {
+			e-- // a JSON field name: "authorization": "..."
+		}
 		if e == 0 || (s[e-1]|0x20 != 'n' && s[e-1]|0x20 != 'e' && s[e-1]|0x20 != 'y') {
 			i = k + 1
 			continue // every credentialHeaderNames ends in n, e or y
 		}
 		name := s[max(0, e-40):e]
 		for _, n := range credentialHeaderNames {
-			if len(name) >= len(n) && strings.EqualFold(name[len(name)-len(n):], n) {
+			if len(name) >= len(n) && equalFoldDash(name[len(name)-len(n):], n) {
 				return true
 			}
 		}
@@ -275,11 +286,30 @@ func hasCredentialHeader(s string) bool {
 	}
 }
 
+// equalFoldDash is strings.EqualFold with '_' in a equal to '-' in b (an
+// nginx variable's http_x_api_key for the header X-Api-Key).
+func equalFoldDash(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := 0; k < len(a); k++ {
+		c := a[k]
+		if c == '_' {
+			c = '-'
+		}
+		if c|0x20 != b[k]|0x20 {
+			return false
+		}
+	}
+	return true
+}
+
 // RedactText redacts every URL (RedactURL) and every path with a query
 // quoted in s (an error message, a command's output), and the value of every
 // "Authorization: ..." style header field in it (Authorization,
 // Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key, X-Auth-Token,
-// Api-Key). Text without any of them is returned unchanged.
+// Api-Key), also as a JSON field of a structured log line
+// ("http_authorization": "...", jsonHeaderRE). Text without any of them is returned unchanged.
 func RedactText(s string) string {
 	if strings.Contains(s, "://") {
 		s = redactURLs(s)
@@ -289,6 +319,7 @@ func RedactText(s string) string {
 	}
 	if hasCredentialHeader(s) {
 		s = headerRE.ReplaceAllString(s, "${1}${2}"+Redacted)
+		s = jsonHeaderRE.ReplaceAllString(s, `${1}`+Redacted+`"`)
 	}
 	return s
 }

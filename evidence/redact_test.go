@@ -207,3 +207,28 @@ func BenchmarkRedactText(b *testing.B) {
 		}
 	}
 }
+
+// TestRedactJSONLogFields (issue 27): a structured access log logs request
+// headers as JSON fields (nginx's "http_authorization": "$http_authorization",
+// an Envoy json_format "authorization": "%REQ(AUTHORIZATION)%"); the copy
+// rlbench keeps of such a log held the credential in clear, since only
+// "Authorization: value" was matched. The value is redacted, escapes
+// included; other fields, and fields merely named like a key (an RLS
+// decision's "key"), are kept.
+func TestRedactJSONLogFields(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"status":503,"http_authorization":"Bearer S1","uri":"/"}`:        `{"status":503,"http_authorization":"xxxxx","uri":"/"}`,
+		`{"authorization": "Basic S2\"x", "code": 200}`:                    `{"authorization": "xxxxx", "code": 200}`,
+		`{"http_cookie":"a=S3; b=S4","x":"1"}`:                             `{"http_cookie":"xxxxx","x":"1"}`,
+		`{"HTTP_X_API_KEY":"S5","http_x_auth_token":"S6"}`:                 `{"HTTP_X_API_KEY":"xxxxx","http_x_auth_token":"xxxxx"}`,
+		`{"key":"domain_tenant_lab_1796527000","cache_key":"k","token":1}`: `{"key":"domain_tenant_lab_1796527000","cache_key":"k","token":1}`,
+	} {
+		if got := RedactText(in); got != want {
+			t.Errorf("RedactText(%s)\n = %s\nwant %s", in, got, want)
+		}
+	}
+	var b strings.Builder
+	if _, err := io.Copy(&b, RedactReader(strings.NewReader(`{"http_authorization":"Bearer S7"}`+"\n"))); err != nil || strings.Contains(b.String(), "S7") {
+		t.Errorf("RedactReader: %q %v", b.String(), err)
+	}
+}

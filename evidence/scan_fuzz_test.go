@@ -217,6 +217,9 @@ func FuzzLoadRequests(f *testing.F) {
 			if err := requestTimesError(r.SentNs, r.LatencyNs); err != nil {
 				return &LineError{File: path, Line: line, Err: err}
 			}
+			if err := requestCodeError(int64(r.Code)); err != nil {
+				return &LineError{File: path, Line: line, Err: err}
+			}
 			if prev, ok := first[r.ID]; ok {
 				wantProblems = append(wantProblems, Problem{File: RequestsFile, Msg: fmt.Sprintf("%s:%d: id %q recorded again (first on line %d)", path, line, r.ID, prev)})
 				return nil

@@ -482,7 +482,7 @@ func (o *AttackOptions) targetsFileFlow() (attack.Flow, []attack.Target, error) 
 			if errors.Is(err, vegeta.ErrNoTargets) {
 				break
 			}
-			return attack.Flow{}, nil, fmt.Errorf("%s: target %d: %w", o.TargetsFile, k, err)
+			return attack.Flow{}, nil, fmt.Errorf("%s: target %d: %w", o.TargetsFile, k, targetsFileError(err))
 		}
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

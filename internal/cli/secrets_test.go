@@ -106,6 +106,14 @@ func secretCases(t *testing.T, e *secretEnv) map[string][]secretCase {
 		secretCase{args: []string{"attack", "--targets-file", e.file(t, "targets.http",
 			"GET "+e.pass(e.live, "/t?token="+secretMarker)+"\nAuthorization: Bearer "+secretMarker+"\n\nGET "+e.user(e.live, "/u")+"\n"),
 			"--ids", "2", "--out", e.dir("targetsfile"), "--timeout", "2s"}, want: ExitOK},
+		// vegeta's targeters quote what they refuse: a header line without
+		// its ':' (as written), the bytes where a JSON target stopped.
+		secretCase{args: []string{"attack", "--targets-file", e.file(t, "badheader.http",
+			"GET http://"+e.live+"/t\nAuthorization Bearer "+secretMarker+"\n\n"),
+			"--ids", "1", "--out", e.dir("targetsbad1")}, want: ExitError, shows: "bad header: Authorization xxxxx"},
+		secretCase{args: []string{"attack", "--targets-format", "json", "--targets-file", e.file(t, "badheader.json",
+			`{"method":"GET","url":"http://`+e.live+`/t","header":{"Authorization":"`+secretMarker+`"}}`+"\n"),
+			"--ids", "1", "--out", e.dir("targetsbad2")}, want: ExitError, shows: "parse error"},
 	)
 
 	var collectEnvoy, prom, stub, receipts, wait []secretCase

@@ -120,7 +120,9 @@ var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 func (l *linter) decodeFile(f *fileState, data []byte) *bootstrapv3.Bootstrap {
 	// The guard bounds every later expansion of the document (the line
 	// index below follows aliases, and so does the YAML-to-JSON conversion).
-	doc, err := yamlguard.Parse(f.name, data, yamlguard.Limits{})
+	// A bootstrap is one document: a second one (after "---") would not be
+	// checked, so it is refused (yamlguard.ParseOne) rather than ignored.
+	doc, err := yamlguard.ParseOne(f.name, data, yamlguard.Limits{})
 	if err != nil {
 		var ge *yamlguard.Error
 		if errors.As(err, &ge) {

@@ -427,6 +427,11 @@ func ParsePlan(name string, data []byte) (*Plan, error) {
 // duration, a range: encoding/json does not say which field it was in) by
 // its field (valueErrorAt), else the decoder's line.
 func decodeStrict[T Plan | LabPlan](name string, data []byte, root *yamlv3.Node, v *T) error {
+	if root != nil {
+		if path, line, value, ok := nonFinite(root); ok {
+			return fmt.Errorf("%s: line %d: %s: %s is not a finite number (a plan's numbers go through JSON, which has no NaN or infinity)", name, line, path, value)
+		}
+	}
 	err := yaml.UnmarshalStrict(data, v)
 	if err == nil {
 		return nil
