@@ -347,11 +347,7 @@ type FlowSpec struct {
 // quote the spec and name the bad part, both redacted (redactFlowPart).
 func ParseFlowSpec(s string) (FlowSpec, error) {
 	var f FlowSpec
-	var shown []string
-	for _, part := range strings.Split(s, ",") {
-		shown = append(shown, redactFlowPart(part))
-	}
-	spec := strings.Join(shown, ",")
+	spec := redactFlowSpec(s)
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
@@ -368,6 +364,16 @@ func ParseFlowSpec(s string) (FlowSpec, error) {
 	}
 	err := f.check(spec) // sets IDs from rate x duration: called before f is returned
 	return f, err
+}
+
+// redactFlowSpec is a flow spec as errors quote it: each part redacted
+// (redactFlowPart).
+func redactFlowSpec(s string) string {
+	var shown []string
+	for _, part := range strings.Split(s, ",") {
+		shown = append(shown, redactFlowPart(part))
+	}
+	return strings.Join(shown, ",")
 }
 
 // redactFlowPart is one "key=value" part of a flow spec as errors quote
