@@ -2,7 +2,8 @@ package evidence
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rlbench/rlbench/evidence/nginxrec"
@@ -53,8 +54,8 @@ func (c *counts) err() error {
 // saturating at the int64 range.
 func (c *counts) codeSum(path string, m map[string]map[string]int) int64 {
 	var sum int64
-	for _, t := range keysOf(m) {
-		for _, code := range keysOf(m[t]) {
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		for _, code := range slices.Sorted(maps.Keys(m[t])) {
 			n := int64(m[t][code])
 			c.nonNeg(fmt.Sprintf("%s[%q][%q]", path, t, code), n)
 			if n > 0 {
@@ -70,15 +71,6 @@ func satAdd(a, b int64) int64 {
 		return s
 	}
 	return 1<<63 - 1
-}
-
-func keysOf[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 // config checks an attack configuration's counts at path.

@@ -48,7 +48,9 @@ func redactRef(u string) string {
 		frag = redactParams(frag)
 	}
 	if i := strings.Index(rest, "?"); i >= 0 {
-		rest = rest[:i+1] + redactParams(rest[i+1:])
+		if q := redactParams(rest[i+1:]); q != rest[i+1:] {
+			rest = rest[:i+1] + q
+		}
 	}
 	rest = redactUserinfo(rest)
 	if hasFrag {
@@ -102,20 +104,33 @@ func redactParams(q string) string {
 		return q
 	}
 	var b strings.Builder
-	start := 0
+	start, changed := 0, false
 	for k := 0; k <= len(q); k++ {
 		if k < len(q) && q[k] != '&' && q[k] != ';' {
 			continue
 		}
 		part := q[start:k]
 		if name, _, ok := strings.Cut(part, "="); ok && SecretName(unescapeName(name)) {
+			if !changed {
+				// The first secret: copy what came before it once;
+				// a query without one is returned as is (no copy per
+				// receipt or access-log line).
+				changed = true
+				b.Grow(len(q))
+				b.WriteString(q[:start])
+			}
 			part = name + "=" + Redacted
 		}
-		b.WriteString(part)
-		if k < len(q) {
-			b.WriteByte(q[k])
+		if changed {
+			b.WriteString(part)
+			if k < len(q) {
+				b.WriteByte(q[k])
+			}
 		}
 		start = k + 1
+	}
+	if !changed {
+		return q
 	}
 	return b.String()
 }

@@ -207,9 +207,6 @@ func scenarioTable(rep *Report, wide bool) *textTable {
 		{head: "RLS 500", zero: true}, {head: "Other", zero: true}, {head: "No resp", zero: true},
 		{head: "Receipts", short: "Rcpts", drop: 1}, {head: "Vs intended limit", short: "Vs limit"}, {head: "Status"},
 	}}
-	if wide {
-		t.cols[3].short = ""
-	}
 	for _, s := range rep.Scenarios {
 		name := scenarioLabel(s, repeats)
 		row := func(target string, c Classes, receipts string, over, status string, model string) {

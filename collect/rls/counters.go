@@ -254,6 +254,16 @@ func CheckIdentities(before, after *evidence.RLSCounters) []IdentityResult {
 	} else {
 		redisDelta = after.RedisErrors
 	}
+	// The redis_error counters are the same for every key: whether they
+	// are exact is decided once (before's feeds redisDelta too).
+	redisWhy := ""
+	if why := inexactValue(after.RedisErrors); why != "" {
+		redisWhy = fmt.Sprintf("after redis_error = %g (%s)", after.RedisErrors, why)
+	} else if before != nil {
+		if why := inexactValue(before.RedisErrors); why != "" {
+			redisWhy = fmt.Sprintf("before redis_error = %g (%s)", before.RedisErrors, why)
+		}
+	}
 	names := make([]string, 0, len(keys))
 	for k := range keys {
 		names = append(names, k)
@@ -273,8 +283,8 @@ func CheckIdentities(before, after *evidence.RLSCounters) []IdentityResult {
 		if why == "" {
 			why = inexact("before", b)
 		}
-		if why == "" && inexactValue(after.RedisErrors) != "" {
-			why = fmt.Sprintf("after redis_error = %g (%s)", after.RedisErrors, inexactValue(after.RedisErrors))
+		if why == "" {
+			why = redisWhy
 		}
 		switch {
 		case why != "":

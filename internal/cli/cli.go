@@ -93,9 +93,6 @@ func Main(args []string, io *IOStreams) int {
 	return code
 }
 
-// exitCode maps err to the exit code and prints it to stderr.
-func exitCode(err error, stderr io.Writer) int { return commandExitCode(err, stderr, nil) }
-
 // commandExitCode is exitCode for cmd, the command that ran: its --help is
 // named after a usage error (nil: the root's).
 func commandExitCode(err error, stderr io.Writer, cmd *cobra.Command) int {
