@@ -43,4 +43,11 @@ func TestIdentityPastExactFloat(t *testing.T) {
 	if r := CheckIdentities(nil, bad); r[0].Status != IdentityInexact || !strings.Contains(r[0].Detail, "redis_error = +Inf") {
 		t.Fatalf("redis_error +Inf: %+v", r)
 	}
+	// before's redis_error feeds the delta too: past 2^53 (or not finite)
+	// it makes the identity unknown, as after's does.
+	before := key(1, 1, 0)
+	before.RedisErrors = math.NaN()
+	if r := CheckIdentities(before, key(5, 3, 2)); r[0].Status != IdentityInexact || !strings.Contains(r[0].Detail, "before redis_error = NaN") {
+		t.Fatalf("before redis_error NaN: %+v", r)
+	}
 }
