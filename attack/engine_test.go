@@ -122,8 +122,15 @@ func TestRunBurstWarmsFirst(t *testing.T) {
 	}
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
-	if srv.atFirst != n || len(remotes) != n {
-		t.Fatalf("%d connections open at the first request, %d distinct connections; want %d", srv.atFirst, len(remotes), n)
+	// The client dialled every connection before the release
+	// (Burst.WarmConnections, below) and no request needed a new one: the
+	// server accepted exactly n. How many of them its accept loop had
+	// taken when the first request arrived (atFirst) is the server's
+	// scheduling, not the client's: on a loaded machine the kernel holds
+	// connections the client opened in the accept queue while a request
+	// on an accepted one is served, so it is only bounded, not pinned.
+	if srv.conns != n || srv.atFirst < 1 || srv.atFirst > n || len(remotes) != n {
+		t.Fatalf("%d connections accepted (%d at the first request), %d distinct connections; want %d", srv.conns, srv.atFirst, len(remotes), n)
 	}
 	b := sum.Burst
 	if b == nil || b.Requests != n || b.WarmConnections != n || b.SendNs.N != n || b.SpreadNs != sum.SendSpreadNs ||
