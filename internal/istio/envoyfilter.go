@@ -12,6 +12,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
 	networking "istio.io/api/networking/v1alpha3"
+
+	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 
 // hcmFilterName is the HTTP connection manager's network filter name.
@@ -135,7 +137,7 @@ func (s *Settings) networkFilter(name, path string, j []byte) error {
 		}
 	}
 	if found {
-		s.MaxStreamDuration = msd
+		s.MaxStreamDuration = proxy.Duration(msd)
 	}
 	if hcm.GetCommonHttpProtocolOptions().GetIdleTimeout() != nil {
 		s.note(CodeNotModelled, LevelInfo, name, path, "common_http_protocol_options.idle_timeout is not modelled (the attack's connections are never idle that long)")
@@ -156,7 +158,7 @@ func (s *Settings) routePatch(name, path string, j []byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: %s: route.max_stream_duration: %v", name, path, err)
 		}
-		s.MaxStreamDuration = d
+		s.MaxStreamDuration = proxy.Duration(d)
 		return nil
 	}
 	s.note(CodeNotModelled, LevelWarning, name, path, "the route patch sets no max_stream_duration: nothing the lab reads")

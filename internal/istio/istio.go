@@ -49,9 +49,11 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	networking "istio.io/api/networking/v1alpha3"
+	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rlbench/rlbench/internal/lab/proxy"
+	"github.com/rlbench/rlbench/internal/yamlguard"
 )
 
 // Finding levels.
@@ -100,12 +102,12 @@ type Settings struct {
 	// HealthyPanicThreshold is common_lb_config.healthy_panic_threshold, percent.
 	HealthyPanicThreshold *float64 `json:"healthy_panic_threshold,omitempty"`
 	// ConnectTimeout is the cluster's connect_timeout.
-	ConnectTimeout time.Duration `json:"connect_timeout,omitempty"`
+	ConnectTimeout proxy.Duration `json:"connect_timeout,omitempty"`
 	// MaxRequestsPerConnection is the cluster's max_requests_per_connection.
 	MaxRequestsPerConnection uint32 `json:"max_requests_per_connection,omitempty"`
 	// MaxStreamDuration is the route's max_stream_duration (or the HTTP
 	// connection manager's common_http_protocol_options.max_stream_duration).
-	MaxStreamDuration time.Duration `json:"max_stream_duration,omitempty"`
+	MaxStreamDuration proxy.Duration `json:"max_stream_duration,omitempty"`
 	// Findings are remarks on the inputs, in input order.
 	Findings []Finding `json:"findings,omitempty"`
 }
@@ -165,7 +167,7 @@ func (s *Settings) DestinationRule(name string, data []byte) error {
 }
 
 func (s *Settings) connectionPool(name string, cp *networking.ConnectionPoolSettings) error {
-	s.ConnectTimeout = istioMeshConnectTimeout
+	s.ConnectTimeout = proxy.Duration(istioMeshConnectTimeout)
 	maxU := uint32(math.MaxUint32)
 	cb := &proxy.CircuitBreakers{MaxConnections: ptr(maxU), MaxPendingRequests: ptr(maxU), MaxRequests: ptr(maxU), MaxRetries: ptr(maxU), TrackRemaining: true}
 	s.CircuitBreakers = cb
@@ -180,7 +182,7 @@ func (s *Settings) connectionPool(name string, cp *networking.ConnectionPoolSett
 			if err := d.CheckValid(); err != nil || d.AsDuration() <= 0 {
 				return fmt.Errorf("%s: spec.trafficPolicy.connectionPool.tcp.connectTimeout: want a positive duration", name)
 			}
-			s.ConnectTimeout = d.AsDuration()
+			s.ConnectTimeout = proxy.Duration(d.AsDuration())
 		}
 		if t.GetTcpKeepalive() != nil || t.GetMaxConnectionDuration() != nil || t.GetIdleTimeout() != nil {
 			s.note(CodeNotModelled, LevelInfo, name, "spec.trafficPolicy.connectionPool.tcp", "TCP keepalive, max connection duration and idle timeout are not modelled")
@@ -291,6 +293,11 @@ func envelope(name string, data []byte) (*resource, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: empty", name)
 	}
+	// Bounded first (size, nodes with aliases expanded, depth, one
+	// document), before sigs.k8s.io/yaml expands anything.
+	if _, err := yamlguard.ParseOne(name, data, yamlguard.Limits{}); yamlguard.IsGuard(err) {
+		return nil, err
+	}
 	j, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", name, err)
@@ -328,3 +335,46 @@ func cleanProtoErr(err error) string {
 var errNoPatch = errors.New("no HTTP connection manager or cluster patch")
 
 func yamlUnmarshal(data []byte, v any) error { return yaml.Unmarshal(data, v) }
+
+// Kind returns the Kubernetes kind of an Istio networking document
+// ("DestinationRule", "EnvoyFilter", ...), or "" when data is not one (no
+// apiVersion networking.istio.io/*, or not YAML).
+func Kind(data []byte) string {
+	if !bytes.Contains(data, []byte("networking.istio.io/")) {
+		return ""
+	}
+	root, err := yamlguard.ParseOne("", data, yamlguard.Limits{})
+	if err == nil && root != nil && root.Kind == yamlv3.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if err != nil || root == nil || root.Kind != yamlv3.MappingNode {
+		return ""
+	}
+	var api, kind string
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		switch root.Content[i].Value {
+		case "apiVersion":
+			api = root.Content[i+1].Value
+		case "kind":
+			kind = root.Content[i+1].Value
+		}
+	}
+	if !strings.HasPrefix(api, "networking.istio.io/") {
+		return ""
+	}
+	return kind
+}
+
+// Translate translates one Istio document by its kind (DestinationRule or
+// EnvoyFilter) into a new Settings; name names it in errors and findings.
+func Translate(name string, data []byte) (*Settings, error) {
+	var s Settings
+	switch k := Kind(data); k {
+	case "DestinationRule":
+		return &s, s.DestinationRule(name, data)
+	case "EnvoyFilter":
+		return &s, s.EnvoyFilter(name, data)
+	default:
+		return nil, fmt.Errorf("%s: kind %q: rlbench reads DestinationRule and EnvoyFilter", name, k)
+	}
+}

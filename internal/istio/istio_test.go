@@ -36,7 +36,7 @@ func TestIncidentFilesTranslate(t *testing.T) {
 	if *s.CircuitBreakers.MaxPendingRequests != 1024 || *s.CircuitBreakers.MaxRequests != 1<<32-1 || s.MaxRequestsPerConnection != 100 {
 		t.Fatalf("connection pool: %+v, per connection %d", s.CircuitBreakers, s.MaxRequestsPerConnection)
 	}
-	if *s.HealthyPanicThreshold != 0 || s.ConnectTimeout != 10*time.Second || s.MaxStreamDuration != 3*time.Second {
+	if *s.HealthyPanicThreshold != 0 || time.Duration(s.ConnectTimeout) != 10*time.Second || time.Duration(s.MaxStreamDuration) != 3*time.Second {
 		t.Fatalf("panic %v, connect %v, max stream duration %v", *s.HealthyPanicThreshold, s.ConnectTimeout, s.MaxStreamDuration)
 	}
 	if !hasCode(s.Findings, CodePanicDisabled) {
@@ -110,7 +110,7 @@ spec:
 	if err := s.EnvoyFilter("ef.yaml", []byte(in)); err != nil {
 		t.Fatal(err)
 	}
-	if s.HealthyPanicThreshold == nil || *s.HealthyPanicThreshold != 20 || s.MaxStreamDuration != 2*time.Second {
+	if s.HealthyPanicThreshold == nil || *s.HealthyPanicThreshold != 20 || time.Duration(s.MaxStreamDuration) != 2*time.Second {
 		t.Fatalf("settings = %+v", s)
 	}
 	if !hasCode(s.Findings, CodeNotModelled) {

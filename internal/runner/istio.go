@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/rlbench/rlbench/internal/istio"
-	"github.com/rlbench/rlbench/internal/lab/proxy"
 )
 
 // IstioPlan is lab.istio: Istio inputs, inline, translated into the lab
@@ -69,7 +68,7 @@ func (lp *LabPlan) applyIstio() (string, error) {
 		c.HealthyPanicThreshold = s.HealthyPanicThreshold
 	}
 	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = proxy.Duration(s.ConnectTimeout)
+		c.ConnectTimeout = s.ConnectTimeout
 	}
 	if c.MaxRequestsPerConnection == 0 {
 		c.MaxRequestsPerConnection = s.MaxRequestsPerConnection
@@ -79,7 +78,7 @@ func (lp *LabPlan) applyIstio() (string, error) {
 			lp.Proxy = &ProxyPlan{}
 		}
 		if lp.Proxy.MaxStreamDuration == 0 {
-			lp.Proxy.MaxStreamDuration = proxy.Duration(s.MaxStreamDuration)
+			lp.Proxy.MaxStreamDuration = s.MaxStreamDuration
 		}
 	}
 	return "", nil
