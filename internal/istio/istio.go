@@ -47,9 +47,9 @@ import (
 	"strings"
 	"time"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	networking "istio.io/api/networking/v1alpha3"
-	yamlv3 "go.yaml.in/yaml/v3"
 	"sigs.k8s.io/yaml"
 
 	"github.com/rlbench/rlbench/internal/lab/proxy"
