@@ -592,7 +592,7 @@ func ReadJSON(r io.Reader, name string) (*Report, error) {
 	}
 	var rep Report
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, evidence.JSONError(b, err))
+		return nil, fmt.Errorf("%s: %w", name, lineError(b, err))
 	}
 	if rep.Schema != ReportSchema {
 		line := 1
@@ -606,4 +606,22 @@ func ReadJSON(r io.Reader, name string) (*Report, error) {
 		return nil, fmt.Errorf("%s: line %d: %w", name, line, errors.New("schema "+what+": not a report of "+ReportSchema))
 	}
 	return &rep, nil
+}
+
+// lineError prefixes err, a syntax or type error of encoding/json decoding
+// the whole document b, with the line of its offset.
+func lineError(b []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	off := int64(-1)
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+	}
+	if off < 0 {
+		return err
+	}
+	return fmt.Errorf("line %d: %w", 1+bytes.Count(b[:min(max(int(off), 0), len(b))], []byte{'\n'}), err)
 }

@@ -37,7 +37,7 @@ func WriteDiffTable(w io.Writer, d *Diff, o TableOptions) error {
 	if err := writeLines(w, []string{"A: " + sideLine(d.A), "B: " + sideLine(d.B)}, width); err != nil {
 		return err
 	}
-	flips := &textTable{title: "Verdict flips", cols: []column{{head: "Scenario", trunc: 16}, {head: "A"}, {head: "B"}, {head: "Change"}}}
+	flips := &textTable{title: "Verdict flips", dropFirst: true, cols: []column{{head: "Scenario", trunc: 16}, {head: "A"}, {head: "B"}, {head: "Change"}}}
 	for _, f := range d.Flips {
 		flips.rows = append(flips.rows, []string{label(f.Name, f.Repeat), f.A, f.B, f.Change})
 	}
@@ -53,21 +53,21 @@ func WriteDiffTable(w io.Writer, d *Diff, o TableOptions) error {
 	if err := writeLines(w, reasons, width); err != nil {
 		return err
 	}
-	only := &textTable{title: "Only on one side", cols: []column{{head: "Scenario", trunc: 16}, {head: "Side"}, {head: "Status"}}}
+	only := &textTable{title: "Only on one side", dropFirst: true, cols: []column{{head: "Scenario", trunc: 16}, {head: "Side"}, {head: "Status"}}}
 	for _, s := range d.OnlyA {
 		only.rows = append(only.rows, []string{label(s.Name, s.Repeat), "A", s.Status})
 	}
 	for _, s := range d.OnlyB {
 		only.rows = append(only.rows, []string{label(s.Name, s.Repeat), "B", s.Status})
 	}
-	counts := &textTable{title: "Counts that changed", cols: []column{{head: "Scenario", trunc: 16}, {head: "Target", trunc: 10},
+	counts := &textTable{title: "Counts that changed", dropFirst: true, cols: []column{{head: "Scenario", trunc: 16}, {head: "Target", trunc: 10},
 		{head: "Count", trunc: 14}, {head: "A"}, {head: "B"}, {head: "Delta", short: "Δ"}}}
-	ranges := &textTable{title: "Ranges that changed", cols: []column{{head: "Scenario", trunc: 16}, {head: "Range"}, {head: "A"}, {head: "B"}}}
-	checks := &textTable{title: "Checks that changed", cols: []column{{head: "Scenario", trunc: 16}, {head: "Check", trunc: 20},
+	ranges := &textTable{title: "Ranges that changed", dropFirst: true, cols: []column{{head: "Scenario", trunc: 16}, {head: "Range"}, {head: "A"}, {head: "B"}}}
+	checks := &textTable{title: "Checks that changed", dropFirst: true, cols: []column{{head: "Scenario", trunc: 16}, {head: "Check", trunc: 20},
 		{head: "A"}, {head: "B"}, {head: "Got A", trunc: 12, drop: 2}, {head: "Got B", trunc: 12, drop: 1}}}
-	lat := &textTable{title: "Latency by class (client side, all targets; A → B)", cols: []column{{head: "Scenario", trunc: 16},
+	lat := &textTable{title: "Latency by class (client side, all targets; A → B)", dropFirst: true, cols: []column{{head: "Scenario", trunc: 16},
 		{head: "Class", trunc: 12}, {head: "Count"}, {head: "p50"}, {head: "p90", drop: 2}, {head: "p99"}, {head: "max", drop: 1}}}
-	config := &textTable{title: "Configuration digests that differ", cols: []column{{head: "Scenario", trunc: 16}, {head: "File", trunc: 14},
+	config := &textTable{title: "Configuration digests that differ", dropFirst: true, cols: []column{{head: "Scenario", trunc: 16}, {head: "File", trunc: 14},
 		{head: "Fields", trunc: 24}, {head: "A"}, {head: "B"}}}
 	for _, c := range d.Config {
 		config.rows = append(config.rows, []string{"(run)", c.Name, strings.Join(c.Keys, " "), shortDigest(c.A), shortDigest(c.B)})
