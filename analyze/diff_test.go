@@ -345,3 +345,53 @@ func goldenDir(t *testing.T) string {
 	}
 	return goldenAbs
 }
+
+// TestDiffPreviousReleaseReport: a report saved by the previous release
+// (rlbench.report/v1, no passed count, no latency) diffs against the same
+// evidence judged now: no flip, and neither "passed" nor the admitted
+// range is reported changed for want of the old count.
+func TestDiffPreviousReleaseReport(t *testing.T) {
+	for _, fx := range []string{"e06", "manual"} {
+		f, err := os.Open(filepath.Join("testdata", "v1-release", fx+".report.json"))
+		must(t, err)
+		old, err := report.ReadJSON(f, fx+".report.json")
+		f.Close()
+		must(t, err)
+		if old.Schema != report.ReportSchemaV1 {
+			t.Fatalf("%s: schema %s", fx, old.Schema)
+		}
+		now := diffSide(t, filepath.Join("testdata", "v1-release", fx))
+		d := report.Compare(&report.DiffSide{Path: fx + ".report.json", Kind: report.DiffSaved, Report: old}, now)
+		if d.Worse || len(d.Flips) != 0 || len(d.OnlyA)+len(d.OnlyB) != 0 || len(d.Scenarios) != len(old.Scenarios) {
+			t.Fatalf("%s: worse %v flips %+v only %+v %+v", fx, d.Worse, d.Flips, d.OnlyA, d.OnlyB)
+		}
+		for _, s := range d.Scenarios {
+			for _, c := range s.Counts {
+				if c.Name == "passed" {
+					t.Errorf("%s/%s: passed compared with a v1 report: %+v", fx, s.Name, c)
+				}
+			}
+			for _, r := range s.Ranges {
+				if r.Name == "admitted" {
+					t.Errorf("%s/%s: admitted range compared with a v1 report: %+v", fx, s.Name, r)
+				}
+			}
+		}
+	}
+}
+
+// TestReadJSONRefuses: a document cut short, of a wrong type or of another
+// schema is an error naming the file and the line.
+func TestReadJSONRefuses(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{"{\n  \"schema\": \"rlbench.report/v2\",\n  \"scenarios\": [\n", "r.json: line 4: unexpected end of JSON input"},
+		{"{\n  \"schema\": \"rlbench.report/v2\",\n  \"status\": 3\n}", "r.json: line 3: json: cannot unmarshal number"},
+		{"{\n  \"schema\": \"rlbench.diff/v1\"\n}", `r.json: line 2: schema "rlbench.diff/v1": not a report of rlbench.report/v2`},
+		{"{}", `r.json: line 1: schema none: not a report of rlbench.report/v2`},
+	} {
+		_, err := report.ReadJSON(strings.NewReader(c.doc), "r.json")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err %v, want %q", c.doc, err, c.want)
+		}
+	}
+}

@@ -58,7 +58,8 @@ type DiffSide struct {
 	Plan       string
 	PlanDigest string
 	// Config holds the configuration digests of each scenario, parallel to
-	// Report.Scenarios; nil when not known (a saved report).
+	// Report.Scenarios; nil when not known (a saved report). Compare
+	// ignores a Config of another length.
 	Config [][]ConfigDigest
 }
 
@@ -147,7 +148,8 @@ type VerdictFlip struct {
 
 // ScenarioDiff compares one scenario run present on both sides. Each list
 // holds only what differs, but Latency, which holds every class of either
-// side.
+// side. Against a report of ReportSchemaV1 (which has no passed count),
+// "passed" and the admitted range are not compared.
 type ScenarioDiff struct {
 	Name   string `json:"name"`
 	Repeat int    `json:"repeat"`
@@ -264,8 +266,8 @@ func Compare(a, b *DiffSide) *Diff {
 	var better []VerdictFlip
 	for _, p := range pairs {
 		sa, sb := &a.Report.Scenarios[p[0]], &b.Report.Scenarios[p[1]]
-		sd := compareScenario(sa, sb)
-		if a.Config != nil && b.Config != nil {
+		sd := compareScenario(sa, sb, a.Report.Schema == ReportSchemaV1 || b.Report.Schema == ReportSchemaV1)
+		if len(a.Config) == len(a.Report.Scenarios) && len(b.Config) == len(b.Report.Scenarios) && a.Config != nil && b.Config != nil {
 			sd.Config = configChanges(a.Config[p[0]], b.Config[p[1]])
 		}
 		d.Scenarios = append(d.Scenarios, sd)
@@ -357,9 +359,18 @@ func match(a, b []ScenarioReport) (pairs [][2]int, onlyA, onlyB []int) {
 	return pairs, onlyA, onlyB
 }
 
-func compareScenario(a, b *ScenarioReport) ScenarioDiff {
+// compareScenario compares a and b; v1 is true when either comes from a
+// report of ReportSchemaV1, which has no passed count: "passed" and the
+// admitted range (which counts it) are then not compared.
+func compareScenario(a, b *ScenarioReport, v1 bool) ScenarioDiff {
 	d := ScenarioDiff{Name: a.Name, Repeat: a.Repeat, A: a.Status, B: b.Status, Change: change(a.Status, b.Status),
 		Counts: []CountChange{}, Ranges: []RangeChange{}, Latency: []LatencyChange{}, Checks: []CheckChange{}, Config: []ConfigChange{}}
+	classChanges := func(out []CountChange, target string, x, y Classes) []CountChange {
+		if v1 {
+			x.Passed, y.Passed = 0, 0
+		}
+		return classChanges(out, target, x, y)
+	}
 	d.Counts = classChanges(d.Counts, "", a.Totals, b.Totals)
 	d.Counts = receiptChanges(d.Counts, a.Receipts, b.Receipts)
 	ta, tb := map[string]Classes{}, map[string]Classes{}
@@ -383,7 +394,7 @@ func compareScenario(a, b *ScenarioReport) ScenarioDiff {
 		name string
 		a, b *evidence.Range
 	}{
-		{"admitted", admittedRange(a), admittedRange(b)},
+		{"admitted", admittedRange(a, v1), admittedRange(b, v1)},
 		{"over_admission", overRange(a.OverAdmission), overRange(b.OverAdmission)},
 		{"bound", boundRange(a.Bound), boundRange(b.Bound)},
 		{"model", modelRange(a.Model), modelRange(b.Model)},
@@ -441,9 +452,10 @@ func receiptChanges(out []CountChange, a, b Receipts) []CountChange {
 
 // admittedRange is what passed every limiter: Passed .. PassedMax (the
 // requests without response nor receipt may have passed), as Group.Admitted
-// counts it; nil for a scenario that sent nothing.
-func admittedRange(s *ScenarioReport) *evidence.Range {
-	if s.Totals.Sent == 0 {
+// counts it; nil for a scenario that sent nothing, and when v1 (a report
+// of ReportSchemaV1 has no passed count).
+func admittedRange(s *ScenarioReport, v1 bool) *evidence.Range {
+	if s.Totals.Sent == 0 || v1 {
 		return nil
 	}
 	return &evidence.Range{Min: s.Totals.Passed, Max: s.Totals.PassedMax(s.Receipts.IndeterminateWithReceipt)}
@@ -581,10 +593,15 @@ func changedKeys(a, b map[string]string) []string {
 	return out
 }
 
+// ReportSchemaV1 identifies the reports of the previous release
+// (schemas/report.v1.schema.json, frozen); ReadJSON reads them: v2 only
+// added fields.
+const ReportSchemaV1 = "rlbench.report/v1"
+
 // ReadJSON reads a report written by WriteJSON (`rlbench analyze --format
-// json`) from r; name (the file's path) prefixes every error, with the
-// line of a syntax or type error. A report of another schema than
-// ReportSchema is refused, naming it.
+// json`), of ReportSchema or ReportSchemaV1, from r; name (the file's
+// path) prefixes every error, with the line of a syntax or type error. A
+// document of another schema is refused, naming it and its line.
 func ReadJSON(r io.Reader, name string) (*Report, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -594,7 +611,7 @@ func ReadJSON(r io.Reader, name string) (*Report, error) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, lineError(b, err))
 	}
-	if rep.Schema != ReportSchema {
+	if rep.Schema != ReportSchema && rep.Schema != ReportSchemaV1 {
 		line := 1
 		if i := bytes.Index(b, []byte(`"schema"`)); i >= 0 {
 			line += bytes.Count(b[:i], []byte{'\n'})
