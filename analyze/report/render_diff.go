@@ -46,8 +46,12 @@ func WriteDiffTable(w io.Writer, d *Diff, o TableOptions) error {
 	}
 	var reasons []string
 	for _, f := range d.Flips {
+		st := f.B
+		if f.B == evidence.Pass {
+			st = "was " + f.A // what got fixed: A's reasons
+		}
 		for _, r := range f.Reasons {
-			reasons = append(reasons, label(f.Name, f.Repeat)+" ("+f.B+"): "+r)
+			reasons = append(reasons, label(f.Name, f.Repeat)+" ("+st+"): "+r)
 		}
 	}
 	if err := writeLines(w, reasons, width); err != nil {
