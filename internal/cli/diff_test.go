@@ -139,7 +139,8 @@ func TestDiffDemoRuns(t *testing.T) {
 		t.Fatalf("counts %+v config %+v %+v", d.Scenarios[0].Counts, d.Scenarios[0].Config, d.Config)
 	}
 	// Better, or the same: exit 0.
-	if code, out, errOut := runCLI(t, "diff", b, a); code != ExitOK || !strings.Contains(out, "1 verdict better") {
+	if code, out, errOut := runCLI(t, "diff", b, a); code != ExitOK || !strings.Contains(out, "1 verdict better") ||
+		!strings.Contains(out, "two local buckets (was FAIL): admitted without receipt (lost)") {
 		t.Fatalf("diff B A: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if code, out, errOut := runCLI(t, "diff", a, a); code != ExitOK || !strings.Contains(out, "no verdict changed") {
