@@ -97,6 +97,21 @@ var fieldRules = map[string]rule{
 	"report.RLSCheck.Decisions":    minimum(0),
 	"report.ScenarioReport.Repeat": minimum(0),
 
+	// the diff of two runs (rlbench diff)
+	"report.DiffInput.Kind":       enum(report.DiffRun, report.DiffScenario, report.DiffSaved),
+	"report.DiffInput.Status":     enum(verdicts...),
+	"report.DiffInput.PlanDigest": pattern(`^sha256:[0-9a-f]{64}$`),
+	"report.ScenarioRef.Status":   enum(verdicts...),
+	"report.VerdictFlip.A":        enum(verdicts...),
+	"report.VerdictFlip.B":        enum(verdicts...),
+	"report.VerdictFlip.Change":   enum(report.ChangeWorse, report.ChangeBetter),
+	"report.ScenarioDiff.A":       enum(verdicts...),
+	"report.ScenarioDiff.B":       enum(verdicts...),
+	"report.ScenarioDiff.Change":  enum(report.ChangeSame, report.ChangeWorse, report.ChangeBetter),
+	"report.ConfigChange.Source":  enum(report.DigestRecorded, report.DigestComputed),
+	"report.ConfigChange.A":       pattern(`^(sha256:[0-9a-f]{64})?$`),
+	"report.ConfigChange.B":       pattern(`^(sha256:[0-9a-f]{64})?$`),
+
 	// the plan: what runner.ParsePlan checks, where a schema can say it
 	"runner.Plan.Scenarios":                             minItems(1),
 	"runner.ScenarioPlan.Name":                          minLength(1),
