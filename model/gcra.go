@@ -95,17 +95,17 @@ type gcraSim struct {
 func (s *gcraSim) Offer(r Request) Decision {
 	x := int64(0) // TAT - now in 1/rate ns, after max(TAT, now)
 	if st := s.keys[r.Key]; st != nil {
-		el := r.At - st.base
-		switch {
-		case el >= 0 && el > st.debt/s.rate:
-			x = 0
-		case el >= 0:
-			x = max(st.debt-el*s.rate, 0)
-		default: // the clock went back: TAT stays, now is earlier
-			if -el > (gcraLimit-st.debt)/s.rate {
+		// elapsed and back in uint64: the difference of any two int64 times fits
+		if r.At >= st.base {
+			if el := uint64(r.At) - uint64(st.base); el <= uint64(st.debt/s.rate) {
+				x = st.debt - int64(el)*s.rate
+			}
+		} else { // the clock went back: TAT stays, now is earlier
+			back := uint64(st.base) - uint64(r.At)
+			if back > uint64((gcraLimit-st.debt)/s.rate) {
 				return Decision{By: "gcra"}
 			}
-			x = st.debt - el*s.rate
+			x = st.debt + int64(back)*s.rate
 		}
 	}
 	if x+s.period > s.tau { // tat - now > τ - T

@@ -247,3 +247,22 @@ func TestGCRAViolationExplained(t *testing.T) {
 		t.Errorf("validity %v", v)
 	}
 }
+
+// TestGCRAExtremeTimes: times whose difference overflows int64 neither
+// wrap nor panic: far back is refused (the TAT stays ahead), far ahead
+// finds the key full.
+func TestGCRAExtremeTimes(t *testing.T) {
+	s := MustNew(Spec{Kind: KindGCRA, RatePerPeriod: 3, Period: Duration(time.Second), Burst: 1}).NewSimulator(0)
+	if !s.Offer(Request{At: math.MaxInt64 / 2, Key: "k"}).Admit {
+		t.Fatal("first request refused")
+	}
+	if s.Offer(Request{At: math.MinInt64, Key: "k"}).Admit {
+		t.Fatal("a time far back passed: the elapsed time wrapped")
+	}
+	if !s.Offer(Request{At: math.MaxInt64, Key: "k"}).Admit {
+		t.Fatal("a time far ahead refused")
+	}
+	if s.Offer(Request{At: math.MaxInt64, Key: "k"}).Admit {
+		t.Fatal("burst 1 admitted twice at one instant")
+	}
+}

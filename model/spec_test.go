@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,6 +122,7 @@ func FuzzDecode(f *testing.F) {
 		`{"kind":"envoy_local","envoy_version":"1.34","max_tokens":10,"fill_interval":"1s","descriptors":[{"entries":[{"key":"u","value":""}],"max_tokens":1,"fill_interval":"2s"}]}`,
 		`{"kind":"sliding_counter","limit":3,"window":"250ms","count":"all"}`,
 		`{"kind":"nginx_limit_req","zones":[{"name":"a","rate":"1r/m","delay":2,"burst":4}]}`,
+		`{"kind":"gcra","rate_per_period":7,"period":"1ns","burst":2147483647}`,
 		`{"kind":`, `[]`, `null`, `{"kind":"fixed_window","limit":1e30,"unit":"day"}`,
 	} {
 		f.Add([]byte(s))
@@ -145,7 +147,8 @@ func FuzzDecode(f *testing.F) {
 		if !reflect.DeepEqual(s, s2) {
 			t.Fatalf("round trip changed the spec: %+v vs %+v", s, s2)
 		}
-		// the model runs
-		Simulate(m, []Request{{At: t0, Key: "k"}, {At: t0 + 1, Key: "k"}}, 0)
+		// the model runs, its clock going back too
+		Simulate(m, []Request{{At: t0, Key: "k"}, {At: t0 + 1, Key: "k"}, {At: math.MinInt64, Key: "k"}, {At: math.MaxInt64, Key: "k"}}, 0)
+		PeakBound(m, math.MaxInt64)
 	})
 }
