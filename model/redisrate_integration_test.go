@@ -51,6 +51,7 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 		T := limit.Period / time.Duration(limit.Rate)
 		tau := float64(limit.Burst) * limit.Period.Seconds() / float64(limit.Rate)
 		tat := map[string]float64{} // the stored TAT of each key, as last read
+		var events []model.Event    // redis_rate's answers within TIME before and after, for the checker
 		for i := 0; i < 150; i++ {
 			switch rng.IntN(8) {
 			case 0, 1, 2, 3, 4: // back to back
@@ -96,6 +97,11 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 			}
 			got := sim.Offer(model.Request{At: us * 1000, Key: key}).Admit
 			want := res.Allowed == 1
+			o := model.Rejected
+			if want {
+				o = model.Admitted
+			}
+			events = append(events, model.Event{ID: fmt.Sprint(i), Key: key, Lo: before * 1000, Hi: after * 1000, Outcome: o})
 			total++
 			if want {
 				admitted++
@@ -105,7 +111,7 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 				if got != want {
 					// the two states part here; start both afresh
 					t.Logf("%v request %d at the boundary (now - allow_at = %g s): model %v, redis_rate %v; keys reset", limit, i, diff, got, want)
-					tat = map[string]float64{}
+					tat, events = map[string]float64{}, nil
 					sim = model.MustNew(spec).NewSimulator(0)
 					for k := 0; k < 2; k++ {
 						if err := lim.Reset(ctx, fmt.Sprintf("gcra:%s:%d", limit, k)); err != nil {
@@ -119,6 +125,7 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 				t.Fatalf("%v request %d (%s at %d µs): model %v, redis_rate %v (now - allow_at = %g s)", limit, i, key, us, got, want, diff)
 			}
 		}
+		judgeRedisRate(t, spec, events)
 	}
 	t.Logf("%d requests, %d admitted, %d within 1 µs of the boundary, all others decided alike", total, admitted, boundary)
 	if admitted == 0 || admitted == total {
@@ -137,4 +144,51 @@ func redisMicros(t *testing.T, ctx context.Context, rdb *redis.Client) int64 {
 		t.Fatal(err)
 	}
 	return tm.UnixMicro()
+}
+
+// judgeRedisRate checks redis_rate's answers with the model checker, each request in the interval of Redis' TIME
+// before and after its call: no violation (the checker's µs tolerance covers the script's clock and arithmetic),
+// and turning a decided answer around is found.
+func judgeRedisRate(t *testing.T, spec model.Spec, events []model.Event) {
+	t.Helper()
+	m := model.MustNew(spec)
+	res, err := model.Check(m, events, model.Options{NoTimingReport: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Over)+len(res.Under)+len(res.Windows) > 0 {
+		t.Fatalf("%s: redis_rate's answers judged violations: over %+v under %+v windows %+v", spec.Kind, res.Over, res.Under, res.Windows)
+	}
+	// turn around the first must-reject and the last must-admit request
+	flips := map[model.Verdict]int{}
+	decided := 0
+	for j, v := range res.Verdicts {
+		if v == model.Either {
+			continue
+		}
+		decided++
+		if _, ok := flips[v]; !ok || v == model.MustAdmit {
+			flips[v] = j
+		}
+	}
+	if len(flips) < 2 {
+		t.Fatalf("decided %d of %d, not both ways (%v): the schedule judges too little", decided, len(events), flips)
+	}
+	for v, j := range flips {
+		flipped := append([]model.Event(nil), events...)
+		if v == model.MustReject {
+			flipped[j].Outcome = model.Admitted
+		} else {
+			flipped[j].Outcome = model.Rejected
+		}
+		r2, err := model.Check(m, flipped, model.Options{NoTimingReport: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := append(r2.Over, r2.Under...)
+		if len(found) == 0 || found[0].ID != events[j].ID {
+			t.Fatalf("turning request %s (%s) around was not found: %+v", events[j].ID, v, found)
+		}
+		t.Logf("%d requests judged, %d decided; %s (%s) turned around: %s", len(events), decided, events[j].ID, v, found[0].Why)
+	}
 }
