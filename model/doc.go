@@ -27,7 +27,8 @@
 //     nginx's millisecond clock, burst+1 at one instant for a new key,
 //     rejected requests changing nothing, nodelay / delay=N / the default
 //     delay, dry run, several zones (the first BUSY charges none).
-//   - token_bucket: golang.org/x/time/rate Allow and Redis+Lua buckets.
+//   - token_bucket: golang.org/x/time/rate Allow to the ns (its truncated
+//     wait admits up to 1ns early) and Redis+Lua buckets.
 //   - sliding_log and sliding_counter: the exact log and the two-counter
 //     approximation (HAProxy freq_ctr, Cloudflare), counting admitted or all
 //     requests.
