@@ -1,0 +1,153 @@
+// Package metricnames is the one list of the Prometheus series rlbench
+// emits: the live series a run or an attack pushes by remote write while it
+// runs, and the end-of-run families of analyze/report's WritePrometheus
+// (whose names stay owned by analyze/report: the constants here refer to
+// them). Dashboards, alert rules and tests that name rlbench's series take
+// them from here (Families), so that a series renamed in one place is
+// renamed for all of them.
+//
+// Names follow the Prometheus naming conventions
+// (https://prometheus.io/docs/practices/naming/): base units (seconds), a
+// _total suffix on counters. Every remote-written series carries the label
+// run_id (LabelRunID): one run is one run_id.
+package metricnames
+
+import "github.com/rlbench/rlbench/analyze/report"
+
+// Live series: written while a run or an attack goes.
+const (
+	// RequestsTotal is a counter of the responses (or their absence) per
+	// target and per response class, labels run_id, scenario, target and
+	// class (evidence.Class's String: admitted, local_429, global_429,
+	// no_response, ...).
+	RequestsTotal = "rlbench_requests_total"
+	// RequestsInFlight is a gauge of the requests sent and not yet
+	// answered, labels run_id, scenario and target.
+	RequestsInFlight = "rlbench_requests_in_flight"
+	// PacingError is a summary of the pacer's lateness, seconds: how much
+	// later than its planned instant each request left (0 when on time);
+	// labels run_id, scenario and quantile.
+	PacingError = "rlbench_pacing_error_seconds"
+	// FaultActive is a gauge, 1 while a fault window (a plan's fault:
+	// RLS down, Redis stopped, ...) is open and 0 otherwise; labels run_id,
+	// scenario and fault (the fault's name).
+	FaultActive = "rlbench_fault_active"
+)
+
+// End-of-run families, written once per scenario run when it is judged
+// (and in the textfile of `analyze --format prometheus`). Their names and
+// meanings are analyze/report's (WritePrometheus documents each); every
+// scenario series carries the labels scenario and repeat.
+const (
+	ReportTimestamp = report.MetricReportTimestamp
+	Status          = report.MetricStatus
+	ScenarioStatus  = report.MetricScenarioStatus
+	Sent            = report.MetricSent
+	Admitted        = report.MetricAdmitted
+	Responses       = report.MetricResponses
+	Receipts        = report.MetricReceipts
+	IntendedLimit   = report.MetricIntendedLimit
+	OverAdmission   = report.MetricOverAdmission
+	IntendedWindow  = report.MetricIntendedWindow
+	Bound           = report.MetricBound
+	Duration        = report.MetricDuration
+	Reconciliation  = report.MetricReconciliation
+	Latency         = report.MetricLatency
+)
+
+// Label names of rlbench's series.
+const (
+	// LabelRunID names one run (every remote-written series has it).
+	LabelRunID = "run_id"
+	// LabelScenario is the scenario's name in the plan.
+	LabelScenario = "scenario"
+	// LabelRepeat is the repeat's index of a repeated scenario ("0" when
+	// the scenario is not repeated).
+	LabelRepeat = "repeat"
+	// LabelTarget is the attacked target (the base URL the requests went to).
+	LabelTarget = "target"
+	// LabelClass is a response class (evidence.Class's String).
+	LabelClass = "class"
+	// LabelStatus is a verdict: PASS, FAIL or NOT_RUN (evidence.Pass,
+	// evidence.Fail, evidence.NotRun).
+	LabelStatus = "status"
+	// LabelFault is a fault window's name.
+	LabelFault = "fault"
+	// LabelQuantile is a summary's quantile (Prometheus' own label name).
+	LabelQuantile = "quantile"
+	// LabelBound tells the two over-admission bounds apart: min or max.
+	LabelBound = "bound"
+	// LabelKind is a receipt reconciliation anomaly's kind.
+	LabelKind = "kind"
+)
+
+// Type is a family's Prometheus metric type, as the exposition format's
+// TYPE line names it.
+type Type string
+
+// Metric types of rlbench's families.
+const (
+	Counter Type = "counter"
+	Gauge   Type = "gauge"
+	// Summary families have, besides the series named as the family (one
+	// per quantile label value), the series <name>_sum and <name>_count.
+	Summary Type = "summary"
+)
+
+// Family is one metric family rlbench emits.
+type Family struct {
+	// Name is the family's name (the series' __name__ for counters and
+	// gauges, the quantile series' for summaries).
+	Name string
+	// Type is its metric type.
+	Type Type
+	// Live is true for the series written while a run goes (remote write
+	// only), false for the end-of-run families.
+	Live bool
+}
+
+// SeriesNames returns the __name__ values of the family's series: Name,
+// and for a Summary also Name_sum and Name_count.
+func (f Family) SeriesNames() []string {
+	if f.Type == Summary {
+		return []string{f.Name, f.Name + "_sum", f.Name + "_count"}
+	}
+	return []string{f.Name}
+}
+
+// Families returns every family rlbench emits, the live ones first, each in
+// the order of the constants above. The slice is new at every call.
+func Families() []Family {
+	return []Family{
+		{RequestsTotal, Counter, true},
+		{RequestsInFlight, Gauge, true},
+		{PacingError, Summary, true},
+		{FaultActive, Gauge, true},
+		{ReportTimestamp, Gauge, false},
+		{Status, Gauge, false},
+		{ScenarioStatus, Gauge, false},
+		{Sent, Gauge, false},
+		{Admitted, Gauge, false},
+		{Responses, Gauge, false},
+		{Receipts, Gauge, false},
+		{IntendedLimit, Gauge, false},
+		{OverAdmission, Gauge, false},
+		{IntendedWindow, Gauge, false},
+		{Bound, Gauge, false},
+		{Duration, Gauge, false},
+		{Reconciliation, Gauge, false},
+		{Latency, Summary, false},
+	}
+}
+
+// SeriesNames returns the __name__ of every series rlbench emits (each
+// family's Family.SeriesNames), as a set.
+func SeriesNames() map[string]bool {
+	out := map[string]bool{}
+	for _, f := range Families() {
+		for _, n := range f.SeriesNames() {
+			out[n] = true
+		}
+	}
+	return out
+}
