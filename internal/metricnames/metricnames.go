@@ -104,6 +104,11 @@ type Family struct {
 	// Live is true for the series written while a run goes (remote write
 	// only), false for the end-of-run families.
 	Live bool
+	// Labels are the label names of its series. LabelRunID is among them
+	// (every remote-written series has it) although a textfile's series
+	// lack it; a Summary's quantile series have LabelQuantile and its _sum
+	// and _count series do not.
+	Labels []string
 }
 
 // SeriesNames returns the __name__ values of the family's series: Name,
@@ -115,29 +120,60 @@ func (f Family) SeriesNames() []string {
 	return []string{f.Name}
 }
 
+// SeriesLabels returns the label names of the series named series, one
+// of f.SeriesNames(): f.Labels, without LabelQuantile for a Summary's _sum
+// and _count.
+func (f Family) SeriesLabels(series string) []string {
+	if series == f.Name {
+		return f.Labels
+	}
+	var out []string
+	for _, l := range f.Labels {
+		if l != LabelQuantile {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // Families returns every family rlbench emits, the live ones first, each in
 // the order of the constants above. The slice is new at every call.
 func Families() []Family {
+	live := func(l ...string) []string { return append([]string{LabelRunID, LabelScenario}, l...) }
+	scen := func(l ...string) []string { return append([]string{LabelRunID, LabelScenario, LabelRepeat}, l...) }
 	return []Family{
-		{RequestsTotal, Counter, true},
-		{RequestsInFlight, Gauge, true},
-		{PacingError, Summary, true},
-		{FaultActive, Gauge, true},
-		{ReportTimestamp, Gauge, false},
-		{Status, Gauge, false},
-		{ScenarioStatus, Gauge, false},
-		{Sent, Gauge, false},
-		{Admitted, Gauge, false},
-		{Responses, Gauge, false},
-		{Receipts, Gauge, false},
-		{IntendedLimit, Gauge, false},
-		{OverAdmission, Gauge, false},
-		{IntendedWindow, Gauge, false},
-		{Bound, Gauge, false},
-		{Duration, Gauge, false},
-		{Reconciliation, Gauge, false},
-		{Latency, Summary, false},
+		{RequestsTotal, Counter, true, live(LabelTarget, LabelClass)},
+		{RequestsInFlight, Gauge, true, live(LabelTarget)},
+		{PacingError, Summary, true, live(LabelQuantile)},
+		{FaultActive, Gauge, true, live(LabelFault)},
+		{ReportTimestamp, Gauge, false, []string{LabelRunID}},
+		{Status, Gauge, false, []string{LabelRunID, LabelStatus}},
+		{ScenarioStatus, Gauge, false, scen(LabelStatus)},
+		{Sent, Gauge, false, scen()},
+		{Admitted, Gauge, false, scen()},
+		{Responses, Gauge, false, scen(LabelClass)},
+		{Receipts, Gauge, false, scen()},
+		{IntendedLimit, Gauge, false, scen()},
+		{OverAdmission, Gauge, false, scen(LabelBound)},
+		{IntendedWindow, Gauge, false, scen()},
+		{Bound, Gauge, false, scen()},
+		{Duration, Gauge, false, scen()},
+		{Reconciliation, Gauge, false, scen(LabelKind)},
+		{Latency, Summary, false, scen(LabelClass, LabelQuantile)},
 	}
+}
+
+// Lookup returns the family of the series named series (a family's name,
+// or a Summary's name with _sum or _count), and whether there is one.
+func Lookup(series string) (Family, bool) {
+	for _, f := range Families() {
+		for _, n := range f.SeriesNames() {
+			if n == series {
+				return f, true
+			}
+		}
+	}
+	return Family{}, false
 }
 
 // SeriesNames returns the __name__ of every series rlbench emits (each

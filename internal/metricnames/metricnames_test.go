@@ -3,8 +3,10 @@ package metricnames
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,8 @@ import (
 // writes is listed in Families, not live, with the type the textfile
 // declares, and every end-of-run family of Families is written by at least
 // one of the reports (so a family renamed or added in analyze/report, or
-// one listed here that nobody writes, fails).
+// one listed here that nobody writes, fails), with the label names
+// Families lists for it (run_id aside).
 func TestEndOfRunFamiliesMatchWritePrometheus(t *testing.T) {
 	listed := map[string]Family{}
 	for _, f := range Families() {
@@ -34,6 +37,7 @@ func TestEndOfRunFamiliesMatchWritePrometheus(t *testing.T) {
 		t.Fatalf("no golden reports: %v", err)
 	}
 	written := map[string]bool{}
+	labels := map[string][]string{} // label names seen per family
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -74,11 +78,31 @@ func TestEndOfRunFamiliesMatchWritePrometheus(t *testing.T) {
 			if got := strings.ToLower(fam.GetType().String()); got != string(f.Type) {
 				t.Errorf("%s: Families says %s, the textfile %s", name, f.Type, got)
 			}
+			seen := map[string]bool{}
+			for _, m := range fam.Metric {
+				for _, l := range m.Label {
+					seen[l.GetName()] = true
+				}
+				if len(m.GetSummary().GetQuantile()) > 0 {
+					seen[LabelQuantile] = true
+				}
+			}
+			labels[name] = append(labels[name], slices.Sorted(maps.Keys(seen))...)
 		}
 	}
 	for _, f := range Families() {
 		if !f.Live && !written[f.Name] {
 			t.Errorf("%s is listed as an end-of-run family, and no golden report's textfile has it", f.Name)
+			continue
+		}
+		if f.Live {
+			continue
+		}
+		got := slices.Compact(slices.Sorted(slices.Values(labels[f.Name])))
+		// the textfile's series have no run_id (remote write adds it)
+		want := slices.Sorted(slices.Values(slices.DeleteFunc(slices.Clone(f.Labels), func(l string) bool { return l == LabelRunID })))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the textfile's series have the labels %v, Families lists %v (and run_id)", f.Name, got, want)
 		}
 	}
 }
