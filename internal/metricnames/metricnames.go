@@ -64,7 +64,8 @@ const (
 	// LabelRepeat is the repeat's index of a repeated scenario ("0" when
 	// the scenario is not repeated).
 	LabelRepeat = "repeat"
-	// LabelTarget is the attacked target (the base URL the requests went to).
+	// LabelTarget is the attack target's name (attack.Target.Name, as in
+	// evidence.Request.Target: e.g. "envoy-a", or the URL's host:port).
 	LabelTarget = "target"
 	// LabelClass is a response class (evidence.Class's String).
 	LabelClass = "class"
