@@ -35,24 +35,51 @@ const (
 )
 
 // End-of-run families, written once per scenario run when it is judged
-// (and in the textfile of `analyze --format prometheus`). Their names and
+// (and in the textfile of `rlbench report DIR --prometheus FILE`). Their names and
 // meanings are analyze/report's (WritePrometheus documents each); every
 // scenario series carries the labels scenario and repeat.
 const (
+	// ReportTimestamp is report.MetricReportTimestamp: when the report was generated, unix seconds (gauge).
 	ReportTimestamp = report.MetricReportTimestamp
-	Status          = report.MetricStatus
-	ScenarioStatus  = report.MetricScenarioStatus
-	Sent            = report.MetricSent
-	Admitted        = report.MetricAdmitted
-	Responses       = report.MetricResponses
-	Receipts        = report.MetricReceipts
-	IntendedLimit   = report.MetricIntendedLimit
-	OverAdmission   = report.MetricOverAdmission
-	IntendedWindow  = report.MetricIntendedWindow
-	Bound           = report.MetricBound
-	Duration        = report.MetricDuration
-	Reconciliation  = report.MetricReconciliation
-	Latency         = report.MetricLatency
+
+	// Status is report.MetricStatus: the run's verdict, 1 for its status label and 0 for the others (gauge).
+	Status = report.MetricStatus
+
+	// ScenarioStatus is report.MetricScenarioStatus: a scenario run's verdict, 1 for its status label and 0 for the others (gauge).
+	ScenarioStatus = report.MetricScenarioStatus
+
+	// Sent is report.MetricSent: the requests a scenario run sent (gauge).
+	Sent = report.MetricSent
+
+	// Admitted is report.MetricAdmitted: the requests admitted, 2xx (gauge).
+	Admitted = report.MetricAdmitted
+
+	// Responses is report.MetricResponses: the responses per class (gauge).
+	Responses = report.MetricResponses
+
+	// Receipts is report.MetricReceipts: the backend's receipts (gauge).
+	Receipts = report.MetricReceipts
+
+	// IntendedLimit is report.MetricIntendedLimit: the admissions meant for the whole backend, when the scenario has an intended limit (gauge).
+	IntendedLimit = report.MetricIntendedLimit
+
+	// OverAdmission is report.MetricOverAdmission: admitted minus the intended limit, bound="min" and bound="max" (gauge; negative: under-admission).
+	OverAdmission = report.MetricOverAdmission
+
+	// IntendedWindow is report.MetricIntendedWindow: the intended limit's window, seconds, when the limit is per window (gauge).
+	IntendedWindow = report.MetricIntendedWindow
+
+	// Bound is report.MetricBound: the most admissions the configured limiters allow over the attack's duration: the limiter model's bound (gauge).
+	Bound = report.MetricBound
+
+	// Duration is report.MetricDuration: first send to last response, seconds (gauge).
+	Duration = report.MetricDuration
+
+	// Reconciliation is report.MetricReconciliation: receipt reconciliation anomalies per kind: lost, leaked, duplicate, phantom, without_id, sent_unknown (gauge).
+	Reconciliation = report.MetricReconciliation
+
+	// Latency is report.MetricLatency: the client-side latency per class, seconds (summary: quantiles 0.5, 0.9, 0.99, 0.999 and 1, _sum and _count).
+	Latency = report.MetricLatency
 )
 
 // Label names of rlbench's series.
