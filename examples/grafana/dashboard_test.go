@@ -103,61 +103,20 @@ func dashboardQueries(t *testing.T, raw []byte) (exprs []located, templates []lo
 	return exprs, templates, vars
 }
 
-// promql is Prometheus' PromQL parser with its default options.
-var promql = parser.NewParser(parser.Options{})
-
-// grafanaVar matches Grafana's variable references: $name, ${name} and
-// ${name:format}.
-var grafanaVar = regexp.MustCompile(`\$\{(\w+)(?::\w+)?\}|\$(\w+)`)
-
-// interpolate replaces Grafana's variables as Grafana would before sending
-// the query: the interval macros by a duration, the template variables by a
-// regular expression of two values (a multi-value selection), and fails on
-// any other variable.
+// interpolate is Interpolate with every template variable of vars set to
+// a multi-value selection, "(a|b)"; an unknown variable fails the test.
 func interpolate(t *testing.T, where, expr string, vars map[string]string) string {
 	t.Helper()
-	return grafanaVar.ReplaceAllStringFunc(expr, func(ref string) string {
-		m := grafanaVar.FindStringSubmatch(ref)
-		name := m[1] + m[2]
-		switch {
-		case name == "__rate_interval" || name == "__interval" || name == "__range":
-			return "1m"
-		}
-		if _, ok := vars[name]; ok {
-			return "(a|b)"
-		}
-		t.Errorf("%s: %q uses $%s, which is neither a template variable nor a Grafana interval macro", where, expr, name)
-		return "x"
-	})
-}
-
-// seriesNames returns the __name__ values a vector selector selects: its
-// metric name, or the values of an equality matcher on __name__, or the
-// alternatives of a regular expression matcher made of literal names only.
-func seriesNames(vs *parser.VectorSelector) ([]string, error) {
-	if vs.Name != "" {
-		return []string{vs.Name}, nil
+	vals := map[string]string{}
+	for name := range vars {
+		vals[name] = "(a|b)"
 	}
-	literal := regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
-	for _, m := range vs.LabelMatchers {
-		if m.Name != labels.MetricName {
-			continue
-		}
-		switch m.Type {
-		case labels.MatchEqual:
-			return []string{m.Value}, nil
-		case labels.MatchRegexp:
-			alts := strings.Split(m.Value, "|")
-			for _, a := range alts {
-				if !literal.MatchString(a) {
-					return nil, fmt.Errorf("selects names by the pattern %q, not by a list of names", m.Value)
-				}
-			}
-			return alts, nil
-		}
-		return nil, fmt.Errorf("selects names with %s", m)
+	out, err := Interpolate(expr, vals)
+	if err != nil {
+		t.Errorf("%s: %v", where, err)
+		return expr
 	}
-	return nil, fmt.Errorf("selects no metric name")
+	return out
 }
 
 // checkSelectors checks every vector selector of expr: it names series
@@ -178,9 +137,9 @@ func checkSelectors(t *testing.T, where string, expr parser.Expr) map[string]boo
 			return nil
 		}
 		n++
-		names, err := seriesNames(vs)
+		names, err := SelectorNames(vs)
 		if err != nil {
-			t.Errorf("%s: %s %v", where, vs, err)
+			t.Errorf("%s: %v", where, err)
 			return nil
 		}
 		var have []string
@@ -259,7 +218,6 @@ func TestQueriesNameRlbenchSeries(t *testing.T) {
 			return nil
 		})
 	}
-	labelValues := regexp.MustCompile(`^label_values\((.+), *(\w+)\)$`)
 	for name, q := range vars {
 		if name == VarDatasource {
 			continue
