@@ -108,3 +108,27 @@ func TestSelectorNames(t *testing.T) {
 		}
 	}
 }
+
+// FuzzInterpolate: Interpolate never panics; when it succeeds every
+// variable reference of the input is replaced (one pass, as Grafana does:
+// "$$__interval" becomes "$1m"), and when it fails the error names the
+// variable that is neither a template variable nor an interval macro.
+func FuzzInterpolate(f *testing.F) {
+	for _, s := range []string{`rate(x{run_id=~"$run_id"}[$__rate_interval])`, `${run_id:regex}`, `$`, `$$`, `${`, `${}`, `$1`, `${a:}`, `x{a="$scenario"}`, `$$__interval`} {
+		f.Add(s)
+	}
+	vals := map[string]string{"run_id": "(a|b)", "scenario": ".*"}
+	f.Fuzz(func(t *testing.T, in string) {
+		out, err := Interpolate(in, vals)
+		if err != nil {
+			if !strings.Contains(err.Error(), "$") {
+				t.Fatalf("Interpolate(%q): the error names no variable: %v", in, err)
+			}
+			return
+		}
+		// every reference is replaced by a value or "1m", which hold no $
+		if refs := len(grafanaVar.FindAllString(in, -1)); strings.Count(out, "$") != strings.Count(in, "$")-refs {
+			t.Fatalf("Interpolate(%q) = %q: %d references, not all replaced", in, out, refs)
+		}
+	})
+}
