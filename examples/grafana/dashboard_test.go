@@ -198,7 +198,7 @@ func TestQueriesNameRlbenchSeries(t *testing.T) {
 	}
 	all := map[string]bool{}
 	for _, q := range exprs {
-		e, err := promql.ParseExpr(interpolate(t, q.where, q.expr, vars))
+		e, err := promqlParser.ParseExpr(interpolate(t, q.where, q.expr, vars))
 		if err != nil {
 			t.Errorf("%s: %q does not parse: %v", q.where, q.expr, err)
 			continue
@@ -227,7 +227,7 @@ func TestQueriesNameRlbenchSeries(t *testing.T) {
 			t.Errorf("variable %s: %q is not label_values(selector, label)", name, q)
 			continue
 		}
-		e, err := promql.ParseExpr(interpolate(t, "variable "+name, m[1], vars))
+		e, err := promqlParser.ParseExpr(interpolate(t, "variable "+name, m[1], vars))
 		if err != nil {
 			t.Errorf("variable %s: %q does not parse: %v", name, m[1], err)
 			continue

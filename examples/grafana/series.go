@@ -121,8 +121,8 @@ func Interpolate(promql string, values map[string]string) (string, error) {
 	return out, nil
 }
 
-// promql is Prometheus' PromQL parser with its default options.
-var promql = parser.NewParser(parser.Options{})
+// promqlParser is Prometheus' PromQL parser with its default options.
+var promqlParser = parser.NewParser(parser.Options{})
 
 // Parse interpolates e with values (Interpolate) and parses it with
 // Prometheus' PromQL parser.
@@ -131,7 +131,7 @@ func Parse(e Expr, values map[string]string) (parser.Expr, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.Where, err)
 	}
-	x, err := promql.ParseExpr(s)
+	x, err := promqlParser.ParseExpr(s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %q does not parse: %w", e.Where, e.PromQL, err)
 	}
