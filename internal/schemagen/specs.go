@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
+	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
@@ -57,6 +58,8 @@ func specs() []spec {
 		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginxrec.StubStatus]()},
 		{id: report.ReportSchema, what: "the report of `rlbench analyze --format json` (and `rlbench run --format json`)",
 			root: typeOf[report.Report](), consts: map[string]string{"Report": report.ReportSchema}},
+		{id: events.Schema, what: "one line of the event stream (`rlbench run --events`, `rlbench attack --events`)", root: typeOf[events.Event](),
+			consts: map[string]string{"Event": events.Schema}},
 		{id: runner.PlanSchema, what: "a plan (`rlbench run PLAN.yaml`), in the JSON form of its YAML", root: typeOf[runner.Plan](),
 			ranges: rangePlan, plan: true},
 	}
