@@ -44,6 +44,8 @@ var fieldRules = map[string]rule{
 	"evidence.LimitSpec.Kind":               enum(evidence.LimitTokenBucket, evidence.LimitFixedWindow),
 	"evidence.LimitSpec.WindowStart":        enum(evidence.WindowAligned, evidence.WindowFirstHit),
 	"evidence.Expectation.Classes":          keys(classNames()...),
+	"evidence.Expectation.Ratios":           keys(evidence.RatioNames()...),
+	"evidence.LatencyThreshold.Class":       enum(evidence.ClassNames()...),
 	"evidence.AttackSummary.Start":          format("date-time"),
 	"evidence.AttackSummary.End":            format("date-time"),
 	"evidence.AttackSummary.CodesByTarget":  values(keyPattern(`^[0-9]+$`)),
