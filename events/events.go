@@ -10,15 +10,16 @@
 //
 // A Sink writes them. It never prints on its own: the caller gives it the
 // writer (a file, or standard output with `--events -`), and each event is
-// one Write of one whole line, flushed when the writer can flush. Progress
-// is read by a ticker goroutine (Follow) from the attack's atomic
-// counters, so writing events never runs on the attack's send path; a
-// slow reader delays only the ticker.
+// one Write of one whole line, flushed when the writer can flush, from the
+// sink's own goroutine: emitting never waits for the reader. Progress is
+// read by a ticker goroutine (Follow) from the attack's atomic counters,
+// so writing events never runs on the attack's send path.
 package events
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"time"
@@ -184,30 +185,78 @@ type Finished struct {
 // flusher is a writer that buffers (bufio.Writer).
 type flusher interface{ Flush() error }
 
-// Sink writes events to a writer, one line per Write. Its methods are
-// safe for concurrent use, and do nothing on a nil *Sink (no --events).
-// The first write error sticks: later events are dropped and Err returns
-// it.
+// MaxQueued bounds the events a Sink holds for a reader that does not
+// keep up; events beyond it are dropped and Close reports how many.
+const MaxQueued = 1 << 16
+
+// Sink writes events to a writer, one line per Write, from a goroutine of
+// its own: Emit numbers, stamps and encodes the event and queues it, and
+// never waits for the writer (a reader of `--events -` that stalls holds
+// up neither an attack nor a fault's timing). Close writes what is queued
+// and returns the first write error. Its methods are safe for concurrent
+// use, and do nothing on a nil *Sink (no --events). After a write error
+// nothing more is written.
 type Sink struct {
-	mu    sync.Mutex
-	w     io.Writer
-	seq   int64
-	now   func() time.Time
-	runID string
-	err   error
-	buf   []byte
+	mu      sync.Mutex
+	w       io.Writer
+	seq     int64
+	now     func() time.Time
+	runID   string
+	err     error
+	queue   [][]byte
+	dropped int
+	closed  bool
+	wake    chan struct{} // cap 1: the queue has lines
+	done    chan struct{} // closed when the writer goroutine has ended
 }
 
 // NewSink returns a sink writing to w. now is the clock of the events'
-// Time (time.Now when nil).
+// Time (time.Now when nil). Close it.
 func NewSink(w io.Writer, now func() time.Time) *Sink {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sink{w: w, now: now}
+	s := &Sink{w: w, now: now, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go s.write()
+	return s
 }
 
-// SetRunID sets the run_id of the events written after it.
+// write writes the queued lines until Close, each with one Write and a
+// Flush when the writer has one.
+func (s *Sink) write() {
+	defer close(s.done)
+	for {
+		s.mu.Lock()
+		lines, closed, failed := s.queue, s.closed, s.err != nil
+		s.queue = nil
+		s.mu.Unlock()
+		for _, l := range lines {
+			if failed {
+				break
+			}
+			_, err := s.w.Write(l)
+			if f, ok := s.w.(flusher); ok && err == nil {
+				err = f.Flush()
+			}
+			if err != nil {
+				s.mu.Lock()
+				if s.err == nil {
+					s.err = err
+				}
+				s.mu.Unlock()
+				failed = true
+			}
+		}
+		if closed && len(lines) == 0 {
+			return
+		}
+		if len(lines) == 0 {
+			<-s.wake
+		}
+	}
+}
+
+// SetRunID sets the run_id of the events emitted after it.
 func (s *Sink) SetRunID(id string) {
 	if s == nil {
 		return
@@ -221,9 +270,13 @@ func (s *Sink) SetRunID(id string) {
 // does not match it.
 var errType = errors.New("events: the event's object does not match its type")
 
-// Emit writes e with its Schema, Seq, Time and RunID filled in (a RunID
-// already set is kept). It returns the sink's error: the first write
-// error, after which nothing more is written.
+// errClosed is Emit's error after Close.
+var errClosed = errors.New("events: the sink is closed")
+
+// Emit queues e with its Schema, Seq, Time and RunID filled in (a RunID
+// already set is kept). It returns an error for an event that does not
+// match its type, after Close, or once a write has failed (then nothing
+// more is written); it never waits for the writer.
 func (s *Sink) Emit(e Event) error {
 	if s == nil {
 		return nil
@@ -233,8 +286,11 @@ func (s *Sink) Emit(e Event) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != nil {
+	switch {
+	case s.err != nil:
 		return s.err
+	case s.closed:
+		return errClosed
 	}
 	s.seq++
 	e.Schema, e.Seq, e.Time = Schema, s.seq, s.now().UTC().Format(time.RFC3339Nano)
@@ -243,29 +299,50 @@ func (s *Sink) Emit(e Event) error {
 	}
 	b, err := json.Marshal(&e)
 	if err != nil {
-		s.err = err
 		return err
 	}
-	s.buf = append(append(s.buf[:0], b...), '\n')
-	if _, err := s.w.Write(s.buf); err != nil {
-		s.err = err
-		return err
+	if len(s.queue) >= MaxQueued {
+		s.dropped++
+		return nil
 	}
-	if f, ok := s.w.(flusher); ok {
-		if err := f.Flush(); err != nil {
-			s.err = err
-		}
+	s.queue = append(s.queue, append(b, '\n'))
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
-	return s.err
+	return nil
 }
 
-// Err returns the first write error, or nil.
+// Err returns the first write error so far, or nil.
 func (s *Sink) Err() error {
 	if s == nil {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.err
+}
+
+// Close writes the queued events, stops the writer and returns the first
+// write error, or an error counting the events dropped for a reader that
+// did not keep up. Later calls return the same.
+func (s *Sink) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil && s.dropped > 0 {
+		return fmt.Errorf("events: %d events dropped: the reader did not keep up (more than %d queued)", s.dropped, MaxQueued)
+	}
 	return s.err
 }
 

@@ -30,7 +30,7 @@ func TestEveryTypeValidates(t *testing.T) {
 	two := 2
 	sn := attack.ProgressSnapshot{Total: 4, Started: true, Elapsed: time.Second, Recorded: 3, Sent: 3, InFlight: 1,
 		PacingErrorNs: evidence.AttackQuantiles{N: 3, P50: 10, P90: 20, P99: 30, Max: 40},
-		Targets: []attack.TargetProgress{{Name: "proxy-a", Recorded: 3, Sent: 3, InFlight: 1, PerSec: 3}}}
+		Targets:       []attack.TargetProgress{{Name: "proxy-a", Recorded: 3, Sent: 3, InFlight: 1, PerSec: 3}}}
 	sn.Targets[0].Classes[evidence.ClassAdmitted] = 2
 	sn.Targets[0].Classes[evidence.ClassLocal429] = 1
 	for _, e := range []Event{
@@ -44,6 +44,9 @@ func TestEveryTypeValidates(t *testing.T) {
 		if err := s.Emit(e); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 	if err := schemas.ValidateLines(schemas.Event, buf.Bytes()); err != nil {
 		t.Fatalf("%v\n%s", err, buf.String())
@@ -75,11 +78,17 @@ func TestSchemaRejectsMismatch(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	s := NewSink(&buf, nil)
-	if err := s.Emit(Event{Type: TypeFinished, Started: &Started{Command: "run"}}); !errors.Is(err, errType) || buf.Len() != 0 {
-		t.Errorf("mismatched event: err %v, wrote %q", err, buf.String())
+	if err := s.Emit(Event{Type: TypeFinished, Started: &Started{Command: "run"}}); !errors.Is(err, errType) {
+		t.Errorf("mismatched event: err %v", err)
 	}
 	if err := s.Emit(Event{Type: "begun", Started: &Started{Command: "run"}}); !errors.Is(err, errType) {
 		t.Errorf("unknown type: err %v", err)
+	}
+	if err := s.Close(); err != nil || buf.Len() != 0 {
+		t.Errorf("close: %v, wrote %q", err, buf.String())
+	}
+	if err := s.Emit(Event{Type: TypeStarted, Started: &Started{Command: "run"}}); !errors.Is(err, errClosed) {
+		t.Errorf("emit after close: %v", err)
 	}
 }
 
@@ -89,22 +98,32 @@ type failWriter struct{ n int }
 func (f *failWriter) Write(p []byte) (int, error) { f.n++; return 0, errors.New("disk full") }
 
 // TestSinkStickyErrorAndFlush: the first write error sticks (nothing more
-// is written), and a buffered writer is flushed after every line.
+// is written, Close returns it), and a buffered writer is flushed after
+// every line.
 func TestSinkStickyErrorAndFlush(t *testing.T) {
 	fw := &failWriter{}
 	s := NewSink(fw, nil)
 	st := Event{Type: TypeStarted, Started: &Started{Command: "attack"}}
-	if err := s.Emit(st); err == nil || s.Err() == nil {
-		t.Fatal("write error not returned")
+	if err := s.Emit(st); err != nil {
+		t.Fatal(err)
 	}
 	_ = s.Emit(st)
+	if err := s.Close(); err == nil || s.Err() == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("write error not returned: %v", err)
+	}
 	if fw.n != 1 {
 		t.Errorf("%d writes after an error, want 1", fw.n)
+	}
+	if err := s.Emit(st); err == nil {
+		t.Error("emit after a write error")
 	}
 	var out bytes.Buffer
 	bw := bufio.NewWriterSize(&out, 1<<16)
 	s = NewSink(bw, nil)
 	if err := s.Emit(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(out.String(), "}\n") {
@@ -132,6 +151,9 @@ func TestFollowTicks(t *testing.T) {
 	if !halted {
 		t.Error("ticker not stopped")
 	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if err := schemas.ValidateLines(schemas.Event, buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +170,44 @@ func TestFollowTicks(t *testing.T) {
 		}
 		if e.Type != TypeProgress || e.Seq != int64(i+1) || e.Progress.Scenario != "a" || e.Progress.Step != "burst" {
 			t.Errorf("line %d: %s", i+1, l)
+		}
+	}
+}
+
+// blockedWriter blocks every Write until release is closed.
+type blockedWriter struct {
+	release chan struct{}
+	buf     bytes.Buffer
+}
+
+func (b *blockedWriter) Write(p []byte) (int, error) {
+	<-b.release
+	return b.buf.Write(p)
+}
+
+// TestEmitNeverWaitsForTheReader: with a reader that does not read (a
+// stalled `--events -` pipe), Emit returns at once; Close writes every
+// event, in order, once the reader reads again.
+func TestEmitNeverWaitsForTheReader(t *testing.T) {
+	bw := &blockedWriter{release: make(chan struct{})}
+	s := NewSink(bw, nil)
+	for i := 0; i < 100; i++ { // each returns although no Write can complete
+		if err := s.Emit(Event{Type: TypeProgress, Progress: &Progress{Targets: []TargetProgress{}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(bw.release)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(bw.buf.String(), "\n"), "\n")
+	if len(lines) != 100 {
+		t.Fatalf("%d lines, want 100", len(lines))
+	}
+	for i, l := range lines {
+		var e Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil || e.Seq != int64(i+1) {
+			t.Fatalf("line %d: %s (%v)", i+1, l, err)
 		}
 	}
 }

@@ -30,14 +30,14 @@ func checkEvents(path string) error {
 
 // openEvents opens --events: nil without it, standard output (out) for
 // "-", else the file path, created anew (never through a link). close
-// closes the file and returns the sink's first write error.
+// writes what the sink holds, closes the file and returns the first error.
 func openEvents(path string, out io.Writer) (sink *events.Sink, close func() error, err error) {
 	switch path {
 	case "":
 		return nil, func() error { return nil }, nil
 	case "-":
 		s := events.NewSink(out, nil)
-		return s, s.Err, nil
+		return s, s.Close, nil
 	}
 	f, err := safefile.Create(path, 0o666)
 	if err != nil {
@@ -45,11 +45,11 @@ func openEvents(path string, out io.Writer) (sink *events.Sink, close func() err
 	}
 	s := events.NewSink(f, nil)
 	return s, func() error {
-		cerr := f.Close()
-		if err := s.Err(); err != nil {
-			return err
+		serr := s.Close()
+		if cerr := f.Close(); serr == nil {
+			serr = cerr
 		}
-		return cerr
+		return serr
 	}, nil
 }
 
