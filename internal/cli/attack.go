@@ -121,7 +121,10 @@ sends the K-th of N slices of every flow (IDs at positions k with
 k mod N == K), so N shards send the whole attack between them; --start-at
 holds the start until a wall-clock instant (RFC 3339 or unix ns), with the
 connections warmed --warm-ahead before it. Progress is shown on stderr (a
-bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
+bar on a terminal, a line every few seconds otherwise; none with --quiet);
+--events FILE (or - for stdout) writes it as JSON Lines every second too
+(schemas/event.v1.schema.json: started, progress per target and class,
+finished).`,
 		Example: `  rlbench attack --target http://127.0.0.1:10000 --ids 20 --out ev            # one target, 20 IDs at once
   rlbench attack --target a=http://127.0.0.1:10000 --target b=http://127.0.0.1:10001 --ids 20 --out ev
   rlbench attack --target http://127.0.0.1:10000 --rate 50/1s --duration 10s --out ev    # paced: 500 IDs`,

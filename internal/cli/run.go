@@ -46,10 +46,14 @@ directory, outside the working directory:
 ` + runsDirHelp() + `
 <root>/latest links to the newest run; rlbench runs lists and prunes them.
 A scenario that cannot run is NOT_RUN with the reason; the others still run.
+With --events FILE (or - for stdout, the report then on stderr) it writes the
+event stream while it runs: JSON Lines of schemas/event.v1.schema.json (started,
+progress every second, fault begin and end, each scenario's verdict, finished).
 It exits with analyze's exit code. A plan is code: its exec steps, external
 setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 		Example: `  rlbench run examples/e06/plan.yaml
-  rlbench run --root runs --format json examples/e06/plan.yaml    # writes ./runs/<stamp>/, ./runs/latest`,
+  rlbench run --root runs --format json examples/e06/plan.yaml    # writes ./runs/<stamp>/, ./runs/latest
+  rlbench run --events - examples/demo/plan.yaml 2>/dev/null | jq -c 'select(.type == "verdict")'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.PlanFile = args[0]
