@@ -525,6 +525,17 @@ type attempt struct {
 	// Direct sends: the connection is w.pc, parked again after the
 	// response; retracted when not one byte was written on it.
 	park, retracted bool
+	// counted: Progress.sending counted the attempt as begun.
+	counted bool
+}
+
+// sending counts attempt a as begun in the live Progress (when there is
+// one): from here until record it is in flight.
+func (w *worker) sending(a *attempt) {
+	if p := w.e.prog; p != nil && !a.counted {
+		a.counted = true
+		p.sending(w.fr.tmpls[w.fr.f.assign[a.i]].target)
+	}
 }
 
 // send sends ID i: build then do (HTTP/1.1) or doH2.
@@ -544,6 +555,7 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	e := w.e
 	tg := w.fr.tmpls[w.fr.f.assign[i]]
 	a := attempt{i: i, intended: intended, inBurst: inBurst, c: c, start: time.Now()}
+	w.sending(&a)
 	for try := 0; ; try++ {
 		if a.c == nil {
 			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
@@ -755,6 +767,9 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 		}
 		if a.intended != 0 {
 			fr.pace.add(r.SentNs - a.intended)
+			if e.prog != nil {
+				e.prog.paced(r.SentNs - a.intended)
+			}
 			if r.Code != 0 {
 				fr.fromIntended.add(end.UnixNano() - a.intended)
 			}
@@ -768,9 +783,10 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 			}
 		}
 	}
-	w.codes[fr.tmpls[fr.f.assign[a.i]].target][r.Code]++
+	tgt := fr.tmpls[fr.f.assign[a.i]].target
+	w.codes[tgt][r.Code]++
 	if e.prog != nil {
-		e.prog.record(r.Code, r.NotSent)
+		e.prog.record(tgt, r, a.counted)
 	}
 	w.lbuf = evidence.AppendRequestJSON(w.lbuf[:0], r)
 	if werr := e.out.WriteRaw(w.lbuf); werr != nil {

@@ -246,6 +246,7 @@ func (w *worker) doH2(i int, intended int64, c *h2conn, inBurst bool) {
 	tg := w.fr.tmpls[w.fr.f.assign[i]]
 	h := tg.pool.h2
 	a := attempt{i: i, intended: intended, inBurst: inBurst, start: time.Now()}
+	w.sending(&a)
 	r := w.startLine(&a, tg)
 	var resp *http.Response
 	for try := 0; ; try++ {

@@ -73,6 +73,8 @@ const (
 	RLSMetrics = "rls-metrics.v1.schema.json"
 	// RLSLog is the schema of rls/log.json (collect/rls.Log).
 	RLSLog = "rls-log.v1.schema.json"
+	// Event is the schema of one line of the event stream (events.Event, "rlbench.event/v1").
+	Event = "event.v1.schema.json"
 	// FileState is the schema of a JSON Lines file's seal,
 	// <file>.jsonl.state.json (evidence.FileState, "rlbench.jsonl-state/v1").
 	FileState = "jsonl-state.v1.schema.json"

@@ -8,11 +8,13 @@
 #     rlbench/bin (${XDG_CACHE_HOME:-~/.cache}/rlbench/bin; ~/Library/Caches/rlbench/bin on macOS), the rule of
 #     internal/userdirs.Bin, where `rlbench run` finds it from any working directory. <repo>/.bin/service_cmd (with
 #     its stamp) is kept too, as a link to it, for the tools and docs that use that path (examples/envoy/envoyctl.sh).
+#   * jq from Debian's `jq` package, for the README's event-stream example (`rlbench run --events - ... | jq ...`),
+#     which TestREADME runs where jq is on PATH.
 # Idempotent: each part is skipped when it is already present (for service_cmd: the binary exists AND the stamp file
 # service_cmd.version beside it records exactly RLS_VERSION; one already in <repo>/.bin is copied, not rebuilt).
 # Needs root (or sudo) for apt-get, Go for the build. Prints progress (the build of service_cmd takes minutes the
 # first time) and where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt),
-# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
+# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_JQ_BIN (use this jq, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
 set -euo pipefail
 
 RLS_MODULE="github.com/envoyproxy/ratelimit"
@@ -147,6 +149,17 @@ else
 	apt_install_no_start nginx-light
 	NGINX_BIN="$(find_nginx)" || { log "nginx still not found after apt-get install"; exit 1; }
 	stop_distro_nginx
+fi
+
+# --- jq ------------------------------------------------------------------------------------------------------------
+find_jq() { find_bin RLBENCH_JQ_BIN jq /usr/bin/jq /usr/local/bin/jq; }
+
+if JQ_BIN="$(find_jq)"; then
+	log "jq present: ${JQ_BIN} (skipping apt)"
+else
+	log "installing Debian package jq"
+	apt_install_no_start jq
+	JQ_BIN="$(find_jq)" || { log "jq still not found after apt-get install"; exit 1; }
 fi
 
 # --- envoyproxy/ratelimit -----------------------------------------------------------------------------------------

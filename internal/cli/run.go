@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/examples"
 	"github.com/rlbench/rlbench/internal/runner"
@@ -24,6 +25,9 @@ type RunOptions struct {
 	Format   string // one of reportFormats
 	Quiet    bool
 	View     tableView // --wide, --details
+	// Events is --events: "" none, "-" standard output (the report then
+	// goes to standard error), else a file.
+	Events string
 }
 
 // NewRunCmd is `rlbench run`. runF, when not nil, receives the parsed
@@ -42,14 +46,21 @@ directory, outside the working directory:
 ` + runsDirHelp() + `
 <root>/latest links to the newest run; rlbench runs lists and prunes them.
 A scenario that cannot run is NOT_RUN with the reason; the others still run.
+With --events FILE (or - for stdout, the report then on stderr) it writes the
+event stream while it runs: JSON Lines of schemas/event.v1.schema.json (started,
+progress every second, fault begin and end, each scenario's verdict, finished).
 It exits with analyze's exit code. A plan is code: its exec steps, external
 setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 		Example: `  rlbench run examples/e06/plan.yaml
-  rlbench run --root runs --format json examples/e06/plan.yaml    # writes ./runs/<stamp>/, ./runs/latest`,
+  rlbench run --root runs --format json examples/e06/plan.yaml    # writes ./runs/<stamp>/, ./runs/latest
+  rlbench run --events - examples/demo/plan.yaml 2>/dev/null | jq -c 'select(.type == "verdict")'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.PlanFile = args[0]
 			if err := o.checkRoot(); err != nil {
+				return err
+			}
+			if err := checkEvents(o.Events); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -59,6 +70,7 @@ setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Root, "root", "", "`DIR` for run directories (default: the plan's root, else rlbench's runs directory, above)")
+	eventsFlag(cmd, &o.Events)
 	reportFormatFlag(cmd, &o.Format)
 	tableViewFlags(cmd, &o.View)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
@@ -115,7 +127,21 @@ func (o *RunOptions) checkRoot() error {
 	return checkOutputDir("--root", o.Root, false)
 }
 
-func runPlan(ctx context.Context, o *RunOptions) error {
+func runPlan(ctx context.Context, o *RunOptions) (err error) {
+	sink, closeEvents, err := openEvents(o.Events, o.IO.Out)
+	if err != nil {
+		return err
+	}
+	var (
+		rep *report.Report
+		dir string
+	)
+	defer func() {
+		emitFinished(sink, err, rep, dir)
+		if cerr := closeEvents(); cerr != nil && err == nil {
+			err = fmt.Errorf("--events: %w", cerr)
+		}
+	}()
 	data := o.PlanData
 	if data == nil {
 		var err error
@@ -127,24 +153,26 @@ func runPlan(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	ro := runner.Options{Root: o.Root, PlanBytes: data}
+	ro := runner.Options{Root: o.Root, PlanBytes: data, Events: sink, PlanFile: o.PlanFile}
 	if !o.Quiet {
 		ro.Progress = o.IO.ErrOut
 		ro.Live = func(label string, p *attack.Progress) func() { return liveProgress(o.IO.ErrOut, label, p) }
 	}
-	dir, err := runner.Run(ctx, plan, ro)
+	dir, err = runner.Run(ctx, plan, ro)
 	if err != nil {
 		return err
 	}
 	// Analyse even after an interrupt: what ran is reported, the rest is NOT_RUN.
-	b, rep, err := judgeDir(context.WithoutCancel(ctx), dir, analyze.Options{}, o.Format == formatHTML)
+	b, judged, err := judgeDir(context.WithoutCancel(ctx), dir, analyze.Options{}, o.Format == formatHTML)
 	if err != nil {
 		return err
 	}
+	rep = judged
+	emitVerdicts(sink, rep)
 	if !o.Quiet {
 		fmt.Fprintf(o.IO.ErrOut, "evidence: %s\n", dir)
 	}
-	err = finishReport(o.IO, b, rep, o.Format, o.View, "", dir)
+	err = finishReport(reportStreams(o.IO, o.Events), b, rep, o.Format, o.View, "", dir)
 	if ctx.Err() != nil {
 		return &ExitCodeError{Code: ExitInterrupted, Msg: "interrupted; evidence kept in " + dir}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/internal/runner"
@@ -189,6 +190,7 @@ func TestFileNames(t *testing.T) {
 		schemas.RLSLog: evidence.RLSLogSchema, schemas.NginxAccess: evidence.NginxAccessSchema,
 		schemas.NginxLimitReq: evidence.NginxLimitReqSchema, schemas.NginxStubStatus: evidence.NginxStubStatusSchema,
 		schemas.FileState: evidence.StateSchema, schemas.Merge: evidence.MergeSchema, schemas.Harness: evidence.HarnessSchema,
+		schemas.Event: events.Schema,
 	}
 	var got, want []string
 	for _, f := range generate(t) {
