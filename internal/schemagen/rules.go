@@ -98,8 +98,14 @@ var fieldRules = map[string]rule{
 	"report.ScenarioReport.Repeat": minimum(0),
 
 	// the plan: what runner.ParsePlan checks, where a schema can say it
-	"runner.Plan.Scenarios":                             minItems(1),
 	"runner.ScenarioPlan.Name":                          minLength(1),
+	"runner.ConformancePlan.Limiters":                   minItems(1),
+	"runner.ConformancePlan.Shapes":                     minItems(1),
+	"runner.ConformanceLimiter.Name":                    minLength(1),
+	"runner.ConformanceShape.Name":                      minLength(1),
+	"runner.ConformanceShape.Repeat":                    between(0, runner.MaxRepeat),
+	"evidence.Labels.Limiter":                           minLength(1),
+	"evidence.Labels.Shape":                             minLength(1),
 	"runner.AttackPlan.IDs":                             between(1, attack.MaxIDs),
 	"runner.AttackPlan.Flows":                           minItems(1),
 	"runner.FlowPlan.Name":                              minLength(1),
@@ -168,6 +174,18 @@ var typeRules = map[string]rule{
 	"report.RealErrors":   allMinimum(0),
 	"report.Receipts":     allMinimum(0),
 	"runner.ScenarioPlan": scenarioPlanShape,
+	// Plan: scenarios, or a conformance section whose pairs are its scenarios.
+	"runner.Plan": func(s *jsonschema.Schema) {
+		s.AnyOf = []*jsonschema.Schema{nonEmpty("scenarios"), required("conformance")}
+	},
+	// ConformanceLimiter: exactly one of lab or external.
+	"runner.ConformanceLimiter": func(s *jsonschema.Schema) {
+		s.OneOf = []*jsonschema.Schema{required("lab"), required("external")}
+	},
+	// ConformanceShape: attack or steps, not both.
+	"runner.ConformanceShape": func(s *jsonschema.Schema) {
+		s.AllOf = []*jsonschema.Schema{{AnyOf: []*jsonschema.Schema{required("attack"), required("steps")}}, {Not: required("attack", "steps")}}
+	},
 	// AttackPlan: a single flow (ids) or flows.
 	"runner.AttackPlan": func(s *jsonschema.Schema) { s.OneOf = []*jsonschema.Schema{required("ids"), required("flows")} },
 	// FlowPlan: ids or duration (with a rate).

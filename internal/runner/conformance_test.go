@@ -1,0 +1,220 @@
+package runner
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+const conformancePlanYAML = `name: c
+scenarios:
+  - name: plain
+    labels: {limiter: own, shape: one}
+    lab: {proxies: 1}
+    attack: {ids: 3}
+    expect: {admitted: 3}
+conformance:
+  limiters:
+    - name: local bucket
+      lab:
+        proxies: 1
+        local: {max_tokens: 10, tokens_per_fill: 1, fill_interval: 100ms}
+    - name: nginx nodelay
+      lab:
+        nginx: {rate: 10r/s, burst: 9, nodelay: true}
+  shapes:
+    - name: burst
+      attack: {ids: 15, concurrency: 15}
+      expect: {admitted: model, backend_peak: {window: 100ms, model: true}}
+    - name: two bursts
+      steps:
+        - attack: {ids: 10, concurrency: 10}
+        - fault: {action: exec, target: idle, command: "sleep 0.5"}
+        - attack: {ids: 10, concurrency: 10}
+      expect: {admitted: model}
+    - name: sustained
+      repeat: 2
+      attack:
+        flows: [{name: s, rate: 20/1s, duration: 3s}]
+      expect: {admitted: model}
+`
+
+// TestConformanceExpansion: limiters × shapes become scenarios after the
+// plan's own, limiter by limiter, named "<limiter> × <shape>", labelled,
+// each with its own copy of the sections (validate filled the defaults of
+// each copy: the attack shorthand became a step in every one).
+func TestConformanceExpansion(t *testing.T) {
+	p, err := ParsePlan("c.yaml", []byte(conformancePlanYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Scenarios) != 1+2*3 {
+		t.Fatalf("%d scenarios, want 7", len(p.Scenarios))
+	}
+	var names []string
+	for _, s := range p.Scenarios {
+		names = append(names, s.Name)
+	}
+	want := []string{"plain", "local bucket × burst", "local bucket × two bursts", "local bucket × sustained",
+		"nginx nodelay × burst", "nginx nodelay × two bursts", "nginx nodelay × sustained"}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("names %q, want %q", names, want)
+	}
+	if l := p.Scenarios[0].Labels; l == nil || *l != (evidence.Labels{Limiter: "own", Shape: "one"}) {
+		t.Errorf("plain's labels %+v", l)
+	}
+	s := p.Scenarios[5]
+	if *s.Labels != (evidence.Labels{Limiter: "nginx nodelay", Shape: "two bursts"}) {
+		t.Errorf("labels %+v", s.Labels)
+	}
+	if s.Lab == nil || s.Lab.Nginx == nil || !s.Lab.Nginx.NoDelay || len(s.Steps) != 3 || s.Steps[1].Fault == nil {
+		t.Errorf("nginx × two bursts: lab %+v, steps %+v", s.Lab, s.Steps)
+	}
+	if p.Scenarios[3].Repeat != 2 || p.Scenarios[6].Repeat != 2 || p.Scenarios[1].Repeat != 1 {
+		t.Errorf("repeats %d %d %d", p.Scenarios[3].Repeat, p.Scenarios[6].Repeat, p.Scenarios[1].Repeat)
+	}
+	// Copies: changing one scenario's sections leaves the others alone.
+	p.Scenarios[1].Lab.Local.MaxTokens = 99
+	p.Scenarios[1].Steps[0].Attack.IDs = 99
+	if p.Scenarios[2].Lab.Local.MaxTokens != 10 || p.Scenarios[4].Steps[0].Attack.IDs != 15 {
+		t.Error("expanded scenarios share their sections")
+	}
+	if !p.Scenarios[4].Expect.Admitted.Model || len(p.Scenarios[4].Expect.BackendPeak) != 1 || !p.Scenarios[4].Expect.BackendPeak[0].Model {
+		t.Errorf("expect not copied: %+v", p.Scenarios[4].Expect)
+	}
+	// A second validate does not expand again.
+	if err := p.validate(); err != nil || len(p.Scenarios) != 7 {
+		t.Errorf("validate again: %v, %d scenarios", err, len(p.Scenarios))
+	}
+}
+
+// TestConformanceLabCopiedWhole: a limiter's lab section goes into its
+// scenarios field for field (through its JSON form, whatever sections it
+// has).
+func TestConformanceLabCopiedWhole(t *testing.T) {
+	lab := `{proxies: 2, local: {max_tokens: 7, tokens_per_fill: 2, fill_interval: 200ms, status: 503}, backend: {endpoints: 2, seed: 4},
+        proxy: {timeout: 3s, seed: 9}, cluster: {connect_timeout: 2s, healthy_panic_threshold: 30},
+        global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}], timeout: 1s, failure_mode_deny: true},
+        rls: {config: "domain: d\ndescriptors:\n  - key: generic_key\n    value: v\n    rate_limit: {unit: second, requests_per_unit: 5}\n"}}`
+	plan := "conformance:\n  limiters:\n    - name: l\n      lab: " + lab + "\n  shapes:\n    - {name: s, attack: {ids: 4}}\n"
+	p, err := ParsePlan("c.yaml", []byte(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var direct LabPlan
+	if err := yaml.UnmarshalStrict([]byte(lab), &direct); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := direct.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(*p.Scenarios[0].Lab, direct) {
+		t.Errorf("copied lab\n%+v\nwant\n%+v", *p.Scenarios[0].Lab, direct)
+	}
+}
+
+// TestConformanceErrors: errors name the file, the line and the place in
+// the conformance section: a limiter's lab, a shape's attack or expect.
+func TestConformanceErrors(t *testing.T) {
+	shape := "  shapes:\n    - name: s\n      attack: {ids: 4}\n"
+	limiter := "  limiters:\n    - name: l\n      lab: {proxies: 1}\n"
+	for name, c := range map[string]struct{ plan, want string }{
+		"bad nginx rate": {"conformance:\n  limiters:\n    - name: l\n      lab:\n        nginx:\n          rate: fast\n" + shape,
+			"c.yaml: line 5: conformance (l × s): "},
+		"bad shape ids": {"conformance:\n" + limiter + "  shapes:\n    - name: s\n      attack:\n        ids: -4\n",
+			"c.yaml: line 8: conformance (l × s): steps[0]: attack.ids must be > 0"},
+		"bad shape expect": {"conformance:\n" + limiter + "  shapes:\n    - name: s\n      attack: {ids: 4}\n      expect:\n        classes: {local429: 1}\n",
+			"c.yaml: line 9: conformance (l × s): expect.classes.local429: unknown class"},
+		"no lab": {"conformance:\n  limiters:\n    - name: l\n" + shape,
+			"c.yaml: line 3: conformance: conformance.limiters[0] (l): exactly one of lab or external is required"},
+		"duplicate limiter": {"conformance:\n" + limiter + "    - name: l\n      lab: {}\n" + shape,
+			`c.yaml: line 5: conformance: conformance.limiters[1].name "l": duplicate`},
+		"no shapes": {"conformance:\n" + limiter, "c.yaml: line 1: conformance: conformance.shapes is empty"},
+		"empty shape name": {"conformance:\n" + limiter + "  shapes:\n    - name: ''\n      attack: {ids: 4}\n",
+			"c.yaml: line 6: conformance: conformance.shapes[0].name is required"},
+		"separator in name": {"conformance:\n  limiters:\n    - name: a × b\n      lab: {}\n" + shape,
+			`c.yaml: line 3: conformance: conformance.limiters[0].name "a × b": must not contain "×"`},
+		"labels on a scenario": {"scenarios:\n  - name: a\n    labels: {limiter: x}\n    lab: {}\n    attack: {ids: 1}\n",
+			"c.yaml: line 3: scenarios[0] (a): labels.shape is required"},
+		"name clash": {"scenarios:\n  - name: l × s\n    lab: {}\n    attack: {ids: 1}\nconformance:\n" + limiter + shape,
+			"c.yaml: line 10: conformance (l × s): duplicate scenario name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParsePlan("c.yaml", []byte(c.plan))
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Errorf("error %v\nwant prefix %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestConformanceCap: limiters × shapes over MaxConformanceScenarios is
+// refused before anything is copied.
+func TestConformanceCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("conformance:\n  limiters:\n")
+	for i := range 17 {
+		fmt.Fprintf(&b, "    - {name: l%d, lab: {}}\n", i)
+	}
+	b.WriteString("  shapes:\n")
+	for j := range 16 {
+		fmt.Fprintf(&b, "    - {name: s%d, attack: {ids: 1}}\n", j)
+	}
+	_, err := ParsePlan("c.yaml", []byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "17 limiters × 16 shapes make 272 scenarios, more than 256") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// TestStandardShapes: the five shapes of issue 23 for capacity 10 and 10/s
+// make a valid plan with the sizes the doc comment gives, and bad sizes
+// are refused.
+func TestStandardShapes(t *testing.T) {
+	shapes, err := StandardShapes(10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Plan{Conformance: &ConformancePlan{Limiters: []ConformanceLimiter{{Name: "l", Lab: &LabPlan{Proxies: 1}}}, Shapes: shapes}}
+	if err := p.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Scenarios) != 5 {
+		t.Fatalf("%d scenarios", len(p.Scenarios))
+	}
+	ids := func(s ScenarioPlan) (n int) {
+		for _, st := range s.Steps {
+			if a := st.Attack; a != nil {
+				n += a.IDs
+				for i := range a.Flows {
+					n += a.Flows[i].ids()
+				}
+			}
+		}
+		return n
+	}
+	for i, want := range []int{15, 60, 20, 40 + 10 + 10, 5 + 15} {
+		if got := ids(p.Scenarios[i]); got != want {
+			t.Errorf("%s: %d ids, want %d", p.Scenarios[i].Name, got, want)
+		}
+		ex := p.Scenarios[i].Expect
+		if !ex.Admitted.Model || len(ex.BackendPeak) != 1 || !ex.BackendPeak[0].Model {
+			t.Errorf("%s: expect %+v", p.Scenarios[i].Name, ex)
+		}
+	}
+	if f := p.Scenarios[4].Steps[1].Fault; f == nil || f.Command != "sleep 2.000" {
+		t.Errorf("idle gap %+v", f)
+	}
+	for _, c := range []struct {
+		capacity int
+		rate     float64
+	}{{0, 1}, {1, 0}, {1, -1}, {200000, 1}} {
+		if _, err := StandardShapes(c.capacity, c.rate); err == nil {
+			t.Errorf("StandardShapes(%d, %v) accepted", c.capacity, c.rate)
+		}
+	}
+}
