@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
@@ -37,6 +38,8 @@ func matrixRun(t *testing.T) string {
 	pass := sub(newEv(t).demo(), "02-bucket-idle/1")
 	pass.scenario.Name = "bucket × idle"
 	pass.scenario.Labels = &evidence.Labels{Limiter: "bucket", Shape: "idle"}
+	twenty := 20
+	pass.scenario.Expect.BackendPeak = evidence.PeakExpectations{{Window: model.Duration(10 * time.Millisecond), Max: &twenty}}
 	pass.write()
 
 	nr := filepath.Join(root, "03-nginx-burst/1")
@@ -80,7 +83,8 @@ func TestMatrixFromLabels(t *testing.T) {
 	if !strings.Contains(why, "admitted: want model 7..8, got 10") || !strings.Contains(why, "model of bucket: 2 admitted that it must have rejected, e.g. id-08: ") {
 		t.Errorf("why:\n%s", why)
 	}
-	if c := m.Cell("bucket", "idle"); c.Status != evidence.Pass || len(c.Why) != 0 || c.Admitted == nil || c.Admitted.Status != report.CheckPass {
+	if c := m.Cell("bucket", "idle"); c.Status != evidence.Pass || len(c.Why) != 0 || c.Admitted == nil || c.Admitted.Status != report.CheckPass ||
+		len(c.Forwards) != 1 || c.ForwardsText() != "10 (1000/s) (want <= 20)" {
 		t.Errorf("bucket × idle %+v", c)
 	}
 	if c := m.Cell("nginx", "burst"); c.Status != evidence.NotRun || len(c.Why) == 0 || !strings.Contains(c.Why[0], "nginx: not installed") {

@@ -225,7 +225,9 @@ func (c *MatrixCell) AdmittedText() string {
 
 // ForwardsText is the cell's smoothness: the first forwards check that
 // failed or was inconclusive, else the last one (the model's path check),
-// as "<got> (want <want>)"; "-" without one.
+// in short: "<got> (want <want>)" with got up to its first ", " and want
+// up to its first " (" (Forwards holds them whole), followed by the
+// check's status unless it passed; "-" without one.
 func (c *MatrixCell) ForwardsText() string {
 	if len(c.Forwards) == 0 {
 		return "-"
@@ -237,5 +239,11 @@ func (c *MatrixCell) ForwardsText() string {
 			break
 		}
 	}
-	return pick.Got + " (want " + pick.Want + ")"
+	got, _, _ := strings.Cut(pick.Got, ", ")
+	want, _, _ := strings.Cut(pick.Want, " (")
+	st := ""
+	if pick.Status != CheckPass {
+		st = " " + pick.Status
+	}
+	return strings.TrimSpace(got) + " (want " + strings.TrimSpace(want) + ")" + st
 }

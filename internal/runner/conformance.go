@@ -334,3 +334,8 @@ func perSecond(perSec float64) Rate {
 	}
 	return Rate(vegeta.Rate{Freq: 1, Per: time.Duration(float64(time.Second) / perSec).Round(time.Millisecond)})
 }
+
+// ValidatePlan checks a plan built in Go (not read from a file) as
+// ParsePlan checks a file's, expanding its conformance section and filling
+// the defaults the run relies on; errors name the field's path.
+func ValidatePlan(p *Plan) error { return p.validate() }
