@@ -287,8 +287,8 @@ func StandardShapes(capacity int, ratePerSec float64) ([]ConformanceShape, error
 	}
 	refill := time.Duration(float64(capacity) / ratePerSec * float64(time.Second))
 	window := min(max(time.Duration(float64(time.Second)/ratePerSec), 10*time.Millisecond), time.Second).Round(time.Millisecond)
-	expect := func(label string) ExpectPlan {
-		return ExpectPlan{Expectation: evidence.Expectation{Label: label, Admitted: evidence.AdmittedByModel(),
+	expect := func() ExpectPlan {
+		return ExpectPlan{Expectation: evidence.Expectation{Label: "the limiter's model", Admitted: evidence.AdmittedByModel(),
 			BackendPeak: evidence.PeakExpectations{{Window: model.Duration(window), Model: true}}}}
 	}
 	burst := (capacity*3 + 1) / 2 // ceil(1.5 × capacity)
@@ -300,27 +300,27 @@ func StandardShapes(capacity int, ratePerSec float64) ([]ConformanceShape, error
 	}
 	shapes := []ConformanceShape{
 		{Name: ShapeBurst, Description: fmt.Sprintf("%d requests (1.5 × capacity %d) at once", burst, capacity),
-			Attack: &AttackPlan{IDs: burst, Concurrency: burst, Headers: key}, Expect: expect("the model's admissions of a 1.5x burst")},
+			Attack: &AttackPlan{IDs: burst, Concurrency: burst, Headers: key}, Expect: expect()},
 		{Name: ShapeSustained, Description: fmt.Sprintf("2 × rate (%g/s) for 3s", 2*ratePerSec),
 			Attack: &AttackPlan{Headers: key, Flows: []FlowPlan{{Name: "sustained", Rate: rate(2 * ratePerSec), Duration: proxy.Duration(3 * time.Second)}}},
-			Expect: expect("the model's admissions at twice the rate")},
+			Expect: expect()},
 		{Name: ShapeDoubleBurst, Description: fmt.Sprintf("%d at once, %s idle, %d at once", capacity, (refill / 2).Round(time.Millisecond), capacity),
 			Steps: []Step{{Name: "first burst", Attack: &AttackPlan{IDs: capacity, Concurrency: capacity, Headers: key}},
 				pause((refill / 2).Round(time.Millisecond)),
 				{Name: "second burst", Attack: &AttackPlan{IDs: capacity, Concurrency: capacity, Headers: key}}},
-			Expect: expect("the model's admissions of two bursts half a refill apart")},
+			Expect: expect()},
 		{Name: ShapeNoisyKey, Description: fmt.Sprintf("keys by %s: noisy at %g/s, quiet-1 and quiet-2 at %g/s, for 2s", ShapeKeyHeader, 2*ratePerSec, ratePerSec/2),
 			Attack: &AttackPlan{Flows: []FlowPlan{
 				{Name: "noisy", Rate: rate(2 * ratePerSec), Duration: proxy.Duration(2 * time.Second), Headers: map[string]string{ShapeKeyHeader: "noisy"}},
 				{Name: "quiet-1", Rate: rate(ratePerSec / 2), Duration: proxy.Duration(2 * time.Second), Headers: map[string]string{ShapeKeyHeader: "quiet-1"}},
 				{Name: "quiet-2", Rate: rate(ratePerSec / 2), Duration: proxy.Duration(2 * time.Second), Headers: map[string]string{ShapeKeyHeader: "quiet-2"}},
 			}},
-			Expect: expect("the model's admissions per key")},
+			Expect: expect()},
 		{Name: ShapeIdleBurst, Description: fmt.Sprintf("%d at the rate, %s idle, %d at once", max(capacity/2, 1), (2 * refill).Round(time.Millisecond), burst),
 			Steps: []Step{{Name: "warm", Attack: &AttackPlan{Headers: key, Flows: []FlowPlan{{Name: "warm", IDs: max(capacity/2, 1), Rate: rate(ratePerSec)}}}},
 				pause((2 * refill).Round(time.Millisecond)),
 				{Name: "burst", Attack: &AttackPlan{IDs: burst, Concurrency: burst, Headers: key}}},
-			Expect: expect("the model's admissions of a burst after an idle gap")},
+			Expect: expect()},
 	}
 	return shapes, nil
 }

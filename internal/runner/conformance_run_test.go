@@ -3,6 +3,7 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/runner"
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 // TestConformancePlanOnTheLab runs a conformance plan of two limiters, the
@@ -88,4 +90,31 @@ func mustLab(t *testing.T, y string) *runner.LabPlan {
 		t.Fatal(err)
 	}
 	return lp
+}
+
+// TestConformanceExamplePlan: examples/conformance/plan.yaml loads, its
+// limiters × shapes are its scenarios, and its shapes are
+// StandardShapes(10, 10/s), as its comment says.
+func TestConformanceExamplePlan(t *testing.T) {
+	path := filepath.Join(testfix.RepoRoot(t), "examples", "conformance", "plan.yaml")
+	p, err := runner.LoadPlan(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Conformance
+	if len(p.Scenarios) != len(c.Limiters)*len(c.Shapes) || len(c.Shapes) != 5 || len(c.Limiters) < 4 {
+		t.Fatalf("%d scenarios of %d limiters × %d shapes", len(p.Scenarios), len(c.Limiters), len(c.Shapes))
+	}
+	want, err := runner.StandardShapes(10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		// Compared in their JSON form: ranges and rates as the plan writes them.
+		g, _ := json.Marshal(c.Shapes[i])
+		w, _ := json.Marshal(want[i])
+		if string(g) != string(w) {
+			t.Errorf("shape %d\n got %s\nwant %s", i, g, w)
+		}
+	}
 }

@@ -142,8 +142,13 @@ var fieldRules = map[string]rule{
 
 // planRequired lists the plan fields runner.ParsePlan requires ("<package>.<Type>.<Field>").
 var planRequired = map[string]bool{
-	"runner.Plan.Scenarios":                             true,
 	"runner.ScenarioPlan.Name":                          true,
+	"runner.ConformancePlan.Limiters":                   true,
+	"runner.ConformancePlan.Shapes":                     true,
+	"runner.ConformanceLimiter.Name":                    true,
+	"runner.ConformanceShape.Name":                      true,
+	"evidence.Labels.Limiter":                           true,
+	"evidence.Labels.Shape":                             true,
 	"runner.FlowPlan.Name":                              true,
 	"proxy.LocalRateLimit.MaxTokens":                    true,
 	"proxy.GlobalFilter.Domain":                         true,
