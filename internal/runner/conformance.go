@@ -1,14 +1,18 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
 	"github.com/rlbench/rlbench/model"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -339,3 +343,194 @@ func perSecond(perSec float64) Rate {
 // ParsePlan checks a file's, expanding its conformance section and filling
 // the defaults the run relies on; errors name the field's path.
 func ValidatePlan(p *Plan) error { return p.validate() }
+
+// ExternalLimiter is an HTTP limiter of one's own under the standard
+// shapes (`rlbench conformance --url URL --model ...`): one target rlbench
+// does not start, judged by the model it claims.
+type ExternalLimiter struct {
+	// Name names the limiter: the matrix row; default "limiter".
+	Name string
+	// URL is the limiter's base URL (requests go to URL + path).
+	URL string
+	// ReceiptsURL is the /_rlbench/receipts of the rlbench backend
+	// (`rlbench backend`) the limiter forwards its admitted requests to
+	// (required): every admitted request must have its receipt, no rejected
+	// one may, and the forwards' peaks are judged against the model.
+	ReceiptsURL string
+	// Model is what the limiter claims to be (model.Spec).
+	Model model.Spec
+	// KeyHeader, when set, is the request header the limiter keys by: the
+	// model keeps one state per value, and the shapes send it (in place of
+	// ShapeKeyHeader). Empty: one state for every request.
+	KeyHeader string
+	// RejectStatus is the status of the limiter's rejections; default 429.
+	RejectStatus int
+	// Capacity and RatePerSec size the shapes; 0 takes them from the
+	// model (Nominal).
+	Capacity   int
+	RatePerSec float64
+	// Shapes are the names of the StandardShapes to run; empty: all five.
+	Shapes []string
+	// Headers are sent with every request (after the shapes' own).
+	Headers map[string]string
+}
+
+// Plan is the conformance plan of l: one limiter, the standard shapes sized
+// by its model, validated (ValidatePlan). Errors: a model the shapes cannot
+// be sized from without Capacity and RatePerSec, an unknown shape name, and
+// what validation refuses.
+func (l *ExternalLimiter) Plan() (*Plan, error) {
+	if l.ReceiptsURL == "" {
+		return nil, errors.New("the limiter's receipts URL is required: point the limiter at an rlbench backend (rlbench backend) and give its /_rlbench/receipts")
+	}
+	if err := l.Model.Validate(); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	capacity, rate := l.Capacity, l.RatePerSec
+	if capacity == 0 || rate == 0 {
+		c, r, ok := Nominal(l.Model)
+		if !ok {
+			return nil, fmt.Errorf("the shapes cannot be sized from a %s model: give the capacity and the rate", l.Model.Kind)
+		}
+		capacity, rate = cmp.Or(capacity, c), cmp.Or(rate, r)
+	}
+	all, err := StandardShapes(capacity, rate)
+	if err != nil {
+		return nil, err
+	}
+	shapes := all
+	if len(l.Shapes) > 0 {
+		shapes = nil
+		for _, name := range l.Shapes {
+			i := slices.IndexFunc(all, func(s ConformanceShape) bool { return s.Name == name })
+			if i < 0 {
+				return nil, fmt.Errorf("no shape %q: want one of %s", name, shapeNames(all))
+			}
+			shapes = append(shapes, all[i])
+		}
+	}
+	// The limiter is not fresh per scenario as the lab's parts are: each
+	// shape starts after two full refills (a sliding window's two windows)
+	// of idle, when it is as the model starts it.
+	idle := (2*time.Duration(float64(capacity)/rate*float64(time.Second)) + 100*time.Millisecond).Round(time.Millisecond)
+	for i := range shapes {
+		l.adapt(&shapes[i], idle)
+	}
+	name := cmp.Or(l.Name, "limiter")
+	decl := evidence.Limiter{Name: name, Stage: evidence.StageLocal, Key: evidence.KeyTarget, Targets: []string{externalTarget}, Model: &l.Model}
+	if l.KeyHeader != "" {
+		decl.Key = evidence.KeyDescriptor
+		decl.RateLimits = []descriptor.RateLimitEntry{{Actions: []descriptor.RateLimitAction{{RequestHeaders: &descriptor.RequestHeadersAction{
+			HeaderName: l.KeyHeader, DescriptorKey: "key"}}}}}
+	}
+	status := cmp.Or(l.RejectStatus, 429)
+	p := &Plan{Name: "conformance " + name, Conformance: &ConformancePlan{
+		Limiters: []ConformanceLimiter{{Name: name, Description: "an HTTP limiter claiming " + l.Model.Kind,
+			External: &ExternalPlan{Proxies: []ExternalProxy{{Name: externalTarget, URL: l.URL}}, ReceiptsURL: l.ReceiptsURL},
+			Classify: []evidence.ClassRule{{Status: evidence.Range{Min: status, Max: status}, Class: evidence.ClassLocal429.String()}},
+			Limiters: []evidence.Limiter{decl}}},
+		Shapes: shapes}}
+	if err := ValidatePlan(p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// externalTarget is the attack target's name of an ExternalLimiter.
+const externalTarget = "limiter"
+
+// adapt fits a standard shape to l: an idle step first (the limiter
+// settles from the shape before), its key header renamed to l.KeyHeader,
+// l.Headers added to every attack.
+func (l *ExternalLimiter) adapt(s *ConformanceShape, idle time.Duration) {
+	if s.Attack != nil {
+		s.Steps, s.Attack = []Step{{Name: "attack", Attack: s.Attack}}, nil
+	}
+	s.Steps = append([]Step{{Name: "settle " + idle.String(), Fault: &FaultPlan{Action: "exec", Target: "idle",
+		Command: fmt.Sprintf("sleep %.3f", idle.Seconds())}}}, s.Steps...)
+	rekey := func(h map[string]string) map[string]string {
+		if v, ok := h[ShapeKeyHeader]; ok && l.KeyHeader != "" && !strings.EqualFold(l.KeyHeader, ShapeKeyHeader) {
+			delete(h, ShapeKeyHeader)
+			h[l.KeyHeader] = v
+		}
+		return h
+	}
+	var attacks []*AttackPlan
+	for i := range s.Steps {
+		attacks = append(attacks, s.Steps[i].Attack)
+	}
+	for _, a := range attacks {
+		if a == nil {
+			continue
+		}
+		if a.Headers == nil {
+			a.Headers = map[string]string{}
+		}
+		a.Headers = rekey(a.Headers)
+		for k, v := range l.Headers {
+			a.Headers[k] = v
+		}
+		for i := range a.Flows {
+			a.Flows[i].Headers = rekey(a.Flows[i].Headers)
+		}
+	}
+}
+
+// shapeNames lists the shapes' names, quoted.
+func shapeNames(ss []ConformanceShape) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s.Name)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Nominal is the capacity (requests admitted at once from idle) and the
+// rate (per second) a model claims, to size StandardShapes: a token
+// bucket's capacity and rate, Envoy's max_tokens and tokens_per_fill per
+// fill_interval, a fixed window's or a sliding window's limit and limit per
+// window, nginx limit_req's burst + 1 and rate (its first zone). ok is
+// false for a kind it does not know (give the sizes instead).
+func Nominal(s model.Spec) (capacity int, ratePerSec float64, ok bool) {
+	switch s.Kind {
+	case model.KindTokenBucket:
+		return int(s.Capacity), s.RatePerSec, s.Capacity >= 1 && s.RatePerSec > 0
+	case model.KindEnvoyLocal:
+		per := uint32(1)
+		if s.TokensPerFill != nil {
+			per = *s.TokensPerFill
+		}
+		if s.FillInterval <= 0 || s.MaxTokens == 0 {
+			return 0, 0, false
+		}
+		return int(s.MaxTokens), float64(per) / time.Duration(s.FillInterval).Seconds(), true
+	case model.KindFixedWindow:
+		d, ok := fixedUnits[strings.ToLower(s.Unit)]
+		return int(s.Limit), float64(s.Limit) / d.Seconds(), ok && s.Limit > 0
+	case model.KindSlidingLog, model.KindSlidingCounter:
+		return int(s.Limit), float64(s.Limit) / time.Duration(s.Window).Seconds(), s.Limit > 0 && s.Window > 0
+	case model.KindNginxLimitReq:
+		rate, burst := s.Rate, s.Burst
+		if len(s.Zones) > 0 {
+			rate, burst = s.Zones[0].Rate, s.Zones[0].Burst
+		}
+		n, per, found := strings.Cut(strings.TrimSpace(rate), "r/")
+		r, err := strconv.ParseFloat(n, 64)
+		if !found || err != nil || r <= 0 {
+			return 0, 0, false
+		}
+		switch per {
+		case "s":
+		case "m":
+			r /= 60
+		default:
+			return 0, 0, false
+		}
+		return burst + 1, r, true
+	}
+	return 0, 0, false
+}
+
+// fixedUnits are the fixed window units by name (envoyproxy/ratelimit
+// utils.UnitToDivider, as model.Spec's Unit).
+var fixedUnits = map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}
