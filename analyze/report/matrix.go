@@ -7,8 +7,8 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
-// MatrixSchema identifies the JSON form of Matrix (`rlbench report --matrix
-// --format json`, and Report.Matrix).
+// MatrixSchema identifies the JSON form of Matrix (`rlbench conformance
+// --format json`; a report's JSON holds it as Report.Matrix).
 const MatrixSchema = "rlbench.matrix/v1"
 
 // Matrix is the conformance matrix of a run (issue 23): its labelled

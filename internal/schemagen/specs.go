@@ -57,7 +57,7 @@ func specs() []spec {
 		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginxrec.StubStatus]()},
 		{id: report.ReportSchema, what: "the report of `rlbench analyze --format json` (and `rlbench run --format json`)",
 			root: typeOf[report.Report](), consts: map[string]string{"Report": report.ReportSchema}},
-		{id: report.MatrixSchema, what: "the conformance matrix of `rlbench report --matrix --format json` and `rlbench conformance --format json` (limiter × shape: verdicts, admissions against the model, forwards' smoothness, why)",
+		{id: report.MatrixSchema, what: "the conformance matrix of `rlbench conformance --format json`, also the matrix of a report whose scenarios carry labels (limiter × shape: verdicts, admissions against the model, forwards' smoothness, why)",
 			root: typeOf[report.Matrix](), consts: map[string]string{"Matrix": report.MatrixSchema}},
 		{id: runner.PlanSchema, what: "a plan (`rlbench run PLAN.yaml`), in the JSON form of its YAML", root: typeOf[runner.Plan](),
 			ranges: rangePlan, plan: true},
