@@ -68,6 +68,30 @@ type ConformanceLimiter struct {
 	Limiters []evidence.Limiter `json:"limiters,omitempty"`
 	// IntendedLimit is the scenario's intended limit (ScenarioPlan.IntendedLimit).
 	IntendedLimit *evidence.IntendedLimit `json:"intended_limit,omitempty"`
+	// Skip names expectations of the shapes this limiter's scenarios leave
+	// out (SkippableExpectations): those its model cannot judge (rlbench
+	// has no peak bound of an RLS's fixed windows: backend_peak with
+	// model: true would be inconclusive, NOT_RUN, in every cell). The
+	// matrix then shows "-" for them; say why in the plan.
+	Skip []string `json:"skip,omitempty"`
+}
+
+// SkippableExpectations are the expectation keys a conformance limiter may
+// skip (ConformanceLimiter.Skip).
+var SkippableExpectations = []string{"backend_peak", "limit_req_status", "classes"}
+
+// skipExpect clears the expectations named by skip from e.
+func skipExpect(e *ExpectPlan, skip []string) {
+	for _, k := range skip {
+		switch k {
+		case "backend_peak":
+			e.BackendPeak = nil
+		case "limit_req_status":
+			e.LimitReqStatus = nil
+		case "classes":
+			e.Classes = nil
+		}
+	}
 }
 
 // ConformanceShape is one traffic shape: a scenario's steps and
@@ -138,6 +162,11 @@ func (p *Plan) expandConformance() (map[int]conformanceOrigin, error) {
 		if (l.Lab == nil) == (l.External == nil) {
 			return nil, at(lp, cp, "conformance.limiters[%d] (%s): exactly one of lab or external is required", i, l.Name)
 		}
+		for k, e := range l.Skip {
+			if !slices.Contains(SkippableExpectations, e) {
+				return nil, at(fmt.Sprintf("%s.skip[%d]", lp, k), cp, "conformance.limiters[%d] (%s): skip %q: want one of %s", i, l.Name, e, strings.Join(SkippableExpectations, ", "))
+			}
+		}
 	}
 	seen = map[string]bool{}
 	for j := range c.Shapes {
@@ -195,6 +224,7 @@ func conformanceScenario(l *ConformanceLimiter, sh *ConformanceShape) (*Scenario
 	if err := cloneInto(sh.Expect, &sc.Expect); err != nil {
 		return nil, fmt.Errorf("expect: %w", err)
 	}
+	skipExpect(&sc.Expect, l.Skip)
 	return sc, nil
 }
 
@@ -234,7 +264,7 @@ func conformancePath(err error, sp string, o conformanceOrigin) error {
 		return err
 	}
 	base := fmt.Sprintf("conformance.shapes[%d]", o.shape)
-	for _, k := range []string{".lab", ".external", ".classify", ".limiters", ".intended_limit"} {
+	for _, k := range []string{".lab", ".external", ".classify", ".limiters", ".intended_limit", ".skip"} {
 		if rest == k || strings.HasPrefix(rest, k+".") || strings.HasPrefix(rest, k+"[") {
 			base = fmt.Sprintf("conformance.limiters[%d]", o.limiter)
 		}

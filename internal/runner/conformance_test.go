@@ -25,6 +25,7 @@ conformance:
         proxies: 1
         local: {max_tokens: 10, tokens_per_fill: 1, fill_interval: 100ms}
     - name: nginx nodelay
+      skip: [backend_peak]
       lab:
         nginx: {rate: 10r/s, burst: 9, nodelay: true}
   shapes:
@@ -84,8 +85,12 @@ func TestConformanceExpansion(t *testing.T) {
 	if p.Scenarios[2].Lab.Local.MaxTokens != 10 || p.Scenarios[4].Steps[0].Attack.IDs != 15 {
 		t.Error("expanded scenarios share their sections")
 	}
-	if !p.Scenarios[4].Expect.Admitted.Model || len(p.Scenarios[4].Expect.BackendPeak) != 1 || !p.Scenarios[4].Expect.BackendPeak[0].Model {
-		t.Errorf("expect not copied: %+v", p.Scenarios[4].Expect)
+	if !p.Scenarios[1].Expect.Admitted.Model || len(p.Scenarios[1].Expect.BackendPeak) != 1 || !p.Scenarios[1].Expect.BackendPeak[0].Model {
+		t.Errorf("expect not copied: %+v", p.Scenarios[1].Expect)
+	}
+	// nginx skips backend_peak: its copy of the shape has none, the shape keeps it.
+	if !p.Scenarios[4].Expect.Admitted.Model || len(p.Scenarios[4].Expect.BackendPeak) != 0 || len(p.Conformance.Shapes[0].Expect.BackendPeak) != 1 {
+		t.Errorf("skip: %+v", p.Scenarios[4].Expect)
 	}
 	// A second validate does not expand again.
 	if err := p.validate(); err != nil || len(p.Scenarios) != 7 {
@@ -134,6 +139,8 @@ func TestConformanceErrors(t *testing.T) {
 			"c.yaml: line 3: conformance: conformance.limiters[0] (l): exactly one of lab or external is required"},
 		"duplicate limiter": {"conformance:\n" + limiter + "    - name: l\n      lab: {}\n" + shape,
 			`c.yaml: line 5: conformance: conformance.limiters[1].name "l": duplicate`},
+		"bad skip": {"conformance:\n  limiters:\n    - name: l\n      lab: {}\n      skip: [admitted]\n" + shape,
+			`c.yaml: line 5: conformance: conformance.limiters[0] (l): skip "admitted": want one of backend_peak, limit_req_status, classes`},
 		"no shapes": {"conformance:\n" + limiter, "c.yaml: line 1: conformance: conformance.shapes is empty"},
 		"empty shape name": {"conformance:\n" + limiter + "  shapes:\n    - name: ''\n      attack: {ids: 4}\n",
 			"c.yaml: line 6: conformance: conformance.shapes[0].name is required"},

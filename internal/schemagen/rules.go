@@ -107,6 +107,7 @@ var fieldRules = map[string]rule{
 	"runner.ConformanceLimiter.Name":                    minLength(1),
 	"runner.ConformanceShape.Name":                      minLength(1),
 	"runner.ConformanceShape.Repeat":                    between(0, runner.MaxRepeat),
+	"runner.ConformanceLimiter.Skip":                    items(enum(runner.SkippableExpectations...)),
 	"evidence.Labels.Limiter":                           minLength(1),
 	"evidence.Labels.Shape":                             minLength(1),
 	"runner.AttackPlan.IDs":                             between(1, attack.MaxIDs),
@@ -269,6 +270,9 @@ func keyPattern(p string) rule {
 }
 
 // values applies r to the schema of a map property's values.
+// items applies r to the schema of an array's items.
+func items(r rule) rule { return func(s *jsonschema.Schema) { r(s.Items) } }
+
 func values(r rule) rule { return func(s *jsonschema.Schema) { r(s.AdditionalProperties) } }
 
 func format(f string) rule   { return func(s *jsonschema.Schema) { s.Format = f } }
