@@ -45,8 +45,6 @@ type ConformancePlan struct {
 	Limiters []ConformanceLimiter `json:"limiters"`
 	// Shapes are the traffic shapes (at least one).
 	Shapes []ConformanceShape `json:"shapes"`
-
-	expanded bool // validate expanded it into the plan's scenarios
 }
 
 // ConformanceLimiter is one limiter under test: exactly one of Lab (any
@@ -118,14 +116,16 @@ type conformanceOrigin struct{ limiter, shape int }
 
 // expandConformance checks the conformance section and appends its
 // scenarios to p.Scenarios, limiter by limiter, each with every shape in
-// order; origins maps each appended scenario's index to its origin. Each
+// order, then drops the section (p.Conformance is nil: the scenarios, with
+// their labels, are the plan, and its JSON form parses to the same plan);
+// origins maps each appended scenario's index to its origin. Each
 // scenario gets its own copy of the limiter's and the shape's sections
 // (cloneJSON: the copy goes through the sections' JSON form, so a lab
 // section of any kind is copied whole). Errors are planErrors at the
 // conformance section's paths.
 func (p *Plan) expandConformance() (map[int]conformanceOrigin, error) {
 	c := p.Conformance
-	if c == nil || c.expanded {
+	if c == nil {
 		return nil, nil
 	}
 	const cp = "conformance"
@@ -188,7 +188,7 @@ func (p *Plan) expandConformance() (map[int]conformanceOrigin, error) {
 			p.Scenarios = append(p.Scenarios, *sc)
 		}
 	}
-	c.expanded = true
+	p.Conformance = nil
 	return origins, nil
 }
 

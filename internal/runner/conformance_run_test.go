@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/testfix"
+	"sigs.k8s.io/yaml"
 )
 
 // TestConformancePlanOnTheLab runs a conformance plan of two limiters, the
@@ -101,7 +103,15 @@ func TestConformanceExamplePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := p.Conformance
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw runner.Plan // the section as written (LoadPlan expands it)
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	c := raw.Conformance
 	if len(p.Scenarios) != len(c.Limiters)*len(c.Shapes) || len(c.Shapes) != 5 || len(c.Limiters) < 4 {
 		t.Fatalf("%d scenarios of %d limiters × %d shapes", len(p.Scenarios), len(c.Limiters), len(c.Shapes))
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -89,12 +90,24 @@ func TestConformanceExpansion(t *testing.T) {
 		t.Errorf("expect not copied: %+v", p.Scenarios[1].Expect)
 	}
 	// nginx skips backend_peak: its copy of the shape has none, the shape keeps it.
-	if !p.Scenarios[4].Expect.Admitted.Model || len(p.Scenarios[4].Expect.BackendPeak) != 0 || len(p.Conformance.Shapes[0].Expect.BackendPeak) != 1 {
+	if !p.Scenarios[4].Expect.Admitted.Model || len(p.Scenarios[4].Expect.BackendPeak) != 0 || len(p.Scenarios[1].Expect.BackendPeak) != 1 {
 		t.Errorf("skip: %+v", p.Scenarios[4].Expect)
 	}
-	// A second validate does not expand again.
+	// The section is expanded once: the plan is its scenarios, whose JSON
+	// form loads as the same plan.
+	if p.Conformance != nil {
+		t.Error("the conformance section is kept after expansion")
+	}
 	if err := p.validate(); err != nil || len(p.Scenarios) != 7 {
 		t.Errorf("validate again: %v, %d scenarios", err, len(p.Scenarios))
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParsePlan("again.yaml", b)
+	if err != nil || !reflect.DeepEqual(again, p) {
+		t.Errorf("the JSON form loads as %+v, %v", again, err)
 	}
 }
 

@@ -64,6 +64,7 @@ type Plan struct {
 	Scenarios []ScenarioPlan `json:"scenarios,omitempty"`
 	// Conformance declares limiters and traffic shapes once; each limiter
 	// × shape pair is a scenario run after Scenarios (ConformancePlan).
+	// Loading the plan expands it into Scenarios and leaves it nil.
 	Conformance *ConformancePlan `json:"conformance,omitempty"`
 }
 
