@@ -54,6 +54,16 @@ func matrixRun(t *testing.T) string {
 	return root
 }
 
+// scenarioOf returns rep's scenario named name.
+func scenarioOf(rep *report.Report, name string) *report.ScenarioReport {
+	for i := range rep.Scenarios {
+		if rep.Scenarios[i].Name == name {
+			return &rep.Scenarios[i]
+		}
+	}
+	return nil
+}
+
 func writeJSONFile(t *testing.T, path string, v any) {
 	t.Helper()
 	must(t, evidence.WriteJSONFile(path, v))
@@ -100,6 +110,17 @@ func TestMatrixFromLabels(t *testing.T) {
 	must(t, report.WriteJSON(&buf, rep))
 	if err := schemas.Validate(schemas.Report, buf.Bytes()); err != nil {
 		t.Errorf("report JSON: %v", err)
+	}
+	// A hole in the grid is not a pass: bucket × idle alone PASSes; with a
+	// passing nginx × burst beside it (and no nginx × idle, no bucket ×
+	// burst) the matrix is NOT_RUN.
+	idle := *scenarioOf(rep, "bucket × idle")
+	other := idle
+	other.Name, other.Labels = "nginx × burst", &evidence.Labels{Limiter: "nginx", Shape: "burst"}
+	alone := report.BuildMatrix(&report.Report{Scenarios: []report.ScenarioReport{idle}})
+	holed := report.BuildMatrix(&report.Report{Scenarios: []report.ScenarioReport{idle, other}})
+	if alone.Status != evidence.Pass || holed.Status != evidence.NotRun || len(holed.Cells) != 2 {
+		t.Errorf("alone %s, with holes %s", alone.Status, holed.Status)
 	}
 	// A report without labels has no matrix.
 	if rep := run(t, newEv(t).demo().write()); rep.Matrix != nil {

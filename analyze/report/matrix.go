@@ -18,7 +18,9 @@ const MatrixSchema = "rlbench.matrix/v1"
 type Matrix struct {
 	// Schema is MatrixSchema.
 	Schema string `json:"schema"`
-	// Status is the worst cell verdict: FAIL over NOT_RUN over PASS.
+	// Status is the worst cell verdict: FAIL over NOT_RUN over PASS; at
+	// best NOT_RUN when a limiter lacks a scenario of a shape (a hole in
+	// the grid is not a pass: in a conformance plan every pair has one).
 	Status string `json:"status"`
 	// Limiters are the rows and Shapes the columns, in the order their
 	// first scenario appears in the report (the plan's order).
@@ -112,6 +114,9 @@ func BuildMatrix(rep *Report) *Matrix {
 			statuses = append(statuses, c.Status)
 			m.Cells = append(m.Cells, c)
 		}
+	}
+	if len(m.Cells) < len(m.Limiters)*len(m.Shapes) {
+		statuses = append(statuses, evidence.NotRun)
 	}
 	m.Status = worstStatus(statuses)
 	return m
