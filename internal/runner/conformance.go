@@ -424,6 +424,9 @@ func (l *ExternalLimiter) Plan() (*Plan, error) {
 		}
 		capacity, rate = cmp.Or(capacity, c), cmp.Or(rate, r)
 	}
+	if refill := float64(capacity) / rate; refill > MaxExternalRefill.Seconds() {
+		return nil, fmt.Errorf("capacity %d at %g/s refills in %.0fs, more than %s: the shapes (seconds long, each after two refills of idle) are for limiters of that scale; give --capacity and --rate of a smaller one", capacity, rate, refill, MaxExternalRefill)
+	}
 	all, err := StandardShapes(capacity, rate)
 	if err != nil {
 		return nil, err
@@ -465,6 +468,10 @@ func (l *ExternalLimiter) Plan() (*Plan, error) {
 	}
 	return p, nil
 }
+
+// MaxExternalRefill bounds an ExternalLimiter's refill time (capacity /
+// rate): each shape waits two of them before it starts.
+const MaxExternalRefill = 30 * time.Second
 
 // externalTarget is the attack target's name of an ExternalLimiter.
 const externalTarget = "limiter"
@@ -563,4 +570,5 @@ func Nominal(s model.Spec) (capacity int, ratePerSec float64, ok bool) {
 
 // fixedUnits are the fixed window units by name (envoyproxy/ratelimit
 // utils.UnitToDivider, as model.Spec's Unit).
-var fixedUnits = map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}
+var fixedUnits = map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour,
+	"week": 7 * 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 365 * 24 * time.Hour}

@@ -6,10 +6,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/model"
 )
 
 const conformancePlanYAML = `name: c
@@ -235,6 +237,77 @@ func TestStandardShapes(t *testing.T) {
 	}{{0, 1}, {1, 0}, {1, -1}, {200000, 1}} {
 		if _, err := StandardShapes(c.capacity, c.rate); err == nil {
 			t.Errorf("StandardShapes(%d, %v) accepted", c.capacity, c.rate)
+		}
+	}
+}
+
+// TestNominal: the capacity and rate that size the shapes, read from each
+// kind of model; a kind without them is not ok.
+func TestNominal(t *testing.T) {
+	two := uint32(2)
+	for _, c := range []struct {
+		spec model.Spec
+		cap  int
+		rate float64
+		ok   bool
+	}{
+		{model.Spec{Kind: model.KindTokenBucket, Capacity: 10, RatePerSec: 5}, 10, 5, true},
+		{model.Spec{Kind: model.KindEnvoyLocal, MaxTokens: 8, TokensPerFill: &two, FillInterval: model.Duration(100 * time.Millisecond)}, 8, 20, true},
+		{model.Spec{Kind: model.KindFixedWindow, Limit: 120, Unit: "minute"}, 120, 2, true},
+		{model.Spec{Kind: model.KindSlidingCounter, Limit: 10, Window: model.Duration(2 * time.Second), Count: model.CountAll}, 10, 5, true},
+		{model.Spec{Kind: model.KindNginxLimitReq, Rate: "30r/m", Burst: 4}, 5, 0.5, true},
+		{model.Spec{Kind: model.KindFixedWindow, Limit: 5, Unit: "fortnight"}, 0, 0, false},
+		{model.Spec{Kind: "gcra"}, 0, 0, false},
+	} {
+		capacity, rate, ok := Nominal(c.spec)
+		if ok != c.ok || ok && (capacity != c.cap || rate != c.rate) {
+			t.Errorf("%s: %d, %v, %v; want %d, %v, %v", c.spec.Kind, capacity, rate, ok, c.cap, c.rate, c.ok)
+		}
+	}
+}
+
+// TestExternalLimiterPlan: the one-limiter plan of `rlbench conformance`:
+// the shapes sized by the model, each after a settle step of two refills,
+// keyed by the limiter's header, its rejections classified, its model
+// declared per key; a missing receipts URL, an unknown shape and a model
+// without sizes are refused.
+func TestExternalLimiterPlan(t *testing.T) {
+	l := ExternalLimiter{URL: "http://127.0.0.1:1", ReceiptsURL: "http://127.0.0.1:2/_rlbench/receipts", KeyHeader: "x-api-key",
+		Model: model.Spec{Kind: model.KindTokenBucket, Capacity: 4, RatePerSec: 2}, Shapes: []string{ShapeBurst, ShapeNoisyKey},
+		Headers: map[string]string{"Authorization": "Bearer t"}, RejectStatus: 503}
+	p, err := l.Plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Scenarios) != 2 || p.Scenarios[0].Name != "limiter × "+ShapeBurst {
+		t.Fatalf("scenarios %+v", p.Scenarios)
+	}
+	burst := p.Scenarios[0]
+	if f := burst.Steps[0].Fault; f == nil || f.Command != "sleep 4.100" {
+		t.Errorf("settle step %+v", burst.Steps[0])
+	}
+	if a := burst.Steps[1].Attack; a == nil || a.IDs != 6 || a.Headers["x-api-key"] != "solo" || a.Headers[ShapeKeyHeader] != "" || a.Headers["Authorization"] != "Bearer t" {
+		t.Errorf("burst attack %+v", burst.Steps[1].Attack)
+	}
+	if fl := p.Scenarios[1].Steps[1].Attack.Flows; len(fl) != 3 || fl[0].Headers["x-api-key"] != "noisy" {
+		t.Errorf("noisy key flows %+v", fl)
+	}
+	if d := burst.Limiters; len(d) != 1 || d[0].Key != evidence.KeyDescriptor || d[0].Model.Capacity != 4 {
+		t.Errorf("limiters %+v", d)
+	}
+	if c := burst.Classify; len(c) != 1 || c[0].Status.Min != 503 || c[0].Class != evidence.ClassLocal429.String() {
+		t.Errorf("classify %+v", c)
+	}
+	for _, bad := range []func(*ExternalLimiter){
+		func(l *ExternalLimiter) { l.ReceiptsURL = "" },
+		func(l *ExternalLimiter) { l.Shapes = []string{"nope"} },
+		func(l *ExternalLimiter) { l.Model = model.Spec{Kind: model.KindTokenBucket, Capacity: 5} },              // no rate: nothing sizes the shapes
+		func(l *ExternalLimiter) { l.Model = model.Spec{Kind: model.KindFixedWindow, Limit: 100, Unit: "hour"} }, // a refill of an hour
+	} {
+		m := l
+		bad(&m)
+		if _, err := m.Plan(); err == nil {
+			t.Errorf("accepted %+v", m)
 		}
 	}
 }
