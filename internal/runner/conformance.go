@@ -425,7 +425,7 @@ func (l *ExternalLimiter) Plan() (*Plan, error) {
 		capacity, rate = cmp.Or(capacity, c), cmp.Or(rate, r)
 	}
 	if refill := float64(capacity) / rate; refill > MaxExternalRefill.Seconds() {
-		return nil, fmt.Errorf("capacity %d at %g/s refills in %.0fs, more than %s: the shapes (seconds long, each after two refills of idle) are for limiters of that scale; give --capacity and --rate of a smaller one", capacity, rate, refill, MaxExternalRefill)
+		return nil, fmt.Errorf("capacity %d at %g/s refills in %.0fs, more than %s: the shapes (seconds long, each after two refills of idle) are for limiters of that scale: give the capacity and rate of a smaller one", capacity, rate, refill, MaxExternalRefill)
 	}
 	all, err := StandardShapes(capacity, rate)
 	if err != nil {
