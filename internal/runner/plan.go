@@ -59,8 +59,13 @@ type Plan struct {
 	// Each command runs with sh -c, like exec steps and external setup and
 	// teardown: a plan is code, to be reviewed as a script before it runs.
 	Tools map[string]string `json:"tools,omitempty"`
-	// Scenarios run in order (at least one); their names must be unique.
-	Scenarios []ScenarioPlan `json:"scenarios"`
+	// Scenarios run in order (at least one, or a conformance section);
+	// their names must be unique.
+	Scenarios []ScenarioPlan `json:"scenarios,omitempty"`
+	// Conformance declares limiters and traffic shapes once; each limiter
+	// × shape pair is a scenario run after Scenarios (ConformancePlan).
+	// Loading the plan expands it into Scenarios and leaves it nil.
+	Conformance *ConformancePlan `json:"conformance,omitempty"`
 }
 
 // ScenarioPlan is one scenario: the parts it runs on, its steps and what it expects.
@@ -97,6 +102,10 @@ type ScenarioPlan struct {
 	// Simulate configures `rlbench simulate` (arrivals, limiters the lab
 	// cannot build, the summary grid); the lab ignores it.
 	Simulate *SimulatePlan `json:"simulate,omitempty"`
+	// Labels place the scenario in the conformance matrix (limiter and
+	// shape, both required; evidence.Labels), copied into scenario.json.
+	// A conformance section's scenarios get theirs from their names.
+	Labels *evidence.Labels `json:"labels,omitempty"`
 }
 
 // LabPlan configures the embedded lab of a scenario.
@@ -484,6 +493,10 @@ func at(path, where, format string, a ...any) error {
 // one, unique names (by their directory, the slug) and at most MaxRuns
 // scenario runs. The first error in plan order is returned.
 func (p *Plan) validate() error {
+	origins, err := p.expandConformance()
+	if err != nil {
+		return err
+	}
 	if len(p.Scenarios) == 0 {
 		return fmt.Errorf("no scenarios")
 	}
@@ -493,19 +506,37 @@ func (p *Plan) validate() error {
 		s := &p.Scenarios[i]
 		sp := fmt.Sprintf("scenarios[%d]", i)
 		where := fmt.Sprintf("scenarios[%d] (%s)", i, s.Name)
-		if err := s.validateName(sp); err != nil {
-			return err
+		o, expanded := origins[i]
+		if expanded {
+			where = fmt.Sprintf("conformance (%s)", s.Name)
 		}
-		if seen[slug(s.Name)] {
-			return at(sp+".name", where, "duplicate scenario name")
-		}
-		seen[slug(s.Name)] = true
-		if err := s.validate(sp, where, MaxRuns-runs); err != nil {
+		if err := p.validateScenario(s, sp, where, seen, MaxRuns-runs); err != nil {
+			if expanded {
+				return conformancePath(err, sp, o)
+			}
 			return err
 		}
 		runs += s.Repeat
 	}
 	return nil
+}
+
+// validateScenario checks scenario s at path sp: its name (unique by its
+// slug among seen), its labels, then the rest (ScenarioPlan.validate).
+func (p *Plan) validateScenario(s *ScenarioPlan, sp, where string, seen map[string]bool, runsLeft int) error {
+	if err := s.validateName(sp); err != nil {
+		return err
+	}
+	if seen[slug(s.Name)] {
+		return at(sp+".name", where, "duplicate scenario name")
+	}
+	seen[slug(s.Name)] = true
+	if s.Labels != nil {
+		if err := s.Labels.Check("labels"); err != nil {
+			return at(sp+".labels", where, "%v", err)
+		}
+	}
+	return s.validate(sp, where, runsLeft)
 }
 
 // validateName checks the scenario's name: required, and a label whose

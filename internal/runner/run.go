@@ -153,7 +153,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 			}
 			dir := string(ed)
 			if ctx.Err() != nil {
-				_ = writeJSON(ed.Scenario(), evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep})
+				_ = writeJSON(ed.Scenario(), evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep, Labels: sc.Labels})
 				_ = evidence.WriteNotRun(ed, "interrupted before this scenario started")
 				continue
 			}
@@ -164,7 +164,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
 				sp := ed.Scenario()
 				if _, err := os.Stat(sp); err != nil {
-					_ = writeJSON(sp, evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep})
+					_ = writeJSON(sp, evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep, Labels: sc.Labels})
 				}
 				if err := evidence.WriteNotRun(ed, reason); err != nil {
 					return runDir, err
@@ -504,7 +504,7 @@ func (r *scenarioRun) writeScenario() error {
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
 		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: sc.Classify,
 		RequestHeaders: perStep, FlowRequestHeaders: perFlow, Repeat: r.repeat, Faults: faults,
-		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster, HarnessParts: r.harnessParts()}
+		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster, HarnessParts: r.harnessParts(), Labels: sc.Labels}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
 }
 

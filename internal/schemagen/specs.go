@@ -62,6 +62,8 @@ func specs() []spec {
 			root: typeOf[report.Diff](), consts: map[string]string{"Diff": report.DiffSchema}},
 		{id: events.Schema, what: "one line of the event stream (`rlbench run --events`, `rlbench attack --events`)", root: typeOf[events.Event](),
 			consts: map[string]string{"Event": events.Schema}},
+		{id: report.MatrixSchema, what: "the conformance matrix of `rlbench conformance --format json`, also the matrix of a report whose scenarios carry labels (limiter × shape: verdicts, admissions against the model, forwards' smoothness, why)",
+			root: typeOf[report.Matrix](), consts: map[string]string{"Matrix": report.MatrixSchema}},
 		{id: runner.PlanSchema, what: "a plan (`rlbench run PLAN.yaml`), in the JSON form of its YAML", root: typeOf[runner.Plan](),
 			ranges: rangePlan, plan: true},
 	}
