@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"github.com/rlbench/rlbench/internal/hostprobe"
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/rlbench/rlbench/internal/lab/backend"
+	"github.com/rlbench/rlbench/internal/lab/gateway"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
 	"github.com/rlbench/rlbench/internal/userdirs"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -217,6 +219,10 @@ type scenarioRun struct {
 	limiters []evidence.Limiter
 	// captureHeaders are the response headers the attacks record; nil: attack's defaults.
 	captureHeaders []string
+	// gateway is lab.gateway's running gateway; classify, the rules of its
+	// own replies, follow the plan's in scenario.json.
+	gateway  *gateway.Gateway
+	classify []evidence.ClassRule
 }
 
 // run executes the scenario; it returns a NOT_RUN reason or "".
@@ -414,6 +420,11 @@ func (r *scenarioRun) finish(ctx context.Context, agg *evidence.Attack, probe *h
 			agg.Complete, agg.Error = false, err.Error()
 		}
 	}
+	if r.gateway != nil {
+		if err := r.gateway.Err(); err != nil { // an access log line was lost
+			agg.Complete, agg.Error = false, err.Error()
+		}
+	}
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
 		if err := r.externalReceipts(ctx, receipts.w, extBefore); err != nil {
 			agg.Complete, agg.Error = false, "receipts: "+err.Error()
@@ -488,7 +499,7 @@ func (r *scenarioRun) writeScenario() error {
 	}
 	perStep, perFlow := r.requestHeaders()
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
-		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: sc.Classify,
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: append(slices.Clone(sc.Classify), r.classify...),
 		RequestHeaders: perStep, FlowRequestHeaders: perFlow, Repeat: r.repeat, Faults: faults,
 		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster, HarnessParts: r.harnessParts()}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
@@ -763,6 +774,9 @@ func (r *scenarioRun) harnessParts() []string {
 		return nil
 	}
 	var parts []string
+	if sc.Lab.Gateway != nil {
+		parts = append(parts, GatewayName)
+	}
 	if sc.Lab.Nginx == nil {
 		for _, t := range r.targets {
 			if _, ok := r.admins[t.Name]; ok {
