@@ -185,6 +185,14 @@ func (p *Plan) setPlanDir(dir string) {
 	}
 }
 
+// gatewayOrNil is lab.gateway, nil for a nil lab.
+func (lp *LabPlan) gatewayOrNil() *GatewayPlan {
+	if lp == nil {
+		return nil
+	}
+	return lp.Gateway
+}
+
 // setPlanDir records the directory lab.gateway.lua.script is relative to.
 func (lp *LabPlan) setPlanDir(dir string) {
 	if g := lp.Gateway; g != nil && g.Lua != nil {
