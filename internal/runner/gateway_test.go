@@ -83,7 +83,7 @@ func TestGatewayPlanValidation(t *testing.T) {
 		t.Error("split over 2 targets of one gateway: accepted")
 	}
 	plan := "name: p\nscenarios:\n - name: s\n   lab: {gateway: {xrate: {rate: 1, burst: 1}}}\n   steps:\n    - fault: {action: stop, target: redis}\n    - attack: {ids: 1}\n"
-	if _, err := ParsePlan(planPath, []byte(plan)); err == nil || !strings.Contains(err.Error(), "lab.gateway has no redis faults") {
+	if _, err := ParsePlan(planPath, []byte(plan)); err == nil || !strings.Contains(err.Error(), "lab.gateway takes no redis faults") {
 		t.Errorf("redis fault with the gateway: %v", err)
 	}
 	// The lab file (rlbench lab -f) reads the section the same way.

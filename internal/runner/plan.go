@@ -636,16 +636,16 @@ func (s *ScenarioPlan) validateSteps(sp, where string, stepPath func(int) string
 // whose lab is lab.nginx, which has neither, or lab.gateway (no RLS; its
 // Redis takes no faults yet).
 func (s *ScenarioPlan) validateNginxFaults(stepPath func(int) string, where string) error {
-	section := "lab.nginx"
+	format := "a scenario with lab.nginx has no %s"
 	switch {
 	case s.Lab.Gateway != nil:
-		section = "lab.gateway"
+		format = "a scenario with lab.gateway takes no %s faults"
 	case s.Lab.Nginx == nil:
 		return nil
 	}
 	for j, st := range s.Steps {
 		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
-			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), "a scenario with %s has no %s faults", section, f.Target)
+			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), format, f.Target)
 		}
 	}
 	return nil
