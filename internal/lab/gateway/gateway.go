@@ -192,6 +192,11 @@ type Gateway struct {
 	logMu     sync.Mutex
 	logErr    error
 	stop      chan struct{} // closed by Close
+	// inflight counts the requests being served (and logged); closed,
+	// set by Close under logMu, turns new ones away.
+	inflight  sync.WaitGroup
+	closed    bool
+	grace     time.Duration // Close's wait before it cuts connections; 0: 5 s (tests shorten it)
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -306,15 +311,26 @@ func (g *Gateway) Err() error {
 }
 
 // Close stops accepting requests, waits (up to 5 s) for those in flight to
-// be answered and logged, and closes the idle upstream connections.
+// be answered, then closes their connections (their forwards are
+// cancelled) and waits until every one is logged, so that nothing is
+// written to the access log after Close returns; it closes the idle
+// upstream connections.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		g.logMu.Lock()
+		g.closed = true
+		g.logMu.Unlock()
+		grace := g.grace
+		if grace == 0 {
+			grace = 5 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		err := g.srv.Shutdown(ctx)
 		if err != nil {
 			err = errors.Join(err, g.srv.Close())
 		}
+		g.inflight.Wait()
 		g.client.CloseIdleConnections()
 		close(g.stop)
 		if errors.Is(err, http.ErrServerClosed) {
@@ -327,6 +343,15 @@ func (g *Gateway) Close() error {
 
 // ServeHTTP decides the request and answers it or forwards it.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.logMu.Lock()
+	if g.closed {
+		g.logMu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	g.inflight.Add(1)
+	g.logMu.Unlock()
+	defer g.inflight.Done()
 	o := &g.opts
 	start := o.Now()
 	e := proxy.AccessLogEntry{StartTime: start.UTC().Format("2006-01-02T15:04:05.000Z"), StartNs: start.UnixNano(),

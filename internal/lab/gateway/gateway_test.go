@@ -265,3 +265,46 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayCloseLogsInFlight: a request still forwarded when Close's
+// grace ends is cut off, and its access log line is written before Close
+// returns (nothing is written to the log after).
+func TestGatewayCloseLogsInFlight(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer be.Close()
+	defer close(release)
+	log := &syncBuffer{}
+	g, err := Start(context.Background(), Options{Name: "gateway", Upstreams: []string{be.URL}, Limiter: &fakeLimiter{allow: map[string]bool{"/slow": true}}, Key: Key{Kind: KeyRoute},
+		AccessLog: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.grace = time.Millisecond
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get(g.URL() + "/slow")
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-arrived
+	if err := g.Close(); err == nil {
+		t.Log("Close: no error (the server ended within the grace)")
+	}
+	lines := strings.Count(log.String(), "\n")
+	if lines != 1 {
+		t.Fatalf("%d access log lines when Close returned, want 1 (the cut-off request):\n%s", lines, log.String())
+	}
+	<-done
+	if got := strings.Count(log.String(), "\n"); got != 1 {
+		t.Fatalf("%d lines after the client ended, want 1", got)
+	}
+}
