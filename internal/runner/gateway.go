@@ -39,7 +39,8 @@ const MaxLuaScriptBytes = 1 << 20
 // in front of the lab backend's endpoints, in place of the lab proxies. It
 // asks one limiter per request, exactly one of lua, gcra and xrate, keyed
 // by key; it answers deny_status when the limiter says no and forwards the
-// rest. The limiter's parameters are declared once: they configure the
+// rest. The redis-server of lua and gcra takes fault steps (stop, start,
+// restart redis: a start has empty data). The limiter's parameters are declared once: they configure the
 // running limiter and become the scenario's limiter model (scenario.json
 // limiters), through model/decl.
 type GatewayPlan struct {
@@ -157,6 +158,9 @@ func (a *LuaArg) UnmarshalJSON(b []byte) error {
 	*a = LuaArg(n.String())
 	return nil
 }
+
+// onRedis reports whether the limiter runs on the scenario's redis-server (lua, gcra).
+func (g *GatewayPlan) onRedis() bool { return g.Lua != nil || g.GCRA != nil }
 
 // limiterKind names the one limiter of the section ("lua", "gcra", "xrate"), or "" for none or several.
 func (g *GatewayPlan) limiterKind() string {
@@ -363,6 +367,11 @@ func (g *GatewayPlan) limiterDecl(steps []Step) (*evidence.Limiter, error) {
 	}
 	l := &evidence.Limiter{Name: GatewayName + " " + g.limiterKind(), Stage: evidence.StageLocal, Targets: []string{GatewayName},
 		Key: evidence.KeyTarget, Model: spec}
+	if g.onRedis() {
+		// Its state is in the private Redis (no persistence): a stop makes
+		// its calls fail (failure_mode_deny decides), a restart loses it.
+		l.DependsOn, l.Resets = []string{evidence.FaultTargetRedis}, []string{evidence.FaultTargetRedis}
+	}
 	perKey := g.XRate == nil || g.XRate.PerKey
 	switch {
 	case !perKey || k.Kind == gateway.KeyClient:
@@ -468,6 +477,7 @@ func (r *scenarioRun) startGateway(ctx context.Context) string {
 			return "gateway redis: " + err.Error()
 		}
 		r.cleanups = append(r.cleanups, func() { _ = rd.Close(context.Background()) })
+		r.gatewayRedis = rd
 		rdb := gateway.NewRedisClient(rd.Addr())
 		r.cleanups = append(r.cleanups, func() { _ = rdb.Close() })
 		fmt.Fprintf(r.progress, "  gateway redis %s (pid %d)\n", rd.Addr(), rd.PID())
@@ -526,6 +536,16 @@ func (r *scenarioRun) startGateway(ctx context.Context) string {
 		r.limiters = append(r.limiters, *ld)
 	}
 	return ""
+}
+
+// gatewayRedisFault stops, starts or restarts the gateway's redis-server
+// (on its port, with empty data: every limiter state is lost; a Lua
+// script is loaded again on its first NOSCRIPT answer).
+func (r *scenarioRun) gatewayRedisFault(ctx context.Context, action string) error {
+	if action == "stop" {
+		return r.gatewayRedis.Stop(ctx)
+	}
+	return r.gatewayRedis.Restart(ctx)
 }
 
 // luaStrings are the templates as strings.

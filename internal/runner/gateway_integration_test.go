@@ -93,3 +93,60 @@ func TestGatewayExamplePlan(t *testing.T) {
 		t.Errorf("evidence does not validate: %v", err)
 	}
 }
+
+// TestGatewayRedisFaults: a Lua gateway whose redis-server is stopped
+// between attacks answers 500 (rls_error) under failure_mode_deny and
+// forwards (fail open) without it; started again, Redis has lost the
+// bucket, which is full again (the script is loaded again after NOSCRIPT).
+// Both PASS: the limiter's model suspends the fault window and starts a
+// new state after it (depends_on and resets redis); under
+// failure_mode_deny the run is within the model.
+func TestGatewayRedisFaults(t *testing.T) {
+	if _, err := realparts.FindRedis(); err != nil {
+		if os.Getenv("RLBENCH_REQUIRE_REAL_PARTS") == "1" || !errors.Is(err, realparts.ErrNotInstalled) {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	script := filepath.Join(testfix.RepoRoot(t), "examples", "gateway", "token-bucket-gateway.lua")
+	scenario := func(name string, deny bool, expect string) string {
+		return " - name: " + name + "\n   lab:\n     gateway:\n       key: \"header:x-user\"\n       failure_mode_deny: " + map[bool]string{true: "true", false: "false"}[deny] +
+			"\n       lua: {script: " + script + ", keys: [\"{key}\"], args: [5, 0.001, \"{now}\"], now: {unit: s, decimals: 3}, claim: {token_bucket: {capacity: 5, rate: 0.001}}}\n" +
+			"   steps:\n" +
+			"    - attack: {ids: 3, concurrency: 1, headers: {x-user: a}}\n" +
+			"    - fault: {action: stop, target: redis}\n" +
+			"    - attack: {ids: 4, concurrency: 1, headers: {x-user: a}}\n" +
+			"    - fault: {action: start, target: redis}\n" +
+			"    - attack: {ids: 7, concurrency: 1, headers: {x-user: a}}\n" +
+			"   expect: " + expect + "\n"
+	}
+	plan := "name: redis faults\nscenarios:\n" +
+		scenario("deny", true, "{admitted: model, classes: {admitted: 8, rls_error: 4, local_429: 2}}") +
+		// failing open admits 4 the bucket's 2 tokens could not: more than
+		// the model allows over the run (admitted: model would FAIL), as
+		// failure_mode_deny: false means
+		scenario("open", false, "{admitted: 12, classes: {admitted: 12, local_429: 2}}")
+	p, err := runner.ParsePlan("plan.yaml", []byte(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	runDir, err := runner.Run(ctx, p, runner.Options{Root: t.TempDir(), Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze.Analyze(ctx, runDir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	_ = report.WriteTable(&table, rep)
+	t.Logf("progress:\n%s\n%s", progress.String(), table.String())
+	for _, s := range rep.Scenarios {
+		if s.Status != evidence.Pass {
+			t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
+		}
+	}
+}

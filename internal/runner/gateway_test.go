@@ -82,9 +82,19 @@ func TestGatewayPlanValidation(t *testing.T) {
 	if _, err := ParsePlan(planPath, []byte(gatewayPlan("{xrate: {rate: 1, burst: 1}}", "{ids: 2, split: \"counts=1,1\"}"))); err == nil {
 		t.Error("split over 2 targets of one gateway: accepted")
 	}
-	plan := "name: p\nscenarios:\n - name: s\n   lab: {gateway: {xrate: {rate: 1, burst: 1}}}\n   steps:\n    - fault: {action: stop, target: redis}\n    - attack: {ids: 1}\n"
-	if _, err := ParsePlan(planPath, []byte(plan)); err == nil || !strings.Contains(err.Error(), "lab.gateway takes no redis faults") {
-		t.Errorf("redis fault with the gateway: %v", err)
+	faults := func(gw, target string) string {
+		return "name: p\nscenarios:\n - name: s\n   lab: {gateway: " + gw + "}\n   steps:\n    - fault: {action: stop, target: " + target + "}\n    - attack: {ids: 1}\n"
+	}
+	if _, err := ParsePlan(planPath, []byte(faults("{xrate: {rate: 1, burst: 1}}", "redis"))); err == nil || !strings.Contains(err.Error(), "line 6: scenarios[0] (s): steps[0]: a scenario with lab.gateway has no redis") {
+		t.Errorf("redis fault with the xrate gateway: %v", err)
+	}
+	if _, err := ParsePlan(planPath, []byte(faults("{gcra: {rate: 1, burst: 1}}", "rls"))); err == nil || !strings.Contains(err.Error(), "lab.gateway has no rls") {
+		t.Errorf("rls fault with the gateway: %v", err)
+	}
+	for _, gw := range []string{"{gcra: {rate: 1, burst: 1}}", "{lua: {script: tb.lua, keys: [\"{key}\"]}}"} {
+		if _, err := ParsePlan(planPath, []byte(faults(gw, "redis"))); err != nil {
+			t.Errorf("redis fault with %s: %v", gw, err)
+		}
 	}
 	// The lab file (rlbench lab -f) reads the section the same way.
 	if _, err := ParseLabFile(planPath, []byte("gateway: {lua: {script: tb.lua, keys: [\"{key}\"]}}\n")); err != nil {
@@ -136,6 +146,9 @@ func TestGatewayModelDecl(t *testing.T) {
 		if l == nil || l.Key != c.key || l.Model.Kind != c.spec.Kind || l.Model.Capacity != c.spec.Capacity || l.Model.RatePerSec != c.spec.RatePerSec || l.Stage != evidence.StageLocal || len(l.Targets) != 1 || l.Targets[0] != GatewayName {
 			t.Errorf("%s: %+v, want key %s model %+v", c.name, l, c.key, c.spec)
 			continue
+		}
+		if onRedis := c.g.Lua != nil; onRedis != (len(l.DependsOn) == 1 && len(l.Resets) == 1 && l.DependsOn[0] == evidence.FaultTargetRedis) {
+			t.Errorf("%s: depends_on %v resets %v: a limiter on Redis depends on it and loses its state with it", c.name, l.DependsOn, l.Resets)
 		}
 		got := ""
 		if len(l.RateLimits) == 1 && l.RateLimits[0].Actions[0].RequestHeaders != nil {

@@ -633,18 +633,18 @@ func (s *ScenarioPlan) validateSteps(sp, where string, stepPath func(int) string
 }
 
 // validateNginxFaults refuses a fault on the RLS or Redis in a scenario
-// whose lab is lab.nginx, which has neither, or lab.gateway (no RLS; its
-// Redis takes no faults yet).
+// whose lab is lab.nginx, which has neither, or lab.gateway, which has no
+// RLS and a Redis only for its lua and gcra limiters.
 func (s *ScenarioPlan) validateNginxFaults(stepPath func(int) string, where string) error {
-	format := "a scenario with lab.nginx has no %s"
+	format, redis := "a scenario with lab.nginx has no %s", false
 	switch {
 	case s.Lab.Gateway != nil:
-		format = "a scenario with lab.gateway takes no %s faults"
+		format, redis = "a scenario with lab.gateway has no %s (only its lua and gcra limiters run on one)", s.Lab.Gateway.onRedis()
 	case s.Lab.Nginx == nil:
 		return nil
 	}
 	for j, st := range s.Steps {
-		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
+		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis" && !redis) {
 			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), format, f.Target)
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/gateway"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/userdirs"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -223,6 +224,8 @@ type scenarioRun struct {
 	// own replies, follow the plan's in scenario.json.
 	gateway  *gateway.Gateway
 	classify []evidence.ClassRule
+	// gatewayRedis is the gateway's redis-server (lua, gcra), the target of redis faults.
+	gatewayRedis *realparts.Redis
 }
 
 // run executes the scenario; it returns a NOT_RUN reason or "".
@@ -551,6 +554,8 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 		}
 	case r.real != nil && (f.Target == "rls" || f.Target == "redis"):
 		err = r.realFault(ctx, f)
+	case r.gatewayRedis != nil && f.Target == "redis":
+		err = r.gatewayRedisFault(ctx, f.Action)
 	case f.Target == "backend" && r.backend != nil && (f.Action == evidence.ActionSet || f.Action == evidence.ActionClear):
 		ev.Target = backendTarget(f.Endpoints)
 		if f.Action == evidence.ActionClear {

@@ -6,16 +6,28 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
+// quietRedis is go-redis' logger as the gateway sets it: it drops the
+// lines go-redis would print to stderr (a refused dial while Redis is
+// stopped); the errors reach the gateway through each call instead.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
+
 // NewRedisClient returns a go-redis client of the Redis at addr
 // ("127.0.0.1:PORT", the scenario's private redis-server), with a pool
 // large enough for a lab attack's concurrency. The caller closes it.
+// go-redis' process-wide logger is silenced (the package never prints).
 func NewRedisClient(addr string) *redis.Client {
+	quietOnce.Do(func() { redis.SetLogger(quietRedis{}) })
 	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 256, MinIdleConns: 4, DialTimeout: 2 * time.Second,
 		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1})
 }
