@@ -75,7 +75,8 @@ type XRatePlan struct {
 	Rate float64 `json:"rate"`
 	// Burst is the bucket's size (>= 1).
 	Burst int `json:"burst"`
-	// PerKey gives every key its own limiter; default one for all requests.
+	// PerKey gives every key its own limiter; default one for all
+	// requests (lab.gateway.key is then not read).
 	PerKey bool `json:"per_key,omitempty"`
 }
 
@@ -507,6 +508,11 @@ func (r *scenarioRun) startGateway(ctx context.Context) string {
 	key, err := gateway.ParseKey(gp.key())
 	if err != nil {
 		return err.Error()
+	}
+	if gp.XRate != nil && !gp.XRate.PerKey {
+		// one limiter for every request: a request without the key's
+		// header is limited too (its model is one bucket per target)
+		key = gateway.Key{Kind: gateway.KeyClient}
 	}
 	alog, err := evidence.CreateAccessLog(d, GatewayName)
 	if err != nil {

@@ -207,6 +207,30 @@ func TestGatewayXRateRun(t *testing.T) {
 	}
 }
 
+// TestGatewayGlobalXRateLimitsEveryRequest: a global xrate (not per key)
+// limits every request, those without the key's header too, as its model
+// (one bucket) counts them: 3 of 6 pass, 2 of them without x-user.
+func TestGatewayGlobalXRateLimitsEveryRequest(t *testing.T) {
+	plan := "name: p\nscenarios:\n - name: global\n   lab: {gateway: {key: \"header:x-user\", xrate: {rate: 0.001, burst: 3}}}\n" +
+		"   steps:\n    - attack: {ids: 2, concurrency: 1}\n    - attack: {ids: 4, concurrency: 1, headers: {x-user: a}}\n" +
+		"   expect: {admitted: model, classes: {admitted: 3, local_429: 3}}\n"
+	p, err := ParsePlan("p.yaml", []byte(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir, err := Run(context.Background(), p, Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := analyze.Analyze(context.Background(), runDir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Scenarios[0]; s.Status != evidence.Pass {
+		t.Errorf("%s %v", s.Status, s.Reasons)
+	}
+}
+
 // TestGatewayRedisNotInstalledIsNotRun: without redis-server a lua or gcra
 // scenario is NOT_RUN naming redis-server and the install script; an
 // xrate scenario of the same plan still runs.
