@@ -609,6 +609,7 @@ func TestLabFile(t *testing.T) {
 	bad := write("bad.yaml", "proxies: 1\nlocal: {max_tokens: 1, fill_interval: soon}\n")
 	rls := write("rls.yaml", "global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\nrls: {config: \"domain: d\\ndescriptors:\\n  - {key: generic_key, value: v, rate_limit: {unit: second, requests_per_unit: 1}}\\n\"}\n")
 	real := write("real.yaml", "global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\nrls: {kind: real, config: \"domain: d\"}\n")
+	gw := write("gateway.yaml", "gateway: {xrate: {rate: 1, burst: 1}}\n")
 	for _, c := range []struct {
 		args []string
 		err  string
@@ -617,6 +618,7 @@ func TestLabFile(t *testing.T) {
 		{[]string{"-f", file, "--proxies", "3"}, "--proxies: the lab is in -f"},
 		{[]string{"-f", file, "--retry-on", "5xx", "--rls", "grpc://x:1"}, "--retry-on, --rls: the lab is in -f"},
 		{[]string{"-f", real}, "rls.kind real: rlbench lab starts the lab RLS"},
+		{[]string{"-f", gw}, "gateway: rlbench lab starts the lab proxies; run a plan for lab.gateway"},
 		{[]string{"-f", filepath.Join(dir, "absent.yaml")}, "absent.yaml"},
 	} {
 		err := execute(NewLabCmd(tio, func(*LabOptions) error { return nil }), c.args)

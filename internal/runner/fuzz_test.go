@@ -39,6 +39,10 @@ func FuzzParsePlan(f *testing.F) {
 	f.Add([]byte(realPlanYAML))
 	f.Add([]byte(conformancePlanYAML))
 	f.Add([]byte("conformance: {limiters: [{name: a, lab: {}, skip: [classes]}], shapes: [{name: b, attack: {ids: 2}, expect: {admitted: model}}]}\n"))
+	// lab.gateway (its Lua script relative to the plan, here the test's directory).
+	f.Add([]byte("scenarios: [{name: s, lab: {gateway: {key: \"header:x-user\", xrate: {rate: 100, burst: 50, per_key: true}}}, attack: {ids: 3}, expect: {admitted: model}}]\n"))
+	f.Add([]byte("scenarios: [{name: s, lab: {gateway: {lua: {script: ../../examples/gateway/token-bucket-gateway.lua, keys: [\"{key}\"], args: [2000, 1000, \"{now}\"], now: {unit: s, decimals: 3}, claim: {token_bucket: {capacity: 2000, rate: 1000}}}}}, attack: {ids: 3}}]\n"))
+	f.Add([]byte("scenarios: [{name: s, lab: {gateway: {key: route, gcra: {rate: 10, burst: 5, period: 1m}}}, attack: {ids: 3}}]\n"))
 	// Bounds (tester report 1, items 1 and 2): counts that exhausted memory or panicked.
 	f.Add([]byte("scenarios: [{name: s, repeat: 99999999999, lab: {proxies: 1}, attack: {ids: 3}, expect: {admitted: 3}}]\n"))
 	f.Add([]byte("scenarios: [{name: s, lab: {}, attack: {ids: 9223372036854775807}}]\n"))
@@ -97,8 +101,11 @@ func checkPlan(t *testing.T, p *Plan) {
 			t.Fatalf("scenario %q: lab/external/attack/repeat invariants broken: %+v", s.Name, s)
 		}
 		checkPlanSteps(t, &s)
-		if l := s.Lab; l != nil && ((l.Proxies < 1 && l.Nginx == nil) || l.Proxies > 26 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
+		if l := s.Lab; l != nil && (l.Proxies < 1 && l.Nginx == nil && l.Gateway == nil || l.Proxies > 26 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
 			t.Fatalf("scenario %q: lab %+v", s.Name, l)
+		}
+		if g := s.Lab.gatewayOrNil(); g != nil && (g.limiterKind() == "" || g.Lua != nil && g.Lua.Script == "") {
+			t.Fatalf("scenario %q: lab.gateway %+v", s.Name, g)
 		}
 		if e := s.External; e != nil {
 			for _, px := range e.Proxies {

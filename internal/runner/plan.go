@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -133,6 +134,12 @@ type LabPlan struct {
 	// Istio gives the proxies' cluster and route settings as Istio inputs
 	// (IstioPlan); cluster and proxy fields the plan sets win over them.
 	Istio *IstioPlan `json:"istio,omitempty"`
+	// Gateway puts the lab gateway in front of the backend instead of the
+	// lab proxies: a limiter of lua (a user's script on a private
+	// redis-server), gcra (go-redis/redis_rate) or xrate
+	// (golang.org/x/time/rate) under test (a Redis one is NOT_RUN when
+	// redis-server is not installed).
+	Gateway *GatewayPlan `json:"gateway,omitempty"`
 }
 
 // BackendPlan configures the lab backend.
@@ -427,6 +434,7 @@ func ParsePlan(name string, data []byte) (*Plan, error) {
 	if err := decodeStrict(name, data, root, &p); err != nil {
 		return nil, err
 	}
+	p.setPlanDir(filepath.Dir(name)) // lab.gateway.lua.script is relative to the plan file
 	if err := p.validate(); err != nil {
 		var pe *planError
 		if errors.As(err, &pe) && root != nil {
@@ -666,14 +674,19 @@ func (s *ScenarioPlan) validateSteps(sp, where string, stepPath func(int) string
 }
 
 // validateNginxFaults refuses a fault on the RLS or Redis in a scenario
-// whose lab is lab.nginx, which has neither.
+// whose lab is lab.nginx, which has neither, or lab.gateway, which has no
+// RLS and a Redis only for its lua and gcra limiters.
 func (s *ScenarioPlan) validateNginxFaults(stepPath func(int) string, where string) error {
-	if s.Lab.Nginx == nil {
+	format, redis := "a scenario with lab.nginx has no %s", false
+	switch {
+	case s.Lab.Gateway != nil:
+		format, redis = "a scenario with lab.gateway has no %s (only its lua and gcra limiters run on one)", s.Lab.Gateway.onRedis()
+	case s.Lab.Nginx == nil:
 		return nil
 	}
 	for j, st := range s.Steps {
-		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
-			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), "a scenario with lab.nginx has no %s", f.Target)
+		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis" && !redis) {
+			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), format, f.Target)
 		}
 	}
 	return nil
@@ -832,6 +845,8 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 	targets := 0
 	if s.Lab != nil && s.Lab.Nginx != nil {
 		targets = max(s.Lab.Nginx.Instances, 1)
+	} else if s.Lab != nil && s.Lab.Gateway != nil {
+		targets = 1
 	} else if s.Lab != nil {
 		targets = s.Lab.Proxies
 	} else if s.External != nil {

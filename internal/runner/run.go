@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ import (
 	"github.com/rlbench/rlbench/internal/hostprobe"
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/rlbench/rlbench/internal/lab/backend"
+	"github.com/rlbench/rlbench/internal/lab/gateway"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/userdirs"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -231,6 +234,12 @@ type scenarioRun struct {
 	limiters []evidence.Limiter
 	// captureHeaders are the response headers the attacks record; nil: attack's defaults.
 	captureHeaders []string
+	// gateway is lab.gateway's running gateway; classify, the rules of its
+	// own replies, follow the plan's in scenario.json.
+	gateway  *gateway.Gateway
+	classify []evidence.ClassRule
+	// gatewayRedis is the gateway's redis-server (lua, gcra), the target of redis faults.
+	gatewayRedis *realparts.Redis
 }
 
 // run executes the scenario; it returns a NOT_RUN reason or "".
@@ -428,6 +437,11 @@ func (r *scenarioRun) finish(ctx context.Context, agg *evidence.Attack, probe *h
 			agg.Complete, agg.Error = false, err.Error()
 		}
 	}
+	if r.gateway != nil {
+		if err := r.gateway.Err(); err != nil { // an access log line was lost
+			agg.Complete, agg.Error = false, err.Error()
+		}
+	}
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
 		if err := r.externalReceipts(ctx, receipts.w, extBefore); err != nil {
 			agg.Complete, agg.Error = false, "receipts: "+err.Error()
@@ -502,7 +516,7 @@ func (r *scenarioRun) writeScenario() error {
 	}
 	perStep, perFlow := r.requestHeaders()
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
-		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: sc.Classify,
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: append(slices.Clone(sc.Classify), r.classify...),
 		RequestHeaders: perStep, FlowRequestHeaders: perFlow, Repeat: r.repeat, Faults: faults,
 		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster, HarnessParts: r.harnessParts(), Labels: sc.Labels}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
@@ -563,6 +577,8 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 		}
 	case r.real != nil && (f.Target == "rls" || f.Target == "redis"):
 		err = r.realFault(ctx, f)
+	case r.gatewayRedis != nil && f.Target == "redis":
+		err = r.gatewayRedisFault(ctx, f.Action)
 	case f.Target == "backend" && r.backend != nil && (f.Action == evidence.ActionSet || f.Action == evidence.ActionClear):
 		if f.Action == evidence.ActionClear {
 			_, err = r.backend.SetFaults(f.Endpoints, r.baseline)
@@ -791,6 +807,9 @@ func (r *scenarioRun) harnessParts() []string {
 		return nil
 	}
 	var parts []string
+	if sc.Lab.Gateway != nil {
+		parts = append(parts, GatewayName)
+	}
 	if sc.Lab.Nginx == nil {
 		for _, t := range r.targets {
 			if _, ok := r.admins[t.Name]; ok {

@@ -242,6 +242,10 @@ var typeRules = map[string]rule{
 	"runner.FlowPlan": func(s *jsonschema.Schema) {
 		s.OneOf = []*jsonschema.Schema{required("ids"), required("duration", "rate")}
 	},
+	// GatewayPlan (lab.gateway): exactly one limiter.
+	"runner.GatewayPlan": func(s *jsonschema.Schema) {
+		s.OneOf = []*jsonschema.Schema{required("lua"), required("gcra"), required("xrate")}
+	},
 	// Step: exactly one of attack or fault.
 	"runner.Step": func(s *jsonschema.Schema) { s.OneOf = []*jsonschema.Schema{required("attack"), required("fault")} },
 	// FaultPlan: stop, start and restart act on rls or redis; exec runs a command.

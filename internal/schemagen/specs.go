@@ -147,6 +147,9 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 			OneOf: []*jsonschema.Schema{one, {Type: "array", Items: one}}}, "PeakExpectations"
 	case typeOf[report.Classes]():
 		return g.classesDef(t), "Classes"
+	case typeOf[runner.LuaArg]():
+		return &jsonschema.Schema{Description: g.comment(t, ""),
+			OneOf: []*jsonschema.Schema{{Type: "string"}, {Type: "number"}}}, "LuaArg"
 	case typeOf[runner.Rate]():
 		return &jsonschema.Schema{Description: g.comment(t, "") +
 			"\n\nA string N/DURATION (\"100/1s\", \"10/100ms\"), N/UNIT (\"60/m\"), N (per second), or \"\", \"0\" or \"infinity\" for no pacing; or an integer N per second (0: no pacing). N and DURATION must be positive.",
