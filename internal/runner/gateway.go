@@ -81,9 +81,9 @@ type XRatePlan struct {
 }
 
 // GCRAPlan is github.com/go-redis/redis_rate/v10's Limit{Rate, Burst,
-// Period}: rate requests per period with burst, per key. The GCRA model
-// (emission interval period/rate) is not declared yet: model.KindGCRA is
-// added by its own change, and this section's translation to it follows.
+// Period}: rate requests per period with burst, per key; its model is
+// model.KindGCRA (decl.GCRALimit: emission interval period/rate,
+// tolerance burst × period/rate).
 type GCRAPlan struct {
 	// Rate is the requests per period (>= 1).
 	Rate int `json:"rate"`
@@ -326,7 +326,7 @@ func (l *LuaPlan) nowFormat() gateway.NowFormat {
 
 // modelSpec is the model the section declares (nil: none): xrate's token
 // bucket (decl.TokenBucketRate of capacity burst and rate rate), a Lua
-// script's claimed token bucket; gcra's GCRA model follows model.KindGCRA.
+// script's claimed token bucket, gcra's GCRA (decl.GCRALimit).
 func (g *GatewayPlan) modelSpec() (*model.Spec, error) {
 	var tb *decl.TokenBucketRate
 	switch {
@@ -336,10 +336,15 @@ func (g *GatewayPlan) modelSpec() (*model.Spec, error) {
 		c := g.Lua.Claim.TokenBucket
 		tb = &decl.TokenBucketRate{Capacity: c.Capacity, RatePerSec: c.Rate}
 	case g.GCRA != nil:
-		// Follow-up: decl's GCRA translation (model.KindGCRA: rate, period,
-		// burst as redis_rate's Limit) once it exists; until then a gcra
-		// gateway declares no model and is judged by its expectations only.
-		return nil, nil
+		period := time.Duration(g.GCRA.Period)
+		if period == 0 {
+			period = time.Second
+		}
+		s, err := decl.GCRALimit{Rate: g.GCRA.Rate, Burst: g.GCRA.Burst, Period: period}.Spec()
+		if err != nil {
+			return nil, err
+		}
+		return &s, nil
 	}
 	if tb == nil {
 		return nil, nil

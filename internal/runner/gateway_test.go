@@ -108,7 +108,7 @@ func TestGatewayPlanValidation(t *testing.T) {
 // TestGatewayModelDecl: the parameters written once become the model and
 // its key: xrate's token bucket (burst, rate), a Lua script's claim, per
 // header value (request_headers), per target for client, a global xrate
-// and a route of one path; none for gcra yet, a Lua script without a
+// and a route of one path, gcra's GCRA; none for a Lua script without a
 // claim, or a route of several paths.
 func TestGatewayModelDecl(t *testing.T) {
 	one := []Step{{Attack: &AttackPlan{Path: "/a?x=1"}}}
@@ -131,7 +131,8 @@ func TestGatewayModelDecl(t *testing.T) {
 			evidence.KeyTarget, "", &model.Spec{Kind: model.KindTokenBucket, Capacity: 2000, RatePerSec: 1000}},
 		{"route of two paths", GatewayPlan{Key: "route", XRate: &XRatePlan{Rate: 2, Burst: 3, PerKey: true}}, two, "", "", nil},
 		{"lua without claim", GatewayPlan{Lua: &LuaPlan{}}, one, "", "", nil},
-		{"gcra (model follows KindGCRA)", GatewayPlan{GCRA: &GCRAPlan{Rate: 1, Burst: 1}}, one, "", "", nil},
+		{"gcra per route", GatewayPlan{Key: "route", GCRA: &GCRAPlan{Rate: 10, Burst: 5}}, one,
+			evidence.KeyTarget, "", &model.Spec{Kind: model.KindGCRA}},
 	} {
 		l, err := c.g.limiterDecl(c.steps)
 		if err != nil {
@@ -147,7 +148,7 @@ func TestGatewayModelDecl(t *testing.T) {
 			t.Errorf("%s: %+v, want key %s model %+v", c.name, l, c.key, c.spec)
 			continue
 		}
-		if onRedis := c.g.Lua != nil; onRedis != (len(l.DependsOn) == 1 && len(l.Resets) == 1 && l.DependsOn[0] == evidence.FaultTargetRedis) {
+		if onRedis := c.g.Lua != nil || c.g.GCRA != nil; onRedis != (len(l.DependsOn) == 1 && len(l.Resets) == 1 && l.DependsOn[0] == evidence.FaultTargetRedis) {
 			t.Errorf("%s: depends_on %v resets %v: a limiter on Redis depends on it and loses its state with it", c.name, l.DependsOn, l.Resets)
 		}
 		got := ""
