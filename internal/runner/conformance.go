@@ -184,6 +184,11 @@ func (p *Plan) expandConformance() (map[int]conformanceOrigin, error) {
 			if err != nil {
 				return nil, at(fmt.Sprintf("%s.limiters[%d]", cp, i), cp, "conformance.limiters[%d] (%s) × shapes[%d] (%s): %w", i, l.Name, j, sh.Name, err)
 			}
+			if sc.Lab != nil && l.Lab != nil && l.Lab.Gateway != nil && l.Lab.Gateway.Lua != nil {
+				// The copy went through JSON, which drops the directory
+				// lua.script is relative to (the plan file's).
+				sc.Lab.setPlanDir(l.Lab.Gateway.Lua.baseDir)
+			}
 			origins[len(p.Scenarios)] = conformanceOrigin{limiter: i, shape: j}
 			p.Scenarios = append(p.Scenarios, *sc)
 		}

@@ -188,6 +188,13 @@ func (p *Plan) setPlanDir(dir string) {
 			l.setPlanDir(dir)
 		}
 	}
+	if c := p.Conformance; c != nil {
+		for i := range c.Limiters {
+			if l := c.Limiters[i].Lab; l != nil {
+				l.setPlanDir(dir)
+			}
+		}
+	}
 }
 
 // gatewayOrNil is lab.gateway, nil for a nil lab.
