@@ -33,6 +33,7 @@ type engine struct {
 	flows   []*flowRun
 	timeout time.Duration
 	prog    *Progress
+	live    *liveCounts // e.prog's live counters (Progress.CountLive); nil when off
 
 	stop     atomic.Bool // take no further IDs (interrupt or write failure)
 	abortCtx context.Context
@@ -90,6 +91,7 @@ type flowRun struct {
 // pool is one flow's connections to one target.
 type pool struct {
 	name    string
+	target  int // attack target index
 	addr    string
 	tlsConf *tls.Config // nil for http
 	h2      *h2pool     // HTTP/2 (h2, h2c); nil for HTTP/1.1
@@ -193,7 +195,7 @@ func newPool(p *prepared, ti, idleCap int, single bool) (*pool, error) {
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	pl := &pool{name: p.tnames[ti], addr: net.JoinHostPort(u.Hostname(), port), timeout: p.opts.Timeout}
+	pl := &pool{name: p.tnames[ti], target: ti, addr: net.JoinHostPort(u.Hostname(), port), timeout: p.opts.Timeout}
 	pl.dialer = net.Dialer{Timeout: p.opts.Timeout, KeepAlive: 30 * time.Second}
 	pl.testDial = p.opts.testDial
 	if u.Scheme == "https" {
@@ -525,6 +527,9 @@ type attempt struct {
 	// Direct sends: the connection is w.pc, parked again after the
 	// response; retracted when not one byte was written on it.
 	park, retracted bool
+	// inFlight: the request is counted in its target's live in-flight
+	// gauge (engine.began), until record.
+	inFlight bool
 }
 
 // send sends ID i: build then do (HTTP/1.1) or doH2.
@@ -574,6 +579,15 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	w.finish(&a)
 }
 
+// began counts a's request in flight on target ti when its first byte has
+// left (Progress.CountLive; once per attempt, however many writes).
+func (e *engine) began(a *attempt, ti int) {
+	if e.live != nil && !a.inFlight {
+		e.live.targets[ti].inFlight.Add(1)
+		a.inFlight = true
+	}
+}
+
 // writeRequest stamps a's send time, writes b on c once (one raw write,
 // sendRaw, then through c what it left, sendRest) and sets c's deadline
 // from the send time (setDeadline): a.wn and a.werr are the write's
@@ -601,6 +615,7 @@ func (e *engine) sendRaw(a *attempt, c *hconn, b []byte) bool {
 	}
 	if a.wn > 0 {
 		a.writes++
+		e.began(a, c.p.target)
 	}
 	return a.werr != nil || a.wn == len(b)
 }
@@ -618,6 +633,7 @@ func (e *engine) sendRest(a *attempt, c *hconn, b []byte) {
 	m, err := c.Write(b[a.wn:])
 	if a.wn == 0 && m > 0 {
 		a.writes++
+		e.began(a, c.p.target)
 	}
 	a.wn += m
 	a.werr = err
@@ -768,9 +784,13 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 			}
 		}
 	}
-	w.codes[fr.tmpls[fr.f.assign[a.i]].target][r.Code]++
+	ti := fr.tmpls[fr.f.assign[a.i]].target
+	w.codes[ti][r.Code]++
 	if e.prog != nil {
 		e.prog.record(r.Code, r.NotSent)
+		if e.live != nil {
+			e.live.record(ti, r, a.inFlight)
+		}
 	}
 	w.lbuf = evidence.AppendRequestJSON(w.lbuf[:0], r)
 	if werr := e.out.WriteRaw(w.lbuf); werr != nil {
@@ -998,7 +1018,7 @@ func (e *engine) run(ctx context.Context) (*evidence.AttackSummary, error) {
 		sum.CodesByTarget[tc.Name] = map[string]int{}
 	}
 	if e.prog != nil {
-		e.prog.begin(p)
+		e.live = e.prog.begin(p)
 	}
 	start := e.execute(ctx, sum)
 	end := time.Now()

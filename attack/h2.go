@@ -262,6 +262,7 @@ func (w *worker) doH2(i int, intended int64, c *h2conn, inBurst bool) {
 		req := tg.h2request(ctx, e.p.idKey, w.fr.f.ids[i], &wrote)
 		a.sent = time.Now()
 		r.Conn = c.name
+		e.began(&a, tg.target) // HTTP/2: from the RoundTrip on (whether HEADERS left is known after it)
 		var err error
 		resp, err = c.cc.RoundTrip(req)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // Progress holds live counters of one Run (Options.Progress): the caller
@@ -24,6 +26,14 @@ type Progress struct {
 	// codes[c] counts responses with status c (100..999; ReadResponse
 	// accepts three digits only).
 	codes [1000]atomic.Int64
+
+	// Live counters (live.go): liveOn and liveCls are set by CountLive
+	// before Run; live by begin, paces (the paced flows' pacing error
+	// histograms) by start.
+	liveOn  bool
+	liveCls *evidence.Classifier
+	live    atomic.Pointer[liveCounts]
+	paces   atomic.Pointer[[]*hist]
 }
 
 // ProgressSnapshot is a Progress read at one instant.
@@ -55,21 +65,30 @@ type CodeCount struct {
 	Code, N int
 }
 
-// begin records the total before warming.
-func (p *Progress) begin(pr *prepared) {
+// begin records the total before warming and returns the live counters
+// (nil unless CountLive).
+func (p *Progress) begin(pr *prepared) *liveCounts {
 	p.total.Store(int64(pr.ids))
+	if !p.liveOn {
+		return nil
+	}
+	l := &liveCounts{cls: p.liveCls, names: pr.tnames, targets: make([]liveTarget, len(pr.tnames))}
+	p.live.Store(l)
+	return l
 }
 
 // start records the start instant and the paced schedule's end.
 func (p *Progress) start(at time.Time, e *engine) {
 	var planned time.Duration
 	all := true
+	var paces []*hist
 	for _, fr := range e.flows {
 		f := fr.f
 		if !f.paced {
 			all = false
 			continue
 		}
+		paces = append(paces, &fr.pace)
 		if len(f.ids) == 0 {
 			continue
 		}
@@ -80,6 +99,9 @@ func (p *Progress) start(at time.Time, e *engine) {
 		planned = max(planned, time.Duration(float64(last+1)/f.perSec*float64(time.Second)))
 	}
 	p.allPaced.Store(all)
+	if p.liveOn {
+		p.paces.Store(&paces)
+	}
 	if planned > 0 {
 		p.plannedNs.Store(at.Add(planned).UnixNano())
 	}
