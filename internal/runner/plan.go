@@ -61,6 +61,9 @@ type Plan struct {
 	Tools map[string]string `json:"tools,omitempty"`
 	// Scenarios run in order (at least one); their names must be unique.
 	Scenarios []ScenarioPlan `json:"scenarios"`
+	// RemoteWrite, when set, pushes live metrics to a Prometheus remote
+	// write receiver while the run goes (RemoteWritePlan).
+	RemoteWrite *RemoteWritePlan `json:"remote_write,omitempty"`
 }
 
 // ScenarioPlan is one scenario: the parts it runs on, its steps and what it expects.
@@ -476,6 +479,11 @@ func at(path, where, format string, a ...any) error {
 func (p *Plan) validate() error {
 	if len(p.Scenarios) == 0 {
 		return fmt.Errorf("no scenarios")
+	}
+	if p.RemoteWrite != nil {
+		if err := p.RemoteWrite.validate("remote_write"); err != nil {
+			return err
+		}
 	}
 	seen := map[string]bool{}
 	runs := 0

@@ -47,6 +47,8 @@ type Options struct {
 	Live func(label string, p *attack.Progress) (stop func())
 	// Now is the clock for directory names and the manifest; time.Now when nil.
 	Now func() time.Time
+	// Observer, if set, follows the run live (Observer).
+	Observer Observer
 }
 
 // RunStampLayout is the time layout (UTC) of a run directory's name, <stamp>-<n>.
@@ -108,6 +110,9 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(progress, "run directory %s\n", runDir)
+	if opts.Observer != nil {
+		opts.Observer.SetRunID(filepath.Base(runDir))
+	}
 	host, _ := os.Hostname()
 	m := evidence.Manifest{Schema: evidence.ManifestSchema, RlbenchVersion: buildinfo.Version(), GoVersion: runtime.Version(), Plan: plan.Name,
 		Host: host, Start: now().UTC().Format(time.RFC3339Nano), Tools: map[string]string{}}
@@ -147,7 +152,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 				continue
 			}
 			fmt.Fprintf(progress, "scenario %q repeat %d/%d\n", sc.Name, rep, sc.Repeat)
-			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, live: opts.Live, runID: filepath.Base(runDir)}
+			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, live: opts.Live, obs: opts.Observer, runID: filepath.Base(runDir)}
 			if reason := sr.run(ctx); reason != "" {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
 				sp := ed.Scenario()
@@ -193,6 +198,7 @@ type scenarioRun struct {
 	dir      string
 	progress io.Writer
 	live     func(string, *attack.Progress) func()
+	obs      Observer // nil: none
 	// runID (the run directory's name) prefixes every request ID, so IDs
 	// are unique across runs that share an external backend.
 	runID string
@@ -326,7 +332,7 @@ func (r *scenarioRun) runSteps(ctx context.Context, reqs, faults *evidence.Write
 		}
 		if st.Fault != nil {
 			f := r.fault(ctx, st)
-			_ = faults.Write(f)
+			r.writeFault(faults, f)
 			fmt.Fprintf(r.progress, "  fault %s: ok=%v %s\n", st.Name, f.OK, f.Error)
 			continue
 		}
@@ -364,7 +370,7 @@ func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, req
 			timers = append(timers, time.AfterFunc(time.Duration(fs.Fault.At), func() {
 				defer wg.Done()
 				f := r.fault(ctx, fs)
-				_ = faults.Write(f)
+				r.writeFault(faults, f)
 				fmt.Fprintf(r.progress, "  fault %s at +%s: ok=%v %s\n", fs.Name, time.Duration(fs.Fault.At), f.OK, f.Error)
 			}))
 		}
@@ -596,6 +602,7 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, o
 		stop = r.live(attackLabel(st), opts.Progress)
 	}
 	defer stop()
+	defer r.observeAttack(opts.Progress)()
 	return attack.Run(ctx, opts, w)
 }
 
@@ -721,7 +728,7 @@ func (fw *faultWindows) openWindow(r *scenarioRun, st Step, prev []backend.Fault
 			ev := evidence.Fault{Name: st.Name, Action: evidence.ActionClear, Target: backendTarget(f.Endpoints), BeginNs: time.Now().UnixNano(), OK: true}
 			r.backend.RestoreFaults(f.Endpoints, prev)
 			ev.EndNs = time.Now().UnixNano()
-			_ = fw.w.Write(ev)
+			r.writeFault(fw.w, ev)
 			fmt.Fprintf(r.progress, "  fault %s: cleared\n", st.Name)
 		})
 	}
