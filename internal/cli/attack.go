@@ -78,7 +78,10 @@ type AttackOptions struct {
 	WarmAhead    time.Duration
 	Quiet        bool
 	// Overwrite replaces the attack evidence already in Out (--overwrite).
-	Overwrite      bool
+	Overwrite bool
+	// RemoteWrite is --remote-write and --remote-write-interval: the series
+	// carry run_id = the --out directory's name and scenario = "attack".
+	RemoteWrite    RemoteWriteOptions
 	changedForFlow []string // attack-level flags that flows replace, as given
 }
 
@@ -174,6 +177,7 @@ bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
 	f.DurationVar(&o.WarmAhead, "warm-ahead", attack.DefaultWarmAhead, "with --start-at: begin warming connections this long before it")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress or summary lines on stderr")
 	f.BoolVar(&o.Overwrite, "overwrite", false, "replace the requests.jsonl and attack.json already in --out (default: refuse)")
+	remoteWriteFlags(cmd, &o.RemoteWrite)
 	return cmd
 }
 
@@ -530,6 +534,10 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 		}
 		return err
 	}
+	pusher, err := o.RemoteWrite.newPusher(nil, attackRunID(o.Out))
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
@@ -548,9 +556,16 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 		errOut = io.Discard
 	}
 	opts.Progress = new(attack.Progress)
+	stopRW := func() {}
+	if pusher != nil {
+		stopRW = pusher.Attack(attackScenario, 1, opts.Progress, nil)
+		pusher.Start(ctx)
+	}
 	stop := liveProgress(errOut, "attack", opts.Progress)
 	sum, runErr := attack.Run(ctx, opts, w)
 	stop()
+	stopRW()
+	closePusher(ctx, pusher, o.RemoteWrite.URL, nil, o.IO.ErrOut, !o.Quiet)
 	// A requests.jsonl that could not be written whole (the last lines
 	// are flushed by Close) makes the attack incomplete in attack.json too.
 	if cerr := w.Close(); cerr != nil {
