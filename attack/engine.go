@@ -615,7 +615,9 @@ func (e *engine) sendRaw(a *attempt, c *hconn, b []byte) bool {
 	}
 	if a.wn > 0 {
 		a.writes++
-		e.began(a, c.p.target)
+		if e.live != nil {
+			e.began(a, c.p.target)
+		}
 	}
 	return a.werr != nil || a.wn == len(b)
 }
@@ -633,7 +635,9 @@ func (e *engine) sendRest(a *attempt, c *hconn, b []byte) {
 	m, err := c.Write(b[a.wn:])
 	if a.wn == 0 && m > 0 {
 		a.writes++
-		e.began(a, c.p.target)
+		if e.live != nil {
+			e.began(a, c.p.target)
+		}
 	}
 	a.wn += m
 	a.werr = err
