@@ -197,7 +197,11 @@ func (s *scState) see(l attack.LiveSnapshot) {
 // faults.jsonl: a stop or set opens a window on its target (unless one is
 // open there), the next start or clear of that target closes it, a restart
 // or exec is a window that opened and closed (analyze/faults.go's rule).
+// A fault without a name is labelled "<action> <target>".
 func (p *Pusher) Fault(scenario string, repeat int, f evidence.Fault) {
+	if f.Name == "" { // a label value must not be empty (it would name no label)
+		f.Name = f.Action + " " + f.Target
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.state(scenario, repeat)

@@ -410,3 +410,35 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestPusherFaultWindows: fault_active follows analyze's windows, a
+// window shows in the sample after it closed, and an unnamed fault is
+// labelled by its action and target.
+func TestPusherFaultWindows(t *testing.T) {
+	p := NewPusher(PusherOptions{Client: &Client{}, RunID: "r"})
+	active := func() map[string]float64 {
+		m := map[string]float64{}
+		for _, ts := range p.collect(time.Now()) {
+			if l := labelsOf(ts); l["__name__"] == metricnames.FaultActive {
+				m[l["fault"]] = ts.Samples[0].Value
+			}
+		}
+		return m
+	}
+	f := func(name, action, target string) {
+		p.Fault("s", 1, evidence.Fault{Name: name, Action: action, Target: target})
+	}
+	f("down", evidence.ActionStop, "rls")
+	f("down again", evidence.ActionStop, "rls") // already down: no window of its own
+	if got := active(); got["down"] != 1 || len(got) != 1 {
+		t.Fatalf("after stop: %v", got)
+	}
+	f("up", evidence.ActionStart, "rls")
+	f("", evidence.ActionExec, "backend")
+	if got := active(); got["down"] != 1 || got["exec backend"] != 1 || len(got) != 2 {
+		t.Fatalf("after start and exec: %v (both were active during the interval)", got)
+	}
+	if got := active(); got["down"] != 0 || got["exec backend"] != 0 {
+		t.Fatalf("one interval later: %v", got)
+	}
+}
