@@ -99,6 +99,14 @@ func (p *Progress) Live() LiveSnapshot {
 		for _, x := range *ps {
 			h.merge(x)
 		}
+		// Sends still being counted: merge read each n after its buckets,
+		// so n may count adds whose bucket it did not see; the ranks are
+		// taken from the buckets' own total, which they always reach.
+		var total uint64
+		for i := range h.counts {
+			total += h.counts[i].Load()
+		}
+		h.n.Store(total)
 		s.Pacing = h.quantiles()
 	}
 	return s
