@@ -319,6 +319,8 @@ func specLabel(s model.Spec) string {
 		return fmt.Sprintf("token bucket capacity %g at %g/s", s.Capacity, s.RatePerSec)
 	case model.KindFixedWindow:
 		return fmt.Sprintf("fixed window %d per %s", s.Limit, s.Unit)
+	case model.KindGCRA:
+		return fmt.Sprintf("GCRA %d per %v, burst %d", s.RatePerPeriod, time.Duration(s.Period), s.Burst)
 	}
 	return s.Kind
 }

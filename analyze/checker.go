@@ -156,6 +156,8 @@ var DefaultCheckers = []Checker{
 	{"backend peak", checkBackendPeak},
 	{"admission timing", checkAdmissionTiming},
 	{"amplification", checkAmplification},
+	{"latency thresholds", checkLatencyThresholds},
+	{"ratios", checkRatios},
 	{"proxy stats", checkStats},
 	{"rls decisions", checkRLSDecisions},
 	{"rls decisions logged", checkRLSLogged},

@@ -170,6 +170,7 @@ func declared(in *Input) (real bool, vac []*vacuous) {
 	for _, k := range sortedKeys(ex.LimitReqStatus) {
 		add(limitReqVacuous(in, k, ex.LimitReqStatus[k]))
 	}
+	thresholdsDeclared(ex, add)
 	if intendedJudged(in) {
 		add(intendedVacuous(in))
 	}

@@ -198,6 +198,7 @@ func (w *worker) writeParked(j job) bool {
 	sent := !a.retracted
 	if sent {
 		w.fr.directN.Add(1)
+		w.sending(a)
 	}
 	// From here on w's attempt is the worker's: it may record it and park
 	// again, and the other dispatcher take it.

@@ -33,7 +33,6 @@ type engine struct {
 	flows   []*flowRun
 	timeout time.Duration
 	prog    *Progress
-	live    *liveCounts // e.prog's live counters (Progress.CountLive); nil when off
 
 	stop     atomic.Bool // take no further IDs (interrupt or write failure)
 	abortCtx context.Context
@@ -91,7 +90,6 @@ type flowRun struct {
 // pool is one flow's connections to one target.
 type pool struct {
 	name    string
-	target  int // attack target index
 	addr    string
 	tlsConf *tls.Config // nil for http
 	h2      *h2pool     // HTTP/2 (h2, h2c); nil for HTTP/1.1
@@ -195,7 +193,7 @@ func newPool(p *prepared, ti, idleCap int, single bool) (*pool, error) {
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	pl := &pool{name: p.tnames[ti], target: ti, addr: net.JoinHostPort(u.Hostname(), port), timeout: p.opts.Timeout}
+	pl := &pool{name: p.tnames[ti], addr: net.JoinHostPort(u.Hostname(), port), timeout: p.opts.Timeout}
 	pl.dialer = net.Dialer{Timeout: p.opts.Timeout, KeepAlive: 30 * time.Second}
 	pl.testDial = p.opts.testDial
 	if u.Scheme == "https" {
@@ -527,9 +525,17 @@ type attempt struct {
 	// Direct sends: the connection is w.pc, parked again after the
 	// response; retracted when not one byte was written on it.
 	park, retracted bool
-	// inFlight: the request is counted in its target's live in-flight
-	// gauge (engine.began), until record.
-	inFlight bool
+	// counted: Progress.sending counted the attempt as begun.
+	counted bool
+}
+
+// sending counts attempt a as begun in the live Progress (when there is
+// one): from here until record it is in flight.
+func (w *worker) sending(a *attempt) {
+	if p := w.e.prog; p != nil && !a.counted {
+		a.counted = true
+		p.sending(w.fr.tmpls[w.fr.f.assign[a.i]].target)
+	}
 }
 
 // send sends ID i: build then do (HTTP/1.1) or doH2.
@@ -549,6 +555,7 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	e := w.e
 	tg := w.fr.tmpls[w.fr.f.assign[i]]
 	a := attempt{i: i, intended: intended, inBurst: inBurst, c: c, start: time.Now()}
+	w.sending(&a)
 	for try := 0; ; try++ {
 		if a.c == nil {
 			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
@@ -579,15 +586,6 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	w.finish(&a)
 }
 
-// began counts a's request in flight on target ti when its first byte has
-// left (Progress.CountLive; once per attempt, however many writes).
-func (e *engine) began(a *attempt, ti int) {
-	if e.live != nil && !a.inFlight {
-		e.live.targets[ti].inFlight.Add(1)
-		a.inFlight = true
-	}
-}
-
 // writeRequest stamps a's send time, writes b on c once (one raw write,
 // sendRaw, then through c what it left, sendRest) and sets c's deadline
 // from the send time (setDeadline): a.wn and a.werr are the write's
@@ -615,9 +613,6 @@ func (e *engine) sendRaw(a *attempt, c *hconn, b []byte) bool {
 	}
 	if a.wn > 0 {
 		a.writes++
-		if e.live != nil {
-			e.began(a, c.p.target)
-		}
 	}
 	return a.werr != nil || a.wn == len(b)
 }
@@ -635,9 +630,6 @@ func (e *engine) sendRest(a *attempt, c *hconn, b []byte) {
 	m, err := c.Write(b[a.wn:])
 	if a.wn == 0 && m > 0 {
 		a.writes++
-		if e.live != nil {
-			e.began(a, c.p.target)
-		}
 	}
 	a.wn += m
 	a.werr = err
@@ -775,6 +767,9 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 		}
 		if a.intended != 0 {
 			fr.pace.add(r.SentNs - a.intended)
+			if e.prog != nil {
+				e.prog.paced(r.SentNs - a.intended)
+			}
 			if r.Code != 0 {
 				fr.fromIntended.add(end.UnixNano() - a.intended)
 			}
@@ -788,13 +783,10 @@ func (w *worker) record(a *attempt, r *evidence.Request, end time.Time) {
 			}
 		}
 	}
-	ti := fr.tmpls[fr.f.assign[a.i]].target
-	w.codes[ti][r.Code]++
+	tgt := fr.tmpls[fr.f.assign[a.i]].target
+	w.codes[tgt][r.Code]++
 	if e.prog != nil {
-		e.prog.record(r.Code, r.NotSent)
-		if e.live != nil {
-			e.live.record(ti, r, a.inFlight)
-		}
+		e.prog.record(tgt, r, a.counted)
 	}
 	w.lbuf = evidence.AppendRequestJSON(w.lbuf[:0], r)
 	if werr := e.out.WriteRaw(w.lbuf); werr != nil {
@@ -1022,7 +1014,7 @@ func (e *engine) run(ctx context.Context) (*evidence.AttackSummary, error) {
 		sum.CodesByTarget[tc.Name] = map[string]int{}
 	}
 	if e.prog != nil {
-		e.live = e.prog.begin(p)
+		e.prog.begin(p)
 	}
 	start := e.execute(ctx, sum)
 	end := time.Now()

@@ -246,6 +246,7 @@ func (w *worker) doH2(i int, intended int64, c *h2conn, inBurst bool) {
 	tg := w.fr.tmpls[w.fr.f.assign[i]]
 	h := tg.pool.h2
 	a := attempt{i: i, intended: intended, inBurst: inBurst, start: time.Now()}
+	w.sending(&a)
 	r := w.startLine(&a, tg)
 	var resp *http.Response
 	for try := 0; ; try++ {
@@ -262,7 +263,6 @@ func (w *worker) doH2(i int, intended int64, c *h2conn, inBurst bool) {
 		req := tg.h2request(ctx, e.p.idKey, w.fr.f.ids[i], &wrote)
 		a.sent = time.Now()
 		r.Conn = c.name
-		e.began(&a, tg.target) // HTTP/2: from the RoundTrip on (whether HEADERS left is known after it)
 		var err error
 		resp, err = c.cc.RoundTrip(req)
 		if err != nil {

@@ -230,6 +230,9 @@ func (e *engine) sendBurst(ws []*worker) {
 		e.sendRaw(a, a.c, w.wbuf)
 		a.start = a.sent
 	}
+	for _, w := range ws { // after the burst's writes, not between them
+		w.sending(w.burst)
+	}
 	var left []*worker // raw writes that left bytes, nothing failed
 	for _, w := range ws {
 		if a := w.burst; a.werr == nil && a.wn < len(w.wbuf) {

@@ -14,7 +14,16 @@ import (
 // caller renders (the CLI draws a bar on a terminal and prints plain lines
 // otherwise). Counting costs a few atomic adds per request, and nothing
 // when Options.Progress is nil. A Progress serves one Run.
+//
+// It is the one owner of an attack's live counts: the progress bar, the
+// event stream (package events) and live metrics read the same Snapshot.
 type Progress struct {
+	// Classifier, if set before Run, classifies the responses counted per
+	// target (TargetProgress.Classes) with a scenario's rules
+	// (evidence.Scenario.Classify); nil: the built-in marks
+	// (evidence.Marks.Classify).
+	Classifier *evidence.Classifier
+
 	total      atomic.Int64
 	startNs    atomic.Int64 // the start instant; 0 while warming
 	endNs      atomic.Int64 // when Run returned; 0 while it runs
@@ -26,14 +35,20 @@ type Progress struct {
 	// codes[c] counts responses with status c (100..999; ReadResponse
 	// accepts three digits only).
 	codes [1000]atomic.Int64
+	// targets are the per-target counters, made by begin (nil before).
+	targets atomic.Pointer[[]targetCounters]
+	// pace is the pacing error of the paced sends so far (SentNs -
+	// IntendedNs, ns).
+	pace hist
+}
 
-	// Live counters (live.go): liveOn and liveCls are set by CountLive
-	// before Run; live by begin, paces (the paced flows' pacing error
-	// histograms) by start.
-	liveOn  bool
-	liveCls *evidence.Classifier
-	live    atomic.Pointer[liveCounts]
-	paces   atomic.Pointer[[]*hist]
+// targetCounters are one target's live counters.
+type targetCounters struct {
+	name string
+	// started counts requests whose send began (sending), recorded those
+	// with a result line; started - recorded are in flight.
+	started, recorded, notSent atomic.Int64
+	classes                    [evidence.NumClasses]atomic.Int64
 }
 
 // ProgressSnapshot is a Progress read at one instant.
@@ -58,6 +73,32 @@ type ProgressSnapshot struct {
 	// schedule, or for unpaced traffic the remaining IDs at the rate so
 	// far, whichever is longer; 0 when unknown or done.
 	Left time.Duration
+	// InFlight counts the requests whose send began and that have no
+	// result line yet (the sum of Targets' InFlight).
+	InFlight int
+	// Targets are the counts per attack target, in Options.Targets order
+	// (empty before Run has begun).
+	Targets []TargetProgress
+	// PacingErrorNs are the quantiles of the paced sends' lateness so far
+	// (SentNs - IntendedNs, ns; the figure evidence.AttackPacing.ErrorNs
+	// gives at the end); N is 0 without paced sends.
+	PacingErrorNs evidence.AttackQuantiles
+}
+
+// TargetProgress is one attack target's counts in a ProgressSnapshot.
+type TargetProgress struct {
+	// Name is the target's name (Target.Name, else its URL's host).
+	Name string
+	// Recorded counts its requests with a result line, Sent those of them
+	// that left the client, NotSent the others; InFlight those whose send
+	// began without a result yet.
+	Recorded, Sent, NotSent, InFlight int
+	// Classes counts the recorded requests that left the client per
+	// response class (index: evidence.Class; no_response is code 0).
+	Classes [evidence.NumClasses]int
+	// PerSec is Sent / the snapshot's Elapsed, requests per second (0
+	// before the start).
+	PerSec float64
 }
 
 // CodeCount is one status code's count in a ProgressSnapshot.
@@ -65,30 +106,45 @@ type CodeCount struct {
 	Code, N int
 }
 
-// begin records the total before warming and returns the live counters
-// (nil unless CountLive).
-func (p *Progress) begin(pr *prepared) *liveCounts {
+// begin records the total before warming.
+func (p *Progress) begin(pr *prepared) {
 	p.total.Store(int64(pr.ids))
-	if !p.liveOn {
+	ts := make([]targetCounters, len(pr.tnames))
+	for i, n := range pr.tnames {
+		ts[i].name = n
+	}
+	p.targets.Store(&ts)
+}
+
+// target is the counters of target index t (nil before begin or out of range).
+func (p *Progress) target(t int) *targetCounters {
+	ts := p.targets.Load()
+	if ts == nil || t < 0 || t >= len(*ts) {
 		return nil
 	}
-	l := &liveCounts{cls: p.liveCls, names: pr.tnames, targets: make([]liveTarget, len(pr.tnames))}
-	p.live.Store(l)
-	return l
+	return &(*ts)[t]
 }
+
+// sending counts a request to target t whose send begins.
+func (p *Progress) sending(t int) {
+	if tc := p.target(t); tc != nil {
+		tc.started.Add(1)
+	}
+}
+
+// paced counts one paced send's lateness (ns).
+func (p *Progress) paced(lateNs int64) { p.pace.add(lateNs) }
 
 // start records the start instant and the paced schedule's end.
 func (p *Progress) start(at time.Time, e *engine) {
 	var planned time.Duration
 	all := true
-	var paces []*hist
 	for _, fr := range e.flows {
 		f := fr.f
 		if !f.paced {
 			all = false
 			continue
 		}
-		paces = append(paces, &fr.pace)
 		if len(f.ids) == 0 {
 			continue
 		}
@@ -99,9 +155,6 @@ func (p *Progress) start(at time.Time, e *engine) {
 		planned = max(planned, time.Duration(float64(last+1)/f.perSec*float64(time.Second)))
 	}
 	p.allPaced.Store(all)
-	if p.liveOn {
-		p.paces.Store(&paces)
-	}
 	if planned > 0 {
 		p.plannedNs.Store(at.Add(planned).UnixNano())
 	}
@@ -110,8 +163,10 @@ func (p *Progress) start(at time.Time, e *engine) {
 
 func (p *Progress) finish() { p.endNs.Store(time.Now().UnixNano()) }
 
-// record counts one result line.
-func (p *Progress) record(code int, notSent bool) {
+// record counts one result line r to target index t; started says
+// whether sending counted it.
+func (p *Progress) record(t int, r *evidence.Request, started bool) {
+	code, notSent := r.Code, r.NotSent
 	p.recorded.Add(1)
 	switch {
 	case notSent:
@@ -121,6 +176,19 @@ func (p *Progress) record(code int, notSent bool) {
 	case code > 0 && code < len(p.codes):
 		p.codes[code].Add(1)
 	}
+	tc := p.target(t)
+	if tc == nil {
+		return
+	}
+	if !started {
+		tc.started.Add(1)
+	}
+	if notSent {
+		tc.notSent.Add(1)
+	} else {
+		tc.classes[p.Classifier.ClassifyRequest(r)].Add(1)
+	}
+	tc.recorded.Add(1)
 }
 
 // Snapshot reads the counters. Counts are read one after another, so a
@@ -151,6 +219,28 @@ func (p *Progress) Snapshot() ProgressSnapshot {
 	if s.Elapsed > 0 {
 		s.PerSec = float64(s.Recorded) / s.Elapsed.Seconds()
 	}
+	if ts := p.targets.Load(); ts != nil {
+		s.Targets = make([]TargetProgress, len(*ts))
+		for i := range *ts {
+			tc := &(*ts)[i]
+			tp := &s.Targets[i]
+			tp.Name = tc.name
+			// recorded before started: a request recorded meanwhile was
+			// started before, so InFlight is never negative.
+			tp.Recorded = int(tc.recorded.Load())
+			tp.InFlight = max(int(tc.started.Load())-tp.Recorded, 0)
+			tp.NotSent = int(tc.notSent.Load())
+			for c := range tc.classes {
+				tp.Classes[c] = int(tc.classes[c].Load())
+				tp.Sent += tp.Classes[c]
+			}
+			if s.Elapsed > 0 {
+				tp.PerSec = float64(tp.Sent) / s.Elapsed.Seconds()
+			}
+			s.InFlight += tp.InFlight
+		}
+	}
+	s.PacingErrorNs = p.pace.quantiles()
 	if s.Started && !s.Done {
 		if pl := p.plannedNs.Load(); pl > now {
 			s.Left = time.Duration(pl - now)

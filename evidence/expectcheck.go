@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +19,9 @@ func IsExpectClass(name string) bool { return slices.Contains(ExpectClassNames()
 // CheckCounts checks the expectation's count ranges: admitted (unless it
 // is "model"), shadow,
 // classes (known names, ExpectClassNames) and limit_req_status must have
-// 0 <= min (min <= max holds after decoding). It returns the first bad
+// 0 <= min (min <= max holds after decoding); each latency threshold
+// names a class and bounds a statistic (LatencyThreshold.Validate) and
+// each ratio names a class of RatioNames. It returns the first bad
 // field's path ("expect.classes.local429") and the error, naming it.
 // Plans (at load, exit 2) and scenario.json (NOT_RUN) check with it.
 func (e *Expectation) CheckCounts() (path string, err error) {
@@ -43,6 +46,18 @@ func (e *Expectation) CheckCounts() (path string, err error) {
 	for _, k := range sortedKeys(e.LimitReqStatus) {
 		if r := e.LimitReqStatus[k]; r.Min < 0 {
 			return neg("expect.limit_req_status."+k, r)
+		}
+	}
+	for i := range e.Latency {
+		p := fmt.Sprintf("expect.latency[%d]", i)
+		if err := e.Latency[i].Validate(); err != nil {
+			return p + ".class", fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Ratios)) {
+		if !slices.Contains(RatioNames(), k) {
+			p := "expect.ratios." + k
+			return p, fmt.Errorf("%s: unknown class %q; want one of %s", p, k, strings.Join(RatioNames(), ", "))
 		}
 	}
 	return "", nil

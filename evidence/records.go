@@ -398,16 +398,24 @@ type Expectation struct {
 	// accepts it and requires at least one (a global bucket shown to
 	// starve the polite users).
 	Starved *bool `json:"starved,omitempty"`
+	// Latency bounds latency percentiles per class and, optionally,
+	// target, k6-style (LatencyThreshold), e.g.
+	// [{"class": "admitted", "p99": "<= 50ms"}].
+	Latency []LatencyThreshold `json:"latency,omitempty"`
+	// Ratios bounds shares of the requests sent per class name (or
+	// "passed", RatioNames), e.g. {"no_response": "< 0.1%"}.
+	Ratios map[string]RatioBound `json:"ratios,omitempty"`
 }
 
 // Checks reports whether the expectation asks anything: admitted,
 // classes, receipts_equal_admitted, stats_agree true, not_limited, shadow,
-// backend_peak, amplification, limit_req_status or starved. An empty expectation
+// backend_peak, amplification, limit_req_status, starved, latency or ratios. An empty expectation
 // (and no intended limit, no limiter) leaves nothing to check: such a
 // scenario is NOT_RUN, never PASS.
 func (e *Expectation) Checks() bool {
 	return e.Admitted != nil || len(e.Classes) > 0 || e.ReceiptsEqualAdmitted || e.StatsAgree != nil && *e.StatsAgree || e.NotLimited || e.Shadow != nil ||
-		len(e.BackendPeak) > 0 || e.Amplification != nil || len(e.LimitReqStatus) > 0 || e.Starved != nil
+		len(e.BackendPeak) > 0 || e.Amplification != nil || len(e.LimitReqStatus) > 0 || e.Starved != nil ||
+		len(e.Latency) > 0 || len(e.Ratios) > 0
 }
 
 // LimitSpec describes one configured limiter for computing the admissions the

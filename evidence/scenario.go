@@ -36,6 +36,14 @@ func DecodeScenario(b []byte) (Scenario, error) {
 		if errors.Is(err, errRangeOrder) && keys.badRangeLine > 0 {
 			return Scenario{}, fmt.Errorf("line %d: %s: %w", keys.badRangeLine, keys.badRange, err)
 		}
+		if te := (*ThresholdError)(nil); errors.As(err, &te) {
+			// The line of the threshold's text: a threshold is a string
+			// of expect.latency or expect.ratios.
+			if line := textLine(b, te.Text); line > 0 {
+				return Scenario{}, fmt.Errorf("line %d: %w", line, te)
+			}
+			return Scenario{}, te
+		}
 		if fe := (*FieldValueError)(nil); errors.As(err, &fe) {
 			if line := keys.lines[fe.Path]; line > 0 {
 				return Scenario{}, fmt.Errorf("line %d: %s: %w", line, fe.Path, fe.Err)
@@ -169,4 +177,23 @@ func (c *lineCounter) at(off int) int {
 	c.line += bytes.Count(c.b[c.off:off], []byte{'\n'})
 	c.off = off
 	return c.line
+}
+
+// textLine is the line of the first JSON string in b whose value is s,
+// written with or without HTML escapes (encoding/json writes "<" as
+// \u003c); 0 when there is none.
+func textLine(b []byte, s string) int {
+	var plain bytes.Buffer
+	enc := stdjson.NewEncoder(&plain)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) != nil {
+		return 0
+	}
+	escaped, _ := stdjson.Marshal(s)
+	for _, q := range [][]byte{bytes.TrimSuffix(plain.Bytes(), []byte("\n")), escaped} {
+		if i := bytes.Index(b, q); i >= 0 {
+			return lineAt(b, i)
+		}
+	}
+	return 0
 }

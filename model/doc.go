@@ -27,10 +27,15 @@
 //     nginx's millisecond clock, burst+1 at one instant for a new key,
 //     rejected requests changing nothing, nodelay / delay=N / the default
 //     delay, dry run, several zones (the first BUSY charges none).
-//   - token_bucket: golang.org/x/time/rate Allow and Redis+Lua buckets.
+//   - token_bucket: golang.org/x/time/rate Allow to the ns (its truncated
+//     wait admits up to 1ns early) and Redis+Lua buckets.
 //   - sliding_log and sliding_counter: the exact log and the two-counter
 //     approximation (HAProxy freq_ctr, Cloudflare), counting admitted or all
 //     requests.
+//   - gcra: the generic cell rate algorithm as go-redis/redis_rate runs it
+//     (lua.go allowN): emission interval T = period/rate_per_period,
+//     tolerance τ = burst × T, a request passing iff TAT - t <= τ - T. Its
+//     admissions are a token bucket's of burst tokens at rate/period.
 //
 // A Request carries a Key (the limiter instance whose state it uses: proxy,
 // worker, downstream connection, descriptor value, user, nginx zone key)

@@ -25,6 +25,8 @@ func New(spec Spec) (Model, error) {
 		return &slidingLogModel{spec: s}, nil
 	case KindSlidingCounter:
 		return &slidingCounterModel{spec: s}, nil
+	case KindGCRA:
+		return &gcraModel{spec: s}, nil
 	}
 	return nil, fmt.Errorf("limiter spec: kind %q has no model", s.Kind)
 }

@@ -29,8 +29,8 @@ func TestNormalizeErrors(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{"kind missing", Spec{}, `limiter spec: kind: missing (one of envoy_local, fixed_window, nginx_limit_req, sliding_counter, sliding_log, token_bucket)`},
-		{"kind unknown", Spec{Kind: "leaky"}, `limiter spec: kind: unknown kind "leaky" (one of envoy_local, fixed_window, nginx_limit_req, sliding_counter, sliding_log, token_bucket)`},
+		{"kind missing", Spec{}, `limiter spec: kind: missing (one of envoy_local, fixed_window, gcra, nginx_limit_req, sliding_counter, sliding_log, token_bucket)`},
+		{"kind unknown", Spec{Kind: "leaky"}, `limiter spec: kind: unknown kind "leaky" (one of envoy_local, fixed_window, gcra, nginx_limit_req, sliding_counter, sliding_log, token_bucket)`},
 
 		{"tb capacity", Spec{Kind: KindTokenBucket, RatePerSec: -1}, `limiter spec: capacity: must be a positive number of tokens, got 0`},
 		{"tb capacity inf", Spec{Kind: KindTokenBucket, Capacity: math.Inf(1)}, `limiter spec: capacity: must be a positive number of tokens, got +Inf`},

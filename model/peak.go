@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -48,6 +49,11 @@ func PeakAt(times []int64, window time.Duration) (peak int, at int64) {
 //   - fixed_window: limit × the windows a span of that length touches,
 //     ceil(window/unit) + 1.
 //   - sliding_log: limit × ceil(window / its window).
+//   - gcra: burst + floor((window - 1ns) / T), T = period/rate_per_period:
+//     n admissions span at least (n - burst)·T, and two integer-ns times
+//     in a half-open window are at most window - 1ns apart. Arrivals at
+//     ceil(k·T) after a burst reach it whenever (burst-1)·period >=
+//     rate_per_period-1 (in ns; any T of 1 ns or more with burst >= 2).
 func PeakBound(m Model, window time.Duration) (int, bool) {
 	if window <= 0 {
 		return 0, false
@@ -102,6 +108,16 @@ func PeakBound(m Model, window time.Duration) (int, bool) {
 		return int(s.Limit) * int((int64(window)+unit-1)/unit+1), true
 	case KindSlidingLog:
 		return int(s.Limit) * int((int64(window)+int64(s.Window)-1)/int64(s.Window)), true
+	case KindGCRA:
+		hi, lo := bits.Mul64(uint64(window-1), uint64(s.RatePerPeriod))
+		if hi >= uint64(s.Period) {
+			return 0, false
+		}
+		q, _ := bits.Div64(hi, lo, uint64(s.Period))
+		if q > math.MaxInt32 {
+			return 0, false
+		}
+		return s.Burst + int(q), true
 	}
 	return 0, false
 }

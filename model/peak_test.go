@@ -138,6 +138,10 @@ func TestPeakBoundOthers(t *testing.T) {
 		{Spec{Kind: KindEnvoyLocal, EnvoyVersion: "1.30", MaxTokens: 200, TokensPerFill: &tpf, FillInterval: Duration(50 * time.Millisecond)}, 100 * time.Millisecond, 210},
 		{Spec{Kind: KindFixedWindow, Limit: 5, Unit: "hour"}, time.Second, 10},
 		{Spec{Kind: KindSlidingLog, Limit: 5, Window: Duration(time.Second), Count: CountAdmitted}, 10 * time.Millisecond, 5},
+		// T = 100ms: a burst of 20, then one per T; [t, t+1s) holds 9 more (at 100ms ... 900ms), not 10
+		{Spec{Kind: KindGCRA, RatePerPeriod: 10, Period: Duration(time.Second), Burst: 20}, time.Second, 29},
+		{Spec{Kind: KindGCRA, RatePerPeriod: 10, Period: Duration(time.Second), Burst: 20}, time.Second + 1, 30},
+		{Spec{Kind: KindGCRA, RatePerPeriod: 3, Period: Duration(time.Second), Burst: 1}, time.Millisecond, 1},
 	} {
 		got, ok := PeakBound(MustNew(c.spec), c.window)
 		if !ok || got != c.want {
@@ -150,7 +154,7 @@ func TestPeakBoundOthers(t *testing.T) {
 // simulated forwards never exceed PeakBound in any window.
 func TestPeakBoundHoldsForSimulatedRuns(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		kind := rapid.SampledFrom([]string{KindNginxLimitReq, KindTokenBucket, KindEnvoyLocal, KindFixedWindow, KindSlidingLog}).Draw(t, "kind")
+		kind := rapid.SampledFrom([]string{KindNginxLimitReq, KindTokenBucket, KindEnvoyLocal, KindFixedWindow, KindSlidingLog, KindGCRA}).Draw(t, "kind")
 		var spec Spec
 		if kind == KindNginxLimitReq {
 			spec = Spec{Kind: kind, Rate: rapid.SampledFrom([]string{"1r/s", "10r/s", "100r/s", "1000r/s", "30r/m"}).Draw(t, "rate"),

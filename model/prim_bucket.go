@@ -54,6 +54,9 @@ type tbParams struct {
 	// levelDrift; a bucket of n requests is then within (n+1)*levelDrift of
 	// the exact level, its tol.
 	levelDrift float64
+	// gcra, when set, words findings in GCRA terms (the bucket is a GCRA's
+	// level, KindGCRA).
+	gcra *gcraTerms
 }
 
 func (p *tbParams) countsAll() bool { return false }
@@ -292,6 +295,9 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 
 func (t *tbPrim) why(reject bool, v float64) string {
 	p := t.p
+	if p.gcra != nil {
+		return p.gcra.why(p.label, reject, v)
+	}
 	if reject {
 		return fmt.Sprintf("%s: at most %s when it arrived, %s needed", p.label, p.fmtLevel(v), p.fmtLevel(p.theta))
 	}
@@ -426,6 +432,10 @@ func (t *tbPrim) findings() []WindowFinding {
 	}
 	f.Why = fmt.Sprintf("%s: %d admissions surely inside %s, at most %d fit (capacity plus refill)",
 		p.label, bestCnt, fmtSpan(f.From, f.To), maxN)
+	if p.gcra != nil {
+		f.Why = fmt.Sprintf("%s: %d admissions surely inside %s, at most %d fit (burst plus the span's emission intervals)",
+			p.label, bestCnt, fmtSpan(f.From, f.To), maxN)
+	}
 	return []WindowFinding{f}
 }
 

@@ -117,6 +117,10 @@ func genSpec(t *rapid.T, kind string) Spec {
 		}
 		s.DryRun = rapid.IntRange(0, 5).Draw(t, "dry run") == 0
 		return s
+	case KindGCRA:
+		return Spec{Kind: kind, RatePerPeriod: rapid.SampledFrom([]int{1, 2, 3, 10, 40, 250}).Draw(t, "rate"),
+			Period: Duration(rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second, 7 * time.Second}).Draw(t, "period")),
+			Burst:  rapid.IntRange(1, 12).Draw(t, "burst")}
 	case KindSlidingLog, KindSlidingCounter:
 		return Spec{Kind: kind, Limit: uint64(rapid.IntRange(1, 6).Draw(t, "limit")),
 			Window: Duration(rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second}).Draw(t, "window")),
@@ -355,6 +359,9 @@ func TestPropertyFixedWindow(t *testing.T) {
 }
 func TestPropertyNginx(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) { runProperty(t, KindNginxLimitReq) })
+}
+func TestPropertyGCRA(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) { runProperty(t, KindGCRA) })
 }
 func TestPropertySlidingLog(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) { runProperty(t, KindSlidingLog) })

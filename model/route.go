@@ -42,8 +42,8 @@ func (r *Router) Route(e *Event, dst []BucketUse) []BucketUse {
 			if p.refill.period > 0 {
 				per = p.refill.batch / float64(p.refill.period)
 			}
-			u.PerSec = per / p.theta * 1e9 / float64(p.unit)
-			u.Burst = p.C / p.theta
+			u.PerSec = per / p.cUp * 1e9 / float64(p.unit) // requests: a request takes cUp
+			u.Burst = p.C / p.cUp
 		case *fwParams:
 			u.PerSec, u.Burst = float64(p.limit)*1e9/float64(p.width), float64(p.limit)
 		case *slParams:

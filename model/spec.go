@@ -34,6 +34,14 @@ const (
 	// sliding window, plus the current window's count (HAProxy
 	// sc_http_req_rate / freq_ctr, Cloudflare, many Redis limiters).
 	KindSlidingCounter = "sliding_counter"
+	// KindGCRA is the generic cell rate algorithm as go-redis/redis_rate
+	// runs it (lua.go allowN, from rwz/redis-gcra): RatePerPeriod requests
+	// per Period, emission interval T = Period/RatePerPeriod, delay
+	// variation tolerance τ = Burst × T; a request at t passes iff
+	// max(TAT, t) + T - τ <= t, and then TAT = max(TAT, t) + T. It admits
+	// exactly what a token bucket of Burst tokens refilled at
+	// RatePerPeriod/Period does.
+	KindGCRA = "gcra"
 )
 
 // Envoy local rate limit scopes (what a Request.Key names).
@@ -127,6 +135,7 @@ type NginxZone struct {
 //	{"kind":"fixed_window","limit":5,"unit":"hour","align":"epoch"}
 //	{"kind":"envoy_local","envoy_version":"1.31","max_tokens":10,"tokens_per_fill":10,"fill_interval":"1s"}
 //	{"kind":"sliding_log","limit":100,"window":"1m","count":"all"}
+//	{"kind":"gcra","rate_per_period":10,"period":"1s","burst":20}
 type Spec struct {
 	Kind string `json:"kind"`
 
@@ -188,6 +197,14 @@ type Spec struct {
 	Key     string      `json:"key,omitempty"`
 	Zones   []NginxZone `json:"zones,omitempty"`
 	DryRun  bool        `json:"dry_run,omitempty"`
+
+	// gcra: go-redis/redis_rate's Limit{Rate, Burst, Period}:
+	// RatePerPeriod (>= 1) requests per Period (> 0), and Burst (>= 1,
+	// shared with nginx_limit_req's burst field): the most requests a
+	// fresh key admits at one instant. redis_rate.PerSecond(n) is
+	// {n, 1s, n}.
+	RatePerPeriod int      `json:"rate_per_period,omitempty"`
+	Period        Duration `json:"period,omitempty"`
 }
 
 // kindFields lists the JSON fields each kind accepts besides "kind".
@@ -200,6 +217,7 @@ var kindFields = map[string][]string{
 	KindNginxLimitReq:  {"rate", "burst", "nodelay", "delay", "key", "zones", "dry_run"},
 	KindSlidingLog:     {"limit", "window", "count"},
 	KindSlidingCounter: {"limit", "window", "count"},
+	KindGCRA:           {"rate_per_period", "period", "burst"},
 }
 
 // KindFields returns the JSON fields a Spec of kind may give besides
@@ -387,6 +405,8 @@ func (s Spec) normalized() (Spec, error) {
 		return s.normalizedSliding()
 	case KindNginxLimitReq:
 		return s.normalizedNginx()
+	case KindGCRA:
+		return s.normalizedGCRA()
 	case "":
 		return s, fieldErr("kind", "missing (one of %s)", strings.Join(Kinds(), ", "))
 	default:

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ func TestDecodeExamples(t *testing.T) {
 		`{"kind":"nginx_limit_req","zones":[{"name":"rl","rate":"10r/s","burst":5,"nodelay":true},{"name":"global","rate":"2r/s","burst":2,"key":"$host"}],"dry_run":true}`,
 		`{"kind":"envoy_local","envoy_version":"1.34.1","max_tokens":10,"fill_interval":"1s","descriptors":[{"entries":[{"key":"user","value":""}],"max_tokens":2,"fill_interval":"1s"}],"max_dynamic_descriptors":5,"always_consume_default_token_bucket":false,"scope":"process"}`,
 		`{"kind":"envoy_local","envoy_version":"1.30","max_tokens":10,"fill_interval":"100ms","timer_start":"2026-12-01T09:00:00Z"}`,
+		`{"kind":"gcra","rate_per_period":10,"period":"1s","burst":20}`,
 	} {
 		s, err := Decode([]byte(src))
 		if err != nil {
@@ -68,6 +70,11 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		{`{"kind":"envoy_local","envoy_version":"1.31","max_tokens":1,"fill_interval":"1s","timer_start":"2026-12-01T09:00:00Z"}`, "timer_start", "continuously"},
 		{`{"kind":"sliding_log","limit":3,"window":"1s"}`, "count", "admitted"},
 		{`{"kind":"sliding_log","limit":3,"window":"fast","count":"all"}`, "", "duration"},
+		{`{"kind":"gcra","rate_per_period":0,"period":"1s","burst":1}`, "rate_per_period", "must be 1.."},
+		{`{"kind":"gcra","rate_per_period":1,"burst":1}`, "period", "positive duration"},
+		{`{"kind":"gcra","rate_per_period":1,"period":"1s"}`, "burst", "denies every request"},
+		{`{"kind":"gcra","rate_per_period":1,"period":"1s","burst":1,"capacity":3}`, "capacity", "does not apply to kind \"gcra\""},
+		{`{"kind":"gcra","rate_per_period":1,"period":"1000h","burst":2000000000}`, "burst", "too large"},
 	} {
 		_, err := Decode([]byte(tc.src))
 		if err == nil {
@@ -115,6 +122,7 @@ func FuzzDecode(f *testing.F) {
 		`{"kind":"envoy_local","envoy_version":"1.34","max_tokens":10,"fill_interval":"1s","descriptors":[{"entries":[{"key":"u","value":""}],"max_tokens":1,"fill_interval":"2s"}]}`,
 		`{"kind":"sliding_counter","limit":3,"window":"250ms","count":"all"}`,
 		`{"kind":"nginx_limit_req","zones":[{"name":"a","rate":"1r/m","delay":2,"burst":4}]}`,
+		`{"kind":"gcra","rate_per_period":7,"period":"1ns","burst":2147483647}`,
 		`{"kind":`, `[]`, `null`, `{"kind":"fixed_window","limit":1e30,"unit":"day"}`,
 	} {
 		f.Add([]byte(s))
@@ -139,7 +147,8 @@ func FuzzDecode(f *testing.F) {
 		if !reflect.DeepEqual(s, s2) {
 			t.Fatalf("round trip changed the spec: %+v vs %+v", s, s2)
 		}
-		// the model runs
-		Simulate(m, []Request{{At: t0, Key: "k"}, {At: t0 + 1, Key: "k"}}, 0)
+		// the model runs, its clock going back too
+		Simulate(m, []Request{{At: t0, Key: "k"}, {At: t0 + 1, Key: "k"}, {At: math.MinInt64, Key: "k"}, {At: math.MaxInt64, Key: "k"}}, 0)
+		PeakBound(m, math.MaxInt64)
 	})
 }

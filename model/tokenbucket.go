@@ -1,12 +1,23 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"time"
+)
 
 // tokenBucketModel is a generic token bucket: golang.org/x/time/rate
 // (rate.go: a Limiter of burst b starts full, advance() adds
-// elapsed*limit capped at burst, Allow takes one token iff at least one is
-// there, and a refused request changes nothing), as Redis+Lua gateway
-// buckets also do.
+// elapsed.Seconds()*limit capped at burst, Allow takes one token iff at
+// least one is there, and a refused request changes nothing), as Redis+Lua
+// gateway buckets also do.
+//
+// The simulator follows x/time/rate's arithmetic to the ns, held against
+// it request by request (TestTokenBucketMatchesXTimeRate): reserveN
+// admits iff the wait durationFromTokens(1 - level) is not positive, and
+// that wait is a time.Duration truncated towards zero, so a level within
+// rate × 1ns below one token passes (up to 1ns early), leaving the level
+// that much below zero. The checker's threshold is that level (theta).
 type tokenBucketModel struct{ spec Spec }
 
 func (m *tokenBucketModel) Spec() Spec { return m.spec }
@@ -35,20 +46,38 @@ func (s *tbSim) Offer(r Request) Decision {
 	if r.At < last { // x/time/rate advance: a clock going back refills nothing
 		last = r.At
 	}
-	tokens := st.tokens + float64(r.At-last)/1e9*s.r
+	tokens := st.tokens
+	if s.r > 0 { // tokensFromDuration
+		tokens += time.Duration(r.At-last).Seconds() * s.r
+	}
 	if tokens > s.c {
 		tokens = s.c
 	}
-	if tokens < 1 {
+	tokens--
+	if tokens < 0 && xrateWait(-tokens, s.r) > 0 {
 		return Decision{By: "bucket"}
 	}
-	st.tokens, st.last = tokens-1, r.At
+	st.tokens, st.last = tokens, r.At
 	return Decision{Admit: true}
+}
+
+// xrateWait is x/time/rate's Limit.durationFromTokens: the time to gain
+// tokens at r per second, truncated to the ns (MaxInt64 for r <= 0 or
+// past the int64 range).
+func xrateWait(tokens, r float64) time.Duration {
+	if r <= 0 {
+		return math.MaxInt64
+	}
+	d := tokens / r * float64(time.Second)
+	if d > float64(math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return time.Duration(d)
 }
 
 func (m *tokenBucketModel) checker(ref int64) checkModel {
 	p := &tbParams{label: fmt.Sprintf("token bucket %g at %g/s", m.spec.Capacity, m.spec.RatePerSec),
-		C: m.spec.Capacity, theta: 1, cUp: 1, cLo: 1, unit: 1, tol: levelTol,
+		C: m.spec.Capacity, theta: 1 - 1e-9*m.spec.RatePerSec, cUp: 1, cLo: 1, unit: 1, tol: levelTol,
 		refill: continuousRefill(m.spec.RatePerSec/1e9, ref)}
 	return singleBucketModel{p: p}
 }

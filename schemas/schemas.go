@@ -42,6 +42,8 @@ const (
 	// ReportV1 is the schema of the reports of "rlbench.report/v1", as the
 	// release that wrote them published it (Frozen: no longer generated).
 	ReportV1 = "report.v1.schema.json"
+	// Diff is the schema of `rlbench diff --format json` (report.DiffSchema "rlbench.diff/v1").
+	Diff = "diff.v1.schema.json"
 	// Plan is the schema of a plan's JSON form (runner.PlanSchema "rlbench.plan/v1").
 	Plan = "plan.v1.schema.json"
 	// Request is the schema of one requests.jsonl line (evidence.Request).
@@ -71,6 +73,8 @@ const (
 	RLSMetrics = "rls-metrics.v1.schema.json"
 	// RLSLog is the schema of rls/log.json (collect/rls.Log).
 	RLSLog = "rls-log.v1.schema.json"
+	// Event is the schema of one line of the event stream (events.Event, "rlbench.event/v1").
+	Event = "event.v1.schema.json"
 	// FileState is the schema of a JSON Lines file's seal,
 	// <file>.jsonl.state.json (evidence.FileState, "rlbench.jsonl-state/v1").
 	FileState = "jsonl-state.v1.schema.json"

@@ -4,18 +4,20 @@
 #   * nginx from Debian's `nginx-light` package (in bookworm a transitional package that depends on `nginx`, the same
 #     /usr/sbin/nginx; the distro service is never started: rlbench runs private nginx processes),
 #   * prometheus from Debian's `prometheus` package (bookworm: 2.42), for the remote write integration test, which
-#     runs its own private instance (the distro service is never started), and
+#     runs its own private instance (the distro service is never started),
 #   * envoyproxy/ratelimit's service_cmd, pinned (see RLS_VERSION), built with `go install` into the user's directory
 #     of installed parts, USER_BIN: $RLBENCH_HOME/bin if RLBENCH_HOME is set, else the user cache directory's
 #     rlbench/bin (${XDG_CACHE_HOME:-~/.cache}/rlbench/bin; ~/Library/Caches/rlbench/bin on macOS), the rule of
 #     internal/userdirs.Bin, where `rlbench run` finds it from any working directory. <repo>/.bin/service_cmd (with
-#     its stamp) is kept too, as a link to it, for the tools and docs that use that path (examples/envoy/envoyctl.sh).
+#     its stamp) is kept too, as a link to it, for the tools and docs that use that path (examples/envoy/envoyctl.sh), and
+#   * jq from Debian's `jq` package, for the README's event-stream example (`rlbench run --events - ... | jq ...`),
+#     which TestREADME runs where jq is on PATH.
 # Idempotent: each part is skipped when it is already present (for service_cmd: the binary exists AND the stamp file
 # service_cmd.version beside it records exactly RLS_VERSION; one already in <repo>/.bin is copied, not rebuilt).
 # Needs root (or sudo) for apt-get, Go for the build. Prints progress (the build of service_cmd takes minutes the
 # first time) and where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt),
-# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_PROMETHEUS_BIN (use this prometheus, skip apt), RLBENCH_HOME
-# (see USER_BIN), GO (go binary).
+# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_PROMETHEUS_BIN (use this prometheus, skip apt), RLBENCH_JQ_BIN
+# (use this jq, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
 set -euo pipefail
 
 RLS_MODULE="github.com/envoyproxy/ratelimit"
@@ -184,6 +186,17 @@ else
 	stop_distro_prometheus
 fi
 
+# --- jq ------------------------------------------------------------------------------------------------------------
+find_jq() { find_bin RLBENCH_JQ_BIN jq /usr/bin/jq /usr/local/bin/jq; }
+
+if JQ_BIN="$(find_jq)"; then
+	log "jq present: ${JQ_BIN} (skipping apt)"
+else
+	log "installing Debian package jq"
+	apt_install_no_start jq
+	JQ_BIN="$(find_jq)" || { log "jq still not found after apt-get install"; exit 1; }
+fi
+
 # --- envoyproxy/ratelimit -----------------------------------------------------------------------------------------
 # has_rls DIR: DIR/service_cmd exists and its stamp records exactly the pinned version.
 has_rls() { [ -x "$1/service_cmd" ] && [ -f "$1/service_cmd.version" ] && [ "$(cat "$1/service_cmd.version")" = "${RLS_PKG}@${RLS_VERSION}" ]; }
@@ -243,6 +256,7 @@ printf 'nginx=%s\n' "$NGINX_BIN"
 printf 'nginx-version=%s\n' "$("$NGINX_BIN" -v 2>&1 | head -n1)"
 printf 'prometheus=%s\n' "$PROMETHEUS_BIN"
 printf 'prometheus-version=%s\n' "$("$PROMETHEUS_BIN" --version 2>&1 | head -n1)"
+printf 'jq=%s\n' "$JQ_BIN"
 printf 'service_cmd=%s\n' "${BIN}/service_cmd"
 printf 'service_cmd-repo=%s\n' "${REPO_BIN}/service_cmd"
 printf 'service_cmd-version=%s\n' "$(cat "$STAMP")"

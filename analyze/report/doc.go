@@ -10,7 +10,9 @@
 // WriteTable and WriteTableWith (fitted to a terminal) for people, WriteJSON, WriteMarkdown, WriteJUnit, WriteHTML
 // (a self-contained page with the uPlot charts of Series), WritePrometheus
 // (the text exposition format), WriteCSV; WriteStatus writes status.txt
-// (evidence.StatusLine). Report is plain data: package report imports no
+// (evidence.StatusLine). Compare diffs two reports (`rlbench diff`) into a
+// Diff (schemas/diff.v1.schema.json), rendered by WriteDiffTable,
+// WriteDiffMarkdown and WriteDiffJSON; ReadJSON reads a saved report. Report is plain data: package report imports no
 // judging code, so a program can read a report back (json.Unmarshal) and
 // render it.
 package report

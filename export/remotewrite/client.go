@@ -5,7 +5,7 @@
 // github.com/golang/snappy, as Prometheus' storage/remote/client.go does).
 //
 // Client writes one request with bounded retries. Pusher runs while `run`
-// or `attack` goes: a goroutine reads the live counters (attack.Progress.Live,
+// or `attack` goes: a goroutine reads the live counters (attack.Progress.Snapshot,
 // atomics only) every interval and pushes them, and at the end the
 // end-of-run families (FromFamilies of analyze/report.PrometheusFamilies).
 // The attack never waits for it: a slow or failing receiver only delays or

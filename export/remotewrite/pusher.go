@@ -55,7 +55,8 @@ type Stats struct {
 	LastError       string
 }
 
-// Pusher pushes the live series of a run (metricnames.Live) every
+// Pusher pushes the live series of a run (the Live families of
+// metricnames.Families, with the labels listed there) every
 // interval and, at Close, the end-of-run families. Register each attack
 // with Attack before it runs and each fault record with Fault; both are
 // cheap and never wait for the network: one goroutine (Start) reads the
@@ -136,13 +137,12 @@ func (p *Pusher) state(scenario string, repeat int) *scState {
 }
 
 // Attack registers the attack about to run with prog in a scenario's
-// repeat: it turns on prog's live counters (attack.Progress.CountLive with
-// cls, the scenario's classifier; nil: the built-in marks), so call it
-// before attack.Run. stop, called once the attack has returned, adds its
-// final counts to the scenario's counters (an attack step after it counts
-// on from there).
-func (p *Pusher) Attack(scenario string, repeat int, prog *attack.Progress, cls *evidence.Classifier) (stop func()) {
-	prog.CountLive(cls)
+// repeat: every push reads prog's live counters (attack.Progress.Snapshot:
+// per target and class, as prog.Classifier classifies, in flight, pacing
+// error) while it runs. stop, called once the attack has returned, adds
+// its final counts to the scenario's counters (an attack step after it
+// counts on from there).
+func (p *Pusher) Attack(scenario string, repeat int, prog *attack.Progress) (stop func()) {
 	p.mu.Lock()
 	s := p.state(scenario, repeat)
 	s.cur = prog
@@ -150,7 +150,7 @@ func (p *Pusher) Attack(scenario string, repeat int, prog *attack.Progress, cls 
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			l := prog.Live()
+			l := prog.Snapshot()
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			for tk, n := range counts(l) {
@@ -164,24 +164,24 @@ func (p *Pusher) Attack(scenario string, repeat int, prog *attack.Progress, cls 
 	}
 }
 
-// counts are a live snapshot's requests per target and class.
-func counts(l attack.LiveSnapshot) map[tcKey]int64 {
+// counts are a progress snapshot's requests per target and class.
+func counts(l attack.ProgressSnapshot) map[tcKey]int64 {
 	m := map[tcKey]int64{}
 	for _, t := range l.Targets {
 		for c, n := range t.Classes {
 			if n > 0 {
-				m[tcKey{t.Name, evidence.Class(c).String()}] += n
+				m[tcKey{t.Name, evidence.Class(c).String()}] += int64(n)
 			}
 		}
 		if t.NotSent > 0 {
-			m[tcKey{t.Name, metricnames.ClassNotSent}] += t.NotSent
+			m[tcKey{t.Name, metricnames.ClassNotSent}] += int64(t.NotSent)
 		}
 	}
 	return m
 }
 
 // see records l's targets among the scenario's.
-func (s *scState) see(l attack.LiveSnapshot) {
+func (s *scState) see(l attack.ProgressSnapshot) {
 	for _, t := range l.Targets {
 		found := false
 		for _, n := range s.targets {
@@ -259,16 +259,16 @@ func (p *Pusher) collect(now time.Time) []prompb.TimeSeries {
 		inFlight := map[string]int64{}
 		var pacing *evidence.AttackQuantiles
 		if s.cur != nil {
-			l := s.cur.Live()
+			l := s.cur.Snapshot()
 			s.see(l)
 			for tk, n := range counts(l) {
 				total[tk] += n
 			}
 			for _, t := range l.Targets {
-				inFlight[t.Name] += t.InFlight
+				inFlight[t.Name] += int64(t.InFlight)
 			}
-			if l.Pacing.N > 0 {
-				pacing = &l.Pacing
+			if l.PacingErrorNs.N > 0 {
+				pacing = &l.PacingErrorNs
 			}
 		}
 		keys := make([]tcKey, 0, len(total))
@@ -292,7 +292,7 @@ func (p *Pusher) collect(now time.Time) []prompb.TimeSeries {
 				q  string
 				ns int64
 			}{{"0.5", pacing.P50}, {"0.9", pacing.P90}, {"0.99", pacing.P99}, {"1", pacing.Max}} {
-				out = append(out, Series(metricnames.PacingErrorSeconds, lbl(metricnames.LabelQuantile, q.q), time.Duration(q.ns).Seconds(), ts))
+				out = append(out, Series(metricnames.PacingError, lbl(metricnames.LabelQuantile, q.q), time.Duration(q.ns).Seconds(), ts))
 			}
 		}
 		for _, name := range s.fnames {

@@ -205,7 +205,7 @@ func TestPusher(t *testing.T) {
 	p.Start(context.Background())
 	p.SetRunID("20261206T000000Z-1")
 	prog := new(attack.Progress)
-	stop := p.Attack("s1", 1, prog, nil)
+	stop := p.Attack("s1", 1, prog)
 	p.Fault("s1", 1, evidence.Fault{Name: "rls-down", Action: evidence.ActionStop, Target: "rls"})
 	var buf strings.Builder
 	if _, err := attack.Run(context.Background(), attack.Options{IDs: attack.IDs(8, "p"), Targets: []attack.Target{{Name: "a", URL: target.URL}}, Progress: prog}, evidence.NewWriter(&buf)); err != nil {
@@ -286,7 +286,7 @@ func TestPusherCountsAcrossSteps(t *testing.T) {
 	defer target.Close()
 	for step := 0; step < 2; step++ {
 		prog := new(attack.Progress)
-		stop := p.Attack("s", 1, prog, nil)
+		stop := p.Attack("s", 1, prog)
 		var buf strings.Builder
 		if _, err := attack.Run(context.Background(), attack.Options{IDs: attack.IDs(3, "x"), Targets: []attack.Target{{Name: "a", URL: target.URL}}, Progress: prog}, evidence.NewWriter(&buf)); err != nil {
 			t.Fatal(err)
@@ -322,7 +322,7 @@ func TestPusherFailingReceiver(t *testing.T) {
 			})
 		}))
 		prog := new(attack.Progress)
-		stop := p.Attack("s", 1, prog, nil)
+		stop := p.Attack("s", 1, prog)
 		var buf strings.Builder
 		sum, err := attack.Run(context.Background(), attack.Options{IDs: attack.IDs(20, "f"), Targets: []attack.Target{{Name: "a", URL: target.URL}}, Progress: prog}, evidence.NewWriter(&buf))
 		stop()
@@ -363,7 +363,7 @@ func TestPusherRace(t *testing.T) {
 			defer wg.Done()
 			p.SetRunID("r")
 			prog := new(attack.Progress)
-			stop := p.Attack("s", g, prog, nil)
+			stop := p.Attack("s", g, prog)
 			p.Fault("s", g, evidence.Fault{Name: "x", Action: evidence.ActionExec, Target: "backend"})
 			var buf strings.Builder
 			_, _ = attack.Run(context.Background(), attack.Options{IDs: attack.IDs(30, "r"), Targets: []attack.Target{{URL: target.URL}}, Progress: prog}, evidence.NewWriter(&buf))
@@ -440,5 +440,79 @@ func TestPusherFaultWindows(t *testing.T) {
 	}
 	if got := active(); got["down"] != 0 || got["exec backend"] != 0 {
 		t.Fatalf("one interval later: %v", got)
+	}
+}
+
+// TestPusherSeriesAreMetricnamesFamilies: every live series the pusher
+// writes (a paced attack, so the pacing error is among them, with a
+// response the scenario's classify: rule makes a local_429, and a fault)
+// is a live family of metricnames.Families with exactly that family's
+// labels (the dashboard's queries are checked against the same list), its
+// class a response class or metricnames.ClassNotSent, its quantile one of
+// the pacing error's; and every live family is written.
+func TestPusherSeriesAreMetricnamesFamilies(t *testing.T) {
+	p := NewPusher(PusherOptions{Client: &Client{}, RunID: "r"})
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer target.Close()
+	cls, err := evidence.NewClassifier([]evidence.ClassRule{{Status: evidence.Range{Min: 503, Max: 503}, Class: "local_429"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate, err := attack.ParseRate("500/1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := &attack.Progress{Classifier: cls}
+	stop := p.Attack("s", 2, prog)
+	p.Fault("s", 2, evidence.Fault{Name: "rls-down", Action: evidence.ActionStop, Target: "rls"})
+	var buf strings.Builder
+	if _, err := attack.Run(context.Background(), attack.Options{IDs: attack.IDs(5, "m"), Targets: []attack.Target{{Name: "a", URL: target.URL}},
+		Rate: rate, Progress: prog}, evidence.NewWriter(&buf)); err != nil {
+		t.Fatal(err)
+	}
+	series := p.collect(time.Now()) // while the attack is the scenario's current one
+	stop()
+	classes := map[string]bool{metricnames.ClassNotSent: true}
+	for c := evidence.Class(0); c < evidence.NumClasses; c++ {
+		classes[c.String()] = true
+	}
+	written := map[string]bool{}
+	for _, ts := range series {
+		l := labelsOf(ts)
+		name := l["__name__"]
+		f, ok := metricnames.Lookup(name)
+		if !ok || !f.Live {
+			t.Errorf("%v: not a live family of metricnames", l)
+			continue
+		}
+		written[name] = true
+		var got []string
+		for k := range l {
+			if k != "__name__" {
+				got = append(got, k)
+			}
+		}
+		if want := f.SeriesLabels(name); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+			t.Errorf("%s: labels %v, metricnames lists %v", name, got, want)
+		}
+		if l[metricnames.LabelRepeat] != "2" || l[metricnames.LabelScenario] != "s" || l[metricnames.LabelRunID] != "r" {
+			t.Errorf("%v: run_id, scenario or repeat wrong", l)
+		}
+		if c, ok := l[metricnames.LabelClass]; ok && !classes[c] {
+			t.Errorf("%v: class %q is neither a response class nor %s", l, c, metricnames.ClassNotSent)
+		}
+		if q, ok := l[metricnames.LabelQuantile]; ok && !slices.Contains([]string{"0.5", "0.9", "0.99", "1"}, q) {
+			t.Errorf("%v: quantile %q", l, q)
+		}
+		if name == metricnames.RequestsTotal && (l[metricnames.LabelClass] != "local_429" || ts.Samples[0].Value != 5) {
+			t.Errorf("%v = %v, want the 5 responses as local_429 by the rule", l, ts.Samples[0].Value)
+		}
+	}
+	for _, f := range metricnames.Families() {
+		if f.Live && !written[f.Name] {
+			t.Errorf("live family %s not written", f.Name)
+		}
 	}
 }

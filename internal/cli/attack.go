@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
+	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/internal/human"
@@ -81,7 +82,9 @@ type AttackOptions struct {
 	Overwrite bool
 	// RemoteWrite is --remote-write and --remote-write-interval: the series
 	// carry run_id = the --out directory's name and scenario = "attack".
-	RemoteWrite    RemoteWriteOptions
+	RemoteWrite RemoteWriteOptions
+	// Events is --events: "" none, "-" standard output, else a file.
+	Events         string
 	changedForFlow []string // attack-level flags that flows replace, as given
 }
 
@@ -121,7 +124,10 @@ sends the K-th of N slices of every flow (IDs at positions k with
 k mod N == K), so N shards send the whole attack between them; --start-at
 holds the start until a wall-clock instant (RFC 3339 or unix ns), with the
 connections warmed --warm-ahead before it. Progress is shown on stderr (a
-bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
+bar on a terminal, a line every few seconds otherwise; none with --quiet);
+--events FILE (or - for stdout) writes it as JSON Lines every second too
+(schemas/event.v1.schema.json: started, progress per target and class,
+finished).`,
 		Example: `  rlbench attack --target http://127.0.0.1:10000 --ids 20 --out ev            # one target, 20 IDs at once
   rlbench attack --target a=http://127.0.0.1:10000 --target b=http://127.0.0.1:10001 --ids 20 --out ev
   rlbench attack --target http://127.0.0.1:10000 --rate 50/1s --duration 10s --out ev    # paced: 500 IDs`,
@@ -176,6 +182,7 @@ bar on a terminal, a line every few seconds otherwise; none with --quiet).`,
 	startAtFlag(f, &o.StartAt, "start-at", "hold the start until this wall-clock `TIME` (RFC 3339 or unix ns); connections are warmed before")
 	f.DurationVar(&o.WarmAhead, "warm-ahead", attack.DefaultWarmAhead, "with --start-at: begin warming connections this long before it")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress or summary lines on stderr")
+	eventsFlag(cmd, &o.Events)
 	f.BoolVar(&o.Overwrite, "overwrite", false, "replace the requests.jsonl and attack.json already in --out (default: refuse)")
 	remoteWriteFlags(cmd, &o.RemoteWrite)
 	return cmd
@@ -189,6 +196,9 @@ func (o *AttackOptions) validate() error {
 		return usageErrorf("at least one --target NAME=URL is required")
 	}
 	if err := o.validateOut(); err != nil {
+		return err
+	}
+	if err := checkEvents(o.Events); err != nil {
 		return err
 	}
 	if len(o.Flows) > 0 {
@@ -520,7 +530,7 @@ func (o *AttackOptions) targetsFileFlow() (attack.Flow, []attack.Target, error) 
 	return fl, targets, nil
 }
 
-func runAttack(ctx context.Context, o *AttackOptions) error {
+func runAttack(ctx context.Context, o *AttackOptions) (err error) {
 	opts, err := o.attackOptions()
 	if err != nil {
 		return err
@@ -551,6 +561,19 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	if err != nil {
 		return err
 	}
+	sink, closeEvents, err := openEvents(o.Events, o.IO.Out)
+	if err != nil {
+		w.Close()
+		return err
+	}
+	sink.SetRunID(filepath.Base(filepath.Clean(o.Out)))
+	_ = sink.Emit(events.Event{Type: events.TypeStarted, Started: &events.Started{Command: "attack", Dir: o.Out}})
+	defer func() {
+		emitFinished(sink, err, nil, o.Out)
+		if cerr := closeEvents(); cerr != nil && err == nil {
+			err = fmt.Errorf("--events: %w", cerr)
+		}
+	}()
 	errOut := o.IO.ErrOut
 	if o.Quiet {
 		errOut = io.Discard
@@ -558,12 +581,14 @@ func runAttack(ctx context.Context, o *AttackOptions) error {
 	opts.Progress = new(attack.Progress)
 	stopRW := func() {}
 	if pusher != nil {
-		stopRW = pusher.Attack(attackScenario, 1, opts.Progress, nil)
+		stopRW = pusher.Attack(attackScenario, 1, opts.Progress)
 		pusher.Start(ctx)
 	}
 	stop := liveProgress(errOut, "attack", opts.Progress)
+	stopEvents := sink.Follow(opts.Progress, events.Progress{})
 	sum, runErr := attack.Run(ctx, opts, w)
 	stop()
+	stopEvents()
 	stopRW()
 	closePusher(ctx, pusher, o.RemoteWrite.URL, nil, o.IO.ErrOut, !o.Quiet)
 	// A requests.jsonl that could not be written whole (the last lines

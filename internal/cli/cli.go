@@ -32,7 +32,7 @@ const (
 	ExitOK          = 0   // success; for analyze and run: every scenario PASS
 	ExitError       = 1   // runtime error
 	ExitUsage       = 2   // bad flags or arguments
-	ExitFail        = 3   // analyze/run: some scenario FAIL; lint: an error-level finding
+	ExitFail        = 3   // analyze/run: some scenario FAIL; lint: an error-level finding; diff: a scenario's verdict worse in B
 	ExitNotRun      = 4   // analyze/run: some scenario NOT_RUN or incomplete, none FAIL; export/merge: evidence incomplete (cut short)
 	ExitInterrupted = 130 // interrupted by SIGINT/SIGTERM; what was recorded is kept
 )
@@ -165,6 +165,7 @@ stats, and reconciles it all into PASS, FAIL or NOT_RUN per scenario.`,
 	root.AddCommand(
 		NewAnalyzeCmd(io, nil),
 		NewReportCmd(io, nil),
+		NewDiffCmd(io, nil),
 		newExportCmd(io),
 		NewRunCmd(io, nil),
 		NewSimulateCmd(io, nil),

@@ -69,6 +69,10 @@ var flagGroups = map[string][]flagGroup{
 		{commonGroup, []string{"expect-admitted", "intended-limit", "format"}},
 		{"Output", []string{"status-file", "wide", "details"}},
 	},
+	"rlbench diff": {
+		{commonGroup, []string{"format", "out"}},
+		{"Output", []string{"wide"}},
+	},
 	"rlbench run": {
 		{"Output", []string{"format", "quiet", "wide", "details"}},
 	},

@@ -517,7 +517,7 @@ func TestNewWaitCmd(t *testing.T) {
 }
 
 func TestEveryLeafHasAnOptionsTest(t *testing.T) {
-	tested := map[string]bool{"wait": true, "analyze": true, "report": true, "export vegeta": true, "run": true, "simulate": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
+	tested := map[string]bool{"wait": true, "analyze": true, "report": true, "diff": true, "export vegeta": true, "run": true, "simulate": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
 		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true,
 		"collect nginx-access-log": true, "collect nginx-status": true, // the nginx ones: collect_nginx_test.go
 		"collect receipts": true, "merge": true, "runs prune": true} // runs prune: runs_test.go

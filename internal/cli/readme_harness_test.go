@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,6 +184,18 @@ kill -INT $!; wait
 		bad := readmeBlock{line: 20, lang: "sh", markers: []string{"script"}, text: "A=$(date)\nfor k in 1; do\n  echo $(kubectl get pods)\ndone\n"}
 		if err := readmeCheckScript(bad, dir); err == nil || !strings.Contains(err.Error(), "README.md:23: kubectl is not on a fresh machine") {
 			t.Errorf("err %v, want README.md:23 and kubectl", err)
+		}
+		// jq, which scripts/install-real-parts.sh installs, may run in a
+		// script block; the block names it as what it needs.
+		withJQ := readmeBlock{line: 20, lang: "sh", markers: []string{"script"}, text: "./rlbench x | jq -c .\n./rlbench y | jq .a\n"}
+		if err := readmeCheckScript(withJQ, dir); err != nil {
+			t.Errorf("%v", err)
+		}
+		if got := readmeScriptInstallables(withJQ); !slices.Equal(got, []string{"jq"}) {
+			t.Errorf("installables %v, want [jq]", got)
+		}
+		if got := readmeScriptInstallables(ok); len(got) != 0 {
+			t.Errorf("installables %v, want none", got)
 		}
 	})
 

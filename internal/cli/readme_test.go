@@ -297,6 +297,46 @@ var readmeFreshPrograms = map[string]bool{
 	"xargs": true,
 }
 
+// readmeInstallable are the programs a sh script block may run besides a
+// fresh machine's because scripts/install-real-parts.sh installs them (jq,
+// for the event stream's example): the block runs where they are on PATH
+// and is skipped elsewhere (failed with RLBENCH_REQUIRE_REAL_PARTS=1, as CI
+// runs after the install script).
+var readmeInstallable = map[string]bool{"jq": true}
+
+// readmeScriptInstallables returns the readmeInstallable programs the sh
+// script block b runs, in order of first use.
+func readmeScriptInstallables(b readmeBlock) []string {
+	f, err := b.parse()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if call, ok := n.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+			if p := call.Args[0].Lit(); readmeInstallable[p] && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// readmeNeedInstallables skips t (fails it with RLBENCH_REQUIRE_REAL_PARTS=1)
+// when a program of progs is not on PATH.
+func readmeNeedInstallables(t *testing.T, progs []string) {
+	t.Helper()
+	for _, p := range progs {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("RLBENCH_REQUIRE_REAL_PARTS") == "1" {
+				t.Fatalf("RLBENCH_REQUIRE_REAL_PARTS=1 and %s is not on PATH (scripts/install-real-parts.sh installs it)", p)
+			}
+			t.Skipf("needs %s (scripts/install-real-parts.sh installs it): %v", p, err)
+		}
+	}
+}
+
 // readmeFreshProgram returns an error unless prog is one a fresh machine
 // has in the README work directory dir: go, rlbench (./rlbench), a program
 // of readmeFreshPrograms, or a file of the repository given by a relative
@@ -317,7 +357,8 @@ func readmeFreshProgram(prog, dir string) error {
 
 // readmeCheckScript returns an error naming the README line of the first
 // command of the sh script block b that a fresh machine does not have
-// (readmeFreshProgram); functions the script defines are its own.
+// (readmeFreshProgram) nor readmeInstallable; functions the script defines
+// are its own.
 func readmeCheckScript(b readmeBlock, dir string) error {
 	f, err := b.parse()
 	if err != nil {
@@ -336,7 +377,7 @@ func readmeCheckScript(b readmeBlock, dir string) error {
 			return err == nil
 		}
 		prog := call.Args[0].Lit() // "" for a word with expansions: not checked
-		if prog == "" || own[prog] {
+		if prog == "" || own[prog] || readmeInstallable[prog] {
 			return true
 		}
 		if e := readmeFreshProgram(prog, dir); e != nil {
@@ -823,6 +864,7 @@ func TestREADME(t *testing.T) {
 				if err := readmeCheckScript(b, work); err != nil {
 					t.Fatal(err)
 				}
+				readmeNeedInstallables(t, readmeScriptInstallables(b))
 				archive := fmt.Sprintf("# %s, run by sh -e in the README work directory\nreadme-sh $WORK/readme-block.sh\n-- readme-block.sh --\n%s%s",
 					b, readmeScriptPrelude, readmeMoveTextPorts(b.text, base))
 				runReadmeScript(t, filepath.Join(scripts, fmt.Sprintf("block%03d.txtar", i)), archive, work, []string{homeEnv})

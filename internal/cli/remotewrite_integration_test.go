@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/examples/grafana"
 	"github.com/rlbench/rlbench/internal/metricnames"
 	"github.com/rlbench/rlbench/internal/realparts"
 )
@@ -162,8 +164,10 @@ type promSample struct {
 
 // TestRemoteWriteToPrometheus: `rlbench run --remote-write` of a lab plan
 // into Debian's prometheus (2.42, --web.enable-remote-write-receiver):
-// every series of internal/metricnames has data for the run's run_id, and
-// the verdict series equal status.txt.
+// every series of internal/metricnames and every series the Grafana
+// dashboard (examples/grafana) selects has data for the run's run_id, with
+// the labels metricnames lists for it, and the verdict series equal
+// status.txt.
 func TestRemoteWriteToPrometheus(t *testing.T) {
 	base := startPrometheus(t)
 	dir := t.TempDir()
@@ -197,9 +201,35 @@ scenarios:
 	}
 	id := filepath.Base(runDir)
 
-	for _, name := range metricnames.All() {
-		if got := promQuery(t, base, fmt.Sprintf("%s{%s=%q}", name, metricnames.LabelRunID, id)); len(got) == 0 {
+	names := metricnames.SeriesNames()
+	dash, err := grafana.Series()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range dash {
+		if !names[n] {
+			t.Errorf("the dashboard selects %s, which metricnames does not list", n)
+		}
+		names[n] = true
+	}
+	for name := range names {
+		got := promQuery(t, base, fmt.Sprintf("%s{%s=%q}", name, metricnames.LabelRunID, id))
+		if len(got) == 0 {
 			t.Errorf("%s{run_id=%q}: no data in prometheus", name, id)
+			continue
+		}
+		f, _ := metricnames.Lookup(name)
+		want := slices.Sorted(slices.Values(f.SeriesLabels(name)))
+		for _, s := range got {
+			var have []string
+			for l := range s.labels {
+				if l != "__name__" {
+					have = append(have, l)
+				}
+			}
+			if slices.Sort(have); !slices.Equal(have, want) {
+				t.Errorf("%s: labels %v, metricnames lists %v", name, have, want)
+			}
 		}
 	}
 	// The live counter ends at the evidence's counts.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/export/remotewrite"
 	"github.com/rlbench/rlbench/internal/metricnames"
@@ -157,18 +158,33 @@ func TestRemoteWriteFailureNotFatal(t *testing.T) {
 }
 
 // TestAttackRemoteWrite: `attack --remote-write` labels its series with
-// the --out directory's name and scenario "attack".
+// the --out directory's name and scenario "attack"; with --events FILE at
+// once, the stream's last progress counts what was pushed.
 func TestAttackRemoteWrite(t *testing.T) {
 	rc, u := newRWReceiver(t, 0)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer target.Close()
 	out := filepath.Join(t.TempDir(), "ev1")
-	code, _, errOut := runCLI(t, "attack", "-q", "--target", "t="+target.URL, "--ids", "5", "--out", out, "--remote-write", u)
+	evFile := filepath.Join(t.TempDir(), "events.jsonl")
+	code, _, errOut := runCLI(t, "attack", "-q", "--target", "t="+target.URL, "--ids", "5", "--out", out, "--remote-write", u, "--events", evFile)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if v, ok := rc.last(metricnames.RequestsTotal, metricnames.LabelRunID, "ev1", metricnames.LabelScenario, "attack", metricnames.LabelTarget, "t", metricnames.LabelClass, "admitted"); !ok || v != 5 {
 		t.Errorf("admitted %v %v", v, ok)
+	}
+	data, err := os.ReadFile(evFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *events.Progress
+	for _, e := range readEvents(t, data) {
+		if e.Progress != nil && e.Progress.Done {
+			last = e.Progress
+		}
+	}
+	if last == nil || len(last.Targets) != 1 || last.Targets[0].Classes["admitted"] != 5 {
+		t.Errorf("last progress event %+v, want 5 admitted as pushed", last)
 	}
 }
 
@@ -187,5 +203,60 @@ func TestRemoteWriteUsage(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("%v: --out created before the usage error", args)
 		}
+	}
+}
+
+// TestRunEventsAndRemoteWrite: `run --events - --remote-write URL` writes
+// the event stream to standard output (valid, run_id the run directory's
+// name) and pushes the same run: the verdict event and the pushed verdict
+// series agree, and each target's counts in the attack's last progress
+// event equal the pushed request counters (both read one Progress).
+func TestRunEventsAndRemoteWrite(t *testing.T) {
+	rc, u := newRWReceiver(t, 0)
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(plan, []byte(rwPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "runs")
+	code, out, errOut := runCLI(t, "run", "--root", root, "--events", "-", "--remote-write", u, "--remote-write-interval", "50ms", plan)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	runDir, err := filepath.EvalSymlinks(filepath.Join(root, "latest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := filepath.Base(runDir)
+	var verdicts []events.Verdict
+	var last *events.Progress
+	for _, e := range readEvents(t, []byte(out)) {
+		if e.RunID != id {
+			t.Errorf("event %s: run_id %q, want %q", e.Type, e.RunID, id)
+		}
+		switch {
+		case e.Verdict != nil:
+			verdicts = append(verdicts, *e.Verdict)
+		case e.Progress != nil && e.Progress.Done:
+			last = e.Progress
+		}
+	}
+	if len(verdicts) != 1 || last == nil || len(last.Targets) != 2 {
+		t.Fatalf("verdicts %+v, last progress %+v", verdicts, last)
+	}
+	v := verdicts[0]
+	if got, ok := rc.last(report.MetricScenarioStatus, metricnames.LabelRunID, id, metricnames.LabelScenario, v.Scenario, metricnames.LabelStatus, v.Status); !ok || got != 1 {
+		t.Errorf("verdict event %s, pushed %s{status=%s} = %v %v", v.Status, report.MetricScenarioStatus, v.Status, got, ok)
+	}
+	for _, tp := range last.Targets {
+		for _, class := range []string{"admitted", "local_429"} {
+			got, _ := rc.last(metricnames.RequestsTotal, metricnames.LabelRunID, id, metricnames.LabelTarget, tp.Target, metricnames.LabelClass, class)
+			if int(got) != tp.Classes[class] || tp.Classes[class] == 0 {
+				t.Errorf("%s %s: progress event %d, pushed %v", tp.Target, class, tp.Classes[class], got)
+			}
+		}
+	}
+	if strings.Contains(errOut, "remote write: warning") {
+		t.Errorf("stderr: %s", errOut)
 	}
 }

@@ -27,6 +27,9 @@ type RunOptions struct {
 	View     tableView // --wide, --details
 	// RemoteWrite is --remote-write and --remote-write-interval.
 	RemoteWrite RemoteWriteOptions
+	// Events is --events: "" none, "-" standard output (the report then
+	// goes to standard error), else a file.
+	Events string
 }
 
 // NewRunCmd is `rlbench run`. runF, when not nil, receives the parsed
@@ -45,14 +48,21 @@ directory, outside the working directory:
 ` + runsDirHelp() + `
 <root>/latest links to the newest run; rlbench runs lists and prunes them.
 A scenario that cannot run is NOT_RUN with the reason; the others still run.
+With --events FILE (or - for stdout, the report then on stderr) it writes the
+event stream while it runs: JSON Lines of schemas/event.v1.schema.json (started,
+progress every second, fault begin and end, each scenario's verdict, finished).
 It exits with analyze's exit code. A plan is code: its exec steps, external
 setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 		Example: `  rlbench run examples/e06/plan.yaml
-  rlbench run --root runs --format json examples/e06/plan.yaml    # writes ./runs/<stamp>/, ./runs/latest`,
+  rlbench run --root runs --format json examples/e06/plan.yaml    # writes ./runs/<stamp>/, ./runs/latest
+  rlbench run --events - examples/demo/plan.yaml 2>/dev/null | jq -c 'select(.type == "verdict")'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.PlanFile = args[0]
 			if err := o.checkRoot(); err != nil {
+				return err
+			}
+			if err := checkEvents(o.Events); err != nil {
 				return err
 			}
 			if runF != nil {
@@ -62,6 +72,7 @@ setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Root, "root", "", "`DIR` for run directories (default: the plan's root, else rlbench's runs directory, above)")
+	eventsFlag(cmd, &o.Events)
 	reportFormatFlag(cmd, &o.Format)
 	tableViewFlags(cmd, &o.View)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
@@ -119,7 +130,21 @@ func (o *RunOptions) checkRoot() error {
 	return checkOutputDir("--root", o.Root, false)
 }
 
-func runPlan(ctx context.Context, o *RunOptions) error {
+func runPlan(ctx context.Context, o *RunOptions) (err error) {
+	sink, closeEvents, err := openEvents(o.Events, o.IO.Out)
+	if err != nil {
+		return err
+	}
+	var (
+		rep *report.Report
+		dir string
+	)
+	defer func() {
+		emitFinished(sink, err, rep, dir)
+		if cerr := closeEvents(); cerr != nil && err == nil {
+			err = fmt.Errorf("--events: %w", cerr)
+		}
+	}()
 	data := o.PlanData
 	if data == nil {
 		var err error
@@ -131,7 +156,7 @@ func runPlan(ctx context.Context, o *RunOptions) error {
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	ro := runner.Options{Root: o.Root, PlanBytes: data}
+	ro := runner.Options{Root: o.Root, PlanBytes: data, Events: sink, PlanFile: o.PlanFile}
 	if !o.Quiet {
 		ro.Progress = o.IO.ErrOut
 		ro.Live = func(label string, p *attack.Progress) func() { return liveProgress(o.IO.ErrOut, label, p) }
@@ -144,24 +169,26 @@ func runPlan(ctx context.Context, o *RunOptions) error {
 		ro.Observer = pusher
 		pusher.Start(ctx)
 	}
-	dir, err := runner.Run(ctx, plan, ro)
+	dir, err = runner.Run(ctx, plan, ro)
 	if err != nil {
 		closePusher(ctx, pusher, o.RemoteWrite.url(plan.RemoteWrite), nil, o.IO.ErrOut, !o.Quiet)
 		return err
 	}
 	// Analyse even after an interrupt: what ran is reported, the rest is NOT_RUN.
-	b, rep, err := judgeDir(context.WithoutCancel(ctx), dir, analyze.Options{}, o.Format == formatHTML)
+	b, judged, err := judgeDir(context.WithoutCancel(ctx), dir, analyze.Options{}, o.Format == formatHTML)
 	if err != nil {
 		closePusher(ctx, pusher, o.RemoteWrite.url(plan.RemoteWrite), nil, o.IO.ErrOut, !o.Quiet)
 		return err
 	}
+	rep = judged
+	emitVerdicts(sink, rep)
 	if pusher != nil {
 		closePusher(ctx, pusher, o.RemoteWrite.url(plan.RemoteWrite), report.PrometheusFamilies(rep), o.IO.ErrOut, !o.Quiet)
 	}
 	if !o.Quiet {
 		fmt.Fprintf(o.IO.ErrOut, "evidence: %s\n", dir)
 	}
-	err = finishReport(o.IO, b, rep, o.Format, o.View, "", dir)
+	err = finishReport(reportStreams(o.IO, o.Events), b, rep, o.Format, o.View, "", dir)
 	if ctx.Err() != nil {
 		return &ExitCodeError{Code: ExitInterrupted, Msg: "interrupted; evidence kept in " + dir}
 	}

@@ -182,9 +182,11 @@ scenarios:
 		"demo":                 {{args: []string{"demo", "--quiet", "--root", e.dir("demo")}, want: ExitOK}},
 		// runs lists and prunes what run and demo wrote (their plans hold
 		// the secret in paths and headers).
-		"runs prune":               {{args: []string{"runs", "prune", "--root", e.dir("runs0"), "--keep", "0", "--dry-run"}, want: ExitOK}},
-		"analyze":                  {{args: []string{"analyze", "--format", "json", ev}, want: ExitNotRun}}, // no receipts
-		"report":                   {{args: []string{"report", "--html", e.dir("r.html"), "--prometheus", e.dir("r.prom"), ev}, want: ExitNotRun}},
+		"runs prune": {{args: []string{"runs", "prune", "--root", e.dir("runs0"), "--keep", "0", "--dry-run"}, want: ExitOK}},
+		"analyze":    {{args: []string{"analyze", "--format", "json", ev}, want: ExitNotRun}}, // no receipts
+		"report":     {{args: []string{"report", "--html", e.dir("r.html"), "--prometheus", e.dir("r.prom"), ev}, want: ExitNotRun}},
+		"diff": {{args: []string{"diff", "--format", "markdown", ev, e.dir("attack1")}, want: ExitOK},
+			{args: []string{"diff", "--format", "json", "--out", e.dir("diff.json"), e.dir("flows"), ev}, want: ExitOK}},
 		"export vegeta":            {{args: []string{"export", "vegeta", ev}, want: ExitOK}},
 		"merge":                    {{args: []string{"merge", "--out", e.dir("merged"), ev}, want: ExitNotRun}},
 		"lint":                     {{args: []string{"lint", filepath.Join(e.repo, "examples/envoy/local-a.yaml")}, want: ExitOK}},

@@ -26,6 +26,7 @@ type argHint struct {
 var argHints = map[string]argHint{
 	"rlbench analyze":                  {"an evidence or run directory", "rlbench analyze {latest}"},
 	"rlbench report":                   {"an evidence or run directory", "rlbench report {latest} --html report.html"},
+	"rlbench diff":                     {"two evidence or run directories (or saved JSON reports), A before B", "rlbench diff runs/20261130T101500Z-1 {latest}"},
 	"rlbench run":                      {"a plan file", "rlbench run examples/e06/plan.yaml"},
 	"rlbench simulate":                 {"a plan file of bucket dimensions", "rlbench simulate examples/dimensions/instances.yaml"},
 	"rlbench lint":                     {"one or more Envoy configuration files", "rlbench lint examples/envoy/*.yaml"},

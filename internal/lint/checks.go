@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"github.com/rlbench/rlbench/internal/istio"
 	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -85,6 +86,10 @@ func (l *linter) addAt(file string, line int, p string, code string, level Level
 
 // file lints one bootstrap.
 func (l *linter) file(name string, data []byte) {
+	if istio.Kind(data) != "" {
+		l.istioFile(name, data)
+		return
+	}
 	f := &fileState{name: name, lines: newLineIndex(), failureModeAllow: map[string]bool{}, droppedParents: map[string]bool{}}
 	bs := l.decodeFile(f, data)
 	if bs == nil {

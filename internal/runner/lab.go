@@ -38,6 +38,7 @@ func (lp *LabPlan) labOptions() lab.Options {
 		c.UpstreamTimeout = time.Duration(pp.Timeout)
 		c.IncludeAttemptCount, c.IncludeAttemptCountInResponse = pp.IncludeRequestAttemptCount, pp.IncludeAttemptCountInResponse
 		c.Seed = pp.Seed
+		c.MaxStreamDuration = time.Duration(pp.MaxStreamDuration)
 		if r := pp.RetryPolicy; r != nil {
 			rc := *r
 			rc.RetriableStatusCodes = slices.Clone(r.RetriableStatusCodes)
@@ -50,6 +51,7 @@ func (lp *LabPlan) labOptions() lab.Options {
 	}
 	if cp := lp.Cluster; cp != nil {
 		c.CircuitBreakers, c.HealthyPanicThreshold, c.ConnectTimeout = cp.CircuitBreakers, cp.HealthyPanicThreshold, time.Duration(cp.ConnectTimeout)
+		c.MaxRequestsPerConnection = cp.MaxRequestsPerConnection
 		if od := cp.OutlierDetection; od != nil {
 			odc := *od
 			c.OutlierDetection = &odc

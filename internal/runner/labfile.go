@@ -69,6 +69,14 @@ func (lp *LabPlan) checkProxies() error {
 // the default, or real), then the lab's own rules and the inline RLS
 // config (validate). field is the key of the failing part.
 func (lp *LabPlan) checkSection() (field string, err error) {
+	if lp.Istio != nil {
+		if lp.Nginx != nil {
+			return "istio", errors.New("lab.istio configures the lab proxies, which lab.nginx replaces")
+		}
+		if field, err := lp.applyIstio(); err != nil {
+			return field, err
+		}
+	}
 	if lp.Nginx != nil {
 		if err := lp.validateNginx(); err != nil {
 			return "nginx", err

@@ -16,9 +16,10 @@ type Observer interface {
 	// SetRunID is called once the run directory exists, with its name.
 	SetRunID(id string)
 	// Attack is called before each attack with the scenario's name and
-	// repeat, the attack's live counters and the scenario's classifier
-	// (its classify: rules); stop is called once the attack has returned.
-	Attack(scenario string, repeat int, p *attack.Progress, cls *evidence.Classifier) (stop func())
+	// repeat and the attack's live counters (their Classifier is the
+	// scenario's classify: rules; the event stream reads the same
+	// Progress); stop is called once the attack has returned.
+	Attack(scenario string, repeat int, p *attack.Progress) (stop func())
 	// Fault is called with each fault record as it is written to
 	// faults.jsonl.
 	Fault(scenario string, repeat int, f evidence.Fault)
@@ -61,9 +62,5 @@ func (r *scenarioRun) observeAttack(p *attack.Progress) (stop func()) {
 	if r.obs == nil {
 		return func() {}
 	}
-	cls, err := evidence.NewClassifier(r.plan.Classify)
-	if err != nil { // validated with the plan; the built-in marks then
-		cls = nil
-	}
-	return r.obs.Attack(r.plan.Name, r.repeat, p, cls)
+	return r.obs.Attack(r.plan.Name, r.repeat, p)
 }

@@ -124,6 +124,9 @@ type LabPlan struct {
 	// the lab proxies: nginx limit_req and proxy_next_upstream under test
 	// (the scenario is NOT_RUN when nginx is not installed).
 	Nginx *NginxPlan `json:"nginx,omitempty"`
+	// Istio gives the proxies' cluster and route settings as Istio inputs
+	// (IstioPlan); cluster and proxy fields the plan sets win over them.
+	Istio *IstioPlan `json:"istio,omitempty"`
 }
 
 // BackendPlan configures the lab backend.
@@ -146,6 +149,10 @@ type ProxyPlan struct {
 	Timeout proxy.Duration `json:"timeout,omitempty"`
 	// IncludeRequestAttemptCount sends x-envoy-attempt-count upstream.
 	IncludeRequestAttemptCount bool `json:"include_request_attempt_count,omitempty"`
+	// MaxStreamDuration is the route's max_stream_duration.max_stream_duration:
+	// past it (from the request's arrival, retries included) the client
+	// gets 408 "downstream duration timeout"; 0: none.
+	MaxStreamDuration proxy.Duration `json:"max_stream_duration,omitempty"`
 	// IncludeAttemptCountInResponse returns it downstream.
 	IncludeAttemptCountInResponse bool `json:"include_attempt_count_in_response,omitempty"`
 	// Seed seeds each proxy's random source (back-off jitter, runtime
@@ -167,6 +174,9 @@ type ClusterPlan struct {
 	HealthyPanicThreshold *float64 `json:"healthy_panic_threshold,omitempty"`
 	// ConnectTimeout is connect_timeout; default 5s.
 	ConnectTimeout proxy.Duration `json:"connect_timeout,omitempty"`
+	// MaxRequestsPerConnection is common_http_protocol_options.max_requests_per_connection:
+	// an upstream connection closes after that many requests; 0: no limit.
+	MaxRequestsPerConnection uint32 `json:"max_requests_per_connection,omitempty"`
 }
 
 // GlobalPlan is Envoy's ratelimit filter with its route rate_limits

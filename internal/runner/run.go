@@ -21,6 +21,7 @@ import (
 
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/collect/envoy"
+	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/buildinfo"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
@@ -49,6 +50,13 @@ type Options struct {
 	Now func() time.Time
 	// Observer, if set, follows the run live (Observer).
 	Observer Observer
+	// Events, if set, receives the run's events while it runs: started
+	// (with the run directory's name as run_id), each attack's progress
+	// every second (events.Sink.Follow), every fault's begin and end. The
+	// caller writes verdict and finished after the analysis.
+	Events *events.Sink
+	// PlanFile names the plan file in the started event.
+	PlanFile string
 }
 
 // RunStampLayout is the time layout (UTC) of a run directory's name, <stamp>-<n>.
@@ -138,6 +146,9 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 	if err := writeJSON(evidence.Dir(runDir).Manifest(), m); err != nil {
 		return runDir, err
 	}
+	opts.Events.SetRunID(filepath.Base(runDir))
+	_ = opts.Events.Emit(events.Event{Type: events.TypeStarted, Started: &events.Started{Command: "run", Plan: plan.Name,
+		PlanFile: opts.PlanFile, Dir: runDir, Scenarios: m.Scenarios}})
 	for si := range plan.Scenarios {
 		sc := &plan.Scenarios[si]
 		for rep := 1; rep <= sc.Repeat; rep++ {
@@ -152,7 +163,8 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 				continue
 			}
 			fmt.Fprintf(progress, "scenario %q repeat %d/%d\n", sc.Name, rep, sc.Repeat)
-			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, live: opts.Live, obs: opts.Observer, runID: filepath.Base(runDir)}
+			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, live: opts.Live, runID: filepath.Base(runDir),
+				events: opts.Events, obs: opts.Observer}
 			if reason := sr.run(ctx); reason != "" {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
 				sp := ed.Scenario()
@@ -199,6 +211,8 @@ type scenarioRun struct {
 	progress io.Writer
 	live     func(string, *attack.Progress) func()
 	obs      Observer // nil: none
+	// events receives the progress and fault events (nil: none).
+	events *events.Sink
 	// runID (the run directory's name) prefixes every request ID, so IDs
 	// are unique across runs that share an external backend.
 	runID string
@@ -536,6 +550,15 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 		r.realPreFault(ctx, f)
 	}
 	ev := evidence.Fault{Name: st.Name, Action: f.Action, Target: f.Target, BeginNs: time.Now().UnixNano()}
+	if f.Target == "backend" && r.backend != nil && (f.Action == evidence.ActionSet || f.Action == evidence.ActionClear) {
+		ev.Target = backendTarget(f.Endpoints)
+	}
+	var window time.Duration
+	if f.Action == evidence.ActionSet && f.For > 0 {
+		window = time.Duration(f.For)
+	}
+	r.faultEvent(events.TypeFaultBegin, ev, window)
+	defer func() { r.faultEvent(events.TypeFaultEnd, ev, window) }()
 	var err error
 	switch {
 	case f.Action == "exec":
@@ -547,7 +570,6 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 	case r.real != nil && (f.Target == "rls" || f.Target == "redis"):
 		err = r.realFault(ctx, f)
 	case f.Target == "backend" && r.backend != nil && (f.Action == evidence.ActionSet || f.Action == evidence.ActionClear):
-		ev.Target = backendTarget(f.Endpoints)
 		if f.Action == evidence.ActionClear {
 			_, err = r.backend.SetFaults(f.Endpoints, r.baseline)
 			break
@@ -578,8 +600,11 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, onStart func(time.Time)) (*evidence.AttackSummary, error) {
 	ap := st.Attack
 	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
+	// The live counts classify with the scenario's rules, as analyze does
+	// (the plan's rules were checked when it was loaded).
+	cl, _ := evidence.NewClassifier(r.plan.Classify)
 	opts := attack.Options{Targets: r.targets, Timeout: time.Duration(ap.Timeout), Name: st.Name, OnStart: onStart,
-		DisableKeepAlives: ap.NoKeepAlive, Progress: new(attack.Progress), CaptureHeaders: r.captureHeaders}
+		DisableKeepAlives: ap.NoKeepAlive, Progress: &attack.Progress{Classifier: cl}, CaptureHeaders: r.captureHeaders}
 	if len(ap.Flows) == 0 {
 		split, err := parseSplit(ap.Split)
 		if err != nil {
@@ -603,6 +628,7 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, o
 	}
 	defer stop()
 	defer r.observeAttack(opts.Progress)()
+	defer r.events.Follow(opts.Progress, events.Progress{Scenario: r.plan.Name, Repeat: r.repeat, Step: st.Name})()
 	return attack.Run(ctx, opts, w)
 }
 
@@ -726,8 +752,10 @@ func (fw *faultWindows) openWindow(r *scenarioRun, st Step, prev []backend.Fault
 	win.end = func() {
 		win.once.Do(func() {
 			ev := evidence.Fault{Name: st.Name, Action: evidence.ActionClear, Target: backendTarget(f.Endpoints), BeginNs: time.Now().UnixNano(), OK: true}
+			r.faultEvent(events.TypeFaultBegin, ev, 0)
 			r.backend.RestoreFaults(f.Endpoints, prev)
 			ev.EndNs = time.Now().UnixNano()
+			r.faultEvent(events.TypeFaultEnd, ev, 0)
 			r.writeFault(fw.w, ev)
 			fmt.Fprintf(r.progress, "  fault %s: cleared\n", st.Name)
 		})
@@ -781,4 +809,20 @@ func (r *scenarioRun) harnessParts() []string {
 		parts = append(parts, evidence.HarnessRLS)
 	}
 	return append(parts, evidence.HarnessBackend)
+}
+
+// faultEvent writes the fault event typ of the fault record ev (at its
+// begin: without its end and outcome) to the scenario's event stream;
+// window is a timed window's length (a set with for:), else 0.
+func (r *scenarioRun) faultEvent(typ string, ev evidence.Fault, window time.Duration) {
+	if r.events == nil {
+		return
+	}
+	fe := &events.Fault{Scenario: r.plan.Name, Repeat: r.repeat, Name: ev.Name, Action: ev.Action, Target: ev.Target,
+		BeginNs: ev.BeginNs, WindowNs: int64(window)}
+	if typ == events.TypeFaultEnd {
+		ok := ev.OK
+		fe.EndNs, fe.OK, fe.Error = ev.EndNs, &ok, ev.Error
+	}
+	_ = r.events.Emit(events.Event{Type: typ, Fault: fe})
 }

@@ -17,6 +17,8 @@ var (
 	rateRE      = regexp.MustCompile(ratePattern)
 	latencyRE   = regexp.MustCompile(latencyPattern)
 	intendedRE  = regexp.MustCompile(intendedPattern)
+	latBoundRE  = regexp.MustCompile(latencyBoundPattern)
+	ratioRE     = regexp.MustCompile(ratioBoundPattern)
 )
 
 // ascii reports whether s is printable ASCII, space or tab: the patterns'
@@ -54,6 +56,12 @@ func checkPatterns(t *testing.T, s string) {
 	if _, err := evidence.ParseIntendedLimit(s); err == nil && ascii(s) && !intendedRE.MatchString(s) {
 		t.Errorf("evidence.ParseIntendedLimit accepts %q, intendedPattern does not", s)
 	}
+	if _, err := evidence.ParseLatencyBound(s); err == nil && ascii(s) && !latBoundRE.MatchString(s) {
+		t.Errorf("evidence.ParseLatencyBound accepts %q, latencyBoundPattern does not", s)
+	}
+	if _, err := evidence.ParseRatioBound(s); err == nil && ascii(s) && !ratioRE.MatchString(s) {
+		t.Errorf("evidence.ParseRatioBound accepts %q, ratioBoundPattern does not", s)
+	}
 }
 
 var patternSeeds = []string{
@@ -63,6 +71,7 @@ var patternSeeds = []string{
 	"uniform:10ms..50ms", " uniform: 1s .. 2s ", "exp:20ms", "normal:50ms,10ms", "normal: 50ms , 10ms", "uniform:2s..1s", "exp:",
 	"5/1m", " 5 / 1m ", "0/1h", "-0/1s", "5/.m", "5/+1m", "5 per minute", "5/1d",
 	"5/0s", "5/", "5/-1s", "0/1s", "x", "1..", "..1", "1 h", "1/1 s", "/1s", "5/s.", "1e3",
+	"<= 50ms", "<1s", " >= -0s ", "< 0.1%", "<=0.001", ">= 1e-3 %", "< +.5", "<= -0%", "== 5ms",
 }
 
 func FuzzPatterns(f *testing.F) {
@@ -86,6 +95,8 @@ func TestPatternsReject(t *testing.T) {
 		{rateRE, func(s string) error { _, err := attack.ParseRate(s); return err }, []string{"x", "1/1 s", "/1s", "-5/1s", "5/1d", "5/s.", "1.5"}},
 		{latencyRE, func(s string) error { _, err := backend.ParseLatency(s); return err }, []string{"x", "gamma:1s", "uniform:1s", "normal:1s", "exp:", "1d"}},
 		{intendedRE, func(s string) error { _, err := evidence.ParseIntendedLimit(s); return err }, []string{"5", "x/1m", "5/1d", "5 per minute", "/1m", "5/", "1.5/1m"}},
+		{latBoundRE, func(s string) error { _, err := evidence.ParseLatencyBound(s); return err }, []string{"50ms", "== 5ms", "<=", "<= 5", "=< 5ms", "<= 1d"}},
+		{ratioRE, func(s string) error { _, err := evidence.ParseRatioBound(s); return err }, []string{"0.1%", "== 1%", "<", "< x", "< 1%%", "< 0x1p-3", "< -5%"}},
 	}
 	for _, c := range cases {
 		for _, s := range c.bad {

@@ -11,6 +11,7 @@ import (
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/attack"
 	"github.com/rlbench/rlbench/collect/rls"
+	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
@@ -26,6 +27,15 @@ type rule func(*jsonschema.Schema)
 // added with a closed set of values gets its rule here. Generate fails when
 // a key names no field of the schemas.
 var fieldRules = map[string]rule{
+	// the event stream
+	"events.Event.Type":             enum(events.Types...),
+	"events.Event.Time":             format("date-time"),
+	"events.Event.Seq":              minimum(1),
+	"events.TargetProgress.Classes": keys(evidence.ClassNames()...),
+	"events.Verdict.Status":         enum(evidence.Pass, evidence.Fail, evidence.NotRun),
+	"events.Finished.Status":        enum(evidence.Pass, evidence.Fail, evidence.NotRun),
+	"events.Finished.ExitCode":      minimum(0),
+	"events.Fault.Action":           enum(faultActions...),
 	// evidence records
 	"evidence.Request.Code":                 between(0, 999),
 	"evidence.Receipt.RecvTime":             format("date-time"),
@@ -34,6 +44,8 @@ var fieldRules = map[string]rule{
 	"evidence.LimitSpec.Kind":               enum(evidence.LimitTokenBucket, evidence.LimitFixedWindow),
 	"evidence.LimitSpec.WindowStart":        enum(evidence.WindowAligned, evidence.WindowFirstHit),
 	"evidence.Expectation.Classes":          keys(classNames()...),
+	"evidence.Expectation.Ratios":           keys(evidence.RatioNames()...),
+	"evidence.LatencyThreshold.Class":       enum(evidence.ClassNames()...),
 	"evidence.AttackSummary.Start":          format("date-time"),
 	"evidence.AttackSummary.End":            format("date-time"),
 	"evidence.AttackSummary.CodesByTarget":  values(keyPattern(`^[0-9]+$`)),
@@ -96,6 +108,21 @@ var fieldRules = map[string]rule{
 	"report.FaultWindow.Receipts":  minimum(0),
 	"report.RLSCheck.Decisions":    minimum(0),
 	"report.ScenarioReport.Repeat": minimum(0),
+
+	// the diff of two runs (rlbench diff)
+	"report.DiffInput.Kind":       enum(report.DiffRun, report.DiffScenario, report.DiffSaved),
+	"report.DiffInput.Status":     enum(verdicts...),
+	"report.DiffInput.PlanDigest": pattern(`^sha256:[0-9a-f]{64}$`),
+	"report.ScenarioRef.Status":   enum(verdicts...),
+	"report.VerdictFlip.A":        enum(verdicts...),
+	"report.VerdictFlip.B":        enum(verdicts...),
+	"report.VerdictFlip.Change":   enum(report.ChangeWorse, report.ChangeBetter),
+	"report.ScenarioDiff.A":       enum(verdicts...),
+	"report.ScenarioDiff.B":       enum(verdicts...),
+	"report.ScenarioDiff.Change":  enum(report.ChangeSame, report.ChangeWorse, report.ChangeBetter),
+	"report.ConfigChange.Source":  enum(report.DigestRecorded, report.DigestComputed),
+	"report.ConfigChange.A":       pattern(`^(sha256:[0-9a-f]{64})?$`),
+	"report.ConfigChange.B":       pattern(`^(sha256:[0-9a-f]{64})?$`),
 
 	// the plan: what runner.ParsePlan checks, where a schema can say it
 	"runner.Plan.Scenarios":                             minItems(1),
@@ -163,6 +190,20 @@ var addedLater = map[string]bool{
 
 // typeRules constrain definitions, keyed "<package>.<Type>".
 var typeRules = map[string]rule{
+	// Event: the object of its type, and no other (events.Sink.Emit).
+	"events.Event": func(s *jsonschema.Schema) {
+		objs := map[string]string{events.TypeStarted: "started", events.TypeProgress: "progress", events.TypeFaultBegin: "fault",
+			events.TypeFaultEnd: "fault", events.TypeVerdict: "verdict", events.TypeFinished: "finished"}
+		for _, t := range events.Types {
+			props := map[string]*jsonschema.Schema{"type": {Const: t}}
+			for _, o := range []string{"started", "progress", "fault", "verdict", "finished"} {
+				if o != objs[t] {
+					props[o] = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+				}
+			}
+			s.OneOf = append(s.OneOf, withProps(props, "type", objs[t]))
+		}
+	},
 	"nginxrec.StubStatus": allMinimum(0),
 	"report.RealWindow":   allMinimum(0, "key", "epoch"),
 	"report.RealErrors":   allMinimum(0),

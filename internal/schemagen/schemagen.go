@@ -41,7 +41,7 @@ const Module = buildinfo.Module
 
 // commentDirs are the package directories (relative to the repository root,
 // with their subdirectories) whose doc comments become descriptions.
-var commentDirs = []string{"evidence", "analyze", "collect", "internal/runner", "internal/lab/proxy"}
+var commentDirs = []string{"evidence", "analyze", "collect", "events", "internal/runner", "internal/lab/proxy"}
 
 // File is one generated schema file.
 type File struct {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/internal/runner"
@@ -180,7 +181,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 // named after its ID, and every schema is valid JSON Schema that compiles.
 func TestFileNames(t *testing.T) {
 	consts := map[string]string{
-		schemas.Report: report.ReportSchema, schemas.Plan: runner.PlanSchema,
+		schemas.Report: report.ReportSchema, schemas.Diff: report.DiffSchema, schemas.Plan: runner.PlanSchema,
 		schemas.Request: evidence.RequestSchema, schemas.Receipt: evidence.ReceiptSchema,
 		schemas.Fault: evidence.FaultSchema, schemas.Decision: evidence.DecisionSchema,
 		schemas.Scenario: evidence.ScenarioSchema, schemas.Attack: evidence.AttackSchema,
@@ -189,6 +190,7 @@ func TestFileNames(t *testing.T) {
 		schemas.RLSLog: evidence.RLSLogSchema, schemas.NginxAccess: evidence.NginxAccessSchema,
 		schemas.NginxLimitReq: evidence.NginxLimitReqSchema, schemas.NginxStubStatus: evidence.NginxStubStatusSchema,
 		schemas.FileState: evidence.StateSchema, schemas.Merge: evidence.MergeSchema, schemas.Harness: evidence.HarnessSchema,
+		schemas.Event: events.Schema,
 	}
 	var got, want []string
 	for _, f := range generate(t) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
+	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
@@ -57,6 +58,10 @@ func specs() []spec {
 		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginxrec.StubStatus]()},
 		{id: report.ReportSchema, what: "the report of `rlbench analyze --format json` (and `rlbench run --format json`)",
 			root: typeOf[report.Report](), consts: map[string]string{"Report": report.ReportSchema}},
+		{id: report.DiffSchema, what: "the comparison of two runs, `rlbench diff A B --format json`",
+			root: typeOf[report.Diff](), consts: map[string]string{"Diff": report.DiffSchema}},
+		{id: events.Schema, what: "one line of the event stream (`rlbench run --events`, `rlbench attack --events`)", root: typeOf[events.Event](),
+			consts: map[string]string{"Event": events.Schema}},
 		{id: runner.PlanSchema, what: "a plan (`rlbench run PLAN.yaml`), in the JSON form of its YAML", root: typeOf[runner.Plan](),
 			ranges: rangePlan, plan: true},
 	}
@@ -89,7 +94,13 @@ const (
 	// uniform:MIN..MAX, exp:MEAN or normal:MEAN,STDDEV.
 	latencyPattern = `^\s*(` + durationBody + `|uniform:\s*` + durationBody + `\s*\.\.\s*` + durationBody +
 		`|exp:\s*` + durationBody + `|normal:\s*` + durationBody + `\s*,\s*` + durationBody + `)\s*$`
-	durationBody = `[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)`
+	// latencyBoundPattern is evidence.ParseLatencyBound's syntax: an
+	// operator and a duration.
+	latencyBoundPattern = `^\s*(<=|>=|<|>)\s*` + durationBody + `\s*$`
+	// ratioBoundPattern is evidence.ParseRatioBound's syntax: an operator
+	// and a decimal number, optionally a percentage.
+	ratioBoundPattern = `^\s*(<=|>=|<|>)\s*\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?\s*%?\s*$`
+	durationBody      = `[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+)`
 	// intendedPattern is evidence.ParseIntendedLimit's syntax: N/DURATION
 	// or N/UNIT, spaces allowed around the slash.
 	intendedPattern = `^\s*(\+?[0-9]+|-0+)\s*/\s*([-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+|\.?(ns|us|µs|μs|ms|s|m|h))\s*$`
@@ -120,6 +131,12 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 	case typeOf[model.Duration]():
 		return &jsonschema.Schema{Type: "string", Pattern: durationPattern, Description: g.comment(t, ""),
 			Examples: []any{"1s", "500ms"}}, "ModelDuration"
+	case typeOf[evidence.LatencyBound]():
+		return &jsonschema.Schema{Type: "string", Pattern: latencyBoundPattern, Description: g.comment(t, "") +
+			"\n\nAn operator (<, <=, >, >=) and a Go duration >= 0, e.g. \"<= 50ms\".", Examples: []any{"<= 50ms", "< 1s"}}, "LatencyBound"
+	case typeOf[evidence.RatioBound]():
+		return &jsonschema.Schema{Type: "string", Pattern: ratioBoundPattern, Description: g.comment(t, "") +
+			"\n\nAn operator (<, <=, >, >=) and a percentage (\"0.1%\") or a fraction (\"0.001\") in 0..1.", Examples: []any{"< 0.1%", "<= 0.001"}}, "RatioBound"
 	case typeOf[model.Spec]():
 		return g.modelSpecDef(t), "Spec"
 	case typeOf[evidence.PeakExpectations]():

@@ -2,7 +2,8 @@
 // one model.Spec the model checker and the simulator run: Envoy's HTTP local
 // rate limit filter (EnvoyLocal, the lab proxy's local section), an
 // envoyproxy/ratelimit rule (RLSRule), nginx's limit_req (NginxLimitReq),
-// a generic token bucket (TokenBucketRate) and the previous release's
+// a generic token bucket (TokenBucketRate), go-redis/redis_rate's GCRA
+// limit (GCRALimit) and the previous release's
 // scenario.json `limits:` entry (Legacy). Each type has one Spec method; no
 // other package builds a model.Spec by hand.
 //
@@ -235,6 +236,24 @@ type TokenBucketRate struct {
 // model.Spec.Validate's (*model.FieldError).
 func (b TokenBucketRate) Spec() (model.Spec, error) {
 	return validated(model.Spec{Kind: model.KindTokenBucket, Capacity: b.Capacity, RatePerSec: b.RatePerSec})
+}
+
+// GCRALimit is go-redis/redis_rate's Limit{Rate, Burst, Period} (rate.go):
+// Rate requests per Period, Burst at one instant; redis_rate.PerSecond(n)
+// is {Rate: n, Burst: n, Period: time.Second}. The lab gateway's `gcra:`
+// section declares one.
+type GCRALimit struct {
+	Rate   int
+	Burst  int
+	Period time.Duration
+}
+
+// Spec translates the limit into a gcra model.Spec (emission interval T =
+// Period/Rate, tolerance τ = Burst × T; redis_rate lua.go allowN). Errors
+// are model.Spec.Validate's (*model.FieldError): Rate < 1, Period <= 0,
+// Burst < 1 (redis_rate denies every request with burst 0).
+func (l GCRALimit) Spec() (model.Spec, error) {
+	return validated(model.Spec{Kind: model.KindGCRA, RatePerPeriod: l.Rate, Burst: l.Burst, Period: model.Duration(l.Period)})
 }
 
 func validated(s model.Spec) (model.Spec, error) {

@@ -120,3 +120,23 @@ func TestLegacySpec(t *testing.T) {
 		t.Fatal("unknown kind accepted")
 	}
 }
+
+// TestGCRALimitSpec: redis_rate's Limit{Rate, Burst, Period} is a gcra
+// spec with T = Period/Rate and τ = Burst × T; burst 0 (redis_rate denies
+// everything) is an error naming the field.
+func TestGCRALimitSpec(t *testing.T) {
+	s, err := GCRALimit{Rate: 10, Burst: 20, Period: time.Second}.Spec()
+	if err != nil || s.Kind != model.KindGCRA || s.RatePerPeriod != 10 || s.Burst != 20 || time.Duration(s.Period) != time.Second {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if T, tau := s.GCRAEmissionInterval(); T != float64(100*time.Millisecond) || tau != float64(2*time.Second) {
+		t.Fatalf("T %v τ %v", T, tau)
+	}
+	var fe *model.FieldError
+	if _, err := (GCRALimit{Rate: 10, Period: time.Second}).Spec(); !errors.As(err, &fe) || fe.Field != "burst" {
+		t.Fatalf("burst 0: %v", err)
+	}
+	if _, err := (GCRALimit{Rate: 10, Burst: 1}).Spec(); !errors.As(err, &fe) || fe.Field != "period" {
+		t.Fatalf("period 0: %v", err)
+	}
+}

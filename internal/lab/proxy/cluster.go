@@ -73,6 +73,7 @@ type clusterStats struct {
 	rqTotal, rqActive, rqTimeout, rqPerTryTimeout                  *stat
 	rqPendingTotal, rqPendingActive, rqPendingOverflow             *stat
 	cxTotal, cxActive, cxConnectFail, cxOverflow, cxDestroy        *stat
+	cxMaxRequests                                                  *stat
 	retry, retrySuccess, retryLimitExceeded, retryOverflow         *stat
 	retryBackoffExp, retryAbandoned, lbHealthyPanic                *stat
 	membershipTotal, membershipHealthy                             *stat
@@ -97,6 +98,7 @@ type cluster struct {
 	panicThreshold                       float64
 	connectTimeout                       time.Duration
 	dialer                               net.Dialer
+	maxRqPerConn                         uint32 // 0: no limit
 
 	mu                         sync.Mutex
 	cx, pending, rq, retries   int64
@@ -143,6 +145,7 @@ type upConn struct {
 	peek     [1]byte
 	peekOK   bool
 	peekFn   func(fd uintptr) bool // made once: rc.Read would allocate a closure per check
+	served   uint32                // requests this connection carried (max_requests_per_connection)
 }
 
 func newCluster(p *Proxy, name string, addrs []string, cb *CircuitBreakers, od *OutlierDetection, panicThreshold *float64, connectTimeout time.Duration) *cluster {
@@ -171,8 +174,8 @@ func newCluster(p *Proxy, name string, addrs []string, cb *CircuitBreakers, od *
 		rqPendingOverflow: s.counter(cp + "upstream_rq_pending_overflow"),
 		cxTotal:           s.counter(cp + "upstream_cx_total"), cxActive: s.gauge(cp + "upstream_cx_active"),
 		cxConnectFail: s.counter(cp + "upstream_cx_connect_fail"), cxOverflow: s.counter(cp + "upstream_cx_overflow"),
-		cxDestroy: s.counter(cp + "upstream_cx_destroy"),
-		retry:     s.counter(cp + "upstream_rq_retry"), retrySuccess: s.counter(cp + "upstream_rq_retry_success"),
+		cxDestroy: s.counter(cp + "upstream_cx_destroy"), cxMaxRequests: s.counter(cp + "upstream_cx_max_requests"),
+		retry: s.counter(cp + "upstream_rq_retry"), retrySuccess: s.counter(cp + "upstream_rq_retry_success"),
 		retryLimitExceeded: s.counter(cp + "upstream_rq_retry_limit_exceeded"), retryOverflow: s.counter(cp + "upstream_rq_retry_overflow"),
 		retryBackoffExp: s.counter(cp + "upstream_rq_retry_backoff_exponential"), retryAbandoned: s.counter(cp + "retry_or_shadow_abandoned"),
 		lbHealthyPanic:  s.counter(cp + "lb_healthy_panic"),
@@ -530,6 +533,13 @@ func (cl *cluster) upstreamReadyLocked(h *host) {
 // otherwise.
 func (cl *cluster) release(uc *upConn, reuse bool) {
 	cl.mu.Lock()
+	uc.served++
+	if reuse && cl.maxRqPerConn > 0 && uc.served >= cl.maxRqPerConn {
+		// The connection's remaining streams reached 0: Envoy closes it
+		// once its last stream is done (upstream_cx_max_requests).
+		reuse = false
+		cl.st.cxMaxRequests.inc()
+	}
 	cl.rq--
 	cl.st.rqActive.dec()
 	cl.gaugesLocked()

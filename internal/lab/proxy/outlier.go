@@ -6,15 +6,19 @@ import (
 )
 
 // OutlierDetection is the cluster's outlier_detection
-// (config.cluster.v3.OutlierDetection), consecutive errors only, without
-// split_external_local_origin_errors, following Envoy
-// source/common/upstream/outlier_detection_impl.cc:
+// (config.cluster.v3.OutlierDetection), consecutive errors only, following
+// Envoy source/common/upstream/outlier_detection_impl.cc:
 //
 //   - Every upstream response code is fed to its host: a 5xx increments
 //     consecutive_5xx, a 502/503/504 also the gateway-failure count (other
-//     5xx reset it), anything else resets both. A reset before a response
-//     counts as 503 and a timeout as 504; a circuit-breaker overflow is not
-//     counted.
+//     5xx reset it), anything else resets both. Without
+//     split_external_local_origin_errors a reset before a response counts
+//     as 503 and a timeout as 504 (putResultNoLocalExternalSplit); with it
+//     they are locally originated errors instead (putResultWithLocalExternalSplit):
+//     each increments consecutive_local_origin_failure, a connection
+//     obtained for a request (LocalOriginConnectSuccess, reported on pool
+//     ready) resets it, and only responses the upstream sent count towards
+//     consecutive_5xx. A circuit-breaker overflow is never counted.
 //   - Reaching consecutive_5xx (consecutive_gateway_failure) detects an
 //     ejection (ejections_detected_*), whose counter then restarts; it is
 //     enforced with probability enforcing_consecutive_5xx (_gateway_failure,
@@ -49,6 +53,24 @@ type OutlierDetection struct {
 	// AlwaysEjectOneHost is always_eject_one_host: the first ejection is
 	// allowed whatever max_ejection_percent says.
 	AlwaysEjectOneHost bool `json:"always_eject_one_host,omitempty"`
+	// SplitExternalLocalOriginErrors is split_external_local_origin_errors:
+	// resets, connect failures and timeouts count as locally originated
+	// errors (consecutive_local_origin_failure), not as 503/504.
+	SplitExternalLocalOriginErrors bool `json:"split_external_local_origin_errors,omitempty"`
+	// ConsecutiveLocalOriginFailure is consecutive_local_origin_failure (with
+	// the split only); nil means 5.
+	ConsecutiveLocalOriginFailure *uint32 `json:"consecutive_local_origin_failure,omitempty"`
+	// EnforcingConsecutiveLocalOriginFailure is a percentage; nil means 100.
+	EnforcingConsecutiveLocalOriginFailure *uint32 `json:"enforcing_consecutive_local_origin_failure,omitempty"`
+	// Pre128MaxEjectionPercent applies max_ejection_percent as Envoy did
+	// before 1.28: an ejection is allowed while the share already ejected
+	// is below the cap (DetectorImpl::ejectHost checked ejected/hosts <
+	// max_ejection_percent before ejecting), so the last ejection may pass
+	// it (3 hosts at 50%: 2 ejected). Envoy 1.28 checks (ejected+1)/hosts
+	// <= max_ejection_percent (envoyproxy/envoy#27624). Not an Envoy field:
+	// it stands for the proxy's version, as Istio releases before 1.20
+	// shipped an Envoy before 1.28.
+	Pre128MaxEjectionPercent bool `json:"pre_1_28_max_ejection_percent,omitempty"`
 }
 
 // Envoy's outlier detection defaults (DetectorConfig).
@@ -59,6 +81,8 @@ const (
 	DefaultBaseEjectionTime          = 30 * time.Second
 	DefaultMaxEjectionTime           = 300 * time.Second
 	DefaultMaxEjectionPercent        = 10
+	// DefaultConsecutiveLocalOriginFailure is consecutive_local_origin_failure's default.
+	DefaultConsecutiveLocalOriginFailure = 5
 )
 
 // Validate checks the percentages and that max_ejection_time is not below
@@ -66,7 +90,7 @@ const (
 // smaller than base_ejection_time").
 func (o *OutlierDetection) Validate() error {
 	for name, p := range map[string]*uint32{"max_ejection_percent": o.MaxEjectionPercent, "enforcing_consecutive_5xx": o.EnforcingConsecutive5xx,
-		"enforcing_consecutive_gateway_failure": o.EnforcingConsecutiveGatewayFailure} {
+		"enforcing_consecutive_gateway_failure": o.EnforcingConsecutiveGatewayFailure, "enforcing_consecutive_local_origin_failure": o.EnforcingConsecutiveLocalOriginFailure} {
 		if p != nil && *p > 100 {
 			return fmt.Errorf("outlier detection: %s %d is not a percentage in 0..100", name, *p)
 		}
@@ -78,20 +102,30 @@ func (o *OutlierDetection) Validate() error {
 	if c.maxEject < c.base {
 		return fmt.Errorf("outlier detection: max_ejection_time %v cannot be smaller than base_ejection_time %v", c.maxEject, c.base)
 	}
+	if !o.SplitExternalLocalOriginErrors && (o.ConsecutiveLocalOriginFailure != nil || o.EnforcingConsecutiveLocalOriginFailure != nil) {
+		return fmt.Errorf("outlier detection: consecutive_local_origin_failure needs split_external_local_origin_errors: true (without it local origin errors count as 5xx)")
+	}
 	return nil
 }
 
 type odConfig struct {
-	cons5xx, consGw          uint32
-	interval, base, maxEject time.Duration
-	maxPercent               float64
-	enf5xx, enfGw            float64
-	alwaysOne                bool
+	cons5xx, consGw, consLocal uint32
+	interval, base, maxEject   time.Duration
+	maxPercent                 float64
+	enf5xx, enfGw, enfLocal    float64
+	alwaysOne, split, pre128   bool
 }
 
 func (o *OutlierDetection) compile() odConfig {
 	c := odConfig{cons5xx: DefaultConsecutive5xx, consGw: DefaultConsecutiveGatewayFailure, interval: time.Duration(o.Interval), base: time.Duration(o.BaseEjectionTime),
-		maxEject: time.Duration(o.MaxEjectionTime), maxPercent: DefaultMaxEjectionPercent, enf5xx: 100, enfGw: 0, alwaysOne: o.AlwaysEjectOneHost}
+		maxEject: time.Duration(o.MaxEjectionTime), maxPercent: DefaultMaxEjectionPercent, enf5xx: 100, enfGw: 0, alwaysOne: o.AlwaysEjectOneHost,
+		consLocal: DefaultConsecutiveLocalOriginFailure, enfLocal: 100, split: o.SplitExternalLocalOriginErrors, pre128: o.Pre128MaxEjectionPercent}
+	if o.ConsecutiveLocalOriginFailure != nil {
+		c.consLocal = *o.ConsecutiveLocalOriginFailure
+	}
+	if o.EnforcingConsecutiveLocalOriginFailure != nil {
+		c.enfLocal = float64(*o.EnforcingConsecutiveLocalOriginFailure)
+	}
 	if o.Consecutive5xx != nil {
 		c.cons5xx = *o.Consecutive5xx
 	}
@@ -123,6 +157,7 @@ func (o *OutlierDetection) compile() odConfig {
 // mutex.
 type hostOutlier struct {
 	cons5xx, consGw uint32
+	consLocal       uint32 // consecutive locally originated errors (split mode)
 	ejected         bool
 	lastEjection    time.Time
 	backoff         uint32 // ejectTimeBackoff, the ejection time multiplier
@@ -134,6 +169,7 @@ type outlierDetector struct {
 	cfg odConfig
 	st  struct {
 		active, total, overflow, enforcedTotal, enforced5xx, enforcedGw, detected5xx, detectedGw, consecutive5xx *stat
+		enforcedLocal, detectedLocal                                                                             *stat
 	}
 }
 
@@ -142,6 +178,7 @@ type ejectionType uint8
 const (
 	ejectConsecutive5xx ejectionType = iota
 	ejectConsecutiveGateway
+	ejectConsecutiveLocalOrigin
 )
 
 func newOutlierDetector(cl *cluster, o *OutlierDetection) *outlierDetector {
@@ -157,6 +194,10 @@ func newOutlierDetector(cl *cluster, o *OutlierDetection) *outlierDetector {
 	d.st.detected5xx = s.counter(p + "ejections_detected_consecutive_5xx")
 	d.st.detectedGw = s.counter(p + "ejections_detected_consecutive_gateway_failure")
 	d.st.consecutive5xx = s.counter(p + "ejections_consecutive_5xx")
+	if d.cfg.split {
+		d.st.enforcedLocal = s.counter(p + "ejections_enforced_consecutive_local_origin_failure")
+		d.st.detectedLocal = s.counter(p + "ejections_detected_consecutive_local_origin_failure")
+	}
 	return d
 }
 
@@ -188,32 +229,79 @@ func (cl *cluster) putHTTPCode(h *host, code int) {
 	o.cons5xx, o.consGw = 0, 0
 }
 
+// splitsLocalOrigin reports whether locally originated errors are kept
+// apart from the upstream's 5xx (split_external_local_origin_errors).
+func (cl *cluster) splitsLocalOrigin() bool { return cl.od != nil && cl.od.cfg.split }
+
+// putLocalOriginOr reports a locally originated failure on h: in split
+// mode as such (putLocalOrigin), else as code (503 for a reset or connect
+// failure, 504 for a timeout: putResultNoLocalExternalSplit).
+func (cl *cluster) putLocalOriginOr(h *host, code int) {
+	if cl.splitsLocalOrigin() {
+		cl.putLocalOrigin(h, true)
+		return
+	}
+	cl.putHTTPCode(h, code)
+}
+
+// putLocalOrigin reports a locally originated result for h in split mode
+// (DetectorHostMonitorImpl::putResultWithLocalExternalSplit): failed is
+// LocalOriginConnectFailed or LocalOriginTimeout (localOriginFailure),
+// !failed is LocalOriginConnectSuccess (localOriginNoFailure). Without the
+// split it does nothing: the router reports 503/504 codes instead.
+func (cl *cluster) putLocalOrigin(h *host, failed bool) {
+	d := cl.od
+	if d == nil || !d.cfg.split {
+		return
+	}
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	o := &h.od
+	if !failed {
+		o.consLocal = 0
+		return
+	}
+	o.consLocal++
+	if o.consLocal == d.cfg.consLocal {
+		d.onConsecutiveLocked(h, ejectConsecutiveLocalOrigin)
+	}
+}
+
 // onConsecutiveLocked is DetectorImpl::onConsecutiveErrorWorker.
 func (d *outlierDetector) onConsecutiveLocked(h *host, t ejectionType) {
 	if h.od.ejected {
 		return
 	}
-	if t == ejectConsecutive5xx {
+	switch t {
+	case ejectConsecutive5xx:
 		d.st.detected5xx.inc()
-	} else {
+	case ejectConsecutiveGateway:
 		d.st.detectedGw.inc()
+	case ejectConsecutiveLocalOrigin:
+		d.st.detectedLocal.inc()
 	}
 	d.ejectLocked(h, t)
-	if t == ejectConsecutive5xx {
+	switch t {
+	case ejectConsecutive5xx:
 		d.st.consecutive5xx.inc() // deprecated counter, still emitted
 		h.od.cons5xx = 0
-	} else {
+	case ejectConsecutiveGateway:
 		h.od.consGw = 0
+	case ejectConsecutiveLocalOrigin:
+		h.od.consLocal = 0
 	}
 }
 
 // ejectLocked is DetectorImpl::ejectHost with the Envoy >= 1.28
-// max_ejection_percent rule.
+// max_ejection_percent rule, or the earlier one (Pre128MaxEjectionPercent).
 func (d *outlierDetector) ejectLocked(h *host, t ejectionType) {
 	cl := d.cl
 	hosts := len(cl.hosts)
 	allowed := 100*float64(cl.ejectedCount+1)/float64(hosts) <= d.cfg.maxPercent ||
 		(d.cfg.alwaysOne && cl.ejectedCount == 0)
+	if d.cfg.pre128 {
+		allowed = 100*float64(cl.ejectedCount)/float64(hosts) < d.cfg.maxPercent
+	}
 	if !allowed {
 		d.st.overflow.inc()
 		return
@@ -222,8 +310,11 @@ func (d *outlierDetector) ejectLocked(h *host, t ejectionType) {
 		d.st.total.inc() // deprecated counter, consecutive 5xx and success rate only
 	}
 	enf := d.cfg.enf5xx
-	if t == ejectConsecutiveGateway {
+	switch t {
+	case ejectConsecutiveGateway:
 		enf = d.cfg.enfGw
+	case ejectConsecutiveLocalOrigin:
+		enf = d.cfg.enfLocal
 	}
 	if !cl.p.rand.hit(&enf) {
 		return
@@ -233,10 +324,13 @@ func (d *outlierDetector) ejectLocked(h *host, t ejectionType) {
 	d.st.active.set(uint64(cl.ejectedCount))
 	cl.st.membershipHealthy.set(uint64(cl.healthyCount))
 	d.st.enforcedTotal.inc()
-	if t == ejectConsecutive5xx {
+	switch t {
+	case ejectConsecutive5xx:
 		d.st.enforced5xx.inc()
-	} else {
+	case ejectConsecutiveGateway:
 		d.st.enforcedGw.inc()
+	case ejectConsecutiveLocalOrigin:
+		d.st.enforcedLocal.inc()
 	}
 	o := &h.od
 	o.ejected = true
@@ -276,7 +370,7 @@ func (cl *cluster) sweep(now time.Time) {
 		}
 		if min(time.Duration(o.backoff)*d.cfg.base, d.cfg.maxEject) <= now.Sub(o.lastEjection) {
 			o.ejected = false
-			o.cons5xx, o.consGw = 0, 0
+			o.cons5xx, o.consGw, o.consLocal = 0, 0, 0
 			cl.ejectedCount--
 			cl.healthyCount++
 			d.st.active.set(uint64(cl.ejectedCount))

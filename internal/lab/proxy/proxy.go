@@ -71,6 +71,19 @@ type Config struct {
 	HealthyPanicThreshold *float64 `json:"healthy_panic_threshold,omitempty"`
 	// ConnectTimeout is the cluster connect_timeout; default 5 s.
 	ConnectTimeout time.Duration `json:"connect_timeout,omitempty"`
+	// MaxRequestsPerConnection is the cluster's
+	// common_http_protocol_options.max_requests_per_connection: an upstream
+	// connection is closed once it carried that many requests
+	// (upstream_cx_max_requests); 0 means no limit (Envoy's default).
+	MaxRequestsPerConnection uint32 `json:"max_requests_per_connection,omitempty"`
+	// MaxStreamDuration is the route's max_stream_duration.max_stream_duration
+	// (config.route.v3.RouteAction.MaxStreamDuration): counted from the
+	// request's arrival, through every retry; when it passes before the
+	// response, the client gets 408 "downstream duration timeout" and
+	// http.<prefix>.downstream_rq_max_duration_reached grows (Envoy
+	// source/common/http/conn_manager_impl.cc onStreamMaxDurationReached).
+	// 0 means none.
+	MaxStreamDuration time.Duration `json:"max_stream_duration,omitempty"`
 	// AccessLog, if non-nil, gets one JSON object per request and line (see
 	// AccessLogEntry), through a buffer flushed at least every
 	// evidence.FlushEvery and on Close. AccessLog is never closed.
@@ -132,6 +145,9 @@ func (cfg *Config) Validate() error {
 		if err := cfg.OutlierDetection.Validate(); err != nil {
 			return err
 		}
+	}
+	if cfg.MaxStreamDuration < 0 {
+		return fmt.Errorf("max_stream_duration %v is negative", cfg.MaxStreamDuration)
 	}
 	if t := cfg.HealthyPanicThreshold; t != nil && (*t < 0 || *t > 100 || *t != *t) {
 		return fmt.Errorf("healthy_panic_threshold %v is not a percentage in 0..100", *t)
@@ -218,6 +234,7 @@ type Proxy struct {
 
 type proxyStats struct {
 	dsTotal, dsCompleted, dsActive     *stat
+	dsMaxDuration                      *stat
 	dsClass                            [6]*stat
 	lEnabled, lOK, lLimited, lEnf      *stat
 	gOK, gError, gOverLimit, gFailOpen *stat
@@ -295,6 +312,7 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	}
 	p.initStats()
 	p.cluster = newCluster(p, cfg.Cluster, addrs, cfg.CircuitBreakers, cfg.OutlierDetection, cfg.HealthyPanicThreshold, cfg.ConnectTimeout)
+	p.cluster.maxRqPerConn = cfg.MaxRequestsPerConnection
 	if cfg.AccessLog != nil {
 		p.alog = evidence.NewWriter(noCloser{cfg.AccessLog})
 	}
@@ -358,6 +376,9 @@ func (p *Proxy) initStats() {
 	p.st.dsTotal = s.counter(hp + "downstream_rq_total")
 	p.st.dsCompleted = s.counter(hp + "downstream_rq_completed")
 	p.st.dsActive = s.gauge(hp + "downstream_rq_active")
+	if p.cfg.MaxStreamDuration > 0 {
+		p.st.dsMaxDuration = s.counter(hp + "downstream_rq_max_duration_reached")
+	}
 	for i := 1; i <= 5; i++ {
 		p.st.dsClass[i] = s.counter(hp + "downstream_rq_" + strconv.Itoa(i) + "xx")
 	}

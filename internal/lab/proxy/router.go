@@ -199,6 +199,9 @@ func (p *Proxy) route(rs *reqState) {
 	if r.global > 0 {
 		r.globalDL = r.start.Add(r.global)
 	}
+	if d := p.cfg.MaxStreamDuration; d > 0 {
+		r.streamDL = rs.arrived.Add(d)
+	}
 	if !r.prepareBody() {
 		return
 	}
@@ -219,6 +222,8 @@ type routing struct {
 	global, perTry time.Duration
 	// start is when routing began; globalDL is start+global (zero: none).
 	start, globalDL time.Time
+	// streamDL is the request's arrival plus max_stream_duration (zero: none).
+	streamDL time.Time
 	// stream is the request body when it is streamed, not buffered.
 	stream io.Reader
 	// isRetry is set once a retry was granted.
@@ -260,8 +265,16 @@ func (r *routing) prepareBody() bool {
 // nextAttempt waits a granted retry's back-off (doRetry); false: the
 // route timeout passed first and its 504 was sent.
 func (r *routing) nextAttempt() bool {
-	if !r.p.backoff(r.rs, r.rst, r.globalDL) {
-		r.p.globalTimeout(r.rs)
+	dl, stream := r.globalDL, false
+	if !r.streamDL.IsZero() && (dl.IsZero() || r.streamDL.Before(dl)) {
+		dl, stream = r.streamDL, true
+	}
+	if !r.p.backoff(r.rs, r.rst, dl) {
+		if stream {
+			r.p.maxDurationReached(r.rs)
+		} else {
+			r.p.globalTimeout(r.rs)
+		}
 		return false
 	}
 	r.isRetry = true
@@ -274,12 +287,15 @@ func (r *routing) nextAttempt() bool {
 // upstream is told to expect (x-envoy-expected-rq-timeout-ms: the per-try
 // timeout, else the route timeout, on a retry at most what is left of the
 // route timeout and at least 1 ms).
-func (r *routing) deadlines() (attemptDL time.Time, perTryFired bool, expected time.Duration) {
+func (r *routing) deadlines() (attemptDL time.Time, perTryFired, streamFired bool, expected time.Duration) {
 	attemptDL = r.globalDL
 	if r.perTry > 0 {
 		if perTryDL := time.Now().Add(r.perTry); attemptDL.IsZero() || perTryDL.Before(attemptDL) {
 			attemptDL, perTryFired = perTryDL, true
 		}
+	}
+	if !r.streamDL.IsZero() && (attemptDL.IsZero() || r.streamDL.Before(attemptDL)) {
+		attemptDL, perTryFired, streamFired = r.streamDL, false, true
 	}
 	switch {
 	case r.perTry > 0:
@@ -292,7 +308,7 @@ func (r *routing) deadlines() (attemptDL time.Time, perTryFired bool, expected t
 		// route timeout, at least 1 ms.
 		expected = min(expected, max(time.Until(r.globalDL), time.Millisecond))
 	}
-	return attemptDL, perTryFired, expected
+	return attemptDL, perTryFired, streamFired, expected
 }
 
 // try makes one attempt on a chosen host and handles its outcome; it
@@ -310,12 +326,17 @@ func (r *routing) try() bool {
 		return false
 	}
 	rs.upHost = h.addr
-	attemptDL, perTryFired, expected := r.deadlines()
+	attemptDL, perTryFired, streamFired, expected := r.deadlines()
 	res := p.attempt(rs, h, attemptDL, expected, r.stream)
 	switch {
 	case res.closed:
 		p.routerReply(rs, http.StatusServiceUnavailable, "upstream connect error or disconnect/reset before headers. reset reason: local reset", flagLR,
 			"upstream_reset_before_response_started{local_reset}", true)
+		return false
+	case res.timedOut && streamFired:
+		// The HTTP connection manager's stream timer: the upstream
+		// request is reset (no outlier report) and the client gets 408.
+		p.maxDurationReached(rs)
 		return false
 	case res.timedOut:
 		return r.onTimeout(h, res, perTryFired)
@@ -333,14 +354,14 @@ func (r *routing) onTimeout(h *host, res attemptResult, perTryFired bool) bool {
 	p, rs, cl := r.p, r.rs, r.cl
 	if !perTryFired {
 		if res.hadConn {
-			cl.putHTTPCode(h, http.StatusGatewayTimeout)
+			cl.putLocalOriginOr(h, http.StatusGatewayTimeout)
 		}
 		p.globalTimeout(rs)
 		return false
 	}
 	cl.st.rqPerTryTimeout.inc()
 	if res.hadConn {
-		cl.putHTTPCode(h, http.StatusGatewayTimeout) // LocalOriginTimeout
+		cl.putLocalOriginOr(h, http.StatusGatewayTimeout) // LocalOriginTimeout
 	}
 	if p.maybeRetryReset(rs, r.rst, resetLocalReset, true) {
 		return r.nextAttempt()
@@ -363,7 +384,7 @@ func (r *routing) onReset(h *host, res attemptResult) bool {
 	if res.reason != resetOverflow {
 		// LocalOriginConnectFailed, reported as 503 without the
 		// external/local split; overflow is not the host's fault.
-		cl.putHTTPCode(h, http.StatusServiceUnavailable)
+		cl.putLocalOriginOr(h, http.StatusServiceUnavailable)
 	}
 	if p.maybeRetryReset(rs, r.rst, res.reason, res.started) {
 		return r.nextAttempt()
@@ -441,6 +462,14 @@ func (p *Proxy) routerReply(rs *reqState, code int, body string, f respFlag, det
 		more = append(more, hdr{"X-Envoy-Attempt-Count", strconv.Itoa(rs.attempts)})
 	}
 	p.localReply(rs, code, body, f, details, more...)
+}
+
+// maxDurationReached is ActiveStream::onStreamMaxDurationReached: 408
+// "downstream duration timeout", details max_duration_timeout, no
+// response flag, no upstream code charged.
+func (p *Proxy) maxDurationReached(rs *reqState) {
+	p.st.dsMaxDuration.inc()
+	p.localReply(rs, http.StatusRequestTimeout, "downstream duration timeout", flagNone, "max_duration_timeout")
 }
 
 // globalTimeout is onResponseTimeout's reply: 504, flag UT.
@@ -539,6 +568,8 @@ func (p *Proxy) attempt(rs *reqState, h *host, deadline time.Time, expected time
 		_ = uc.c.SetDeadline(deadline)
 		uc.deadline = deadline
 	}
+	// onPoolReady: LocalOriginConnectSuccess (split mode only).
+	cl.putLocalOrigin(h, false)
 	if rs.upstreamStartNs == 0 {
 		rs.upstreamStartNs = p.clock.Now().UnixNano()
 	}

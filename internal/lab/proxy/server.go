@@ -80,6 +80,7 @@ type reqState struct {
 	dc       *dsConn
 	req      *http.Request
 	start    time.Time
+	arrived  time.Time // wall clock at arrival: max_stream_duration counts from here
 	code     int
 	flags    flagSet
 	details  string
@@ -109,7 +110,7 @@ func (p *Proxy) handle(dc *dsConn, req *http.Request) bool {
 	p.inflight.RLock()
 	defer p.inflight.RUnlock()
 	rs := rsPool.Get().(*reqState)
-	*rs = reqState{dc: dc, req: req, start: p.clock.Now(), extra: rs.extra[:0]}
+	*rs = reqState{dc: dc, req: req, start: p.clock.Now(), arrived: time.Now(), extra: rs.extra[:0]}
 	p.st.dsTotal.inc()
 	p.st.dsActive.v.Add(1)
 	if req.Close || (req.ProtoMajor == 1 && req.ProtoMinor == 0 && !strings.EqualFold(req.Header.Get("Connection"), "keep-alive")) {
