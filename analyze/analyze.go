@@ -77,6 +77,7 @@ func Judge(b *evidence.Bundle, opts Options) *report.Report {
 	}
 	rep.Groups = groups(rep.Scenarios)
 	rep.Status = overall(rep.Scenarios)
+	rep.Matrix = report.BuildMatrix(rep)
 	return rep
 }
 
@@ -190,6 +191,7 @@ func JudgeScenario(ev *evidence.ScenarioEvidence, opts Options) report.ScenarioR
 	in := &Input{Evidence: ev, Scenario: ev.Scenario, Report: &sr}
 	if ev.HasScenario {
 		sr.Name = ev.Scenario.Name
+		sr.Labels = ev.Scenario.Labels
 	}
 	if opts.Admitted != nil {
 		in.Scenario.Expect.Admitted = evidence.AdmittedIn(*opts.Admitted)

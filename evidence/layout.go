@@ -37,10 +37,16 @@ const (
 	// RLSParsedLogFile is the RLS log parsed by `rlbench collect rls-log --out`.
 	RLSParsedLogFile = RLSDir + "/log.json"
 	// RedisDir holds the log of a real-RLS scenario's private redis-server.
-	RedisDir      = RLSDir + "/redis"
-	StatsDir      = "stats"
-	AccessLogDir  = "accesslog"
-	metricsPrefix = "metrics."
+	RedisDir = RLSDir + "/redis"
+	// GatewayDir holds the lab gateway's evidence beside its access log
+	// (accesslog/gateway.log): GatewayScriptFile, the Lua script it ran,
+	// and GatewayRedisDir, the log of its private redis-server.
+	GatewayDir        = "gateway"
+	GatewayScriptFile = GatewayDir + "/script.lua"
+	GatewayRedisDir   = GatewayDir + "/redis"
+	StatsDir          = "stats"
+	AccessLogDir      = "accesslog"
+	metricsPrefix     = "metrics."
 )
 
 // Schema IDs of the files rlbench writes, "rlbench.<thing>/v<N>"; the JSON
@@ -151,6 +157,12 @@ func (d Dir) Redis() string { return d.Path(RedisDir) }
 func (d Dir) RLSMetrics(label, ext string) string {
 	return d.Path(RLSDir + "/" + metricsPrefix + label + ext)
 }
+
+// GatewayScript is <d>/gateway/script.lua.
+func (d Dir) GatewayScript() string { return d.Path(GatewayScriptFile) }
+
+// GatewayRedis is <d>/gateway/redis.
+func (d Dir) GatewayRedis() string { return d.Path(GatewayRedisDir) }
 
 // Stats is <d>/stats.
 func (d Dir) Stats() string { return d.Path(StatsDir) }

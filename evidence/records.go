@@ -328,6 +328,10 @@ type Scenario struct {
 	// Empty in evidence of earlier releases and for parts the operator ran
 	// (external targets, nginx, the real envoyproxy/ratelimit).
 	HarnessParts []string `json:"harness_parts,omitempty"`
+	// Labels place the scenario in a conformance matrix (limiter and
+	// shape); nil for a scenario without them and in evidence of earlier
+	// releases.
+	Labels *Labels `json:"labels,omitempty"`
 }
 
 // Names of HarnessParts that are not proxies.

@@ -19,7 +19,8 @@ import (
 // is named by its path and line, as is a value of a field that decodes
 // itself (FieldValueError: "admitted": "modle"), a duplicate key is an error (JSON
 // decoders keep one of them silently), and so are more than
-// MaxScenarioProxies proxies (CheckScenarioProxies, with the line). It does
+// MaxScenarioProxies proxies (CheckScenarioProxies, with the line), and
+// labels must pass Labels.Check. It does
 // not check the schema ID or the name (see Load).
 func DecodeScenario(b []byte) (Scenario, error) {
 	var s Scenario
@@ -68,6 +69,11 @@ func DecodeScenario(b []byte) (Scenario, error) {
 	}
 	if _, err := NewClassifier(s.Classify); err != nil {
 		return Scenario{}, locateField(b, err.Error(), "classify")
+	}
+	if s.Labels != nil {
+		if err := s.Labels.Check("labels"); err != nil {
+			return Scenario{}, locateField(b, err.Error(), "labels")
+		}
 	}
 	if path, err := s.Expect.CheckCounts(); err != nil {
 		if line := keys.lines[path]; line > 0 {

@@ -60,6 +60,10 @@ func SchemaOf(rel string) (id string, ok bool) {
 		return "", false
 	case path.Base(RedisDir) == dir && grand == RLSDir:
 		return "", true
+	case dir == GatewayDir && GatewayDir+"/"+base == GatewayScriptFile:
+		return "", true
+	case path.Base(GatewayRedisDir) == dir && grand == GatewayDir:
+		return "", true
 	case dir == StatsDir:
 		for _, format := range []string{"text", "json", "prometheus"} {
 			if ext, _ := RawStatsExt(format); strings.HasSuffix(base, ext) {

@@ -44,6 +44,8 @@ const (
 	ReportV1 = "report.v1.schema.json"
 	// Diff is the schema of `rlbench diff --format json` (report.DiffSchema "rlbench.diff/v1").
 	Diff = "diff.v1.schema.json"
+	// Matrix is the schema of the conformance matrix (report.MatrixSchema "rlbench.matrix/v1").
+	Matrix = "matrix.v1.schema.json"
 	// Plan is the schema of a plan's JSON form (runner.PlanSchema "rlbench.plan/v1").
 	Plan = "plan.v1.schema.json"
 	// Request is the schema of one requests.jsonl line (evidence.Request).

@@ -120,7 +120,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 // total row per scenario with its over-admission and verdict, and right
 // under it the reasons of every scenario that did not pass; then the
 // verdicts over repeats, fault windows, retries, flows and shards; with
-// o.Details the latency, backend arrivals, limiter and harness lines; last
+// o.Details the latency, backend arrivals, limiter and harness lines; the
+// conformance matrix when the run has one (WriteMatrixTable); last
 // "Verdict: <status>". Tables and reasons are fitted to the width of
 // o.Width unless o.Wide.
 func WriteTableWith(w io.Writer, rep *Report, o TableOptions) error {
@@ -158,6 +159,12 @@ func WriteTableWith(w io.Writer, rep *Report, o TableOptions) error {
 		}
 	} else if o.DetailsHint != "" && (len(limiters) > 0 || hasRows(details)) {
 		fmt.Fprintln(w, o.DetailsHint)
+	}
+	if rep.Matrix != nil {
+		fmt.Fprintln(w)
+		if err := WriteMatrixTable(w, rep.Matrix, o); err != nil {
+			return err
+		}
 	}
 	_, err := fmt.Fprintf(w, "Verdict: %s\n", rep.Status)
 	return err

@@ -113,6 +113,18 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	return htmlTemplate.Execute(w, &p)
 }
 
+// CellAnchor is the anchor of the scenario section of a matrix cell: the
+// run the cell's figures are of (its scenario name and repeat); "" when
+// the report has no such run.
+func (p *htmlPage) CellAnchor(c MatrixCell) string {
+	for i, s := range p.Report.Scenarios {
+		if s.Name == c.Scenario && s.Repeat == c.Repeat {
+			return scenarioAnchor(i, s)
+		}
+	}
+	return ""
+}
+
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
 
 // scenarioAnchor is the id of scenario i's section: "s<i+1>-<slug of name>",

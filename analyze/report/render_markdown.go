@@ -16,7 +16,8 @@ import (
 // WriteMarkdown renders the report for a pull-request comment (GitHub
 // flavoured Markdown): a verdict summary line, a table with one row per
 // scenario run (verdict first, the classes, receipts and admission against
-// the intended limit), then the reasons of every scenario that did not pass.
+// the intended limit), then the reasons of every scenario that did not pass,
+// then the conformance matrix when the run has one (WriteMatrixMarkdown).
 func WriteMarkdown(w io.Writer, rep *Report) error {
 	repeats := repeatsByName(rep)
 	if _, err := fmt.Fprintf(w, "**rlbench: %s** — %s (`%s`)\n\n", rep.Status, countVerdicts(rep), strings.ReplaceAll(rep.Dir, "`", "'")); err != nil {
@@ -55,7 +56,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			}
 		}
 	}
-	return nil
+	return WriteMatrixMarkdown(w, rep.Matrix)
 }
 
 // countVerdicts says "5 scenarios: 4 PASS, 1 FAIL".

@@ -36,6 +36,9 @@ type Report struct {
 	Scenarios []ScenarioReport `json:"scenarios"`
 	// Groups aggregates repeats of the same scenario name (over-admission ranges over K repeats).
 	Groups []Group `json:"groups"`
+	// Matrix is the conformance matrix of the scenarios that carry labels
+	// (limiter × shape, BuildMatrix); absent when none does.
+	Matrix *Matrix `json:"matrix,omitempty"`
 }
 
 // Group summarises the repeats of one scenario.
@@ -131,6 +134,9 @@ type ScenarioReport struct {
 	// Shards describes the shards of a merged run (evidence/merge.Merge): their
 	// start spread and clock offset bounds; nil for an unsharded run.
 	Shards *ShardsReport `json:"shards,omitempty"`
+	// Labels are scenario.json's labels (limiter and shape), which place
+	// the scenario in Report.Matrix; absent without them.
+	Labels *evidence.Labels `json:"labels,omitempty"`
 }
 
 // Check is one judged property of a scenario.

@@ -79,6 +79,11 @@ var flagGroups = map[string][]flagGroup{
 	"rlbench demo": {
 		{"Output", []string{"format", "quiet", "wide", "details"}},
 	},
+	"rlbench conformance": {
+		{commonGroup, []string{"url", "receipts-url", "model", "capacity", "rate", "key-header", "shape"}},
+		{"The limiter's requests and responses", []string{"header", "reject-status", "name"}},
+		{"Output", []string{"root", "format", "quiet", "wide"}},
+	},
 }
 
 // flagGroup is one titled group of flags, by long name.

@@ -520,7 +520,8 @@ func TestEveryLeafHasAnOptionsTest(t *testing.T) {
 	tested := map[string]bool{"wait": true, "analyze": true, "report": true, "diff": true, "export vegeta": true, "run": true, "simulate": true, "demo": true, "attack": true, "backend": true, "lab": true, "lint": true,
 		"collect envoy": true, "collect rls-log": true, "collect prometheus": true, "collect statsd": true, "collect envoy-access-log": true,
 		"collect nginx-access-log": true, "collect nginx-status": true, // the nginx ones: collect_nginx_test.go
-		"collect receipts": true, "merge": true, "runs prune": true} // runs prune: runs_test.go
+		"collect receipts": true, "merge": true, "runs prune": true, // runs prune: runs_test.go
+		"conformance": true} // conformance_test.go
 	var walk func(c *cobra.Command)
 	n := 0
 	walk = func(c *cobra.Command) {
@@ -608,6 +609,7 @@ func TestLabFile(t *testing.T) {
 	bad := write("bad.yaml", "proxies: 1\nlocal: {max_tokens: 1, fill_interval: soon}\n")
 	rls := write("rls.yaml", "global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\nrls: {config: \"domain: d\\ndescriptors:\\n  - {key: generic_key, value: v, rate_limit: {unit: second, requests_per_unit: 1}}\\n\"}\n")
 	real := write("real.yaml", "global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\nrls: {kind: real, config: \"domain: d\"}\n")
+	gw := write("gateway.yaml", "gateway: {xrate: {rate: 1, burst: 1}}\n")
 	for _, c := range []struct {
 		args []string
 		err  string
@@ -616,6 +618,7 @@ func TestLabFile(t *testing.T) {
 		{[]string{"-f", file, "--proxies", "3"}, "--proxies: the lab is in -f"},
 		{[]string{"-f", file, "--retry-on", "5xx", "--rls", "grpc://x:1"}, "--retry-on, --rls: the lab is in -f"},
 		{[]string{"-f", real}, "rls.kind real: rlbench lab starts the lab RLS"},
+		{[]string{"-f", gw}, "gateway: rlbench lab starts the lab proxies; run a plan for lab.gateway"},
 		{[]string{"-f", filepath.Join(dir, "absent.yaml")}, "absent.yaml"},
 	} {
 		err := execute(NewLabCmd(tio, func(*LabOptions) error { return nil }), c.args)

@@ -178,8 +178,14 @@ scenarios:
 		"collect receipts":     receipts,
 		"wait":                 wait,
 		"run":                  runs,
-		"simulate":             sims,
-		"demo":                 {{args: []string{"demo", "--quiet", "--root", e.dir("demo")}, want: ExitOK}},
+		// The limiter (the live server) and its receipts URL with the
+		// marker; the live server's receipts page is not receipts: NOT_RUN.
+		"conformance": {{args: []string{"conformance", "--quiet", "--root", e.dir("conformance"), "--url", e.pass(e.live, ""),
+			"--receipts-url", e.pass(e.live, "/_rlbench/receipts"), "--model", "token_bucket:capacity=2,rate_per_sec=2",
+			"--shape", "burst 1.5x capacity", "--header", "Authorization: Bearer " + secretMarker}, want: ExitNotRun},
+			{args: []string{"conformance", "--url", e.query(e.live, "/"), "--receipts-url", e.user(e.live, "/r"), "--model", "token_bucket:capacity=2"}, want: ExitUsage}},
+		"simulate": sims,
+		"demo":     {{args: []string{"demo", "--quiet", "--root", e.dir("demo")}, want: ExitOK}},
 		// runs lists and prunes what run and demo wrote (their plans hold
 		// the secret in paths and headers).
 		"runs prune": {{args: []string{"runs", "prune", "--root", e.dir("runs0"), "--keep", "0", "--dry-run"}, want: ExitOK}},

@@ -27,7 +27,7 @@ var planLineRE = regexp.MustCompile(`^plan\.yaml:(?: line )?(\d+): `)
 // plans of the unit tests.
 func FuzzParsePlan(f *testing.F) {
 	root := testfix.RepoRoot(f)
-	for _, p := range []string{"examples/demo/plan.yaml", "examples/e06/plan.yaml", "examples/real-rls/plan.yaml", "examples/envoy/rlbench/plan.yaml"} {
+	for _, p := range []string{"examples/demo/plan.yaml", "examples/e06/plan.yaml", "examples/real-rls/plan.yaml", "examples/envoy/rlbench/plan.yaml", "examples/conformance/plan.yaml"} {
 		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
 		if err != nil {
 			f.Fatal(err)
@@ -37,6 +37,12 @@ func FuzzParsePlan(f *testing.F) {
 	f.Add([]byte("scenarios:\n - {name: A b, lab: {}, attack: {ids: 3}, expect: {admitted: \"2..3\", classes: {local_429: 0}}}\n"))
 	f.Add([]byte("scenarios:\n - {name: a, lab: {local: {max_tokens: 1, fill_interval: 1s}}, steps: [{fault: {action: stop, target: rls, at: 1s}}, {attack: {ids: 1}}]}\n"))
 	f.Add([]byte(realPlanYAML))
+	f.Add([]byte(conformancePlanYAML))
+	f.Add([]byte("conformance: {limiters: [{name: a, lab: {}, skip: [classes]}], shapes: [{name: b, attack: {ids: 2}, expect: {admitted: model}}]}\n"))
+	// lab.gateway (its Lua script relative to the plan, here the test's directory).
+	f.Add([]byte("scenarios: [{name: s, lab: {gateway: {key: \"header:x-user\", xrate: {rate: 100, burst: 50, per_key: true}}}, attack: {ids: 3}, expect: {admitted: model}}]\n"))
+	f.Add([]byte("scenarios: [{name: s, lab: {gateway: {lua: {script: ../../examples/gateway/token-bucket-gateway.lua, keys: [\"{key}\"], args: [2000, 1000, \"{now}\"], now: {unit: s, decimals: 3}, claim: {token_bucket: {capacity: 2000, rate: 1000}}}}}, attack: {ids: 3}}]\n"))
+	f.Add([]byte("scenarios: [{name: s, lab: {gateway: {key: route, gcra: {rate: 10, burst: 5, period: 1m}}}, attack: {ids: 3}}]\n"))
 	// Bounds (tester report 1, items 1 and 2): counts that exhausted memory or panicked.
 	f.Add([]byte("scenarios: [{name: s, repeat: 99999999999, lab: {proxies: 1}, attack: {ids: 3}, expect: {admitted: 3}}]\n"))
 	f.Add([]byte("scenarios: [{name: s, lab: {}, attack: {ids: 9223372036854775807}}]\n"))
@@ -95,8 +101,11 @@ func checkPlan(t *testing.T, p *Plan) {
 			t.Fatalf("scenario %q: lab/external/attack/repeat invariants broken: %+v", s.Name, s)
 		}
 		checkPlanSteps(t, &s)
-		if l := s.Lab; l != nil && (l.Proxies < 1 || l.Proxies > 26 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
+		if l := s.Lab; l != nil && (l.Proxies < 1 && l.Nginx == nil && l.Gateway == nil || l.Proxies > 26 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
 			t.Fatalf("scenario %q: lab %+v", s.Name, l)
+		}
+		if g := s.Lab.gatewayOrNil(); g != nil && (g.limiterKind() == "" || g.Lua != nil && g.Lua.Script == "") {
+			t.Fatalf("scenario %q: lab.gateway %+v", s.Name, g)
 		}
 		if e := s.External; e != nil {
 			for _, px := range e.Proxies {
@@ -112,7 +121,7 @@ func checkPlan(t *testing.T, p *Plan) {
 }
 
 // checkPlanSteps: every step of an accepted scenario is one attack or one
-// fault and has a name, every attack has ids > 0 (at most attack.MaxIDs
+// fault and has a name, every attack has ids > 0 or flows (at most attack.MaxIDs
 // with its flows), concurrency and timeout >= 0, and there is an attack.
 func checkPlanSteps(t *testing.T, s *ScenarioPlan) {
 	t.Helper()
@@ -125,7 +134,7 @@ func checkPlanSteps(t *testing.T, s *ScenarioPlan) {
 			continue
 		}
 		attacks++
-		if a := st.Attack; a.IDs <= 0 || a.Concurrency < 0 || a.Timeout < 0 {
+		if a := st.Attack; (a.IDs <= 0 && len(a.Flows) == 0) || a.Concurrency < 0 || a.Timeout < 0 {
 			t.Fatalf("scenario %q: attack of %d ids, concurrency %d, timeout %s", s.Name, a.IDs, a.Concurrency, time.Duration(a.Timeout))
 		}
 		total := st.Attack.IDs

@@ -3,6 +3,7 @@ package runner
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/rlbench/rlbench/internal/lab"
 	"github.com/rlbench/rlbench/internal/yamlguard"
@@ -29,6 +30,7 @@ func ParseLabFile(name string, data []byte) (*LabPlan, error) {
 	if err := decodeStrict(name, data, root, &lp); err != nil {
 		return nil, err
 	}
+	lp.setPlanDir(filepath.Dir(name))
 	if field, err := lp.Validate(); err != nil {
 		if line := labLine(root, field); line > 0 {
 			return nil, fmt.Errorf("%s: line %d: %w", name, line, err)
@@ -58,7 +60,7 @@ func (lp *LabPlan) checkProxies() error {
 	if lp.Proxies < 0 {
 		return fmt.Errorf("lab.proxies must be >= 1 (or absent), not %d", lp.Proxies)
 	}
-	if lp.Proxies == 0 && lp.Nginx == nil {
+	if lp.Proxies == 0 && lp.Nginx == nil && lp.Gateway == nil {
 		lp.Proxies = lab.DefaultProxies
 	}
 	return nil
@@ -70,12 +72,22 @@ func (lp *LabPlan) checkProxies() error {
 // config (validate). field is the key of the failing part.
 func (lp *LabPlan) checkSection() (field string, err error) {
 	if lp.Istio != nil {
-		if lp.Nginx != nil {
-			return "istio", errors.New("lab.istio configures the lab proxies, which lab.nginx replaces")
+		if lp.Nginx != nil || lp.Gateway != nil {
+			return "istio", errors.New("lab.istio configures the lab proxies, which lab.nginx and lab.gateway replace")
 		}
 		if field, err := lp.applyIstio(); err != nil {
 			return field, err
 		}
+	}
+	if lp.Gateway != nil {
+		if err := lp.validateGateway(); err != nil {
+			field := "gateway"
+			if ge := (*gatewayError)(nil); errors.As(err, &ge) && ge.field != "" {
+				field += "." + ge.field
+			}
+			return field, err
+		}
+		return lp.validate()
 	}
 	if lp.Nginx != nil {
 		if err := lp.validateNginx(); err != nil {

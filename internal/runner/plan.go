@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -59,8 +60,13 @@ type Plan struct {
 	// Each command runs with sh -c, like exec steps and external setup and
 	// teardown: a plan is code, to be reviewed as a script before it runs.
 	Tools map[string]string `json:"tools,omitempty"`
-	// Scenarios run in order (at least one); their names must be unique.
-	Scenarios []ScenarioPlan `json:"scenarios"`
+	// Scenarios run in order (at least one, or a conformance section);
+	// their names must be unique.
+	Scenarios []ScenarioPlan `json:"scenarios,omitempty"`
+	// Conformance declares limiters and traffic shapes once; each limiter
+	// × shape pair is a scenario run after Scenarios (ConformancePlan).
+	// Loading the plan expands it into Scenarios and leaves it nil.
+	Conformance *ConformancePlan `json:"conformance,omitempty"`
 	// RemoteWrite, when set, pushes live metrics to a Prometheus remote
 	// write receiver while the run goes (RemoteWritePlan).
 	RemoteWrite *RemoteWritePlan `json:"remote_write,omitempty"`
@@ -100,6 +106,10 @@ type ScenarioPlan struct {
 	// Simulate configures `rlbench simulate` (arrivals, limiters the lab
 	// cannot build, the summary grid); the lab ignores it.
 	Simulate *SimulatePlan `json:"simulate,omitempty"`
+	// Labels place the scenario in the conformance matrix (limiter and
+	// shape, both required; evidence.Labels), copied into scenario.json.
+	// A conformance section's scenarios get theirs from their names.
+	Labels *evidence.Labels `json:"labels,omitempty"`
 }
 
 // LabPlan configures the embedded lab of a scenario.
@@ -127,6 +137,12 @@ type LabPlan struct {
 	// Istio gives the proxies' cluster and route settings as Istio inputs
 	// (IstioPlan); cluster and proxy fields the plan sets win over them.
 	Istio *IstioPlan `json:"istio,omitempty"`
+	// Gateway puts the lab gateway in front of the backend instead of the
+	// lab proxies: a limiter of lua (a user's script on a private
+	// redis-server), gcra (go-redis/redis_rate) or xrate
+	// (golang.org/x/time/rate) under test (a Redis one is NOT_RUN when
+	// redis-server is not installed).
+	Gateway *GatewayPlan `json:"gateway,omitempty"`
 }
 
 // BackendPlan configures the lab backend.
@@ -421,6 +437,7 @@ func ParsePlan(name string, data []byte) (*Plan, error) {
 	if err := decodeStrict(name, data, root, &p); err != nil {
 		return nil, err
 	}
+	p.setPlanDir(filepath.Dir(name)) // lab.gateway.lua.script is relative to the plan file
 	if err := p.validate(); err != nil {
 		var pe *planError
 		if errors.As(err, &pe) && root != nil {
@@ -487,6 +504,10 @@ func at(path, where, format string, a ...any) error {
 // one, unique names (by their directory, the slug) and at most MaxRuns
 // scenario runs. The first error in plan order is returned.
 func (p *Plan) validate() error {
+	origins, err := p.expandConformance()
+	if err != nil {
+		return err
+	}
 	if len(p.Scenarios) == 0 {
 		return fmt.Errorf("no scenarios")
 	}
@@ -501,19 +522,37 @@ func (p *Plan) validate() error {
 		s := &p.Scenarios[i]
 		sp := fmt.Sprintf("scenarios[%d]", i)
 		where := fmt.Sprintf("scenarios[%d] (%s)", i, s.Name)
-		if err := s.validateName(sp); err != nil {
-			return err
+		o, expanded := origins[i]
+		if expanded {
+			where = fmt.Sprintf("conformance (%s)", s.Name)
 		}
-		if seen[slug(s.Name)] {
-			return at(sp+".name", where, "duplicate scenario name")
-		}
-		seen[slug(s.Name)] = true
-		if err := s.validate(sp, where, MaxRuns-runs); err != nil {
+		if err := p.validateScenario(s, sp, where, seen, MaxRuns-runs); err != nil {
+			if expanded {
+				return conformancePath(err, sp, o)
+			}
 			return err
 		}
 		runs += s.Repeat
 	}
 	return nil
+}
+
+// validateScenario checks scenario s at path sp: its name (unique by its
+// slug among seen), its labels, then the rest (ScenarioPlan.validate).
+func (p *Plan) validateScenario(s *ScenarioPlan, sp, where string, seen map[string]bool, runsLeft int) error {
+	if err := s.validateName(sp); err != nil {
+		return err
+	}
+	if seen[slug(s.Name)] {
+		return at(sp+".name", where, "duplicate scenario name")
+	}
+	seen[slug(s.Name)] = true
+	if s.Labels != nil {
+		if err := s.Labels.Check("labels"); err != nil {
+			return at(sp+".labels", where, "%v", err)
+		}
+	}
+	return s.validate(sp, where, runsLeft)
 }
 
 // validateName checks the scenario's name: required, and a label whose
@@ -643,14 +682,19 @@ func (s *ScenarioPlan) validateSteps(sp, where string, stepPath func(int) string
 }
 
 // validateNginxFaults refuses a fault on the RLS or Redis in a scenario
-// whose lab is lab.nginx, which has neither.
+// whose lab is lab.nginx, which has neither, or lab.gateway, which has no
+// RLS and a Redis only for its lua and gcra limiters.
 func (s *ScenarioPlan) validateNginxFaults(stepPath func(int) string, where string) error {
-	if s.Lab.Nginx == nil {
+	format, redis := "a scenario with lab.nginx has no %s", false
+	switch {
+	case s.Lab.Gateway != nil:
+		format, redis = "a scenario with lab.gateway has no %s (only its lua and gcra limiters run on one)", s.Lab.Gateway.onRedis()
+	case s.Lab.Nginx == nil:
 		return nil
 	}
 	for j, st := range s.Steps {
-		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
-			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), "a scenario with lab.nginx has no %s", f.Target)
+		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis" && !redis) {
+			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), format, f.Target)
 		}
 	}
 	return nil
@@ -809,6 +853,8 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 	targets := 0
 	if s.Lab != nil && s.Lab.Nginx != nil {
 		targets = max(s.Lab.Nginx.Instances, 1)
+	} else if s.Lab != nil && s.Lab.Gateway != nil {
+		targets = 1
 	} else if s.Lab != nil {
 		targets = s.Lab.Proxies
 	} else if s.External != nil {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ import (
 	"github.com/rlbench/rlbench/internal/hostprobe"
 	"github.com/rlbench/rlbench/internal/human"
 	"github.com/rlbench/rlbench/internal/lab/backend"
+	"github.com/rlbench/rlbench/internal/lab/gateway"
 	labrls "github.com/rlbench/rlbench/internal/lab/rls"
+	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/internal/userdirs"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
@@ -158,7 +161,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 			}
 			dir := string(ed)
 			if ctx.Err() != nil {
-				_ = writeJSON(ed.Scenario(), evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep})
+				_ = writeJSON(ed.Scenario(), evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep, Labels: sc.Labels})
 				_ = evidence.WriteNotRun(ed, "interrupted before this scenario started")
 				continue
 			}
@@ -169,7 +172,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
 				sp := ed.Scenario()
 				if _, err := os.Stat(sp); err != nil {
-					_ = writeJSON(sp, evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep})
+					_ = writeJSON(sp, evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Repeat: rep, Labels: sc.Labels})
 				}
 				if err := evidence.WriteNotRun(ed, reason); err != nil {
 					return runDir, err
@@ -237,6 +240,12 @@ type scenarioRun struct {
 	limiters []evidence.Limiter
 	// captureHeaders are the response headers the attacks record; nil: attack's defaults.
 	captureHeaders []string
+	// gateway is lab.gateway's running gateway; classify, the rules of its
+	// own replies, follow the plan's in scenario.json.
+	gateway  *gateway.Gateway
+	classify []evidence.ClassRule
+	// gatewayRedis is the gateway's redis-server (lua, gcra), the target of redis faults.
+	gatewayRedis *realparts.Redis
 }
 
 // run executes the scenario; it returns a NOT_RUN reason or "".
@@ -434,6 +443,11 @@ func (r *scenarioRun) finish(ctx context.Context, agg *evidence.Attack, probe *h
 			agg.Complete, agg.Error = false, err.Error()
 		}
 	}
+	if r.gateway != nil {
+		if err := r.gateway.Err(); err != nil { // an access log line was lost
+			agg.Complete, agg.Error = false, err.Error()
+		}
+	}
 	if e := r.plan.External; e != nil && e.ReceiptsURL != "" {
 		if err := r.externalReceipts(ctx, receipts.w, extBefore); err != nil {
 			agg.Complete, agg.Error = false, "receipts: "+err.Error()
@@ -508,9 +522,9 @@ func (r *scenarioRun) writeScenario() error {
 	}
 	perStep, perFlow := r.requestHeaders()
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
-		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: sc.Classify,
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: append(slices.Clone(sc.Classify), r.classify...),
 		RequestHeaders: perStep, FlowRequestHeaders: perFlow, Repeat: r.repeat, Faults: faults,
-		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster, HarnessParts: r.harnessParts()}
+		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster, HarnessParts: r.harnessParts(), Labels: sc.Labels}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
 }
 
@@ -569,6 +583,8 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 		}
 	case r.real != nil && (f.Target == "rls" || f.Target == "redis"):
 		err = r.realFault(ctx, f)
+	case r.gatewayRedis != nil && f.Target == "redis":
+		err = r.gatewayRedisFault(ctx, f.Action)
 	case f.Target == "backend" && r.backend != nil && (f.Action == evidence.ActionSet || f.Action == evidence.ActionClear):
 		if f.Action == evidence.ActionClear {
 			_, err = r.backend.SetFaults(f.Endpoints, r.baseline)
@@ -798,6 +814,9 @@ func (r *scenarioRun) harnessParts() []string {
 		return nil
 	}
 	var parts []string
+	if sc.Lab.Gateway != nil {
+		parts = append(parts, GatewayName)
+	}
 	if sc.Lab.Nginx == nil {
 		for _, t := range r.targets {
 			if _, ok := r.admins[t.Name]; ok {

@@ -98,6 +98,9 @@ var fieldRules = map[string]rule{
 	"report.Report.Status":         enum(verdicts...),
 	"report.ScenarioReport.Status": enum(verdicts...),
 	"report.Group.Status":          enum(verdicts...),
+	"report.Matrix.Status":         enum(verdicts...),
+	"report.MatrixCell.Status":     enum(verdicts...),
+	"report.MatrixCell.Repeats":    minimum(1),
 	"report.Check.Status":          enum(report.CheckPass, report.CheckFail, report.CheckUnknown, report.CheckNotChecked),
 	"report.ProxyStats.Status":     enum(report.StatsOK, report.StatsMissing, report.StatsReset),
 	"report.RLSCheck.ByCode":       keys(decisionCodes...),
@@ -125,8 +128,15 @@ var fieldRules = map[string]rule{
 	"report.ConfigChange.B":       pattern(`^(sha256:[0-9a-f]{64})?$`),
 
 	// the plan: what runner.ParsePlan checks, where a schema can say it
-	"runner.Plan.Scenarios":                             minItems(1),
 	"runner.ScenarioPlan.Name":                          minLength(1),
+	"runner.ConformancePlan.Limiters":                   minItems(1),
+	"runner.ConformancePlan.Shapes":                     minItems(1),
+	"runner.ConformanceLimiter.Name":                    minLength(1),
+	"runner.ConformanceShape.Name":                      minLength(1),
+	"runner.ConformanceShape.Repeat":                    between(0, runner.MaxRepeat),
+	"runner.ConformanceLimiter.Skip":                    items(enum(runner.SkippableExpectations...)),
+	"evidence.Labels.Limiter":                           minLength(1),
+	"evidence.Labels.Shape":                             minLength(1),
 	"runner.AttackPlan.IDs":                             between(1, attack.MaxIDs),
 	"runner.AttackPlan.Flows":                           minItems(1),
 	"runner.FlowPlan.Name":                              minLength(1),
@@ -160,8 +170,13 @@ var fieldRules = map[string]rule{
 
 // planRequired lists the plan fields runner.ParsePlan requires ("<package>.<Type>.<Field>").
 var planRequired = map[string]bool{
-	"runner.Plan.Scenarios":                             true,
 	"runner.ScenarioPlan.Name":                          true,
+	"runner.ConformancePlan.Limiters":                   true,
+	"runner.ConformancePlan.Shapes":                     true,
+	"runner.ConformanceLimiter.Name":                    true,
+	"runner.ConformanceShape.Name":                      true,
+	"evidence.Labels.Limiter":                           true,
+	"evidence.Labels.Shape":                             true,
 	"runner.FlowPlan.Name":                              true,
 	"proxy.LocalRateLimit.MaxTokens":                    true,
 	"proxy.GlobalFilter.Domain":                         true,
@@ -209,11 +224,27 @@ var typeRules = map[string]rule{
 	"report.RealErrors":   allMinimum(0),
 	"report.Receipts":     allMinimum(0),
 	"runner.ScenarioPlan": scenarioPlanShape,
+	// Plan: scenarios, or a conformance section whose pairs are its scenarios.
+	"runner.Plan": func(s *jsonschema.Schema) {
+		s.AnyOf = []*jsonschema.Schema{nonEmpty("scenarios"), required("conformance")}
+	},
+	// ConformanceLimiter: exactly one of lab or external.
+	"runner.ConformanceLimiter": func(s *jsonschema.Schema) {
+		s.OneOf = []*jsonschema.Schema{required("lab"), required("external")}
+	},
+	// ConformanceShape: attack or steps, not both.
+	"runner.ConformanceShape": func(s *jsonschema.Schema) {
+		s.AllOf = []*jsonschema.Schema{{AnyOf: []*jsonschema.Schema{required("attack"), required("steps")}}, {Not: required("attack", "steps")}}
+	},
 	// AttackPlan: a single flow (ids) or flows.
 	"runner.AttackPlan": func(s *jsonschema.Schema) { s.OneOf = []*jsonschema.Schema{required("ids"), required("flows")} },
 	// FlowPlan: ids or duration (with a rate).
 	"runner.FlowPlan": func(s *jsonschema.Schema) {
 		s.OneOf = []*jsonschema.Schema{required("ids"), required("duration", "rate")}
+	},
+	// GatewayPlan (lab.gateway): exactly one limiter.
+	"runner.GatewayPlan": func(s *jsonschema.Schema) {
+		s.OneOf = []*jsonschema.Schema{required("lua"), required("gcra"), required("xrate")}
 	},
 	// Step: exactly one of attack or fault.
 	"runner.Step": func(s *jsonschema.Schema) { s.OneOf = []*jsonschema.Schema{required("attack"), required("fault")} },
@@ -284,6 +315,9 @@ func keyPattern(p string) rule {
 }
 
 // values applies r to the schema of a map property's values.
+// items applies r to the schema of an array's items.
+func items(r rule) rule { return func(s *jsonschema.Schema) { r(s.Items) } }
+
 func values(r rule) rule { return func(s *jsonschema.Schema) { r(s.AdditionalProperties) } }
 
 func format(f string) rule   { return func(s *jsonschema.Schema) { s.Format = f } }

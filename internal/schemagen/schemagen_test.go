@@ -181,7 +181,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 // named after its ID, and every schema is valid JSON Schema that compiles.
 func TestFileNames(t *testing.T) {
 	consts := map[string]string{
-		schemas.Report: report.ReportSchema, schemas.Diff: report.DiffSchema, schemas.Plan: runner.PlanSchema,
+		schemas.Report: report.ReportSchema, schemas.Diff: report.DiffSchema, schemas.Plan: runner.PlanSchema, schemas.Matrix: report.MatrixSchema,
 		schemas.Request: evidence.RequestSchema, schemas.Receipt: evidence.ReceiptSchema,
 		schemas.Fault: evidence.FaultSchema, schemas.Decision: evidence.DecisionSchema,
 		schemas.Scenario: evidence.ScenarioSchema, schemas.Attack: evidence.AttackSchema,

@@ -62,6 +62,8 @@ func specs() []spec {
 			root: typeOf[report.Diff](), consts: map[string]string{"Diff": report.DiffSchema}},
 		{id: events.Schema, what: "one line of the event stream (`rlbench run --events`, `rlbench attack --events`)", root: typeOf[events.Event](),
 			consts: map[string]string{"Event": events.Schema}},
+		{id: report.MatrixSchema, what: "the conformance matrix of `rlbench conformance --format json`, also the matrix of a report whose scenarios carry labels (limiter × shape: verdicts, admissions against the model, forwards' smoothness, why)",
+			root: typeOf[report.Matrix](), consts: map[string]string{"Matrix": report.MatrixSchema}},
 		{id: runner.PlanSchema, what: "a plan (`rlbench run PLAN.yaml`), in the JSON form of its YAML", root: typeOf[runner.Plan](),
 			ranges: rangePlan, plan: true},
 	}
@@ -145,6 +147,9 @@ func (g *gen) special(t reflect.Type, mode rangeMode) (*jsonschema.Schema, strin
 			OneOf: []*jsonschema.Schema{one, {Type: "array", Items: one}}}, "PeakExpectations"
 	case typeOf[report.Classes]():
 		return g.classesDef(t), "Classes"
+	case typeOf[runner.LuaArg]():
+		return &jsonschema.Schema{Description: g.comment(t, ""),
+			OneOf: []*jsonschema.Schema{{Type: "string"}, {Type: "number"}}}, "LuaArg"
 	case typeOf[runner.Rate]():
 		return &jsonschema.Schema{Description: g.comment(t, "") +
 			"\n\nA string N/DURATION (\"100/1s\", \"10/100ms\"), N/UNIT (\"60/m\"), N (per second), or \"\", \"0\" or \"infinity\" for no pacing; or an integer N per second (0: no pacing). N and DURATION must be positive.",

@@ -1,0 +1,36 @@
+package gateway
+
+import (
+	"net/http"
+	"testing"
+)
+
+// FuzzParseKey: an accepted key names a kind, a header key a non-empty
+// canonical header name, and its String parses back to the same key.
+func FuzzParseKey(f *testing.F) {
+	for _, s := range []string{"client", "route", "header:x-user", "header:X-Api-Key", "header:", "header:a b", "ip", "header:x:y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := ParseKey(s)
+		if err != nil {
+			return
+		}
+		switch k.Kind {
+		case KeyClient, KeyRoute:
+			if k.Header != "" {
+				t.Fatalf("%q: %s key with header %q", s, k.Kind, k.Header)
+			}
+		case KeyHeader:
+			if k.Header == "" || k.Header != http.CanonicalHeaderKey(k.Header) {
+				t.Fatalf("%q: header %q", s, k.Header)
+			}
+		default:
+			t.Fatalf("%q: kind %q", s, k.Kind)
+		}
+		again, err := ParseKey(k.String())
+		if err != nil || again != k {
+			t.Fatalf("%q: String %q parses to %+v, %v", s, k.String(), again, err)
+		}
+	})
+}
