@@ -59,7 +59,11 @@ func (h *hist) add(v int64) {
 	}
 }
 
-// quantiles reads h; call it after every add has returned.
+// quantiles reads h: exact once every add has returned. While adds run
+// (Progress.Snapshot's pacing error) it reads n before the buckets, so
+// the buckets it reads hold every value n counts and each rank is
+// reached; Max, read after n, may lag an add under way, which then
+// lowers the quantiles it caps.
 func (h *hist) quantiles() evidence.AttackQuantiles {
 	n := h.n.Load()
 	q := evidence.AttackQuantiles{N: int(n), Max: h.max.Load()}

@@ -16,7 +16,8 @@ import (
 // when Options.Progress is nil. A Progress serves one Run.
 //
 // It is the one owner of an attack's live counts: the progress bar, the
-// event stream (package events) and live metrics read the same Snapshot.
+// event stream (package events) and the live metrics pushed by remote
+// write (export/remotewrite) read the same Snapshot.
 type Progress struct {
 	// Classifier, if set before Run, classifies the responses counted per
 	// target (TargetProgress.Classes) with a scenario's rules

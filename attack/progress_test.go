@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,5 +91,70 @@ func TestProgressPacingAndRules(t *testing.T) {
 	end := prog.Snapshot()
 	if end.PacingErrorNs.N != 6 || len(end.Targets) != 1 || end.Targets[0].Classes[evidence.ClassLocal429] != 6 {
 		t.Fatalf("end snapshot %+v", end)
+	}
+}
+
+// TestProgressInFlightAndClasses: with two targets on one server that
+// answers four requests and holds the other six, the snapshot counts six
+// in flight once four are recorded; at the end every response is counted
+// by target and class (an even split: five per target; the held ones a
+// global_429 by Envoy's x-envoy-ratelimited mark) and nothing is in flight.
+func TestProgressInFlightAndClasses(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	var seen atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if seen.Add(1) > 4 {
+			<-release
+			w.Header().Set("x-envoy-ratelimited", "true")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+		io.WriteString(w, "x")
+	}))
+	defer srv.Close()
+	defer free() // a failing test frees the held handlers before srv.Close waits for them
+	prog := new(Progress)
+	if s := prog.Snapshot(); len(s.Targets) != 0 || s.InFlight != 0 || s.PacingErrorNs.N != 0 {
+		t.Fatalf("fresh snapshot %+v", s)
+	}
+	done := make(chan error)
+	go func() {
+		_, err, _ := runToLines(t, context.Background(), Options{IDs: IDs(10, "l"),
+			Targets: []Target{{Name: "a", URL: srv.URL}, {Name: "b", URL: srv.URL}}, Concurrency: 10, Progress: prog})
+		done <- err
+	}()
+	// The first four answered, the other six held by the server: in flight.
+	for {
+		s := prog.Snapshot()
+		if s.Recorded == 4 && s.InFlight == 6 {
+			break
+		}
+		if s.InFlight > 10 || s.InFlight < 0 {
+			t.Fatalf("in flight %d of 10", s.InFlight)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	free()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s := prog.Snapshot()
+	if len(s.Targets) != 2 || s.Targets[0].Name != "a" || s.Targets[1].Name != "b" || s.InFlight != 0 {
+		t.Fatalf("end snapshot %+v", s)
+	}
+	var admitted, global int
+	for _, tp := range s.Targets {
+		if tp.InFlight != 0 || tp.NotSent != 0 {
+			t.Errorf("%s: in flight %d, not sent %d at the end", tp.Name, tp.InFlight, tp.NotSent)
+		}
+		if tp.Classes[evidence.ClassAdmitted]+tp.Classes[evidence.ClassGlobal429] != 5 {
+			t.Errorf("%s: classes %v, want 5 responses (even split)", tp.Name, tp.Classes)
+		}
+		admitted += tp.Classes[evidence.ClassAdmitted]
+		global += tp.Classes[evidence.ClassGlobal429]
+	}
+	if admitted != 4 || global != 6 {
+		t.Errorf("admitted %d global_429 %d, want 4 and 6", admitted, global)
 	}
 }

@@ -2,19 +2,22 @@
 # install-real-parts.sh — install the real parts rlbench drives in its integration tests and scenarios:
 #   * redis-server from Debian's `redis-server` package (the distro service is never left running),
 #   * nginx from Debian's `nginx-light` package (in bookworm a transitional package that depends on `nginx`, the same
-#     /usr/sbin/nginx; the distro service is never started: rlbench runs private nginx processes), and
+#     /usr/sbin/nginx; the distro service is never started: rlbench runs private nginx processes),
+#   * prometheus from Debian's `prometheus` package (bookworm: 2.42), for the remote write integration test, which
+#     runs its own private instance (the distro service is never started),
 #   * envoyproxy/ratelimit's service_cmd, pinned (see RLS_VERSION), built with `go install` into the user's directory
 #     of installed parts, USER_BIN: $RLBENCH_HOME/bin if RLBENCH_HOME is set, else the user cache directory's
 #     rlbench/bin (${XDG_CACHE_HOME:-~/.cache}/rlbench/bin; ~/Library/Caches/rlbench/bin on macOS), the rule of
 #     internal/userdirs.Bin, where `rlbench run` finds it from any working directory. <repo>/.bin/service_cmd (with
-#     its stamp) is kept too, as a link to it, for the tools and docs that use that path (examples/envoy/envoyctl.sh).
+#     its stamp) is kept too, as a link to it, for the tools and docs that use that path (examples/envoy/envoyctl.sh), and
 #   * jq from Debian's `jq` package, for the README's event-stream example (`rlbench run --events - ... | jq ...`),
 #     which TestREADME runs where jq is on PATH.
 # Idempotent: each part is skipped when it is already present (for service_cmd: the binary exists AND the stamp file
 # service_cmd.version beside it records exactly RLS_VERSION; one already in <repo>/.bin is copied, not rebuilt).
 # Needs root (or sudo) for apt-get, Go for the build. Prints progress (the build of service_cmd takes minutes the
 # first time) and where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt),
-# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_JQ_BIN (use this jq, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
+# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_PROMETHEUS_BIN (use this prometheus, skip apt), RLBENCH_JQ_BIN
+# (use this jq, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
 set -euo pipefail
 
 RLS_MODULE="github.com/envoyproxy/ratelimit"
@@ -151,6 +154,38 @@ else
 	stop_distro_nginx
 fi
 
+# --- Prometheus --------------------------------------------------------------------------------------------------
+find_prometheus() { find_bin RLBENCH_PROMETHEUS_BIN prometheus /usr/bin/prometheus /usr/local/bin/prometheus; }
+
+# stop_distro_prometheus keeps the Debian service instance from running: it disables the unit / init script and
+# stops only the process recorded in the package's pidfile (/run/prometheus/prometheus.pid, sysvinit), never any other
+# prometheus (the integration test runs its own on a private port). Without systemd or init the service never starts.
+stop_distro_prometheus() {
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
+	fi
+	if command -v update-rc.d >/dev/null 2>&1; then as_root update-rc.d prometheus disable >/dev/null 2>&1 || true; fi
+	local pidfile=/run/prometheus/prometheus.pid
+	if [ -s "$pidfile" ]; then
+		local pid
+		pid="$(cat "$pidfile")"
+		if [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'prometheus'; then
+			log "stopping the distro prometheus service (pid $pid from $pidfile)"
+			as_root kill -TERM "$pid" || true
+			for _ in $(seq 1 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+		fi
+	fi
+}
+
+if PROMETHEUS_BIN="$(find_prometheus)"; then
+	log "prometheus present: ${PROMETHEUS_BIN} (skipping apt)"
+else
+	log "installing Debian package prometheus"
+	apt_install_no_start prometheus
+	PROMETHEUS_BIN="$(find_prometheus)" || { log "prometheus still not found after apt-get install"; exit 1; }
+	stop_distro_prometheus
+fi
+
 # --- jq ------------------------------------------------------------------------------------------------------------
 find_jq() { find_bin RLBENCH_JQ_BIN jq /usr/bin/jq /usr/local/bin/jq; }
 
@@ -219,6 +254,9 @@ printf 'redis-server=%s\n' "$REDIS_BIN"
 printf 'redis-version=%s\n' "$("$REDIS_BIN" --version | head -n1)"
 printf 'nginx=%s\n' "$NGINX_BIN"
 printf 'nginx-version=%s\n' "$("$NGINX_BIN" -v 2>&1 | head -n1)"
+printf 'prometheus=%s\n' "$PROMETHEUS_BIN"
+printf 'prometheus-version=%s\n' "$("$PROMETHEUS_BIN" --version 2>&1 | head -n1)"
+printf 'jq=%s\n' "$JQ_BIN"
 printf 'service_cmd=%s\n' "${BIN}/service_cmd"
 printf 'service_cmd-repo=%s\n' "${REPO_BIN}/service_cmd"
 printf 'service_cmd-version=%s\n' "$(cat "$STAMP")"

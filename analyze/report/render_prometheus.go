@@ -54,6 +54,18 @@ const (
 //
 // Families are written in name order, series in scenario order.
 func WritePrometheus(w io.Writer, rep *Report) error {
+	for _, f := range PrometheusFamilies(rep) {
+		if _, err := expfmt.MetricFamilyToText(w, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PrometheusFamilies returns the families WritePrometheus writes, in name
+// order (series in scenario order), for other outputs of the same figures
+// (the remote write of export/remotewrite). The caller owns the result.
+func PrometheusFamilies(rep *Report) []*dto.MetricFamily {
 	fams := map[string]*dto.MetricFamily{}
 	family := func(name, help string, t dto.MetricType) *dto.MetricFamily {
 		f, ok := fams[name]
@@ -145,10 +157,9 @@ func WritePrometheus(w io.Writer, rep *Report) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	out := make([]*dto.MetricFamily, 0, len(names))
 	for _, n := range names {
-		if _, err := expfmt.MetricFamilyToText(w, fams[n]); err != nil {
-			return err
-		}
+		out = append(out, fams[n])
 	}
-	return nil
+	return out
 }

@@ -286,19 +286,19 @@ func Build() (dashboard.Dashboard, error) {
 	rejected := evidence.ClassLocal429.String() + "|" + evidence.ClassGlobal429.String()
 	b = b.WithRow(dashboard.NewRowBuilder("Traffic").Id(next())).
 		WithPanel(timeseries.NewPanelBuilder().Id(next()).Title("Responses per class and target").
-			Description("Responses per second by response class (admitted, local_429, global_429, no_response, ...: rlbench's classification) and target (" + mn.RequestsTotal + ").").
+			Description("Responses per second by response class (admitted, local_429, global_429, no_response, ...: rlbench's classification; " + mn.ClassNotSent + ": requests that never left the client) and target (" + mn.RequestsTotal + ").").
 			Datasource(ds()).Span(12).Height(9).Unit("reqps").Min(0).
 			WithTarget(query("A", fmt.Sprintf("sum %s (%s)", by(run, scn, mn.LabelTarget, mn.LabelClass), rate()), "{{"+mn.LabelClass+"}} {{"+mn.LabelTarget+"}} {{"+scn+"}}")).
 			Legend(legendTable("mean", "max"))).
 		WithPanel(timeseries.NewPanelBuilder().Id(next()).Title("Limiter rejections share").
-			Description("The share of responses that were a limiter's 429 (local_429: a proxy's own limiter; global_429: an RLS OVER_LIMIT), per target.").
+			Description("The share of responses that were a limiter's 429 (local_429: a proxy's own limiter; global_429: an RLS OVER_LIMIT), per target; requests that never left the client (class " + mn.ClassNotSent + ") are not responses.").
 			Datasource(ds()).Span(12).Height(9).Unit("percentunit").Min(0).Max(1).
 			WithTarget(query("A", fmt.Sprintf("sum %s (%s) / sum %s (%s)",
-				by(run, scn, mn.LabelTarget), rate(mn.LabelClass+`=~"`+rejected+`"`), by(run, scn, mn.LabelTarget), rate()),
+				by(run, scn, mn.LabelTarget), rate(mn.LabelClass+`=~"`+rejected+`"`), by(run, scn, mn.LabelTarget), rate(mn.LabelClass+`!="`+mn.ClassNotSent+`"`)),
 				"{{"+mn.LabelTarget+"}} {{"+scn+"}}")).
 			Legend(legendTable("mean", "max"))).
 		WithPanel(timeseries.NewPanelBuilder().Id(next()).Title("In flight").
-			Description("Requests sent and not yet answered, per target (" + mn.RequestsInFlight + ").").
+			Description("Requests whose send began and that have no result yet, per target (" + mn.RequestsInFlight + ").").
 			Datasource(ds()).Span(12).Height(8).Min(0).
 			WithTarget(query("A", fmt.Sprintf("sum %s (%s)", by(run, scn, mn.LabelTarget), sel(mn.RequestsInFlight)), "{{"+mn.LabelTarget+"}} {{"+scn+"}}")).
 			Legend(legendTable("mean", "max"))).

@@ -121,12 +121,12 @@ func interpolate(t *testing.T, where, expr string, vars map[string]string) strin
 
 // checkSelectors checks every vector selector of expr: it names series
 // rlbench emits, matches only labels those series have, and its matchers on
-// class and status name existing response classes and verdicts. It
+// class and status name existing response classes (or not_sent) and verdicts. It
 // returns the label names of the selected series.
 func checkSelectors(t *testing.T, where string, expr parser.Expr) map[string]bool {
 	t.Helper()
 	known := map[string]bool{}
-	values := map[string]map[string]bool{mn.LabelClass: {}, mn.LabelStatus: {evidence.Pass: true, evidence.Fail: true, evidence.NotRun: true}}
+	values := map[string]map[string]bool{mn.LabelClass: {mn.ClassNotSent: true}, mn.LabelStatus: {evidence.Pass: true, evidence.Fail: true, evidence.NotRun: true}}
 	for c := evidence.Class(0); c < evidence.NumClasses; c++ {
 		values[mn.LabelClass][c.String()] = true
 	}

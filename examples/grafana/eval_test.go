@@ -76,9 +76,10 @@ func constant(v float64) func(int) float64 { return func(int) float64 { return v
 
 // loadRun returns the series of one run: the end-of-run families of rep as
 // report.WritePrometheus writes them (held over the whole run), and, when
-// live, the live series of every scenario (one target "a": admitted 2/s,
-// local_429 and global_429 1/s each, 3 in flight, pacing error quantiles,
-// a fault window on [faultFrom, faultTo)). runID is added to every series
+// live, the live series of every scenario as export/remotewrite pushes
+// them, repeat label included (one target "a": admitted 2/s, local_429,
+// global_429 and not_sent 1/s each, 3 in flight, pacing error quantiles, a
+// fault window on [faultFrom, faultTo)). runID is added to every series
 // unless empty (a textfile has none).
 func loadRun(t *testing.T, rep *report.Report, runID string, live bool) []sampled {
 	t.Helper()
@@ -123,9 +124,12 @@ func loadRun(t *testing.T, rep *report.Report, runID string, live bool) []sample
 		return 0
 	}
 	for _, s := range rep.Scenarios {
-		with := func(kv ...string) []string { return append([]string{mn.LabelScenario, s.Name}, kv...) }
-		for class, perSecond := range map[evidence.Class]float64{evidence.ClassAdmitted: 2, evidence.ClassLocal429: 1, evidence.ClassGlobal429: 1} {
-			out = append(out, def(mn.RequestsTotal, runID, func(s int) float64 { return perSecond * float64(s) }, with(mn.LabelTarget, "a", mn.LabelClass, class.String())...))
+		with := func(kv ...string) []string {
+			return append([]string{mn.LabelScenario, s.Name, mn.LabelRepeat, strconv.Itoa(max(s.Repeat, 1))}, kv...)
+		}
+		for class, perSecond := range map[string]float64{evidence.ClassAdmitted.String(): 2, evidence.ClassLocal429.String(): 1,
+			evidence.ClassGlobal429.String(): 1, mn.ClassNotSent: 1} {
+			out = append(out, def(mn.RequestsTotal, runID, func(s int) float64 { return perSecond * float64(s) }, with(mn.LabelTarget, "a", mn.LabelClass, class)...))
 		}
 		out = append(out, def(mn.RequestsInFlight, runID, constant(3), with(mn.LabelTarget, "a")...),
 			def(mn.PacingError, runID, constant(0.001), with(mn.LabelQuantile, "0.5")...),
@@ -371,7 +375,9 @@ func TestQueriesOnARun(t *testing.T) {
 		}
 	}
 
-	// the rates: 2/s admitted, 1/s local_429 and global_429 per scenario, a share of 1/2 rejected
+	// the rates: 2/s admitted, 1/s local_429, global_429 and not_sent per
+	// scenario, a share of 1/2 of the responses rejected (not_sent is no
+	// response)
 	for _, s := range ev.instant(by["panel Responses per class and target A"], vals) {
 		want := 1.0
 		if s.Metric.Get(mn.LabelClass) == evidence.ClassAdmitted.String() {

@@ -80,6 +80,9 @@ type AttackOptions struct {
 	Quiet        bool
 	// Overwrite replaces the attack evidence already in Out (--overwrite).
 	Overwrite bool
+	// RemoteWrite is --remote-write and --remote-write-interval: the series
+	// carry run_id = the --out directory's name and scenario = "attack".
+	RemoteWrite RemoteWriteOptions
 	// Events is --events: "" none, "-" standard output, else a file.
 	Events         string
 	changedForFlow []string // attack-level flags that flows replace, as given
@@ -181,6 +184,7 @@ finished).`,
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress or summary lines on stderr")
 	eventsFlag(cmd, &o.Events)
 	f.BoolVar(&o.Overwrite, "overwrite", false, "replace the requests.jsonl and attack.json already in --out (default: refuse)")
+	remoteWriteFlags(cmd, &o.RemoteWrite)
 	return cmd
 }
 
@@ -540,6 +544,10 @@ func runAttack(ctx context.Context, o *AttackOptions) (err error) {
 		}
 		return err
 	}
+	pusher, err := o.RemoteWrite.newPusher(nil, attackRunID(o.Out))
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
@@ -571,11 +579,18 @@ func runAttack(ctx context.Context, o *AttackOptions) (err error) {
 		errOut = io.Discard
 	}
 	opts.Progress = new(attack.Progress)
+	stopRW := func() {}
+	if pusher != nil {
+		stopRW = pusher.Attack(attackScenario, 1, opts.Progress)
+		pusher.Start(ctx)
+	}
 	stop := liveProgress(errOut, "attack", opts.Progress)
 	stopEvents := sink.Follow(opts.Progress, events.Progress{})
 	sum, runErr := attack.Run(ctx, opts, w)
 	stop()
 	stopEvents()
+	stopRW()
+	closePusher(ctx, pusher, o.RemoteWrite.URL, nil, o.IO.ErrOut, !o.Quiet)
 	// A requests.jsonl that could not be written whole (the last lines
 	// are flushed by Close) makes the attack incomplete in attack.json too.
 	if cerr := w.Close(); cerr != nil {

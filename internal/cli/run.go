@@ -25,6 +25,8 @@ type RunOptions struct {
 	Format   string // one of reportFormats
 	Quiet    bool
 	View     tableView // --wide, --details
+	// RemoteWrite is --remote-write and --remote-write-interval.
+	RemoteWrite RemoteWriteOptions
 	// Events is --events: "" none, "-" standard output (the report then
 	// goes to standard error), else a file.
 	Events string
@@ -74,6 +76,7 @@ setup/teardown and tools: entries run with sh -c; review a plan as a script.`,
 	reportFormatFlag(cmd, &o.Format)
 	tableViewFlags(cmd, &o.View)
 	cmd.Flags().BoolVarP(&o.Quiet, "quiet", "q", false, "no progress lines on stderr")
+	remoteWriteFlags(cmd, &o.RemoteWrite)
 	return cmd
 }
 
@@ -158,17 +161,30 @@ func runPlan(ctx context.Context, o *RunOptions) (err error) {
 		ro.Progress = o.IO.ErrOut
 		ro.Live = func(label string, p *attack.Progress) func() { return liveProgress(o.IO.ErrOut, label, p) }
 	}
+	pusher, err := o.RemoteWrite.newPusher(plan.RemoteWrite, "")
+	if err != nil {
+		return err
+	}
+	if pusher != nil {
+		ro.Observer = pusher
+		pusher.Start(ctx)
+	}
 	dir, err = runner.Run(ctx, plan, ro)
 	if err != nil {
+		closePusher(ctx, pusher, o.RemoteWrite.url(plan.RemoteWrite), nil, o.IO.ErrOut, !o.Quiet)
 		return err
 	}
 	// Analyse even after an interrupt: what ran is reported, the rest is NOT_RUN.
 	b, judged, err := judgeDir(context.WithoutCancel(ctx), dir, analyze.Options{}, o.Format == formatHTML)
 	if err != nil {
+		closePusher(ctx, pusher, o.RemoteWrite.url(plan.RemoteWrite), nil, o.IO.ErrOut, !o.Quiet)
 		return err
 	}
 	rep = judged
 	emitVerdicts(sink, rep)
+	if pusher != nil {
+		closePusher(ctx, pusher, o.RemoteWrite.url(plan.RemoteWrite), report.PrometheusFamilies(rep), o.IO.ErrOut, !o.Quiet)
+	}
 	if !o.Quiet {
 		fmt.Fprintf(o.IO.ErrOut, "evidence: %s\n", dir)
 	}

@@ -6,33 +6,54 @@
 // them from here (Families), so that a series renamed in one place is
 // renamed for all of them.
 //
-// Names follow the Prometheus naming conventions
-// (https://prometheus.io/docs/practices/naming/): base units (seconds), a
-// _total suffix on counters. Every remote-written series carries the label
-// run_id (LabelRunID): one run is one run_id.
+// The live series are what export/remotewrite's Pusher writes, with the
+// labels listed here (its tests check each pushed series against
+// Families). Names follow the Prometheus naming conventions
+// (https://prometheus.io/docs/practices/naming/): the rlbench_ prefix, base
+// units (seconds), a _total suffix on counters. Every remote-written series
+// carries the label run_id (LabelRunID): one run is one run_id.
 package metricnames
 
 import "github.com/rlbench/rlbench/analyze/report"
 
-// Live series: written while a run or an attack goes.
+// Live series: pushed by remote write (export/remotewrite) every interval
+// while a run or an attack goes, from the attack's live counters
+// (attack.Progress.Snapshot). Each carries run_id, scenario and repeat
+// (for `rlbench attack`: scenario "attack", repeat "1").
 const (
-	// RequestsTotal is a counter of the responses (or their absence) per
-	// target and per response class, labels run_id, scenario, target and
-	// class (evidence.Class's String: admitted, local_429, global_429,
-	// no_response, ...).
+	// RequestsTotal is a counter of the requests per target and class over
+	// a scenario run (its attack steps add up), labels run_id, scenario,
+	// repeat, target and class: a response class (evidence.Class's String:
+	// admitted, local_429, global_429, no_response, ..., as the scenario's
+	// classify: rules classify it), or ClassNotSent for requests that never
+	// left the client.
 	RequestsTotal = "rlbench_requests_total"
-	// RequestsInFlight is a gauge of the requests sent and not yet
-	// answered, labels run_id, scenario and target.
+	// RequestsInFlight is a gauge of the requests whose send began and
+	// that have no result yet, labels run_id, scenario, repeat and target.
 	RequestsInFlight = "rlbench_requests_in_flight"
-	// PacingError is a summary of the pacer's lateness, seconds: how much
-	// later than its planned instant each request left (0 when on time);
-	// labels run_id, scenario and quantile.
+	// PacingError is a gauge per quantile of the current attack step's
+	// pacing error so far, seconds: how much later than its intended
+	// instant each paced request left (0 when on time), at the quantiles
+	// "0.5", "0.9", "0.99" and "1" (the maximum); labels run_id, scenario,
+	// repeat and quantile. It is the live figure of attack.json's
+	// pacing.error_ns (evidence.AttackPacing); absent while nothing paced
+	// was sent. A gauge with a quantile label, not a summary: there is no
+	// _sum or _count.
 	PacingError = "rlbench_pacing_error_seconds"
 	// FaultActive is a gauge, 1 while a fault window (a plan's fault:
 	// RLS down, Redis stopped, ...) is open and 0 otherwise; labels run_id,
-	// scenario and fault (the fault's name).
+	// scenario, repeat and fault (the fault step's name, else "<action>
+	// <target>"). Windows are placed as analyze/faults.go places them (a
+	// stop or set opens one on its target that the next start or clear of
+	// that target closes; a restart or exec is a window of its own length);
+	// a sample is 1 when the window was open at any time since the previous
+	// sample, so a window shorter than the push interval still shows.
 	FaultActive = "rlbench_fault_active"
 )
+
+// ClassNotSent is RequestsTotal's class for requests that never left the
+// client (evidence.Request.NotSent): not a response class.
+const ClassNotSent = "not_sent"
 
 // End-of-run families, written once per scenario run when it is judged
 // (and in the textfile of `rlbench report DIR --prometheus FILE`). Their names and
@@ -88,8 +109,9 @@ const (
 	LabelRunID = "run_id"
 	// LabelScenario is the scenario's name in the plan.
 	LabelScenario = "scenario"
-	// LabelRepeat is the repeat's index of a repeated scenario ("0" when
-	// the scenario is not repeated).
+	// LabelRepeat is a scenario run's 1-based repeat ("1" for a scenario
+	// that is not repeated; the end-of-run families of evidence without a
+	// repeat, e.g. `rlbench attack`'s, say "0").
 	LabelRepeat = "repeat"
 	// LabelTarget is the attack target's name (attack.Target.Name, as in
 	// evidence.Request.Target: e.g. "envoy-a", or the URL's host:port).
@@ -130,7 +152,7 @@ type Family struct {
 	// Type is its metric type.
 	Type Type
 	// Live is true for the series written while a run goes (remote write
-	// only), false for the end-of-run families.
+	// only, by export/remotewrite), false for the end-of-run families.
 	Live bool
 	// Labels are the label names of its series. LabelRunID is among them
 	// (every remote-written series has it) although a textfile's series
@@ -167,12 +189,12 @@ func (f Family) SeriesLabels(series string) []string {
 // Families returns every family rlbench emits, the live ones first, each in
 // the order of the constants above. The slice is new at every call.
 func Families() []Family {
-	live := func(l ...string) []string { return append([]string{LabelRunID, LabelScenario}, l...) }
 	scen := func(l ...string) []string { return append([]string{LabelRunID, LabelScenario, LabelRepeat}, l...) }
+	live := scen
 	return []Family{
 		{RequestsTotal, Counter, true, live(LabelTarget, LabelClass)},
 		{RequestsInFlight, Gauge, true, live(LabelTarget)},
-		{PacingError, Summary, true, live(LabelQuantile)},
+		{PacingError, Gauge, true, live(LabelQuantile)},
 		{FaultActive, Gauge, true, live(LabelFault)},
 		{ReportTimestamp, Gauge, false, []string{LabelRunID}},
 		{Status, Gauge, false, []string{LabelRunID, LabelStatus}},

@@ -3,10 +3,14 @@ package metricnames
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,8 +64,8 @@ func TestEndOfRunFamiliesMatchWritePrometheus(t *testing.T) {
 		if err := report.WritePrometheus(&buf, &rep); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
-		parser := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := parser.TextToMetricFamilies(&buf)
+		textParser := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := textParser.TextToMetricFamilies(&buf)
 		if err != nil {
 			t.Fatalf("%s: the textfile does not parse: %v", p, err)
 		}
@@ -130,9 +134,79 @@ func TestNamesFollowConventions(t *testing.T) {
 			t.Errorf("SeriesNames lacks %s", n)
 		}
 	}
-	for _, n := range []string{"rlbench_requests_total_sum", "rlbench_scenario_status_count", "rlbench_scenario_latency_seconds_bucket"} {
+	for _, n := range []string{"rlbench_requests_total_sum", "rlbench_scenario_status_count", "rlbench_scenario_latency_seconds_bucket",
+		"rlbench_pacing_error_seconds_sum", "rlbench_pacing_error_seconds_count"} {
 		if set[n] {
 			t.Errorf("SeriesNames has %s, which rlbench does not write", n)
+		}
+	}
+}
+
+// TestEndOfRunListsEveryReportFamily: the end-of-run families of Families
+// are exactly the Metric* constants of analyze/report/render_prometheus.go
+// (the owner of those names), so a family added there cannot be missing
+// from the list a dashboard and the integration test read, even before a
+// golden report writes it.
+func TestEndOfRunListsEveryReportFamily(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "../../analyze/report/render_prometheus.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		for i, id := range vs.Names {
+			if strings.HasPrefix(id.Name, "Metric") && i < len(vs.Values) {
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok {
+					v, _ := strconv.Unquote(lit.Value)
+					declared = append(declared, v)
+				}
+			}
+		}
+		return true
+	})
+	if len(declared) == 0 {
+		t.Fatal("no Metric* constants found in render_prometheus.go")
+	}
+	slices.Sort(declared)
+	var listed []string
+	for _, fam := range Families() {
+		if !fam.Live {
+			listed = append(listed, fam.Name)
+		}
+	}
+	slices.Sort(listed)
+	if !slices.Equal(listed, declared) {
+		t.Errorf("Families' end-of-run names %v\nreport declares %v", listed, declared)
+	}
+}
+
+// TestNamesAndLabelsValid: every series name is a valid, unique
+// Prometheus metric name, every label name a valid label name, every
+// family has run_id, and the live ones have scenario and repeat (what
+// the remote write puts on every live series).
+func TestNamesAndLabelsValid(t *testing.T) {
+	seen := map[string]bool{}
+	for _, f := range Families() {
+		for _, n := range f.SeriesNames() {
+			if !model.LegacyValidation.IsValidMetricName(n) || seen[n] {
+				t.Errorf("series %q: invalid or twice", n)
+			}
+			seen[n] = true
+		}
+		for _, l := range f.Labels {
+			if !model.LegacyValidation.IsValidLabelName(l) {
+				t.Errorf("%s: label %q invalid", f.Name, l)
+			}
+		}
+		if !slices.Contains(f.Labels, LabelRunID) {
+			t.Errorf("%s lacks %s", f.Name, LabelRunID)
+		}
+		if f.Live && (!slices.Contains(f.Labels, LabelScenario) || !slices.Contains(f.Labels, LabelRepeat)) {
+			t.Errorf("live %s lacks scenario or repeat: %v", f.Name, f.Labels)
 		}
 	}
 }

@@ -43,6 +43,7 @@ func runInstall(t *testing.T, repo string, env ...string) (stderr string, goCall
 	calls := filepath.Join(fakes, "go-calls")
 	fakeBin(t, fakes, "redis-server", "")
 	fakeBin(t, fakes, "nginx", "")
+	fakeBin(t, fakes, "prometheus", "")
 	fakeBin(t, fakes, "jq", "")
 	goScript := "#!/bin/sh\necho \"$@\" >>" + calls + "\nprintf '#!/bin/sh\\n' >\"$GOBIN/service_cmd\" && chmod 755 \"$GOBIN/service_cmd\"\n"
 	if err := os.WriteFile(filepath.Join(fakes, "go"), []byte(goScript), 0o755); err != nil {
@@ -50,7 +51,8 @@ func runInstall(t *testing.T, repo string, env ...string) (stderr string, goCall
 	}
 	cmd := exec.Command("bash", filepath.Join(repo, "scripts", "install-real-parts.sh"))
 	cmd.Env = append(os.Environ(), "RLBENCH_REDIS_BIN="+filepath.Join(fakes, "redis-server"),
-		"RLBENCH_NGINX_BIN="+filepath.Join(fakes, "nginx"), "RLBENCH_JQ_BIN="+filepath.Join(fakes, "jq"), "GO="+filepath.Join(fakes, "go"))
+		"RLBENCH_NGINX_BIN="+filepath.Join(fakes, "nginx"), "RLBENCH_PROMETHEUS_BIN="+filepath.Join(fakes, "prometheus"),
+		"RLBENCH_JQ_BIN="+filepath.Join(fakes, "jq"), "GO="+filepath.Join(fakes, "go"))
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -73,7 +75,7 @@ func TestInstallScriptInstallsIntoUserBin(t *testing.T) {
 		t.Errorf("go was called with %q, want install -v %s", calls, RLSModuleVersion)
 	}
 	for _, s := range []string{"building envoyproxy/ratelimit: about 3–17 min on 2 cores the first time; go: downloading lines follow",
-		"into " + bin, "built service_cmd in "} {
+		"into " + bin, "built service_cmd in ", "prometheus present: ", "jq present: "} {
 		if !strings.Contains(stderr, s) {
 			t.Errorf("stderr does not say %q:\n%s", s, stderr)
 		}

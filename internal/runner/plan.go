@@ -67,6 +67,9 @@ type Plan struct {
 	// × shape pair is a scenario run after Scenarios (ConformancePlan).
 	// Loading the plan expands it into Scenarios and leaves it nil.
 	Conformance *ConformancePlan `json:"conformance,omitempty"`
+	// RemoteWrite, when set, pushes live metrics to a Prometheus remote
+	// write receiver while the run goes (RemoteWritePlan).
+	RemoteWrite *RemoteWritePlan `json:"remote_write,omitempty"`
 }
 
 // ScenarioPlan is one scenario: the parts it runs on, its steps and what it expects.
@@ -507,6 +510,11 @@ func (p *Plan) validate() error {
 	}
 	if len(p.Scenarios) == 0 {
 		return fmt.Errorf("no scenarios")
+	}
+	if p.RemoteWrite != nil {
+		if err := p.RemoteWrite.validate("remote_write"); err != nil {
+			return err
+		}
 	}
 	seen := map[string]bool{}
 	runs := 0

@@ -51,6 +51,8 @@ type Options struct {
 	Live func(label string, p *attack.Progress) (stop func())
 	// Now is the clock for directory names and the manifest; time.Now when nil.
 	Now func() time.Time
+	// Observer, if set, follows the run live (Observer).
+	Observer Observer
 	// Events, if set, receives the run's events while it runs: started
 	// (with the run directory's name as run_id), each attack's progress
 	// every second (events.Sink.Follow), every fault's begin and end. The
@@ -119,6 +121,9 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 		return "", err
 	}
 	fmt.Fprintf(progress, "run directory %s\n", runDir)
+	if opts.Observer != nil {
+		opts.Observer.SetRunID(filepath.Base(runDir))
+	}
 	host, _ := os.Hostname()
 	m := evidence.Manifest{Schema: evidence.ManifestSchema, RlbenchVersion: buildinfo.Version(), GoVersion: runtime.Version(), Plan: plan.Name,
 		Host: host, Start: now().UTC().Format(time.RFC3339Nano), Tools: map[string]string{}}
@@ -162,7 +167,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 			}
 			fmt.Fprintf(progress, "scenario %q repeat %d/%d\n", sc.Name, rep, sc.Repeat)
 			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, live: opts.Live, runID: filepath.Base(runDir),
-				events: opts.Events}
+				events: opts.Events, obs: opts.Observer}
 			if reason := sr.run(ctx); reason != "" {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
 				sp := ed.Scenario()
@@ -208,6 +213,7 @@ type scenarioRun struct {
 	dir      string
 	progress io.Writer
 	live     func(string, *attack.Progress) func()
+	obs      Observer // nil: none
 	// events receives the progress and fault events (nil: none).
 	events *events.Sink
 	// runID (the run directory's name) prefixes every request ID, so IDs
@@ -349,7 +355,7 @@ func (r *scenarioRun) runSteps(ctx context.Context, reqs, faults *evidence.Write
 		}
 		if st.Fault != nil {
 			f := r.fault(ctx, st)
-			_ = faults.Write(f)
+			r.writeFault(faults, f)
 			fmt.Fprintf(r.progress, "  fault %s: ok=%v %s\n", st.Name, f.OK, f.Error)
 			continue
 		}
@@ -387,7 +393,7 @@ func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, req
 			timers = append(timers, time.AfterFunc(time.Duration(fs.Fault.At), func() {
 				defer wg.Done()
 				f := r.fault(ctx, fs)
-				_ = faults.Write(f)
+				r.writeFault(faults, f)
 				fmt.Fprintf(r.progress, "  fault %s at +%s: ok=%v %s\n", fs.Name, time.Duration(fs.Fault.At), f.OK, f.Error)
 			}))
 		}
@@ -637,6 +643,7 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, o
 		stop = r.live(attackLabel(st), opts.Progress)
 	}
 	defer stop()
+	defer r.observeAttack(opts.Progress)()
 	defer r.events.Follow(opts.Progress, events.Progress{Scenario: r.plan.Name, Repeat: r.repeat, Step: st.Name})()
 	return attack.Run(ctx, opts, w)
 }
@@ -765,7 +772,7 @@ func (fw *faultWindows) openWindow(r *scenarioRun, st Step, prev []backend.Fault
 			r.backend.RestoreFaults(f.Endpoints, prev)
 			ev.EndNs = time.Now().UnixNano()
 			r.faultEvent(events.TypeFaultEnd, ev, 0)
-			_ = fw.w.Write(ev)
+			r.writeFault(fw.w, ev)
 			fmt.Fprintf(r.progress, "  fault %s: cleared\n", st.Name)
 		})
 	}
