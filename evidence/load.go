@@ -247,6 +247,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 
 	s.Stats, s.Problems = readStats(d, s.Scenario.Proxies, s.Problems)
 	s.Nginx, s.Problems = readNginx(d, s.Problems)
+	s.HAProxy, s.Problems = readHAProxy(d, s.Problems)
 
 	_, err1 := os.Stat(d.RLSLog())
 	_, err2 := os.Stat(d.RLSParsedLog())
