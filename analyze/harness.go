@@ -90,6 +90,9 @@ func limiterSeen(in *Input) (*seenTimes, *report.HarnessReport) {
 	for k := range ev.Nginx {
 		r.nginxLog(&ev.Nginx[k])
 	}
+	for k := range ev.HAProxy {
+		r.haproxyLog(&ev.HAProxy[k])
+	}
 	s := r.s
 	h.Seen = s.n
 	for src := range r.sources {
@@ -215,6 +218,25 @@ func (r *seenReader) nginxLog(ng *evidence.NginxEvidence) {
 		}
 		if i, ok := r.reqs.IDs.Lookup(a.ID); ok {
 			r.set(i, t, acc*ms, acc*ms+ms-1, "nginx log")
+		}
+	}
+}
+
+// haproxyLog reads the times of an HAProxy log's records that name a request: the ms its stick-table rule ran
+// (evidence/haproxyrec.LogRecord.DecideMs, the clock its freq_ctr read) to the next ms.
+func (r *seenReader) haproxyLog(h *evidence.HAProxyEvidence) {
+	const ms = seenMs
+	t, ok := r.targetIdx[h.Proxy]
+	if !ok {
+		return
+	}
+	for _, a := range h.Records {
+		dec, ok := a.DecideMs()
+		if !ok || a.ID == "" {
+			continue
+		}
+		if i, ok := r.reqs.IDs.Lookup(a.ID); ok {
+			r.set(i, t, dec*ms, dec*ms+ms-1, "haproxy log")
 		}
 	}
 }

@@ -289,7 +289,9 @@ func (h *HAProxy) Bin() string { return h.bin }
 func (h *HAProxy) Port() int { return h.port }
 
 // URL is "http://127.0.0.1:<Port>", the base URL clients send to.
-func (h *HAProxy) URL() string { return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(h.port)) }
+func (h *HAProxy) URL() string {
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(h.port))
+}
 
 // Dir is the directory of the config and logs.
 func (h *HAProxy) Dir() string { return h.dir }

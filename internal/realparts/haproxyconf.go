@@ -74,7 +74,9 @@ var (
 // (run by StartHAProxy) checks the rest.
 func (c HAProxyConfig) Validate() error {
 	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, errors.New("HAProxyConfig."+fmt.Sprintf(format, a...))) }
+	bad := func(format string, a ...any) {
+		errs = append(errs, errors.New("HAProxyConfig."+fmt.Sprintf(format, a...)))
+	}
 	if c.Limit < 1 {
 		bad("Limit %d: must be at least 1", c.Limit)
 	}

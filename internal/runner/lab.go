@@ -24,7 +24,7 @@ import (
 // and the real RLS's address. A lab RLS (kind lab) gets its WindowStart and
 // Delay here.
 func (lp *LabPlan) labOptions() lab.Options {
-	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies, None: lp.Nginx != nil}}
+	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies, None: lp.Nginx != nil || lp.HAProxy != nil}}
 	c := &o.Proxies.Config
 	if l := lp.Local; l != nil {
 		lc := *l
@@ -165,6 +165,9 @@ func (r *scenarioRun) startLab(ctx context.Context) string {
 	r.backend, r.baseline = l.Backend, opts.Backend.Faults
 	if lp.Nginx != nil {
 		return r.startNginx(ctx)
+	}
+	if lp.HAProxy != nil {
+		return r.startHAProxy(ctx)
 	}
 	eff := l.Options()
 	r.cluster = eff.Proxies.Config.Cluster

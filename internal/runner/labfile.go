@@ -58,7 +58,7 @@ func (lp *LabPlan) checkProxies() error {
 	if lp.Proxies < 0 {
 		return fmt.Errorf("lab.proxies must be >= 1 (or absent), not %d", lp.Proxies)
 	}
-	if lp.Proxies == 0 && lp.Nginx == nil {
+	if lp.Proxies == 0 && lp.Nginx == nil && lp.HAProxy == nil {
 		lp.Proxies = lab.DefaultProxies
 	}
 	return nil
@@ -69,6 +69,12 @@ func (lp *LabPlan) checkProxies() error {
 // the default, or real), then the lab's own rules and the inline RLS
 // config (validate). field is the key of the failing part.
 func (lp *LabPlan) checkSection() (field string, err error) {
+	if lp.HAProxy != nil {
+		if field, err := lp.validateHAProxy(); err != nil {
+			return field, err
+		}
+		return lp.validate()
+	}
 	if lp.Nginx != nil {
 		if err := lp.validateNginx(); err != nil {
 			return "nginx", err

@@ -121,6 +121,10 @@ type LabPlan struct {
 	// the lab proxies: nginx limit_req and proxy_next_upstream under test
 	// (the scenario is NOT_RUN when nginx is not installed).
 	Nginx *NginxPlan `json:"nginx,omitempty"`
+	// HAProxy puts private HAProxy processes with a stick-table rate limit
+	// in front of the backend instead of the lab proxies (the scenario is
+	// NOT_RUN when haproxy is not installed).
+	HAProxy *HAProxyPlan `json:"haproxy,omitempty"`
 }
 
 // BackendPlan configures the lab backend.
@@ -627,12 +631,16 @@ func (s *ScenarioPlan) validateSteps(sp, where string, stepPath func(int) string
 // validateNginxFaults refuses a fault on the RLS or Redis in a scenario
 // whose lab is lab.nginx, which has neither.
 func (s *ScenarioPlan) validateNginxFaults(stepPath func(int) string, where string) error {
-	if s.Lab.Nginx == nil {
+	if s.Lab.Nginx == nil && s.Lab.HAProxy == nil {
 		return nil
+	}
+	part := "lab.nginx"
+	if s.Lab.HAProxy != nil {
+		part = "lab.haproxy"
 	}
 	for j, st := range s.Steps {
 		if f := st.Fault; f != nil && (f.Target == "rls" || f.Target == "redis") {
-			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), "a scenario with lab.nginx has no %s", f.Target)
+			return at(stepPath(j)+".fault.target", fmt.Sprintf("%s: steps[%d]", where, j), "a scenario with %s has no %s", part, f.Target)
 		}
 	}
 	return nil
@@ -791,6 +799,8 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 	targets := 0
 	if s.Lab != nil && s.Lab.Nginx != nil {
 		targets = max(s.Lab.Nginx.Instances, 1)
+	} else if s.Lab != nil && s.Lab.HAProxy != nil {
+		targets = max(s.Lab.HAProxy.Instances, 1)
 	} else if s.Lab != nil {
 		targets = s.Lab.Proxies
 	} else if s.External != nil {

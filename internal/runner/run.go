@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,6 +214,10 @@ type scenarioRun struct {
 	limits   []evidence.LimitSpec
 	// nginx are lab.nginx's running instances (targets nginx-a, ...).
 	nginx []*labNginx
+	// haproxy are lab.haproxy's running instances (targets haproxy-a, ...);
+	// classify the classification rules their limiter adds to the plan's.
+	haproxy  []*labHAProxy
+	classify []evidence.ClassRule
 	// limiters are the limiter declarations of scenario.json.
 	limiters []evidence.Limiter
 	// captureHeaders are the response headers the attacks record; nil: attack's defaults.
@@ -399,6 +404,9 @@ func (r *scenarioRun) finish(ctx context.Context, agg *evidence.Attack, probe *h
 	if err := r.finishNginx(ctx); err != nil {
 		agg.Complete, agg.Error = false, "nginx evidence: "+err.Error()
 	}
+	if err := r.finishHAProxy(ctx); err != nil {
+		agg.Complete, agg.Error = false, "haproxy evidence: "+err.Error()
+	}
 	if r.real != nil {
 		if err := r.finishReal(ctx); err != nil {
 			agg.Complete, agg.Error = false, "rls evidence: "+err.Error()
@@ -488,7 +496,7 @@ func (r *scenarioRun) writeScenario() error {
 	}
 	perStep, perFlow := r.requestHeaders()
 	s := evidence.Scenario{Schema: evidence.ScenarioSchema, Name: sc.Name, Description: sc.Description, Proxies: proxies,
-		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: sc.Classify,
+		IntendedLimit: sc.IntendedLimit, Expect: ex, Limits: r.limits, Limiters: r.scenarioLimiters(), Classify: append(slices.Clone(sc.Classify), r.classify...),
 		RequestHeaders: perStep, FlowRequestHeaders: perFlow, Repeat: r.repeat, Faults: faults,
 		RLSDecisions: sc.Lab != nil && sc.Lab.RLS != nil, Cluster: r.cluster, HarnessParts: r.harnessParts()}
 	return writeJSON(evidence.Dir(r.dir).Scenario(), s)
@@ -763,7 +771,7 @@ func (r *scenarioRun) harnessParts() []string {
 		return nil
 	}
 	var parts []string
-	if sc.Lab.Nginx == nil {
+	if sc.Lab.Nginx == nil && sc.Lab.HAProxy == nil {
 		for _, t := range r.targets {
 			if _, ok := r.admins[t.Name]; ok {
 				parts = append(parts, t.Name)
