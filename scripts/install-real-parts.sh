@@ -2,7 +2,9 @@
 # install-real-parts.sh — install the real parts rlbench drives in its integration tests and scenarios:
 #   * redis-server from Debian's `redis-server` package (the distro service is never left running),
 #   * nginx from Debian's `nginx-light` package (in bookworm a transitional package that depends on `nginx`, the same
-#     /usr/sbin/nginx; the distro service is never started: rlbench runs private nginx processes), and
+#     /usr/sbin/nginx; the distro service is never started: rlbench runs private nginx processes),
+#   * haproxy from Debian's `haproxy` package (the distro service is never left running: rlbench runs private
+#     HAProxy processes with their own configs, lab.haproxy), and
 #   * envoyproxy/ratelimit's service_cmd, pinned (see RLS_VERSION), built with `go install` into the user's directory
 #     of installed parts, USER_BIN: $RLBENCH_HOME/bin if RLBENCH_HOME is set, else the user cache directory's
 #     rlbench/bin (${XDG_CACHE_HOME:-~/.cache}/rlbench/bin; ~/Library/Caches/rlbench/bin on macOS), the rule of
@@ -12,7 +14,7 @@
 # service_cmd.version beside it records exactly RLS_VERSION; one already in <repo>/.bin is copied, not rebuilt).
 # Needs root (or sudo) for apt-get, Go for the build. Prints progress (the build of service_cmd takes minutes the
 # first time) and where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt),
-# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
+# RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_HAPROXY_BIN (use this haproxy, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
 set -euo pipefail
 
 RLS_MODULE="github.com/envoyproxy/ratelimit"
@@ -149,6 +151,37 @@ else
 	stop_distro_nginx
 fi
 
+# --- haproxy -----------------------------------------------------------------------------------------------------
+find_haproxy() { find_bin RLBENCH_HAPROXY_BIN haproxy /usr/sbin/haproxy /usr/local/sbin/haproxy /usr/bin/haproxy; }
+
+# stop_distro_haproxy keeps the Debian service from running: it disables the unit / init script and stops only the
+# process recorded in the package's pidfile /run/haproxy.pid, never any other haproxy.
+stop_distro_haproxy() {
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now haproxy >/dev/null 2>&1 || true
+	fi
+	if command -v update-rc.d >/dev/null 2>&1; then as_root update-rc.d haproxy disable >/dev/null 2>&1 || true; fi
+	local pidfile=/run/haproxy.pid
+	if [ -s "$pidfile" ]; then
+		local pid cmd=""
+		pid="$(head -n1 "$pidfile")"
+		[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline")"
+		if [[ "$cmd" == *"/etc/haproxy/haproxy.cfg"* ]]; then
+			log "stopping the distro haproxy service (pid $pid from $pidfile)"
+			as_root kill -TERM "$pid" || true
+		fi
+	fi
+}
+
+if HAPROXY_BIN="$(find_haproxy)"; then
+	log "haproxy present: ${HAPROXY_BIN} (skipping apt)"
+else
+	log "installing Debian package haproxy"
+	apt_install_no_start haproxy
+	HAPROXY_BIN="$(find_haproxy)" || { log "haproxy still not found after apt-get install"; exit 1; }
+	stop_distro_haproxy
+fi
+
 # --- envoyproxy/ratelimit -----------------------------------------------------------------------------------------
 # has_rls DIR: DIR/service_cmd exists and its stamp records exactly the pinned version.
 has_rls() { [ -x "$1/service_cmd" ] && [ -f "$1/service_cmd.version" ] && [ "$(cat "$1/service_cmd.version")" = "${RLS_PKG}@${RLS_VERSION}" ]; }
@@ -206,6 +239,8 @@ printf 'redis-server=%s\n' "$REDIS_BIN"
 printf 'redis-version=%s\n' "$("$REDIS_BIN" --version | head -n1)"
 printf 'nginx=%s\n' "$NGINX_BIN"
 printf 'nginx-version=%s\n' "$("$NGINX_BIN" -v 2>&1 | head -n1)"
+printf 'haproxy=%s\n' "$HAPROXY_BIN"
+printf 'haproxy-version=%s\n' "$("$HAPROXY_BIN" -v 2>&1 | head -n1)"
 printf 'service_cmd=%s\n' "${BIN}/service_cmd"
 printf 'service_cmd-repo=%s\n' "${REPO_BIN}/service_cmd"
 printf 'service_cmd-version=%s\n' "$(cat "$STAMP")"
