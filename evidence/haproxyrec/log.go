@@ -36,6 +36,10 @@ type LogRecord struct {
 	// AcceptMs is the accept date, unix ms (%Ts * 1000 + %ms); for a later request of a keep-alive connection,
 	// when the connection became ready for it. 0 when absent.
 	AcceptMs int64 `json:"accept_ms,omitempty"`
+	// NowMs is HAProxy's internal clock at the rule, in ms (now_ms, logged through a Lua fetch of core.now()):
+	// the clock its stick table's freq_ctr read. It follows the system date but for an offset HAProxy changes
+	// when it detects a clock jump (src/clock.c clock_update_date). 0 when absent (a build without Lua).
+	NowMs int64 `json:"now_ms,omitempty"`
 	// DecideUs is date(0,us) sampled by the rule after track-sc0: HAProxy's cached date of the poll loop that ran
 	// the rate limit rule, unix µs (the clock the stick table's freq_ctr read, at its 1 ms resolution). 0 when
 	// absent (the rules did not run).
@@ -210,7 +214,7 @@ func parseLine(line []byte) (LogRecord, error) {
 	var acceptS, acceptMs, status, port int64 = -1, -1, 0, 0
 	var rate int64 = -1
 	errs := []error{
-		str("id", &a.ID), num("accept_s", &acceptS, 0), num("accept_ms", &acceptMs, 0), num("decide_us", &a.DecideUs, 0),
+		str("id", &a.ID), num("accept_s", &acceptS, 0), num("accept_ms", &acceptMs, 0), num("now_ms", &a.NowMs, 0), num("decide_us", &a.DecideUs, 0),
 		num("rate", &rate, 0), str("key", &a.Key), num("status", &status, 0), str("term", &a.Term),
 		num("th", &a.Th, -1), num("ti", &a.Ti, -1), num("treq", &a.TR, -1), num("tw", &a.Tw, -1), num("tc", &a.Tc, -1),
 		num("tr", &a.Tr, -1), num("ta", &a.Ta, -1), num("tt", &a.Tt, -1),
@@ -228,6 +232,9 @@ func parseLine(line []byte) (LogRecord, error) {
 		a.AcceptMs = acceptS*1000 + acceptMs
 	case acceptS >= 0 || acceptMs >= 0:
 		return a, errors.New("accept_s and accept_ms go together")
+	}
+	if a.NowMs > 1<<50 {
+		return a, fmt.Errorf("now_ms %d: not a date", a.NowMs)
 	}
 	if a.DecideUs > 1<<60 {
 		return a, fmt.Errorf("decide_us %d: not a date", a.DecideUs)

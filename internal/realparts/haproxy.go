@@ -81,6 +81,7 @@ type HAProxyOptions struct {
 // HAProxy is one private HAProxy process started by StartHAProxy.
 type HAProxy struct {
 	bin, dir, version string
+	lua               bool
 	ownDir            bool
 	port              int
 	conf              []byte
@@ -93,6 +94,7 @@ const (
 	haproxyConfName   = "haproxy.cfg"
 	haproxyLogName    = "haproxy.log"
 	haproxyStderrName = "stderr.log"
+	haproxyLuaName    = "rlbench-clock.lua"
 )
 
 // StartHAProxy renders opts.Config for a free loopback port, checks it with `haproxy -c` (its error names the
@@ -137,13 +139,20 @@ func StartHAProxy(ctx context.Context, opts HAProxyOptions) (*HAProxy, error) {
 		}
 		return nil, err
 	}
+	cfg := opts.Config
+	if h.lua {
+		cfg.ClockLua = filepath.Join(h.dir, haproxyLuaName)
+		if err := safefile.WriteFile(cfg.ClockLua, []byte(HAProxyClockLua), 0o644); err != nil {
+			return fail(fmt.Errorf("realparts: %w", err))
+		}
+	}
 	var lastErr error
 	for attempt := 0; attempt < maxPortAttempts; attempt++ {
 		ports, err := FreePorts(1)
 		if err != nil {
 			return fail(err)
 		}
-		if lastErr = h.tryPort(ctx, opts.Config, ports[0]); lastErr == nil {
+		if lastErr = h.tryPort(ctx, cfg, ports[0]); lastErr == nil {
 			return h, nil
 		}
 		if !errors.Is(lastErr, errPortTaken) || ctx.Err() != nil {
@@ -153,11 +162,12 @@ func StartHAProxy(ctx context.Context, opts HAProxyOptions) (*HAProxy, error) {
 	return fail(lastErr)
 }
 
-// inspect runs `haproxy -v` and refuses a release older than HAProxyMinVersion.
+// inspect runs `haproxy -vv` and refuses a release older than HAProxyMinVersion; a build with Lua ("Built with
+// Lua version") gets the clock fetch (HAProxyConfig.ClockLua).
 func (h *HAProxy) inspect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, h.bin, "-v")
+	cmd := exec.CommandContext(ctx, h.bin, "-vv")
 	cmd.Env = []string{}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -168,6 +178,7 @@ func (h *HAProxy) inspect(ctx context.Context) error {
 		return err
 	}
 	h.version = fmt.Sprintf("%d.%d.%d", maj, mnr, pat)
+	h.lua = bytes.Contains(out, []byte("Built with Lua version"))
 	if maj < 2 || maj == 2 && mnr < 2 {
 		return fmt.Errorf("realparts: haproxy %s (%s) is older than %s (needs log stdout, deny ... hdr and date(0,us))", h.version, h.bin, HAProxyMinVersion)
 	}
@@ -194,7 +205,7 @@ func (h *HAProxy) tryPort(ctx context.Context, cfg HAProxyConfig, port int) erro
 func (h *HAProxy) check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, h.start)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, h.bin, "-c", "-q", "-f", h.ConfPath())
+	cmd := exec.CommandContext(ctx, h.bin, "-c", "-f", h.ConfPath())
 	cmd.Env = []string{}
 	cmd.Dir = h.dir
 	out, err := cmd.CombinedOutput()
@@ -278,6 +289,9 @@ func startProcSplit(bin string, args []string, dir, outPath, errPath string) (*p
 	}()
 	return p, nil
 }
+
+// Clock reports whether the log records HAProxy's internal clock (now_ms: a build with Lua).
+func (h *HAProxy) Clock() bool { return h.lua }
 
 // Version is the version `haproxy -v` gave ("2.6.12").
 func (h *HAProxy) Version() string { return h.version }

@@ -63,7 +63,25 @@ type HAProxyConfig struct {
 	Servers []string
 	// Timeout bounds connect, client and server timeouts; 0 means 30s.
 	Timeout time.Duration
+	// ClockLua is the path of a Lua file (HAProxyClockLua) that the config loads (lua-load) to log HAProxy's
+	// internal clock, now_ms, at the rule: the clock its freq_ctr reads, which HAProxy moves off the system date
+	// when it detects a clock jump (src/clock.c clock_update_date: a poll that returned before its timeout
+	// without events, or more than 100 ms after it). Empty: no such field (a build without Lua).
+	ClockLua string
 }
+
+// HAProxyClockFetch is the Lua sample fetch HAProxyClockLua registers: core.now() (HAProxy's internal "now",
+// src/hlua_fcn.c hlua_now) in ms, as now_ms is computed from it (src/clock.c: now.tv_sec * 1000 +
+// now.tv_usec / 1000; HAProxy keeps it in 32 bits, which changes no difference nor parity).
+const HAProxyClockFetch = "rlbench_now_ms"
+
+// HAProxyClockLua is the Lua file of ClockLua.
+const HAProxyClockLua = `-- rendered by rlbench (internal/realparts): HAProxy's internal clock in ms, the one its freq_ctr reads
+core.register_fetches("` + HAProxyClockFetch + `", function(txn)
+  local n = core.now()
+  return n.sec * 1000 + n.usec // 1000
+end)
+`
 
 var (
 	haproxySizeRE   = regexp.MustCompile(`^[0-9]+[kKmMgG]?$`)
@@ -117,6 +135,9 @@ func (c HAProxyConfig) Validate() error {
 			bad("Servers[%d] %q: bad port", i, s)
 		}
 	}
+	if strings.ContainsAny(c.ClockLua, " \t\r\n\"'\\#") {
+		bad("ClockLua %q: a path without white space, quotes, backslashes or '#'", c.ClockLua)
+	}
 	if c.Timeout < 0 || c.Timeout%time.Millisecond != 0 {
 		bad("Timeout %v: want whole milliseconds", c.Timeout)
 	}
@@ -131,6 +152,7 @@ func haproxyMs(d time.Duration) string { return strconv.FormatInt(d.Milliseconds
 // when HAProxy has none):
 //   - id: the request's X-Rlbench-Id (http-request capture, before any deny);
 //   - accept_s, accept_ms: %Ts and %ms, the accept date (unix seconds, milliseconds part);
+//   - now_ms: HAProxy's internal clock at the rule (ClockLua; "-" without it), the clock its freq_ctr read;
 //   - decide_us: date(0,us) sampled by the rule right after track-sc0, HAProxy's cached date of the poll loop
 //     that evaluated the rule (the clock its freq_ctr used, to the ms);
 //   - rate: sc_http_req_rate(0) as the deny rule read it, the request itself counted;
@@ -138,11 +160,11 @@ func haproxyMs(d time.Duration) string { return strconv.FormatInt(d.Milliseconds
 //   - status %ST, term %ts (termination state, "PR--" for a deny), th %Th, ti %Ti, treq %TR, tw %Tw, tc %Tc,
 //     tr %Tr, ta %Ta, tt %Tt (ms; -1: the step did not happen), backend %b, server %s, method %HM, rt %rt
 //     (request counter), cp %cp (client port).
-var HAProxyLogFields = []string{"id", "accept_s", "accept_ms", "decide_us", "rate", "key", "status", "term", "th", "ti",
+var HAProxyLogFields = []string{"id", "accept_s", "accept_ms", "now_ms", "decide_us", "rate", "key", "status", "term", "th", "ti",
 	"treq", "tw", "tc", "tr", "ta", "tt", "backend", "server", "method", "rt", "cp"}
 
 // haproxyLogVars are the log-format expressions of HAProxyLogFields, in order.
-var haproxyLogVars = []string{"%[capture.req.hdr(0),json(utf8s)]", "%Ts", "%ms", "%[var(txn.rl_us)]",
+var haproxyLogVars = []string{"%[capture.req.hdr(0),json(utf8s)]", "%Ts", "%ms", "%[var(txn.rl_now)]", "%[var(txn.rl_us)]",
 	"%[var(txn.rl_rate)]", "%[var(txn.rl_key),json(utf8s)]", "%ST", "%ts", "%Th", "%Ti", "%TR", "%Tw", "%Tc", "%Tr",
 	"%Ta", "%Tt", "%b", "%s", "%HM", "%rt", "%cp"}
 
@@ -215,6 +237,9 @@ func RenderHAProxyConf(cfg HAProxyConfig, port int) ([]byte, error) {
 	w("global")
 	w("    nbthread 1")
 	w("    maxconn 4096")
+	if cfg.ClockLua != "" {
+		w("    lua-load %s", cfg.ClockLua)
+	}
 	w("")
 	w("defaults")
 	w("    mode http")
@@ -230,6 +255,9 @@ func RenderHAProxyConf(cfg HAProxyConfig, port int) ([]byte, error) {
 	w("    http-request capture req.hdr(X-Rlbench-Id) len %d", haproxyIDCaptureLen)
 	w("    http-request track-sc0 %s", cfg.trackExpr())
 	w("    http-request set-var(txn.rl_us) date(0,us)")
+	if cfg.ClockLua != "" {
+		w("    http-request set-var(txn.rl_now) lua.%s", HAProxyClockFetch)
+	}
 	w("    http-request set-var(txn.rl_rate) sc_http_req_rate(0)")
 	w("    http-request set-var(txn.rl_key) %s", cfg.trackExpr())
 	w("    http-request deny deny_status %d hdr %s %s if { sc_http_req_rate(0) gt %d }", status, HAProxyLimiterHeader, HAProxyLimiterValue, cfg.Limit)
