@@ -222,21 +222,37 @@ func (r *seenReader) nginxLog(ng *evidence.NginxEvidence) {
 	}
 }
 
-// haproxyLog reads the times of an HAProxy log's records that name a request: the ms its stick-table rule ran
-// (evidence/haproxyrec.LogRecord.DecideMs, the clock its freq_ctr read) to the next ms.
+// haproxyLog reads the times of an HAProxy log's records that name a request: the ms its stick-table rule ran by
+// HAProxy's internal clock (evidence/haproxyrec.LogRecord.NowMs), the clock its freq_ctr read, to the next ms. That
+// clock follows the system date but for an offset HAProxy changes when it detects a clock jump (src/clock.c
+// clock_update_date), so its ms are moved onto the system date by the offset of the log's first record, rounded
+// down to an even number of ms (freq_ctr rounds its period starts down to an even ms: the shift keeps their
+// parity). Where the offset changed later, the shifted times miss the clients' and are not used. A log without
+// now_ms gives the system date's ms the rule ran at (LogRecord.DecideMs).
 func (r *seenReader) haproxyLog(h *evidence.HAProxyEvidence) {
 	const ms = seenMs
 	t, ok := r.targetIdx[h.Proxy]
 	if !ok {
 		return
 	}
+	shift, clock := int64(0), false
 	for _, a := range h.Records {
-		dec, ok := a.DecideMs()
+		if dec, ok := a.DecideMs(); ok && a.NowMs > 0 {
+			d := dec - a.NowMs
+			shift, clock = d-(d%2+2)%2, true
+			break
+		}
+	}
+	for _, a := range h.Records {
+		at, ok := a.DecideMs()
+		if clock {
+			at, ok = a.NowMs+shift, a.NowMs > 0
+		}
 		if !ok || a.ID == "" {
 			continue
 		}
 		if i, ok := r.reqs.IDs.Lookup(a.ID); ok {
-			r.set(i, t, dec*ms, dec*ms+ms-1, "haproxy log")
+			r.set(i, t, at*ms, at*ms+ms-1, "haproxy log")
 		}
 	}
 }

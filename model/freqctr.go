@@ -130,7 +130,7 @@ func (m *freqCtrModel) checker(ref int64) checkModel {
 // fcParams is the freq_ctr checker. freq_ctr decides on whole ms and where its periods start depends on every
 // earlier request's ms, so it is judged by replay: when every request of the key is known to its ms (its interval
 // lies within one ms, as HAProxy's own log gives it), the exact replay in that order decides each request;
-// otherwise no request of the key is decided (either) and its admitted count is bounded only by the requests.
+// otherwise no request of the key is decided (either) and its admitted count is bounded by 2 x limit per period.
 // Within one ms the replay fixes how many requests pass, not which (HAProxy's order within the ms is unknown):
 // a ms where some pass and some not leaves its requests undecided, the count exact.
 type fcParams struct {
@@ -143,7 +143,7 @@ func (p *fcParams) timeUnit() int64 { return 1 }
 
 func (p *fcParams) newPrim(c *primCtx) prim {
 	n := len(c.lo)
-	t := &fcPrim{p: p, n: n, exact: true, admit: make([]bool, n), rate: make([]int64, n)}
+	t := &fcPrim{p: p, n: n, exact: true, admit: make([]bool, n), rate: make([]int64, n), lo: c.lo, hi: c.hi, unit: max(c.unit, 1)}
 	ms := int64(time.Millisecond)
 	for l := range n {
 		if floorDiv(c.lo[l]*c.unit, ms) != floorDiv(c.hi[l]*c.unit, ms) {
@@ -189,6 +189,8 @@ type fcPrim struct {
 	rate     []int64
 	mixed    []bool // in a ms some of whose requests pass and some not
 	admitted int
+	lo, hi   []int64
+	unit     int64
 }
 
 func (t *fcPrim) activate(l int32)  {}
@@ -218,10 +220,12 @@ func (t *fcPrim) why(reject bool, v float64) string {
 
 func (t *fcPrim) findings() []WindowFinding { return nil }
 
-// bounds: the replay's admitted count when exact, else 0..n.
+// bounds: the replay's admitted count when exact. Otherwise at most 2 x limit in each tile of one period from the
+// first request: freq_ctr admits a request only when its period's count, itself included, is at most the limit
+// (every request counts), and a tile meets at most two of its periods.
 func (t *fcPrim) bounds(single bool) (int, int) {
 	if !t.exact {
-		return 0, t.n
+		return 0, tiledMax(t.lo, t.hi, t.p.period*int64(time.Millisecond)/t.unit, 2*t.p.limit)
 	}
 	return t.admitted, t.admitted
 }

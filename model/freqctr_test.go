@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -105,5 +106,17 @@ func TestFreqCtrCheck(t *testing.T) {
 		if v != Either {
 			t.Errorf("wide interval: %s %v, want either", events[i].ID, v)
 		}
+	}
+	// not exact: at most 2 x limit per period-long tile; 12 requests within 3 ms admit at most 4
+	var burst []Event
+	for i := range 12 {
+		burst = append(burst, Event{ID: fmt.Sprint(i), Lo: base, Hi: base + 3*ms, Key: "k", Outcome: Admitted})
+	}
+	res, err = Check(m, burst, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Buckets) != 1 || res.Buckets[0].Max != 4 || res.Buckets[0].Min != 0 {
+		t.Errorf("burst bound %+v, want 0..4", res.Buckets)
 	}
 }
