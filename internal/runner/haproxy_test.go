@@ -1,11 +1,16 @@
 package runner
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/realparts"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -83,5 +88,34 @@ func TestHAProxyPlanDeclaredOnce(t *testing.T) {
 	}
 	if HAProxyName(1) != "haproxy-b" {
 		t.Errorf("HAProxyName(1) = %s", HAProxyName(1))
+	}
+}
+
+// TestHAProxyNotInstalledIsNotRun: without haproxy the scenario is NOT_RUN naming haproxy and how to install it,
+// never PASS or FAIL; a second scenario of the plan (the lab's own) still runs.
+func TestHAProxyNotInstalledIsNotRun(t *testing.T) {
+	t.Setenv(realparts.EnvHAProxyBin, filepath.Join(t.TempDir(), "no-haproxy"))
+	p, err := ParsePlan("p.yaml", []byte("name: p\nscenarios:\n - name: stick\n   lab: {haproxy: {limit: 2, period: 1s}}\n   attack: {ids: 3}\n   expect: {admitted: model}\n"+
+		" - name: lab\n   lab: {proxies: 1}\n   attack: {ids: 2}\n   expect: {admitted: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir, err := Run(context.Background(), p, Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(runDir, "01-stick", "1", evidence.NotRunFile))
+	if err != nil || !strings.HasPrefix(string(b), HAProxyNotInstalledReason) || !strings.Contains(string(b), realparts.EnvHAProxyBin) {
+		t.Fatalf("NOT_RUN %q %v", b, err)
+	}
+	rep, err := analyze.Analyze(context.Background(), runDir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Scenarios[0]; s.Status != evidence.NotRun || !strings.HasPrefix(s.Reasons[0], HAProxyNotInstalledReason) {
+		t.Errorf("%s %v", s.Status, s.Reasons)
+	}
+	if s := rep.Scenarios[1]; s.Status != evidence.Pass {
+		t.Errorf("the other scenario: %s %v", s.Status, s.Reasons)
 	}
 }
