@@ -176,7 +176,8 @@ type Spec struct {
 	// utils.UnitToDivider), Align (epoch, default, or first_hit),
 	// ShadowMode (counted, always answered OK), Unlimited (never limited).
 	// sliding_log, sliding_counter: Limit per Window, and Count (required):
-	// "admitted" or "all".
+	// "admitted" or "all"; sliding_counter also Align: epoch (default) or
+	// freq_ctr (HAProxy's stick-table rate, count all, whole-ms Window).
 	Limit      uint64   `json:"limit,omitempty"`
 	Unit       string   `json:"unit,omitempty"`
 	Align      string   `json:"align,omitempty"`
