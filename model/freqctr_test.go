@@ -120,3 +120,38 @@ func TestFreqCtrCheck(t *testing.T) {
 		t.Errorf("burst bound %+v, want 0..4", res.Buckets)
 	}
 }
+
+// TestFreqCtrPeakBound: the bound holds for schedules that fill two adjacent periods (the end of one, then as much
+// of the next as the weighted rate lets through), and is limit x the periods a window touches.
+func TestFreqCtrPeakBound(t *testing.T) {
+	m := MustNew(freqCtrSpec(10, time.Second))
+	for _, c := range []struct {
+		w    time.Duration
+		want int
+	}{{time.Millisecond, 20}, {time.Second, 20}, {1500 * time.Millisecond, 30}, {3 * time.Second, 40}} {
+		if b, ok := PeakBound(m, c.w); !ok || b != c.want {
+			t.Errorf("PeakBound(%v) = %d %v, want %d", c.w, b, ok, c.want)
+		}
+	}
+	if _, ok := PeakBound(MustNew(Spec{Kind: KindSlidingCounter, Limit: 2, Window: Duration(time.Second), Count: CountAll}), time.Second); ok {
+		t.Error("the epoch sliding counter got a bound")
+	}
+	// every ms a request, for 5 s: the admissions in any 1 s window stay within the bound
+	ms := int64(time.Millisecond)
+	var reqs []Request
+	for i := range int64(5000) {
+		reqs = append(reqs, Request{At: i * ms, Key: "k"})
+		reqs = append(reqs, Request{At: i*ms + 1, Key: "k"})
+	}
+	ds := Simulate(m, reqs, 0)
+	var admitted []int64
+	for i, d := range ds {
+		if d.Admit {
+			admitted = append(admitted, reqs[i].At)
+		}
+	}
+	b, _ := PeakBound(m, time.Second)
+	if p := PeakCount(admitted, time.Second); p > b || p < 10 {
+		t.Errorf("peak per 1 s %d, bound %d", p, b)
+	}
+}

@@ -29,8 +29,8 @@ func PeakAt(times []int64, window time.Duration) (peak int, at int64) {
 // false when the model gives no such bound: a limiter that does not enforce
 // (nginx dry run, shadow mode, unlimited, Envoy filter_enabled or
 // filter_enforced below 100 %), Envoy descriptors, several nginx zones
-// that delay, and the sliding counter (which admits up to twice its limit
-// across a window edge).
+// that delay, and the epoch sliding counter (which admits up to twice its
+// limit across a window edge, but its bound is not derived here).
 //
 //   - nginx_limit_req (one zone; ngx_http_limit_req_module.c): a new key
 //     admits burst+1 at one instant and the excess leaks rate*ms/1000
@@ -48,6 +48,11 @@ func PeakAt(times []int64, window time.Duration) (peak int, at int64) {
 //   - fixed_window: limit × the windows a span of that length touches,
 //     ceil(window/unit) + 1.
 //   - sliding_log: limit × ceil(window / its window).
+//   - sliding_counter with align freq_ctr (HAProxy): limit × the periods a
+//     span of that length touches, ceil(ceil(window/1ms) / period) + 1:
+//     freq_ctr counts every request, so a period admits at most limit, and
+//     its periods do not overlap (src/freq_ctr.c; an odd period counts one ms
+//     shorter, its next tick rounded down to an even ms).
 func PeakBound(m Model, window time.Duration) (int, bool) {
 	if window <= 0 {
 		return 0, false
@@ -102,6 +107,16 @@ func PeakBound(m Model, window time.Duration) (int, bool) {
 		return int(s.Limit) * int((int64(window)+unit-1)/unit+1), true
 	case KindSlidingLog:
 		return int(s.Limit) * int((int64(window)+int64(s.Window)-1)/int64(s.Window)), true
+	case KindSlidingCounter:
+		if s.Align != AlignFreqCtr {
+			return 0, false
+		}
+		spanMs := (int64(window) + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+		p := int64(time.Duration(s.Window) / time.Millisecond)
+		if p > 1 && p%2 == 1 {
+			p-- // an odd period's next tick is rounded down to an even ms: one ms shorter in effect
+		}
+		return int(s.Limit) * int((spanMs+p-1)/p+1), true
 	}
 	return 0, false
 }
