@@ -319,6 +319,10 @@ func specLabel(s model.Spec) string {
 		return fmt.Sprintf("token bucket capacity %g at %g/s", s.Capacity, s.RatePerSec)
 	case model.KindFixedWindow:
 		return fmt.Sprintf("fixed window %d per %s", s.Limit, s.Unit)
+	case model.KindSlidingCounter:
+		if s.Align == model.AlignFreqCtr {
+			return fmt.Sprintf("HAProxy freq_ctr %d per %v (sc_http_req_rate, every request counted)", s.Limit, time.Duration(s.Window))
+		}
 	}
 	return s.Kind
 }

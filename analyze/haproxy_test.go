@@ -28,6 +28,7 @@ func haproxyEv(t *testing.T, nowOff int64, admitted map[int]bool, rates []int64)
 	e.scenario.Limiters = []evidence.Limiter{{Name: "haproxy-a stick table", Stage: evidence.StageLocal, Targets: []string{"haproxy-a"},
 		Key: evidence.KeyTarget, Model: &spec}}
 	e.scenario.Expect.Admitted = evidence.AdmittedByModel()
+	e.scenario.Expect.BackendPeak = []evidence.PeakExpectation{{Window: model.Duration(100 * time.Millisecond), Model: true}}
 	e.scenario.Classify = []evidence.ClassRule{{Status: evidence.Range{Min: 429, Max: 429}, Header: "X-Rlbench-Limiter", Value: "haproxy-stick-table", Class: "local_429"}}
 	const msNs = int64(time.Millisecond)
 	base := t0 / msNs // the rule's ms by the system date
@@ -73,6 +74,11 @@ func TestHAProxyStickTableJudgedAtItsMs(t *testing.T) {
 		}
 		if h := s.Harness; h == nil || h.Seen != 4 || strings.Join(h.SeenSources, ",") != "haproxy log" {
 			t.Errorf("now_ms off by %d: the limiter's times %+v, want 4 from the haproxy log", off, h)
+		}
+		// HAProxy's forwards (accept + timers) judged by its own log: 2 within 100 ms, bound 20 (two periods)
+		if c := mustCheck(t, s, "limiter forwards per 100ms within the model"); c.Status != "pass" || !strings.Contains(c.Want, "haproxy/haproxy-a/log.jsonl") ||
+			!strings.HasPrefix(c.Got, "2 ") || !strings.HasPrefix(c.Want, "<= 4 (HAProxy freq_ctr 2 per 1s") {
+			t.Errorf("now_ms off by %d: %+v", off, c)
 		}
 		if s.Totals.N[evidence.ClassLocal429] != 2 {
 			t.Errorf("now_ms off by %d: totals %+v", off, s.Totals)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/haproxyrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -235,19 +236,9 @@ func (r *seenReader) haproxyLog(h *evidence.HAProxyEvidence) {
 	if !ok {
 		return
 	}
-	shift, clock := int64(0), false
+	ruleMs := haproxyRuleMs(h)
 	for _, a := range h.Records {
-		if dec, ok := a.DecideMs(); ok && a.NowMs > 0 {
-			d := dec - a.NowMs
-			shift, clock = d-(d%2+2)%2, true
-			break
-		}
-	}
-	for _, a := range h.Records {
-		at, ok := a.DecideMs()
-		if clock {
-			at, ok = a.NowMs+shift, a.NowMs > 0
-		}
+		at, ok := ruleMs(a)
 		if !ok || a.ID == "" {
 			continue
 		}
@@ -255,6 +246,20 @@ func (r *seenReader) haproxyLog(h *evidence.HAProxyEvidence) {
 			r.set(i, t, at*ms, at*ms+ms-1, "haproxy log")
 		}
 	}
+}
+
+// haproxyRuleMs returns, for h's records, the ms HAProxy's rule ran on the system date's scale (see
+// seenReader.haproxyLog): now_ms moved by the even offset of the first record that has both times, or, without
+// now_ms, the system date's ms (LogRecord.DecideMs); ok is false for a record without them.
+func haproxyRuleMs(h *evidence.HAProxyEvidence) func(haproxyrec.LogRecord) (int64, bool) {
+	for _, a := range h.Records {
+		if dec, ok := a.DecideMs(); ok && a.NowMs > 0 {
+			d := dec - a.NowMs
+			shift := d - (d%2+2)%2
+			return func(a haproxyrec.LogRecord) (int64, bool) { return a.NowMs + shift, a.NowMs > 0 }
+		}
+	}
+	return haproxyrec.LogRecord.DecideMs
 }
 
 // readLags sets the harness report's read lags (a limiter's time less the
