@@ -129,18 +129,50 @@ func TestIntegrationHAProxyLifecycle(t *testing.T) {
 // generated traffic: bursts of concurrent requests and paced stretches with random gaps, across many periods of a
 // short http_req_rate period. HAProxy's log gives, per request, its internal clock when its rule ran (now_ms, from
 // a Lua fetch: the clock freq_ctr reads, which on a loaded host HAProxy moves off the system date) and the rate
-// the deny rule read; the model replayed at those ms must read the same rates (as a set within each ms, whose order
-// the log does not give), and HAProxy must have denied exactly the requests whose rate exceeds the limit.
+// the deny rule read; the model replayed at those ms must read the same rates (as a set within each ms and key,
+// whose order the log does not give), and HAProxy must have denied exactly the requests whose rate exceeds the
+// limit. Once with the source address as the key (one counter), once keyed by a header with three tenants, one of
+// them noisy, and requests without the header (never tracked, never denied).
 func TestIntegrationHAProxyFreqCtrDifferential(t *testing.T) {
+	t.Run("src", func(t *testing.T) { freqCtrDifferential(t, "", 23) })
+	t.Run("header", func(t *testing.T) { freqCtrDifferential(t, "X-Tenant", 42) })
+}
+
+func freqCtrDifferential(t *testing.T, header string, seed uint64) {
 	be := startBackend(t)
 	const limit, period = 5, 97 * time.Millisecond // an odd period: the tick's rounding to an even ms shows
-	h := startHAProxy(t, HAProxyConfig{Limit: limit, Period: period, Servers: []string{be.Addr()}})
+	cfg := HAProxyConfig{Limit: limit, Period: period, Servers: []string{be.Addr()}}
+	if header != "" {
+		cfg.KeyType, cfg.Header = HAProxyKeyString, header
+	}
+	h := startHAProxy(t, cfg)
+	if !h.Clock() {
+		t.Skipf("haproxy %s has no Lua: its log cannot give now_ms, the clock freq_ctr reads", h.Version())
+	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 16}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	send := func(id string) {
+	rng := rand.New(rand.NewPCG(seed, 5))
+	tenant := func() string {
+		if header == "" {
+			return ""
+		}
+		switch r := rng.IntN(10); {
+		case r < 6:
+			return "noisy"
+		case r < 8:
+			return "quiet-1"
+		case r < 9:
+			return "quiet-2"
+		}
+		return "" // no header: not tracked
+	}
+	send := func(id, key string) {
 		req, _ := http.NewRequest(http.MethodGet, h.URL()+"/d", nil)
 		req.Header.Set(evidence.IDHeader, id)
+		if key != "" {
+			req.Header.Set(header, key)
+		}
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Error(err)
@@ -149,7 +181,6 @@ func TestIntegrationHAProxyFreqCtrDifferential(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	rng := rand.New(rand.NewPCG(23, 5))
 	n := 0
 	for step := 0; step < 120; step++ {
 		switch rng.IntN(3) {
@@ -158,12 +189,12 @@ func TestIntegrationHAProxyFreqCtrDifferential(t *testing.T) {
 			for range 1 + rng.IntN(12) {
 				n++
 				wg.Add(1)
-				go func(id string) { defer wg.Done(); send(id) }(fmt.Sprintf("d-%d", n))
+				go func(id, key string) { defer wg.Done(); send(id, key) }(fmt.Sprintf("d-%d", n), tenant())
 			}
 			wg.Wait()
 		default: // one request
 			n++
-			send(fmt.Sprintf("d-%d", n))
+			send(fmt.Sprintf("d-%d", n), tenant())
 		}
 		// the gap shapes the traffic (within a period, across one, across two or more); nothing waits on it
 		time.Sleep(time.Duration(rng.IntN(int(2*period + 40*time.Millisecond))))
@@ -174,9 +205,6 @@ func TestIntegrationHAProxyFreqCtrDifferential(t *testing.T) {
 	recs := parseHAProxyLog(t, h.LogPath())
 	if len(recs) != n {
 		t.Fatalf("%d log records, %d sent", len(recs), n)
-	}
-	if !h.Clock() {
-		t.Skipf("haproxy %s has no Lua: its log cannot give now_ms, the clock freq_ctr reads", h.Version())
 	}
 	// in the order HAProxy's rules ran: its clock, then the request counter within one ms
 	slices.SortStableFunc(recs, func(a, b haproxyrec.LogRecord) int {
@@ -190,60 +218,81 @@ func TestIntegrationHAProxyFreqCtrDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := model.MustNew(spec)
-	reqs := make([]model.Request, len(recs))
-	offsets := 0 // records whose now_ms is not the system date's ms: HAProxy's clock moved off it
-	for i, r := range recs {
-		if r.NowMs == 0 || r.Rate == nil {
-			t.Fatalf("record %d has no now_ms or rate: %+v", r.Line, r)
+	var tracked []haproxyrec.LogRecord
+	offsets, untracked := 0, 0
+	for _, r := range recs {
+		if r.NowMs == 0 {
+			t.Fatalf("record %d has no now_ms: %+v", r.Line, r)
 		}
 		if dec, _ := r.DecideMs(); dec != r.NowMs {
 			offsets++
 		}
-		reqs[i] = model.Request{At: r.NowMs * int64(time.Millisecond), Key: "src"}
+		if !r.Tracked() {
+			untracked++
+			if r.Denied() || r.Status != 200 || r.Key != "" {
+				t.Errorf("line %d: an untracked request %+v", r.Line, r)
+			}
+			continue
+		}
+		tracked = append(tracked, r)
+	}
+	reqs := make([]model.Request, len(tracked))
+	for i, r := range tracked {
+		reqs[i] = model.Request{At: r.NowMs * int64(time.Millisecond), Key: r.Key}
 	}
 	rates, ok := model.FreqCtrRates(m, reqs)
 	if !ok {
 		t.Fatal("not a freq_ctr model")
 	}
-	mismatch, denied, groups := 0, 0, 0
-	for i := 0; i < len(recs); {
-		j := i
-		for j < len(recs) && reqs[j].At == reqs[i].At {
-			j++
+	type msKey struct {
+		at  int64
+		key string
+	}
+	got, want := map[msKey][]int64{}, map[msKey][]int64{}
+	var order []msKey
+	for i, r := range tracked {
+		k := msKey{reqs[i].At, r.Key}
+		if _, seen := got[k]; !seen {
+			order = append(order, k)
 		}
-		groups++
-		var got, want []int64
-		for k := i; k < j; k++ {
-			got, want = append(got, *recs[k].Rate), append(want, rates[k])
-		}
-		slices.Sort(got)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
+		got[k], want[k] = append(got[k], *r.Rate), append(want[k], rates[i])
+	}
+	mismatch, denied := 0, 0
+	for _, k := range order {
+		g, w := got[k], want[k]
+		slices.Sort(g)
+		slices.Sort(w)
+		if !slices.Equal(g, w) {
 			mismatch++
 			if mismatch <= 5 {
-				t.Errorf("ms %d (lines %d..): HAProxy read rates %v, the model %v", reqs[i].At/int64(time.Millisecond), recs[i].Line, got, want)
+				t.Errorf("ms %d key %q: HAProxy read rates %v, the model %v", k.at/int64(time.Millisecond), k.key, g, w)
 			}
 		}
-		i = j
 	}
-	for _, r := range recs {
+	keys := map[string]int{}
+	for _, r := range tracked {
 		if r.Denied() != (*r.Rate > limit) || r.Denied() != (r.Status == 429) {
 			t.Errorf("line %d: rate %d, status %d, denied %v", r.Line, *r.Rate, r.Status, r.Denied())
 		}
 		if r.Denied() {
 			denied++
+			keys[r.Key]++
 		}
 	}
 	if mismatch > 0 {
 		if d := os.Getenv("RLBENCH_HAPROXY_DUMP"); d != "" {
 			_ = os.WriteFile(d, mustRead(t, h.LogPath()), 0o644)
 		}
-		t.Errorf("%d of %d ms disagree", mismatch, groups)
+		t.Errorf("%d of %d (ms, key) groups disagree", mismatch, len(order))
 	}
-	if denied == 0 || denied == len(recs) {
-		t.Errorf("%d of %d denied: the traffic did not exercise both decisions", denied, len(recs))
+	if denied == 0 || denied == len(tracked) {
+		t.Errorf("%d of %d denied: the traffic did not exercise both decisions", denied, len(tracked))
 	}
-	t.Logf("%d requests in %d distinct ms, %d denied; the model read the same rates; %d records with now_ms off the system date's ms", len(recs), groups, denied, offsets)
+	if header != "" && (untracked == 0 || keys["noisy"] == 0) {
+		t.Errorf("untracked %d, denied per key %v: the traffic did not exercise the keys", untracked, keys)
+	}
+	t.Logf("%d requests (%d tracked) in %d (ms, key) groups, %d denied %v; the model read the same rates; %d records with now_ms off the system date's ms",
+		len(recs), len(tracked), len(order), denied, keys, offsets)
 }
 
 func abs64(v int64) int64 {
