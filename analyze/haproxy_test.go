@@ -20,6 +20,11 @@ import (
 // receipt); the others got its 429 with the limiter header (classified by the scenario's rule, as the runner
 // writes it). rates are the rates HAProxy logged.
 func haproxyEv(t *testing.T, nowOff int64, admitted map[int]bool, rates []int64) *ev {
+	return haproxyEvLog(t, nowOff, admitted, rates, nil)
+}
+
+// haproxyEvLog is haproxyEv with edit applied to the log records before they are written.
+func haproxyEvLog(t *testing.T, nowOff int64, admitted map[int]bool, rates []int64, edit func([]haproxyrec.LogRecord) []haproxyrec.LogRecord) *ev {
 	e := bare(t)
 	spec, err := decl.HAProxyStickTable{Limit: 2, Period: time.Second}.Spec()
 	if err != nil {
@@ -53,6 +58,9 @@ func haproxyEv(t *testing.T, nowOff int64, admitted map[int]bool, rates []int64)
 	}
 	e.attack["sent"] = len(e.requests)
 	dir := e.write()
+	if edit != nil {
+		recs = edit(recs)
+	}
 	writeLines(t, filepath.Join(dir, evidence.HAProxyPath("haproxy-a", evidence.HAProxyLogFile)), recs)
 	return e
 }
@@ -89,6 +97,27 @@ func TestHAProxyStickTableJudgedAtItsMs(t *testing.T) {
 	if s.Status != evidence.Fail || len(s.Limiters) != 1 || s.Limiters[0].OverAdmittedCount != 1 ||
 		!strings.Contains(strings.Join(s.Reasons, " "), "h-3") {
 		t.Errorf("admitted h-3: %s %v %+v", s.Status, s.Reasons, s.Limiters)
+	}
+	// the join of the log with the requests
+	for name, st := range map[string]string{"requests without haproxy log entry": "pass", "haproxy log agrees with client": "pass",
+		"requests with several haproxy log entries": "pass"} {
+		if c := mustCheck(t, run(t, haproxyEv(t, 0, map[int]bool{0: true, 1: true}, []int64{1, 2, 3, 4}).dir).Scenarios[0], name); c.Status != st {
+			t.Errorf("%s: %+v", name, c)
+		}
+	}
+	lost := haproxyEvLog(t, 0, map[int]bool{0: true, 1: true}, []int64{1, 2, 3, 4}, func(r []haproxyrec.LogRecord) []haproxyrec.LogRecord {
+		r[1].Status = 503 // the client got 200
+		return append(r[:2], r[3:]...)
+	})
+	s = run(t, lost.dir).Scenarios[0]
+	if c := mustCheck(t, s, "requests without haproxy log entry"); c.Status != "fail" || !strings.Contains(c.Got, "h-2") {
+		t.Errorf("lost line: %+v", c)
+	}
+	if c := mustCheck(t, s, "haproxy log agrees with client"); c.Status != "fail" || !strings.Contains(c.Got, "h-1 haproxy/haproxy-a/log.jsonl:2: client code 200, logged 503") {
+		t.Errorf("disagreement: %+v", c)
+	}
+	if s.Status != evidence.Fail {
+		t.Errorf("a lost log line and a disagreement: %s", s.Status)
 	}
 	if spec := e.scenario.Limiters[0].Model; spec.Align != model.AlignFreqCtr || spec.Count != model.CountAll {
 		t.Errorf("declared model %+v", spec)
