@@ -15,16 +15,16 @@ import (
 
 // haproxyEv is a synthetic HAProxy scenario: a stick table of limit 2 per 1 s (decl.HAProxyStickTable) in front
 // of the backend as target haproxy-a, and four requests its rule ran at 0, 1, 2 and 1000 ms after t0 by the system
-// date, while HAProxy's own clock (now_ms) ran off by nowOff ms. Each client interval spans 5 ms around the rule,
+// date (and 300 or 700 µs), while HAProxy's own clock (now_ms) lagged lagUs µs behind it. Each client interval spans 5 ms around the rule,
 // so only HAProxy's log pins each request to its ms. admitted are the requests HAProxy let through (200 with a
 // receipt); the others got its 429 with the limiter header (classified by the scenario's rule, as the runner
 // writes it). rates are the rates HAProxy logged.
-func haproxyEv(t *testing.T, nowOff int64, admitted map[int]bool, rates []int64) *ev {
-	return haproxyEvLog(t, nowOff, admitted, rates, nil)
+func haproxyEv(t *testing.T, lagUs int64, admitted map[int]bool, rates []int64) *ev {
+	return haproxyEvLog(t, lagUs, admitted, rates, nil)
 }
 
 // haproxyEvLog is haproxyEv with edit applied to the log records before they are written.
-func haproxyEvLog(t *testing.T, nowOff int64, admitted map[int]bool, rates []int64, edit func([]haproxyrec.LogRecord) []haproxyrec.LogRecord) *ev {
+func haproxyEvLog(t *testing.T, lagUs int64, admitted map[int]bool, rates []int64, edit func([]haproxyrec.LogRecord) []haproxyrec.LogRecord) *ev {
 	e := bare(t)
 	spec, err := decl.HAProxyStickTable{Limit: 2, Period: time.Second}.Spec()
 	if err != nil {
@@ -42,7 +42,8 @@ func haproxyEvLog(t *testing.T, nowOff int64, admitted map[int]bool, rates []int
 		id := fmt.Sprintf("h-%d", i)
 		dec := (base + at) * msNs
 		r := evidence.Request{ID: id, Target: "haproxy-a", Method: "GET", SentNs: dec - 2*msNs, LatencyNs: 5 * msNs}
-		rec := haproxyrec.LogRecord{Line: i + 1, ID: id, AcceptMs: base + at, DecideUs: (base+at)*1000 + 300, NowMs: base + at + nowOff,
+		decUs := (base+at)*1000 + 300 + 400*int64(i%2)
+		rec := haproxyrec.LogRecord{Line: i + 1, ID: id, AcceptMs: base + at, DecideUs: decUs, NowMs: (decUs - lagUs) / 1000,
 			Rate: &rates[i], Key: "127.0.0.1", Th: 0, Ti: 0, TR: 0, Tw: -1, Tc: -1, Tr: -1, Ta: 0, Tt: 0, Backend: "fe", Server: haproxyrec.NoServer, Term: "PR"}
 		if admitted[i] {
 			r.Code, r.Body, r.BytesIn = 200, "ok", 2
@@ -66,18 +67,22 @@ func haproxyEvLog(t *testing.T, nowOff int64, admitted map[int]bool, rates []int
 }
 
 // TestHAProxyStickTableJudgedAtItsMs: replayed at the ms HAProxy's rule ran (its log; its own clock moved back
-// onto the system date by an even offset), freq_ctr admits the first two, denies the third (the same period) and
+// onto the system date by an even number of ms, also when its lag is not a whole ms, so that its truncated ms lag
+// the system date's by 129 ms for some requests and 130 for others), freq_ctr admits the first two, denies the third (the same period) and
 // the fourth (the next period weighs the previous 3 in full: 3 + 1 > 2): HAProxy doing so PASSes with every
 // request decided; HAProxy admitting the fourth is an over-admission (FAIL), naming it.
 func TestHAProxyStickTableJudgedAtItsMs(t *testing.T) {
-	for _, off := range []int64{0, -37} {
+	// with a lag of 129.6 ms the second and third request fall in one ms of HAProxy's clock: one passed, one was
+	// denied, and which is which the log does not tell (either); their count it does
+	for _, c := range []struct{ off, mustEach int64 }{{0, 2}, {37000, 2}, {129600, 1}} {
+		off := c.off
 		e := haproxyEv(t, off, map[int]bool{0: true, 1: true}, []int64{1, 2, 3, 4})
 		s := run(t, e.dir).Scenarios[0]
 		if s.Status != evidence.Pass || len(s.Limiters) != 1 {
 			t.Fatalf("now_ms off by %d: %s %v", off, s.Status, s.Reasons)
 		}
 		l := s.Limiters[0]
-		if l.Admitted != 2 || l.Rejected != 2 || l.MustAdmit != 2 || l.MustReject != 2 || l.Total.Min != 2 || l.Total.Max != 2 {
+		if l.Admitted != 2 || l.Rejected != 2 || int64(l.MustAdmit) != c.mustEach || int64(l.MustReject) != c.mustEach || l.Total.Min != 2 || l.Total.Max != 2 {
 			t.Errorf("now_ms off by %d: limiter %+v", off, l)
 		}
 		if h := s.Harness; h == nil || h.Seen != 4 || strings.Join(h.SeenSources, ",") != "haproxy log" {

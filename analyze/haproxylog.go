@@ -24,7 +24,7 @@ func haproxyLimiterTimes(in *Input) []*limiterTimes {
 	for k := range in.Evidence.HAProxy {
 		h := &in.Evidence.HAProxy[k]
 		lt := &limiterTimes{target: h.Proxy, source: h.File, resolution: haproxyForwardResolution}
-		ruleMs := haproxyRuleMs(h)
+		ruleMs, _ := haproxyRuleMs(h)
 		placed := map[int32]bool{}
 		for _, a := range h.Records {
 			if a.Denied() {

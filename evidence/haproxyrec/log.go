@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -132,7 +133,8 @@ func ParseLog(r io.Reader, name string) ([]LogRecord, error) {
 }
 
 // ReadLog reads HAProxy's JSON log from r and calls fn with each record in order; an error from fn stops the read
-// and is returned. Each non-blank line must be one JSON object whose values are strings or numbers (keys: see
+// and is returned. HAProxy's own messages to the proxy's log (IsNotice) are skipped. Each other non-blank line
+// must be one JSON object whose values are strings or numbers (keys: see
 // internal/realparts.HAProxyLogFields; others are ignored); "-" and "" are absent. A line that is not such an
 // object, or a value that does not parse, is an error naming the line.
 func ReadLog(r io.Reader, name string, fn func(LogRecord) error) error {
@@ -142,7 +144,7 @@ func ReadLog(r io.Reader, name string, fn func(LogRecord) error) error {
 	for sc.Scan() {
 		lineNo++
 		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
+		if len(line) == 0 || IsNotice(line) {
 			continue
 		}
 		a, err := parseLine(line)
@@ -162,6 +164,14 @@ func ReadLog(r io.Reader, name string, fn func(LogRecord) error) error {
 	}
 	return nil
 }
+
+// noticeRE matches the messages HAProxy sends to a proxy's log besides its traffic (send_log(p, ...) in
+// src/proxy.c): "Proxy fe stopped (cumulated conns: FE: 30, BE: 0).", "Proxy fe hard-stopped (...)",
+// "Frontend fe failed to enter pause mode.", "Port 80 busy while trying to enable ...", "Bind on socket ...".
+var noticeRE = regexp.MustCompile(`^(Proxy \S+ (stopped|hard-stopped) \(|(Proxy|Frontend|Backend|Listener) \S+ failed to enter pause mode\.|Port \d+ busy while trying to enable |Bind on socket \d+ busy while trying to enable )`)
+
+// IsNotice reports whether line (trimmed) is one of HAProxy's own messages to the proxy's log, not a request.
+func IsNotice(line []byte) bool { return len(line) > 0 && line[0] != '{' && noticeRE.Match(line) }
 
 func parseLine(line []byte) (LogRecord, error) {
 	a := LogRecord{Th: -1, Ti: -1, TR: -1, Tw: -1, Tc: -1, Tr: -1, Ta: -1, Tt: -1}

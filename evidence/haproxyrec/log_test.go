@@ -14,7 +14,7 @@ const (
 )
 
 func TestParseLog(t *testing.T) {
-	recs, err := ParseLog(strings.NewReader(deniedLine+"\n\n"+passedLine+"\n"+untracked+"\n"), "haproxy.log")
+	recs, err := ParseLog(strings.NewReader(deniedLine+"\n\n"+passedLine+"\n"+untracked+"\nProxy fe stopped (cumulated conns: FE: 30, BE: 0).\n"), "haproxy.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,6 +56,7 @@ func TestParseLog(t *testing.T) {
 func TestParseLogErrors(t *testing.T) {
 	for _, c := range []struct{ name, in, want string }{
 		{"not json", "[WARNING] something\n", "x.log:1: not a JSON object"},
+		{"not a notice", deniedLine + "\nProxy fe started.\n", "x.log:2: not a JSON object"},
 		{"bad number", passedLine + "\n" + strings.Replace(passedLine, `"tc":"1"`, `"tc":"x"`, 1), `x.log:2: tc "x": want an integer >= -1`},
 		{"negative rate", strings.Replace(deniedLine, `"rate":"11"`, `"rate":"-3"`, 1), `rate "-3"`},
 		{"half a date", strings.Replace(deniedLine, `"accept_ms":"489"`, `"accept_ms":"-"`, 1), "accept_s and accept_ms go together"},

@@ -332,12 +332,25 @@ func (h *HAProxy) PID() int {
 	return p.pid()
 }
 
-// Stop ends the HAProxy it started, by PID: SIGTERM (HAProxy's hard stop: it closes its connections; every
-// finished request was logged when it ended), SIGKILL after the grace. Stopping a stopped HAProxy is a no-op.
+// Stop ends the HAProxy it started, by PID: SIGUSR1 first (HAProxy's soft stop: it stops listening and exits when
+// its streams have ended, each logged as it ends, the last one of a client included), then, after the grace,
+// SIGTERM (hard stop) and SIGKILL after the grace again. Stopping a stopped HAProxy is a no-op.
 func (h *HAProxy) Stop(ctx context.Context) error {
 	p := h.st.get()
 	if p == nil {
 		return nil
+	}
+	if !p.exited() {
+		if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			return fmt.Errorf("realparts: SIGUSR1 haproxy %d: %w", p.pid(), err)
+		}
+		t := time.NewTimer(h.grace)
+		select {
+		case <-p.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
 	if err := p.stop(ctx, h.grace); err != nil {
 		return err
