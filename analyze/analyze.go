@@ -356,6 +356,7 @@ func completeness(in *Input) bool {
 	problems(evidence.StatsDir)
 	problems(evidence.AccessLogDir)
 	problems(evidence.NginxDir)
+	problems(evidence.HAProxyDir)
 	return false
 }
 

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -123,6 +124,13 @@ func TestHAProxyStickTableJudgedAtItsMs(t *testing.T) {
 	}
 	if s.Status != evidence.Fail {
 		t.Errorf("a lost log line and a disagreement: %s", s.Status)
+	}
+	// a log that does not parse: the scenario is incomplete, naming the file and line, never judged
+	broken := haproxyEv(t, 0, map[int]bool{0: true, 1: true}, []int64{1, 2, 3, 4})
+	must(t, os.WriteFile(filepath.Join(broken.dir, evidence.HAProxyPath("haproxy-a", evidence.HAProxyLogFile)), []byte("{\"line\": \"x\"}\n"), 0o644))
+	s = run(t, broken.dir).Scenarios[0]
+	if s.Status != evidence.NotRun || !strings.Contains(strings.Join(s.Reasons, " "), "log.jsonl:1") {
+		t.Errorf("broken log: %s %v", s.Status, s.Reasons)
 	}
 	if spec := e.scenario.Limiters[0].Model; spec.Align != model.AlignFreqCtr || spec.Count != model.CountAll {
 		t.Errorf("declared model %+v", spec)

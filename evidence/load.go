@@ -136,7 +136,7 @@ func scenarioDirs(root string) ([]string, error) {
 		if !d.IsDir() || p == root {
 			return nil
 		}
-		if d.Name() == StatsDir || d.Name() == RLSDir || d.Name() == NginxDir {
+		if d.Name() == StatsDir || d.Name() == RLSDir || d.Name() == NginxDir || d.Name() == HAProxyDir {
 			return fs.SkipDir
 		}
 		if IsScenarioDir(p) {

@@ -73,8 +73,8 @@ type HAProxyOptions struct {
 	Dir string
 	// Config is what HAProxy runs (RenderHAProxyConf).
 	Config HAProxyConfig
-	// StartTimeout bounds the start (0: DefaultStartTimeout); StopGrace the wait after SIGTERM (0:
-	// DefaultStopGrace).
+	// StartTimeout bounds the start (0: DefaultStartTimeout); StopGrace each wait of Stop, after SIGUSR1 and
+	// after SIGTERM (0: DefaultStopGrace).
 	StartTimeout, StopGrace time.Duration
 }
 
