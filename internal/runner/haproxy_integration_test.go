@@ -70,8 +70,17 @@ func TestHAProxyPlan(t *testing.T) {
 			t.Fatalf("%s: %d limiters, want the stick table", s.Name, len(s.Limiters))
 		}
 		l := s.Limiters[0]
-		if l.Admitted < l.Total.Min || l.Admitted > l.Total.Max || l.Total.Max-l.Total.Min > 0 {
-			t.Errorf("%s: %d admitted, model %d..%d (want exact: HAProxy's log gives each request's ms)", s.Name, l.Admitted, l.Total.Min, l.Total.Max)
+		if l.Admitted < l.Total.Min || l.Admitted > l.Total.Max {
+			t.Errorf("%s: %d admitted, model %d..%d", s.Name, l.Admitted, l.Total.Min, l.Total.Max)
+		}
+		// exact, since HAProxy's log gives each request's ms on its clock; unless HAProxy moved its clock during
+		// the run (a loaded host's stall), which leaves some times off the clients' by more than 2 ms: measured
+		if l.Total.Max != l.Total.Min {
+			if s.Harness == nil || s.Harness.Inconsistent == 0 {
+				t.Errorf("%s: model %d..%d, not exact, and no limiter time was off the client's", s.Name, l.Total.Min, l.Total.Max)
+			} else {
+				t.Logf("%s: model %d..%d: %d of HAProxy's times were off the clients' (its clock moved)", s.Name, l.Total.Min, l.Total.Max, s.Harness.Inconsistent)
+			}
 		}
 		if l.Admitted == 0 || l.Rejected == 0 || l.OverAdmittedCount+l.UnderAdmittedCount != 0 {
 			t.Errorf("%s: admitted %d, rejected %d, over %d, under %d", s.Name, l.Admitted, l.Rejected, l.OverAdmittedCount, l.UnderAdmittedCount)
