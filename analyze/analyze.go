@@ -358,6 +358,7 @@ func completeness(in *Input) bool {
 	problems(evidence.StatsDir)
 	problems(evidence.AccessLogDir)
 	problems(evidence.NginxDir)
+	problems(evidence.HAProxyDir)
 	return false
 }
 

@@ -321,6 +321,10 @@ func specLabel(s model.Spec) string {
 		return fmt.Sprintf("fixed window %d per %s", s.Limit, s.Unit)
 	case model.KindGCRA:
 		return fmt.Sprintf("GCRA %d per %v, burst %d", s.RatePerPeriod, time.Duration(s.Period), s.Burst)
+	case model.KindSlidingCounter:
+		if s.Align == model.AlignFreqCtr {
+			return fmt.Sprintf("HAProxy freq_ctr %d per %v (sc_http_req_rate, every request counted)", s.Limit, time.Duration(s.Window))
+		}
 	}
 	return s.Kind
 }

@@ -139,6 +139,7 @@ func passIf(ok bool) string {
 var DefaultCheckers = []Checker{
 	{"access logs", checkAccessLogs},
 	{"nginx logs", checkNginx},
+	{"haproxy logs", checkHAProxy},
 	{"admitted", checkAdmitted},
 	{"classes", checkClasses},
 	{"receipts", checkReceipts},

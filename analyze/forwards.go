@@ -46,9 +46,10 @@ type forwardSource func(in *Input) []*limiterTimes
 
 // forwardSources are the evidence that holds limiters' own forward times,
 // in order of preference (the first with times for a target wins): nginx's
-// JSON access log, then the lab proxies' access logs (local_ns and
-// upstream_start_ns, evidence/envoyrec.AccessLogEntry).
-var forwardSources = []forwardSource{nginxLimiterTimes, labProxyLimiterTimes}
+// JSON access log, HAProxy's log (haproxyLimiterTimes), then the lab
+// proxies' access logs (local_ns and upstream_start_ns,
+// evidence/envoyrec.AccessLogEntry).
+var forwardSources = []forwardSource{nginxLimiterTimes, haproxyLimiterTimes, labProxyLimiterTimes}
 
 // labProxyLimiterTimes reads the lab proxies' own times from their access
 // logs: a request reached the limiter at local_ns (the very time its token

@@ -2,11 +2,13 @@ package analyze
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/haproxyrec"
 	"github.com/rlbench/rlbench/model"
 )
 
@@ -57,6 +59,9 @@ func harnessLine(in *Input) string { return in.Report.Harness.String() }
 // decision (lo = 0: none), read from the proxy's own log.
 type seenTimes struct {
 	lo, hi []int64
+	// own marks an interval on the limiter's own clock grid (HAProxy's now_ms moved onto the system date by a
+	// whole number of ms), which the model replays as is instead of narrowing the client's interval with it.
+	own []bool
 	// proxy is the target whose log gave the times.
 	proxy []uint16
 	n     int
@@ -80,7 +85,7 @@ func limiterSeen(in *Input) (*seenTimes, *report.HarnessReport) {
 	n := reqs.Len()
 	h := &report.HarnessReport{Parts: in.Scenario.HarnessParts, StealPercent: -1, Load1: -1}
 	r := &seenReader{reqs: reqs, h: h, targetIdx: map[string]uint16{}, sources: map[string]bool{},
-		s: &seenTimes{lo: make([]int64, n), hi: make([]int64, n), proxy: make([]uint16, n)}}
+		s: &seenTimes{lo: make([]int64, n), hi: make([]int64, n), own: make([]bool, n), proxy: make([]uint16, n)}}
 	for t, name := range reqs.Targets {
 		r.targetIdx[name] = uint16(t)
 	}
@@ -89,6 +94,9 @@ func limiterSeen(in *Input) (*seenTimes, *report.HarnessReport) {
 	}
 	for k := range ev.Nginx {
 		r.nginxLog(&ev.Nginx[k])
+	}
+	for k := range ev.HAProxy {
+		r.haproxyLog(&ev.HAProxy[k])
 	}
 	s := r.s
 	h.Seen = s.n
@@ -130,6 +138,12 @@ const seenMs = int64(time.Millisecond)
 // from source, unless it has one or was sent elsewhere; an interval that
 // misses the client's [send, response] by more than a ms is inconsistent.
 func (r *seenReader) set(i int, t uint16, lo, hi int64, source string) {
+	r.setSlop(i, t, lo, hi, source, seenMs, false)
+}
+
+// setSlop is set with the slop allowed around the client's [send, response]; own marks an interval on the
+// limiter's own clock grid (seenTimes.own).
+func (r *seenReader) setSlop(i int, t uint16, lo, hi int64, source string, slop int64, own bool) {
 	reqs, s := r.reqs, r.s
 	if reqs.Target[i] != t || s.lo[i] != 0 {
 		return
@@ -138,11 +152,11 @@ func (r *seenReader) set(i int, t uint16, lo, hi int64, source string) {
 	if end == 0 {
 		end = reqs.SentNs[i] + 1<<62
 	}
-	if hi < reqs.SentNs[i]-seenMs || lo > end+seenMs {
+	if hi < reqs.SentNs[i]-slop || lo > end+slop {
 		r.h.Inconsistent++
 		return
 	}
-	s.lo[i], s.hi[i], s.proxy[i] = lo, hi, t
+	s.lo[i], s.hi[i], s.proxy[i], s.own[i] = lo, hi, t, own
 	s.n++
 	r.sources[source] = true
 }
@@ -217,6 +231,47 @@ func (r *seenReader) nginxLog(ng *evidence.NginxEvidence) {
 			r.set(i, t, acc*ms, acc*ms+ms-1, "nginx log")
 		}
 	}
+}
+
+// haproxyLog reads the times of an HAProxy log's records that name a request: the ms its stick-table rule ran by
+// HAProxy's internal clock (evidence/haproxyrec.LogRecord.NowMs), the clock its freq_ctr read, to the next ms. That
+// clock follows the system date but for an offset HAProxy changes when it detects a clock jump (src/clock.c
+// clock_update_date), so its ms are moved onto the system date by a whole, even number of ms (haproxyRuleMs): the
+// model replays them as they are (seenTimes.own), on HAProxy's grid and with its parity (freq_ctr rounds its
+// period starts down to an even ms), up to a ms and a half off the system date. Where the offset changed by more
+// (a clock jump during the run), the moved times miss the clients' by over 2 ms and are not used. A log without
+// now_ms gives the system date's ms the rule ran at (LogRecord.DecideMs), which the client's interval narrows.
+func (r *seenReader) haproxyLog(h *evidence.HAProxyEvidence) {
+	const ms = seenMs
+	t, ok := r.targetIdx[h.Proxy]
+	if !ok {
+		return
+	}
+	ruleMs, own := haproxyRuleMs(h)
+	for _, a := range h.Records {
+		at, ok := ruleMs(a)
+		if !ok || a.ID == "" {
+			continue
+		}
+		if i, ok := r.reqs.IDs.Lookup(a.ID); ok {
+			r.setSlop(i, t, at*ms, at*ms+ms-1, "haproxy log", 2*ms, own)
+		}
+	}
+}
+
+// haproxyRuleMs returns, for h's records, the ms HAProxy's rule ran on the system date's scale (see
+// seenReader.haproxyLog): now_ms moved by the even number of ms nearest to the system date's lead over HAProxy's
+// clock at the first record that has both (decide_us - now_ms, less half a ms for now_ms's truncation); own is
+// true then. Without now_ms: the system date's ms (LogRecord.DecideMs). ok is false for a record without them.
+func haproxyRuleMs(h *evidence.HAProxyEvidence) (ruleMs func(haproxyrec.LogRecord) (int64, bool), own bool) {
+	for _, a := range h.Records {
+		if a.DecideUs > 0 && a.NowMs > 0 {
+			leadUs := a.DecideUs - a.NowMs*1000 - 500
+			shift := 2 * int64(math.Round(float64(leadUs)/2000))
+			return func(a haproxyrec.LogRecord) (int64, bool) { return a.NowMs + shift, a.NowMs > 0 }, true
+		}
+	}
+	return haproxyrec.LogRecord.DecideMs, false
 }
 
 // readLags sets the harness report's read lags (a limiter's time less the

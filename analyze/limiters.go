@@ -1046,6 +1046,10 @@ func (p *replay) interval(i int) (lo, hi int64) {
 		hi = min(hi, p.recvNs[i])
 	}
 	hi = max(hi, lo)
+	if t := reqs.Target[i]; p.r.decl.ClockSkewNs == 0 && seen.has(i, t) && seen.own[i] && p.r.decl.Stage == evidence.StageLocal {
+		// the limiter's own clock grid (HAProxy's now_ms): replayed as is
+		return seen.lo[i], seen.hi[i]
+	}
 	if t := reqs.Target[i]; p.r.decl.ClockSkewNs == 0 && seen.has(i, t) {
 		// the limiter's own log: it read the request at seen.lo, and a
 		// local limiter decided before the log's end (seen.hi); the

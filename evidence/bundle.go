@@ -96,6 +96,8 @@ type ScenarioEvidence struct {
 	RLSPendingLookups int `json:"rls_pending_lookups"`
 	// Nginx holds the nginx/<proxy>/ evidence of every nginx proxy, sorted by proxy.
 	Nginx []NginxEvidence `json:"nginx"`
+	// HAProxy holds the haproxy/<proxy>/ evidence of every HAProxy proxy, sorted by proxy; nil without any.
+	HAProxy []HAProxyEvidence `json:"haproxy,omitempty"`
 	// Merge is merge.json of a directory written by merge.Merge (issue 15: the
 	// shards of one attack joined); nil otherwise. Its problems are
 	// Problems of MergeFile.

@@ -28,6 +28,7 @@
 //	rls/rls.log                   envoyproxy/ratelimit's own log (real RLS; LOG_FORMAT=json, LOG_LEVEL=debug)
 //	rls/log.json                  that log parsed by `rlbench collect rls-log` or the runner (collect/rls.Log)
 //	nginx/<proxy>/access.jsonl    an nginx access log parsed (evidence/nginxrec.AccessRecord): $limit_req_status per ID
+//	haproxy/<proxy>/log.jsonl     a lab.haproxy HAProxy's log parsed (evidence/haproxyrec.LogRecord): now_ms and rate per ID
 //	rls/metrics.<label>.prom      raw Prometheus /metrics page of the real RLS
 //	rls/metrics.<label>.json      RLSMetrics (rlbench.rls-metrics/v1), or a bare RLSCounters (older collect)
 //	rls/redis/                    the real Redis's log
@@ -54,7 +55,7 @@
 // No file is written through a link: the writers here write through
 // evidence/safefile (a link, FIFO or device at the file is refused) and
 // create the directories below the one they are given (stats/, rls/,
-// accesslog/, nginx/<proxy>/, receipts/) with safefile.MkdirAll
+// accesslog/, nginx/<proxy>/, haproxy/<proxy>/, receipts/) with safefile.MkdirAll
 // (Dir.MkdirFor), which refuses a link or a non-directory on the way with a
 // *safefile.RefusedError naming it; the directory given is followed as the
 // user named it.

@@ -136,7 +136,7 @@ func scenarioDirs(root string) ([]string, error) {
 		if !d.IsDir() || p == root {
 			return nil
 		}
-		if d.Name() == StatsDir || d.Name() == RLSDir || d.Name() == NginxDir {
+		if d.Name() == StatsDir || d.Name() == RLSDir || d.Name() == NginxDir || d.Name() == HAProxyDir {
 			return fs.SkipDir
 		}
 		if IsScenarioDir(p) {
@@ -247,6 +247,7 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 
 	s.Stats, s.Problems = readStats(d, s.Scenario.Proxies, s.Problems)
 	s.Nginx, s.Problems = readNginx(d, s.Problems)
+	s.HAProxy, s.Problems = readHAProxy(d, s.Problems)
 
 	_, err1 := os.Stat(d.RLSLog())
 	_, err2 := os.Stat(d.RLSParsedLog())

@@ -44,6 +44,14 @@ func SchemaOf(rel string) (id string, ok bool) {
 			return "", true
 		}
 		return "", false
+	case grand == HAProxyDir && dir != ".":
+		switch base {
+		case HAProxyLogFile:
+			return HAProxyLogSchema, true
+		case HAProxyConfFile, HAProxyRawLogFile, HAProxyStderrFile:
+			return "", true
+		}
+		return "", false
 	case dir == RLSDir:
 		switch {
 		case RLSDir+"/"+base == DecisionsFile:

@@ -24,6 +24,9 @@ func New(spec Spec) (Model, error) {
 	case KindSlidingLog:
 		return &slidingLogModel{spec: s}, nil
 	case KindSlidingCounter:
+		if s.Align == AlignFreqCtr {
+			return &freqCtrModel{spec: s}, nil
+		}
 		return &slidingCounterModel{spec: s}, nil
 	case KindGCRA:
 		return &gcraModel{spec: s}, nil

@@ -30,8 +30,8 @@ func PeakAt(times []int64, window time.Duration) (peak int, at int64) {
 // false when the model gives no such bound: a limiter that does not enforce
 // (nginx dry run, shadow mode, unlimited, Envoy filter_enabled or
 // filter_enforced below 100 %), Envoy descriptors, several nginx zones
-// that delay, and the sliding counter (which admits up to twice its limit
-// across a window edge).
+// that delay, and the epoch sliding counter (which admits up to twice its
+// limit across a window edge, but its bound is not derived here).
 //
 //   - nginx_limit_req (one zone; ngx_http_limit_req_module.c): a new key
 //     admits burst+1 at one instant and the excess leaks rate*ms/1000
@@ -54,6 +54,11 @@ func PeakAt(times []int64, window time.Duration) (peak int, at int64) {
 //     in a half-open window are at most window - 1ns apart. Arrivals at
 //     ceil(k·T) after a burst reach it whenever (burst-1)·period >=
 //     rate_per_period-1 (in ns; any T of 1 ns or more with burst >= 2).
+//   - sliding_counter with align freq_ctr (HAProxy): limit × the periods a
+//     span of that length touches, ceil(ceil(window/1ms) / period) + 1:
+//     freq_ctr counts every request, so a period admits at most limit, and
+//     its periods do not overlap (src/freq_ctr.c; an odd period counts one ms
+//     shorter, its next tick rounded down to an even ms).
 func PeakBound(m Model, window time.Duration) (int, bool) {
 	if window <= 0 {
 		return 0, false
@@ -118,6 +123,16 @@ func PeakBound(m Model, window time.Duration) (int, bool) {
 			return 0, false
 		}
 		return s.Burst + int(q), true
+	case KindSlidingCounter:
+		if s.Align != AlignFreqCtr {
+			return 0, false
+		}
+		spanMs := (int64(window) + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+		p := int64(time.Duration(s.Window) / time.Millisecond)
+		if p > 1 && p%2 == 1 {
+			p-- // an odd period's next tick is rounded down to an even ms: one ms shorter in effect
+		}
+		return int(s.Limit) * int((spanMs+p-1)/p+1), true
 	}
 	return 0, false
 }

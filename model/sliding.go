@@ -58,11 +58,12 @@ func (m *slidingLogModel) checker(ref int64) checkModel {
 
 // slidingCounterModel is the two-counter approximation per key, windows of
 // Window aligned to the epoch: at t in window k with elapsed fraction f, the
-// estimate is prev*(1-f) + cur (HAProxy freq_ctr read_freq_ctr_period:
-// curr + prev*(period-elapsed)/period, compared by sc_http_req_rate ACLs;
-// Cloudflare's rate limiting; many Redis limiters); the request passes iff
-// estimate + 1 <= limit, the request itself included as HAProxy counts it
-// before the rule compares.
+// estimate is prev*(1-f) + cur (Cloudflare's rate limiting, many Redis
+// limiters; the shape of HAProxy's freq_ctr, curr + prev*(period-elapsed)/period);
+// the request passes iff estimate + 1 <= limit, the request itself included.
+// HAProxy's own arithmetic (periods from a key's first request, whole ms,
+// the previous period's share rounded down) is align freq_ctr
+// (freqCtrModel, freqctr.go).
 type slidingCounterModel struct{ spec Spec }
 
 func (m *slidingCounterModel) Spec() Spec { return m.spec }

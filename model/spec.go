@@ -66,6 +66,12 @@ const (
 	// AlignFirstHit: a key's window starts at its first hit and the next one
 	// at the first hit after it ended (rlbench's lab RLS, WindowFirstHit).
 	AlignFirstHit = "first_hit"
+	// AlignFreqCtr (sliding_counter only): HAProxy's freq_ctr, as a stick table's http_req_rate(<period>) and
+	// sc_http_req_rate compute it (src/freq_ctr.c, include/haproxy/freq_ctr.h): whole-ms time, a key's period
+	// starting at its first request (at an even ms) and moving on by whole periods while requests keep coming
+	// (two periods without one start it anew), the previous period's share rounded down, every request counted
+	// (Count must be "all"). See decl.HAProxyStickTable.
+	AlignFreqCtr = "freq_ctr"
 )
 
 // What sliding windows count.
@@ -179,7 +185,8 @@ type Spec struct {
 	// utils.UnitToDivider), Align (epoch, default, or first_hit),
 	// ShadowMode (counted, always answered OK), Unlimited (never limited).
 	// sliding_log, sliding_counter: Limit per Window, and Count (required):
-	// "admitted" or "all".
+	// "admitted" or "all"; sliding_counter also Align: epoch (default) or
+	// freq_ctr (HAProxy's stick-table rate, count all, whole-ms Window).
 	Limit      uint64   `json:"limit,omitempty"`
 	Unit       string   `json:"unit,omitempty"`
 	Align      string   `json:"align,omitempty"`
@@ -216,7 +223,7 @@ var kindFields = map[string][]string{
 	KindFixedWindow:    {"limit", "unit", "align", "shadow_mode", "unlimited"},
 	KindNginxLimitReq:  {"rate", "burst", "nodelay", "delay", "key", "zones", "dry_run"},
 	KindSlidingLog:     {"limit", "window", "count"},
-	KindSlidingCounter: {"limit", "window", "count"},
+	KindSlidingCounter: {"limit", "window", "count", "align"},
 	KindGCRA:           {"rate_per_period", "period", "burst"},
 }
 
@@ -468,6 +475,22 @@ func (s Spec) normalizedSliding() (Spec, error) {
 	}
 	if s.Count != CountAdmitted && s.Count != CountAll {
 		return s, fieldErr("count", "want %q (only admitted requests count) or %q (rejected ones too), got %q", CountAdmitted, CountAll, s.Count)
+	}
+	if s.Kind == KindSlidingCounter {
+		switch s.Align {
+		case "":
+		case AlignEpoch:
+			s.Align = "" // the default, written as before
+		case AlignFreqCtr:
+			if s.Count != CountAll {
+				return s, fieldErr("count", "align %q counts every request (HAProxy's track-sc counts before the deny rule): want %q, got %q", AlignFreqCtr, CountAll, s.Count)
+			}
+			if s.Window%Duration(time.Millisecond) != 0 {
+				return s, fieldErr("window", "align %q counts in whole ms: want a whole number of milliseconds, got %v", AlignFreqCtr, time.Duration(s.Window))
+			}
+		default:
+			return s, fieldErr("align", "want %q (the default) or %q, got %q", AlignEpoch, AlignFreqCtr, s.Align)
+		}
 	}
 	return s, nil
 }

@@ -10,3 +10,6 @@ const (
 	// NginxStubStatus is the schema of nginx/<proxy>/stub_status.<label>.json (evidence/nginxrec.StubStatus).
 	NginxStubStatus = "nginx-stub-status.v1.schema.json"
 )
+
+// HAProxyLog is the schema of one haproxy/<proxy>/log.jsonl line (evidence/haproxyrec.LogRecord, evidence.HAProxyLogSchema).
+const HAProxyLog = "haproxy-log.v1.schema.json"

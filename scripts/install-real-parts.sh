@@ -5,6 +5,8 @@
 #     /usr/sbin/nginx; the distro service is never started: rlbench runs private nginx processes),
 #   * prometheus from Debian's `prometheus` package (bookworm: 2.42), for the remote write integration test, which
 #     runs its own private instance (the distro service is never started),
+#   * haproxy from Debian's `haproxy` package (the distro service is never left running: rlbench runs private
+#     HAProxy processes with their own configs, lab.haproxy),
 #   * envoyproxy/ratelimit's service_cmd, pinned (see RLS_VERSION), built with `go install` into the user's directory
 #     of installed parts, USER_BIN: $RLBENCH_HOME/bin if RLBENCH_HOME is set, else the user cache directory's
 #     rlbench/bin (${XDG_CACHE_HOME:-~/.cache}/rlbench/bin; ~/Library/Caches/rlbench/bin on macOS), the rule of
@@ -17,7 +19,7 @@
 # Needs root (or sudo) for apt-get, Go for the build. Prints progress (the build of service_cmd takes minutes the
 # first time) and where things are. Overrides: RLBENCH_REDIS_BIN (use this redis-server, skip apt),
 # RLBENCH_NGINX_BIN (use this nginx, skip apt), RLBENCH_PROMETHEUS_BIN (use this prometheus, skip apt), RLBENCH_JQ_BIN
-# (use this jq, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
+# (use this jq, skip apt), RLBENCH_HAPROXY_BIN (use this haproxy, skip apt), RLBENCH_HOME (see USER_BIN), GO (go binary).
 set -euo pipefail
 
 RLS_MODULE="github.com/envoyproxy/ratelimit"
@@ -197,6 +199,37 @@ else
 	JQ_BIN="$(find_jq)" || { log "jq still not found after apt-get install"; exit 1; }
 fi
 
+# --- haproxy -----------------------------------------------------------------------------------------------------
+find_haproxy() { find_bin RLBENCH_HAPROXY_BIN haproxy /usr/sbin/haproxy /usr/local/sbin/haproxy /usr/bin/haproxy; }
+
+# stop_distro_haproxy keeps the Debian service from running: it disables the unit / init script and stops only the
+# process recorded in the package's pidfile /run/haproxy.pid, never any other haproxy.
+stop_distro_haproxy() {
+	if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+		as_root systemctl disable --now haproxy >/dev/null 2>&1 || true
+	fi
+	if command -v update-rc.d >/dev/null 2>&1; then as_root update-rc.d haproxy disable >/dev/null 2>&1 || true; fi
+	local pidfile=/run/haproxy.pid
+	if [ -s "$pidfile" ]; then
+		local pid cmd=""
+		pid="$(head -n1 "$pidfile")"
+		[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline")"
+		if [[ "$cmd" == *"/etc/haproxy/haproxy.cfg"* ]]; then
+			log "stopping the distro haproxy service (pid $pid from $pidfile)"
+			as_root kill -TERM "$pid" || true
+		fi
+	fi
+}
+
+if HAPROXY_BIN="$(find_haproxy)"; then
+	log "haproxy present: ${HAPROXY_BIN} (skipping apt)"
+else
+	log "installing Debian package haproxy"
+	apt_install_no_start haproxy
+	HAPROXY_BIN="$(find_haproxy)" || { log "haproxy still not found after apt-get install"; exit 1; }
+	stop_distro_haproxy
+fi
+
 # --- envoyproxy/ratelimit -----------------------------------------------------------------------------------------
 # has_rls DIR: DIR/service_cmd exists and its stamp records exactly the pinned version.
 has_rls() { [ -x "$1/service_cmd" ] && [ -f "$1/service_cmd.version" ] && [ "$(cat "$1/service_cmd.version")" = "${RLS_PKG}@${RLS_VERSION}" ]; }
@@ -254,6 +287,8 @@ printf 'redis-server=%s\n' "$REDIS_BIN"
 printf 'redis-version=%s\n' "$("$REDIS_BIN" --version | head -n1)"
 printf 'nginx=%s\n' "$NGINX_BIN"
 printf 'nginx-version=%s\n' "$("$NGINX_BIN" -v 2>&1 | head -n1)"
+printf 'haproxy=%s\n' "$HAPROXY_BIN"
+printf 'haproxy-version=%s\n' "$("$HAPROXY_BIN" -v 2>&1 | head -n1)"
 printf 'prometheus=%s\n' "$PROMETHEUS_BIN"
 printf 'prometheus-version=%s\n' "$("$PROMETHEUS_BIN" --version 2>&1 | head -n1)"
 printf 'jq=%s\n' "$JQ_BIN"

@@ -15,7 +15,7 @@
 //     when an identical one (every field equal, the replica included) was
 //     already taken — the same replica's receipts collected twice;
 //   - attack.json: one phase per shard, in index order (NewAttack);
-//   - stats/, accesslog/, rls/, nginx/, faults.jsonl, scenario.json: taken
+//   - stats/, accesslog/, rls/, nginx/, haproxy/, faults.jsonl, scenario.json: taken
 //     once; the same file in two inputs must be identical;
 //   - merge.json (MergeRecord): the inputs, each shard's identity, start and
 //     clock offset bound against every replica, and the problems found.

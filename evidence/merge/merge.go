@@ -90,11 +90,11 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 
 // layoutDirs are the directories of a scenario directory's layout: never
 // inputs of their own.
-var layoutDirs = map[string]bool{evidence.StatsDir: true, evidence.AccessLogDir: true, evidence.RLSDir: true, evidence.NginxDir: true, evidence.ReceiptsDir: true}
+var layoutDirs = map[string]bool{evidence.StatsDir: true, evidence.AccessLogDir: true, evidence.RLSDir: true, evidence.NginxDir: true, evidence.HAProxyDir: true, evidence.ReceiptsDir: true}
 
 // partEntries are the names whose presence makes a directory a merge input.
 var partEntries = []string{evidence.AttackFile, evidence.RequestsFile, evidence.ReceiptsFile, evidence.ReceiptsDir, evidence.StatsDir, evidence.ScenarioFile, evidence.AccessLogDir, evidence.RLSDir,
-	evidence.NginxDir, evidence.FaultsFile, evidence.NotRunFile}
+	evidence.NginxDir, evidence.HAProxyDir, evidence.FaultsFile, evidence.NotRunFile}
 
 func isPart(d string) bool {
 	for _, n := range partEntries {
@@ -222,7 +222,7 @@ func merge(ctx context.Context, o Options, parts []string) (*evidence.MergeRecor
 				return nil, err
 			}
 		}
-		for _, sub := range []string{evidence.StatsDir, evidence.AccessLogDir, evidence.RLSDir, evidence.NginxDir} {
+		for _, sub := range []string{evidence.StatsDir, evidence.AccessLogDir, evidence.RLSDir, evidence.NginxDir, evidence.HAProxyDir} {
 			if err := once.copyTree(p, sub); err != nil {
 				return nil, err
 			}

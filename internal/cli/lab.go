@@ -256,6 +256,9 @@ func (o *LabOptions) loadFile(ctx context.Context, fs *pflag.FlagSet) error {
 	if lp.Gateway != nil {
 		return usageErrorf("%s: gateway: rlbench lab starts the lab proxies; run a plan for lab.gateway (rlbench run)", o.File)
 	}
+	if lp.HAProxy != nil {
+		return usageErrorf("%s: haproxy: rlbench lab starts the lab proxies; run a plan for lab.haproxy (rlbench run)", o.File)
+	}
 	if lp.RLS != nil && lp.RLS.Kind == runner.RLSReal {
 		return usageErrorf("%s: rls.kind real: rlbench lab starts the lab RLS; run a plan for the real one (rlbench run)", o.File)
 	}

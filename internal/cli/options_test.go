@@ -610,6 +610,8 @@ func TestLabFile(t *testing.T) {
 	rls := write("rls.yaml", "global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\nrls: {config: \"domain: d\\ndescriptors:\\n  - {key: generic_key, value: v, rate_limit: {unit: second, requests_per_unit: 1}}\\n\"}\n")
 	real := write("real.yaml", "global: {domain: d, descriptors: [{generic_key: {descriptor_value: v}}]}\nrls: {kind: real, config: \"domain: d\"}\n")
 	gw := write("gateway.yaml", "gateway: {xrate: {rate: 1, burst: 1}}\n")
+	hap := write("haproxy.yaml", "haproxy: {limit: 5, period: 1s}\n")
+	badHap := write("badhaproxy.yaml", "haproxy:\n  limit: 5\n  period: 1s\n  deny_status: 42\n")
 	for _, c := range []struct {
 		args []string
 		err  string
@@ -619,6 +621,8 @@ func TestLabFile(t *testing.T) {
 		{[]string{"-f", file, "--retry-on", "5xx", "--rls", "grpc://x:1"}, "--retry-on, --rls: the lab is in -f"},
 		{[]string{"-f", real}, "rls.kind real: rlbench lab starts the lab RLS"},
 		{[]string{"-f", gw}, "gateway: rlbench lab starts the lab proxies; run a plan for lab.gateway"},
+		{[]string{"-f", hap}, "haproxy: rlbench lab starts the lab proxies; run a plan for lab.haproxy"},
+		{[]string{"-f", badHap}, badHap + ": line 4: lab.haproxy.deny_status 42: want 200..599"},
 		{[]string{"-f", filepath.Join(dir, "absent.yaml")}, "absent.yaml"},
 	} {
 		err := execute(NewLabCmd(tio, func(*LabOptions) error { return nil }), c.args)

@@ -45,6 +45,7 @@ func runInstall(t *testing.T, repo string, env ...string) (stderr string, goCall
 	fakeBin(t, fakes, "nginx", "")
 	fakeBin(t, fakes, "prometheus", "")
 	fakeBin(t, fakes, "jq", "")
+	fakeBin(t, fakes, "haproxy", "")
 	goScript := "#!/bin/sh\necho \"$@\" >>" + calls + "\nprintf '#!/bin/sh\\n' >\"$GOBIN/service_cmd\" && chmod 755 \"$GOBIN/service_cmd\"\n"
 	if err := os.WriteFile(filepath.Join(fakes, "go"), []byte(goScript), 0o755); err != nil {
 		t.Fatal(err)
@@ -52,7 +53,8 @@ func runInstall(t *testing.T, repo string, env ...string) (stderr string, goCall
 	cmd := exec.Command("bash", filepath.Join(repo, "scripts", "install-real-parts.sh"))
 	cmd.Env = append(os.Environ(), "RLBENCH_REDIS_BIN="+filepath.Join(fakes, "redis-server"),
 		"RLBENCH_NGINX_BIN="+filepath.Join(fakes, "nginx"), "RLBENCH_PROMETHEUS_BIN="+filepath.Join(fakes, "prometheus"),
-		"RLBENCH_JQ_BIN="+filepath.Join(fakes, "jq"), "GO="+filepath.Join(fakes, "go"))
+		"RLBENCH_JQ_BIN="+filepath.Join(fakes, "jq"), "RLBENCH_HAPROXY_BIN="+filepath.Join(fakes, "haproxy"),
+		"GO="+filepath.Join(fakes, "go"))
 	cmd.Env = append(cmd.Env, env...)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

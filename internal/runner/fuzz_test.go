@@ -27,7 +27,7 @@ var planLineRE = regexp.MustCompile(`^plan\.yaml:(?: line )?(\d+): `)
 // plans of the unit tests.
 func FuzzParsePlan(f *testing.F) {
 	root := testfix.RepoRoot(f)
-	for _, p := range []string{"examples/demo/plan.yaml", "examples/e06/plan.yaml", "examples/real-rls/plan.yaml", "examples/envoy/rlbench/plan.yaml", "examples/conformance/plan.yaml"} {
+	for _, p := range []string{"examples/demo/plan.yaml", "examples/e06/plan.yaml", "examples/real-rls/plan.yaml", "examples/envoy/rlbench/plan.yaml", "examples/conformance/plan.yaml", "examples/haproxy/plan.yaml", "examples/istio/plan.yaml", "examples/gateway/plan.yaml"} {
 		b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
 		if err != nil {
 			f.Fatal(err)
@@ -101,11 +101,19 @@ func checkPlan(t *testing.T, p *Plan) {
 			t.Fatalf("scenario %q: lab/external/attack/repeat invariants broken: %+v", s.Name, s)
 		}
 		checkPlanSteps(t, &s)
-		if l := s.Lab; l != nil && (l.Proxies < 1 && l.Nginx == nil && l.Gateway == nil || l.Proxies > 26 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
+		// lab.nginx, lab.gateway and lab.haproxy replace the lab proxies (0 of them)
+		if l := s.Lab; l != nil && (l.Nginx == nil && l.HAProxy == nil && l.Gateway == nil && (l.Proxies < 1 || l.Proxies > 26) ||
+			(l.Nginx != nil || l.HAProxy != nil) && l.Proxies != 0 || (l.RLS != nil && l.RLS.Kind != "lab" && l.RLS.Kind != "real")) {
 			t.Fatalf("scenario %q: lab %+v", s.Name, l)
 		}
 		if g := s.Lab.gatewayOrNil(); g != nil && (g.limiterKind() == "" || g.Lua != nil && g.Lua.Script == "") {
 			t.Fatalf("scenario %q: lab.gateway %+v", s.Name, g)
+		}
+		if l := s.Lab; l != nil && l.HAProxy != nil {
+			if h := l.HAProxy; h.Limit < 1 || time.Duration(h.Period) < time.Millisecond || time.Duration(h.Period)%time.Millisecond != 0 ||
+				h.Instances < 0 || h.Instances > 26 {
+				t.Fatalf("scenario %q: lab.haproxy %+v", s.Name, h)
+			}
 		}
 		if e := s.External; e != nil {
 			for _, px := range e.Proxies {

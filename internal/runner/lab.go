@@ -24,7 +24,7 @@ import (
 // and the real RLS's address. A lab RLS (kind lab) gets its WindowStart and
 // Delay here.
 func (lp *LabPlan) labOptions() lab.Options {
-	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies, None: lp.Nginx != nil || lp.Gateway != nil}}
+	o := lab.Options{Proxies: lab.ProxiesOptions{Count: lp.Proxies, None: lp.Nginx != nil || lp.Gateway != nil || lp.HAProxy != nil}}
 	c := &o.Proxies.Config
 	if l := lp.Local; l != nil {
 		lc := *l
@@ -170,6 +170,9 @@ func (r *scenarioRun) startLab(ctx context.Context) string {
 	}
 	if lp.Gateway != nil {
 		return r.startGateway(ctx)
+	}
+	if lp.HAProxy != nil {
+		return r.startHAProxy(ctx)
 	}
 	eff := l.Options()
 	r.cluster = eff.Proxies.Config.Cluster

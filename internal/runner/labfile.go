@@ -60,7 +60,7 @@ func (lp *LabPlan) checkProxies() error {
 	if lp.Proxies < 0 {
 		return fmt.Errorf("lab.proxies must be >= 1 (or absent), not %d", lp.Proxies)
 	}
-	if lp.Proxies == 0 && lp.Nginx == nil && lp.Gateway == nil {
+	if lp.Proxies == 0 && lp.Nginx == nil && lp.Gateway == nil && lp.HAProxy == nil {
 		lp.Proxies = lab.DefaultProxies
 	}
 	return nil
@@ -72,8 +72,8 @@ func (lp *LabPlan) checkProxies() error {
 // config (validate). field is the key of the failing part.
 func (lp *LabPlan) checkSection() (field string, err error) {
 	if lp.Istio != nil {
-		if lp.Nginx != nil || lp.Gateway != nil {
-			return "istio", errors.New("lab.istio configures the lab proxies, which lab.nginx and lab.gateway replace")
+		if lp.Nginx != nil || lp.Gateway != nil || lp.HAProxy != nil {
+			return "istio", errors.New("lab.istio configures the lab proxies, which lab.nginx, lab.gateway and lab.haproxy replace")
 		}
 		if field, err := lp.applyIstio(); err != nil {
 			return field, err
@@ -85,6 +85,12 @@ func (lp *LabPlan) checkSection() (field string, err error) {
 			if ge := (*gatewayError)(nil); errors.As(err, &ge) && ge.field != "" {
 				field += "." + ge.field
 			}
+			return field, err
+		}
+		return lp.validate()
+	}
+	if lp.HAProxy != nil {
+		if field, err := lp.validateHAProxy(); err != nil {
 			return field, err
 		}
 		return lp.validate()

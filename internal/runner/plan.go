@@ -143,6 +143,10 @@ type LabPlan struct {
 	// (golang.org/x/time/rate) under test (a Redis one is NOT_RUN when
 	// redis-server is not installed).
 	Gateway *GatewayPlan `json:"gateway,omitempty"`
+	// HAProxy puts private HAProxy processes with a stick-table rate limit
+	// in front of the backend instead of the lab proxies (the scenario is
+	// NOT_RUN when haproxy is not installed).
+	HAProxy *HAProxyPlan `json:"haproxy,omitempty"`
 }
 
 // BackendPlan configures the lab backend.
@@ -689,6 +693,8 @@ func (s *ScenarioPlan) validateNginxFaults(stepPath func(int) string, where stri
 	switch {
 	case s.Lab.Gateway != nil:
 		format, redis = "a scenario with lab.gateway has no %s (only its lua and gcra limiters run on one)", s.Lab.Gateway.onRedis()
+	case s.Lab.HAProxy != nil:
+		format = "a scenario with lab.haproxy has no %s"
 	case s.Lab.Nginx == nil:
 		return nil
 	}
@@ -855,6 +861,8 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 		targets = max(s.Lab.Nginx.Instances, 1)
 	} else if s.Lab != nil && s.Lab.Gateway != nil {
 		targets = 1
+	} else if s.Lab != nil && s.Lab.HAProxy != nil {
+		targets = max(s.Lab.HAProxy.Instances, 1)
 	} else if s.Lab != nil {
 		targets = s.Lab.Proxies
 	} else if s.External != nil {

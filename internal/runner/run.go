@@ -236,14 +236,18 @@ type scenarioRun struct {
 	limits   []evidence.LimitSpec
 	// nginx are lab.nginx's running instances (targets nginx-a, ...).
 	nginx []*labNginx
+	// haproxy are lab.haproxy's running instances (targets haproxy-a, ...).
+	haproxy []*labHAProxy
+	// classify are the classification rules the scenario's own limiter
+	// (lab.haproxy's deny, lab.gateway's replies) adds after the plan's, in
+	// scenario.json.
+	classify []evidence.ClassRule
 	// limiters are the limiter declarations of scenario.json.
 	limiters []evidence.Limiter
 	// captureHeaders are the response headers the attacks record; nil: attack's defaults.
 	captureHeaders []string
-	// gateway is lab.gateway's running gateway; classify, the rules of its
-	// own replies, follow the plan's in scenario.json.
-	gateway  *gateway.Gateway
-	classify []evidence.ClassRule
+	// gateway is lab.gateway's running gateway.
+	gateway *gateway.Gateway
 	// gatewayRedis is the gateway's redis-server (lua, gcra), the target of redis faults.
 	gatewayRedis *realparts.Redis
 }
@@ -427,6 +431,9 @@ func (r *scenarioRun) finish(ctx context.Context, agg *evidence.Attack, probe *h
 	}
 	if err := r.finishNginx(ctx); err != nil {
 		agg.Complete, agg.Error = false, "nginx evidence: "+err.Error()
+	}
+	if err := r.finishHAProxy(ctx); err != nil {
+		agg.Complete, agg.Error = false, "haproxy evidence: "+err.Error()
 	}
 	if r.real != nil {
 		if err := r.finishReal(ctx); err != nil {
@@ -817,7 +824,7 @@ func (r *scenarioRun) harnessParts() []string {
 	if sc.Lab.Gateway != nil {
 		parts = append(parts, GatewayName)
 	}
-	if sc.Lab.Nginx == nil {
+	if sc.Lab.Nginx == nil && sc.Lab.HAProxy == nil {
 		for _, t := range r.targets {
 			if _, ok := r.admins[t.Name]; ok {
 				parts = append(parts, t.Name)

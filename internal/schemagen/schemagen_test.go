@@ -187,7 +187,7 @@ func TestFileNames(t *testing.T) {
 		schemas.Scenario: evidence.ScenarioSchema, schemas.Attack: evidence.AttackSchema,
 		schemas.AttackV1: evidence.AttackSummarySchema, schemas.Manifest: evidence.ManifestSchema,
 		schemas.EnvoyStats: envoyrec.SnapshotSchema, schemas.RLSMetrics: evidence.RLSMetricsSchema,
-		schemas.RLSLog: evidence.RLSLogSchema, schemas.NginxAccess: evidence.NginxAccessSchema,
+		schemas.RLSLog: evidence.RLSLogSchema, schemas.NginxAccess: evidence.NginxAccessSchema, schemas.HAProxyLog: evidence.HAProxyLogSchema,
 		schemas.NginxLimitReq: evidence.NginxLimitReqSchema, schemas.NginxStubStatus: evidence.NginxStubStatusSchema,
 		schemas.FileState: evidence.StateSchema, schemas.Merge: evidence.MergeSchema, schemas.Harness: evidence.HarnessSchema,
 		schemas.Event: events.Schema,

@@ -14,6 +14,7 @@ import (
 	"github.com/rlbench/rlbench/events"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/haproxyrec"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
@@ -56,6 +57,7 @@ func specs() []spec {
 		{id: evidence.NginxAccessSchema, what: "one line of nginx/<proxy>/access.jsonl", root: typeOf[nginxrec.AccessRecord]()},
 		{id: evidence.NginxLimitReqSchema, what: "one line of nginx/<proxy>/limit_req.jsonl", root: typeOf[nginxrec.ErrorEntry]()},
 		{id: evidence.NginxStubStatusSchema, what: "nginx/<proxy>/stub_status.<label>.json", root: typeOf[nginxrec.StubStatus]()},
+		{id: evidence.HAProxyLogSchema, what: "one line of haproxy/<proxy>/log.jsonl", root: typeOf[haproxyrec.LogRecord]()},
 		{id: report.ReportSchema, what: "the report of `rlbench analyze --format json` (and `rlbench run --format json`)",
 			root: typeOf[report.Report](), consts: map[string]string{"Report": report.ReportSchema}},
 		{id: report.DiffSchema, what: "the comparison of two runs, `rlbench diff A B --format json`",

@@ -2,6 +2,7 @@
 // one model.Spec the model checker and the simulator run: Envoy's HTTP local
 // rate limit filter (EnvoyLocal, the lab proxy's local section), an
 // envoyproxy/ratelimit rule (RLSRule), nginx's limit_req (NginxLimitReq),
+// HAProxy's stick-table rate limit (HAProxyStickTable),
 // a generic token bucket (TokenBucketRate), go-redis/redis_rate's GCRA
 // limit (GCRALimit) and the previous release's
 // scenario.json `limits:` entry (Legacy). Each type has one Spec method; no
