@@ -106,7 +106,7 @@ func TestIstioPlanErrors(t *testing.T) {
 	for _, tc := range []struct{ name, istio, want string }{
 		{"empty", "istio: {}", "needs destination_rule or envoy_filter"},
 		{"bad field", "istio:\n        destination_rule: |\n          apiVersion: networking.istio.io/v1\n          kind: DestinationRule\n          spec: {host: x, trafficPolicy: {outlierDetection: {consecutive5xx: 3}}}\n", "consecutive5xx"},
-		{"nginx too", "istio: {envoy_filter: 'name: x'}\n      nginx: {rate: 1r/s}", "replace"},
+		{"nginx too", "istio: {envoy_filter: 'name: x'}\n      nginx: {rate: 1r/s}", "lab.istio configures the lab proxies, which lab.nginx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := "name: x\nscenarios:\n  - name: s\n    lab:\n      " + tc.istio + "\n    attack: {ids: 1}\n"
