@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"hash/maphash"
+	"unsafe"
 
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
@@ -461,8 +462,16 @@ type IDTable struct {
 // Len is the number of IDs.
 func (t *IDTable) Len() int { return len(t.ends) }
 
-// ID returns the i-th ID.
-func (t *IDTable) ID(i int) string { return string(t.bytes(i)) }
+// ID returns the i-th ID. It does not copy: the string shares the
+// table's arena, whose bytes are never written again once appended (insert
+// only appends), so it stays valid and unchanged for the table's life.
+func (t *IDTable) ID(i int) string {
+	b := t.bytes(i)
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
 
 func (t *IDTable) bytes(i int) []byte {
 	start := 0

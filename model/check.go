@@ -410,6 +410,17 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 				unknown, len(all), maxUnknownKeyCharges)
 		}
 	}
+	// Two passes, so that every bucket's columns are allocated once at
+	// their final size (a million events: no append slack, no regrowth).
+	// The first routes every event, keeping each ref's bucket and charge;
+	// the second fills the buckets' columns.
+	pl.rB = make([]int32, 0, len(events))
+	const (
+		sureBit = 1 << iota
+		possBit
+	)
+	var charges []uint8
+	var counts []int32
 	for i := range events {
 		e := &events[i]
 		if e.KeyUnknown {
@@ -423,10 +434,40 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 				b = int32(len(pl.buckets))
 				idx[ref.id] = b
 				pl.buckets = append(pl.buckets, &bucket{id: ref.id, params: ref.params, single: true})
+				counts = append(counts, 0)
 			}
-			bk := pl.buckets[b]
-			u := ref.params.timeUnit()
-			lo, hi := e.Lo-widen, e.Hi+widen
+			counts[b]++
+			sure, poss := charge(e.Outcome, ref.params.countsAll(), pl.chain, k, refs, admitUncertain)
+			if e.KeyUnknown {
+				sure, poss = false, true
+			}
+			var c uint8
+			if sure {
+				c |= sureBit
+			}
+			if poss {
+				c |= possBit
+			}
+			charges = append(charges, c)
+			if len(refs) > 1 || e.KeyUnknown {
+				pl.buckets[b].single = false
+			}
+			pl.rB = append(pl.rB, b)
+		}
+		pl.rStart[i+1] = int32(len(pl.rB))
+	}
+	for b, bk := range pl.buckets {
+		n := counts[b]
+		bk.ev, bk.lo, bk.hi, bk.mid = make([]int32, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+		bk.sure, bk.poss = make([]bool, 0, n), make([]bool, 0, n)
+	}
+	pl.rL = make([]int32, len(pl.rB))
+	for i := range events {
+		e := &events[i]
+		lo, hi := e.Lo-widen, e.Hi+widen
+		for r := pl.rStart[i]; r < pl.rStart[i+1]; r++ {
+			bk := pl.buckets[pl.rB[r]]
+			u := bk.params.timeUnit()
 			bk.ev = append(bk.ev, int32(i))
 			bk.lo = append(bk.lo, floorDiv(lo, u))
 			if u > 1 {
@@ -438,19 +479,10 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 				bk.hi = append(bk.hi, hi)
 			}
 			bk.mid = append(bk.mid, floorDiv(lo+(hi-lo)/2, u))
-			sure, poss := charge(e.Outcome, ref.params.countsAll(), pl.chain, k, refs, admitUncertain)
-			if e.KeyUnknown {
-				sure, poss = false, true
-			}
-			bk.sure = append(bk.sure, sure)
-			bk.poss = append(bk.poss, poss)
-			if len(refs) > 1 || e.KeyUnknown {
-				bk.single = false
-			}
-			pl.rB = append(pl.rB, b)
-			pl.rL = append(pl.rL, int32(len(bk.ev)-1))
+			bk.sure = append(bk.sure, charges[r]&sureBit != 0)
+			bk.poss = append(bk.poss, charges[r]&possBit != 0)
+			pl.rL[r] = int32(len(bk.ev) - 1)
 		}
-		pl.rStart[i+1] = int32(len(pl.rB))
 	}
 	sib := map[primParams]int{}
 	for _, b := range pl.buckets {
