@@ -245,6 +245,15 @@ func (r *Requests) URLOf(i int) string {
 	return ""
 }
 
+// Grow makes room for n more requests (their columns and ID index), so
+// that adding them (Add, AddClassified) allocates each column once; n <= 0
+// does nothing.
+func (r *Requests) Grow(n int) {
+	if n > 0 {
+		r.grow(r.Len() + n)
+	}
+}
+
 // grow makes room for n requests in all.
 func (r *Requests) grow(n int) {
 	r.IDs.grow(n)
@@ -398,6 +407,15 @@ func (r *Receipts) addColumns(n int, attempt uint16, endpoint string) {
 
 // Len is the number of receipts.
 func (r *Receipts) Len() int { return len(r.RecvNs) }
+
+// Grow makes room for n more receipts (RecvNs and Request), so that adding
+// them (Add) allocates those columns once; n <= 0 does nothing.
+func (r *Receipts) Grow(n int) {
+	if n > 0 {
+		r.RecvNs = growTo(r.RecvNs, r.Len()+n)
+		r.Request = growTo(r.Request, r.Len()+n)
+	}
+}
 
 // Add appends a receipt, resolving its ID against reqs.
 func (r *Receipts) Add(reqs *Requests, c *Receipt) {
