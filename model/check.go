@@ -935,6 +935,9 @@ func (c *checkRun) uncertainty() {
 		}
 	}
 	if !c.opts.NoTimingReport && u.Either > 0 {
+		// the interval sweep's primitives and orders are done with: let
+		// the midpoint sweep reuse their memory
+		c.prims, c.pl.orders[0] = nil, nil
 		pm := c.pl.prims(c.events, true, c.opts.UnknownInitialState, c.admitUncertain)
 		sp := c.pl.sweep(c.events, pm, true, false, c.admitUncertain)
 		for j, v := range c.res.Verdicts {

@@ -322,7 +322,13 @@ func (t *tbPrim) findings() []WindowFinding {
 	if t.noUpper {
 		return nil
 	}
-	var adm []int32
+	n := 0
+	for l := range c.lo {
+		if c.admittedSure[l] {
+			n++
+		}
+	}
+	adm := make([]int32, 0, n) // once, at its size
 	for l := range c.lo {
 		if c.admittedSure[l] {
 			adm = append(adm, int32(l))
@@ -336,12 +342,12 @@ func (t *tbPrim) findings() []WindowFinding {
 		loS[i] = c.lo[l]
 	}
 	slices.Sort(loS)
+	// max over a of cUp*cnt(a) - cumBefore(a): a min tree of the negation
 	vals := make([]float64, len(loS))
 	for i, v := range loS {
-		vals[i] = p.refill.cumBefore(v)
+		vals[i] = -p.refill.cumBefore(v)
 	}
-	// max over a of cUp*cnt(a) - cumBefore(a): a min tree of the negation
-	tr := newMinTree(negate(vals))
+	tr := newMinTree(vals)
 	slices.SortFunc(adm, func(x, y int32) int {
 		switch {
 		case c.hi[x] < c.hi[y]:
@@ -439,14 +445,6 @@ func (t *tbPrim) findings() []WindowFinding {
 	return []WindowFinding{f}
 }
 
-func negate(v []float64) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = -x
-	}
-	return out
-}
-
 // bounds returns the fewest and the most admissions of the bucket over all
 // schedules consistent with the offered intervals (sound bounds, not
 // necessarily attained). The lower bound holds only when every request of
@@ -536,7 +534,13 @@ func (t *tbPrim) upperDP(pts []int64) int {
 // the limiter keeps a float level (Envoy's AtomicTokenBucket).
 func (t *tbPrim) lowerDP(pts []int64) int {
 	p, c := t.p, t.c
-	var knownLo, knownHi []int64
+	n := 0
+	for l := range c.lo {
+		if c.known[l] {
+			n++
+		}
+	}
+	knownLo, knownHi := make([]int64, 0, n), make([]int64, 0, n) // once, at their size
 	for l := range c.lo {
 		if c.known[l] {
 			knownLo = append(knownLo, c.lo[l])
