@@ -599,6 +599,11 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 		ptr: make([]int, len(pl.buckets))}
 	if !offered {
 		sw.mustRejectPass(admitUncertain)
+		for _, pr := range prims {
+			if d, ok := pr.(interface{ rejectPassDone() }); ok {
+				d.rejectPassDone() // its must-reject state is done with
+			}
+		}
 	}
 	clear(sw.ptr)
 	sw.mustAdmitPass(offered)
@@ -755,6 +760,11 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 		res: &Result{Verdicts: make([]Verdict, len(events))}}
 	c.prims = pl.prims(events, false, opts.UnknownInitialState, admitUncertain)
 	c.verdicts(pl.sweep(events, c.prims, false, false, admitUncertain))
+	for _, pr := range c.prims {
+		if d, ok := pr.(interface{ sweepDone() }); ok {
+			d.sweepDone() // the bounds and findings need none of its sweep state
+		}
+	}
 	c.bounds()
 	c.uncertainty()
 	return c.res, nil
