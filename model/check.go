@@ -705,7 +705,8 @@ func (sw *sweeper) mustAdmitPass(offered bool) {
 func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
 	pl, so := sw.pl, sw.so
 	worst := math.Inf(1)
-	// the deciding bucket matters only to a rejected event's violation
+	// the deciding bucket matters only to a rejected event that must be
+	// admitted (an under-admission)
 	o := sw.events[j].Outcome
 	keep := o == Rejected || o == ShadowRejected
 	var by decidedBy
@@ -720,10 +721,7 @@ func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
 		}
 		ok, v := pr.mustAdmit(l, offered || bk.poss[l])
 		if !ok {
-			if keep {
-				note(&so.aWhy, j, b, v)
-			}
-			return false
+			return false // not a must-admit: no violation to explain
 		}
 		if v < worst {
 			worst = v
