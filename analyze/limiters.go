@@ -804,7 +804,7 @@ func (s specKind) admit(q *limitedReq) bool {
 
 // describe: one counter, the request's key.
 func (s specKind) describe(q *limitedReq) {
-	q.counters = []counter{{key: q.key, unknown: q.keyUnk}}
+	q.counters = append(q.counters[:0], counter{key: q.key, unknown: q.keyUnk})
 }
 
 // zombie: a late decision counted in a shared bucket ("all"); a declared
@@ -989,6 +989,9 @@ type replay struct {
 	// that made keys unknown.
 	noKey      int
 	unkHeaders []string
+	// q is the request being replayed, reused (its counters' array too):
+	// nothing keeps it past request, and a million requests allocate none.
+	q limitedReq
 }
 
 // request replays request i if it reached the limiter and the limiter
@@ -999,7 +1002,8 @@ func (p *replay) request(i int) {
 	if !p.ls.reaches(p.k, i, reqs, p.received) {
 		return
 	}
-	q := &limitedReq{i: i, set: r.set(i)}
+	q := &p.q
+	*q = limitedReq{i: i, set: r.set(i), counters: q.counters[:0]}
 	limited := p.kind.admit(q)
 	p.unkHeaders = appendNew(p.unkHeaders, q.headers...)
 	if !limited {
@@ -1367,9 +1371,10 @@ func isZombieID(id string) bool { return strings.HasPrefix(id, "rls-decision#") 
 
 // epochsOf returns the epoch suffixes of an interval: "" before the first
 // state reset, " after <fault>" after it; several when it straddles one.
+// The slice may be shared (oneEpoch): read it, never write it.
 func (r *limiterRun) epochsOf(lo, hi int64) []string {
 	if len(r.resets) == 0 {
-		return []string{""}
+		return oneEpoch
 	}
 	var out []string
 	name := ""
@@ -1388,6 +1393,9 @@ func (r *limiterRun) epochsOf(lo, hi int64) []string {
 	}
 	return out
 }
+
+// oneEpoch is epochsOf without state resets, shared: callers only read it.
+var oneEpoch = []string{""}
 
 // mergeResult adds one model.Check result to the report.
 // single tells that it is the limiter's only model (its run-level finding

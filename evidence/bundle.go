@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"hash/maphash"
+	"unsafe"
 
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
@@ -246,6 +247,15 @@ func (r *Requests) URLOf(i int) string {
 	return ""
 }
 
+// Grow makes room for n more requests (their columns and ID index), so
+// that adding them (Add, AddClassified) allocates each column once; n <= 0
+// does nothing.
+func (r *Requests) Grow(n int) {
+	if n > 0 {
+		r.grow(r.Len() + n)
+	}
+}
+
 // grow makes room for n requests in all.
 func (r *Requests) grow(n int) {
 	r.IDs.grow(n)
@@ -400,6 +410,15 @@ func (r *Receipts) addColumns(n int, attempt uint16, endpoint string) {
 // Len is the number of receipts.
 func (r *Receipts) Len() int { return len(r.RecvNs) }
 
+// Grow makes room for n more receipts (RecvNs and Request), so that adding
+// them (Add) allocates those columns once; n <= 0 does nothing.
+func (r *Receipts) Grow(n int) {
+	if n > 0 {
+		r.RecvNs = growTo(r.RecvNs, r.Len()+n)
+		r.Request = growTo(r.Request, r.Len()+n)
+	}
+}
+
 // Add appends a receipt, resolving its ID against reqs.
 func (r *Receipts) Add(reqs *Requests, c *Receipt) {
 	idx := int32(NoID)
@@ -463,8 +482,16 @@ type IDTable struct {
 // Len is the number of IDs.
 func (t *IDTable) Len() int { return len(t.ends) }
 
-// ID returns the i-th ID.
-func (t *IDTable) ID(i int) string { return string(t.bytes(i)) }
+// ID returns the i-th ID. It does not copy: the string shares the
+// table's arena, whose bytes are never written again once appended (insert
+// only appends), so it stays valid and unchanged for the table's life.
+func (t *IDTable) ID(i int) string {
+	b := t.bytes(i)
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
 
 func (t *IDTable) bytes(i int) []byte {
 	start := 0

@@ -78,12 +78,16 @@ type tbPrim struct {
 
 	loS, hiS []int64 // sorted lo and hi values
 	posHi    []int32 // position of each local event in hi order
-	ubT, lbT *minTree
-	uFen     fenwick // under-admitted, by hi position
-	insFen   fenwick // inserted possible charges, by hi position
-	uCount   int
-	insCount int
-	t0       int64
+	// ubT is the must-reject pass's tree, lbT the must-admit pass's; each
+	// is built at its first use (ub, lb) and ubT released when its pass
+	// is over (rejectPassDone): the two never live together.
+	ubT, lbT   *minTree
+	rejectDone bool
+	uFen       fenwick // under-admitted, by hi position
+	insFen     fenwick // inserted possible charges, by hi position
+	uCount     int
+	insCount   int
+	t0         int64
 	// cover: times at which the bucket cannot have been recreated full (nil:
 	// it never is); noUpper: it may be recreated at any time.
 	cover   []coverIv
@@ -114,16 +118,7 @@ func (t *tbPrim) init() {
 		t.hiS[pos] = c.hi[l]
 		t.posHi[l] = int32(pos)
 	}
-	f := &t.p.refill
-	ub := make([]float64, n)
-	for q, v := range t.loS {
-		ub[q] = -f.cumBefore(v)
-	}
-	lb := make([]float64, n)
-	for q, v := range t.hiS {
-		lb[q] = -f.cumBefore(v)
-	}
-	t.ubT, t.lbT = newMinTree(ub), newMinTree(lb)
+	// ubT and lbT are built at their pass's first use (ub, lb)
 	t.uFen, t.insFen = newFenwick(n), newFenwick(n)
 	if n > 0 {
 		t.t0 = t.loS[0] - 1
@@ -199,8 +194,46 @@ func (t *tbPrim) latestReset(y int64) int64 {
 	return y
 }
 
+// negCumTree is a min tree over -cumBefore(v) for the sorted times vs.
+func (t *tbPrim) negCumTree(vs []int64) *minTree {
+	vals := make([]float64, len(vs))
+	for q, v := range vs {
+		vals[q] = -t.p.refill.cumBefore(v)
+	}
+	return newMinTree(vals)
+}
+
+// ub is the must-reject pass's tree (activate, mustReject), built at its
+// first use.
+func (t *tbPrim) ub() *minTree {
+	if t.ubT == nil {
+		if t.rejectDone {
+			panic("model: token bucket must-reject pass after its end") // a sweep's passes are in order
+		}
+		t.ubT = t.negCumTree(t.loS)
+	}
+	return t.ubT
+}
+
+// lb is the must-admit pass's tree (insert, markUnder, mustAdmit), built at
+// its first use.
+func (t *tbPrim) lb() *minTree {
+	if t.lbT == nil {
+		t.lbT = t.negCumTree(t.hiS)
+	}
+	return t.lbT
+}
+
+// rejectPassDone releases the must-reject pass's tree: the sweep calls it
+// between its passes.
+func (t *tbPrim) rejectPassDone() { t.ubT, t.rejectDone = nil, true }
+
+// sweepDone releases the must-admit pass's tree and counts: Check calls it
+// after the verdicts, before the bounds and findings (which read neither).
+func (t *tbPrim) sweepDone() { t.lbT, t.uFen, t.insFen = nil, nil, nil }
+
 func (t *tbPrim) activate(l int32) {
-	t.ubT.add(0, upperBound(t.loS, t.c.lo[l]), -t.p.cUp)
+	t.ub().add(0, upperBound(t.loS, t.c.lo[l]), -t.p.cUp)
 }
 
 // mustReject: an upper bound of the level when l arrives, from the
@@ -219,7 +252,7 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 	to := upperBound(t.loS, t.c.lo[l])
 	ub := p.C
 	if from < to {
-		m := t.ubT.min(from, to)
+		m := t.ub().min(from, to)
 		h := p.refill.cum(t.c.hi[l])
 		ub = fmin(ub, p.C+h+p.refill.upSlack+m)
 		return ub < p.theta-p.slack(h), ub
@@ -229,13 +262,13 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 
 // insert counts l against every candidate hi_q <= hi[l].
 func (t *tbPrim) insert(l int32) {
-	t.lbT.add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
+	t.lb().add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
 	t.insFen.add(int(t.posHi[l]), 1)
 	t.insCount++
 }
 
 func (t *tbPrim) markUnder(l int32) {
-	t.lbT.add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
+	t.lb().add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
 	t.uFen.add(int(t.posHi[l]), 1)
 	t.uCount++
 }
@@ -265,7 +298,7 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 	lb, lbX := math.Inf(1), p.C
 	h := p.refill.cumBefore(lo)
 	if a > 0 {
-		m := t.lbT.min(0, a) + p.cLo*float64(uGE) + selfA
+		m := t.lb().min(0, a) + p.cLo*float64(uGE) + selfA
 		lb = p.C + h - p.refill.loSlack + m
 	}
 	if a < n {
@@ -322,7 +355,13 @@ func (t *tbPrim) findings() []WindowFinding {
 	if t.noUpper {
 		return nil
 	}
-	var adm []int32
+	n := 0
+	for l := range c.lo {
+		if c.admittedSure[l] {
+			n++
+		}
+	}
+	adm := make([]int32, 0, n) // once, at its size
 	for l := range c.lo {
 		if c.admittedSure[l] {
 			adm = append(adm, int32(l))
@@ -336,12 +375,12 @@ func (t *tbPrim) findings() []WindowFinding {
 		loS[i] = c.lo[l]
 	}
 	slices.Sort(loS)
+	// max over a of cUp*cnt(a) - cumBefore(a): a min tree of the negation
 	vals := make([]float64, len(loS))
 	for i, v := range loS {
-		vals[i] = p.refill.cumBefore(v)
+		vals[i] = -p.refill.cumBefore(v)
 	}
-	// max over a of cUp*cnt(a) - cumBefore(a): a min tree of the negation
-	tr := newMinTree(negate(vals))
+	tr := newMinTree(vals)
 	slices.SortFunc(adm, func(x, y int32) int {
 		switch {
 		case c.hi[x] < c.hi[y]:
@@ -439,14 +478,6 @@ func (t *tbPrim) findings() []WindowFinding {
 	return []WindowFinding{f}
 }
 
-func negate(v []float64) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = -x
-	}
-	return out
-}
-
 // bounds returns the fewest and the most admissions of the bucket over all
 // schedules consistent with the offered intervals (sound bounds, not
 // necessarily attained). The lower bound holds only when every request of
@@ -536,7 +567,13 @@ func (t *tbPrim) upperDP(pts []int64) int {
 // the limiter keeps a float level (Envoy's AtomicTokenBucket).
 func (t *tbPrim) lowerDP(pts []int64) int {
 	p, c := t.p, t.c
-	var knownLo, knownHi []int64
+	n := 0
+	for l := range c.lo {
+		if c.known[l] {
+			n++
+		}
+	}
+	knownLo, knownHi := make([]int64, 0, n), make([]int64, 0, n) // once, at their size
 	for l := range c.lo {
 		if c.known[l] {
 			knownLo = append(knownLo, c.lo[l])

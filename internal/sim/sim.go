@@ -152,12 +152,14 @@ func scenario(sc *runner.ScenarioPlan, index, repeat int, opts Options) *evidenc
 		if err != nil {
 			return notRun(err.Error())
 		}
+		ev.Requests.Grow(len(reqs))
+		ev.Receipts.Grow(len(reqs))
 		last := start
 		for k := range reqs {
 			s := &reqs[k]
 			d := chain.offer(s, s.sentNs+int64(latency)/10)
-			q := evidence.Request{ID: s.id, Target: s.target, URL: "http://" + s.target + s.path, Method: s.method, SentNs: s.sentNs,
-				LatencyNs: int64(latency) + int64(d.delay), Phase: st.Name, IntendedNs: s.sentNs, Flow: s.flow, Proto: "HTTP/1.1", Conn: s.conn}
+			q := evidence.Request{ID: s.id, Target: s.target, URL: "http://" + s.target + s.f.path, Method: s.f.method, SentNs: s.sentNs,
+				LatencyNs: int64(latency) + int64(d.delay), Phase: st.Name, IntendedNs: s.sentNs, Flow: s.f.flow, Proto: "HTTP/1.1", Conn: s.conn}
 			switch d.rejectedBy {
 			case "":
 				q.Code, q.Body = http.StatusOK, `{"id":"`+s.id+`"}`
@@ -175,7 +177,7 @@ func scenario(sc *runner.ScenarioPlan, index, repeat int, opts Options) *evidenc
 				id := s.id
 				at := s.sentNs + int64(latency)/10 + int64(d.delay) + 1
 				ev.Receipts.Add(&ev.Requests, &evidence.Receipt{ID: &id, RecvNs: at, RecvTime: time.Unix(0, at).UTC().Format(time.RFC3339Nano),
-					Method: s.method, Path: s.path, Remote: "127.0.0.1:1", Endpoint: "backend-0", Status: http.StatusOK})
+					Method: s.f.method, Path: s.f.path, Remote: "127.0.0.1:1", Endpoint: "backend-0", Status: http.StatusOK})
 			}
 			last = max(last, q.EndNs())
 		}
@@ -202,12 +204,19 @@ func limiters(sc *runner.ScenarioPlan, start time.Time) ([]evidence.Limiter, err
 	return nil, nil
 }
 
-// send is one request to simulate.
+// send is one request to simulate: 72 bytes, what its flow shares is
+// behind f (10 M sends: 0.7 GB instead of 1.4 GB).
 type send struct {
-	id, target, flow, phase, method, path, conn string
-	header                                      http.Header
-	sentNs                                      int64
-	order                                       int // flow index, then ID order: ties keep it
+	id, target, conn string
+	f                *sendFlow
+	sentNs           int64
+	order            int // flow index, then ID order: ties keep it
+}
+
+// sendFlow is what every send of one flow shares.
+type sendFlow struct {
+	flow, phase, method, path string
+	header                    http.Header
 }
 
 // sends lays out one attack step's requests on the virtual clock from
@@ -237,7 +246,11 @@ func sends(st runner.Step, j int, sc *runner.ScenarioPlan, index, repeat int, ts
 			rate: vegeta.Rate(f.Rate), header: header(ap.Headers, f.Headers), noKeepAlive: ap.NoKeepAlive || f.NoKeepAlive})
 	}
 	prefix := fmt.Sprintf("sim-s%dr%d-%s", index+1, repeat, runner.Slug(st.Name))
-	var out []send
+	total := 0
+	for _, f := range flows {
+		total += max(f.ids, 0)
+	}
+	out := make([]send, 0, total) // once: no append slack on 10 M
 	for k, f := range flows {
 		split := attack.Split{Mode: attack.SplitEven}
 		if f.split != "" {
@@ -259,6 +272,7 @@ func sends(st runner.Step, j int, sc *runner.ScenarioPlan, index, repeat int, ts
 		if method == "" {
 			method = attack.DefaultMethod
 		}
+		sf := &sendFlow{flow: f.name, phase: st.Name, method: method, path: f.path, header: f.header}
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(j)<<32|uint64(k)))
 		conn := map[int]string{}
 		t := float64(start)
@@ -282,8 +296,7 @@ func sends(st runner.Step, j int, sc *runner.ScenarioPlan, index, repeat int, ts
 				c = fmt.Sprintf("127.0.0.1:%d/%d", 10000+*conns%50000, *conns)
 				conn[a.Target] = c
 			}
-			out = append(out, send{id: a.ID, target: ts[a.Target].Name, flow: f.name, phase: st.Name, method: method, path: f.path, conn: c, header: f.header,
-				sentNs: at, order: k<<32 | i})
+			out = append(out, send{id: a.ID, target: ts[a.Target].Name, conn: c, f: sf, sentNs: at, order: k<<32 | i})
 		}
 	}
 	sort.SliceStable(out, func(a, b int) bool {
@@ -395,7 +408,7 @@ func (c *chain) offer(s *send, at int64) decision {
 		}
 		var descs [][]descriptor.DescriptorEntry
 		if st.entries != nil {
-			descs = descriptor.Descriptors(st.entries, s.header, "127.0.0.1")
+			descs = descriptor.Descriptors(st.entries, s.f.header, "127.0.0.1")
 		}
 		if st.cfg != nil {
 			if !st.offerRLS(descs, at) {
@@ -436,7 +449,7 @@ func (st *stage) key(s *send, descs [][]descriptor.DescriptorEntry) (string, boo
 	case evidence.KeyTarget:
 		return s.target, true
 	case evidence.KeyConnection:
-		return s.target + " " + s.phase + " " + s.conn, true
+		return s.target + " " + s.f.phase + " " + s.conn, true
 	case evidence.KeyDescriptor:
 		if len(descs) == 0 {
 			return "", false
@@ -486,14 +499,14 @@ func (st *stage) offerRLS(descs [][]descriptor.DescriptorEntry, at int64) bool {
 // (the attack sends from 127.0.0.1), the host (the target), the path and
 // the request headers ($http_<name>).
 func vars(s *send, key string) map[string]string {
-	uri := s.path
+	uri := s.f.path
 	if uri == "" {
 		uri = "/"
 	}
 	path, _, _ := strings.Cut(uri, "?")
 	v := map[string]string{"$binary_remote_addr": "127.0.0.1", "$remote_addr": "127.0.0.1", "$host": s.target, "$server_name": s.target,
 		"$uri": path, "$request_uri": uri}
-	for k, vs := range s.header {
+	for k, vs := range s.f.header {
 		if len(vs) > 0 {
 			v["$http_"+strings.ReplaceAll(strings.ToLower(k), "-", "_")] = vs[0]
 		}

@@ -1,0 +1,35 @@
+package evidence
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestGrowAllocatesOnce: after Requests.Grow(n) and Receipts.Grow(n),
+// adding n requests and their receipts keeps every column's backing array
+// (one allocation each), and the rows read back as added.
+func TestGrowAllocatesOnce(t *testing.T) {
+	const n = 1000
+	var reqs Requests
+	var recs Receipts
+	reqs.Grow(n)
+	recs.Grow(n)
+	sent, recv := &reqs.SentNs[:1][0], &recs.RecvNs[:1][0]
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("id-%d", i)
+		if _, ok := reqs.Add(&Request{ID: id, Target: "t", SentNs: int64(i + 1), Code: 200}); !ok {
+			t.Fatalf("request %d not added", i)
+		}
+		recs.Add(&reqs, &Receipt{ID: &id, RecvNs: int64(i + 2)})
+	}
+	if &reqs.SentNs[0] != sent || &recs.RecvNs[0] != recv {
+		t.Fatal("a column was reallocated after Grow")
+	}
+	if reqs.Len() != n || recs.Len() != n || reqs.IDs.ID(n-1) != fmt.Sprintf("id-%d", n-1) || recs.Request[n-1] != n-1 {
+		t.Fatalf("rows: %d requests, %d receipts, last id %q, last receipt's request %d", reqs.Len(), recs.Len(), reqs.IDs.ID(n-1), recs.Request[n-1])
+	}
+	reqs.Grow(0) // nothing
+	if cap(reqs.SentNs) != n {
+		t.Fatalf("Grow(0) changed the capacity to %d", cap(reqs.SentNs))
+	}
+}

@@ -1,0 +1,145 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestPlanSameAsOnePass: buildPlan (two passes, columns allocated once)
+// and fillMid build the same plan as the one-pass builder they replaced
+// (kept below as buildPlanOnePass) on generated events of several kinds, with unknown
+// keys, every outcome, Envoy descriptor chains and a coarse (ms) clock.
+func TestPlanSameAsOnePass(t *testing.T) {
+	one := uint32(1)
+	envoy := Spec{Kind: KindEnvoyLocal, EnvoyVersion: "1.31", MaxTokens: 100, FillInterval: Duration(time.Second),
+		Descriptors: []EnvoyDescriptor{
+			{Entries: []Entry{{"a", "1"}}, MaxTokens: 3, TokensPerFill: &one, FillInterval: Duration(time.Second)},
+			{Entries: []Entry{{"b", "1"}}, MaxTokens: 2, TokensPerFill: &one, FillInterval: Duration(time.Second)},
+		}}
+	specs := []Spec{
+		{Kind: KindTokenBucket, Capacity: 10, RatePerSec: 100},
+		{Kind: KindNginxLimitReq, Rate: "60r/s", Burst: 5},
+		{Kind: KindFixedWindow, Limit: 20, Unit: "second"},
+		{Kind: KindSlidingLog, Limit: 20, Window: Duration(time.Second), Count: CountAdmitted},
+		envoy,
+	}
+	descs := [][]Descriptor{nil, {{{"a", "1"}}}, {{{"a", "1"}}, {{"b", "1"}}}, {{{"b", "1"}}}}
+	for _, spec := range specs {
+		m := MustNew(spec)
+		rng := rand.New(rand.NewPCG(3, 4))
+		events := make([]Event, 3000)
+		for i := range events {
+			lo := t0 + int64(i)*int64(time.Millisecond)/2 + rng.Int64N(int64(time.Millisecond))
+			events[i] = Event{ID: fmt.Sprintf("e%d", i), Lo: lo, Hi: lo + rng.Int64N(int64(5*time.Millisecond)),
+				Key: fmt.Sprintf("k%d", rng.IntN(3)), Outcome: Outcome(rng.IntN(4)), KeyUnknown: rng.IntN(50) == 0}
+			if spec.Kind == KindEnvoyLocal {
+				events[i].Descriptors = descs[rng.IntN(len(descs))]
+			}
+		}
+		for _, widen := range []int64{0, int64(time.Millisecond)} {
+			for _, au := range []bool{false, true} {
+				cm := m.checker(events[0].Lo)
+				got, err1 := buildPlan(cm, events, widen, au)
+				want, err2 := buildPlanOnePass(cm, events, widen, au)
+				if err1 != nil || err2 != nil {
+					t.Fatalf("%s: %v, %v", spec.Kind, err1, err2)
+				}
+				got.fillMid(events) // only the timing report's sweep fills them
+				want.widen = widen
+				if len(got.buckets) < 2 {
+					t.Fatalf("%s: %d buckets: the test's premise changed", spec.Kind, len(got.buckets))
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s widen %d admitUncertain %v: the plans differ", spec.Kind, widen, au)
+				}
+			}
+		}
+	}
+}
+
+// buildPlanOnePass is buildPlan as it was before the two passes.
+func buildPlanOnePass(cm checkModel, events []Event, widen int64, admitUncertain bool) (*plan, error) {
+	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1)}
+	idx := map[string]int32{}
+	var refs []bucketRef
+	// every bucket the known events use, for the events whose key is unknown
+	var all []bucketRef
+	unknown := 0
+	for i := range events {
+		if events[i].KeyUnknown {
+			unknown++
+		}
+	}
+	if unknown > 0 {
+		seen := map[string]bool{}
+		for j := range events {
+			if events[j].KeyUnknown {
+				continue
+			}
+			refs = cm.route(&events[j], refs[:0])
+			for _, ref := range refs {
+				if !seen[ref.id] {
+					seen[ref.id] = true
+					all = append(all, bucketRef{id: ref.id, params: ref.params})
+				}
+			}
+		}
+		if unknown*len(all) > maxUnknownKeyCharges {
+			return nil, fmt.Errorf("model check: %d events with an unknown key over %d buckets: more than %d possible charges to judge",
+				unknown, len(all), maxUnknownKeyCharges)
+		}
+	}
+	for i := range events {
+		e := &events[i]
+		if e.KeyUnknown {
+			refs = append(refs[:0], all...)
+		} else {
+			refs = cm.route(e, refs[:0])
+		}
+		for k, ref := range refs {
+			b, ok := idx[ref.id]
+			if !ok {
+				b = int32(len(pl.buckets))
+				idx[ref.id] = b
+				pl.buckets = append(pl.buckets, &bucket{id: ref.id, params: ref.params, single: true})
+			}
+			bk := pl.buckets[b]
+			u := ref.params.timeUnit()
+			lo, hi := e.Lo-widen, e.Hi+widen
+			bk.ev = append(bk.ev, int32(i))
+			bk.lo = append(bk.lo, floorDiv(lo, u))
+			if u > 1 {
+				// a coarse clock of its own (nginx's cached monotonic ms):
+				// its ticks are offset from the clients' clock by up to one
+				// unit, so floor(hi)+1 bounds its reading
+				bk.hi = append(bk.hi, floorDiv(hi, u)+1)
+			} else {
+				bk.hi = append(bk.hi, hi)
+			}
+			bk.mid = append(bk.mid, floorDiv(lo+(hi-lo)/2, u))
+			sure, poss := charge(e.Outcome, ref.params.countsAll(), pl.chain, k, refs, admitUncertain)
+			if e.KeyUnknown {
+				sure, poss = false, true
+			}
+			bk.sure = append(bk.sure, sure)
+			bk.poss = append(bk.poss, poss)
+			if len(refs) > 1 || e.KeyUnknown {
+				bk.single = false
+			}
+			pl.rB = append(pl.rB, b)
+			pl.rL = append(pl.rL, int32(len(bk.ev)-1))
+		}
+		pl.rStart[i+1] = int32(len(pl.rB))
+	}
+	sib := map[primParams]int{}
+	for _, b := range pl.buckets {
+		sib[b.params]++
+	}
+	for _, b := range pl.buckets {
+		b.siblings = sib[b.params]
+	}
+	return pl, nil
+}
