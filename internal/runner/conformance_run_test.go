@@ -98,7 +98,15 @@ func mustLab(t *testing.T, y string) *runner.LabPlan {
 // limiters × shapes are its scenarios, and its shapes are
 // StandardShapes(10, 10/s), as its comment says.
 func TestConformanceExamplePlan(t *testing.T) {
-	path := filepath.Join(testfix.RepoRoot(t), "examples", "conformance", "plan.yaml")
+	for _, name := range []string{"plan.yaml", "lua.yaml"} {
+		t.Run(name, func(t *testing.T) { checkConformanceExample(t, name) })
+	}
+}
+
+// checkConformanceExample: examples/conformance/<name> loads, expands to
+// limiters × 5 scenarios, and its shapes are runner.StandardShapes(10, 10/s).
+func checkConformanceExample(t *testing.T, name string) {
+	path := filepath.Join(testfix.RepoRoot(t), "examples", "conformance", name)
 	p, err := runner.LoadPlan(path)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +120,7 @@ func TestConformanceExamplePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := raw.Conformance
-	if len(p.Scenarios) != len(c.Limiters)*len(c.Shapes) || len(c.Shapes) != 5 || len(c.Limiters) < 4 {
+	if len(p.Scenarios) != len(c.Limiters)*len(c.Shapes) || len(c.Shapes) != 5 || len(c.Limiters) < 1 || name == "plan.yaml" && len(c.Limiters) != 8 {
 		t.Fatalf("%d scenarios of %d limiters × %d shapes", len(p.Scenarios), len(c.Limiters), len(c.Shapes))
 	}
 	want, err := runner.StandardShapes(10, 10)
