@@ -8,6 +8,7 @@ import (
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/collect/rls"
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/evidence/descriptor"
 )
 
 // Identity statuses of RealIdentity.Status, beyond collect/rls's pass, fail and reset.
@@ -57,6 +58,7 @@ func reconcileReal(in *Input) *report.RLSReal {
 		rr.Descriptors[i].AdmittedMin = max(0, admitted-int(failOpenN))
 		rr.Descriptors[i].AdmittedMax = max(0, admitted+noResp-int(failOpenN))
 	}
+	t.perValueAdmissions(failOpenN)
 	sort.Slice(rr.Descriptors, func(i, j int) bool { return rr.Descriptors[i].Descriptor < rr.Descriptors[j].Descriptor })
 
 	realErrors(&rr.Errors, t.errs, fws)
@@ -145,6 +147,8 @@ type realTally struct {
 	seen       map[realWindowKey]map[uint64]int
 	didx       map[string]int
 	errs       []rls.ErrorLine
+	// dkeys are rr.Descriptors' cache key prefixes (descriptor.CacheKeyPrefix with their domain), in order.
+	dkeys []string
 }
 
 // decision folds in decision di (d).
@@ -154,6 +158,7 @@ func (t *realTally) decision(di int, d evidence.Decision) {
 	i, ok := t.didx[desc]
 	if !ok && len(d.Descriptor) > 0 {
 		rr.Descriptors = append(rr.Descriptors, report.RealDescriptor{Descriptor: desc, Uncarried: !t.join.carried(d)})
+		t.dkeys = append(t.dkeys, descriptor.CacheKeyPrefix(d.Domain, d.Descriptor))
 		i = len(rr.Descriptors) - 1
 		t.didx[desc] = i
 	}
@@ -466,4 +471,53 @@ func processIdentities(p int, m *evidence.RLSMetrics, unknownWithin string, pend
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// perValueAdmissions narrows each descriptor's admissions to the requests that carried it when the descriptors are
+// per-key values (Envoy's request_headers action: each value is its own envoyproxy/ratelimit counter, cache key
+// <domain>_<key>_<value>_..., src/limiter/cache_key.go): the decisions were joined to the requests, every request
+// that called the RLS carries exactly one descriptor, known from its headers, and there are several descriptors.
+// Else it leaves the run's admissions (a request with several descriptors is admitted only when all are OK).
+// Admissions of descriptor v: Passed (a backend response, or no response with a receipt) of v's requests, at most
+// plus v's requests without response nor receipt; minus the proxies' fail-open admissions (failOpenN, not
+// attributable to one value: at least the admissions minus all of them needed an OK).
+func (t *realTally) perValueAdmissions(failOpenN int64) {
+	j, rr, in := t.join, t.rr, t.in
+	if j == nil || j.skipped != "" || len(rr.Descriptors) < 2 || len(in.received) != in.Evidence.Requests.Len() {
+		return
+	}
+	idx := make(map[string]int, len(t.dkeys))
+	for i, k := range t.dkeys {
+		if _, dup := idx[k]; dup || k == "" {
+			return
+		}
+		idx[k] = i
+	}
+	admitted, noResp := make([]int, len(rr.Descriptors)), make([]int, len(rr.Descriptors))
+	reqs := &in.Evidence.Requests
+	for i := 0; i < reqs.Len(); i++ {
+		units := j.unitKey[j.unitStart[i]:j.unitStart[i+1]]
+		if len(units) == 0 {
+			continue // no RLS call
+		}
+		if len(units) > 1 || units[0] == "" {
+			return // several descriptors, or an unknown one
+		}
+		k, ok := idx[units[0]]
+		if !ok {
+			continue // a descriptor no decision names: its requests got none (judged by the engagement checks)
+		}
+		switch c := reqs.Class[i]; {
+		case c.Passed() || c == evidence.ClassNoResponse && in.received[i]:
+			admitted[k]++
+		case c == evidence.ClassNoResponse:
+			noResp[k]++
+		}
+	}
+	for i := range rr.Descriptors {
+		d := &rr.Descriptors[i]
+		d.AdmittedMin = max(0, admitted[i]-int(failOpenN))
+		d.AdmittedMax = max(0, admitted[i]+noResp[i]-int(failOpenN))
+		d.PerValue = true
+	}
 }

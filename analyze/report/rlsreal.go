@@ -78,6 +78,10 @@ type RealDescriptor struct {
 	// unmatched evidence (Engagement), not admissions of these requests.
 	// The checks read it, the JSON form does not carry it.
 	Uncarried bool `json:"-"`
+	// PerValue: each request of the run carries one descriptor, known from its headers, so AdmittedMin..AdmittedMax
+	// are the admissions of the requests that carried this descriptor, not of the run (a request_headers action:
+	// every value its own envoyproxy/ratelimit counter). The checks read it, the JSON form does not carry it.
+	PerValue bool `json:"-"`
 }
 
 // RealDecision is a decision flagged in the report.
