@@ -265,29 +265,7 @@ func checkRealRLS(in *Input) (res Result) {
 		}
 	}
 	if globalInLoop(in) {
-		for _, d := range rr.Descriptors {
-			if d.Uncarried && d.OK == 0 {
-				continue // another client's descriptor: counted as unmatched decisions by the engagement checks
-			}
-			name := "rls real " + d.Descriptor + ": OK decisions (zombies excluded) = admissions through the RLS"
-			want := evidence.Range{Min: d.AdmittedMin, Max: d.AdmittedMax}.String()
-			st := passIf(d.OK >= d.AdmittedMin && d.OK <= d.AdmittedMax)
-			if len(rr.Descriptors) > 1 && !d.PerValue {
-				// A request with several descriptors is admitted only when all are OK; an OK of one descriptor
-				// may belong to a request another one rejected.
-				want = ">= " + strconv.Itoa(d.AdmittedMin)
-				st = passIf(d.OK >= d.AdmittedMin)
-			}
-			got := strconv.Itoa(d.OK)
-			if d.ZombieOK > 0 {
-				got += fmt.Sprintf(" (+%d zombie)", d.ZombieOK)
-			}
-			joined := sr.RLSFailures != nil && sr.RLSFailures.FailOpen == 0 && rr.JoinSkipped == "" && in.Evidence.HasDecisions
-			if len(sr.Stats) == 0 && rr.Errors.Total > 0 && sr.Totals.Passed > 0 && !joined {
-				st, got = report.CheckUnknown, got+"; fail-open admissions unknown without proxy stats"
-			}
-			add(name, st, want, got)
-		}
+		realDescriptorChecks(in, add)
 	}
 	if e := rr.Errors; e.Total > 0 {
 		add("rls real: Redis errors joined to Redis fault windows", passIf(e.Unexplained == 0), "0 unexplained",
@@ -305,4 +283,53 @@ func checkRealRLS(in *Input) (res Result) {
 			st, "identity", id.Detail)
 	}
 	return res
+}
+
+// realDescriptorChecks adds rls.real's checks of the OK decisions per descriptor against the admissions through
+// the RLS (RealDescriptor: per value, or summed over values).
+func realDescriptorChecks(in *Input, add func(name, status, want, got string)) {
+	rr := in.Report.RLS.Real
+	var sum report.RealDescriptor
+	for _, d := range rr.Descriptors {
+		if d.Uncarried && d.OK == 0 {
+			continue // another client's descriptor: counted as unmatched decisions by the engagement checks
+		}
+		if d.Summed != "" {
+			sum.Descriptor, sum.AdmittedMin = d.Summed, d.AdmittedMin
+			sum.OK, sum.ZombieOK = sum.OK+d.OK, sum.ZombieOK+d.ZombieOK
+			continue
+		}
+		name := "rls real " + d.Descriptor + ": OK decisions (zombies excluded) = admissions through the RLS"
+		want := evidence.Range{Min: d.AdmittedMin, Max: d.AdmittedMax}.String()
+		st := passIf(d.OK >= d.AdmittedMin && d.OK <= d.AdmittedMax)
+		if len(rr.Descriptors) > 1 && !d.PerValue {
+			// A request with several descriptors is admitted only when all are OK; an OK of one descriptor
+			// may belong to a request another one rejected.
+			want = ">= " + strconv.Itoa(d.AdmittedMin)
+			st = passIf(d.OK >= d.AdmittedMin)
+		}
+		st, got := realOKResult(in, st, d)
+		add(name, st, want, got)
+	}
+	if sum.Descriptor != "" {
+		name := "rls real " + sum.Descriptor + ": OK decisions summed over values (zombies excluded) >= admissions through the RLS"
+		st, got := realOKResult(in, passIf(sum.OK >= sum.AdmittedMin), sum)
+		add(name, st, ">= "+strconv.Itoa(sum.AdmittedMin), got)
+	}
+}
+
+// realOKResult is the status st and the got text of an OK-decisions check of descriptor d: unknown when the
+// RLS had errors, admissions passed and neither proxy stats nor the per-call join tell the fail-open ones.
+func realOKResult(in *Input, st string, d report.RealDescriptor) (string, string) {
+	sr := in.Report
+	rr := sr.RLS.Real
+	got := strconv.Itoa(d.OK)
+	if d.ZombieOK > 0 {
+		got += fmt.Sprintf(" (+%d zombie)", d.ZombieOK)
+	}
+	joined := sr.RLSFailures != nil && sr.RLSFailures.FailOpen == 0 && rr.JoinSkipped == "" && in.Evidence.HasDecisions
+	if len(sr.Stats) == 0 && rr.Errors.Total > 0 && sr.Totals.Passed > 0 && !joined {
+		st, got = report.CheckUnknown, got+"; fail-open admissions unknown without proxy stats"
+	}
+	return st, got
 }

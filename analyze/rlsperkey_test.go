@@ -81,3 +81,27 @@ func TestRealPerKeyDescriptorsComparedPerValue(t *testing.T) {
 		t.Fatalf("noisy: check %+v", c)
 	}
 }
+
+// Without the limiter's rate_limits (hand-collected evidence with only a fixed-window limit) no request's
+// descriptor is known: descriptors that differ only in the user's value are compared summed, 5 + 5 + 4 OK against
+// the run's 14 admissions (previous release: "want >= 14, got 5" for each). The fixed-window limit itself
+// (one counter of 5 for the run) still fails the model checks.
+func TestRealPerKeyDescriptorsSummedWhenUnknown(t *testing.T) {
+	e := perUserEv(t)
+	e.scenario.Limiters = nil
+	e.write()
+	s := run(t, e.dir).Scenarios[0]
+	name := "rls real inventory user: OK decisions summed over values (zombies excluded) >= admissions through the RLS"
+	if c := check(t, s, name); c.Status != report.CheckPass || c.Want != ">= 14" || c.Got != "14" {
+		t.Fatalf("check %+v", c)
+	}
+	if c := checkNamed(s, "rls real inventory user=noisy: OK decisions (zombies excluded) = admissions through the RLS"); c != nil {
+		t.Fatalf("per-value check without the requests' descriptors: %+v", c)
+	}
+	// One OK decision fewer fails the sum.
+	writeLines(t, filepath.Join(e.dir, evidence.DecisionsFile), e.decisions[:len(e.decisions)-1])
+	s = run(t, e.dir).Scenarios[0]
+	if c := check(t, s, name); c.Status != report.CheckFail || c.Got != "13" {
+		t.Fatalf("check %+v", c)
+	}
+}

@@ -147,8 +147,10 @@ type realTally struct {
 	seen       map[realWindowKey]map[uint64]int
 	didx       map[string]int
 	errs       []rls.ErrorLine
-	// dkeys are rr.Descriptors' cache key prefixes (descriptor.CacheKeyPrefix with their domain), in order.
-	dkeys []string
+	// dkeys are rr.Descriptors' cache key prefixes (descriptor.CacheKeyPrefix with their domain), in order;
+	// dfirst their first decisions.
+	dkeys  []string
+	dfirst []evidence.Decision
 }
 
 // decision folds in decision di (d).
@@ -159,6 +161,7 @@ func (t *realTally) decision(di int, d evidence.Decision) {
 	if !ok && len(d.Descriptor) > 0 {
 		rr.Descriptors = append(rr.Descriptors, report.RealDescriptor{Descriptor: desc, Uncarried: !t.join.carried(d)})
 		t.dkeys = append(t.dkeys, descriptor.CacheKeyPrefix(d.Domain, d.Descriptor))
+		t.dfirst = append(t.dfirst, d)
 		i = len(rr.Descriptors) - 1
 		t.didx[desc] = i
 	}
@@ -475,7 +478,7 @@ func processIdentities(p int, m *evidence.RLSMetrics, unknownWithin string, pend
 
 // perValueAdmissions narrows each descriptor's admissions to the requests that carried it when the descriptors are
 // per-key values (Envoy's request_headers action: each value is its own envoyproxy/ratelimit counter, cache key
-// <domain>_<key>_<value>_..., src/limiter/cache_key.go): the decisions were joined to the requests, every request
+// <domain>_<key>_<value>_..., src/limiter/cache_key.go): every request
 // that called the RLS carries exactly one descriptor, known from its headers, and there are several descriptors.
 // Else it leaves the run's admissions (a request with several descriptors is admitted only when all are OK).
 // Admissions of descriptor v: Passed (a backend response, or no response with a receipt) of v's requests, at most
@@ -483,7 +486,7 @@ func processIdentities(p int, m *evidence.RLSMetrics, unknownWithin string, pend
 // attributable to one value: at least the admissions minus all of them needed an OK).
 func (t *realTally) perValueAdmissions(failOpenN int64) {
 	j, rr, in := t.join, t.rr, t.in
-	if j == nil || j.skipped != "" || len(rr.Descriptors) < 2 || len(in.received) != in.Evidence.Requests.Len() {
+	if j == nil || len(rr.Descriptors) < 2 || len(in.received) != in.Evidence.Requests.Len() {
 		return
 	}
 	idx := make(map[string]int, len(t.dkeys))
@@ -500,8 +503,12 @@ func (t *realTally) perValueAdmissions(failOpenN int64) {
 		if len(units) == 0 {
 			continue // no RLS call
 		}
-		if len(units) > 1 || units[0] == "" {
-			return // several descriptors, or an unknown one
+		if units[0] == "" {
+			t.summedValues() // an unknown descriptor
+			return
+		}
+		if len(units) > 1 {
+			return // several descriptors
 		}
 		k, ok := idx[units[0]]
 		if !ok {
@@ -519,5 +526,27 @@ func (t *realTally) perValueAdmissions(failOpenN int64) {
 		d.AdmittedMin = max(0, admitted[i]-int(failOpenN))
 		d.AdmittedMax = max(0, admitted[i]+noResp[i]-int(failOpenN))
 		d.PerValue = true
+	}
+}
+
+// summedValues marks the descriptors Summed when they share their domain and keys and differ only in values (a
+// request_headers action whose requests' headers are unknown: each value its own counter).
+func (t *realTally) summedValues() {
+	ds := t.dfirst
+	keys := func(d evidence.Decision) string {
+		ks := make([]string, 0, len(d.Descriptor))
+		for _, e := range d.Descriptor {
+			ks = append(ks, e.Key)
+		}
+		return strings.TrimSpace(d.Domain + " " + strings.Join(ks, ","))
+	}
+	group := keys(ds[0])
+	for _, d := range ds[1:] {
+		if d.Domain != ds[0].Domain || keys(d) != group {
+			return
+		}
+	}
+	for i := range t.rr.Descriptors {
+		t.rr.Descriptors[i].Summed = group
 	}
 }

@@ -82,6 +82,11 @@ type RealDescriptor struct {
 	// are the admissions of the requests that carried this descriptor, not of the run (a request_headers action:
 	// every value its own envoyproxy/ratelimit counter). The checks read it, the JSON form does not carry it.
 	PerValue bool `json:"-"`
+	// Summed names the descriptors' common domain and keys ("<domain> <k>[,<k>...]") when the run's descriptors
+	// differ only in their values and the requests' descriptors are unknown: the checks compare the sum of their
+	// OK decisions with the run's admissions, as each admitted request needed an OK of at least one of them.
+	// "" otherwise. The checks read it, the JSON form does not carry it.
+	Summed string `json:"-"`
 }
 
 // RealDecision is a decision flagged in the report.
