@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/cli"
 )
 
@@ -150,6 +151,8 @@ func containerEnv(t *testing.T, m *manifests, where string, c corev1.Container, 
 			env[e.Name] = v
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 			env[e.Name] = "rlbench-pod-x"
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName":
+			env[e.Name] = "node-x"
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']":
 			env[e.Name] = index
 		default:
@@ -260,6 +263,11 @@ func TestManifests(t *testing.T) {
 		t.Fatal("attack Job: a retried shard re-sends its IDs: want backoffLimit 0 and restartPolicy Never")
 	}
 	ac := s.Template.Spec.Containers[0]
+	// Each pod names the node whose clock it reads (issue 24): a pod's host
+	// name is its own, and merge intersects the clock bounds per node.
+	if env := containerEnv(t, m, "attack pod", ac, "0"); env[evidence.NodeNameEnv] != "node-x" {
+		t.Fatalf("attack pod: want env %s from the downward API's spec.nodeName", evidence.NodeNameEnv)
+	}
 	outs := map[string]bool{}
 	var startAt time.Time
 	for k := range n {
