@@ -55,6 +55,26 @@ func kubectl(t *testing.T, ctx context.Context, in []byte, args ...string) strin
 	return out.String()
 }
 
+// waitJob waits until Job name of namespace rlbench completes; when it
+// fails (or 10 minutes pass) the test stops with the pods and their logs.
+func waitJob(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		st := kubectl(t, ctx, nil, "-n", "rlbench", "get", "job", name, "-o",
+			`jsonpath={range .status.conditions[?(@.status=="True")]}{.type} {end}`)
+		switch {
+		case strings.Contains(st, "Complete"):
+			return
+		case strings.Contains(st, "Failed") || time.Now().After(deadline):
+			pods, _ := exec.CommandContext(ctx, "kubectl", "-n", "rlbench", "get", "pods", "-o", "wide").CombinedOutput()
+			logs, _ := exec.CommandContext(ctx, "kubectl", "-n", "rlbench", "logs", "job/"+name, "--all-containers", "--tail=50").CombinedOutput()
+			t.Fatalf("job %s: conditions %q\n%s\n%s", name, st, pods, logs)
+		}
+		time.Sleep(2 * time.Second) // polling the API: there is nothing to wait on locally
+	}
+}
+
 // TestKubernetesExample (issue 24, build tag k8s) runs examples/kubernetes
 // on the cluster KUBECONFIG names, through the one-node overlay and an
 // overlay of the test's own (the PV's directory, the shard count, analyze's
@@ -180,10 +200,10 @@ patches:
 		"--from-literal=START_AT="+startAt.Format(time.RFC3339), "--dry-run=client", "-o", "yaml")
 	kubectl(t, ctx, []byte(cm), "apply", "-f", "-")
 	kubectl(t, ctx, nil, "apply", "-k", kdir, "-l", "rlbench.dev/step=attack")
-	kubectl(t, ctx, nil, "-n", "rlbench", "wait", "--for=condition=complete", "job/rlbench-attack", "--timeout=10m")
+	waitJob(t, ctx, "rlbench-attack")
 	step(fmt.Sprintf("attack Job complete (START_AT %s, lead %v)", startAt.Format(time.RFC3339), lead))
 	kubectl(t, ctx, nil, "apply", "-k", kdir, "-l", "rlbench.dev/step=collect")
-	kubectl(t, ctx, nil, "-n", "rlbench", "wait", "--for=condition=complete", "job/rlbench-collect", "--timeout=10m")
+	waitJob(t, ctx, "rlbench-collect")
 	step("collect Job complete")
 	mergeLog := kubectl(t, ctx, nil, "-n", "rlbench", "logs", "job/rlbench-collect", "-c", "merge")
 	out := kubectl(t, ctx, nil, "-n", "rlbench", "logs", "job/rlbench-collect", "-c", "analyze")
