@@ -12,19 +12,21 @@ import (
 // why the limiters cannot be checked ("" when they can).
 func shardsOf(m *evidence.MergeRecord) (*report.ShardsReport, int64, string) {
 	rep := &report.ShardsReport{Count: m.Count, StartSpreadNs: m.StartSpreadNs, MaxLateNs: m.MaxLateNs, Shards: []report.ShardReport{}}
-	hosts := map[string]bool{}
+	hosts, clocks := map[string]bool{}, map[string]bool{}
 	for _, s := range m.Shards {
-		rep.Shards = append(rep.Shards, report.ShardReport{Index: s.Index, Dir: s.Dir, Host: s.Host, Requests: s.Requests, StartNs: s.StartNs,
+		rep.Shards = append(rep.Shards, report.ShardReport{Index: s.Index, Dir: s.Dir, Host: s.Host, Node: s.Node, Requests: s.Requests, StartNs: s.StartNs,
 			LateNs: s.LateNs, Offsets: s.Offsets})
 		hosts[s.Host] = true
+		clocks[s.ClockName()] = true
 	}
-	rep.Hosts = len(hosts)
-	// Shards of one host share its clock: their bounds intersect.
+	rep.Hosts, rep.Clocks = len(hosts), len(clocks)
+	// Shards on one clock (one node, or one host) share it: their bounds
+	// intersect.
 	rep.OffsetBoundNs, rep.Unbounded = m.ClockBound()
 	why := ""
-	if len(rep.Unbounded) > 0 && len(hosts) > 1 {
-		why = fmt.Sprintf("the clock of shard host(s) %s is not bounded against the backend's (none of their requests got a backend response and a receipt), and the shards ran on %d hosts",
-			strings.Join(rep.Unbounded, ", "), len(hosts))
+	if len(rep.Unbounded) > 0 && len(clocks) > 1 {
+		why = fmt.Sprintf("the clock of shard node(s) %s is not bounded against the backend's (none of their requests got a backend response and a receipt), and the shards ran on %d clocks",
+			strings.Join(rep.Unbounded, ", "), len(clocks))
 	}
 	return rep, rep.OffsetBoundNs, why
 }

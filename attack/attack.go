@@ -298,6 +298,10 @@ type Options struct {
 	// how long before StartAt warming begins (default DefaultWarmAhead).
 	StartAt   time.Time
 	WarmAhead time.Duration
+	// Node names the machine whose clock the attack reads when that is
+	// not its host name (evidence.AttackSummary.Node; the CLI takes it from
+	// evidence.NodeName): shards with one Node share one clock in a merge.
+	Node string
 
 	// InterruptGrace is how long an interrupted attack waits for requests
 	// already in flight before cancelling them (they are then recorded with

@@ -1010,6 +1010,7 @@ func (e *engine) run(ctx context.Context) (*evidence.AttackSummary, error) {
 
 	sum := &evidence.AttackSummary{Schema: evidence.AttackSummarySchema, Config: p.config, CodesByTarget: map[string]map[string]int{}, Shard: p.shard}
 	sum.Host, _ = os.Hostname()
+	sum.Node = p.opts.Node
 	for _, tc := range p.config.Targets {
 		sum.CodesByTarget[tc.Name] = map[string]int{}
 	}

@@ -260,6 +260,12 @@ type AttackSummary struct {
 	Shard *AttackShard `json:"shard,omitempty"`
 	// Host is the client's host name (issue 15; absent in older files).
 	Host string `json:"host,omitempty"`
+	// Node names the machine whose clock the client read when that is not
+	// its host name (issue 24): a Kubernetes pod's node (NodeNameEnv, set
+	// from the downward API's spec.nodeName) or a Slurm task's node
+	// (SlurmNodeEnv); empty otherwise and in older files, where the clock
+	// is Host's (ClockName).
+	Node string `json:"node,omitempty"`
 	// Clock is the client's clock at the start (issue 15).
 	Clock *AttackClock `json:"clock,omitempty"`
 	// StartAt is set when the start was held until a wall-clock instant.

@@ -47,6 +47,10 @@ type MergeRecord struct {
 	// Files maps each file taken once (stats/..., faults.jsonl,
 	// scenario.json) to the input it came from.
 	Files map[string]string `json:"files"`
+	// Clocks are the shards grouped by the clock they read (ClockName),
+	// with each group's offset bounds intersected per receipt source
+	// (ClockGroups; issue 24, absent in older records), sorted by name.
+	Clocks []MergeClock `json:"clocks,omitempty"`
 	// Problems say why the merge does not hold exactly the whole attack,
 	// each naming the shard or file; any makes the scenario NOT_RUN.
 	Problems []string `json:"problems"`
@@ -57,8 +61,11 @@ type MergeShard struct {
 	// Index is K, Dir the input directory.
 	Index int    `json:"index"`
 	Dir   string `json:"dir"`
-	// Host is the shard's host name (AttackSummary.Host).
+	// Host is the shard's host name (AttackSummary.Host), Node the
+	// machine whose clock it read when that is another (AttackSummary.Node,
+	// issue 24; empty in older records): see ClockName.
 	Host string `json:"host,omitempty"`
+	Node string `json:"node,omitempty"`
 	// IDs is how many IDs the shard was to send, Requests the lines merged.
 	IDs      int `json:"ids"`
 	Requests int `json:"requests"`
@@ -94,40 +101,89 @@ func (o ClockOffset) AbsNs() int64 {
 	return max(abs64(o.MinNs), abs64(o.MaxNs))
 }
 
-// ClockBound is the clock offset bound of a merged run: the largest |θ|
-// that the shards' offsets allow (ClockOffset.AbsNs), shards of one host
-// sharing its clock (their bounds against one replica intersect), ns; and
-// the hosts whose clock no offset bounds, sorted. 0 and none for a record
-// without shards.
-func (m *MergeRecord) ClockBound() (boundNs int64, unbounded []string) {
-	type key struct{ host, replica string }
-	bound := map[key]ClockOffset{}
-	hosts := map[string]bool{}
+// ClockName is the name of the clock the shard read: its Node when
+// set, else its Host (records before issue 24: one clock per host).
+func (s MergeShard) ClockName() string {
+	if s.Node != "" {
+		return s.Node
+	}
+	return s.Host
+}
+
+// MergeClock is one clock of a merge: the shards that read it and, per
+// receipt source, the intersection of their offset bounds. Shards on one
+// clock have one offset θ against a replica, so every shard's bound holds
+// θ and so does their intersection: MinNs is the largest of their MinNs,
+// MaxNs the smallest of their MaxNs, Pairs the sum.
+type MergeClock struct {
+	// Name is MergeShard.ClockName.
+	Name string `json:"name"`
+	// Shards are the shards' indices (MergeShard.Index), ascending.
+	Shards []int `json:"shards"`
+	// Offsets are the intersected bounds against each receipt source
+	// that bounds at least one of the shards, sorted by replica.
+	Offsets []ClockOffset `json:"offsets"`
+}
+
+// ClockGroups groups the shards by ClockName and intersects their bounds
+// per receipt source (MergeClock), sorted by name. A clock none of whose
+// shards is bounded against any source has no Offsets.
+func (m *MergeRecord) ClockGroups() []MergeClock {
+	byName := map[string]*MergeClock{}
+	bounds := map[string]map[string]ClockOffset{}
+	var names []string
 	for _, s := range m.Shards {
-		hosts[s.Host] = true
+		n := s.ClockName()
+		c := byName[n]
+		if c == nil {
+			c = &MergeClock{Name: n, Shards: []int{}, Offsets: []ClockOffset{}}
+			byName[n], bounds[n] = c, map[string]ClockOffset{}
+			names = append(names, n)
+		}
+		c.Shards = append(c.Shards, s.Index)
 		for _, o := range s.Offsets {
 			if !o.Bounded {
 				continue
 			}
-			k := key{s.Host, o.Replica}
-			if b, ok := bound[k]; ok {
+			if b, ok := bounds[n][o.Replica]; ok {
 				o.MinNs, o.MaxNs, o.Pairs = max(o.MinNs, b.MinNs), min(o.MaxNs, b.MaxNs), o.Pairs+b.Pairs
 			}
-			bound[k] = o
+			bounds[n][o.Replica] = o
 		}
 	}
-	boundedHost := map[string]bool{}
-	for k, o := range bound {
-		boundNs = max(boundNs, o.AbsNs())
-		boundedHost[k.host] = true
+	sort.Strings(names)
+	out := make([]MergeClock, 0, len(names))
+	for _, n := range names {
+		c := byName[n]
+		sort.Ints(c.Shards)
+		reps := make([]string, 0, len(bounds[n]))
+		for r := range bounds[n] {
+			reps = append(reps, r)
+		}
+		sort.Strings(reps)
+		for _, r := range reps {
+			c.Offsets = append(c.Offsets, bounds[n][r])
+		}
+		out = append(out, *c)
 	}
+	return out
+}
+
+// ClockBound is the clock offset bound of a merged run: the largest |θ|
+// that the clocks' intersected bounds allow (ClockGroups,
+// ClockOffset.AbsNs): shards on one clock (ClockName: one node, or one
+// host in records without nodes) share it; and the clocks that no offset
+// bounds, sorted. 0 and none for a record without shards.
+func (m *MergeRecord) ClockBound() (boundNs int64, unbounded []string) {
 	unbounded = []string{}
-	for h := range hosts {
-		if !boundedHost[h] {
-			unbounded = append(unbounded, h)
+	for _, c := range m.ClockGroups() {
+		if len(c.Offsets) == 0 {
+			unbounded = append(unbounded, c.Name)
+		}
+		for _, o := range c.Offsets {
+			boundNs = max(boundNs, o.AbsNs())
 		}
 	}
-	sort.Strings(unbounded)
 	return boundNs, unbounded
 }
 

@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"fmt"
+	"strings"
 )
 
 // IDHeader is the request header that carries each request's ID from the
@@ -44,4 +45,30 @@ func CheckName(what, name string) error {
 		}
 	}
 	return nil
+}
+
+// The environment variables that name the node whose clock a client reads
+// when its host name is not that node's (issue 24): on Kubernetes each pod
+// has its own host name (the pod's name) while the pods of one node share
+// its clock; under Slurm, slurmd sets SLURMD_NODENAME for every task
+// (Slurm's sbatch(1) "OUTPUT ENVIRONMENT VARIABLES").
+const (
+	// NodeNameEnv is set by a pod spec from the downward API
+	// (env valueFrom fieldRef fieldPath: spec.nodeName; Kubernetes docs,
+	// "Expose Pod Information to Containers Through Environment Variables").
+	NodeNameEnv = "RLBENCH_NODE_NAME"
+	// SlurmNodeEnv is the node a Slurm task runs on.
+	SlurmNodeEnv = "SLURMD_NODENAME"
+)
+
+// NodeName is the clock's node name from the environment read by getenv
+// (os.Getenv): NodeNameEnv, else SlurmNodeEnv, trimmed; "" when neither is
+// set (the clock is the host's: AttackSummary.Host).
+func NodeName(getenv func(string) string) string {
+	for _, k := range []string{NodeNameEnv, SlurmNodeEnv} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -80,3 +80,20 @@ func TestLoadRefusesProxyPathsInScenario(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeName (issue 24): the Kubernetes node (RLBENCH_NODE_NAME from the
+// downward API) wins over Slurm's SLURMD_NODENAME; blank is unset.
+func TestNodeName(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{NodeNameEnv: "node-1", SlurmNodeEnv: "s1"}, "node-1"},
+		{map[string]string{NodeNameEnv: "  ", SlurmNodeEnv: " s1\n"}, "s1"},
+		{map[string]string{}, ""},
+	} {
+		if got := NodeName(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("%v: %q, want %q", c.env, got, c.want)
+		}
+	}
+}

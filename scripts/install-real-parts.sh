@@ -11,9 +11,10 @@
 #     of installed parts, USER_BIN: $RLBENCH_HOME/bin if RLBENCH_HOME is set, else the user cache directory's
 #     rlbench/bin (${XDG_CACHE_HOME:-~/.cache}/rlbench/bin; ~/Library/Caches/rlbench/bin on macOS), the rule of
 #     internal/userdirs.Bin, where `rlbench run` finds it from any working directory. <repo>/.bin/service_cmd (with
-#     its stamp) is kept too, as a link to it, for the tools and docs that use that path (examples/envoy/envoyctl.sh), and
+#     its stamp) is kept too, as a link to it, for the tools and docs that use that path (examples/envoy/envoyctl.sh),
 #   * jq from Debian's `jq` package, for the README's event-stream example (`rlbench run --events - ... | jq ...`),
-#     which TestREADME runs where jq is on PATH.
+#     which TestREADME runs where jq is on PATH, and
+#   * Slurm from Debian's `slurm-wlm` package, for examples/slurm's integration test (the services are never started).
 # Idempotent: each part is skipped when it is already present (for service_cmd: the binary exists AND the stamp file
 # service_cmd.version beside it records exactly RLS_VERSION; one already in <repo>/.bin is copied, not rebuilt).
 # Needs root (or sudo) for apt-get, Go for the build. Prints progress (the build of service_cmd takes minutes the
@@ -230,6 +231,17 @@ else
 	stop_distro_haproxy
 fi
 
+# --- Slurm (examples/slurm's integration test) --------------------------------------------------------------------
+# Debian's slurm-wlm (slurmctld, slurmd and the client commands); the distro services are never started: the test runs
+# its own slurmctld and slurmd from a generated slurm.conf (auth/none, loopback ports, a temporary directory).
+if command -v slurmctld >/dev/null 2>&1 && command -v slurmd >/dev/null 2>&1 && command -v sbatch >/dev/null 2>&1; then
+	log "slurm present: $(command -v slurmctld) (skipping apt)"
+else
+	log "installing Debian package slurm-wlm"
+	apt_install_no_start slurm-wlm
+	command -v slurmctld >/dev/null 2>&1 || { log "slurmctld still not found after apt-get install"; exit 1; }
+fi
+
 # --- envoyproxy/ratelimit -----------------------------------------------------------------------------------------
 # has_rls DIR: DIR/service_cmd exists and its stamp records exactly the pinned version.
 has_rls() { [ -x "$1/service_cmd" ] && [ -f "$1/service_cmd.version" ] && [ "$(cat "$1/service_cmd.version")" = "${RLS_PKG}@${RLS_VERSION}" ]; }
@@ -295,3 +307,4 @@ printf 'jq=%s\n' "$JQ_BIN"
 printf 'service_cmd=%s\n' "${BIN}/service_cmd"
 printf 'service_cmd-repo=%s\n' "${REPO_BIN}/service_cmd"
 printf 'service_cmd-version=%s\n' "$(cat "$STAMP")"
+printf 'slurm-version=%s\n' "$(slurmctld -V 2>&1 | head -n1)"

@@ -28,7 +28,11 @@ func shardsTable(rep *Report) *textTable {
 			t.rows = append(t.rows, []string{s.Name, fmt.Sprintf("%d/%d", x.Index, sh.Count), x.Host, strconv.Itoa(x.Requests),
 				time.Unix(0, x.StartNs).UTC().Format("15:04:05.000000"), time.Duration(x.LateNs).String(), strings.Join(offs, "; ")})
 		}
-		t.rows = append(t.rows, []string{s.Name, "all", strconv.Itoa(sh.Hosts) + " host(s)", "", "spread " + time.Duration(sh.StartSpreadNs).String(),
+		hosts := strconv.Itoa(sh.Hosts) + " host(s)"
+		if sh.Clocks > 0 && sh.Clocks != sh.Hosts {
+			hosts += ", " + strconv.Itoa(sh.Clocks) + " clock(s)"
+		}
+		t.rows = append(t.rows, []string{s.Name, "all", hosts, "", "spread " + time.Duration(sh.StartSpreadNs).String(),
 			"max " + time.Duration(sh.MaxLateNs).String(), "widening ±" + time.Duration(sh.OffsetBoundNs).String()})
 	}
 	return t

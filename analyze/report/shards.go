@@ -10,6 +10,10 @@ type ShardsReport struct {
 	// Count is the shards' N; Hosts how many host names they ran on.
 	Count int `json:"count"`
 	Hosts int `json:"hosts"`
+	// Clocks is how many clocks they read (evidence.MergeShard.ClockName:
+	// pods of one Kubernetes node, tasks of one Slurm node share one; issue
+	// 24). Absent (0) in reports before it, where it was Hosts.
+	Clocks int `json:"clocks,omitempty"`
 	// StartSpreadNs is the latest shard start minus the earliest, each by
 	// its own clock, ns; MaxLateNs the largest lateness against --start-at.
 	StartSpreadNs int64 `json:"start_spread_ns"`
@@ -20,9 +24,9 @@ type ShardsReport struct {
 	// every limiter's intervals are widened by it on both sides, on top of
 	// its clock_skew_ns.
 	OffsetBoundNs int64 `json:"offset_bound_ns"`
-	// Unbounded names the hosts whose clock no request bounds (no request
-	// of theirs got a response from the backend and a receipt); with more
-	// than one host the limiters are then not checked.
+	// Unbounded names the clocks (node, else host names) that no request
+	// bounds (no request of theirs got a response from the backend and a
+	// receipt); with more than one clock the limiters are then not checked.
 	Unbounded []string `json:"unbounded"`
 	// Shards are the shards in index order.
 	Shards []ShardReport `json:"shards"`
@@ -30,9 +34,12 @@ type ShardsReport struct {
 
 // ShardReport is one shard of a merged run.
 type ShardReport struct {
-	Index    int    `json:"index"`
-	Dir      string `json:"dir"`
-	Host     string `json:"host"`
+	Index int    `json:"index"`
+	Dir   string `json:"dir"`
+	Host  string `json:"host"`
+	// Node is the machine whose clock it read when not Host's
+	// (evidence.MergeShard.Node).
+	Node     string `json:"node,omitempty"`
 	Requests int    `json:"requests"`
 	// StartNs is its start by its own clock, unix ns; LateNs how late it
 	// started against --start-at (0 without).

@@ -46,6 +46,16 @@
 // the bound NTP takes from one exchange (RFC 5905 section 8: the offset
 // lies within half the round-trip delay of the estimate), here over many
 // exchanges: the tightest pair wins, the minimum one-way delay on either
-// side. ClockOffset records it; analyze widens the model checker's timing
-// uncertainty by the largest |θ| the bounds allow (Limiter.ClockSkewNs).
+// side. ClockOffset records it per shard.
+//
+// Shards that read one clock have one θ against a replica, so their
+// bounds intersect: MergeRecord.Clocks (MergeRecord.ClockGroups) groups
+// the shards by the clock they read — the node (AttackSummary.Node: a
+// Kubernetes pod's spec.nodeName, a Slurm task's SLURMD_NODENAME), else
+// the host name — and keeps the intersection per replica. Four pods on one
+// node are one clock, bounded by the tightest pairs of all four; a group
+// whose intersection is empty is a Problem (the shards did not share a
+// clock, or it stepped). analyze widens the model checker's timing
+// uncertainty by the largest |θ| the clocks' bounds allow
+// (MergeRecord.ClockBound; Limiter.ClockSkewNs).
 package merge

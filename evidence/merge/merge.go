@@ -362,7 +362,7 @@ func mergeRequests(rec *evidence.MergeRecord, ctx context.Context, out evidence.
 	var start, end int64
 	for si, s := range shards {
 		ph := &s.att.Phases[0]
-		ms := evidence.MergeShard{Index: s.sh.Index, Dir: s.dir, Host: ph.Host, IDs: s.sh.IDs, StartNs: ph.StartNs, Clock: ph.Clock, Offsets: []evidence.ClockOffset{}}
+		ms := evidence.MergeShard{Index: s.sh.Index, Dir: s.dir, Host: ph.Host, Node: ph.Node, IDs: s.sh.IDs, StartNs: ph.StartNs, Clock: ph.Clock, Offsets: []evidence.ClockOffset{}}
 		if ph.StartAt != nil {
 			ms.StartAtNs, ms.LateNs = ph.StartAt.AtNs, ph.StartAt.LateNs
 			rec.MaxLateNs = max(rec.MaxLateNs, ph.StartAt.LateNs)
@@ -531,6 +531,18 @@ func mergeReceipts(rec *evidence.MergeRecord, ctx context.Context, out evidence.
 					problem("shard %d/%d: its requests and %s's receipts admit no clock offset (%d > %d ns): a clock stepped during the attack, or receipts of another run",
 						rec.Shards[s].Index, rec.Count, o.Replica, o.MinNs, o.MaxNs)
 				}
+			}
+		}
+	}
+	rec.Clocks = rec.ClockGroups()
+	for _, c := range rec.Clocks {
+		if len(c.Shards) < 2 {
+			continue // a lone shard's empty bound is reported above
+		}
+		for _, o := range c.Offsets {
+			if o.MinNs > o.MaxNs {
+				problem("clock %s (shards %v): their requests and %s's receipts admit no common clock offset (%d > %d ns): the shards do not share a clock, or a clock stepped during the attack",
+					c.Name, c.Shards, o.Replica, o.MinNs, o.MaxNs)
 			}
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/internal/cli"
 )
 
@@ -60,7 +61,7 @@ func load(t *testing.T) *manifests {
 	m := &manifests{namespaces: map[string]*corev1.Namespace{}, pvcs: map[string]*corev1.PersistentVolumeClaim{},
 		deployments: map[string]*appsv1.Deployment{}, services: map[string]*corev1.Service{}, configMaps: map[string]*corev1.ConfigMap{},
 		jobs: map[string]*batchv1.Job{}, pods: map[string]*corev1.Pod{}}
-	files, err := filepath.Glob("*.yaml")
+	files, err := filepath.Glob(filepath.Join("base", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
 	}
@@ -76,6 +77,8 @@ func load(t *testing.T) *manifests {
 				t.Fatalf("%s: %v", where, err)
 			}
 			switch tm.APIVersion + " " + tm.Kind {
+			case "kustomize.config.k8s.io/v1beta1 Kustomization":
+				continue // base/kustomization.yaml: TestKustomize
 			case "v1 Namespace":
 				add(t, where, doc, m.namespaces)
 			case "v1 PersistentVolumeClaim":
@@ -150,6 +153,8 @@ func containerEnv(t *testing.T, m *manifests, where string, c corev1.Container, 
 			env[e.Name] = v
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 			env[e.Name] = "rlbench-pod-x"
+		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName":
+			env[e.Name] = "node-x"
 		case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.annotations['batch.kubernetes.io/job-completion-index']":
 			env[e.Name] = index
 		default:
@@ -260,6 +265,11 @@ func TestManifests(t *testing.T) {
 		t.Fatal("attack Job: a retried shard re-sends its IDs: want backoffLimit 0 and restartPolicy Never")
 	}
 	ac := s.Template.Spec.Containers[0]
+	// Each pod names the node whose clock it reads (issue 24): a pod's host
+	// name is its own, and merge intersects the clock bounds per node.
+	if env := containerEnv(t, m, "attack pod", ac, "0"); env[evidence.NodeNameEnv] != "node-x" {
+		t.Fatalf("attack pod: want env %s from the downward API's spec.nodeName", evidence.NodeNameEnv)
+	}
 	outs := map[string]bool{}
 	var startAt time.Time
 	for k := range n {

@@ -358,7 +358,7 @@ func (o *AttackOptions) validateShard() error {
 // ID, body, targets and certificate files. Errors name the file.
 func (o *AttackOptions) attackOptions() (attack.Options, error) {
 	opts := attack.Options{Targets: o.Targets, Timeout: o.Timeout, CaptureHeaders: o.Capture, DisableKeepAlives: o.NoKeepAlive,
-		Shard: o.Shard, StartAt: o.StartAt, WarmAhead: o.WarmAhead}
+		Shard: o.Shard, StartAt: o.StartAt, WarmAhead: o.WarmAhead, Node: evidence.NodeName(os.Getenv)}
 	cfg, err := o.tlsConfig()
 	if err != nil {
 		return opts, err

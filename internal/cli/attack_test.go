@@ -211,14 +211,19 @@ func TestAttackTLSCLI(t *testing.T) {
 }
 
 // TestAttackShardsCLI: four shards from JOB_COMPLETION_INDEX, one start
-// instant: together each ID once, each shard its own directory naming it.
+// instant: together each ID once, each shard its own directory naming it
+// and the node whose clock it read (issue 24: RLBENCH_NODE_NAME, else
+// SLURMD_NODENAME, else none).
 func TestAttackShardsCLI(t *testing.T) {
 	srv := newIDServer(t, nil)
 	dir := t.TempDir()
 	at := time.Now().Add(800 * time.Millisecond).UTC().Format(time.RFC3339Nano)
 	var digests []string
+	nodes := []struct{ k8s, slurm, want string }{{"node-a", "", "node-a"}, {"node-a", "slurm-b", "node-a"}, {"", "slurm-b", "slurm-b"}, {"", " ", ""}}
 	for k := range 4 {
 		t.Setenv("JOB_COMPLETION_INDEX", fmt.Sprint(k))
+		t.Setenv(evidence.NodeNameEnv, nodes[k].k8s)
+		t.Setenv(evidence.SlurmNodeEnv, nodes[k].slurm)
 		out := filepath.Join(dir, fmt.Sprintf("shard-%d", k))
 		code, _, stderr := runCLI(t, "attack", "--target", "p="+srv.URL, "--ids", "30", "--out", out, "--shard-from-env", "JOB_COMPLETION_INDEX",
 			"--shards", "4", "--start-at", at, "--warm-ahead", "100ms")
@@ -231,6 +236,9 @@ func TestAttackShardsCLI(t *testing.T) {
 		ph := readAttack(t, out).Phases[0]
 		if sh := ph.Shard; sh == nil || sh.Index != k || sh.Count != 4 || sh.FromEnv != "JOB_COMPLETION_INDEX" || sh.TotalIDs != 30 || ph.Host == "" || ph.StartAt == nil {
 			t.Fatalf("shard %d: %+v %+v", k, ph.Shard, ph.StartAt)
+		}
+		if ph.Node != nodes[k].want {
+			t.Fatalf("shard %d: node %q, want %q", k, ph.Node, nodes[k].want)
 		}
 		digests = append(digests, ph.Shard.Digest)
 	}
