@@ -144,7 +144,11 @@ func TestDemoFitsTerminal(t *testing.T) {
 		}
 		seen[l] = true
 	}
-	if n := strings.Count(out, "model per proxy (all proxies): Envoy"); n != 1 {
-		t.Errorf("%d rows of the per-proxy model, want 1:\n%s", n, out)
+	// The two proxies' model rows are merged into one when their peaks are
+	// equal; how many of a burst fall into one 1 ms window is the
+	// scheduler's, so two rows (one per proxy) are as right.
+	merged, apart := strings.Count(out, "model per proxy (all proxies): Envoy"), strings.Count(out, "│ model: Envoy")
+	if !(merged == 1 && apart == 0 || merged == 0 && apart == 2) {
+		t.Errorf("%d merged and %d separate rows of the per-proxy model, want 1 merged or 2 separate:\n%s", merged, apart, out)
 	}
 }
