@@ -71,7 +71,7 @@ func TestGatewayPlanValidation(t *testing.T) {
 	for _, c := range []struct{ lab, bad string }{
 		{"{proxies: 1, gateway: {xrate: {rate: 1, burst: 1}}}", "the gateway replaces the lab proxies"},
 		{"{local: {max_tokens: 1, fill_interval: 1s}, gateway: {xrate: {rate: 1, burst: 1}}}", "the gateway replaces the lab proxies"},
-		{"{nginx: {rate: 1r/s}, gateway: {xrate: {rate: 1, burst: 1}}}", "the gateway replaces the lab proxies"},
+		{"{nginx: {rate: 1r/s}, gateway: {xrate: {rate: 1, burst: 1}}}", "lab.nginx and lab.gateway each replace the lab proxies"},
 	} {
 		plan := "name: p\nscenarios:\n - name: s\n   lab: " + c.lab + "\n   attack: {ids: 1}\n"
 		if _, err := ParsePlan(planPath, []byte(plan)); err == nil || !strings.Contains(err.Error(), c.bad) {

@@ -117,3 +117,20 @@ func TestIstioPlanErrors(t *testing.T) {
 		})
 	}
 }
+
+// lab.nginx, lab.gateway and lab.haproxy each replace the lab proxies: a
+// lab with two of them is refused at its line (the run would have started
+// one and silently dropped the other).
+func TestOneReplacingSection(t *testing.T) {
+	for _, lab := range []string{
+		"gateway: {key: route, xrate: {rate: 10, burst: 10}}\n      haproxy: {limit: 3, period: 1s}",
+		"nginx: {rate: 1r/s}\n      haproxy: {limit: 3, period: 1s}",
+		"nginx: {rate: 1r/s}\n      gateway: {key: route, xrate: {rate: 10, burst: 10}}",
+	} {
+		plan := "name: x\nscenarios:\n  - name: s\n    lab:\n      " + lab + "\n    attack: {ids: 1}\n"
+		_, err := ParsePlan("p.yaml", []byte(plan))
+		if err == nil || !strings.Contains(err.Error(), "each replace the lab proxies") || !strings.Contains(err.Error(), "p.yaml: line ") {
+			t.Errorf("%s: err = %v", lab, err)
+		}
+	}
+}

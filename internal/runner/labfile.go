@@ -71,6 +71,20 @@ func (lp *LabPlan) checkProxies() error {
 // the default, or real), then the lab's own rules and the inline RLS
 // config (validate). field is the key of the failing part.
 func (lp *LabPlan) checkSection() (field string, err error) {
+	// lab.nginx, lab.gateway and lab.haproxy each replace the lab proxies:
+	// at most one of them (the run would start only one).
+	var replacing []string
+	for _, r := range []struct {
+		set  bool
+		name string
+	}{{lp.Nginx != nil, "nginx"}, {lp.Gateway != nil, "gateway"}, {lp.HAProxy != nil, "haproxy"}} {
+		if r.set {
+			replacing = append(replacing, r.name)
+		}
+	}
+	if len(replacing) > 1 {
+		return replacing[1], fmt.Errorf("lab.%s and lab.%s each replace the lab proxies: give one of lab.nginx, lab.gateway, lab.haproxy", replacing[0], replacing[1])
+	}
 	if lp.Istio != nil {
 		if lp.Nginx != nil || lp.Gateway != nil || lp.HAProxy != nil {
 			return "istio", errors.New("lab.istio configures the lab proxies, which lab.nginx, lab.gateway and lab.haproxy replace")
