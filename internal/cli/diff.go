@@ -154,6 +154,15 @@ func loadDiffSide(ctx context.Context, path string) (*report.DiffSide, error) {
 		}
 		return &report.DiffSide{Path: path, Kind: report.DiffSaved, Report: rep}, nil
 	}
+	// A directory is a run (manifest.json) or one scenario's evidence, as
+	// `rlbench run` and `rlbench attack` leave them; analyze would also
+	// search any directory for scenarios below it, which for a diff (a CI
+	// gate comparing a baseline with a new run) would turn a wrong or
+	// empty path into a comparison that passes.
+	if _, err := os.Stat(evidence.Dir(path).Manifest()); err != nil && !evidence.IsScenarioDir(path) {
+		return nil, usageErrorf("diff: %s is not a run directory (no %s) nor a scenario directory (no %s, %s or %s)", path,
+			evidence.ManifestFile, evidence.ScenarioFile, evidence.RequestsFile, evidence.NotRunFile)
+	}
 	b, rep, err := judgeDir(ctx, path, analyze.Options{}, false)
 	if err != nil {
 		return nil, err

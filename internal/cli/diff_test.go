@@ -176,6 +176,10 @@ func TestDiffBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "nope")
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -185,6 +189,10 @@ func TestDiffBadInput(t *testing.T) {
 		{[]string{missing, good}, ExitUsage, "stat " + missing + ": no such file or directory"},
 		{[]string{good, missing}, ExitUsage, "stat " + missing + ": no such file or directory"},
 		{[]string{cut, good}, ExitError, cut + ": line 4: unexpected end of JSON input"},
+		// Neither a run nor a scenario: not searched for scenarios below it,
+		// which would make a wrong path a comparison that passes.
+		{[]string{good, empty}, ExitUsage, "diff: " + empty + " is not a run directory (no manifest.json) nor a scenario directory"},
+		{[]string{dir, good}, ExitUsage, "diff: " + dir + " is not a run directory"},
 		{[]string{good, other}, ExitError, other + `: line 3: schema "rlbench.diff/v1": not a report of rlbench.report/v2`},
 	} {
 		code, out, errOut := runCLI(t, append([]string{"diff"}, c.args...)...)
