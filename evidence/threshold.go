@@ -100,6 +100,9 @@ func ParseLatencyBound(s string) (LatencyBound, error) {
 	if d < 0 {
 		return LatencyBound{}, fmt.Errorf("threshold %q: a latency is never negative", s)
 	}
+	if op == OpLess && d == 0 {
+		return LatencyBound{}, fmt.Errorf("threshold %q: no latency is below 0: the bound could only fail", s)
+	}
 	return LatencyBound{Op: op, D: d}, nil
 }
 
@@ -163,6 +166,9 @@ func ParseRatioBound(s string) (RatioBound, error) {
 	}
 	if f < 0 || f > 1 {
 		return RatioBound{}, fmt.Errorf("threshold %q: a ratio lies in 0..1 (0%%..100%%)", s)
+	}
+	if op == OpLess && f == 0 || op == OpGreater && f == 1 {
+		return RatioBound{}, fmt.Errorf("threshold %q: no ratio lies outside 0..1 (0%%..100%%): the bound could only fail", s)
 	}
 	return RatioBound{Op: op, Ratio: f, Percent: pct}, nil
 }

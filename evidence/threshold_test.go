@@ -28,12 +28,12 @@ func TestParseThresholds(t *testing.T) {
 			t.Errorf("ParseRatioBound(%q) = %v, %v; want %v", s, got, err, want)
 		}
 	}
-	for _, s := range []string{"", "50ms", "== 50ms", "<=", "<= -1ms", "<= 50", "<= fast", "=< 5ms", strings.Repeat("<", 70)} {
+	for _, s := range []string{"", "50ms", "== 50ms", "<=", "<= -1ms", "<= 50", "<= fast", "=< 5ms", strings.Repeat("<", 70), "< 0s", "<0ms"} {
 		if _, err := ParseLatencyBound(s); err == nil {
 			t.Errorf("ParseLatencyBound(%q) accepted", s)
 		}
 	}
-	for _, s := range []string{"", "0.1%", "< 101%", "< -1%", "< 1.5", "< NaN", "< Inf", "< 0x1p-3", "< %", "< 1_0%"} {
+	for _, s := range []string{"", "0.1%", "< 101%", "< -1%", "< 1.5", "< NaN", "< Inf", "< 0x1p-3", "< %", "< 1_0%", "> 100%", "> 1", "< 0%", "< 0"} {
 		if _, err := ParseRatioBound(s); err == nil {
 			t.Errorf("ParseRatioBound(%q) accepted", s)
 		}

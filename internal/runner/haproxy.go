@@ -83,6 +83,15 @@ func (lp *LabPlan) validateHAProxy() (field string, err error) {
 	if p := time.Duration(h.Period); p < time.Millisecond || p%time.Millisecond != 0 {
 		return "haproxy.period", fmt.Errorf("lab.haproxy.period %v: want a positive whole number of milliseconds (HAProxy counts in ms), e.g. 1s", p)
 	}
+	// HAProxy's timers hold at most 2147483647 ms (haproxy -c: "timer
+	// overflow"); the table's expire is at least twice the period.
+	const maxHAProxyTimer = 2147483647 * time.Millisecond
+	if p := time.Duration(h.Period); p > maxHAProxyTimer/2 {
+		return "haproxy.period", fmt.Errorf("lab.haproxy.period %v: want at most %v (the stick table's expire, twice the period, must fit HAProxy's timers of at most 2147483647 ms)", p, maxHAProxyTimer/2)
+	}
+	if e := time.Duration(h.Expire); e > maxHAProxyTimer {
+		return "haproxy.expire", fmt.Errorf("lab.haproxy.expire %v: want at most %v (HAProxy's timers hold at most 2147483647 ms)", e, maxHAProxyTimer)
+	}
 	if h.Key != "" && h.Key != "src" {
 		name, ok := strings.CutPrefix(h.Key, "header:")
 		if !ok || name == "" {

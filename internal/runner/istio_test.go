@@ -134,3 +134,16 @@ func TestOneReplacingSection(t *testing.T) {
 		}
 	}
 }
+
+// lab.haproxy's period and expire must fit HAProxy's timers (at most
+// 2147483647 ms; the default expire is twice the period): refused at the
+// plan's line, not by haproxy -c at run time.
+func TestHAProxyTimersFit(t *testing.T) {
+	for _, h := range []string{"{limit: 5, period: 8760h}", "{limit: 5, period: 1s, expire: 720h}"} {
+		plan := "name: x\nscenarios:\n  - name: s\n    lab:\n      haproxy: " + h + "\n    attack: {ids: 1}\n"
+		_, err := ParsePlan("p.yaml", []byte(plan))
+		if err == nil || !strings.Contains(err.Error(), "2147483647 ms") || !strings.Contains(err.Error(), "p.yaml: line 5") {
+			t.Errorf("%s: err = %v", h, err)
+		}
+	}
+}
