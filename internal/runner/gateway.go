@@ -574,3 +574,32 @@ func luaStrings(as []LuaArg) []string {
 	}
 	return out
 }
+
+// gatewayLimiterReason is the NOT_RUN reason of a lab.gateway scenario
+// whose limiter failed on some request (a Redis error, a script error, an
+// answer admit_when cannot read, no answer within the timeout: the
+// gateway's Stats), "" otherwise: what the limiter under test did not
+// decide cannot be judged, whichever way the gateway answered it (fail
+// open forwards it, failure_mode_deny answers 500). A scenario with a
+// redis fault step expects errors in its fault windows, and gets none
+// of this reason. Call it after the gateway is closed.
+func (r *scenarioRun) gatewayLimiterReason() string {
+	if r.gateway == nil {
+		return ""
+	}
+	for _, st := range r.plan.Steps {
+		if st.Fault != nil && st.Fault.Target == evidence.FaultTargetRedis {
+			return ""
+		}
+	}
+	return limiterFailedReason(r.gateway.Stats())
+}
+
+// limiterFailedReason is the reason for st's errors ("" without any).
+func limiterFailedReason(st gateway.Stats) string {
+	if st.Errors == 0 {
+		return ""
+	}
+	return fmt.Sprintf("lab.gateway: the limiter failed on %d of %d requests (first: %s); the limiter under test did not decide them",
+		st.Errors, st.Calls, evidence.RedactText(st.FirstError))
+}

@@ -29,7 +29,7 @@ var quietOnce sync.Once
 func NewRedisClient(addr string) *redis.Client {
 	quietOnce.Do(func() { redis.SetLogger(quietRedis{}) })
 	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 256, MinIdleConns: 4, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1})
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
 }
 
 // Units of NowFormat.Unit: the unit of the unix time a Lua script is given.
