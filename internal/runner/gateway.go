@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -315,12 +317,49 @@ func (l *LuaPlan) validate() error {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(l.baseDir, p)
 	}
-	b, err := boundedio.ReadRegular(context.Background(), p, MaxLuaScriptBytes)
+	b, err := readLuaScript(p)
 	if err != nil {
 		return gwErr("lua.script", "%v", err)
 	}
 	l.script = b
 	return nil
+}
+
+// readLuaScript reads the Lua script file at path, which is kept in the
+// evidence (gateway/script.lua): only a regular file that is not a
+// symbolic link (checked with Lstat, and the opened file must be the one
+// checked) of at most MaxLuaScriptBytes; errors name path.
+func readLuaScript(path string) ([]byte, error) {
+	lst, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if lst.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is a symbolic link: give the script file itself", path)
+	}
+	if !lst.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, boundedio.FileKind(lst.Mode()))
+	}
+	f, st, err := boundedio.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if !os.SameFile(st, lst) {
+		return nil, fmt.Errorf("%s was replaced while it was opened", path)
+	}
+	tooLarge := fmt.Errorf("%s is larger than %d bytes", path, MaxLuaScriptBytes)
+	if st.Size() > MaxLuaScriptBytes {
+		return nil, tooLarge
+	}
+	b, err := boundedio.ReadAll(context.Background(), f, path, MaxLuaScriptBytes)
+	if se := (*boundedio.SizeError)(nil); errors.As(err, &se) {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
 }
 
 // nowFormat is the plan's now as the gateway's NowFormat (seconds, integer, without one).

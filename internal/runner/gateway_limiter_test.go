@@ -3,8 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,5 +63,48 @@ func TestGatewayLimiterFailedIsNotRun(t *testing.T) {
 	}
 	if got := limiterFailedReason(gateway.Stats{Calls: 20, Errors: 1, FirstError: "x"}); got != "lab.gateway: the limiter failed on 1 of 20 requests (first: x); the limiter under test did not decide them" {
 		t.Errorf("1 of 20: %q", got)
+	}
+}
+
+// TestGatewayLuaScriptMustBeARegularFile: lab.gateway.lua.script is kept
+// in the evidence, so a symbolic link (to /etc/shadow, say, or to a
+// regular file beside the plan), a directory, a FIFO or a file over
+// MaxLuaScriptBytes is refused when the plan is loaded, naming the plan
+// file, the line and the path.
+func TestGatewayLuaScriptMustBeARegularFile(t *testing.T) {
+	planPath := writeScript(t)
+	dir := filepath.Dir(planPath)
+	mustDo(t, os.Symlink("/etc/shadow", filepath.Join(dir, "shadow.lua")))
+	mustDo(t, os.Symlink("tb.lua", filepath.Join(dir, "link.lua")))
+	mustDo(t, os.Mkdir(filepath.Join(dir, "dir.lua"), 0o755))
+	mustDo(t, syscall.Mkfifo(filepath.Join(dir, "fifo.lua"), 0o644))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "big.lua"), make([]byte, MaxLuaScriptBytes+1), 0o644))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "max.lua"), make([]byte, MaxLuaScriptBytes), 0o644))
+	for _, c := range []struct{ script, bad string }{
+		{"shadow.lua", "is a symbolic link"},
+		{"link.lua", "is a symbolic link"},
+		{"dir.lua", "is a directory, not a regular file"},
+		{"fifo.lua", "not a regular file"},
+		{"big.lua", fmt.Sprintf("is larger than %d bytes", MaxLuaScriptBytes)},
+		{"max.lua", ""},
+	} {
+		_, err := ParsePlan(planPath, []byte(gatewayPlan(`{lua: {script: `+c.script+`, keys: ["{key}"]}}`, "{ids: 1}")))
+		if c.bad == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.script, err)
+			}
+			continue
+		}
+		want := planPath + ": line 5: scenarios[0] (s): lab.gateway.lua.script: " + filepath.Join(dir, c.script) + " "
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), c.bad) {
+			t.Errorf("%s: %v, want %q ... %q", c.script, err, want, c.bad)
+		}
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
