@@ -109,9 +109,13 @@ type LuaPlan struct {
 	Args []LuaArg `json:"args,omitempty"`
 	// Now is the unit and precision of {now}; required when a template uses it.
 	Now *LuaNowPlan `json:"now,omitempty"`
-	// AdmitWhen admits a request when the script's answer (an integer in
-	// decimal, a string as is, an array's first element) equals it;
-	// default "nonzero": an integer other than 0.
+	// AdmitWhen admits a request: "nonzero" (the default) when the
+	// script's answer is an integer other than 0, an integer in decimal
+	// when the answer is that integer, any other string when the answer
+	// is that string (gateway.ParseAdmitWhen; "true", "false" and "nil"
+	// are refused). An answer of another type (a string, nil or a table
+	// where an integer is wanted) is a limiter error: the script did not
+	// decide.
 	AdmitWhen string `json:"admit_when,omitempty"`
 	// Claim is what the script claims to be, judged as the scenario's
 	// limiter model; without it no model is declared.
@@ -309,6 +313,9 @@ func (l *LuaPlan) validate() error {
 	}
 	if len(l.Keys) == 0 {
 		return gwErr("lua.keys", "give the script's KEYS, e.g. [\"{key}\"]")
+	}
+	if err := gateway.ParseAdmitWhen(l.AdmitWhen); err != nil {
+		return gwErr("lua.admit_when", "%v", err)
 	}
 	if c := l.Claim; c != nil && c.TokenBucket == nil {
 		return gwErr("lua.claim", "claim a model: token_bucket: {capacity, rate}")

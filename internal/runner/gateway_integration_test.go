@@ -155,7 +155,8 @@ func TestGatewayRedisFaults(t *testing.T) {
 // TestGatewayLimiterFailureIsNotRun: a Lua script that never answers (an
 // endless loop: Redis is stuck, the gateway fails open after its
 // timeout) or that answers an error reply is NOT_RUN naming how many of
-// how many requests the limiter failed on and the first error, never the
+// how many requests the limiter failed on and the first error, as is one
+// that answers a string where admit_when wants an integer; never the
 // PASS or the plain over-admission FAIL that the forwarded requests
 // would give against the claimed token bucket.
 func TestGatewayLimiterFailureIsNotRun(t *testing.T) {
@@ -166,7 +167,8 @@ func TestGatewayLimiterFailureIsNotRun(t *testing.T) {
 		t.Skip(err)
 	}
 	dir := t.TempDir()
-	for name, src := range map[string]string{"loop.lua": "while true do end\n", "boom.lua": "return redis.error_reply(\"boom\")\n"} {
+	for name, src := range map[string]string{"loop.lua": "while true do end\n", "boom.lua": "return redis.error_reply(\"boom\")\n",
+		"text.lua": "return \"1\"\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +178,7 @@ func TestGatewayLimiterFailureIsNotRun(t *testing.T) {
 			", keys: [\"{key}\"], claim: {token_bucket: {capacity: 10, rate: 10}}}}}\n" +
 			"   attack: {ids: 20, concurrency: 20}\n   expect: {admitted: model}\n"
 	}
-	plan := "name: limiter failures\nscenarios:\n" + scenario("loop", "loop.lua") + scenario("boom", "boom.lua")
+	plan := "name: limiter failures\nscenarios:\n" + scenario("loop", "loop.lua") + scenario("boom", "boom.lua") + scenario("text", "text.lua")
 	planPath := filepath.Join(dir, "plan.yaml")
 	p, err := runner.ParsePlan(planPath, []byte(plan))
 	if err != nil {
@@ -190,7 +192,8 @@ func TestGatewayLimiterFailureIsNotRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("progress:\n%s", progress.String())
-	for d, first := range map[string]string{"01-loop": "no answer within the timeout 200ms", "02-boom": "boom"} {
+	for d, first := range map[string]string{"01-loop": "no answer within the timeout 200ms", "02-boom": "ERR boom",
+		"03-text": `answered a string "1", but admit_when nonzero wants an integer`} {
 		b, err := os.ReadFile(filepath.Join(runDir, d, "1", evidence.NotRunFile))
 		if err != nil || !strings.HasPrefix(string(b), "lab.gateway: the limiter failed on 20 of 20 requests (first: ") || !strings.Contains(string(b), first) {
 			t.Errorf("%s NOT_RUN %q %v, want 20 of 20 with %q", d, b, err, first)

@@ -34,3 +34,27 @@ func FuzzParseKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAdmitWhen: an accepted admit_when never panics on any answer
+// type, decides an answer of its own type and refuses the others.
+func FuzzParseAdmitWhen(f *testing.F) {
+	for _, s := range []string{"", "nonzero", "1", "-1", "0", "OK", "true", " OK", "9223372036854775808"} {
+		f.Add(s, int64(1), "OK")
+	}
+	f.Fuzz(func(t *testing.T, s string, n int64, str string) {
+		rule, err := parseAdmitWhen(s)
+		if err != nil {
+			return
+		}
+		_, ierr := rule.decide(n)
+		_, serr := rule.decide(str)
+		if (ierr == nil) == (serr == nil) {
+			t.Fatalf("admit_when %q: integer answer %v, string answer %v: want exactly one of the two types read", s, ierr, serr)
+		}
+		for _, v := range []any{nil, []any{n}} {
+			if _, err := rule.decide(v); err == nil {
+				t.Fatalf("admit_when %q: answer %#v decided", s, v)
+			}
+		}
+	})
+}
