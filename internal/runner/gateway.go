@@ -103,7 +103,9 @@ type LuaPlan struct {
 	// Script is the script file, relative to the plan file's directory.
 	Script string `json:"script"`
 	// Keys are the KEYS templates: "{key}" is the request's key, "{now}"
-	// the gateway's clock (as now says); other text is passed as is.
+	// the gateway's clock (as now says); other text is passed as is. No
+	// other brace: {user}, {{key}}, an unbalanced { or } is refused
+	// (gateway.CheckTemplate).
 	Keys []LuaArg `json:"keys,omitempty"`
 	// Args are the ARGV templates, as keys; numbers are passed as written.
 	Args []LuaArg `json:"args,omitempty"`
@@ -298,9 +300,15 @@ func (l *LuaPlan) validate() error {
 		return gwErr("lua.script", "the Lua script file is required")
 	}
 	usesNow := false
-	for _, group := range [][]LuaArg{l.Keys, l.Args} {
-		for _, a := range group {
-			usesNow = usesNow || strings.Contains(string(a), "{now}")
+	for _, group := range []struct {
+		field string
+		args  []LuaArg
+	}{{"lua.keys", l.Keys}, {"lua.args", l.Args}} {
+		for i, a := range group.args {
+			if err := gateway.CheckTemplate(string(a)); err != nil {
+				return gwErr(fmt.Sprintf("%s[%d]", group.field, i), "%v", err)
+			}
+			usesNow = usesNow || gateway.UsesNow(string(a))
 		}
 	}
 	if usesNow && l.Now == nil {

@@ -108,3 +108,36 @@ func mustDo(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestGatewayLuaTemplates: only {key} and {now} are placeholders of
+// lab.gateway.lua's KEYS and ARGV; any other {...}, an unbalanced { or }
+// is refused at plan load with the plan file and the template's line.
+func TestGatewayLuaTemplates(t *testing.T) {
+	planPath := writeScript(t)
+	for _, c := range []struct{ keys, args, bad string }{
+		{`["rl:{key}"]`, `[5, "{now}", "{key}:{now}", "plain"]`, ""},
+		{`["{{key}}"]`, `[]`, `lab.gateway.lua.keys[0]: template "{{key}}": "{{key}" at byte 0 is not a placeholder`},
+		{`["{key}"]`, `[1, "{now"]`, `lab.gateway.lua.args[1]: template "{now": the { at byte 0 has no }`},
+		{`["{user}"]`, `[]`, `lab.gateway.lua.keys[0]: template "{user}": "{user}" at byte 0 is not a placeholder`},
+		{`["{key}"]`, `["{now}}"]`, `lab.gateway.lua.args[0]: template "{now}}": the } at byte 5 has no {`},
+		{`["{key}", "a}b"]`, `[]`, `lab.gateway.lua.keys[1]: template "a}b": the } at byte 1 has no {`},
+		{`["{KEY}"]`, `[]`, `"{KEY}" at byte 0 is not a placeholder`},
+	} {
+		plan := "name: p\nscenarios:\n - name: s\n   lab:\n     gateway:\n       lua:\n         script: tb.lua\n         now: {unit: s}\n" +
+			"         keys: " + c.keys + "\n         args: " + c.args + "\n   attack: {ids: 1}\n"
+		_, err := ParsePlan(planPath, []byte(plan))
+		if c.bad == "" {
+			if err != nil {
+				t.Errorf("%s %s: %v", c.keys, c.args, err)
+			}
+			continue
+		}
+		line := "line 9: "
+		if strings.Contains(c.bad, ".args[") {
+			line = "line 10: "
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), planPath+": "+line) || !strings.Contains(err.Error(), c.bad) {
+			t.Errorf("%s %s: %v, want %s... %q", c.keys, c.args, err, line, c.bad)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -55,6 +56,22 @@ func FuzzParseAdmitWhen(f *testing.F) {
 			if _, err := rule.decide(v); err == nil {
 				t.Fatalf("admit_when %q: answer %#v decided", s, v)
 			}
+		}
+	})
+}
+
+// FuzzCheckTemplate: an accepted template has no brace left once its
+// {key} and {now} are expanded with brace-free values.
+func FuzzCheckTemplate(f *testing.F) {
+	for _, s := range []string{"{key}", "rl:{key}:{now}", "{{key}}", "{now", "{now}}", "{user}", "}", "plain", "{key}{now}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if CheckTemplate(s) != nil {
+			return
+		}
+		if out := expand([]string{s}, "k", "1"); strings.ContainsAny(out[0], "{}") {
+			t.Fatalf("accepted %q expands to %q, which keeps a brace", s, out[0])
 		}
 	})
 }

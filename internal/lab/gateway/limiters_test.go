@@ -133,6 +133,19 @@ func TestLuaAdmitWhen(t *testing.T) {
 	if LuaAnswer([]any{int64(7)}) != "7" || LuaAnswer(nil) != "nil" || LuaAnswer("OK") != "OK" {
 		t.Error("LuaAnswer")
 	}
+	for _, ok := range []string{"{key}", "rl:{key}:{now}", "2000", ""} {
+		if err := CheckTemplate(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for bad, want := range map[string]string{"{{key}}": `"{{key}" at byte 0`, "{now": "has no }", "{now}}": "the } at byte 5", "{user}": `"{user}" at byte 0`} {
+		if err := CheckTemplate(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", bad, err, want)
+		}
+	}
+	if _, err := NewLua(context.Background(), nil, LuaOptions{Keys: []string{"{user}"}, Now: NowFormat{Unit: "s"}}); err == nil {
+		t.Error("NewLua with a {user} template: no error")
+	}
 	if got := expand([]string{"rl:{key}", "{now}", "2000"}, "u1", "17.5"); got[0] != "rl:u1" || got[1] != "17.5" || got[2] != "2000" {
 		t.Errorf("expand: %v", got)
 	}

@@ -183,7 +183,8 @@ type LuaOptions struct {
 	Script []byte
 	// Keys and Args are the templates of EVALSHA's KEYS and ARGV: "{key}"
 	// becomes the request's key, "{now}" the gateway's clock (Now), other
-	// text is passed as is (Redis receives every argument as a string).
+	// text is passed as is (Redis receives every argument as a string);
+	// no other brace (CheckTemplate).
 	Keys, Args []string
 	// Now formats {now}.
 	Now NowFormat
@@ -209,6 +210,13 @@ func NewLua(ctx context.Context, rdb *redis.Client, opts LuaOptions) (*Lua, erro
 	if err := opts.Now.Validate(); err != nil {
 		return nil, fmt.Errorf("lua: %w", err)
 	}
+	for _, group := range [][]string{opts.Keys, opts.Args} {
+		for _, t := range group {
+			if err := CheckTemplate(t); err != nil {
+				return nil, fmt.Errorf("lua: %w", err)
+			}
+		}
+	}
 	admit, err := parseAdmitWhen(opts.AdmitWhen)
 	if err != nil {
 		return nil, fmt.Errorf("lua: %w", err)
@@ -225,12 +233,46 @@ func NewLua(ctx context.Context, rdb *redis.Client, opts LuaOptions) (*Lua, erro
 // SHA is the script's SHA1 digest (EVALSHA's first argument).
 func (l *Lua) SHA() string { return l.sha }
 
+// Placeholders of the KEYS and ARGV templates (LuaOptions.Keys, Args).
+const (
+	PlaceholderKey = "{key}"
+	PlaceholderNow = "{now}"
+)
+
+// CheckTemplate checks a KEYS or ARGV template: its only braces are those
+// of the placeholders {key} and {now}; any other {...} ({{key}}, {user}),
+// a { without its } ({now) or a } without its { ({now}}) is an error
+// naming the byte offset, so that a mistyped placeholder is never sent to
+// the script as literal text.
+func CheckTemplate(t string) error {
+	for i := 0; i < len(t); i++ {
+		switch t[i] {
+		case '{':
+			if strings.HasPrefix(t[i:], PlaceholderKey) || strings.HasPrefix(t[i:], PlaceholderNow) {
+				i += len(PlaceholderKey) - 1
+				continue
+			}
+			end := strings.IndexByte(t[i+1:], '}')
+			if end < 0 {
+				return fmt.Errorf("template %q: the { at byte %d has no }: only {key} and {now} are placeholders", t, i)
+			}
+			return fmt.Errorf("template %q: %q at byte %d is not a placeholder: only {key} and {now} are", t, t[i:i+end+2], i)
+		case '}':
+			return fmt.Errorf("template %q: the } at byte %d has no {: only {key} and {now} are placeholders", t, i)
+		}
+	}
+	return nil
+}
+
+// UsesNow reports whether template t (CheckTemplate) contains {now}.
+func UsesNow(t string) bool { return strings.Contains(t, PlaceholderNow) }
+
 // expand returns the templates with {key} and {now} replaced.
 func expand(templates []string, key, now string) []string {
 	out := make([]string, len(templates))
 	for i, t := range templates {
 		if strings.Contains(t, "{") {
-			t = strings.ReplaceAll(strings.ReplaceAll(t, "{key}", key), "{now}", now)
+			t = strings.ReplaceAll(strings.ReplaceAll(t, PlaceholderKey, key), PlaceholderNow, now)
 		}
 		out[i] = t
 	}
