@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -101,15 +103,21 @@ type LuaPlan struct {
 	// Script is the script file, relative to the plan file's directory.
 	Script string `json:"script"`
 	// Keys are the KEYS templates: "{key}" is the request's key, "{now}"
-	// the gateway's clock (as now says); other text is passed as is.
+	// the gateway's clock (as now says); other text is passed as is. No
+	// other brace: {user}, {{key}}, an unbalanced { or } is refused
+	// (gateway.CheckTemplate).
 	Keys []LuaArg `json:"keys,omitempty"`
 	// Args are the ARGV templates, as keys; numbers are passed as written.
 	Args []LuaArg `json:"args,omitempty"`
 	// Now is the unit and precision of {now}; required when a template uses it.
 	Now *LuaNowPlan `json:"now,omitempty"`
-	// AdmitWhen admits a request when the script's answer (an integer in
-	// decimal, a string as is, an array's first element) equals it;
-	// default "nonzero": an integer other than 0.
+	// AdmitWhen admits a request: "nonzero" (the default) when the
+	// script's answer is an integer other than 0, an integer in decimal
+	// when the answer is that integer, any other string when the answer
+	// is that string (gateway.ParseAdmitWhen; "true", "false" and "nil"
+	// are refused). An answer of another type (a string, nil or a table
+	// where an integer is wanted) is a limiter error: the script did not
+	// decide.
 	AdmitWhen string `json:"admit_when,omitempty"`
 	// Claim is what the script claims to be, judged as the scenario's
 	// limiter model; without it no model is declared.
@@ -292,9 +300,15 @@ func (l *LuaPlan) validate() error {
 		return gwErr("lua.script", "the Lua script file is required")
 	}
 	usesNow := false
-	for _, group := range [][]LuaArg{l.Keys, l.Args} {
-		for _, a := range group {
-			usesNow = usesNow || strings.Contains(string(a), "{now}")
+	for _, group := range []struct {
+		field string
+		args  []LuaArg
+	}{{"lua.keys", l.Keys}, {"lua.args", l.Args}} {
+		for i, a := range group.args {
+			if err := gateway.CheckTemplate(string(a)); err != nil {
+				return gwErr(fmt.Sprintf("%s[%d]", group.field, i), "%v", err)
+			}
+			usesNow = usesNow || gateway.UsesNow(string(a))
 		}
 	}
 	if usesNow && l.Now == nil {
@@ -308,6 +322,9 @@ func (l *LuaPlan) validate() error {
 	if len(l.Keys) == 0 {
 		return gwErr("lua.keys", "give the script's KEYS, e.g. [\"{key}\"]")
 	}
+	if err := gateway.ParseAdmitWhen(l.AdmitWhen); err != nil {
+		return gwErr("lua.admit_when", "%v", err)
+	}
 	if c := l.Claim; c != nil && c.TokenBucket == nil {
 		return gwErr("lua.claim", "claim a model: token_bucket: {capacity, rate}")
 	}
@@ -315,12 +332,49 @@ func (l *LuaPlan) validate() error {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(l.baseDir, p)
 	}
-	b, err := boundedio.ReadRegular(context.Background(), p, MaxLuaScriptBytes)
+	b, err := readLuaScript(p)
 	if err != nil {
 		return gwErr("lua.script", "%v", err)
 	}
 	l.script = b
 	return nil
+}
+
+// readLuaScript reads the Lua script file at path, which is kept in the
+// evidence (gateway/script.lua): only a regular file that is not a
+// symbolic link (checked with Lstat, and the opened file must be the one
+// checked) of at most MaxLuaScriptBytes; errors name path.
+func readLuaScript(path string) ([]byte, error) {
+	lst, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if lst.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is a symbolic link: give the script file itself", path)
+	}
+	if !lst.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, boundedio.FileKind(lst.Mode()))
+	}
+	f, st, err := boundedio.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if !os.SameFile(st, lst) {
+		return nil, fmt.Errorf("%s was replaced while it was opened", path)
+	}
+	tooLarge := fmt.Errorf("%s is larger than %d bytes", path, MaxLuaScriptBytes)
+	if st.Size() > MaxLuaScriptBytes {
+		return nil, tooLarge
+	}
+	b, err := boundedio.ReadAll(context.Background(), f, path, MaxLuaScriptBytes)
+	if se := (*boundedio.SizeError)(nil); errors.As(err, &se) {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
 }
 
 // nowFormat is the plan's now as the gateway's NowFormat (seconds, integer, without one).
@@ -573,4 +627,33 @@ func luaStrings(as []LuaArg) []string {
 		out[i] = string(a)
 	}
 	return out
+}
+
+// gatewayLimiterReason is the NOT_RUN reason of a lab.gateway scenario
+// whose limiter failed on some request (a Redis error, a script error, an
+// answer admit_when cannot read, no answer within the timeout: the
+// gateway's Stats), "" otherwise: what the limiter under test did not
+// decide cannot be judged, whichever way the gateway answered it (fail
+// open forwards it, failure_mode_deny answers 500). A scenario with a
+// redis fault step expects errors in its fault windows, and gets none
+// of this reason. Call it after the gateway is closed.
+func (r *scenarioRun) gatewayLimiterReason() string {
+	if r.gateway == nil {
+		return ""
+	}
+	for _, st := range r.plan.Steps {
+		if st.Fault != nil && st.Fault.Target == evidence.FaultTargetRedis {
+			return ""
+		}
+	}
+	return limiterFailedReason(r.gateway.Stats())
+}
+
+// limiterFailedReason is the reason for st's errors ("" without any).
+func limiterFailedReason(st gateway.Stats) string {
+	if st.Errors == 0 {
+		return ""
+	}
+	return fmt.Sprintf("lab.gateway: the limiter failed on %d of %d requests (first: %s); the limiter under test did not decide them",
+		st.Errors, st.Calls, evidence.RedactText(st.FirstError))
 }

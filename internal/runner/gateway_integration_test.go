@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,6 +148,64 @@ func TestGatewayRedisFaults(t *testing.T) {
 	for _, s := range rep.Scenarios {
 		if s.Status != evidence.Pass {
 			t.Errorf("%s: %s %v", s.Name, s.Status, s.Reasons)
+		}
+	}
+}
+
+// TestGatewayLimiterFailureIsNotRun: a Lua script that never answers (an
+// endless loop: Redis is stuck, the gateway fails open after its
+// timeout) or that answers an error reply is NOT_RUN naming how many of
+// how many requests the limiter failed on and the first error, as is one
+// that answers a string where admit_when wants an integer; never the
+// PASS or the plain over-admission FAIL that the forwarded requests
+// would give against the claimed token bucket.
+func TestGatewayLimiterFailureIsNotRun(t *testing.T) {
+	if _, err := realparts.FindRedis(); err != nil {
+		if os.Getenv("RLBENCH_REQUIRE_REAL_PARTS") == "1" || !errors.Is(err, realparts.ErrNotInstalled) {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	for name, src := range map[string]string{"loop.lua": "while true do end\n", "boom.lua": "return redis.error_reply(\"boom\")\n",
+		"text.lua": "return \"1\"\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scenario := func(name, script string) string {
+		return " - name: " + name + "\n   lab: {gateway: {timeout: 200ms, lua: {script: " + script +
+			", keys: [\"{key}\"], claim: {token_bucket: {capacity: 10, rate: 10}}}}}\n" +
+			"   attack: {ids: 20, concurrency: 20}\n   expect: {admitted: model}\n"
+	}
+	plan := "name: limiter failures\nscenarios:\n" + scenario("loop", "loop.lua") + scenario("boom", "boom.lua") + scenario("text", "text.lua")
+	planPath := filepath.Join(dir, "plan.yaml")
+	p, err := runner.ParsePlan(planPath, []byte(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	runDir, err := runner.Run(ctx, p, runner.Options{Root: t.TempDir(), Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("progress:\n%s", progress.String())
+	for d, first := range map[string]string{"01-loop": "timeout", "02-boom": "ERR boom",
+		"03-text": `answered a string "1", but admit_when nonzero wants an integer`} {
+		b, err := os.ReadFile(filepath.Join(runDir, d, "1", evidence.NotRunFile))
+		if err != nil || !strings.HasPrefix(string(b), "lab.gateway: the limiter failed on 20 of 20 requests (first: ") || !strings.Contains(string(b), first) {
+			t.Errorf("%s NOT_RUN %q %v, want 20 of 20 with %q", d, b, err, first)
+		}
+	}
+	rep, err := analyze.Analyze(ctx, runDir, analyze.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Scenarios {
+		if s.Status != evidence.NotRun {
+			t.Errorf("%s: %s %v, want NOT_RUN", s.Name, s.Status, s.Reasons)
 		}
 	}
 }

@@ -58,6 +58,9 @@ func TestGatewayPlanValidation(t *testing.T) {
 		{`{lua: {script: tb.lua, keys: ["{key}"], args: ["{now}"], now: {unit: s, decimals: 12}}}`, "now decimals 12"},
 		{`{lua: {script: tb.lua, keys: ["{key}"], args: [true]}}`, "want a string or a number"},
 		{`{lua: {script: tb.lua, keys: ["{key}"], claim: {}}}`, "lab.gateway.lua.claim"},
+		{`{lua: {script: tb.lua, keys: ["{key}"], admit_when: "1"}}`, ""},
+		{`{lua: {script: tb.lua, keys: ["{key}"], admit_when: "true"}}`, `line 5: scenarios[0] (s): lab.gateway.lua.admit_when: admit_when "true": a script's Lua true reaches the gateway as the integer 1`},
+		{`{lua: {script: tb.lua, keys: ["{key}"], admit_when: " OK"}}`, `lab.gateway.lua.admit_when: admit_when " OK": want nonzero`},
 		{`{lua: {script: tb.lua, keys: ["{key}"], claim: {token_bucket: {capacity: 0, rate: 1}}}}`, "lab.gateway: model: "},
 	} {
 		_, err := ParsePlan(planPath, []byte(gatewayPlan(c.gw, "{ids: 1}")))

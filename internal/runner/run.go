@@ -321,7 +321,7 @@ func (r *scenarioRun) run(ctx context.Context) (notRun string) {
 	if err := writeJSON(evidence.Dir(r.dir).Attack(), agg); err != nil {
 		return err.Error()
 	}
-	return ""
+	return r.gatewayLimiterReason()
 }
 
 // onceWriter is an evidence writer (nil: none) that Close closes once.

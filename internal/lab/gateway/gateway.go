@@ -12,8 +12,12 @@
 // proxy's: start_ns when it had read the request, local_ns when its limiter
 // decided (the time the limiter was given), upstream_start_ns when it began
 // forwarding. A rejection is logged with flag RL and details
-// local_rate_limited, a limiter error with RLSE and rate_limiter_error, as
-// Envoy logs its own limiters' answers.
+// local_rate_limited, a limiter error under FailureModeDeny with RLSE and
+// rate_limiter_error, as Envoy logs its own limiters' answers. Every limiter
+// error (also one whose request was forwarded, fail open, which Envoy logs
+// without a flag: the ratelimit filter's failure_mode_allowed) is in the
+// record's extra field limiter_error, which the access log readers ignore:
+// the request's class stays what it was answered. Stats counts them.
 //
 // The package never prints and never exits.
 package gateway
@@ -199,6 +203,49 @@ type Gateway struct {
 	grace     time.Duration // Close's wait before it cuts connections; 0: 5 s (tests shorten it)
 	closeOnce sync.Once
 	closeErr  error
+	// statsMu guards stats.
+	statsMu sync.Mutex
+	stats   Stats
+}
+
+// Stats counts the gateway's limiter calls.
+type Stats struct {
+	// Calls is the number of requests the limiter was asked about (those
+	// with a key).
+	Calls int64
+	// Errors is the number of those calls that failed (Limiter.Allow
+	// returned an error, a timeout among them): the limiter did not decide.
+	Errors int64
+	// FirstError is the text of the first failed call's error ("" without one).
+	FirstError string
+}
+
+// Stats returns the limiter calls so far; after Close, all of them.
+func (g *Gateway) Stats() Stats {
+	g.statsMu.Lock()
+	defer g.statsMu.Unlock()
+	return g.stats
+}
+
+// count records one limiter call and its error (nil: it decided).
+func (g *Gateway) count(err error) {
+	g.statsMu.Lock()
+	defer g.statsMu.Unlock()
+	g.stats.Calls++
+	if err != nil {
+		g.stats.Errors++
+		if g.stats.FirstError == "" {
+			g.stats.FirstError = err.Error()
+		}
+	}
+}
+
+// logRecord is one access log line: the lab proxy's record and the
+// gateway's own limiter_error (the failed limiter call's error text,
+// omitted when the limiter decided or was not asked).
+type logRecord struct {
+	proxy.AccessLogEntry
+	LimiterError string `json:"limiter_error,omitempty"`
 }
 
 // Validate checks the options after their defaults: a name, a limiter, at
@@ -354,6 +401,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer g.inflight.Done()
 	o := &g.opts
 	start := o.Now()
+	var limErr string
 	e := proxy.AccessLogEntry{StartTime: start.UTC().Format("2006-01-02T15:04:05.000Z"), StartNs: start.UnixNano(),
 		Method: r.Method, Path: evidence.RedactURL(r.URL.RequestURI()), Protocol: r.Proto, ResponseFlags: "-",
 		RlbenchID: r.Header.Get(evidence.IDHeader), RequestID: r.Header.Get("X-Request-Id"),
@@ -363,13 +411,15 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() {
 		e.DurationMs = o.Now().Sub(start).Milliseconds()
-		g.log(&e)
+		g.log(&logRecord{AccessLogEntry: e, LimiterError: limErr})
 	}()
 	if key, ok := o.Key.Of(r); ok {
 		now := o.Now()
-		ctx, cancel := context.WithTimeout(r.Context(), o.LimiterTimeout)
-		d, err := o.Limiter.Allow(ctx, key, now)
-		cancel()
+		d, err := g.decide(r.Context(), key, now)
+		g.count(err)
+		if err != nil {
+			limErr = err.Error()
+		}
 		switch {
 		case err != nil && o.FailureModeDeny:
 			e.ResponseFlags, e.ResponseCodeDetails = "RLSE", "rate_limiter_error"
@@ -388,6 +438,33 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	g.forward(w, r, &e)
+}
+
+// decide asks the limiter about key at now and waits for its answer at
+// most Options.LimiterTimeout, whether or not the limiter heeds its
+// context: a call without an answer by then is an error (the limiter did
+// not decide), its late answer is dropped.
+func (g *Gateway) decide(parent context.Context, key string, now time.Time) (Decision, error) {
+	type answer struct {
+		d   Decision
+		err error
+	}
+	ctx, cancel := context.WithTimeout(parent, g.opts.LimiterTimeout)
+	defer cancel()
+	ch := make(chan answer, 1)
+	go func() {
+		d, err := g.opts.Limiter.Allow(ctx, key, now)
+		ch <- answer{d, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.d, a.err
+	case <-ctx.Done():
+		if parent.Err() != nil {
+			return Decision{}, fmt.Errorf("limiter: the request ended before the limiter answered: %w", parent.Err())
+		}
+		return Decision{}, fmt.Errorf("limiter: no answer within the timeout %s", g.opts.LimiterTimeout)
+	}
 }
 
 // decidedAt is the decision's time in unix ns: d.At, or now.
@@ -463,7 +540,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, e *proxy.Acces
 }
 
 // log writes e as one JSON line, in one Write.
-func (g *Gateway) log(e *proxy.AccessLogEntry) {
+func (g *Gateway) log(e *logRecord) {
 	if g.opts.AccessLog == nil {
 		return
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -164,6 +165,16 @@ func TestGatewayDecides(t *testing.T) {
 	if d.Code != 200 || d.LocalNs != 0 || d.UpstreamStartNs == 0 {
 		t.Errorf("unkeyed line: %+v, want forwarded without local_ns", d)
 	}
+	if envoyrec.Producer(c) != envoyrec.ProducerBackend {
+		t.Errorf("fail-open line producer %s, want %s (its class stays admitted)", envoyrec.Producer(c), envoyrec.ProducerBackend)
+	}
+	limErrs := limiterErrors(t, log.String())
+	if len(limErrs) != 1 || limErrs["id-3"] != "redis down" {
+		t.Errorf("limiter_error fields %v, want only id-3: redis down", limErrs)
+	}
+	if st := g.Stats(); st != (Stats{Calls: 3, Errors: 1, FirstError: "redis down"}) {
+		t.Errorf("stats %+v, want 3 calls, 1 error (redis down)", st)
+	}
 	for _, e := range es {
 		if e.StartNs == 0 || e.Time.IsZero() {
 			t.Errorf("line %d has no start time: %+v", e.Line, e)
@@ -192,6 +203,64 @@ func TestGatewayFailureModeDeny(t *testing.T) {
 	}
 	if envoyrec.Producer(es[0]) != envoyrec.ProducerRLSError {
 		t.Errorf("limiter error logged as %s, want %s", envoyrec.Producer(es[0]), envoyrec.ProducerRLSError)
+	}
+}
+
+// limiterErrors returns the limiter_error field of every access log line
+// that has one, by request ID.
+func limiterErrors(t *testing.T, log string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		var rec struct {
+			ID  string `json:"x_rlbench_id"`
+			Err string `json:"limiter_error"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if rec.Err != "" {
+			out[rec.ID] = rec.Err
+		}
+	}
+	return out
+}
+
+// hangingLimiter never answers until release is closed (it ignores its context).
+type hangingLimiter struct{ release chan struct{} }
+
+func (h *hangingLimiter) Allow(context.Context, string, time.Time) (Decision, error) {
+	<-h.release
+	return Decision{Allowed: true}, nil
+}
+
+// A limiter that never answers (a Lua script in an endless loop) is a
+// limiter error after the timeout, even when it ignores its context: the
+// request is forwarded (fail open) or answered 500 (failure_mode_deny),
+// logged with its limiter_error and counted.
+func TestGatewayLimiterTimeout(t *testing.T) {
+	for _, deny := range []bool{false, true} {
+		lim := &hangingLimiter{release: make(chan struct{})}
+		g, log, got := startTest(t, lim, "client", func(o *Options) { o.LimiterTimeout = time.Millisecond; o.FailureModeDeny = deny })
+		resp, _ := get(t, g.URL()+"/", map[string]string{evidence.IDHeader: "id-1"})
+		want := 200
+		if deny {
+			want = 500
+		}
+		if resp.StatusCode != want {
+			t.Errorf("deny=%v: %d, want %d", deny, resp.StatusCode, want)
+		}
+		_ = g.Close()
+		close(lim.release)
+		if errs := limiterErrors(t, log.String()); !strings.Contains(errs["id-1"], "no answer within the timeout 1ms") {
+			t.Errorf("deny=%v: limiter_error %v, want the timeout", deny, errs)
+		}
+		if st := g.Stats(); st.Calls != 1 || st.Errors != 1 || !strings.Contains(st.FirstError, "timeout") {
+			t.Errorf("deny=%v: stats %+v, want 1 of 1 failed (timeout)", deny, st)
+		}
+		if n := len(*got); n != map[bool]int{false: 1, true: 0}[deny] {
+			t.Errorf("deny=%v: backend got %d", deny, n)
+		}
 	}
 }
 

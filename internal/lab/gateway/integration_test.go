@@ -160,3 +160,46 @@ func TestGatewayLuaAndGCRAOnRedis(t *testing.T) {
 		})
 	}
 }
+
+// TestLuaAnswersOnRedis: on a real redis-server a script's error reply and
+// every answer admit_when cannot read (a string, nil, false, a table for
+// the default nonzero) are limiter errors naming them; an integer, and
+// Lua true (the integer 1), decide.
+func TestLuaAnswersOnRedis(t *testing.T) {
+	addr := startRedis(t)
+	ctx := context.Background()
+	rdb := NewRedisClient(addr)
+	defer rdb.Close()
+	for _, c := range []struct {
+		script, admit string
+		allowed       bool
+		err           string
+	}{
+		{`return 1`, "", true, ""},
+		{`return 0`, "", false, ""},
+		{`return true`, "", true, ""},
+		{`return "OK"`, "OK", true, ""},
+		{`return redis.status_reply("OK")`, "OK", true, ""},
+		{`return redis.error_reply("boom")`, "", false, "lua: EVALSHA: ERR boom"},
+		{`return "1"`, "", false, `answered a string "1", but admit_when nonzero wants an integer`},
+		{`return nil`, "", false, "answered nil (Lua nil or false)"},
+		{`return false`, "", false, "answered nil (Lua nil or false)"},
+		{`return {1, 2}`, "", false, "answered an array (Lua table)"},
+		{`return 1`, "OK", false, `answered an integer "1", but admit_when "OK" wants a string`},
+	} {
+		l, err := NewLua(ctx, rdb, LuaOptions{Script: []byte(c.script), Keys: []string{"{key}"}, Now: NowFormat{Unit: "s"}, AdmitWhen: c.admit})
+		if err != nil {
+			t.Fatalf("%s: %v", c.script, err)
+		}
+		d, err := l.Allow(ctx, "k", time.Now())
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s (admit_when %q): %+v %v, want error %q", c.script, c.admit, d, err, c.err)
+			}
+			continue
+		}
+		if err != nil || d.Allowed != c.allowed {
+			t.Errorf("%s (admit_when %q): %+v %v, want allowed=%v", c.script, c.admit, d, err, c.allowed)
+		}
+	}
+}

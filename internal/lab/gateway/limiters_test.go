@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,28 +84,67 @@ func TestNowFormat(t *testing.T) {
 	}
 }
 
-func TestLuaAnswer(t *testing.T) {
-	l := &Lua{}
+// TestLuaAdmitWhen: the script's answer is read strictly: with the
+// default (nonzero) or an integer admit_when only an integer decides, with
+// a string admit_when only a string; any other answer (a string, nil, a
+// table where an integer is wanted) is a limiter error naming its type.
+func TestLuaAdmitWhen(t *testing.T) {
 	for _, tc := range []struct {
 		v     any
 		admit string
-		text  string
 		want  bool
+		err   string
 	}{
-		{int64(1), "", "1", true},
-		{int64(0), "", "0", false},
-		{int64(-1), AdmitNonZero, "-1", true},
-		{nil, "", "nil", false},
-		{"OK", "", "OK", false},
-		{"OK", "OK", "OK", true},
-		{[]any{int64(1), int64(5)}, "", "1", true},
-		{[]any{int64(0), int64(5)}, "1", "0", false},
+		{int64(1), "", true, ""},
+		{int64(0), "", false, ""},
+		{int64(-1), AdmitNonZero, true, ""},
+		{int64(1), "1", true, ""},
+		{int64(2), "1", false, ""},
+		{int64(0), "0", true, ""},
+		{"OK", "OK", true, ""},
+		{"DENY", "OK", false, ""},
+		{nil, "", false, `answered nil (Lua nil or false) "nil", but admit_when nonzero wants an integer`},
+		{"OK", "", false, `answered a string "OK", but admit_when nonzero wants an integer`},
+		{"1", "1", false, `answered a string "1", but admit_when 1 wants an integer`},
+		{[]any{int64(1), int64(5)}, "", false, `answered an array (Lua table) "1", but admit_when nonzero wants an integer`},
+		{int64(1), "OK", false, `answered an integer "1", but admit_when "OK" wants a string`},
+		{nil, "OK", false, `answered nil (Lua nil or false)`},
 	} {
-		l.opts.AdmitWhen = tc.admit
-		text := LuaAnswer(tc.v)
-		if text != tc.text || l.admits(tc.v, text) != tc.want {
-			t.Errorf("%#v admit_when %q: text %q admits %v, want %q %v", tc.v, tc.admit, text, l.admits(tc.v, text), tc.text, tc.want)
+		rule, err := parseAdmitWhen(tc.admit)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.admit, err)
 		}
+		got, err := rule.decide(tc.v)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%#v admit_when %q: %v %v, want error %q", tc.v, tc.admit, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%#v admit_when %q: %v %v, want %v", tc.v, tc.admit, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"true", "false", "nil", " OK", "OK\n", "a\x00b", strings.Repeat("x", MaxAdmitWhenBytes+1)} {
+		if ParseAdmitWhen(bad) == nil {
+			t.Errorf("admit_when %q: no error", bad)
+		}
+	}
+	if LuaAnswer([]any{int64(7)}) != "7" || LuaAnswer(nil) != "nil" || LuaAnswer("OK") != "OK" {
+		t.Error("LuaAnswer")
+	}
+	for _, ok := range []string{"{key}", "rl:{key}:{now}", "2000", ""} {
+		if err := CheckTemplate(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for bad, want := range map[string]string{"{{key}}": `"{{key}" at byte 0`, "{now": "has no }", "{now}}": "the } at byte 5", "{user}": `"{user}" at byte 0`} {
+		if err := CheckTemplate(bad); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", bad, err, want)
+		}
+	}
+	if _, err := NewLua(context.Background(), nil, LuaOptions{Keys: []string{"{user}"}, Now: NowFormat{Unit: "s"}}); err == nil {
+		t.Error("NewLua with a {user} template: no error")
 	}
 	if got := expand([]string{"rl:{key}", "{now}", "2000"}, "u1", "17.5"); got[0] != "rl:u1" || got[1] != "17.5" || got[2] != "2000" {
 		t.Errorf("expand: %v", got)

@@ -29,7 +29,7 @@ var quietOnce sync.Once
 func NewRedisClient(addr string) *redis.Client {
 	quietOnce.Do(func() { redis.SetLogger(quietRedis{}) })
 	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 256, MinIdleConns: 4, DialTimeout: 2 * time.Second,
-		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1})
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1, ContextTimeoutEnabled: true})
 }
 
 // Units of NowFormat.Unit: the unit of the unix time a Lua script is given.
@@ -84,28 +84,124 @@ func (f NowFormat) Format(t time.Time) string {
 // integer other than 0.
 const AdmitNonZero = "nonzero"
 
+// MaxAdmitWhenBytes bounds an AdmitWhen string.
+const MaxAdmitWhenBytes = 256
+
+// admitRule is a parsed AdmitWhen (ParseAdmitWhen).
+type admitRule struct {
+	nonzero bool   // "" or AdmitNonZero: an integer other than 0
+	isInt   bool   // an integer in decimal: the answer is that integer
+	n       int64  // the integer of isInt
+	s       string // otherwise: the answer is this string (status or bulk reply)
+}
+
+// ParseAdmitWhen checks an admit_when: "" or AdmitNonZero (the answer must
+// be an integer, admitted when not 0), an integer in decimal ("1", "-1":
+// the answer must be an integer, admitted when equal) or a string (the
+// answer must be a string, a status or bulk reply, admitted when equal)
+// of at most MaxAdmitWhenBytes printable characters without surrounding
+// spaces. A script's Lua true reaches Redis' caller as the integer 1 and
+// false or nil as a nil reply (https://redis.io/docs/latest/develop/interact/programmability/lua-api/),
+// so "true", "false" and "nil" could never match and are refused.
+func ParseAdmitWhen(s string) error {
+	_, err := parseAdmitWhen(s)
+	return err
+}
+
+func parseAdmitWhen(s string) (admitRule, error) {
+	switch {
+	case s == "" || s == AdmitNonZero:
+		return admitRule{nonzero: true}, nil
+	case s == "true" || s == "false" || s == "nil":
+		return admitRule{}, fmt.Errorf("admit_when %q: a script's Lua true reaches the gateway as the integer 1, false and nil as a nil reply: want nonzero, an integer or a string the script returns", s)
+	case len(s) > MaxAdmitWhenBytes:
+		return admitRule{}, fmt.Errorf("admit_when: %d bytes, want at most %d", len(s), MaxAdmitWhenBytes)
+	case strings.TrimSpace(s) != s || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return admitRule{}, fmt.Errorf("admit_when %q: want nonzero, an integer or a string without surrounding spaces or control characters", s)
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return admitRule{isInt: true, n: n}, nil
+	}
+	return admitRule{s: s}, nil
+}
+
+// answerType names the Lua type behind a script's answer v as go-redis
+// returns it, for errors: "an integer", "a string", "an array (Lua
+// table)", "nil (Lua nil or false)".
+func answerType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nil (Lua nil or false)"
+	case int64:
+		return "an integer"
+	case string:
+		return "a string"
+	case []any:
+		return "an array (Lua table)"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// decide applies the rule to the script's answer v: admitted, or an
+// error when v is not of the type the rule reads (the limiter did not
+// decide).
+func (a admitRule) decide(v any) (bool, error) {
+	switch {
+	case a.nonzero || a.isInt:
+		n, ok := v.(int64)
+		if !ok {
+			want := "nonzero"
+			if a.isInt {
+				want = strconv.FormatInt(a.n, 10)
+			}
+			return false, fmt.Errorf("lua: the script answered %s %s, but admit_when %s wants an integer", answerType(v), clipAnswer(v), want)
+		}
+		if a.nonzero {
+			return n != 0, nil
+		}
+		return n == a.n, nil
+	}
+	str, ok := v.(string)
+	if !ok {
+		return false, fmt.Errorf("lua: the script answered %s %s, but admit_when %q wants a string", answerType(v), clipAnswer(v), a.s)
+	}
+	return str == a.s, nil
+}
+
+// clipAnswer is the answer's text (LuaAnswer) quoted and cut to 64 bytes.
+func clipAnswer(v any) string {
+	t := LuaAnswer(v)
+	if len(t) > 64 {
+		t = t[:64] + "..."
+	}
+	return strconv.Quote(t)
+}
+
 // LuaOptions configure NewLua.
 type LuaOptions struct {
 	// Script is the Lua script's text, loaded once with SCRIPT LOAD.
 	Script []byte
 	// Keys and Args are the templates of EVALSHA's KEYS and ARGV: "{key}"
 	// becomes the request's key, "{now}" the gateway's clock (Now), other
-	// text is passed as is (Redis receives every argument as a string).
+	// text is passed as is (Redis receives every argument as a string);
+	// no other brace (CheckTemplate).
 	Keys, Args []string
 	// Now formats {now}.
 	Now NowFormat
-	// AdmitWhen admits a request when the script's answer, as text
-	// (LuaAnswer), equals it; "" or AdmitNonZero: an integer other than 0.
+	// AdmitWhen is ParseAdmitWhen's rule: "" or AdmitNonZero (an integer
+	// other than 0), an integer in decimal, or a string the answer must
+	// equal. An answer of another type is a limiter error.
 	AdmitWhen string
 }
 
 // Lua runs a user's Lua script on Redis per request with EVALSHA, as a
 // gateway's distributed limiter does (https://redis.io/docs/latest/commands/evalsha/).
 type Lua struct {
-	rdb  *redis.Client
-	src  string
-	sha  string
-	opts LuaOptions
+	rdb   *redis.Client
+	src   string
+	sha   string
+	opts  LuaOptions
+	admit admitRule
 }
 
 // NewLua loads the script into the Redis of rdb (SCRIPT LOAD) and returns
@@ -114,7 +210,18 @@ func NewLua(ctx context.Context, rdb *redis.Client, opts LuaOptions) (*Lua, erro
 	if err := opts.Now.Validate(); err != nil {
 		return nil, fmt.Errorf("lua: %w", err)
 	}
-	l := &Lua{rdb: rdb, src: string(opts.Script), opts: opts}
+	for _, group := range [][]string{opts.Keys, opts.Args} {
+		for _, t := range group {
+			if err := CheckTemplate(t); err != nil {
+				return nil, fmt.Errorf("lua: %w", err)
+			}
+		}
+	}
+	admit, err := parseAdmitWhen(opts.AdmitWhen)
+	if err != nil {
+		return nil, fmt.Errorf("lua: %w", err)
+	}
+	l := &Lua{rdb: rdb, src: string(opts.Script), opts: opts, admit: admit}
 	sha, err := rdb.ScriptLoad(ctx, l.src).Result()
 	if err != nil {
 		return nil, fmt.Errorf("lua: SCRIPT LOAD: %w", err)
@@ -126,12 +233,46 @@ func NewLua(ctx context.Context, rdb *redis.Client, opts LuaOptions) (*Lua, erro
 // SHA is the script's SHA1 digest (EVALSHA's first argument).
 func (l *Lua) SHA() string { return l.sha }
 
+// Placeholders of the KEYS and ARGV templates (LuaOptions.Keys, Args).
+const (
+	PlaceholderKey = "{key}"
+	PlaceholderNow = "{now}"
+)
+
+// CheckTemplate checks a KEYS or ARGV template: its only braces are those
+// of the placeholders {key} and {now}; any other {...} ({{key}}, {user}),
+// a { without its } ({now) or a } without its { ({now}}) is an error
+// naming the byte offset, so that a mistyped placeholder is never sent to
+// the script as literal text.
+func CheckTemplate(t string) error {
+	for i := 0; i < len(t); i++ {
+		switch t[i] {
+		case '{':
+			if strings.HasPrefix(t[i:], PlaceholderKey) || strings.HasPrefix(t[i:], PlaceholderNow) {
+				i += len(PlaceholderKey) - 1
+				continue
+			}
+			end := strings.IndexByte(t[i+1:], '}')
+			if end < 0 {
+				return fmt.Errorf("template %q: the { at byte %d has no }: only {key} and {now} are placeholders", t, i)
+			}
+			return fmt.Errorf("template %q: %q at byte %d is not a placeholder: only {key} and {now} are", t, t[i:i+end+2], i)
+		case '}':
+			return fmt.Errorf("template %q: the } at byte %d has no {: only {key} and {now} are placeholders", t, i)
+		}
+	}
+	return nil
+}
+
+// UsesNow reports whether template t (CheckTemplate) contains {now}.
+func UsesNow(t string) bool { return strings.Contains(t, PlaceholderNow) }
+
 // expand returns the templates with {key} and {now} replaced.
 func expand(templates []string, key, now string) []string {
 	out := make([]string, len(templates))
 	for i, t := range templates {
 		if strings.Contains(t, "{") {
-			t = strings.ReplaceAll(strings.ReplaceAll(t, "{key}", key), "{now}", now)
+			t = strings.ReplaceAll(strings.ReplaceAll(t, PlaceholderKey, key), PlaceholderNow, now)
 		}
 		out[i] = t
 	}
@@ -140,6 +281,9 @@ func expand(templates []string, key, now string) []string {
 
 // Allow runs EVALSHA with the request's KEYS and ARGV; a NOSCRIPT answer
 // (Redis lost its script cache) loads the script again and retries once.
+// An error reply, or an answer not of the type AdmitWhen reads (a string,
+// nil or a table where an integer is wanted), is an error naming it: the
+// script did not decide.
 func (l *Lua) Allow(ctx context.Context, key string, now time.Time) (Decision, error) {
 	ns := l.opts.Now.Format(now)
 	keys := expand(l.opts.Keys, key, ns)
@@ -155,24 +299,17 @@ func (l *Lua) Allow(ctx context.Context, key string, now time.Time) (Decision, e
 		}
 		v, err = l.rdb.EvalSha(ctx, l.sha, keys, args...).Result()
 	}
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) { // the script returned nil or false
+		v, err = nil, nil
+	}
+	if err != nil {
 		return Decision{}, fmt.Errorf("lua: EVALSHA: %w", err)
 	}
-	ans := LuaAnswer(v)
-	return Decision{Allowed: l.admits(v, ans), Answer: ans}, nil
-}
-
-// admits applies AdmitWhen to the answer v (text ans).
-func (l *Lua) admits(v any, ans string) bool {
-	switch l.opts.AdmitWhen {
-	case "", AdmitNonZero:
-		if a, ok := v.([]any); ok && len(a) > 0 {
-			v = a[0]
-		}
-		n, ok := v.(int64)
-		return ok && n != 0
+	ok, err := l.admit.decide(v)
+	if err != nil {
+		return Decision{}, err
 	}
-	return ans == l.opts.AdmitWhen
+	return Decision{Allowed: ok, Answer: LuaAnswer(v)}, nil
 }
 
 // LuaAnswer is a script's answer as text: an integer in decimal, a status
