@@ -184,9 +184,9 @@ func (b RatioBound) CannotFail() bool {
 // String is the bound in the form it was written: "< 0.1%", "<= 0.001".
 func (b RatioBound) String() string {
 	if b.Percent {
-		return b.Op + " " + strconv.FormatFloat(b.Ratio*100, 'g', -1, 64) + "%"
+		return b.Op + " " + strconv.FormatFloat(b.Ratio*100, 'f', -1, 64) + "%"
 	}
-	return b.Op + " " + strconv.FormatFloat(b.Ratio, 'g', -1, 64)
+	return b.Op + " " + strconv.FormatFloat(b.Ratio, 'f', -1, 64)
 }
 
 // MarshalJSON writes String.
