@@ -28,6 +28,19 @@
 // (File MergeFile), which makes the scenario NOT_RUN: a merge that does not
 // hold the whole attack is never judged as if it did.
 //
+// # Memory
+//
+// Merge holds no index of the requests or receipts: each is written to the
+// output as read and recorded as one fixed-size record keyed by its ID;
+// the records are sorted in chunks spilled to run files in a temporary
+// directory inside the output's (removed before Merge returns) and the
+// runs merged, so that each ID's request and receipts meet (spill.go,
+// join.go). An ID sent again and a receipt identical to one taken before
+// (same ID, same line hash, then the same bytes: a hash collision never
+// drops a distinct receipt) are then removed from the written files by
+// rewriting them, which only merges that have some pay for. Memory is one
+// chunk and the runs' read buffers, whatever the number of requests.
+//
 // # Clock offsets
 //
 // Each shard's times are its own host's clock; receipts are the backend

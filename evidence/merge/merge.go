@@ -9,10 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-
-	json "github.com/goccy/go-json"
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
@@ -143,13 +140,6 @@ type shardPart struct {
 	sh  *evidence.AttackShard
 }
 
-// reqInfo is what the clock offsets need of a merged request.
-type reqInfo struct {
-	shard       int32
-	send, end   int64
-	fromBackend bool
-}
-
 // Merge joins shard directories, receipts and stats into one scenario
 // directory (see "Merging shards" above) and returns its merge.json. An
 // input that cannot be read (a malformed line: the error names the file
@@ -229,13 +219,24 @@ func merge(ctx context.Context, o Options, parts []string) (*evidence.MergeRecor
 		}
 	}
 
-	// Requests, shard by shard.
-	reqs, err := mergeRequests(rec, ctx, out, shards, problem)
+	// Requests, shard by shard, then receipts; the join by ID (duplicate
+	// IDs, identical receipts, clock offsets) sorts them beside the output.
+	spill, err := os.MkdirTemp(o.Out, ".spill-")
 	if err != nil {
 		return nil, err
 	}
-	// Receipts, with the clock offsets.
-	if err := mergeReceipts(rec, ctx, out, parts, reqs, len(shards), problem); err != nil {
+	defer os.RemoveAll(spill)
+	j := &join{rec: rec, out: out, spill: spill, sort: newSorter(spill), problem: problem}
+	if err := j.readRequests(ctx, shards); err != nil {
+		return nil, err
+	}
+	if err := j.readReceipts(ctx, parts); err != nil {
+		return nil, err
+	}
+	if err := j.resolve(ctx, len(shards)); err != nil {
+		return nil, err
+	}
+	if err := os.RemoveAll(spill); err != nil {
 		return nil, err
 	}
 	var phases []*evidence.AttackSummary
@@ -348,205 +349,6 @@ func coverage(rec *evidence.MergeRecord, shards []shardPart, problem func(string
 		problem("the %d shards have %d IDs between them, the attack %d", ref.Count, ids, ref.TotalIDs)
 	}
 	return out
-}
-
-// mergeRequests writes every shard's requests to out, checking that no ID
-// is sent twice and that each shard has a request per ID.
-func mergeRequests(rec *evidence.MergeRecord, ctx context.Context, out evidence.Dir, shards []shardPart, problem func(string, ...any)) (map[string]reqInfo, error) {
-	w, err := evidence.Create(out.Requests())
-	if err != nil {
-		return nil, err
-	}
-	reqs := map[string]reqInfo{}
-	overlaps := 0
-	var start, end int64
-	for si, s := range shards {
-		ph := &s.att.Phases[0]
-		ms := evidence.MergeShard{Index: s.sh.Index, Dir: s.dir, Host: ph.Host, Node: ph.Node, IDs: s.sh.IDs, StartNs: ph.StartNs, Clock: ph.Clock, Offsets: []evidence.ClockOffset{}}
-		if ph.StartAt != nil {
-			ms.StartAtNs, ms.LateNs = ph.StartAt.AtNs, ph.StartAt.LateNs
-			rec.MaxLateNs = max(rec.MaxLateNs, ph.StartAt.LateNs)
-		}
-		if si == 0 || ph.StartNs < start {
-			start = ph.StartNs
-		}
-		end = max(end, ph.StartNs)
-		path := evidence.Dir(s.dir).Requests()
-		if msg := evidence.SealProblem(path); msg != "" {
-			problem("shard %d/%d: %s", s.sh.Index, rec.Count, msg)
-		}
-		err := evidence.ReadFile(path, func(_ int, q *evidence.Request) error {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if prev, dup := reqs[q.ID]; dup {
-				overlaps++
-				if overlaps <= 5 {
-					o := shards[prev.shard]
-					problem("ID %q sent by shard %d/%d (%s) and shard %d/%d (%s)", q.ID, o.sh.Index, rec.Count, o.dir, s.sh.Index, rec.Count, s.dir)
-				}
-				return nil
-			}
-			reqs[q.ID] = reqInfo{shard: int32(si), send: q.SentNs, end: q.EndNs(), fromBackend: q.Code != 0 && q.Classify().FromBackend()}
-			ms.Requests++
-			return w.Write(q)
-		})
-		if le := (*evidence.LineError)(nil); errors.As(err, &le) {
-			// A malformed or truncated input line: the lines before it are
-			// merged, and the run is NOT_RUN naming it (never lost silently).
-			problem("shard %d/%d: %v", s.sh.Index, rec.Count, le)
-		} else if err != nil {
-			_ = w.Close()
-			return nil, fmt.Errorf("merge: %w", err)
-		}
-		if ms.Requests != s.sh.IDs {
-			problem("shard %d/%d (%s): %d requests in %s of its %d IDs", s.sh.Index, rec.Count, s.dir, ms.Requests, evidence.RequestsFile, s.sh.IDs)
-		}
-		rec.Shards = append(rec.Shards, ms)
-	}
-	if overlaps > 5 {
-		problem("%d IDs sent by more than one shard in all", overlaps)
-	}
-	rec.StartSpreadNs = end - start
-	return reqs, w.Close()
-}
-
-// receiptFiles are the receipts files of an input directory.
-func receiptFiles(p string) []string {
-	var out []string
-	if _, err := os.Stat(evidence.Dir(p).Receipts()); err == nil {
-		out = append(out, evidence.Dir(p).Receipts())
-	}
-	more, _ := filepath.Glob(filepath.Join(p, evidence.ReceiptsDir, "*.jsonl"))
-	sort.Strings(more)
-	return append(out, more...)
-}
-
-// mergeReceipts writes the receipts of every input to out, dropping
-// identical ones, and bounds each shard's clock offset against each
-// receipt source.
-func mergeReceipts(rec *evidence.MergeRecord, ctx context.Context, out evidence.Dir, parts []string, reqs map[string]reqInfo, nShards int,
-	problem func(string, ...any)) error {
-	w, err := evidence.Create(out.Receipts())
-	if err != nil {
-		return err
-	}
-	seen := map[[16]byte]bool{}
-	replicas := map[string]*evidence.MergeReplica{}
-	type key struct {
-		id      string
-		replica string
-	}
-	earliest := map[key]int64{}
-	for _, p := range parts {
-		for _, path := range receiptFiles(p) {
-			if msg := evidence.SealProblem(path); msg != "" {
-				problem("receipts: %s", msg)
-			}
-			var rp *evidence.MergeReplica
-			err := evidence.ReadFile(path, func(_ int, rc *evidence.Receipt) error {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				rec.ReceiptsRead++
-				b, err := json.Marshal(rc)
-				if err != nil {
-					return err
-				}
-				h := sha256.Sum256(b)
-				var k [16]byte
-				copy(k[:], h[:16])
-				if seen[k] {
-					rec.ReceiptsIdentical++
-					return nil
-				}
-				seen[k] = true
-				name := rc.Replica
-				if name == "" {
-					name = path
-				}
-				if rp == nil || rp.Name != name {
-					if rp = replicas[name]; rp == nil {
-						rp = &evidence.MergeReplica{Name: name, Files: []string{}}
-						replicas[name] = rp
-					}
-					if len(rp.Files) == 0 || rp.Files[len(rp.Files)-1] != path {
-						rp.Files = append(rp.Files, path)
-					}
-				}
-				rp.Receipts++
-				if rc.ID != nil {
-					kk := key{*rc.ID, name}
-					if t, ok := earliest[kk]; !ok || rc.RecvNs < t {
-						earliest[kk] = rc.RecvNs
-					}
-				}
-				return w.WriteRaw(b)
-			})
-			if le := (*evidence.LineError)(nil); errors.As(err, &le) {
-				problem("receipts: %v", le) // the lines before it are merged; NOT_RUN names it
-			} else if err != nil {
-				_ = w.Close()
-				return fmt.Errorf("merge: %w", err)
-			}
-		}
-	}
-	names := make([]string, 0, len(replicas))
-	for n := range replicas {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	idx := map[string]int{}
-	for i, n := range names {
-		idx[n] = i
-		rec.Replicas = append(rec.Replicas, *replicas[n])
-	}
-	// Offsets: per shard, per replica.
-	offs := make([][]evidence.ClockOffset, nShards)
-	for s := range offs {
-		offs[s] = make([]evidence.ClockOffset, len(names))
-		for r, n := range names {
-			offs[s][r] = evidence.ClockOffset{Replica: n}
-		}
-	}
-	for k, recv := range earliest {
-		q, ok := reqs[k.id]
-		if !ok || !q.fromBackend || int(q.shard) >= nShards {
-			continue
-		}
-		o := &offs[q.shard][idx[k.replica]]
-		lo, hi := recv-q.end, recv-q.send
-		if !o.Bounded {
-			o.Bounded, o.MinNs, o.MaxNs = true, lo, hi
-		} else {
-			o.MinNs, o.MaxNs = max(o.MinNs, lo), min(o.MaxNs, hi)
-		}
-		o.Pairs++
-	}
-	for s := range rec.Shards {
-		if s < len(offs) {
-			rec.Shards[s].Offsets = offs[s]
-			for _, o := range offs[s] {
-				if o.Bounded && o.MinNs > o.MaxNs {
-					problem("shard %d/%d: its requests and %s's receipts admit no clock offset (%d > %d ns): a clock stepped during the attack, or receipts of another run",
-						rec.Shards[s].Index, rec.Count, o.Replica, o.MinNs, o.MaxNs)
-				}
-			}
-		}
-	}
-	rec.Clocks = rec.ClockGroups()
-	for _, c := range rec.Clocks {
-		if len(c.Shards) < 2 {
-			continue // a lone shard's empty bound is reported above
-		}
-		for _, o := range c.Offsets {
-			if o.MinNs > o.MaxNs {
-				problem("clock %s (shards %v): their requests and %s's receipts admit no common clock offset (%d > %d ns): the shards do not share a clock, or a clock stepped during the attack",
-					c.Name, c.Shards, o.Replica, o.MinNs, o.MaxNs)
-			}
-		}
-	}
-	return w.Close()
 }
 
 // onceCopier copies files that a merge takes once: the same relative path
