@@ -4,6 +4,13 @@
 // number of results.
 //
 //	go run ./bench/evgen -n 1000000 -out DIR [-vegeta FILE] [-model]
+//	go run ./bench/evgen -shards 16 -n 1000000 -out DIR [-receipts-per-shard]
+//
+// With -shards N, DIR receives the directories of a sharded attack
+// (labshape.WriteShards): shard-0 .. shard-(N-1), each with the attack.json
+// of `rlbench attack --shard K/N` and its -n requests, and the backend's
+// receipts (in backend/, or with -receipts-per-shard in each shard's
+// directory), for `rlbench merge DIR`.
 //
 // With -model, scenario.json declares a token bucket per proxy that admits
 // every request, so that analyze replays each through the limiter model.
@@ -29,10 +36,23 @@ func main() {
 	out := flag.String("out", "", "scenario directory to write")
 	vg := flag.String("vegeta", "", "also write the requests as vegeta JSON results to this file")
 	withModel := flag.Bool("model", false, "declare a limiter (a roomy token bucket per proxy) that the model checker replays")
+	shards := flag.Int("shards", 0, "write N shard directories of -n requests each (a sharded attack for `rlbench merge`)")
+	perShard := flag.Bool("receipts-per-shard", false, "with -shards: each shard directory holds its own receipts (else one backend/ directory)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "evgen: -out DIR is required")
 		os.Exit(2)
+	}
+	if *shards > 0 {
+		if *vg != "" || *withModel {
+			fmt.Fprintln(os.Stderr, "evgen: -shards does not combine with -vegeta or -model")
+			os.Exit(2)
+		}
+		if err := labshape.WriteShards(*out, labshape.ShardOptions{Shards: *shards, IDs: *n, ReceiptsPerShard: *perShard}); err != nil {
+			fmt.Fprintln(os.Stderr, "evgen:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	var enc vegeta.Encoder
 	var bw *bufio.Writer
