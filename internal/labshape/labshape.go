@@ -183,6 +183,9 @@ func WriteShards(root string, o ShardOptions) error {
 	scen := evidence.Scenario{Schema: "rlbench.scenario/v1", Name: "lab-shaped-shards",
 		Expect: evidence.Expectation{Label: fmt.Sprintf("%d admitted", total), Admitted: evidence.AdmittedIn(evidence.Range{Min: total, Max: total}),
 			ReceiptsEqualAdmitted: true}}
+	if err := os.MkdirAll(backend, 0o755); err != nil {
+		return err
+	}
 	return writeJSON(filepath.Join(backend, evidence.ScenarioFile), scen)
 }
 
