@@ -266,3 +266,33 @@ func TestSorterOrder(t *testing.T) {
 		t.Fatalf("runs left: %v", entries)
 	}
 }
+
+// TestMergeDropsAroundLongLines: the rewrite that drops identical receipts
+// keeps a line longer than its read buffer whole.
+func TestMergeDropsAroundLongLines(t *testing.T) {
+	root := t.TempDir()
+	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 2, "sha256:a", "h", []string{"a", "b"}, []int64{1000, 2000})
+	long := receipt("a", 1050, "r")
+	long.Headers = map[string]string{"x-long": strings.Repeat("x", 3<<20)}
+	recs := []evidence.Receipt{long, receipt("b", 2050, "r"), long, receipt("b", 2050, "r"), receipt("b", 2040, "r")}
+	if err := evidence.WriteLines(evidence.Dir(filepath.Join(root, "be")).Receipts(), recs); err != nil {
+		t.Fatal(err)
+	}
+	rec, out := mergeOf(t, root)
+	if rec.ReceiptsRead != 5 || rec.ReceiptsIdentical != 2 || len(rec.Problems) != 0 {
+		t.Fatalf("merge %+v", rec)
+	}
+	var got []string
+	if err := evidence.ReadFile(evidence.Dir(out).Receipts(), func(_ int, r *evidence.Receipt) error {
+		got = append(got, fmt.Sprintf("%s %d %d", *r.ID, r.RecvNs, len(r.Headers["x-long"])))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{fmt.Sprintf("a 1050 %d", 3<<20), "b 2050 0", "b 2040 0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("merged receipts %q, want %q", got, want)
+	}
+	if msg := evidence.SealProblem(evidence.Dir(out).Receipts()); msg != "" {
+		t.Fatalf("rewritten receipts: %s", msg)
+	}
+}
