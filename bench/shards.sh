@@ -24,6 +24,8 @@
 # reads the clock through the vDSO without libc, and LD_PRELOAD does not apply
 # to a static executable.)
 #
+# At scale (16 shards × 1 M requests, generated rather than sent): bench/merge-scale.sh.
+#
 # Usage: bench/shards.sh                      # SHARDS="4 8 16" IDS="4000 16000" OFFSET_MS=250
 # RLBENCH=/path/to/rlbench times that binary instead of building ./cmd/rlbench.
 set -euo pipefail
