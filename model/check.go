@@ -64,7 +64,8 @@ func (v Verdict) String() string {
 
 // Event is one request as the checker sees it. Its decision at the limiter
 // happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the package
-// doc for how to derive them. Key, Descriptors and Vars are as in Request.
+// doc for how to derive them. Key, and Attrs' Descriptors and Vars, are as
+// in Request.
 //
 // KeyUnknown marks an event whose Key, Descriptors and Vars are not known
 // (they are built from a request attribute the evidence does not hold, such
@@ -76,13 +77,38 @@ func (v Verdict) String() string {
 // to the others' must-admit verdicts; the run's bounds count it once, as a
 // request that may have been admitted.
 type Event struct {
-	ID          string
-	Lo, Hi      int64
-	Key         string
+	ID     string
+	Lo, Hi int64
+	Key    string
+	// Attrs are the event's descriptors and zone variables; nil when it
+	// has neither (a limiter keyed by Key alone). A pointer, so that the
+	// million events of a run keyed by Key alone carry 8 bytes, not 32.
+	Attrs      *Attrs
+	Outcome    Outcome
+	KeyUnknown bool
+}
+
+// Attrs are the attributes of an Event that some limiters route by:
+// Descriptors and Vars as in Request. Several events may share one.
+type Attrs struct {
 	Descriptors []Descriptor
 	Vars        map[string]string
-	Outcome     Outcome
-	KeyUnknown  bool
+}
+
+// descriptors returns e's descriptors (Attrs.Descriptors), nil without Attrs.
+func (e *Event) descriptors() []Descriptor {
+	if e.Attrs == nil {
+		return nil
+	}
+	return e.Attrs.Descriptors
+}
+
+// vars returns e's zone variables (Attrs.Vars), nil without Attrs.
+func (e *Event) vars() map[string]string {
+	if e.Attrs == nil {
+		return nil
+	}
+	return e.Attrs.Vars
 }
 
 // Options tunes Check.
