@@ -103,9 +103,9 @@ const judgeGCPercent = 25
 var judgeGC sync.Once
 
 // tightenGC sets judgeGCPercent, unless GOGC in the environment chose a
-// target already.
+// target already (an empty GOGC chooses none: Go's default).
 func tightenGC() {
-	if _, set := os.LookupEnv("GOGC"); !set {
+	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(judgeGCPercent)
 	}
 }
