@@ -9,12 +9,30 @@ import (
 )
 
 // retrySplit is, per request, its receipts and how many of them are
-// explained retries and unexplained re-sends.
+// explained retries and unexplained re-sends. retries and resent are nil
+// while no request has several receipts (most runs): read them through
+// retriesOf and resentOf.
 type retrySplit struct {
 	receipts []int32
 	retries  []int32
 	resent   []int32
 	by       map[string]int
+}
+
+// retriesOf is request i's receipts explained as proxy retries.
+func (s *retrySplit) retriesOf(i int) int {
+	if s.retries == nil {
+		return 0
+	}
+	return int(s.retries[i])
+}
+
+// resentOf is request i's receipts re-sent by the client.
+func (s *retrySplit) resentOf(i int) int {
+	if s.resent == nil {
+		return 0
+	}
+	return int(s.resent[i])
 }
 
 // splitRetries explains each request's repeated receipts. A request with k
@@ -25,7 +43,7 @@ type retrySplit struct {
 // retries.
 func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoin) *retrySplit {
 	n := reqs.Len()
-	s := &retrySplit{receipts: make([]int32, n), retries: make([]int32, n), resent: make([]int32, n), by: map[string]int{}}
+	s := &retrySplit{receipts: make([]int32, n), by: map[string]int{}}
 	// attempts[i] holds the distinct attempt counts of request i, only for
 	// requests with several receipts (most have one).
 	withAttempt := make([]int32, n)
@@ -50,6 +68,9 @@ func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoi
 		k := s.receipts[i]
 		if k <= 1 {
 			continue
+		}
+		if s.retries == nil {
+			s.retries, s.resent = make([]int32, n), make([]int32, n)
 		}
 		allowed, by := int32(1), ""
 		switch {
@@ -121,8 +142,8 @@ func amplificationOf(in *Input, s *retrySplit) *report.Amplification {
 			a.ByAttempts = append(a.ByAttempts, 0)
 		}
 		a.ByAttempts[k]++
-		a.ProxyRetries += int(s.retries[i])
-		a.ClientResends += int(s.resent[i])
+		a.ProxyRetries += s.retriesOf(i)
+		a.ClientResends += s.resentOf(i)
 		in := false
 		for w := range wins {
 			if t := reqs.SentNs[i]; t >= wins[w].BeginNs && t <= wins[w].EndNs {

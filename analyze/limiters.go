@@ -720,6 +720,8 @@ type limitedReq struct {
 	counters []counter
 	descs    []model.Descriptor
 	vars     map[string]string
+	// attrs are descs and vars as its events carry them (nil: neither).
+	attrs *model.Attrs
 }
 
 // descriptorKey marks q's key unknown when one of its rate_limits entries'
@@ -1147,10 +1149,13 @@ func (p *replay) add(q *limitedReq, c counter, lo, hi int64, o model.Outcome) {
 		o = model.Unknown // in flight across a state reset: either epoch
 	}
 	g := p.groups[c.g]
+	if q.attrs == nil && (len(q.descs) > 0 || len(q.vars) > 0) {
+		q.attrs = &model.Attrs{Descriptors: q.descs, Vars: q.vars} // shared by its events
+	}
 	for _, e := range eps {
-		ev := model.Event{ID: p.reqs.IDs.ID(q.i), Lo: lo, Hi: hi, Key: c.key + e, Descriptors: q.descs, Vars: q.vars, Outcome: o}
+		ev := model.Event{ID: p.reqs.IDs.ID(q.i), Lo: lo, Hi: hi, Key: c.key + e, Attrs: q.attrs, Outcome: o}
 		if c.unknown {
-			ev.Key, ev.Descriptors, ev.Vars, ev.KeyUnknown = "", nil, nil, true
+			ev.Key, ev.Attrs, ev.KeyUnknown = "", nil, true
 		}
 		g.events = append(g.events, ev)
 		if p.ls.keys != nil {
@@ -1217,28 +1222,34 @@ func (p *replay) check() {
 	r, rep := p.r, p.r.report
 	opts := model.Options{ShadowVisible: p.shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
 	rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
-	widths := make([]int64, 0, rep.Units+rep.Zombies)
 	used := 0
 	for _, g := range p.groups {
 		if len(g.events) > 0 {
 			used++
 		}
 	}
-	for _, g := range p.groups {
+	checked := p.groups
+	for n, g := range p.groups {
 		if len(g.events) == 0 {
 			continue
 		}
 		res, err := model.Check(g.m, g.events, opts)
 		if err != nil {
 			rep.Status, rep.Detail = report.LimiterNotChecked, err.Error()
+			checked = p.groups[:n]
 			break
 		}
 		mergeResult(rep, res, used == 1)
-		for _, e := range g.events {
-			widths = append(widths, e.Hi-e.Lo)
-		}
 		if p.ls.keys != nil {
 			p.ls.keys.route(p.k, g.m, g.events, g.idx)
+		}
+	}
+	// the widths are gathered once the checks are over: their array
+	// (one int64 per event) never lives beside a check's own
+	widths := make([]int64, 0, rep.Units+rep.Zombies)
+	for _, g := range checked {
+		for _, e := range g.events {
+			widths = append(widths, e.Hi-e.Lo)
 		}
 	}
 	p.finish(widths)

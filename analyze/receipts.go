@@ -60,8 +60,8 @@ func reconcile(in *Input) []int {
 		}
 		if n > 1 {
 			rc.Duplicates += int(n) - 1
-			rc.ProxyRetries += int(in.retries.retries[i])
-			rc.Resent += int(in.retries.resent[i])
+			rc.ProxyRetries += in.retries.retriesOf(i)
+			rc.Resent += in.retries.resentOf(i)
 			dups = append(dups, reqs.IDs.ID(i))
 		}
 		rejected := c.ProxyRejected() || in.nginx != nil && in.nginx.rejected[i]
@@ -258,8 +258,8 @@ func receiptsCounted(in *Input, ids int) string {
 	var receipts, retries, resent int
 	for i := range s.receipts {
 		receipts += int(s.receipts[i])
-		retries += int(s.retries[i])
-		resent += int(s.resent[i])
+		retries += s.retriesOf(i)
+		resent += s.resentOf(i)
 	}
 	if receipts == ids {
 		return strconv.Itoa(ids)

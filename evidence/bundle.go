@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"hash/maphash"
+	"sync"
 	"unsafe"
 
 	"github.com/rlbench/rlbench/evidence/envoyrec"
@@ -472,11 +473,63 @@ func xRequestID(h map[string]string) string {
 // (linear probing, load at most 1/2). A slot holds the ID's index + 1 in its
 // low 32 bits and the top 32 bits of the ID's hash above, so that a probe
 // rarely touches the arena.
+//
+// A loaded scenario's table holds no index (8 bytes a slot, two slots an
+// ID) until an ID is looked up: the first Lookup builds it, once, also
+// when several goroutines look up at the same time.
 type IDTable struct {
 	arena []byte
 	ends  []int
 	slots []uint64
 	seed  maphash.Seed
+	// lazy, when not nil, holds the index instead of slots after
+	// releaseIndex; the first lookup builds it.
+	lazy *lazyIndex
+}
+
+// lazyIndex is an IDTable's index built at its first use.
+type lazyIndex struct {
+	once  sync.Once
+	slots []uint64
+}
+
+// releaseIndex drops the index; the next lookup rebuilds it (index).
+func (t *IDTable) releaseIndex() {
+	if t.lazy == nil && t.slots != nil {
+		t.slots, t.lazy = nil, &lazyIndex{}
+	}
+}
+
+// index returns the slots, building them after releaseIndex.
+func (t *IDTable) index() []uint64 {
+	if t.lazy == nil {
+		return t.slots
+	}
+	t.lazy.once.Do(func() {
+		size := 16
+		for size < 2*t.Len() {
+			size *= 2
+		}
+		slots := make([]uint64, size)
+		mask := uint64(size - 1)
+		for k := range t.ends {
+			h := maphash.Bytes(t.seed, t.bytes(k))
+			i := h & mask
+			for slots[i] != 0 {
+				i = (i + 1) & mask
+			}
+			slots[i] = h&^(1<<32-1) | uint64(uint32(k+1))
+		}
+		t.lazy.slots = slots
+	})
+	return t.lazy.slots
+}
+
+// own makes the index t's own again before a write (grow, insert).
+func (t *IDTable) own() {
+	if t.lazy != nil {
+		t.slots, t.lazy = t.index(), nil
+	}
 }
 
 // Len is the number of IDs.
@@ -505,14 +558,15 @@ func (t *IDTable) bytes(i int) []byte {
 func (t *IDTable) Lookup(id string) (int, bool) { return t.lookup([]byte(id)) }
 
 func (t *IDTable) lookup(id []byte) (int, bool) {
-	if len(t.slots) == 0 {
+	slots := t.index()
+	if len(slots) == 0 {
 		return 0, false
 	}
 	h := maphash.Bytes(t.seed, id)
 	tag := h &^ (1<<32 - 1)
-	mask := uint64(len(t.slots) - 1)
+	mask := uint64(len(slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		s := t.slots[i]
+		s := slots[i]
 		if s == 0 {
 			return 0, false
 		}
@@ -526,6 +580,7 @@ func (t *IDTable) lookup(id []byte) (int, bool) {
 
 // grow makes room for n IDs.
 func (t *IDTable) grow(n int) {
+	t.own()
 	if t.slots == nil {
 		t.seed = maphash.MakeSeed()
 	}
@@ -556,6 +611,7 @@ func (t *IDTable) grow(n int) {
 
 // insert adds id as index i; when id is present it returns its index and true.
 func (t *IDTable) insert(id []byte, i int) (int, bool) {
+	t.own()
 	if 2*(t.Len()+1) > len(t.slots) {
 		t.grow(2 * (t.Len() + 1))
 	}

@@ -263,6 +263,9 @@ func loadScenario(ctx context.Context, path string, inRun bool) *ScenarioEvidenc
 	for i, p := range paths {
 		s.RLSMetrics = append(s.RLSMetrics, decodeRLSMetrics(p, labels[i]))
 	}
+	// the receipts and nginx records are joined: the ID index is rebuilt
+	// only if a later join (access logs, ...) looks an ID up
+	s.Requests.IDs.releaseIndex()
 	return s
 }
 

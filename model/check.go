@@ -64,7 +64,8 @@ func (v Verdict) String() string {
 
 // Event is one request as the checker sees it. Its decision at the limiter
 // happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the package
-// doc for how to derive them. Key, Descriptors and Vars are as in Request.
+// doc for how to derive them. Key, and Attrs' Descriptors and Vars, are as
+// in Request.
 //
 // KeyUnknown marks an event whose Key, Descriptors and Vars are not known
 // (they are built from a request attribute the evidence does not hold, such
@@ -76,13 +77,38 @@ func (v Verdict) String() string {
 // to the others' must-admit verdicts; the run's bounds count it once, as a
 // request that may have been admitted.
 type Event struct {
-	ID          string
-	Lo, Hi      int64
-	Key         string
+	ID     string
+	Lo, Hi int64
+	Key    string
+	// Attrs are the event's descriptors and zone variables; nil when it
+	// has neither (a limiter keyed by Key alone). A pointer, so that the
+	// million events of a run keyed by Key alone carry 8 bytes, not 32.
+	Attrs      *Attrs
+	Outcome    Outcome
+	KeyUnknown bool
+}
+
+// Attrs are the attributes of an Event that some limiters route by:
+// Descriptors and Vars as in Request. Several events may share one.
+type Attrs struct {
 	Descriptors []Descriptor
 	Vars        map[string]string
-	Outcome     Outcome
-	KeyUnknown  bool
+}
+
+// descriptors returns e's descriptors (Attrs.Descriptors), nil without Attrs.
+func (e *Event) descriptors() []Descriptor {
+	if e.Attrs == nil {
+		return nil
+	}
+	return e.Attrs.Descriptors
+}
+
+// vars returns e's zone variables (Attrs.Vars), nil without Attrs.
+func (e *Event) vars() map[string]string {
+	if e.Attrs == nil {
+		return nil
+	}
+	return e.Attrs.Vars
 }
 
 // Options tunes Check.
@@ -352,17 +378,16 @@ func (pl *plan) order(events []Event, mid bool) *orders {
 	if pl.orders[k] != nil {
 		return pl.orders[k]
 	}
-	n := len(events)
-	gLo, gHi := make([]int64, n), make([]int64, n)
-	for i := range events {
-		l, h := events[i].Lo, events[i].Hi
-		if mid {
-			l = l + (h-l)/2
-			h = l
-		}
-		gLo[i], gHi[i] = l, h
+	// the events' order by lo and by hi (their midpoint when mid), read
+	// from the events: no copy of their times (16 bytes an event) lives
+	// beside the plan and the primitives
+	lo := func(j int32) int64 { return events[j].Lo }
+	hi := func(j int32) int64 { return events[j].Hi }
+	if mid {
+		lo = func(j int32) int64 { e := &events[j]; return e.Lo + (e.Hi-e.Lo)/2 }
+		hi = lo
 	}
-	o := &orders{gLo: orderBy(gLo), gHi: orderBy(gHi)}
+	o := &orders{gLo: orderByKey(len(events), lo), gHi: orderByKey(len(events), hi)}
 	for _, bk := range pl.buckets {
 		lo, hi := bk.lo, bk.hi
 		if mid {

@@ -191,7 +191,7 @@ func TestEnvoyRejectedChargesArePossible(t *testing.T) {
 	onlyA := []Descriptor{{{"a", "1"}}}
 	e := func(id string, lo float64, d []Descriptor, o Outcome) Event {
 		x := ev(id, lo, lo+1, o)
-		x.Descriptors = d
+		x.Attrs = &Attrs{Descriptors: d}
 		return x
 	}
 	// r1 (a, b) rejected: a (slower) first; if it was rejected by b, a is

@@ -400,7 +400,7 @@ func (m *envoyModel) checker(ref int64) checkModel {
 
 func (c *envoyCheck) route(e *Event, dst []bucketRef) []bucketRef {
 	m := c.m
-	c.buf = m.matches(e.Descriptors, c.buf)
+	c.buf = m.matches(e.descriptors(), c.buf)
 	prevRank := -1.0
 	for k, mt := range c.buf {
 		d := m.descs[mt.desc]

@@ -109,7 +109,7 @@ func fixtureEvents(t *testing.T, dir string) []Event {
 	vars := map[string]string{"$binary_remote_addr": "127.0.0.1", "$host": "127.0.0.1"}
 	var events []Event
 	for _, c := range clients {
-		e := Event{ID: c.ID, Lo: c.SendNS, Hi: c.SendNS + c.Latency, Vars: vars}
+		e := Event{ID: c.ID, Lo: c.SendNS, Hi: c.SendNS + c.Latency, Attrs: &Attrs{Vars: vars}}
 		if r, ok := recv[c.ID]; ok && r < e.Hi {
 			e.Hi = r
 		}

@@ -192,7 +192,7 @@ func (m *nginxModel) checker(ref int64) checkModel {
 }
 
 func (c *nginxCheck) route(e *Event, dst []bucketRef) []bucketRef {
-	r := Request{Key: e.Key, Vars: e.Vars}
+	r := Request{Key: e.Key, Vars: e.vars()}
 	for i := range c.m.zones {
 		z := &c.m.zones[i]
 		k := z.keyOf(&r)

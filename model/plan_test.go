@@ -36,7 +36,7 @@ func TestPlanSameAsOnePass(t *testing.T) {
 			events[i] = Event{ID: fmt.Sprintf("e%d", i), Lo: lo, Hi: lo + rng.Int64N(int64(5*time.Millisecond)),
 				Key: fmt.Sprintf("k%d", rng.IntN(3)), Outcome: Outcome(rng.IntN(4)), KeyUnknown: rng.IntN(50) == 0}
 			if spec.Kind == KindEnvoyLocal {
-				events[i].Descriptors = descs[rng.IntN(len(descs))]
+				events[i].Attrs = &Attrs{Descriptors: descs[rng.IntN(len(descs))]}
 			}
 		}
 		for _, widen := range []int64{0, int64(time.Millisecond)} {

@@ -196,11 +196,7 @@ func (t *tbPrim) latestReset(y int64) int64 {
 
 // negCumTree is a min tree over -cumBefore(v) for the sorted times vs.
 func (t *tbPrim) negCumTree(vs []int64) *minTree {
-	vals := make([]float64, len(vs))
-	for q, v := range vs {
-		vals[q] = -t.p.refill.cumBefore(v)
-	}
-	return newMinTree(vals)
+	return newMinTreeOf(len(vs), func(q int) float64 { return -t.p.refill.cumBefore(vs[q]) })
 }
 
 // ub is the must-reject pass's tree (activate, mustReject), built at its

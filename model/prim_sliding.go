@@ -35,6 +35,21 @@ func (p *slParams) newPrim(c *primCtx) prim {
 	return t
 }
 
+// orderByKey is orderBy of the values key(0..n-1), read where they lie.
+func orderByKey(n int, key func(int32) int64) []int32 {
+	o := make([]int32, n)
+	for i := range o {
+		o[i] = int32(i)
+	}
+	slices.SortFunc(o, func(x, y int32) int {
+		if c := cmp64(key(x), key(y)); c != 0 {
+			return c
+		}
+		return int(x - y)
+	})
+	return o
+}
+
 // orderBy returns the local indices sorted by v (ties by index).
 func orderBy(v []int64) []int32 {
 	o := make([]int32, len(v))

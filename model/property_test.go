@@ -214,7 +214,7 @@ func runUnknownKeyProperty(t *rapid.T, kind string) {
 	for j := range events {
 		if rapid.IntRange(0, 4).Draw(t, "key unknown") == 0 {
 			events[j].KeyUnknown = true
-			events[j].Key, events[j].Descriptors, events[j].Vars = "", nil, nil // what the checker cannot know
+			events[j].Key, events[j].Attrs = "", nil // what the checker cannot know
 			unknown++
 		}
 	}
@@ -252,7 +252,7 @@ func genHistory(t *rapid.T, kind string) (Spec, Model, []Event, int, Options) {
 	trueAdmitted := 0
 	for _, r := range reqs {
 		d := sim.Offer(r.Request)
-		e := Event{ID: r.id, Key: r.Key, Descriptors: r.Descriptors, Vars: r.Vars}
+		e := Event{ID: r.id, Key: r.Key, Attrs: &Attrs{Descriptors: r.Descriptors, Vars: r.Vars}}
 		e.Lo = r.At - rapid.Int64Range(0, maxW).Draw(t, "before")
 		e.Hi = r.At + rapid.Int64Range(0, maxW).Draw(t, "after")
 		switch {
@@ -329,7 +329,7 @@ func flipProperty(t *rapid.T, kind string, spec Spec, m Model, events []Event, r
 		}
 		if !found {
 			for i, e := range events {
-				t.Logf("ev %d %s lo=%d hi=%d key=%s %v %s -> %s", i, e.ID, e.Lo-t0, e.Hi-t0, e.Key, e.Descriptors, e.Outcome, res.Verdicts[i])
+				t.Logf("ev %d %s lo=%d hi=%d key=%s %v %s -> %s", i, e.ID, e.Lo-t0, e.Hi-t0, e.Key, e.descriptors(), e.Outcome, res.Verdicts[i])
 			}
 			t.Logf("spec %+v", spec)
 			t.Fatalf("flipping %s (%s, was %s) not reported: over %v under %v shadow %v", events[j].ID, res.Verdicts[j], events[j].Outcome, r2.Over, r2.Under, r2.Shadow)

@@ -28,7 +28,7 @@ func NewRouter(m Model) *Router { return &Router{c: m.checker(0)} }
 // Route appends to dst the buckets e uses (none: e is not limited, e.g. a
 // fixed window with unlimited, an nginx zone whose key is empty; and an
 // event whose key is unknown, whose bucket no one can tell). Only
-// e.Key, e.Descriptors, e.Vars and e.KeyUnknown are read.
+// e.Key, e.Attrs and e.KeyUnknown are read.
 func (r *Router) Route(e *Event, dst []BucketUse) []BucketUse {
 	if e.KeyUnknown {
 		return dst

@@ -16,10 +16,13 @@ type minTree struct {
 }
 
 func newMinTree(vals []float64) *minTree {
-	n := len(vals)
-	if n == 0 {
-		n = 1
-	}
+	return newMinTreeOf(len(vals), func(i int) float64 { return vals[i] })
+}
+
+// newMinTreeOf is newMinTree of the n values val(0..n-1), written straight
+// into the tree's leaves (no array of them beside it).
+func newMinTreeOf(nv int, val func(int) float64) *minTree {
+	n := max(nv, 1)
 	h := 0
 	for 1<<h < n {
 		h++
@@ -28,7 +31,9 @@ func newMinTree(vals []float64) *minTree {
 	for i := range m.t[n:] {
 		m.t[n+i] = math.Inf(1)
 	}
-	copy(m.t[n:], vals)
+	for i := 0; i < nv; i++ {
+		m.t[n+i] = val(i)
+	}
 	for i := n - 1; i > 0; i-- {
 		m.t[i] = fmin(m.t[2*i], m.t[2*i+1])
 	}
