@@ -216,6 +216,21 @@ func notFound(what, env string, problems []string, also ...string) error {
 	return notInstalledError(fmt.Sprintf("%s; install it with %s, or set %s", msg, InstallHint(), env))
 }
 
+// MissingDetail is a Find function's ErrNotInstalled error told without its advice: without the "realparts: "
+// prefix, the "; install it with ..." tail and ErrNotInstalled's own words, for a NOT_RUN reason that gives the
+// advice once itself, e.g. "RLBENCH_HAPROXY_BIN stat /x/haproxy: no such file or directory" or "haproxy not found on
+// PATH nor in /usr/sbin". Another error is returned as its message.
+func MissingDetail(err error) string {
+	msg := strings.TrimPrefix(err.Error(), "realparts: ")
+	if !errors.Is(err, ErrNotInstalled) {
+		return msg
+	}
+	if i := strings.Index(msg, "; install it with "); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSuffix(msg, ": "+ErrNotInstalled.Error())
+}
+
 // notInstalledError is an error that is ErrNotInstalled (errors.Is) and says itself how to install.
 type notInstalledError string
 

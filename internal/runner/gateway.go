@@ -532,7 +532,7 @@ func (r *scenarioRun) startGateway(ctx context.Context) string {
 		bin, err := realparts.FindRedis()
 		if err != nil {
 			if errors.Is(err, realparts.ErrNotInstalled) {
-				return fmt.Sprintf("%s, or set %s (%v)", RedisNotInstalledReason, realparts.EnvRedisBin, err)
+				return fmt.Sprintf("%s, or set %s (%s)", RedisNotInstalledReason, realparts.EnvRedisBin, realparts.MissingDetail(err))
 			}
 			return "redis-server: " + err.Error()
 		}

@@ -156,7 +156,7 @@ func (r *scenarioRun) startHAProxy(ctx context.Context) string {
 	bin, err := realparts.FindHAProxy()
 	if err != nil {
 		if errors.Is(err, realparts.ErrNotInstalled) {
-			return fmt.Sprintf("%s, or set %s (%v)", HAProxyNotInstalledReason, realparts.EnvHAProxyBin, err)
+			return fmt.Sprintf("%s, or set %s (%s)", HAProxyNotInstalledReason, realparts.EnvHAProxyBin, realparts.MissingDetail(err))
 		}
 		return "haproxy: " + err.Error()
 	}

@@ -327,7 +327,7 @@ func (r *scenarioRun) startNginx(ctx context.Context) string {
 	bin, err := realparts.FindNginx()
 	if err != nil {
 		if errors.Is(err, realparts.ErrNotInstalled) {
-			return fmt.Sprintf("%s, or set %s (%v)", NginxNotInstalledReason, realparts.EnvNginxBin, err)
+			return fmt.Sprintf("%s, or set %s (%s)", NginxNotInstalledReason, realparts.EnvNginxBin, realparts.MissingDetail(err))
 		}
 		return "nginx: " + err.Error()
 	}
