@@ -22,7 +22,9 @@ type Options struct {
 	// shard), directories of receipts or stats, and their immediate
 	// sub-directories that are such (a directory of shard directories,
 	// which may hold receipts.jsonl itself). A directory holding
-	// merge.json (an earlier merge) and Out itself are skipped.
+	// merge.json (an earlier merge), Out itself and the temporary
+	// directory of a merge killed before it could remove it
+	// (.<name>.merge-<digits>) are skipped.
 	Inputs []string
 	// Out is the scenario directory to write; it must not exist or be empty.
 	Out string
@@ -37,7 +39,7 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 	outAbs, _ := filepath.Abs(out)
 	skip := func(d string) bool {
 		a, _ := filepath.Abs(d)
-		if a == outAbs {
+		if a == outAbs || isMergeTemp(filepath.Base(a)) {
 			return true
 		}
 		_, err := os.Stat(evidence.Dir(d).Merge())
@@ -83,6 +85,27 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 		}
 	}
 	return parts, nil
+}
+
+// mergeTempInfix names the temporary directory that Merge writes into
+// beside Out: "."+base(Out)+mergeTempInfix+random digits (os.MkdirTemp).
+const mergeTempInfix = ".merge-"
+
+// isMergeTemp reports whether name is such a temporary directory: one left
+// by a merge killed before it could remove it (SIGKILL, out of memory)
+// holds a partial requests.jsonl and run files, never an input.
+func isMergeTemp(name string) bool {
+	i := strings.LastIndex(name, mergeTempInfix)
+	if !strings.HasPrefix(name, ".") || i < 1 {
+		return false
+	}
+	digits := name[i+len(mergeTempInfix):]
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return digits != ""
 }
 
 // layoutDirs are the directories of a scenario directory's layout: never
@@ -166,7 +189,7 @@ func Merge(ctx context.Context, o Options) (*evidence.MergeRecord, error) {
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(final)), 0o755); err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(final)), "."+filepath.Base(final)+".merge-")
+	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(final)), "."+filepath.Base(final)+mergeTempInfix)
 	if err != nil {
 		return nil, err
 	}

@@ -299,3 +299,29 @@ func TestMergeMalformedInputs(t *testing.T) {
 		t.Fatalf("a failed merge left %v", entries)
 	}
 }
+
+// A merge killed before it could remove its temporary directory (SIGKILL)
+// leaves .<out>.merge-<digits> beside Out, with a partial requests.jsonl:
+// a later merge of the parent directory does not take it as an input.
+func TestMergeSkipsLeftoverTempDir(t *testing.T) {
+	root := t.TempDir()
+	d := func(name string) string { return filepath.Join(root, name) }
+	fakeShard(t, d("s0"), 0, 2, 4, "sha256:a", "h", []string{"i0", "i2"}, []int64{10, 20})
+	fakeShard(t, d("s1"), 1, 2, 4, "sha256:a", "h", []string{"i1", "i3"}, []int64{10, 20})
+	left := d(".run" + mergeTempInfix + "123456")
+	if err := evidence.WriteLines(evidence.Dir(left).Requests(), []evidence.Request{{ID: "i0", SentNs: 10, LatencyNs: 100, Code: 200}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := evidence.WriteLines(evidence.Dir(left).Receipts(), []evidence.Receipt{receipt("i0", 30, "r")}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := mergeOf(t, root)
+	if len(rec.Problems) != 0 || rec.ReceiptsRead != 0 || len(rec.Inputs) != 2 {
+		t.Fatalf("inputs %q, %d receipts read, problems %q", rec.Inputs, rec.ReceiptsRead, rec.Problems)
+	}
+	for name, want := range map[string]bool{".run.merge-1": true, ".merge-1": false, "run.merge-1": false, ".run.merge-": false, ".run.merge-1x": false} {
+		if got := isMergeTemp(name); got != want {
+			t.Errorf("isMergeTemp(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
