@@ -185,11 +185,20 @@ func Merge(ctx context.Context, o Options) (*evidence.MergeRecord, error) {
 	// Everything is written into a temporary directory beside Out and
 	// renamed into place at the end: a merge that fails leaves no
 	// half-written scenario directory.
-	final := o.Out
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(final)), 0o755); err != nil {
+	// Out is taken absolute: "." would put the temporary directory inside
+	// Out, where it cannot be renamed to. The working directory (or one
+	// holding it) cannot be replaced under the shell that stands in it.
+	final, err := filepath.Abs(o.Out)
+	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(final)), "."+filepath.Base(final)+mergeTempInfix)
+	if wd, err := os.Getwd(); err == nil && (wd == final || strings.HasPrefix(wd, final+string(filepath.Separator)) || final == filepath.Dir(final)) {
+		return nil, fmt.Errorf("merge: %s: the working directory or one holding it (merge writes a new directory and renames it into place): give a new or empty directory elsewhere", o.Out)
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(final), "."+filepath.Base(final)+mergeTempInfix)
 	if err != nil {
 		return nil, err
 	}

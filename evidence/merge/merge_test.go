@@ -325,3 +325,28 @@ func TestMergeSkipsLeftoverTempDir(t *testing.T) {
 		}
 	}
 }
+
+// Out given as "." (the working directory, empty): the merge is refused
+// with a clear error, not renamed over the directory the shell stands in
+// (or failing on a temporary directory created inside Out), and nothing
+// is left in it.
+func TestMergeOutWorkingDirectory(t *testing.T) {
+	root := t.TempDir()
+	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 1, "sha256:a", "h", []string{"i0"}, []int64{10})
+	wd := t.TempDir()
+	t.Chdir(wd)
+	_, err := Merge(context.Background(), Options{Inputs: []string{root}, Out: "."})
+	if err == nil || !strings.Contains(err.Error(), "working directory") {
+		t.Fatalf("merge into the working directory: %v", err)
+	}
+	if entries, err := os.ReadDir(wd); err != nil || len(entries) != 0 {
+		t.Fatalf("working directory after the refused merge: %v, %v", entries, err)
+	}
+	// A relative Out beside it is fine.
+	if _, err := Merge(context.Background(), Options{Inputs: []string{root}, Out: "run"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(evidence.Dir(filepath.Join(wd, "run")).Merge()); err != nil {
+		t.Fatal(err)
+	}
+}
