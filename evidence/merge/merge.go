@@ -21,8 +21,9 @@ type Options struct {
 	// Inputs are directories: shard directories (attack.json with a
 	// shard), directories of receipts or stats, and their immediate
 	// sub-directories that are such (a directory of shard directories,
-	// which may hold receipts.jsonl itself). A directory holding
-	// merge.json (an earlier merge), Out itself and the temporary
+	// which may hold receipts.jsonl itself). An input holding merge.json
+	// (an earlier merge's output) is an error; below an input, a directory
+	// holding merge.json, Out itself and the temporary
 	// directory of a merge killed before it could remove it
 	// (.<name>.merge-<digits>) are skipped.
 	Inputs []string
@@ -61,8 +62,11 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("%s: not a directory", in)
 		}
-		if skip(in) {
+		if a, _ := filepath.Abs(in); a == outAbs {
 			continue
+		}
+		if _, err := os.Stat(evidence.Dir(in).Merge()); err == nil {
+			return nil, fmt.Errorf("%s: the output of an earlier merge (it holds %s): give the directories it merged", in, evidence.MergeFile)
 		}
 		n := 0
 		if isPart(in) {

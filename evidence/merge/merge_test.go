@@ -350,3 +350,23 @@ func TestMergeOutWorkingDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An earlier merge's output given as an input is an error naming it (it
+// was skipped, leaving "no shard among the inputs" unexplained); below an
+// input it is skipped, as before.
+func TestMergeEarlierOutputAsInput(t *testing.T) {
+	root := t.TempDir()
+	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 1, "sha256:a", "h", []string{"i0"}, []int64{10})
+	first := filepath.Join(root, "run")
+	if _, err := Merge(context.Background(), Options{Inputs: []string{root}, Out: first}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Merge(context.Background(), Options{Inputs: []string{first}, Out: filepath.Join(t.TempDir(), "again")})
+	if err == nil || !strings.Contains(err.Error(), first+": the output of an earlier merge") {
+		t.Fatalf("merge of a merge's output: %v", err)
+	}
+	rec, _ := mergeOf(t, root) // root holds run/ (merge.json): skipped
+	if len(rec.Problems) != 0 || len(rec.Inputs) != 1 {
+		t.Fatalf("inputs %q, problems %q", rec.Inputs, rec.Problems)
+	}
+}
