@@ -21,8 +21,11 @@ type Options struct {
 	// Inputs are directories: shard directories (attack.json with a
 	// shard), directories of receipts or stats, and their immediate
 	// sub-directories that are such (a directory of shard directories,
-	// which may hold receipts.jsonl itself). A directory holding
-	// merge.json (an earlier merge) and Out itself are skipped.
+	// which may hold receipts.jsonl itself). An input holding merge.json
+	// (an earlier merge's output) is an error; below an input, a directory
+	// holding merge.json, Out itself and the temporary
+	// directory of a merge killed before it could remove it
+	// (.<name>.merge-<digits>) are skipped.
 	Inputs []string
 	// Out is the scenario directory to write; it must not exist or be empty.
 	Out string
@@ -37,7 +40,7 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 	outAbs, _ := filepath.Abs(out)
 	skip := func(d string) bool {
 		a, _ := filepath.Abs(d)
-		if a == outAbs {
+		if a == outAbs || isMergeTemp(filepath.Base(a)) {
 			return true
 		}
 		_, err := os.Stat(evidence.Dir(d).Merge())
@@ -59,8 +62,11 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("%s: not a directory", in)
 		}
-		if skip(in) {
+		if a, _ := filepath.Abs(in); a == outAbs {
 			continue
+		}
+		if _, err := os.Stat(evidence.Dir(in).Merge()); err == nil {
+			return nil, fmt.Errorf("%s: the output of an earlier merge (it holds %s): give the directories it merged", in, evidence.MergeFile)
 		}
 		n := 0
 		if isPart(in) {
@@ -83,6 +89,27 @@ func mergeParts(inputs []string, out string) ([]string, error) {
 		}
 	}
 	return parts, nil
+}
+
+// mergeTempInfix names the temporary directory that Merge writes into
+// beside Out: "."+base(Out)+mergeTempInfix+random digits (os.MkdirTemp).
+const mergeTempInfix = ".merge-"
+
+// isMergeTemp reports whether name is such a temporary directory: one left
+// by a merge killed before it could remove it (SIGKILL, out of memory)
+// holds a partial requests.jsonl and run files, never an input.
+func isMergeTemp(name string) bool {
+	i := strings.LastIndex(name, mergeTempInfix)
+	if !strings.HasPrefix(name, ".") || i < 1 {
+		return false
+	}
+	digits := name[i+len(mergeTempInfix):]
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return digits != ""
 }
 
 // layoutDirs are the directories of a scenario directory's layout: never
@@ -162,11 +189,20 @@ func Merge(ctx context.Context, o Options) (*evidence.MergeRecord, error) {
 	// Everything is written into a temporary directory beside Out and
 	// renamed into place at the end: a merge that fails leaves no
 	// half-written scenario directory.
-	final := o.Out
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(final)), 0o755); err != nil {
+	// Out is taken absolute: "." would put the temporary directory inside
+	// Out, where it cannot be renamed to. The working directory (or one
+	// holding it) cannot be replaced under the shell that stands in it.
+	final, err := filepath.Abs(o.Out)
+	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(final)), "."+filepath.Base(final)+".merge-")
+	if wd, err := os.Getwd(); err == nil && (wd == final || strings.HasPrefix(wd, final+string(filepath.Separator)) || final == filepath.Dir(final)) {
+		return nil, fmt.Errorf("merge: %s: the working directory or one holding it (merge writes a new directory and renames it into place): give a new or empty directory elsewhere", o.Out)
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(final), "."+filepath.Base(final)+mergeTempInfix)
 	if err != nil {
 		return nil, err
 	}

@@ -299,3 +299,74 @@ func TestMergeMalformedInputs(t *testing.T) {
 		t.Fatalf("a failed merge left %v", entries)
 	}
 }
+
+// A merge killed before it could remove its temporary directory (SIGKILL)
+// leaves .<out>.merge-<digits> beside Out, with a partial requests.jsonl:
+// a later merge of the parent directory does not take it as an input.
+func TestMergeSkipsLeftoverTempDir(t *testing.T) {
+	root := t.TempDir()
+	d := func(name string) string { return filepath.Join(root, name) }
+	fakeShard(t, d("s0"), 0, 2, 4, "sha256:a", "h", []string{"i0", "i2"}, []int64{10, 20})
+	fakeShard(t, d("s1"), 1, 2, 4, "sha256:a", "h", []string{"i1", "i3"}, []int64{10, 20})
+	left := d(".run" + mergeTempInfix + "123456")
+	if err := evidence.WriteLines(evidence.Dir(left).Requests(), []evidence.Request{{ID: "i0", SentNs: 10, LatencyNs: 100, Code: 200}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := evidence.WriteLines(evidence.Dir(left).Receipts(), []evidence.Receipt{receipt("i0", 30, "r")}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := mergeOf(t, root)
+	if len(rec.Problems) != 0 || rec.ReceiptsRead != 0 || len(rec.Inputs) != 2 {
+		t.Fatalf("inputs %q, %d receipts read, problems %q", rec.Inputs, rec.ReceiptsRead, rec.Problems)
+	}
+	for name, want := range map[string]bool{".run.merge-1": true, ".merge-1": false, "run.merge-1": false, ".run.merge-": false, ".run.merge-1x": false} {
+		if got := isMergeTemp(name); got != want {
+			t.Errorf("isMergeTemp(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// Out given as "." (the working directory, empty): the merge is refused
+// with a clear error, not renamed over the directory the shell stands in
+// (or failing on a temporary directory created inside Out), and nothing
+// is left in it.
+func TestMergeOutWorkingDirectory(t *testing.T) {
+	root := t.TempDir()
+	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 1, "sha256:a", "h", []string{"i0"}, []int64{10})
+	wd := t.TempDir()
+	t.Chdir(wd)
+	_, err := Merge(context.Background(), Options{Inputs: []string{root}, Out: "."})
+	if err == nil || !strings.Contains(err.Error(), "working directory") {
+		t.Fatalf("merge into the working directory: %v", err)
+	}
+	if entries, err := os.ReadDir(wd); err != nil || len(entries) != 0 {
+		t.Fatalf("working directory after the refused merge: %v, %v", entries, err)
+	}
+	// A relative Out beside it is fine.
+	if _, err := Merge(context.Background(), Options{Inputs: []string{root}, Out: "run"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(evidence.Dir(filepath.Join(wd, "run")).Merge()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An earlier merge's output given as an input is an error naming it (it
+// was skipped, leaving "no shard among the inputs" unexplained); below an
+// input it is skipped, as before.
+func TestMergeEarlierOutputAsInput(t *testing.T) {
+	root := t.TempDir()
+	fakeShard(t, filepath.Join(root, "s0"), 0, 1, 1, "sha256:a", "h", []string{"i0"}, []int64{10})
+	first := filepath.Join(root, "run")
+	if _, err := Merge(context.Background(), Options{Inputs: []string{root}, Out: first}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Merge(context.Background(), Options{Inputs: []string{first}, Out: filepath.Join(t.TempDir(), "again")})
+	if err == nil || !strings.Contains(err.Error(), first+": the output of an earlier merge") {
+		t.Fatalf("merge of a merge's output: %v", err)
+	}
+	rec, _ := mergeOf(t, root) // root holds run/ (merge.json): skipped
+	if len(rec.Problems) != 0 || len(rec.Inputs) != 1 {
+		t.Fatalf("inputs %q, problems %q", rec.Inputs, rec.Problems)
+	}
+}
