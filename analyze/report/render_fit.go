@@ -414,7 +414,7 @@ func wrapText(text, first string, width int) []string {
 	}
 	for _, word := range strings.Fields(text) {
 		for word != "" {
-			ww := twwidth.Width(word)
+			ww := wordWidth(word, width)
 			sep := 1
 			if empty {
 				sep = 0
@@ -451,6 +451,23 @@ func wrapText(text, first string, width int) []string {
 		lines = append(lines, strings.TrimRight(line, " "))
 	}
 	return lines
+}
+
+// wordWidth is word's width in cells, or a width past limit for a word
+// longer than any line: a word of megabytes (a request ID of a hand-made
+// evidence file) is then split a line at a time without measuring all of
+// what remains of it for every line.
+func wordWidth(word string, limit int) int {
+	if len(word) <= 4*limit+64 { // short enough: measured whole, as before
+		return twwidth.Width(word)
+	}
+	n := 0
+	for _, r := range word {
+		if n += twwidth.Width(string(r)); n > limit {
+			break
+		}
+	}
+	return n
 }
 
 // splitAt returns the longest prefix of word at most room cells wide that

@@ -207,3 +207,27 @@ func TestCutKeepsNamesApart(t *testing.T) {
 		t.Errorf("cutMiddle: %q", g)
 	}
 }
+
+// TestWrapTextLongWord: a word far longer than any line (a hand-made
+// request ID of megabytes, mixed with wide and combining runes) is split
+// into lines of at most the width that keep every character, and
+// wordWidth measures words that fit exactly as the whole-string width.
+func TestWrapTextLongWord(t *testing.T) {
+	word := strings.Repeat("ab界e\u0301,", 50_000) // 300,000 runes, wide and zero-width ones among them
+	for _, width := range []int{10, 80} {
+		lines := wrapText("got ("+word+")", "  - ", width)
+		for i, l := range lines {
+			if n := twwidth.Width(l); n > width {
+				t.Fatalf("width %d: line %d is %d cells", width, i, n)
+			}
+		}
+		if joined := strings.Join(strings.Fields(strings.Join(lines, "")), ""); joined != "-got("+word+")" {
+			t.Fatalf("width %d: text changed (%d bytes, want %d)", width, len(joined), len("-got("+word+")"))
+		}
+	}
+	for _, w := range []string{"", "abc", "界界", "e\u0301e\u0301", strings.Repeat("x", 400)} {
+		if got, want := wordWidth(w, 80), twwidth.Width(w); got != want && !(want > 80 && got > 80) {
+			t.Errorf("wordWidth(%q) = %d, want %d", w, got, want)
+		}
+	}
+}
