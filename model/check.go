@@ -634,8 +634,7 @@ type sweepOut struct {
 	// admitted event and a must-admit of a rejected one (the violations'
 	// Bucket and Why), only for those events: a verdict the outcome agrees
 	// with needs none (a million events: 24 MB less).
-	rWhy, aWhy  map[int32]decidedBy
-	over, under []bool
+	rWhy, aWhy map[int32]decidedBy
 }
 
 // decidedBy is the bucket (plan index) that decided a verdict and the
@@ -691,7 +690,7 @@ func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain
 // (the bounds computed from the offered arrivals only).
 func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain bool) *sweepOut {
 	n := len(events)
-	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n), over: make([]bool, n), under: make([]bool, n)}
+	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n)}
 	sw := &sweeper{pl: pl, events: events, prims: prims, mid: mid, so: so, ptr: make([]int, len(pl.buckets))}
 	if !offered {
 		sw.ord = pl.order(events, mid, false)
@@ -755,7 +754,7 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 			counts := bk.params.countsAll()
 			for o := sw.ord.b[b]; sw.ptr[b] < len(o) && bh[o[sw.ptr[b]]] < bl[l]; sw.ptr[b]++ {
 				q := o[sw.ptr[b]]
-				if bk.sure[q] && (counts || !so.over[bk.event(q)]) {
+				if bk.sure[q] && (counts || !sw.over(bk.event(q), admitUncertain)) {
 					pr.activate(q)
 				}
 			}
@@ -767,10 +766,15 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 				break
 			}
 		}
-		if so.mustR[j] && events[j].Outcome == Admitted && !admitUncertain {
-			so.over[j] = true
-		}
 	}
+}
+
+// over reports whether the must-reject pass found event j over-admitted:
+// admitted where it must be rejected, its admission certain. It is final
+// once j is passed, before any event whose lo follows j's hi (the only
+// ones that activate j's charge); an array of it would be 1 byte an event.
+func (sw *sweeper) over(j int32, admitUncertain bool) bool {
+	return sw.so.mustR[j] && sw.events[j].Outcome == Admitted && !admitUncertain
 }
 
 // mustAdmitPass walks the events by hi, inserting in each bucket every
@@ -788,7 +792,6 @@ func (sw *sweeper) mustAdmitPass(offered bool) {
 			continue
 		}
 		if o := events[j].Outcome; o == Rejected || o == ShadowRejected {
-			so.under[j] = true
 			rs, re := pl.refs(j)
 			for r := rs; r < re; r++ {
 				b, l := pl.ref(r)
