@@ -77,21 +77,21 @@ type tbPrim struct {
 	c *primCtx
 
 	// loS is the sorted lo values, which only the must-reject pass
-	// reads: built at its first use (sortedLo), released with ubT. hiS
-	// and posHi (the sorted hi values and each local event's position
-	// among them) are built at the must-admit pass's first use
-	// (sortedHi), which the bounds read too: the must-reject pass holds
-	// neither.
+	// reads: built at its first use (sortedLo), released with ubT. hiS,
+	// the sorted hi values, is built at the must-admit pass's first use
+	// (sortedHi), which the bounds read too.
 	loS, hiS []int64
-	posHi    []int32
 	// ubT is the must-reject pass's tree, lbT the must-admit pass's; each
 	// is built at its first use (ub, lb) and ubT released when its pass
 	// is over (rejectPassDone): the two never live together.
 	ubT, lbT   *minTree
 	rejectDone bool
 	// uFen counts the under-admitted, insFen the inserted possible
-	// charges, by hi position; each is made at its first count (nil:
-	// none yet), so the must-reject pass holds neither.
+	// charges, by hi position: each at the last position of its hi value
+	// in hiS (every query sums from a value's first position to the
+	// end, so where among equal values it counts does not matter); each
+	// is made at its first count (nil: none yet), so the must-reject pass
+	// holds neither.
 	uFen     fenwick
 	insFen   fenwick
 	uCount   int
@@ -106,7 +106,7 @@ type tbPrim struct {
 func (t *tbPrim) init() {
 	c := t.c
 	n := len(c.lo)
-	// ubT, lbT, loS, hiS and posHi are built at their pass's first use
+	// ubT, lbT, loS and hiS are built at their pass's first use
 	if n > 0 {
 		t.t0 = slices.Min(c.lo) - 1
 	}
@@ -127,32 +127,11 @@ func (t *tbPrim) sortedLo() []int64 {
 	return t.loS
 }
 
-// sortedHi returns hiS (and fills posHi), building them at their first
-// use.
+// sortedHi returns hiS, building it at its first use.
 func (t *tbPrim) sortedHi() []int64 {
-	c := t.c
-	n := len(c.hi)
-	if t.hiS != nil || n == 0 {
-		return t.hiS
-	}
-	order := make([]int32, n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c.hi[a] != c.hi[b] {
-			if c.hi[a] < c.hi[b] {
-				return -1
-			}
-			return 1
-		}
-		return int(a - b)
-	})
-	t.hiS = make([]int64, n)
-	t.posHi = make([]int32, n)
-	for pos, l := range order {
-		t.hiS[pos] = c.hi[l]
-		t.posHi[l] = int32(pos)
+	if t.hiS == nil && len(t.c.hi) > 0 {
+		t.hiS = slices.Clone(t.c.hi)
+		slices.Sort(t.hiS)
 	}
 	return t.hiS
 }
@@ -284,20 +263,22 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 
 // insert counts l against every candidate hi_q <= hi[l].
 func (t *tbPrim) insert(l int32) {
-	t.lb().add(0, upperBound(t.sortedHi(), t.c.hi[l]), -t.p.cLo)
+	a := upperBound(t.sortedHi(), t.c.hi[l])
+	t.lb().add(0, a, -t.p.cLo)
 	if t.insFen == nil {
 		t.insFen = newFenwick(len(t.c.hi))
 	}
-	t.insFen.add(int(t.posHi[l]), 1)
+	t.insFen.add(a-1, 1)
 	t.insCount++
 }
 
 func (t *tbPrim) markUnder(l int32) {
-	t.lb().add(0, upperBound(t.sortedHi(), t.c.hi[l]), -t.p.cLo)
+	a := upperBound(t.sortedHi(), t.c.hi[l])
+	t.lb().add(0, a, -t.p.cLo)
 	if t.uFen == nil {
 		t.uFen = newFenwick(len(t.c.hi))
 	}
-	t.uFen.add(int(t.posHi[l]), 1)
+	t.uFen.add(a-1, 1)
 	t.uCount++
 }
 
