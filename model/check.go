@@ -330,17 +330,38 @@ type prim interface {
 
 // primCtx is one bucket's events as its primitive sees them.
 type primCtx struct {
-	name            string
-	unit            int64
-	lo, hi          []int64
-	known, admitted []bool
-	admittedSure    []bool
-	rejected        []bool
-	siblings        int
-	initUnknown     bool
-	ids             func([]int32) []string
-	sure, poss      []bool
+	name   string
+	unit   int64
+	lo, hi []int64
+	// obs holds each local event's outcome as the bounds see it, in bits
+	// (isKnown, isAdmitted, isAdmittedSure, isRejected): 1 byte an event,
+	// not 4 arrays of bools.
+	obs         []uint8
+	siblings    int
+	initUnknown bool
+	ids         func([]int32) []string
+	sure, poss  []bool
 }
+
+// The bits of primCtx.obs.
+const (
+	obsKnown        = 1 << iota // an outcome other than Unknown
+	obsAdmitted                 // Admitted
+	obsAdmittedSure             // Admitted, and the admission is certain
+	obsRejected                 // Rejected or ShadowRejected
+)
+
+// isKnown reports whether local event l has an outcome (not Unknown).
+func (c *primCtx) isKnown(l int) bool { return c.obs[l]&obsKnown != 0 }
+
+// isAdmitted reports whether local event l was admitted.
+func (c *primCtx) isAdmitted(l int) bool { return c.obs[l]&obsAdmitted != 0 }
+
+// isAdmittedSure reports whether local event l was admitted, certainly.
+func (c *primCtx) isAdmittedSure(l int) bool { return c.obs[l]&obsAdmittedSure != 0 }
+
+// isRejected reports whether local event l was rejected (or shadow-rejected).
+func (c *primCtx) isRejected(l int) bool { return c.obs[l]&obsRejected != 0 }
 
 type bucket struct {
 	id     string
@@ -656,17 +677,26 @@ func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain
 	for b, bk := range pl.buckets {
 		n := bk.size()
 		c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
-			initUnknown: initUnknown, sure: bk.sure, poss: bk.poss,
-			known: make([]bool, n), admitted: make([]bool, n), admittedSure: make([]bool, n), rejected: make([]bool, n)}
+			initUnknown: initUnknown, sure: bk.sure, poss: bk.poss, obs: make([]uint8, n)}
 		if mid {
 			c.lo, c.hi = bk.mid, bk.mid
 		}
 		for l := range n {
 			o := outcomeIn(&events[bk.event(int32(l))])
-			c.known[l] = o != Unknown
-			c.admitted[l] = o == Admitted
-			c.admittedSure[l] = o == Admitted && !admitUncertain
-			c.rejected[l] = o == Rejected || o == ShadowRejected
+			var f uint8
+			if o != Unknown {
+				f |= obsKnown
+			}
+			if o == Admitted {
+				f |= obsAdmitted
+				if !admitUncertain {
+					f |= obsAdmittedSure
+				}
+			}
+			if o == Rejected || o == ShadowRejected {
+				f |= obsRejected
+			}
+			c.obs[l] = f
 		}
 		c.ids = func(ls []int32) []string {
 			ids := make([]string, len(ls))

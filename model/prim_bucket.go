@@ -114,7 +114,7 @@ func (t *tbPrim) init() {
 	case t.p.lruSize > 0 && c.siblings > t.p.lruSize:
 		t.noUpper = true
 	case t.p.resetIdle > 0 && c.siblings > 1:
-		t.cover = resetCover(c.lo, c.hi, c.admitted, t.p.resetIdle)
+		t.cover = resetCover(c.lo, c.hi, c.isAdmitted, t.p.resetIdle)
 	}
 }
 
@@ -143,10 +143,10 @@ type coverIv struct{ a, b int64 }
 // freed: a key whose last admission lies idle or more before x may be freed
 // at x, so x is covered when some admission surely lies in (x-idle, x],
 // that is x in [hi_k, lo_k+idle).
-func resetCover(lo, hi []int64, admitted []bool, idle int64) []coverIv {
+func resetCover(lo, hi []int64, admitted func(int) bool, idle int64) []coverIv {
 	var cover []coverIv
 	for k := range lo {
-		if admitted[k] && hi[k] < lo[k]+idle {
+		if admitted(k) && hi[k] < lo[k]+idle {
 			cover = append(cover, coverIv{hi[k], lo[k] + idle})
 		}
 	}
@@ -370,13 +370,13 @@ func (t *tbPrim) findings() []WindowFinding {
 	}
 	n := 0
 	for l := range c.lo {
-		if c.admittedSure[l] {
+		if c.isAdmittedSure(l) {
 			n++
 		}
 	}
 	adm := make([]int32, 0, n) // once, at its size
 	for l := range c.lo {
-		if c.admittedSure[l] {
+		if c.isAdmittedSure(l) {
 			adm = append(adm, int32(l))
 		}
 	}
@@ -582,13 +582,13 @@ func (t *tbPrim) lowerDP(pts []int64) int {
 	p, c := t.p, t.c
 	n := 0
 	for l := range c.lo {
-		if c.known[l] {
+		if c.isKnown(l) {
 			n++
 		}
 	}
 	knownLo, knownHi := make([]int64, 0, n), make([]int64, 0, n) // once, at their size
 	for l := range c.lo {
-		if c.known[l] {
+		if c.isKnown(l) {
 			knownLo = append(knownLo, c.lo[l])
 			knownHi = append(knownHi, c.hi[l])
 		}
