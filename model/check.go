@@ -330,21 +330,45 @@ type prim interface {
 
 // primCtx is one bucket's events as its primitive sees them.
 type primCtx struct {
-	name            string
-	unit            int64
-	lo, hi          []int64
-	known, admitted []bool
-	admittedSure    []bool
-	rejected        []bool
-	siblings        int
-	initUnknown     bool
-	ids             func([]int32) []string
-	sure, poss      []bool
+	name   string
+	unit   int64
+	lo, hi []int64
+	// obs holds each local event's outcome as the bounds see it, in bits
+	// (isKnown, isAdmitted, isAdmittedSure, isRejected): 1 byte an event,
+	// not 4 arrays of bools.
+	obs         []uint8
+	siblings    int
+	initUnknown bool
+	ids         func([]int32) []string
+	sure, poss  []bool
 }
 
+// The bits of primCtx.obs.
+const (
+	obsKnown        = 1 << iota // an outcome other than Unknown
+	obsAdmitted                 // Admitted
+	obsAdmittedSure             // Admitted, and the admission is certain
+	obsRejected                 // Rejected or ShadowRejected
+)
+
+// isKnown reports whether local event l has an outcome (not Unknown).
+func (c *primCtx) isKnown(l int) bool { return c.obs[l]&obsKnown != 0 }
+
+// isAdmitted reports whether local event l was admitted.
+func (c *primCtx) isAdmitted(l int) bool { return c.obs[l]&obsAdmitted != 0 }
+
+// isAdmittedSure reports whether local event l was admitted, certainly.
+func (c *primCtx) isAdmittedSure(l int) bool { return c.obs[l]&obsAdmittedSure != 0 }
+
+// isRejected reports whether local event l was rejected (or shadow-rejected).
+func (c *primCtx) isRejected(l int) bool { return c.obs[l]&obsRejected != 0 }
+
 type bucket struct {
-	id       string
-	params   primParams
+	id     string
+	params primParams
+	// ev is each local event's index in the events; nil in a plan whose
+	// events are its one bucket's, in order (plan.ident): local index l is
+	// event l (bucket.event).
 	ev       []int32
 	lo, hi   []int64 // widened, in the params' time unit
 	mid      []int64 // midpoints, for the timing report (plan.fillMid)
@@ -356,47 +380,95 @@ type bucket struct {
 
 type plan struct {
 	buckets []*bucket
-	rStart  []int32
-	rB, rL  []int32
-	chain   bool
-	orders  [2]*orders // [0] intervals, [1] midpoints
-	widen   int64      // buildPlan's, for fillMid
+	// event j's refs are rStart[j] to rStart[j+1]-1, ref r charging local
+	// event rL[r] of bucket rB[r] (plan.refs, plan.ref). oneRef: every
+	// event has one ref, ref j, and rStart is not held (4 bytes an
+	// event). ident: besides, every event is charged to bucket 0, as its
+	// local event j (one limiter bucket: a shared key, a single target),
+	// and rB, rL and the bucket's ev are not held either (16 bytes).
+	rStart []int32
+	rB, rL []int32
+	oneRef bool
+	ident  bool
+	chain  bool
+	orders [2]*orders // [0] intervals, [1] midpoints
+	widen  int64      // buildPlan's, for fillMid
 }
 
-// orders are the sort orders the sweeps use: events by lo and by hi, and
-// each bucket's local events by lo and by hi.
+// refs returns event j's first ref and the one after its last.
+func (pl *plan) refs(j int32) (int32, int32) {
+	if pl.oneRef {
+		return j, j + 1
+	}
+	return pl.rStart[j], pl.rStart[j+1]
+}
+
+// ref returns ref r's bucket and local event.
+func (pl *plan) ref(r int32) (b, l int32) {
+	if pl.ident {
+		return 0, r
+	}
+	return pl.rB[r], pl.rL[r]
+}
+
+// size is the number of the bucket's local events.
+func (bk *bucket) size() int { return len(bk.lo) }
+
+// event is local event l's index in the events.
+func (bk *bucket) event(l int32) int32 {
+	if bk.ev == nil {
+		return l
+	}
+	return bk.ev[l]
+}
+
+// orders are the sort orders one pass of a sweep uses. The must-reject
+// pass walks the events by lo (g) and each bucket's local events by hi
+// (b); the must-admit pass the events by hi and each bucket's local
+// events by lo. Each pass builds its own (plan.order), so the two passes'
+// orders never live together.
 type orders struct {
-	gLo, gHi []int32
-	bLo, bHi [][]int32
+	g []int32
+	b [][]int32
 }
 
-func (pl *plan) order(events []Event, mid bool) *orders {
+// order returns the sort orders of the must-admit pass (admit) or of the
+// must-reject pass, of the intervals or of their midpoints (mid). The
+// must-admit orders are kept for a later sweep of the same kind (the
+// offered bounds' sweep is a must-admit pass alone); the must-reject ones
+// are the caller's.
+func (pl *plan) order(events []Event, mid, admit bool) *orders {
 	k := 0
 	if mid {
 		k = 1
 	}
-	if pl.orders[k] != nil {
+	if admit && pl.orders[k] != nil {
 		return pl.orders[k]
 	}
-	// the events' order by lo and by hi (their midpoint when mid), read
+	// the events' order by lo or by hi (their midpoint when mid), read
 	// from the events: no copy of their times (16 bytes an event) lives
 	// beside the plan and the primitives
-	lo := func(j int32) int64 { return events[j].Lo }
-	hi := func(j int32) int64 { return events[j].Hi }
+	key := func(j int32) int64 { return events[j].Lo }
+	if admit {
+		key = func(j int32) int64 { return events[j].Hi }
+	}
 	if mid {
-		lo = func(j int32) int64 { e := &events[j]; return e.Lo + (e.Hi-e.Lo)/2 }
-		hi = lo
+		key = func(j int32) int64 { e := &events[j]; return e.Lo + (e.Hi-e.Lo)/2 }
 	}
-	o := &orders{gLo: orderByKey(len(events), lo), gHi: orderByKey(len(events), hi)}
+	o := &orders{g: orderByKey(len(events), key)}
 	for _, bk := range pl.buckets {
-		lo, hi := bk.lo, bk.hi
-		if mid {
-			lo, hi = bk.mid, bk.mid
+		v := bk.hi
+		switch {
+		case mid:
+			v = bk.mid
+		case admit:
+			v = bk.lo
 		}
-		o.bLo = append(o.bLo, orderBy(lo))
-		o.bHi = append(o.bHi, orderBy(hi))
+		o.b = append(o.b, orderBy(v))
 	}
-	pl.orders[k] = o
+	if admit {
+		pl.orders[k] = o
+	}
 	return o
 }
 
@@ -482,19 +554,40 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 		}
 		pl.rStart[i+1] = int32(len(pl.rB))
 	}
+	pl.oneRef = len(pl.rB) == len(events)
+	for i := 0; pl.oneRef && i < len(events); i++ {
+		pl.oneRef = pl.rStart[i+1] == int32(i+1)
+	}
+	pl.ident = pl.oneRef && len(pl.buckets) == 1
+	if pl.oneRef {
+		pl.rStart = nil
+	}
+	if pl.ident {
+		pl.rB = nil
+	}
 	for b, bk := range pl.buckets {
 		n := counts[b]
-		bk.ev, bk.lo, bk.hi = make([]int32, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+		if !pl.ident {
+			bk.ev = make([]int32, 0, n)
+		}
+		bk.lo, bk.hi = make([]int64, 0, n), make([]int64, 0, n)
 		bk.sure, bk.poss = make([]bool, 0, n), make([]bool, 0, n)
 	}
-	pl.rL = make([]int32, len(pl.rB))
+	if !pl.ident {
+		pl.rL = make([]int32, len(charges))
+	}
 	for i := range events {
 		e := &events[i]
 		lo, hi := e.Lo-widen, e.Hi+widen
-		for r := pl.rStart[i]; r < pl.rStart[i+1]; r++ {
-			bk := pl.buckets[pl.rB[r]]
+		rs, re := pl.refs(int32(i))
+		for r := rs; r < re; r++ {
+			b, _ := pl.ref(r)
+			bk := pl.buckets[b]
 			u := bk.params.timeUnit()
-			bk.ev = append(bk.ev, int32(i))
+			if !pl.ident {
+				bk.ev = append(bk.ev, int32(i))
+				pl.rL[r] = int32(len(bk.ev) - 1)
+			}
 			bk.lo = append(bk.lo, floorDiv(lo, u))
 			if u > 1 {
 				// a coarse clock of its own (nginx's cached monotonic ms):
@@ -506,7 +599,6 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 			}
 			bk.sure = append(bk.sure, charges[r]&sureBit != 0)
 			bk.poss = append(bk.poss, charges[r]&possBit != 0)
-			pl.rL[r] = int32(len(bk.ev) - 1)
 		}
 	}
 	sib := map[primParams]int{}
@@ -524,13 +616,15 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 // less per event through the interval sweep and the bounds.
 func (pl *plan) fillMid(events []Event) {
 	for _, bk := range pl.buckets {
-		bk.mid = make([]int64, 0, len(bk.ev))
+		bk.mid = make([]int64, 0, bk.size())
 	}
 	for i := range events {
 		e := &events[i]
 		lo, hi := e.Lo-pl.widen, e.Hi+pl.widen
-		for r := pl.rStart[i]; r < pl.rStart[i+1]; r++ {
-			bk := pl.buckets[pl.rB[r]]
+		rs, re := pl.refs(int32(i))
+		for r := rs; r < re; r++ {
+			b, _ := pl.ref(r)
+			bk := pl.buckets[b]
 			bk.mid = append(bk.mid, floorDiv(lo+(hi-lo)/2, bk.params.timeUnit()))
 		}
 	}
@@ -561,8 +655,7 @@ type sweepOut struct {
 	// admitted event and a must-admit of a rejected one (the violations'
 	// Bucket and Why), only for those events: a verdict the outcome agrees
 	// with needs none (a million events: 24 MB less).
-	rWhy, aWhy  map[int32]decidedBy
-	over, under []bool
+	rWhy, aWhy map[int32]decidedBy
 }
 
 // decidedBy is the bucket (plan index) that decided a verdict and the
@@ -582,25 +675,33 @@ func note(m *map[int32]decidedBy, j, b int32, v float64) {
 func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain bool) []prim {
 	out := make([]prim, len(pl.buckets))
 	for b, bk := range pl.buckets {
-		n := len(bk.ev)
+		n := bk.size()
 		c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
-			initUnknown: initUnknown, sure: bk.sure, poss: bk.poss,
-			known: make([]bool, n), admitted: make([]bool, n), admittedSure: make([]bool, n), rejected: make([]bool, n)}
+			initUnknown: initUnknown, sure: bk.sure, poss: bk.poss, obs: make([]uint8, n)}
 		if mid {
 			c.lo, c.hi = bk.mid, bk.mid
 		}
-		for l, g := range bk.ev {
-			o := outcomeIn(&events[g])
-			c.known[l] = o != Unknown
-			c.admitted[l] = o == Admitted
-			c.admittedSure[l] = o == Admitted && !admitUncertain
-			c.rejected[l] = o == Rejected || o == ShadowRejected
+		for l := range n {
+			o := outcomeIn(&events[bk.event(int32(l))])
+			var f uint8
+			if o != Unknown {
+				f |= obsKnown
+			}
+			if o == Admitted {
+				f |= obsAdmitted
+				if !admitUncertain {
+					f |= obsAdmittedSure
+				}
+			}
+			if o == Rejected || o == ShadowRejected {
+				f |= obsRejected
+			}
+			c.obs[l] = f
 		}
-		ev := bk.ev
 		c.ids = func(ls []int32) []string {
 			ids := make([]string, len(ls))
 			for i, l := range ls {
-				ids[i] = events[ev[l]].ID
+				ids[i] = events[bk.event(l)].ID
 			}
 			return ids
 		}
@@ -619,10 +720,10 @@ func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain
 // (the bounds computed from the offered arrivals only).
 func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain bool) *sweepOut {
 	n := len(events)
-	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n), over: make([]bool, n), under: make([]bool, n)}
-	sw := &sweeper{pl: pl, events: events, prims: prims, mid: mid, so: so, ord: pl.order(events, mid),
-		ptr: make([]int, len(pl.buckets))}
+	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n)}
+	sw := &sweeper{pl: pl, events: events, prims: prims, mid: mid, so: so, ptr: make([]int, len(pl.buckets))}
 	if !offered {
+		sw.ord = pl.order(events, mid, false)
 		sw.mustRejectPass(admitUncertain)
 		for _, pr := range prims {
 			if d, ok := pr.(interface{ rejectPassDone() }); ok {
@@ -631,6 +732,8 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 		}
 	}
 	clear(sw.ptr)
+	sw.ord = nil // the must-reject orders are done with
+	sw.ord = pl.order(events, mid, true)
 	sw.mustAdmitPass(offered)
 	return so
 }
@@ -669,18 +772,19 @@ func (sw *sweeper) hi(bk *bucket) []int64 {
 // the over-admissions.
 func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 	pl, so, events := sw.pl, sw.so, sw.events
-	for _, j := range sw.ord.gLo {
+	for _, j := range sw.ord.g {
 		if events[j].KeyUnknown {
 			continue // judged by no bucket: either
 		}
-		for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
-			b, l := pl.rB[r], pl.rL[r]
+		rs, re := pl.refs(j)
+		for r := rs; r < re; r++ {
+			b, l := pl.ref(r)
 			bk, pr := pl.buckets[b], sw.prims[b]
 			bl, bh := sw.lo(bk), sw.hi(bk)
 			counts := bk.params.countsAll()
-			for o := sw.ord.bHi[b]; sw.ptr[b] < len(o) && bh[o[sw.ptr[b]]] < bl[l]; sw.ptr[b]++ {
+			for o := sw.ord.b[b]; sw.ptr[b] < len(o) && bh[o[sw.ptr[b]]] < bl[l]; sw.ptr[b]++ {
 				q := o[sw.ptr[b]]
-				if bk.sure[q] && (counts || !so.over[bk.ev[q]]) {
+				if bk.sure[q] && (counts || !sw.over(bk.event(q), admitUncertain)) {
 					pr.activate(q)
 				}
 			}
@@ -692,10 +796,15 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 				break
 			}
 		}
-		if so.mustR[j] && events[j].Outcome == Admitted && !admitUncertain {
-			so.over[j] = true
-		}
 	}
+}
+
+// over reports whether the must-reject pass found event j over-admitted:
+// admitted where it must be rejected, its admission certain. It is final
+// once j is passed, before any event whose lo follows j's hi (the only
+// ones that activate j's charge); an array of it would be 1 byte an event.
+func (sw *sweeper) over(j int32, admitUncertain bool) bool {
+	return sw.so.mustR[j] && sw.events[j].Outcome == Admitted && !admitUncertain
 }
 
 // mustAdmitPass walks the events by hi, inserting in each bucket every
@@ -703,7 +812,7 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 // and the under-admissions (not for the offered bounds).
 func (sw *sweeper) mustAdmitPass(offered bool) {
 	pl, so, events := sw.pl, sw.so, sw.events
-	for _, j := range sw.ord.gHi {
+	for _, j := range sw.ord.g {
 		if events[j].KeyUnknown {
 			continue // its charges are inserted with the others'
 		}
@@ -713,9 +822,9 @@ func (sw *sweeper) mustAdmitPass(offered bool) {
 			continue
 		}
 		if o := events[j].Outcome; o == Rejected || o == ShadowRejected {
-			so.under[j] = true
-			for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
-				b, l := pl.rB[r], pl.rL[r]
+			rs, re := pl.refs(j)
+			for r := rs; r < re; r++ {
+				b, l := pl.ref(r)
 				if bk := pl.buckets[b]; !bk.poss[l] && !bk.params.countsAll() {
 					sw.prims[b].markUnder(l)
 				}
@@ -735,11 +844,12 @@ func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
 	o := sw.events[j].Outcome
 	keep := o == Rejected || o == ShadowRejected
 	var by decidedBy
-	for r := pl.rStart[j]; r < pl.rStart[j+1]; r++ {
-		b, l := pl.rB[r], pl.rL[r]
+	rs, re := pl.refs(j)
+	for r := rs; r < re; r++ {
+		b, l := pl.ref(r)
 		bk, pr := pl.buckets[b], sw.prims[b]
 		bl, bh := sw.lo(bk), sw.hi(bk)
-		for o := sw.ord.bLo[b]; sw.ptr[b] < len(o) && bl[o[sw.ptr[b]]] <= bh[l]; sw.ptr[b]++ {
+		for o := sw.ord.b[b]; sw.ptr[b] < len(o) && bl[o[sw.ptr[b]]] <= bh[l]; sw.ptr[b]++ {
 			if q := o[sw.ptr[b]]; offered || bk.poss[q] {
 				pr.insert(q)
 			}
@@ -753,7 +863,7 @@ func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
 			by = decidedBy{b, v}
 		}
 	}
-	if keep && pl.rStart[j] < pl.rStart[j+1] {
+	if keep && rs < re {
 		note(&so.aWhy, j, by.b, by.v)
 	}
 	return true
@@ -838,7 +948,7 @@ func (c *checkRun) verdicts(so *sweepOut) {
 			}
 		case v == MustAdmit && (e.Outcome == Rejected || e.Outcome == ShadowRejected):
 			vi := Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome, Why: "not limited: no bucket applies"}
-			if pl.rStart[j] < pl.rStart[j+1] {
+			if rs, re := pl.refs(int32(j)); rs < re {
 				by := so.aWhy[int32(j)]
 				vi.Bucket = pl.buckets[by.b].id
 				vi.Why = prims[by.b].why(false, by.v)
@@ -908,7 +1018,8 @@ func (c *checkRun) bucketBound(b int, off *sweepOut) Bound {
 	bk := c.pl.buckets[b]
 	lo, hi := c.prims[b].bounds(bk.single)
 	ma, adm, possible := 0, 0, 0
-	for _, g := range bk.ev {
+	for l := range bk.size() {
+		g := bk.event(int32(l))
 		o := outcomeIn(&c.events[g])
 		if o != Unknown && off.mustA[g] {
 			ma++
@@ -923,7 +1034,7 @@ func (c *checkRun) bucketBound(b int, off *sweepOut) Bound {
 	if !bk.single {
 		lo = 0
 	}
-	return Bound{Bucket: bk.id, Offered: len(bk.ev), Min: min(max(lo, ma), hi), Max: hi, Admitted: adm, Possible: possible}
+	return Bound{Bucket: bk.id, Offered: bk.size(), Min: min(max(lo, ma), hi), Max: hi, Admitted: adm, Possible: possible}
 }
 
 // totalBound counts the run's offered, admitted and possible requests and
@@ -942,7 +1053,7 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 		if e.Outcome == Admitted || e.Outcome == Unknown {
 			t.Possible++
 		}
-		rs, re := pl.rStart[j], pl.rStart[j+1]
+		rs, re := pl.refs(int32(j))
 		switch {
 		case e.KeyUnknown:
 			t.Max++ // whichever bucket it used (or none) may have admitted it
@@ -952,9 +1063,11 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 				t.Min++
 			}
 		case re-rs == 1:
-			lastGroup[pl.rB[re-1]]++
+			b, _ := pl.ref(re - 1)
+			lastGroup[b]++
 		default:
-			lastGroup[pl.rB[re-1]]++
+			b, _ := pl.ref(re - 1)
+			lastGroup[b]++
 			if e.Outcome != Unknown && off.mustA[j] {
 				t.Min++
 			}
@@ -1023,7 +1136,10 @@ func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []Wi
 	} else {
 		for _, b := range pl.buckets {
 			if b.id == bd.Bucket {
-				members = b.ev
+				members = make([]int32, b.size())
+				for l := range members {
+					members[l] = b.event(int32(l))
+				}
 			}
 		}
 	}

@@ -76,18 +76,27 @@ type tbPrim struct {
 	p *tbParams
 	c *primCtx
 
-	loS, hiS []int64 // sorted lo and hi values
-	posHi    []int32 // position of each local event in hi order
+	// loS is the sorted lo values, which only the must-reject pass
+	// reads: built at its first use (sortedLo), released with ubT. hiS,
+	// the sorted hi values, is built at the must-admit pass's first use
+	// (sortedHi), which the bounds read too.
+	loS, hiS []int64
 	// ubT is the must-reject pass's tree, lbT the must-admit pass's; each
 	// is built at its first use (ub, lb) and ubT released when its pass
 	// is over (rejectPassDone): the two never live together.
 	ubT, lbT   *minTree
 	rejectDone bool
-	uFen       fenwick // under-admitted, by hi position
-	insFen     fenwick // inserted possible charges, by hi position
-	uCount     int
-	insCount   int
-	t0         int64
+	// uFen counts the under-admitted, insFen the inserted possible
+	// charges, by hi position: each at the last position of its hi value
+	// in hiS (every query sums from a value's first position to the
+	// end, so where among equal values it counts does not matter); each
+	// is made at its first count (nil: none yet), so the must-reject pass
+	// holds neither.
+	uFen     fenwick
+	insFen   fenwick
+	uCount   int
+	insCount int
+	t0       int64
 	// cover: times at which the bucket cannot have been recreated full (nil:
 	// it never is); noUpper: it may be recreated at any time.
 	cover   []coverIv
@@ -97,38 +106,34 @@ type tbPrim struct {
 func (t *tbPrim) init() {
 	c := t.c
 	n := len(c.lo)
-	t.loS = slices.Clone(c.lo)
-	slices.Sort(t.loS)
-	order := make([]int32, n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c.hi[a] != c.hi[b] {
-			if c.hi[a] < c.hi[b] {
-				return -1
-			}
-			return 1
-		}
-		return int(a - b)
-	})
-	t.hiS = make([]int64, n)
-	t.posHi = make([]int32, n)
-	for pos, l := range order {
-		t.hiS[pos] = c.hi[l]
-		t.posHi[l] = int32(pos)
-	}
-	// ubT and lbT are built at their pass's first use (ub, lb)
-	t.uFen, t.insFen = newFenwick(n), newFenwick(n)
+	// ubT, lbT, loS and hiS are built at their pass's first use
 	if n > 0 {
-		t.t0 = t.loS[0] - 1
+		t.t0 = slices.Min(c.lo) - 1
 	}
 	switch {
 	case t.p.lruSize > 0 && c.siblings > t.p.lruSize:
 		t.noUpper = true
 	case t.p.resetIdle > 0 && c.siblings > 1:
-		t.cover = resetCover(c.lo, c.hi, c.admitted, t.p.resetIdle)
+		t.cover = resetCover(c.lo, c.hi, c.isAdmitted, t.p.resetIdle)
 	}
+}
+
+// sortedLo returns loS, building it at its first use.
+func (t *tbPrim) sortedLo() []int64 {
+	if t.loS == nil && len(t.c.lo) > 0 {
+		t.loS = slices.Clone(t.c.lo)
+		slices.Sort(t.loS)
+	}
+	return t.loS
+}
+
+// sortedHi returns hiS, building it at its first use.
+func (t *tbPrim) sortedHi() []int64 {
+	if t.hiS == nil && len(t.c.hi) > 0 {
+		t.hiS = slices.Clone(t.c.hi)
+		slices.Sort(t.hiS)
+	}
+	return t.hiS
 }
 
 // coverIv is a half-open time interval [a, b).
@@ -138,10 +143,10 @@ type coverIv struct{ a, b int64 }
 // freed: a key whose last admission lies idle or more before x may be freed
 // at x, so x is covered when some admission surely lies in (x-idle, x],
 // that is x in [hi_k, lo_k+idle).
-func resetCover(lo, hi []int64, admitted []bool, idle int64) []coverIv {
+func resetCover(lo, hi []int64, admitted func(int) bool, idle int64) []coverIv {
 	var cover []coverIv
 	for k := range lo {
-		if admitted[k] && hi[k] < lo[k]+idle {
+		if admitted(k) && hi[k] < lo[k]+idle {
 			cover = append(cover, coverIv{hi[k], lo[k] + idle})
 		}
 	}
@@ -206,7 +211,7 @@ func (t *tbPrim) ub() *minTree {
 		if t.rejectDone {
 			panic("model: token bucket must-reject pass after its end") // a sweep's passes are in order
 		}
-		t.ubT = t.negCumTree(t.loS)
+		t.ubT = t.negCumTree(t.sortedLo())
 	}
 	return t.ubT
 }
@@ -215,21 +220,21 @@ func (t *tbPrim) ub() *minTree {
 // its first use.
 func (t *tbPrim) lb() *minTree {
 	if t.lbT == nil {
-		t.lbT = t.negCumTree(t.hiS)
+		t.lbT = t.negCumTree(t.sortedHi())
 	}
 	return t.lbT
 }
 
 // rejectPassDone releases the must-reject pass's tree: the sweep calls it
 // between its passes.
-func (t *tbPrim) rejectPassDone() { t.ubT, t.rejectDone = nil, true }
+func (t *tbPrim) rejectPassDone() { t.ubT, t.loS, t.rejectDone = nil, nil, true }
 
 // sweepDone releases the must-admit pass's tree and counts: Check calls it
 // after the verdicts, before the bounds and findings (which read neither).
 func (t *tbPrim) sweepDone() { t.lbT, t.uFen, t.insFen = nil, nil, nil }
 
 func (t *tbPrim) activate(l int32) {
-	t.ub().add(0, upperBound(t.loS, t.c.lo[l]), -t.p.cUp)
+	t.ub().add(0, upperBound(t.sortedLo(), t.c.lo[l]), -t.p.cUp)
 }
 
 // mustReject: an upper bound of the level when l arrives, from the
@@ -243,9 +248,9 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 	}
 	from := 0
 	if t.cover != nil {
-		from = upperBound(t.loS, t.resetFloor(t.c.hi[l]))
+		from = upperBound(t.sortedLo(), t.resetFloor(t.c.hi[l]))
 	}
-	to := upperBound(t.loS, t.c.lo[l])
+	to := upperBound(t.sortedLo(), t.c.lo[l])
 	ub := p.C
 	if from < to {
 		m := t.ub().min(from, to)
@@ -258,14 +263,22 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 
 // insert counts l against every candidate hi_q <= hi[l].
 func (t *tbPrim) insert(l int32) {
-	t.lb().add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
-	t.insFen.add(int(t.posHi[l]), 1)
+	a := upperBound(t.sortedHi(), t.c.hi[l])
+	t.lb().add(0, a, -t.p.cLo)
+	if t.insFen == nil {
+		t.insFen = newFenwick(len(t.c.hi))
+	}
+	t.insFen.add(a-1, 1)
 	t.insCount++
 }
 
 func (t *tbPrim) markUnder(l int32) {
-	t.lb().add(0, upperBound(t.hiS, t.c.hi[l]), -t.p.cLo)
-	t.uFen.add(int(t.posHi[l]), 1)
+	a := upperBound(t.sortedHi(), t.c.hi[l])
+	t.lb().add(0, a, -t.p.cLo)
+	if t.uFen == nil {
+		t.uFen = newFenwick(len(t.c.hi))
+	}
+	t.uFen.add(a-1, 1)
 	t.uCount++
 }
 
@@ -276,11 +289,12 @@ func (t *tbPrim) markUnder(l int32) {
 func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 	p := t.p
 	lo := t.c.lo[l]
-	a := upperBound(t.hiS, lo)
-	n := len(t.hiS)
+	hiS := t.sortedHi()
+	a := upperBound(hiS, lo)
+	n := len(hiS)
 	uGE := 0
 	if t.uCount > 0 {
-		uGE = t.uFen.rangeSum(lowerBound(t.hiS, lo), n)
+		uGE = t.uFen.rangeSum(lowerBound(hiS, lo), n)
 	}
 	// l's own charge, if inserted, covers every candidate hi_q <= hi[l]:
 	// all of [0, a), and a itself when hi_a <= hi[l].
@@ -301,7 +315,10 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 		// s in [lo, arrival]: no refill counted, every possible charge
 		// with hi > lo may come first (under-admitted ones never: they
 		// count only for requests surely after them)
-		cnt := t.insFen.rangeSum(a, n)
+		cnt := 0
+		if t.insFen != nil {
+			cnt = t.insFen.rangeSum(a, n)
+		}
 		if self && t.c.hi[l] > lo {
 			cnt--
 		}
@@ -353,13 +370,13 @@ func (t *tbPrim) findings() []WindowFinding {
 	}
 	n := 0
 	for l := range c.lo {
-		if c.admittedSure[l] {
+		if c.isAdmittedSure(l) {
 			n++
 		}
 	}
 	adm := make([]int32, 0, n) // once, at its size
 	for l := range c.lo {
-		if c.admittedSure[l] {
+		if c.isAdmittedSure(l) {
 			adm = append(adm, int32(l))
 		}
 	}
@@ -509,7 +526,7 @@ func (t *tbPrim) upperDP(pts []int64) int {
 	p, c := t.p, t.c
 	loAll := slices.Clone(c.lo)
 	slices.Sort(loAll)
-	hiAll := t.hiS
+	hiAll := t.sortedHi()
 	m := len(pts)
 	var capTerm *minTree // cUp*U(s) - cum(s) per point, when resets bound s
 	if t.cover != nil {
@@ -565,13 +582,13 @@ func (t *tbPrim) lowerDP(pts []int64) int {
 	p, c := t.p, t.c
 	n := 0
 	for l := range c.lo {
-		if c.known[l] {
+		if c.isKnown(l) {
 			n++
 		}
 	}
 	knownLo, knownHi := make([]int64, 0, n), make([]int64, 0, n) // once, at their size
 	for l := range c.lo {
-		if c.known[l] {
+		if c.isKnown(l) {
 			knownLo = append(knownLo, c.lo[l])
 			knownHi = append(knownHi, c.hi[l])
 		}

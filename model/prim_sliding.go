@@ -116,7 +116,7 @@ func (t *slPrim) findings() []WindowFinding {
 	c := t.c
 	var adm []int32
 	for l := range c.lo {
-		if c.admittedSure[l] {
+		if c.isAdmittedSure(l) {
 			adm = append(adm, int32(l))
 		}
 	}
@@ -292,7 +292,7 @@ func (t *scPrim) why(reject bool, v float64) string {
 // findings: admissions surely inside one window must be <= limit.
 func (t *scPrim) findings() []WindowFinding {
 	c := t.c
-	sureIn, _ := windowCounts(t.ws, len(c.lo), func(l int) bool { return c.admittedSure[l] })
+	sureIn, _ := windowCounts(t.ws, len(c.lo), func(l int) bool { return c.isAdmittedSure(l) })
 	var out []WindowFinding
 	lim := int(math.Floor(t.p.limit + eps))
 	for w, adm := range sureIn {

@@ -82,7 +82,7 @@ func (ws *windowSet) index(k int64) int {
 // the earliest possible hit at or after the earliest end of window k-1, b_k
 // the latest time by which a sure hit (known outcome) after its latest end
 // has happened.
-func newFirstHitWindows(lo, hi []int64, known []bool, width int64) *windowSet {
+func newFirstHitWindows(lo, hi []int64, known func(int) bool, width int64) *windowSet {
 	n := len(lo)
 	ws := &windowSet{width: width, pLo: make([]int32, n), pHi: make([]int32, n), sure: make([]int32, n), judged: make([]bool, n)}
 	if n == 0 {
@@ -102,7 +102,7 @@ func newFirstHitWindows(lo, hi []int64, known []bool, width int64) *windowSet {
 	}
 	var knownByLo []int32
 	for l := range n {
-		if known[l] {
+		if known(l) {
 			knownByLo = append(knownByLo, int32(l))
 		}
 	}
@@ -197,7 +197,7 @@ func (p *fwParams) countsAll() bool { return true }
 func (p *fwParams) newPrim(c *primCtx) prim {
 	t := &fwPrim{p: p, c: c}
 	if p.firstHit {
-		t.ws = newFirstHitWindows(c.lo, c.hi, c.known, p.width)
+		t.ws = newFirstHitWindows(c.lo, c.hi, c.isKnown, p.width)
 	} else {
 		t.ws = newEpochWindows(c.lo, c.hi, p.width, false)
 	}
@@ -297,18 +297,18 @@ func windowCounts(ws *windowSet, n int, sel func(l int) bool) ([][]int32, []int)
 func (t *fwPrim) findings() []WindowFinding {
 	c := t.c
 	sureIn, _ := windowCounts(t.ws, len(c.lo), nil)
-	_, maybeAdm := windowCounts(t.ws, len(c.lo), func(l int) bool { return c.admitted[l] || !c.known[l] })
+	_, maybeAdm := windowCounts(t.ws, len(c.lo), func(l int) bool { return c.isAdmitted(l) || !c.isKnown(l) })
 	var out []WindowFinding
 	for w, evs := range sureIn {
 		var adm, rej []int32
 		known := 0
 		for _, l := range evs {
-			if c.known[l] {
+			if c.isKnown(int(l)) {
 				known++
 			}
-			if c.admittedSure[l] {
+			if c.isAdmittedSure(int(l)) {
 				adm = append(adm, l)
-			} else if c.rejected[l] {
+			} else if c.isRejected(int(l)) {
 				rej = append(rej, l)
 			}
 		}
@@ -343,16 +343,16 @@ func (t *fwPrim) bounds(single bool) (int, int) {
 func (t *fwPrim) windowBounds() (int, int, []Bound) {
 	c := t.c
 	sureIn, possN := windowCounts(t.ws, len(c.lo), nil)
-	_, maybeAdm := windowCounts(t.ws, len(c.lo), func(l int) bool { return c.admitted[l] || !c.known[l] })
+	_, maybeAdm := windowCounts(t.ws, len(c.lo), func(l int) bool { return c.isAdmitted(l) || !c.isKnown(l) })
 	minT, maxT := 0, 0
 	out := make([]Bound, 0, len(sureIn))
 	for w, evs := range sureIn {
 		known, adm := 0, 0
 		for _, l := range evs {
-			if c.known[l] {
+			if c.isKnown(int(l)) {
 				known++
 			}
-			if c.admittedSure[l] {
+			if c.isAdmittedSure(int(l)) {
 				adm++
 			}
 		}
