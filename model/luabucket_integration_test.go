@@ -2,7 +2,7 @@
 
 package model_test
 
-// The production Redis + Lua token bucket (testdata/redis-lua/token-bucket-gateway.lua, called as its gateway did:
+// The production Redis + Lua token bucket (examples/gateway/token-bucket-gateway.lua, called as its gateway did:
 // EVALSHA sha 1 <key> <capacity> <rate> <now>, 429 on 0) run on a real redis-server with an explicit now, held
 // against model.KindTokenBucket(capacity, rate) and against luaBucket, a Go replica of the script that it must
 // match on every request.
@@ -83,7 +83,7 @@ type gatewayScript struct {
 
 func loadGatewayScript(t *testing.T, ctx context.Context, rdb *redis.Client) *gatewayScript {
 	t.Helper()
-	src, err := os.ReadFile("testdata/redis-lua/token-bucket-gateway.lua")
+	src, err := os.ReadFile("../examples/gateway/token-bucket-gateway.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
