@@ -40,6 +40,38 @@ type limiterTimes struct {
 	unplaced int
 }
 
+// add appends one record's entry (see the fields).
+func (lt *limiterTimes) add(acceptNs, forwardNs int64, request int32, line int, limited bool, vars map[string]string) {
+	lt.acceptNs = append(lt.acceptNs, acceptNs)
+	lt.forwardNs = append(lt.forwardNs, forwardNs)
+	lt.request = append(lt.request, request)
+	lt.line = append(lt.line, line)
+	lt.limited = append(lt.limited, limited)
+	lt.vars = append(lt.vars, vars)
+}
+
+// finish counts unplaced: the requests to lt's target the backend received
+// that no entry joins with a forward time. It reports whether lt has any
+// forward time at all (a source without one gives nothing for the target).
+func (lt *limiterTimes) finish(in *Input) bool {
+	if !slices.ContainsFunc(lt.forwardNs, func(f int64) bool { return f >= 0 }) {
+		return false
+	}
+	reqs := &in.Evidence.Requests
+	placed := make([]bool, reqs.Len())
+	for k, ri := range lt.request {
+		if ri >= 0 && lt.forwardNs[k] >= 0 {
+			placed[ri] = true
+		}
+	}
+	for i := 0; i < reqs.Len(); i++ {
+		if in.received[i] && reqs.Targets[reqs.Target[i]] == lt.target && !placed[i] {
+			lt.unplaced++
+		}
+	}
+	return true
+}
+
 // forwardSource reads, from a scenario's evidence, the limiter times of the
 // targets it covers (none when its evidence is absent or has no times).
 type forwardSource func(in *Input) []*limiterTimes
@@ -62,7 +94,6 @@ func labProxyLimiterTimes(in *Input) []*limiterTimes {
 	var out []*limiterTimes
 	for _, l := range in.Evidence.AccessLogs {
 		lt := &limiterTimes{target: l.Proxy, source: l.File, resolution: time.Microsecond}
-		placed := map[int32]bool{}
 		for _, e := range l.Entries {
 			if e.UpstreamStartNs <= 0 && e.StartNs <= 0 {
 				continue
@@ -89,26 +120,12 @@ func labProxyLimiterTimes(in *Input) []*limiterTimes {
 				if end := reqs.EndNs[i]; fwd >= 0 && (fwd < reqs.SentNs[i] || end > 0 && fwd > end) {
 					fwd = -1 // outside the request's own send and response
 				}
-				if fwd >= 0 {
-					placed[ri] = true
-				}
 			}
-			lt.acceptNs = append(lt.acceptNs, acc)
-			lt.forwardNs = append(lt.forwardNs, fwd)
-			lt.request = append(lt.request, ri)
-			lt.line = append(lt.line, e.Line)
-			lt.limited = append(lt.limited, e.LocalNs > 0)
-			lt.vars = append(lt.vars, nil)
+			lt.add(acc, fwd, ri, e.Line, e.LocalNs > 0, nil)
 		}
-		if !slices.ContainsFunc(lt.forwardNs, func(f int64) bool { return f >= 0 }) {
-			continue
+		if lt.finish(in) {
+			out = append(out, lt)
 		}
-		for i := 0; i < reqs.Len(); i++ {
-			if in.received[i] && reqs.Targets[reqs.Target[i]] == l.Proxy && !placed[int32(i)] {
-				lt.unplaced++
-			}
-		}
-		out = append(out, lt)
 	}
 	return out
 }

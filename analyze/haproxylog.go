@@ -25,7 +25,6 @@ func haproxyLimiterTimes(in *Input) []*limiterTimes {
 		h := &in.Evidence.HAProxy[k]
 		lt := &limiterTimes{target: h.Proxy, source: h.File, resolution: haproxyForwardResolution}
 		ruleMs, _ := haproxyRuleMs(h)
-		placed := map[int32]bool{}
 		for _, a := range h.Records {
 			if a.Denied() {
 				continue
@@ -40,26 +39,12 @@ func haproxyLimiterTimes(in *Input) []*limiterTimes {
 			ri := int32(-1)
 			if i, ok := reqs.IDs.Lookup(a.ID); a.ID != "" && ok {
 				ri = int32(i)
-				if fwd >= 0 {
-					placed[ri] = true
-				}
 			}
-			lt.acceptNs = append(lt.acceptNs, acc)
-			lt.forwardNs = append(lt.forwardNs, fwd)
-			lt.request = append(lt.request, ri)
-			lt.line = append(lt.line, a.Line)
-			lt.limited = append(lt.limited, a.Tracked())
-			lt.vars = append(lt.vars, nil)
+			lt.add(acc, fwd, ri, a.Line, a.Tracked(), nil)
 		}
-		if !slices.ContainsFunc(lt.forwardNs, func(f int64) bool { return f >= 0 }) {
-			continue
+		if lt.finish(in) {
+			out = append(out, lt)
 		}
-		for i := 0; i < reqs.Len(); i++ {
-			if in.received[i] && reqs.Targets[reqs.Target[i]] == h.Proxy && !placed[int32(i)] {
-				lt.unplaced++
-			}
-		}
-		out = append(out, lt)
 	}
 	return out
 }

@@ -227,7 +227,6 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 	var out []*limiterTimes
 	for _, ng := range in.Evidence.Nginx {
 		lt := &limiterTimes{target: ng.Proxy, source: ng.File, resolution: time.Millisecond}
-		placed := map[int32]bool{}
 		for k := range ng.Records {
 			a := &ng.Records[k]
 			if a.LimitReqStatus == nginxrec.LimitReqRejected {
@@ -243,26 +242,12 @@ func nginxLimiterTimes(in *Input) []*limiterTimes {
 			ri := int32(-1)
 			if i, ok := reqs.IDs.Lookup(a.ID); a.ID != "" && ok {
 				ri = int32(i)
-				if fwd >= 0 {
-					placed[ri] = true
-				}
 			}
-			lt.acceptNs = append(lt.acceptNs, acc)
-			lt.forwardNs = append(lt.forwardNs, fwd)
-			lt.request = append(lt.request, ri)
-			lt.line = append(lt.line, a.Line)
-			lt.limited = append(lt.limited, a.LimitReqStatus == nginxrec.LimitReqPassed || a.LimitReqStatus == nginxrec.LimitReqDelayed)
-			lt.vars = append(lt.vars, a.Keys)
+			lt.add(acc, fwd, ri, a.Line, a.LimitReqStatus == nginxrec.LimitReqPassed || a.LimitReqStatus == nginxrec.LimitReqDelayed, a.Keys)
 		}
-		if !slices.ContainsFunc(lt.forwardNs, func(f int64) bool { return f >= 0 }) {
-			continue
+		if lt.finish(in) {
+			out = append(out, lt)
 		}
-		for i := 0; i < reqs.Len(); i++ {
-			if in.received[i] && reqs.Targets[reqs.Target[i]] == ng.Proxy && !placed[int32(i)] {
-				lt.unplaced++
-			}
-		}
-		out = append(out, lt)
 	}
 	return out
 }
