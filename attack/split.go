@@ -135,10 +135,7 @@ type Assignment struct {
 // from the number of targets, counts that do not sum to len(ids), an
 // unknown mode.
 func Assign(ids []string, targets []Target, split Split, seed int64) ([]Assignment, error) {
-	if len(ids) == 0 && len(targets) > 0 {
-		return nil, errors.New("assign: no ids")
-	}
-	to, err := assignTargets(len(ids), len(targets), split, seed)
+	to, err := AssignTargets(len(ids), targets, split, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +144,15 @@ func Assign(ids []string, targets []Target, split Split, seed int64) ([]Assignme
 		out[i] = Assignment{Index: i, ID: id, Target: int(to[i])}
 	}
 	return out, nil
+}
+
+// AssignTargets is Assign for n IDs without their names: the index in
+// targets of each ID, in ID order (4 bytes per ID), with Assign's errors.
+func AssignTargets(n int, targets []Target, split Split, seed int64) ([]int32, error) {
+	if n == 0 && len(targets) > 0 {
+		return nil, errors.New("assign: no ids")
+	}
+	return assignTargets(n, len(targets), split, seed)
 }
 
 // assignTargets is Assign for n IDs and nt targets, returning the target
@@ -316,28 +322,48 @@ func IDs(n int, prefix string) []string {
 	if n <= 0 || n > MaxIDs {
 		return nil
 	}
-	width := len(strconv.Itoa(n))
-	head := ""
-	if prefix != "" {
-		head = prefix + "-"
-	}
+	f := NewIDFormat(n, prefix)
 	// One backing string for all IDs: 16 bytes of string header plus the
 	// ID's own bytes each, instead of one allocation per ID.
-	buf := make([]byte, 0, n*(len(head)+width))
+	step := f.Len()
+	buf := make([]byte, 0, n*step)
 	for k := 1; k <= n; k++ {
-		buf = append(buf, head...)
-		for pad := width - digits(k); pad > 0; pad-- {
-			buf = append(buf, '0')
-		}
-		buf = strconv.AppendInt(buf, int64(k), 10)
+		buf = f.Append(buf, k)
 	}
 	all := string(buf)
 	out := make([]string, n)
-	step := len(head) + width
 	for k := range out {
 		out[k] = all[k*step : (k+1)*step]
 	}
 	return out
+}
+
+// IDFormat names the IDs of IDs(n, prefix) one at a time, for a caller
+// that does not keep them all (the simulator sends 10 M).
+type IDFormat struct {
+	head  string // prefix + "-", or ""
+	width int    // decimal digits of n
+}
+
+// NewIDFormat is the format of IDs(n, prefix).
+func NewIDFormat(n int, prefix string) IDFormat {
+	f := IDFormat{width: len(strconv.Itoa(n))}
+	if prefix != "" {
+		f.head = prefix + "-"
+	}
+	return f
+}
+
+// Len is the length in bytes of every ID of the format.
+func (f IDFormat) Len() int { return len(f.head) + f.width }
+
+// Append appends the k-th ID (1-based, k <= n) to b: IDs(n, prefix)[k-1].
+func (f IDFormat) Append(b []byte, k int) []byte {
+	b = append(b, f.head...)
+	for pad := f.width - digits(k); pad > 0; pad-- {
+		b = append(b, '0')
+	}
+	return strconv.AppendInt(b, int64(k), 10)
 }
 
 func digits(k int) int {

@@ -219,6 +219,48 @@ func TestIDs(t *testing.T) {
 	}
 }
 
+// TestIDFormat: the k-th ID of a format is IDs' k-th, for widths with and
+// without a prefix.
+func TestIDFormat(t *testing.T) {
+	for _, c := range []struct {
+		n      int
+		prefix string
+	}{{1, "r"}, {9, ""}, {10, "x"}, {100, "req"}, {1234, "sim-s1r1-a"}} {
+		ids := IDs(c.n, c.prefix)
+		f := NewIDFormat(c.n, c.prefix)
+		for k := 1; k <= c.n; k++ {
+			if got := string(f.Append(nil, k)); got != ids[k-1] || len(got) != f.Len() {
+				t.Fatalf("IDFormat(%d, %q).Append(%d) = %q (Len %d), IDs has %q", c.n, c.prefix, k, got, f.Len(), ids[k-1])
+			}
+		}
+	}
+}
+
+// TestAssignTargets: AssignTargets gives Assign's targets and errors.
+func TestAssignTargets(t *testing.T) {
+	for _, sp := range []string{"even", "sticky", "counts=3,4", "weights=1,2"} {
+		split := mustSplit(t, sp)
+		as, err := Assign(IDs(7, "r"), targetsN(2), split, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to, err := AssignTargets(7, targetsN(2), split, 5)
+		if err != nil || len(to) != len(as) {
+			t.Fatalf("%s: AssignTargets = %v, %v", sp, to, err)
+		}
+		for i, a := range as {
+			if int(to[i]) != a.Target {
+				t.Errorf("%s: ID %d to %d, Assign says %d", sp, i, to[i], a.Target)
+			}
+		}
+	}
+	_, errA := Assign(nil, targetsN(2), Split{Mode: SplitEven}, 0)
+	_, errT := AssignTargets(0, targetsN(2), Split{Mode: SplitEven}, 0)
+	if errA == nil || errT == nil || errA.Error() != errT.Error() {
+		t.Errorf("no ids: Assign %v, AssignTargets %v", errA, errT)
+	}
+}
+
 func TestReadIDs(t *testing.T) {
 	ids, err := ReadIDs(strings.NewReader("# header\n a-1 \n\na-2\r\n#x\na-3"), "ids.txt")
 	if err != nil {
