@@ -152,13 +152,13 @@ func scenario(sc *runner.ScenarioPlan, index, repeat int, opts Options) *evidenc
 		if err != nil {
 			return notRun(err.Error())
 		}
-		ev.Requests.Grow(len(reqs))
-		ev.Receipts.Grow(len(reqs))
+		ev.Requests.Grow(reqs.total)
+		ev.Receipts.Grow(reqs.total)
 		last := start
-		for k := range reqs {
-			s := &reqs[k]
-			d := chain.offer(s, s.sentNs+int64(latency)/10)
-			q := evidence.Request{ID: s.id, Target: s.target, URL: "http://" + s.target + s.f.path, Method: s.f.method, SentNs: s.sentNs,
+		var s send
+		for reqs.next(&s) {
+			d := chain.offer(&s, s.sentNs+int64(latency)/10)
+			q := evidence.Request{ID: s.id, Target: s.target, URL: s.url, Method: s.f.method, SentNs: s.sentNs,
 				LatencyNs: int64(latency) + int64(d.delay), Phase: st.Name, IntendedNs: s.sentNs, Flow: s.f.flow, Proto: "HTTP/1.1", Conn: s.conn}
 			switch d.rejectedBy {
 			case "":
@@ -181,8 +181,8 @@ func scenario(sc *runner.ScenarioPlan, index, repeat int, opts Options) *evidenc
 			}
 			last = max(last, q.EndNs())
 		}
-		attackRec.Sent += len(reqs)
-		attackRec.Recorded += len(reqs)
+		attackRec.Sent += reqs.total
+		attackRec.Recorded += reqs.total
 		attackRec.EndNs = last
 		start = last + int64(time.Millisecond) // the next step starts after this one's last response
 	}
@@ -204,13 +204,14 @@ func limiters(sc *runner.ScenarioPlan, start time.Time) ([]evidence.Limiter, err
 	return nil, nil
 }
 
-// send is one request to simulate: 72 bytes, what its flow shares is
-// behind f (10 M sends: 0.7 GB instead of 1.4 GB).
+// send is one request to simulate: the stream's current one. What its
+// flow shares is behind f.
 type send struct {
 	id, target, conn string
 	f                *sendFlow
-	sentNs           int64
-	order            int // flow index, then ID order: ties keep it
+	// url is "http://" + target + the flow's path.
+	url    string
+	sentNs int64
 }
 
 // sendFlow is what every send of one flow shares.
@@ -219,13 +220,129 @@ type sendFlow struct {
 	header                    http.Header
 }
 
+// flowSends generates one flow's sends in ID order, which is send-time
+// order: its uniform and Poisson arrivals never go back in time.
+type flowSends struct {
+	k   int // flow index in the step: ties between flows keep it
+	f   *sendFlow
+	ids attack.IDFormat
+	to  []int32 // target index per ID (attack.AssignTargets)
+	// urls and names are per target.
+	urls, names []string
+	i           int   // next ID, 0-based
+	at          int64 // its send time
+	start       int64
+	gap         float64 // ns between IDs when paced
+	paced       bool
+	poisson     bool
+	t           float64 // Poisson clock
+	rng         *rand.Rand
+	// Connections: one per target (conn, "" until the first send to it),
+	// or one per request without keep-alive; made counts them, numbered
+	// from base+1.
+	conn        []string
+	noKeepAlive bool
+	base, made  int
+}
+
+// time sets at to the send time of ID i (after i-1's: the Poisson clock
+// advances once per ID).
+func (fs *flowSends) time() {
+	fs.at = fs.start
+	if !fs.paced {
+		return
+	}
+	if fs.poisson {
+		if fs.i > 0 {
+			fs.t += fs.rng.ExpFloat64() * fs.gap
+		}
+		fs.at = int64(fs.t)
+		return
+	}
+	fs.at = fs.start + int64(math.Round(float64(fs.i)*fs.gap))
+}
+
+// stream merges a step's flows into one sequence in send-time order, the
+// order the limiters decide the requests in; at equal times the earlier
+// flow, then the earlier ID, goes first. Only one send per flow is in
+// memory at a time (10 M IDs: 40 MB of target indexes, not 1 GB of sends).
+type stream struct {
+	heap  []*flowSends // min-heap on (at, k)
+	total int          // IDs of all flows
+	prev  int64        // send time of the last send, for the 1 ns rule
+	sent  int
+	buf   []byte
+}
+
+func (s *stream) less(a, b int) bool {
+	x, y := s.heap[a], s.heap[b]
+	if x.at != y.at {
+		return x.at < y.at
+	}
+	return x.k < y.k
+}
+
+func (s *stream) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(s.heap) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(s.heap) && s.less(r, l) {
+			m = r
+		}
+		if !s.less(m, i) {
+			return
+		}
+		s.heap[i], s.heap[m] = s.heap[m], s.heap[i]
+		i = m
+	}
+}
+
+// next fills out with the next send and reports whether there was one.
+func (s *stream) next(out *send) bool {
+	if len(s.heap) == 0 {
+		return false
+	}
+	fs := s.heap[0]
+	a := fs.to[fs.i]
+	s.buf = fs.ids.Append(s.buf[:0], fs.i+1)
+	c := fs.conn[a]
+	if c == "" || fs.noKeepAlive {
+		fs.made++
+		n := fs.base + fs.made
+		c = fmt.Sprintf("127.0.0.1:%d/%d", 10000+n%50000, n)
+		fs.conn[a] = c
+	}
+	at := fs.at
+	// Requests sent at the same instant keep their order one ns apart: the
+	// limiters decide them one by one, and so does the model check.
+	if s.sent > 0 {
+		at = max(at, s.prev+1)
+	}
+	*out = send{id: string(s.buf), target: fs.names[a], conn: c, f: fs.f, url: fs.urls[a], sentNs: at}
+	s.prev = at
+	s.sent++
+	if fs.i++; fs.i < len(fs.to) {
+		fs.time()
+	} else {
+		last := len(s.heap) - 1
+		s.heap[0] = s.heap[last]
+		s.heap = s.heap[:last]
+	}
+	s.down(0)
+	return true
+}
+
 // sends lays out one attack step's requests on the virtual clock from
 // start: per flow its IDs (named as the runner names them), their targets
-// (attack.Assign with the flow's split and seed), their send times
+// (attack.AssignTargets with the flow's split and seed), their send times
 // (uniform at the flow's rate, Poisson, or all at start) and connections
-// (one per flow and target, or one per request without keep-alive).
+// (one per flow and target, or one per request without keep-alive). The
+// stream generates them in send-time order.
 func sends(st runner.Step, j int, sc *runner.ScenarioPlan, index, repeat int, ts []attack.Target, start int64, arrivals string, seed int64,
-	conns *int) ([]send, error) {
+	conns *int) (*stream, error) {
 	ap := st.Attack
 	type flow struct {
 		name, split, method, path string
@@ -246,11 +363,11 @@ func sends(st runner.Step, j int, sc *runner.ScenarioPlan, index, repeat int, ts
 			rate: vegeta.Rate(f.Rate), header: header(ap.Headers, f.Headers), noKeepAlive: ap.NoKeepAlive || f.NoKeepAlive})
 	}
 	prefix := fmt.Sprintf("sim-s%dr%d-%s", index+1, repeat, runner.Slug(st.Name))
-	total := 0
-	for _, f := range flows {
-		total += max(f.ids, 0)
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
 	}
-	out := make([]send, 0, total) // once: no append slack on 10 M
+	s := &stream{}
 	for k, f := range flows {
 		split := attack.Split{Mode: attack.SplitEven}
 		if f.split != "" {
@@ -263,8 +380,11 @@ func sends(st runner.Step, j int, sc *runner.ScenarioPlan, index, repeat int, ts
 		if f.name != "" {
 			p += "-" + runner.Slug(f.name)
 		}
-		ids := attack.IDs(f.ids, p)
-		as, err := attack.Assign(ids, ts, split, f.seed)
+		n := f.ids
+		if n <= 0 || n > attack.MaxIDs {
+			n = 0 // attack.IDs gives none
+		}
+		to, err := attack.AssignTargets(n, ts, split, f.seed)
 		if err != nil {
 			return nil, fmt.Errorf("step %q flow %q: %w", st.Name, f.name, err)
 		}
@@ -272,45 +392,37 @@ func sends(st runner.Step, j int, sc *runner.ScenarioPlan, index, repeat int, ts
 		if method == "" {
 			method = attack.DefaultMethod
 		}
-		sf := &sendFlow{flow: f.name, phase: st.Name, method: method, path: f.path, header: f.header}
-		rng := rand.New(rand.NewPCG(uint64(seed), uint64(j)<<32|uint64(k)))
-		conn := map[int]string{}
-		t := float64(start)
-		for i, a := range as {
-			at := start
-			if f.rate.Freq > 0 && f.rate.Per > 0 {
-				gap := float64(f.rate.Per) / float64(f.rate.Freq)
-				switch arrivals {
-				case runner.ArrivalsPoisson:
-					if i > 0 {
-						t += rng.ExpFloat64() * gap
-					}
-					at = int64(t)
-				default:
-					at = start + int64(math.Round(float64(i)*gap))
+		fs := &flowSends{k: k, f: &sendFlow{flow: f.name, phase: st.Name, method: method, path: f.path, header: f.header},
+			ids: attack.NewIDFormat(n, p), to: to, names: names, urls: make([]string, len(ts)), start: start, t: float64(start),
+			rng: rand.New(rand.NewPCG(uint64(seed), uint64(j)<<32|uint64(k))), conn: make([]string, len(ts)),
+			noKeepAlive: f.noKeepAlive, base: *conns}
+		for i, name := range names {
+			fs.urls[i] = "http://" + name + f.path
+		}
+		if f.rate.Freq > 0 && f.rate.Per > 0 {
+			fs.paced, fs.poisson, fs.gap = true, arrivals == runner.ArrivalsPoisson, float64(f.rate.Per)/float64(f.rate.Freq)
+		}
+		// The connections this flow opens, numbered after the earlier
+		// flows' as the runner opens them flow by flow.
+		if f.noKeepAlive {
+			*conns += n
+		} else {
+			seen := make([]bool, len(ts))
+			for _, a := range to {
+				if !seen[a] {
+					seen[a] = true
+					*conns++
 				}
 			}
-			c, ok := conn[a.Target]
-			if !ok || f.noKeepAlive {
-				*conns++
-				c = fmt.Sprintf("127.0.0.1:%d/%d", 10000+*conns%50000, *conns)
-				conn[a.Target] = c
-			}
-			out = append(out, send{id: a.ID, target: ts[a.Target].Name, conn: c, f: sf, sentNs: at, order: k<<32 | i})
 		}
+		fs.time()
+		s.heap = append(s.heap, fs)
+		s.total += n
 	}
-	sort.SliceStable(out, func(a, b int) bool {
-		if out[a].sentNs != out[b].sentNs {
-			return out[a].sentNs < out[b].sentNs
-		}
-		return out[a].order < out[b].order
-	})
-	// Requests sent at the same instant keep their order one ns apart: the
-	// limiters decide them one by one, and so does the model check.
-	for k := 1; k < len(out); k++ {
-		out[k].sentNs = max(out[k].sentNs, out[k-1].sentNs+1)
+	for i := len(s.heap)/2 - 1; i >= 0; i-- {
+		s.down(i)
 	}
-	return out, nil
+	return s, nil
 }
 
 // header merges a plan's header maps, later ones winning (as the runner
