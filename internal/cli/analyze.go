@@ -92,8 +92,9 @@ func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool
 }
 
 // judgeGCPercent is the garbage collector's target (runtime/debug.SetGCPercent)
-// while rlbench judges evidence: the heap may grow 25 % over its live data
-// between collections instead of Go's default 100 %. The evidence and the
+// while rlbench judges evidence (analyze, and simulate the evidence it
+// simulates): the heap may grow 25 % over its live data between
+// collections instead of Go's default 100 %. The evidence and the
 // model checks' arrays are the live data, mostly without pointers, so a
 // collection costs little, and a million requests peak 1.25x, not 2x,
 // above them (bench/analyze-scale.sh).

@@ -52,6 +52,9 @@ It exits like analyze: 0 PASS, 3 FAIL, 4 NOT_RUN.`,
 }
 
 func runSimulate(ctx context.Context, o *SimulateOptions) error {
+	// The simulated evidence is judged like a lab's, and is the same live
+	// data: columns without pointers, built once.
+	judgeGC.Do(tightenGC)
 	data, err := runner.ReadPlanFile(ctx, o.PlanFile)
 	if err != nil {
 		return err
