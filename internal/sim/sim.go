@@ -328,7 +328,7 @@ func (s *stream) next(out *send) bool {
 		fs.time()
 	} else {
 		last := len(s.heap) - 1
-		s.heap[0] = s.heap[last]
+		s.heap[0], s.heap[last] = s.heap[last], nil // a finished flow's indexes are garbage
 		s.heap = s.heap[:last]
 	}
 	s.down(0)
