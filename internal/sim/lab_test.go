@@ -121,7 +121,8 @@ func agree(t *testing.T, lab, simulated *report.ScenarioReport, lag time.Duratio
 // A takes one every 3.3 ms, so at those instants it holds under 1⅓ tokens:
 // B, C and D get at most one between them. That is at most 24 of their
 // first 8 sends each plus 32 later, 56 of 120. One flow alone can win every
-// such instant (a loaded CI run gave D 20 of 40).
+// such instant (a loaded CI run gave D 20 of 40). The bound is checked only
+// when the lab sent on time (no send 10 ms or more late).
 func TestLabUsers(t *testing.T) {
 	p := labPlan(t, "users.yaml", 2*time.Second)
 	rep := runLab(t, p)
@@ -143,8 +144,13 @@ func TestLabUsers(t *testing.T) {
 			t.Errorf("lab per user: %s %+v", u, f)
 		}
 	}
-	if 2*admitted >= sent {
-		t.Errorf("lab global: B, C and D admitted %d of %d, want under half", admitted, sent)
+	// The bound rests on A sending on its schedule: a send held back by a
+	// refill interval (10 ms) or more leaves tokens to B, C and D that the
+	// plan gives A, so a late lab (a loaded host) leaves it unchecked.
+	if lag := pacingLag(t, rep, 0); lag >= 10*time.Millisecond {
+		t.Logf("lab global: a send left %v late; B, C and D admitted %d of %d, the under-half bound not checked", lag, admitted, sent)
+	} else if 2*admitted >= sent {
+		t.Errorf("lab global: B, C and D admitted %d of %d, want under half (largest send lag %v)", admitted, sent, lag)
 	}
 	if len(global.Starved) == 0 || len(perUser.Starved) != 0 {
 		t.Fatalf("starved: global %+v, per user %+v", global.Starved, perUser.Starved)
