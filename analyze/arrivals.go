@@ -184,7 +184,66 @@ func arrivalsOf(in *Input) *report.Arrivals {
 		}
 	}
 	a.Forwards = forwardArrivals(in, windows)
+	a.Senders = senderArrivals(in, windows)
 	return a
+}
+
+// senderArrivals are the figures of each shard of a merged attack
+// (evidence.MergeRecord with more than one shard). Merge writes
+// requests.jsonl shard by shard, in shard order, MergeShard.Requests lines
+// each (evidence/merge: the lines of IDs sent again are removed), so shard
+// k's requests are the k-th such range; nil when the counts do not cover
+// the requests exactly (then the ranges would be guessed).
+func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals {
+	ev := in.Evidence
+	m, reqs, recs := ev.Merge, &ev.Requests, &ev.Receipts
+	if m == nil || len(m.Shards) < 2 {
+		return nil
+	}
+	total := 0
+	for _, sh := range m.Shards {
+		total += sh.Requests
+	}
+	if total != reqs.Len() {
+		return nil
+	}
+	shardOf := make([]int32, reqs.Len())
+	notSent := make([]bool, reqs.Len())
+	for _, i := range reqs.NotSent {
+		notSent[i] = true
+	}
+	out := make([]report.SenderArrivals, len(m.Shards))
+	recv := make([][]int64, len(m.Shards))
+	at := 0
+	for k, sh := range m.Shards {
+		out[k] = report.SenderArrivals{Shard: sh.Index, Requests: sh.Requests}
+		for i := at; i < at+sh.Requests; i++ {
+			shardOf[i] = int32(k)
+			if notSent[i] {
+				continue
+			}
+			ns := reqs.SentNs[i]
+			if out[k].FirstSendNs == 0 || ns < out[k].FirstSendNs {
+				out[k].FirstSendNs = ns
+			}
+			out[k].LastSendNs = max(out[k].LastSendNs, ns)
+		}
+		out[k].SendWidthNs = out[k].LastSendNs - out[k].FirstSendNs
+		at += sh.Requests
+	}
+	for i, r := range recs.Request {
+		if r >= 0 && int(r) < reqs.Len() {
+			k := shardOf[r]
+			recv[k] = append(recv[k], recs.RecvNs[i])
+		}
+	}
+	for k := range out {
+		out[k].Receipts = arrivalStats(recv[k], windows)
+		if st := out[k].Receipts; st.Count > 1 {
+			out[k].LandedWidthNs = st.LastNs - st.FirstNs
+		}
+	}
+	return out
 }
 
 // forwardArrivals are the figures of the limiter times per target
