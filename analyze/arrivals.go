@@ -188,23 +188,57 @@ func arrivalsOf(in *Input) *report.Arrivals {
 	return a
 }
 
-// senderArrivals are the figures of each shard of a merged attack
-// (evidence.MergeRecord with more than one shard). Merge writes
-// requests.jsonl shard by shard, in shard order, MergeShard.Requests lines
-// each (evidence/merge: the lines of IDs sent again are removed), so shard
-// k's requests are the k-th such range; nil when the counts do not cover
-// the requests exactly (then the ranges would be guessed).
-func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals {
-	ev := in.Evidence
-	m, reqs, recs := ev.Merge, &ev.Requests, &ev.Receipts
-	if m == nil || len(m.Shards) < 2 {
+// senderRange is the requests of one sender: lines [from, from+n) of
+// requests.jsonl.
+type senderRange struct {
+	shard, from, n int
+	phase          string
+}
+
+// senderRanges are the senders of a sharded attack and their lines, when
+// the evidence says them exactly:
+//   - a merged shard set (evidence.MergeRecord with two or more shards):
+//     merge writes requests.jsonl shard by shard, in shard order,
+//     MergeShard.Requests lines each (evidence/merge: the lines of IDs sent
+//     again are removed);
+//   - else a plan's attack steps with senders: the runner appends each
+//     sender's lines in turn, one attack.json phase per sender (with its
+//     shard) in the same order, so phase p's lines follow the Recorded
+//     lines of the phases before it.
+//
+// nil when the counts do not cover the requests exactly (the ranges would
+// then be guesses), or when there are fewer than two senders.
+func senderRanges(ev *evidence.ScenarioEvidence) []senderRange {
+	var out []senderRange
+	at := 0
+	if m := ev.Merge; m != nil && len(m.Shards) >= 2 {
+		for _, sh := range m.Shards {
+			out = append(out, senderRange{shard: sh.Index, from: at, n: sh.Requests})
+			at += sh.Requests
+		}
+	} else if a := ev.Attack; a != nil {
+		for i := range a.Phases {
+			p := &a.Phases[i]
+			if p.Shard != nil {
+				out = append(out, senderRange{shard: p.Shard.Index, from: at, n: p.Recorded, phase: p.Config.Name})
+			}
+			at += p.Recorded
+		}
+	}
+	if len(out) < 2 || at != ev.Requests.Len() {
 		return nil
 	}
-	total := 0
-	for _, sh := range m.Shards {
-		total += sh.Requests
-	}
-	if total != reqs.Len() {
+	return out
+}
+
+// senderArrivals are the figures of each sender of a sharded attack
+// (senderRanges): its first and last send and the receipts of its
+// requests; nil when the senders' lines are not known exactly.
+func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals {
+	ev := in.Evidence
+	reqs, recs := &ev.Requests, &ev.Receipts
+	ranges := senderRanges(ev)
+	if ranges == nil {
 		return nil
 	}
 	shardOf := make([]int32, reqs.Len())
@@ -212,12 +246,11 @@ func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals 
 	for _, i := range reqs.NotSent {
 		notSent[i] = true
 	}
-	out := make([]report.SenderArrivals, len(m.Shards))
-	recv := make([][]int64, len(m.Shards))
-	at := 0
-	for k, sh := range m.Shards {
-		out[k] = report.SenderArrivals{Shard: sh.Index, Requests: sh.Requests}
-		for i := at; i < at+sh.Requests; i++ {
+	out := make([]report.SenderArrivals, len(ranges))
+	recv := make([][]int64, len(ranges))
+	for k, sr := range ranges {
+		out[k] = report.SenderArrivals{Shard: sr.shard, Phase: sr.phase, Requests: sr.n}
+		for i := sr.from; i < sr.from+sr.n; i++ {
 			shardOf[i] = int32(k)
 			if notSent[i] {
 				continue
@@ -229,7 +262,6 @@ func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals 
 			out[k].LastSendNs = max(out[k].LastSendNs, ns)
 		}
 		out[k].SendWidthNs = out[k].LastSendNs - out[k].FirstSendNs
-		at += sh.Requests
 	}
 	for i, r := range recs.Request {
 		if r >= 0 && int(r) < reqs.Len() {

@@ -131,24 +131,28 @@ type burstSend struct {
 	go_     atomic.Bool
 }
 
-// await returns once n sender goroutines run, but not before startAt if
-// set (spinning: a sleep's wake-up would be late by the OS's scheduling
-// latency); without startAt after senderWait at most; at once when ctx is
-// done.
+// spinLast is how long before Options.StartAt the release stops sleeping
+// and spins on the clock: a sleep's wake-up is late by the OS's scheduling
+// latency, and a longer spin would take the CPU from other processes
+// released at the same instant (attack --senders).
+const spinLast = time.Millisecond
+
+// await returns once n sender goroutines run (yielding while they do not),
+// without startAt after senderWait at most; with startAt not before it:
+// it sleeps until spinLast before, then spins. At once when ctx is done.
 func (b *burstSend) await(ctx context.Context, n int, startAt time.Time) {
-	limit := time.Now().Add(senderWait)
-	for ctx.Err() == nil {
-		now := time.Now()
-		if !startAt.IsZero() {
-			if !now.Before(startAt) {
-				return
-			}
-		} else if int(b.running.Load()) >= n || !now.Before(limit) {
-			return
-		}
-		if int(b.running.Load()) < n {
-			runtime.Gosched()
-		}
+	limit := startAt
+	if limit.IsZero() {
+		limit = time.Now().Add(senderWait)
+	}
+	for int(b.running.Load()) < n && time.Now().Before(limit) && ctx.Err() == nil {
+		runtime.Gosched()
+	}
+	if startAt.IsZero() {
+		return
+	}
+	sleepCtx(ctx, time.Until(startAt)-spinLast)
+	for time.Now().Before(startAt) && ctx.Err() == nil {
 	}
 }
 

@@ -35,9 +35,9 @@ type Arrivals struct {
 	// forward times (nginx's access log), sorted by target; absent when
 	// none did.
 	Forwards []ForwardArrivals `json:"forwards,omitempty"`
-	// Senders are the arrivals of each shard of a merged sharded attack
-	// (rlbench attack --senders N, or --shard K/N merged), in shard order;
-	// absent for an attack of one process.
+	// Senders are the arrivals of each shard of a sharded attack (rlbench
+	// attack --senders N or --shard K/N, merged; a plan's attack step with
+	// senders), in shard order; absent for an attack of one process.
 	Senders []SenderArrivals `json:"senders,omitempty"`
 }
 
@@ -120,6 +120,9 @@ type TargetArrivals struct {
 type SenderArrivals struct {
 	// Shard is K of the shard K/N (evidence.MergeShard.Index).
 	Shard int `json:"shard"`
+	// Phase is the plan step whose sender it was ("" for a merged shard
+	// set).
+	Phase string `json:"phase,omitempty"`
 	// Requests is its lines.
 	Requests int `json:"requests"`
 	// FirstSendNs and LastSendNs are its first and last send (unix ns, the

@@ -59,7 +59,11 @@ func arrivalRows(rep *Report) [][]string {
 			add("forwards by "+f.Target+" (its own clock)", f.Forwards)
 		}
 		for _, sd := range a.Senders {
-			add(fmt.Sprintf("sender %d: sent %s, landed %s", sd.Shard, HumanNs(sd.SendWidthNs), HumanNs(sd.LandedWidthNs)), sd.Receipts)
+			of := fmt.Sprintf("sender %d: sent %s, landed %s", sd.Shard, HumanNs(sd.SendWidthNs), HumanNs(sd.LandedWidthNs))
+			if sd.Phase != "" {
+				of = sd.Phase + " " + of
+			}
+			add(of, sd.Receipts)
 		}
 		for _, e := range dedupeExpected(a.Expected, s.Targets) {
 			row := []string{name, e.label, ""}

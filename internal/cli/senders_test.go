@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/senders"
+	"github.com/rlbench/rlbench/internal/testfix"
 )
 
 // TestAttackSenders: `rlbench attack --senders 4` against a lab whose
@@ -145,6 +147,91 @@ func TestAttackSendersUsage(t *testing.T) {
 		code, _, stderr := runCLI(t, args...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, ExitUsage, c.want)
+		}
+	}
+}
+
+// TestMicroburstSendersPlan runs examples/bursts/microburst-senders.yaml
+// (attack.senders: 4) in process; the sender processes are this test
+// binary as rlbench (TestMain). Both scenarios PASS; in each, the four
+// senders' arrivals cover the 2000 requests, 500 each, and their receipts
+// are the scenario's receipts, each sender's landed width its last receipt
+// minus its first, within the overall receipts. Then the same plan with a
+// sender that crashes (a wrapper that exits 1 for shard 1/4 and runs the
+// built rlbench for the others): every scenario is NOT_RUN naming it.
+func TestMicroburstSendersPlan(t *testing.T) {
+	plan := filepath.Join(testfix.RepoRoot(t), "examples", "bursts", "microburst-senders.yaml")
+	root := t.TempDir()
+	code, stdout, stderr := runCLI(t, "run", plan, "--root", root)
+	if code != ExitOK {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
+	if len(runs) != 1 {
+		t.Fatalf("run directories %v", runs)
+	}
+	code, rep := analyzeJSON(t, runs[0])
+	if code != ExitOK || len(rep.Scenarios) != 2 {
+		t.Fatalf("analyze: exit %d, %d scenarios", code, len(rep.Scenarios))
+	}
+	for _, s := range rep.Scenarios {
+		if s.Status != evidence.Pass || s.Totals.Sent != 2000 || s.Receipts.Duplicates != 0 {
+			t.Fatalf("%s: %s, sent %d, duplicate receipts %d: %v", s.Name, s.Status, s.Totals.Sent, s.Receipts.Duplicates, s.Reasons)
+		}
+		a := s.Arrivals
+		if a == nil || len(a.Senders) != 4 {
+			t.Fatalf("%s: arrivals %+v", s.Name, a)
+		}
+		got := 0
+		for k, sa := range a.Senders {
+			if sa.Shard != k || sa.Requests != 500 || sa.Phase != "attack" || sa.SendWidthNs != sa.LastSendNs-sa.FirstSendNs || sa.FirstSendNs <= 0 {
+				t.Errorf("%s: sender %d: %+v", s.Name, k, sa)
+			}
+			st := sa.Receipts
+			if st.Count > 1 && (sa.LandedWidthNs != st.LastNs-st.FirstNs || st.FirstNs < a.Receipts.FirstNs || st.LastNs > a.Receipts.LastNs) {
+				t.Errorf("%s: sender %d: landed %d, receipts %d..%d, all %d..%d", s.Name, k, sa.LandedWidthNs, st.FirstNs, st.LastNs,
+					a.Receipts.FirstNs, a.Receipts.LastNs)
+			}
+			got += st.Count
+		}
+		// The harness's burst spread is the senders' window: their bursts together.
+		var first, last int64
+		for _, sa := range a.Senders {
+			if first == 0 || sa.FirstSendNs < first {
+				first = sa.FirstSendNs
+			}
+			last = max(last, sa.LastSendNs)
+		}
+		if s.Harness == nil || s.Harness.BurstSpreadNs != last-first {
+			t.Errorf("%s: harness %+v; want the senders' send window %d", s.Name, s.Harness, last-first)
+		}
+		if got != a.Receipts.Count || got != s.Receipts.Total {
+			t.Errorf("%s: the senders' receipts add up to %d; all %d, scenario %d", s.Name, got, a.Receipts.Count, s.Receipts.Total)
+		}
+	}
+
+	// A sender that crashes.
+	bin := rlbenchBinary(t)
+	wrap := filepath.Join(t.TempDir(), "rlbench")
+	writeFile(t, wrap, "#!/bin/sh\ncase \" $* \" in *\" --shard 1/4 \"*) echo 'sender crashed' >&2; exit 1 ;; esac\nexec "+bin+" \"$@\"\n")
+	if err := os.Chmod(wrap, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := runner.ParsePlan(plan, readFile(t, plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir, err := runner.Run(t.Context(), p, runner.Options{Root: t.TempDir(), Exe: wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, rep = analyzeJSON(t, runDir)
+	if code != ExitNotRun {
+		t.Errorf("with a crashed sender: exit %d", code)
+	}
+	for _, s := range rep.Scenarios {
+		if why := strings.Join(s.Reasons, "\n"); s.Status != evidence.NotRun || !strings.Contains(why, "sender 1/4") || !strings.Contains(why, "sender crashed") {
+			t.Errorf("%s: %s: %v", s.Name, s.Status, s.Reasons)
 		}
 	}
 }
