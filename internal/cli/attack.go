@@ -91,15 +91,13 @@ type AttackOptions struct {
 	// Senders is --senders: run the attack as that many sender processes
 	// (internal/senders), 0 or 1 in this process.
 	Senders int
-	// given are the flags as given on the command line, in order: what the
-	// sender processes of --senders are given.
-	given []givenFlag
 }
 
-// givenFlag is one flag as given: its name and the value Set received.
+// givenFlag is one flag as given on the command line: its name and the
+// value Set received; the sender processes of --senders are given them.
 type givenFlag struct{ name, value string }
 
-// recordValue records the values a flag is Set to (AttackOptions.given).
+// recordValue records the values a flag is Set to, in order.
 type recordValue struct {
 	pflag.Value
 	name string
@@ -115,6 +113,7 @@ func (r *recordValue) Set(v string) error {
 // options instead of running the attack (tests).
 func NewAttackCmd(io *IOStreams, runF func(*AttackOptions) error) *cobra.Command {
 	o := &AttackOptions{IO: io}
+	var given []givenFlag // the flags as given, for --senders
 	cmd := &cobra.Command{
 		Use:   "attack --target NAME=URL... (--ids N | --ids-file FILE | --flow SPEC... | --targets-file FILE) --out DIR",
 		Short: "Fire a fixed set of request IDs at one or more targets, once each, and record every outcome",
@@ -146,7 +145,11 @@ Sharding: --shard K/N (or --shard-from-env JOB_COMPLETION_INDEX --shards N)
 sends the K-th of N slices of every flow (IDs at positions k with
 k mod N == K), so N shards send the whole attack between them; --start-at
 holds the start until a wall-clock instant (RFC 3339 or unix ns), with the
-connections warmed --warm-ahead before it. Progress is shown on stderr (a
+connections warmed --warm-ahead before it. --senders N runs the attack as N
+sender processes of this executable on this host, each a shard K/N with its
+own warm connections writing --out/sender-K, all released at one --start-at
+(default: in 3 s); analyze --out joins them and reports each sender's send
+and landed widths (arrivals). Progress is shown on stderr (a
 bar on a terminal, a line every few seconds otherwise; none with --quiet);
 --events FILE (or - for stdout) writes it as JSON Lines every second too
 (schemas/event.v1.schema.json: started, progress per target and class,
@@ -169,7 +172,7 @@ finished).`,
 				return runF(o)
 			}
 			if o.Senders > 1 {
-				return runSenders(cmd.Context(), o)
+				return runSenders(cmd.Context(), o, given)
 			}
 			return runAttack(cmd.Context(), o)
 		},
@@ -212,7 +215,7 @@ finished).`,
 	f.BoolVar(&o.Overwrite, "overwrite", false, "replace the requests.jsonl and attack.json already in --out (default: refuse)")
 	remoteWriteFlags(cmd, &o.RemoteWrite)
 	f.IntVar(&o.Senders, "senders", 0, "run the attack as `N` sender processes of this executable, each a shard, warmed and released at one --start-at instant (writes --out/sender-K)")
-	f.VisitAll(func(fl *pflag.Flag) { fl.Value = &recordValue{Value: fl.Value, name: fl.Name, to: &o.given} })
+	f.VisitAll(func(fl *pflag.Flag) { fl.Value = &recordValue{Value: fl.Value, name: fl.Name, to: &given} })
 	return cmd
 }
 
@@ -418,19 +421,20 @@ func (o *AttackOptions) validateSenders() error {
 }
 
 // runSenders runs the attack as o.Senders sender processes of this
-// executable (internal/senders), each a shard --shard K/N writing
+// executable (internal/senders), given the flags as given except
+// sendersOwn, each a shard --shard K/N writing
 // --out/sender-K, all released at --start-at (default: in
 // senders.DefaultLead), then prints each one's figures and the burst's send
 // window over all. A sender that failed is an error (exit 1) naming it;
 // its shard is missing or incomplete, so `rlbench analyze --out` (which
 // merges the shard directories) judges the run NOT_RUN.
-func runSenders(ctx context.Context, o *AttackOptions) error {
+func runSenders(ctx context.Context, o *AttackOptions, given []givenFlag) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("--senders: %w", err)
 	}
 	var args []string
-	for _, g := range o.given {
+	for _, g := range given {
 		if !sendersOwn[g.name] {
 			args = append(args, "--"+g.name+"="+g.value)
 		}
