@@ -184,7 +184,98 @@ func arrivalsOf(in *Input) *report.Arrivals {
 		}
 	}
 	a.Forwards = forwardArrivals(in, windows)
+	a.Senders = senderArrivals(in, windows)
 	return a
+}
+
+// senderRange is the requests of one sender: lines [from, from+n) of
+// requests.jsonl.
+type senderRange struct {
+	shard, from, n int
+	phase          string
+}
+
+// senderRanges are the senders of a sharded attack and their lines, when
+// the evidence says them exactly:
+//   - a merged shard set (evidence.MergeRecord with two or more shards):
+//     merge writes requests.jsonl shard by shard, in shard order,
+//     MergeShard.Requests lines each (evidence/merge: the lines of IDs sent
+//     again are removed);
+//   - else a plan's attack steps with senders: the runner appends each
+//     sender's lines in turn, one attack.json phase per sender (with its
+//     shard) in the same order, so phase p's lines follow the Recorded
+//     lines of the phases before it.
+//
+// nil when the counts do not cover the requests exactly (the ranges would
+// then be guesses), or when there are fewer than two senders.
+func senderRanges(ev *evidence.ScenarioEvidence) []senderRange {
+	var out []senderRange
+	at := 0
+	if m := ev.Merge; m != nil && len(m.Shards) >= 2 {
+		for _, sh := range m.Shards {
+			out = append(out, senderRange{shard: sh.Index, from: at, n: sh.Requests})
+			at += sh.Requests
+		}
+	} else if a := ev.Attack; a != nil {
+		for i := range a.Phases {
+			p := &a.Phases[i]
+			if p.Shard != nil {
+				out = append(out, senderRange{shard: p.Shard.Index, from: at, n: p.Recorded, phase: p.Config.Name})
+			}
+			at += p.Recorded
+		}
+	}
+	if len(out) < 2 || at != ev.Requests.Len() {
+		return nil
+	}
+	return out
+}
+
+// senderArrivals are the figures of each sender of a sharded attack
+// (senderRanges): its first and last send and the receipts of its
+// requests; nil when the senders' lines are not known exactly.
+func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals {
+	ev := in.Evidence
+	reqs, recs := &ev.Requests, &ev.Receipts
+	ranges := senderRanges(ev)
+	if ranges == nil {
+		return nil
+	}
+	shardOf := make([]int32, reqs.Len())
+	notSent := make([]bool, reqs.Len())
+	for _, i := range reqs.NotSent {
+		notSent[i] = true
+	}
+	out := make([]report.SenderArrivals, len(ranges))
+	recv := make([][]int64, len(ranges))
+	for k, sr := range ranges {
+		out[k] = report.SenderArrivals{Shard: sr.shard, Phase: sr.phase, Requests: sr.n}
+		for i := sr.from; i < sr.from+sr.n; i++ {
+			shardOf[i] = int32(k)
+			if notSent[i] {
+				continue
+			}
+			ns := reqs.SentNs[i]
+			if out[k].FirstSendNs == 0 || ns < out[k].FirstSendNs {
+				out[k].FirstSendNs = ns
+			}
+			out[k].LastSendNs = max(out[k].LastSendNs, ns)
+		}
+		out[k].SendWidthNs = out[k].LastSendNs - out[k].FirstSendNs
+	}
+	for i, r := range recs.Request {
+		if r >= 0 && int(r) < reqs.Len() {
+			k := shardOf[r]
+			recv[k] = append(recv[k], recs.RecvNs[i])
+		}
+	}
+	for k := range out {
+		out[k].Receipts = arrivalStats(recv[k], windows)
+		if st := out[k].Receipts; st.Count > 1 {
+			out[k].LandedWidthNs = st.LastNs - st.FirstNs
+		}
+	}
+	return out
 }
 
 // forwardArrivals are the figures of the limiter times per target

@@ -104,6 +104,7 @@ func limiterSeen(in *Input) (*seenTimes, *report.HarnessReport) {
 		h.SeenSources = append(h.SeenSources, src)
 	}
 	slices.Sort(h.SeenSources)
+	h.BurstSpreadNs = sendersWindow(ev.Attack)
 	eachSendTiming(ev.Attack, func(b *evidence.AttackBurst, p *evidence.AttackPacing) {
 		if b != nil && p == nil {
 			h.BurstSpreadNs = max(h.BurstSpreadNs, b.SpreadNs)
@@ -296,6 +297,36 @@ func (r *seenReader) readLags() {
 	if h.PacingErrorMaxNs == 0 {
 		h.SeenSpreadNs = last - first
 	}
+}
+
+// sendersWindow is the send window of the bursts of sender processes
+// released together (a plan's attack step with senders; attack --senders,
+// merged): per step and host, the last send of any of its unpaced shards
+// minus the first of any (one host, one clock), the largest over steps; 0
+// without such shards. Each shard's own spread is smaller: the senders'
+// bursts together are the attack's.
+func sendersWindow(a *evidence.Attack) int64 {
+	if a == nil {
+		return 0
+	}
+	type key struct{ step, host, node string }
+	first, last := map[key]int64{}, map[key]int64{}
+	for i := range a.Phases {
+		ph := &a.Phases[i]
+		if ph.Shard == nil || ph.Burst == nil || ph.Pacing != nil || ph.FirstSendNs <= 0 {
+			continue
+		}
+		k := key{ph.Config.Name, ph.Host, ph.Node}
+		if f, ok := first[k]; !ok || ph.FirstSendNs < f {
+			first[k] = ph.FirstSendNs
+		}
+		last[k] = max(last[k], ph.LastSendNs)
+	}
+	var w int64
+	for k, f := range first {
+		w = max(w, last[k]-f)
+	}
+	return w
 }
 
 // eachSendTiming calls fn with the burst and pacing figures of every phase

@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -51,9 +52,23 @@ func (e *engine) execute(ctx context.Context, sum *evidence.AttackSummary) time.
 	// make the requests leave together (and before the wait for StartAt,
 	// so that it does not make the start late).
 	runtime.GC()
+	bs := &burstSend{ws: burst}
+	senders := max(1, min(runtime.GOMAXPROCS(0), len(burst)))
+	var sending sync.WaitGroup
 	if !o.StartAt.IsZero() {
-		sleepCtx(ctx, time.Until(o.StartAt))
+		sleepCtx(ctx, time.Until(o.StartAt.Add(-senderLead)))
 	}
+	for s := 1; s < senders; s++ {
+		sending.Add(1)
+		go func() {
+			defer sending.Done()
+			bs.running.Add(1)
+			for !bs.go_.Load() {
+			}
+			e.sendBurst(bs)
+		}()
+	}
+	bs.await(ctx, senders-1, o.StartAt)
 	e.proceed = ctx.Err() == nil
 	clock.WallNs, clock.MonotonicNs = readClocks()
 	at := time.Now()
@@ -65,6 +80,7 @@ func (e *engine) execute(ctx context.Context, sum *evidence.AttackSummary) time.
 	if e.prog != nil && e.proceed {
 		e.prog.start(at, e)
 	}
+	bs.go_.Store(true)
 	close(release)
 	for _, fr := range e.flows {
 		if !fr.f.paced {
@@ -81,19 +97,63 @@ func (e *engine) execute(ctx context.Context, sum *evidence.AttackSummary) time.
 			fr.dispatch(ctx, at, &done)
 		}()
 	}
-	senders := max(1, min(runtime.GOMAXPROCS(0), len(burst)))
-	var sending sync.WaitGroup
-	for s := 1; s < senders; s++ {
-		sending.Add(1)
-		go func() {
-			defer sending.Done()
-			e.sendBurst(burst[s*len(burst)/senders : (s+1)*len(burst)/senders])
-		}()
-	}
-	e.sendBurst(burst[:len(burst)/senders])
+	e.sendBurst(bs)
 	sending.Wait()
 	done.Wait()
 	return at
+}
+
+// senderLead is how long before Options.StartAt the burst's sender
+// goroutines are started (they spin until the release, see burstSend).
+const senderLead = 10 * time.Millisecond
+
+// senderWait bounds the wait for the sender goroutines to run when there is
+// no StartAt: a sender the OS schedules later than that still takes part,
+// claiming the requests that are left when it runs.
+const senderWait = 20 * time.Millisecond
+
+// burstChunk is how many first requests a sender claims at a time.
+const burstChunk = 16
+
+// burstSend is the burst's first requests (the HTTP/1.1 workers with a warm
+// connection, by first ID) shared by its sender goroutines. One sender per
+// P: the other senders are started before the release and spin on go_
+// (holding their Ps, so that neither the OS nor the Go scheduler has to
+// wake them at the release, which took milliseconds on a loaded machine),
+// and each claims burstChunk requests at a time from next until none are
+// left, so a sender that runs slower (its thread shares a core with the
+// server, say) does not leave the others idle at the end with its share
+// unsent.
+type burstSend struct {
+	ws      []*worker
+	next    atomic.Int64
+	running atomic.Int32
+	go_     atomic.Bool
+}
+
+// spinLast is how long before Options.StartAt the release stops sleeping
+// and spins on the clock: a sleep's wake-up is late by the OS's scheduling
+// latency, and a longer spin would take the CPU from other processes
+// released at the same instant (attack --senders).
+const spinLast = time.Millisecond
+
+// await returns once n sender goroutines run (yielding while they do not),
+// without startAt after senderWait at most; with startAt not before it:
+// it sleeps until spinLast before, then spins. At once when ctx is done.
+func (b *burstSend) await(ctx context.Context, n int, startAt time.Time) {
+	limit := startAt
+	if limit.IsZero() {
+		limit = time.Now().Add(senderWait)
+	}
+	for int(b.running.Load()) < n && time.Now().Before(limit) && ctx.Err() == nil {
+		runtime.Gosched()
+	}
+	if startAt.IsZero() {
+		return
+	}
+	sleepCtx(ctx, time.Until(startAt)-spinLast)
+	for time.Now().Before(startAt) && ctx.Err() == nil {
+	}
 }
 
 // sleepCtx waits d, or until ctx is done.
@@ -111,11 +171,12 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 
 // startUnpaced starts an unpaced flow's workers: each warms a connection
 // (HTTP/2: a stream slot on a warm connection) for its first ID (worker k
-// sends ID k first) and, for HTTP/1.1, blocks reading its response; after
-// the release GOMAXPROCS sender goroutines write all these first requests
-// back to back (no goroutine switch between two sends; each in one raw
-// write that keeps the sender's P, rawWrite; responses are handled only
-// once the Ps are free), HTTP/2 workers send theirs
+// sends ID k first) and, for HTTP/1.1, waits until it was sent (not
+// parked on the connection, so that no early response wakes it onto a
+// sender's P); after the release GOMAXPROCS sender goroutines write all
+// these first requests back to back (burstSend: no goroutine switch between
+// two sends; each in one raw write that keeps the sender's P, rawWrite;
+// responses are read only once a sender's share is out), HTTP/2 workers send theirs
 // themselves, and the workers go on to take the remaining IDs in order
 // until none are left (closed loop). A worker whose connection could not be
 // warmed sends its first request itself after the release. It returns the
@@ -165,7 +226,9 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 					w.cur.Store(c)
 					warm[k] = w
 					ready.Done()
-					resp, err := readResponse(c.br, tg.req) // until the response, or woken
+					// Not parked on the connection until the request is out:
+					// a reader the netpoller wakes for an early response
+					// would take a sender's P in the middle of the burst.
 					<-w.sentCh
 					if !e.proceed {
 						c.close()
@@ -177,7 +240,7 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 					if a.werr != nil {
 						a.err, a.notSent = a.werr, a.wn == 0
 					} else {
-						a.resp, a.err = resp, err
+						a.resp, a.err = readResponse(c.br, tg.req) // deadline set by sendBurst
 					}
 					w.finish(a)
 				}
@@ -197,50 +260,65 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 	return warm
 }
 
-// sendBurst writes the first request of each worker in ws on its warm
-// connection, back to back with nothing else between two writes (each in
-// one raw write, sendRaw), then sets their deadlines and wakes the workers;
-// when the attack does not proceed it only wakes them. Requests the raw
-// write did not take whole (a body longer than the socket takes at once;
-// every request over TLS or off Linux) are written through their
-// connections after that, in order (sendRest: each may wait for the server
-// to read), each worker woken once its request is out. So every request of
-// the burst has begun before any such wait, and a long body holds up
-// neither the other requests' sends nor their responses.
-func (e *engine) sendBurst(ws []*worker) {
+// sendBurst is one sender of b: it claims burstChunk workers at a time and
+// writes the first request of each on its warm connection, back to back
+// with nothing else between two writes (each in one raw write, sendRaw),
+// until none are left; then it sets the deadlines of the requests it wrote
+// and wakes their workers. When the attack does not proceed it only wakes
+// them. Requests the raw write did not take whole (a body longer than the
+// socket takes at once; every request over TLS or off Linux) are written
+// through their connections after that, in order (sendRest: each may wait
+// for the server to read), each worker woken once its request is out. So
+// every request of the sender's share has begun before any such wait, and a
+// long body holds up neither the other requests' sends nor their responses.
+func (e *engine) sendBurst(b *burstSend) {
+	mine := make([]int, 0, len(b.ws)/burstChunk+1) // first index of each claimed chunk
+	for {
+		lo := int(b.next.Add(burstChunk)) - burstChunk
+		if lo >= len(b.ws) {
+			break
+		}
+		mine = append(mine, lo)
+		if !e.proceed {
+			continue
+		}
+		for _, w := range b.ws[lo:min(lo+burstChunk, len(b.ws))] {
+			a := w.burst
+			e.sendRaw(a, a.c, w.wbuf)
+			a.start = a.sent
+		}
+	}
+	each := func(f func(w *worker)) {
+		for _, lo := range mine {
+			for _, w := range b.ws[lo:min(lo+burstChunk, len(b.ws))] {
+				f(w)
+			}
+		}
+	}
 	// tell sets w's deadline and wakes it; from then on w.burst is the
 	// worker's (it clears it), not to be read here.
 	tell := func(w *worker) {
 		a := w.burst
 		if !e.proceed || a.werr != nil {
-			a.c.SetDeadline(time.Unix(1, 0)) // wake the reader
+			a.c.SetDeadline(time.Unix(1, 0)) // fail the read at once
 		} else {
 			e.setDeadline(a, a.c)
 		}
 		close(w.sentCh)
 	}
 	if !e.proceed {
-		for _, w := range ws {
-			tell(w)
-		}
+		each(tell)
 		return
 	}
-	for _, w := range ws {
-		a := w.burst
-		e.sendRaw(a, a.c, w.wbuf)
-		a.start = a.sent
-	}
-	for _, w := range ws { // after the burst's writes, not between them
-		w.sending(w.burst)
-	}
-	var left []*worker // raw writes that left bytes, nothing failed
-	for _, w := range ws {
+	each(func(w *worker) { w.sending(w.burst) }) // after the burst's writes, not between them
+	var left []*worker                           // raw writes that left bytes, nothing failed
+	each(func(w *worker) {
 		if a := w.burst; a.werr == nil && a.wn < len(w.wbuf) {
 			left = append(left, w)
 		} else {
 			tell(w)
 		}
-	}
+	})
 	for _, w := range left {
 		a := w.burst
 		e.sendRest(a, a.c, w.wbuf)

@@ -172,9 +172,10 @@ func (lw *lineWatcher) Write(b []byte) (int, error) {
 // workers, before it waits on that write: their responses are read and
 // recorded meanwhile, not after the long write (which would add its wait to
 // their sends and latencies, and here would never end: the server reads the
-// long bodies only once the short requests' lines are written). Each
-// sender's share of the burst is [short, long], or [long, short] (ID k is
-// template k mod 2, GOMAXPROCS senders).
+// long bodies only once the short requests' lines are written). The burst
+// is [short, long, short, long, ...] or [long, short, ...] (ID k is
+// template k mod 2), 2×GOMAXPROCS requests: one claim of a sender
+// (burstChunk) or several, whichever senders run first.
 func TestBurstWakesBeforeLongWrite(t *testing.T) {
 	for _, longFirst := range []bool{false, true} {
 		t.Run(fmt.Sprint("long first ", longFirst), func(t *testing.T) { burstWakesBeforeLongWrite(t, longFirst) })
@@ -382,5 +383,40 @@ func TestLongBodyReset(t *testing.T) {
 		}
 		s.mu.Unlock()
 		t.Logf("rate %d: %s: %s", rate, lines[0].ID, lines[0].Error)
+	}
+}
+
+// TestBurstSendersShareClaims: a burst of many more requests than the
+// senders claim at a time (burstChunk), with four senders: each ID is
+// written once, on its own warm connection, after the release, whichever
+// sender claimed it, and each is answered.
+func TestBurstSendersShareClaims(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	n := 10*burstChunk + 3
+	s, url := newRawIDServer(t, func(c net.Conn, _ *bufio.Reader, req *http.Request, id string, _ int) bool {
+		drain(req)
+		io.WriteString(c, okResp(id, ""))
+		return true
+	})
+	opts := Options{IDs: IDs(n, "sc"), Targets: []Target{{URL: url}}, CaptureHeaders: []string{echoHeader}, Timeout: time.Minute}
+	sum, err, lines := runToLines(t, context.Background(), opts)
+	if err != nil || !sum.Complete {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	if codes := checkLines(t, opts.IDs, sum, lines, s); codes[200] != n {
+		t.Fatalf("codes %v", codes)
+	}
+	if b := sum.Burst; b == nil || b.Requests != n || b.WarmConnections != n || b.SendNs.N != n {
+		t.Fatalf("burst %+v", sum.Burst)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns != n {
+		t.Errorf("%d connections accepted, want %d (one warm connection per request)", s.conns, n)
+	}
+	for _, l := range lines {
+		if l.SentNs < sum.Burst.ReleaseNs {
+			t.Errorf("%s sent before the release", l.ID)
+		}
 	}
 }

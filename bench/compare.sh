@@ -9,7 +9,8 @@
 # Environment: BEFORE_REV (default main; "none" skips it), REPS (max
 # throughput repetitions, default 3), RATE_RUNS (fixed-rate runs, default
 # 10), N (requests per max-throughput run, default 200000), SECTIONS (any of
-# "max burst rate mem vrate", default all), RESULTS=FILE copies the raw
+# "max burst rate mem vrate", default all), BURST2000_REPS (runs of the
+# 2000-ID burst, default 6), RESULTS=FILE copies the raw
 # measurements (JSON lines) there, KEEP=1 keeps the work directory. Installs wrk and nginx (apt-get) and hey and vegeta (go
 # install into a private GOBIN) when missing. The machine's other load
 # shows in every figure: compare ratios of one run, not absolute numbers.
@@ -30,7 +31,8 @@
 #                   last send of attack.json; vegeta: of Result.Timestamp);
 #                   tool burst-floor: the spread of a zero-cost sender's
 #                   writes on warm connections (measure burstfloor), the
-#                   machine's own floor
+#                   machine's own floor; for 2000 IDs also the median of
+#                   rlbench's spread / the floor's of the same repetition
 #   mem1M           1 M IDs, --concurrency 50, against nginx: b_per_id
 #                   ((maxrss(1M) - maxrss(10k)) / 990k) and rss_mb
 set -euo pipefail
@@ -165,7 +167,7 @@ done
 
 # --- 2. bursts, fresh CLI process ----------------------------------------
 want burst && for n in 20 200 2000; do
-	reps=$([ $n = 20 ] && echo 15 || ([ $n = 200 ] && echo 10 || echo 6))
+	reps=$([ $n = 20 ] && echo 15 || ([ $n = 200 ] && echo 10 || echo "${BURST2000_REPS:-6}"))
 	start_backend
 	log "burst$n: $reps runs each"
 	for rep in $(seq "$reps"); do

@@ -35,6 +35,10 @@ type Arrivals struct {
 	// forward times (nginx's access log), sorted by target; absent when
 	// none did.
 	Forwards []ForwardArrivals `json:"forwards,omitempty"`
+	// Senders are the arrivals of each shard of a sharded attack (rlbench
+	// attack --senders N or --shard K/N, merged; a plan's attack step with
+	// senders), in shard order; absent for an attack of one process.
+	Senders []SenderArrivals `json:"senders,omitempty"`
 }
 
 // ForwardArrivals are one limiter's forwards as its own log times them,
@@ -109,6 +113,27 @@ type TargetArrivals struct {
 	Target     string       `json:"target"`
 	Receipts   ArrivalStats `json:"receipts"`
 	Admissions ArrivalStats `json:"admissions"`
+}
+
+// SenderArrivals are the requests of one shard (one sender process) of a
+// merged attack: when it sent them and when the backend received them.
+type SenderArrivals struct {
+	// Shard is K of the shard K/N (evidence.MergeShard.Index).
+	Shard int `json:"shard"`
+	// Phase is the plan step whose sender it was ("" for a merged shard
+	// set).
+	Phase string `json:"phase,omitempty"`
+	// Requests is its lines.
+	Requests int `json:"requests"`
+	// FirstSendNs and LastSendNs are its first and last send (unix ns, the
+	// sender's clock; 0 when it sent none); SendWidthNs their difference.
+	FirstSendNs int64 `json:"first_send_ns"`
+	LastSendNs  int64 `json:"last_send_ns"`
+	SendWidthNs int64 `json:"send_width_ns"`
+	// Receipts are the backend's receipts of its requests; LandedWidthNs is
+	// their last minus their first (0 with fewer than two).
+	Receipts      ArrivalStats `json:"receipts"`
+	LandedWidthNs int64        `json:"landed_width_ns"`
 }
 
 // EndpointArrivals are the receipts of one backend endpoint.

@@ -18,7 +18,9 @@ type HarnessReport struct {
 	// Parts are the parts rlbench ran itself (evidence.Scenario.HarnessParts).
 	Parts []string `json:"parts,omitempty"`
 	// BurstSpreadNs is the clients' send spread of an unpaced attack's burst
-	// (attack.json burst.spread_ns; the largest over flows); 0 when paced.
+	// (attack.json burst.spread_ns; the largest over flows; for sender
+	// processes released together, their send window over all of them); 0
+	// when paced.
 	BurstSpreadNs int64 `json:"burst_spread_ns,omitempty"`
 	// PacingErrorP99Ns and PacingErrorMaxNs are how late paced sends were
 	// against their intended times (attack.json pacing.error_ns).

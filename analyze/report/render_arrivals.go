@@ -58,6 +58,13 @@ func arrivalRows(rep *Report) [][]string {
 		for _, f := range a.Forwards {
 			add("forwards by "+f.Target+" (its own clock)", f.Forwards)
 		}
+		for _, sd := range a.Senders {
+			of := fmt.Sprintf("sender %d: sent %s, landed %s", sd.Shard, HumanNs(sd.SendWidthNs), HumanNs(sd.LandedWidthNs))
+			if sd.Phase != "" {
+				of = sd.Phase + " " + of
+			}
+			add(of, sd.Receipts)
+		}
 		for _, e := range dedupeExpected(a.Expected, s.Targets) {
 			row := []string{name, e.label, ""}
 			for _, w := range ArrivalWindows {

@@ -22,7 +22,9 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/internal/human"
+	"github.com/rlbench/rlbench/internal/senders"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -86,12 +88,32 @@ type AttackOptions struct {
 	// Events is --events: "" none, "-" standard output, else a file.
 	Events         string
 	changedForFlow []string // attack-level flags that flows replace, as given
+	// Senders is --senders: run the attack as that many sender processes
+	// (internal/senders), 0 or 1 in this process.
+	Senders int
+}
+
+// givenFlag is one flag as given on the command line: its name and the
+// value Set received; the sender processes of --senders are given them.
+type givenFlag struct{ name, value string }
+
+// recordValue records the values a flag is Set to, in order.
+type recordValue struct {
+	pflag.Value
+	name string
+	to   *[]givenFlag
+}
+
+func (r *recordValue) Set(v string) error {
+	*r.to = append(*r.to, givenFlag{r.name, v})
+	return r.Value.Set(v)
 }
 
 // NewAttackCmd is `rlbench attack`. runF, when not nil, receives the parsed
 // options instead of running the attack (tests).
 func NewAttackCmd(io *IOStreams, runF func(*AttackOptions) error) *cobra.Command {
 	o := &AttackOptions{IO: io}
+	var given []givenFlag // the flags as given, for --senders
 	cmd := &cobra.Command{
 		Use:   "attack --target NAME=URL... (--ids N | --ids-file FILE | --flow SPEC... | --targets-file FILE) --out DIR",
 		Short: "Fire a fixed set of request IDs at one or more targets, once each, and record every outcome",
@@ -123,7 +145,11 @@ Sharding: --shard K/N (or --shard-from-env JOB_COMPLETION_INDEX --shards N)
 sends the K-th of N slices of every flow (IDs at positions k with
 k mod N == K), so N shards send the whole attack between them; --start-at
 holds the start until a wall-clock instant (RFC 3339 or unix ns), with the
-connections warmed --warm-ahead before it. Progress is shown on stderr (a
+connections warmed --warm-ahead before it. --senders N runs the attack as N
+sender processes of this executable on this host, each a shard K/N with its
+own warm connections writing --out/sender-K, all released at one --start-at
+(default: in 3 s); analyze --out joins them and reports each sender's send
+and landed widths (arrivals). Progress is shown on stderr (a
 bar on a terminal, a line every few seconds otherwise; none with --quiet);
 --events FILE (or - for stdout) writes it as JSON Lines every second too
 (schemas/event.v1.schema.json: started, progress per target and class,
@@ -144,6 +170,9 @@ finished).`,
 			o.changedForFlow = nil
 			if runF != nil {
 				return runF(o)
+			}
+			if o.Senders > 1 {
+				return runSenders(cmd.Context(), o, given)
 			}
 			return runAttack(cmd.Context(), o)
 		},
@@ -185,6 +214,8 @@ finished).`,
 	eventsFlag(cmd, &o.Events)
 	f.BoolVar(&o.Overwrite, "overwrite", false, "replace the requests.jsonl and attack.json already in --out (default: refuse)")
 	remoteWriteFlags(cmd, &o.RemoteWrite)
+	f.IntVar(&o.Senders, "senders", 0, "run the attack as `N` sender processes of this executable, each a shard, warmed and released at one --start-at instant (writes --out/sender-K)")
+	f.VisitAll(func(fl *pflag.Flag) { fl.Value = &recordValue{Value: fl.Value, name: fl.Name, to: &given} })
 	return cmd
 }
 
@@ -212,6 +243,9 @@ func (o *AttackOptions) validate() error {
 		return err
 	}
 	if err := o.validateShard(); err != nil {
+		return err
+	}
+	if err := o.validateSenders(); err != nil {
 		return err
 	}
 	if o.WarmAhead < 0 {
@@ -352,6 +386,120 @@ func (o *AttackOptions) validateShard() error {
 	}
 	o.Shard = attack.Shard{Index: k, Count: o.Shards}
 	return nil
+}
+
+// sendersOwn are the flags --senders gives each sender itself (the shard,
+// the start, the directory, quiet) or keeps for the parent (--senders,
+// --overwrite: the parent checks --out once), never passed through.
+var sendersOwn = map[string]bool{"senders": true, "shard": true, "shard-from-env": true, "shards": true, "start-at": true,
+	"out": true, "quiet": true, "overwrite": true}
+
+// validateSenders checks --senders N: at least 0, and with more than one
+// no shard of its own (the senders are the shards), no --events or
+// --remote-write (each sender would report a part of the attack as the
+// whole), and an --out without earlier senders' directories.
+func (o *AttackOptions) validateSenders() error {
+	if o.Senders < 0 {
+		return usageErrorf("--senders must be >= 0, not %d", o.Senders)
+	}
+	if o.Senders <= 1 {
+		return nil
+	}
+	if o.Shard.Count > 0 {
+		return usageErrorf("--senders %d runs the shards itself: give --senders or --shard, not both", o.Senders)
+	}
+	if o.Events != "" || o.RemoteWrite.URL != "" {
+		return usageErrorf("--senders: --events and --remote-write are not supported (each sender would report its part as the attack)")
+	}
+	for k := range o.Senders {
+		d := senders.SenderDir(o.Out, k)
+		if _, err := os.Lstat(d); err == nil && !o.Overwrite {
+			return usageErrorf("--out %s: already holds %s from an earlier attack: give a new directory, or --overwrite to replace it", o.Out, d)
+		}
+	}
+	return nil
+}
+
+// runSenders runs the attack as o.Senders sender processes of this
+// executable (internal/senders), given the flags as given except
+// sendersOwn, each a shard --shard K/N writing
+// --out/sender-K, all released at --start-at (default: in
+// senders.DefaultLead), then prints each one's figures and the burst's send
+// window over all. A sender that failed is an error (exit 1) naming it;
+// its shard is missing or incomplete, so `rlbench analyze --out` (which
+// merges the shard directories) judges the run NOT_RUN.
+func runSenders(ctx context.Context, o *AttackOptions, given []givenFlag) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--senders: %w", err)
+	}
+	var args []string
+	for _, g := range given {
+		if !sendersOwn[g.name] {
+			args = append(args, "--"+g.name+"="+g.value)
+		}
+	}
+	for k := range o.Senders {
+		d := senders.SenderDir(o.Out, k)
+		if o.Overwrite {
+			if err := os.RemoveAll(d); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	res, err := senders.Run(ctx, senders.Options{Exe: exe, Args: args, N: o.Senders, Out: o.Out, StartAt: o.StartAt})
+	if err != nil {
+		return err
+	}
+	errOut := o.IO.ErrOut
+	if o.Quiet {
+		errOut = io.Discard
+	}
+	printSendersSummary(errOut, res)
+	if failed := res.Failed(); len(failed) > 0 {
+		msgs := make([]string, len(failed))
+		for i, s := range failed {
+			msgs[i] = evidence.RedactText(s.Err.Error())
+		}
+		return fmt.Errorf("%d of %d senders failed (the run is NOT_RUN): %s", len(failed), o.Senders, strings.Join(msgs, "; "))
+	}
+	for _, s := range res.Senders {
+		if sum := s.Summary; sum.Interrupted {
+			return &ExitCodeError{Code: ExitInterrupted, Msg: fmt.Sprintf("sender %d interrupted; recorded lines kept, its attack.json says complete=false", s.Index)}
+		}
+	}
+	return nil
+}
+
+// printSendersSummary prints each sender's figures (IDs sent, send spread,
+// lateness against the common start) and the send window over all of them
+// (first send of any sender to the last of any: one host, one clock).
+func printSendersSummary(w io.Writer, res *senders.Result) {
+	d := report.HumanNs
+	var first, last int64
+	sent, ids := 0, 0
+	for _, s := range res.Senders {
+		sum := s.Summary
+		if sum == nil {
+			fmt.Fprintf(w, "attack: sender %d: no %s\n", s.Index, evidence.AttackFile)
+			continue
+		}
+		sent += sum.Sent - sum.NotSent
+		ids += sum.Config.IDs
+		late := int64(0)
+		if sum.StartAt != nil {
+			late = sum.StartAt.LateNs
+		}
+		fmt.Fprintf(w, "attack: sender %d: %d of %d IDs sent, send spread %s, started %s after the start -> %s\n", s.Index, sum.Sent-sum.NotSent, sum.Config.IDs, d(sum.SendSpreadNs), d(late), s.Dir)
+		if sum.FirstSendNs > 0 && (first == 0 || sum.FirstSendNs < first) {
+			first = sum.FirstSendNs
+		}
+		last = max(last, sum.LastSendNs)
+	}
+	fmt.Fprintf(w, "attack: %d senders: %d of %d IDs sent, send window %s (first send of any sender to the last)\n", len(res.Senders), sent, ids, d(last-first))
 }
 
 // attackOptions builds the library's options from the flags: it reads the

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/rlbench/rlbench/analyze"
@@ -157,6 +158,9 @@ func runPlan(ctx context.Context, o *RunOptions) (err error) {
 		return &UsageError{Err: err}
 	}
 	ro := runner.Options{Root: o.Root, PlanBytes: data, Events: sink, PlanFile: o.PlanFile}
+	if exe, err := os.Executable(); err == nil {
+		ro.Exe = exe // the sender processes of attack steps with senders
+	}
 	if !o.Quiet {
 		ro.Progress = o.IO.ErrOut
 		ro.Live = func(label string, p *attack.Progress) func() { return liveProgress(o.IO.ErrOut, label, p) }

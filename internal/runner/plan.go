@@ -326,6 +326,14 @@ type AttackPlan struct {
 	// split, seed, concurrency, rate, method, path and body are set per flow;
 	// headers here are sent by every flow.
 	Flows []FlowPlan `json:"flows,omitempty"`
+	// Senders, above 1, runs the attack as that many sender processes of
+	// the rlbench executable on this host (internal/senders; `rlbench
+	// attack --senders`), each a shard of the IDs with its own warm
+	// connections, all released at one instant, so that the burst that
+	// lands is wider than one process can send: analyze reports each
+	// sender's send and landed widths (arrivals). At most MaxSenders; not
+	// with flows.
+	Senders int `json:"senders,omitempty"`
 }
 
 // FlowPlan is one flow of an attack (attack.Flow): its IDs are ids
@@ -870,6 +878,12 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 	}
 	if a.Timeout < 0 {
 		return at(ap+".timeout", where, "attack.timeout must be >= 0, not %s", time.Duration(a.Timeout))
+	}
+	if a.Senders < 0 || a.Senders > MaxSenders {
+		return at(ap+".senders", where, "attack.senders must be 0..%d, not %d", MaxSenders, a.Senders)
+	}
+	if a.Senders > 1 && len(a.Flows) > 0 {
+		return at(ap+".senders", where, "attack.senders: not with flows (give the attack's ids, rate and request without flows)")
 	}
 	if len(a.Flows) == 0 {
 		if a.IDs <= 0 {

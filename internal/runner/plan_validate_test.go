@@ -24,6 +24,10 @@ func TestPlanValidatedAtLoad(t *testing.T) {
 			`p.yaml: line 6: scenarios[0] (a): steps[0]: assign: split counts=1,1 sums to 2 but there are 5 ids`},
 		"counts for other targets": {"scenarios:\n - name: a\n   lab: {proxies: 3}\n   attack:\n     ids: 2\n     split: counts=1,1\n",
 			`p.yaml: line 6: scenarios[0] (a): steps[0]: assign: split counts=1,1 has 2 counts for 3 targets`},
+		"senders over max": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 100\n     senders: 65\n",
+			`p.yaml: line 6: scenarios[0] (a): steps[0]: attack.senders must be 0..64, not 65`},
+		"senders with flows": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     senders: 2\n     flows:\n      - {name: x, ids: 4}\n",
+			`p.yaml: line 5: scenarios[0] (a): steps[0]: attack.senders: not with flows`},
 		"repeat -2": {"scenarios:\n - name: a\n   lab: {}\n   repeat: -2\n   attack: {ids: 1}\n",
 			`p.yaml: line 4: scenarios[0] (a): repeat must be 1..1000 (or absent), not -2`},
 		// The tester's plan: repeat 99999999999 allocated scenario directories until OOM.

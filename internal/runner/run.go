@@ -60,6 +60,11 @@ type Options struct {
 	Events *events.Sink
 	// PlanFile names the plan file in the started event.
 	PlanFile string
+	// Exe is the rlbench executable that runs the sender processes of an
+	// attack step with senders (AttackPlan.Senders; internal/senders);
+	// the CLI gives os.Executable(). Without it such a step fails, and its
+	// scenario is NOT_RUN.
+	Exe string
 }
 
 // RunStampLayout is the time layout (UTC) of a run directory's name, <stamp>-<n>.
@@ -167,7 +172,7 @@ func Run(ctx context.Context, plan *Plan, opts Options) (string, error) {
 			}
 			fmt.Fprintf(progress, "scenario %q repeat %d/%d\n", sc.Name, rep, sc.Repeat)
 			sr := &scenarioRun{plan: sc, index: si, repeat: rep, dir: dir, progress: progress, live: opts.Live, runID: filepath.Base(runDir),
-				events: opts.Events, obs: opts.Observer}
+				events: opts.Events, obs: opts.Observer, exe: opts.Exe}
 			if reason := sr.run(ctx); reason != "" {
 				fmt.Fprintf(progress, "  NOT_RUN: %s\n", reason)
 				sp := ed.Scenario()
@@ -216,6 +221,8 @@ type scenarioRun struct {
 	obs      Observer // nil: none
 	// events receives the progress and fault events (nil: none).
 	events *events.Sink
+	// exe is Options.Exe, the executable of the sender processes.
+	exe string
 	// runID (the run directory's name) prefixes every request ID, so IDs
 	// are unique across runs that share an external backend.
 	runID string
@@ -363,9 +370,9 @@ func (r *scenarioRun) runSteps(ctx context.Context, reqs, faults *evidence.Write
 			fmt.Fprintf(r.progress, "  fault %s: ok=%v %s\n", st.Name, f.OK, f.Error)
 			continue
 		}
-		sum, err := r.attackStep(ctx, st, pending, reqs, faults)
+		sums, err := r.attackStep(ctx, st, pending, reqs, faults)
 		pending = nil
-		if sum != nil {
+		for _, sum := range sums {
 			agg.Add(sum)
 		}
 		if err != nil {
@@ -373,7 +380,13 @@ func (r *scenarioRun) runSteps(ctx context.Context, reqs, faults *evidence.Write
 			agg.Error = err.Error()
 			break
 		}
-		fmt.Fprintf(r.progress, "%s: %d sent, codes %s\n", attackLabel(st), sum.Sent, human.Codes(sum.CodesByTarget, sum.NotSent))
+		for _, sum := range sums {
+			label := attackLabel(st)
+			if sh := sum.Shard; sh != nil {
+				label += fmt.Sprintf(" sender %d/%d", sh.Index, sh.Count)
+			}
+			fmt.Fprintf(r.progress, "%s: %d sent, codes %s\n", label, sum.Sent, human.Codes(sum.CodesByTarget, sum.NotSent))
+		}
 	}
 	return agg
 }
@@ -383,7 +396,7 @@ func (r *scenarioRun) runSteps(ctx context.Context, reqs, faults *evidence.Write
 // attack waits for none of them; the step ends when every fault that fired
 // has run, those not reached are dropped, and the timed backend faults are
 // cleared.
-func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, reqs, faults *evidence.Writer) (*evidence.AttackSummary, error) {
+func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, reqs, faults *evidence.Writer) ([]*evidence.AttackSummary, error) {
 	// The offsets count from the instant the attack starts sending
 	// (attack.Options.OnStart), after its connections are warm.
 	var wg sync.WaitGroup
@@ -402,7 +415,16 @@ func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, req
 			}))
 		}
 	}
-	sum, err := r.attack(ctx, st, reqs, arm)
+	var sums []*evidence.AttackSummary
+	var err error
+	if st.Attack.Senders > 1 {
+		sums, err = r.attackSenders(ctx, st, reqs, arm)
+	} else {
+		var sum *evidence.AttackSummary
+		if sum, err = r.attack(ctx, st, reqs, arm); sum != nil {
+			sums = append(sums, sum)
+		}
+	}
 	mu.Lock()
 	for _, t := range timers {
 		if t.Stop() {
@@ -412,7 +434,7 @@ func (r *scenarioRun) attackStep(ctx context.Context, st Step, armed []Step, req
 	mu.Unlock()
 	wg.Wait()
 	r.windows.closeAll() // timed backend faults end with their attack step
-	return sum, err
+	return sums, err
 }
 
 // finish gathers the evidence that follows the steps into the scenario
@@ -622,7 +644,7 @@ func (r *scenarioRun) fault(ctx context.Context, st Step) evidence.Fault {
 
 func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, onStart func(time.Time)) (*evidence.AttackSummary, error) {
 	ap := st.Attack
-	prefix := fmt.Sprintf("%s-s%dr%d-%s", r.runID, r.index+1, r.repeat, slug(st.Name))
+	prefix := r.idPrefix(st)
 	// The live counts classify with the scenario's rules, as analyze does
 	// (the plan's rules were checked when it was loaded).
 	cl, _ := evidence.NewClassifier(r.plan.Classify)
