@@ -17,7 +17,8 @@
 # Environment: N (default 1000000), BIG (default 10000000; 0 skips step 2),
 # SIM (default 10000000, a multiple of 100000; 0 skips step 3), REPEAT
 # (default 3), RLBENCH=/path/to/rlbench times that binary instead of
-# building ./cmd/rlbench, KEEP=1 keeps the work directory.
+# building ./cmd/rlbench, KEEP=1 keeps the work directory, RESULTS_JSONL=FILE
+# appends the raw measurements in bench/compare.sh's format (see the end).
 #
 # Wall times depend on the machine's other load: every line prints the
 # 1-minute load average when the command started and the CPU time the
@@ -125,4 +126,16 @@ fi
 if [ "$SIM" != 0 ]; then
 	sr=$(maxof simulate 3)
 	printf '%-70s %-28s %s\n' "simulate $SIM IDs peak RSS <= 1 GB" "${sr} MB ($(median simulate 2) s)" "$(verdict "$sr" 1024)"
+fi
+
+# RESULTS_JSONL=FILE appends every measured command as compare.sh's rows
+# (group "scale", tool the label above: vegeta-report, analyze-n,
+# analyze-big, simulate; figures wall_s, rss_mb, cpu_s, load1, steal_ms)
+# for measure table, which prints the targets as MET / NOT MET.
+if [ -n "${RESULTS_JSONL:-}" ]; then
+	awk '{ printf "{\"group\":\"scale\",\"tool\":\"%s\",\"key\":\"wall_s\",\"value\":%s}\n", $1, $2
+		printf "{\"group\":\"scale\",\"tool\":\"%s\",\"key\":\"rss_mb\",\"value\":%s}\n", $1, $3
+		printf "{\"group\":\"scale\",\"tool\":\"%s\",\"key\":\"cpu_s\",\"value\":%s}\n", $1, $4
+		printf "{\"group\":\"scale\",\"tool\":\"%s\",\"key\":\"load1\",\"value\":%s}\n", $1, $5
+		printf "{\"group\":\"scale\",\"tool\":\"%s\",\"key\":\"steal_ms\",\"value\":%s}\n", $1, $6 }' "$results" >>"$RESULTS_JSONL"
 fi

@@ -5,12 +5,13 @@
 # private nginx. It prints a table of medians (and min/max) with the ratio
 # of rlbench-after to each other tool, then the issue's targets.
 #
-# Usage: bench/compare.sh            (run from anywhere; about 25 minutes)
+# Usage: bench/compare.sh            (run from anywhere; about 50 minutes,
+#                                    7 GB of /tmp for the scale section)
 # Environment: BEFORE_REV (default main; "none" skips it), REPS (max
 # throughput repetitions, default 3), RATE_RUNS (fixed-rate runs, default
 # 10), N (requests per max-throughput run, default 200000), SECTIONS (any of
-# "max burst rate mem vrate", default all), BURST2000_REPS (runs of the
-# 2000-ID burst, default 6), RESULTS=FILE copies the raw
+# "max burst rate mem proxy scale vrate", default all), BURST2000_REPS (runs
+# of the 2000-ID burst, default 6), RESULTS=FILE copies the raw
 # measurements (JSON lines) there, KEEP=1 keeps the work directory. Installs wrk and nginx (apt-get) and hey and vegeta (go
 # install into a private GOBIN) when missing. The machine's other load
 # shows in every figure: compare ratios of one run, not absolute numbers.
@@ -35,6 +36,15 @@
 #                   rlbench's spread / the floor's of the same repetition
 #   mem1M           1 M IDs, --concurrency 50, against nginx: b_per_id
 #                   ((maxrss(1M) - maxrss(10k)) / 990k) and rss_mb
+#   proxy           bench/proxy.sh's runs: per_sec and the proxy process's
+#                   cpu_us per request, tools nginx (nginx as a reverse
+#                   proxy), lab-after, lab-after+rl (local bucket and access
+#                   log on)
+#   scale           bench/analyze-scale.sh's commands: wall_s, cpu_s,
+#                   rss_mb, load1, steal_ms of vegeta-report, analyze-n
+#                   (1 M + 1 M with a model), analyze-big (10 M + 10 M),
+#                   simulate (10 M IDs)
+# After the table, the targets of issues 14 and 28 as MET / NOT MET.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -150,7 +160,7 @@ maxrun() {
 	rec "$g" "$t" cpu_us "$(awk -v c="$cpu" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.3f", c/n/1000; else print 0 }')"
 }
 
-SECTIONS=${SECTIONS:-max burst rate mem vrate}
+SECTIONS=${SECTIONS:-max burst rate mem proxy scale vrate}
 want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # --- 1. max throughput ---------------------------------------------------
@@ -240,7 +250,12 @@ rm -rf "$work/ev"
 want mem && "$m" run "$work/m.json" -- "$m" vegeta -n 1000000 -c 50 "$nginx_url/" >/dev/null &&
 rec mem1M vegeta-lib rss_mb "$(awk -v k="$("$m" get "$work/m.json" maxrss_kb)" 'BEGIN { printf "%.1f", k/1024 }')"
 
-# --- 5. vegeta at 20,000/s with its defaults (last: it may exhaust ports) --
+# --- 5. the lab proxy's hop against nginx's, analyze and simulate at scale -
+# (bench/proxy.sh and bench/analyze-scale.sh, their raw runs appended here)
+want proxy && { log "proxy: bench/proxy.sh"; BEFORE_REV=none RESULTS_JSONL="$results" bench/proxy.sh >&2; }
+want scale && { log "scale: bench/analyze-scale.sh"; RESULTS_JSONL="$results" bench/analyze-scale.sh >&2; }
+
+# --- 6. vegeta at 20,000/s with its defaults (last: it may exhaust ports) --
 want vrate && for rep in 1 2; do
 	start_backend
 	log "rate20k vegeta run $rep"

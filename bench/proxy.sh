@@ -19,7 +19,8 @@
 # Needs wrk and nginx (Debian packages wrk, nginx-light); both nginx
 # processes are private (own prefix, config, pid file, loopback port) and
 # are stopped by PID. The machine's other load shows in every figure:
-# compare the ratios of one run, not absolute numbers.
+# compare the ratios of one run, not absolute numbers. RESULTS_JSONL=FILE
+# appends the raw runs in bench/compare.sh's format (see the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -169,3 +170,11 @@ END {
 		cpu = (k == "direct") ? "-" : sprintf("%.1f (%.1f..%.1f)", cm[k], clo[k], chi[k])
 		printf "%-14s %22s %26s %10s\n", k, sprintf("%.0f (%.0f..%.0f)", rm[k], rlo[k], rhi[k]), cpu, ratio }
 }' "$results"
+
+# RESULTS_JSONL=FILE appends every run as compare.sh's rows (group "proxy",
+# tool the target above, figures per_sec and cpu_us) for measure table.
+if [ -n "${RESULTS_JSONL:-}" ]; then
+	awk '{ printf "{\"group\":\"proxy\",\"tool\":\"%s\",\"key\":\"per_sec\",\"value\":%s}\n", $1, $2
+		if ($1 != "direct") printf "{\"group\":\"proxy\",\"tool\":\"%s\",\"key\":\"cpu_us\",\"value\":%s}\n", $1, $3 }' "$results" >>"$RESULTS_JSONL"
+	printf '{"group":"proxy","tool":"machine","key":"load1","value":%s}\n' "$(cut -d' ' -f1 /proc/loadavg)" >>"$RESULTS_JSONL"
+fi
