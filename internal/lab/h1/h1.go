@@ -3,8 +3,10 @@
 // the set of open connections that closing a server closes (Conns), and
 // helpers that write a response head into a bufio.Writer without
 // allocating, in the form net/http's server writes it (RFC 9112 section 4
-// status line, RFC 9110 section 6.6.1 Date). Requests are parsed by
-// net/http (http.ReadRequest).
+// status line, RFC 9110 section 6.6.1 Date). Messages are parsed by
+// RequestReader and ResponseReader: net/http's result for the same bytes
+// (http.ReadRequest, http.ReadResponse), its common shape parsed without a
+// per-message map or reader (read.go).
 package h1
 
 import (

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rlbench/rlbench/internal/lab/h1"
 )
 
 // CircuitBreakers is the cluster's circuit_breakers thresholds for the
@@ -141,6 +143,7 @@ type upConn struct {
 	rc       syscall.RawConn
 	br       *bufio.Reader
 	bw       *bufio.Writer
+	rr       *h1.ResponseReader
 	deadline time.Time
 	peek     [1]byte
 	peekOK   bool
@@ -473,6 +476,7 @@ func (cl *cluster) connect(h *host) {
 		return
 	}
 	uc := &upConn{h: h, c: c, br: bufio.NewReaderSize(c, 4096), bw: bufio.NewWriterSize(c, 4096)}
+	uc.rr = h1.NewResponseReader(uc.br)
 	if sc, ok := c.(syscall.Conn); ok {
 		uc.rc, _ = sc.SyscallConn()
 		uc.peekFn = func(fd uintptr) bool {

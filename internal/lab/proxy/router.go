@@ -581,7 +581,7 @@ func (p *Proxy) attempt(rs *reqState, h *host, deadline time.Time, expected time
 		}
 		return attemptResult{reason: ioReason(err), hadConn: true}
 	}
-	resp, err := http.ReadResponse(uc.br, rs.req)
+	resp, err := uc.rr.Read(rs.req)
 	if err != nil {
 		cl.release(uc, false)
 		if isTimeout(err) {

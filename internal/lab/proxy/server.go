@@ -16,8 +16,8 @@ import (
 )
 
 // The downstream side is a plain HTTP/1.1 server on net/http's wire code
-// (http.ReadRequest for parsing and body framing, httputil's chunked
-// writer): one goroutine per connection reads a request, runs the filters
+// (h1.RequestReader, which is http.ReadRequest's result for parsing and
+// body framing; httputil's chunked writer): one goroutine per connection reads a request, runs the filters
 // and the router in that goroutine, and writes the response into a
 // buffered writer flushed when no pipelined request is waiting. No
 // goroutine, timer or header map is created per request on the way.
@@ -28,6 +28,7 @@ type dsConn struct {
 	c        net.Conn
 	br       *bufio.Reader
 	bw       *bufio.Writer
+	rr       *h1.RequestReader
 	remoteIP string // peer IP, %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%
 	limiter  *localLimiter
 }
@@ -51,8 +52,9 @@ func (p *Proxy) serveConn(c net.Conn) {
 	var release func()
 	dc.br, dc.bw, release = h1.Buffers(c, c)
 	defer release()
+	dc.rr = h1.NewRequestReader(dc.br)
 	for {
-		req, err := http.ReadRequest(dc.br)
+		req, err := dc.rr.Read()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) {
 				// A malformed request: Envoy's codec answers 400 and closes.
