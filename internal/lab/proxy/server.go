@@ -217,11 +217,17 @@ func (p *Proxy) localReply(rs *reqState, code int, body string, f respFlag, deta
 var hopHeaders = map[string]bool{"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true}
 
-// connectionListed reports whether the Connection header of h names k.
+// connectionListed reports whether the Connection header of h names k (a
+// canonical key): one of its comma-separated fields canonicalizes to k. A
+// field that does not equal k up to case cannot, so only those are
+// canonicalized (http.CanonicalHeaderKey allocates for a field that is not
+// canonical already, e.g. "keep-alive").
 func connectionListed(h http.Header, k string) bool {
 	for _, v := range h["Connection"] {
-		for _, f := range strings.Split(v, ",") {
-			if http.CanonicalHeaderKey(strings.TrimSpace(f)) == k {
+		for v != "" {
+			f, rest, _ := strings.Cut(v, ",")
+			v = rest
+			if f = strings.TrimSpace(f); strings.EqualFold(f, k) && http.CanonicalHeaderKey(f) == k {
 				return true
 			}
 		}
@@ -290,7 +296,10 @@ func (p *Proxy) writeUpstreamResponse(rs *reqState, resp *http.Response, service
 		cw = httputil.NewChunkedWriter(w)
 		dst = cw
 	}
-	n, err := io.CopyBuffer(dst, struct{ io.Reader }{resp.Body}, *bp)
+	// resp.Body is net/http's body or h1's (neither is an io.WriterTo; a
+	// NoBody's WriteTo copies nothing): no wrapper, which would be
+	// allocated per response.
+	n, err := io.CopyBuffer(dst, resp.Body, *bp)
 	rs.sent = n
 	if cw != nil {
 		_ = cw.Close()
