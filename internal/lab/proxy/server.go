@@ -29,6 +29,7 @@ type dsConn struct {
 	br       *bufio.Reader
 	bw       *bufio.Writer
 	rr       *h1.RequestReader
+	tc       *h1.TurnConn
 	remoteIP string // peer IP, %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%
 	limiter  *localLimiter
 }
@@ -50,12 +51,16 @@ func (p *Proxy) serveConn(c net.Conn) {
 		dc.limiter = newLocalLimiter(l, p.clock.Now())
 	}
 	var release func()
-	dc.br, dc.bw, release = h1.Buffers(c, c)
+	dc.tc = h1.NewTurnConn(c)
+	dc.br, dc.bw, release = h1.Buffers(dc.tc, dc.tc)
 	defer release()
 	dc.rr = h1.NewRequestReader(dc.br)
 	for {
 		req, err := dc.rr.Read()
 		if err != nil {
+			if dc.tc.DeferredWriteErr() != nil {
+				return // the last response did not go: a failed flush
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) {
 				// A malformed request: Envoy's codec answers 400 and closes.
 				h1.CloseReply(dc.bw, http.StatusBadRequest)
@@ -69,6 +74,8 @@ func (p *Proxy) serveConn(c net.Conn) {
 			return
 		}
 		if dc.br.Buffered() == 0 {
+			// The response goes with the next read (h1.TurnConn).
+			dc.tc.DeferNextWrite()
 			if err := dc.bw.Flush(); err != nil {
 				return
 			}
