@@ -89,7 +89,7 @@ type reqState struct {
 	dc       *dsConn
 	req      *http.Request
 	start    time.Time
-	arrived  time.Time // wall clock at arrival: max_stream_duration counts from here
+	arrived  time.Time // wall clock at arrival, when max_stream_duration is set: it counts from here
 	code     int
 	flags    flagSet
 	details  string
@@ -119,7 +119,10 @@ func (p *Proxy) handle(dc *dsConn, req *http.Request) bool {
 	p.inflight.RLock()
 	defer p.inflight.RUnlock()
 	rs := rsPool.Get().(*reqState)
-	*rs = reqState{dc: dc, req: req, start: p.clock.Now(), arrived: time.Now(), extra: rs.extra[:0]}
+	*rs = reqState{dc: dc, req: req, start: p.clock.Now(), extra: rs.extra[:0]}
+	if p.cfg.MaxStreamDuration > 0 {
+		rs.arrived = time.Now() // read only for max_stream_duration
+	}
 	p.st.dsTotal.inc()
 	p.st.dsActive.v.Add(1)
 	if req.Close || (req.ProtoMajor == 1 && req.ProtoMinor == 0 && !strings.EqualFold(req.Header.Get("Connection"), "keep-alive")) {
