@@ -46,7 +46,9 @@ func NewTurnConn(c net.Conn) *TurnConn {
 }
 
 // DeferNextWrite defers the next Write (the Flush of a whole message) to
-// the next Read.
+// the next Read. The bytes of that Write are kept, not copied: the caller
+// leaves them unchanged until the next Read returns (a bufio.Writer's
+// buffer, not written to before that read, is).
 func (t *TurnConn) DeferNextWrite() { t.deferNext = t.rc != nil }
 
 // DeferredWriteErr returns the error of the deferred write if the last
