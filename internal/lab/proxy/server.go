@@ -31,6 +31,7 @@ type dsConn struct {
 	rr       *h1.RequestReader
 	tc       *h1.TurnConn
 	remoteIP string // peer IP, %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%
+	alogBuf  []byte // the access log line being encoded (writeAccessLog)
 	limiter  *localLimiter
 }
 
