@@ -11,7 +11,14 @@
 # For each proxy it reads the proxy process's CPU (utime+stime from
 # /proc/PID/stat, all its threads; nginx: master and worker) over the run and
 # prints CPU µs per request, req/s, and the ratio to nginx. Runs alternate,
-# REPS times (default 5), and the table shows medians (min..max).
+# REPS times (default 5), and the table shows medians (min..max), with the
+# 1-minute load average and the steal time (the CPU the hypervisor took
+# from this virtual machine, /proc/stat) over each target's runs.
+#
+# The target of issue 28 item 5: the lab proxy's CPU per request for a
+# local-token-bucket hop (lab-after+rl) at most 1.5x nginx's, median
+# against median of this run; the last line says MET or NOT MET
+# (LIMIT=1.5 by default).
 #
 # Usage: bench/proxy.sh            (run from anywhere; about 3 minutes)
 # Environment: BEFORE_REV (default main; "none" skips it), REPS, DURATION
@@ -28,6 +35,7 @@ BEFORE_REV=${BEFORE_REV:-main}
 REPS=${REPS:-5}
 DURATION=${DURATION:-5s}
 CONNS=${CONNS:-50}
+LIMIT=${LIMIT:-1.5}
 command -v wrk >/dev/null || { echo "proxy.sh: wrk not installed (apt-get install wrk)" >&2; exit 2; }
 [ -x /usr/sbin/nginx ] || { echo "proxy.sh: /usr/sbin/nginx not installed (apt-get install nginx-light)" >&2; exit 2; }
 work="$(mktemp -d /tmp/rlbench-proxy.XXXXXX)"
@@ -114,18 +122,25 @@ cpu_ticks() {
 }
 hz=$(getconf CLK_TCK)
 results="$work/results.txt"
+# steal_ticks: the CPU time the hypervisor took from this virtual machine
+# so far (/proc/stat, all CPUs, clock ticks).
+steal_ticks() { awk '/^cpu / { print $9 }' /proc/stat; }
 
-# run TOOL URL PID: one wrk run, appends "TOOL rps cpu_us_per_request".
+# run TOOL URL PID: one wrk run, appends "TOOL rps cpu_us_per_request
+# load1 steal_ms".
 run() {
-	local tool=$1 url=$2 pid=$3 c0 c1 out n rps
+	local tool=$1 url=$2 pid=$3 c0 c1 s0 s1 out n rps
 	curl -fsS "$url/" >/dev/null || { echo "proxy.sh: $tool at $url does not answer 200" >&2; exit 1; }
 	c0=$( [ -n "$pid" ] && cpu_ticks "$pid" || echo 0)
+	s0=$(steal_ticks)
 	out=$(wrk -t1 -c"$CONNS" -d"$DURATION" "$url/")
 	c1=$( [ -n "$pid" ] && cpu_ticks "$pid" || echo 0)
+	s1=$(steal_ticks)
 	n=$(awk '/requests in/ {print $1}' <<<"$out")
 	rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
 	if grep -q "Non-2xx" <<<"$out"; then echo "proxy.sh: $tool answered non-2xx: $out" >&2; exit 1; fi
-	awk -v t="$tool" -v r="$rps" -v n="$n" -v d=$((c1 - c0)) -v hz="$hz" 'BEGIN { printf "%s %s %.2f\n", t, r, (n > 0 ? d / hz * 1e6 / n : 0) }' >>"$results"
+	awk -v t="$tool" -v r="$rps" -v n="$n" -v d=$((c1 - c0)) -v hz="$hz" -v l="$(cut -d' ' -f1 /proc/loadavg)" -v st=$((s1 - s0)) \
+		'BEGIN { printf "%s %s %.2f %s %.0f\n", t, r, (n > 0 ? d / hz * 1e6 / n : 0), l, st / hz * 1000 }' >>"$results"
 }
 
 start_lab() { # TOOL: start a labproxy, sets lab_url and lab_pid
@@ -152,11 +167,11 @@ for rep in $(seq "$REPS"); do
 	done
 done
 
-echo "proxy hop on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), wrk -t1 -c$CONNS -d$DURATION, $REPS reps, medians (min..max)"
-awk '
+echo "proxy hop on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) (per target: mean load1 at its runs' ends, steal over them), wrk -t1 -c$CONNS -d$DURATION, $REPS reps, medians (min..max)"
+awk -v limit="$LIMIT" '
 function median(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-{ k = $1; n[k]++; r[k, n[k]] = $2; c[k, n[k]] = $3; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
+{ k = $1; n[k]++; r[k, n[k]] = $2; c[k, n[k]] = $3; ld[k] += $4; st[k] += $5; if (!(k in seen)) { seen[k] = 1; order[++m] = k } }
 END {
 	for (i = 1; i <= m; i++) { k = order[i]
 		delete ra; delete ca; rmin = cmin = 1e18; rmax = cmax = 0
@@ -164,11 +179,18 @@ END {
 			if (r[k, j] < rmin) rmin = r[k, j]; if (r[k, j] > rmax) rmax = r[k, j]
 			if (c[k, j] < cmin) cmin = c[k, j]; if (c[k, j] > cmax) cmax = c[k, j] }
 		rm[k] = median(ra, n[k]); cm[k] = median(ca, n[k]); rlo[k] = rmin; rhi[k] = rmax; clo[k] = cmin; chi[k] = cmax }
-	printf "%-14s %22s %26s %10s\n", "target", "req/s", "proxy CPU µs/request", "vs nginx"
+	printf "%-14s %22s %26s %10s %8s %10s\n", "target", "req/s", "proxy CPU µs/request", "vs nginx", "load1", "steal ms"
 	for (i = 1; i <= m; i++) { k = order[i]
 		ratio = (k != "direct" && cm["nginx"] > 0) ? sprintf("%.2fx", cm[k] / cm["nginx"]) : "-"
 		cpu = (k == "direct") ? "-" : sprintf("%.1f (%.1f..%.1f)", cm[k], clo[k], chi[k])
-		printf "%-14s %22s %26s %10s\n", k, sprintf("%.0f (%.0f..%.0f)", rm[k], rlo[k], rhi[k]), cpu, ratio }
+		printf "%-14s %22s %26s %10s %8.2f %10.0f\n", k, sprintf("%.0f (%.0f..%.0f)", rm[k], rlo[k], rhi[k]), cpu, ratio, ld[k] / n[k], st[k] }
+	# Issue 28 item 5: a local-token-bucket hop (the local filter on, its
+	# JSON access log written) within limit x nginx CPU per request.
+	t = "lab-after+rl"
+	if (cm["nginx"] > 0 && (t in cm)) {
+		q = cm[t] / cm["nginx"]
+		printf "lab proxy local-bucket hop: %.1f µs/request = %.2fx nginx (%.1f µs), target <= %.2fx: %s\n", cm[t], q, cm["nginx"], limit, (q <= limit ? "MET" : "NOT MET")
+	} else print "lab proxy local-bucket hop: no figure: NOT MET"
 }' "$results"
 
 # RESULTS_JSONL=FILE appends every run as compare.sh's rows (group "proxy",

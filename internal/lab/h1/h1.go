@@ -3,8 +3,10 @@
 // the set of open connections that closing a server closes (Conns), and
 // helpers that write a response head into a bufio.Writer without
 // allocating, in the form net/http's server writes it (RFC 9112 section 4
-// status line, RFC 9110 section 6.6.1 Date). Requests are parsed by
-// net/http (http.ReadRequest).
+// status line, RFC 9110 section 6.6.1 Date). Messages are parsed by
+// RequestReader and ResponseReader: net/http's result for the same bytes
+// (http.ReadRequest, http.ReadResponse), its common shape parsed without a
+// per-message map or reader (read.go).
 package h1
 
 import (
@@ -55,8 +57,18 @@ func StatusLine(w *bufio.Writer, code int) {
 	_, _ = w.WriteString("\r\n")
 }
 
-// Header writes "k: v\r\n".
+// Header writes "k: v\r\n" (one append into the writer's free space when
+// the line fits there).
 func Header(w *bufio.Writer, k, v string) {
+	if n := len(k) + len(v) + 4; n <= w.Available() {
+		b := w.AvailableBuffer()
+		b = append(b, k...)
+		b = append(b, ": "...)
+		b = append(b, v...)
+		b = append(b, "\r\n"...)
+		_, _ = w.Write(b)
+		return
+	}
 	_, _ = w.WriteString(k)
 	_, _ = w.WriteString(": ")
 	_, _ = w.WriteString(v)
@@ -66,6 +78,15 @@ func Header(w *bufio.Writer, k, v string) {
 // HeaderInt writes "k: n\r\n" without allocating (bufio.Writer's
 // AvailableBuffer).
 func HeaderInt(w *bufio.Writer, k string, n int64) {
+	if len(k)+24 <= w.Available() {
+		b := w.AvailableBuffer()
+		b = append(b, k...)
+		b = append(b, ": "...)
+		b = strconv.AppendInt(b, n, 10)
+		b = append(b, "\r\n"...)
+		_, _ = w.Write(b)
+		return
+	}
 	_, _ = w.WriteString(k)
 	_, _ = w.WriteString(": ")
 	_, _ = w.Write(strconv.AppendInt(w.AvailableBuffer(), n, 10))

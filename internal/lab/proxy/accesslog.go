@@ -12,7 +12,7 @@ type AccessLogEntry struct {
 	// StartTime is %START_TIME% in RFC 3339 with milliseconds, UTC.
 	StartTime string `json:"start_time"`
 	// StartNs is the same instant in unix ns: when the proxy had read the
-	// request's head (http.ReadRequest returned), on the proxy's Clock.
+	// request's head (h1.RequestReader.Read returned), on the proxy's Clock.
 	StartNs int64 `json:"start_ns"`
 	// The proxy's own times of the request, unix ns on the same Clock as
 	// StartNs; each is omitted (0) when the request did not get there.

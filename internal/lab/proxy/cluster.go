@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rlbench/rlbench/internal/lab/h1"
 )
 
 // CircuitBreakers is the cluster's circuit_breakers thresholds for the
@@ -141,6 +143,8 @@ type upConn struct {
 	rc       syscall.RawConn
 	br       *bufio.Reader
 	bw       *bufio.Writer
+	rr       *h1.ResponseReader
+	tc       *h1.TurnConn // under br and bw: the request goes with the response's first read
 	deadline time.Time
 	peek     [1]byte
 	peekOK   bool
@@ -472,7 +476,9 @@ func (cl *cluster) connect(h *host) {
 		cl.mu.Unlock()
 		return
 	}
-	uc := &upConn{h: h, c: c, br: bufio.NewReaderSize(c, 4096), bw: bufio.NewWriterSize(c, 4096)}
+	tc := h1.NewTurnConn(c)
+	uc := &upConn{h: h, c: c, tc: tc, br: bufio.NewReaderSize(tc, 4096), bw: bufio.NewWriterSize(tc, 4096)}
+	uc.rr = h1.NewResponseReader(uc.br)
 	if sc, ok := c.(syscall.Conn); ok {
 		uc.rc, _ = sc.SyscallConn()
 		uc.peekFn = func(fd uintptr) bool {

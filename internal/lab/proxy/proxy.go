@@ -478,8 +478,9 @@ func (p *Proxy) FlushAccessLog() error {
 	return p.alog.Flush()
 }
 
-var alogBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
+// writeAccessLog encodes rs's access log line into its connection's
+// buffer (one per connection, reused: no pool round trip per request) and
+// hands it to the access log writer.
 func (p *Proxy) writeAccessLog(rs *reqState) {
 	end := p.clock.Now()
 	e := AccessLogEntry{
@@ -507,11 +508,8 @@ func (p *Proxy) writeAccessLog(rs *reqState) {
 	if rs.upHost != "" {
 		e.UpstreamRequestAttemptCount = rs.attempts
 	}
-	bp := alogBufPool.Get().(*[]byte)
-	b := appendAccessLog((*bp)[:0], &e)
-	_ = p.alog.WriteRaw(b)
-	*bp = b
-	alogBufPool.Put(bp)
+	rs.dc.alogBuf = appendAccessLog(rs.dc.alogBuf[:0], &e)
+	_ = p.alog.WriteRaw(rs.dc.alogBuf)
 }
 
 // startTime formats %START_TIME% (RFC 3339, ms, UTC), caching the last

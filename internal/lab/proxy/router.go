@@ -574,15 +574,15 @@ func (p *Proxy) attempt(rs *reqState, h *host, deadline time.Time, expected time
 		rs.upstreamStartNs = p.clock.Now().UnixNano()
 	}
 	p.writeRequest(uc, rs, expected, stream)
+	uc.tc.DeferNextWrite() // sent by the response's first read
 	if err := uc.bw.Flush(); err != nil {
-		cl.release(uc, false)
-		if isTimeout(err) {
-			return attemptResult{timedOut: true, hadConn: true}
-		}
-		return attemptResult{reason: ioReason(err), hadConn: true}
+		return p.writeFailed(uc, err)
 	}
-	resp, err := http.ReadResponse(uc.br, rs.req)
+	resp, err := uc.rr.Read(rs.req)
 	if err != nil {
+		if werr := uc.tc.DeferredWriteErr(); werr != nil {
+			return p.writeFailed(uc, werr)
+		}
 		cl.release(uc, false)
 		if isTimeout(err) {
 			return attemptResult{timedOut: true, hadConn: true, started: true}
@@ -590,6 +590,16 @@ func (p *Proxy) attempt(rs *reqState, h *host, deadline time.Time, expected time
 		return attemptResult{reason: ioReason(err), hadConn: true, started: true}
 	}
 	return attemptResult{resp: resp, uc: uc, started: true, hadConn: true}
+}
+
+// writeFailed is an attempt whose request could not be written: no byte
+// of it counts as sent.
+func (p *Proxy) writeFailed(uc *upConn, err error) attemptResult {
+	p.cluster.release(uc, false)
+	if isTimeout(err) {
+		return attemptResult{timedOut: true, hadConn: true}
+	}
+	return attemptResult{reason: ioReason(err), hadConn: true}
 }
 
 func isTimeout(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }

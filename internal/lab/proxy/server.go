@@ -16,8 +16,8 @@ import (
 )
 
 // The downstream side is a plain HTTP/1.1 server on net/http's wire code
-// (http.ReadRequest for parsing and body framing, httputil's chunked
-// writer): one goroutine per connection reads a request, runs the filters
+// (h1.RequestReader, which is http.ReadRequest's result for parsing and
+// body framing; httputil's chunked writer): one goroutine per connection reads a request, runs the filters
 // and the router in that goroutine, and writes the response into a
 // buffered writer flushed when no pipelined request is waiting. No
 // goroutine, timer or header map is created per request on the way.
@@ -28,7 +28,10 @@ type dsConn struct {
 	c        net.Conn
 	br       *bufio.Reader
 	bw       *bufio.Writer
+	rr       *h1.RequestReader
+	tc       *h1.TurnConn
 	remoteIP string // peer IP, %DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%
+	alogBuf  []byte // the access log line being encoded (writeAccessLog)
 	limiter  *localLimiter
 }
 
@@ -49,11 +52,16 @@ func (p *Proxy) serveConn(c net.Conn) {
 		dc.limiter = newLocalLimiter(l, p.clock.Now())
 	}
 	var release func()
-	dc.br, dc.bw, release = h1.Buffers(c, c)
+	dc.tc = h1.NewTurnConn(c)
+	dc.br, dc.bw, release = h1.Buffers(dc.tc, dc.tc)
 	defer release()
+	dc.rr = h1.NewRequestReader(dc.br)
 	for {
-		req, err := http.ReadRequest(dc.br)
+		req, err := dc.rr.Read()
 		if err != nil {
+			if dc.tc.DeferredWriteErr() != nil {
+				return // the last response did not go: a failed flush
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !h1.ConnGone(err) {
 				// A malformed request: Envoy's codec answers 400 and closes.
 				h1.CloseReply(dc.bw, http.StatusBadRequest)
@@ -67,6 +75,8 @@ func (p *Proxy) serveConn(c net.Conn) {
 			return
 		}
 		if dc.br.Buffered() == 0 {
+			// The response goes with the next read (h1.TurnConn).
+			dc.tc.DeferNextWrite()
 			if err := dc.bw.Flush(); err != nil {
 				return
 			}
@@ -80,7 +90,7 @@ type reqState struct {
 	dc       *dsConn
 	req      *http.Request
 	start    time.Time
-	arrived  time.Time // wall clock at arrival: max_stream_duration counts from here
+	arrived  time.Time // wall clock at arrival, when max_stream_duration is set: it counts from here
 	code     int
 	flags    flagSet
 	details  string
@@ -110,7 +120,10 @@ func (p *Proxy) handle(dc *dsConn, req *http.Request) bool {
 	p.inflight.RLock()
 	defer p.inflight.RUnlock()
 	rs := rsPool.Get().(*reqState)
-	*rs = reqState{dc: dc, req: req, start: p.clock.Now(), arrived: time.Now(), extra: rs.extra[:0]}
+	*rs = reqState{dc: dc, req: req, start: p.clock.Now(), extra: rs.extra[:0]}
+	if p.cfg.MaxStreamDuration > 0 {
+		rs.arrived = time.Now() // read only for max_stream_duration
+	}
 	p.st.dsTotal.inc()
 	p.st.dsActive.v.Add(1)
 	if req.Close || (req.ProtoMajor == 1 && req.ProtoMinor == 0 && !strings.EqualFold(req.Header.Get("Connection"), "keep-alive")) {
@@ -215,11 +228,17 @@ func (p *Proxy) localReply(rs *reqState, code int, body string, f respFlag, deta
 var hopHeaders = map[string]bool{"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true,
 	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true}
 
-// connectionListed reports whether the Connection header of h names k.
+// connectionListed reports whether the Connection header of h names k (a
+// canonical key): one of its comma-separated fields canonicalizes to k. A
+// field that does not equal k up to case cannot, so only those are
+// canonicalized (http.CanonicalHeaderKey allocates for a field that is not
+// canonical already, e.g. "keep-alive").
 func connectionListed(h http.Header, k string) bool {
 	for _, v := range h["Connection"] {
-		for _, f := range strings.Split(v, ",") {
-			if http.CanonicalHeaderKey(strings.TrimSpace(f)) == k {
+		for v != "" {
+			f, rest, _ := strings.Cut(v, ",")
+			v = rest
+			if f = strings.TrimSpace(f); strings.EqualFold(f, k) && http.CanonicalHeaderKey(f) == k {
 				return true
 			}
 		}
@@ -288,7 +307,10 @@ func (p *Proxy) writeUpstreamResponse(rs *reqState, resp *http.Response, service
 		cw = httputil.NewChunkedWriter(w)
 		dst = cw
 	}
-	n, err := io.CopyBuffer(dst, struct{ io.Reader }{resp.Body}, *bp)
+	// resp.Body is net/http's body or h1's (neither is an io.WriterTo; a
+	// NoBody's WriteTo copies nothing): no wrapper, which would be
+	// allocated per response.
+	n, err := io.CopyBuffer(dst, resp.Body, *bp)
 	rs.sent = n
 	if cw != nil {
 		_ = cw.Close()

@@ -32,8 +32,19 @@ func (s *stat) add(n uint64) {
 		s.used.Store(true)
 	}
 }
-func (s *stat) set(v uint64) { s.v.Store(v); s.used.Store(true) }
-func (s *stat) dec()         { s.v.Add(^uint64(0)) }
+
+// set stores v; a value or used flag that is already there is not stored
+// again (the gauges are set on every request: a load leaves the cache line
+// shared between cores, a store would take it).
+func (s *stat) set(v uint64) {
+	if s.v.Load() != v {
+		s.v.Store(v)
+	}
+	if !s.used.Load() {
+		s.used.Store(true)
+	}
+}
+func (s *stat) dec() { s.v.Add(^uint64(0)) }
 
 // setBool sets a 0/1 gauge (the circuit_breakers.*_open gauges).
 func (s *stat) setBool(b bool) {
@@ -78,8 +89,17 @@ func (f *codeFamily) charge(code int) {
 	if code < 100 || code > 599 {
 		return
 	}
-	f.get(&f.class[code/100], strconv.Itoa(code/100)+"xx").inc()
-	f.get(&f.code[code], strconv.Itoa(code)).inc()
+	// The names are built only when a slot is still empty.
+	c := f.class[code/100].Load()
+	if c == nil {
+		c = f.get(&f.class[code/100], strconv.Itoa(code/100)+"xx")
+	}
+	c.inc()
+	n := f.code[code].Load()
+	if n == nil {
+		n = f.get(&f.code[code], strconv.Itoa(code))
+	}
+	n.inc()
 }
 
 // store is a process-wide stats registry shaped like Envoy's: counters and
