@@ -155,6 +155,7 @@ var DefaultCheckers = []Checker{
 	{"starved", checkStarved},
 	{"rate-limit headers", checkRateHeaders},
 	{"backend peak", checkBackendPeak},
+	{"burst landed", checkLanded},
 	{"admission timing", checkAdmissionTiming},
 	{"amplification", checkAmplification},
 	{"latency thresholds", checkLatencyThresholds},

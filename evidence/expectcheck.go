@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // ExpectClassNames are the names Expectation.Classes accepts: every class
@@ -21,7 +22,8 @@ func IsExpectClass(name string) bool { return slices.Contains(ExpectClassNames()
 // classes (known names, ExpectClassNames) and limit_req_status must have
 // 0 <= min (min <= max holds after decoding); each latency threshold
 // names a class and bounds a statistic (LatencyThreshold.Validate) and
-// each ratio names a class of RatioNames. It returns the first bad
+// each ratio names a class of RatioNames; landed_within is 0 (unset) ..
+// MaxPeakWindow. It returns the first bad
 // field's path ("expect.classes.local429") and the error, naming it.
 // Plans (at load, exit 2) and scenario.json (NOT_RUN) check with it.
 func (e *Expectation) CheckCounts() (path string, err error) {
@@ -53,6 +55,9 @@ func (e *Expectation) CheckCounts() (path string, err error) {
 		if err := e.Latency[i].Validate(); err != nil {
 			return p + ".class", fmt.Errorf("%s: %w", p, err)
 		}
+	}
+	if w := time.Duration(e.LandedWithin); w < 0 || w > MaxPeakWindow {
+		return "expect.landed_within", fmt.Errorf("expect.landed_within %v: want a width of 0 .. %v", w, MaxPeakWindow)
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Ratios)) {
 		if !slices.Contains(RatioNames(), k) {

@@ -1,6 +1,9 @@
 package evidence
 
-import "github.com/rlbench/rlbench/evidence/descriptor"
+import (
+	"github.com/rlbench/rlbench/evidence/descriptor"
+	"github.com/rlbench/rlbench/model"
+)
 
 // Request is one line of requests.jsonl: the outcome of one fired ID as the
 // client (attack.Run) saw it. Code 0 means no response was received: with
@@ -409,6 +412,17 @@ type Expectation struct {
 	// Ratios bounds shares of the requests sent per class name (or
 	// "passed", RatioNames), e.g. {"no_response": "< 0.1%"}.
 	Ratios map[string]RatioBound `json:"ratios,omitempty"`
+	// LandedWithin, when set, is the burst the scenario asks to land at
+	// the limiter: every request it sent reached each limiter within this
+	// width, first to last arrival in that proxy's access log on its own
+	// clock (Envoy's %START_TIME%, the lab proxy's local_ns), or at the
+	// backend (first to last receipt) when no access log records every
+	// request and every one has a receipt. It is a precondition, not a
+	// property of the limiter: a wider landing (or one no evidence
+	// measures) makes the check inconclusive and the scenario NOT_RUN,
+	// never FAIL; met, it counts only beside another check. E.g. "10ms"
+	// for 2000 requests meant to hit a gateway within 10 ms.
+	LandedWithin model.Duration `json:"landed_within,omitempty"`
 }
 
 // Checks reports whether the expectation asks anything: admitted,

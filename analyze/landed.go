@@ -1,0 +1,124 @@
+package analyze
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rlbench/rlbench/analyze/report"
+)
+
+// checkLanded judges expect.landed_within (evidence.Expectation.LandedWithin):
+// did the burst the scenario asks for land at the limiter as asked? It
+// measures, per proxy whose access log records arrivals (the lab proxy's
+// local_ns, else start_ns; Envoy's %START_TIME%), the first to last arrival
+// of the scenario's requests on that proxy's clock, and takes the widest;
+// when no access log records every sent request, the first to last
+// receipt at the backend, if every sent request has one. A landing wider
+// than asked, or one nothing measures, is an unknown check (the limiter
+// was not tested against that burst: NOT_RUN), never a failure of the
+// limiter. Met, the check passes only when the scenario checks something
+// else; alone it is not_checked (a precondition proves nothing about the
+// limiter).
+func checkLanded(in *Input) (r Result) {
+	w := time.Duration(in.Scenario.Expect.LandedWithin)
+	if w <= 0 {
+		return r
+	}
+	name := "burst landed within " + w.String()
+	want := fmt.Sprintf("every sent request at the limiter within %v", w)
+	reqs := &in.Evidence.Requests
+	sent := reqs.Len() - len(reqs.NotSent)
+	if sent <= 0 {
+		r.add(name, report.CheckUnknown, want, "no request was sent")
+		return r
+	}
+	isSent := make([]bool, reqs.Len())
+	for i := range isSent {
+		isSent[i] = true
+	}
+	for _, i := range reqs.NotSent {
+		isSent[i] = false
+	}
+	type span struct{ first, last int64 }
+	seen := make([]bool, reqs.Len())
+	var spans []span
+	var proxies []string
+	for _, l := range in.Evidence.AccessLogs {
+		sp := span{}
+		for _, e := range l.Entries {
+			at := e.LocalNs
+			if at <= 0 {
+				at = e.StartNs
+			}
+			if at <= 0 && !e.Time.IsZero() {
+				at = e.Time.UnixNano()
+			}
+			if at <= 0 || e.RlbenchID == "" {
+				continue
+			}
+			i, ok := reqs.IDs.Lookup(e.RlbenchID)
+			if !ok || !isSent[i] {
+				continue
+			}
+			seen[i] = true
+			if sp.first == 0 || at < sp.first {
+				sp.first = at
+			}
+			sp.last = max(sp.last, at)
+		}
+		if sp.first > 0 {
+			spans, proxies = append(spans, sp), append(proxies, l.Proxy)
+		}
+	}
+	covered := 0
+	for i, s := range seen {
+		if s && isSent[i] {
+			covered++
+		}
+	}
+	var width time.Duration
+	var where string
+	switch {
+	case covered == sent && len(spans) > 0:
+		for k, sp := range spans {
+			if d := time.Duration(sp.last - sp.first); d >= width {
+				width, where = d, "in the access log of "+proxies[k]
+			}
+		}
+		if len(spans) > 1 {
+			where += fmt.Sprintf(" (the widest of %d proxies)", len(spans))
+		}
+	default:
+		sp := span{}
+		for i := 0; i < reqs.Len(); i++ {
+			if !isSent[i] {
+				continue
+			}
+			at := in.ReceiptNs(i)
+			if at <= 0 {
+				r.add(name, report.CheckUnknown, want, fmt.Sprintf("%d of %d sent requests have an arrival in an access log and not every one has a receipt: the width that landed is not measured",
+					covered, sent))
+				return r
+			}
+			if sp.first == 0 || at < sp.first {
+				sp.first = at
+			}
+			sp.last = max(sp.last, at)
+		}
+		width, where = time.Duration(sp.last-sp.first), "at the backend (receipts)"
+	}
+	got := fmt.Sprintf("%d requests landed over %v %s", sent, width, where)
+	if width > w {
+		r.add(name, report.CheckUnknown, want, got+": wider than the burst asked for, so the limiter was not tested against it")
+		return r
+	}
+	e := in.Scenario.Expect
+	e.LandedWithin = 0
+	sc := in.Scenario
+	if !e.Checks() && sc.IntendedLimit == nil && len(sc.Limits) == 0 && len(sc.Limiters) == 0 {
+		r.add(name, report.CheckNotChecked, want, got+" (a precondition: nothing else is checked)")
+		return r
+	}
+	r.add(name, report.CheckPass, want, got)
+	return r
+}
