@@ -107,7 +107,7 @@ func checkLanded(in *Input) (r Result) {
 		}
 		width, where = time.Duration(sp.last-sp.first), "at the backend (receipts)"
 	}
-	got := fmt.Sprintf("%d requests landed over %v %s", sent, width, where)
+	got := fmt.Sprintf("%d requests landed over %v %s", sent, width.Round(time.Microsecond), where)
 	if width > w {
 		r.add(name, report.CheckUnknown, want, got+": wider than the burst asked for, so the limiter was not tested against it")
 		return r
