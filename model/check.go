@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -62,12 +63,12 @@ func (v Verdict) String() string {
 	return "either"
 }
 
-// Event is one request as the checker sees it. Its decision at the limiter
-// happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the package
-// doc for how to derive them. Key, and Attrs' Descriptors and Vars, are as
-// in Request.
+// Event is one request as the checker sees it: 32 bytes, its strings held
+// once in the tables of the Events it belongs to. Its decision at the
+// limiter happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the
+// package doc for how to derive them.
 //
-// KeyUnknown marks an event whose Key, Descriptors and Vars are not known
+// KeyUnknown marks an event whose key, descriptors and vars are not known
 // (they are built from a request attribute the evidence does not hold, such
 // as a header sent without its value being recorded): it may have used the
 // state of any bucket the other events use, or none. Its verdict is Either
@@ -75,15 +76,19 @@ func (v Verdict) String() string {
 // charge, never a sure one, whatever its outcome (so it only weakens the
 // must-admit verdicts of the others), and the bucket's lower bound is left
 // to the others' must-admit verdicts; the run's bounds count it once, as a
-// request that may have been admitted.
+// request that may have been admitted. Its Key and Attrs are not read.
 type Event struct {
-	ID     string
 	Lo, Hi int64
-	Key    string
-	// Attrs are the event's descriptors and zone variables; nil when it
-	// has neither (a limiter keyed by Key alone). A pointer, so that the
-	// million events of a run keyed by Key alone carry 8 bytes, not 32.
-	Attrs      *Attrs
+	// Key indexes Events.Keys: the key as in Request.Key.
+	Key int32
+	// Req is the caller's number of the event's request (a position in the
+	// evidence it holds); Check reports it back (Violation.Req) and names it
+	// only in findings, through Events.Name. Several events may share one.
+	Req int32
+	// Attrs is the index in Events.Attrs of the event's descriptors and zone
+	// variables, plus one; 0 when it has neither (a limiter keyed by Key
+	// alone).
+	Attrs      int32
 	Outcome    Outcome
 	KeyUnknown bool
 }
@@ -95,20 +100,98 @@ type Attrs struct {
 	Vars        map[string]string
 }
 
-// descriptors returns e's descriptors (Attrs.Descriptors), nil without Attrs.
-func (e *Event) descriptors() []Descriptor {
-	if e.Attrs == nil {
-		return nil
-	}
-	return e.Attrs.Descriptors
+// Events is what Check judges: the events, in any order, and the tables
+// their indices point into. Build it with AddKey and AddAttrs, or fill
+// Keys and Attrs directly.
+type Events struct {
+	List []Event
+	// Keys are the keys Event.Key indexes.
+	Keys []string
+	// Attrs are the attributes Event.Attrs indexes (minus one).
+	Attrs []Attrs
+	// Name returns the name (a request ID) of Event.Req req for violations
+	// and findings; nil names it by the decimal req.
+	Name func(req int32) string
+
+	keyIdx map[string]int32
 }
 
-// vars returns e's zone variables (Attrs.Vars), nil without Attrs.
-func (e *Event) vars() map[string]string {
-	if e.Attrs == nil {
+// AddKey returns key's index in Keys, appending it when it is not there
+// (keys appended by AddKey are looked up in a map; set Keys before the
+// first call, or only use AddKey).
+func (evs *Events) AddKey(key string) int32 {
+	if evs.keyIdx == nil {
+		evs.keyIdx = make(map[string]int32, len(evs.Keys)+1)
+		for k, s := range evs.Keys {
+			if _, ok := evs.keyIdx[s]; !ok {
+				evs.keyIdx[s] = int32(k)
+			}
+		}
+	}
+	k, ok := evs.keyIdx[key]
+	if !ok {
+		k = int32(len(evs.Keys))
+		evs.Keys = append(evs.Keys, key)
+		evs.keyIdx[key] = k
+	}
+	return k
+}
+
+// AddAttrs appends a and returns its Event.Attrs (its index plus one).
+func (evs *Events) AddAttrs(a Attrs) int32 {
+	evs.Attrs = append(evs.Attrs, a)
+	return int32(len(evs.Attrs))
+}
+
+// name is the name of request req (Events.Name).
+func (evs *Events) name(req int32) string {
+	if evs.Name == nil {
+		return strconv.Itoa(int(req))
+	}
+	return evs.Name(req)
+}
+
+// key returns e's key (Keys[e.Key]; "" out of range).
+func (evs *Events) key(e *Event) string {
+	if e.Key < 0 || int(e.Key) >= len(evs.Keys) {
+		return ""
+	}
+	return evs.Keys[e.Key]
+}
+
+// attrs returns e's attributes; nil without.
+func (evs *Events) attrs(e *Event) *Attrs {
+	if e.Attrs <= 0 || int(e.Attrs) > len(evs.Attrs) {
 		return nil
 	}
-	return e.Attrs.Vars
+	return &evs.Attrs[e.Attrs-1]
+}
+
+// routeOf is what a model's route reads of event e: its key and attributes.
+func (evs *Events) routeOf(e *Event) routeIn {
+	return routeIn{key: evs.key(e), attrs: evs.attrs(e)}
+}
+
+// routeIn is an event as its model routes it.
+type routeIn struct {
+	key   string
+	attrs *Attrs
+}
+
+// descriptors returns the event's descriptors (Attrs.Descriptors), nil without Attrs.
+func (e *routeIn) descriptors() []Descriptor {
+	if e.attrs == nil {
+		return nil
+	}
+	return e.attrs.Descriptors
+}
+
+// vars returns the event's zone variables (Attrs.Vars), nil without Attrs.
+func (e *routeIn) vars() map[string]string {
+	if e.attrs == nil {
+		return nil
+	}
+	return e.attrs.Vars
 }
 
 // Options tunes Check.
@@ -134,8 +217,9 @@ type Options struct {
 
 // Violation is one request whose outcome contradicts its verdict.
 type Violation struct {
-	ID      string
-	Index   int // position in the events given to Check
+	ID      string // Events.Name of Req
+	Req     int32  // the event's Event.Req
+	Index   int    // position in Events.List
 	Verdict Verdict
 	Outcome Outcome
 	Bucket  string // the bucket or window that decides
@@ -286,7 +370,7 @@ func firstIDs(v []Violation) string {
 type checkModel interface {
 	// route appends the buckets e touches, in the order the limiter consumes
 	// them (none: e is not limited).
-	route(e *Event, dst []bucketRef) []bucketRef
+	route(e *routeIn, dst []bucketRef) []bucketRef
 	// chain: buckets are consumed in order and the first one without room
 	// rejects, earlier ones staying charged (Envoy); otherwise a rejection
 	// charges none of them (nginx's zones) or the primitive counts every hit.
@@ -477,7 +561,11 @@ func (pl *plan) order(events []Event, mid, admit bool) *orders {
 // beyond it Check returns an error rather than take unbounded memory.
 var maxUnknownKeyCharges = 8 << 20
 
-func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) (*plan, error) {
+func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*plan, error) {
+	events := evs.List
+	// ri is the event being routed (one for every event: a pointer given
+	// to an interface method escapes)
+	ri := &routeIn{}
 	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1), widen: widen}
 	idx := map[string]int32{}
 	var refs []bucketRef
@@ -495,7 +583,8 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 			if events[j].KeyUnknown {
 				continue
 			}
-			refs = cm.route(&events[j], refs[:0])
+			*ri = evs.routeOf(&events[j])
+			refs = cm.route(ri, refs[:0])
 			for _, ref := range refs {
 				if !seen[ref.id] {
 					seen[ref.id] = true
@@ -524,7 +613,8 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 		if e.KeyUnknown {
 			refs = append(refs[:0], all...)
 		} else {
-			refs = cm.route(e, refs[:0])
+			*ri = evs.routeOf(e)
+			refs = cm.route(ri, refs[:0])
 		}
 		for k, ref := range refs {
 			b, ok := idx[ref.id]
@@ -672,7 +762,8 @@ func note(m *map[int32]decidedBy, j, b int32, v float64) {
 	}
 	(*m)[j] = decidedBy{b, v}
 }
-func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain bool) []prim {
+func (pl *plan) prims(evs *Events, mid bool, initUnknown bool, admitUncertain bool) []prim {
+	events := evs.List
 	out := make([]prim, len(pl.buckets))
 	for b, bk := range pl.buckets {
 		n := bk.size()
@@ -701,7 +792,7 @@ func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain
 		c.ids = func(ls []int32) []string {
 			ids := make([]string, len(ls))
 			for i, l := range ls {
-				ids[i] = events[bk.event(l)].ID
+				ids[i] = evs.name(events[bk.event(l)].Req)
 			}
 			return ids
 		}
@@ -872,10 +963,11 @@ func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
 // Check judges events against m: per request must admit / must reject /
 // either, the violations, count findings per window, bucket and run, and the
 // bounds of the admitted counts. It errors on malformed events (Lo > Hi).
-func Check(m Model, events []Event, opts Options) (*Result, error) {
+func Check(m Model, evs *Events, opts Options) (*Result, error) {
+	events := evs.List
 	for i := range events {
 		if events[i].Lo > events[i].Hi {
-			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, events[i].ID, events[i].Lo, events[i].Hi)
+			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(events[i].Req), events[i].Lo, events[i].Hi)
 		}
 	}
 	ref := int64(0)
@@ -885,13 +977,13 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 	cm := m.checker(ref)
 	fl := cm.flags()
 	admitUncertain := fl.enabledPartial || (fl.shadowy && !opts.ShadowVisible)
-	pl, err := buildPlan(cm, events, int64(opts.Widen), admitUncertain)
+	pl, err := buildPlan(cm, evs, int64(opts.Widen), admitUncertain)
 	if err != nil {
 		return nil, err
 	}
-	c := &checkRun{pl: pl, events: events, opts: opts, fl: fl, admitUncertain: admitUncertain,
+	c := &checkRun{pl: pl, evs: evs, events: events, opts: opts, fl: fl, admitUncertain: admitUncertain,
 		res: &Result{Verdicts: make([]Verdict, len(events))}}
-	c.prims = pl.prims(events, false, opts.UnknownInitialState, admitUncertain)
+	c.prims = pl.prims(evs, false, opts.UnknownInitialState, admitUncertain)
 	c.verdicts(pl.sweep(events, c.prims, false, false, admitUncertain))
 	for _, pr := range c.prims {
 		if d, ok := pr.(interface{ sweepDone() }); ok {
@@ -907,7 +999,8 @@ func Check(m Model, events []Event, opts Options) (*Result, error) {
 // sweep, and the result being filled.
 type checkRun struct {
 	pl             *plan
-	events         []Event
+	evs            *Events
+	events         []Event // evs.List
 	prims          []prim
 	opts           Options
 	fl             specFlags
@@ -939,7 +1032,7 @@ func (c *checkRun) verdicts(so *sweepOut) {
 		switch {
 		case v == MustReject && e.Outcome == Admitted:
 			by := so.rWhy[int32(j)]
-			vi := Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome, Bucket: pl.buckets[by.b].id,
+			vi := Violation{ID: c.evs.name(e.Req), Req: e.Req, Index: j, Verdict: v, Outcome: e.Outcome, Bucket: pl.buckets[by.b].id,
 				Why: prims[by.b].why(true, by.v)}
 			if c.admitUncertain {
 				res.Shadow = append(res.Shadow, vi)
@@ -947,7 +1040,7 @@ func (c *checkRun) verdicts(so *sweepOut) {
 				res.Over = append(res.Over, vi)
 			}
 		case v == MustAdmit && (e.Outcome == Rejected || e.Outcome == ShadowRejected):
-			vi := Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome, Why: "not limited: no bucket applies"}
+			vi := Violation{ID: c.evs.name(e.Req), Req: e.Req, Index: j, Verdict: v, Outcome: e.Outcome, Why: "not limited: no bucket applies"}
 			if rs, re := pl.refs(int32(j)); rs < re {
 				by := so.aWhy[int32(j)]
 				vi.Bucket = pl.buckets[by.b].id
@@ -955,7 +1048,7 @@ func (c *checkRun) verdicts(so *sweepOut) {
 			}
 			res.Under = append(res.Under, vi)
 		case c.fl.neverRejects && e.Outcome == Rejected && !e.KeyUnknown:
-			res.Under = append(res.Under, Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome,
+			res.Under = append(res.Under, Violation{ID: c.evs.name(e.Req), Req: e.Req, Index: j, Verdict: v, Outcome: e.Outcome,
 				Why: "rejected by a limiter that enforces no rejection (dry run, shadow mode or filter_enforced 0)"})
 		}
 	}
@@ -968,7 +1061,7 @@ func (c *checkRun) offeredBounds() *sweepOut {
 	pl := c.pl
 	for b, bk := range pl.buckets {
 		if _, tb := c.prims[b].(*tbPrim); !bk.single || !tb {
-			return pl.sweep(c.events, pl.prims(c.events, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
+			return pl.sweep(c.events, pl.prims(c.evs, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
 		}
 	}
 	return &sweepOut{mustA: make([]bool, len(c.events))}
@@ -1003,10 +1096,10 @@ func (c *checkRun) bounds() {
 	}
 	res.Total.Min = min(res.Total.Min, res.Total.Max)
 	for _, bd := range res.Buckets {
-		res.Windows = append(res.Windows, boundFindings(bd, c.events, pl, c.admitUncertain)...)
+		res.Windows = append(res.Windows, boundFindings(bd, c.evs, pl, c.admitUncertain)...)
 	}
 	if tot := res.Total; !tot.Holds() {
-		res.Windows = append(res.Windows, boundFindings(tot, c.events, nil, c.admitUncertain)...)
+		res.Windows = append(res.Windows, boundFindings(tot, c.evs, nil, c.admitUncertain)...)
 	}
 	slices.SortFunc(res.Buckets, func(a, b Bound) int { return strings.Compare(a.Bucket, b.Bucket) })
 }
@@ -1102,7 +1195,7 @@ func (c *checkRun) uncertainty() {
 		// the midpoint sweep reuse their memory
 		c.prims, c.pl.orders[0] = nil, nil
 		c.pl.fillMid(c.events)
-		pm := c.pl.prims(c.events, true, c.opts.UnknownInitialState, c.admitUncertain)
+		pm := c.pl.prims(c.evs, true, c.opts.UnknownInitialState, c.admitUncertain)
 		sp := c.pl.sweep(c.events, pm, true, false, c.admitUncertain)
 		for j, v := range c.res.Verdicts {
 			if v == Either && sp.mustR[j] != sp.mustA[j] {
@@ -1124,7 +1217,8 @@ func outcomeIn(e *Event) Outcome {
 // boundFindings turns a bound that does not hold into findings naming the
 // requests: for too many, the sure admissions with the latest arrivals; for
 // too few, the rejections with the earliest.
-func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []WindowFinding {
+func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []WindowFinding {
+	events := evs.List
 	if bd.Holds() {
 		return nil
 	}
@@ -1168,7 +1262,7 @@ func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []Wi
 		})
 		var out []string
 		for _, g := range sel[:min(k, len(sel))] {
-			out = append(out, events[g].ID)
+			out = append(out, evs.name(events[g].Req))
 		}
 		return out
 	}

@@ -30,10 +30,10 @@ func TestPlanSameAsOnePass(t *testing.T) {
 	for _, spec := range specs {
 		m := MustNew(spec)
 		rng := rand.New(rand.NewPCG(3, 4))
-		events := make([]Event, 3000)
+		events := make([]tEvent, 3000)
 		for i := range events {
 			lo := t0 + int64(i)*int64(time.Millisecond)/2 + rng.Int64N(int64(time.Millisecond))
-			events[i] = Event{ID: fmt.Sprintf("e%d", i), Lo: lo, Hi: lo + rng.Int64N(int64(5*time.Millisecond)),
+			events[i] = tEvent{ID: fmt.Sprintf("e%d", i), Lo: lo, Hi: lo + rng.Int64N(int64(5*time.Millisecond)),
 				Key: fmt.Sprintf("k%d", rng.IntN(3)), Outcome: Outcome(rng.IntN(4)), KeyUnknown: rng.IntN(50) == 0}
 			if spec.Kind == KindEnvoyLocal {
 				events[i].Attrs = &Attrs{Descriptors: descs[rng.IntN(len(descs))]}
@@ -42,12 +42,13 @@ func TestPlanSameAsOnePass(t *testing.T) {
 		for _, widen := range []int64{0, int64(time.Millisecond)} {
 			for _, au := range []bool{false, true} {
 				cm := m.checker(events[0].Lo)
-				got, err1 := buildPlan(cm, events, widen, au)
-				want, err2 := buildPlanOnePass(cm, events, widen, au)
+				evs := mk(events)
+				got, err1 := buildPlan(cm, evs, widen, au)
+				want, err2 := buildPlanOnePass(cm, evs, widen, au)
 				if err1 != nil || err2 != nil {
 					t.Fatalf("%s: %v, %v", spec.Kind, err1, err2)
 				}
-				got.fillMid(events) // only the timing report's sweep fills them
+				got.fillMid(evs.List) // only the timing report's sweep fills them
 				want.widen = widen
 				if len(got.buckets) < 2 {
 					t.Fatalf("%s: %d buckets: the test's premise changed", spec.Kind, len(got.buckets))
@@ -61,7 +62,8 @@ func TestPlanSameAsOnePass(t *testing.T) {
 }
 
 // buildPlanOnePass is buildPlan as it was before the two passes.
-func buildPlanOnePass(cm checkModel, events []Event, widen int64, admitUncertain bool) (*plan, error) {
+func buildPlanOnePass(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*plan, error) {
+	events := evs.List
 	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1)}
 	idx := map[string]int32{}
 	var refs []bucketRef
@@ -79,7 +81,8 @@ func buildPlanOnePass(cm checkModel, events []Event, widen int64, admitUncertain
 			if events[j].KeyUnknown {
 				continue
 			}
-			refs = cm.route(&events[j], refs[:0])
+			ri := evs.routeOf(&events[j])
+			refs = cm.route(&ri, refs[:0])
 			for _, ref := range refs {
 				if !seen[ref.id] {
 					seen[ref.id] = true
@@ -97,7 +100,8 @@ func buildPlanOnePass(cm checkModel, events []Event, widen int64, admitUncertain
 		if e.KeyUnknown {
 			refs = append(refs[:0], all...)
 		} else {
-			refs = cm.route(e, refs[:0])
+			ri := evs.routeOf(e)
+			refs = cm.route(&ri, refs[:0])
 		}
 		for k, ref := range refs {
 			b, ok := idx[ref.id]
