@@ -514,6 +514,44 @@ func (bk *bucket) event(l int32) int32 {
 type orders struct {
 	g []int32
 	b [][]int32
+	// one is bucket only's order, for a sweep of that bucket alone
+	// (plan.bucketOrder); b is then nil.
+	one  []int32
+	only int32
+}
+
+// of returns bucket b's order (nil: b takes no part in the pass).
+func (o *orders) of(b int32) []int32 {
+	if o.b == nil {
+		if b == o.only {
+			return o.one
+		}
+		return nil
+	}
+	return o.b[b]
+}
+
+// bucketOrder is plan.order for a sweep of bucket b alone, in a plan
+// where every event charges one bucket (oneRef): g holds b's events only,
+// in the order plan.order gives them (the same key, ties by event index,
+// which its local indices follow). Nothing is kept for a later sweep.
+func (pl *plan) bucketOrder(events []Event, b int32, mid, admit bool) *orders {
+	bk := pl.buckets[b]
+	key := func(l int32) int64 { return events[bk.event(l)].Lo }
+	v := bk.hi
+	switch {
+	case mid:
+		key = func(l int32) int64 { e := &events[bk.event(l)]; return e.Lo + (e.Hi-e.Lo)/2 }
+		v = bk.mid
+	case admit:
+		key = func(l int32) int64 { return events[bk.event(l)].Hi }
+		v = bk.lo
+	}
+	g := orderByKey(bk.size(), key)
+	for i, l := range g {
+		g[i] = bk.event(l)
+	}
+	return &orders{g: g, one: orderBy(v), only: b}
 }
 
 // order returns the sort orders of the must-admit pass (admit) or of the
@@ -810,13 +848,36 @@ func (pl *plan) prims(evs *Events, mid bool, initUnknown bool, admitUncertain bo
 // cascade. offered: every request is a possible charge and none a sure one
 // (the bounds computed from the offered arrivals only).
 func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain bool) *sweepOut {
+	sw := pl.sweeper(events, prims, mid)
+	if pl.oneRef && len(pl.buckets) > 1 {
+		// every event charges one bucket, so the buckets' verdicts are
+		// independent: sweeping them one at a time gives the verdicts of
+		// the sweep of all (each bucket's primitive sees the same calls in
+		// the same order) while only one bucket's orders and pass state
+		// (trees, counts) live at a time
+		for b := range pl.buckets {
+			sw.sweepBucket(int32(b), offered, admitUncertain)
+		}
+		return sw.so
+	}
+	sw.sweepAll(offered, admitUncertain)
+	return sw.so
+}
+
+// sweeper returns a sweep's state, its output all false.
+func (pl *plan) sweeper(events []Event, prims []prim, mid bool) *sweeper {
 	n := len(events)
 	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n)}
-	sw := &sweeper{pl: pl, events: events, prims: prims, mid: mid, so: so, ptr: make([]int, len(pl.buckets))}
+	return &sweeper{pl: pl, events: events, prims: prims, mid: mid, so: so, ptr: make([]int, len(pl.buckets))}
+}
+
+// sweepAll runs both passes over every bucket at once (sweep).
+func (sw *sweeper) sweepAll(offered, admitUncertain bool) {
+	pl := sw.pl
 	if !offered {
-		sw.ord = pl.order(events, mid, false)
+		sw.ord = pl.order(sw.events, sw.mid, false)
 		sw.mustRejectPass(admitUncertain)
-		for _, pr := range prims {
+		for _, pr := range sw.prims {
 			if d, ok := pr.(interface{ rejectPassDone() }); ok {
 				d.rejectPassDone() // its must-reject state is done with
 			}
@@ -824,9 +885,29 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 	}
 	clear(sw.ptr)
 	sw.ord = nil // the must-reject orders are done with
-	sw.ord = pl.order(events, mid, true)
+	sw.ord = pl.order(sw.events, sw.mid, true)
 	sw.mustAdmitPass(offered)
-	return so
+}
+
+// sweepBucket runs both passes of bucket b alone (sweep, for a plan whose
+// events charge one bucket each) and releases its primitive's pass state.
+func (sw *sweeper) sweepBucket(b int32, offered, admitUncertain bool) {
+	pl, pr := sw.pl, sw.prims[b]
+	if !offered {
+		sw.ord = pl.bucketOrder(sw.events, b, sw.mid, false)
+		sw.mustRejectPass(admitUncertain)
+		if d, ok := pr.(interface{ rejectPassDone() }); ok {
+			d.rejectPassDone()
+		}
+	}
+	sw.ptr[b] = 0
+	sw.ord = nil // the must-reject orders are done with
+	sw.ord = pl.bucketOrder(sw.events, b, sw.mid, true)
+	sw.mustAdmitPass(offered)
+	sw.ord = nil
+	if d, ok := pr.(interface{ sweepDone() }); ok {
+		d.sweepDone() // the verdicts' why, the bounds and findings need none of it
+	}
 }
 
 // sweeper is one sweep's state: the plan, the events, the buckets'
@@ -873,7 +954,7 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 			bk, pr := pl.buckets[b], sw.prims[b]
 			bl, bh := sw.lo(bk), sw.hi(bk)
 			counts := bk.params.countsAll()
-			for o := sw.ord.b[b]; sw.ptr[b] < len(o) && bh[o[sw.ptr[b]]] < bl[l]; sw.ptr[b]++ {
+			for o := sw.ord.of(b); sw.ptr[b] < len(o) && bh[o[sw.ptr[b]]] < bl[l]; sw.ptr[b]++ {
 				q := o[sw.ptr[b]]
 				if bk.sure[q] && (counts || !sw.over(bk.event(q), admitUncertain)) {
 					pr.activate(q)
@@ -940,7 +1021,7 @@ func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
 		b, l := pl.ref(r)
 		bk, pr := pl.buckets[b], sw.prims[b]
 		bl, bh := sw.lo(bk), sw.hi(bk)
-		for o := sw.ord.b[b]; sw.ptr[b] < len(o) && bl[o[sw.ptr[b]]] <= bh[l]; sw.ptr[b]++ {
+		for o := sw.ord.of(b); sw.ptr[b] < len(o) && bl[o[sw.ptr[b]]] <= bh[l]; sw.ptr[b]++ {
 			if q := o[sw.ptr[b]]; offered || bk.poss[q] {
 				pr.insert(q)
 			}

@@ -147,3 +147,60 @@ func buildPlanOnePass(cm checkModel, evs *Events, widen int64, admitUncertain bo
 	}
 	return pl, nil
 }
+
+// TestSweepByBucketSameAsAll: in a plan whose events charge one bucket
+// each, sweeping the buckets one at a time (what sweep does) gives the
+// same verdicts and deciding buckets as sweeping all at once, for the
+// interval, midpoint and offered sweeps, on several kinds with a coarse
+// (ms) clock, ties and every outcome.
+func TestSweepByBucketSameAsAll(t *testing.T) {
+	specs := []Spec{
+		{Kind: KindTokenBucket, Capacity: 10, RatePerSec: 100},
+		{Kind: KindNginxLimitReq, Rate: "60r/s", Burst: 5},
+		{Kind: KindFixedWindow, Limit: 20, Unit: "second"},
+		{Kind: KindSlidingLog, Limit: 20, Window: Duration(time.Second), Count: CountAdmitted},
+		{Kind: KindSlidingCounter, Limit: 20, Window: Duration(time.Second), Count: CountAll},
+		{Kind: KindGCRA, RatePerPeriod: 50, Period: Duration(time.Second), Burst: 5},
+	}
+	for _, spec := range specs {
+		m := MustNew(spec)
+		rng := rand.New(rand.NewPCG(5, 6))
+		events := make([]tEvent, 4000)
+		for i := range events {
+			lo := t0 + int64(i)*int64(time.Millisecond)/4 + rng.Int64N(int64(time.Millisecond))
+			if rng.IntN(10) == 0 && i > 0 {
+				lo = events[i-1].Lo // a tie
+			}
+			events[i] = tEvent{ID: fmt.Sprintf("e%d", i), Lo: lo, Hi: lo + rng.Int64N(int64(20*time.Millisecond)),
+				Key: fmt.Sprintf("k%d", rng.IntN(4)), Outcome: Outcome(rng.IntN(4))}
+		}
+		evs := mk(events)
+		for _, au := range []bool{false, true} {
+			pl, err := buildPlan(m.checker(evs.List[0].Lo), evs, int64(time.Millisecond), au)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pl.oneRef || len(pl.buckets) < 2 {
+				t.Fatalf("%s: oneRef %v, %d buckets: the test's premise changed", spec.Kind, pl.oneRef, len(pl.buckets))
+			}
+			pl.fillMid(evs.List)
+			for _, c := range []struct{ mid, offered bool }{{false, false}, {true, false}, {false, true}} {
+				got := pl.sweep(evs.List, pl.prims(evs, c.mid, false, au), c.mid, c.offered, au)
+				sw := pl.sweeper(evs.List, pl.prims(evs, c.mid, false, au), c.mid)
+				sw.sweepAll(c.offered, au)
+				if !reflect.DeepEqual(got, sw.so) {
+					t.Errorf("%s admitUncertain %v mid %v offered %v: the sweeps differ", spec.Kind, au, c.mid, c.offered)
+				}
+				decided := 0
+				for j := range got.mustR {
+					if got.mustR[j] || got.mustA[j] {
+						decided++
+					}
+				}
+				if decided == 0 {
+					t.Errorf("%s: nothing decided: the comparison proves little", spec.Kind)
+				}
+			}
+		}
+	}
+}
