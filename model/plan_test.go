@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -201,6 +202,32 @@ func TestSweepByBucketSameAsAll(t *testing.T) {
 					t.Errorf("%s: nothing decided: the comparison proves little", spec.Kind)
 				}
 			}
+		}
+	}
+}
+
+// TestPointsSameAsSortedArray: points yields the sorted, deduplicated
+// array of every lo-1, lo and hi that the bounds' DPs walked before it,
+// with ties between and within the three kinds.
+func TestPointsSameAsSortedArray(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for n := range 60 {
+		lo, hi := make([]int64, n), make([]int64, n)
+		for i := range lo {
+			lo[i] = rng.Int64N(20)
+			hi[i] = lo[i] + rng.Int64N(4)
+		}
+		var want []int64
+		for i := range lo {
+			want = append(want, lo[i]-1, lo[i], hi[i])
+		}
+		slices.Sort(want)
+		want = slices.Compact(want)
+		loS, hiS := slices.Clone(lo), slices.Clone(hi)
+		slices.Sort(loS)
+		slices.Sort(hiS)
+		if got := slices.Collect(points(loS, hiS)); !slices.Equal(got, want) {
+			t.Fatalf("n %d: points %v, want %v", n, got, want)
 		}
 	}
 }
