@@ -475,8 +475,17 @@ type plan struct {
 	oneRef bool
 	ident  bool
 	chain  bool
-	orders [2]*orders // [0] intervals, [1] midpoints
-	widen  int64      // buildPlan's, for fillMid
+	// perBucket: every event charges one bucket and there are several, so
+	// Check judges one bucket at a time; a bucket's columns (lo, hi,
+	// sure, poss, mid) are filled only while it is judged (plan.fill),
+	// from the events and charges (each event's sure and possible charge
+	// bits, chargeSure and chargePoss), and rB and rL are not held (a
+	// bucket's sweep takes its events' local indices from its order,
+	// sweeper.ref: 8 bytes an event).
+	perBucket bool
+	charges   []uint8
+	orders    [2]*orders // [0] intervals, [1] midpoints
+	widen     int64      // buildPlan's, for fillMid
 }
 
 // refs returns event j's first ref and the one after its last.
@@ -496,7 +505,12 @@ func (pl *plan) ref(r int32) (b, l int32) {
 }
 
 // size is the number of the bucket's local events.
-func (bk *bucket) size() int { return len(bk.lo) }
+func (bk *bucket) size() int {
+	if bk.ev != nil {
+		return len(bk.ev) // its columns may not be filled (plan.perBucket)
+	}
+	return len(bk.lo)
+}
 
 // event is local event l's index in the events.
 func (bk *bucket) event(l int32) int32 {
@@ -515,9 +529,11 @@ type orders struct {
 	g []int32
 	b [][]int32
 	// one is bucket only's order, for a sweep of that bucket alone
-	// (plan.bucketOrder); b is then nil.
+	// (plan.bucketOrder); b is then nil, and loc[k] is g[k]'s local
+	// index in the bucket (a perBucket plan holds no rL).
 	one  []int32
 	only int32
+	loc  []int32
 }
 
 // of returns bucket b's order (nil: b takes no part in the pass).
@@ -547,11 +563,21 @@ func (pl *plan) bucketOrder(events []Event, b int32, mid, admit bool) *orders {
 		key = func(l int32) int64 { return events[bk.event(l)].Hi }
 		v = bk.lo
 	}
-	g := orderByKey(bk.size(), key)
-	for i, l := range g {
+	loc := orderByKey(bk.size(), key)
+	g := make([]int32, len(loc))
+	for i, l := range loc {
 		g[i] = bk.event(l)
 	}
-	return &orders{g: g, one: orderBy(v), only: b}
+	return &orders{g: g, one: orderBy(v), only: b, loc: loc}
+}
+
+// ref returns ref r's bucket and local event, r being a ref of the k-th
+// event of the pass's order (plan.ref; a one-bucket order knows them).
+func (sw *sweeper) ref(k int, r int32) (b, l int32) {
+	if o := sw.ord; o.loc != nil {
+		return o.only, o.loc[k]
+	}
+	return sw.pl.ref(r)
 }
 
 // order returns the sort orders of the must-admit pass (admit) or of the
@@ -640,10 +666,6 @@ func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*p
 	// The first routes every event, keeping each ref's bucket and charge;
 	// the second fills the buckets' columns.
 	pl.rB = make([]int32, 0, len(events))
-	const (
-		sureBit = 1 << iota
-		possBit
-	)
 	var charges []uint8
 	var counts []int32
 	for i := range events {
@@ -669,10 +691,10 @@ func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*p
 			}
 			var c uint8
 			if sure {
-				c |= sureBit
+				c |= chargeSure
 			}
 			if poss {
-				c |= possBit
+				c |= chargePoss
 			}
 			charges = append(charges, c)
 			if len(refs) > 1 || e.KeyUnknown {
@@ -693,40 +715,44 @@ func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*p
 	if pl.ident {
 		pl.rB = nil
 	}
+	pl.perBucket = pl.oneRef && len(pl.buckets) > 1 && !checkAllAtOnce
 	for b, bk := range pl.buckets {
 		n := counts[b]
 		if !pl.ident {
 			bk.ev = make([]int32, 0, n)
 		}
-		bk.lo, bk.hi = make([]int64, 0, n), make([]int64, 0, n)
-		bk.sure, bk.poss = make([]bool, 0, n), make([]bool, 0, n)
+		if !pl.perBucket {
+			bk.lo, bk.hi = make([]int64, 0, n), make([]int64, 0, n)
+			bk.sure, bk.poss = make([]bool, 0, n), make([]bool, 0, n)
+		}
 	}
-	if !pl.ident {
+	if !pl.ident && !pl.perBucket {
 		pl.rL = make([]int32, len(charges))
+	}
+	if pl.perBucket {
+		pl.charges = charges
 	}
 	for i := range events {
 		e := &events[i]
 		lo, hi := e.Lo-widen, e.Hi+widen
 		rs, re := pl.refs(int32(i))
 		for r := rs; r < re; r++ {
-			b, _ := pl.ref(r)
-			bk := pl.buckets[b]
-			u := bk.params.timeUnit()
+			bk := pl.buckets[0]
 			if !pl.ident {
+				bk = pl.buckets[pl.rB[r]] // pl.ref: rL is being filled
 				bk.ev = append(bk.ev, int32(i))
+			}
+			if pl.perBucket {
+				continue // filled while the bucket is judged
+			}
+			if !pl.ident {
 				pl.rL[r] = int32(len(bk.ev) - 1)
 			}
+			u := bk.params.timeUnit()
 			bk.lo = append(bk.lo, floorDiv(lo, u))
-			if u > 1 {
-				// a coarse clock of its own (nginx's cached monotonic ms):
-				// its ticks are offset from the clients' clock by up to one
-				// unit, so floor(hi)+1 bounds its reading
-				bk.hi = append(bk.hi, floorDiv(hi, u)+1)
-			} else {
-				bk.hi = append(bk.hi, hi)
-			}
-			bk.sure = append(bk.sure, charges[r]&sureBit != 0)
-			bk.poss = append(bk.poss, charges[r]&possBit != 0)
+			bk.hi = append(bk.hi, unitHi(hi, u))
+			bk.sure = append(bk.sure, charges[r]&chargeSure != 0)
+			bk.poss = append(bk.poss, charges[r]&chargePoss != 0)
 		}
 	}
 	sib := map[primParams]int{}
@@ -736,7 +762,60 @@ func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*p
 	for _, b := range pl.buckets {
 		b.siblings = sib[b.params]
 	}
+	if pl.perBucket {
+		pl.rB = nil // a bucket's events are its ev, their local index their rank in it
+	}
 	return pl, nil
+}
+
+// The bits of plan.charges: the event's charge of its bucket is sure, possible.
+const (
+	chargeSure = 1 << iota
+	chargePoss
+)
+
+// checkAllAtOnce makes buildPlan never plan a bucket at a time (perBucket):
+// the tests compare both ways.
+var checkAllAtOnce = false
+
+// unitHi is a widened hi in time unit u: a coarse clock of its own (nginx's
+// cached monotonic ms) ticks offset from the clients' clock by up to one
+// unit, so floor(hi)+1 bounds its reading.
+func unitHi(hi, u int64) int64 {
+	if u > 1 {
+		return floorDiv(hi, u) + 1
+	}
+	return hi
+}
+
+// fill fills bucket b's columns (lo, hi, sure, poss, and mid when mid) in
+// a perBucket plan, as buildPlan and fillMid fill every bucket's in the
+// others.
+func (pl *plan) fill(events []Event, b int32, mid bool) {
+	bk := pl.buckets[b]
+	n := len(bk.ev)
+	u := bk.params.timeUnit()
+	bk.lo, bk.hi = make([]int64, n), make([]int64, n)
+	bk.sure, bk.poss = make([]bool, n), make([]bool, n)
+	if mid {
+		bk.mid = make([]int64, n)
+	}
+	for l, j := range bk.ev {
+		e := &events[j]
+		lo, hi := e.Lo-pl.widen, e.Hi+pl.widen
+		bk.lo[l], bk.hi[l] = floorDiv(lo, u), unitHi(hi, u)
+		if mid {
+			bk.mid[l] = floorDiv(lo+(hi-lo)/2, u)
+		}
+		c := pl.charges[j] // one ref an event: ref j
+		bk.sure[l], bk.poss[l] = c&chargeSure != 0, c&chargePoss != 0
+	}
+}
+
+// release drops bucket b's columns (fill) once it is judged.
+func (pl *plan) release(b int32) {
+	bk := pl.buckets[b]
+	bk.lo, bk.hi, bk.sure, bk.poss, bk.mid = nil, nil, nil, nil, nil
 }
 
 // fillMid sets every bucket's midpoints (bucket.mid), which only the
@@ -801,42 +880,49 @@ func note(m *map[int32]decidedBy, j, b int32, v float64) {
 	(*m)[j] = decidedBy{b, v}
 }
 func (pl *plan) prims(evs *Events, mid bool, initUnknown bool, admitUncertain bool) []prim {
-	events := evs.List
 	out := make([]prim, len(pl.buckets))
-	for b, bk := range pl.buckets {
-		n := bk.size()
-		c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
-			initUnknown: initUnknown, sure: bk.sure, poss: bk.poss, obs: make([]uint8, n)}
-		if mid {
-			c.lo, c.hi = bk.mid, bk.mid
-		}
-		for l := range n {
-			o := outcomeIn(&events[bk.event(int32(l))])
-			var f uint8
-			if o != Unknown {
-				f |= obsKnown
-			}
-			if o == Admitted {
-				f |= obsAdmitted
-				if !admitUncertain {
-					f |= obsAdmittedSure
-				}
-			}
-			if o == Rejected || o == ShadowRejected {
-				f |= obsRejected
-			}
-			c.obs[l] = f
-		}
-		c.ids = func(ls []int32) []string {
-			ids := make([]string, len(ls))
-			for i, l := range ls {
-				ids[i] = evs.name(events[bk.event(l)].Req)
-			}
-			return ids
-		}
-		out[b] = bk.params.newPrim(c)
+	for b := range pl.buckets {
+		out[b], _ = pl.prim(evs, int32(b), mid, initUnknown, admitUncertain)
 	}
 	return out
+}
+
+// prim returns bucket b's primitive and the events it sees (its columns
+// filled).
+func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUncertain bool) (prim, *primCtx) {
+	events := evs.List
+	bk := pl.buckets[b]
+	n := bk.size()
+	c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
+		initUnknown: initUnknown, sure: bk.sure, poss: bk.poss, obs: make([]uint8, n)}
+	if mid {
+		c.lo, c.hi = bk.mid, bk.mid
+	}
+	for l := range n {
+		o := outcomeIn(&events[bk.event(int32(l))])
+		var f uint8
+		if o != Unknown {
+			f |= obsKnown
+		}
+		if o == Admitted {
+			f |= obsAdmitted
+			if !admitUncertain {
+				f |= obsAdmittedSure
+			}
+		}
+		if o == Rejected || o == ShadowRejected {
+			f |= obsRejected
+		}
+		c.obs[l] = f
+	}
+	c.ids = func(ls []int32) []string {
+		ids := make([]string, len(ls))
+		for i, l := range ls {
+			ids[i] = evs.name(events[bk.event(l)].Req)
+		}
+		return ids
+	}
+	return bk.params.newPrim(c), c
 }
 
 // sweep computes the must-reject verdicts (in order of lo, activating the
@@ -944,13 +1030,13 @@ func (sw *sweeper) hi(bk *bucket) []int64 {
 // the over-admissions.
 func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 	pl, so, events := sw.pl, sw.so, sw.events
-	for _, j := range sw.ord.g {
+	for k, j := range sw.ord.g {
 		if events[j].KeyUnknown {
 			continue // judged by no bucket: either
 		}
 		rs, re := pl.refs(j)
 		for r := rs; r < re; r++ {
-			b, l := pl.ref(r)
+			b, l := sw.ref(k, r)
 			bk, pr := pl.buckets[b], sw.prims[b]
 			bl, bh := sw.lo(bk), sw.hi(bk)
 			counts := bk.params.countsAll()
@@ -984,11 +1070,11 @@ func (sw *sweeper) over(j int32, admitUncertain bool) bool {
 // and the under-admissions (not for the offered bounds).
 func (sw *sweeper) mustAdmitPass(offered bool) {
 	pl, so, events := sw.pl, sw.so, sw.events
-	for _, j := range sw.ord.g {
+	for k, j := range sw.ord.g {
 		if events[j].KeyUnknown {
 			continue // its charges are inserted with the others'
 		}
-		ma := sw.mustAdmit(j, offered)
+		ma := sw.mustAdmit(k, j, offered)
 		so.mustA[j] = ma
 		if offered || !ma {
 			continue
@@ -996,7 +1082,7 @@ func (sw *sweeper) mustAdmitPass(offered bool) {
 		if o := events[j].Outcome; o == Rejected || o == ShadowRejected {
 			rs, re := pl.refs(j)
 			for r := rs; r < re; r++ {
-				b, l := pl.ref(r)
+				b, l := sw.ref(k, r)
 				if bk := pl.buckets[b]; !bk.poss[l] && !bk.params.countsAll() {
 					sw.prims[b].markUnder(l)
 				}
@@ -1005,10 +1091,10 @@ func (sw *sweeper) mustAdmitPass(offered bool) {
 	}
 }
 
-// mustAdmit reports whether every bucket of event j must admit it, noting
-// in the sweep's output the bucket that decided (the first that may reject,
-// else the tightest).
-func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
+// mustAdmit reports whether every bucket of event j, the k-th of the
+// pass's order, must admit it, noting in the sweep's output the bucket
+// that decided (the first that may reject, else the tightest).
+func (sw *sweeper) mustAdmit(k int, j int32, offered bool) bool {
 	pl, so := sw.pl, sw.so
 	worst := math.Inf(1)
 	// the deciding bucket matters only to a rejected event that must be
@@ -1018,7 +1104,7 @@ func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
 	var by decidedBy
 	rs, re := pl.refs(j)
 	for r := rs; r < re; r++ {
-		b, l := pl.ref(r)
+		b, l := sw.ref(k, r)
 		bk, pr := pl.buckets[b], sw.prims[b]
 		bl, bh := sw.lo(bk), sw.hi(bk)
 		for o := sw.ord.of(b); sw.ptr[b] < len(o) && bl[o[sw.ptr[b]]] <= bh[l]; sw.ptr[b]++ {
@@ -1064,6 +1150,11 @@ func Check(m Model, evs *Events, opts Options) (*Result, error) {
 	}
 	c := &checkRun{pl: pl, evs: evs, events: events, opts: opts, fl: fl, admitUncertain: admitUncertain,
 		res: &Result{Verdicts: make([]Verdict, len(events))}}
+	if pl.perBucket {
+		c.byBucket()
+		c.uncertainty()
+		return c.res, nil
+	}
 	c.prims = pl.prims(evs, false, opts.UnknownInitialState, admitUncertain)
 	c.verdicts(pl.sweep(events, c.prims, false, false, admitUncertain))
 	for _, pr := range c.prims {
@@ -1071,9 +1162,54 @@ func Check(m Model, evs *Events, opts Options) (*Result, error) {
 			d.sweepDone() // the bounds and findings need none of its sweep state
 		}
 	}
-	c.bounds()
+	off := c.offeredBounds()
+	parts := make([]bucketPart, len(pl.buckets))
+	for b := range pl.buckets {
+		parts[b] = c.bucketPart(b, off)
+	}
+	c.bounds(parts, off)
 	c.uncertainty()
 	return c.res, nil
+}
+
+// byBucket is Check's sweep, verdicts and bounds of a perBucket plan: each
+// bucket in turn is filled, swept (and swept for its offered bounds), its
+// findings and bounds computed, and released, so that only one bucket's
+// columns, orders and primitive state live at a time. Each bucket's
+// primitive sees the calls it would see in Check's sweep of all, in the
+// same order (the buckets' verdicts are independent), so the result is the
+// same.
+func (c *checkRun) byBucket() {
+	pl, n, nb := c.pl, len(c.events), len(c.pl.buckets)
+	initUnknown := c.opts.UnknownInitialState
+	c.prims = make([]prim, nb)
+	sw := pl.sweeper(c.events, c.prims, false)
+	off := &sweepOut{mustA: make([]bool, n)}
+	var osw *sweeper
+	if c.needOffered() {
+		osw = &sweeper{pl: pl, events: c.events, prims: make([]prim, nb), so: &sweepOut{mustR: make([]bool, n), mustA: off.mustA},
+			ptr: make([]int, nb)}
+	}
+	parts := make([]bucketPart, nb)
+	for b := range pl.buckets {
+		b32 := int32(b)
+		pl.fill(c.events, b32, false)
+		var ctx *primCtx
+		c.prims[b], ctx = pl.prim(c.evs, b32, false, initUnknown, c.admitUncertain)
+		sw.sweepBucket(b32, false, c.admitUncertain)
+		if osw != nil {
+			osw.prims[b], _ = pl.prim(c.evs, b32, false, initUnknown, c.admitUncertain)
+			osw.sweepBucket(b32, true, c.admitUncertain)
+			osw.prims[b] = nil
+		}
+		parts[b] = c.bucketPart(b, off)
+		// its primitive stays for the verdicts' why, which read its
+		// parameters only
+		ctx.lo, ctx.hi, ctx.sure, ctx.poss, ctx.obs = nil, nil, nil, nil, nil
+		pl.release(b32)
+	}
+	c.verdicts(sw.so)
+	c.bounds(parts, off)
 }
 
 // checkRun is one Check call's state: the plan, its primitives after the
@@ -1140,31 +1276,56 @@ func (c *checkRun) verdicts(so *sweepOut) {
 // is known. It is all false when every bucket is a single token bucket.
 func (c *checkRun) offeredBounds() *sweepOut {
 	pl := c.pl
-	for b, bk := range pl.buckets {
-		if _, tb := c.prims[b].(*tbPrim); !bk.single || !tb {
-			return pl.sweep(c.events, pl.prims(c.evs, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
-		}
+	if c.needOffered() {
+		return pl.sweep(c.events, pl.prims(c.evs, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
 	}
 	return &sweepOut{mustA: make([]bool, len(c.events))}
 }
 
+// needOffered reports whether the offered bounds' sweep tells anything:
+// some bucket is not a single token bucket.
+func (c *checkRun) needOffered() bool {
+	for _, bk := range c.pl.buckets {
+		if _, tb := bk.params.(*tbParams); !bk.single || !tb {
+			return true
+		}
+	}
+	return false
+}
+
+// bucketPart is what the bounds keep of one bucket: its findings, bound
+// and window bounds.
+type bucketPart struct {
+	findings []WindowFinding
+	bound    Bound
+	windows  []Bound
+}
+
+// bucketPart computes bucket b's findings and bounds from its primitive
+// after the sweep (off: the offered bounds' marks).
+func (c *checkRun) bucketPart(b int, off *sweepOut) bucketPart {
+	p := bucketPart{findings: c.prims[b].findings(), bound: c.bucketBound(b, off)}
+	if wb, ok := c.prims[b].(interface{ windowBounds() (int, int, []Bound) }); ok {
+		_, _, p.windows = wb.windowBounds()
+	}
+	return p
+}
+
 // bounds fills the per bucket and run bounds of the admitted counts and the
 // count findings of the windows, buckets and run.
-func (c *checkRun) bounds() {
+//
+// parts are the buckets' (bucketPart), off the offered bounds' marks.
+func (c *checkRun) bounds(parts []bucketPart, off *sweepOut) {
 	res, pl := c.res, c.pl
-	off := c.offeredBounds()
 	res.Total = Bound{}
 	bmin := make([]int, len(pl.buckets))
 	bmax := make([]int, len(pl.buckets))
 	for b := range pl.buckets {
-		res.Windows = append(res.Windows, c.prims[b].findings()...)
-		bd := c.bucketBound(b, off)
+		res.Windows = append(res.Windows, parts[b].findings...)
+		bd := parts[b].bound
 		bmin[b], bmax[b] = bd.Min, bd.Max
 		res.Buckets = append(res.Buckets, bd)
-		if wb, ok := c.prims[b].(interface{ windowBounds() (int, int, []Bound) }); ok {
-			_, _, ws := wb.windowBounds()
-			res.WindowBounds = append(res.WindowBounds, ws...)
-		}
+		res.WindowBounds = append(res.WindowBounds, parts[b].windows...)
 	}
 	lastGroup := c.totalBound(off)
 	for b, bk := range pl.buckets {
@@ -1236,6 +1397,8 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 			if e.Outcome != Unknown {
 				t.Min++
 			}
+		case re-rs == 1 && pl.perBucket:
+			// counted below: every event of a bucket has it last
 		case re-rs == 1:
 			b, _ := pl.ref(re - 1)
 			lastGroup[b]++
@@ -1245,6 +1408,11 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 			if e.Outcome != Unknown && off.mustA[j] {
 				t.Min++
 			}
+		}
+	}
+	if pl.perBucket {
+		for b, bk := range pl.buckets {
+			lastGroup[int32(b)] += bk.size()
 		}
 	}
 	return lastGroup
@@ -1275,15 +1443,36 @@ func (c *checkRun) uncertainty() {
 		// the interval sweep's primitives and orders are done with: let
 		// the midpoint sweep reuse their memory
 		c.prims, c.pl.orders[0] = nil, nil
-		c.pl.fillMid(c.events)
-		pm := c.pl.prims(c.evs, true, c.opts.UnknownInitialState, c.admitUncertain)
-		sp := c.pl.sweep(c.events, pm, true, false, c.admitUncertain)
+		var sp *sweepOut
+		if c.pl.perBucket {
+			sp = c.midByBucket()
+		} else {
+			c.pl.fillMid(c.events)
+			pm := c.pl.prims(c.evs, true, c.opts.UnknownInitialState, c.admitUncertain)
+			sp = c.pl.sweep(c.events, pm, true, false, c.admitUncertain)
+		}
 		for j, v := range c.res.Verdicts {
 			if v == Either && sp.mustR[j] != sp.mustA[j] {
 				u.EitherFromTiming++
 			}
 		}
 	}
+}
+
+// midByBucket is the midpoint sweep of a perBucket plan, a bucket at a
+// time (byBucket).
+func (c *checkRun) midByBucket() *sweepOut {
+	pl := c.pl
+	sw := pl.sweeper(c.events, make([]prim, len(pl.buckets)), true)
+	for b := range pl.buckets {
+		b32 := int32(b)
+		pl.fill(c.events, b32, true)
+		sw.prims[b], _ = pl.prim(c.evs, b32, true, c.opts.UnknownInitialState, c.admitUncertain)
+		sw.sweepBucket(b32, false, c.admitUncertain)
+		sw.prims[b] = nil
+		pl.release(b32)
+	}
+	return sw.so
 }
 
 // outcomeIn is what a bucket's primitive and bounds see of e: nothing for
