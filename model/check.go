@@ -529,11 +529,29 @@ type orders struct {
 	g []int32
 	b [][]int32
 	// one is bucket only's order, for a sweep of that bucket alone
-	// (plan.bucketOrder); b is then nil, and loc[k] is g[k]'s local
-	// index in the bucket (a perBucket plan holds no rL).
+	// (plan.bucketOrder); b and g are then nil, and loc[k] is the local
+	// index in the bucket of the k-th event (a perBucket plan holds no
+	// rL), ev the bucket's events (bucket.ev).
 	one  []int32
 	only int32
 	loc  []int32
+	ev   []int32
+}
+
+// len is the number of events the pass walks.
+func (o *orders) len() int {
+	if o.loc != nil {
+		return len(o.loc)
+	}
+	return len(o.g)
+}
+
+// event is the k-th event the pass walks.
+func (o *orders) event(k int) int32 {
+	if o.loc != nil {
+		return o.ev[o.loc[k]]
+	}
+	return o.g[k]
 }
 
 // of returns bucket b's order (nil: b takes no part in the pass).
@@ -548,9 +566,10 @@ func (o *orders) of(b int32) []int32 {
 }
 
 // bucketOrder is plan.order for a sweep of bucket b alone, in a plan
-// where every event charges one bucket (oneRef): g holds b's events only,
-// in the order plan.order gives them (the same key, ties by event index,
-// which its local indices follow). Nothing is kept for a later sweep.
+// where every event charges one bucket (oneRef): loc holds b's events only,
+// by local index, in the order plan.order gives them (the same key, ties
+// by event index, which its local indices follow). Nothing is kept for a
+// later sweep.
 func (pl *plan) bucketOrder(events []Event, b int32, mid, admit bool) *orders {
 	bk := pl.buckets[b]
 	key := func(l int32) int64 { return events[bk.event(l)].Lo }
@@ -563,12 +582,7 @@ func (pl *plan) bucketOrder(events []Event, b int32, mid, admit bool) *orders {
 		key = func(l int32) int64 { return events[bk.event(l)].Hi }
 		v = bk.lo
 	}
-	loc := orderByKey(bk.size(), key)
-	g := make([]int32, len(loc))
-	for i, l := range loc {
-		g[i] = bk.event(l)
-	}
-	return &orders{g: g, one: orderBy(v), only: b, loc: loc}
+	return &orders{loc: orderByKey(bk.size(), key), ev: bk.ev, one: orderBy(v), only: b}
 }
 
 // ref returns ref r's bucket and local event, r being a ref of the k-th
@@ -1030,7 +1044,8 @@ func (sw *sweeper) hi(bk *bucket) []int64 {
 // the over-admissions.
 func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 	pl, so, events := sw.pl, sw.so, sw.events
-	for k, j := range sw.ord.g {
+	for k := range sw.ord.len() {
+		j := sw.ord.event(k)
 		if events[j].KeyUnknown {
 			continue // judged by no bucket: either
 		}
@@ -1070,7 +1085,8 @@ func (sw *sweeper) over(j int32, admitUncertain bool) bool {
 // and the under-admissions (not for the offered bounds).
 func (sw *sweeper) mustAdmitPass(offered bool) {
 	pl, so, events := sw.pl, sw.so, sw.events
-	for k, j := range sw.ord.g {
+	for k := range sw.ord.len() {
+		j := sw.ord.event(k)
 		if events[j].KeyUnknown {
 			continue // its charges are inserted with the others'
 		}
