@@ -40,13 +40,13 @@ func newKeyUse(n, requests int) *keyUse {
 func (u *keyUse) route(k int, m model.Model, evs *model.Events) {
 	r := model.NewRouter(m)
 	var buf []model.BucketUse
-	events := evs.List
-	for j := range events {
-		if events[j].Req < 0 || events[j].KeyUnknown {
+	for j := range evs.Len() {
+		e := evs.At(j)
+		if e.Req < 0 || e.KeyUnknown {
 			continue // a late RLS decision, or a request whose bucket is not known
 		}
-		req := events[j].Req
-		buf = r.Route(evs, &events[j], buf[:0])
+		req := e.Req
+		buf = r.Route(evs, j, buf[:0])
 		for _, b := range buf {
 			if b.Burst >= math.MaxUint32 {
 				// the lab's stand-in for no default bucket (fill_interval 0,
@@ -65,7 +65,7 @@ func (u *keyUse) route(k int, m model.Model, evs *model.Events) {
 				u.limiters[k][b.Name] = bu
 			}
 			bu.reqs = append(bu.reqs, req)
-			bu.outcomes = append(bu.outcomes, events[j].Outcome)
+			bu.outcomes = append(bu.outcomes, e.Outcome)
 		}
 	}
 }

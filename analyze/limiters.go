@@ -659,7 +659,7 @@ func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []b
 	}
 	reqs := &in.Evidence.Requests
 	if len(groups) == 1 {
-		groups[0].evs.List = make([]model.Event, 0, reqs.Len())
+		groups[0].evs.Grow(reqs.Len())
 	}
 	for _, g := range groups {
 		g.evs.Name = eventName(reqs)
@@ -1173,7 +1173,7 @@ func (p *replay) add(q *limitedReq, c counter, lo, hi int64, o model.Outcome) {
 		if !c.unknown {
 			ev.Key, ev.Attrs = g.evs.AddKey(c.key+e), q.attrs
 		}
-		g.evs.List = append(g.evs.List, ev)
+		g.evs.Add(ev)
 	}
 }
 
@@ -1197,7 +1197,7 @@ func (p *replay) zombies() {
 		lo, hi := d.TimeNs, d.TimeNs+ls.join.res-1
 		for _, e := range p.r.epochsOf(lo, hi) {
 			evs := &p.groups[g].evs
-			evs.List = append(evs.List, model.Event{Req: int32(-1 - zi), Lo: lo, Hi: hi, Key: evs.AddKey(key + e), Outcome: o})
+			evs.Add(model.Event{Req: int32(-1 - zi), Lo: lo, Hi: hi, Key: evs.AddKey(key + e), Outcome: o})
 		}
 		rep.Zombies++
 	}
@@ -1235,13 +1235,13 @@ func (p *replay) check() {
 	rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
 	used := 0
 	for _, g := range p.groups {
-		if len(g.evs.List) > 0 {
+		if g.evs.Len() > 0 {
 			used++
 		}
 	}
 	checked := p.groups
 	for n, g := range p.groups {
-		if len(g.evs.List) == 0 {
+		if g.evs.Len() == 0 {
 			continue
 		}
 		res, err := model.Check(g.m, &g.evs, opts)
@@ -1259,7 +1259,8 @@ func (p *replay) check() {
 	// (one int64 per event) never lives beside a check's own
 	widths := make([]int64, 0, rep.Units+rep.Zombies)
 	for _, g := range checked {
-		for _, e := range g.evs.List {
+		for j := range g.evs.Len() {
+			e := g.evs.At(j)
 			widths = append(widths, e.Hi-e.Lo)
 		}
 	}

@@ -63,8 +63,9 @@ func (v Verdict) String() string {
 	return "either"
 }
 
-// Event is one request as the checker sees it: 32 bytes, its strings held
-// once in the tables of the Events it belongs to. Its decision at the
+// Event is one request as the checker sees it, its strings held once in
+// the tables of the Events it belongs to (which stores it in columns: 25
+// bytes, 21 while every key is Keys[0] and no event has attributes). Its decision at the
 // limiter happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the
 // package doc for how to derive them.
 //
@@ -100,11 +101,10 @@ type Attrs struct {
 	Vars        map[string]string
 }
 
-// Events is what Check judges: the events, in any order, and the tables
-// their indices point into. Build it with AddKey and AddAttrs, or fill
-// Keys and Attrs directly.
+// Events is what Check judges: the events, in any order (Add, At), held
+// in columns, and the tables their indices point into. Build the tables
+// with AddKey and AddAttrs, or fill Keys and Attrs directly.
 type Events struct {
-	List []Event
 	// Keys are the keys Event.Key indexes.
 	Keys []string
 	// Attrs are the attributes Event.Attrs indexes (minus one).
@@ -113,8 +113,73 @@ type Events struct {
 	// and findings; nil names it by the decimal req.
 	Name func(req int32) string
 
-	keyIdx map[string]int32
+	// the events' columns: keyCol and attrCol are nil while every event's Key
+	// and Attrs are 0; flags holds the Outcome and flagKeyUnknown
+	lo, hi  []int64
+	req     []int32
+	keyCol  []int32
+	attrCol []int32
+	flags   []uint8
+	keyIdx  map[string]int32
 }
+
+// flagKeyUnknown is Event.KeyUnknown in Events.flags.
+const flagKeyUnknown = 0x80
+
+// Grow makes room for n more events.
+func (evs *Events) Grow(n int) {
+	evs.lo, evs.hi = slices.Grow(evs.lo, n), slices.Grow(evs.hi, n)
+	evs.req, evs.flags = slices.Grow(evs.req, n), slices.Grow(evs.flags, n)
+	if evs.keyCol != nil {
+		evs.keyCol = slices.Grow(evs.keyCol, n)
+	}
+	if evs.attrCol != nil {
+		evs.attrCol = slices.Grow(evs.attrCol, n)
+	}
+}
+
+// Add appends e.
+func (evs *Events) Add(e Event) {
+	if e.Key != 0 && evs.keyCol == nil {
+		evs.keyCol = make([]int32, len(evs.lo), cap(evs.lo))
+	}
+	if e.Attrs != 0 && evs.attrCol == nil {
+		evs.attrCol = make([]int32, len(evs.lo), cap(evs.lo))
+	}
+	evs.lo, evs.hi, evs.req = append(evs.lo, e.Lo), append(evs.hi, e.Hi), append(evs.req, e.Req)
+	if evs.keyCol != nil {
+		evs.keyCol = append(evs.keyCol, e.Key)
+	}
+	if evs.attrCol != nil {
+		evs.attrCol = append(evs.attrCol, e.Attrs)
+	}
+	f := uint8(e.Outcome)
+	if e.KeyUnknown {
+		f |= flagKeyUnknown
+	}
+	evs.flags = append(evs.flags, f)
+}
+
+// Len is the number of events.
+func (evs *Events) Len() int { return len(evs.lo) }
+
+// At returns event j.
+func (evs *Events) At(j int) Event {
+	e := Event{Lo: evs.lo[j], Hi: evs.hi[j], Req: evs.req[j], Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
+	if evs.keyCol != nil {
+		e.Key = evs.keyCol[j]
+	}
+	if evs.attrCol != nil {
+		e.Attrs = evs.attrCol[j]
+	}
+	return e
+}
+
+// outcome is event j's Outcome.
+func (evs *Events) outcome(j int) Outcome { return Outcome(evs.flags[j] &^ flagKeyUnknown) }
+
+// keyUnknown is event j's KeyUnknown.
+func (evs *Events) keyUnknown(j int) bool { return evs.flags[j]&flagKeyUnknown != 0 }
 
 // AddKey returns key's index in Keys, appending it when it is not there
 // (keys appended by AddKey are looked up in a map; set Keys before the
@@ -172,6 +237,12 @@ func (evs *Events) routeOf(e *Event) routeIn {
 	return routeIn{key: evs.key(e), attrs: evs.attrs(e)}
 }
 
+// routeAt is routeOf of event j.
+func (evs *Events) routeAt(j int) routeIn {
+	e := evs.At(j)
+	return evs.routeOf(&e)
+}
+
 // routeIn is an event as its model routes it.
 type routeIn struct {
 	key   string
@@ -219,7 +290,7 @@ type Options struct {
 type Violation struct {
 	ID      string // Events.Name of Req
 	Req     int32  // the event's Event.Req
-	Index   int    // position in Events.List
+	Index   int    // position in the Events (Events.At)
 	Verdict Verdict
 	Outcome Outcome
 	Bucket  string // the bucket or window that decides
@@ -570,16 +641,16 @@ func (o *orders) of(b int32) []int32 {
 // by local index, in the order plan.order gives them (the same key, ties
 // by event index, which its local indices follow). Nothing is kept for a
 // later sweep.
-func (pl *plan) bucketOrder(events []Event, b int32, mid, admit bool) *orders {
+func (pl *plan) bucketOrder(evs *Events, b int32, mid, admit bool) *orders {
 	bk := pl.buckets[b]
-	key := func(l int32) int64 { return events[bk.event(l)].Lo }
+	key := func(l int32) int64 { return evs.lo[bk.event(l)] }
 	v := bk.hi
 	switch {
 	case mid:
-		key = func(l int32) int64 { e := &events[bk.event(l)]; return e.Lo + (e.Hi-e.Lo)/2 }
+		key = func(l int32) int64 { j := bk.event(l); return evs.lo[j] + (evs.hi[j]-evs.lo[j])/2 }
 		v = bk.mid
 	case admit:
-		key = func(l int32) int64 { return events[bk.event(l)].Hi }
+		key = func(l int32) int64 { return evs.hi[bk.event(l)] }
 		v = bk.lo
 	}
 	return &orders{loc: orderByKey(bk.size(), key), ev: bk.ev, one: orderBy(v), only: b}
@@ -599,7 +670,7 @@ func (sw *sweeper) ref(k int, r int32) (b, l int32) {
 // must-admit orders are kept for a later sweep of the same kind (the
 // offered bounds' sweep is a must-admit pass alone); the must-reject ones
 // are the caller's.
-func (pl *plan) order(events []Event, mid, admit bool) *orders {
+func (pl *plan) order(evs *Events, mid, admit bool) *orders {
 	k := 0
 	if mid {
 		k = 1
@@ -610,14 +681,14 @@ func (pl *plan) order(events []Event, mid, admit bool) *orders {
 	// the events' order by lo or by hi (their midpoint when mid), read
 	// from the events: no copy of their times (16 bytes an event) lives
 	// beside the plan and the primitives
-	key := func(j int32) int64 { return events[j].Lo }
+	key := func(j int32) int64 { return evs.lo[j] }
 	if admit {
-		key = func(j int32) int64 { return events[j].Hi }
+		key = func(j int32) int64 { return evs.hi[j] }
 	}
 	if mid {
-		key = func(j int32) int64 { e := &events[j]; return e.Lo + (e.Hi-e.Lo)/2 }
+		key = func(j int32) int64 { return evs.lo[j] + (evs.hi[j]-evs.lo[j])/2 }
 	}
-	o := &orders{g: orderByKey(len(events), key)}
+	o := &orders{g: orderByKey(evs.Len(), key)}
 	for _, bk := range pl.buckets {
 		v := bk.hi
 		switch {
@@ -640,28 +711,27 @@ func (pl *plan) order(events []Event, mid, admit bool) *orders {
 var maxUnknownKeyCharges = 8 << 20
 
 func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*plan, error) {
-	events := evs.List
 	// ri is the event being routed (one for every event: a pointer given
 	// to an interface method escapes)
 	ri := &routeIn{}
-	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1), widen: widen}
+	pl := &plan{chain: cm.chain(), rStart: make([]int32, evs.Len()+1), widen: widen}
 	idx := map[string]int32{}
 	var refs []bucketRef
 	// every bucket the known events use, for the events whose key is unknown
 	var all []bucketRef
 	unknown := 0
-	for i := range events {
-		if events[i].KeyUnknown {
+	for i := range evs.Len() {
+		if evs.keyUnknown(int(i)) {
 			unknown++
 		}
 	}
 	if unknown > 0 {
 		seen := map[string]bool{}
-		for j := range events {
-			if events[j].KeyUnknown {
+		for j := range evs.Len() {
+			if evs.keyUnknown(int(j)) {
 				continue
 			}
-			*ri = evs.routeOf(&events[j])
+			*ri = evs.routeAt(j)
 			refs = cm.route(ri, refs[:0])
 			for _, ref := range refs {
 				if !seen[ref.id] {
@@ -679,15 +749,15 @@ func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*p
 	// their final size (a million events: no append slack, no regrowth).
 	// The first routes every event, keeping each ref's bucket and charge;
 	// the second fills the buckets' columns.
-	pl.rB = make([]int32, 0, len(events))
+	pl.rB = make([]int32, 0, evs.Len())
 	var charges []uint8
 	var counts []int32
-	for i := range events {
-		e := &events[i]
+	for i := range evs.Len() {
+		e := evs.At(int(i))
 		if e.KeyUnknown {
 			refs = append(refs[:0], all...)
 		} else {
-			*ri = evs.routeOf(e)
+			*ri = evs.routeOf(&e)
 			refs = cm.route(ri, refs[:0])
 		}
 		for k, ref := range refs {
@@ -718,8 +788,8 @@ func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*p
 		}
 		pl.rStart[i+1] = int32(len(pl.rB))
 	}
-	pl.oneRef = len(pl.rB) == len(events)
-	for i := 0; pl.oneRef && i < len(events); i++ {
+	pl.oneRef = len(pl.rB) == evs.Len()
+	for i := 0; pl.oneRef && i < evs.Len(); i++ {
 		pl.oneRef = pl.rStart[i+1] == int32(i+1)
 	}
 	pl.ident = pl.oneRef && len(pl.buckets) == 1
@@ -746,8 +816,8 @@ func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*p
 	if pl.perBucket {
 		pl.charges = charges
 	}
-	for i := range events {
-		e := &events[i]
+	for i := range evs.Len() {
+		e := evs.At(int(i))
 		lo, hi := e.Lo-widen, e.Hi+widen
 		rs, re := pl.refs(int32(i))
 		for r := rs; r < re; r++ {
@@ -805,7 +875,7 @@ func unitHi(hi, u int64) int64 {
 // fill fills bucket b's columns (lo, hi, sure, poss, and mid when mid) in
 // a perBucket plan, as buildPlan and fillMid fill every bucket's in the
 // others.
-func (pl *plan) fill(events []Event, b int32, mid bool) {
+func (pl *plan) fill(evs *Events, b int32, mid bool) {
 	bk := pl.buckets[b]
 	n := len(bk.ev)
 	u := bk.params.timeUnit()
@@ -815,8 +885,7 @@ func (pl *plan) fill(events []Event, b int32, mid bool) {
 		bk.mid = make([]int64, n)
 	}
 	for l, j := range bk.ev {
-		e := &events[j]
-		lo, hi := e.Lo-pl.widen, e.Hi+pl.widen
+		lo, hi := evs.lo[j]-pl.widen, evs.hi[j]+pl.widen
 		bk.lo[l], bk.hi[l] = floorDiv(lo, u), unitHi(hi, u)
 		if mid {
 			bk.mid[l] = floorDiv(lo+(hi-lo)/2, u)
@@ -835,13 +904,12 @@ func (pl *plan) release(b int32) {
 // fillMid sets every bucket's midpoints (bucket.mid), which only the
 // timing report's sweep reads: a plan built without them holds 8 bytes
 // less per event through the interval sweep and the bounds.
-func (pl *plan) fillMid(events []Event) {
+func (pl *plan) fillMid(evs *Events) {
 	for _, bk := range pl.buckets {
 		bk.mid = make([]int64, 0, bk.size())
 	}
-	for i := range events {
-		e := &events[i]
-		lo, hi := e.Lo-pl.widen, e.Hi+pl.widen
+	for i := range evs.Len() {
+		lo, hi := evs.lo[i]-pl.widen, evs.hi[i]+pl.widen
 		rs, re := pl.refs(int32(i))
 		for r := rs; r < re; r++ {
 			b, _ := pl.ref(r)
@@ -904,7 +972,6 @@ func (pl *plan) prims(evs *Events, mid bool, initUnknown bool, admitUncertain bo
 // prim returns bucket b's primitive and the events it sees (its columns
 // filled).
 func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUncertain bool) (prim, *primCtx) {
-	events := evs.List
 	bk := pl.buckets[b]
 	n := bk.size()
 	c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
@@ -913,7 +980,7 @@ func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUnce
 		c.lo, c.hi = bk.mid, bk.mid
 	}
 	for l := range n {
-		o := outcomeIn(&events[bk.event(int32(l))])
+		o := evs.outcomeIn(int(bk.event(int32(l))))
 		var f uint8
 		if o != Unknown {
 			f |= obsKnown
@@ -932,7 +999,7 @@ func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUnce
 	c.ids = func(ls []int32) []string {
 		ids := make([]string, len(ls))
 		for i, l := range ls {
-			ids[i] = evs.name(events[bk.event(l)].Req)
+			ids[i] = evs.name(evs.req[bk.event(l)])
 		}
 		return ids
 	}
@@ -947,8 +1014,8 @@ func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUnce
 // surely after them, so one wrong decision is reported once, not as a
 // cascade. offered: every request is a possible charge and none a sure one
 // (the bounds computed from the offered arrivals only).
-func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain bool) *sweepOut {
-	sw := pl.sweeper(events, prims, mid)
+func (pl *plan) sweep(evs *Events, prims []prim, mid, offered, admitUncertain bool) *sweepOut {
+	sw := pl.sweeper(evs, prims, mid)
 	if pl.oneRef && len(pl.buckets) > 1 {
 		// every event charges one bucket, so the buckets' verdicts are
 		// independent: sweeping them one at a time gives the verdicts of
@@ -965,17 +1032,17 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 }
 
 // sweeper returns a sweep's state, its output all false.
-func (pl *plan) sweeper(events []Event, prims []prim, mid bool) *sweeper {
-	n := len(events)
+func (pl *plan) sweeper(evs *Events, prims []prim, mid bool) *sweeper {
+	n := evs.Len()
 	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n)}
-	return &sweeper{pl: pl, events: events, prims: prims, mid: mid, so: so, ptr: make([]int, len(pl.buckets))}
+	return &sweeper{pl: pl, evs: evs, prims: prims, mid: mid, so: so, ptr: make([]int, len(pl.buckets))}
 }
 
 // sweepAll runs both passes over every bucket at once (sweep).
 func (sw *sweeper) sweepAll(offered, admitUncertain bool) {
 	pl := sw.pl
 	if !offered {
-		sw.ord = pl.order(sw.events, sw.mid, false)
+		sw.ord = pl.order(sw.evs, sw.mid, false)
 		sw.mustRejectPass(admitUncertain)
 		for _, pr := range sw.prims {
 			if d, ok := pr.(interface{ rejectPassDone() }); ok {
@@ -985,7 +1052,7 @@ func (sw *sweeper) sweepAll(offered, admitUncertain bool) {
 	}
 	clear(sw.ptr)
 	sw.ord = nil // the must-reject orders are done with
-	sw.ord = pl.order(sw.events, sw.mid, true)
+	sw.ord = pl.order(sw.evs, sw.mid, true)
 	sw.mustAdmitPass(offered)
 }
 
@@ -994,7 +1061,7 @@ func (sw *sweeper) sweepAll(offered, admitUncertain bool) {
 func (sw *sweeper) sweepBucket(b int32, offered, admitUncertain bool) {
 	pl, pr := sw.pl, sw.prims[b]
 	if !offered {
-		sw.ord = pl.bucketOrder(sw.events, b, sw.mid, false)
+		sw.ord = pl.bucketOrder(sw.evs, b, sw.mid, false)
 		sw.mustRejectPass(admitUncertain)
 		if d, ok := pr.(interface{ rejectPassDone() }); ok {
 			d.rejectPassDone()
@@ -1002,7 +1069,7 @@ func (sw *sweeper) sweepBucket(b int32, offered, admitUncertain bool) {
 	}
 	sw.ptr[b] = 0
 	sw.ord = nil // the must-reject orders are done with
-	sw.ord = pl.bucketOrder(sw.events, b, sw.mid, true)
+	sw.ord = pl.bucketOrder(sw.evs, b, sw.mid, true)
 	sw.mustAdmitPass(offered)
 	sw.ord = nil
 	if d, ok := pr.(interface{ sweepDone() }); ok {
@@ -1014,13 +1081,13 @@ func (sw *sweeper) sweepBucket(b int32, offered, admitUncertain bool) {
 // primitives, the arrival bounds in use (mid points or lo/hi), the order of
 // the events and each bucket's position in it.
 type sweeper struct {
-	pl     *plan
-	events []Event
-	prims  []prim
-	mid    bool
-	so     *sweepOut
-	ord    *orders
-	ptr    []int
+	pl    *plan
+	evs   *Events
+	prims []prim
+	mid   bool
+	so    *sweepOut
+	ord   *orders
+	ptr   []int
 }
 
 // lo and hi are a bucket's arrival bounds in the sweep's view: the mid
@@ -1043,10 +1110,10 @@ func (sw *sweeper) hi(bk *bucket) []int64 {
 // charges of requests surely before, and marks the must-reject verdicts and
 // the over-admissions.
 func (sw *sweeper) mustRejectPass(admitUncertain bool) {
-	pl, so, events := sw.pl, sw.so, sw.events
+	pl, so, evs := sw.pl, sw.so, sw.evs
 	for k := range sw.ord.len() {
 		j := sw.ord.event(k)
-		if events[j].KeyUnknown {
+		if evs.keyUnknown(int(j)) {
 			continue // judged by no bucket: either
 		}
 		rs, re := pl.refs(j)
@@ -1063,7 +1130,7 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 			}
 			if ok, v := pr.mustReject(l); ok {
 				so.mustR[j] = true
-				if events[j].Outcome == Admitted {
+				if evs.outcome(int(j)) == Admitted {
 					note(&so.rWhy, j, b, v)
 				}
 				break
@@ -1077,17 +1144,17 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 // once j is passed, before any event whose lo follows j's hi (the only
 // ones that activate j's charge); an array of it would be 1 byte an event.
 func (sw *sweeper) over(j int32, admitUncertain bool) bool {
-	return sw.so.mustR[j] && sw.events[j].Outcome == Admitted && !admitUncertain
+	return sw.so.mustR[j] && sw.evs.outcome(int(j)) == Admitted && !admitUncertain
 }
 
 // mustAdmitPass walks the events by hi, inserting in each bucket every
 // possible charge that may come before, and marks the must-admit verdicts
 // and the under-admissions (not for the offered bounds).
 func (sw *sweeper) mustAdmitPass(offered bool) {
-	pl, so, events := sw.pl, sw.so, sw.events
+	pl, so, evs := sw.pl, sw.so, sw.evs
 	for k := range sw.ord.len() {
 		j := sw.ord.event(k)
-		if events[j].KeyUnknown {
+		if evs.keyUnknown(int(j)) {
 			continue // its charges are inserted with the others'
 		}
 		ma := sw.mustAdmit(k, j, offered)
@@ -1095,7 +1162,7 @@ func (sw *sweeper) mustAdmitPass(offered bool) {
 		if offered || !ma {
 			continue
 		}
-		if o := events[j].Outcome; o == Rejected || o == ShadowRejected {
+		if o := evs.outcome(int(j)); o == Rejected || o == ShadowRejected {
 			rs, re := pl.refs(j)
 			for r := rs; r < re; r++ {
 				b, l := sw.ref(k, r)
@@ -1115,7 +1182,7 @@ func (sw *sweeper) mustAdmit(k int, j int32, offered bool) bool {
 	worst := math.Inf(1)
 	// the deciding bucket matters only to a rejected event that must be
 	// admitted (an under-admission)
-	o := sw.events[j].Outcome
+	o := sw.evs.outcome(int(j))
 	keep := o == Rejected || o == ShadowRejected
 	var by decidedBy
 	rs, re := pl.refs(j)
@@ -1147,15 +1214,14 @@ func (sw *sweeper) mustAdmit(k int, j int32, offered bool) bool {
 // either, the violations, count findings per window, bucket and run, and the
 // bounds of the admitted counts. It errors on malformed events (Lo > Hi).
 func Check(m Model, evs *Events, opts Options) (*Result, error) {
-	events := evs.List
-	for i := range events {
-		if events[i].Lo > events[i].Hi {
-			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(events[i].Req), events[i].Lo, events[i].Hi)
+	for i := range evs.Len() {
+		if evs.lo[i] > evs.hi[i] {
+			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(evs.req[i]), evs.lo[i], evs.hi[i])
 		}
 	}
 	ref := int64(0)
-	if len(events) > 0 {
-		ref = events[0].Lo
+	if evs.Len() > 0 {
+		ref = evs.lo[0]
 	}
 	cm := m.checker(ref)
 	fl := cm.flags()
@@ -1164,15 +1230,15 @@ func Check(m Model, evs *Events, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &checkRun{pl: pl, evs: evs, events: events, opts: opts, fl: fl, admitUncertain: admitUncertain,
-		res: &Result{Verdicts: make([]Verdict, len(events))}}
+	c := &checkRun{pl: pl, evs: evs, opts: opts, fl: fl, admitUncertain: admitUncertain,
+		res: &Result{Verdicts: make([]Verdict, evs.Len())}}
 	if pl.perBucket {
 		c.byBucket()
 		c.uncertainty()
 		return c.res, nil
 	}
 	c.prims = pl.prims(evs, false, opts.UnknownInitialState, admitUncertain)
-	c.verdicts(pl.sweep(events, c.prims, false, false, admitUncertain))
+	c.verdicts(pl.sweep(evs, c.prims, false, false, admitUncertain))
 	for _, pr := range c.prims {
 		if d, ok := pr.(interface{ sweepDone() }); ok {
 			d.sweepDone() // the bounds and findings need none of its sweep state
@@ -1196,20 +1262,20 @@ func Check(m Model, evs *Events, opts Options) (*Result, error) {
 // same order (the buckets' verdicts are independent), so the result is the
 // same.
 func (c *checkRun) byBucket() {
-	pl, n, nb := c.pl, len(c.events), len(c.pl.buckets)
+	pl, n, nb := c.pl, c.evs.Len(), len(c.pl.buckets)
 	initUnknown := c.opts.UnknownInitialState
 	c.prims = make([]prim, nb)
-	sw := pl.sweeper(c.events, c.prims, false)
+	sw := pl.sweeper(c.evs, c.prims, false)
 	off := &sweepOut{mustA: make([]bool, n)}
 	var osw *sweeper
 	if c.needOffered() {
-		osw = &sweeper{pl: pl, events: c.events, prims: make([]prim, nb), so: &sweepOut{mustR: make([]bool, n), mustA: off.mustA},
+		osw = &sweeper{pl: pl, evs: c.evs, prims: make([]prim, nb), so: &sweepOut{mustR: make([]bool, n), mustA: off.mustA},
 			ptr: make([]int, nb)}
 	}
 	parts := make([]bucketPart, nb)
 	for b := range pl.buckets {
 		b32 := int32(b)
-		pl.fill(c.events, b32, false)
+		pl.fill(c.evs, b32, false)
 		var ctx *primCtx
 		c.prims[b], ctx = pl.prim(c.evs, b32, false, initUnknown, c.admitUncertain)
 		sw.sweepBucket(b32, false, c.admitUncertain)
@@ -1233,7 +1299,6 @@ func (c *checkRun) byBucket() {
 type checkRun struct {
 	pl             *plan
 	evs            *Events
-	events         []Event // evs.List
 	prims          []prim
 	opts           Options
 	fl             specFlags
@@ -1245,7 +1310,7 @@ type checkRun struct {
 // request verdicts and the violations (over, under, shadow).
 func (c *checkRun) verdicts(so *sweepOut) {
 	res, pl, prims := c.res, c.pl, c.prims
-	for j := range c.events {
+	for j := range c.evs.Len() {
 		v := Either
 		switch {
 		case so.mustR[j] && so.mustA[j]:
@@ -1258,7 +1323,7 @@ func (c *checkRun) verdicts(so *sweepOut) {
 			res.MustAdmit++
 		}
 		res.Verdicts[j] = v
-		e := &c.events[j]
+		e := c.evs.At(int(j))
 		if e.Outcome != Unknown {
 			res.Observed++
 		}
@@ -1293,9 +1358,9 @@ func (c *checkRun) verdicts(so *sweepOut) {
 func (c *checkRun) offeredBounds() *sweepOut {
 	pl := c.pl
 	if c.needOffered() {
-		return pl.sweep(c.events, pl.prims(c.evs, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
+		return pl.sweep(c.evs, pl.prims(c.evs, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
 	}
-	return &sweepOut{mustA: make([]bool, len(c.events))}
+	return &sweepOut{mustA: make([]bool, c.evs.Len())}
 }
 
 // needOffered reports whether the offered bounds' sweep tells anything:
@@ -1371,7 +1436,7 @@ func (c *checkRun) bucketBound(b int, off *sweepOut) Bound {
 	ma, adm, possible := 0, 0, 0
 	for l := range bk.size() {
 		g := bk.event(int32(l))
-		o := outcomeIn(&c.events[g])
+		o := c.evs.outcomeIn(int(g))
 		if o != Unknown && off.mustA[g] {
 			ma++
 		}
@@ -1395,8 +1460,8 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 	pl := c.pl
 	lastGroup := map[int32]int{}
 	t := &c.res.Total
-	for j := range c.events {
-		e := &c.events[j]
+	for j := range c.evs.Len() {
+		e := c.evs.At(int(j))
 		t.Offered++
 		if e.Outcome == Admitted && !c.admitUncertain {
 			t.Admitted++
@@ -1438,10 +1503,10 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 // the arrival intervals and how many either verdicts a point replay at the
 // mid points would have decided.
 func (c *checkRun) uncertainty() {
-	n := len(c.events)
+	n := c.evs.Len()
 	widths := make([]int64, n)
-	for j := range c.events {
-		widths[j] = c.events[j].Hi - c.events[j].Lo + 2*int64(c.opts.Widen)
+	for j := range c.evs.Len() {
+		widths[j] = c.evs.hi[j] - c.evs.lo[j] + 2*int64(c.opts.Widen)
 	}
 	slices.Sort(widths)
 	u := &c.res.Uncertainty
@@ -1463,9 +1528,9 @@ func (c *checkRun) uncertainty() {
 		if c.pl.perBucket {
 			sp = c.midByBucket()
 		} else {
-			c.pl.fillMid(c.events)
+			c.pl.fillMid(c.evs)
 			pm := c.pl.prims(c.evs, true, c.opts.UnknownInitialState, c.admitUncertain)
-			sp = c.pl.sweep(c.events, pm, true, false, c.admitUncertain)
+			sp = c.pl.sweep(c.evs, pm, true, false, c.admitUncertain)
 		}
 		for j, v := range c.res.Verdicts {
 			if v == Either && sp.mustR[j] != sp.mustA[j] {
@@ -1479,10 +1544,10 @@ func (c *checkRun) uncertainty() {
 // time (byBucket).
 func (c *checkRun) midByBucket() *sweepOut {
 	pl := c.pl
-	sw := pl.sweeper(c.events, make([]prim, len(pl.buckets)), true)
+	sw := pl.sweeper(c.evs, make([]prim, len(pl.buckets)), true)
 	for b := range pl.buckets {
 		b32 := int32(b)
-		pl.fill(c.events, b32, true)
+		pl.fill(c.evs, b32, true)
 		sw.prims[b], _ = pl.prim(c.evs, b32, true, c.opts.UnknownInitialState, c.admitUncertain)
 		sw.sweepBucket(b32, false, c.admitUncertain)
 		sw.prims[b] = nil
@@ -1491,26 +1556,26 @@ func (c *checkRun) midByBucket() *sweepOut {
 	return sw.so
 }
 
-// outcomeIn is what a bucket's primitive and bounds see of e: nothing for
-// an event whose key is unknown (it may not be in the bucket at all).
-func outcomeIn(e *Event) Outcome {
-	if e.KeyUnknown {
+// outcomeIn is what a bucket's primitive and bounds see of event j:
+// nothing for an event whose key is unknown (it may not be in the bucket
+// at all).
+func (evs *Events) outcomeIn(j int) Outcome {
+	if evs.keyUnknown(j) {
 		return Unknown
 	}
-	return e.Outcome
+	return evs.outcome(j)
 }
 
 // boundFindings turns a bound that does not hold into findings naming the
 // requests: for too many, the sure admissions with the latest arrivals; for
 // too few, the rejections with the earliest.
 func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []WindowFinding {
-	events := evs.List
 	if bd.Holds() {
 		return nil
 	}
 	var members []int32
 	if pl == nil {
-		for j := range events {
+		for j := range evs.Len() {
 			members = append(members, int32(j))
 		}
 	} else {
@@ -1532,9 +1597,9 @@ func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []Windo
 	pick := func(keep func(Outcome) bool, latest bool, k int) []string {
 		var sel []int32
 		for _, g := range members {
-			o := events[g].Outcome
+			o := evs.outcome(int(g))
 			if pl != nil {
-				o = outcomeIn(&events[g]) // a bucket's: not an event that may lie elsewhere
+				o = evs.outcomeIn(int(g)) // a bucket's: not an event that may lie elsewhere
 			}
 			if keep(o) {
 				sel = append(sel, g)
@@ -1542,13 +1607,13 @@ func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []Windo
 		}
 		slices.SortFunc(sel, func(x, y int32) int {
 			if latest {
-				return cmp64(events[y].Hi, events[x].Hi)
+				return cmp64(evs.hi[y], evs.hi[x])
 			}
-			return cmp64(events[x].Lo, events[y].Lo)
+			return cmp64(evs.lo[x], evs.lo[y])
 		})
 		var out []string
 		for _, g := range sel[:min(k, len(sel))] {
-			out = append(out, evs.name(events[g].Req))
+			out = append(out, evs.name(evs.req[g]))
 		}
 		return out
 	}

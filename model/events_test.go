@@ -21,13 +21,14 @@ func (e *tEvent) descriptors() []Descriptor {
 
 // mk builds Check's input from tevs: event j's Req is j, named by its ID.
 func mk(tevs []tEvent) *Events {
-	evs := &Events{List: make([]Event, len(tevs))}
+	evs := &Events{}
+	evs.Grow(len(tevs))
 	for j, t := range tevs {
 		e := Event{Lo: t.Lo, Hi: t.Hi, Req: int32(j), Outcome: t.Outcome, KeyUnknown: t.KeyUnknown, Key: evs.AddKey(t.Key)}
 		if t.Attrs != nil {
 			e.Attrs = evs.AddAttrs(*t.Attrs)
 		}
-		evs.List[j] = e
+		evs.Add(e)
 	}
 	evs.Name = func(req int32) string { return tevs[req].ID }
 	return evs

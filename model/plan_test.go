@@ -53,12 +53,12 @@ func TestPlanSameAsOnePass(t *testing.T) {
 					// a bucket's columns are filled while it is judged: fill
 					// them all to compare (mid too, as fillMid)
 					for b := range got.buckets {
-						got.fill(evs.List, int32(b), true)
+						got.fill(evs, int32(b), true)
 					}
 					got.perBucket, got.charges = false, nil
 					want.rB, want.rL = nil, nil // a bucket's sweep needs neither
 				} else {
-					got.fillMid(evs.List) // only the timing report's sweep fills them
+					got.fillMid(evs) // only the timing report's sweep fills them
 				}
 				want.widen = widen
 				if len(got.buckets) < 2 {
@@ -74,7 +74,10 @@ func TestPlanSameAsOnePass(t *testing.T) {
 
 // buildPlanOnePass is buildPlan as it was before the two passes.
 func buildPlanOnePass(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*plan, error) {
-	events := evs.List
+	events := make([]Event, evs.Len()) // the events as the plan was built from before the columns
+	for j := range events {
+		events[j] = evs.At(j)
+	}
 	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1)}
 	idx := map[string]int32{}
 	var refs []bucketRef
@@ -187,7 +190,7 @@ func TestSweepByBucketSameAsAll(t *testing.T) {
 		}
 		evs := mk(events)
 		for _, au := range []bool{false, true} {
-			pl, err := buildPlan(m.checker(evs.List[0].Lo), evs, int64(time.Millisecond), au)
+			pl, err := buildPlan(m.checker(evs.At(0).Lo), evs, int64(time.Millisecond), au)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,18 +201,18 @@ func TestSweepByBucketSameAsAll(t *testing.T) {
 				t.Fatalf("%s: not judged a bucket at a time: the test's premise changed", spec.Kind)
 			}
 			for b := range pl.buckets {
-				pl.fill(evs.List, int32(b), true)
+				pl.fill(evs, int32(b), true)
 			}
 			checkAllAtOnce = true
-			all, err := buildPlan(m.checker(evs.List[0].Lo), evs, int64(time.Millisecond), au)
+			all, err := buildPlan(m.checker(evs.At(0).Lo), evs, int64(time.Millisecond), au)
 			checkAllAtOnce = false
 			if err != nil {
 				t.Fatal(err)
 			}
-			all.fillMid(evs.List)
+			all.fillMid(evs)
 			for _, c := range []struct{ mid, offered bool }{{false, false}, {true, false}, {false, true}} {
-				got := pl.sweep(evs.List, pl.prims(evs, c.mid, false, au), c.mid, c.offered, au)
-				sw := all.sweeper(evs.List, all.prims(evs, c.mid, false, au), c.mid)
+				got := pl.sweep(evs, pl.prims(evs, c.mid, false, au), c.mid, c.offered, au)
+				sw := all.sweeper(evs, all.prims(evs, c.mid, false, au), c.mid)
 				sw.sweepAll(c.offered, au)
 				if !reflect.DeepEqual(got, sw.so) {
 					t.Errorf("%s admitUncertain %v mid %v offered %v: the sweeps differ", spec.Kind, au, c.mid, c.offered)
