@@ -65,9 +65,9 @@ func (v Verdict) String() string {
 
 // Event is one request as the checker sees it, its strings held once in
 // the tables of the Events it belongs to (which stores it in columns: 25
-// bytes, 21 while every key is Keys[0] and no event has attributes). Its decision at the
-// limiter happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the
-// package doc for how to derive them.
+// bytes, 21 while every key is Keys[0] and no event has attributes). Its
+// decision at the limiter happened at some time in [Lo, Hi] (unix ns,
+// Lo <= Hi): see the package doc for how to derive them.
 //
 // KeyUnknown marks an event whose key, descriptors and vars are not known
 // (they are built from a request attribute the evidence does not hold, such
@@ -113,8 +113,8 @@ type Events struct {
 	// and findings; nil names it by the decimal req.
 	Name func(req int32) string
 
-	// the events' columns: keyCol and attrCol are nil while every event's Key
-	// and Attrs are 0; flags holds the Outcome and flagKeyUnknown
+	// the events' columns: keyCol and attrCol are nil while every event's
+	// Key and Attrs are 0; flags holds the Outcome and flagKeyUnknown
 	lo, hi  []int64
 	req     []int32
 	keyCol  []int32
