@@ -35,16 +35,18 @@ func newKeyUse(n, requests int) *keyUse {
 	return u
 }
 
-// route records the buckets of limiter k's events under m; idx gives each
-// event's request (-1: not a request).
-func (u *keyUse) route(k int, m model.Model, events []model.Event, idx []int32) {
+// route records the buckets of limiter k's events under m; an event's Req
+// is its request (negative: not a request, modelGroup).
+func (u *keyUse) route(k int, m model.Model, evs *model.Events) {
 	r := model.NewRouter(m)
 	var buf []model.BucketUse
-	for j := range events {
-		if idx[j] < 0 || events[j].KeyUnknown {
+	for j := range evs.Len() {
+		e := evs.At(j)
+		if e.Req < 0 || e.KeyUnknown {
 			continue // a late RLS decision, or a request whose bucket is not known
 		}
-		buf = r.Route(&events[j], buf[:0])
+		req := e.Req
+		buf = r.Route(evs, j, buf[:0])
 		for _, b := range buf {
 			if b.Burst >= math.MaxUint32 {
 				// the lab's stand-in for no default bucket (fill_interval 0,
@@ -54,16 +56,16 @@ func (u *keyUse) route(k int, m model.Model, events []model.Event, idx []int32) 
 			if u.uses[k] == nil {
 				u.uses[k] = make([]uint8, u.n)
 			}
-			if u.uses[k][idx[j]] < math.MaxUint8 {
-				u.uses[k][idx[j]]++
+			if u.uses[k][req] < math.MaxUint8 {
+				u.uses[k][req]++
 			}
 			bu := u.limiters[k][b.Name]
 			if bu == nil {
 				bu = &bucketUse{use: b}
 				u.limiters[k][b.Name] = bu
 			}
-			bu.reqs = append(bu.reqs, idx[j])
-			bu.outcomes = append(bu.outcomes, events[j].Outcome)
+			bu.reqs = append(bu.reqs, req)
+			bu.outcomes = append(bu.outcomes, e.Outcome)
 		}
 	}
 }

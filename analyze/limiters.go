@@ -659,7 +659,10 @@ func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []b
 	}
 	reqs := &in.Evidence.Requests
 	if len(groups) == 1 {
-		groups[0].events = make([]model.Event, 0, reqs.Len())
+		groups[0].evs.Grow(reqs.Len())
+	}
+	for _, g := range groups {
+		g.evs.Name = eventName(reqs)
 	}
 	p := &replay{ls: ls, in: in, reqs: reqs, k: k, r: r, kind: kind, groups: groups, received: received, recvNs: recvNs}
 	for i := 0; i < reqs.Len(); i++ {
@@ -678,13 +681,23 @@ func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []b
 }
 
 // modelGroup is one model instance of a limiter (an RLS: one per rule
-// matched) with the events replayed through it.
+// matched) with the events replayed through it. An event's Req is its
+// request's index in the requests, or -1-k for the late RLS decision k
+// (evidence.ScenarioEvidence.Decisions; eventName).
 type modelGroup struct {
-	m      model.Model
-	events []model.Event
-	// idx is each event's request index (-1: a late RLS decision);
-	// kept only for the per-flow and per-key tables (ls.keys).
-	idx []int32
+	m   model.Model
+	evs model.Events
+}
+
+// eventName names the events' requests (model.Events.Name): a request by
+// its ID, a late RLS decision by zombieID.
+func eventName(reqs *evidence.Requests) func(int32) string {
+	return func(req int32) string {
+		if req < 0 {
+			return zombieID(int(-1 - req))
+		}
+		return reqs.IDs.ID(int(req))
+	}
 }
 
 // counter is one counter a request hit at a limiter: an event of model
@@ -720,8 +733,10 @@ type limitedReq struct {
 	counters []counter
 	descs    []model.Descriptor
 	vars     map[string]string
-	// attrs are descs and vars as its events carry them (nil: neither).
-	attrs *model.Attrs
+	// attrs are descs and vars as its events carry them (model.Event.Attrs:
+	// 0 neither), added to group attrsG's events.
+	attrs  int32
+	attrsG int
 }
 
 // descriptorKey marks q's key unknown when one of its rate_limits entries'
@@ -1149,18 +1164,16 @@ func (p *replay) add(q *limitedReq, c counter, lo, hi int64, o model.Outcome) {
 		o = model.Unknown // in flight across a state reset: either epoch
 	}
 	g := p.groups[c.g]
-	if q.attrs == nil && (len(q.descs) > 0 || len(q.vars) > 0) {
-		q.attrs = &model.Attrs{Descriptors: q.descs, Vars: q.vars} // shared by its events
+	if (q.attrs == 0 || q.attrsG != c.g) && (len(q.descs) > 0 || len(q.vars) > 0) && !c.unknown {
+		// shared by its events of the group
+		q.attrs, q.attrsG = g.evs.AddAttrs(model.Attrs{Descriptors: q.descs, Vars: q.vars}), c.g
 	}
 	for _, e := range eps {
-		ev := model.Event{ID: p.reqs.IDs.ID(q.i), Lo: lo, Hi: hi, Key: c.key + e, Attrs: q.attrs, Outcome: o}
-		if c.unknown {
-			ev.Key, ev.Attrs, ev.KeyUnknown = "", nil, true
+		ev := model.Event{Lo: lo, Hi: hi, Req: int32(q.i), Outcome: o, KeyUnknown: c.unknown}
+		if !c.unknown {
+			ev.Key, ev.Attrs = g.evs.AddKey(c.key+e), q.attrs
 		}
-		g.events = append(g.events, ev)
-		if p.ls.keys != nil {
-			g.idx = append(g.idx, int32(q.i))
-		}
+		g.evs.Add(ev)
 	}
 }
 
@@ -1183,10 +1196,8 @@ func (p *replay) zombies() {
 		}
 		lo, hi := d.TimeNs, d.TimeNs+ls.join.res-1
 		for _, e := range p.r.epochsOf(lo, hi) {
-			p.groups[g].events = append(p.groups[g].events, model.Event{ID: zombieID(zi), Lo: lo, Hi: hi, Key: key + e, Outcome: o})
-			if ls.keys != nil {
-				p.groups[g].idx = append(p.groups[g].idx, -1)
-			}
+			evs := &p.groups[g].evs
+			evs.Add(model.Event{Req: int32(-1 - zi), Lo: lo, Hi: hi, Key: evs.AddKey(key + e), Outcome: o})
 		}
 		rep.Zombies++
 	}
@@ -1224,16 +1235,16 @@ func (p *replay) check() {
 	rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
 	used := 0
 	for _, g := range p.groups {
-		if len(g.events) > 0 {
+		if g.evs.Len() > 0 {
 			used++
 		}
 	}
 	checked := p.groups
 	for n, g := range p.groups {
-		if len(g.events) == 0 {
+		if g.evs.Len() == 0 {
 			continue
 		}
-		res, err := model.Check(g.m, g.events, opts)
+		res, err := model.Check(g.m, &g.evs, opts)
 		if err != nil {
 			rep.Status, rep.Detail = report.LimiterNotChecked, err.Error()
 			checked = p.groups[:n]
@@ -1241,14 +1252,15 @@ func (p *replay) check() {
 		}
 		mergeResult(rep, res, used == 1)
 		if p.ls.keys != nil {
-			p.ls.keys.route(p.k, g.m, g.events, g.idx)
+			p.ls.keys.route(p.k, g.m, &g.evs)
 		}
 	}
 	// the widths are gathered once the checks are over: their array
 	// (one int64 per event) never lives beside a check's own
 	widths := make([]int64, 0, rep.Units+rep.Zombies)
 	for _, g := range checked {
-		for _, e := range g.events {
+		for j := range g.evs.Len() {
+			e := g.evs.At(j)
 			widths = append(widths, e.Hi-e.Lo)
 		}
 	}
@@ -1378,8 +1390,6 @@ func toModelDescriptor(es []descriptor.DescriptorEntry) model.Descriptor {
 // zombieID names a late RLS decision in the model's events.
 func zombieID(i int) string { return "rls-decision#" + strconv.Itoa(i+1) }
 
-func isZombieID(id string) bool { return strings.HasPrefix(id, "rls-decision#") }
-
 // epochsOf returns the epoch suffixes of an interval: "" before the first
 // state reset, " after <fault>" after it; several when it straddles one.
 // The slice may be shared (oneEpoch): read it, never write it.
@@ -1419,7 +1429,7 @@ func mergeResult(rep *report.LimiterReport, res *model.Result, single bool) {
 	}
 	add := func(list *[]report.RequestVerdict, n *int, vs []model.Violation) {
 		for _, v := range vs {
-			if isZombieID(v.ID) {
+			if v.Req < 0 { // a late RLS decision (eventName), not a request
 				continue
 			}
 			*n++

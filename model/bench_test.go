@@ -11,10 +11,10 @@ import (
 // benchEvents builds n requests at about 2x the rate of a 1000/s bucket
 // over 16 keys, simulated exactly, with send-to-response intervals of
 // 0.2-2 ms around the true decision time.
-func benchEvents(m Model, n, keys int) []Event {
+func benchEvents(m Model, n, keys int) []tEvent {
 	rng := rand.New(rand.NewPCG(1, 2))
 	sim := m.NewSimulator(1)
-	events := make([]Event, n)
+	events := make([]tEvent, n)
 	at := t0
 	for i := range events {
 		at += int64(rng.ExpFloat64() * float64(time.Second) / 2000 / float64(1))
@@ -26,7 +26,7 @@ func benchEvents(m Model, n, keys int) []Event {
 		}
 		lo := at - rng.Int64N(int64(time.Millisecond))
 		hi := at + rng.Int64N(int64(time.Millisecond))
-		events[i] = Event{ID: fmt.Sprintf("id-%d", i), Lo: lo, Hi: hi, Key: key, Outcome: o}
+		events[i] = tEvent{ID: fmt.Sprintf("id-%d", i), Lo: lo, Hi: hi, Key: key, Outcome: o}
 	}
 	return events
 }
@@ -35,7 +35,7 @@ func benchCheck(b *testing.B, spec Spec, n int) { benchCheckOpts(b, spec, n, Opt
 
 func benchCheckOpts(b *testing.B, spec Spec, n int, opts Options) {
 	m := MustNew(spec)
-	events := benchEvents(m, n, 16)
+	events := mk(benchEvents(m, n, 16))
 	cpu0 := cpuTime()
 	b.ResetTimer()
 	for range b.N {

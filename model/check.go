@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -62,12 +63,13 @@ func (v Verdict) String() string {
 	return "either"
 }
 
-// Event is one request as the checker sees it. Its decision at the limiter
-// happened at some time in [Lo, Hi] (unix ns, Lo <= Hi): see the package
-// doc for how to derive them. Key, and Attrs' Descriptors and Vars, are as
-// in Request.
+// Event is one request as the checker sees it, its strings held once in
+// the tables of the Events it belongs to (which stores it in columns: 25
+// bytes, 21 while every key is Keys[0] and no event has attributes). Its
+// decision at the limiter happened at some time in [Lo, Hi] (unix ns,
+// Lo <= Hi): see the package doc for how to derive them.
 //
-// KeyUnknown marks an event whose Key, Descriptors and Vars are not known
+// KeyUnknown marks an event whose key, descriptors and vars are not known
 // (they are built from a request attribute the evidence does not hold, such
 // as a header sent without its value being recorded): it may have used the
 // state of any bucket the other events use, or none. Its verdict is Either
@@ -75,15 +77,19 @@ func (v Verdict) String() string {
 // charge, never a sure one, whatever its outcome (so it only weakens the
 // must-admit verdicts of the others), and the bucket's lower bound is left
 // to the others' must-admit verdicts; the run's bounds count it once, as a
-// request that may have been admitted.
+// request that may have been admitted. Its Key and Attrs are not read.
 type Event struct {
-	ID     string
 	Lo, Hi int64
-	Key    string
-	// Attrs are the event's descriptors and zone variables; nil when it
-	// has neither (a limiter keyed by Key alone). A pointer, so that the
-	// million events of a run keyed by Key alone carry 8 bytes, not 32.
-	Attrs      *Attrs
+	// Key indexes Events.Keys: the key as in Request.Key.
+	Key int32
+	// Req is the caller's number of the event's request (a position in the
+	// evidence it holds); Check reports it back (Violation.Req) and names it
+	// only in findings, through Events.Name. Several events may share one.
+	Req int32
+	// Attrs is the index in Events.Attrs of the event's descriptors and zone
+	// variables, plus one; 0 when it has neither (a limiter keyed by Key
+	// alone).
+	Attrs      int32
 	Outcome    Outcome
 	KeyUnknown bool
 }
@@ -95,20 +101,168 @@ type Attrs struct {
 	Vars        map[string]string
 }
 
-// descriptors returns e's descriptors (Attrs.Descriptors), nil without Attrs.
-func (e *Event) descriptors() []Descriptor {
-	if e.Attrs == nil {
-		return nil
-	}
-	return e.Attrs.Descriptors
+// Events is what Check judges: the events, in any order (Add, At), held
+// in columns, and the tables their indices point into. Build the tables
+// with AddKey and AddAttrs, or fill Keys and Attrs directly.
+type Events struct {
+	// Keys are the keys Event.Key indexes.
+	Keys []string
+	// Attrs are the attributes Event.Attrs indexes (minus one).
+	Attrs []Attrs
+	// Name returns the name (a request ID) of Event.Req req for violations
+	// and findings; nil names it by the decimal req.
+	Name func(req int32) string
+
+	// the events' columns: keyCol and attrCol are nil while every event's
+	// Key and Attrs are 0; flags holds the Outcome and flagKeyUnknown
+	lo, hi  []int64
+	req     []int32
+	keyCol  []int32
+	attrCol []int32
+	flags   []uint8
+	keyIdx  map[string]int32
 }
 
-// vars returns e's zone variables (Attrs.Vars), nil without Attrs.
-func (e *Event) vars() map[string]string {
-	if e.Attrs == nil {
+// flagKeyUnknown is Event.KeyUnknown in Events.flags.
+const flagKeyUnknown = 0x80
+
+// Grow makes room for n more events.
+func (evs *Events) Grow(n int) {
+	evs.lo, evs.hi = slices.Grow(evs.lo, n), slices.Grow(evs.hi, n)
+	evs.req, evs.flags = slices.Grow(evs.req, n), slices.Grow(evs.flags, n)
+	if evs.keyCol != nil {
+		evs.keyCol = slices.Grow(evs.keyCol, n)
+	}
+	if evs.attrCol != nil {
+		evs.attrCol = slices.Grow(evs.attrCol, n)
+	}
+}
+
+// Add appends e.
+func (evs *Events) Add(e Event) {
+	if e.Key != 0 && evs.keyCol == nil {
+		evs.keyCol = make([]int32, len(evs.lo), cap(evs.lo))
+	}
+	if e.Attrs != 0 && evs.attrCol == nil {
+		evs.attrCol = make([]int32, len(evs.lo), cap(evs.lo))
+	}
+	evs.lo, evs.hi, evs.req = append(evs.lo, e.Lo), append(evs.hi, e.Hi), append(evs.req, e.Req)
+	if evs.keyCol != nil {
+		evs.keyCol = append(evs.keyCol, e.Key)
+	}
+	if evs.attrCol != nil {
+		evs.attrCol = append(evs.attrCol, e.Attrs)
+	}
+	f := uint8(e.Outcome)
+	if e.KeyUnknown {
+		f |= flagKeyUnknown
+	}
+	evs.flags = append(evs.flags, f)
+}
+
+// Len is the number of events.
+func (evs *Events) Len() int { return len(evs.lo) }
+
+// At returns event j.
+func (evs *Events) At(j int) Event {
+	e := Event{Lo: evs.lo[j], Hi: evs.hi[j], Req: evs.req[j], Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
+	if evs.keyCol != nil {
+		e.Key = evs.keyCol[j]
+	}
+	if evs.attrCol != nil {
+		e.Attrs = evs.attrCol[j]
+	}
+	return e
+}
+
+// outcome is event j's Outcome.
+func (evs *Events) outcome(j int) Outcome { return Outcome(evs.flags[j] &^ flagKeyUnknown) }
+
+// keyUnknown is event j's KeyUnknown.
+func (evs *Events) keyUnknown(j int) bool { return evs.flags[j]&flagKeyUnknown != 0 }
+
+// AddKey returns key's index in Keys, appending it when it is not there
+// (keys appended by AddKey are looked up in a map; set Keys before the
+// first call, or only use AddKey).
+func (evs *Events) AddKey(key string) int32 {
+	if evs.keyIdx == nil {
+		evs.keyIdx = make(map[string]int32, len(evs.Keys)+1)
+		for k, s := range evs.Keys {
+			if _, ok := evs.keyIdx[s]; !ok {
+				evs.keyIdx[s] = int32(k)
+			}
+		}
+	}
+	k, ok := evs.keyIdx[key]
+	if !ok {
+		k = int32(len(evs.Keys))
+		evs.Keys = append(evs.Keys, key)
+		evs.keyIdx[key] = k
+	}
+	return k
+}
+
+// AddAttrs appends a and returns its Event.Attrs (its index plus one).
+func (evs *Events) AddAttrs(a Attrs) int32 {
+	evs.Attrs = append(evs.Attrs, a)
+	return int32(len(evs.Attrs))
+}
+
+// name is the name of request req (Events.Name).
+func (evs *Events) name(req int32) string {
+	if evs.Name == nil {
+		return strconv.Itoa(int(req))
+	}
+	return evs.Name(req)
+}
+
+// key returns e's key (Keys[e.Key]; "" out of range).
+func (evs *Events) key(e *Event) string {
+	if e.Key < 0 || int(e.Key) >= len(evs.Keys) {
+		return ""
+	}
+	return evs.Keys[e.Key]
+}
+
+// attrs returns e's attributes; nil without.
+func (evs *Events) attrs(e *Event) *Attrs {
+	if e.Attrs <= 0 || int(e.Attrs) > len(evs.Attrs) {
 		return nil
 	}
-	return e.Attrs.Vars
+	return &evs.Attrs[e.Attrs-1]
+}
+
+// routeOf is what a model's route reads of event e: its key and attributes.
+func (evs *Events) routeOf(e *Event) routeIn {
+	return routeIn{key: evs.key(e), attrs: evs.attrs(e)}
+}
+
+// routeAt is routeOf of event j.
+func (evs *Events) routeAt(j int) routeIn {
+	e := evs.At(j)
+	return evs.routeOf(&e)
+}
+
+// routeIn is an event as its model routes it.
+type routeIn struct {
+	key   string
+	attrs *Attrs
+}
+
+// descriptors returns the event's descriptors (Attrs.Descriptors), nil without Attrs.
+func (e *routeIn) descriptors() []Descriptor {
+	if e.attrs == nil {
+		return nil
+	}
+	return e.attrs.Descriptors
+}
+
+// vars returns the event's zone variables (Attrs.Vars), nil without Attrs.
+func (e *routeIn) vars() map[string]string {
+	if e.attrs == nil {
+		return nil
+	}
+	return e.attrs.Vars
 }
 
 // Options tunes Check.
@@ -134,8 +288,9 @@ type Options struct {
 
 // Violation is one request whose outcome contradicts its verdict.
 type Violation struct {
-	ID      string
-	Index   int // position in the events given to Check
+	ID      string // Events.Name of Req
+	Req     int32  // the event's Event.Req
+	Index   int    // position in the Events (Events.At)
 	Verdict Verdict
 	Outcome Outcome
 	Bucket  string // the bucket or window that decides
@@ -286,7 +441,7 @@ func firstIDs(v []Violation) string {
 type checkModel interface {
 	// route appends the buckets e touches, in the order the limiter consumes
 	// them (none: e is not limited).
-	route(e *Event, dst []bucketRef) []bucketRef
+	route(e *routeIn, dst []bucketRef) []bucketRef
 	// chain: buckets are consumed in order and the first one without room
 	// rejects, earlier ones staying charged (Envoy); otherwise a rejection
 	// charges none of them (nginx's zones) or the primitive counts every hit.
@@ -391,8 +546,17 @@ type plan struct {
 	oneRef bool
 	ident  bool
 	chain  bool
-	orders [2]*orders // [0] intervals, [1] midpoints
-	widen  int64      // buildPlan's, for fillMid
+	// perBucket: every event charges one bucket and there are several, so
+	// Check judges one bucket at a time; a bucket's columns (lo, hi,
+	// sure, poss, mid) are filled only while it is judged (plan.fill),
+	// from the events and charges (each event's sure and possible charge
+	// bits, chargeSure and chargePoss), and rB and rL are not held (a
+	// bucket's sweep takes its events' local indices from its order,
+	// sweeper.ref: 8 bytes an event).
+	perBucket bool
+	charges   []uint8
+	orders    [2]*orders // [0] intervals, [1] midpoints
+	widen     int64      // buildPlan's, for fillMid
 }
 
 // refs returns event j's first ref and the one after its last.
@@ -412,7 +576,12 @@ func (pl *plan) ref(r int32) (b, l int32) {
 }
 
 // size is the number of the bucket's local events.
-func (bk *bucket) size() int { return len(bk.lo) }
+func (bk *bucket) size() int {
+	if bk.ev != nil {
+		return len(bk.ev) // its columns may not be filled (plan.perBucket)
+	}
+	return len(bk.lo)
+}
 
 // event is local event l's index in the events.
 func (bk *bucket) event(l int32) int32 {
@@ -430,6 +599,70 @@ func (bk *bucket) event(l int32) int32 {
 type orders struct {
 	g []int32
 	b [][]int32
+	// one is bucket only's order, for a sweep of that bucket alone
+	// (plan.bucketOrder); b and g are then nil, and loc[k] is the local
+	// index in the bucket of the k-th event (a perBucket plan holds no
+	// rL), ev the bucket's events (bucket.ev).
+	one  []int32
+	only int32
+	loc  []int32
+	ev   []int32
+}
+
+// len is the number of events the pass walks.
+func (o *orders) len() int {
+	if o.loc != nil {
+		return len(o.loc)
+	}
+	return len(o.g)
+}
+
+// event is the k-th event the pass walks.
+func (o *orders) event(k int) int32 {
+	if o.loc != nil {
+		return o.ev[o.loc[k]]
+	}
+	return o.g[k]
+}
+
+// of returns bucket b's order (nil: b takes no part in the pass).
+func (o *orders) of(b int32) []int32 {
+	if o.b == nil {
+		if b == o.only {
+			return o.one
+		}
+		return nil
+	}
+	return o.b[b]
+}
+
+// bucketOrder is plan.order for a sweep of bucket b alone, in a plan
+// where every event charges one bucket (oneRef): loc holds b's events only,
+// by local index, in the order plan.order gives them (the same key, ties
+// by event index, which its local indices follow). Nothing is kept for a
+// later sweep.
+func (pl *plan) bucketOrder(evs *Events, b int32, mid, admit bool) *orders {
+	bk := pl.buckets[b]
+	key := func(l int32) int64 { return evs.lo[bk.event(l)] }
+	v := bk.hi
+	switch {
+	case mid:
+		key = func(l int32) int64 { j := bk.event(l); return evs.lo[j] + (evs.hi[j]-evs.lo[j])/2 }
+		v = bk.mid
+	case admit:
+		key = func(l int32) int64 { return evs.hi[bk.event(l)] }
+		v = bk.lo
+	}
+	return &orders{loc: orderByKey(bk.size(), key), ev: bk.ev, one: orderBy(v), only: b}
+}
+
+// ref returns ref r's bucket and local event, r being a ref of the k-th
+// event of the pass's order (plan.ref; a one-bucket order knows them).
+func (sw *sweeper) ref(k int, r int32) (b, l int32) {
+	if o := sw.ord; o.loc != nil {
+		return o.only, o.loc[k]
+	}
+	return sw.pl.ref(r)
 }
 
 // order returns the sort orders of the must-admit pass (admit) or of the
@@ -437,7 +670,7 @@ type orders struct {
 // must-admit orders are kept for a later sweep of the same kind (the
 // offered bounds' sweep is a must-admit pass alone); the must-reject ones
 // are the caller's.
-func (pl *plan) order(events []Event, mid, admit bool) *orders {
+func (pl *plan) order(evs *Events, mid, admit bool) *orders {
 	k := 0
 	if mid {
 		k = 1
@@ -448,14 +681,14 @@ func (pl *plan) order(events []Event, mid, admit bool) *orders {
 	// the events' order by lo or by hi (their midpoint when mid), read
 	// from the events: no copy of their times (16 bytes an event) lives
 	// beside the plan and the primitives
-	key := func(j int32) int64 { return events[j].Lo }
+	key := func(j int32) int64 { return evs.lo[j] }
 	if admit {
-		key = func(j int32) int64 { return events[j].Hi }
+		key = func(j int32) int64 { return evs.hi[j] }
 	}
 	if mid {
-		key = func(j int32) int64 { e := &events[j]; return e.Lo + (e.Hi-e.Lo)/2 }
+		key = func(j int32) int64 { return evs.lo[j] + (evs.hi[j]-evs.lo[j])/2 }
 	}
-	o := &orders{g: orderByKey(len(events), key)}
+	o := &orders{g: orderByKey(evs.Len(), key)}
 	for _, bk := range pl.buckets {
 		v := bk.hi
 		switch {
@@ -477,25 +710,29 @@ func (pl *plan) order(events []Event, mid, admit bool) *orders {
 // beyond it Check returns an error rather than take unbounded memory.
 var maxUnknownKeyCharges = 8 << 20
 
-func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) (*plan, error) {
-	pl := &plan{chain: cm.chain(), rStart: make([]int32, len(events)+1), widen: widen}
+func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*plan, error) {
+	// ri is the event being routed (one for every event: a pointer given
+	// to an interface method escapes)
+	ri := &routeIn{}
+	pl := &plan{chain: cm.chain(), rStart: make([]int32, evs.Len()+1), widen: widen}
 	idx := map[string]int32{}
 	var refs []bucketRef
 	// every bucket the known events use, for the events whose key is unknown
 	var all []bucketRef
 	unknown := 0
-	for i := range events {
-		if events[i].KeyUnknown {
+	for i := range evs.Len() {
+		if evs.keyUnknown(int(i)) {
 			unknown++
 		}
 	}
 	if unknown > 0 {
 		seen := map[string]bool{}
-		for j := range events {
-			if events[j].KeyUnknown {
+		for j := range evs.Len() {
+			if evs.keyUnknown(int(j)) {
 				continue
 			}
-			refs = cm.route(&events[j], refs[:0])
+			*ri = evs.routeAt(j)
+			refs = cm.route(ri, refs[:0])
 			for _, ref := range refs {
 				if !seen[ref.id] {
 					seen[ref.id] = true
@@ -512,19 +749,16 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 	// their final size (a million events: no append slack, no regrowth).
 	// The first routes every event, keeping each ref's bucket and charge;
 	// the second fills the buckets' columns.
-	pl.rB = make([]int32, 0, len(events))
-	const (
-		sureBit = 1 << iota
-		possBit
-	)
+	pl.rB = make([]int32, 0, evs.Len())
 	var charges []uint8
 	var counts []int32
-	for i := range events {
-		e := &events[i]
+	for i := range evs.Len() {
+		e := evs.At(int(i))
 		if e.KeyUnknown {
 			refs = append(refs[:0], all...)
 		} else {
-			refs = cm.route(e, refs[:0])
+			*ri = evs.routeOf(&e)
+			refs = cm.route(ri, refs[:0])
 		}
 		for k, ref := range refs {
 			b, ok := idx[ref.id]
@@ -541,10 +775,10 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 			}
 			var c uint8
 			if sure {
-				c |= sureBit
+				c |= chargeSure
 			}
 			if poss {
-				c |= possBit
+				c |= chargePoss
 			}
 			charges = append(charges, c)
 			if len(refs) > 1 || e.KeyUnknown {
@@ -554,8 +788,8 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 		}
 		pl.rStart[i+1] = int32(len(pl.rB))
 	}
-	pl.oneRef = len(pl.rB) == len(events)
-	for i := 0; pl.oneRef && i < len(events); i++ {
+	pl.oneRef = len(pl.rB) == evs.Len()
+	for i := 0; pl.oneRef && i < evs.Len(); i++ {
 		pl.oneRef = pl.rStart[i+1] == int32(i+1)
 	}
 	pl.ident = pl.oneRef && len(pl.buckets) == 1
@@ -565,40 +799,44 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 	if pl.ident {
 		pl.rB = nil
 	}
+	pl.perBucket = pl.oneRef && len(pl.buckets) > 1 && !checkAllAtOnce
 	for b, bk := range pl.buckets {
 		n := counts[b]
 		if !pl.ident {
 			bk.ev = make([]int32, 0, n)
 		}
-		bk.lo, bk.hi = make([]int64, 0, n), make([]int64, 0, n)
-		bk.sure, bk.poss = make([]bool, 0, n), make([]bool, 0, n)
+		if !pl.perBucket {
+			bk.lo, bk.hi = make([]int64, 0, n), make([]int64, 0, n)
+			bk.sure, bk.poss = make([]bool, 0, n), make([]bool, 0, n)
+		}
 	}
-	if !pl.ident {
+	if !pl.ident && !pl.perBucket {
 		pl.rL = make([]int32, len(charges))
 	}
-	for i := range events {
-		e := &events[i]
+	if pl.perBucket {
+		pl.charges = charges
+	}
+	for i := range evs.Len() {
+		e := evs.At(int(i))
 		lo, hi := e.Lo-widen, e.Hi+widen
 		rs, re := pl.refs(int32(i))
 		for r := rs; r < re; r++ {
-			b, _ := pl.ref(r)
-			bk := pl.buckets[b]
-			u := bk.params.timeUnit()
+			bk := pl.buckets[0]
 			if !pl.ident {
+				bk = pl.buckets[pl.rB[r]] // pl.ref: rL is being filled
 				bk.ev = append(bk.ev, int32(i))
+			}
+			if pl.perBucket {
+				continue // filled while the bucket is judged
+			}
+			if !pl.ident {
 				pl.rL[r] = int32(len(bk.ev) - 1)
 			}
+			u := bk.params.timeUnit()
 			bk.lo = append(bk.lo, floorDiv(lo, u))
-			if u > 1 {
-				// a coarse clock of its own (nginx's cached monotonic ms):
-				// its ticks are offset from the clients' clock by up to one
-				// unit, so floor(hi)+1 bounds its reading
-				bk.hi = append(bk.hi, floorDiv(hi, u)+1)
-			} else {
-				bk.hi = append(bk.hi, hi)
-			}
-			bk.sure = append(bk.sure, charges[r]&sureBit != 0)
-			bk.poss = append(bk.poss, charges[r]&possBit != 0)
+			bk.hi = append(bk.hi, unitHi(hi, u))
+			bk.sure = append(bk.sure, charges[r]&chargeSure != 0)
+			bk.poss = append(bk.poss, charges[r]&chargePoss != 0)
 		}
 	}
 	sib := map[primParams]int{}
@@ -608,19 +846,70 @@ func buildPlan(cm checkModel, events []Event, widen int64, admitUncertain bool) 
 	for _, b := range pl.buckets {
 		b.siblings = sib[b.params]
 	}
+	if pl.perBucket {
+		pl.rB = nil // a bucket's events are its ev, their local index their rank in it
+	}
 	return pl, nil
+}
+
+// The bits of plan.charges: the event's charge of its bucket is sure, possible.
+const (
+	chargeSure = 1 << iota
+	chargePoss
+)
+
+// checkAllAtOnce makes buildPlan never plan a bucket at a time (perBucket):
+// the tests compare both ways.
+var checkAllAtOnce = false
+
+// unitHi is a widened hi in time unit u: a coarse clock of its own (nginx's
+// cached monotonic ms) ticks offset from the clients' clock by up to one
+// unit, so floor(hi)+1 bounds its reading.
+func unitHi(hi, u int64) int64 {
+	if u > 1 {
+		return floorDiv(hi, u) + 1
+	}
+	return hi
+}
+
+// fill fills bucket b's columns (lo, hi, sure, poss, and mid when mid) in
+// a perBucket plan, as buildPlan and fillMid fill every bucket's in the
+// others.
+func (pl *plan) fill(evs *Events, b int32, mid bool) {
+	bk := pl.buckets[b]
+	n := len(bk.ev)
+	u := bk.params.timeUnit()
+	bk.lo, bk.hi = make([]int64, n), make([]int64, n)
+	bk.sure, bk.poss = make([]bool, n), make([]bool, n)
+	if mid {
+		bk.mid = make([]int64, n)
+	}
+	for l, j := range bk.ev {
+		lo, hi := evs.lo[j]-pl.widen, evs.hi[j]+pl.widen
+		bk.lo[l], bk.hi[l] = floorDiv(lo, u), unitHi(hi, u)
+		if mid {
+			bk.mid[l] = floorDiv(lo+(hi-lo)/2, u)
+		}
+		c := pl.charges[j] // one ref an event: ref j
+		bk.sure[l], bk.poss[l] = c&chargeSure != 0, c&chargePoss != 0
+	}
+}
+
+// release drops bucket b's columns (fill) once it is judged.
+func (pl *plan) release(b int32) {
+	bk := pl.buckets[b]
+	bk.lo, bk.hi, bk.sure, bk.poss, bk.mid = nil, nil, nil, nil, nil
 }
 
 // fillMid sets every bucket's midpoints (bucket.mid), which only the
 // timing report's sweep reads: a plan built without them holds 8 bytes
 // less per event through the interval sweep and the bounds.
-func (pl *plan) fillMid(events []Event) {
+func (pl *plan) fillMid(evs *Events) {
 	for _, bk := range pl.buckets {
 		bk.mid = make([]int64, 0, bk.size())
 	}
-	for i := range events {
-		e := &events[i]
-		lo, hi := e.Lo-pl.widen, e.Hi+pl.widen
+	for i := range evs.Len() {
+		lo, hi := evs.lo[i]-pl.widen, evs.hi[i]+pl.widen
 		rs, re := pl.refs(int32(i))
 		for r := rs; r < re; r++ {
 			b, _ := pl.ref(r)
@@ -672,42 +961,49 @@ func note(m *map[int32]decidedBy, j, b int32, v float64) {
 	}
 	(*m)[j] = decidedBy{b, v}
 }
-func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain bool) []prim {
+func (pl *plan) prims(evs *Events, mid bool, initUnknown bool, admitUncertain bool) []prim {
 	out := make([]prim, len(pl.buckets))
-	for b, bk := range pl.buckets {
-		n := bk.size()
-		c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
-			initUnknown: initUnknown, sure: bk.sure, poss: bk.poss, obs: make([]uint8, n)}
-		if mid {
-			c.lo, c.hi = bk.mid, bk.mid
-		}
-		for l := range n {
-			o := outcomeIn(&events[bk.event(int32(l))])
-			var f uint8
-			if o != Unknown {
-				f |= obsKnown
-			}
-			if o == Admitted {
-				f |= obsAdmitted
-				if !admitUncertain {
-					f |= obsAdmittedSure
-				}
-			}
-			if o == Rejected || o == ShadowRejected {
-				f |= obsRejected
-			}
-			c.obs[l] = f
-		}
-		c.ids = func(ls []int32) []string {
-			ids := make([]string, len(ls))
-			for i, l := range ls {
-				ids[i] = events[bk.event(l)].ID
-			}
-			return ids
-		}
-		out[b] = bk.params.newPrim(c)
+	for b := range pl.buckets {
+		out[b], _ = pl.prim(evs, int32(b), mid, initUnknown, admitUncertain)
 	}
 	return out
+}
+
+// prim returns bucket b's primitive and the events it sees (its columns
+// filled).
+func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUncertain bool) (prim, *primCtx) {
+	bk := pl.buckets[b]
+	n := bk.size()
+	c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
+		initUnknown: initUnknown, sure: bk.sure, poss: bk.poss, obs: make([]uint8, n)}
+	if mid {
+		c.lo, c.hi = bk.mid, bk.mid
+	}
+	for l := range n {
+		o := evs.outcomeIn(int(bk.event(int32(l))))
+		var f uint8
+		if o != Unknown {
+			f |= obsKnown
+		}
+		if o == Admitted {
+			f |= obsAdmitted
+			if !admitUncertain {
+				f |= obsAdmittedSure
+			}
+		}
+		if o == Rejected || o == ShadowRejected {
+			f |= obsRejected
+		}
+		c.obs[l] = f
+	}
+	c.ids = func(ls []int32) []string {
+		ids := make([]string, len(ls))
+		for i, l := range ls {
+			ids[i] = evs.name(evs.req[bk.event(l)])
+		}
+		return ids
+	}
+	return bk.params.newPrim(c), c
 }
 
 // sweep computes the must-reject verdicts (in order of lo, activating the
@@ -718,14 +1014,37 @@ func (pl *plan) prims(events []Event, mid bool, initUnknown bool, admitUncertain
 // surely after them, so one wrong decision is reported once, not as a
 // cascade. offered: every request is a possible charge and none a sure one
 // (the bounds computed from the offered arrivals only).
-func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain bool) *sweepOut {
-	n := len(events)
+func (pl *plan) sweep(evs *Events, prims []prim, mid, offered, admitUncertain bool) *sweepOut {
+	sw := pl.sweeper(evs, prims, mid)
+	if pl.oneRef && len(pl.buckets) > 1 {
+		// every event charges one bucket, so the buckets' verdicts are
+		// independent: sweeping them one at a time gives the verdicts of
+		// the sweep of all (each bucket's primitive sees the same calls in
+		// the same order) while only one bucket's orders and pass state
+		// (trees, counts) live at a time
+		for b := range pl.buckets {
+			sw.sweepBucket(int32(b), offered, admitUncertain)
+		}
+		return sw.so
+	}
+	sw.sweepAll(offered, admitUncertain)
+	return sw.so
+}
+
+// sweeper returns a sweep's state, its output all false.
+func (pl *plan) sweeper(evs *Events, prims []prim, mid bool) *sweeper {
+	n := evs.Len()
 	so := &sweepOut{mustR: make([]bool, n), mustA: make([]bool, n)}
-	sw := &sweeper{pl: pl, events: events, prims: prims, mid: mid, so: so, ptr: make([]int, len(pl.buckets))}
+	return &sweeper{pl: pl, evs: evs, prims: prims, mid: mid, so: so, ptr: make([]int, len(pl.buckets))}
+}
+
+// sweepAll runs both passes over every bucket at once (sweep).
+func (sw *sweeper) sweepAll(offered, admitUncertain bool) {
+	pl := sw.pl
 	if !offered {
-		sw.ord = pl.order(events, mid, false)
+		sw.ord = pl.order(sw.evs, sw.mid, false)
 		sw.mustRejectPass(admitUncertain)
-		for _, pr := range prims {
+		for _, pr := range sw.prims {
 			if d, ok := pr.(interface{ rejectPassDone() }); ok {
 				d.rejectPassDone() // its must-reject state is done with
 			}
@@ -733,22 +1052,42 @@ func (pl *plan) sweep(events []Event, prims []prim, mid, offered, admitUncertain
 	}
 	clear(sw.ptr)
 	sw.ord = nil // the must-reject orders are done with
-	sw.ord = pl.order(events, mid, true)
+	sw.ord = pl.order(sw.evs, sw.mid, true)
 	sw.mustAdmitPass(offered)
-	return so
+}
+
+// sweepBucket runs both passes of bucket b alone (sweep, for a plan whose
+// events charge one bucket each) and releases its primitive's pass state.
+func (sw *sweeper) sweepBucket(b int32, offered, admitUncertain bool) {
+	pl, pr := sw.pl, sw.prims[b]
+	if !offered {
+		sw.ord = pl.bucketOrder(sw.evs, b, sw.mid, false)
+		sw.mustRejectPass(admitUncertain)
+		if d, ok := pr.(interface{ rejectPassDone() }); ok {
+			d.rejectPassDone()
+		}
+	}
+	sw.ptr[b] = 0
+	sw.ord = nil // the must-reject orders are done with
+	sw.ord = pl.bucketOrder(sw.evs, b, sw.mid, true)
+	sw.mustAdmitPass(offered)
+	sw.ord = nil
+	if d, ok := pr.(interface{ sweepDone() }); ok {
+		d.sweepDone() // the verdicts' why, the bounds and findings need none of it
+	}
 }
 
 // sweeper is one sweep's state: the plan, the events, the buckets'
 // primitives, the arrival bounds in use (mid points or lo/hi), the order of
 // the events and each bucket's position in it.
 type sweeper struct {
-	pl     *plan
-	events []Event
-	prims  []prim
-	mid    bool
-	so     *sweepOut
-	ord    *orders
-	ptr    []int
+	pl    *plan
+	evs   *Events
+	prims []prim
+	mid   bool
+	so    *sweepOut
+	ord   *orders
+	ptr   []int
 }
 
 // lo and hi are a bucket's arrival bounds in the sweep's view: the mid
@@ -771,18 +1110,19 @@ func (sw *sweeper) hi(bk *bucket) []int64 {
 // charges of requests surely before, and marks the must-reject verdicts and
 // the over-admissions.
 func (sw *sweeper) mustRejectPass(admitUncertain bool) {
-	pl, so, events := sw.pl, sw.so, sw.events
-	for _, j := range sw.ord.g {
-		if events[j].KeyUnknown {
+	pl, so, evs := sw.pl, sw.so, sw.evs
+	for k := range sw.ord.len() {
+		j := sw.ord.event(k)
+		if evs.keyUnknown(int(j)) {
 			continue // judged by no bucket: either
 		}
 		rs, re := pl.refs(j)
 		for r := rs; r < re; r++ {
-			b, l := pl.ref(r)
+			b, l := sw.ref(k, r)
 			bk, pr := pl.buckets[b], sw.prims[b]
 			bl, bh := sw.lo(bk), sw.hi(bk)
 			counts := bk.params.countsAll()
-			for o := sw.ord.b[b]; sw.ptr[b] < len(o) && bh[o[sw.ptr[b]]] < bl[l]; sw.ptr[b]++ {
+			for o := sw.ord.of(b); sw.ptr[b] < len(o) && bh[o[sw.ptr[b]]] < bl[l]; sw.ptr[b]++ {
 				q := o[sw.ptr[b]]
 				if bk.sure[q] && (counts || !sw.over(bk.event(q), admitUncertain)) {
 					pr.activate(q)
@@ -790,7 +1130,7 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 			}
 			if ok, v := pr.mustReject(l); ok {
 				so.mustR[j] = true
-				if events[j].Outcome == Admitted {
+				if evs.outcome(int(j)) == Admitted {
 					note(&so.rWhy, j, b, v)
 				}
 				break
@@ -804,27 +1144,28 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 // once j is passed, before any event whose lo follows j's hi (the only
 // ones that activate j's charge); an array of it would be 1 byte an event.
 func (sw *sweeper) over(j int32, admitUncertain bool) bool {
-	return sw.so.mustR[j] && sw.events[j].Outcome == Admitted && !admitUncertain
+	return sw.so.mustR[j] && sw.evs.outcome(int(j)) == Admitted && !admitUncertain
 }
 
 // mustAdmitPass walks the events by hi, inserting in each bucket every
 // possible charge that may come before, and marks the must-admit verdicts
 // and the under-admissions (not for the offered bounds).
 func (sw *sweeper) mustAdmitPass(offered bool) {
-	pl, so, events := sw.pl, sw.so, sw.events
-	for _, j := range sw.ord.g {
-		if events[j].KeyUnknown {
+	pl, so, evs := sw.pl, sw.so, sw.evs
+	for k := range sw.ord.len() {
+		j := sw.ord.event(k)
+		if evs.keyUnknown(int(j)) {
 			continue // its charges are inserted with the others'
 		}
-		ma := sw.mustAdmit(j, offered)
+		ma := sw.mustAdmit(k, j, offered)
 		so.mustA[j] = ma
 		if offered || !ma {
 			continue
 		}
-		if o := events[j].Outcome; o == Rejected || o == ShadowRejected {
+		if o := evs.outcome(int(j)); o == Rejected || o == ShadowRejected {
 			rs, re := pl.refs(j)
 			for r := rs; r < re; r++ {
-				b, l := pl.ref(r)
+				b, l := sw.ref(k, r)
 				if bk := pl.buckets[b]; !bk.poss[l] && !bk.params.countsAll() {
 					sw.prims[b].markUnder(l)
 				}
@@ -833,23 +1174,23 @@ func (sw *sweeper) mustAdmitPass(offered bool) {
 	}
 }
 
-// mustAdmit reports whether every bucket of event j must admit it, noting
-// in the sweep's output the bucket that decided (the first that may reject,
-// else the tightest).
-func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
+// mustAdmit reports whether every bucket of event j, the k-th of the
+// pass's order, must admit it, noting in the sweep's output the bucket
+// that decided (the first that may reject, else the tightest).
+func (sw *sweeper) mustAdmit(k int, j int32, offered bool) bool {
 	pl, so := sw.pl, sw.so
 	worst := math.Inf(1)
 	// the deciding bucket matters only to a rejected event that must be
 	// admitted (an under-admission)
-	o := sw.events[j].Outcome
+	o := sw.evs.outcome(int(j))
 	keep := o == Rejected || o == ShadowRejected
 	var by decidedBy
 	rs, re := pl.refs(j)
 	for r := rs; r < re; r++ {
-		b, l := pl.ref(r)
+		b, l := sw.ref(k, r)
 		bk, pr := pl.buckets[b], sw.prims[b]
 		bl, bh := sw.lo(bk), sw.hi(bk)
-		for o := sw.ord.b[b]; sw.ptr[b] < len(o) && bl[o[sw.ptr[b]]] <= bh[l]; sw.ptr[b]++ {
+		for o := sw.ord.of(b); sw.ptr[b] < len(o) && bl[o[sw.ptr[b]]] <= bh[l]; sw.ptr[b]++ {
 			if q := o[sw.ptr[b]]; offered || bk.poss[q] {
 				pr.insert(q)
 			}
@@ -872,42 +1213,92 @@ func (sw *sweeper) mustAdmit(j int32, offered bool) bool {
 // Check judges events against m: per request must admit / must reject /
 // either, the violations, count findings per window, bucket and run, and the
 // bounds of the admitted counts. It errors on malformed events (Lo > Hi).
-func Check(m Model, events []Event, opts Options) (*Result, error) {
-	for i := range events {
-		if events[i].Lo > events[i].Hi {
-			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, events[i].ID, events[i].Lo, events[i].Hi)
+func Check(m Model, evs *Events, opts Options) (*Result, error) {
+	for i := range evs.Len() {
+		if evs.lo[i] > evs.hi[i] {
+			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(evs.req[i]), evs.lo[i], evs.hi[i])
 		}
 	}
 	ref := int64(0)
-	if len(events) > 0 {
-		ref = events[0].Lo
+	if evs.Len() > 0 {
+		ref = evs.lo[0]
 	}
 	cm := m.checker(ref)
 	fl := cm.flags()
 	admitUncertain := fl.enabledPartial || (fl.shadowy && !opts.ShadowVisible)
-	pl, err := buildPlan(cm, events, int64(opts.Widen), admitUncertain)
+	pl, err := buildPlan(cm, evs, int64(opts.Widen), admitUncertain)
 	if err != nil {
 		return nil, err
 	}
-	c := &checkRun{pl: pl, events: events, opts: opts, fl: fl, admitUncertain: admitUncertain,
-		res: &Result{Verdicts: make([]Verdict, len(events))}}
-	c.prims = pl.prims(events, false, opts.UnknownInitialState, admitUncertain)
-	c.verdicts(pl.sweep(events, c.prims, false, false, admitUncertain))
+	c := &checkRun{pl: pl, evs: evs, opts: opts, fl: fl, admitUncertain: admitUncertain,
+		res: &Result{Verdicts: make([]Verdict, evs.Len())}}
+	if pl.perBucket {
+		c.byBucket()
+		c.uncertainty()
+		return c.res, nil
+	}
+	c.prims = pl.prims(evs, false, opts.UnknownInitialState, admitUncertain)
+	c.verdicts(pl.sweep(evs, c.prims, false, false, admitUncertain))
 	for _, pr := range c.prims {
 		if d, ok := pr.(interface{ sweepDone() }); ok {
 			d.sweepDone() // the bounds and findings need none of its sweep state
 		}
 	}
-	c.bounds()
+	off := c.offeredBounds()
+	parts := make([]bucketPart, len(pl.buckets))
+	for b := range pl.buckets {
+		parts[b] = c.bucketPart(b, off)
+	}
+	c.bounds(parts, off)
 	c.uncertainty()
 	return c.res, nil
+}
+
+// byBucket is Check's sweep, verdicts and bounds of a perBucket plan: each
+// bucket in turn is filled, swept (and swept for its offered bounds), its
+// findings and bounds computed, and released, so that only one bucket's
+// columns, orders and primitive state live at a time. Each bucket's
+// primitive sees the calls it would see in Check's sweep of all, in the
+// same order (the buckets' verdicts are independent), so the result is the
+// same.
+func (c *checkRun) byBucket() {
+	pl, n, nb := c.pl, c.evs.Len(), len(c.pl.buckets)
+	initUnknown := c.opts.UnknownInitialState
+	c.prims = make([]prim, nb)
+	sw := pl.sweeper(c.evs, c.prims, false)
+	off := &sweepOut{mustA: make([]bool, n)}
+	var osw *sweeper
+	if c.needOffered() {
+		osw = &sweeper{pl: pl, evs: c.evs, prims: make([]prim, nb), so: &sweepOut{mustR: make([]bool, n), mustA: off.mustA},
+			ptr: make([]int, nb)}
+	}
+	parts := make([]bucketPart, nb)
+	for b := range pl.buckets {
+		b32 := int32(b)
+		pl.fill(c.evs, b32, false)
+		var ctx *primCtx
+		c.prims[b], ctx = pl.prim(c.evs, b32, false, initUnknown, c.admitUncertain)
+		sw.sweepBucket(b32, false, c.admitUncertain)
+		if osw != nil {
+			osw.prims[b], _ = pl.prim(c.evs, b32, false, initUnknown, c.admitUncertain)
+			osw.sweepBucket(b32, true, c.admitUncertain)
+			osw.prims[b] = nil
+		}
+		parts[b] = c.bucketPart(b, off)
+		// its primitive stays for the verdicts' why, which read its
+		// parameters only
+		ctx.lo, ctx.hi, ctx.sure, ctx.poss, ctx.obs = nil, nil, nil, nil, nil
+		pl.release(b32)
+	}
+	c.verdicts(sw.so)
+	c.bounds(parts, off)
 }
 
 // checkRun is one Check call's state: the plan, its primitives after the
 // sweep, and the result being filled.
 type checkRun struct {
 	pl             *plan
-	events         []Event
+	evs            *Events
 	prims          []prim
 	opts           Options
 	fl             specFlags
@@ -919,7 +1310,7 @@ type checkRun struct {
 // request verdicts and the violations (over, under, shadow).
 func (c *checkRun) verdicts(so *sweepOut) {
 	res, pl, prims := c.res, c.pl, c.prims
-	for j := range c.events {
+	for j := range c.evs.Len() {
 		v := Either
 		switch {
 		case so.mustR[j] && so.mustA[j]:
@@ -932,14 +1323,14 @@ func (c *checkRun) verdicts(so *sweepOut) {
 			res.MustAdmit++
 		}
 		res.Verdicts[j] = v
-		e := &c.events[j]
+		e := c.evs.At(int(j))
 		if e.Outcome != Unknown {
 			res.Observed++
 		}
 		switch {
 		case v == MustReject && e.Outcome == Admitted:
 			by := so.rWhy[int32(j)]
-			vi := Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome, Bucket: pl.buckets[by.b].id,
+			vi := Violation{ID: c.evs.name(e.Req), Req: e.Req, Index: j, Verdict: v, Outcome: e.Outcome, Bucket: pl.buckets[by.b].id,
 				Why: prims[by.b].why(true, by.v)}
 			if c.admitUncertain {
 				res.Shadow = append(res.Shadow, vi)
@@ -947,7 +1338,7 @@ func (c *checkRun) verdicts(so *sweepOut) {
 				res.Over = append(res.Over, vi)
 			}
 		case v == MustAdmit && (e.Outcome == Rejected || e.Outcome == ShadowRejected):
-			vi := Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome, Why: "not limited: no bucket applies"}
+			vi := Violation{ID: c.evs.name(e.Req), Req: e.Req, Index: j, Verdict: v, Outcome: e.Outcome, Why: "not limited: no bucket applies"}
 			if rs, re := pl.refs(int32(j)); rs < re {
 				by := so.aWhy[int32(j)]
 				vi.Bucket = pl.buckets[by.b].id
@@ -955,7 +1346,7 @@ func (c *checkRun) verdicts(so *sweepOut) {
 			}
 			res.Under = append(res.Under, vi)
 		case c.fl.neverRejects && e.Outcome == Rejected && !e.KeyUnknown:
-			res.Under = append(res.Under, Violation{ID: e.ID, Index: j, Verdict: v, Outcome: e.Outcome,
+			res.Under = append(res.Under, Violation{ID: c.evs.name(e.Req), Req: e.Req, Index: j, Verdict: v, Outcome: e.Outcome,
 				Why: "rejected by a limiter that enforces no rejection (dry run, shadow mode or filter_enforced 0)"})
 		}
 	}
@@ -966,31 +1357,56 @@ func (c *checkRun) verdicts(so *sweepOut) {
 // is known. It is all false when every bucket is a single token bucket.
 func (c *checkRun) offeredBounds() *sweepOut {
 	pl := c.pl
-	for b, bk := range pl.buckets {
-		if _, tb := c.prims[b].(*tbPrim); !bk.single || !tb {
-			return pl.sweep(c.events, pl.prims(c.events, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
+	if c.needOffered() {
+		return pl.sweep(c.evs, pl.prims(c.evs, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
+	}
+	return &sweepOut{mustA: make([]bool, c.evs.Len())}
+}
+
+// needOffered reports whether the offered bounds' sweep tells anything:
+// some bucket is not a single token bucket.
+func (c *checkRun) needOffered() bool {
+	for _, bk := range c.pl.buckets {
+		if _, tb := bk.params.(*tbParams); !bk.single || !tb {
+			return true
 		}
 	}
-	return &sweepOut{mustA: make([]bool, len(c.events))}
+	return false
+}
+
+// bucketPart is what the bounds keep of one bucket: its findings, bound
+// and window bounds.
+type bucketPart struct {
+	findings []WindowFinding
+	bound    Bound
+	windows  []Bound
+}
+
+// bucketPart computes bucket b's findings and bounds from its primitive
+// after the sweep (off: the offered bounds' marks).
+func (c *checkRun) bucketPart(b int, off *sweepOut) bucketPart {
+	p := bucketPart{findings: c.prims[b].findings(), bound: c.bucketBound(b, off)}
+	if wb, ok := c.prims[b].(interface{ windowBounds() (int, int, []Bound) }); ok {
+		_, _, p.windows = wb.windowBounds()
+	}
+	return p
 }
 
 // bounds fills the per bucket and run bounds of the admitted counts and the
 // count findings of the windows, buckets and run.
-func (c *checkRun) bounds() {
+//
+// parts are the buckets' (bucketPart), off the offered bounds' marks.
+func (c *checkRun) bounds(parts []bucketPart, off *sweepOut) {
 	res, pl := c.res, c.pl
-	off := c.offeredBounds()
 	res.Total = Bound{}
 	bmin := make([]int, len(pl.buckets))
 	bmax := make([]int, len(pl.buckets))
 	for b := range pl.buckets {
-		res.Windows = append(res.Windows, c.prims[b].findings()...)
-		bd := c.bucketBound(b, off)
+		res.Windows = append(res.Windows, parts[b].findings...)
+		bd := parts[b].bound
 		bmin[b], bmax[b] = bd.Min, bd.Max
 		res.Buckets = append(res.Buckets, bd)
-		if wb, ok := c.prims[b].(interface{ windowBounds() (int, int, []Bound) }); ok {
-			_, _, ws := wb.windowBounds()
-			res.WindowBounds = append(res.WindowBounds, ws...)
-		}
+		res.WindowBounds = append(res.WindowBounds, parts[b].windows...)
 	}
 	lastGroup := c.totalBound(off)
 	for b, bk := range pl.buckets {
@@ -1003,10 +1419,10 @@ func (c *checkRun) bounds() {
 	}
 	res.Total.Min = min(res.Total.Min, res.Total.Max)
 	for _, bd := range res.Buckets {
-		res.Windows = append(res.Windows, boundFindings(bd, c.events, pl, c.admitUncertain)...)
+		res.Windows = append(res.Windows, boundFindings(bd, c.evs, pl, c.admitUncertain)...)
 	}
 	if tot := res.Total; !tot.Holds() {
-		res.Windows = append(res.Windows, boundFindings(tot, c.events, nil, c.admitUncertain)...)
+		res.Windows = append(res.Windows, boundFindings(tot, c.evs, nil, c.admitUncertain)...)
 	}
 	slices.SortFunc(res.Buckets, func(a, b Bound) int { return strings.Compare(a.Bucket, b.Bucket) })
 }
@@ -1020,7 +1436,7 @@ func (c *checkRun) bucketBound(b int, off *sweepOut) Bound {
 	ma, adm, possible := 0, 0, 0
 	for l := range bk.size() {
 		g := bk.event(int32(l))
-		o := outcomeIn(&c.events[g])
+		o := c.evs.outcomeIn(int(g))
 		if o != Unknown && off.mustA[g] {
 			ma++
 		}
@@ -1044,8 +1460,8 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 	pl := c.pl
 	lastGroup := map[int32]int{}
 	t := &c.res.Total
-	for j := range c.events {
-		e := &c.events[j]
+	for j := range c.evs.Len() {
+		e := c.evs.At(int(j))
 		t.Offered++
 		if e.Outcome == Admitted && !c.admitUncertain {
 			t.Admitted++
@@ -1062,6 +1478,8 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 			if e.Outcome != Unknown {
 				t.Min++
 			}
+		case re-rs == 1 && pl.perBucket:
+			// counted below: every event of a bucket has it last
 		case re-rs == 1:
 			b, _ := pl.ref(re - 1)
 			lastGroup[b]++
@@ -1073,6 +1491,11 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 			}
 		}
 	}
+	if pl.perBucket {
+		for b, bk := range pl.buckets {
+			lastGroup[int32(b)] += bk.size()
+		}
+	}
 	return lastGroup
 }
 
@@ -1080,10 +1503,10 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 // the arrival intervals and how many either verdicts a point replay at the
 // mid points would have decided.
 func (c *checkRun) uncertainty() {
-	n := len(c.events)
+	n := c.evs.Len()
 	widths := make([]int64, n)
-	for j := range c.events {
-		widths[j] = c.events[j].Hi - c.events[j].Lo + 2*int64(c.opts.Widen)
+	for j := range c.evs.Len() {
+		widths[j] = c.evs.hi[j] - c.evs.lo[j] + 2*int64(c.opts.Widen)
 	}
 	slices.Sort(widths)
 	u := &c.res.Uncertainty
@@ -1101,9 +1524,14 @@ func (c *checkRun) uncertainty() {
 		// the interval sweep's primitives and orders are done with: let
 		// the midpoint sweep reuse their memory
 		c.prims, c.pl.orders[0] = nil, nil
-		c.pl.fillMid(c.events)
-		pm := c.pl.prims(c.events, true, c.opts.UnknownInitialState, c.admitUncertain)
-		sp := c.pl.sweep(c.events, pm, true, false, c.admitUncertain)
+		var sp *sweepOut
+		if c.pl.perBucket {
+			sp = c.midByBucket()
+		} else {
+			c.pl.fillMid(c.evs)
+			pm := c.pl.prims(c.evs, true, c.opts.UnknownInitialState, c.admitUncertain)
+			sp = c.pl.sweep(c.evs, pm, true, false, c.admitUncertain)
+		}
 		for j, v := range c.res.Verdicts {
 			if v == Either && sp.mustR[j] != sp.mustA[j] {
 				u.EitherFromTiming++
@@ -1112,25 +1540,42 @@ func (c *checkRun) uncertainty() {
 	}
 }
 
-// outcomeIn is what a bucket's primitive and bounds see of e: nothing for
-// an event whose key is unknown (it may not be in the bucket at all).
-func outcomeIn(e *Event) Outcome {
-	if e.KeyUnknown {
+// midByBucket is the midpoint sweep of a perBucket plan, a bucket at a
+// time (byBucket).
+func (c *checkRun) midByBucket() *sweepOut {
+	pl := c.pl
+	sw := pl.sweeper(c.evs, make([]prim, len(pl.buckets)), true)
+	for b := range pl.buckets {
+		b32 := int32(b)
+		pl.fill(c.evs, b32, true)
+		sw.prims[b], _ = pl.prim(c.evs, b32, true, c.opts.UnknownInitialState, c.admitUncertain)
+		sw.sweepBucket(b32, false, c.admitUncertain)
+		sw.prims[b] = nil
+		pl.release(b32)
+	}
+	return sw.so
+}
+
+// outcomeIn is what a bucket's primitive and bounds see of event j:
+// nothing for an event whose key is unknown (it may not be in the bucket
+// at all).
+func (evs *Events) outcomeIn(j int) Outcome {
+	if evs.keyUnknown(j) {
 		return Unknown
 	}
-	return e.Outcome
+	return evs.outcome(j)
 }
 
 // boundFindings turns a bound that does not hold into findings naming the
 // requests: for too many, the sure admissions with the latest arrivals; for
 // too few, the rejections with the earliest.
-func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []WindowFinding {
+func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []WindowFinding {
 	if bd.Holds() {
 		return nil
 	}
 	var members []int32
 	if pl == nil {
-		for j := range events {
+		for j := range evs.Len() {
 			members = append(members, int32(j))
 		}
 	} else {
@@ -1152,9 +1597,9 @@ func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []Wi
 	pick := func(keep func(Outcome) bool, latest bool, k int) []string {
 		var sel []int32
 		for _, g := range members {
-			o := events[g].Outcome
+			o := evs.outcome(int(g))
 			if pl != nil {
-				o = outcomeIn(&events[g]) // a bucket's: not an event that may lie elsewhere
+				o = evs.outcomeIn(int(g)) // a bucket's: not an event that may lie elsewhere
 			}
 			if keep(o) {
 				sel = append(sel, g)
@@ -1162,13 +1607,13 @@ func boundFindings(bd Bound, events []Event, pl *plan, admitUncertain bool) []Wi
 		}
 		slices.SortFunc(sel, func(x, y int32) int {
 			if latest {
-				return cmp64(events[y].Hi, events[x].Hi)
+				return cmp64(evs.hi[y], evs.hi[x])
 			}
-			return cmp64(events[x].Lo, events[y].Lo)
+			return cmp64(evs.lo[x], evs.lo[y])
 		})
 		var out []string
 		for _, g := range sel[:min(k, len(sel))] {
-			out = append(out, events[g].ID)
+			out = append(out, evs.name(evs.req[g]))
 		}
 		return out
 	}

@@ -9,13 +9,13 @@ import (
 )
 
 // ev builds an event on key "k" with its interval in ms offsets from t0.
-func ev(id string, loMs, hiMs float64, o Outcome) Event {
-	return Event{ID: id, Key: "k", Lo: t0 + int64(loMs*1e6), Hi: t0 + int64(hiMs*1e6), Outcome: o}
+func ev(id string, loMs, hiMs float64, o Outcome) tEvent {
+	return tEvent{ID: id, Key: "k", Lo: t0 + int64(loMs*1e6), Hi: t0 + int64(hiMs*1e6), Outcome: o}
 }
 
-func check(t *testing.T, spec Spec, events []Event, opts Options) *Result {
+func check(t *testing.T, spec Spec, events []tEvent, opts Options) *Result {
 	t.Helper()
-	res, err := Check(MustNew(spec), events, opts)
+	res, err := Check(MustNew(spec), mk(events), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func ids(v []Violation) []string {
 // bucket must be admitted, and the run's lower bound is not met.
 func TestRejectEverythingFails(t *testing.T) {
 	spec := Spec{Kind: KindTokenBucket, Capacity: 5, RatePerSec: 1}
-	var events []Event
+	var events []tEvent
 	for i := range 10 {
 		events = append(events, ev(fmt.Sprintf("r%d", i), 0, 2, Rejected))
 	}
@@ -64,7 +64,7 @@ func TestRejectEverythingFails(t *testing.T) {
 func TestFixedWindowBoundaryBreach(t *testing.T) {
 	spec := Spec{Kind: KindFixedWindow, Limit: 2, Unit: "minute"}
 	start := float64(floorDiv(t0, 60e9)*60e9+60e9-t0) / 1e6 // ms offset of a minute start
-	events := []Event{
+	events := []tEvent{
 		ev("a", start+50_000, start+50_002, Admitted),
 		ev("b", start+55_000, start+55_002, Admitted),
 		ev("c", start+59_000, start+59_002, Admitted),
@@ -98,7 +98,7 @@ func TestFixedWindowBoundaryBreach(t *testing.T) {
 // the excess.
 func TestSimultaneousBurstCount(t *testing.T) {
 	spec := Spec{Kind: KindTokenBucket, Capacity: 5, RatePerSec: 1}
-	var events []Event
+	var events []tEvent
 	for i := range 10 {
 		events = append(events, ev(fmt.Sprintf("r%d", i), 0, 2+float64(i)*0.1, Admitted))
 	}
@@ -127,7 +127,7 @@ func TestUncertaintyGivesEither(t *testing.T) {
 	spec := Spec{Kind: KindTokenBucket, Capacity: 1, RatePerSec: 1}
 	// a may be at 0 and b at 1500 ms (both fit), or a at 600 ms after b at
 	// 500 ms (a has 0.1 token): a consistent schedule exists
-	wide := []Event{ev("a", 0, 600, Admitted), ev("b", 500, 1500, Admitted)}
+	wide := []tEvent{ev("a", 0, 600, Admitted), ev("b", 500, 1500, Admitted)}
 	res := check(t, spec, wide, Options{})
 	if v, why := res.Validity(); v != Valid {
 		t.Fatalf("wide intervals: %s %v", v, why)
@@ -138,7 +138,7 @@ func TestUncertaintyGivesEither(t *testing.T) {
 	if res.Uncertainty.MaxWidth != time.Second || res.Uncertainty.Either != 2 || res.Uncertainty.EitherFromTiming == 0 {
 		t.Errorf("uncertainty %+v", res.Uncertainty)
 	}
-	narrow := []Event{ev("a", 0, 1, Admitted), ev("b", 500, 501, Admitted)}
+	narrow := []tEvent{ev("a", 0, 1, Admitted), ev("b", 500, 501, Admitted)}
 	res = check(t, spec, narrow, Options{})
 	if !slices.Equal(ids(res.Over), []string{"b"}) {
 		t.Errorf("narrow intervals: over %v, want [b]", ids(res.Over))
@@ -151,11 +151,11 @@ func TestUncertaintyGivesEither(t *testing.T) {
 // A request with no response is possibly, never surely, charged.
 func TestUnknownOutcome(t *testing.T) {
 	spec := Spec{Kind: KindTokenBucket, Capacity: 1, RatePerSec: 0}
-	res := check(t, spec, []Event{ev("lost", 0, 1, Unknown), ev("b", 5, 6, Admitted)}, Options{})
+	res := check(t, spec, []tEvent{ev("lost", 0, 1, Unknown), ev("b", 5, 6, Admitted)}, Options{})
 	if len(res.Over)+len(res.Windows) != 0 || res.Verdicts[1] != Either {
 		t.Errorf("an unknown outcome made b over-admitted: %+v", res)
 	}
-	res = check(t, spec, []Event{ev("lost", 0, 1, Unknown), ev("b", 5, 6, Rejected)}, Options{})
+	res = check(t, spec, []tEvent{ev("lost", 0, 1, Unknown), ev("b", 5, 6, Rejected)}, Options{})
 	if len(res.Under) != 0 {
 		t.Errorf("b under-admitted although the lost request may have taken the token: %v", ids(res.Under))
 	}
@@ -164,14 +164,14 @@ func TestUnknownOutcome(t *testing.T) {
 // One over-admission is reported once, not as a cascade.
 func TestNoCascade(t *testing.T) {
 	spec := Spec{Kind: KindTokenBucket, Capacity: 1, RatePerSec: 1}
-	events := []Event{ev("a1", 0, 1, Admitted), ev("a2", 100, 101, Admitted), ev("a3", 1150, 1151, Admitted)}
+	events := []tEvent{ev("a1", 0, 1, Admitted), ev("a2", 100, 101, Admitted), ev("a3", 1150, 1151, Admitted)}
 	res := check(t, spec, events, Options{})
 	if !slices.Equal(ids(res.Over), []string{"a2"}) {
 		t.Errorf("over %v, want only a2 (a3 had a token once a2 is not counted)", ids(res.Over))
 	}
 	// the same for under-admission: b1 wrongly rejected; b2 (surely after,
 	// one token per second) is then judged as if b1 had taken its token
-	events = []Event{ev("b1", 0, 1, Rejected), ev("b2", 500, 501, Rejected)}
+	events = []tEvent{ev("b1", 0, 1, Rejected), ev("b2", 500, 501, Rejected)}
 	res = check(t, spec, events, Options{})
 	if !slices.Equal(ids(res.Under), []string{"b1"}) {
 		t.Errorf("under %v, want only b1", ids(res.Under))
@@ -189,7 +189,7 @@ func TestEnvoyRejectedChargesArePossible(t *testing.T) {
 		}}
 	both := []Descriptor{{{"a", "1"}}, {{"b", "1"}}}
 	onlyA := []Descriptor{{{"a", "1"}}}
-	e := func(id string, lo float64, d []Descriptor, o Outcome) Event {
+	e := func(id string, lo float64, d []Descriptor, o Outcome) tEvent {
 		x := ev(id, lo, lo+1, o)
 		x.Attrs = &Attrs{Descriptors: d}
 		return x
@@ -198,12 +198,12 @@ func TestEnvoyRejectedChargesArePossible(t *testing.T) {
 	// spent and r2 (a only) must be rejected; if by a... a was full, so r1
 	// can only have been rejected by b. The checker cannot know which
 	// bucket refused r1, so r2 is "either".
-	res := check(t, spec, []Event{e("r1", 0, both, Rejected), e("r2", 10, onlyA, Admitted)}, Options{})
+	res := check(t, spec, []tEvent{e("r1", 0, both, Rejected), e("r2", 10, onlyA, Admitted)}, Options{})
 	if len(res.Over) != 0 || res.Verdicts[1] != Either {
 		t.Errorf("r2: %s, over %v", res.Verdicts[1], ids(res.Over))
 	}
 	// admitted r1 surely charged a
-	res = check(t, spec, []Event{e("r1", 0, both, Admitted), e("r2", 10, onlyA, Admitted)}, Options{})
+	res = check(t, spec, []tEvent{e("r1", 0, both, Admitted), e("r2", 10, onlyA, Admitted)}, Options{})
 	if !slices.Equal(ids(res.Over), []string{"r2"}) || res.Over[0].Bucket != "k|descriptor a=1" {
 		t.Errorf("over %+v, want r2 by descriptor a=1", res.Over)
 	}
@@ -214,7 +214,7 @@ func TestEnvoyRejectedChargesArePossible(t *testing.T) {
 // show the limiter's own decision (ShadowVisible).
 func TestShadowLimiter(t *testing.T) {
 	spec := Spec{Kind: KindFixedWindow, Limit: 1, Unit: "hour", ShadowMode: true}
-	events := []Event{ev("a", 0, 1, Admitted), ev("b", 10, 11, Admitted)}
+	events := []tEvent{ev("a", 0, 1, Admitted), ev("b", 10, 11, Admitted)}
 	res := check(t, spec, events, Options{})
 	if len(res.Over) != 0 || !slices.Equal(ids(res.Shadow), []string{"b"}) {
 		t.Errorf("over %v shadow %v, want b as shadow", ids(res.Over), ids(res.Shadow))
@@ -240,18 +240,18 @@ func TestValidityAndErrors(t *testing.T) {
 	if v, _ := res.Validity(); v != UnknownValidity {
 		t.Errorf("no events: %s, want unknown", v)
 	}
-	res = check(t, spec, []Event{ev("x", 0, 1, Unknown)}, Options{})
+	res = check(t, spec, []tEvent{ev("x", 0, 1, Unknown)}, Options{})
 	if v, _ := res.Validity(); v != UnknownValidity {
 		t.Errorf("only unknown outcomes: %s, want unknown", v)
 	}
-	if _, err := Check(MustNew(spec), []Event{ev("x", 5, 1, Admitted)}, Options{}); err == nil || !strings.Contains(err.Error(), `"x"`) {
+	if _, err := Check(MustNew(spec), mk([]tEvent{ev("x", 5, 1, Admitted)}), Options{}); err == nil || !strings.Contains(err.Error(), `"x"`) {
 		t.Errorf("lo after hi: %v", err)
 	}
 }
 
 // Unlimited rules and unmatched nginx keys: must admit.
 func TestNotLimited(t *testing.T) {
-	res := check(t, Spec{Kind: KindFixedWindow, Unit: "second", Unlimited: true}, []Event{ev("a", 0, 1, Rejected)}, Options{})
+	res := check(t, Spec{Kind: KindFixedWindow, Unit: "second", Unlimited: true}, []tEvent{ev("a", 0, 1, Rejected)}, Options{})
 	if !slices.Equal(ids(res.Under), []string{"a"}) {
 		t.Errorf("unlimited rule rejected a: under %v", ids(res.Under))
 	}
@@ -260,7 +260,7 @@ func TestNotLimited(t *testing.T) {
 // Widen covers a clock offset between the clients and the limiter.
 func TestWiden(t *testing.T) {
 	spec := Spec{Kind: KindTokenBucket, Capacity: 1, RatePerSec: 1}
-	events := []Event{ev("a", 0, 1, Admitted), ev("b", 10, 11, Admitted)}
+	events := []tEvent{ev("a", 0, 1, Admitted), ev("b", 10, 11, Admitted)}
 	if res := check(t, spec, events, Options{}); len(res.Over) != 1 {
 		t.Fatalf("over %v", ids(res.Over))
 	}
@@ -272,7 +272,7 @@ func TestWiden(t *testing.T) {
 // UnknownInitialState drops the full-bucket assumption from lower bounds.
 func TestUnknownInitialState(t *testing.T) {
 	spec := Spec{Kind: KindTokenBucket, Capacity: 3, RatePerSec: 1}
-	events := []Event{ev("a", 0, 1, Rejected)}
+	events := []tEvent{ev("a", 0, 1, Rejected)}
 	if res := check(t, spec, events, Options{}); len(res.Under) != 1 {
 		t.Fatalf("fresh bucket: under %v", ids(res.Under))
 	}
@@ -286,24 +286,24 @@ func TestUnknownInitialState(t *testing.T) {
 // a long-idle key's state is unknown.
 func TestNginxIdleKeyMayBeFreed(t *testing.T) {
 	spec := Spec{Kind: KindNginxLimitReq, Rate: "1r/m"}
-	k := func(id, key string, atMs float64, o Outcome) Event {
+	k := func(id, key string, atMs float64, o Outcome) tEvent {
 		e := ev(id, atMs, atMs+1, o)
 		e.Key = key
 		return e
 	}
 	// one key: 61 s after an admission there is 0.976 request of room
-	one := []Event{k("a", "k1", 0, Admitted), k("b", "k1", 61_000, Admitted)}
+	one := []tEvent{k("a", "k1", 0, Admitted), k("b", "k1", 61_000, Admitted)}
 	if res := check(t, spec, one, Options{}); !slices.Equal(ids(res.Over), []string{"b"}) {
 		t.Fatalf("one key: over %v, want b", ids(res.Over))
 	}
 	// another key created after 60 s idle may have freed k1
-	two := []Event{k("a", "k1", 0, Admitted), k("x", "k2", 60_500, Admitted), k("b", "k1", 61_000, Admitted)}
+	two := []tEvent{k("a", "k1", 0, Admitted), k("x", "k2", 60_500, Admitted), k("b", "k1", 61_000, Admitted)}
 	res := check(t, spec, two, Options{})
 	if v, why := res.Validity(); v != Valid || res.Verdicts[2] != Either {
 		t.Errorf("k1 after 61 s idle with another key: %s %v (verdict %s)", v, why, res.Verdicts[2])
 	}
 	// within 60 s nothing can be freed: 30 s after an admission, no room
-	early := []Event{k("a", "k1", 0, Admitted), k("x", "k2", 20_000, Admitted), k("b", "k1", 30_000, Admitted)}
+	early := []tEvent{k("a", "k1", 0, Admitted), k("x", "k2", 20_000, Admitted), k("b", "k1", 30_000, Admitted)}
 	if res := check(t, spec, early, Options{}); !slices.Equal(ids(res.Over), []string{"b"}) {
 		t.Errorf("30 s: over %v, want b", ids(res.Over))
 	}
@@ -315,12 +315,12 @@ func TestNginxIdleKeyMayBeFreed(t *testing.T) {
 // limit among the known events is still found.
 func TestKeyUnknown(t *testing.T) {
 	spec := Spec{Kind: KindFixedWindow, Limit: 2, Unit: "second", Align: "epoch"}
-	known := []Event{ev("a", 1, 2, Admitted), ev("b", 20, 21, Rejected)}
+	known := []tEvent{ev("a", 1, 2, Admitted), ev("b", 20, 21, Rejected)}
 	res := check(t, spec, known, Options{})
 	if res.Verdicts[1] != MustAdmit || len(res.Under) != 1 {
 		t.Fatalf("without the unknown event: %v under %v", res.Verdicts, ids(res.Under))
 	}
-	u := Event{ID: "u", Lo: t0 + 10e6, Hi: t0 + 11e6, Outcome: Admitted, KeyUnknown: true}
+	u := tEvent{ID: "u", Lo: t0 + 10e6, Hi: t0 + 11e6, Outcome: Admitted, KeyUnknown: true}
 	res = check(t, spec, append(slices.Clone(known), u), Options{})
 	if res.Verdicts[1] != Either || res.Verdicts[2] != Either || len(res.Under)+len(res.Over)+len(res.Windows) != 0 {
 		t.Fatalf("with it: %v under %v over %v windows %v", res.Verdicts, ids(res.Under), ids(res.Over), res.Windows)
@@ -329,7 +329,7 @@ func TestKeyUnknown(t *testing.T) {
 		t.Fatalf("total %+v", res.Total)
 	}
 	// Three admissions of k surely in one window of limit 2: found.
-	over := []Event{ev("a", 1, 2, Admitted), ev("b", 3, 4, Admitted), ev("c", 5, 6, Admitted), u}
+	over := []tEvent{ev("a", 1, 2, Admitted), ev("b", 3, 4, Admitted), ev("c", 5, 6, Admitted), u}
 	if res := check(t, spec, over, Options{}); len(res.Over) != 1 || res.Over[0].ID != "c" {
 		t.Fatalf("over %v verdicts %v", ids(res.Over), res.Verdicts)
 	}
@@ -338,7 +338,7 @@ func TestKeyUnknown(t *testing.T) {
 	maxUnknownKeyCharges = 1
 	u2 := u
 	u2.ID = "u2"
-	if _, err := Check(MustNew(spec), append(slices.Clone(known), u, u2), Options{}); err == nil || !strings.Contains(err.Error(), "unknown key") {
+	if _, err := Check(MustNew(spec), mk(append(slices.Clone(known), u, u2)), Options{}); err == nil || !strings.Contains(err.Error(), "unknown key") {
 		t.Fatalf("error %v", err)
 	}
 }

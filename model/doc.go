@@ -52,6 +52,9 @@
 // response arrived, nor after the backend received it. A caller maps
 // evidence to an Event as follows:
 //
+//	Key = Events.AddKey(the key of the limiter instance, as Request.Key)
+//	Req = the request's position in the caller's evidence (Events.Name
+//	      names it in violations and findings)
 //	Lo = send_ns (the client's clock, taken just before the request was written)
 //	Hi = send_ns + latency_ns (response fully read); for a request the backend
 //	     received, also Hi <= recv_ns of its receipt (for nginx without nodelay

@@ -398,16 +398,16 @@ func (m *envoyModel) checker(ref int64) checkModel {
 	return c
 }
 
-func (c *envoyCheck) route(e *Event, dst []bucketRef) []bucketRef {
+func (c *envoyCheck) route(e *routeIn, dst []bucketRef) []bucketRef {
 	m := c.m
 	c.buf = m.matches(e.descriptors(), c.buf)
 	prevRank := -1.0
 	for k, mt := range c.buf {
 		d := m.descs[mt.desc]
 		p := c.desc[mt.desc]
-		id := e.Key + "|" + m.descName(mt)
+		id := e.key + "|" + m.descName(mt)
 		if d.wildcard {
-			pk := e.Key + "\x00" + strconv.Itoa(mt.desc)
+			pk := e.key + "\x00" + strconv.Itoa(mt.desc)
 			p = c.dyn[pk]
 			if p == nil {
 				q := *c.desc[mt.desc]
@@ -420,7 +420,7 @@ func (c *envoyCheck) route(e *Event, dst []bucketRef) []bucketRef {
 		prevRank = d.rank
 	}
 	if len(c.buf) == 0 || *m.spec.AlwaysConsumeDefault {
-		dst = append(dst, bucketRef{id: e.Key + "|default", params: c.def})
+		dst = append(dst, bucketRef{id: e.key + "|default", params: c.def})
 	}
 	return dst
 }

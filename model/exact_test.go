@@ -21,15 +21,15 @@ func TestTimerBucketLowerBoundExact(t *testing.T) {
 	}{{"1.30", start, false, 5}, {"1.31", "", false, 4}, {"1.34", "", true, 5}} {
 		m := MustNew(Spec{Kind: KindEnvoyLocal, EnvoyVersion: c.version, MaxTokens: 5, TokensPerFill: &tpf,
 			FillInterval: Duration(time.Hour), TimerStart: c.timerStart, ExactLevel: c.exactLevel})
-		var evs []Event
+		var evs []tEvent
 		for i := 0; i < 10; i++ {
 			o := Admitted
 			if i >= 5 {
 				o = Rejected
 			}
-			evs = append(evs, Event{ID: fmt.Sprint(i), Lo: t0, Hi: t0 + int64(time.Millisecond), Key: "p", Outcome: o})
+			evs = append(evs, tEvent{ID: fmt.Sprint(i), Lo: t0, Hi: t0 + int64(time.Millisecond), Key: "p", Outcome: o})
 		}
-		res, err := Check(m, evs, Options{})
+		res, err := Check(m, mk(evs), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestTimerBucketLowerBoundExact(t *testing.T) {
 		for i := range evs {
 			evs[i].Outcome = Rejected
 		}
-		if res, _ := Check(m, evs, Options{}); len(res.Windows) == 0 {
+		if res, _ := Check(m, mk(evs), Options{}); len(res.Windows) == 0 {
 			t.Fatalf("%s: a total block not found", c.version)
 		}
 	}

@@ -72,11 +72,11 @@ func (m *fixedWindowModel) checker(ref int64) checkModel {
 		limit: int64(m.spec.Limit), width: m.width, firstHit: m.spec.Align == AlignFirstHit}}
 }
 
-func (c *fwCheck) route(e *Event, dst []bucketRef) []bucketRef {
+func (c *fwCheck) route(e *routeIn, dst []bucketRef) []bucketRef {
 	if c.m.spec.Unlimited {
 		return dst
 	}
-	return append(dst, bucketRef{id: e.Key, params: c.p})
+	return append(dst, bucketRef{id: e.key, params: c.p})
 }
 
 func (c *fwCheck) chain() bool { return false }

@@ -98,7 +98,7 @@ func readJSONL[T any](t *testing.T, data []byte) []T {
 
 // fixtureEvents maps a capture to events: [send, send+latency] narrowed by
 // the upstream receipt, and the outcome from $limit_req_status.
-func fixtureEvents(t *testing.T, dir string) []Event {
+func fixtureEvents(t *testing.T, dir string) []tEvent {
 	clients := readJSONL[clientLine](t, testfix.ReadFixture(t, "nginx", dir+"/client.jsonl"))
 	recv := map[string]int64{}
 	for _, u := range readJSONL[upstreamLine](t, testfix.ReadFixture(t, "nginx", dir+"/upstream.jsonl")) {
@@ -107,9 +107,9 @@ func fixtureEvents(t *testing.T, dir string) []Event {
 		}
 	}
 	vars := map[string]string{"$binary_remote_addr": "127.0.0.1", "$host": "127.0.0.1"}
-	var events []Event
+	var events []tEvent
 	for _, c := range clients {
-		e := Event{ID: c.ID, Lo: c.SendNS, Hi: c.SendNS + c.Latency, Attrs: &Attrs{Vars: vars}}
+		e := tEvent{ID: c.ID, Lo: c.SendNS, Hi: c.SendNS + c.Latency, Attrs: &Attrs{Vars: vars}}
 		if r, ok := recv[c.ID]; ok && r < e.Hi {
 			e.Hi = r
 		}
@@ -153,7 +153,7 @@ func TestNginxFixtures(t *testing.T) {
 				t.Fatalf("capture has %d admitted, %d rejected; README says %d, %d", adm, rej, fx.admitted, fx.rejected)
 			}
 			opts := Options{ShadowVisible: true}
-			res, err := Check(m, events, opts)
+			res, err := Check(m, mk(events), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +193,7 @@ func TestNginxFixtures(t *testing.T) {
 				} else {
 					flipped[j].Outcome = Rejected
 				}
-				r2, err := Check(m, flipped, opts)
+				r2, err := Check(m, mk(flipped), opts)
 				if err != nil {
 					t.Fatal(err)
 				}

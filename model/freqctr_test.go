@@ -77,11 +77,11 @@ func TestFreqCtrCheck(t *testing.T) {
 	m := MustNew(freqCtrSpec(2, time.Second))
 	ms := int64(time.Millisecond)
 	base := 1_700_000_000_000 * ms
-	ev := func(id string, at int64, o Outcome) Event {
-		return Event{ID: id, Lo: base + at*ms, Hi: base + at*ms + ms - 1, Key: "k", Outcome: o}
+	ev := func(id string, at int64, o Outcome) tEvent {
+		return tEvent{ID: id, Lo: base + at*ms, Hi: base + at*ms + ms - 1, Key: "k", Outcome: o}
 	}
-	events := []Event{ev("a", 0, Admitted), ev("b", 1, Admitted), ev("c", 1, Rejected), ev("d", 1000, Admitted), ev("e", 1999, Admitted)}
-	res, err := Check(m, events, Options{})
+	events := []tEvent{ev("a", 0, Admitted), ev("b", 1, Admitted), ev("c", 1, Rejected), ev("d", 1000, Admitted), ev("e", 1999, Admitted)}
+	res, err := Check(m, mk(events), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestFreqCtrCheck(t *testing.T) {
 		t.Errorf("bounds %+v, want 3..3", res.Buckets)
 	}
 	events[4].Hi += 5 * ms
-	res, err = Check(m, events, Options{})
+	res, err = Check(m, mk(events), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +108,11 @@ func TestFreqCtrCheck(t *testing.T) {
 		}
 	}
 	// not exact: at most 2 x limit per period-long tile; 12 requests within 3 ms admit at most 4
-	var burst []Event
+	var burst []tEvent
 	for i := range 12 {
-		burst = append(burst, Event{ID: fmt.Sprint(i), Lo: base, Hi: base + 3*ms, Key: "k", Outcome: Admitted})
+		burst = append(burst, tEvent{ID: fmt.Sprint(i), Lo: base, Hi: base + 3*ms, Key: "k", Outcome: Admitted})
 	}
-	res, err = Check(m, burst, Options{})
+	res, err = Check(m, mk(burst), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -221,13 +221,13 @@ func TestGCRASimulatorEdges(t *testing.T) {
 func TestGCRAViolationExplained(t *testing.T) {
 	m := MustNew(Spec{Kind: KindGCRA, RatePerPeriod: 10, Period: Duration(time.Second), Burst: 2})
 	ms := int64(time.Millisecond)
-	ev := func(id string, at int64, o Outcome) Event {
-		return Event{ID: id, Key: "k", Lo: t0 + at, Hi: t0 + at + ms, Outcome: o}
+	ev := func(id string, at int64, o Outcome) tEvent {
+		return tEvent{ID: id, Key: "k", Lo: t0 + at, Hi: t0 + at + ms, Outcome: o}
 	}
-	res, err := Check(m, []Event{
+	res, err := Check(m, mk([]tEvent{
 		ev("a", 0, Admitted), ev("b", 2*ms, Admitted), ev("c", 4*ms, Admitted), // c: TAT - t = 196ms > τ - T = 100ms
 		ev("d", 500*ms, Rejected), // idle 500ms: TAT - t = 0
-	}, Options{NoTimingReport: true})
+	}), Options{NoTimingReport: true})
 	if err != nil {
 		t.Fatal(err)
 	}

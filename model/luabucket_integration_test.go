@@ -180,15 +180,15 @@ func nsOf(at float64) int64 { return baseSec*int64(time.Second) + int64(math.Rou
 // knows when each call was made).
 func judge(t *testing.T, m model.Model, reqs []luaReq, got []bool) *model.Result {
 	t.Helper()
-	evs := make([]model.Event, len(reqs))
+	evs := make([]model.TEvent, len(reqs))
 	for i, r := range reqs {
 		o := model.Rejected
 		if got[i] {
 			o = model.Admitted
 		}
-		evs[i] = model.Event{ID: fmt.Sprintf("r%d", i), Key: r.key, Lo: nsOf(r.at), Hi: nsOf(r.at), Outcome: o}
+		evs[i] = model.TEvent{ID: fmt.Sprintf("r%d", i), Key: r.key, Lo: nsOf(r.at), Hi: nsOf(r.at), Outcome: o}
 	}
-	res, err := model.Check(m, evs, model.Options{NoTimingReport: true})
+	res, err := model.Check(m, model.MkEvents(evs), model.Options{NoTimingReport: true})
 	if err != nil {
 		t.Fatal(err)
 	}

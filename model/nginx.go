@@ -191,8 +191,8 @@ func (m *nginxModel) checker(ref int64) checkModel {
 	return c
 }
 
-func (c *nginxCheck) route(e *Event, dst []bucketRef) []bucketRef {
-	r := Request{Key: e.Key, Vars: e.vars()}
+func (c *nginxCheck) route(e *routeIn, dst []bucketRef) []bucketRef {
+	r := Request{Key: e.key, Vars: e.vars()}
 	for i := range c.m.zones {
 		z := &c.m.zones[i]
 		k := z.keyOf(&r)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 )
@@ -79,7 +80,7 @@ type tbPrim struct {
 	// loS is the sorted lo values, which only the must-reject pass
 	// reads: built at its first use (sortedLo), released with ubT. hiS,
 	// the sorted hi values, is built at the must-admit pass's first use
-	// (sortedHi), which the bounds read too.
+	// (sortedHi) and released with lbT; the bounds build it again.
 	loS, hiS []int64
 	// ubT is the must-reject pass's tree, lbT the must-admit pass's; each
 	// is built at its first use (ub, lb) and ubT released when its pass
@@ -229,9 +230,11 @@ func (t *tbPrim) lb() *minTree {
 // between its passes.
 func (t *tbPrim) rejectPassDone() { t.ubT, t.loS, t.rejectDone = nil, nil, true }
 
-// sweepDone releases the must-admit pass's tree and counts: Check calls it
-// after the verdicts, before the bounds and findings (which read neither).
-func (t *tbPrim) sweepDone() { t.lbT, t.uFen, t.insFen = nil, nil, nil }
+// sweepDone releases the must-admit pass's tree, counts and sorted hi:
+// the sweep or Check calls it after the verdicts, before the bounds and
+// findings (which read neither; the bounds sort hi again, so that a plan
+// swept a bucket at a time holds no bucket's sorted hi in between).
+func (t *tbPrim) sweepDone() { t.lbT, t.uFen, t.insFen, t.hiS = nil, nil, nil, nil }
 
 func (t *tbPrim) activate(l int32) {
 	t.ub().add(0, upperBound(t.sortedLo(), t.c.lo[l]), -t.p.cUp)
@@ -389,11 +392,7 @@ func (t *tbPrim) findings() []WindowFinding {
 	}
 	slices.Sort(loS)
 	// max over a of cUp*cnt(a) - cumBefore(a): a min tree of the negation
-	vals := make([]float64, len(loS))
-	for i, v := range loS {
-		vals[i] = -p.refill.cumBefore(v)
-	}
-	tr := newMinTree(vals)
+	tr := t.negCumTree(loS)
 	slices.SortFunc(adm, func(x, y int32) int {
 		switch {
 		case c.hi[x] < c.hi[y]:
@@ -501,17 +500,20 @@ func (t *tbPrim) bounds(single bool) (int, int) {
 	if n == 0 {
 		return 0, 0
 	}
-	// time points: every lo-1, lo and hi
-	pts := make([]int64, 0, 3*n)
-	for l := range c.lo {
-		pts = append(pts, c.lo[l]-1, c.lo[l], c.hi[l])
+	loS := slices.Clone(c.lo)
+	slices.Sort(loS)
+	hiS := t.sortedHi()
+	// time points: every lo-1, lo and hi, merged from the sorted lo and
+	// hi as the DPs walk them; an array of them (24 bytes an event) only
+	// when upperDP looks points up by rank (resets bound its sources)
+	var pts []int64
+	if t.cover != nil {
+		pts = slices.Collect(points(loS, hiS))
 	}
-	slices.Sort(pts)
-	pts = slices.Compact(pts)
-	upper := t.upperDP(pts)
+	upper := t.upperDP(pts, loS, hiS)
 	lower := 0
 	if single {
-		lower = t.lowerDP(pts)
+		lower = t.lowerDP(loS, hiS)
 	}
 	if lower > upper {
 		lower = upper
@@ -519,14 +521,48 @@ func (t *tbPrim) bounds(single bool) (int, int) {
 	return lower, upper
 }
 
+// points yields, in increasing order and once each, the time points of
+// the bounds' DPs: every lo-1, lo and hi, from the sorted lo (loS) and hi
+// (hiS).
+func points(loS, hiS []int64) iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		a, b, h := 0, 0, 0 // next lo-1, lo and hi
+		for a < len(loS) || b < len(loS) || h < len(hiS) {
+			y := int64(math.MaxInt64)
+			if a < len(loS) {
+				y = loS[a] - 1
+			}
+			if b < len(loS) {
+				y = min(y, loS[b])
+			}
+			if h < len(hiS) {
+				y = min(y, hiS[h])
+			}
+			for a < len(loS) && loS[a]-1 == y {
+				a++
+			}
+			for b < len(loS) && loS[b] == y {
+				b++
+			}
+			for h < len(hiS) && hiS[h] == y {
+				h++
+			}
+			// every head now lies after y: the next point is larger
+			if !yield(y) {
+				return
+			}
+		}
+	}
+}
+
 // upperDP: D(y) <= min(#{lo <= y}, D(s) + #{lo <= y, hi > s},
 // D(s) + floor((C - theta + F(s, y])/cUp) + 1) over earlier points s after
 // the last possible reset.
-func (t *tbPrim) upperDP(pts []int64) int {
-	p, c := t.p, t.c
-	loAll := slices.Clone(c.lo)
-	slices.Sort(loAll)
-	hiAll := t.sortedHi()
+//
+// loAll and hiAll are the sorted lo and hi; pts the points (points), given
+// only when resets bound s (cover), which looks them up by rank.
+func (t *tbPrim) upperDP(pts, loAll, hiAll []int64) int {
+	p := t.p
 	m := len(pts)
 	var capTerm *minTree // cUp*U(s) - cum(s) per point, when resets bound s
 	if t.cover != nil {
@@ -540,7 +576,13 @@ func (t *tbPrim) upperDP(pts []int64) int {
 	bestArr := math.Inf(1) // min over s of U(s) - #{hi <= s}
 	u := 0.0
 	nLo, nHi := 0, 0
-	for i, y := range pts {
+	walk := points(loAll, hiAll)
+	if pts != nil {
+		walk = slices.Values(pts)
+	}
+	i := -1
+	for y := range walk {
+		i++
 		for nLo < len(loAll) && loAll[nLo] <= y {
 			nLo++
 		}
@@ -578,7 +620,9 @@ func (t *tbPrim) upperDP(pts []int64) int {
 // own rounding may have decided it (ceil(y - eps) instead of floor(y) + 1);
 // with no refill (s just before tau) the integer arithmetic is exact unless
 // the limiter keeps a float level (Envoy's AtomicTokenBucket).
-func (t *tbPrim) lowerDP(pts []int64) int {
+//
+// loS and hiS are the sorted lo and hi of every request.
+func (t *tbPrim) lowerDP(loS, hiS []int64) int {
 	p, c := t.p, t.c
 	n := 0
 	for l := range c.lo {
@@ -586,20 +630,23 @@ func (t *tbPrim) lowerDP(pts []int64) int {
 			n++
 		}
 	}
-	knownLo, knownHi := make([]int64, 0, n), make([]int64, 0, n) // once, at their size
-	for l := range c.lo {
-		if c.isKnown(l) {
-			knownLo = append(knownLo, c.lo[l])
-			knownHi = append(knownHi, c.hi[l])
+	knownLo, knownHi := loS, hiS // every request's outcome known: no copy
+	if n < len(c.lo) {
+		knownLo, knownHi = make([]int64, 0, n), make([]int64, 0, n) // once, at their size
+		for l := range c.lo {
+			if c.isKnown(l) {
+				knownLo = append(knownLo, c.lo[l])
+				knownHi = append(knownHi, c.hi[l])
+			}
 		}
+		slices.Sort(knownLo)
+		slices.Sort(knownHi)
 	}
-	slices.Sort(knownLo)
-	slices.Sort(knownHi)
 	l0 := p.C
 	if c.initUnknown {
 		l0 = 0
 	}
-	t0 := pts[0] - 1
+	t0 := loS[0] - 2 // the first point (points) minus 1
 	// least integer D with D > y, rounding-tolerant (mag: refill magnitude)
 	more := func(y, mag float64) float64 {
 		if p.exact {
@@ -615,7 +662,7 @@ func (t *tbPrim) lowerDP(pts []int64) int {
 	bestV := math.Inf(1) // min over tau of V(tau) - Klo(tau)
 	prev := 0.0
 	nLo, nHi := 0, 0
-	for _, y := range pts {
+	for y := range points(loS, hiS) {
 		for nLo < len(knownLo) && knownLo[nLo] <= y {
 			nLo++
 		}

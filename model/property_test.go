@@ -188,7 +188,7 @@ func logf(u float64) float64 { return math.Log(u) }
 // true times, and checks soundness and flip detection.
 func runProperty(t *rapid.T, kind string) {
 	spec, m, events, trueAdmitted, opts := genHistory(t, kind)
-	res, err := Check(m, events, opts)
+	res, err := Check(m, mk(events), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func runUnknownKeyProperty(t *rapid.T, kind string) {
 			unknown++
 		}
 	}
-	res, err := Check(m, events, opts)
+	res, err := Check(m, mk(events), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func runUnknownKeyProperty(t *rapid.T, kind string) {
 // genHistory draws a spec and a true history of it: events with random
 // intervals around the true decision times, some outcomes lost, and
 // requests that never reached the limiter.
-func genHistory(t *rapid.T, kind string) (Spec, Model, []Event, int, Options) {
+func genHistory(t *rapid.T, kind string) (Spec, Model, []tEvent, int, Options) {
 	spec := genSpec(t, kind)
 	m, err := New(spec)
 	if err != nil {
@@ -248,11 +248,11 @@ func genHistory(t *rapid.T, kind string) (Spec, Model, []Event, int, Options) {
 	sim := m.NewSimulator(rapid.Int64().Draw(t, "seed"))
 	maxW := rapid.SampledFrom([]int64{0, int64(100 * time.Microsecond), int64(time.Millisecond), int64(5 * time.Millisecond), int64(60 * time.Millisecond)}).Draw(t, "max width")
 	shadowVisible := rapid.Bool().Draw(t, "shadow visible")
-	var events []Event
+	var events []tEvent
 	trueAdmitted := 0
 	for _, r := range reqs {
 		d := sim.Offer(r.Request)
-		e := Event{ID: r.id, Key: r.Key, Attrs: &Attrs{Descriptors: r.Descriptors, Vars: r.Vars}}
+		e := tEvent{ID: r.id, Key: r.Key, Attrs: &Attrs{Descriptors: r.Descriptors, Vars: r.Vars}}
 		e.Lo = r.At - rapid.Int64Range(0, maxW).Draw(t, "before")
 		e.Hi = r.At + rapid.Int64Range(0, maxW).Draw(t, "after")
 		switch {
@@ -275,7 +275,7 @@ func genHistory(t *rapid.T, kind string) (Spec, Model, []Event, int, Options) {
 	// requests that never reached the limiter
 	for g := rapid.IntRange(0, 2).Draw(t, "ghosts"); g > 0; g-- {
 		at := t0 + rapid.Int64Range(0, int64(4*time.Second)).Draw(t, "ghost at")
-		events = append(events, Event{ID: fmt.Sprintf("ghost%d", g), Key: "k1", Lo: at, Hi: at + maxW})
+		events = append(events, tEvent{ID: fmt.Sprintf("ghost%d", g), Key: "k1", Lo: at, Hi: at + maxW})
 	}
 	opts := Options{ShadowVisible: shadowVisible, NoTimingReport: true}
 	return spec, m, events, trueAdmitted, opts
@@ -283,7 +283,7 @@ func genHistory(t *rapid.T, kind string) (Spec, Model, []Event, int, Options) {
 
 // flipProperty flips decided requests of a true history: each flip must be
 // reported, and no verdict may depend on the request's own outcome.
-func flipProperty(t *rapid.T, kind string, spec Spec, m Model, events []Event, res *Result, opts Options) {
+func flipProperty(t *rapid.T, kind string, spec Spec, m Model, events []tEvent, res *Result, opts Options) {
 	shadowVisible := opts.ShadowVisible
 	// flip decided requests
 	var decided []int
@@ -310,7 +310,7 @@ func flipProperty(t *rapid.T, kind string, spec Spec, m Model, events []Event, r
 		if flipped[j].Outcome == events[j].Outcome {
 			continue
 		}
-		r2, err := Check(m, flipped, opts)
+		r2, err := Check(m, mk(flipped), opts)
 		if err != nil {
 			t.Fatal(err)
 		}

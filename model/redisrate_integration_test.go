@@ -51,7 +51,7 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 		T := limit.Period / time.Duration(limit.Rate)
 		tau := float64(limit.Burst) * limit.Period.Seconds() / float64(limit.Rate)
 		tat := map[string]float64{} // the stored TAT of each key, as last read
-		var events []model.Event    // redis_rate's answers within TIME before and after, for the checker
+		var events []model.TEvent   // redis_rate's answers within TIME before and after, for the checker
 		for i := 0; i < 150; i++ {
 			switch rng.IntN(8) {
 			case 0, 1, 2, 3, 4: // back to back
@@ -101,7 +101,7 @@ func TestGCRAMatchesRedisRate(t *testing.T) {
 			if want {
 				o = model.Admitted
 			}
-			events = append(events, model.Event{ID: fmt.Sprint(i), Key: key, Lo: before * 1000, Hi: after * 1000, Outcome: o})
+			events = append(events, model.TEvent{ID: fmt.Sprint(i), Key: key, Lo: before * 1000, Hi: after * 1000, Outcome: o})
 			total++
 			if want {
 				admitted++
@@ -149,10 +149,10 @@ func redisMicros(t *testing.T, ctx context.Context, rdb *redis.Client) int64 {
 // judgeRedisRate checks redis_rate's answers with the model checker, each request in the interval of Redis' TIME
 // before and after its call: no violation (the checker's µs tolerance covers the script's clock and arithmetic),
 // and turning a decided answer around is found.
-func judgeRedisRate(t *testing.T, spec model.Spec, events []model.Event) {
+func judgeRedisRate(t *testing.T, spec model.Spec, events []model.TEvent) {
 	t.Helper()
 	m := model.MustNew(spec)
-	res, err := model.Check(m, events, model.Options{NoTimingReport: true})
+	res, err := model.Check(m, model.MkEvents(events), model.Options{NoTimingReport: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,13 +175,13 @@ func judgeRedisRate(t *testing.T, spec model.Spec, events []model.Event) {
 		t.Fatalf("decided %d of %d, not both ways (%v): the schedule judges too little", decided, len(events), flips)
 	}
 	for v, j := range flips {
-		flipped := append([]model.Event(nil), events...)
+		flipped := append([]model.TEvent(nil), events...)
 		if v == model.MustReject {
 			flipped[j].Outcome = model.Admitted
 		} else {
 			flipped[j].Outcome = model.Rejected
 		}
-		r2, err := model.Check(m, flipped, model.Options{NoTimingReport: true})
+		r2, err := model.Check(m, model.MkEvents(flipped), model.Options{NoTimingReport: true})
 		if err != nil {
 			t.Fatal(err)
 		}

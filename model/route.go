@@ -20,6 +20,7 @@ type BucketUse struct {
 type Router struct {
 	c   checkModel
 	buf []bucketRef
+	ri  routeIn
 }
 
 // NewRouter returns a Router for m.
@@ -27,13 +28,15 @@ func NewRouter(m Model) *Router { return &Router{c: m.checker(0)} }
 
 // Route appends to dst the buckets e uses (none: e is not limited, e.g. a
 // fixed window with unlimited, an nginx zone whose key is empty; and an
-// event whose key is unknown, whose bucket no one can tell). Only
-// e.Key, e.Attrs and e.KeyUnknown are read.
-func (r *Router) Route(e *Event, dst []BucketUse) []BucketUse {
-	if e.KeyUnknown {
+// event whose key is unknown, whose bucket no one can tell). Only the
+// Key, Attrs and KeyUnknown of evs's event j are read, Key and Attrs in
+// evs's tables.
+func (r *Router) Route(evs *Events, j int, dst []BucketUse) []BucketUse {
+	if evs.keyUnknown(j) {
 		return dst
 	}
-	r.buf = r.c.route(e, r.buf[:0])
+	r.ri = evs.routeAt(j)
+	r.buf = r.c.route(&r.ri, r.buf[:0])
 	for _, b := range r.buf {
 		u := BucketUse{Name: b.id}
 		switch p := b.params.(type) {

@@ -88,8 +88,8 @@ type singleBucketModel struct {
 	fl specFlags
 }
 
-func (s singleBucketModel) route(e *Event, dst []bucketRef) []bucketRef {
-	return append(dst, bucketRef{id: e.Key, params: s.p})
+func (s singleBucketModel) route(e *routeIn, dst []bucketRef) []bucketRef {
+	return append(dst, bucketRef{id: e.key, params: s.p})
 }
 func (s singleBucketModel) chain() bool      { return false }
 func (s singleBucketModel) flags() specFlags { return s.fl }

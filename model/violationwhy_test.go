@@ -11,7 +11,7 @@ import (
 // under-admission still names its bucket (the event's key) and why.
 func TestViolationsNameTheirBucket(t *testing.T) {
 	m := MustNew(Spec{Kind: KindTokenBucket, Capacity: 5, RatePerSec: 10})
-	var events []Event
+	var events []tEvent
 	for k := 0; k < 2; k++ {
 		key := fmt.Sprintf("k%d", k)
 		for i := 0; i < 40; i++ {
@@ -23,10 +23,10 @@ func TestViolationsNameTheirBucket(t *testing.T) {
 			if i < 2 {
 				o = Rejected
 			}
-			events = append(events, Event{ID: fmt.Sprintf("%s-%d", key, i), Lo: at, Hi: at, Key: key, Outcome: o})
+			events = append(events, tEvent{ID: fmt.Sprintf("%s-%d", key, i), Lo: at, Hi: at, Key: key, Outcome: o})
 		}
 	}
-	res, err := Check(m, events, Options{})
+	res, err := Check(m, mk(events), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
