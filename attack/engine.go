@@ -564,7 +564,7 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 			}
 		}
 		w.cur.Store(a.c)
-		e.writeRequest(&a, a.c, w.wbuf)
+		e.writeAwait(&a, a.c, w.wbuf)
 		if a.werr != nil {
 			reused := a.c.used
 			a.c.close()
@@ -597,6 +597,26 @@ func (e *engine) writeRequest(a *attempt, c *hconn, b []byte) {
 		e.setDeadline(a, c)
 	} else {
 		e.sendRest(a, c, b) // sets the deadline before it writes
+	}
+}
+
+// writeAwait is writeRequest for a sender that reads the response itself
+// (a worker's do): the deadline is set from the send time first, and the
+// raw write then waits for the response's first bytes (rawWriteAwait), so
+// that the worker's read of the response does not begin with a read(2)
+// that finds nothing. What the raw write left is written through c
+// (sendRest). Once the attack is aborted, the deadline set is in the past
+// and the raw write takes nothing: sendRest's Write then fails at once.
+func (e *engine) writeAwait(a *attempt, c *hconn, b []byte) {
+	a.sent = time.Now()
+	a.wn, a.werr = 0, nil
+	e.setDeadline(a, c)
+	a.wn, a.werr = rawWriteAwait(c, b)
+	if a.wn > 0 {
+		a.writes++
+	}
+	if a.werr == nil && a.wn < len(b) {
+		e.sendRest(a, c, b)
 	}
 }
 
