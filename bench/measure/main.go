@@ -395,7 +395,7 @@ func table(args []string) error {
 			p99 := vals[gk{g, "pacing_p99_us"}]["rlbench-after"]
 			check(int(ok) == n, ok, "%s, 20,000/s for 5 s, default flags: %.0f of %d runs >= 19,800/s with no local error (all)", g, ok, n)
 			check(slices.Max(p99) <= 1000, median(p99), "%s: pacing-error p99 median %.0f us, worst run %.0f us (<= 1000 us; zero-cost sleeper median %.0f us, worst %.0f us)",
-				g, median(p99), slices.Max(p99), med("rate20k", "pacing_p99_us", "sleep-floor"), worst(vals[gk{"rate20k", "pacing_p99_us"}]["sleep-floor"]))
+				g, median(p99), slices.Max(p99), med(g, "pacing_p99_us", "sleep-floor"), worst(vals[gk{g, "pacing_p99_us"}]["sleep-floor"]))
 			steal := vals[gk{g, "steal_ms"}]["rlbench-after"]
 			for k, v := range p99 {
 				if v > 1000 && k < len(steal) {
@@ -406,6 +406,30 @@ func table(args []string) error {
 	}
 	a := med("mem1M", "b_per_id", "rlbench-after")
 	check(a <= 100, a, "memory at 1 M IDs: %.1f B per ID (<= 100; before: %.1f)", a, med("mem1M", "b_per_id", "rlbench-before"))
+
+	fmt.Println()
+	fmt.Println("Targets of issue 28 (rlbench-after; ratios of medians, and of each paired run, in this run):")
+	for _, g := range []string{"max:backend", "max:nginx"} {
+		a, wr := med(g, "per_sec", "rlbench-after"), med(g, "per_sec", "wrk")
+		check(a >= 0.9*wr, a/wr, "%s: %.2fx wrk's throughput (%.0f/s vs %.0f/s; >= 0.9)", g, a/wr, a, wr)
+		ca, cw := med(g, "cpu_us", "rlbench-after"), med(g, "cpu_us", "wrk")
+		check(ca <= 1.2*cw, ca/cw, "%s: %.2fx wrk's client CPU per request (%.2f us vs %.2f us; <= 1.2)", g, ca/cw, ca, cw)
+	}
+	for _, g := range []string{"rate20k", "rate20k:nginx"} {
+		met, n := sum(g, "floor_met", "rlbench-after")
+		if n == 0 {
+			continue
+		}
+		p99 := vals[gk{g, "pacing_p99_us"}]["rlbench-after"]
+		fl := vals[gk{g, "floor_p99_us"}]["rlbench-after"]
+		check(int(met) == n, met, "%s: %.0f of %d runs with pacing p99 <= the zero-cost sleeper's p99 (run right after it) + 0.5 ms (all; p99 median %.0f us, floor median %.0f us)",
+			g, met, n, median(p99), median(fl))
+		for k := range min(len(p99), len(fl)) {
+			if p99[k] > fl[k]+500 {
+				fmt.Printf("          run %d: p99 %.0f us, floor right after %.0f us (+%.0f us)\n", k+1, p99[k], fl[k], p99[k]-fl[k])
+			}
+		}
+	}
 	return nil
 }
 
