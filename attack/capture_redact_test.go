@@ -65,3 +65,52 @@ func TestCapturedHeadersRedacted(t *testing.T) {
 		})
 	}
 }
+
+// TestCapMemoMatchesRedactCaptured: a worker's memory of captured values
+// (capMemo) gives, response after response, exactly what redactCaptured
+// gives on fresh maps (values that repeat, change, come back, are joined
+// for a repeated header, carry a credential), and reuses a repeated value
+// without allocating.
+func TestCapMemoMatchesRedactCaptured(t *testing.T) {
+	type field struct{ name, value string }
+	responses := [][]field{
+		{{"server", "nginx"}, {"location", "http://u:PW@h/?token=T"}, {"x-ratelimit-remaining", "3"}},
+		{{"server", "nginx"}, {"location", "http://u:PW@h/?token=T"}, {"x-ratelimit-remaining", "2"}},
+		{{"server", "nginx"}, {"location", "http://h/plain"}, {"x-auth-token", "SECRET"}},
+		{{"server", "nginx"}, {"location", "http://u:PW@h/?token=T"}, {"x-auth-token", "SECRET"}},
+		{{"set-cookie", "a=1"}, {"set-cookie", "b=2"}, {"server", "envoy"}},
+		{{"set-cookie", "a=1"}, {"server", "nginx"}},
+	}
+	m := capMemo{}
+	for k, resp := range responses {
+		got, want := map[string]string{}, map[string]string{}
+		for _, f := range resp {
+			if v, dup := got[f.name]; dup {
+				got[f.name] = v + ", " + f.value
+				want[f.name] = got[f.name]
+			} else {
+				got[f.name] = m.value(f.name, []byte(f.value))
+				want[f.name] = f.value
+			}
+		}
+		m.redact(got)
+		redactCaptured(want)
+		for n, v := range want {
+			if got[n] != v {
+				t.Errorf("response %d: %s = %q, want %q", k, n, got[n], v)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("response %d: %v, want %v", k, got, want)
+		}
+	}
+	b := []byte("nginx/1.22.1")
+	h := map[string]string{}
+	m.value("server", b)
+	if allocs := testing.AllocsPerRun(100, func() {
+		h["server"] = m.value("server", b)
+		m.redact(h)
+	}); allocs != 0 {
+		t.Fatalf("a repeated value allocates %.1f times, want 0", allocs)
+	}
+}

@@ -432,17 +432,21 @@ func (c *hconn) live() bool {
 // worker is one request loop of one flow; its buffers are reused for
 // every request.
 type worker struct {
-	e     *engine
-	fr    *flowRun
-	wbuf  []byte // the request on the wire
-	lbuf  []byte // the evidence line
-	body  []byte // body prefix
-	hdrs  map[string]string
-	fast  fastResp          // the last response's head, when readFastHead took it
-	strs  map[string]string // intern's cache
-	line  evidence.Request
-	cur   atomic.Pointer[hconn]
-	codes []map[int]int // per target
+	e    *engine
+	fr   *flowRun
+	wbuf []byte // the request on the wire
+	lbuf []byte // the evidence line
+	body []byte // body prefix
+	hdrs map[string]string
+	fast fastResp          // the last response's head, when readFastHead took it
+	strs map[string]string // intern's cache
+	caps capMemo           // captureFast's values and redactions
+	// lastBody is the last body prefix recorded (setBody reuses it while
+	// the bytes repeat).
+	lastBody string
+	line     evidence.Request
+	cur      atomic.Pointer[hconn]
+	codes    []map[int]int // per target
 	// burst is the first request of an unpaced attack, written by a
 	// sender; sentCh is closed when it was.
 	burst  *attempt
@@ -843,15 +847,18 @@ func (w *worker) captureFast() {
 		w.hdrs = map[string]string{}
 	}
 	clear(w.hdrs)
+	if w.caps == nil {
+		w.caps = capMemo{}
+	}
 	for _, c := range w.fast.caps {
 		k := w.intern(c.name)
 		if v, dup := w.hdrs[k]; dup {
 			w.hdrs[k] = v + ", " + string(c.value)
 		} else {
-			w.hdrs[k] = string(c.value)
+			w.hdrs[k] = w.caps.value(k, c.value)
 		}
 	}
-	redactCaptured(w.hdrs)
+	w.caps.redact(w.hdrs)
 	w.line.Headers = w.hdrs
 }
 
@@ -913,7 +920,10 @@ func (w *worker) readBody(resp *http.Response) (uint64, error) {
 
 func (w *worker) setBody(k int) {
 	if k > 0 {
-		w.line.Body = string(w.body[:k])
+		if w.lastBody != string(w.body[:k]) {
+			w.lastBody = string(w.body[:k])
+		}
+		w.line.Body = w.lastBody
 	}
 }
 
