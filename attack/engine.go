@@ -397,6 +397,15 @@ func (t *pool) put(c *hconn, now time.Time) {
 	}
 }
 
+// putIdle is put for a connection idle since c.idleSince already.
+func (t *pool) putIdle(c *hconn) {
+	select {
+	case t.idle <- c:
+	default:
+		c.close()
+	}
+}
+
 // closeIdle closes the idle connections (at the end of a Run).
 func (t *pool) closeIdle() {
 	if t.h2 != nil {
@@ -453,6 +462,13 @@ type worker struct {
 	sentCh chan struct{}
 	// h2burst is an HTTP/2 worker's stream slot for its first request.
 	h2burst *h2conn
+	// own is the connection of a closed-loop worker's last request, kept
+	// for its next one (keepOwn: an unpaced flow's worker, on a pool
+	// without a connection cap) instead of a round trip through the
+	// pool's idle channel; it is checked as an idle one (live) before it
+	// is used, and put back in its pool when the worker ends (dropOwn).
+	own     *hconn
+	keepOwn bool
 	// A parked worker's connection, state and current attempt (direct.go).
 	pc   *hconn
 	park atomic.Int32
@@ -487,6 +503,32 @@ func (w *worker) build(i int) {
 		return
 	}
 	w.wbuf = append(append(append(w.wbuf[:0], t.prefix...), w.fr.f.ids[i]...), t.suffix...)
+}
+
+// takeOwn returns w.own for a request on pl when it is pl's and still live
+// (as pool.get checks an idle connection), nil otherwise; w.own is then
+// put back in its own pool (or closed, when no longer live).
+func (w *worker) takeOwn(pl *pool) *hconn {
+	c := w.own
+	w.own = nil
+	if c.p != pl {
+		c.p.putIdle(c)
+		return nil
+	}
+	if !c.live() {
+		c.close()
+		return nil
+	}
+	return c
+}
+
+// dropOwn puts w.own back in its pool when the worker ends (closeIdle
+// closes it at the end of the Run).
+func (w *worker) dropOwn() {
+	if c := w.own; c != nil {
+		w.own = nil
+		c.p.putIdle(c)
+	}
 }
 
 // abortAll makes every request in flight fail at once (their deadline is
@@ -560,6 +602,9 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	tg := w.fr.tmpls[w.fr.f.assign[i]]
 	a := attempt{i: i, intended: intended, inBurst: inBurst, c: c, start: time.Now()}
 	w.sending(&a)
+	if a.c == nil && w.own != nil {
+		a.c = w.takeOwn(tg.pool)
+	}
 	for try := 0; ; try++ {
 		if a.c == nil {
 			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
@@ -722,6 +767,9 @@ func (w *worker) finish(a *attempt) (kept bool) {
 		if w.fr.f.keep && !closes && r.Code != http.StatusSwitchingProtocols && e.abortCtx.Err() == nil {
 			if a.park {
 				c.used, kept = true, true
+			} else if w.keepOwn && tg.pool.slots == nil {
+				c.used, c.idleSince = true, end
+				w.own = c
 			} else {
 				tg.pool.put(c, end)
 			}
