@@ -450,6 +450,11 @@ type worker struct {
 	fast fastResp          // the last response's head, when readFastHead took it
 	strs map[string]string // intern's cache
 	caps capMemo           // captureFast's values and redactions
+	// lastCaps are the captured fields (name, value as received) that
+	// made w.hdrs, when captureFast made it (capsValid): a response with
+	// the same fields records the same map, not rebuilt.
+	lastCaps  []capRaw
+	capsValid bool
 	// lastBody is the last body prefix recorded (setBody reuses it while
 	// the bytes repeat).
 	lastBody string
@@ -891,6 +896,10 @@ func (w *worker) captureFast() {
 	if len(w.fast.caps) == 0 {
 		return
 	}
+	if w.sameCaps() {
+		w.line.Headers = w.hdrs
+		return
+	}
 	if w.hdrs == nil {
 		w.hdrs = map[string]string{}
 	}
@@ -898,16 +907,37 @@ func (w *worker) captureFast() {
 	if w.caps == nil {
 		w.caps = capMemo{}
 	}
+	w.lastCaps = w.lastCaps[:0]
 	for _, c := range w.fast.caps {
 		k := w.intern(c.name)
-		if v, dup := w.hdrs[k]; dup {
-			w.hdrs[k] = v + ", " + string(c.value)
+		v := w.caps.value(k, c.value)
+		w.lastCaps = append(w.lastCaps, capRaw{name: k, value: v})
+		if old, dup := w.hdrs[k]; dup {
+			w.hdrs[k] = old + ", " + v
 		} else {
-			w.hdrs[k] = w.caps.value(k, c.value)
+			w.hdrs[k] = v
 		}
 	}
 	w.caps.redact(w.hdrs)
+	w.capsValid = true
 	w.line.Headers = w.hdrs
+}
+
+// capRaw is one captured header field as received: lower-case name, value.
+type capRaw struct{ name, value string }
+
+// sameCaps reports whether the response in w.fast captured exactly the
+// fields (names, values, order) that made w.hdrs (w.lastCaps).
+func (w *worker) sameCaps() bool {
+	if !w.capsValid || len(w.lastCaps) != len(w.fast.caps) {
+		return false
+	}
+	for i, c := range w.fast.caps {
+		if l := w.lastCaps[i]; string(c.name) != l.name || string(c.value) != l.value {
+			return false
+		}
+	}
+	return true
 }
 
 // intern returns b as a string from the worker's bounded cache (header
@@ -986,6 +1016,7 @@ func (w *worker) capture(h http.Header) {
 		w.hdrs = map[string]string{}
 	}
 	clear(w.hdrs)
+	w.capsValid = false
 	for k, vs := range h {
 		lk := lowerKey(k)
 		if !p.captures(lk) {
