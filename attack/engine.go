@@ -425,14 +425,17 @@ func (t *pool) closeIdle() {
 // live reports whether an idle connection may carry a request: nothing
 // unread is buffered and, after staleAfter idle, the server has not closed
 // it or sent anything (peekClosed).
-func (c *hconn) live() bool {
+func (c *hconn) live() bool { return c.liveAt(time.Now()) }
+
+// liveAt is live with the time now already read.
+func (c *hconn) liveAt(now time.Time) bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
 	// A TLS connection not used yet may hold the server's post-handshake
 	// messages (TLS 1.3 session tickets), which tls.Conn reads with the
 	// first response: the peek would take them for unsolicited data.
-	if c.raw == nil || (c.isTLS && !c.used) || time.Since(c.idleSince) < staleAfter {
+	if c.raw == nil || (c.isTLS && !c.used) || now.Sub(c.idleSince) < staleAfter {
 		return true
 	}
 	return !peekClosed(c.raw)
@@ -511,16 +514,16 @@ func (w *worker) build(i int) {
 }
 
 // takeOwn returns w.own for a request on pl when it is pl's and still live
-// (as pool.get checks an idle connection), nil otherwise; w.own is then
+// at now (as pool.get checks an idle connection), nil otherwise; w.own is then
 // put back in its own pool (or closed, when no longer live).
-func (w *worker) takeOwn(pl *pool) *hconn {
+func (w *worker) takeOwn(pl *pool, now time.Time) *hconn {
 	c := w.own
 	w.own = nil
 	if c.p != pl {
 		c.p.putIdle(c)
 		return nil
 	}
-	if !c.live() {
+	if !c.liveAt(now) {
 		c.close()
 		return nil
 	}
@@ -608,7 +611,7 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	a := attempt{i: i, intended: intended, inBurst: inBurst, c: c, start: time.Now()}
 	w.sending(&a)
 	if a.c == nil && w.own != nil {
-		a.c = w.takeOwn(tg.pool)
+		a.c = w.takeOwn(tg.pool, a.start)
 	}
 	for try := 0; ; try++ {
 		if a.c == nil {
