@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,5 +75,43 @@ func TestRunH2RecordsConnections(t *testing.T) {
 	}
 	if len(conns) != len(h.remotes) {
 		t.Fatalf("%d conns %v, the server saw %d connections", len(conns), conns, len(h.remotes))
+	}
+}
+
+// TestClosedLoopKeepsConnections: a closed-loop worker sending IDs split
+// over two targets reuses one connection per target (the one it kept, or
+// the other target's, put back in its pool when the next ID went
+// elsewhere), every line naming a connection of its own target; every ID
+// is recorded once.
+func TestClosedLoopKeepsConnections(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	a := httptest.NewServer(h)
+	defer a.Close()
+	b := httptest.NewServer(h)
+	defer b.Close()
+	opts := Options{IDs: IDs(40, "k"), Targets: []Target{{Name: "a", URL: a.URL}, {Name: "b", URL: b.URL}},
+		Split: Split{Mode: SplitEven}, Concurrency: 1}
+	sum, err, lines := runToLines(t, context.Background(), opts)
+	if err != nil || sum.Recorded != 40 || len(lines) != 40 {
+		t.Fatalf("run: %v, recorded %d, %d lines", err, sum.Recorded, len(lines))
+	}
+	conns := map[string]map[string]bool{"a": {}, "b": {}}
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if seen[l.ID] || l.Code != 200 {
+			t.Fatalf("line %+v (seen before: %v)", l, seen[l.ID])
+		}
+		seen[l.ID] = true
+		conns[l.Target][l.Conn] = true
+	}
+	for tg, cs := range conns {
+		if len(cs) != 1 {
+			t.Errorf("target %s: connections %v, want one", tg, cs)
+		}
+	}
+	for c := range conns["a"] {
+		if conns["b"][c] {
+			t.Errorf("connection %s carried requests of both targets", c)
+		}
 	}
 }

@@ -397,6 +397,15 @@ func (t *pool) put(c *hconn, now time.Time) {
 	}
 }
 
+// putIdle is put for a connection idle since c.idleSince already.
+func (t *pool) putIdle(c *hconn) {
+	select {
+	case t.idle <- c:
+	default:
+		c.close()
+	}
+}
+
 // closeIdle closes the idle connections (at the end of a Run).
 func (t *pool) closeIdle() {
 	if t.h2 != nil {
@@ -416,14 +425,17 @@ func (t *pool) closeIdle() {
 // live reports whether an idle connection may carry a request: nothing
 // unread is buffered and, after staleAfter idle, the server has not closed
 // it or sent anything (peekClosed).
-func (c *hconn) live() bool {
+func (c *hconn) live() bool { return c.liveAt(time.Now()) }
+
+// liveAt is live with the time now already read.
+func (c *hconn) liveAt(now time.Time) bool {
 	if c.br.Buffered() > 0 {
 		return false
 	}
 	// A TLS connection not used yet may hold the server's post-handshake
 	// messages (TLS 1.3 session tickets), which tls.Conn reads with the
 	// first response: the peek would take them for unsolicited data.
-	if c.raw == nil || (c.isTLS && !c.used) || time.Since(c.idleSince) < staleAfter {
+	if c.raw == nil || (c.isTLS && !c.used) || now.Sub(c.idleSince) < staleAfter {
 		return true
 	}
 	return !peekClosed(c.raw)
@@ -432,23 +444,39 @@ func (c *hconn) live() bool {
 // worker is one request loop of one flow; its buffers are reused for
 // every request.
 type worker struct {
-	e     *engine
-	fr    *flowRun
-	wbuf  []byte // the request on the wire
-	lbuf  []byte // the evidence line
-	body  []byte // body prefix
-	hdrs  map[string]string
-	fast  fastResp          // the last response's head, when readFastHead took it
-	strs  map[string]string // intern's cache
-	line  evidence.Request
-	cur   atomic.Pointer[hconn]
-	codes []map[int]int // per target
+	e    *engine
+	fr   *flowRun
+	wbuf []byte // the request on the wire
+	lbuf []byte // the evidence line
+	body []byte // body prefix
+	hdrs map[string]string
+	fast fastResp          // the last response's head, when readFastHead took it
+	strs map[string]string // intern's cache
+	caps capMemo           // captureFast's values and redactions
+	// lastCaps are the captured fields (name, value as received) that
+	// made w.hdrs, when captureFast made it (capsValid): a response with
+	// the same fields records the same map, not rebuilt.
+	lastCaps  []capRaw
+	capsValid bool
+	// lastBody is the last body prefix recorded (setBody reuses it while
+	// the bytes repeat).
+	lastBody string
+	line     evidence.Request
+	cur      atomic.Pointer[hconn]
+	codes    []map[int]int // per target
 	// burst is the first request of an unpaced attack, written by a
 	// sender; sentCh is closed when it was.
 	burst  *attempt
 	sentCh chan struct{}
 	// h2burst is an HTTP/2 worker's stream slot for its first request.
 	h2burst *h2conn
+	// own is the connection of a closed-loop worker's last request, kept
+	// for its next one (keepOwn: an unpaced flow's worker, on a pool
+	// without a connection cap) instead of a round trip through the
+	// pool's idle channel; it is checked as an idle one (live) before it
+	// is used, and put back in its pool when the worker ends (dropOwn).
+	own     *hconn
+	keepOwn bool
 	// A parked worker's connection, state and current attempt (direct.go).
 	pc   *hconn
 	park atomic.Int32
@@ -483,6 +511,32 @@ func (w *worker) build(i int) {
 		return
 	}
 	w.wbuf = append(append(append(w.wbuf[:0], t.prefix...), w.fr.f.ids[i]...), t.suffix...)
+}
+
+// takeOwn returns w.own for a request on pl when it is pl's and still live
+// at now (as pool.get checks an idle connection), nil otherwise; w.own is then
+// put back in its own pool (or closed, when no longer live).
+func (w *worker) takeOwn(pl *pool, now time.Time) *hconn {
+	c := w.own
+	w.own = nil
+	if c.p != pl {
+		c.p.putIdle(c)
+		return nil
+	}
+	if !c.liveAt(now) {
+		c.close()
+		return nil
+	}
+	return c
+}
+
+// dropOwn puts w.own back in its pool when the worker ends (closeIdle
+// closes it at the end of the Run).
+func (w *worker) dropOwn() {
+	if c := w.own; c != nil {
+		w.own = nil
+		c.p.putIdle(c)
+	}
 }
 
 // abortAll makes every request in flight fail at once (their deadline is
@@ -556,6 +610,9 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	tg := w.fr.tmpls[w.fr.f.assign[i]]
 	a := attempt{i: i, intended: intended, inBurst: inBurst, c: c, start: time.Now()}
 	w.sending(&a)
+	if a.c == nil && w.own != nil {
+		a.c = w.takeOwn(tg.pool, a.start)
+	}
 	for try := 0; ; try++ {
 		if a.c == nil {
 			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
@@ -564,7 +621,7 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 			}
 		}
 		w.cur.Store(a.c)
-		e.writeRequest(&a, a.c, w.wbuf)
+		e.writeAwait(&a, a.c, w.wbuf)
 		if a.werr != nil {
 			reused := a.c.used
 			a.c.close()
@@ -597,6 +654,26 @@ func (e *engine) writeRequest(a *attempt, c *hconn, b []byte) {
 		e.setDeadline(a, c)
 	} else {
 		e.sendRest(a, c, b) // sets the deadline before it writes
+	}
+}
+
+// writeAwait is writeRequest for a sender that reads the response itself
+// (a worker's do): the deadline is set from the send time first, and the
+// raw write then waits for the response's first bytes (rawWriteAwait), so
+// that the worker's read of the response does not begin with a read(2)
+// that finds nothing. What the raw write left is written through c
+// (sendRest). Once the attack is aborted, the deadline set is in the past
+// and the raw write takes nothing: sendRest's Write then fails at once.
+func (e *engine) writeAwait(a *attempt, c *hconn, b []byte) {
+	a.sent = time.Now()
+	a.wn, a.werr = 0, nil
+	e.setDeadline(a, c)
+	a.wn, a.werr = rawWriteAwait(c, b)
+	if a.wn > 0 {
+		a.writes++
+	}
+	if a.werr == nil && a.wn < len(b) {
+		e.sendRest(a, c, b)
 	}
 }
 
@@ -698,6 +775,9 @@ func (w *worker) finish(a *attempt) (kept bool) {
 		if w.fr.f.keep && !closes && r.Code != http.StatusSwitchingProtocols && e.abortCtx.Err() == nil {
 			if a.park {
 				c.used, kept = true, true
+			} else if w.keepOwn && tg.pool.slots == nil {
+				c.used, c.idleSince = true, end
+				w.own = c
 			} else {
 				tg.pool.put(c, end)
 			}
@@ -819,20 +899,48 @@ func (w *worker) captureFast() {
 	if len(w.fast.caps) == 0 {
 		return
 	}
+	if w.sameCaps() {
+		w.line.Headers = w.hdrs
+		return
+	}
 	if w.hdrs == nil {
 		w.hdrs = map[string]string{}
 	}
 	clear(w.hdrs)
+	if w.caps == nil {
+		w.caps = capMemo{}
+	}
+	w.lastCaps = w.lastCaps[:0]
 	for _, c := range w.fast.caps {
 		k := w.intern(c.name)
-		if v, dup := w.hdrs[k]; dup {
-			w.hdrs[k] = v + ", " + string(c.value)
+		v := w.caps.value(k, c.value)
+		w.lastCaps = append(w.lastCaps, capRaw{name: k, value: v})
+		if old, dup := w.hdrs[k]; dup {
+			w.hdrs[k] = old + ", " + v
 		} else {
-			w.hdrs[k] = string(c.value)
+			w.hdrs[k] = v
 		}
 	}
-	redactCaptured(w.hdrs)
+	w.caps.redact(w.hdrs)
+	w.capsValid = true
 	w.line.Headers = w.hdrs
+}
+
+// capRaw is one captured header field as received: lower-case name, value.
+type capRaw struct{ name, value string }
+
+// sameCaps reports whether the response in w.fast captured exactly the
+// fields (names, values, order) that made w.hdrs (w.lastCaps).
+func (w *worker) sameCaps() bool {
+	if !w.capsValid || len(w.lastCaps) != len(w.fast.caps) {
+		return false
+	}
+	for i, c := range w.fast.caps {
+		if l := w.lastCaps[i]; string(c.name) != l.name || string(c.value) != l.value {
+			return false
+		}
+	}
+	return true
 }
 
 // intern returns b as a string from the worker's bounded cache (header
@@ -893,7 +1001,10 @@ func (w *worker) readBody(resp *http.Response) (uint64, error) {
 
 func (w *worker) setBody(k int) {
 	if k > 0 {
-		w.line.Body = string(w.body[:k])
+		if w.lastBody != string(w.body[:k]) {
+			w.lastBody = string(w.body[:k])
+		}
+		w.line.Body = w.lastBody
 	}
 }
 
@@ -908,6 +1019,7 @@ func (w *worker) capture(h http.Header) {
 		w.hdrs = map[string]string{}
 	}
 	clear(w.hdrs)
+	w.capsValid = false
 	for k, vs := range h {
 		lk := lowerKey(k)
 		if !p.captures(lk) {

@@ -193,8 +193,10 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 	warm := make([]*worker, workers)
 	for k := 0; k < workers; k++ {
 		w := fr.newWorker()
+		w.keepOwn = true
 		go func() {
 			defer done.Done()
+			defer w.dropOwn()
 			tg := fr.tmpls[fr.f.assign[k]]
 			if h := tg.pool.h2; h != nil {
 				c, dialed, _ := h.acquire(e.abortCtx)

@@ -24,16 +24,35 @@ import (
 // caller must not write again, as a second write(2) would report EPIPE
 // instead (the kernel clears the socket's error, ECONNRESET say, when it
 // reports it once).
-func rawWrite(c *hconn, b []byte) (int, error) {
+func rawWrite(c *hconn, b []byte) (int, error) { return rawSend(c, b, false) }
+
+// rawWriteAwait is rawWrite for a sender that reads the response itself:
+// when every byte left, it also waits, before it returns, until c's socket
+// is readable (the response's first bytes, an EOF or a reset), its deadline
+// passes, or c is closed. The write and the wait are one
+// syscall.RawConn.Read: the poller's readiness is reset before the write
+// (internal/poll's prepareRead), so a response that comes before the wait
+// is not missed, and the read that follows finds its bytes at once instead
+// of a first read(2) that finds nothing (EAGAIN) before the goroutine
+// parks. What the wait ended with is not reported: the read that follows
+// reports it (a deadline, a close). Results as rawWrite's.
+func rawWriteAwait(c *hconn, b []byte) (int, error) { return rawSend(c, b, true) }
+
+// rawSend is rawWrite, waiting as rawWriteAwait when wait is set.
+func rawSend(c *hconn, b []byte, wait bool) (int, error) {
 	if c.isTLS || c.raw == nil || len(b) == 0 {
 		return 0, nil
 	}
 	rs := &c.rs
 	if rs.fn == nil {
-		rs.fn = rs.write
+		rs.fn, rs.waitFn = rs.write, rs.writeWait
 	}
-	rs.b, rs.n, rs.errno = b, 0, 0
-	_ = c.raw.Write(rs.fn)
+	rs.b, rs.n, rs.errno, rs.done = b, 0, 0, false
+	if wait {
+		_ = c.raw.Read(rs.waitFn)
+	} else {
+		_ = c.raw.Write(rs.fn)
+	}
 	n, errno := rs.n, rs.errno
 	rs.b = nil
 	if n > 0 {
@@ -56,6 +75,9 @@ type rawState struct {
 	n     int
 	errno unix.Errno
 	fn    func(fd uintptr) bool // rs.write, bound once
+	// waitFn is rs.writeWait, bound once; done says its write was made.
+	waitFn func(fd uintptr) bool
+	done   bool
 }
 
 // write is the callback: one write(2) of rs.b on fd.
@@ -66,4 +88,16 @@ func (rs *rawState) write(fd uintptr) bool {
 	}
 	rs.errno = en
 	return true
+}
+
+// writeWait is rawWriteAwait's callback: its first call writes rs.b and
+// asks the poller to wait for readability (false) when every byte left;
+// a later call (the socket is readable) ends the wait.
+func (rs *rawState) writeWait(fd uintptr) bool {
+	if rs.done {
+		return true
+	}
+	rs.write(fd)
+	rs.done = true
+	return rs.errno != 0 || rs.n < len(rs.b)
 }

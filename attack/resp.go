@@ -223,13 +223,21 @@ func digit(c byte) bool { return '0' <= c && c <= '9' }
 
 // tokenByte reports whether c may appear in a header name (RFC 9110
 // section 5.6.2, tchar).
-func tokenByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
+func tokenByte(c byte) bool { return tokenBytes[c] }
+
+// tokenBytes is tokenByte's table.
+var tokenBytes = func() (t [256]bool) {
+	for c := range 256 {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			t[c] = true
+		}
 	}
-	return bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0
-}
+	for _, c := range []byte("!#$%&'*+-.^_`|~") {
+		t[c] = true
+	}
+	return t
+}()
 
 // trimOWS trims spaces and tabs at both ends (textproto.TrimBytes also
 // trims other ASCII white space, which parse refuses in values anyway).
