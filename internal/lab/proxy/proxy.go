@@ -198,10 +198,13 @@ const Version = "3ce6e452bb0c1b967c8e1ca776bf0d3a42bdc8a2/1.40.0-rlbench-lab/Cle
 
 // Proxy is a running lab proxy. Its methods are safe for concurrent use.
 type Proxy struct {
-	cfg     Config
-	name    string
-	now     func() time.Time
-	clock   Clock
+	cfg   Config
+	name  string
+	now   func() time.Time
+	clock Clock
+	// localMu orders the local rate limit filter's decisions with the
+	// times they are logged at (process).
+	localMu sync.Mutex
 	rand    *lockedRand
 	seed    uint64
 	started time.Time

@@ -84,7 +84,6 @@ func (s *flagSet) String() string {
 
 // process runs the filter chain: local rate limit, global rate limit, router.
 func (p *Proxy) process(rs *reqState) {
-	now := p.clock.Now()
 	// 1. Local rate limit filter (local_ratelimit.cc Filter::decodeHeaders).
 	if l := p.cfg.Local; l != nil && p.rand.hit(l.FilterEnabled) {
 		p.st.lEnabled.inc()
@@ -100,7 +99,16 @@ func (p *Proxy) process(rs *reqState) {
 				}
 			}
 		}
+		// The clock is read under localMu, so the logged times are in the
+		// order the buckets decided: a request whose goroutine was
+		// preempted between reading the time and taking a bucket's lock
+		// would otherwise be logged before requests the bucket decided
+		// first, and a model judging by those times would see tokens
+		// taken out of order (a false "must admit" on a loaded host).
+		p.localMu.Lock()
+		now := p.clock.Now()
 		ok, b := lim.decide(descs, now)
+		p.localMu.Unlock()
 		rs.localNs = now.UnixNano() // the buckets' time, logged as is
 		if l.EnableXRateLimitHeaders {
 			rs.rlBucket = b

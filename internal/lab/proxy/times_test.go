@@ -2,7 +2,12 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,6 +132,55 @@ func TestAccessLogRLSTimes(t *testing.T) {
 			must(t, e.UpstreamStartNs > e.RLSEndNs, "%s: upstream_start_ns %d, rls_end_ns %d", c.id, e.UpstreamStartNs, e.RLSEndNs)
 		} else {
 			must(t, e.UpstreamStartNs == 0, "%s: not forwarded, yet upstream_start_ns %d", c.id, e.UpstreamStartNs)
+		}
+	}
+}
+
+// stallClock is a tickClock that holds every other reader for a
+// millisecond after its reading, as a loaded host preempts a request
+// between reading the time and deciding it (a fault injected, not a wait
+// for anything).
+type stallClock struct {
+	tickClock
+	n atomic.Int64
+}
+
+func (c *stallClock) Now() time.Time {
+	t := c.tickClock.Now()
+	if c.n.Add(1)%2 == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	return t
+}
+
+// TestLocalTimesInDecisionOrder: with many concurrent requests at a bucket
+// that never refills during the test, the admitted ones are exactly the
+// first max_tokens by the logged local_ns, however the goroutines were
+// scheduled between reading the clock and taking the bucket: a model
+// judging by the logged times sees the tokens taken in the order they
+// were.
+func TestLocalTimesInDecisionOrder(t *testing.T) {
+	be := startBackend(t)
+	var alog syncBuf
+	clock := &stallClock{tickClock: tickClock{t: time.Unix(1796031180, 0)}}
+	const tokens, n = 8, 64
+	p := startProxy(t, Config{Name: "proxy-a", Upstream: be.URL(), AccessLog: &alog, Clock: clock, Local: &LocalRateLimit{
+		MaxTokens: tokens, FillInterval: Duration(time.Hour), FilterEnabled: pct(100), FilterEnforced: pct(100)}})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			do(t, "GET", p.URL()+"/r", map[string]string{"X-Rlbench-Id": fmt.Sprintf("o-%02d", i)})
+		}()
+	}
+	wg.Wait()
+	log := proxyTimes(t, p, &alog)
+	must(t, len(log) == n, "%d lines, want %d", len(log), n)
+	es := slices.SortedFunc(maps.Values(log), func(a, b envoyrec.AccessLogEntry) int { return cmp.Compare(a.LocalNs, b.LocalNs) })
+	for i, e := range es {
+		if admitted := e.Code == 200; admitted != (i < tokens) {
+			t.Errorf("%s, %d-th by local_ns (%d): code %d; want the first %d by local_ns admitted", e.RlbenchID, i+1, e.LocalNs, e.Code, tokens)
 		}
 	}
 }
