@@ -456,7 +456,7 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 			for ; ni < len(c.notSent) && int(c.notSent[ni]) < i; ni++ {
 			}
 			unsent := ni < len(c.notSent) && int(c.notSent[ni]) == i
-			if prev, dup := reqs.IDs.insert(id, reqs.Len()); dup {
+			if prev, dup := reqs.IDs.insert(id); dup {
 				// The attack records each ID once: a second line is damage.
 				problems = append(problems, Problem{File: RequestsFile, Msg: fmt.Sprintf("%s:%d: id %q recorded again (first on line %d)",
 					name, offset+int(c.line[i]), id, lines[prev])})
@@ -575,7 +575,7 @@ func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
 		c.request = append(c.request, NoID)
 		return
 	}
-	k, ok := c.next, c.next < reqs.Len() && string(reqs.IDs.bytes(c.next)) == string(id)
+	k, ok := c.next, reqs.IDs.is(c.next, id)
 	if !ok {
 		k, ok = reqs.IDs.lookup(id)
 	}
