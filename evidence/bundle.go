@@ -143,7 +143,8 @@ type Requests struct {
 	// URL indexes URLs (Request.URL, first-seen order).
 	URL  []uint32
 	URLs []string
-	// Conn indexes Conns (Request.Conn; index 0 is "", not recorded).
+	// Conn indexes Conns (Request.Conn; index 0 is "", not recorded); nil
+	// while no request recorded a connection (use ConnOf).
 	Conn  []uint32
 	Conns []string
 	// SentNs and EndNs (SentNs + LatencyNs) are unix ns.
@@ -202,7 +203,7 @@ func (r *Requests) add(id []byte, target, phase, flow, url, conn string, sent, e
 	r.Phase = append(r.Phase, intern(&r.phaseIdx, &r.Phases, phase))
 	r.Flow = append(r.Flow, intern(&r.flowIdx, &r.Flows, flow))
 	r.URL = append(r.URL, intern32(&r.urlIdx, &r.URLs, url))
-	r.Conn = append(r.Conn, r.connIndex(conn))
+	r.appendConn(r.connIndex(conn))
 	r.SentNs = append(r.SentNs, sent)
 	r.EndNs = append(r.EndNs, end)
 	r.Code = append(r.Code, uint16(min(max(code, 0), 65535)))
@@ -216,6 +217,18 @@ func (r *Requests) connIndex(conn string) uint32 {
 		intern32(&r.connIdx, &r.Conns, "")
 	}
 	return intern32(&r.connIdx, &r.Conns, conn)
+}
+
+// appendConn appends the next request's connection index (call it before
+// SentNs grows); Conn is allocated at the first connection recorded.
+func (r *Requests) appendConn(c uint32) {
+	if c == 0 && r.Conn == nil {
+		return
+	}
+	if r.Conn == nil {
+		r.Conn = make([]uint32, r.Len(), max(cap(r.SentNs), r.Len()+1))
+	}
+	r.Conn = append(r.Conn, c)
 }
 
 // received reclassifies the requests the backend has a receipt of
@@ -260,7 +273,9 @@ func (r *Requests) grow(n int) {
 	r.Phase = growTo(r.Phase, n)
 	r.Flow = growTo(r.Flow, n)
 	r.URL = growTo(r.URL, n)
-	r.Conn = growTo(r.Conn, n)
+	if r.Conn != nil {
+		r.Conn = growTo(r.Conn, n)
+	}
 	r.SentNs = growTo(r.SentNs, n)
 	r.EndNs = growTo(r.EndNs, n)
 	r.Code = growTo(r.Code, n)

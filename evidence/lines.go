@@ -480,7 +480,7 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 			reqs.Phase = append(reqs.Phase, pmap[c.phase[i]])
 			reqs.Flow = append(reqs.Flow, fmap[c.flow[i]])
 			reqs.URL = append(reqs.URL, umap[c.url[i]])
-			reqs.Conn = append(reqs.Conn, cmap[c.conn[i]])
+			reqs.appendConn(cmap[c.conn[i]])
 			reqs.SentNs = append(reqs.SentNs, c.sentNs[i])
 			reqs.EndNs = append(reqs.EndNs, c.endNs[i])
 			reqs.Code = append(reqs.Code, c.code[i])
