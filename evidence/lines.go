@@ -78,7 +78,7 @@ type recChunk struct {
 	phantoms []string
 	xrid     []string
 	// attempt and endpoint are the receipts' attempt counts and endpoint
-	// names (indexes of endpoints); any is set when one is known.
+	// names (indexes of endpoints), nil until one is known (any).
 	attempt    []uint16
 	endpoint   []uint16
 	endpoints  []string
@@ -560,13 +560,27 @@ func (c *recChunk) check(line int, reqs *Requests, clk *clockChecks) {
 	}
 }
 
-// addColumns records a receipt's attempt count and endpoint index.
+// addColumns records a receipt's attempt count and endpoint index (after
+// add); the columns are allocated at the first receipt with either (any).
 func (c *recChunk) addColumns(attempt uint16, endpoint uint16) {
+	if !c.any && attempt == 0 && endpoint == 0 {
+		return
+	}
+	if !c.any {
+		c.any = true
+		c.attempt = make([]uint16, len(c.recv)-1, cap(c.recv))
+		c.endpoint = make([]uint16, len(c.recv)-1, cap(c.recv))
+	}
 	c.attempt = append(c.attempt, attempt)
 	c.endpoint = append(c.endpoint, endpoint)
-	if attempt != 0 || c.endpoints[endpoint] != "" {
-		c.any = true
+}
+
+// columnsOf returns receipt i's attempt count and endpoint name.
+func (c *recChunk) columnsOf(i int) (uint16, string) {
+	if !c.any {
+		return 0, ""
 	}
+	return c.attempt[i], c.endpoints[c.endpoint[i]]
 }
 
 func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
@@ -634,7 +648,8 @@ func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name strin
 		}
 		if columns {
 			for i := range c.recv {
-				recs.addColumns(n+i+1, c.attempt[i], c.endpoints[c.endpoint[i]])
+				attempt, endpoint := c.columnsOf(i)
+				recs.addColumns(n+i+1, attempt, endpoint)
 			}
 		}
 		*c = recChunk{}
