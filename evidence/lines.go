@@ -72,6 +72,7 @@ type reqChunk struct {
 // the order their requests were recorded).
 type recChunk struct {
 	span
+	done     chan struct{}
 	next     int
 	recv     []int64
 	request  []int32
@@ -232,17 +233,28 @@ func readRequests(ctx context.Context, reqPath string, cls *Classifier, wantXRID
 		if st, err := cf.Stat(); err != nil {
 			errs.receipts = err
 		} else {
+			// As for the requests, the merge runs while later chunks are
+			// decoded, and lets each chunk go once appended.
 			size := st.Size()
 			var chunks []*recChunk
 			var tasks []func()
+			var stop atomic.Bool
 			for _, sp := range spans(size) {
-				c := &recChunk{span: sp}
+				c := &recChunk{span: sp, done: make(chan struct{})}
 				chunks = append(chunks, c)
-				tasks = append(tasks, func() { c.read(ctx, cf, size, recPath, reqs, wantXRID, &clk) })
+				tasks = append(tasks, func() {
+					defer close(c.done)
+					if !stop.Load() {
+						c.read(ctx, cf, size, recPath, reqs, wantXRID, &clk)
+					}
+				})
 			}
-			parallel(tasks)
+			finished := make(chan struct{})
+			go func() { parallel(tasks); close(finished) }()
 			var more []Problem
-			more, errs.receipts = mergeReceipts(chunks, recs, wantXRID, recPath)
+			more, errs.receipts = mergeReceipts(chunks, recs, wantXRID, recPath, estimateRows(cf, size))
+			stop.Store(true)
+			<-finished
 			problems = append(problems, more...)
 		}
 	}
@@ -602,19 +614,43 @@ func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
 	c.next = k + 1
 }
 
-// mergeReceipts appends the chunks' receipts to recs in file order, up to
-// the first error, and returns the first receipt (of file name) that
-// precedes its request and the first of a request not sent.
-func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name string) ([]Problem, error) {
+// mergeReceipts appends the chunks' receipts to recs in file order as
+// each is decoded (done), up to the first error (estimate: the receipts
+// expected, to size the columns), and returns the first receipt (of file
+// name) that precedes its request and the first of a request not sent.
+func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name string, estimate int) ([]Problem, error) {
 	var err error
 	var early, unsent lineFinding
+	recs.RecvNs = growTo(recs.RecvNs, recs.Len()+estimate)
+	recs.Request = growTo(recs.Request, recs.Len()+estimate)
+	if wantXRID && recs.XRequestID == nil {
+		recs.XRequestID = make([]string, recs.Len(), recs.Len()+estimate)
+	}
 	offset := 0
-	for i, c := range chunks {
+	for _, c := range chunks {
+		<-c.done
 		early.merge(c.early, offset)
 		unsent.merge(c.unsent, offset)
-		if c.err != nil {
-			err = relocate(c.err, offset)
-			chunks = chunks[:i+1]
+		n := recs.Len()
+		recs.RecvNs = append(recs.RecvNs, c.recv...)
+		recs.Request = append(recs.Request, c.request...)
+		recs.PhantomIDs = append(recs.PhantomIDs, c.phantoms...)
+		if wantXRID {
+			recs.XRequestID = append(recs.XRequestID, c.xrid...)
+		}
+		// The columns exist from the first receipt with an attempt count
+		// or endpoint on (Receipts.addColumns): a chunk without either
+		// adds nothing before that, zeros after.
+		if c.any || recs.Attempt != nil || recs.Endpoint != nil {
+			for i := range c.recv {
+				attempt, endpoint := c.columnsOf(i)
+				recs.addColumns(n+i+1, attempt, endpoint)
+			}
+		}
+		cerr := c.err
+		*c = recChunk{span: c.span} // let the collector have it
+		if cerr != nil {
+			err = relocate(cerr, offset)
 			break
 		}
 		offset += c.lines
@@ -624,35 +660,6 @@ func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name strin
 		if p, ok := f.problem(ReceiptsFile, name); ok {
 			problems = append(problems, p)
 		}
-	}
-	total := 0
-	for _, c := range chunks {
-		total += len(c.recv)
-	}
-	recs.RecvNs = growTo(recs.RecvNs, recs.Len()+total)
-	recs.Request = growTo(recs.Request, recs.Len()+total)
-	if wantXRID && recs.XRequestID == nil {
-		recs.XRequestID = make([]string, recs.Len(), recs.Len()+total)
-	}
-	columns := recs.Attempt != nil || recs.Endpoint != nil
-	for _, c := range chunks {
-		columns = columns || c.any
-	}
-	for _, c := range chunks {
-		n := recs.Len()
-		recs.RecvNs = append(recs.RecvNs, c.recv...)
-		recs.Request = append(recs.Request, c.request...)
-		recs.PhantomIDs = append(recs.PhantomIDs, c.phantoms...)
-		if wantXRID {
-			recs.XRequestID = append(recs.XRequestID, c.xrid...)
-		}
-		if columns {
-			for i := range c.recv {
-				attempt, endpoint := c.columnsOf(i)
-				recs.addColumns(n+i+1, attempt, endpoint)
-			}
-		}
-		*c = recChunk{}
 	}
 	return problems, err
 }
