@@ -26,11 +26,11 @@ import (
 //     of more shapes than that (no common pattern).
 //
 // The shaped and arena forms have an open-addressing index (linear
-// probing, load at most 1/2). A slot holds the ID's index + 1 in its low
-// 32 bits and the top 32 bits of the ID's hash above, so that a probe
-// rarely compares IDs. A loaded scenario's table holds no index (8 bytes a
-// slot, two slots an ID) until an ID is looked up: the first Lookup builds
-// it, once, also when several goroutines look up at the same time.
+// probing, load at most 1/2): a slot holds the ID's index + 1 (4 bytes),
+// and a probe compares the ID's number (shaped) or bytes (arena). A loaded
+// scenario's table holds no index until an ID is looked up: the first
+// Lookup builds it, once, also when several goroutines look up at the
+// same time.
 type IDTable struct {
 	n    int
 	form idForm
@@ -53,7 +53,7 @@ type IDTable struct {
 	arena []byte
 	ends  []int
 
-	slots  []uint64
+	slots  []uint32
 	seeded bool
 	seed   maphash.Seed // arena form's hash
 	mix    uint64       // shaped form's hash
@@ -102,7 +102,7 @@ func splitID(id []byte) (prefix []byte, width int, num uint32) {
 // lazyIndex is an IDTable's index built at its first use.
 type lazyIndex struct {
 	once  sync.Once
-	slots []uint64
+	slots []uint32
 }
 
 // releaseIndex drops the index; the next lookup rebuilds it (index).
@@ -113,46 +113,30 @@ func (t *IDTable) releaseIndex() {
 }
 
 // index returns the slots, building them after releaseIndex.
-func (t *IDTable) index() []uint64 {
+func (t *IDTable) index() []uint32 {
 	if t.lazy == nil {
 		return t.slots
 	}
 	t.lazy.once.Do(func() {
-		t.lazy.slots = t.buildSlots(nil, t.n)
+		t.lazy.slots = t.buildSlots(t.n)
 	})
 	return t.lazy.slots
 }
 
-// buildSlots returns an index of room for n IDs holding the slots of old
-// (nil: of every ID).
-func (t *IDTable) buildSlots(old []uint64, n int) []uint64 {
+// buildSlots returns an index of every ID with room for n IDs.
+func (t *IDTable) buildSlots(n int) []uint32 {
 	size := 16
 	for size < 2*n {
 		size *= 2
 	}
-	slots := make([]uint64, size)
+	slots := make([]uint32, size)
 	mask := uint64(size - 1)
-	put := func(k int, s uint64) {
-		h := t.hashAt(k)
-		if s == 0 {
-			s = h&^(1<<32-1) | uint64(uint32(k+1))
-		}
-		i := h & mask
+	for k := 0; k < t.n; k++ {
+		i := t.hashAt(k) & mask
 		for slots[i] != 0 {
 			i = (i + 1) & mask
 		}
-		slots[i] = s
-	}
-	if old != nil {
-		for _, s := range old {
-			if s != 0 {
-				put(int(uint32(s))-1, s)
-			}
-		}
-		return slots
-	}
-	for k := 0; k < t.n; k++ {
-		put(k, 0)
+		slots[i] = uint32(k + 1)
 	}
 	return slots
 }
@@ -322,21 +306,18 @@ func (t *IDTable) lookup(id []byte) (int, bool) {
 }
 
 // probe finds the ID of hash h in slots for which same is true.
-func (t *IDTable) probe(slots []uint64, h uint64, same func(k int) bool) (int, bool) {
+func (t *IDTable) probe(slots []uint32, h uint64, same func(k int) bool) (int, bool) {
 	if len(slots) == 0 {
 		return 0, false
 	}
-	tag := h &^ (1<<32 - 1)
 	mask := uint64(len(slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		s := slots[i]
 		if s == 0 {
 			return 0, false
 		}
-		if s&^(1<<32-1) == tag {
-			if k := int(uint32(s)) - 1; same(k) {
-				return k, true
-			}
+		if k := int(s) - 1; same(k) {
+			return k, true
 		}
 	}
 }
@@ -370,7 +351,7 @@ func (t *IDTable) grow(n int) {
 		return // nothing held per ID
 	}
 	if 2*n > len(t.slots) {
-		t.slots = t.buildSlots(t.slots, n)
+		t.slots = t.buildSlots(n)
 	}
 }
 
@@ -413,7 +394,7 @@ func (t *IDTable) toShaped() {
 		t.num[k] = t.first + uint32(k)
 	}
 	t.form = idShaped
-	t.slots = t.buildSlots(nil, max(t.hint, t.n+1))
+	t.slots = t.buildSlots(max(t.hint, t.n+1))
 }
 
 // toArena turns the range or shaped form into the arena form.
@@ -433,25 +414,15 @@ func (t *IDTable) toArena() {
 	t.arena, t.ends = arena, ends
 	t.form = idArena
 	t.num, t.shape, t.shapes, t.prefixes, t.byPrefix = nil, nil, nil, nil, nil
-	t.slots = t.buildSlots(nil, max(t.hint, t.n+1))
+	t.slots = t.buildSlots(max(t.hint, t.n+1))
 }
 
 // insertShaped is insert of the ID of shape s and number num in the shaped form.
 func (t *IDTable) insertShaped(s uint16, num uint32) (int, bool) {
-	if 2*(t.n+1) > len(t.slots) {
-		t.slots = t.buildSlots(t.slots, 2*(t.n+1))
-	}
 	key := uint64(s)<<32 | uint64(num)
-	h := t.hashKey(key)
-	tag := h &^ (1<<32 - 1)
-	mask := uint64(len(t.slots) - 1)
-	j := h & mask
-	for ; t.slots[j] != 0; j = (j + 1) & mask {
-		if sl := t.slots[j]; sl&^(1<<32-1) == tag {
-			if k := int(uint32(sl)) - 1; t.keyAt(k) == key {
-				return k, true
-			}
-		}
+	j, k, dup := t.slot(t.hashKey(key), func(k int) bool { return t.keyAt(k) == key })
+	if dup {
+		return k, true
 	}
 	if s != 0 && t.shape == nil {
 		t.shape = make([]uint16, t.n, cap(t.num))
@@ -460,30 +431,35 @@ func (t *IDTable) insertShaped(s uint16, num uint32) (int, bool) {
 	if t.shape != nil {
 		t.shape = append(t.shape, s)
 	}
-	t.slots[j] = tag | uint64(uint32(t.n+1))
+	t.slots[j] = uint32(t.n + 1)
 	t.n++
 	return t.n - 1, false
 }
 
 // insertArena is insert in the arena form.
 func (t *IDTable) insertArena(id []byte) (int, bool) {
-	if 2*(t.n+1) > len(t.slots) {
-		t.slots = t.buildSlots(t.slots, 2*(t.n+1))
-	}
-	h := maphash.Bytes(t.seed, id)
-	tag := h &^ (1<<32 - 1)
-	mask := uint64(len(t.slots) - 1)
-	j := h & mask
-	for ; t.slots[j] != 0; j = (j + 1) & mask {
-		if s := t.slots[j]; s&^(1<<32-1) == tag {
-			if k := int(uint32(s)) - 1; string(t.bytes(k)) == string(id) {
-				return k, true
-			}
-		}
+	j, k, dup := t.slot(maphash.Bytes(t.seed, id), func(k int) bool { return string(t.bytes(k)) == string(id) })
+	if dup {
+		return k, true
 	}
 	t.arena = append(t.arena, id...)
 	t.ends = append(t.ends, len(t.arena))
-	t.slots[j] = tag | uint64(uint32(t.n+1))
+	t.slots[j] = uint32(t.n + 1)
 	t.n++
 	return t.n - 1, false
+}
+
+// slot makes room for one more ID and returns the free slot for the ID
+// of hash h, or the index of the ID for which same is true.
+func (t *IDTable) slot(h uint64, same func(k int) bool) (j uint64, k int, found bool) {
+	if 2*(t.n+1) > len(t.slots) {
+		t.slots = t.buildSlots(2 * (t.n + 1))
+	}
+	mask := uint64(len(t.slots) - 1)
+	for j = h & mask; t.slots[j] != 0; j = (j + 1) & mask {
+		if k := int(t.slots[j]) - 1; same(k) {
+			return j, k, true
+		}
+	}
+	return j, 0, false
 }
