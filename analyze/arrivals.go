@@ -236,36 +236,47 @@ func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals 
 	if ranges == nil {
 		return nil
 	}
-	shardOf := make([]int32, reqs.Len())
-	notSent := make([]bool, reqs.Len())
-	for _, i := range reqs.NotSent {
-		notSent[i] = true
+	// A sender's requests are lines [from, from+n), the ranges in order
+	// and covering every request: a receipt's sender is found by a search,
+	// and its receipts are laid out in one buffer (splitStats).
+	senderOf := func(r int) int {
+		return sort.Search(len(ranges), func(k int) bool { return ranges[k].from+ranges[k].n > r })
 	}
 	out := make([]report.SenderArrivals, len(ranges))
-	recv := make([][]int64, len(ranges))
+	ns := 0 // reqs.NotSent (increasing) before i
 	for k, sr := range ranges {
 		out[k] = report.SenderArrivals{Shard: sr.shard, Phase: sr.phase, Requests: sr.n}
 		for i := sr.from; i < sr.from+sr.n; i++ {
-			shardOf[i] = int32(k)
-			if notSent[i] {
+			for ns < len(reqs.NotSent) && int(reqs.NotSent[ns]) < i {
+				ns++
+			}
+			if ns < len(reqs.NotSent) && int(reqs.NotSent[ns]) == i {
 				continue
 			}
-			ns := reqs.SentNs[i]
-			if out[k].FirstSendNs == 0 || ns < out[k].FirstSendNs {
-				out[k].FirstSendNs = ns
+			sent := reqs.SentNs[i]
+			if out[k].FirstSendNs == 0 || sent < out[k].FirstSendNs {
+				out[k].FirstSendNs = sent
 			}
-			out[k].LastSendNs = max(out[k].LastSendNs, ns)
+			out[k].LastSendNs = max(out[k].LastSendNs, sent)
 		}
 		out[k].SendWidthNs = out[k].LastSendNs - out[k].FirstSendNs
 	}
-	for i, r := range recs.Request {
+	count, total := make([]int, len(ranges)), 0
+	for _, r := range recs.Request {
 		if r >= 0 && int(r) < reqs.Len() {
-			k := shardOf[r]
-			recv[k] = append(recv[k], recs.RecvNs[i])
+			count[senderOf(int(r))]++
+			total++
 		}
 	}
+	stats := splitStats(make([]int64, total), count, windows, func(add func(g int, ns int64)) {
+		for i, r := range recs.Request {
+			if r >= 0 && int(r) < reqs.Len() {
+				add(senderOf(int(r)), recs.RecvNs[i])
+			}
+		}
+	})
 	for k := range out {
-		out[k].Receipts = arrivalStats(recv[k], windows)
+		out[k].Receipts = stats[k]
 		if st := out[k].Receipts; st.Count > 1 {
 			out[k].LandedWidthNs = st.LastNs - st.FirstNs
 		}
