@@ -40,28 +40,29 @@ func (s *retrySplit) resentOf(i int) int {
 // them when every one carries the header, else the server tries nginx
 // logged for it (nj, may be nil), else 1; max(k - max(allowed, 1), 0) of
 // them are re-sent by the client, the rest beyond the first are proxy
-// retries.
-func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoin) *retrySplit {
+// retries. receipts counts each request's receipts (recs.Request); the
+// split keeps it.
+func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoin, receipts []int32) *retrySplit {
 	n := reqs.Len()
-	s := &retrySplit{receipts: make([]int32, n), by: map[string]int{}}
-	// attempts[i] holds the distinct attempt counts of request i, only for
-	// requests with several receipts (most have one).
-	withAttempt := make([]int32, n)
-	for k, r := range recs.Request {
-		if r >= 0 && int(r) < n {
-			s.receipts[r]++
-			if recs.AttemptOf(k) > 0 {
+	s := &retrySplit{receipts: receipts, by: map[string]int{}}
+	// distinct[i] holds the distinct attempt counts of request i, only for
+	// requests with several receipts (most have one), every one with an
+	// attempt count (none has without the column).
+	distinct := map[int32]map[int]bool{}
+	if recs.Attempt != nil {
+		withAttempt := make([]int32, n)
+		for k, r := range recs.Request {
+			if r >= 0 && int(r) < n && recs.AttemptOf(k) > 0 {
 				withAttempt[r]++
 			}
 		}
-	}
-	distinct := map[int32]map[int]bool{}
-	for k, r := range recs.Request {
-		if r >= 0 && int(r) < n && s.receipts[r] > 1 && withAttempt[r] == s.receipts[r] {
-			if distinct[r] == nil {
-				distinct[r] = map[int]bool{}
+		for k, r := range recs.Request {
+			if r >= 0 && int(r) < n && s.receipts[r] > 1 && withAttempt[r] == s.receipts[r] {
+				if distinct[r] == nil {
+					distinct[r] = map[int]bool{}
+				}
+				distinct[r][recs.AttemptOf(k)] = true
 			}
-			distinct[r][recs.AttemptOf(k)] = true
 		}
 	}
 	for i := 0; i < n; i++ {

@@ -122,60 +122,55 @@ func arrivalsOf(in *Input) *report.Arrivals {
 			recPer[reqs.Target[r]]++
 		}
 	}
-	all := slices.Clone(recs.RecvNs)
-	adm := make([]int64, 0, nAdm)
-	var byTarget, admByTarget [][]int64
-	if nt > 1 {
-		byTarget, admByTarget = make([][]int64, nt), make([][]int64, nt)
-		for t := range nt {
-			byTarget[t], admByTarget[t] = make([]int64, 0, recPer[t]), make([]int64, 0, admPer[t])
-		}
-	}
+	// One buffer, reused group after group (arrivalStats sorts in place
+	// and keeps nothing): the receipts, the admissions, then each split
+	// laid out by a counting sort, 8 bytes a receipt in all.
+	buf := make([]int64, max(len(recs.RecvNs), nAdm))
+	a := &report.Arrivals{Receipts: arrivalStats(buf[:copy(buf, recs.RecvNs)], windows), Targets: []report.TargetArrivals{},
+		Endpoints: []report.EndpointArrivals{}, Expected: []report.ExpectedPeaks{}}
+	adm := buf[:0]
 	for i := 0; i < reqs.Len(); i++ {
 		if reqs.Class[i] == evidence.ClassAdmitted {
 			adm = append(adm, reqs.EndNs[i])
-			if nt > 1 {
-				admByTarget[reqs.Target[i]] = append(admByTarget[reqs.Target[i]], reqs.EndNs[i])
-			}
 		}
 	}
-	var endpoints [][]int64 // by Receipts.Endpoint index; index 0 names none
-	if len(recs.Endpoints) > 2 {
+	a.Admissions = arrivalStats(adm, windows)
+	if nt > 1 {
+		recStats := splitStats(buf, recPer, windows, func(add func(g int, ns int64)) {
+			for i, r := range recs.Request {
+				if r >= 0 && int(r) < reqs.Len() {
+					add(int(reqs.Target[r]), recs.RecvNs[i])
+				}
+			}
+		})
+		admStats := splitStats(buf, admPer, windows, func(add func(g int, ns int64)) {
+			for i := 0; i < reqs.Len(); i++ {
+				if reqs.Class[i] == evidence.ClassAdmitted {
+					add(int(reqs.Target[i]), reqs.EndNs[i])
+				}
+			}
+		})
+		for _, t := range targetOrder(reqs) {
+			a.Targets = append(a.Targets, report.TargetArrivals{Target: reqs.Targets[t], Receipts: recStats[t], Admissions: admStats[t]})
+		}
+	}
+	if len(recs.Endpoints) > 2 { // by Receipts.Endpoint index; index 0 names none
 		per := make([]int, len(recs.Endpoints))
 		for _, e := range recs.Endpoint {
 			per[e]++
 		}
-		endpoints = make([][]int64, len(recs.Endpoints))
-		for e := range endpoints {
-			endpoints[e] = make([]int64, 0, per[e])
-		}
-	}
-	for i, r := range recs.Request {
-		if nt > 1 && r >= 0 && int(r) < reqs.Len() {
-			t := reqs.Target[r]
-			byTarget[t] = append(byTarget[t], recs.RecvNs[i])
-		}
-		if endpoints != nil {
-			e := recs.Endpoint[i]
-			endpoints[e] = append(endpoints[e], recs.RecvNs[i])
-		}
-	}
-	a := &report.Arrivals{Receipts: arrivalStats(all, windows), Admissions: arrivalStats(adm, windows), Targets: []report.TargetArrivals{},
-		Endpoints: []report.EndpointArrivals{}, Expected: []report.ExpectedPeaks{}}
-	if nt > 1 {
-		for _, t := range targetOrder(reqs) {
-			a.Targets = append(a.Targets, report.TargetArrivals{Target: reqs.Targets[t], Receipts: arrivalStats(byTarget[t], windows),
-				Admissions: arrivalStats(admByTarget[t], windows)})
-		}
-	}
-	if endpoints != nil {
-		order := make([]int, 0, len(endpoints)-1)
-		for e := 1; e < len(endpoints); e++ {
+		stats := splitStats(buf, per, windows, func(add func(g int, ns int64)) {
+			for i, e := range recs.Endpoint {
+				add(int(e), recs.RecvNs[i])
+			}
+		})
+		order := make([]int, 0, len(per)-1)
+		for e := 1; e < len(per); e++ {
 			order = append(order, e)
 		}
 		sort.Slice(order, func(x, y int) bool { return recs.Endpoints[order[x]] < recs.Endpoints[order[y]] })
 		for _, e := range order {
-			a.Endpoints = append(a.Endpoints, report.EndpointArrivals{Endpoint: recs.Endpoints[e], Receipts: arrivalStats(endpoints[e], windows)})
+			a.Endpoints = append(a.Endpoints, report.EndpointArrivals{Endpoint: recs.Endpoints[e], Receipts: stats[e]})
 		}
 	}
 	for _, l := range peakLimiters(in) {
@@ -241,39 +236,70 @@ func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals 
 	if ranges == nil {
 		return nil
 	}
-	shardOf := make([]int32, reqs.Len())
-	notSent := make([]bool, reqs.Len())
-	for _, i := range reqs.NotSent {
-		notSent[i] = true
+	// A sender's requests are lines [from, from+n), the ranges in order
+	// and covering every request: a receipt's sender is found by a search,
+	// and its receipts are laid out in one buffer (splitStats).
+	senderOf := func(r int) int {
+		return sort.Search(len(ranges), func(k int) bool { return ranges[k].from+ranges[k].n > r })
 	}
 	out := make([]report.SenderArrivals, len(ranges))
-	recv := make([][]int64, len(ranges))
+	ns := 0 // reqs.NotSent (increasing) before i
 	for k, sr := range ranges {
 		out[k] = report.SenderArrivals{Shard: sr.shard, Phase: sr.phase, Requests: sr.n}
 		for i := sr.from; i < sr.from+sr.n; i++ {
-			shardOf[i] = int32(k)
-			if notSent[i] {
+			for ns < len(reqs.NotSent) && int(reqs.NotSent[ns]) < i {
+				ns++
+			}
+			if ns < len(reqs.NotSent) && int(reqs.NotSent[ns]) == i {
 				continue
 			}
-			ns := reqs.SentNs[i]
-			if out[k].FirstSendNs == 0 || ns < out[k].FirstSendNs {
-				out[k].FirstSendNs = ns
+			sent := reqs.SentNs[i]
+			if out[k].FirstSendNs == 0 || sent < out[k].FirstSendNs {
+				out[k].FirstSendNs = sent
 			}
-			out[k].LastSendNs = max(out[k].LastSendNs, ns)
+			out[k].LastSendNs = max(out[k].LastSendNs, sent)
 		}
 		out[k].SendWidthNs = out[k].LastSendNs - out[k].FirstSendNs
 	}
-	for i, r := range recs.Request {
+	count, total := make([]int, len(ranges)), 0
+	for _, r := range recs.Request {
 		if r >= 0 && int(r) < reqs.Len() {
-			k := shardOf[r]
-			recv[k] = append(recv[k], recs.RecvNs[i])
+			count[senderOf(int(r))]++
+			total++
 		}
 	}
+	stats := splitStats(make([]int64, total), count, windows, func(add func(g int, ns int64)) {
+		for i, r := range recs.Request {
+			if r >= 0 && int(r) < reqs.Len() {
+				add(senderOf(int(r)), recs.RecvNs[i])
+			}
+		}
+	})
 	for k := range out {
-		out[k].Receipts = arrivalStats(recv[k], windows)
+		out[k].Receipts = stats[k]
 		if st := out[k].Receipts; st.Count > 1 {
 			out[k].LandedWidthNs = st.LastNs - st.FirstNs
 		}
+	}
+	return out
+}
+
+// splitStats computes the arrivalStats of each group g of times that
+// fill calls add with (count[g] of them), laid out group after group in
+// buf (at least the sum of count long).
+func splitStats(buf []int64, count []int, windows []time.Duration, fill func(add func(g int, ns int64))) []report.ArrivalStats {
+	next := make([]int, len(count)+1)
+	for g, n := range count {
+		next[g+1] = next[g] + n
+	}
+	start := slices.Clone(next)
+	fill(func(g int, ns int64) {
+		buf[next[g]] = ns
+		next[g]++
+	})
+	out := make([]report.ArrivalStats, len(count))
+	for g := range count {
+		out[g] = arrivalStats(buf[start[g]:next[g]], windows)
 	}
 	return out
 }

@@ -50,7 +50,7 @@ func reconcile(in *Input) []int {
 			*l = append(*l, id)
 		}
 	}
-	in.retries = splitRetries(reqs, recs, in.nginx)
+	in.retries = splitRetries(reqs, recs, in.nginx, count)
 	perTarget := make([]int, len(reqs.Targets))
 	var dups []string
 	for i, n := range count {

@@ -1,10 +1,6 @@
 package evidence
 
 import (
-	"hash/maphash"
-	"sync"
-	"unsafe"
-
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 )
 
@@ -147,7 +143,8 @@ type Requests struct {
 	// URL indexes URLs (Request.URL, first-seen order).
 	URL  []uint32
 	URLs []string
-	// Conn indexes Conns (Request.Conn; index 0 is "", not recorded).
+	// Conn indexes Conns (Request.Conn; index 0 is "", not recorded); nil
+	// while no request recorded a connection (use ConnOf).
 	Conn  []uint32
 	Conns []string
 	// SentNs and EndNs (SentNs + LatencyNs) are unix ns.
@@ -199,14 +196,14 @@ func (q *Request) header(name string) (string, bool) {
 }
 
 func (r *Requests) add(id []byte, target, phase, flow, url, conn string, sent, end int64, code int, c Class) (int, bool) {
-	if prev, dup := r.IDs.insert(id, r.Len()); dup {
+	if prev, dup := r.IDs.insert(id); dup {
 		return prev, false
 	}
 	r.Target = append(r.Target, intern(&r.targetIdx, &r.Targets, target))
 	r.Phase = append(r.Phase, intern(&r.phaseIdx, &r.Phases, phase))
 	r.Flow = append(r.Flow, intern(&r.flowIdx, &r.Flows, flow))
 	r.URL = append(r.URL, intern32(&r.urlIdx, &r.URLs, url))
-	r.Conn = append(r.Conn, r.connIndex(conn))
+	r.appendConn(r.connIndex(conn))
 	r.SentNs = append(r.SentNs, sent)
 	r.EndNs = append(r.EndNs, end)
 	r.Code = append(r.Code, uint16(min(max(code, 0), 65535)))
@@ -220,6 +217,18 @@ func (r *Requests) connIndex(conn string) uint32 {
 		intern32(&r.connIdx, &r.Conns, "")
 	}
 	return intern32(&r.connIdx, &r.Conns, conn)
+}
+
+// appendConn appends the next request's connection index (call it before
+// SentNs grows); Conn is allocated at the first connection recorded.
+func (r *Requests) appendConn(c uint32) {
+	if c == 0 && r.Conn == nil {
+		return
+	}
+	if r.Conn == nil {
+		r.Conn = make([]uint32, r.Len(), max(cap(r.SentNs), r.Len()+1))
+	}
+	r.Conn = append(r.Conn, c)
 }
 
 // received reclassifies the requests the backend has a receipt of
@@ -264,7 +273,9 @@ func (r *Requests) grow(n int) {
 	r.Phase = growTo(r.Phase, n)
 	r.Flow = growTo(r.Flow, n)
 	r.URL = growTo(r.URL, n)
-	r.Conn = growTo(r.Conn, n)
+	if r.Conn != nil {
+		r.Conn = growTo(r.Conn, n)
+	}
 	r.SentNs = growTo(r.SentNs, n)
 	r.EndNs = growTo(r.EndNs, n)
 	r.Code = growTo(r.Code, n)
@@ -467,167 +478,4 @@ func xRequestID(h map[string]string) string {
 		}
 	}
 	return ""
-}
-
-// IDTable holds request IDs in one arena with an open-addressing index
-// (linear probing, load at most 1/2). A slot holds the ID's index + 1 in its
-// low 32 bits and the top 32 bits of the ID's hash above, so that a probe
-// rarely touches the arena.
-//
-// A loaded scenario's table holds no index (8 bytes a slot, two slots an
-// ID) until an ID is looked up: the first Lookup builds it, once, also
-// when several goroutines look up at the same time.
-type IDTable struct {
-	arena []byte
-	ends  []int
-	slots []uint64
-	seed  maphash.Seed
-	// lazy, when not nil, holds the index instead of slots after
-	// releaseIndex; the first lookup builds it.
-	lazy *lazyIndex
-}
-
-// lazyIndex is an IDTable's index built at its first use.
-type lazyIndex struct {
-	once  sync.Once
-	slots []uint64
-}
-
-// releaseIndex drops the index; the next lookup rebuilds it (index).
-func (t *IDTable) releaseIndex() {
-	if t.lazy == nil && t.slots != nil {
-		t.slots, t.lazy = nil, &lazyIndex{}
-	}
-}
-
-// index returns the slots, building them after releaseIndex.
-func (t *IDTable) index() []uint64 {
-	if t.lazy == nil {
-		return t.slots
-	}
-	t.lazy.once.Do(func() {
-		size := 16
-		for size < 2*t.Len() {
-			size *= 2
-		}
-		slots := make([]uint64, size)
-		mask := uint64(size - 1)
-		for k := range t.ends {
-			h := maphash.Bytes(t.seed, t.bytes(k))
-			i := h & mask
-			for slots[i] != 0 {
-				i = (i + 1) & mask
-			}
-			slots[i] = h&^(1<<32-1) | uint64(uint32(k+1))
-		}
-		t.lazy.slots = slots
-	})
-	return t.lazy.slots
-}
-
-// own makes the index t's own again before a write (grow, insert).
-func (t *IDTable) own() {
-	if t.lazy != nil {
-		t.slots, t.lazy = t.index(), nil
-	}
-}
-
-// Len is the number of IDs.
-func (t *IDTable) Len() int { return len(t.ends) }
-
-// ID returns the i-th ID. It does not copy: the string shares the
-// table's arena, whose bytes are never written again once appended (insert
-// only appends), so it stays valid and unchanged for the table's life.
-func (t *IDTable) ID(i int) string {
-	b := t.bytes(i)
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
-
-func (t *IDTable) bytes(i int) []byte {
-	start := 0
-	if i > 0 {
-		start = t.ends[i-1]
-	}
-	return t.arena[start:t.ends[i]]
-}
-
-// Lookup returns the index of id.
-func (t *IDTable) Lookup(id string) (int, bool) { return t.lookup([]byte(id)) }
-
-func (t *IDTable) lookup(id []byte) (int, bool) {
-	slots := t.index()
-	if len(slots) == 0 {
-		return 0, false
-	}
-	h := maphash.Bytes(t.seed, id)
-	tag := h &^ (1<<32 - 1)
-	mask := uint64(len(slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := slots[i]
-		if s == 0 {
-			return 0, false
-		}
-		if s&^(1<<32-1) == tag {
-			if k := int(uint32(s)) - 1; string(t.bytes(k)) == string(id) {
-				return k, true
-			}
-		}
-	}
-}
-
-// grow makes room for n IDs.
-func (t *IDTable) grow(n int) {
-	t.own()
-	if t.slots == nil {
-		t.seed = maphash.MakeSeed()
-	}
-	size := 16
-	for size < 2*n {
-		size *= 2
-	}
-	if cap(t.ends) < n {
-		t.ends = growTo(t.ends, n)
-	}
-	if size <= len(t.slots) {
-		return
-	}
-	old := t.slots
-	t.slots = make([]uint64, size)
-	mask := uint64(size - 1)
-	for _, s := range old {
-		if s == 0 {
-			continue
-		}
-		i := maphash.Bytes(t.seed, t.bytes(int(uint32(s))-1)) & mask
-		for t.slots[i] != 0 {
-			i = (i + 1) & mask
-		}
-		t.slots[i] = s
-	}
-}
-
-// insert adds id as index i; when id is present it returns its index and true.
-func (t *IDTable) insert(id []byte, i int) (int, bool) {
-	t.own()
-	if 2*(t.Len()+1) > len(t.slots) {
-		t.grow(2 * (t.Len() + 1))
-	}
-	h := maphash.Bytes(t.seed, id)
-	tag := h &^ (1<<32 - 1)
-	mask := uint64(len(t.slots) - 1)
-	j := h & mask
-	for ; t.slots[j] != 0; j = (j + 1) & mask {
-		if s := t.slots[j]; s&^(1<<32-1) == tag {
-			if k := int(uint32(s)) - 1; string(t.bytes(k)) == string(id) {
-				return k, true
-			}
-		}
-	}
-	t.arena = append(t.arena, id...)
-	t.ends = append(t.ends, len(t.arena))
-	t.slots[j] = tag | uint64(uint32(i+1))
-	return i, false
 }

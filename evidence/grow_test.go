@@ -33,3 +33,28 @@ func TestGrowAllocatesOnce(t *testing.T) {
 		t.Fatalf("Grow(0) changed the capacity to %d", cap(reqs.SentNs))
 	}
 }
+
+// TestConnColumnLazy: requests without a connection hold no Conn column;
+// the first one with a connection allocates it, and ConnOf reads every
+// request's connection back ("" for those without).
+func TestConnColumnLazy(t *testing.T) {
+	var reqs Requests
+	reqs.Grow(10)
+	for i := 0; i < 3; i++ {
+		reqs.Add(&Request{ID: fmt.Sprintf("id-%d", i), Target: "t", SentNs: 1, Code: 200})
+	}
+	if reqs.Conn != nil {
+		t.Fatalf("Conn allocated without a connection: %v", reqs.Conn)
+	}
+	reqs.Add(&Request{ID: "id-3", Target: "t", SentNs: 1, Code: 200, Conn: "127.0.0.1:5000/1"})
+	reqs.Add(&Request{ID: "id-4", Target: "t", SentNs: 1, Code: 200})
+	want := []string{"", "", "", "127.0.0.1:5000/1", ""}
+	for i, w := range want {
+		if got := reqs.ConnOf(i); got != w {
+			t.Errorf("ConnOf(%d) = %q, want %q", i, got, w)
+		}
+	}
+	if len(reqs.Conn) != reqs.Len() {
+		t.Errorf("Conn has %d rows for %d requests", len(reqs.Conn), reqs.Len())
+	}
+}

@@ -72,13 +72,14 @@ type reqChunk struct {
 // the order their requests were recorded).
 type recChunk struct {
 	span
+	done     chan struct{}
 	next     int
 	recv     []int64
 	request  []int32
 	phantoms []string
 	xrid     []string
 	// attempt and endpoint are the receipts' attempt counts and endpoint
-	// names (indexes of endpoints); any is set when one is known.
+	// names (indexes of endpoints), nil until one is known (any).
 	attempt    []uint16
 	endpoint   []uint16
 	endpoints  []string
@@ -232,17 +233,28 @@ func readRequests(ctx context.Context, reqPath string, cls *Classifier, wantXRID
 		if st, err := cf.Stat(); err != nil {
 			errs.receipts = err
 		} else {
+			// As for the requests, the merge runs while later chunks are
+			// decoded, and lets each chunk go once appended.
 			size := st.Size()
 			var chunks []*recChunk
 			var tasks []func()
+			var stop atomic.Bool
 			for _, sp := range spans(size) {
-				c := &recChunk{span: sp}
+				c := &recChunk{span: sp, done: make(chan struct{})}
 				chunks = append(chunks, c)
-				tasks = append(tasks, func() { c.read(ctx, cf, size, recPath, reqs, wantXRID, &clk) })
+				tasks = append(tasks, func() {
+					defer close(c.done)
+					if !stop.Load() {
+						c.read(ctx, cf, size, recPath, reqs, wantXRID, &clk)
+					}
+				})
 			}
-			parallel(tasks)
+			finished := make(chan struct{})
+			go func() { parallel(tasks); close(finished) }()
 			var more []Problem
-			more, errs.receipts = mergeReceipts(chunks, recs, wantXRID, recPath)
+			more, errs.receipts = mergeReceipts(chunks, recs, wantXRID, recPath, estimateRows(cf, size))
+			stop.Store(true)
+			<-finished
 			problems = append(problems, more...)
 		}
 	}
@@ -456,7 +468,7 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 			for ; ni < len(c.notSent) && int(c.notSent[ni]) < i; ni++ {
 			}
 			unsent := ni < len(c.notSent) && int(c.notSent[ni]) == i
-			if prev, dup := reqs.IDs.insert(id, reqs.Len()); dup {
+			if prev, dup := reqs.IDs.insert(id); dup {
 				// The attack records each ID once: a second line is damage.
 				problems = append(problems, Problem{File: RequestsFile, Msg: fmt.Sprintf("%s:%d: id %q recorded again (first on line %d)",
 					name, offset+int(c.line[i]), id, lines[prev])})
@@ -480,7 +492,7 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 			reqs.Phase = append(reqs.Phase, pmap[c.phase[i]])
 			reqs.Flow = append(reqs.Flow, fmap[c.flow[i]])
 			reqs.URL = append(reqs.URL, umap[c.url[i]])
-			reqs.Conn = append(reqs.Conn, cmap[c.conn[i]])
+			reqs.appendConn(cmap[c.conn[i]])
 			reqs.SentNs = append(reqs.SentNs, c.sentNs[i])
 			reqs.EndNs = append(reqs.EndNs, c.endNs[i])
 			reqs.Code = append(reqs.Code, c.code[i])
@@ -560,13 +572,27 @@ func (c *recChunk) check(line int, reqs *Requests, clk *clockChecks) {
 	}
 }
 
-// addColumns records a receipt's attempt count and endpoint index.
+// addColumns records a receipt's attempt count and endpoint index (after
+// add); the columns are allocated at the first receipt with either (any).
 func (c *recChunk) addColumns(attempt uint16, endpoint uint16) {
+	if !c.any && attempt == 0 && endpoint == 0 {
+		return
+	}
+	if !c.any {
+		c.any = true
+		c.attempt = make([]uint16, len(c.recv)-1, cap(c.recv))
+		c.endpoint = make([]uint16, len(c.recv)-1, cap(c.recv))
+	}
 	c.attempt = append(c.attempt, attempt)
 	c.endpoint = append(c.endpoint, endpoint)
-	if attempt != 0 || c.endpoints[endpoint] != "" {
-		c.any = true
+}
+
+// columnsOf returns receipt i's attempt count and endpoint name.
+func (c *recChunk) columnsOf(i int) (uint16, string) {
+	if !c.any {
+		return 0, ""
 	}
+	return c.attempt[i], c.endpoints[c.endpoint[i]]
 }
 
 func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
@@ -575,7 +601,7 @@ func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
 		c.request = append(c.request, NoID)
 		return
 	}
-	k, ok := c.next, c.next < reqs.Len() && string(reqs.IDs.bytes(c.next)) == string(id)
+	k, ok := c.next, reqs.IDs.is(c.next, id)
 	if !ok {
 		k, ok = reqs.IDs.lookup(id)
 	}
@@ -588,19 +614,43 @@ func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
 	c.next = k + 1
 }
 
-// mergeReceipts appends the chunks' receipts to recs in file order, up to
-// the first error, and returns the first receipt (of file name) that
-// precedes its request and the first of a request not sent.
-func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name string) ([]Problem, error) {
+// mergeReceipts appends the chunks' receipts to recs in file order as
+// each is decoded (done), up to the first error (estimate: the receipts
+// expected, to size the columns), and returns the first receipt (of file
+// name) that precedes its request and the first of a request not sent.
+func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name string, estimate int) ([]Problem, error) {
 	var err error
 	var early, unsent lineFinding
+	recs.RecvNs = growTo(recs.RecvNs, recs.Len()+estimate)
+	recs.Request = growTo(recs.Request, recs.Len()+estimate)
+	if wantXRID && recs.XRequestID == nil {
+		recs.XRequestID = make([]string, recs.Len(), recs.Len()+estimate)
+	}
 	offset := 0
-	for i, c := range chunks {
+	for _, c := range chunks {
+		<-c.done
 		early.merge(c.early, offset)
 		unsent.merge(c.unsent, offset)
-		if c.err != nil {
-			err = relocate(c.err, offset)
-			chunks = chunks[:i+1]
+		n := recs.Len()
+		recs.RecvNs = append(recs.RecvNs, c.recv...)
+		recs.Request = append(recs.Request, c.request...)
+		recs.PhantomIDs = append(recs.PhantomIDs, c.phantoms...)
+		if wantXRID {
+			recs.XRequestID = append(recs.XRequestID, c.xrid...)
+		}
+		// The columns exist from the first receipt with an attempt count
+		// or endpoint on (Receipts.addColumns): a chunk without either
+		// adds nothing before that, zeros after.
+		if c.any || recs.Attempt != nil || recs.Endpoint != nil {
+			for i := range c.recv {
+				attempt, endpoint := c.columnsOf(i)
+				recs.addColumns(n+i+1, attempt, endpoint)
+			}
+		}
+		cerr := c.err
+		*c = recChunk{span: c.span} // let the collector have it
+		if cerr != nil {
+			err = relocate(cerr, offset)
 			break
 		}
 		offset += c.lines
@@ -610,34 +660,6 @@ func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name strin
 		if p, ok := f.problem(ReceiptsFile, name); ok {
 			problems = append(problems, p)
 		}
-	}
-	total := 0
-	for _, c := range chunks {
-		total += len(c.recv)
-	}
-	recs.RecvNs = growTo(recs.RecvNs, recs.Len()+total)
-	recs.Request = growTo(recs.Request, recs.Len()+total)
-	if wantXRID && recs.XRequestID == nil {
-		recs.XRequestID = make([]string, recs.Len(), recs.Len()+total)
-	}
-	columns := recs.Attempt != nil || recs.Endpoint != nil
-	for _, c := range chunks {
-		columns = columns || c.any
-	}
-	for _, c := range chunks {
-		n := recs.Len()
-		recs.RecvNs = append(recs.RecvNs, c.recv...)
-		recs.Request = append(recs.Request, c.request...)
-		recs.PhantomIDs = append(recs.PhantomIDs, c.phantoms...)
-		if wantXRID {
-			recs.XRequestID = append(recs.XRequestID, c.xrid...)
-		}
-		if columns {
-			for i := range c.recv {
-				recs.addColumns(n+i+1, c.attempt[i], c.endpoints[c.endpoint[i]])
-			}
-		}
-		*c = recChunk{}
 	}
 	return problems, err
 }
