@@ -214,7 +214,7 @@ finished).`,
 	eventsFlag(cmd, &o.Events)
 	f.BoolVar(&o.Overwrite, "overwrite", false, "replace the requests.jsonl and attack.json already in --out (default: refuse)")
 	remoteWriteFlags(cmd, &o.RemoteWrite)
-	f.IntVar(&o.Senders, "senders", 0, "run the attack as `N` sender processes of this executable, each a shard, warmed and released at one --start-at instant (writes --out/sender-K)")
+	f.IntVar(&o.Senders, "senders", 0, "run the attack as `N` sender processes of this executable, each a shard, warmed and released at one --start-at instant (writes --out/sender-K; at most 64; 0 or 1: one process, as without it)")
 	f.VisitAll(func(fl *pflag.Flag) { fl.Value = &recordValue{Value: fl.Value, name: fl.Name, to: &given} })
 	return cmd
 }
@@ -394,16 +394,23 @@ func (o *AttackOptions) validateShard() error {
 var sendersOwn = map[string]bool{"senders": true, "shard": true, "shard-from-env": true, "shards": true, "start-at": true,
 	"out": true, "quiet": true, "overwrite": true}
 
-// validateSenders checks --senders N: at least 0, and with more than one
+// validateSenders checks --senders N: 0 .. senders.MaxSenders, at most
+// the IDs (--ids), a --start-at still to come, and with more than one
 // no shard of its own (the senders are the shards), no --events or
 // --remote-write (each sender would report a part of the attack as the
 // whole), and an --out without earlier senders' directories.
 func (o *AttackOptions) validateSenders() error {
-	if o.Senders < 0 {
-		return usageErrorf("--senders must be >= 0, not %d", o.Senders)
+	if o.Senders < 0 || o.Senders > senders.MaxSenders {
+		return usageErrorf("--senders must be 0..%d (processes on this host), not %d", senders.MaxSenders, o.Senders)
 	}
 	if o.Senders <= 1 {
 		return nil
+	}
+	if o.IDs > 0 && len(o.Flows) == 0 && o.Senders > o.IDs {
+		return usageErrorf("--senders %d: more senders than the %d IDs (a sender would send none)", o.Senders, o.IDs)
+	}
+	if !o.StartAt.IsZero() && !o.StartAt.After(time.Now()) {
+		return usageErrorf("--senders: --start-at %s has passed: the senders could not start together", o.StartAt.UTC().Format(time.RFC3339Nano))
 	}
 	if o.Shard.Count > 0 {
 		return usageErrorf("--senders %d runs the shards itself: give --senders or --shard, not both", o.Senders)

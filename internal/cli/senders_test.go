@@ -128,7 +128,8 @@ func TestAttackSenders(t *testing.T) {
 }
 
 // TestAttackSendersUsage: --senders with a shard of its own, or with
-// --events, is a usage error (exit 2) before anything runs, and so is an
+// --events, out of 0..64, above the IDs or with a --start-at that has
+// passed is a usage error (exit 2) before anything runs, and so is an
 // --out that holds an earlier run's sender directory.
 func TestAttackSendersUsage(t *testing.T) {
 	dir := t.TempDir()
@@ -141,7 +142,10 @@ func TestAttackSendersUsage(t *testing.T) {
 	}{
 		{[]string{"--senders", "2", "--shard", "0/2", "--out", filepath.Join(dir, "a")}, "give --senders or --shard, not both"},
 		{[]string{"--senders", "2", "--events", "-", "--out", filepath.Join(dir, "b")}, "--events and --remote-write are not supported"},
-		{[]string{"--senders", "-1", "--out", filepath.Join(dir, "c")}, "--senders must be >= 0"},
+		{[]string{"--senders", "-1", "--out", filepath.Join(dir, "c")}, "--senders must be 0..64"},
+		{[]string{"--senders", "65", "--out", filepath.Join(dir, "c")}, "--senders must be 0..64"},
+		{[]string{"--senders", "5", "--out", filepath.Join(dir, "c")}, "more senders than the 4 IDs"},
+		{[]string{"--senders", "2", "--start-at", "2020-01-01T00:00:00Z", "--out", filepath.Join(dir, "c")}, "--start-at 2020-01-01T00:00:00Z has passed"},
 		{[]string{"--senders", "2", "--out", filepath.Join(dir, "old")}, "already holds " + senders.SenderDir(filepath.Join(dir, "old"), 1)},
 	} {
 		args := append([]string{"attack", "--target", "http://127.0.0.1:1", "--ids", "4"}, c.args...)

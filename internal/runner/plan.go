@@ -25,6 +25,7 @@ import (
 	"github.com/rlbench/rlbench/evidence/descriptor"
 	"github.com/rlbench/rlbench/internal/lab/backend"
 	"github.com/rlbench/rlbench/internal/lab/proxy"
+	"github.com/rlbench/rlbench/internal/senders"
 	"github.com/rlbench/rlbench/internal/yamlguard"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -331,7 +332,7 @@ type AttackPlan struct {
 	// attack --senders`), each a shard of the IDs with its own warm
 	// connections, all released at one instant, so that the burst that
 	// lands is wider than one process can send: analyze reports each
-	// sender's send and landed widths (arrivals). At most MaxSenders; not
+	// sender's send and landed widths (arrivals). At most 64 (senders.MaxSenders); not
 	// with flows.
 	Senders int `json:"senders,omitempty"`
 }
@@ -879,8 +880,8 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 	if a.Timeout < 0 {
 		return at(ap+".timeout", where, "attack.timeout must be >= 0, not %s", time.Duration(a.Timeout))
 	}
-	if a.Senders < 0 || a.Senders > MaxSenders {
-		return at(ap+".senders", where, "attack.senders must be 0..%d, not %d", MaxSenders, a.Senders)
+	if a.Senders < 0 || a.Senders > senders.MaxSenders {
+		return at(ap+".senders", where, "attack.senders must be 0..%d, not %d", senders.MaxSenders, a.Senders)
 	}
 	if a.Senders > 1 && len(a.Flows) > 0 {
 		return at(ap+".senders", where, "attack.senders: not with flows (give the attack's ids, rate and request without flows)")

@@ -17,9 +17,6 @@ import (
 	"github.com/rlbench/rlbench/internal/senders"
 )
 
-// MaxSenders bounds AttackPlan.Senders: processes on one host.
-const MaxSenders = 64
-
 // idPrefix is the prefix of an attack step's generated IDs: unique per
 // run, scenario, repeat and step.
 func (r *scenarioRun) idPrefix(st Step) string {

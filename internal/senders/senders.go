@@ -29,6 +29,9 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
+// MaxSenders bounds the sender processes of one attack on one host.
+const MaxSenders = 64
+
 // DefaultLead is how long after Run begins the senders are released when
 // Options.StartAt is zero: time for N processes to start, read their
 // inputs and warm their connections (each begins warming at once, the
