@@ -136,8 +136,18 @@ log "nginx (private, pid $npid) on $nginx_url; $(nproc) cores, load: $(cut -d' '
 
 # --- one client run ------------------------------------------------------
 # maxrun GROUP TOOL URL: one closed-loop run with 50 connections.
+# The machine's state beside every figure: load1 (the 1-minute load
+# average when a run starts) and steal_ms (the CPU time the hypervisor took
+# from this virtual machine during it, /proc/stat, all CPUs), recorded per
+# run and tool like the figures.
+steal_ticks() { awk '/^cpu / { print $9 }' /proc/stat; }
+tick_ms=$(awk -v h="$(getconf CLK_TCK)" 'BEGIN { print 1000/h }')
+load1() { cut -d' ' -f1 /proc/loadavg; }
+# machine GROUP TOOL STEAL0 LOAD: records load1 and the steal since STEAL0.
+machine() { rec "$1" "$2" load1 "$4"; rec "$1" "$2" steal_ms "$(awk -v a="$3" -v b="$(steal_ticks)" -v k="$tick_ms" 'BEGIN { print (b-a)*k }')"; }
 maxrun() {
-	local g=$1 t=$2 url=$3 reqs=0 rate=0
+	local g=$1 t=$2 url=$3 reqs=0 rate=0 st ld
+	st=$(steal_ticks) ld=$(load1)
 	case $t in
 	rlbench-*)
 		rm -rf "$work/ev"
@@ -160,6 +170,7 @@ maxrun() {
 		rate=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out"); reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out") ;;
 	esac
 	local cpu; cpu=$("$m" get "$work/m.json" cpu_ns)
+	machine "$g" "$t" "$st" "$ld"
 	rec "$g" "$t" per_sec "$rate"
 	rec "$g" "$t" cpu_us "$(awk -v c="$cpu" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.3f", c/n/1000; else print 0 }')"
 }
@@ -187,7 +198,9 @@ want burst && for n in 20 200 2000; do
 	for rep in $(seq "$reps"); do
 		for t in $tools_rl; do
 			rm -rf "$work/ev"
+			st=$(steal_ticks) ld=$(load1)
 			"$(bin_of "$t")" attack --target b="$backend" --ids "$n" --out "$work/ev" 2>/dev/null
+			machine "burst$n" "$t" "$st" "$ld"
 			rec "burst$n" "$t" spread_ms "$(awk -v s="$("$m" get "$work/ev/attack.json" send_spread_ns)" 'BEGIN { printf "%.4f", s/1e6 }')"
 		done
 		"$m" vegeta -burst -n "$n" "$backend/" >"$work/s.json"
@@ -206,8 +219,6 @@ done
 # steal_ticks is the CPU time the hypervisor took from this virtual
 # machine so far (/proc/stat, all CPUs, in clock ticks): a run's share of it
 # shows the wake-ups the machine made late, whoever was waiting.
-steal_ticks() { awk '/^cpu / { print $9 }' /proc/stat; }
-tick_ms=$(awk -v h="$(getconf CLK_TCK)" 'BEGIN { print 1000/h }')
 raterun() {
 	local g=$1 t=$2 url=$3 st
 	rm -rf "$work/ev"

@@ -408,7 +408,19 @@ func table(args []string) error {
 	check(a <= 100, a, "memory at 1 M IDs: %.1f B per ID (<= 100; before: %.1f)", a, med("mem1M", "b_per_id", "rlbench-before"))
 
 	fmt.Println()
-	fmt.Println("Targets of issue 28 (rlbench-after, medians of this run; a target not measured in this run is not printed):")
+	fmt.Println("Targets of issue 28 (rlbench-after, medians of this run; a target not measured in this run is not printed;")
+	fmt.Println("[load, steal]: the 1-minute load average at the runs' start and the CPU time the hypervisor took during each, medians):")
+	// machine is the load and steal beside a figure of group g (tool t).
+	machine := func(g, t string) string {
+		l, st := med(g, "load1", t), med(g, "steal_ms", t)
+		if math.IsNaN(l) {
+			return ""
+		}
+		if math.IsNaN(st) {
+			return fmt.Sprintf(" [load %.1f]", l)
+		}
+		return fmt.Sprintf(" [load %.1f, steal %.0f ms]", l, st)
+	}
 	// 1. a 2000-ID burst against the zero-cost sender's floor.
 	// (the runs alternate, so repetition k's two figures saw the same load)
 	if af, ff := vals[gk{"burst2000", "spread_ms"}]["rlbench-after"], vals[gk{"burst2000", "spread_ms"}]["burst-floor"]; len(ff) > 0 {
@@ -418,15 +430,15 @@ func table(args []string) error {
 				r = append(r, af[k]/ff[k])
 			}
 		}
-		check(len(r) > 0 && median(r) <= 1.2, median(r), "burst of 2000 IDs: send spread / the zero-cost sender's of the same repetition, median %.2fx of %d runs (<= 1.2x; medians %.2f ms and %.2f ms)",
-			median(r), len(r), median(af), median(ff))
+		check(len(r) > 0 && median(r) <= 1.2, median(r), "burst of 2000 IDs: send spread / the zero-cost sender's of the same repetition, median %.2fx of %d runs (<= 1.2x; medians %.2f ms and %.2f ms)%s",
+			median(r), len(r), median(af), median(ff), machine("burst2000", "rlbench-after"))
 	}
 	// 3. throughput and CPU per request against wrk's on the same target.
 	for _, g := range []string{"max:backend", "max:nginx"} {
 		a, w := med(g, "per_sec", "rlbench-after"), med(g, "per_sec", "wrk")
-		check(a >= 0.9*w, a/w, "%s: %.0f req/s = %.2fx wrk's %.0f (>= 0.9x)", g, a, a/w, w)
+		check(a >= 0.9*w, a/w, "%s: %.0f req/s = %.2fx wrk's %.0f (>= 0.9x)%s", g, a, a/w, w, machine(g, "rlbench-after"))
 		ca, cw := med(g, "cpu_us", "rlbench-after"), med(g, "cpu_us", "wrk")
-		check(ca <= 1.2*cw, ca/cw, "%s: %.2f us client CPU per request = %.2fx wrk's %.2f (<= 1.2x)", g, ca, ca/cw, cw)
+		check(ca <= 1.2*cw, ca/cw, "%s: %.2f us client CPU per request = %.2fx wrk's %.2f (<= 1.2x)%s", g, ca, ca/cw, cw, machine(g, "wrk"))
 	}
 	// 6. pacing: each run against the zero-cost sleeper's run right after it
 	// (compare.sh records floor_p99_us and floor_met per run).
@@ -437,8 +449,8 @@ func table(args []string) error {
 		}
 		p99 := vals[gk{g, "pacing_p99_us"}]["rlbench-after"]
 		fl := vals[gk{g, "floor_p99_us"}]["rlbench-after"]
-		check(int(met) == n, met, "%s: %.0f of %d runs with pacing p99 <= the zero-cost sleeper's p99 (run right after it) + 0.5 ms (all; p99 median %.0f us, floor median %.0f us)",
-			g, met, n, median(p99), median(fl))
+		check(int(met) == n, met, "%s: %.0f of %d runs with pacing p99 <= the zero-cost sleeper's p99 (run right after it) + 0.5 ms (all; p99 median %.0f us, floor median %.0f us; steal median %.0f ms)",
+			g, met, n, median(p99), median(fl), med(g, "steal_ms", "rlbench-after"))
 		for k := range min(len(p99), len(fl)) {
 			if p99[k] > fl[k]+500 {
 				fmt.Printf("          run %d: p99 %.0f us, floor right after %.0f us (+%.0f us)\n", k+1, p99[k], fl[k], p99[k]-fl[k])
@@ -447,12 +459,17 @@ func table(args []string) error {
 	}
 	// 4. analyze and simulate at scale (bench/analyze-scale.sh).
 	va, an := med("scale", "wall_s", "vegeta-report"), med("scale", "wall_s", "analyze-n")
-	check(an <= 1.2*va, an/va, "analyze 1 M + 1 M with a model: %.2f s = %.2fx vegeta report's %.2f s (<= 1.2x; CPU %.2f s vs %.2f s)",
-		an, an/va, va, med("scale", "cpu_s", "analyze-n"), med("scale", "cpu_s", "vegeta-report"))
+	// Judged on both wall and CPU time: on a loaded machine the wall time
+	// is mostly the wait for a core, and either alone can flatter.
+	ac, vc := med("scale", "cpu_s", "analyze-n"), med("scale", "cpu_s", "vegeta-report")
+	check(an <= 1.2*va && ac <= 1.2*vc, an/va, "analyze 1 M + 1 M with a model: %.2f s = %.2fx vegeta report's %.2f s, CPU %.2f s = %.2fx its %.2f s (both <= 1.2x)%s",
+		an, an/va, va, ac, ac/vc, vc, machine("scale", "analyze-n"))
 	r := worst(vals[gk{"scale", "rss_mb"}]["analyze-n"])
 	check(r <= 300, r, "analyze 1 M + 1 M with a model: peak RSS %.0f MB (<= 300 MB)", r)
 	ab := med("scale", "wall_s", "analyze-big")
-	check(ab <= 10*an, ab/an, "analyze 10 M + 10 M: %.1f s = %.1fx the 1 M time (<= 10x)", ab, ab/an)
+	bc := med("scale", "cpu_s", "analyze-big")
+	check(ab <= 10*an && bc <= 10*ac, ab/an, "analyze 10 M + 10 M: %.1f s = %.1fx the 1 M time, CPU %.1f s = %.1fx (both <= 10x)%s", ab, ab/an,
+		bc, bc/ac, machine("scale", "analyze-big"))
 	r = worst(vals[gk{"scale", "rss_mb"}]["analyze-big"])
 	check(r <= 1024, r, "analyze 10 M + 10 M: peak RSS %.0f MB (<= 1024 MB)", r)
 	r = worst(vals[gk{"scale", "rss_mb"}]["simulate"])
@@ -460,7 +477,7 @@ func table(args []string) error {
 	// 5. the lab proxy's CPU per request against nginx's (bench/proxy.sh).
 	for _, t := range []string{"lab-after", "lab-after+rl"} {
 		c, n := med("proxy", "cpu_us", t), med("proxy", "cpu_us", "nginx")
-		check(c <= 1.5*n, c/n, "proxy hop, %s: %.1f us CPU per request = %.2fx nginx's %.1f (<= 1.5x)", t, c, c/n, n)
+		check(c <= 1.5*n, c/n, "proxy hop, %s: %.1f us CPU per request = %.2fx nginx's %.1f (<= 1.5x)%s", t, c, c/n, n, machine("proxy", "machine"))
 	}
 	return nil
 }
