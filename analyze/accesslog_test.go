@@ -286,6 +286,21 @@ func TestAccessLogMissingEntries(t *testing.T) {
 	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckUnknown || c.Got != "1 (a-lost); 1 entries join no request" {
 		t.Fatalf("missing check with an unjoined entry %+v", c)
 	}
+	// Lost by rlbench's own lab proxy: the harness's record is incomplete,
+	// NOT_RUN, not a failure of the system under test.
+	e3 := producerEv(t, cases[:8])
+	e3.scenario.HarnessParts = []string{"proxy-a", evidence.HarnessBackend}
+	e3.requests = append(e3.requests, evidence.Request{ID: "a-lost", Target: "proxy-a", Code: 200, SentNs: t0, LatencyNs: 1})
+	e3.receipts = append(e3.receipts, evidence.Receipt{ID: sp("a-lost"), RecvNs: t0})
+	e3.attack["sent"] = 9
+	s = run(t, e3.write()).Scenarios[0]
+	if c := checkNamed(s, "requests without access log entry"); c == nil || c.Status != report.CheckUnknown ||
+		c.Got != "1 (a-lost); 1 of them answered by rlbench's own lab proxies, whose log is the harness's record, not the system under test's" {
+		t.Fatalf("missing check, lab proxy %+v", c)
+	}
+	if s.Status != evidence.NotRun {
+		t.Errorf("lab proxy lost a line: status %s %v", s.Status, s.Reasons)
+	}
 	// A request without response is never required in the log.
 	e2 := producerEv(t, cases[:8])
 	e2.requests = append(e2.requests, evidence.Request{ID: "a-reset", Target: "proxy-a", Code: 0, Error: "EOF", SentNs: t0, LatencyNs: 1})
