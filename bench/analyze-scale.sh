@@ -111,16 +111,19 @@ cratio=$(awk -v a="$ac" -v b="$vc" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }
 echo
 echo "rlbench analyze at scale, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg) (per-run load and steal above)"
 printf '%-70s %-28s %s\n' "target" "this run" "verdict"
-printf '%-70s %-28s %s\n' "analyze $N+$N with a model <= 1.2x vegeta report (median)" "${an} s / ${va} s = ${ratio}x" "$(verdict "$ratio" 1.2)"
-printf '%-70s %-28s %s\n' "  (cpu time, for the record)" "${ac} s / ${vc} s = ${cratio}x" "$(verdict "$cratio" 1.2) on cpu"
+# Judged on wall and CPU time both (bench/measure table does the same):
+# on a loaded machine the wall time is mostly the wait for a core.
+both() { [ "$(verdict "$1" "$3")" = MET ] && [ "$(verdict "$2" "$3")" = MET ] && echo MET || echo "NOT MET"; }
+printf '%-70s %-28s %s\n' "analyze $N+$N with a model <= 1.2x vegeta report (median)" "${an} s / ${va} s = ${ratio}x" "$(both "$ratio" "$cratio" 1.2)"
+printf '%-70s %-28s %s\n' "  and its cpu time" "${ac} s / ${vc} s = ${cratio}x" "$(verdict "$cratio" 1.2) on cpu"
 printf '%-70s %-28s %s\n' "analyze $N+$N with a model peak RSS <= 300 MB" "${anr} MB" "$(verdict "$anr" 300)"
 if [ "$BIG" != 0 ]; then
 	ab=$(median analyze-big 2) abr=$(maxof analyze-big 3)
 	bratio=$(awk -v a="$ab" -v b="$an" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-	printf '%-70s %-28s %s\n' "analyze $BIG+$BIG <= 10x the $N time" "${ab} s / ${an} s = ${bratio}x" "$(verdict "$bratio" 10)"
 	abc=$(median analyze-big 4)
 	bcratio=$(awk -v a="$abc" -v b="$ac" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-	printf '%-70s %-28s %s\n' "  (cpu time, for the record)" "${abc} s / ${ac} s = ${bcratio}x" "$(verdict "$bcratio" 10) on cpu"
+	printf '%-70s %-28s %s\n' "analyze $BIG+$BIG <= 10x the $N time" "${ab} s / ${an} s = ${bratio}x" "$(both "$bratio" "$bcratio" 10)"
+	printf '%-70s %-28s %s\n' "  and its cpu time" "${abc} s / ${ac} s = ${bcratio}x" "$(verdict "$bcratio" 10) on cpu"
 	printf '%-70s %-28s %s\n' "analyze $BIG+$BIG peak RSS <= 1 GB" "${abr} MB" "$(verdict "$abr" 1024)"
 fi
 if [ "$SIM" != 0 ]; then
