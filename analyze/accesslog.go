@@ -52,6 +52,25 @@ type AccessLogResponse struct {
 	// same status code, same proxy), else what differs. A request without
 	// response (class no_response) is never judged.
 	Disagreement string `json:"disagreement,omitempty"`
+	// Request is the joined request's index in Requests; ArrivedNs when the
+	// proxy had it, unix ns on its clock: the lab proxy's local_ns (its
+	// buckets' time), else start_ns, else Envoy's %START_TIME% (1 ms); 0
+	// when the entry has none. Neither is part of the JSON report.
+	Request   int   `json:"-"`
+	ArrivedNs int64 `json:"-"`
+}
+
+// arrivedNs is AccessLogResponse.ArrivedNs of entry e.
+func arrivedNs(e *envoyrec.AccessLogEntry) int64 {
+	switch {
+	case e.LocalNs > 0:
+		return e.LocalNs
+	case e.StartNs > 0:
+		return e.StartNs
+	case !e.Time.IsZero():
+		return e.Time.UnixNano()
+	}
+	return 0
 }
 
 // AccessLogJoin is the join of a scenario's access logs with its requests.
@@ -188,7 +207,8 @@ func JoinAccessLogs(logs []evidence.AccessLog, reqs *evidence.Requests, recs *ev
 			target := reqs.Targets[reqs.Target[idx]]
 			code := int(reqs.Code[idx])
 			resp := AccessLogResponse{ID: reqs.IDs.ID(idx), Proxy: p, Target: target, File: evidence.AccessLogFile(p), Line: e.Line,
-				JoinedBy: by, Code: e.Code, ClientCode: code, Flags: e.Flags, Details: e.CodeDetails, Producer: prod, Class: reqs.Class[idx].String()}
+				JoinedBy: by, Code: e.Code, ClientCode: code, Flags: e.Flags, Details: e.CodeDetails, Producer: prod, Class: reqs.Class[idx].String(),
+				Request: idx, ArrivedNs: arrivedNs(&e)}
 			var why []string
 			if resp.Class != evidence.ClassNoResponse.String() {
 				if !ProducerAgrees(resp.Class, prod) {

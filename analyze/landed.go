@@ -9,8 +9,8 @@ import (
 
 // checkLanded judges expect.landed_within (evidence.Expectation.LandedWithin):
 // did the burst the scenario asks for land at the limiter as asked? It
-// measures, per proxy whose access log records arrivals (the lab proxy's
-// local_ns, else start_ns; Envoy's %START_TIME%), the first to last arrival
+// measures, per proxy whose access log entries join the requests
+// (Input.AccessLogs; AccessLogResponse.ArrivedNs), the first to last arrival
 // of the scenario's requests on that proxy's clock, and takes the widest;
 // when no access log records every sent request, the first to last
 // receipt at the backend, if every sent request has one. A landing wider
@@ -40,40 +40,25 @@ func checkLanded(in *Input) (r Result) {
 		isSent[i] = false
 	}
 	type span struct{ first, last int64 }
-	seen := make([]bool, reqs.Len())
+	seen, covered := make([]bool, reqs.Len()), 0
 	var spans []span
 	var proxies []string
-	for _, l := range in.Evidence.AccessLogs {
-		sp := span{}
-		for _, e := range l.Entries {
-			at := e.LocalNs
-			if at <= 0 {
-				at = e.StartNs
-			}
-			if at <= 0 && !e.Time.IsZero() {
-				at = e.Time.UnixNano()
-			}
-			if at <= 0 || e.RlbenchID == "" {
+	if j := in.AccessLogs; j != nil {
+		at := map[string]int{} // proxy -> index in spans
+		for _, r := range j.Responses {
+			if r.ArrivedNs <= 0 || !isSent[r.Request] {
 				continue
 			}
-			i, ok := reqs.IDs.Lookup(e.RlbenchID)
-			if !ok || !isSent[i] {
-				continue
+			if !seen[r.Request] {
+				seen[r.Request], covered = true, covered+1
 			}
-			seen[i] = true
-			if sp.first == 0 || at < sp.first {
-				sp.first = at
+			k, ok := at[r.Proxy]
+			if !ok {
+				k, at[r.Proxy] = len(spans), len(spans)
+				spans, proxies = append(spans, span{first: r.ArrivedNs}), append(proxies, r.Proxy)
 			}
-			sp.last = max(sp.last, at)
-		}
-		if sp.first > 0 {
-			spans, proxies = append(spans, sp), append(proxies, l.Proxy)
-		}
-	}
-	covered := 0
-	for i, s := range seen {
-		if s && isSent[i] {
-			covered++
+			sp := &spans[k]
+			sp.first, sp.last = min(sp.first, r.ArrivedNs), max(sp.last, r.ArrivedNs)
 		}
 	}
 	var width time.Duration
