@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/rlbench/rlbench/analyze/report"
@@ -13,7 +14,7 @@ import (
 // while no request has several receipts (most runs): read them through
 // retriesOf and resentOf.
 type retrySplit struct {
-	receipts []int32
+	receipts receiptCounts
 	retries  []int32
 	resent   []int32
 	by       map[string]int
@@ -35,6 +36,47 @@ func (s *retrySplit) resentOf(i int) int {
 	return int(s.resent[i])
 }
 
+// receiptCounts counts the receipts of each request: a byte a request,
+// the counts of 255 and more in big (a request re-sent or retried that
+// often is rare; most have 0 or 1).
+type receiptCounts struct {
+	small []uint8
+	big   map[int32]int32
+}
+
+// newReceiptCounts returns the zero counts of n requests.
+func newReceiptCounts(n int) receiptCounts {
+	return receiptCounts{small: make([]uint8, n), big: map[int32]int32{}}
+}
+
+// inc counts one more receipt of request r.
+func (c receiptCounts) inc(r int32) {
+	if c.small[r] < math.MaxUint8 {
+		c.small[r]++
+		return
+	}
+	c.big[r]++ // the count is math.MaxUint8 + big[r]
+}
+
+// at is request i's receipts.
+func (c receiptCounts) at(i int) int32 {
+	n := int32(c.small[i])
+	if n == math.MaxUint8 {
+		n += c.big[int32(i)]
+	}
+	return n
+}
+
+// several reports whether some request has several receipts.
+func (c receiptCounts) several() bool {
+	for _, n := range c.small {
+		if n > 1 {
+			return true
+		}
+	}
+	return false
+}
+
 // splitRetries explains each request's repeated receipts. A request with k
 // receipts has allowed = the distinct x-envoy-attempt-count values among
 // them when every one carries the header, else the server tries nginx
@@ -42,7 +84,7 @@ func (s *retrySplit) resentOf(i int) int {
 // them are re-sent by the client, the rest beyond the first are proxy
 // retries. receipts counts each request's receipts (recs.Request); the
 // split keeps it.
-func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoin, receipts []int32) *retrySplit {
+func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoin, receipts receiptCounts) *retrySplit {
 	n := reqs.Len()
 	s := &retrySplit{receipts: receipts, by: map[string]int{}}
 	// distinct[i] holds the distinct attempt counts of request i, only for
@@ -57,7 +99,7 @@ func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoi
 			}
 		}
 		for k, r := range recs.Request {
-			if r >= 0 && int(r) < n && s.receipts[r] > 1 && withAttempt[r] == s.receipts[r] {
+			if r >= 0 && int(r) < n && s.receipts.at(int(r)) > 1 && withAttempt[r] == s.receipts.at(int(r)) {
 				if distinct[r] == nil {
 					distinct[r] = map[int]bool{}
 				}
@@ -66,7 +108,7 @@ func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoi
 		}
 	}
 	for i := 0; i < n; i++ {
-		k := s.receipts[i]
+		k := s.receipts.at(i)
 		if k <= 1 {
 			continue
 		}
@@ -92,7 +134,7 @@ func splitRetries(reqs *evidence.Requests, recs *evidence.Receipts, nj *nginxJoi
 // passedLimiter reports whether request i passed the limiter: a receipt,
 // a 2xx, or an nginx record that says so.
 func passedLimiter(reqs *evidence.Requests, s *retrySplit, nj *nginxJoin, i int) bool {
-	if s.receipts[i] > 0 || reqs.Class[i] == evidence.ClassAdmitted {
+	if s.receipts.at(i) > 0 || reqs.Class[i] == evidence.ClassAdmitted {
 		return true
 	}
 	return nj != nil && nj.tries[i] >= 0 && !nj.rejected[i] && nj.producer[i] != ""
@@ -116,12 +158,7 @@ func amplificationOf(in *Input, s *retrySplit) *report.Amplification {
 			show = show || p.Retried > 0
 		}
 	}
-	for _, k := range s.receipts {
-		if k > 1 {
-			show = true
-			break
-		}
-	}
+	show = show || s.receipts.several()
 	if !show {
 		return nil
 	}
@@ -135,7 +172,7 @@ func amplificationOf(in *Input, s *retrySplit) *report.Amplification {
 		if !passedLimiter(reqs, s, in.nginx, i) {
 			continue
 		}
-		k := int(s.receipts[i])
+		k := int(s.receipts.at(i))
 		a.Passed++
 		a.Attempts += k
 		a.MaxAttempts = max(a.MaxAttempts, k)

@@ -158,9 +158,10 @@ type Input struct {
 	// limiters are the scenario's limiters as the model checks judged them.
 	limiters *limiterSet
 	// received tells, per request, whether the backend has its receipt;
-	// recvNs is its earliest receipt time (0: none).
-	received []bool
-	recvNs   []int64
+	// firstRecv is the index in Evidence.Receipts of its earliest receipt
+	// (-1: none; 4 bytes a request, not its time's 8: ReceiptNs).
+	received  []bool
+	firstRecv []int32
 	// targetReceipts counts the requests with a receipt per target index
 	// (receiptsSection).
 	targetReceipts []int
@@ -269,10 +270,10 @@ func (in *Input) Received(i int) bool { return i >= 0 && i < len(in.received) &&
 // ReceiptNs is the time of request i's earliest receipt, unix ns; 0 when
 // the backend has none (or i is out of range).
 func (in *Input) ReceiptNs(i int) int64 {
-	if i < 0 || i >= len(in.recvNs) {
+	if i < 0 || i >= len(in.firstRecv) || in.firstRecv[i] < 0 {
 		return 0
 	}
-	return in.recvNs[i]
+	return in.Evidence.Receipts.RecvNs[in.firstRecv[i]]
 }
 
 // incomplete records a reason the evidence is incomplete.

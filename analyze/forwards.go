@@ -262,7 +262,7 @@ func pathLagOf(in *Input, fw map[string]*limiterTimes, targets []string) pathLag
 				continue
 			}
 			seen[r] = true
-			lag := in.recvNs[r] - f
+			lag := in.ReceiptNs(int(r)) - f
 			if p.joined == 0 || lag < p.minNs {
 				p.minNs = lag
 			}

@@ -34,8 +34,8 @@ func intendedAdmissions(in *Input, widen int64) []intendedAdmission {
 			continue
 		}
 		lo, hi := reqs.SentNs[i], reqs.EndNs[i]
-		if got && in.recvNs[i] > 0 {
-			hi = min(hi, in.recvNs[i])
+		if t := in.ReceiptNs(i); got && t > 0 {
+			hi = min(hi, t)
 		}
 		hi = max(hi, lo)
 		out = append(out, intendedAdmission{lo: lo - widen, hi: hi + widen, sure: sure})

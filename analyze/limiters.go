@@ -52,7 +52,7 @@ func judgeLimiters(in *Input) {
 			r.err = why
 		}
 	}
-	ls.checkModels(in, in.received, in.recvNs)
+	ls.checkModels(in, in.received)
 	sr.Limiters = make([]report.LimiterReport, 0, len(ls.runs))
 	for _, r := range ls.runs {
 		sr.Limiters = append(sr.Limiters, *r.report)
@@ -632,9 +632,9 @@ func descriptorString(es []descriptor.DescriptorEntry) string {
 
 // checkModels replays, for every limiter, the requests that reached it
 // through its model (model.Check) and fills its report.
-func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
+func (ls *limiterSet) checkModels(in *Input, received []bool) {
 	for k, r := range ls.runs {
-		ls.checkLimiter(in, k, r, received, recvNs)
+		ls.checkLimiter(in, k, r, received)
 	}
 }
 
@@ -642,7 +642,7 @@ func (ls *limiterSet) checkModels(in *Input, received []bool, recvNs []int64) {
 // models its kind builds (limiterKind) and fills r.report: not checked when
 // its declaration, a request's key or its models fail, else the model's
 // verdicts, bounds and uncertainty.
-func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []bool, recvNs []int64) {
+func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []bool) {
 	rep := r.report
 	if r.err != "" {
 		rep.Status, rep.Detail = report.LimiterNotChecked, r.err
@@ -664,7 +664,7 @@ func (ls *limiterSet) checkLimiter(in *Input, k int, r *limiterRun, received []b
 	for _, g := range groups {
 		g.evs.Name = eventName(reqs)
 	}
-	p := &replay{ls: ls, in: in, reqs: reqs, k: k, r: r, kind: kind, groups: groups, received: received, recvNs: recvNs}
+	p := &replay{ls: ls, in: in, reqs: reqs, k: k, r: r, kind: kind, groups: groups, received: received}
 	for i := 0; i < reqs.Len(); i++ {
 		p.request(i)
 	}
@@ -999,7 +999,6 @@ type replay struct {
 	kind     limiterKind
 	groups   []*modelGroup
 	received []bool
-	recvNs   []int64
 	// shadowVisible: the limiter showed a shadow rejection (model.Options).
 	shadowVisible bool
 	// noKey counts the requests without a key; unkHeaders are the headers
@@ -1063,8 +1062,8 @@ func (p *replay) request(i int) {
 func (p *replay) interval(i int) (lo, hi int64) {
 	reqs, seen := p.reqs, p.in.seen
 	lo, hi = reqs.SentNs[i], reqs.EndNs[i]
-	if p.received[i] && p.recvNs[i] > 0 {
-		hi = min(hi, p.recvNs[i])
+	if t := p.in.ReceiptNs(i); p.received[i] && t > 0 {
+		hi = min(hi, t)
 	}
 	hi = max(hi, lo)
 	if t := reqs.Target[i]; p.r.decl.ClockSkewNs == 0 && seen.has(i, t) && seen.own[i] && p.r.decl.Stage == evidence.StageLocal {

@@ -25,18 +25,21 @@ func reconcile(in *Input) []int {
 	reqs, recs := &ev.Requests, &ev.Receipts
 	rc := &sr.Receipts
 	rc.Total = recs.Len()
-	count := make([]int32, reqs.Len())
+	count := newReceiptCounts(reqs.Len())
 	in.received = make([]bool, reqs.Len())
-	in.recvNs = make([]int64, reqs.Len())
+	in.firstRecv = make([]int32, reqs.Len())
+	for i := range in.firstRecv {
+		in.firstRecv[i] = -1
+	}
 	phantom := map[string]int{}
 	pi := 0
 	for k, r := range recs.Request {
 		switch {
 		case r >= 0:
-			count[r]++
+			count.inc(r)
 			in.received[r] = true
-			if t := recs.RecvNs[k]; in.recvNs[r] == 0 || t < in.recvNs[r] {
-				in.recvNs[r] = t
+			if f := in.firstRecv[r]; f < 0 || recs.RecvNs[k] < recs.RecvNs[f] {
+				in.firstRecv[r] = int32(k)
 			}
 		case r == evidence.NoID:
 			rc.WithoutID++
@@ -53,8 +56,8 @@ func reconcile(in *Input) []int {
 	in.retries = splitRetries(reqs, recs, in.nginx, count)
 	perTarget := make([]int, len(reqs.Targets))
 	var dups []string
-	for i, n := range count {
-		c := reqs.Class[i]
+	for i := range reqs.Len() {
+		c, n := reqs.Class[i], count.at(i)
 		if n > 0 {
 			perTarget[reqs.Target[i]]++
 		}
@@ -256,8 +259,8 @@ func checkReceiptsEqualAdmitted(in *Input) (r Result) {
 func receiptsCounted(in *Input, ids int) string {
 	s := in.retries
 	var receipts, retries, resent int
-	for i := range s.receipts {
-		receipts += int(s.receipts[i])
+	for i := range s.receipts.small {
+		receipts += int(s.receipts.at(i))
 		retries += s.retriesOf(i)
 		resent += s.resentOf(i)
 	}

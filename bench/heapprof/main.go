@@ -10,7 +10,7 @@
 // size sampled so far (every 50 ms), so near the peak. A heap profile shows
 // what the last collection found live, with the call stack that allocated
 // it. The garbage collector runs at rlbench analyze's target
-// (internal/cli judgeGCPercent, 25). It prints the largest heap sampled
+// (internal/cli judgeGCPercent, 10). It prints the largest heap sampled
 // while loading and in all.
 package main
 
@@ -39,7 +39,7 @@ func main() {
 		os.Exit(2)
 	}
 	dir, out := flag.Arg(0), flag.Arg(1)
-	debug.SetGCPercent(25)            // internal/cli judgeGCPercent
+	debug.SetGCPercent(10)            // internal/cli judgeGCPercent
 	runtime.MemProfileRate = 64 << 10 // finer than the default 512 KiB
 	var mu sync.Mutex
 	snap := func(tag string) {
