@@ -184,7 +184,7 @@ func amplificationOf(in *Input, s *retrySplit) *report.Amplification {
 		a.ClientResends += s.resentOf(i)
 		in := false
 		for w := range wins {
-			if t := reqs.SentNs[i]; t >= wins[w].BeginNs && t <= wins[w].EndNs {
+			if t := reqs.SentNs.At(i); t >= wins[w].BeginNs && t <= wins[w].EndNs {
 				wins[w].Passed++
 				wins[w].Attempts += k
 				in = true

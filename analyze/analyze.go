@@ -273,7 +273,7 @@ func (in *Input) ReceiptNs(i int) int64 {
 	if i < 0 || i >= len(in.firstRecv) || in.firstRecv[i] < 0 {
 		return 0
 	}
-	return in.Evidence.Receipts.RecvNs[in.firstRecv[i]]
+	return in.Evidence.Receipts.RecvNs.At(int(in.firstRecv[i]))
 }
 
 // incomplete records a reason the evidence is incomplete.
@@ -432,10 +432,10 @@ func totals(in *Input) {
 		total.Add(c, got)
 		perTarget[reqs.Target[i]].Add(c, got)
 		perPhase[reqs.Phase[i]].Add(c, got)
-		if s := reqs.SentNs[i]; start == 0 || s < start {
+		if s := reqs.SentNs.At(i); start == 0 || s < start {
 			start = s
 		}
-		if e := reqs.EndNs[i]; e > end {
+		if e := reqs.EndNs.At(i); e > end {
 			end = e
 		}
 	}

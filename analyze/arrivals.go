@@ -114,7 +114,7 @@ func arrivalsOf(in *Input) *report.Arrivals {
 			admPer[reqs.Target[i]]++
 		}
 	}
-	if len(recs.RecvNs) == 0 && nAdm == 0 {
+	if recs.RecvNs.Len() == 0 && nAdm == 0 {
 		return nil
 	}
 	for _, r := range recs.Request {
@@ -125,13 +125,13 @@ func arrivalsOf(in *Input) *report.Arrivals {
 	// One buffer, reused group after group (arrivalStats sorts in place
 	// and keeps nothing): the receipts, the admissions, then each split
 	// laid out by a counting sort, 8 bytes a receipt in all.
-	buf := make([]int64, max(len(recs.RecvNs), nAdm))
-	a := &report.Arrivals{Receipts: arrivalStats(buf[:copy(buf, recs.RecvNs)], windows), Targets: []report.TargetArrivals{},
+	buf := make([]int64, max(recs.RecvNs.Len(), nAdm))
+	a := &report.Arrivals{Receipts: arrivalStats(recs.RecvNs.AppendTo(buf[:0]), windows), Targets: []report.TargetArrivals{},
 		Endpoints: []report.EndpointArrivals{}, Expected: []report.ExpectedPeaks{}}
 	adm := buf[:0]
 	for i := 0; i < reqs.Len(); i++ {
 		if reqs.Class[i] == evidence.ClassAdmitted {
-			adm = append(adm, reqs.EndNs[i])
+			adm = append(adm, reqs.EndNs.At(i))
 		}
 	}
 	a.Admissions = arrivalStats(adm, windows)
@@ -139,14 +139,14 @@ func arrivalsOf(in *Input) *report.Arrivals {
 		recStats := splitStats(buf, recPer, windows, func(add func(g int, ns int64)) {
 			for i, r := range recs.Request {
 				if r >= 0 && int(r) < reqs.Len() {
-					add(int(reqs.Target[r]), recs.RecvNs[i])
+					add(int(reqs.Target[r]), recs.RecvNs.At(i))
 				}
 			}
 		})
 		admStats := splitStats(buf, admPer, windows, func(add func(g int, ns int64)) {
 			for i := 0; i < reqs.Len(); i++ {
 				if reqs.Class[i] == evidence.ClassAdmitted {
-					add(int(reqs.Target[i]), reqs.EndNs[i])
+					add(int(reqs.Target[i]), reqs.EndNs.At(i))
 				}
 			}
 		})
@@ -161,7 +161,7 @@ func arrivalsOf(in *Input) *report.Arrivals {
 		}
 		stats := splitStats(buf, per, windows, func(add func(g int, ns int64)) {
 			for i, e := range recs.Endpoint {
-				add(int(e), recs.RecvNs[i])
+				add(int(e), recs.RecvNs.At(i))
 			}
 		})
 		order := make([]int, 0, len(per)-1)
@@ -253,7 +253,7 @@ func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals 
 			if ns < len(reqs.NotSent) && int(reqs.NotSent[ns]) == i {
 				continue
 			}
-			sent := reqs.SentNs[i]
+			sent := reqs.SentNs.At(i)
 			if out[k].FirstSendNs == 0 || sent < out[k].FirstSendNs {
 				out[k].FirstSendNs = sent
 			}
@@ -271,7 +271,7 @@ func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals 
 	stats := splitStats(make([]int64, total), count, windows, func(add func(g int, ns int64)) {
 		for i, r := range recs.Request {
 			if r >= 0 && int(r) < reqs.Len() {
-				add(senderOf(int(r)), recs.RecvNs[i])
+				add(senderOf(int(r)), recs.RecvNs.At(i))
 			}
 		}
 	})
@@ -363,14 +363,14 @@ func (l peakLimiter) simulate(reqs *evidence.Requests) (simulation, bool) {
 	if len(order) == 0 {
 		return simulation{}, false
 	}
-	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(reqs.SentNs[a], reqs.SentNs[b]) })
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(reqs.SentNs.At(int(a)), reqs.SentNs.At(int(b))) })
 	sim := simulation{m: m, fwd: map[string][]int64{}, instances: len(used)}
 	s := m.NewSimulator(1)
 	for _, i := range order {
 		t := reqs.Target[i]
-		if d := s.Offer(model.Request{At: reqs.SentNs[i], Key: keys[t]}); d.Admit {
+		if d := s.Offer(model.Request{At: reqs.SentNs.At(int(i)), Key: keys[t]}); d.Admit {
 			name := reqs.Targets[t]
-			sim.fwd[name] = append(sim.fwd[name], reqs.SentNs[i]+int64(d.Delay))
+			sim.fwd[name] = append(sim.fwd[name], reqs.SentNs.At(int(i))+int64(d.Delay))
 		}
 	}
 	for _, f := range sim.fwd {
@@ -511,7 +511,7 @@ func checkBackendPeak(in *Input) (r Result) {
 		var recv []int64
 		for k, q := range recs.Request {
 			if q >= 0 && int(q) < reqs.Len() && slices.Contains(targets, reqs.Targets[reqs.Target[q]]) {
-				recv = append(recv, recs.RecvNs[k])
+				recv = append(recv, recs.RecvNs.At(k))
 			}
 		}
 		slices.Sort(recv)

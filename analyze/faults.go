@@ -31,10 +31,10 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []report.Fault
 		return []report.FaultWindow{}
 	}
 	var lastEnd int64
-	for _, e := range reqs.EndNs {
+	for _, e := range reqs.EndNs.All() {
 		lastEnd = max(lastEnd, e)
 	}
-	for _, t := range recs.RecvNs {
+	for _, t := range recs.RecvNs.All() {
 		lastEnd = max(lastEnd, t)
 	}
 	out := []report.FaultWindow{}
@@ -62,8 +62,8 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []report.Fault
 			out[i].EndNs = max(lastEnd, out[i].BeginNs)
 		}
 		w := &out[i]
-		for j, s := range reqs.SentNs {
-			e := reqs.EndNs[j]
+		for j, s := range reqs.SentNs.All() {
+			e := reqs.EndNs.At(j)
 			switch {
 			case s >= w.BeginNs && e <= w.EndNs:
 				w.Inside.Add(reqs.Class[j], received[j])
@@ -71,7 +71,7 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []report.Fault
 				w.Straddling.Add(reqs.Class[j], received[j])
 			}
 		}
-		for _, t := range recs.RecvNs {
+		for _, t := range recs.RecvNs.All() {
 			if t >= w.BeginNs && t <= w.EndNs {
 				w.Receipts++
 			}

@@ -56,7 +56,7 @@ func (ls *limiterSet) failures(in *Input, received []bool) *report.RLSFailures {
 		if !ls.throughGlobal[i] || !(reqs.Class[i].Passed() || received[i]) {
 			continue
 		}
-		inside := acting.overlaps(reqs.SentNs[i], reqs.EndNs[i])
+		inside := acting.overlaps(reqs.SentNs.At(i), reqs.EndNs.At(i))
 		if inside {
 			admittedIn++
 		} else {
@@ -179,8 +179,8 @@ func (ls *limiterSet) firstRLSAnswer(ev *evidence.ScenarioEvidence, end int64) i
 	reqs := &ev.Requests
 	first := int64(1<<63 - 1)
 	for i := 0; i < reqs.Len(); i++ {
-		if ls.throughGlobal[i] && reqs.Class[i] == evidence.ClassGlobal429 && reqs.SentNs[i] > end {
-			first = min(first, reqs.SentNs[i])
+		if ls.throughGlobal[i] && reqs.Class[i] == evidence.ClassGlobal429 && reqs.SentNs.At(i) > end {
+			first = min(first, reqs.SentNs.At(i))
 		}
 	}
 	for k, d := range ev.Decisions {
@@ -206,15 +206,15 @@ func (ls *limiterSet) recoveryLag(in *Input, w *report.FaultWindow, received []b
 	failOpenAfter := 0
 	perRequest := ev.HasDecisions && ls.join != nil && ls.join.skipped == ""
 	for i := 0; i < reqs.Len(); i++ {
-		if !ls.throughGlobal[i] || reqs.EndNs[i] <= w.EndNs || reqs.SentNs[i] >= first {
+		if !ls.throughGlobal[i] || reqs.EndNs.At(i) <= w.EndNs || reqs.SentNs.At(i) >= first {
 			continue
 		}
 		switch {
 		case reqs.Class[i] == evidence.ClassRLSError:
-			lagEnd = max(lagEnd, reqs.EndNs[i])
+			lagEnd = max(lagEnd, reqs.EndNs.At(i))
 		case perRequest && (reqs.Class[i].Passed() || received[i]) && !ls.joinedOK(i) && !ls.callUnknown[i]:
-			lagEnd = max(lagEnd, reqs.EndNs[i])
-			if reqs.SentNs[i] > w.EndNs {
+			lagEnd = max(lagEnd, reqs.EndNs.At(i))
+			if reqs.SentNs.At(i) > w.EndNs {
 				failOpenAfter++
 			}
 		}

@@ -195,7 +195,7 @@ func newFlowTab(in *Input) *flowTab {
 			if int(f) < len(reqs.Flows) {
 				name = reqs.Flows[f]
 			}
-			t.flows = append(t.flows, &flowAcc{phase: reqs.Phases[pf[0]], name: name, first: reqs.SentNs[i], last: reqs.SentNs[i]})
+			t.flows = append(t.flows, &flowAcc{phase: reqs.Phases[pf[0]], name: name, first: reqs.SentNs.At(i), last: reqs.SentNs.At(i)})
 			phases[pf[0]] = true
 		}
 		t.flowOf[i] = k
@@ -204,7 +204,7 @@ func newFlowTab(in *Input) *flowTab {
 		if c := reqs.Class[i]; c.Passed() || c == evidence.ClassNoResponse && in.received[i] {
 			a.passed++
 		}
-		a.first, a.last = min(a.first, reqs.SentNs[i]), max(a.last, reqs.SentNs[i])
+		a.first, a.last = min(a.first, reqs.SentNs.At(i)), max(a.last, reqs.SentNs.At(i))
 	}
 	t.labels = make([]string, len(t.flows))
 	for k, a := range t.flows {
@@ -294,7 +294,7 @@ func (t *flowTab) keyReport(fb flowBucket, r *limiterRun, bu *bucketUse, b repor
 		case model.Unknown:
 			kr.Unknown++
 		}
-		first, last = min(first, reqs.SentNs[i]), max(last, reqs.SentNs[i])
+		first, last = min(first, reqs.SentNs.At(int(i))), max(last, reqs.SentNs.At(int(i)))
 	}
 	slices.Sort(t.usedBy[fb])
 	for _, f := range t.usedBy[fb] {
@@ -380,7 +380,7 @@ func starvedAt(limiter, bucket string, bu *bucketUse, flowOf []int32, labels []s
 		f := flowOf[i]
 		a := per[f]
 		if a == nil {
-			a = &acc{first: reqs.SentNs[i], last: reqs.SentNs[i]}
+			a = &acc{first: reqs.SentNs.At(int(i)), last: reqs.SentNs.At(int(i))}
 			per[f] = a
 			order = append(order, f)
 		}
@@ -391,7 +391,7 @@ func starvedAt(limiter, bucket string, bu *bucketUse, flowOf []int32, labels []s
 		case model.Rejected:
 			a.rejected++
 		}
-		a.first, a.last = min(a.first, reqs.SentNs[i]), max(a.last, reqs.SentNs[i])
+		a.first, a.last = min(a.first, reqs.SentNs.At(int(i))), max(a.last, reqs.SentNs.At(int(i)))
 	}
 	if len(per) < 2 || bu.use.PerSec <= 0 || math.IsInf(bu.use.PerSec, 0) {
 		return nil

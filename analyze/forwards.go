@@ -117,7 +117,7 @@ func labProxyLimiterTimes(in *Input) []*limiterTimes {
 			ri := int32(-1)
 			if i, ok := reqs.IDs.Lookup(e.RlbenchID); e.RlbenchID != "" && ok {
 				ri = int32(i)
-				if end := reqs.EndNs[i]; fwd >= 0 && (fwd < reqs.SentNs[i] || end > 0 && fwd > end) {
+				if end := reqs.EndNs.At(i); fwd >= 0 && (fwd < reqs.SentNs.At(i) || end > 0 && fwd > end) {
 					fwd = -1 // outside the request's own send and response
 				}
 			}
@@ -303,7 +303,7 @@ func receiptLags(in *Input, fw map[string]*limiterTimes, targets []string, all p
 		if q < 0 || int(q) >= reqs.Len() || !slices.Contains(targets, reqs.Targets[reqs.Target[q]]) {
 			continue
 		}
-		at := recs.RecvNs[k]
+		at := recs.RecvNs.At(k)
 		if f, ok := first[q]; ok {
 			out = append(out, receiptLag{at, at - f, at - f})
 		} else {

@@ -149,11 +149,11 @@ func (r *seenReader) setSlop(i int, t uint16, lo, hi int64, source string, slop 
 	if reqs.Target[i] != t || s.lo[i] != 0 {
 		return
 	}
-	end := reqs.EndNs[i]
+	end := reqs.EndNs.At(i)
 	if end == 0 {
-		end = reqs.SentNs[i] + 1<<62
+		end = reqs.SentNs.At(i) + 1<<62
 	}
-	if hi < reqs.SentNs[i]-slop || lo > end+slop {
+	if hi < reqs.SentNs.At(i)-slop || lo > end+slop {
 		r.h.Inconsistent++
 		return
 	}
@@ -185,7 +185,7 @@ func (r *seenReader) accessLog(l *evidence.AccessLog) {
 		hi := lo + 2*ms - 1
 		if e.DurationMs != nil {
 			hi += *e.DurationMs * ms
-		} else if end := reqs.EndNs[i]; end > lo {
+		} else if end := reqs.EndNs.At(i); end > lo {
 			hi = end
 		}
 		src := "access log"
@@ -201,7 +201,7 @@ func (r *seenReader) accessLog(l *evidence.AccessLog) {
 			// local_ns and its forward (upstream_start_ns), or the end of
 			// its entry. local_ns lies after the read and the send and
 			// before the response, or the entry is not used.
-			if end := reqs.EndNs[i]; e.LocalNs < lo || e.LocalNs < reqs.SentNs[i] || end > 0 && e.LocalNs > end {
+			if end := reqs.EndNs.At(i); e.LocalNs < lo || e.LocalNs < reqs.SentNs.At(i) || end > 0 && e.LocalNs > end {
 				r.h.Inconsistent++
 				continue
 			}
@@ -285,7 +285,7 @@ func (r *seenReader) readLags() {
 		if s.lo[i] == 0 {
 			continue
 		}
-		lags = append(lags, max(s.lo[i]-reqs.SentNs[i], 0))
+		lags = append(lags, max(s.lo[i]-reqs.SentNs.At(i), 0))
 		if first == 0 || s.lo[i] < first {
 			first = s.lo[i]
 		}
@@ -410,9 +410,9 @@ func spreadAllowed(in *Input, want evidence.Range, upTo int64) (int64, bool) {
 	if err != nil {
 		return 0, false
 	}
-	base := reqs.SentNs[0]
+	base := reqs.SentNs.At(0)
 	for i := range n {
-		base = min(base, reqs.SentNs[i])
+		base = min(base, reqs.SentNs.At(i))
 	}
 	admits := func(spread int64) int {
 		sim, count := m.NewSimulator(1), 0

@@ -33,7 +33,7 @@ func intendedAdmissions(in *Input, widen int64) []intendedAdmission {
 		if !sure && c != evidence.ClassNoResponse {
 			continue
 		}
-		lo, hi := reqs.SentNs[i], reqs.EndNs[i]
+		lo, hi := reqs.SentNs.At(i), reqs.EndNs.At(i)
 		if t := in.ReceiptNs(i); got && t > 0 {
 			hi = min(hi, t)
 		}

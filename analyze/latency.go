@@ -101,7 +101,7 @@ func accumulateLatency(reqs *evidence.Requests) *latencyAccs {
 		flows: make([]classAccs, len(reqs.Flows))}
 	flows := len(reqs.Flow) == reqs.Len()
 	for i, n := 0, reqs.Len(); i < n; i++ {
-		ns, c := reqs.EndNs[i]-reqs.SentNs[i], reqs.Class[i]
+		ns, c := reqs.EndNs.At(i)-reqs.SentNs.At(i), reqs.Class[i]
 		a.all[c].record(ns)
 		a.targets[reqs.Target[i]][c].record(ns)
 		a.phases[reqs.Phase[i]][c].record(ns)

@@ -274,7 +274,7 @@ func resolveLimiters(in *Input) *limiterSet {
 	reqs := &ev.Requests
 	decls := in.Scenario.EffectiveLimiters(reqs.Targets, ev.RLSLog || ev.RLSParsedLog)
 	ls := &limiterSet{}
-	for _, e := range reqs.EndNs {
+	for _, e := range reqs.EndNs.All() {
 		ls.lastNs = max(ls.lastNs, e)
 	}
 	// local limiters first, in declaration order, then global ones
@@ -1061,7 +1061,7 @@ func (p *replay) request(i int) {
 // limiter's own log when it shares the client's clock.
 func (p *replay) interval(i int) (lo, hi int64) {
 	reqs, seen := p.reqs, p.in.seen
-	lo, hi = reqs.SentNs[i], reqs.EndNs[i]
+	lo, hi = reqs.SentNs.At(i), reqs.EndNs.At(i)
 	if t := p.in.ReceiptNs(i); p.received[i] && t > 0 {
 		hi = min(hi, t)
 	}

@@ -186,7 +186,7 @@ func (c *headerCheck) response(r *limiterRun, h evidence.RateHeaders) {
 	if h.Remaining > 0 && containsClass(r.rejects, reqs.Class[i]) && !c.received[i] {
 		c.flag(HeaderRemainingOnReject, id, fmt.Sprintf("rejected (%s) with %sremaining %d", reqs.Class[i], h.Prefix, h.Remaining))
 	}
-	lo, hi := reqs.SentNs[i], reqs.EndNs[i]
+	lo, hi := reqs.SentNs.At(i), reqs.EndNs.At(i)
 	if h.Reset >= 0 && hw.seconds > 0 {
 		c.reset(h, hw, id, lo, hi)
 	}
@@ -230,13 +230,13 @@ func (c *headerCheck) remainingRose() {
 	for _, k := range keys {
 		os := c.windows[k]
 		byHi := append([]headerObs(nil), os...)
-		sort.Slice(byHi, func(a, b int) bool { return reqs.EndNs[byHi[a].i] < reqs.EndNs[byHi[b].i] })
+		sort.Slice(byHi, func(a, b int) bool { return reqs.EndNs.At(byHi[a].i) < reqs.EndNs.At(byHi[b].i) })
 		byLo := append([]headerObs(nil), os...)
-		sort.Slice(byLo, func(a, b int) bool { return reqs.SentNs[byLo[a].i] < reqs.SentNs[byLo[b].i] })
+		sort.Slice(byLo, func(a, b int) bool { return reqs.SentNs.At(byLo[a].i) < reqs.SentNs.At(byLo[b].i) })
 		p := 0
 		best := headerObs{i: -1}
 		for _, o := range byLo {
-			for ; p < len(byHi) && reqs.EndNs[byHi[p].i] < reqs.SentNs[o.i]; p++ {
+			for ; p < len(byHi) && reqs.EndNs.At(byHi[p].i) < reqs.SentNs.At(o.i); p++ {
 				if best.i < 0 || byHi[p].remain < best.remain {
 					best = byHi[p]
 				}

@@ -38,7 +38,7 @@ func reconcile(in *Input) []int {
 		case r >= 0:
 			count.inc(r)
 			in.received[r] = true
-			if f := in.firstRecv[r]; f < 0 || recs.RecvNs[k] < recs.RecvNs[f] {
+			if f := in.firstRecv[r]; f < 0 || recs.RecvNs.At(k) < recs.RecvNs.At(int(f)) {
 				in.firstRecv[r] = int32(k)
 			}
 		case r == evidence.NoID:

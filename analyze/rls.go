@@ -100,7 +100,7 @@ func checkRLSErrorsInFaultWindows(in *Input) (r Result) {
 	reqs := &in.Evidence.Requests
 	outside := 0
 	for i := 0; i < reqs.Len(); i++ {
-		if reqs.Class[i] == evidence.ClassRLSError && !iv.overlaps(reqs.SentNs[i], reqs.EndNs[i]) {
+		if reqs.Class[i] == evidence.ClassRLSError && !iv.overlaps(reqs.SentNs.At(i), reqs.EndNs.At(i)) {
 			outside++
 		}
 	}

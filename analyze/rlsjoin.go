@@ -75,7 +75,7 @@ func joinDecisions(ev *evidence.ScenarioEvidence, res, widenNs int64, units func
 	rq := jn.addUnits(units)
 	jn.decisions()
 	sort.SliceStable(jn.dec, func(a, b int) bool { return ev.Decisions[jn.dec[a]].TimeNs < ev.Decisions[jn.dec[b]].TimeNs })
-	sort.SliceStable(rq, func(a, b int) bool { return reqs.SentNs[rq[a]] < reqs.SentNs[rq[b]] })
+	sort.SliceStable(rq, func(a, b int) bool { return reqs.SentNs.At(rq[a]) < reqs.SentNs.At(rq[b]) })
 	if !jn.candidates(rq) {
 		j.skipped = "too many requests in flight per decision to join them"
 		return j
@@ -194,13 +194,13 @@ func (jn *joiner) candidates(rq []int) bool {
 	for m, k := range jn.dec {
 		d := &j.ds[k]
 		lo, hi := d.TimeNs-j.widen, d.TimeNs+j.res-1+j.widen
-		for ; next < len(rq) && reqs.SentNs[rq[next]] <= hi; next++ {
+		for ; next < len(rq) && reqs.SentNs.At(rq[next]) <= hi; next++ {
 			active = append(active, rq[next])
 		}
 		kept := active[:0]
 		scanned += len(active)
 		for _, i := range active {
-			if reqs.EndNs[i] < lo {
+			if reqs.EndNs.At(i) < lo {
 				continue // ended before this decision, and before every later one
 			}
 			kept = append(kept, i)
@@ -232,7 +232,7 @@ func (jn *joiner) match(m int, u int32) {
 // greedy matches each decision, in time order, with its earliest-ending
 // free candidate.
 func (jn *joiner) greedy() {
-	endOf := func(u int32) int64 { return jn.reqs.EndNs[jn.unitReq[u]] }
+	endOf := func(u int32) int64 { return jn.reqs.EndNs.At(int(jn.unitReq[u])) }
 	for m := range jn.dec {
 		best := int32(-1)
 		for _, u := range jn.adj[jn.start[m]:jn.start[m+1]] {

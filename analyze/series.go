@@ -36,7 +36,7 @@ func seriesOf(in *Input, a *latencyAccs) *report.Series {
 		}
 		hi = max(hi, t)
 	}
-	for _, t := range recs.RecvNs {
+	for _, t := range recs.RecvNs.All() {
 		widen(t)
 	}
 	for _, w := range sr.FaultWindows {
@@ -58,7 +58,7 @@ func seriesOf(in *Input, a *latencyAccs) *report.Series {
 			Rejected: make([]int, bins), Errors: make([]int, bins), Receipts: make([]int, bins)})
 	}
 	for i, n := 0, reqs.Len(); i < n; i++ {
-		ts, b := &s.Targets[pos[reqs.Target[i]]], binOf(reqs.SentNs[i])
+		ts, b := &s.Targets[pos[reqs.Target[i]]], binOf(reqs.SentNs.At(i))
 		switch c := reqs.Class[i]; {
 		case c == evidence.ClassAdmitted:
 			ts.Admitted[b]++
@@ -72,7 +72,7 @@ func seriesOf(in *Input, a *latencyAccs) *report.Series {
 	for k := 1; k < bins; k++ {
 		s.AdmittedCumulative[k] += s.AdmittedCumulative[k-1]
 	}
-	for j, t := range recs.RecvNs {
+	for j, t := range recs.RecvNs.All() {
 		b := binOf(t)
 		s.Receipts[b]++
 		if r := recs.Request[j]; r >= 0 {
@@ -127,13 +127,13 @@ func latencySeries(reqs *evidence.Requests, order []int, start int64) []report.L
 			if len(idx) == 0 {
 				continue
 			}
-			sort.SliceStable(idx, func(x, y int) bool { return reqs.SentNs[idx[x]] < reqs.SentNs[idx[y]] })
+			sort.SliceStable(idx, func(x, y int) bool { return reqs.SentNs.At(idx[x]) < reqs.SentNs.At(idx[y]) })
 			next := 0
 			pts, _ := lttb.Downsample(len(idx), report.MaxLatencyPoints, func(count int) ([]lttb.Point, error) {
 				ps := make([]lttb.Point, 0, count)
 				for ; count > 0 && next < len(idx); count-- {
 					i := idx[next]
-					ps = append(ps, lttb.Point{X: float64(reqs.SentNs[i] - start), Y: float64(reqs.EndNs[i] - reqs.SentNs[i])})
+					ps = append(ps, lttb.Point{X: float64(reqs.SentNs.At(i) - start), Y: float64(reqs.EndNs.At(i) - reqs.SentNs.At(i))})
 					next++
 				}
 				return ps, nil

@@ -376,10 +376,10 @@ func snapshotTiming(reqs *evidence.Requests, proxy string, before, after *envoyr
 		if reqs.Targets[reqs.Target[i]] != proxy {
 			continue
 		}
-		if s := reqs.SentNs[i]; !found || s < first {
+		if s := reqs.SentNs.At(i); !found || s < first {
 			first = s
 		}
-		if e := reqs.EndNs[i]; !found || e > last {
+		if e := reqs.EndNs.At(i); !found || e > last {
 			last = e
 		}
 		found = true

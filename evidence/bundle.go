@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/evidence/nscol"
 )
 
 // Bundle is the evidence of a scenario directory, or of a run directory and
@@ -147,9 +148,10 @@ type Requests struct {
 	// while no request recorded a connection (use ConnOf).
 	Conn  []uint32
 	Conns []string
-	// SentNs and EndNs (SentNs + LatencyNs) are unix ns.
-	SentNs []int64
-	EndNs  []int64
+	// SentNs and EndNs (SentNs + LatencyNs) are unix ns, about 4 bytes a
+	// request each (nscol.Column).
+	SentNs nscol.Column
+	EndNs  nscol.Column
 	// Code is the HTTP status, 0 for no response.
 	Code  []uint16
 	Class []Class
@@ -168,7 +170,7 @@ type Requests struct {
 }
 
 // Len is the number of requests.
-func (r *Requests) Len() int { return len(r.SentNs) }
+func (r *Requests) Len() int { return r.SentNs.Len() }
 
 // Add appends a request and returns its index, or the index of the request
 // that already has its ID and false (the request is then not added).
@@ -204,8 +206,8 @@ func (r *Requests) add(id []byte, target, phase, flow, url, conn string, sent, e
 	r.Flow = append(r.Flow, intern(&r.flowIdx, &r.Flows, flow))
 	r.URL = append(r.URL, intern32(&r.urlIdx, &r.URLs, url))
 	r.appendConn(r.connIndex(conn))
-	r.SentNs = append(r.SentNs, sent)
-	r.EndNs = append(r.EndNs, end)
+	r.SentNs.Add(sent)
+	r.EndNs.Add(end)
 	r.Code = append(r.Code, uint16(min(max(code, 0), 65535)))
 	r.Class = append(r.Class, c)
 	return r.Len() - 1, true
@@ -226,7 +228,7 @@ func (r *Requests) appendConn(c uint32) {
 		return
 	}
 	if r.Conn == nil {
-		r.Conn = make([]uint32, r.Len(), max(cap(r.SentNs), r.Len()+1))
+		r.Conn = make([]uint32, r.Len(), max(cap(r.Code), r.Len()+1))
 	}
 	r.Conn = append(r.Conn, c)
 }
@@ -276,8 +278,8 @@ func (r *Requests) grow(n int) {
 	if r.Conn != nil {
 		r.Conn = growTo(r.Conn, n)
 	}
-	r.SentNs = growTo(r.SentNs, n)
-	r.EndNs = growTo(r.EndNs, n)
+	r.SentNs.Grow(n - r.Len())
+	r.EndNs.Grow(n - r.Len())
 	r.Code = growTo(r.Code, n)
 	r.Class = growTo(r.Class, n)
 }
@@ -333,8 +335,9 @@ const (
 
 // Receipts are the receipt lines of a scenario in columns, in file order.
 type Receipts struct {
-	// RecvNs is when the backend received the request, unix ns.
-	RecvNs []int64
+	// RecvNs is when the backend received the request, unix ns (about 4
+	// bytes a receipt: nscol.Column).
+	RecvNs nscol.Column
 	// Request is the index in Requests of the receipt's ID, or NoID or Phantom.
 	Request []int32
 	// PhantomIDs are the IDs of the Phantom receipts, in file order.
@@ -420,13 +423,13 @@ func (r *Receipts) addColumns(n int, attempt uint16, endpoint string) {
 }
 
 // Len is the number of receipts.
-func (r *Receipts) Len() int { return len(r.RecvNs) }
+func (r *Receipts) Len() int { return r.RecvNs.Len() }
 
 // Grow makes room for n more receipts (RecvNs and Request), so that adding
 // them (Add) allocates those columns once; n <= 0 does nothing.
 func (r *Receipts) Grow(n int) {
 	if n > 0 {
-		r.RecvNs = growTo(r.RecvNs, r.Len()+n)
+		r.RecvNs.Grow(n)
 		r.Request = growTo(r.Request, r.Len()+n)
 	}
 }
@@ -442,7 +445,7 @@ func (r *Receipts) Add(reqs *Requests, c *Receipt) {
 			r.PhantomIDs = append(r.PhantomIDs, *c.ID)
 		}
 	}
-	r.RecvNs = append(r.RecvNs, c.RecvNs)
+	r.RecvNs.Add(c.RecvNs)
 	r.Request = append(r.Request, idx)
 	if x := xRequestID(c.Headers); x != "" || r.XRequestID != nil {
 		if r.XRequestID == nil {

@@ -14,7 +14,7 @@ func TestGrowAllocatesOnce(t *testing.T) {
 	var recs Receipts
 	reqs.Grow(n)
 	recs.Grow(n)
-	sent, recv := &reqs.SentNs[:1][0], &recs.RecvNs[:1][0]
+	sent, recv := &reqs.Code[:1][0], &recs.Request[:1][0]
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("id-%d", i)
 		if _, ok := reqs.Add(&Request{ID: id, Target: "t", SentNs: int64(i + 1), Code: 200}); !ok {
@@ -22,15 +22,15 @@ func TestGrowAllocatesOnce(t *testing.T) {
 		}
 		recs.Add(&reqs, &Receipt{ID: &id, RecvNs: int64(i + 2)})
 	}
-	if &reqs.SentNs[0] != sent || &recs.RecvNs[0] != recv {
+	if &reqs.Code[0] != sent || &recs.Request[0] != recv {
 		t.Fatal("a column was reallocated after Grow")
 	}
 	if reqs.Len() != n || recs.Len() != n || reqs.IDs.ID(n-1) != fmt.Sprintf("id-%d", n-1) || recs.Request[n-1] != n-1 {
 		t.Fatalf("rows: %d requests, %d receipts, last id %q, last receipt's request %d", reqs.Len(), recs.Len(), reqs.IDs.ID(n-1), recs.Request[n-1])
 	}
 	reqs.Grow(0) // nothing
-	if cap(reqs.SentNs) != n {
-		t.Fatalf("Grow(0) changed the capacity to %d", cap(reqs.SentNs))
+	if cap(reqs.Code) != n {
+		t.Fatalf("Grow(0) changed the capacity to %d", cap(reqs.Code))
 	}
 }
 

@@ -493,8 +493,8 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 			reqs.Flow = append(reqs.Flow, fmap[c.flow[i]])
 			reqs.URL = append(reqs.URL, umap[c.url[i]])
 			reqs.appendConn(cmap[c.conn[i]])
-			reqs.SentNs = append(reqs.SentNs, c.sentNs[i])
-			reqs.EndNs = append(reqs.EndNs, c.endNs[i])
+			reqs.SentNs.Add(c.sentNs[i])
+			reqs.EndNs.Add(c.endNs[i])
 			reqs.Code = append(reqs.Code, c.code[i])
 			reqs.Class = append(reqs.Class, c.class[i])
 		}
@@ -558,7 +558,7 @@ func (c *recChunk) check(line int, reqs *Requests, clk *clockChecks) {
 	if k < 0 {
 		return
 	}
-	recv, sent := c.recv[len(c.recv)-1], reqs.SentNs[k]
+	recv, sent := c.recv[len(c.recv)-1], reqs.SentNs.At(int(k))
 	if recv < sent-clk.tolNs {
 		c.early.note(line, func() string {
 			return fmt.Sprintf("receipt of id %q: recv_ns %d is %v before its request was sent (sent_ns %d in %s; tolerance %v): contradictory evidence",
@@ -621,7 +621,7 @@ func (c *recChunk) add(reqs *Requests, recv int64, id []byte, hasID bool) {
 func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name string, estimate int) ([]Problem, error) {
 	var err error
 	var early, unsent lineFinding
-	recs.RecvNs = growTo(recs.RecvNs, recs.Len()+estimate)
+	recs.RecvNs.Grow(estimate)
 	recs.Request = growTo(recs.Request, recs.Len()+estimate)
 	if wantXRID && recs.XRequestID == nil {
 		recs.XRequestID = make([]string, recs.Len(), recs.Len()+estimate)
@@ -632,7 +632,9 @@ func mergeReceipts(chunks []*recChunk, recs *Receipts, wantXRID bool, name strin
 		early.merge(c.early, offset)
 		unsent.merge(c.unsent, offset)
 		n := recs.Len()
-		recs.RecvNs = append(recs.RecvNs, c.recv...)
+		for _, t := range c.recv {
+			recs.RecvNs.Add(t)
+		}
 		recs.Request = append(recs.Request, c.request...)
 		recs.PhantomIDs = append(recs.PhantomIDs, c.phantoms...)
 		if wantXRID {

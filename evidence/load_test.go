@@ -104,7 +104,7 @@ func TestLoadChunksAgreeWithSequentialDecode(t *testing.T) {
 		t.Fatalf("%d requests, want %d", r.Len(), len(want))
 	}
 	for i, w := range want {
-		got := fmt.Sprint(r.IDs.ID(i), r.Targets[r.Target[i]], r.Phases[r.Phase[i]], r.Flows[r.Flow[i]], r.ConnOf(i), r.URLOf(i), r.SentNs[i], r.EndNs[i], r.Code[i], r.Class[i])
+		got := fmt.Sprint(r.IDs.ID(i), r.Targets[r.Target[i]], r.Phases[r.Phase[i]], r.Flows[r.Flow[i]], r.ConnOf(i), r.URLOf(i), r.SentNs.At(i), r.EndNs.At(i), r.Code[i], r.Class[i])
 		exp := fmt.Sprint(w.ID, w.Target, w.Phase, w.Flow, w.Conn, w.URL, w.SentNs, w.EndNs(), w.Code, w.Classify())
 		if got != exp {
 			t.Fatalf("request %d: got %s, want %s", i, got, exp)
@@ -115,7 +115,7 @@ func TestLoadChunksAgreeWithSequentialDecode(t *testing.T) {
 	}
 	rc := &s.Receipts
 	if !reflect.DeepEqual(rc.Request, []int32{0, NoID, Phantom}) || !reflect.DeepEqual(rc.PhantomIDs, []string{"ghost"}) ||
-		!reflect.DeepEqual(rc.RecvNs, []int64{want[0].SentNs + 3, 4, 5}) {
+		!reflect.DeepEqual(rc.RecvNs.AppendTo(nil), []int64{want[0].SentNs + 3, 4, 5}) {
 		t.Fatalf("receipts %+v", rc)
 	}
 }

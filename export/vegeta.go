@@ -62,7 +62,7 @@ func Vegeta(ctx context.Context, dir string, w io.Writer, opts VegetaOptions) (i
 	}
 	var refs []ref
 	for s, ev := range b.Scenarios {
-		for i, t := range ev.Requests.SentNs {
+		for i, t := range ev.Requests.SentNs.All() {
 			refs = append(refs, ref{t, s, i})
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlbench/rlbench/evidence/nscol"
 )
 
 // Outcome is what was observed of one request at the limiter.
@@ -115,8 +117,8 @@ type Events struct {
 
 	// the events' columns: keyCol and attrCol are nil while every event's
 	// Key and Attrs are 0; flags holds the Outcome and flagKeyUnknown;
-	// lo and hi in about 4 bytes an event each (nsColumn)
-	lo, hi  nsColumn
+	// lo and hi in about 4 bytes an event each (nscol.Column)
+	lo, hi  nscol.Column
 	req     []int32
 	keyCol  []int32
 	attrCol []int32
@@ -129,8 +131,8 @@ const flagKeyUnknown = 0x80
 
 // Grow makes room for n more events.
 func (evs *Events) Grow(n int) {
-	evs.lo.grow(n)
-	evs.hi.grow(n)
+	evs.lo.Grow(n)
+	evs.hi.Grow(n)
 	evs.req, evs.flags = slices.Grow(evs.req, n), slices.Grow(evs.flags, n)
 	if evs.keyCol != nil {
 		evs.keyCol = slices.Grow(evs.keyCol, n)
@@ -148,8 +150,8 @@ func (evs *Events) Add(e Event) {
 	if e.Attrs != 0 && evs.attrCol == nil {
 		evs.attrCol = make([]int32, len(evs.req), cap(evs.req))
 	}
-	evs.lo.add(e.Lo)
-	evs.hi.add(e.Hi)
+	evs.lo.Add(e.Lo)
+	evs.hi.Add(e.Hi)
 	evs.req = append(evs.req, e.Req)
 	if evs.keyCol != nil {
 		evs.keyCol = append(evs.keyCol, e.Key)
@@ -169,7 +171,7 @@ func (evs *Events) Len() int { return len(evs.req) }
 
 // At returns event j.
 func (evs *Events) At(j int) Event {
-	e := Event{Lo: evs.lo.at(int(j)), Hi: evs.hi.at(int(j)), Req: evs.req[j], Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
+	e := Event{Lo: evs.lo.At(int(j)), Hi: evs.hi.At(int(j)), Req: evs.req[j], Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
 	if evs.keyCol != nil {
 		e.Key = evs.keyCol[j]
 	}
@@ -647,17 +649,17 @@ func (o *orders) of(b int32) []int32 {
 // later sweep.
 func (pl *plan) bucketOrder(evs *Events, b int32, mid, admit bool) *orders {
 	bk := pl.buckets[b]
-	key := func(l int32) int64 { return evs.lo.at(int(bk.event(l))) }
+	key := func(l int32) int64 { return evs.lo.At(int(bk.event(l))) }
 	v := bk.hi
 	switch {
 	case mid:
 		key = func(l int32) int64 {
 			j := bk.event(l)
-			return evs.lo.at(int(j)) + (evs.hi.at(int(j))-evs.lo.at(int(j)))/2
+			return evs.lo.At(int(j)) + (evs.hi.At(int(j))-evs.lo.At(int(j)))/2
 		}
 		v = bk.mid
 	case admit:
-		key = func(l int32) int64 { return evs.hi.at(int(bk.event(l))) }
+		key = func(l int32) int64 { return evs.hi.At(int(bk.event(l))) }
 		v = bk.lo
 	}
 	return &orders{loc: orderByKey(bk.size(), key), ev: bk.ev, one: orderBy(v), only: b}
@@ -688,12 +690,12 @@ func (pl *plan) order(evs *Events, mid, admit bool) *orders {
 	// the events' order by lo or by hi (their midpoint when mid), read
 	// from the events: no copy of their times (16 bytes an event) lives
 	// beside the plan and the primitives
-	key := func(j int32) int64 { return evs.lo.at(int(j)) }
+	key := func(j int32) int64 { return evs.lo.At(int(j)) }
 	if admit {
-		key = func(j int32) int64 { return evs.hi.at(int(j)) }
+		key = func(j int32) int64 { return evs.hi.At(int(j)) }
 	}
 	if mid {
-		key = func(j int32) int64 { return evs.lo.at(int(j)) + (evs.hi.at(int(j))-evs.lo.at(int(j)))/2 }
+		key = func(j int32) int64 { return evs.lo.At(int(j)) + (evs.hi.At(int(j))-evs.lo.At(int(j)))/2 }
 	}
 	o := &orders{g: orderByKey(evs.Len(), key)}
 	for _, bk := range pl.buckets {
@@ -892,7 +894,7 @@ func (pl *plan) fill(evs *Events, b int32, mid bool) {
 		bk.mid = make([]int64, n)
 	}
 	for l, j := range bk.ev {
-		lo, hi := evs.lo.at(int(j))-pl.widen, evs.hi.at(int(j))+pl.widen
+		lo, hi := evs.lo.At(int(j))-pl.widen, evs.hi.At(int(j))+pl.widen
 		bk.lo[l], bk.hi[l] = floorDiv(lo, u), unitHi(hi, u)
 		if mid {
 			bk.mid[l] = floorDiv(lo+(hi-lo)/2, u)
@@ -916,7 +918,7 @@ func (pl *plan) fillMid(evs *Events) {
 		bk.mid = make([]int64, 0, bk.size())
 	}
 	for i := range evs.Len() {
-		lo, hi := evs.lo.at(int(i))-pl.widen, evs.hi.at(int(i))+pl.widen
+		lo, hi := evs.lo.At(int(i))-pl.widen, evs.hi.At(int(i))+pl.widen
 		rs, re := pl.refs(int32(i))
 		for r := rs; r < re; r++ {
 			b, _ := pl.ref(r)
@@ -1222,13 +1224,13 @@ func (sw *sweeper) mustAdmit(k int, j int32, offered bool) bool {
 // bounds of the admitted counts. It errors on malformed events (Lo > Hi).
 func Check(m Model, evs *Events, opts Options) (*Result, error) {
 	for i := range evs.Len() {
-		if evs.lo.at(int(i)) > evs.hi.at(int(i)) {
-			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(evs.req[i]), evs.lo.at(int(i)), evs.hi.at(int(i)))
+		if evs.lo.At(int(i)) > evs.hi.At(int(i)) {
+			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(evs.req[i]), evs.lo.At(int(i)), evs.hi.At(int(i)))
 		}
 	}
 	ref := int64(0)
 	if evs.Len() > 0 {
-		ref = evs.lo.at(0)
+		ref = evs.lo.At(0)
 	}
 	cm := m.checker(ref)
 	fl := cm.flags()
@@ -1513,7 +1515,7 @@ func (c *checkRun) uncertainty() {
 	n := c.evs.Len()
 	widths := make([]int64, n)
 	for j := range c.evs.Len() {
-		widths[j] = c.evs.hi.at(int(j)) - c.evs.lo.at(int(j)) + 2*int64(c.opts.Widen)
+		widths[j] = c.evs.hi.At(int(j)) - c.evs.lo.At(int(j)) + 2*int64(c.opts.Widen)
 	}
 	slices.Sort(widths)
 	u := &c.res.Uncertainty
@@ -1614,9 +1616,9 @@ func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []Windo
 		}
 		slices.SortFunc(sel, func(x, y int32) int {
 			if latest {
-				return cmp64(evs.hi.at(int(y)), evs.hi.at(int(x)))
+				return cmp64(evs.hi.At(int(y)), evs.hi.At(int(x)))
 			}
-			return cmp64(evs.lo.at(int(x)), evs.lo.at(int(y)))
+			return cmp64(evs.lo.At(int(x)), evs.lo.At(int(y)))
 		})
 		var out []string
 		for _, g := range sel[:min(k, len(sel))] {

@@ -59,8 +59,8 @@ func WriteCSV(w io.Writer, rep *Report, b *evidence.Bundle) error {
 			row[4] = reqs.Phases[reqs.Phase[j]]
 			row[5] = reqs.Class[j].String()
 			row[6] = strconv.Itoa(int(reqs.Code[j]))
-			row[7] = strconv.FormatInt(reqs.SentNs[j], 10)
-			row[8] = strconv.FormatInt(reqs.EndNs[j]-reqs.SentNs[j], 10)
+			row[7] = strconv.FormatInt(reqs.SentNs.At(j), 10)
+			row[8] = strconv.FormatInt(reqs.EndNs.At(j)-reqs.SentNs.At(j), 10)
 			row[9] = "no"
 			if received[j] {
 				row[9] = "yes"

@@ -267,8 +267,8 @@ func TestMergeMalformedInputs(t *testing.T) {
 		t.Fatalf("problems %q", rec.Problems)
 	}
 	s := evidence.LoadScenario(context.Background(), out, false)
-	if s.Requests.Len() != 3 || len(s.Receipts.RecvNs) != 1 || len(s.Problems) == 0 {
-		t.Fatalf("%d requests, %d receipts, problems %v", s.Requests.Len(), len(s.Receipts.RecvNs), s.Problems)
+	if s.Requests.Len() != 3 || s.Receipts.RecvNs.Len() != 1 || len(s.Problems) == 0 {
+		t.Fatalf("%d requests, %d receipts, problems %v", s.Requests.Len(), s.Receipts.RecvNs.Len(), s.Problems)
 	}
 	b, err := LoadShardSet(context.Background(), root)
 	if err != nil {

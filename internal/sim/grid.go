@@ -75,7 +75,7 @@ func GridOf(p *runner.Plan, b *evidence.Bundle, rep *report.Report) *Grid {
 		c.Scenario, c.Status = ev.Scenario.Name, worse(c.Status, sr.Status)
 		c.Admitted += sr.Totals.Passed
 		first, last := int64(0), int64(0)
-		for i, t := range ev.Requests.SentNs {
+		for i, t := range ev.Requests.SentNs.All() {
 			if i == 0 || t < first {
 				first = t
 			}
