@@ -431,7 +431,7 @@ func totals(in *Input) {
 		c, got := reqs.Class[i], in.received[i]
 		total.Add(c, got)
 		perTarget[reqs.Target[i]].Add(c, got)
-		perPhase[reqs.Phase[i]].Add(c, got)
+		perPhase[reqs.PhaseAt(i)].Add(c, got)
 		if s := reqs.SentNs.At(i); start == 0 || s < start {
 			start = s
 		}

@@ -183,10 +183,10 @@ func newFlowTab(in *Input) *flowTab {
 	phases := map[uint16]bool{}
 	for i := 0; i < n; i++ {
 		var f uint16
-		if i < len(reqs.Flow) {
-			f = reqs.Flow[i]
+		if int(reqs.FlowAt(i)) < len(reqs.Flows) {
+			f = reqs.FlowAt(i)
 		}
-		pf := [2]uint16{reqs.Phase[i], f}
+		pf := [2]uint16{reqs.PhaseAt(i), f}
 		k, ok := byPF[pf]
 		if !ok {
 			k = int32(len(t.flows))

@@ -99,14 +99,14 @@ var latencySection = section{name: "latency", compute: func(in *Input) {
 func accumulateLatency(reqs *evidence.Requests) *latencyAccs {
 	a := &latencyAccs{targets: make([]classAccs, len(reqs.Targets)), phases: make([]classAccs, len(reqs.Phases)),
 		flows: make([]classAccs, len(reqs.Flows))}
-	flows := len(reqs.Flow) == reqs.Len()
+	flows := len(reqs.Flows) > 0 // every request has a flow ("" when unnamed)
 	for i, n := 0, reqs.Len(); i < n; i++ {
 		ns, c := reqs.EndNs.At(i)-reqs.SentNs.At(i), reqs.Class[i]
 		a.all[c].record(ns)
 		a.targets[reqs.Target[i]][c].record(ns)
-		a.phases[reqs.Phase[i]][c].record(ns)
+		a.phases[reqs.PhaseAt(i)][c].record(ns)
 		if flows {
-			a.flows[reqs.Flow[i]][c].record(ns)
+			a.flows[reqs.FlowAt(i)][c].record(ns)
 		}
 	}
 	return a

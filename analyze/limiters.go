@@ -480,9 +480,9 @@ func newAttrs(in *Input) *reqAttrs {
 // header returns request i's recorded request headers: its flow's, else
 // its phase's (never nil).
 func (a *reqAttrs) header(i int) http.Header {
-	phase := a.reqs.Phases[a.reqs.Phase[i]]
-	if len(a.flows) > 0 && i < len(a.reqs.Flow) {
-		if h, ok := a.flows[[2]string{phase, a.reqs.Flows[a.reqs.Flow[i]]}]; ok {
+	phase := a.reqs.Phases[a.reqs.PhaseAt(i)]
+	if len(a.flows) > 0 && int(a.reqs.FlowAt(i)) < len(a.reqs.Flows) {
+		if h, ok := a.flows[[2]string{phase, a.reqs.Flows[a.reqs.FlowAt(i)]}]; ok {
 			return h
 		}
 	}
@@ -505,14 +505,14 @@ func (a *reqAttrs) unknown(i int) []string {
 	}
 	r := a.reqs
 	var flow uint32
-	if i < len(r.Flow) {
-		flow = uint32(r.Flow[i]) + 1
+	if int(r.FlowAt(i)) < len(r.Flows) {
+		flow = uint32(r.FlowAt(i)) + 1
 	}
-	ck := [4]uint32{uint32(r.Phase[i]), flow, uint32(r.Target[i]), r.URL[i]}
+	ck := [4]uint32{uint32(r.PhaseAt(i)), flow, uint32(r.Target[i]), r.URLAt(i)}
 	if u, ok := a.unknowns[ck]; ok {
 		return u
 	}
-	phase, target, flowName, rawURL := r.Phases[r.Phase[i]], r.Targets[r.Target[i]], "", r.URLOf(i)
+	phase, target, flowName, rawURL := r.Phases[r.PhaseAt(i)], r.Targets[r.Target[i]], "", r.URLOf(i)
 	if flow > 0 {
 		flowName = r.Flows[flow-1]
 	}
@@ -570,9 +570,9 @@ func (a *reqAttrs) unknown(i int) []string {
 
 // source names what request i's headers come from (its phase and flow).
 func (a *reqAttrs) source(i int) string {
-	s := a.reqs.Phases[a.reqs.Phase[i]]
-	if i < len(a.reqs.Flow) {
-		s += "\x00" + a.reqs.Flows[a.reqs.Flow[i]]
+	s := a.reqs.Phases[a.reqs.PhaseAt(i)]
+	if int(a.reqs.FlowAt(i)) < len(a.reqs.Flows) {
+		s += "\x00" + a.reqs.Flows[a.reqs.FlowAt(i)]
 	}
 	return s
 }
@@ -590,7 +590,7 @@ func (a *reqAttrs) remoteIP(i int) string {
 
 // url is request i's URL (nil: not recorded or not parsable).
 func (a *reqAttrs) url(i int) *url.URL {
-	if k := int(a.reqs.URL[i]); k < len(a.urls) {
+	if k := int(a.reqs.URLAt(i)); k < len(a.urls) {
 		return a.urls[k]
 	}
 	return nil
@@ -607,7 +607,7 @@ func (r *limiterRun) eventKey(i int, reqs *evidence.Requests) (string, bool) {
 		if c == "" {
 			return "", false
 		}
-		return reqs.Targets[reqs.Target[i]] + " " + reqs.Phases[reqs.Phase[i]] + " " + c, true
+		return reqs.Targets[reqs.Target[i]] + " " + reqs.Phases[reqs.PhaseAt(i)] + " " + c, true
 	case evidence.KeyDescriptor:
 		set := r.set(i)
 		u := set.firstLimited(r.decl.RLS != nil && r.cfg != nil)

@@ -134,6 +134,9 @@ type AccessLog struct {
 type Requests struct {
 	IDs IDTable
 	// Target and Phase index Targets and Phases (names in first-seen order).
+	// Phase, Flow and URL are nil while every request's index is 0 (one
+	// phase, flow or URL, as most runs have: 8 bytes a request less): read
+	// them with PhaseAt, FlowAt and URLAt.
 	Target  []uint16
 	Targets []string
 	Phase   []uint16
@@ -202,10 +205,7 @@ func (r *Requests) add(id []byte, target, phase, flow, url, conn string, sent, e
 		return prev, false
 	}
 	r.Target = append(r.Target, intern(&r.targetIdx, &r.Targets, target))
-	r.Phase = append(r.Phase, intern(&r.phaseIdx, &r.Phases, phase))
-	r.Flow = append(r.Flow, intern(&r.flowIdx, &r.Flows, flow))
-	r.URL = append(r.URL, intern32(&r.urlIdx, &r.URLs, url))
-	r.appendConn(r.connIndex(conn))
+	r.appendIndexes(intern(&r.phaseIdx, &r.Phases, phase), intern(&r.flowIdx, &r.Flows, flow), intern32(&r.urlIdx, &r.URLs, url), r.connIndex(conn))
 	r.SentNs.Add(sent)
 	r.EndNs.Add(end)
 	r.Code = append(r.Code, uint16(min(max(code, 0), 65535)))
@@ -221,16 +221,46 @@ func (r *Requests) connIndex(conn string) uint32 {
 	return intern32(&r.connIdx, &r.Conns, conn)
 }
 
-// appendConn appends the next request's connection index (call it before
-// SentNs grows); Conn is allocated at the first connection recorded.
-func (r *Requests) appendConn(c uint32) {
-	if c == 0 && r.Conn == nil {
+// appendIndexes appends the next request's phase, flow, URL and
+// connection indexes (call it before SentNs grows).
+func (r *Requests) appendIndexes(phase, flow uint16, url, conn uint32) {
+	n, c := r.Len(), max(cap(r.Code), r.Len()+1)
+	appendLazy(&r.Phase, phase, n, c)
+	appendLazy(&r.Flow, flow, n, c)
+	appendLazy(&r.URL, url, n, c)
+	appendLazy(&r.Conn, conn, n, c)
+}
+
+// appendLazy appends v to the column *col of n values (capacity c when
+// it is allocated): a column stays nil while all its values are 0, and is
+// allocated, its n zeros first, at the first other value.
+func appendLazy[T uint16 | uint32](col *[]T, v T, n, c int) {
+	if v == 0 && *col == nil {
 		return
 	}
-	if r.Conn == nil {
-		r.Conn = make([]uint32, r.Len(), max(cap(r.Code), r.Len()+1))
+	if *col == nil {
+		*col = make([]T, n, c)
 	}
-	r.Conn = append(r.Conn, c)
+	*col = append(*col, v)
+}
+
+// PhaseAt is request i's index in Phases (0 while Phase is nil, or i out
+// of range).
+func (r *Requests) PhaseAt(i int) uint16 { return lazyAt(r.Phase, i) }
+
+// FlowAt is request i's index in Flows (0 while Flow is nil, or i out of
+// range).
+func (r *Requests) FlowAt(i int) uint16 { return lazyAt(r.Flow, i) }
+
+// URLAt is request i's index in URLs (0 while URL is nil, or i out of
+// range).
+func (r *Requests) URLAt(i int) uint32 { return lazyAt(r.URL, i) }
+
+func lazyAt[T uint16 | uint32](col []T, i int) T {
+	if i >= 0 && i < len(col) {
+		return col[i]
+	}
+	return 0
 }
 
 // received reclassifies the requests the backend has a receipt of
@@ -253,8 +283,8 @@ func (r *Requests) ConnOf(i int) string {
 
 // URLOf returns Request.URL of request i.
 func (r *Requests) URLOf(i int) string {
-	if i < len(r.URL) && int(r.URL[i]) < len(r.URLs) {
-		return r.URLs[r.URL[i]]
+	if u := r.URLAt(i); int(u) < len(r.URLs) && i >= 0 && i < r.Len() {
+		return r.URLs[u]
 	}
 	return ""
 }
@@ -272,9 +302,14 @@ func (r *Requests) Grow(n int) {
 func (r *Requests) grow(n int) {
 	r.IDs.grow(n)
 	r.Target = growTo(r.Target, n)
-	r.Phase = growTo(r.Phase, n)
-	r.Flow = growTo(r.Flow, n)
-	r.URL = growTo(r.URL, n)
+	for _, col := range []*[]uint16{&r.Phase, &r.Flow} {
+		if *col != nil {
+			*col = growTo(*col, n)
+		}
+	}
+	if r.URL != nil {
+		r.URL = growTo(r.URL, n)
+	}
 	if r.Conn != nil {
 		r.Conn = growTo(r.Conn, n)
 	}

@@ -58,3 +58,34 @@ func TestConnColumnLazy(t *testing.T) {
 		t.Errorf("Conn has %d rows for %d requests", len(reqs.Conn), reqs.Len())
 	}
 }
+
+// TestPhaseFlowURLColumnsLazy: requests of one phase, flow and URL hold
+// none of those columns; the first request with a second one allocates
+// that column alone, and PhaseAt, FlowAt, URLAt and URLOf read every
+// request's back.
+func TestPhaseFlowURLColumnsLazy(t *testing.T) {
+	var reqs Requests
+	reqs.Grow(10)
+	for i := 0; i < 3; i++ {
+		reqs.Add(&Request{ID: fmt.Sprintf("id-%d", i), Target: "t", Phase: "p", Flow: "f", URL: "/a", SentNs: 1, Code: 200})
+	}
+	if reqs.Phase != nil || reqs.Flow != nil || reqs.URL != nil {
+		t.Fatalf("columns allocated for one phase, flow and URL: %v %v %v", reqs.Phase, reqs.Flow, reqs.URL)
+	}
+	reqs.Add(&Request{ID: "id-3", Target: "t", Phase: "p", Flow: "g", URL: "/b", SentNs: 1, Code: 200})
+	reqs.Add(&Request{ID: "id-4", Target: "t", Phase: "p", Flow: "f", URL: "/a", SentNs: 1, Code: 200})
+	if reqs.Phase != nil || len(reqs.Flow) != 5 || len(reqs.URL) != 5 {
+		t.Fatalf("after a second flow and URL: Phase %v, Flow %v, URL %v", reqs.Phase, reqs.Flow, reqs.URL)
+	}
+	for i, w := range []string{"f", "f", "f", "g", "f"} {
+		if got := reqs.Flows[reqs.FlowAt(i)]; got != w || reqs.Phases[reqs.PhaseAt(i)] != "p" {
+			t.Errorf("request %d: flow %q phase %q, want %q p", i, got, reqs.Phases[reqs.PhaseAt(i)], w)
+		}
+		if u, want := reqs.URLOf(i), map[bool]string{true: "/b", false: "/a"}[i == 3]; u != want {
+			t.Errorf("URLOf(%d) = %q, want %q", i, u, want)
+		}
+	}
+	if reqs.PhaseAt(99) != 0 || reqs.URLOf(99) != "" || reqs.URLOf(-1) != "" {
+		t.Error("an index out of range is not 0 / \"\"")
+	}
+}

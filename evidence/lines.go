@@ -489,10 +489,7 @@ func mergeRequests(chunks []*reqChunk, reqs *Requests, name string, estimate int
 			}
 			lines = append(lines, int32(offset+int(c.line[i])))
 			reqs.Target = append(reqs.Target, tmap[c.target[i]])
-			reqs.Phase = append(reqs.Phase, pmap[c.phase[i]])
-			reqs.Flow = append(reqs.Flow, fmap[c.flow[i]])
-			reqs.URL = append(reqs.URL, umap[c.url[i]])
-			reqs.appendConn(cmap[c.conn[i]])
+			reqs.appendIndexes(pmap[c.phase[i]], fmap[c.flow[i]], umap[c.url[i]], cmap[c.conn[i]])
 			reqs.SentNs.Add(c.sentNs[i])
 			reqs.EndNs.Add(c.endNs[i])
 			reqs.Code = append(reqs.Code, c.code[i])

@@ -104,7 +104,7 @@ func TestLoadChunksAgreeWithSequentialDecode(t *testing.T) {
 		t.Fatalf("%d requests, want %d", r.Len(), len(want))
 	}
 	for i, w := range want {
-		got := fmt.Sprint(r.IDs.ID(i), r.Targets[r.Target[i]], r.Phases[r.Phase[i]], r.Flows[r.Flow[i]], r.ConnOf(i), r.URLOf(i), r.SentNs.At(i), r.EndNs.At(i), r.Code[i], r.Class[i])
+		got := fmt.Sprint(r.IDs.ID(i), r.Targets[r.Target[i]], r.Phases[r.PhaseAt(i)], r.Flows[r.FlowAt(i)], r.ConnOf(i), r.URLOf(i), r.SentNs.At(i), r.EndNs.At(i), r.Code[i], r.Class[i])
 		exp := fmt.Sprint(w.ID, w.Target, w.Phase, w.Flow, w.Conn, w.URL, w.SentNs, w.EndNs(), w.Code, w.Classify())
 		if got != exp {
 			t.Fatalf("request %d: got %s, want %s", i, got, exp)

@@ -238,8 +238,8 @@ func FuzzLoadRequests(f *testing.F) {
 			t.Fatalf("%d requests, sequential read %d", got.Len(), want.Len())
 		}
 		for i := 0; i < got.Len(); i++ {
-			g := fmt.Sprint(got.IDs.ID(i), got.Targets[got.Target[i]], got.Phases[got.Phase[i]], got.URLOf(i), got.ConnOf(i), got.SentNs.At(i), got.EndNs.At(i), got.Code[i], got.Class[i])
-			w := fmt.Sprint(want.IDs.ID(i), want.Targets[want.Target[i]], want.Phases[want.Phase[i]], want.URLOf(i), want.ConnOf(i), want.SentNs.At(i), want.EndNs.At(i), want.Code[i], want.Class[i])
+			g := fmt.Sprint(got.IDs.ID(i), got.Targets[got.Target[i]], got.Phases[got.PhaseAt(i)], got.URLOf(i), got.ConnOf(i), got.SentNs.At(i), got.EndNs.At(i), got.Code[i], got.Class[i])
+			w := fmt.Sprint(want.IDs.ID(i), want.Targets[want.Target[i]], want.Phases[want.PhaseAt(i)], want.URLOf(i), want.ConnOf(i), want.SentNs.At(i), want.EndNs.At(i), want.Code[i], want.Class[i])
 			if g != w {
 				t.Fatalf("request %d: %s, sequential read %s", i, g, w)
 			}

@@ -56,7 +56,7 @@ func WriteCSV(w io.Writer, rep *Report, b *evidence.Bundle) error {
 		for j, n := 0, reqs.Len(); j < n; j++ {
 			row[2] = reqs.IDs.ID(j)
 			row[3] = reqs.Targets[reqs.Target[j]]
-			row[4] = reqs.Phases[reqs.Phase[j]]
+			row[4] = reqs.Phases[reqs.PhaseAt(j)]
 			row[5] = reqs.Class[j].String()
 			row[6] = strconv.Itoa(int(reqs.Code[j]))
 			row[7] = strconv.FormatInt(reqs.SentNs.At(j), 10)
