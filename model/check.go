@@ -120,10 +120,63 @@ type Events struct {
 	// lo and hi in about 4 bytes an event each (nscol.Column)
 	lo, hi  nscol.Column
 	req     []int32
-	keyCol  []int32
-	attrCol []int32
+	keyCol  idxCol
+	attrCol idxCol
 	flags   []uint8
 	keyIdx  map[string]int32
+}
+
+// idxCol is a column of non-negative int32 indices (Event.Key, Event.Attrs):
+// empty while every value is 0, 2 bytes a value while every one is below
+// 65536 (narrow), 4 (wide) from the first that is not.
+type idxCol struct {
+	narrow []uint16
+	wide   []int32
+}
+
+// grow makes room for n more values once the column holds any.
+func (c *idxCol) grow(n int) {
+	switch {
+	case c.wide != nil:
+		c.wide = slices.Grow(c.wide, n)
+	case c.narrow != nil:
+		c.narrow = slices.Grow(c.narrow, n)
+	}
+}
+
+// add appends v as value j (the column's values before it are j, zeros
+// while it is empty); capHint is the capacity to allocate at the first
+// value that is not 0.
+func (c *idxCol) add(v int32, j, capHint int) {
+	switch {
+	case c.wide != nil:
+		c.wide = append(c.wide, v)
+	case v >= 0 && v <= math.MaxUint16:
+		if v != 0 && c.narrow == nil {
+			c.narrow = make([]uint16, j, max(capHint, j+1))
+		}
+		if c.narrow != nil {
+			c.narrow = append(c.narrow, uint16(v))
+		}
+	default:
+		c.wide = make([]int32, j, max(capHint, j+1))
+		for i, x := range c.narrow {
+			c.wide[i] = int32(x)
+		}
+		c.narrow = nil
+		c.wide = append(c.wide, v)
+	}
+}
+
+// at returns value j.
+func (c *idxCol) at(j int) int32 {
+	switch {
+	case c.wide != nil:
+		return c.wide[j]
+	case c.narrow != nil:
+		return int32(c.narrow[j])
+	}
+	return 0
 }
 
 // flagKeyUnknown is Event.KeyUnknown in Events.flags.
@@ -134,31 +187,17 @@ func (evs *Events) Grow(n int) {
 	evs.lo.Grow(n)
 	evs.hi.Grow(n)
 	evs.req, evs.flags = slices.Grow(evs.req, n), slices.Grow(evs.flags, n)
-	if evs.keyCol != nil {
-		evs.keyCol = slices.Grow(evs.keyCol, n)
-	}
-	if evs.attrCol != nil {
-		evs.attrCol = slices.Grow(evs.attrCol, n)
-	}
+	evs.keyCol.grow(n)
+	evs.attrCol.grow(n)
 }
 
 // Add appends e.
 func (evs *Events) Add(e Event) {
-	if e.Key != 0 && evs.keyCol == nil {
-		evs.keyCol = make([]int32, len(evs.req), cap(evs.req))
-	}
-	if e.Attrs != 0 && evs.attrCol == nil {
-		evs.attrCol = make([]int32, len(evs.req), cap(evs.req))
-	}
 	evs.lo.Add(e.Lo)
 	evs.hi.Add(e.Hi)
 	evs.req = append(evs.req, e.Req)
-	if evs.keyCol != nil {
-		evs.keyCol = append(evs.keyCol, e.Key)
-	}
-	if evs.attrCol != nil {
-		evs.attrCol = append(evs.attrCol, e.Attrs)
-	}
+	evs.keyCol.add(e.Key, len(evs.req)-1, cap(evs.req))
+	evs.attrCol.add(e.Attrs, len(evs.req)-1, cap(evs.req))
 	f := uint8(e.Outcome)
 	if e.KeyUnknown {
 		f |= flagKeyUnknown
@@ -172,12 +211,7 @@ func (evs *Events) Len() int { return len(evs.req) }
 // At returns event j.
 func (evs *Events) At(j int) Event {
 	e := Event{Lo: evs.lo.At(int(j)), Hi: evs.hi.At(int(j)), Req: evs.req[j], Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
-	if evs.keyCol != nil {
-		e.Key = evs.keyCol[j]
-	}
-	if evs.attrCol != nil {
-		e.Attrs = evs.attrCol[j]
-	}
+	e.Key, e.Attrs = evs.keyCol.at(j), evs.attrCol.at(j)
 	return e
 }
 
