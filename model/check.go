@@ -594,9 +594,13 @@ type plan struct {
 	// bucket's sweep takes its events' local indices from its order,
 	// sweeper.ref: 8 bytes an event).
 	perBucket bool
-	charges   []uint8
-	orders    [2]*orders // [0] intervals, [1] midpoints
-	widen     int64      // buildPlan's, for fillMid
+	// wrapped: an event's widened lo or hi overflowed int64, so a
+	// bucket's columns may not sort as its events' times do
+	// (bucketOrder).
+	wrapped bool
+	charges []uint8
+	orders  [2]*orders // [0] intervals, [1] midpoints
+	widen   int64      // buildPlan's, for fillMid
 }
 
 // refs returns event j's first ref and the one after its last.
@@ -683,6 +687,19 @@ func (o *orders) of(b int32) []int32 {
 // later sweep.
 func (pl *plan) bucketOrder(evs *Events, b int32, mid, admit bool) *orders {
 	bk := pl.buckets[b]
+	if bk.params.timeUnit() <= 1 && !pl.wrapped {
+		// the bucket's columns are its events' times shifted by the
+		// widening (mid: unchanged, as hi >= lo): the same order, read
+		// from a slice rather than the events' chunked columns
+		k, v := bk.lo, bk.hi
+		switch {
+		case mid:
+			k, v = bk.mid, bk.mid
+		case admit:
+			k, v = bk.hi, bk.lo
+		}
+		return &orders{loc: orderBy(k), ev: bk.ev, one: orderBy(v), only: b}
+	}
 	key := func(l int32) int64 { return evs.lo.At(int(bk.event(l))) }
 	v := bk.hi
 	switch {
@@ -862,6 +879,7 @@ func buildPlan(cm checkModel, evs *Events, widen int64, admitUncertain bool) (*p
 	for i := range evs.Len() {
 		e := evs.At(int(i))
 		lo, hi := e.Lo-widen, e.Hi+widen
+		pl.wrapped = pl.wrapped || lo > e.Lo || hi < e.Hi
 		rs, re := pl.refs(int32(i))
 		for r := rs; r < re; r++ {
 			bk := pl.buckets[0]
@@ -928,7 +946,9 @@ func (pl *plan) fill(evs *Events, b int32, mid bool) {
 		bk.mid = make([]int64, n)
 	}
 	for l, j := range bk.ev {
-		lo, hi := evs.lo.At(int(j))-pl.widen, evs.hi.At(int(j))+pl.widen
+		elo, ehi := evs.lo.At(int(j)), evs.hi.At(int(j))
+		lo, hi := elo-pl.widen, ehi+pl.widen
+		pl.wrapped = pl.wrapped || lo > elo || hi < ehi
 		bk.lo[l], bk.hi[l] = floorDiv(lo, u), unitHi(hi, u)
 		if mid {
 			bk.mid[l] = floorDiv(lo+(hi-lo)/2, u)

@@ -2,7 +2,7 @@
 // judging of an evidence directory (or a directory of shard directories),
 // for `go tool pprof`: which columns and checks hold the memory.
 //
-//	go run ./bench/heapprof [-load-only] DIR PREFIX
+//	go run ./bench/heapprof [-load-only] [-cpuprofile FILE] DIR PREFIX
 //	go tool pprof -sample_index=inuse_space -top PREFIX.peak
 //
 // PREFIX.loaded is the heap after loading (after a collection); PREFIX.peak
@@ -10,7 +10,8 @@
 // size sampled so far (every 50 ms), so near the peak. A heap profile shows
 // what the last collection found live, with the call stack that allocated
 // it. The garbage collector runs at rlbench analyze's target
-// (internal/cli judgeGCPercent, 10). It prints the largest heap sampled
+// (internal/cli judgeGCPercent and fitGCToEvidence: 25 %, 10 % once the
+// loaded heap holds 128 MB). It prints the largest heap sampled
 // while loading and in all.
 package main
 
@@ -33,13 +34,14 @@ import (
 
 func main() {
 	loadOnly := flag.Bool("load-only", false, "stop after loading the evidence")
+	cpuProfile := flag.String("cpuprofile", "", "also write a CPU profile of the loading and judging to this file")
 	flag.Parse()
 	if flag.NArg() != 2 {
-		fmt.Fprintln(os.Stderr, "usage: heapprof [-load-only] DIR PREFIX")
+		fmt.Fprintln(os.Stderr, "usage: heapprof [-load-only] [-cpuprofile FILE] DIR PREFIX")
 		os.Exit(2)
 	}
 	dir, out := flag.Arg(0), flag.Arg(1)
-	debug.SetGCPercent(10)            // internal/cli judgeGCPercent
+	debug.SetGCPercent(25)            // internal/cli judgeGCPercent (10 past 128 MB: fitGCToEvidence)
 	runtime.MemProfileRate = 64 << 10 // finer than the default 512 KiB
 	var mu sync.Mutex
 	snap := func(tag string) {
@@ -74,6 +76,17 @@ func main() {
 			}
 		}
 	}()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "heapprof:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	load := evidence.Load
 	if merge.IsShardSet(dir) {
 		load = merge.LoadShardSet
@@ -89,6 +102,9 @@ func main() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(os.Stderr, "heap after loading: %d MB\n", ms.HeapAlloc>>20)
+	if ms.HeapAlloc >= 128<<20 {
+		debug.SetGCPercent(10) // as internal/cli fitGCToEvidence
+	}
 	if !*loadOnly {
 		rep := analyze.Judge(b, analyze.Options{})
 		fmt.Fprintf(os.Stderr, "status %s\n", rep.Status)

@@ -67,6 +67,7 @@ func runSimulate(ctx context.Context, o *SimulateOptions) error {
 	if err != nil {
 		return err
 	}
+	fitGCToEvidence()
 	rep := analyze.Judge(b, analyze.Options{Series: o.Format == formatHTML})
 	if err := ctx.Err(); err != nil { // a verdict judged after the interrupt is not printed
 		return err
