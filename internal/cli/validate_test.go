@@ -13,12 +13,12 @@ import (
 // field, and creates no run directory.
 func TestRunRefusesBadPlanBeforeStarting(t *testing.T) {
 	for name, c := range map[string]struct{ plan, want string }{
-		"concurrency": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 2\n     concurrency: -3\n", "line 6: scenarios[0] (a): steps[0]: attack.concurrency must be >= 0"},
-		"counts":      {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 2\n     split: counts=5,5\n", "line 6: scenarios[0] (a): steps[0]: assign: split counts=5,5 sums to 10 but there are 2 ids"},
+		"concurrency": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 2\n     concurrency: -3\n", "line 6: scenarios[0] (a): attack.concurrency must be >= 0"},
+		"counts":      {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 2\n     split: counts=5,5\n", "line 6: scenarios[0] (a): assign: split counts=5,5 sums to 10 but there are 2 ids"},
 		"repeat":      {"scenarios:\n - name: a\n   lab: {}\n   repeat: -2\n   attack: {ids: 1}\n", "line 4: scenarios[0] (a): repeat must be 1..1000"},
 		"huge repeat": {"scenarios: [{name: s, repeat: 99999999999, lab: {proxies: 1}, attack: {ids: 3}, expect: {admitted: 3}}]\n", "line 1: scenarios[0] (s): repeat must be 1..1000 (or absent), not 99999999999"},
-		"huge ids":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 9223372036854775807}\n", "line 4: scenarios[0] (a): steps[0]: attack.ids 9223372036854775807: more than 10000000 ids"},
-		"ids type":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: three}\n", `line 4: scenarios[0].attack.ids: want a whole number from -9223372036854775808 to 9223372036854775807, not the string "three"`},
+		"huge ids":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 9223372036854775807}\n", "line 4: scenarios[0] (a): attack.ids 9223372036854775807: more than 10000000 ids"},
+		"ids type":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: three}\n", `line 4: scenarios[0].attack.ids: want a whole number, not the string "three"`},
 		"rate":        {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1, rate: 0/1s}\n", "line 4: "},
 		// Values refused by their own decoder name the field and line too.
 		"rate 1e300":    {"scenarios:\n - name: a\n   lab: {}\n   attack: {ids: 1, rate: 1e300}\n", `line 4: scenarios[0].attack.rate: rate "1e+300": want N/duration`},

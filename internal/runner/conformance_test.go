@@ -147,7 +147,7 @@ func TestConformanceErrors(t *testing.T) {
 		"bad nginx rate": {"conformance:\n  limiters:\n    - name: l\n      lab:\n        nginx:\n          rate: fast\n" + shape,
 			"c.yaml: line 5: conformance (l × s): "},
 		"bad shape ids": {"conformance:\n" + limiter + "  shapes:\n    - name: s\n      attack:\n        ids: -4\n",
-			"c.yaml: line 8: conformance (l × s): steps[0]: attack.ids must be > 0"},
+			"c.yaml: line 8: conformance (l × s): attack.ids must be > 0"},
 		"bad shape expect": {"conformance:\n" + limiter + "  shapes:\n    - name: s\n      attack: {ids: 4}\n      expect:\n        classes: {local429: 1}\n",
 			"c.yaml: line 9: conformance (l × s): expect.classes.local429: unknown class"},
 		"no lab": {"conformance:\n  limiters:\n    - name: l\n" + shape,

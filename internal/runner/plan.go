@@ -659,6 +659,9 @@ func (s *ScenarioPlan) validateSteps(sp, where string, stepPath func(int) string
 		st := &s.Steps[j]
 		jp := stepPath(j)
 		sw := fmt.Sprintf("%s: steps[%d]", where, j)
+		if jp == sp {
+			sw = where // the attack shorthand: the plan has no steps to name
+		}
 		if (st.Attack == nil) == (st.Fault == nil) {
 			return at(jp, sw, "exactly one of attack or fault")
 		}

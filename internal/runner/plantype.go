@@ -22,7 +22,7 @@ import (
 // first value in document order at a path that fits Field and whose kind
 // is ute.Value's.
 func planTypeError(root *yamlv3.Node, ute *json.UnmarshalTypeError) (line int, msg string) {
-	want := wantOfType(ute.Type)
+	want := wantOfType(ute.Type, strings.HasPrefix(ute.Value, "number"))
 	gave := strings.TrimPrefix(ute.Value, "number ")
 	path, n := "", (*yamlv3.Node)(nil)
 	if root != nil {
@@ -193,13 +193,23 @@ func describeNode(n *yamlv3.Node) string {
 	return v
 }
 
-// wantOfType says what a Go field type takes, in plan terms.
-func wantOfType(t reflect.Type) string {
+// wantOfType says what a Go field type takes, in plan terms; a whole
+// number's range only when the plan gave a number (out of range), not for
+// a string or a list, where it says nothing ("a whole number", not "from
+// -9223372036854775808 to ...").
+func wantOfType(t reflect.Type, number bool) string {
 	if t == nil {
 		return "another value"
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if !number {
+			return "a whole number"
+		}
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:

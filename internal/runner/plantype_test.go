@@ -13,11 +13,11 @@ func TestPlanTypeErrorsNameLineAndField(t *testing.T) {
 	const head = "scenarios:\n - name: a\n   lab:\n     proxies: 1\n"
 	for name, c := range map[string]struct{ plan, want string }{
 		"ids string": {"scenarios: [{name: s, lab: {proxies: 1}, attack: {ids: \"three\"}, expect: {admitted: 3}}]\n",
-			`p.yaml: line 1: scenarios[0].attack.ids: want a whole number from -9223372036854775808 to 9223372036854775807, not the string "three"`},
+			`p.yaml: line 1: scenarios[0].attack.ids: want a whole number, not the string "three"`},
 		"ids too large": {head + "   attack:\n     ids: 99999999999999999999\n",
 			`p.yaml: line 6: scenarios[0].attack.ids: want a whole number from -9223372036854775808 to 9223372036854775807, not 99999999999999999999`},
 		"proxies list": {"scenarios:\n - name: s\n   lab: {proxies: [1]}\n   attack: {ids: 3}\n",
-			`p.yaml: line 3: scenarios[0].lab.proxies: want a whole number from -9223372036854775808 to 9223372036854775807, not a list`},
+			`p.yaml: line 3: scenarios[0].lab.proxies: want a whole number, not a list`},
 		"max_tokens negative": {head + "     local: {max_tokens: -5, fill_interval: 1s}\n   attack: {ids: 3}\n",
 			`p.yaml: line 5: scenarios[0].lab.local.max_tokens: want a whole number from 0 to 4294967295, not -5`},
 		"max_tokens 1e30": {head + "     local:\n       fill_interval: 1s\n       max_tokens: 1e30\n   attack: {ids: 3}\n",
