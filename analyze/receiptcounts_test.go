@@ -1,6 +1,11 @@
 package analyze
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/evidence"
+)
 
 // TestReceiptCountsPastAByte: a request with 300 receipts counts 300 (its
 // byte saturates at 255 and the rest go to the map), its neighbours stay
@@ -25,5 +30,32 @@ func TestReceiptCountsPastAByte(t *testing.T) {
 	d.inc(0)
 	if !d.several() || d.at(0) != 2 {
 		t.Fatalf("two receipts: at %d, several %v", d.at(0), d.several())
+	}
+}
+
+// TestReceiptNsSkipsZeroTimes: a receipt time of 0 is no time, so a later
+// receipt of the same request gives its earliest receipt time (as before
+// the earliest receipt was held by index: 0 meant none), while the
+// earliest of two real times wins whatever their order.
+func TestReceiptNsSkipsZeroTimes(t *testing.T) {
+	ev := &evidence.ScenarioEvidence{}
+	for _, id := range []string{"a", "b", "c"} {
+		ev.Requests.Add(&evidence.Request{ID: id, Target: "t", SentNs: 100, LatencyNs: 50, Code: 200})
+	}
+	for _, r := range []struct {
+		id string
+		ns int64
+	}{{"a", 0}, {"a", 130}, {"b", 140}, {"b", 120}, {"c", 0}} {
+		ev.Receipts.Add(&ev.Requests, &evidence.Receipt{ID: &r.id, RecvNs: r.ns})
+	}
+	in := &Input{Evidence: ev, Report: &report.ScenarioReport{}}
+	reconcile(in)
+	for i, want := range []int64{130, 120, 0} {
+		if got := in.ReceiptNs(i); got != want {
+			t.Errorf("request %d: ReceiptNs %d, want %d", i, got, want)
+		}
+		if !in.Received(i) {
+			t.Errorf("request %d: not received", i)
+		}
 	}
 }

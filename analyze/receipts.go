@@ -38,7 +38,9 @@ func reconcile(in *Input) []int {
 		case r >= 0:
 			count.inc(r)
 			in.received[r] = true
-			if f := in.firstRecv[r]; f < 0 || recs.RecvNs.At(k) < recs.RecvNs.At(int(f)) {
+			// a receipt time of 0 (not recorded) is no time: a later receipt
+			// of the request replaces it (ReceiptNs 0 means none)
+			if f := in.firstRecv[r]; f < 0 || recs.RecvNs.At(int(f)) == 0 || recs.RecvNs.At(k) < recs.RecvNs.At(int(f)) {
 				in.firstRecv[r] = int32(k)
 			}
 		case r == evidence.NoID:
