@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze/report"
@@ -56,6 +57,34 @@ func TestReceiptNsSkipsZeroTimes(t *testing.T) {
 		}
 		if !in.Received(i) {
 			t.Errorf("request %d: not received", i)
+		}
+	}
+}
+
+// TestResentIDsOfACutRecordInOrder: the receipts of IDs a cut client record
+// lacks (sent status unknown), each received twice, are named among the
+// re-sent IDs sorted, the same every time (they were taken from a map
+// before being sorted, so the report changed from run to run).
+func TestResentIDsOfACutRecordInOrder(t *testing.T) {
+	var first []string
+	for run := range 8 {
+		ev := &evidence.ScenarioEvidence{} // no attack.json: the record may be cut
+		for _, id := range []string{"id-01", "id-02", "id-03"} {
+			ev.Requests.Add(&evidence.Request{ID: id, Target: "t", SentNs: 100, LatencyNs: 50, Code: 200})
+		}
+		for _, id := range []string{"id-07", "id-05", "id-09", "id-06", "id-08", "id-07", "id-05", "id-09", "id-06", "id-08"} {
+			ev.Receipts.Add(&ev.Requests, &evidence.Receipt{ID: &id, RecvNs: 120})
+		}
+		in := &Input{Evidence: ev, Report: &report.ScenarioReport{}}
+		reconcile(in)
+		got := in.Report.Receipts.ResentIDs
+		if !slices.IsSorted(got) || len(got) != 5 {
+			t.Fatalf("run %d: re-sent IDs %v, want the 5 sorted", run, got)
+		}
+		if run == 0 {
+			first = got
+		} else if !slices.Equal(got, first) {
+			t.Fatalf("run %d: re-sent IDs %v, run 0 gave %v", run, got, first)
 		}
 	}
 }

@@ -113,6 +113,7 @@ func reconcile(in *Input) []int {
 	}
 	sort.Strings(dups)
 	sort.Strings(phantoms)
+	sort.Strings(unknown) // before ResentIDs takes from it: map order is no order
 	for _, id := range dups {
 		sample(&rc.DuplicateIDs, id)
 	}
@@ -125,7 +126,6 @@ func reconcile(in *Input) []int {
 	for _, id := range phantoms {
 		sample(&rc.PhantomIDs, id)
 	}
-	sort.Strings(unknown)
 	for _, id := range unknown {
 		sample(&rc.SentUnknownIDs, id)
 	}
