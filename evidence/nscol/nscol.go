@@ -17,9 +17,10 @@ const chunkBits = 10
 // its base (its first value minus 2^31 ns) while every one lies within
 // about ±2.1 s of that first value; a chunk with a value that does not
 // holds all its values as int64 (12 bytes a value then, the unused offset
-// beside each). The zero Column is empty and ready. Times appended roughly in order, as sends and responses
+// beside each). Times appended roughly in order, as sends and responses
 // are, fit: the delta encoding of time-series stores (Pelkonen et al.,
-// "Gorilla", VLDB 2015, section 4.1.1), kept random-access.
+// "Gorilla", VLDB 2015, section 4.1.1), kept random-access. The zero
+// Column is empty and ready; a copy shares its arrays, as a slice's does.
 type Column struct {
 	n      int
 	off    []uint32
