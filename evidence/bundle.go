@@ -256,6 +256,14 @@ func (r *Requests) FlowAt(i int) uint16 { return lazyAt(r.Flow, i) }
 // range).
 func (r *Requests) URLAt(i int) uint32 { return lazyAt(r.URL, i) }
 
+// growLazy makes room for n values in all in the column *col once it is
+// allocated (appendLazy); a nil column stays nil.
+func growLazy[T uint16 | uint32](col *[]T, n int) {
+	if *col != nil {
+		*col = growTo(*col, n)
+	}
+}
+
 func lazyAt[T uint16 | uint32](col []T, i int) T {
 	if i >= 0 && i < len(col) {
 		return col[i]
@@ -302,17 +310,10 @@ func (r *Requests) Grow(n int) {
 func (r *Requests) grow(n int) {
 	r.IDs.grow(n)
 	r.Target = growTo(r.Target, n)
-	for _, col := range []*[]uint16{&r.Phase, &r.Flow} {
-		if *col != nil {
-			*col = growTo(*col, n)
-		}
-	}
-	if r.URL != nil {
-		r.URL = growTo(r.URL, n)
-	}
-	if r.Conn != nil {
-		r.Conn = growTo(r.Conn, n)
-	}
+	growLazy(&r.Phase, n)
+	growLazy(&r.Flow, n)
+	growLazy(&r.URL, n)
+	growLazy(&r.Conn, n)
 	r.SentNs.Grow(n - r.Len())
 	r.EndNs.Grow(n - r.Len())
 	r.Code = growTo(r.Code, n)

@@ -594,9 +594,9 @@ type plan struct {
 	// bucket's sweep takes its events' local indices from its order,
 	// sweeper.ref: 8 bytes an event).
 	perBucket bool
-	// wrapped: an event's widened lo or hi overflowed int64, so a
-	// bucket's columns may not sort as its events' times do
-	// (bucketOrder).
+	// wrapped: an event's widened lo or hi overflowed int64 (buildPlan
+	// sees every event), so a bucket's columns may not sort as its
+	// events' times do (bucketOrder).
 	wrapped bool
 	charges []uint8
 	orders  [2]*orders // [0] intervals, [1] midpoints
@@ -691,11 +691,12 @@ func (pl *plan) bucketOrder(evs *Events, b int32, mid, admit bool) *orders {
 		// the bucket's columns are its events' times shifted by the
 		// widening (mid: unchanged, as hi >= lo): the same order, read
 		// from a slice rather than the events' chunked columns
+		if mid { // one order serves both (neither is written)
+			o := orderBy(bk.mid)
+			return &orders{loc: o, ev: bk.ev, one: o, only: b}
+		}
 		k, v := bk.lo, bk.hi
-		switch {
-		case mid:
-			k, v = bk.mid, bk.mid
-		case admit:
+		if admit {
 			k, v = bk.hi, bk.lo
 		}
 		return &orders{loc: orderBy(k), ev: bk.ev, one: orderBy(v), only: b}
@@ -946,9 +947,7 @@ func (pl *plan) fill(evs *Events, b int32, mid bool) {
 		bk.mid = make([]int64, n)
 	}
 	for l, j := range bk.ev {
-		elo, ehi := evs.lo.At(int(j)), evs.hi.At(int(j))
-		lo, hi := elo-pl.widen, ehi+pl.widen
-		pl.wrapped = pl.wrapped || lo > elo || hi < ehi
+		lo, hi := evs.lo.At(int(j))-pl.widen, evs.hi.At(int(j))+pl.widen
 		bk.lo[l], bk.hi[l] = floorDiv(lo, u), unitHi(hi, u)
 		if mid {
 			bk.mid[l] = floorDiv(lo+(hi-lo)/2, u)
