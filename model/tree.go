@@ -83,7 +83,13 @@ func (m *minTree) add(l, r int, v float64) {
 			m.apply(r, v)
 		}
 	}
-	m.build(l0)
+	// For a prefix (l == 0) every changed node's ancestors lie on r0-1's
+	// path (a right edge's parent is its path's next node; a left edge's,
+	// in a tree whose size is not a power of two, a node of that path
+	// higher up: TestMinTreeEveryPrefix), so that one rebuild is enough.
+	if l0 != m.n {
+		m.build(l0)
+	}
 	m.build(r0 - 1)
 }
 
@@ -94,7 +100,12 @@ func (m *minTree) min(l, r int) float64 {
 	}
 	l += m.n
 	r += m.n
-	m.push(l)
+	// Every node the loop reads hangs off l's or r-1's path; for a prefix
+	// (l == 0) off r-1's alone (as in add), so only that path's pending
+	// adds need pushing down.
+	if l != m.n {
+		m.push(l)
+	}
 	m.push(r - 1)
 	res := math.Inf(1)
 	for ; l < r; l, r = l>>1, r>>1 {
@@ -167,6 +178,45 @@ func upperBound(a []int64, x int64) int {
 		}
 	}
 	return lo
+}
+
+// cursor answers upperBound on one sorted slice for a run of queries that
+// each lie near the last one (a sweep's, in time order): it gallops from
+// the last answer, O(log d) for an answer d positions away, instead of a
+// binary search over the whole slice. The zero cursor starts at 0.
+type cursor struct{ last int }
+
+// upper returns upperBound(a, x), a sorted.
+func (c *cursor) upper(a []int64, x int64) int {
+	n := len(a)
+	h := min(c.last, n)
+	var lo, hi int // the answer lies in [lo, hi]
+	switch {
+	case h < n && a[h] <= x: // at or right of h+1
+		lo, hi = h+1, n
+		for step := 1; lo+step-1 < n; step <<= 1 {
+			if a[lo+step-1] > x {
+				hi = lo + step - 1
+				break
+			}
+			lo += step
+		}
+	case h > 0 && a[h-1] > x: // left of h
+		lo, hi = 0, h-1
+		for step := 1; hi-step >= 0; step <<= 1 {
+			if a[hi-step] <= x {
+				lo = hi - step + 1
+				break
+			}
+			hi -= step
+		}
+	default:
+		c.last = h
+		return h
+	}
+	r := lo + upperBound(a[lo:hi], x)
+	c.last = r
+	return r
 }
 
 // lowerBound returns the number of values in sorted a that are < x.

@@ -1,0 +1,101 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestMinTreeAgainstArray checks the tree's range adds, sets and range
+// minima (prefix and general ranges, which take different paths) against a
+// plain array, at sizes that are and are not powers of two.
+func TestMinTreeAgainstArray(t *testing.T) {
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		for _, n := range []int{1, 2, 3, 5, 6, 7, 8, 9, 13, 31, 33, 64, 100, 1000} {
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = float64(rng.IntN(100))
+			}
+			tr := newMinTree(vals)
+			for op := range 4000 {
+				l, r := rng.IntN(n+1), rng.IntN(n+1)
+				if l > r {
+					l, r = r, l
+				}
+				if rng.IntN(2) == 0 { // prefix ranges are most of the model's
+					l = 0
+				}
+				switch rng.IntN(4) {
+				case 0, 1:
+					v := float64(rng.IntN(21) - 10)
+					tr.add(l, r, v)
+					for i := l; i < r; i++ {
+						vals[i] += v
+					}
+				case 2:
+					want := math.Inf(1)
+					for i := l; i < r; i++ {
+						want = math.Min(want, vals[i])
+					}
+					if got := tr.min(l, r); got != want {
+						t.Fatalf("n=%d op %d: min(%d, %d) = %v, want %v", n, op, l, r, got, want)
+					}
+				case 3:
+					if n > 0 {
+						i := rng.IntN(n)
+						v := float64(rng.IntN(100))
+						tr.set(i, v)
+						vals[i] = v
+					}
+				}
+				if i := rng.IntN(n); tr.at(i) != vals[i] {
+					t.Fatalf("n=%d op %d: at(%d) = %v, want %v", n, op, i, tr.at(i), vals[i])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMinTreePrefix is the model's use of the tree: prefix adds and
+// prefix minima at increasing positions over a million values.
+func BenchmarkMinTreePrefix(b *testing.B) {
+	const n = 1 << 20
+	tr := newMinTreeOf(n, func(i int) float64 { return -float64(i) })
+	rng := rand.New(rand.NewPCG(3, 4))
+	for b.Loop() {
+		for i := 0; i < n; i += 16 {
+			a := min(n, i+rng.IntN(64))
+			tr.add(0, a, -1)
+			_ = tr.min(0, a)
+		}
+	}
+}
+
+// TestCursorIsUpperBound checks the galloping cursor against upperBound for
+// queries near and far from the last one, duplicates and values outside
+// the slice.
+func TestCursorIsUpperBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 2, 3, 7, 64, 1000} {
+		a := make([]int64, n)
+		for i := range a {
+			a[i] = int64(rng.IntN(n/2 + 1))
+		}
+		slices.Sort(a)
+		var c cursor
+		x := int64(0)
+		for q := range 5000 {
+			switch rng.IntN(3) {
+			case 0:
+				x = int64(rng.IntN(n+3)) - 1
+			default:
+				x += int64(rng.IntN(5)) - 2
+			}
+			if got, want := c.upper(a, x), upperBound(a, x); got != want {
+				t.Fatalf("n=%d query %d: cursor upper(%d) = %d, upperBound %d", n, q, x, got, want)
+			}
+		}
+	}
+}
