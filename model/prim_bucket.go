@@ -102,6 +102,10 @@ type tbPrim struct {
 	// it never is); noUpper: it may be recreated at any time.
 	cover   []coverIv
 	noUpper bool
+	// the sweeps' searches, each a run near its last answer (cursor):
+	// activate's and mustReject's in sorted lo, insert's and markUnder's,
+	// mustAdmit's upper and lower bounds in sorted hi
+	curAct, curTo, curIns, curA, curAL cursor
 }
 
 func (t *tbPrim) init() {
@@ -237,7 +241,7 @@ func (t *tbPrim) rejectPassDone() { t.ubT, t.loS, t.rejectDone = nil, nil, true 
 func (t *tbPrim) sweepDone() { t.lbT, t.uFen, t.insFen, t.hiS = nil, nil, nil, nil }
 
 func (t *tbPrim) activate(l int32) {
-	t.ub().add(0, upperBound(t.sortedLo(), t.c.lo[l]), -t.p.cUp)
+	t.ub().add(0, t.curAct.upper(t.sortedLo(), t.c.lo[l]), -t.p.cUp)
 }
 
 // mustReject: an upper bound of the level when l arrives, from the
@@ -253,7 +257,7 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 	if t.cover != nil {
 		from = upperBound(t.sortedLo(), t.resetFloor(t.c.hi[l]))
 	}
-	to := upperBound(t.sortedLo(), t.c.lo[l])
+	to := t.curTo.upper(t.sortedLo(), t.c.lo[l])
 	ub := p.C
 	if from < to {
 		m := t.ub().min(from, to)
@@ -266,7 +270,7 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 
 // insert counts l against every candidate hi_q <= hi[l].
 func (t *tbPrim) insert(l int32) {
-	a := upperBound(t.sortedHi(), t.c.hi[l])
+	a := t.curIns.upper(t.sortedHi(), t.c.hi[l])
 	t.lb().add(0, a, -t.p.cLo)
 	if t.insFen == nil {
 		t.insFen = newFenwick(len(t.c.hi))
@@ -276,7 +280,7 @@ func (t *tbPrim) insert(l int32) {
 }
 
 func (t *tbPrim) markUnder(l int32) {
-	a := upperBound(t.sortedHi(), t.c.hi[l])
+	a := t.curIns.upper(t.sortedHi(), t.c.hi[l])
 	t.lb().add(0, a, -t.p.cLo)
 	if t.uFen == nil {
 		t.uFen = newFenwick(len(t.c.hi))
@@ -293,11 +297,15 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 	p := t.p
 	lo := t.c.lo[l]
 	hiS := t.sortedHi()
-	a := upperBound(hiS, lo)
+	a := t.curA.upper(hiS, lo)
 	n := len(hiS)
 	uGE := 0
 	if t.uCount > 0 {
-		uGE = t.uFen.rangeSum(lowerBound(hiS, lo), n)
+		ge := 0 // lowerBound(hiS, lo)
+		if lo != math.MinInt64 {
+			ge = t.curAL.upper(hiS, lo-1)
+		}
+		uGE = t.uFen.rangeSum(ge, n)
 	}
 	// l's own charge, if inserted, covers every candidate hi_q <= hi[l]:
 	// all of [0, a), and a itself when hi_a <= hi[l].
@@ -403,16 +411,17 @@ func (t *tbPrim) findings() []WindowFinding {
 		return 0
 	})
 	bestExcess, bestB, windows := 0.0, int64(0), 0
+	var curAdd, curTo cursor // by hi, so near their last answers
 	for i := 0; i < len(adm); {
 		b := c.hi[adm[i]]
 		for ; i < len(adm) && c.hi[adm[i]] == b; i++ {
-			tr.add(0, upperBound(loS, c.lo[adm[i]]), -p.cUp)
+			tr.add(0, curAdd.upper(loS, c.lo[adm[i]]), -p.cUp)
 		}
 		from := 0
 		if t.cover != nil {
 			from = upperBound(loS, t.resetFloor(b))
 		}
-		to := upperBound(loS, b)
+		to := curTo.upper(loS, b)
 		if from >= to {
 			continue
 		}
