@@ -690,3 +690,42 @@ func TestRunUserinfoSentAsBasicAuthRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTimeoutOnKeptConnection: a closed-loop worker keeps its
+// connection from one request to the next (own); a request the server
+// never answers on that connection, after several it answered, is given
+// up: code 0, the error names the timeout, latency at least the timeout,
+// every answered one recorded as answered, all on one connection.
+func TestRunTimeoutOnKeptConnection(t *testing.T) {
+	hold := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.Header.Get(evidence.IDHeader), "-6") {
+			select { // never answers before the client's timeout
+			case <-hold:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	defer srv.Close()
+	defer close(hold) // runs before srv.Close
+	const timeout = time.Second
+	sum, err, lines := runToLines(t, context.Background(), Options{IDs: IDs(6, "kc"), Targets: []Target{{Name: "s", URL: srv.URL}},
+		Concurrency: 1, Timeout: timeout})
+	if err != nil || !sum.Complete || len(lines) != 6 {
+		t.Fatalf("summary %+v err %v lines %d", sum, err, len(lines))
+	}
+	conns := map[string]bool{}
+	for _, l := range lines {
+		conns[l.Conn] = true
+		if strings.HasSuffix(l.ID, "-6") {
+			if l.Code != 0 || l.NotSent || !strings.Contains(l.Error, "timeout after 1s") || l.LatencyNs < int64(timeout) {
+				t.Errorf("unanswered request: %+v", l)
+			}
+		} else if l.Code != 200 {
+			t.Errorf("answered request: %+v", l)
+		}
+	}
+	if len(conns) != 1 {
+		t.Errorf("connections %v, want the worker's one", conns)
+	}
+}
