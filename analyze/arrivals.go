@@ -343,7 +343,6 @@ func (l peakLimiter) simulate(reqs *evidence.Requests) (simulation, bool) {
 		return simulation{}, false
 	}
 	keys := make([]string, len(reqs.Targets)) // per target index; "" when the limiter does not apply
-	used := map[string]bool{}
 	for t, name := range reqs.Targets {
 		if !l.appliesTo(name) {
 			continue
@@ -354,39 +353,72 @@ func (l peakLimiter) simulate(reqs *evidence.Requests) (simulation, bool) {
 		}
 	}
 	var order []int32
+	seen := make([]bool, len(reqs.Targets)) // per target index
 	for i := 0; i < reqs.Len(); i++ {
-		if k := keys[reqs.Target[i]]; k != "" {
+		if t := reqs.Target[i]; keys[t] != "" {
 			order = append(order, int32(i))
-			used[k] = true
+			seen[t] = true
 		}
 	}
 	if len(order) == 0 {
 		return simulation{}, false
 	}
+	used := map[string]bool{}
+	for t, k := range keys {
+		if seen[t] {
+			used[k] = true
+		}
+	}
 	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(reqs.SentNs.At(int(a)), reqs.SentNs.At(int(b))) })
 	sim := simulation{m: m, fwd: map[string][]int64{}, instances: len(used)}
 	s := m.NewSimulator(1)
+	fwd := make([][]int64, len(reqs.Targets)) // per target index
 	for _, i := range order {
 		t := reqs.Target[i]
 		if d := s.Offer(model.Request{At: reqs.SentNs.At(int(i)), Key: keys[t]}); d.Admit {
-			name := reqs.Targets[t]
-			sim.fwd[name] = append(sim.fwd[name], reqs.SentNs.At(int(i))+int64(d.Delay))
+			fwd[t] = append(fwd[t], reqs.SentNs.At(int(i))+int64(d.Delay))
 		}
 	}
-	for _, f := range sim.fwd {
-		slices.Sort(f)
+	for t, f := range fwd {
+		if f != nil {
+			slices.Sort(f)
+			sim.fwd[reqs.Targets[t]] = f
+		}
 	}
 	return sim, true
 }
 
-// forwards returns the simulated forward times of the requests to targets, sorted.
+// forwards returns the simulated forward times of the requests to targets,
+// sorted: the targets' sorted times merged.
 func (s simulation) forwards(targets []string) []int64 {
 	var out []int64
 	for _, t := range targets {
-		out = append(out, s.fwd[t]...)
+		out = mergeSorted(out, s.fwd[t])
 	}
-	slices.Sort(out)
 	return out
+}
+
+// mergeSorted returns the sorted a and b merged, in a new slice unless one
+// of them is empty.
+func mergeSorted(a, b []int64) []int64 {
+	switch {
+	case len(b) == 0:
+		return a
+	case len(a) == 0:
+		return slices.Clone(b)
+	}
+	out := make([]int64, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if b[j] < a[i] {
+			out = append(out, b[j])
+			j++
+		} else {
+			out = append(out, a[i])
+			i++
+		}
+	}
+	return append(append(out, a[i:]...), b[j:]...)
 }
 
 // expectedPeaks is a limiter's prediction for every window: the peak of
