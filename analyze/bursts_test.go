@@ -742,3 +742,19 @@ func TestReceiptsEqualAdmittedSaysWhatItCounted(t *testing.T) {
 		t.Errorf("demo: %+v", c)
 	}
 }
+
+// TestMergeSorted: two sorted runs merged in order (a limiter's simulated
+// forwards of several targets), equal values kept, an empty side
+// returning the other.
+func TestMergeSorted(t *testing.T) {
+	for _, c := range []struct{ a, b, want []int64 }{
+		{nil, nil, nil},
+		{[]int64{1, 3}, nil, []int64{1, 3}},
+		{nil, []int64{2}, []int64{2}},
+		{[]int64{1, 3, 5, 5}, []int64{0, 3, 4, 9}, []int64{0, 1, 3, 3, 4, 5, 5, 9}},
+	} {
+		if got := mergeSorted(c.a, c.b); !slices.Equal(got, c.want) {
+			t.Errorf("mergeSorted(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
