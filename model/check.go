@@ -210,7 +210,7 @@ func (evs *Events) Len() int { return len(evs.req) }
 
 // At returns event j.
 func (evs *Events) At(j int) Event {
-	e := Event{Lo: evs.lo.At(int(j)), Hi: evs.hi.At(int(j)), Req: evs.req[j], Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
+	e := Event{Lo: evs.lo.At(j), Hi: evs.hi.At(j), Req: evs.req[j], Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
 	e.Key, e.Attrs = evs.keyCol.at(j), evs.attrCol.at(j)
 	return e
 }
@@ -971,7 +971,7 @@ func (pl *plan) fillMid(evs *Events) {
 		bk.mid = make([]int64, 0, bk.size())
 	}
 	for i := range evs.Len() {
-		lo, hi := evs.lo.At(int(i))-pl.widen, evs.hi.At(int(i))+pl.widen
+		lo, hi := evs.lo.At(i)-pl.widen, evs.hi.At(i)+pl.widen
 		rs, re := pl.refs(int32(i))
 		for r := rs; r < re; r++ {
 			b, _ := pl.ref(r)
@@ -1277,8 +1277,8 @@ func (sw *sweeper) mustAdmit(k int, j int32, offered bool) bool {
 // bounds of the admitted counts. It errors on malformed events (Lo > Hi).
 func Check(m Model, evs *Events, opts Options) (*Result, error) {
 	for i := range evs.Len() {
-		if evs.lo.At(int(i)) > evs.hi.At(int(i)) {
-			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(evs.req[i]), evs.lo.At(int(i)), evs.hi.At(int(i)))
+		if evs.lo.At(i) > evs.hi.At(i) {
+			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(evs.req[i]), evs.lo.At(i), evs.hi.At(i))
 		}
 	}
 	ref := int64(0)
@@ -1568,7 +1568,7 @@ func (c *checkRun) uncertainty() {
 	n := c.evs.Len()
 	widths := make([]int64, n)
 	for j := range c.evs.Len() {
-		widths[j] = c.evs.hi.At(int(j)) - c.evs.lo.At(int(j)) + 2*int64(c.opts.Widen)
+		widths[j] = c.evs.hi.At(j) - c.evs.lo.At(j) + 2*int64(c.opts.Widen)
 	}
 	slices.Sort(widths)
 	u := &c.res.Uncertainty

@@ -9,9 +9,8 @@
 // is the profile taken when the heap last grew by 5 % over its largest
 // size sampled so far (every 50 ms), so near the peak. A heap profile shows
 // what the last collection found live, with the call stack that allocated
-// it. The garbage collector runs at rlbench analyze's target
-// (internal/cli judgeGCPercent and fitGCToEvidence: 25 %, 10 % once the
-// loaded heap holds 128 MB). It prints the largest heap sampled
+// it. The garbage collector runs at rlbench analyze's targets
+// (internal/judgegc: Tighten before loading, FitToEvidence after). It prints the largest heap sampled
 // while loading and in all.
 package main
 
@@ -21,7 +20,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -30,6 +28,7 @@ import (
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/merge"
+	"github.com/rlbench/rlbench/internal/judgegc"
 )
 
 func main() {
@@ -41,7 +40,7 @@ func main() {
 		os.Exit(2)
 	}
 	dir, out := flag.Arg(0), flag.Arg(1)
-	debug.SetGCPercent(25)            // internal/cli judgeGCPercent (10 past 128 MB: fitGCToEvidence)
+	judgegc.Tighten()                 // as rlbench analyze
 	runtime.MemProfileRate = 64 << 10 // finer than the default 512 KiB
 	var mu sync.Mutex
 	snap := func(tag string) {
@@ -102,9 +101,7 @@ func main() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(os.Stderr, "heap after loading: %d MB\n", ms.HeapAlloc>>20)
-	if ms.HeapAlloc >= 128<<20 {
-		debug.SetGCPercent(10) // as internal/cli fitGCToEvidence
-	}
+	judgegc.FitToEvidence() // as rlbench analyze
 	if !*loadOnly {
 		rep := analyze.Judge(b, analyze.Options{})
 		fmt.Fprintf(os.Stderr, "status %s\n", rep.Status)

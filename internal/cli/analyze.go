@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
-	"runtime/metrics"
-	"sync"
 
 	"github.com/rlbench/rlbench/analyze"
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/merge"
 	"github.com/rlbench/rlbench/evidence/safefile"
+	"github.com/rlbench/rlbench/internal/judgegc"
 	"github.com/spf13/cobra"
 )
 
@@ -78,7 +75,7 @@ func runAnalyze(ctx context.Context, o *AnalyzeOptions) error {
 // judgeDir loads the evidence directory and judges it; series adds the
 // time series the HTML report plots.
 func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool) (*evidence.Bundle, *report.Report, error) {
-	judgeGC.Do(tightenGC)
+	judgegc.Tighten()
 	dir = resolveRunLink(dir) // the report names the run, not the link
 	load := evidence.Load
 	if merge.IsShardSet(dir) { // a directory of shard directories: judged merged
@@ -88,63 +85,9 @@ func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool
 	if err != nil {
 		return nil, nil, err
 	}
-	fitGCToEvidence()
+	judgegc.FitToEvidence()
 	opts.Series = series
 	return b, analyze.Judge(b, opts), nil
-}
-
-// judgeGCPercent is the garbage collector's target (runtime/debug.SetGCPercent)
-// while rlbench judges evidence (analyze, and simulate the evidence it
-// simulates): the heap may grow 25 % over its live data between
-// collections instead of Go's default 100 %. The evidence and the model
-// checks' arrays are the live data, mostly without pointers, so a
-// collection costs little, and a million requests peak 1.25x, not 2x,
-// above them (bench/analyze-scale.sh).
-const judgeGCPercent = 25
-
-// bigJudgeGCPercent is the target once the loaded evidence holds
-// bigEvidenceBytes or more (fitGCToEvidence): at 10 M requests + 10 M
-// receipts with a model, 10 % took the same CPU time as 25 % and 170 MB
-// less peak RSS, while at 1 M it took about 10 % more CPU time (more
-// collections of a small heap) for 15 MB less.
-const bigJudgeGCPercent = 10
-
-// bigEvidenceBytes is the live heap after loading (about 5 M requests and
-// their receipts) from which bigJudgeGCPercent applies.
-const bigEvidenceBytes = 128 << 20
-
-// judgeGC sets judgeGCPercent once per process (tightenGC).
-var judgeGC sync.Once
-
-// tightenGC sets judgeGCPercent, unless GOGC in the environment chose a
-// target already (an empty GOGC chooses none: Go's default).
-func tightenGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(judgeGCPercent)
-	}
-}
-
-// fitGCToEvidence sets the target for judging the evidence just loaded
-// (gcPercentFor the live heap the last collection found), unless GOGC in
-// the environment chose one.
-func fitGCToEvidence() {
-	if os.Getenv("GOGC") != "" {
-		return
-	}
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() == metrics.KindUint64 {
-		debug.SetGCPercent(gcPercentFor(s[0].Value.Uint64()))
-	}
-}
-
-// gcPercentFor is the collector's target for judging evidence that holds
-// live bytes of heap.
-func gcPercentFor(live uint64) int {
-	if live >= bigEvidenceBytes {
-		return bigJudgeGCPercent
-	}
-	return judgeGCPercent
 }
 
 // finishReport writes status.txt (unless statusFile is "-"), renders the

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rlbench/rlbench/analyze"
+	"github.com/rlbench/rlbench/internal/judgegc"
 	"github.com/rlbench/rlbench/internal/runner"
 	"github.com/rlbench/rlbench/internal/sim"
 	"github.com/spf13/cobra"
@@ -54,7 +55,7 @@ It exits like analyze: 0 PASS, 3 FAIL, 4 NOT_RUN.`,
 func runSimulate(ctx context.Context, o *SimulateOptions) error {
 	// The simulated evidence is judged like a lab's, and is the same live
 	// data: columns without pointers, built once.
-	judgeGC.Do(tightenGC)
+	judgegc.Tighten()
 	data, err := runner.ReadPlanFile(ctx, o.PlanFile)
 	if err != nil {
 		return err
@@ -67,7 +68,7 @@ func runSimulate(ctx context.Context, o *SimulateOptions) error {
 	if err != nil {
 		return err
 	}
-	fitGCToEvidence()
+	judgegc.FitToEvidence()
 	rep := analyze.Judge(b, analyze.Options{Series: o.Format == formatHTML})
 	if err := ctx.Err(); err != nil { // a verdict judged after the interrupt is not printed
 		return err
