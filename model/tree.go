@@ -54,17 +54,6 @@ func (m *minTree) build(p int) {
 	}
 }
 
-func (m *minTree) push(p int) {
-	for s := m.h; s > 0; s-- {
-		i := p >> s
-		if i > 0 && m.d[i] != 0 {
-			m.apply(2*i, m.d[i])
-			m.apply(2*i+1, m.d[i])
-			m.d[i] = 0
-		}
-	}
-}
-
 // add adds v to values [l, r).
 func (m *minTree) add(l, r int, v float64) {
 	if l >= r {
@@ -93,39 +82,55 @@ func (m *minTree) add(l, r int, v float64) {
 	m.build(r0 - 1)
 }
 
-// min returns the minimum of values [l, r) (+Inf when empty).
+// min returns the minimum of values [l, r) (+Inf when empty). It writes
+// nothing: a node's true minimum is its t plus the pending adds of its
+// ancestors (p>>1, p>>2, ...), and every node the loop has taken on the
+// left hangs off node l-1 of the level it has climbed to (on the right,
+// off node r), so one pending add per level and side is added to that
+// side's minimum, then those of the last such node's ancestors. (A push
+// of the boundary paths' pending adds, the textbook form, writes two
+// children per level on every query.)
 func (m *minTree) min(l, r int) float64 {
 	if l >= r {
 		return math.Inf(1)
 	}
 	l += m.n
 	r += m.n
-	// Every node the loop reads hangs off l's or r-1's path; for a prefix
-	// (l == 0) off r-1's alone (as in add), so only that path's pending
-	// adds need pushing down.
-	if l != m.n {
-		m.push(l)
-	}
-	m.push(r - 1)
-	res := math.Inf(1)
-	for ; l < r; l, r = l>>1, r>>1 {
+	resL, resR := math.Inf(1), math.Inf(1)
+	for l < r {
 		if l&1 == 1 {
-			res = fmin(res, m.t[l])
+			resL = fmin(resL, m.t[l])
 			l++
 		}
 		if r&1 == 1 {
 			r--
-			res = fmin(res, m.t[r])
+			resR = fmin(resR, m.t[r])
+		}
+		l >>= 1
+		r >>= 1
+		resL += m.d[l-1] // d[0] is never added to
+		if r < m.n {
+			resR += m.d[r]
 		}
 	}
-	return res
+	for p := (l - 1) >> 1; p > 0; p >>= 1 {
+		resL += m.d[p]
+	}
+	for p := r >> 1; p > 0; p >>= 1 {
+		resR += m.d[p]
+	}
+	return fmin(resL, resR)
 }
 
-// set assigns value i.
+// set assigns value i: its leaf holds v less the pending adds of its
+// ancestors (see at).
 func (m *minTree) set(i int, v float64) {
 	p := i + m.n
-	m.push(p)
-	m.t[p] = v
+	anc := 0.0
+	for q := p >> 1; q > 0; q >>= 1 {
+		anc += m.d[q]
+	}
+	m.t[p] = v - anc
 	m.build(p)
 }
 
