@@ -247,7 +247,9 @@ func (t *tbPrim) activate(l int32) {
 // mustReject: an upper bound of the level when l arrives, from the
 // admissions surely before it (activated) and the most refill up to hi[l]:
 // level <= C + F([lo_q, hi_l]) - cUp*#{activated: lo >= lo_q} for every
-// candidate lo_q <= lo_l after the last possible reset.
+// candidate lo_q <= lo_l after the last possible reset. The bound it
+// returns is that minimum's only when it rejects (the caller reports it
+// then); otherwise it may be C.
 func (t *tbPrim) mustReject(l int32) (bool, float64) {
 	p := t.p
 	if t.noUpper {
@@ -260,10 +262,16 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 	to := t.curTo.upper(t.sortedLo(), t.c.lo[l])
 	ub := p.C
 	if from < to {
-		m := t.ub().min(from, to)
 		h := p.refill.cum(t.c.hi[l])
+		thr := p.theta - p.slack(h)
+		if p.C >= thr && p.C+h+p.refill.upSlack+t.ub().floor() >= thr {
+			// not even the tree's floor rejects (see floor): nor does
+			// the minimum over [from, to); the bound is not reported
+			return false, ub
+		}
+		m := t.ub().min(from, to)
 		ub = fmin(ub, p.C+h+p.refill.upSlack+m)
-		return ub < p.theta-p.slack(h), ub
+		return ub < thr, ub
 	}
 	return ub < p.theta-p.tol, ub
 }
@@ -424,6 +432,9 @@ func (t *tbPrim) findings() []WindowFinding {
 		to := curTo.upper(loS, b)
 		if from >= to {
 			continue
+		}
+		if -tr.floor()-p.refill.cum(b)-p.refill.upSlack-(p.C-p.theta+p.cUp) <= p.slack(p.refill.cum(b)) {
+			continue // not a window even at the tree's floor (see floor)
 		}
 		worst := -tr.min(from, to) - p.refill.cum(b) - p.refill.upSlack // cUp*cnt - F
 		if ex := worst - (p.C - p.theta + p.cUp); ex > p.slack(p.refill.cum(b)) {

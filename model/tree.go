@@ -13,6 +13,17 @@ type minTree struct {
 	n, h int
 	t    []float64 // 2n nodes; t[n+i] is value i
 	d    []float64 // pending adds of inner nodes
+	// adds counts the range adds, and mag bounds the magnitude of every
+	// value, node and partial sum the tree has held (the largest finite
+	// initial value's plus the sum of every add's |v|): together they
+	// bound the rounding between a node and its children (floor).
+	adds int
+	mag  float64
+	// floor's minimum of all values (low, valid while lowOK), the adds
+	// since it was taken and the sum of their negative v (lowDrop).
+	low, lowDrop float64
+	lowAdds      int
+	lowOK        bool
 }
 
 func newMinTree(vals []float64) *minTree {
@@ -32,7 +43,11 @@ func newMinTreeOf(nv int, val func(int) float64) *minTree {
 		m.t[n+i] = math.Inf(1)
 	}
 	for i := 0; i < nv; i++ {
-		m.t[n+i] = val(i)
+		v := val(i)
+		m.t[n+i] = v
+		if a := math.Abs(v); a > m.mag && !math.IsInf(v, 0) {
+			m.mag = a
+		}
 	}
 	for i := n - 1; i > 0; i-- {
 		m.t[i] = fmin(m.t[2*i], m.t[2*i+1])
@@ -58,6 +73,12 @@ func (m *minTree) build(p int) {
 func (m *minTree) add(l, r int, v float64) {
 	if l >= r {
 		return
+	}
+	m.adds++
+	m.mag += math.Abs(v)
+	m.lowAdds++
+	if v < 0 {
+		m.lowDrop += v
 	}
 	l += m.n
 	r += m.n
@@ -122,6 +143,25 @@ func (m *minTree) min(l, r int) float64 {
 	return fmin(resL, resR)
 }
 
+// floor returns a value at most any min(l, r) would return now: the
+// minimum of all values when it was last taken (at most every floorEvery
+// adds, when floor is called), plus every negative add since (an add lowers
+// no value by more than its |v|), less a bound of the rounding by which two
+// minima summed along different paths may differ (every add rounds a
+// node's value and pending add once, each level a sum once; an ulp of mag
+// each). A check that passes with floor in place of a range's minimum
+// passes with the minimum (rounding is monotone): the token bucket's
+// sweeps skip the walk of a range so while they are far from the limit.
+func (m *minTree) floor() float64 {
+	if !m.lowOK || m.lowAdds >= floorEvery {
+		m.low, m.lowAdds, m.lowDrop, m.lowOK = m.min(0, m.n), 0, 0, true
+	}
+	return m.low + m.lowDrop - float64(m.adds+2*m.h+80)*m.mag*0x1p-50
+}
+
+// floorEvery is how many adds floor's last minimum may fall behind.
+const floorEvery = 64
+
 // set assigns value i: its leaf holds v less the pending adds of its
 // ancestors (see at).
 func (m *minTree) set(i int, v float64) {
@@ -131,6 +171,11 @@ func (m *minTree) set(i int, v float64) {
 		anc += m.d[q]
 	}
 	m.t[p] = v - anc
+	if a := math.Abs(v); a > m.mag && !math.IsInf(v, 0) {
+		m.mag = a
+	}
+	m.adds++ // the subtraction and the rebuild round as an add does
+	m.lowOK = false
 	m.build(p)
 }
 

@@ -58,6 +58,49 @@ func TestMinTreeAgainstArray(t *testing.T) {
 	}
 }
 
+// TestMinTreeFloor checks that floor is at most every range minimum the
+// tree returns, with fractional values whose sums round (values of mixed
+// signs and magnitudes, many adds on the same nodes), and that it is not
+// vacuous: within the adds it may fall behind (floorEvery of at most 3.1)
+// and a token of the true minimum here.
+func TestMinTreeFloor(t *testing.T) {
+	for seed := range uint64(3) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		for _, n := range []int{1, 2, 3, 7, 33, 1000} {
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = -float64(i)*1234.567 + rng.Float64()*1e6 - 5e5
+			}
+			tr := newMinTree(vals)
+			for op := range 5000 {
+				l, r := rng.IntN(n+1), rng.IntN(n+1)
+				if l > r {
+					l, r = r, l
+				}
+				if rng.IntN(2) == 0 {
+					l = 0
+				}
+				if rng.IntN(3) > 0 {
+					tr.add(l, r, -rng.Float64()*3.1)
+				} else if n > 0 {
+					tr.set(rng.IntN(n), rng.Float64()*1e3)
+				}
+				f := tr.floor()
+				if lo, hi := 0, n; lo < hi {
+					if m := tr.min(lo, hi); f > m || m-f > floorEvery*3.1+1 {
+						t.Fatalf("n=%d op %d: floor %v, min of all %v", n, op, f, m)
+					}
+				}
+				if l < r {
+					if m := tr.min(l, r); f > m {
+						t.Fatalf("n=%d op %d: floor %v above min(%d, %d) = %v", n, op, f, l, r, m)
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkMinTreePrefix is the model's use of the tree: prefix adds and
 // prefix minima at increasing positions over a million values.
 func BenchmarkMinTreePrefix(b *testing.B) {
