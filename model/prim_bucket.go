@@ -300,7 +300,9 @@ func (t *tbPrim) markUnder(l int32) {
 // mustAdmit: a lower bound of the level when l arrives, counting every
 // possible charge whose interval may precede it and the least refill before
 // lo[l]: level >= C + F([hi_q, lo_l)) - cLo*#{possible: hi >= hi_q} for every
-// candidate hi_q <= lo_l, and >= C - cLo*#{possible: hi > lo_l}.
+// candidate hi_q <= lo_l, and >= C - cLo*#{possible: hi > lo_l}. The bound
+// it returns is the level's only when it admits (the caller reports it
+// then).
 func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 	p := t.p
 	lo := t.c.lo[l]
@@ -327,7 +329,14 @@ func (t *tbPrim) mustAdmit(l int32, self bool) (bool, float64) {
 	lb, lbX := math.Inf(1), p.C
 	h := p.refill.cumBefore(lo)
 	if a > 0 {
-		m := t.lb().min(0, a) + p.cLo*float64(uGE) + selfA
+		tr := t.lb()
+		if c, ok := tr.ceil(a); ok && p.C+h-p.refill.loSlack+(c+p.cLo*float64(uGE)+selfA) < p.theta+p.slack(h) {
+			// not even the ceiling of the minimum over [0, a) (see
+			// ceil) admits for sure: nor does the minimum; the bound is
+			// not reported
+			return false, lb
+		}
+		m := tr.min(0, a) + p.cLo*float64(uGE) + selfA
 		lb = p.C + h - p.refill.loSlack + m
 	}
 	if a < n {

@@ -24,6 +24,11 @@ type minTree struct {
 	low, lowDrop float64
 	lowAdds      int
 	lowOK        bool
+	// The last prefix minimum min(0, preR) returned (pre), valid while
+	// preOK: no add since raised a value (ceil).
+	pre   float64
+	preR  int
+	preOK bool
 }
 
 func newMinTree(vals []float64) *minTree {
@@ -79,6 +84,8 @@ func (m *minTree) add(l, r int, v float64) {
 	m.lowAdds++
 	if v < 0 {
 		m.lowDrop += v
+	} else if v > 0 {
+		m.preOK = false
 	}
 	l += m.n
 	r += m.n
@@ -117,6 +124,7 @@ func (m *minTree) min(l, r int) float64 {
 	}
 	l += m.n
 	r += m.n
+	l0, r0 := l, r
 	resL, resR := math.Inf(1), math.Inf(1)
 	for l < r {
 		if l&1 == 1 {
@@ -140,7 +148,11 @@ func (m *minTree) min(l, r int) float64 {
 	for p := r >> 1; p > 0; p >>= 1 {
 		resR += m.d[p]
 	}
-	return fmin(resL, resR)
+	res := fmin(resL, resR)
+	if l0 == m.n {
+		m.pre, m.preR, m.preOK = res, r0-m.n, true
+	}
+	return res
 }
 
 // floor returns a value at most any min(l, r) would return now: the
@@ -156,7 +168,23 @@ func (m *minTree) floor() float64 {
 	if !m.lowOK || m.lowAdds >= floorEvery {
 		m.low, m.lowAdds, m.lowDrop, m.lowOK = m.min(0, m.n), 0, 0, true
 	}
-	return m.low + m.lowDrop - float64(m.adds+2*m.h+80)*m.mag*0x1p-50
+	return m.low + m.lowDrop - m.slop()
+}
+
+// slop bounds the rounding by which two minima of the tree, summed along
+// different paths or at different times, may differ from what exact sums
+// would give (see floor).
+func (m *minTree) slop() float64 { return float64(m.adds+2*m.h+80) * m.mag * 0x1p-50 }
+
+// ceil returns a value at least min(0, r) would return now, and true, when
+// the last prefix minimum the tree returned was of a prefix no longer than
+// r and no add since raised a value: a longer prefix's minimum is no larger,
+// and adds of v <= 0 only lower values. Otherwise it returns false.
+func (m *minTree) ceil(r int) (float64, bool) {
+	if !m.preOK || r < m.preR {
+		return 0, false
+	}
+	return m.pre + m.slop(), true
 }
 
 // floorEvery is how many adds floor's last minimum may fall behind.
@@ -175,7 +203,7 @@ func (m *minTree) set(i int, v float64) {
 		m.mag = a
 	}
 	m.adds++ // the subtraction and the rebuild round as an add does
-	m.lowOK = false
+	m.lowOK, m.preOK = false, false
 	m.build(p)
 }
 

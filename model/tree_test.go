@@ -59,11 +59,17 @@ func TestMinTreeAgainstArray(t *testing.T) {
 }
 
 // TestMinTreeFloor checks that floor is at most every range minimum the
-// tree returns, with fractional values whose sums round (values of mixed
+// tree returns and ceil at least every prefix minimum it answers for, with fractional values whose sums round (values of mixed
 // signs and magnitudes, many adds on the same nodes), and that it is not
 // vacuous: within the adds it may fall behind (floorEvery of at most 3.1)
 // and a token of the true minimum here.
 func TestMinTreeFloor(t *testing.T) {
+	ceils := 0
+	defer func() {
+		if ceils == 0 {
+			t.Error("ceil never answered")
+		}
+	}()
 	for seed := range uint64(3) {
 		rng := rand.New(rand.NewPCG(seed, 9))
 		for _, n := range []int{1, 2, 3, 7, 33, 1000} {
@@ -95,6 +101,14 @@ func TestMinTreeFloor(t *testing.T) {
 					if m := tr.min(l, r); f > m {
 						t.Fatalf("n=%d op %d: floor %v above min(%d, %d) = %v", n, op, f, l, r, m)
 					}
+				}
+				pr := rng.IntN(n) + 1
+				c, ok := tr.ceil(pr)
+				if m := tr.min(0, pr); ok && c < m {
+					t.Fatalf("n=%d op %d: ceil(%d) %v below min(0, %d) = %v", n, op, pr, c, pr, m)
+				}
+				if ok {
+					ceils++
 				}
 			}
 		}
