@@ -89,6 +89,33 @@ func (f *fastResp) readFastHead(br *bufio.Reader, captures func(lower []byte) bo
 
 var crlfcrlf = []byte("\r\n\r\n")
 
+// headIn is readFastHead over b, the bytes of a response received so far
+// (the event loop's buffer, evloop_linux.go), deciding as readFastHead
+// decides over a reader holding them: end > 0 is the length of a head in
+// the common form, read into f; more means b may still begin one (wait for
+// more bytes); neither means net/http reads the response (as for
+// readFastHead's false).
+func (f *fastResp) headIn(b []byte, captures func(lower []byte) bool) (end int, more bool) {
+	h := b[:min(len(b), maxFastHead)]
+	if i := bytes.Index(h, crlfcrlf); i >= 0 {
+		end = i + len(crlfcrlf)
+		f.head = append(f.head[:0], b[:end]...)
+		if !f.parse() {
+			return 0, false
+		}
+		if captures != nil {
+			f.capture(captures)
+		}
+		return end, false
+	}
+	if len(h) > 0 {
+		if ok, _ := f.scan(h); !ok {
+			return 0, false
+		}
+	}
+	return 0, len(b) < maxFastHead
+}
+
 // parse checks and reads f.head; false when it is not in the common form.
 func (f *fastResp) parse() bool {
 	ok, complete := f.scan(f.head)
