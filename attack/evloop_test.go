@@ -5,8 +5,10 @@ package attack
 import (
 	"bufio"
 	"context"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -106,7 +108,7 @@ func sameRuns(t *testing.T, g, l engineRun) {
 // goroutine engine (apart from times and connection names) against the same
 // servers: 200s and 429s with captured headers and bodies, a server that
 // closes after each response, chunked responses (net/http's parser, fed
-// again as bytes arrive), HEAD, a closed port.
+// again as bytes arrive), HEAD, 8 MB request bodies, a closed port.
 func TestEvloopSameLines(t *testing.T) {
 	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(evidence.IDHeader)
@@ -131,6 +133,11 @@ func TestEvloopSameLines(t *testing.T) {
 		fmt.Fprint(w, strings.Repeat("x", 3000))
 	}))
 	defer chunked.Close()
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%s read %d %v\n", r.Header.Get(evidence.IDHeader), n, err)
+	}))
+	defer sink.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +153,8 @@ func TestEvloopSameLines(t *testing.T) {
 		{"closing", Options{IDs: IDs(60, "c"), Targets: []Target{{Name: "cl", URL: closing.URL}}, Concurrency: 5}},
 		{"chunked", Options{IDs: IDs(40, "k"), Targets: []Target{{Name: "ch", URL: chunked.URL}}, Concurrency: 3, BodyPrefix: 20}},
 		{"head", Options{IDs: IDs(20, "h"), Targets: []Target{{Name: "hd", URL: limited.URL}}, Method: "HEAD", Concurrency: 3}},
+		// Bodies larger than the socket buffers: short writes, EPOLLOUT.
+		{"bigpost", Options{IDs: IDs(8, "p"), Targets: []Target{{Name: "bp", URL: sink.URL}}, Method: "POST", Body: bytes.Repeat([]byte("b"), 8<<20), Concurrency: 2}},
 		{"refused", Options{IDs: IDs(6, "r"), Targets: []Target{{Name: "rf", URL: refused}}, Concurrency: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
