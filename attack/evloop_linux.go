@@ -268,11 +268,8 @@ func (l *evLoop) wait() {
 		left := l.head.deadline - int64(time.Since(l.base))
 		ms = int(max(0, (left+int64(time.Millisecond)-1)/int64(time.Millisecond)))
 	}
-	n, err := unix.EpollWait(l.ep, l.evs, ms)
+	n := l.epollWait(ms)
 	l.now = time.Now()
-	if err != nil {
-		n = 0 // EINTR (the runtime's preemption signal)
-	}
 	for _, ev := range l.evs[:n] {
 		if ev.Fd < 0 {
 			var b [8]byte
@@ -303,6 +300,37 @@ func (l *evLoop) wait() {
 		l.expire(l.head, false)
 	}
 }
+
+// epollWait is epoll_wait(2) on the loop's epoll instance for up to ms
+// milliseconds (-1: no limit) and returns the number of events in l.evs.
+// With evloopRawWait it is a raw system call: the loop keeps its P while
+// the thread sleeps in the kernel, so the runtime's sysmon does not retake
+// it (a P in a system call for 20µs is handed off, and the thread must find
+// one again when the call returns), as wrk's thread simply sleeps; the
+// runtime's preemption signal (a stop-the-world, a goroutine run for 10ms)
+// ends the wait with EINTR, and the loop's next function call yields.
+func (l *evLoop) epollWait(ms int) int {
+	if !evloopRawWait {
+		n, err := unix.EpollWait(l.ep, l.evs, ms)
+		if err != nil {
+			return 0 // EINTR
+		}
+		return n
+	}
+	r, _, en := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.evs[0])), uintptr(len(l.evs)), uintptr(ms), 0, 0)
+	if en != 0 {
+		return 0 // EINTR
+	}
+	return int(r)
+}
+
+// evloopRawWait makes epollWait a raw system call (RLBENCH_EVLOOP_RAWWAIT=1,
+// measurements only). Not safe as it is: with a loop per P, every P sleeps
+// in the kernel held by a loop, so any other goroutine (the context's
+// AfterFunc that stops the attack, an in-process server, Progress) waits
+// for sysmon's forced preemption (10ms): TestRunInterrupted then sees all
+// 200 IDs sent before the stop.
+var evloopRawWait = os.Getenv("RLBENCH_EVLOOP_RAWWAIT") == "1"
 
 // drain gives each slot in the run queue its next ID (or retires it).
 func (l *evLoop) drain() {

@@ -42,6 +42,9 @@ type engineRun struct {
 // (evloop), checking that the engine asked for ran the flow.
 func runEngine(t *testing.T, ctx context.Context, opts Options, evloop bool) engineRun {
 	t.Helper()
+	if evloopEnv {
+		t.Skip("RLBENCH_EVLOOP=1 runs every eligible flow on the event loop")
+	}
 	opts.evloop = evloop
 	before := evloopFlows.Load()
 	sum, err, lines := runToLines(t, ctx, opts)

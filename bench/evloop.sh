@@ -3,18 +3,22 @@
 # item 3): closed loop, 50 connections, against a private nginx (return 200
 # "ok\n", one worker, access_log off; the config of bench/compare.sh).
 # Interleaved runs: rlbench attack with N IDs (goroutine engine), the same
-# with RLBENCH_EVLOOP=1 (attack/evloop_linux.go), wrk -t2 -c50 -d2s. Per run:
+# with RLBENCH_EVLOOP=1 (attack/evloop_linux.go), the same with its
+# epoll_wait a raw system call (evloop-raw, RLBENCH_EVLOOP_RAWWAIT=1: see
+# evLoop.epollWait), wrk -t2 -c50 -d2s. Per run:
 # user, system and total CPU per request (µs, /usr/bin/time: the whole
 # process, start-up included), requests per second (rlbench: the attack's
 # own, attack.json sent/(end-start); wrk: its Requests/sec), and the
 # 1-minute load average when the run began. Prints the medians per tool.
 #
 # Usage: bench/evloop.sh   Environment: RUNS (default 6), N (default 200000),
+# TOOLS (default "goroutine evloop evloop-raw wrk"),
 # RESULTS=FILE keeps the raw rows (tool user_us sys_us cpu_us per_sec load1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-6}
 N=${N:-200000}
+TOOLS=${TOOLS:-goroutine evloop evloop-raw wrk}
 work=$(mktemp -d /tmp/evloop.XXXXXX)
 npid=""
 cleanup() { [ -n "$npid" ] && kill "$npid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -58,9 +62,9 @@ one() {
 	local t=$1 ld reqs rate
 	ld=$(cut -d' ' -f1 /proc/loadavg)
 	case $t in
-	goroutine | evloop)
+	goroutine | evloop | evloop-raw)
 		rm -rf "$work/ev"
-		env RLBENCH_EVLOOP="$([ "$t" = evloop ] && echo 1 || echo 0)" /usr/bin/time -f '%e %U %S' -o "$work/time" \
+		env RLBENCH_EVLOOP="$([ "$t" = goroutine ] && echo 0 || echo 1)" RLBENCH_EVLOOP_RAWWAIT="$([ "$t" = evloop-raw ] && echo 1 || echo 0)" /usr/bin/time -f '%e %U %S' -o "$work/time" \
 			"$work/rlbench" attack --target t="$url" --ids "$N" --concurrency 50 --out "$work/ev" >/dev/null 2>&1
 		"$work/measure" jsonl "$work/ev" >"$work/s.json"
 		[ "$(jq -r .complete "$work/s.json")" = true ] || { echo "$t: attack incomplete" >&2; exit 1; }
@@ -74,13 +78,13 @@ one() {
 		'BEGIN { printf "%s %.3f %.3f %.3f %.0f %s\n", t, u*1e6/n, s*1e6/n, (u+s)*1e6/n, r, l }' | tee -a "$rows" >&2
 }
 for rep in $(seq "$RUNS"); do
-	for t in goroutine evloop wrk; do one "$t"; done
+	for t in $TOOLS; do one "$t"; done
 done
 [ -n "${RESULTS:-}" ] && cp "$rows" "$RESULTS"
 
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2] + a[NR/2+1]) / 2 }'; }
 col() { awk -v t="$1" -v c="$2" '$1 == t { print $c }' "$rows" | median; }
 printf '%-10s %8s %8s %8s %10s %6s   (medians of %s runs; µs CPU per request)\n' tool user sys total req/s load1 "$RUNS"
-for t in goroutine evloop wrk; do
+for t in $TOOLS; do
 	printf '%-10s %8s %8s %8s %10s %6s\n' "$t" "$(col "$t" 2)" "$(col "$t" 3)" "$(col "$t" 4)" "$(col "$t" 5)" "$(col "$t" 6)"
 done
