@@ -130,6 +130,7 @@ type evLoop struct {
 	// aborted is set (by an AfterFunc on the engine's abort context) when
 	// the attack is aborted; the eventfd then wakes the loop.
 	aborted atomic.Bool
+	yielded time.Time // the loop's last runtime.Gosched (evloopRawWait)
 	warming bool
 	n       int
 	src     evSrc
@@ -317,6 +318,17 @@ func (l *evLoop) epollWait(ms int) int {
 		}
 		return n
 	}
+	// The loop holds its P while it sleeps: other goroutines (the
+	// context's AfterFunc that stops the attack, an in-process server,
+	// Progress) run when it yields, at least once a millisecond (a wait
+	// is at most that long).
+	if ms < 0 || ms > 1 {
+		ms = 1
+	}
+	if l.now.Sub(l.yielded) >= time.Millisecond {
+		runtime.Gosched()
+		l.yielded = time.Now()
+	}
 	r, _, en := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.evs[0])), uintptr(len(l.evs)), uintptr(ms), 0, 0)
 	if en != 0 {
 		return 0 // EINTR
@@ -325,11 +337,10 @@ func (l *evLoop) epollWait(ms int) int {
 }
 
 // evloopRawWait makes epollWait a raw system call (RLBENCH_EVLOOP_RAWWAIT=1,
-// measurements only). Not safe as it is: with a loop per P, every P sleeps
-// in the kernel held by a loop, so any other goroutine (the context's
-// AfterFunc that stops the attack, an in-process server, Progress) waits
-// for sysmon's forced preemption (10ms): TestRunInterrupted then sees all
-// 200 IDs sent before the stop.
+// measurements only). Without its yield once a millisecond it is not safe:
+// with a loop per P, every P sleeps in the kernel held by a loop, so any
+// other goroutine waits for sysmon's forced preemption (10ms), and
+// TestRunInterrupted sees all 200 IDs sent before the stop.
 var evloopRawWait = os.Getenv("RLBENCH_EVLOOP_RAWWAIT") == "1"
 
 // drain gives each slot in the run queue its next ID (or retires it).
