@@ -88,3 +88,14 @@ printf '%-10s %8s %8s %8s %10s %6s   (medians of %s runs; µs CPU per request)\n
 for t in $TOOLS; do
 	printf '%-10s %8s %8s %8s %10s %6s\n' "$t" "$(col "$t" 2)" "$(col "$t" 3)" "$(col "$t" 4)" "$(col "$t" 5)" "$(col "$t" 6)"
 done
+# Each tool against wrk in the same repetition (the machine's other load
+# drifts between repetitions): medians of the per-repetition ratios.
+if [[ " $TOOLS " == *" wrk "* ]]; then
+	nt=$(wc -w <<<"$TOOLS")
+	printf '\n%-10s %12s %12s   (medians of per-repetition ratios to wrk)\n' tool cpu/wrk req_s/wrk
+	for t in $TOOLS; do
+		[ "$t" = wrk ] && continue
+		r() { awk -v t="$t" -v nt="$nt" -v c="$1" '{ rep = int((NR-1)/nt); v[$1, rep] = $c } END { for (k = 0; k <= rep; k++) if (v["wrk", k] > 0) print v[t, k] / v["wrk", k] }' "$rows" | median; }
+		printf '%-10s %12.3f %12.3f\n' "$t" "$(r 4)" "$(r 5)"
+	done
+fi
