@@ -96,7 +96,9 @@ type evConn struct {
 	tg    *tmpl
 	try   int // 1 once the attempt went to a fresh connection after a failed write
 	wbuf  []byte
-	rbuf  []byte // the response so far
+	rbuf  []byte // the response so far (of a long body, its prefix: dropped)
+	// dropped counts the body bytes received and not kept in rbuf (parse).
+	dropped int64
 	// deadline is the monotonic instant (ns since the loop's base) the
 	// dial or request times out; prev and next link the loop's list of
 	// connections with a deadline, in deadline order.
@@ -408,7 +410,7 @@ func (l *evLoop) closeConn(c *evConn) {
 		c.fd = -1
 	}
 	c.state, c.used, c.out = evClosed, false, false
-	c.rbuf = c.rbuf[:0]
+	c.rbuf, c.dropped = c.rbuf[:0], 0
 }
 
 // dial starts a non-blocking connect for c, as net.Dialer would (TCP_NODELAY,
@@ -494,7 +496,7 @@ func (l *evLoop) send(c *evConn) {
 	c.tg = l.fr.tmpls[l.fr.f.assign[a.i]]
 	c.wbuf = append(append(append(c.wbuf[:0], c.tg.prefix...), l.fr.f.ids[a.i]...), c.tg.suffix...)
 	a.sent, a.wn, a.werr = time.Now(), 0, nil
-	c.rbuf = c.rbuf[:0]
+	c.rbuf, c.dropped = c.rbuf[:0], 0
 	l.push(c, a.sent)
 	c.state = evWriting
 	l.write(c)
@@ -671,21 +673,28 @@ func (l *evLoop) parse(c *evConn, term error) {
 		if end > 0 {
 			body := b[end:]
 			n := w.fast.length
-			if int64(len(body)) < n && term == nil {
+			k := int(min(int64(len(w.body)), n))
+			have := int64(len(body)) + c.dropped
+			if have < n && term == nil {
+				// Keep the head and the body's prefix only: a long body
+				// neither grows the buffer nor is copied again.
+				if len(body) > k {
+					c.dropped += int64(len(body) - k)
+					c.rbuf = c.rbuf[:end+k]
+				}
 				return
 			}
-			k := int(min(int64(len(w.body)), n))
 			kept := copy(w.body[:k], body)
 			w.setBody(kept)
 			a.fast = true
-			if int64(len(body)) < n {
+			if have < n {
 				if term == io.EOF {
 					term = io.ErrUnexpectedEOF
 				}
 				l.complete(c, w.fast.code, false, 0, term)
 				return
 			}
-			l.complete(c, w.fast.code, w.fast.close || int64(len(body)) > n, uint64(n), nil)
+			l.complete(c, w.fast.code, w.fast.close || have > n, uint64(n), nil)
 			return
 		}
 		if more {
@@ -745,7 +754,7 @@ func (l *evLoop) complete(c *evConn, code int, closes bool, nb uint64, berr erro
 		if !closes && code != http.StatusSwitchingProtocols && !l.aborted.Load() {
 			c.used = true
 			c.state = evIdle
-			c.rbuf = c.rbuf[:0]
+			c.rbuf, c.dropped = c.rbuf[:0], 0
 		} else {
 			l.closeConn(c)
 		}

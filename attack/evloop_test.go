@@ -111,7 +111,8 @@ func sameRuns(t *testing.T, g, l engineRun) {
 // goroutine engine (apart from times and connection names) against the same
 // servers: 200s and 429s with captured headers and bodies, a server that
 // closes after each response, chunked responses (net/http's parser, fed
-// again as bytes arrive), HEAD, 8 MB request bodies, a closed port.
+// again as bytes arrive), HEAD, 8 MB request and response bodies, a closed
+// port.
 func TestEvloopSameLines(t *testing.T) {
 	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(evidence.IDHeader)
@@ -141,6 +142,12 @@ func TestEvloopSameLines(t *testing.T) {
 		fmt.Fprintf(w, "%s read %d %v\n", r.Header.Get(evidence.IDHeader), n, err)
 	}))
 	defer sink.Close()
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(8<<20))
+		fmt.Fprintf(w, "%-20s", r.Header.Get(evidence.IDHeader))
+		w.Write(bytes.Repeat([]byte("z"), 8<<20-20))
+	}))
+	defer big.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +165,8 @@ func TestEvloopSameLines(t *testing.T) {
 		{"head", Options{IDs: IDs(20, "h"), Targets: []Target{{Name: "hd", URL: limited.URL}}, Method: "HEAD", Concurrency: 3}},
 		// Bodies larger than the socket buffers: short writes, EPOLLOUT.
 		{"bigpost", Options{IDs: IDs(8, "p"), Targets: []Target{{Name: "bp", URL: sink.URL}}, Method: "POST", Body: bytes.Repeat([]byte("b"), 8<<20), Concurrency: 2}},
+		// 8 MB responses: read in many parts, the body past its prefix dropped.
+		{"bigbody", Options{IDs: IDs(6, "g"), Targets: []Target{{Name: "bg", URL: big.URL}}, Concurrency: 2}},
 		{"refused", Options{IDs: IDs(6, "r"), Targets: []Target{{Name: "rf", URL: refused}}, Concurrency: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
