@@ -52,7 +52,8 @@ import (
 var evloopEnv = os.Getenv("RLBENCH_EVLOOP") == "1"
 
 // evloopAddr returns the resolved address of fr's only pool when the
-// flow can run on event loops, nil otherwise (see the file comment).
+// flow can run on event loops, nil otherwise (see the file comment; also
+// nil when the host has more than one address).
 func (fr *flowRun) evloopAddr() *net.TCPAddr {
 	o := fr.e.p.opts
 	if !(o.evloop || evloopEnv) || fr.f.paced || !fr.f.keep || o.MaxConnections > 0 || o.testDial != nil || o.testResend || fr.f.workers == 0 {
@@ -68,11 +69,18 @@ func (fr *flowRun) evloopAddr() *net.TCPAddr {
 	if pl == nil {
 		return nil
 	}
-	ra, err := net.ResolveTCPAddr("tcp", pl.addr)
+	// One address only: net.Dialer tries a name's addresses in turn (and
+	// races IPv4 against IPv6), which the loop's dial does not.
+	host, port, err := net.SplitHostPort(pl.addr)
 	if err != nil {
 		return nil
 	}
-	return ra
+	ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), host)
+	pn, perr := net.LookupPort("tcp", port)
+	if err != nil || perr != nil || len(ips) != 1 {
+		return nil
+	}
+	return &net.TCPAddr{IP: ips[0].IP, Port: pn, Zone: ips[0].Zone}
 }
 
 // evConn states.
