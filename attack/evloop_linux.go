@@ -28,6 +28,19 @@ package attack
 // It is chosen only when Options.evloop is set (tests) or the environment
 // variable RLBENCH_EVLOOP is "1" (measurements, bench/evloop.sh); the
 // default is unchanged.
+//
+// Left before it could be the default: TLS, HTTP/2, paced flows,
+// Connection: close flows (DisableKeepAlives), MaxConnections, splits over
+// several targets and hosts with several addresses all still go to the
+// goroutine engine; the burst's first requests are written loop by loop,
+// not by burstSend's spinning senders (the burst's spread is not measured
+// against them); a chunked or otherwise non-Content-Length response is
+// parsed again from its start as each part arrives (quadratic in its
+// length, and buffered whole); the liveness peek of a connection idle for
+// staleAfter (never idle in a closed loop) is not made; a write that takes
+// no byte on a reused connection goes to a fresh one as in worker.do, but
+// no test forces that path; evloopRawWait's yield-once-a-millisecond needs
+// review before it is relied on.
 
 import (
 	"bufio"
