@@ -248,18 +248,30 @@ func (l *evLoop) run(ready, done *sync.WaitGroup, release chan struct{}) {
 		}
 	}
 	ready.Done()
-	<-release
+	l.awaitRelease(release)
 	if !e.proceed {
 		return
 	}
+	// The burst: every first request on a warm connection back to back,
+	// then the dials of the others, then the live counts of those still in
+	// flight (as burstSend counts after its writes; an attempt recorded
+	// already, its write failed, was counted by Progress.record).
 	l.now = time.Now()
+	cold := make([]*evConn, 0, len(l.conns))
 	for _, c := range l.conns {
 		c.a.start = l.now
-		l.w.sending(&c.a)
 		if c.state == evIdle {
 			l.send(c)
 		} else {
-			l.dial(c)
+			cold = append(cold, c)
+		}
+	}
+	for _, c := range cold {
+		l.dial(c)
+	}
+	for _, c := range l.conns {
+		if c.listed {
+			l.w.sending(&c.a)
 		}
 	}
 	for {
@@ -268,6 +280,26 @@ func (l *evLoop) run(ready, done *sync.WaitGroup, release chan struct{}) {
 			return // nothing in flight: every slot is retired
 		}
 		l.wait()
+	}
+}
+
+// awaitRelease returns once release is closed. Without Options.StartAt
+// (the release comes within milliseconds of ready) it yields in a loop
+// rather than parking: a parked goroutine's wake-up waits for the
+// scheduler, which took milliseconds on a loaded machine (burstSend's
+// senders spin for the same reason); with StartAt it parks.
+func (l *evLoop) awaitRelease(release chan struct{}) {
+	if !l.e.p.opts.StartAt.IsZero() {
+		<-release
+		return
+	}
+	for {
+		select {
+		case <-release:
+			return
+		default:
+			runtime.Gosched()
+		}
 	}
 }
 
