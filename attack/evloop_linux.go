@@ -51,6 +51,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,36 @@ func (fr *flowRun) evloopAddr() *net.TCPAddr {
 	return &net.TCPAddr{IP: ips[0].IP, Port: pn, Zone: ips[0].Zone}
 }
 
+// evBurst is the burst's first requests shared by the loops: each claims
+// burstChunk connections at a time (of any loop) and writes their first
+// requests (writeRaw), so that a loop whose thread runs slower (it shares
+// a core with the server) does not leave the others idle with its share
+// unsent, as burstSend's senders do; done counts the connections claimed
+// and written, and each loop takes its own connections back once all are.
+type evBurst struct {
+	conns      []*evConn // by first ID
+	next, done atomic.Int64
+}
+
+// burstShare claims and writes first requests of b until none are left.
+func (l *evLoop) burstShare(b *evBurst) {
+	for {
+		lo := int(b.next.Add(burstChunk)) - burstChunk
+		if lo >= len(b.conns) {
+			return
+		}
+		hi := min(lo+burstChunk, len(b.conns))
+		for _, c := range b.conns[lo:hi] {
+			if c.state == evIdle {
+				c.owner.build(c)
+				c.a.sent = time.Now()
+				c.burstErr = writeRaw(c)
+			}
+		}
+		b.done.Add(int64(hi - lo))
+	}
+}
+
 // evConn states.
 const (
 	evClosed  = iota // no socket (not dialled yet, failed or retired)
@@ -126,7 +157,9 @@ type evConn struct {
 	deadline   int64
 	prev, next *evConn
 	listed     bool
-	out        bool // registered for EPOLLOUT (a short write)
+	out        bool       // registered for EPOLLOUT (a short write)
+	owner      *evLoop    // the loop whose epoll set holds c
+	burstErr   unix.Errno // the errno of c's burst write (burstShare)
 	// gen numbers c's sockets (the events' Pad): an event a batch still
 	// holds for a socket closed earlier in the batch is not the new one's.
 	gen int32
@@ -153,6 +186,7 @@ type evLoop struct {
 	// aborted is set (by an AfterFunc on the engine's abort context) when
 	// the attack is aborted; the eventfd then wakes the loop.
 	aborted atomic.Bool
+	burst   *evBurst
 	yielded time.Time // the loop's last runtime.Gosched (evloopRawWait)
 	warming bool
 	n       int
@@ -178,9 +212,15 @@ func (fr *flowRun) startLoops(ra *net.TCPAddr, ready, done *sync.WaitGroup, rele
 	for j := range loops {
 		loops[j] = &evLoop{e: e, fr: fr, w: fr.newWorker(), pl: fr.tmpls[0].pool, ra: ra, sa: sockaddr(ra), n: len(fr.f.ids), ep: -1, efd: -1}
 	}
+	b := &evBurst{conns: make([]*evConn, workers)}
 	for k := range workers {
 		l := loops[k%nl]
-		l.conns = append(l.conns, &evConn{slot: len(l.conns), fd: -1, a: attempt{i: k, inBurst: true}})
+		c := &evConn{slot: len(l.conns), fd: -1, a: attempt{i: k, inBurst: true}, owner: l}
+		l.conns = append(l.conns, c)
+		b.conns[k] = c
+	}
+	for _, l := range loops {
+		l.burst = b
 	}
 	ready.Add(nl)
 	done.Add(nl)
@@ -252,19 +292,31 @@ func (l *evLoop) run(ready, done *sync.WaitGroup, release chan struct{}) {
 	if !e.proceed {
 		return
 	}
-	// The burst: every first request on a warm connection back to back,
-	// then the dials of the others, then the live counts of those still in
-	// flight (as burstSend counts after its writes; an attempt recorded
-	// already, its write failed, was counted by Progress.record).
+	// The burst: the loops write every first request on a warm connection
+	// back to back (burstShare), then each takes its own back: their
+	// deadlines in send order, the outcomes of their writes; then the dials
+	// of the others, then the live counts of those still in flight (as
+	// burstSend counts after its writes; an attempt recorded already, its
+	// write failed, was counted by Progress.record).
+	l.burstShare(l.burst)
+	for l.burst.done.Load() < int64(len(l.burst.conns)) {
+		runtime.Gosched()
+	}
 	l.now = time.Now()
-	cold := make([]*evConn, 0, len(l.conns))
+	var warm, cold []*evConn
 	for _, c := range l.conns {
 		c.a.start = l.now
 		if c.state == evIdle {
-			l.send(c)
+			warm = append(warm, c)
 		} else {
 			cold = append(cold, c)
 		}
+	}
+	slices.SortFunc(warm, func(x, y *evConn) int { return x.a.sent.Compare(y.a.sent) })
+	for _, c := range warm {
+		l.push(c, c.a.sent)
+		c.state = evWriting
+		l.wrote(c, c.burstErr)
 	}
 	for _, c := range cold {
 		l.dial(c)
@@ -545,14 +597,22 @@ func (l *evLoop) dialFailed(c *evConn, err error) {
 
 // send builds c's request (ID c.a.i) and writes it.
 func (l *evLoop) send(c *evConn) {
+	l.build(c)
+	c.a.sent = time.Now()
+	l.push(c, c.a.sent)
+	c.state = evWriting
+	l.write(c)
+}
+
+// build puts the request of c's ID in c.wbuf and resets the attempt's
+// write and response state (as worker.build; it reads only what the loops
+// share read-only).
+func (l *evLoop) build(c *evConn) {
 	a := &c.a
 	c.tg = l.fr.tmpls[l.fr.f.assign[a.i]]
 	c.wbuf = append(append(append(c.wbuf[:0], c.tg.prefix...), l.fr.f.ids[a.i]...), c.tg.suffix...)
-	a.sent, a.wn, a.werr = time.Now(), 0, nil
+	a.wn, a.werr = 0, nil
 	c.rbuf, c.dropped = c.rbuf[:0], 0
-	l.push(c, a.sent)
-	c.state = evWriting
-	l.write(c)
 }
 
 // write writes what is left of c's request in one raw non-blocking write(2)
@@ -565,6 +625,14 @@ func (l *evLoop) write(c *evConn) {
 		l.writeFailed(c)
 		return
 	}
+	l.wrote(c, writeRaw(c))
+}
+
+// writeRaw makes one raw non-blocking write(2) of what is left of c's
+// request and returns its errno. It touches c alone: during the burst any
+// loop's thread writes any loop's connections (burstShare).
+func writeRaw(c *evConn) unix.Errno {
+	a := &c.a
 	b := c.wbuf[a.wn:]
 	r, en := rawIO(unix.SYS_WRITE, c.fd, b)
 	if en == 0 && r > 0 {
@@ -573,7 +641,15 @@ func (l *evLoop) write(c *evConn) {
 			a.writes++
 		}
 		a.wn += int(r)
-	} else if en != 0 && en != unix.EAGAIN && en != unix.EINTR {
+	}
+	return en
+}
+
+// wrote handles the outcome of c's write (errno en): a failure, the whole
+// request out (await the response), or a short write (await room).
+func (l *evLoop) wrote(c *evConn, en unix.Errno) {
+	a := &c.a
+	if en != 0 && en != unix.EAGAIN && en != unix.EINTR {
 		a.werr = l.opErr("write", c, os.NewSyscallError("write", en))
 		l.writeFailed(c)
 		return
