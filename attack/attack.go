@@ -367,6 +367,9 @@ type Options struct {
 	// testDial replaces the TCP dial (tests only: it injects dial errors
 	// such as EMFILE).
 	testDial func(ctx context.Context, addr string) (net.Conn, error)
+	// evloop runs eligible flows on event loops (evloop_linux.go; tests
+	// and measurements only, as RLBENCH_EVLOOP=1 does).
+	evloop bool
 	// testHold runs in a paced flow's dispatcher before it waits for ID k
 	// (tests only: blocking it stalls the dispatcher, as a late wake-up
 	// would).

@@ -35,6 +35,8 @@ func (e *engine) execute(ctx context.Context, sum *evidence.AttackSummary) time.
 		fr.burstMin.Store(math.MaxInt64)
 		if fr.f.paced {
 			fr.warmPaced(&ready, &done)
+		} else if ra := fr.evloopAddr(); ra != nil {
+			fr.startLoops(ra, &ready, &done, release)
 		} else {
 			first = append(first, fr.startUnpaced(&ready, &done, release))
 		}

@@ -4,3 +4,6 @@ package attack
 
 // raceRead does nothing without the race detector (rawwrite_race.go).
 func raceRead([]byte) {}
+
+// raceOn is whether the race detector is on (rawwrite_race.go).
+const raceOn = false

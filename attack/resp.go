@@ -17,6 +17,10 @@ type fastResp struct {
 	close  bool   // as http.Response.Close
 	length int64  // the body's Content-Length
 	head   []byte // a copy of the head (reused): status and captured values point into it
+	// last is the head headIn read last, as received (head has its
+	// captured names lower-cased): a head with the same bytes is not read
+	// again, f holds it already. Empty when f holds anything else.
+	last []byte
 	// captured headers: lower-case name and value, indexes into head.
 	caps []capHdr
 }
@@ -89,6 +93,40 @@ func (f *fastResp) readFastHead(br *bufio.Reader, captures func(lower []byte) bo
 
 var crlfcrlf = []byte("\r\n\r\n")
 
+// headIn is readFastHead over b, the bytes of a response received so far
+// (the event loop's buffer, evloop_linux.go), deciding as readFastHead
+// decides over a reader holding them: end > 0 is the length of a head in
+// the common form, read into f; more means b may still begin one (wait for
+// more bytes); neither means net/http reads the response (as for
+// readFastHead's false).
+func (f *fastResp) headIn(b []byte, captures func(lower []byte) bool) (end int, more bool) {
+	// A server's heads repeat (nginx's change with its Date, once a
+	// second): the same bytes are the same head, already in f. Its first
+	// CRLFCRLF is its end, so b's is there too.
+	if n := len(f.last); n > 0 && len(b) >= n && bytes.Equal(b[:n], f.last) {
+		return n, false
+	}
+	h := b[:min(len(b), maxFastHead)]
+	if i := bytes.Index(h, crlfcrlf); i >= 0 {
+		end = i + len(crlfcrlf)
+		f.head = append(f.head[:0], b[:end]...)
+		if !f.parse() {
+			return 0, false
+		}
+		if captures != nil {
+			f.capture(captures)
+		}
+		f.last = append(f.last[:0], b[:end]...)
+		return end, false
+	}
+	if len(h) > 0 {
+		if ok, _ := f.scan(h); !ok {
+			return 0, false
+		}
+	}
+	return 0, len(b) < maxFastHead
+}
+
 // parse checks and reads f.head; false when it is not in the common form.
 func (f *fastResp) parse() bool {
 	ok, complete := f.scan(f.head)
@@ -101,6 +139,7 @@ func (f *fastResp) parse() bool {
 // beyond the protocol), complete whether it held the blank line ending the
 // head.
 func (f *fastResp) scan(h []byte) (ok, complete bool) {
+	f.last = f.last[:0]
 	f.caps = f.caps[:0]
 	f.length = -1
 	f.close = false

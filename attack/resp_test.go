@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -218,4 +219,53 @@ func FuzzFastHead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fastVsNetHTTP(t, data)
 	})
+}
+
+// TestHeadInAgreesWithReadFastHead: headIn (the event loop's parse of the
+// bytes received so far) decides as readFastHead over a reader holding the
+// same bytes and then nothing more, for every prefix of every seed: a head
+// (same length, code, status, close, length, captured headers), wait for
+// more bytes (readFastHead stalls), or net/http; and a head read again from
+// the memo (the previous head's bytes) or after another head is the same.
+func TestHeadInAgreesWithReadFastHead(t *testing.T) {
+	capt := func(n []byte) bool { return bytes.HasPrefix(n, []byte("x-ratelimit-")) }
+	summary := func(f *fastResp) string {
+		s := fmt.Sprintf("%d %q %v %d", f.code, f.status, f.close, f.length)
+		for _, c := range f.caps {
+			s += fmt.Sprintf(" %s=%s", c.name, c.value)
+		}
+		return s
+	}
+	var memo fastResp // reused across all calls: its memo must never answer wrongly
+	resps := []string{"HTTP/1.1 200 OK\r\nX-Big: " + strings.Repeat("a", 4100) + "\r\nContent-Length: 0\r\n\r\n"}
+	for _, s := range fastHeadSeeds {
+		resps = append(resps, s.resp)
+	}
+	for _, resp := range resps {
+		for k := 0; k <= len(resp); k++ {
+			data := []byte(resp[:k])
+			var f, g fastResp
+			sr := &stallReader{data: data}
+			br := bufio.NewReaderSize(sr, 4096)
+			ok, err := f.readFastHead(br, capt)
+			consumed := k - br.Buffered() - len(sr.data)
+			for _, h := range []*fastResp{&g, &memo, &memo} {
+				end, more := h.headIn(data, capt)
+				switch {
+				case ok:
+					if end != consumed || summary(h) != summary(&f) {
+						t.Fatalf("%q: headIn end %d %s, readFastHead %d %s", data, end, summary(h), consumed, summary(&f))
+					}
+				case sr.stalled && err == nil || errors.Is(err, errStall):
+					if end != 0 || !more {
+						t.Fatalf("%q: headIn end %d more %v, readFastHead waits", data, end, more)
+					}
+				default:
+					if end != 0 || more {
+						t.Fatalf("%q: headIn end %d more %v, readFastHead leaves it to net/http (err %v)", data, end, more, err)
+					}
+				}
+			}
+		}
+	}
 }

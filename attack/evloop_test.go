@@ -1,0 +1,301 @@
+//go:build linux
+
+package attack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rlbench/rlbench/evidence"
+)
+
+// localAddr matches the client's address in a *net.OpError's text ("read
+// tcp 127.0.0.1:50412->127.0.0.1:8080: ..."), which differs between runs.
+var localAddr = regexp.MustCompile(`[0-9a-f.:\[\]]+:\d+->`)
+
+// serverAddr matches a test server's address (TestEvloopInterrupt starts
+// one per run).
+var serverAddr = regexp.MustCompile(`127\.0\.0\.1:\d+`)
+
+// engineRun is one Run's summary and its lines, by ID, without what differs
+// between two runs (times, connection names, the client's port).
+type engineRun struct {
+	sum   *evidence.AttackSummary
+	lines map[string]string
+}
+
+// runEngine runs opts once on the goroutine engine or on event loops
+// (evloop), checking that the engine asked for ran the flow.
+func runEngine(t *testing.T, ctx context.Context, opts Options, evloop bool) engineRun {
+	t.Helper()
+	if evloopEnv {
+		t.Skip("RLBENCH_EVLOOP=1 runs every eligible flow on the event loop")
+	}
+	opts.evloop = evloop
+	before := evloopFlows.Load()
+	sum, err, lines := runToLines(t, ctx, opts)
+	if err != nil {
+		t.Fatalf("evloop %v: %v", evloop, err)
+	}
+	if ran := evloopFlows.Load() != before; ran != evloop {
+		t.Fatalf("asked for evloop %v, ran on the event loop: %v", evloop, ran)
+	}
+	out := engineRun{sum: sum, lines: map[string]string{}}
+	for _, l := range lines {
+		if l.SentNs == 0 && !l.NotSent || l.LatencyNs < 0 {
+			t.Errorf("evloop %v: %s: sent_ns %d latency_ns %d", evloop, l.ID, l.SentNs, l.LatencyNs)
+		}
+		l.SentNs, l.LatencyNs, l.Conn = 0, 0, ""
+		if l.Code == 0 {
+			// The goroutine engine keeps the body prefix of a response
+			// cut short when it read the head on the fast path (finish:
+			// setBody before the error) but not on net/http's (readBody
+			// returns first), which its burst's first requests take
+			// (startUnpaced): the event loop keeps it always.
+			l.Body = ""
+		}
+		l.Error = localAddr.ReplaceAllString(l.Error, "CLIENT->")
+		b, _ := json.Marshal(l)
+		if _, dup := out.lines[l.ID]; dup {
+			t.Errorf("evloop %v: %s recorded twice", evloop, l.ID)
+		}
+		out.lines[l.ID] = string(b)
+	}
+	return out
+}
+
+// sameRuns fails unless the two runs recorded the same lines (apart from
+// times) and the same summary counts; it returns the lines' errors by ID.
+func sameRuns(t *testing.T, g, l engineRun) {
+	t.Helper()
+	ids := make([]string, 0, len(g.lines))
+	for id := range g.lines {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	if len(g.lines) != len(l.lines) {
+		t.Errorf("goroutine engine %d lines, event loop %d", len(g.lines), len(l.lines))
+	}
+	bad := 0
+	for _, id := range ids {
+		if g.lines[id] != l.lines[id] && bad < 5 {
+			bad++
+			t.Errorf("%s:\n goroutine %s\n evloop    %s", id, g.lines[id], l.lines[id])
+		}
+	}
+	gs, ls := g.sum, l.sum
+	if gs.Sent != ls.Sent || gs.Recorded != ls.Recorded || gs.NotSent != ls.NotSent || gs.Complete != ls.Complete ||
+		gs.Interrupted != ls.Interrupted || fmt.Sprint(gs.CodesByTarget) != fmt.Sprint(ls.CodesByTarget) ||
+		localAddr.ReplaceAllString(gs.Error, "") != localAddr.ReplaceAllString(ls.Error, "") {
+		t.Errorf("summaries differ:\n goroutine sent %d recorded %d not sent %d complete %v interrupted %v codes %v error %q\n evloop    sent %d recorded %d not sent %d complete %v interrupted %v codes %v error %q",
+			gs.Sent, gs.Recorded, gs.NotSent, gs.Complete, gs.Interrupted, gs.CodesByTarget, gs.Error,
+			ls.Sent, ls.Recorded, ls.NotSent, ls.Complete, ls.Interrupted, ls.CodesByTarget, ls.Error)
+	}
+}
+
+// TestEvloopSameLines: the event loop records the same lines as the
+// goroutine engine (apart from times and connection names) against the same
+// servers: 200s and 429s with captured headers and bodies, a server that
+// closes after each response, chunked responses (net/http's parser, fed
+// again as bytes arrive), HEAD, 8 MB request and response bodies, a closed
+// port.
+func TestEvloopSameLines(t *testing.T) {
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(evidence.IDHeader)
+		w.Header().Set("X-Ratelimit-Remaining", fmt.Sprint(len(id)))
+		if id[len(id)-1]%2 == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, "limited %s\n", id)
+			return
+		}
+		fmt.Fprintf(w, "ok %s\n", id)
+	}))
+	defer limited.Close()
+	closing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		fmt.Fprintf(w, "bye %s\n", r.Header.Get(evidence.IDHeader))
+	}))
+	defer closing.Close()
+	chunked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "first %s\n", r.Header.Get(evidence.IDHeader))
+		w.(http.Flusher).Flush()
+		fmt.Fprint(w, strings.Repeat("x", 3000))
+	}))
+	defer chunked.Close()
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%s read %d %v\n", r.Header.Get(evidence.IDHeader), n, err)
+	}))
+	defer sink.Close()
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(8<<20))
+		fmt.Fprintf(w, "%-20s", r.Header.Get(evidence.IDHeader))
+		w.Write(bytes.Repeat([]byte("z"), 8<<20-20))
+	}))
+	defer big.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"limited", Options{IDs: IDs(300, "l"), Targets: []Target{{Name: "lim", URL: limited.URL}}, Concurrency: 7}},
+		{"closing", Options{IDs: IDs(60, "c"), Targets: []Target{{Name: "cl", URL: closing.URL}}, Concurrency: 5}},
+		{"chunked", Options{IDs: IDs(40, "k"), Targets: []Target{{Name: "ch", URL: chunked.URL}}, Concurrency: 3, BodyPrefix: 20}},
+		{"head", Options{IDs: IDs(20, "h"), Targets: []Target{{Name: "hd", URL: limited.URL}}, Method: "HEAD", Concurrency: 3}},
+		// Bodies larger than the socket buffers: short writes, EPOLLOUT.
+		{"bigpost", Options{IDs: IDs(8, "p"), Targets: []Target{{Name: "bp", URL: sink.URL}}, Method: "POST", Body: bytes.Repeat([]byte("b"), 8<<20), Concurrency: 2}},
+		// 8 MB responses: read in many parts, the body past its prefix dropped.
+		{"bigbody", Options{IDs: IDs(6, "g"), Targets: []Target{{Name: "bg", URL: big.URL}}, Concurrency: 2}},
+		{"refused", Options{IDs: IDs(6, "r"), Targets: []Target{{Name: "rf", URL: refused}}, Concurrency: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := runEngine(t, context.Background(), tc.opts, false)
+			l := runEngine(t, context.Background(), tc.opts, true)
+			if len(g.lines) != len(tc.opts.IDs) {
+				t.Fatalf("%d lines for %d IDs", len(g.lines), len(tc.opts.IDs))
+			}
+			sameRuns(t, g, l)
+		})
+	}
+}
+
+// resetServer answers every request with a head promising 100 bytes, 10 of
+// them, then resets the connection (SO_LINGER 0).
+func resetServer(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+					return
+				}
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789"))
+				c.(*net.TCPConn).SetLinger(0)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestEvloopResetMidResponse: a response cut by a reset is recorded with
+// the same error by both engines.
+func TestEvloopResetMidResponse(t *testing.T) {
+	opts := Options{IDs: IDs(20, "x"), Targets: []Target{{Name: "rs", URL: resetServer(t)}}, Concurrency: 4}
+	g := runEngine(t, context.Background(), opts, false)
+	l := runEngine(t, context.Background(), opts, true)
+	sameRuns(t, g, l)
+	for id, line := range l.lines {
+		if !strings.Contains(line, `"code":0`) || !strings.Contains(line, "connection reset by peer") && !strings.Contains(line, "unexpected EOF") {
+			t.Errorf("%s: %s", id, line)
+		}
+	}
+}
+
+// TestEvloopTimeout: requests the server never answers time out with the
+// goroutine engine's error; the others are answered.
+func TestEvloopTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(evidence.IDHeader)
+		if strings.HasSuffix(id, "3") {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		fmt.Fprintf(w, "ok %s\n", id)
+	}))
+	defer srv.Close()
+	defer close(release)
+	opts := Options{IDs: IDs(30, "t"), Targets: []Target{{Name: "to", URL: srv.URL}}, Concurrency: 4, Timeout: 200 * time.Millisecond}
+	g := runEngine(t, context.Background(), opts, false)
+	l := runEngine(t, context.Background(), opts, true)
+	sameRuns(t, g, l)
+	timedOut := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, `timeout after 200ms (read tcp CLIENT-\u003e`) {
+			timedOut++
+		}
+	}
+	if timedOut != 3 {
+		t.Errorf("%d timed out, want 3", timedOut)
+	}
+}
+
+// TestEvloopInterrupt: an interrupted attack whose requests are all in
+// flight ends them, after InterruptGrace, with the goroutine engine's
+// "aborted" error, and takes no further IDs.
+func TestEvloopInterrupt(t *testing.T) {
+	const conc = 5
+	run := func(evloop bool) engineRun {
+		var count atomic.Int32
+		all := make(chan struct{})
+		release := make(chan struct{})
+		var once sync.Once
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if count.Add(1) == conc {
+				close(all)
+			}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		defer srv.Close()
+		defer once.Do(func() { close(release) })
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-all
+			cancel()
+		}()
+		return runEngine(t, ctx, Options{IDs: IDs(50, "i"), Targets: []Target{{Name: "t", URL: srv.URL}}, Concurrency: conc,
+			Timeout: time.Minute, InterruptGrace: 50 * time.Millisecond}, evloop)
+	}
+	g, l := run(false), run(true)
+	for _, r := range []engineRun{g, l} {
+		for id, line := range r.lines {
+			r.lines[id] = serverAddr.ReplaceAllString(line, "SERVER")
+		}
+	}
+	sameRuns(t, g, l)
+	if !l.sum.Interrupted || l.sum.Sent != conc || len(l.lines) != conc {
+		t.Fatalf("evloop: interrupted %v sent %d lines %d", l.sum.Interrupted, l.sum.Sent, len(l.lines))
+	}
+	for id, line := range l.lines {
+		if !strings.Contains(line, "aborted: the attack was interrupted and its interrupt grace ended") {
+			t.Errorf("%s: %s", id, line)
+		}
+	}
+}
