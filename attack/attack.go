@@ -359,6 +359,17 @@ type Options struct {
 	// TCP with prior knowledge, RFC 9113 section 3.3: http targets only).
 	// See the package doc, "HTTP/2".
 	Protocol string
+	// EventLoop runs each flow that can (closed loop, HTTP/1.1 over plain
+	// TCP with keep-alive, to one target whose host has one address, no
+	// MaxConnections) on event loops, wrk's design
+	// (github.com/wg/wrk src/ae.c): GOMAXPROCS loops, each with its own
+	// epoll instance and the non-blocking sockets it dials, instead of a
+	// goroutine per connection; the other flows, and every flow off Linux,
+	// run as without it. The evidence lines are the same (TestEvloop*);
+	// it costs less CPU per request. Experimental: a response without a
+	// Content-Length (chunked, or ended by the close) is kept whole and
+	// parsed again from its start as each part arrives.
+	EventLoop bool
 
 	// testResend makes the engine write a request a second time on a new
 	// connection after a reused connection failed, as net/http's Transport
@@ -367,9 +378,6 @@ type Options struct {
 	// testDial replaces the TCP dial (tests only: it injects dial errors
 	// such as EMFILE).
 	testDial func(ctx context.Context, addr string) (net.Conn, error)
-	// evloop runs eligible flows on event loops (evloop_linux.go; tests
-	// and measurements only, as RLBENCH_EVLOOP=1 does).
-	evloop bool
 	// testHold runs in a paced flow's dispatcher before it waits for ID k
 	// (tests only: blocking it stalls the dispatcher, as a late wake-up
 	// would).

@@ -25,9 +25,8 @@ package attack
 // goroutine engine records; a connection the server closes is dialled again
 // for the next ID.
 //
-// It is chosen only when Options.evloop is set (tests) or the environment
-// variable RLBENCH_EVLOOP is "1" (measurements, bench/evloop.sh); the
-// default is unchanged.
+// It is chosen only when Options.EventLoop is set (rlbench attack
+// --event-loop; bench/evloop.sh measures it); the default is unchanged.
 //
 // Left before it could be the default: TLS, HTTP/2, paced flows,
 // Connection: close flows (DisableKeepAlives), MaxConnections, splits over
@@ -38,8 +37,7 @@ package attack
 // length, and buffered whole); the liveness peek of a connection idle for
 // staleAfter (never idle in a closed loop) is not made; a write that takes
 // no byte on a reused connection goes to a fresh one as in worker.do, but
-// no test forces that path; evloopRawWait's yield-once-a-millisecond needs
-// review before it is relied on.
+// no test forces that path.
 
 import (
 	"bufio"
@@ -61,15 +59,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// evloopEnv is RLBENCH_EVLOOP=1 (read once).
-var evloopEnv = os.Getenv("RLBENCH_EVLOOP") == "1"
+// forceEvloop runs every eligible flow on event loops (tests only: the
+// suite's TestMain sets it from RLBENCH_EVLOOP=1, to run every test on
+// them).
+var forceEvloop bool
 
 // evloopAddr returns the resolved address of fr's only pool when the
 // flow can run on event loops, nil otherwise (see the file comment; also
 // nil when the host has more than one address).
 func (fr *flowRun) evloopAddr() *net.TCPAddr {
 	o := fr.e.p.opts
-	if !(o.evloop || evloopEnv) || fr.f.paced || !fr.f.keep || o.MaxConnections > 0 || o.testDial != nil || o.testResend || fr.f.workers == 0 {
+	if !(o.EventLoop || forceEvloop) || fr.f.paced || !fr.f.keep || o.MaxConnections > 0 || o.testDial != nil || o.testResend || fr.f.workers == 0 {
 		return nil
 	}
 	var pl *pool
@@ -88,7 +88,7 @@ func (fr *flowRun) evloopAddr() *net.TCPAddr {
 	if err != nil {
 		return nil
 	}
-	ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), host)
+	ips, err := net.DefaultResolver.LookupIPAddr(fr.e.abortCtx, host)
 	pn, perr := net.LookupPort("tcp", port)
 	if err != nil || perr != nil || len(ips) != 1 {
 		return nil
@@ -186,7 +186,6 @@ type evLoop struct {
 	// the attack is aborted; the eventfd then wakes the loop.
 	aborted atomic.Bool
 	burst   *evBurst
-	yielded time.Time // the loop's last runtime.Gosched (evloopRawWait)
 	warming bool
 	n       int
 	src     evSrc
@@ -410,44 +409,13 @@ func (l *evLoop) wait() {
 
 // epollWait is epoll_wait(2) on the loop's epoll instance for up to ms
 // milliseconds (-1: no limit) and returns the number of events in l.evs.
-// With evloopRawWait it is a raw system call: the loop keeps its P while
-// the thread sleeps in the kernel, so the runtime's sysmon does not retake
-// it (a P in a system call for 20µs is handed off, and the thread must find
-// one again when the call returns), as wrk's thread simply sleeps; the
-// runtime's preemption signal (a stop-the-world, a goroutine run for 10ms)
-// ends the wait with EINTR, and the loop's next function call yields.
 func (l *evLoop) epollWait(ms int) int {
-	if !evloopRawWait {
-		n, err := unix.EpollWait(l.ep, l.evs, ms)
-		if err != nil {
-			return 0 // EINTR
-		}
-		return n
-	}
-	// The loop holds its P while it sleeps: other goroutines (the
-	// context's AfterFunc that stops the attack, an in-process server,
-	// Progress) run when it yields, at least once a millisecond (a wait
-	// is at most that long).
-	if ms < 0 || ms > 1 {
-		ms = 1
-	}
-	if l.now.Sub(l.yielded) >= time.Millisecond {
-		runtime.Gosched()
-		l.yielded = time.Now()
-	}
-	r, _, en := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(l.ep), uintptr(unsafe.Pointer(&l.evs[0])), uintptr(len(l.evs)), uintptr(ms), 0, 0)
-	if en != 0 {
+	n, err := unix.EpollWait(l.ep, l.evs, ms)
+	if err != nil {
 		return 0 // EINTR
 	}
-	return int(r)
+	return n
 }
-
-// evloopRawWait makes epollWait a raw system call (RLBENCH_EVLOOP_RAWWAIT=1,
-// measurements only). Without its yield once a millisecond it is not safe:
-// with a loop per P, every P sleeps in the kernel held by a loop, so any
-// other goroutine waits for sysmon's forced preemption (10ms), and
-// TestRunInterrupted sees all 200 IDs sent before the stop.
-var evloopRawWait = os.Getenv("RLBENCH_EVLOOP_RAWWAIT") == "1"
 
 // drain gives each slot in the run queue its next ID (or retires it).
 func (l *evLoop) drain() {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -42,10 +43,10 @@ type engineRun struct {
 // (evloop), checking that the engine asked for ran the flow.
 func runEngine(t *testing.T, ctx context.Context, opts Options, evloop bool) engineRun {
 	t.Helper()
-	if evloopEnv {
+	if forceEvloop {
 		t.Skip("RLBENCH_EVLOOP=1 runs every eligible flow on the event loop")
 	}
-	opts.evloop = evloop
+	opts.EventLoop = evloop
 	before := evloopFlows.Load()
 	sum, err, lines := runToLines(t, ctx, opts)
 	if err != nil {
@@ -298,4 +299,11 @@ func TestEvloopInterrupt(t *testing.T) {
 			t.Errorf("%s: %s", id, line)
 		}
 	}
+}
+
+// TestMain runs the suite with every eligible flow on the event loops when
+// RLBENCH_EVLOOP=1 (forceEvloop): the whole suite checks the loops then.
+func TestMain(m *testing.M) {
+	forceEvloop = os.Getenv("RLBENCH_EVLOOP") == "1"
+	os.Exit(m.Run())
 }

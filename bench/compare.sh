@@ -90,7 +90,7 @@ if [ "$BEFORE_REV" != none ]; then
 	(cd "$work/before-src" && go build -o "$work/before" ./cmd/rlbench)
 	tools_rl="rlbench-after rlbench-before"
 fi
-bin_of() { case "$1" in rlbench-after) echo "$work/after" ;; rlbench-before) echo "$work/before" ;; esac; }
+bin_of() { case "$1" in rlbench-after | rlbench-evloop) echo "$work/after" ;; rlbench-before) echo "$work/before" ;; esac; }
 
 rec() { printf '{"group":"%s","tool":"%s","key":"%s","value":%s}\n' "$1" "$2" "$3" "${4:-0}" >>"$results"; }
 
@@ -151,7 +151,8 @@ maxrun() {
 	case $t in
 	rlbench-*)
 		rm -rf "$work/ev"
-		"$m" run "$work/m.json" -- "$(bin_of "$t")" attack --target t="$url" --ids "$N" --concurrency 50 --out "$work/ev" 2>/dev/null
+		"$m" run "$work/m.json" -- "$(bin_of "$t")" attack --target t="$url" --ids "$N" --concurrency 50 --out "$work/ev" \
+			$([ "$t" = rlbench-evloop ] && echo --event-loop) 2>/dev/null
 		"$m" jsonl "$work/ev" >"$work/s.json"
 		rate=$("$m" get "$work/s.json" attack_per_sec); reqs=$("$m" get "$work/s.json" n) ;;
 	vegeta-lib)
@@ -181,7 +182,7 @@ want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 # --- 1. max throughput ---------------------------------------------------
 want max && for target in backend nginx; do
 	for rep in $(seq "$REPS"); do
-		for t in $tools_rl vegeta-lib vegeta-cli hey wrk; do
+		for t in $tools_rl rlbench-evloop vegeta-lib vegeta-cli hey wrk; do
 			if [ $target = backend ]; then start_backend; url=$backend; else url=$nginx_url; fi
 			log "max:$target rep $rep: $t"
 			maxrun "max:$target" "$t" "$url"

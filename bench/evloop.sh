@@ -1,24 +1,22 @@
 #!/usr/bin/env bash
-# The event-loop prototype against the goroutine engine and wrk (issue 28
+# The event-loop sender against the goroutine engine and wrk (issue 28
 # item 3): closed loop, 50 connections, against a private nginx (return 200
 # "ok\n", one worker, access_log off; the config of bench/compare.sh).
 # Interleaved runs: rlbench attack with N IDs (goroutine engine), the same
-# with RLBENCH_EVLOOP=1 (attack/evloop_linux.go), the same with its
-# epoll_wait a raw system call (evloop-raw, RLBENCH_EVLOOP_RAWWAIT=1: see
-# evLoop.epollWait), wrk -t2 -c50 -d2s. Per run:
+# with --event-loop (attack/evloop_linux.go), wrk -t2 -c50 -d2s. Per run:
 # user, system and total CPU per request (µs, /usr/bin/time: the whole
 # process, start-up included), requests per second (rlbench: the attack's
 # own, attack.json sent/(end-start); wrk: its Requests/sec), and the
 # 1-minute load average when the run began. Prints the medians per tool.
 #
 # Usage: bench/evloop.sh   Environment: RUNS (default 6), N (default 200000),
-# TOOLS (default "goroutine evloop evloop-raw wrk"),
+# TOOLS (default "goroutine evloop wrk"),
 # RESULTS=FILE keeps the raw rows (tool user_us sys_us cpu_us per_sec load1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-6}
 N=${N:-200000}
-TOOLS=${TOOLS:-goroutine evloop evloop-raw wrk}
+TOOLS=${TOOLS:-goroutine evloop wrk}
 work=$(mktemp -d /tmp/evloop.XXXXXX)
 npid=""
 cleanup() { [ -n "$npid" ] && kill "$npid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
@@ -62,10 +60,11 @@ one() {
 	local t=$1 ld reqs rate
 	ld=$(cut -d' ' -f1 /proc/loadavg)
 	case $t in
-	goroutine | evloop | evloop-raw)
+	goroutine | evloop)
 		rm -rf "$work/ev"
-		env RLBENCH_EVLOOP="$([ "$t" = goroutine ] && echo 0 || echo 1)" RLBENCH_EVLOOP_RAWWAIT="$([ "$t" = evloop-raw ] && echo 1 || echo 0)" /usr/bin/time -f '%e %U %S' -o "$work/time" \
-			"$work/rlbench" attack --target t="$url" --ids "$N" --concurrency 50 --out "$work/ev" >/dev/null 2>&1
+		/usr/bin/time -f '%e %U %S' -o "$work/time" \
+			"$work/rlbench" attack --target t="$url" --ids "$N" --concurrency 50 --out "$work/ev" \
+			$([ "$t" = evloop ] && echo --event-loop) >/dev/null 2>&1
 		"$work/measure" jsonl "$work/ev" >"$work/s.json"
 		[ "$(jq -r .complete "$work/s.json")" = true ] || { echo "$t: attack incomplete" >&2; exit 1; }
 		rate=$(jq -r .attack_per_sec "$work/s.json") reqs=$N ;;
