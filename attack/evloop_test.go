@@ -184,28 +184,13 @@ func TestEvloopSameLines(t *testing.T) {
 // resetServer answers every request with a head promising 100 bytes, 10 of
 // them, then resets the connection (SO_LINGER 0).
 func resetServer(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
-					return
-				}
-				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789"))
-				c.(*net.TCPConn).SetLinger(0)
-			}()
+	return "http://" + serveRaw(t, func(c net.Conn) {
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err != nil {
+			return
 		}
-	}()
-	return "http://" + ln.Addr().String()
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789"))
+		c.(*net.TCPConn).SetLinger(0)
+	})
 }
 
 // TestEvloopResetMidResponse: a response cut by a reset is recorded with

@@ -105,33 +105,9 @@ start_backend() {
 }
 stop_backend() { kill -TERM "$bpid" 2>/dev/null; wait "$bpid" 2>/dev/null || true; bpid=""; rm -f "$work/receipts.jsonl"; }
 
-nport="$("$m" freeport)"
-mkdir -p "$work/nginx/logs"
-cat >"$work/nginx/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $work/nginx/nginx.pid;
-error_log $work/nginx/logs/error.log;
-events { worker_connections 16384; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    client_body_temp_path $work/nginx/tmp;
-    proxy_temp_path $work/nginx/tmp;
-    fastcgi_temp_path $work/nginx/tmp;
-    uwsgi_temp_path $work/nginx/tmp;
-    scgi_temp_path $work/nginx/tmp;
-    server {
-        listen 127.0.0.1:$nport;
-        location / { return 200 "ok\n"; }
-    }
-}
-EOF
-/usr/sbin/nginx -e "$work/nginx/logs/error.log" -p "$work/nginx" -c "$work/nginx/nginx.conf" &
-npid=$!
-nginx_url="http://127.0.0.1:$nport"
-for _ in $(seq 100); do curl -fs "$nginx_url/" >/dev/null 2>&1 && break; sleep 0.05; done
-curl -fs "$nginx_url/" >/dev/null || { cat "$work/nginx/logs/error.log" >&2; exit 1; }
+. bench/lib/okngx.sh
+start_ok_nginx "$work/nginx" "$("$m" freeport)" || exit 1
+npid=$NGINX_PID nginx_url=$NGINX_URL
 log "nginx (private, pid $npid) on $nginx_url; $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- one client run ------------------------------------------------------
