@@ -59,6 +59,9 @@ type flowRun struct {
 	idx   int
 	tmpls []*tmpl
 	pools []*pool // per attack target; nil when the flow sends none there
+	// onLoops: the flow runs on event loops (startLoops), recorded as
+	// AttackConfig.Engine.
+	onLoops bool
 	// next is the next ID to claim: the next unsent ID of a burst's
 	// workers; the next due ID of a paced flow, claimed by the dispatcher
 	// or its relief (compare-and-swap).
@@ -1197,6 +1200,12 @@ func (e *engine) run(ctx context.Context) (*evidence.AttackSummary, error) {
 		lat.merge(&fr.lat)
 		fs := evidence.AttackFlow{Config: fr.f.config, Sent: c.attempted, NotSent: c.notSent, Recorded: c.recorded,
 			CodesByTarget: c.codes, LatencyNs: fr.lat.quantiles()}
+		if fr.onLoops {
+			fs.Config.Engine = evidence.EngineEventLoop
+			if !p.multi {
+				sum.Config.Engine = evidence.EngineEventLoop
+			}
+		}
 		if c.sends > 0 {
 			fs.FirstSendNs, fs.LastSendNs = c.first, c.last
 		}

@@ -55,6 +55,9 @@ func runEngine(t *testing.T, ctx context.Context, opts Options, evloop bool) eng
 	if ran := evloopFlows.Load() != before; ran != evloop {
 		t.Fatalf("asked for evloop %v, ran on the event loop: %v", evloop, ran)
 	}
+	if rec := sum.Config.Engine == evidence.EngineEventLoop; len(sum.Flows) == 0 && rec != evloop {
+		t.Fatalf("asked for evloop %v, attack.json config.engine %q", evloop, sum.Config.Engine)
+	}
 	out := engineRun{sum: sum, lines: map[string]string{}}
 	for _, l := range lines {
 		if l.SentNs == 0 && !l.NotSent || l.LatencyNs < 0 {

@@ -36,6 +36,7 @@ func (e *engine) execute(ctx context.Context, sum *evidence.AttackSummary) time.
 		if fr.f.paced {
 			fr.warmPaced(&ready, &done)
 		} else if ra := fr.evloopAddr(); ra != nil {
+			fr.onLoops = true
 			fr.startLoops(ra, &ready, &done, release)
 		} else {
 			first = append(first, fr.startUnpaced(&ready, &done, release))

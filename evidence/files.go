@@ -94,7 +94,16 @@ type AttackConfig struct {
 	// Protocol is "h2" (HTTP/2 over TLS, ALPN h2) or "h2c" (cleartext
 	// HTTP/2 with prior knowledge); empty for HTTP/1.1 and in older files.
 	Protocol string `json:"protocol,omitempty"`
+	// Engine is EngineEventLoop when the flow's requests were sent by event
+	// loops (rlbench attack --event-loop, attack.Options.EventLoop), empty
+	// when by a goroutine per connection (the default, a flow the loops do
+	// not take, and every file before it). A multi-flow attack's own
+	// configuration leaves it empty: each flow's tells.
+	Engine string `json:"engine,omitempty"`
 }
+
+// EngineEventLoop is AttackConfig.Engine for a flow sent by event loops.
+const EngineEventLoop = "event-loop"
 
 // AttackRequestTemplate is one request template of a flow
 // (AttackConfig.Requests); header values are not recorded.

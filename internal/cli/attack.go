@@ -807,7 +807,11 @@ func printAttackSummary(w io.Writer, out string, sum *evidence.AttackSummary) {
 func printFigures(w io.Writer, prefix string, c evidence.AttackConfig, b *evidence.AttackBurst, pc *evidence.AttackPacing) {
 	d := report.HumanNs
 	if b != nil {
-		fmt.Fprintf(w, "%sburst of %d on %d warm connections, send spread %s\n", prefix, b.Requests, b.WarmConnections, d(b.SpreadNs))
+		on := ""
+		if c.Engine != "" {
+			on = " (" + c.Engine + ")"
+		}
+		fmt.Fprintf(w, "%sburst of %d on %d warm connections%s, send spread %s\n", prefix, b.Requests, b.WarmConnections, on, d(b.SpreadNs))
 		fmt.Fprintf(w, "%ssent p50 %s, p99 %s after release\n", prefix, d(b.SendNs.P50), d(b.SendNs.P99))
 	}
 	if pc != nil {
