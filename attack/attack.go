@@ -366,9 +366,9 @@ type Options struct {
 	// epoll instance and the non-blocking sockets it dials, instead of a
 	// goroutine per connection; the other flows, and every flow off Linux,
 	// run as without it. The evidence lines are the same (TestEvloop*);
-	// it costs less CPU per request. Experimental: a response without a
-	// Content-Length (chunked, or ended by the close) is kept whole and
-	// parsed again from its start as each part arrives.
+	// it costs less CPU per request. Experimental (not the default): a
+	// response without a Content-Length (chunked, or ended by the close)
+	// is streamed by a goroutine past its first 64 KB.
 	EventLoop bool
 
 	// testResend makes the engine write a request a second time on a new

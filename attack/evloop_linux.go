@@ -32,15 +32,18 @@ package attack
 // Connection: close flows (DisableKeepAlives), MaxConnections, splits over
 // several targets and hosts with several addresses all still go to the
 // goroutine engine; the burst's spread (2000 IDs) was at par with
-// burstSend's only within the noise of a loaded machine; a chunked or otherwise non-Content-Length response is
-// parsed again from its start as each part arrives (quadratic in its
-// length, and buffered whole); the liveness peek of a connection idle for
-// staleAfter (never idle in a closed loop) is not made; a write that takes
-// no byte on a reused connection goes to a fresh one as in worker.do, but
-// no test forces that path.
+// burstSend's only within the noise of a loaded machine; the liveness peek
+// of a connection idle for staleAfter (never idle in a closed loop) is not
+// made; a write that takes no byte on a reused connection goes to a fresh
+// one as in worker.do, but no test forces that path.
+//
+// A response net/http frames (chunked, ended by the close, a head the fast
+// parser does not take) is parsed again from its start as parts arrive,
+// up to evHandOffBytes; past that a goroutine streams the rest (handOff).
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -186,6 +189,10 @@ type evLoop struct {
 	// the attack is aborted; the eventfd then wakes the loop.
 	aborted atomic.Bool
 	burst   *evBurst
+	// away counts the slots whose response a goroutine reads (handOff);
+	// back receives each such slot when its line is recorded.
+	away    int
+	back    chan *evConn
 	warming bool
 	n       int
 	src     evSrc
@@ -209,6 +216,7 @@ func (fr *flowRun) startLoops(ra *net.TCPAddr, ready, done *sync.WaitGroup, rele
 	loops := make([]*evLoop, nl)
 	for j := range loops {
 		loops[j] = &evLoop{e: e, fr: fr, w: fr.newWorker(), pl: fr.tmpls[0].pool, ra: ra, sa: sockaddr(ra), n: len(fr.f.ids), ep: -1, efd: -1}
+		loops[j].back = make(chan *evConn, workers)
 	}
 	b := &evBurst{conns: make([]*evConn, workers)}
 	for k := range workers {
@@ -326,7 +334,7 @@ func (l *evLoop) run(ready, done *sync.WaitGroup, release chan struct{}) {
 	}
 	for {
 		l.drain()
-		if l.head == nil {
+		if l.head == nil && l.away == 0 {
 			return // nothing in flight: every slot is retired
 		}
 		l.wait()
@@ -380,6 +388,7 @@ func (l *evLoop) wait() {
 		if ev.Fd < 0 {
 			var b [8]byte
 			_, _ = unix.Read(l.efd, b[:])
+			l.takeBack()
 			continue
 		}
 		c := l.conns[ev.Fd]
@@ -821,6 +830,9 @@ func (l *evLoop) parse(c *evConn, term error) {
 	}
 	nb, berr := w.readBody(resp)
 	if term == nil && errors.Is(berr, errNeedMore) {
+		if len(b) > evHandOffBytes {
+			l.handOff(c)
+		}
 		return
 	}
 	a.resp = resp
@@ -865,4 +877,89 @@ func (l *evLoop) finishErr(c *evConn) {
 	r := l.w.startLine(&c.a, l.fr.tmpls[l.fr.f.assign[c.a.i]])
 	l.w.record(&c.a, r, time.Now())
 	l.runq = append(l.runq, c)
+}
+
+// evHandOffBytes is how much of a response that net/http frames (chunked,
+// ended by the close, or another shape the fast head does not take) the
+// loop keeps and parses again from its start as parts arrive; past it the
+// connection goes to a goroutine that streams the rest (handOff), so that
+// such a body costs neither memory nor time beyond its prefix.
+const evHandOffBytes = 64 << 10
+
+// evloopHandOffs counts the responses handed off (tests check that the
+// path ran).
+var evloopHandOffs atomic.Int64
+
+// handOff gives c's connection and the response read so far to a goroutine
+// that reads the rest with net/http, as worker.readResp and finish do,
+// records the line with its own worker and closes the connection; the slot
+// comes back through l.back (takeBack) and is dialled again for its next ID.
+// The request's deadline (its send time plus the timeout) and an abort
+// (engine.abortAll) end the read as they end the goroutine engine's.
+func (l *evLoop) handOff(c *evConn) {
+	evloopHandOffs.Add(1)
+	l.unlist(c)
+	_ = unix.EpollCtl(l.ep, unix.EPOLL_CTL_DEL, c.fd, nil)
+	f := os.NewFile(uintptr(c.fd), "")
+	nc, err := net.FileConn(f) // a duplicate, in the runtime's poller
+	f.Close()
+	c.fd = -1
+	c.state, c.used, c.out = evClosed, false, false
+	if err != nil {
+		c.a.err = &net.OpError{Op: "read", Net: "tcp", Addr: l.ra, Err: err}
+		l.finishErr(c)
+		return
+	}
+	got := append([]byte(nil), c.rbuf...)
+	c.rbuf, c.dropped = c.rbuf[:0], 0
+	l.away++
+	hw := l.fr.newWorker()
+	go l.stream(c, hw, nc, got)
+}
+
+// stream is handOff's goroutine: it reads c's response from got (the bytes
+// the loop received) then nc, records its line with hw, closes nc, and
+// sends c back to its loop.
+func (l *evLoop) stream(c *evConn, hw *worker, nc net.Conn, got []byte) {
+	e, a := l.e, &c.a
+	stop := context.AfterFunc(e.abortCtx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	nc.SetDeadline(a.sent.Add(e.timeout))
+	if e.abortCtx.Err() != nil {
+		nc.SetDeadline(time.Unix(1, 0))
+	}
+	r := hw.startLine(a, c.tg)
+	r.Conn = c.name
+	a.fast, a.resp, a.err = false, nil, nil
+	br := bufio.NewReader(io.MultiReader(bytes.NewReader(got), nc))
+	resp, err := readResponse(br, c.tg.req)
+	if err != nil {
+		a.err = err
+	} else if nb, berr := hw.readBody(resp); berr != nil {
+		a.err = berr
+	} else {
+		a.resp = resp
+		r.Code, r.BytesIn = resp.StatusCode, nb
+		hw.capture(resp.Header)
+	}
+	end := time.Now()
+	stop()
+	nc.Close()
+	hw.record(a, r, end)
+	l.back <- c
+	one := [8]byte{1}
+	_, _ = unix.Write(l.efd, one[:])
+}
+
+// takeBack queues the slots whose handed-off responses are recorded for
+// their next ID (a fresh connection).
+func (l *evLoop) takeBack() {
+	for {
+		select {
+		case c := <-l.back:
+			l.away--
+			l.runq = append(l.runq, c)
+		default:
+			return
+		}
+	}
 }

@@ -184,6 +184,61 @@ func TestEvloopSameLines(t *testing.T) {
 	}
 }
 
+// TestEvloopHandOff: responses that net/http frames and that outgrow the
+// loop's buffer (evHandOffBytes) are read by a goroutine: a 2 MB chunked
+// body, a 1 MB body ended by the close and a chunked body that stalls past
+// the timeout give the same lines on both engines, and the hand-off ran.
+func TestEvloopHandOff(t *testing.T) {
+	chunked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%-20s", r.Header.Get(evidence.IDHeader))
+		for range 32 {
+			w.Write(bytes.Repeat([]byte("c"), 64<<10))
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer chunked.Close()
+	stall := make(chan struct{})
+	stalling := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(bytes.Repeat([]byte("s"), 256<<10))
+		w.(http.Flusher).Flush()
+		select {
+		case <-stall:
+		case <-r.Context().Done():
+		}
+	}))
+	defer stalling.Close()
+	defer close(stall)
+	closeDelimited := "http://" + serveRaw(t, func(c net.Conn) {
+		req, err := http.ReadRequest(bufio.NewReader(c))
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n%-20s", req.Header.Get(evidence.IDHeader))
+		c.Write(bytes.Repeat([]byte("e"), 1<<20))
+	})
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"chunked", Options{IDs: IDs(12, "k"), Targets: []Target{{Name: "ch", URL: chunked.URL}}, Concurrency: 3, BodyPrefix: 20}},
+		{"close-delimited", Options{IDs: IDs(12, "e"), Targets: []Target{{Name: "cd", URL: closeDelimited}}, Concurrency: 3, BodyPrefix: 20}},
+		{"stall", Options{IDs: IDs(4, "s"), Targets: []Target{{Name: "st", URL: stalling.URL}}, Concurrency: 2, Timeout: 300 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := runEngine(t, context.Background(), tc.opts, false)
+			before := evloopHandOffs.Load()
+			l := runEngine(t, context.Background(), tc.opts, true)
+			if evloopHandOffs.Load() == before {
+				t.Error("no response was handed off")
+			}
+			if len(l.lines) != len(tc.opts.IDs) {
+				t.Fatalf("%d lines for %d IDs", len(l.lines), len(tc.opts.IDs))
+			}
+			sameRuns(t, g, l)
+		})
+	}
+}
+
 // resetServer answers every request with a head promising 100 bytes, 10 of
 // them, then resets the connection (SO_LINGER 0).
 func resetServer(t *testing.T) string {
