@@ -190,9 +190,12 @@ type evLoop struct {
 	aborted atomic.Bool
 	burst   *evBurst
 	// away counts the slots whose response a goroutine reads (handOff);
-	// back receives each such slot when its line is recorded.
+	// back receives each such slot, and the worker that recorded its line,
+	// when it is done; spare holds those workers for the next hand-offs
+	// (at most one per slot is ever made).
 	away    int
-	back    chan *evConn
+	back    chan evBack
+	spare   []*worker
 	warming bool
 	n       int
 	src     evSrc
@@ -216,7 +219,7 @@ func (fr *flowRun) startLoops(ra *net.TCPAddr, ready, done *sync.WaitGroup, rele
 	loops := make([]*evLoop, nl)
 	for j := range loops {
 		loops[j] = &evLoop{e: e, fr: fr, w: fr.newWorker(), pl: fr.tmpls[0].pool, ra: ra, sa: sockaddr(ra), n: len(fr.f.ids), ep: -1, efd: -1}
-		loops[j].back = make(chan *evConn, workers)
+		loops[j].back = make(chan evBack, workers)
 	}
 	b := &evBurst{conns: make([]*evConn, workers)}
 	for k := range workers {
@@ -913,7 +916,12 @@ func (l *evLoop) handOff(c *evConn) {
 	got := append([]byte(nil), c.rbuf...)
 	c.rbuf, c.dropped = c.rbuf[:0], 0
 	l.away++
-	hw := l.fr.newWorker()
+	var hw *worker
+	if n := len(l.spare); n > 0 {
+		hw, l.spare = l.spare[n-1], l.spare[:n-1]
+	} else {
+		hw = l.fr.newWorker()
+	}
 	go l.stream(c, hw, nc, got)
 }
 
@@ -945,9 +953,15 @@ func (l *evLoop) stream(c *evConn, hw *worker, nc net.Conn, got []byte) {
 	stop()
 	nc.Close()
 	hw.record(a, r, end)
-	l.back <- c
+	l.back <- evBack{c, hw}
 	one := [8]byte{1}
 	_, _ = unix.Write(l.efd, one[:])
+}
+
+// evBack is a handed-off slot back from stream, with its worker.
+type evBack struct {
+	c *evConn
+	w *worker
 }
 
 // takeBack queues the slots whose handed-off responses are recorded for
@@ -955,9 +969,10 @@ func (l *evLoop) stream(c *evConn, hw *worker, nc net.Conn, got []byte) {
 func (l *evLoop) takeBack() {
 	for {
 		select {
-		case c := <-l.back:
+		case b := <-l.back:
 			l.away--
-			l.runq = append(l.runq, c)
+			l.spare = append(l.spare, b.w)
+			l.runq = append(l.runq, b.c)
 		default:
 			return
 		}
