@@ -193,9 +193,11 @@ type evLoop struct {
 	// back receives each such slot, and the worker that recorded its line,
 	// when it is done; spare holds those workers for the next hand-offs
 	// (at most one per slot is ever made).
-	away    int
-	back    chan evBack
-	spare   []*worker
+	away  int
+	back  chan evBack
+	spare []*worker
+	// efdMu guards efd against wake's writes once closeAll closes it.
+	efdMu   sync.Mutex
 	warming bool
 	n       int
 	src     evSrc
@@ -275,8 +277,7 @@ func (l *evLoop) run(ready, done *sync.WaitGroup, release chan struct{}) {
 	}
 	stopWake := context.AfterFunc(e.abortCtx, func() {
 		l.aborted.Store(true)
-		var one = [8]byte{1}
-		_, _ = unix.Write(l.efd, one[:])
+		l.wake()
 	})
 	defer stopWake()
 	defer l.closeAll()
@@ -369,9 +370,12 @@ func (l *evLoop) closeAll() {
 	for _, c := range l.conns {
 		l.closeConn(c)
 	}
+	l.efdMu.Lock()
 	if l.efd >= 0 {
 		unix.Close(l.efd)
+		l.efd = -1
 	}
+	l.efdMu.Unlock()
 	if l.ep >= 0 {
 		unix.Close(l.ep)
 	}
@@ -954,8 +958,20 @@ func (l *evLoop) stream(c *evConn, hw *worker, nc net.Conn, got []byte) {
 	nc.Close()
 	hw.record(a, r, end)
 	l.back <- evBack{c, hw}
-	one := [8]byte{1}
-	_, _ = unix.Write(l.efd, one[:])
+	l.wake()
+}
+
+// wake wakes the loop from its wait through its eventfd, from another
+// goroutine (an abort, a hand-off done); once the loop has closed the
+// eventfd (closeAll: nothing is left for it to take) it does nothing, so a
+// late wake never writes to a descriptor number the process reused.
+func (l *evLoop) wake() {
+	l.efdMu.Lock()
+	defer l.efdMu.Unlock()
+	if l.efd >= 0 {
+		one := [8]byte{1}
+		_, _ = unix.Write(l.efd, one[:])
+	}
 }
 
 // evBack is a handed-off slot back from stream, with its worker.
