@@ -105,7 +105,7 @@ start_backend() {
 }
 stop_backend() { kill -TERM "$bpid" 2>/dev/null; wait "$bpid" 2>/dev/null || true; bpid=""; rm -f "$work/receipts.jsonl"; }
 
-. bench/lib/okngx.sh
+. bench/lib/nginx.sh
 start_ok_nginx "$work/nginx" "$("$m" freeport)" || exit 1
 npid=$NGINX_PID nginx_url=$NGINX_URL
 log "nginx (private, pid $npid) on $nginx_url; $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"

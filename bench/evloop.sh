@@ -24,7 +24,7 @@ trap cleanup EXIT
 go build -o "$work/rlbench" ./cmd/rlbench
 go build -o "$work/measure" ./bench/measure
 
-. bench/lib/okngx.sh
+. bench/lib/nginx.sh
 start_ok_nginx "$work/nginx" "$("$work/measure" freeport)" || exit 1
 npid=$NGINX_PID url=$NGINX_URL
 echo "nginx on $url; $(nproc) cores; $RUNS runs of each, $N IDs" >&2

@@ -75,29 +75,13 @@ listening() {
 	return 1
 }
 
-# nginx NAME PORT SERVERBLOCK: start a private nginx, wait until it listens.
+# nginx NAME PORT SERVERBLOCK: start a private nginx (bench/lib/nginx.sh),
+# wait until it listens.
+. bench/lib/nginx.sh
 start_nginx() {
 	local name=$1 port=$2 body=$3 dir="$work/$1"
-	mkdir -p "$dir/logs" "$dir/tmp"
-	cat >"$dir/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_requests 100000000;
-    client_body_temp_path $dir/tmp;
-    proxy_temp_path $dir/tmp;
-    fastcgi_temp_path $dir/tmp;
-    uwsgi_temp_path $dir/tmp;
-    scgi_temp_path $dir/tmp;
-    $body
-}
-EOF
-	/usr/sbin/nginx -e "$dir/logs/error.log" -p "$dir" -c "$dir/nginx.conf" &
-	local pid=$!
+	private_nginx "$dir" "$body"
+	local pid=$NGINX_PID
 	pids+=("$pid")
 	for _ in $(seq 100); do listening "$port" "$pid" && break; sleep 0.05; done
 	listening "$port" "$pid" || { cat "$dir/logs/error.log" >&2; echo "proxy.sh: nginx $name did not listen on $port" >&2; exit 1; }
