@@ -386,8 +386,17 @@ func (t *pool) dial(ctx context.Context) (*hconn, error) {
 
 // connName names a new connection for evidence.Request.Conn: its local
 // address and its ordinal among the attack's connections ("127.0.0.1:50412/3").
-func (t *pool) connName(nc net.Conn) string {
-	return nc.LocalAddr().String() + "/" + strconv.FormatInt(t.conns.Add(1), 10)
+func (t *pool) connName(nc net.Conn) string { return t.nameConn(nc.LocalAddr()) }
+
+// nameConn is the name (evidence.Request.Conn) of the pool's next
+// connection, from its local address la: "la/N", N counting the pool's
+// connections from 1 (la "?" when unknown).
+func (t *pool) nameConn(la net.Addr) string {
+	s := "?"
+	if la != nil {
+		s = la.String()
+	}
+	return s + "/" + strconv.FormatInt(t.conns.Add(1), 10)
 }
 
 // put returns a reusable connection to the idle pool.

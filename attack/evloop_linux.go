@@ -52,7 +52,6 @@ import (
 	"os"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -548,16 +547,7 @@ func (l *evLoop) connected(c *evConn) {
 		l.dialFailed(c, os.NewSyscallError("epoll_ctl", err))
 		return
 	}
-	la := "?"
-	if sa, err := unix.Getsockname(c.fd); err == nil {
-		switch s := sa.(type) {
-		case *unix.SockaddrInet4:
-			la = (&net.TCPAddr{IP: net.IP(s.Addr[:]), Port: s.Port}).String()
-		case *unix.SockaddrInet6:
-			la = (&net.TCPAddr{IP: net.IP(s.Addr[:]), Port: s.Port}).String()
-		}
-	}
-	c.name = la + "/" + strconv.FormatInt(l.pl.conns.Add(1), 10)
+	c.name = l.pl.nameConn(sockLocalAddr(c.fd))
 	c.state = evIdle
 	if !l.warming {
 		l.send(c)
@@ -695,16 +685,23 @@ func rawIO(trap uintptr, fd int, b []byte) (uintptr, unix.Errno) {
 
 // opErr is the *net.OpError c's net.Conn would have returned.
 func (l *evLoop) opErr(op string, c *evConn, err error) error {
-	var src net.Addr
-	if sa, gerr := unix.Getsockname(c.fd); gerr == nil {
-		switch s := sa.(type) {
-		case *unix.SockaddrInet4:
-			src = &net.TCPAddr{IP: net.IP(append([]byte(nil), s.Addr[:]...)), Port: s.Port}
-		case *unix.SockaddrInet6:
-			src = &net.TCPAddr{IP: net.IP(append([]byte(nil), s.Addr[:]...)), Port: s.Port}
-		}
+	return &net.OpError{Op: op, Net: "tcp", Source: sockLocalAddr(c.fd), Addr: l.ra, Err: err}
+}
+
+// sockLocalAddr is fd's local TCP address (getsockname(2)), a nil
+// interface when unknown.
+func sockLocalAddr(fd int) net.Addr {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return nil
 	}
-	return &net.OpError{Op: op, Net: "tcp", Source: src, Addr: l.ra, Err: err}
+	switch s := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(append([]byte(nil), s.Addr[:]...)), Port: s.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(append([]byte(nil), s.Addr[:]...)), Port: s.Port}
+	}
+	return nil
 }
 
 // read reads what arrived on c and parses the response so far.
