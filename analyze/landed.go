@@ -9,11 +9,15 @@ import (
 
 // checkLanded judges expect.landed_within (evidence.Expectation.LandedWithin):
 // did the burst the scenario asks for land at the limiter as asked? It
-// measures, per proxy whose access log entries join the requests
-// (Input.AccessLogs; AccessLogResponse.ArrivedNs), the first to last arrival
-// of the scenario's requests on that proxy's clock, and takes the widest;
-// when no access log records every sent request, the first to last
-// receipt at the backend, if every sent request has one. A landing wider
+// measures, per proxy whose log records join the requests, the first to
+// last arrival of the scenario's requests on that proxy's clock, and takes
+// the widest: an Envoy or lab proxy access log's entries (Input.AccessLogs;
+// AccessLogResponse.ArrivedNs), an nginx access log's records
+// (nginxrec.AccessRecord.AcceptMs: nginx's cached clock, the one limit_req
+// decides by, to the ms, so the width is bounded from above: one ms more
+// than the records' difference); when the logs do not record every sent
+// request, the first to last receipt at the backend, if every sent request
+// has one. A landing wider
 // than asked, or one nothing measures, is an unknown check (the limiter
 // was not tested against that burst: NOT_RUN), never a failure of the
 // limiter. Met, the check passes only when the scenario checks something
@@ -59,6 +63,33 @@ func checkLanded(in *Input) (r Result) {
 			}
 			sp := &spans[k]
 			sp.first, sp.last = min(sp.first, r.ArrivedNs), max(sp.last, r.ArrivedNs)
+		}
+	}
+	if covered < sent {
+		// nginx's ms: request i arrived in [acc, acc+1ms).
+		at := map[string]int{}
+		for k := range in.Evidence.Nginx {
+			ng := &in.Evidence.Nginx[k]
+			for _, a := range ng.Records {
+				acc, ok := a.AcceptMs()
+				if !ok || a.ID == "" {
+					continue
+				}
+				i, ok := reqs.IDs.Lookup(a.ID)
+				if !ok || !isSent[i] || seen[i] {
+					continue
+				}
+				seen[i], covered = true, covered+1
+				lo := acc * int64(time.Millisecond)
+				hi := lo + int64(time.Millisecond) - 1
+				j, ok := at[ng.Proxy]
+				if !ok {
+					j, at[ng.Proxy] = len(spans), len(spans)
+					spans, proxies = append(spans, span{first: lo, last: hi}), append(proxies, "nginx "+ng.Proxy+" (1 ms resolution)")
+				}
+				sp := &spans[j]
+				sp.first, sp.last = min(sp.first, lo), max(sp.last, hi)
+			}
 		}
 	}
 	var width time.Duration

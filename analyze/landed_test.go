@@ -74,6 +74,33 @@ func TestLandedWithin(t *testing.T) {
 	if c := mustCheck(t, s, name); c.Status != report.CheckUnknown || !strings.Contains(c.Got, "100 requests landed over 99ms in the access log of proxy-a") {
 		t.Errorf("access log: %+v", c)
 	}
+	// An nginx access log times every request on nginx's 1 ms clock ($msec
+	// - $request_time): k ms between the first and the last record is at
+	// most k+1 ms wide, judged so. The receipts (4.95 ms) do not count.
+	for _, tc := range []struct {
+		per    int // requests per ms
+		status string
+		got    string
+	}{
+		{12, report.CheckPass, "100 requests landed over 9ms in the access log of nginx proxy-a (1 ms resolution)"},
+		{10, report.CheckPass, "100 requests landed over 10ms in the access log of nginx proxy-a (1 ms resolution)"},
+		{9, report.CheckUnknown, "100 requests landed over 12ms in the access log of nginx proxy-a (1 ms resolution): wider"},
+	} {
+		e = burstEv(t, burst(50*time.Microsecond, 100))
+		e.scenario.Expect.LandedWithin = model.Duration(10 * time.Millisecond)
+		lines = lines[:0]
+		for i := range 100 {
+			ms := t0/int64(time.Millisecond) + int64(i/tc.per)
+			lines = append(lines, fmt.Sprintf(`{"id":"id-%03d","status":"200","upstream_status":"200","upstream_addr":"127.0.0.1:8080","request_time":0.000,"upstream_response_time":"0.000","limit_req_status":"PASSED","msec":%d.%03d}`,
+				i, ms/1000, ms%1000))
+		}
+		must(t, os.MkdirAll(filepath.Join(e.dir, evidence.NginxPath("proxy-a", "")), 0o755))
+		must(t, os.WriteFile(filepath.Join(e.dir, evidence.NginxPath("proxy-a", evidence.NginxAccessLogFile)), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+		s = run(t, e.write()).Scenarios[0]
+		if c := mustCheck(t, s, name); c.Status != tc.status || !strings.Contains(c.Got, tc.got) {
+			t.Errorf("nginx, %d per ms: %+v, want %s %q", tc.per, c, tc.status, tc.got)
+		}
+	}
 }
 
 // TestLandedWithinRefusedOutOfRange: a negative or over-an-hour width is a

@@ -370,6 +370,24 @@ type Options struct {
 	// response without a Content-Length (chunked, or ended by the close)
 	// is streamed by a goroutine past its first 64 KB.
 	EventLoop bool
+	// Pipeline, above 1, is the HTTP/1.1 pipelining depth (RFC 9112
+	// section 9.3.2): each worker of an unpaced flow writes the next
+	// Pipeline IDs' requests (consecutive IDs) back to back in one write on
+	// its keep-alive connection, then reads their responses in order; the
+	// burst's first writes carry a chunk each. Concurrency (and the default
+	// number of workers) then counts connections, each with up to Pipeline
+	// requests in flight, and the Timeout of each request runs from that
+	// write. A server answers pipelined requests one after another on a
+	// connection, so a burst of N requests on N/Pipeline connections
+	// reaches it in fewer reads (the microburst a small client cannot make
+	// with a connection per request). At most once holds: a write that put
+	// not one byte of a request on the wire records that request not sent,
+	// and a response that ends the connection (an error, "Connection:
+	// close") leaves the requests after it recorded as sent without a
+	// response (code 0), never written again. HTTP/1.1 with keep-alive
+	// only, not with a Rate, and each flow to one target; at most
+	// MaxPipeline. 0 or 1: one request at a time (the default).
+	Pipeline int
 
 	// testResend makes the engine write a request a second time on a new
 	// connection after a reused connection failed, as net/http's Transport
@@ -518,6 +536,8 @@ type flowPrep struct {
 	perSec float64
 	keep   bool
 	conc   int
+	// pipe is Options.Pipeline, at least 1: the IDs a worker writes at once.
+	pipe int
 	// workers bound the requests in flight at the start; maxWork is the
 	// absolute bound (a paced flow may grow to it).
 	workers, maxWork int
@@ -604,6 +624,12 @@ func prepare(o Options) (*prepared, error) {
 	}
 	if err := o.Shard.check(); err != nil {
 		return nil, invalid("%v", err)
+	}
+	if o.Pipeline < 0 || o.Pipeline > MaxPipeline {
+		return nil, invalid("pipeline %d: want 0 .. %d", o.Pipeline, MaxPipeline)
+	}
+	if o.Pipeline > 1 && o.Protocol != ProtoHTTP1 {
+		return nil, invalid("pipeline %d: HTTP/1.1 pipelining, not with protocol %s (HTTP/2 multiplexes instead)", o.Pipeline, o.Protocol)
 	}
 
 	names := map[string]int{}
@@ -845,8 +871,29 @@ func prepareFlow(o Options, fs *flowSpec, names map[string]int, where string) (*
 		fp.config.RatePerSec = fp.perSec
 	}
 	fp.config.Barrier = !fp.paced
+	fp.pipe = 1
+	if o.Pipeline > 1 {
+		switch {
+		case fp.paced:
+			return nil, invalid("%spipeline %d: not with a rate (pipelined requests are written together, not on a schedule)", pre, o.Pipeline)
+		case !fp.keep:
+			return nil, invalid("%spipeline %d: needs keep-alive (pipelined requests share a connection)", pre, o.Pipeline)
+		}
+		for _, t := range fp.tmpls[1:] {
+			if t.target != fp.tmpls[0].target {
+				return nil, invalid("%spipeline %d: every request of a flow to one target (consecutive IDs share a connection)", pre, o.Pipeline)
+			}
+		}
+		fp.pipe = o.Pipeline
+		fp.config.Pipeline = o.Pipeline
+	}
 	return fp, nil
 }
+
+// MaxPipeline is the largest Options.Pipeline: nginx reads a connection's
+// requests into large_client_header_buffers (4 x 8k by default), and a
+// server parses pipelined requests one at a time.
+const MaxPipeline = 1024
 
 // SplitRequests is AttackConfig.Split of a flow with request templates
 // (Flow.Requests): ID k goes to template k mod len(Requests).
@@ -879,7 +926,9 @@ func (p *prepared) sizeWorkers() error {
 			fp.config.WorkersFrom = "ids"
 			continue
 		}
-		absolute := n
+		// A worker (a connection) carries fp.pipe IDs at a time.
+		units := (n + fp.pipe - 1) / fp.pipe
+		absolute := units
 		if c := fd.capacity(); c > 0 {
 			share := c
 			if len(p.flows) > 1 {
@@ -889,7 +938,7 @@ func (p *prepared) sizeWorkers() error {
 		}
 		switch {
 		case fp.conc > 0:
-			fp.maxWork = min(fp.conc, n)
+			fp.maxWork = min(fp.conc, units)
 			fp.workers = fp.maxWork
 			fp.config.WorkersFrom = "concurrency"
 			explicit += fp.maxWork
@@ -901,7 +950,7 @@ func (p *prepared) sizeWorkers() error {
 			fp.maxWork = absolute
 			fp.workers = absolute
 			fp.config.WorkersFrom = "ids"
-			if absolute < n {
+			if absolute < units {
 				fp.config.WorkersFrom = "fd_limit"
 			}
 		}
@@ -943,6 +992,9 @@ func (p *prepared) buildConfig() {
 		CaptureHeaders: o.CaptureHeaders, BodyPrefix: o.BodyPrefix, DisableKeepAlives: o.DisableKeepAlives,
 		MaxConnections: o.MaxConnections, FDLimit: p.config.FDLimit, FDOpen: p.config.FDOpen, FDCap: p.config.FDCap,
 		WorkersFrom: "flows", Protocol: protocolConfig(o.Protocol)}
+	if o.Pipeline > 1 {
+		cfg.Pipeline = o.Pipeline
+	}
 	for k, t := range o.Targets {
 		cfg.Targets = append(cfg.Targets, evidence.AttackTarget{Name: t.Name, URL: evidence.RedactURL(t.URL), IDs: counts[k]})
 	}

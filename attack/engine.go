@@ -73,7 +73,7 @@ type flowRun struct {
 	sampleN, sampleSum atomic.Int64
 	warm               atomic.Int64 // connections warmed before the start
 	burstMin, burstMax atomic.Int64
-	burstN             int // workers released by the barrier
+	burstN             int // requests released by the barrier (first writes)
 	// Paced: the workers alive (job workers and parked ones), and a
 	// signal that a parked worker exited (cap 1).
 	alive   atomic.Int64
@@ -139,10 +139,17 @@ type hconn struct {
 	isTLS     bool
 	used      bool      // has carried a request
 	idleSince time.Time // when it was put back idle
+	closed    bool      // close ran (by its owner only)
 }
 
-// close closes the connection and frees its slot.
+// close closes the connection and frees its slot, once: a pipelined
+// connection's later requests are finished after an earlier one closed it
+// (readPipe).
 func (c *hconn) close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
 	c.Conn.Close()
 	if c.p.slots != nil {
 		<-c.p.slots
@@ -459,6 +466,7 @@ type worker struct {
 	e    *engine
 	fr   *flowRun
 	wbuf []byte // the request on the wire
+	offs []int  // pipelined: where each request begins in wbuf (buildPipe)
 	lbuf []byte // the evidence line
 	body []byte // body prefix
 	hdrs map[string]string
@@ -523,6 +531,95 @@ func (w *worker) build(i int) {
 		return
 	}
 	w.wbuf = append(append(append(w.wbuf[:0], t.prefix...), w.fr.f.ids[i]...), t.suffix...)
+}
+
+// buildPipe puts the requests of IDs lo..hi-1 back to back into w.wbuf
+// (Options.Pipeline; one HTTP/1.1 pool), w.offs[k] where ID lo+k's begin.
+func (w *worker) buildPipe(lo, hi int) {
+	w.wbuf, w.offs = w.wbuf[:0], w.offs[:0]
+	for i := lo; i < hi; i++ {
+		t := w.fr.tmpls[w.fr.f.assign[i]]
+		w.offs = append(w.offs, len(w.wbuf))
+		w.wbuf = append(append(append(w.wbuf, t.prefix...), w.fr.f.ids[i]...), t.suffix...)
+	}
+}
+
+// doPipe sends IDs lo..hi-1 pipelined (Options.Pipeline): their requests
+// (buildPipe) in one write on w's own connection or one from the pool,
+// then reads and records each response in order (readPipe). A write that
+// put not one byte on a reused connection is made once more on a new one,
+// as do does; nothing else is written again. inBurst: the barrier
+// released it (a first write that had no warm connection).
+func (w *worker) doPipe(lo, hi int, inBurst bool) {
+	e := w.e
+	tg := w.fr.tmpls[w.fr.f.assign[lo]]
+	w.buildPipe(lo, hi)
+	a := attempt{i: lo, inBurst: inBurst, start: time.Now()}
+	if w.own != nil {
+		a.c = w.takeOwn(tg.pool, a.start)
+	}
+	for try := 0; ; try++ {
+		if a.c == nil {
+			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
+				a.notSent = true
+				break
+			}
+		}
+		w.cur.Store(a.c)
+		e.writeAwait(&a, a.c, w.wbuf)
+		if a.werr != nil && a.wn == 0 && a.c.used && try == 0 {
+			a.c.close()
+			a.c = nil
+			continue // not one byte left: nothing was sent
+		}
+		break
+	}
+	w.readPipe(&a, lo, hi, tg)
+}
+
+// errPipeClosed is the error of a pipelined request whose response never
+// came because the one before it on the connection said "Connection:
+// close" (RFC 9112 section 9.6: the server does not process requests
+// after it).
+var errPipeClosed = errors.New("rlbench: no response: an earlier pipelined response on this connection closed it (Connection: close)")
+
+// readPipe reads and records the responses to IDs lo..hi-1, written back
+// to back (w.offs) by one write whose result is a0 (its connection, send
+// time, bytes written and error; a0.notSent when no connection was had):
+// a request not one byte of which left is recorded not sent; a request
+// after one whose response failed or closed the connection is recorded
+// sent, with that error (its response cannot be read), and never written
+// again. The connection stays with w until the last response.
+func (w *worker) readPipe(a0 *attempt, lo, hi int, tg *tmpl) {
+	c := a0.c
+	var gone error // why no response after this point can be read
+	for j := lo; j < hi; j++ {
+		a := attempt{i: j, inBurst: a0.inBurst, c: c, start: a0.start, sent: a0.sent}
+		if j == lo {
+			a.counted = a0.counted
+		}
+		w.sending(&a)
+		switch {
+		case a0.notSent && a0.werr == nil:
+			a.err, a.notSent = a0.err, true
+		case a0.werr != nil && a0.wn <= w.offs[j-lo]:
+			a.err, a.notSent = a0.werr, true
+		case a0.werr != nil:
+			a.err, a.writes = a0.werr, 1
+		case gone != nil:
+			a.err, a.writes = gone, 1
+		default:
+			a.writes = 1
+			w.readResp(&a, c.br, tg.req)
+			a.held = j < hi-1
+		}
+		w.finish(&a)
+		if gone == nil && c != nil && c.closed {
+			if gone = a.err; gone == nil {
+				gone = errPipeClosed
+			}
+		}
+	}
 }
 
 // takeOwn returns w.own for a request on pl when it is pl's and still live
@@ -593,6 +690,10 @@ type attempt struct {
 	park, retracted bool
 	// counted: Progress.sending counted the attempt as begun.
 	counted bool
+	// held: a pipelined request's response with more to read after it on
+	// its connection (readPipe): finish neither puts nor closes the
+	// connection when the response leaves it open.
+	held bool
 }
 
 // sending counts attempt a as begun in the live Progress (when there is
@@ -785,7 +886,11 @@ func (w *worker) finish(a *attempt) (kept bool) {
 			w.capture(a.resp.Header)
 		}
 		if w.fr.f.keep && !closes && r.Code != http.StatusSwitchingProtocols && e.abortCtx.Err() == nil {
-			if a.park {
+			if a.held {
+				c.used = true
+				w.record(a, r, end)
+				return false
+			} else if a.park {
 				c.used, kept = true, true
 			} else if w.keepOwn && tg.pool.slots == nil {
 				c.used, c.idleSince = true, end

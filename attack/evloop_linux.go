@@ -71,7 +71,7 @@ var forceEvloop bool
 // nil when the host has more than one address).
 func (fr *flowRun) evloopAddr() *net.TCPAddr {
 	o := fr.e.p.opts
-	if !(o.EventLoop || forceEvloop) || fr.f.paced || !fr.f.keep || o.MaxConnections > 0 || o.testDial != nil || o.testResend || fr.f.workers == 0 {
+	if !(o.EventLoop || forceEvloop) || fr.f.paced || !fr.f.keep || o.MaxConnections > 0 || o.testDial != nil || o.testResend || fr.f.workers == 0 || fr.f.pipe > 1 {
 		return nil
 	}
 	var pl *pool

@@ -188,9 +188,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct{}) []*worker {
 	e := fr.e
 	n := len(fr.f.ids)
-	workers := fr.f.workers
-	fr.burstN = workers
-	fr.next.Store(int64(workers))
+	workers, pipe := fr.f.workers, fr.f.pipe
+	// Worker k's first IDs are k*pipe up to the next worker's (pipe 1: ID k).
+	fr.burstN = min(workers*pipe, n)
+	fr.next.Store(int64(fr.burstN))
 	ready.Add(workers)
 	done.Add(workers)
 	warm := make([]*worker, workers)
@@ -216,12 +217,19 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 				}
 				w.doH2(k, 0, c, true)
 			} else {
-				w.build(k)
+				lo, hi := k*pipe, min(k*pipe+pipe, n)
+				if pipe > 1 {
+					w.buildPipe(lo, hi)
+				} else {
+					w.build(k)
+				}
 				c := tg.pool.warm(e.abortCtx)
 				if c == nil {
 					ready.Done()
 					<-release
-					if e.proceed {
+					if e.proceed && pipe > 1 {
+						w.doPipe(lo, hi, true)
+					} else if e.proceed {
 						w.do(k, 0, nil, true)
 					}
 				} else {
@@ -242,18 +250,30 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 					}
 					a := w.burst
 					w.burst = nil
-					if a.werr != nil {
+					if pipe > 1 {
+						w.readPipe(a, lo, hi, tg) // deadline set by sendBurst
+					} else if a.werr != nil {
 						a.err, a.notSent = a.werr, a.wn == 0
 					} else {
 						a.resp, a.err = readResponse(c.br, tg.req) // deadline set by sendBurst
 					}
-					w.finish(a)
+					if pipe == 1 {
+						w.finish(a)
+					}
 				}
 			}
 			if !e.proceed {
 				return
 			}
 			for !e.stop.Load() {
+				if pipe > 1 {
+					lo := int(fr.next.Add(int64(pipe)) - int64(pipe))
+					if lo >= n {
+						return
+					}
+					w.doPipe(lo, min(lo+pipe, n), false)
+					continue
+				}
 				i := int(fr.next.Add(1) - 1)
 				if i >= n {
 					return

@@ -100,6 +100,11 @@ type AttackConfig struct {
 	// not take, and every file before it). A multi-flow attack's own
 	// configuration leaves it empty: each flow's tells.
 	Engine string `json:"engine,omitempty"`
+	// Pipeline is the HTTP/1.1 pipelining depth (rlbench attack --pipeline,
+	// attack.Options.Pipeline): each connection carried up to that many
+	// requests written back to back before their responses were read; 0
+	// (and in every file before it): one request at a time.
+	Pipeline int `json:"pipeline,omitempty"`
 }
 
 // EngineEventLoop is AttackConfig.Engine for a flow sent by event loops.

@@ -54,6 +54,8 @@ type AttackOptions struct {
 	NoKeepAlive bool
 	// EventLoop is --event-loop: attack.Options.EventLoop.
 	EventLoop bool
+	// Pipeline is --pipeline: attack.Options.Pipeline.
+	Pipeline int
 	// Rate is --rate; the zero Rate means no pacing. Duration is
 	// --duration: with a rate, the IDs are rate x duration (vegeta's
 	// -duration).
@@ -194,6 +196,7 @@ finished).`,
 	f.IntVar(&o.Concurrency, "concurrency", 0, "most requests in flight (default: all IDs at once, capped below the file-descriptor limit; with --rate, a pool sized from the rate and latency)")
 	f.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "one new connection per request (one Envoy per-connection bucket per request)")
 	f.BoolVar(&o.EventLoop, "event-loop", false, "experimental: closed-loop HTTP/1.1 flows to one plain-http target on epoll event loops (Linux; less CPU per request, the same evidence)")
+	f.IntVar(&o.Pipeline, "pipeline", 0, "HTTP/1.1 pipelining: each connection writes this many consecutive IDs' requests at once, then reads their responses in order (a burst in fewer reads; no --rate; --concurrency counts connections)")
 	rateFlag(f, &o.Rate, "rate", "open-loop rate such as 100/1s (default: no pacing)")
 	f.DurationVar(&o.Duration, "duration", 0, "with --rate: send rate x duration IDs (instead of --ids)")
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Second, "per-request timeout")
@@ -516,7 +519,7 @@ func printSendersSummary(w io.Writer, res *senders.Result) {
 // ID, body, targets and certificate files. Errors name the file.
 func (o *AttackOptions) attackOptions() (attack.Options, error) {
 	opts := attack.Options{Targets: o.Targets, Timeout: o.Timeout, CaptureHeaders: o.Capture, DisableKeepAlives: o.NoKeepAlive,
-		EventLoop: o.EventLoop, Shard: o.Shard, StartAt: o.StartAt, WarmAhead: o.WarmAhead, Node: evidence.NodeName(os.Getenv)}
+		EventLoop: o.EventLoop, Pipeline: o.Pipeline, Shard: o.Shard, StartAt: o.StartAt, WarmAhead: o.WarmAhead, Node: evidence.NodeName(os.Getenv)}
 	cfg, err := o.tlsConfig()
 	if err != nil {
 		return opts, err

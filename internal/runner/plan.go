@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -335,6 +336,12 @@ type AttackPlan struct {
 	// sender's send and landed widths (arrivals). At most 64 (senders.MaxSenders); not
 	// with flows.
 	Senders int `json:"senders,omitempty"`
+	// Pipeline, above 1, is the HTTP/1.1 pipelining depth (attack.Options
+	// Pipeline; `rlbench attack --pipeline`): each connection writes that
+	// many consecutive IDs' requests back to back, then reads their
+	// responses in order, so a burst reaches the proxy in fewer reads.
+	// 0 .. attack.MaxPipeline; not with a rate or no_keepalive.
+	Pipeline int `json:"pipeline,omitempty"`
 }
 
 // FlowPlan is one flow of an attack (attack.Flow): its IDs are ids
@@ -885,6 +892,12 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 	}
 	if a.Senders < 0 || a.Senders > senders.MaxSenders {
 		return at(ap+".senders", where, "attack.senders must be 0..%d, not %d", senders.MaxSenders, a.Senders)
+	}
+	if a.Pipeline < 0 || a.Pipeline > attack.MaxPipeline {
+		return at(ap+".pipeline", where, "attack.pipeline must be 0..%d, not %d", attack.MaxPipeline, a.Pipeline)
+	}
+	if a.Pipeline > 1 && (a.NoKeepAlive || a.Rate != (Rate{}) || slices.ContainsFunc(a.Flows, func(f FlowPlan) bool { return f.NoKeepAlive || f.Rate != (Rate{}) })) {
+		return at(ap+".pipeline", where, "attack.pipeline: pipelined requests are written together on keep-alive connections, not with a rate or no_keepalive")
 	}
 	if a.Senders > 1 && len(a.Flows) > 0 {
 		return at(ap+".senders", where, "attack.senders: not with flows (give the attack's ids, rate and request without flows)")

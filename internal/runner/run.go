@@ -649,7 +649,7 @@ func (r *scenarioRun) attack(ctx context.Context, st Step, w *evidence.Writer, o
 	// (the plan's rules were checked when it was loaded).
 	cl, _ := evidence.NewClassifier(r.plan.Classify)
 	opts := attack.Options{Targets: r.targets, Timeout: time.Duration(ap.Timeout), Name: st.Name, OnStart: onStart,
-		DisableKeepAlives: ap.NoKeepAlive, Progress: &attack.Progress{Classifier: cl}, CaptureHeaders: r.captureHeaders}
+		DisableKeepAlives: ap.NoKeepAlive, Pipeline: ap.Pipeline, Progress: &attack.Progress{Classifier: cl}, CaptureHeaders: r.captureHeaders}
 	if len(ap.Flows) == 0 {
 		split, err := parseSplit(ap.Split)
 		if err != nil {

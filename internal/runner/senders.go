@@ -68,6 +68,9 @@ func (r *scenarioRun) senderArgs(st Step) []string {
 	if ap.NoKeepAlive {
 		args = append(args, "--no-keepalive")
 	}
+	if ap.Pipeline > 0 {
+		args = append(args, "--pipeline="+strconv.Itoa(ap.Pipeline))
+	}
 	for _, h := range r.captureHeaders {
 		args = append(args, "--capture-header="+h)
 	}
