@@ -385,6 +385,12 @@ type Options struct {
 	// testWait runs each time a paced flow's dispatcher is about to block
 	// for a worker for ID k (tests only).
 	testWait func(k int)
+	// testReuse runs when ID i is about to be written on a connection that
+	// carried a request, after its liveness check, right before the write;
+	// fd is its socket (tests only: the test server closes it there, as a
+	// server closing it between the check and the write, so that the write
+	// puts not one byte on the wire).
+	testReuse func(i int, fd uintptr)
 }
 
 // Protocols of Options.Protocol, named as evidence.Request.Proto records

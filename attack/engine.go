@@ -632,6 +632,9 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 				break
 			}
 		}
+		if h := e.p.opts.testReuse; h != nil && a.c.used && a.c.raw != nil && try == 0 {
+			a.c.raw.Control(func(fd uintptr) { h(i, fd) })
+		}
 		w.cur.Store(a.c)
 		e.writeAwait(&a, a.c, w.wbuf)
 		if a.werr != nil {

@@ -16,14 +16,14 @@ package attack
 // them to worker.do).
 //
 // What it keeps of the goroutine engine's semantics: each ID is written at
-// most once (a write that put no byte on a reused connection may go to a
-// fresh one, as worker.do does); a request's deadline is its send time plus
-// Options.Timeout, checked by the loop (deadlines are send time plus a
-// constant, so the requests in flight are kept in send order and the oldest
-// bounds the wait); an interrupted attack takes no further IDs and, once
-// aborted (engine.abortAll), ends its requests in flight with the error the
-// goroutine engine records; a connection the server closes is dialled again
-// for the next ID.
+// most once (a write that put no byte on a reused connection goes to a
+// fresh one, as worker.do does: TestEvloopResendsUnsentWrite); a request's
+// deadline is its send time plus Options.Timeout, checked by the loop
+// (deadlines are send time plus a constant, so the requests in flight are
+// kept in send order and the oldest bounds the wait); an interrupted attack
+// takes no further IDs and, once aborted (engine.abortAll), ends its
+// requests in flight with the error the goroutine engine records; a
+// connection the server closes is dialled again for the next ID.
 //
 // It is chosen only when Options.EventLoop is set (rlbench attack
 // --event-loop; bench/evloop.sh measures it); the default is unchanged.
@@ -34,8 +34,7 @@ package attack
 // goroutine engine; the burst's spread (2000 IDs) was at par with
 // burstSend's only within the noise of a loaded machine; the liveness peek
 // of a connection idle for staleAfter (never idle in a closed loop) is not
-// made; a write that takes no byte on a reused connection goes to a fresh
-// one as in worker.do, but no test forces that path.
+// made.
 //
 // A response net/http frames (chunked, ended by the close, a head the fast
 // parser does not take) is parsed again from its start as parts arrive,
@@ -452,6 +451,9 @@ func (l *evLoop) drain() {
 		c.try = 0
 		l.w.sending(&c.a)
 		if c.state == evIdle {
+			if h := e.p.opts.testReuse; h != nil {
+				h(i, uintptr(c.fd))
+			}
 			l.send(c)
 		} else {
 			l.dial(c)

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -352,4 +354,166 @@ func TestEvloopInterrupt(t *testing.T) {
 func TestMain(m *testing.M) {
 	forceEvloop = os.Getenv("RLBENCH_EVLOOP") == "1"
 	os.Exit(m.Run())
+}
+
+// keepCloser is a loopback HTTP/1.1 server whose keep-alive connections the
+// test closes: it counts every request it reads by ID and by connection, and
+// the hooks (Options.testReuse, testIdle) close the server's end of a
+// client's connection, found by the client's local address.
+type keepCloser struct {
+	addr  string
+	mu    sync.Mutex
+	conns map[string]net.Conn // by the client's address
+	seen  map[string]int      // requests read, by ID
+	// on: by ID, the client address of the connection it arrived on and
+	// how many requests that connection had carried before it.
+	on  map[string]arrival
+	per map[string]int // requests read, by client address
+	// closed: by ID, the client address of the connection a hook closed
+	// before that ID was written.
+	closed map[string]string
+	// kill reports whether the server closes the connection after reading
+	// ID id's request, without answering.
+	kill func(id string) bool
+}
+
+type arrival struct {
+	conn  string
+	prior int
+}
+
+func newKeepCloser(t *testing.T, kill func(id string) bool) *keepCloser {
+	s := &keepCloser{conns: map[string]net.Conn{}, seen: map[string]int{}, on: map[string]arrival{}, per: map[string]int{}, closed: map[string]string{}, kill: kill}
+	s.addr = serveRaw(t, func(c net.Conn) {
+		ca := c.RemoteAddr().String()
+		s.mu.Lock()
+		s.conns[ca] = c
+		s.mu.Unlock()
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			id := req.Header.Get(evidence.IDHeader)
+			s.mu.Lock()
+			s.seen[id]++
+			s.on[id] = arrival{ca, s.per[ca]}
+			s.per[ca]++
+			s.mu.Unlock()
+			if s.kill(id) {
+				return // serveRaw closes it: the request was read, not answered
+			}
+			body := "ok " + id + "\n"
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}
+	})
+	return s
+}
+
+// closeFor closes the server's end of the client's connection fd before ID
+// id is written on it (abortive, SO_LINGER 0: a RST, when rst; a FIN
+// otherwise) and returns once the client's socket has it: readable (the
+// FIN) or in error (the RST), waited for with poll(2), no timer.
+func (s *keepCloser) closeFor(t *testing.T, id string, fd uintptr, rst bool) {
+	ca := sockLocalAddr(int(fd)).String()
+	s.mu.Lock()
+	sc := s.conns[ca]
+	s.closed[id] = ca
+	s.mu.Unlock()
+	if sc == nil {
+		t.Errorf("%s: the server has no connection from %s", id, ca)
+		return
+	}
+	if rst {
+		sc.(*net.TCPConn).SetLinger(0)
+	}
+	sc.Close()
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
+	for {
+		if _, err := unix.Poll(pfd, -1); err != unix.EINTR {
+			if err != nil {
+				t.Errorf("%s: poll: %v", id, err)
+			}
+			return
+		}
+	}
+}
+
+// TestEvloopResendsUnsentWrite: a write on a reused connection that puts not
+// one byte on the wire (the server reset the idle keep-alive connection just
+// before it: the write fails with ECONNRESET) sends the ID on a freshly
+// dialled connection, as worker.do does; a request whose write went out and
+// whose connection then ended is never sent again (at most once). Against a
+// server that resets the connection before every ID n%3 == 1 is written
+// (after the liveness check: Options.testReuse) and closes the connection
+// without answering after reading every ID n%3 == 2, on both engines: every
+// ID reaches the server exactly once; each reset ID arrives as the first
+// request of a connection other than the one reset and is answered (200,
+// sent, no error); each unanswered ID is recorded sent, code 0, with an
+// error; the lines agree between the engines.
+func TestEvloopResendsUnsentWrite(t *testing.T) {
+	ids := IDs(30, "rs")
+	pos := map[string]int{}
+	for i, id := range ids {
+		pos[id] = i
+	}
+	idx := func(id string) int { return pos[id] }
+	for _, conc := range []int{1, 3} {
+		t.Run(fmt.Sprint("concurrency-", conc), func(t *testing.T) {
+			var runs []engineRun
+			for _, evloop := range []bool{false, true} {
+				s := newKeepCloser(t, func(id string) bool { return idx(id)%3 == 2 })
+				opts := Options{IDs: ids, Targets: []Target{{Name: "kc", URL: "http://" + s.addr}}, Concurrency: conc,
+					testReuse: func(i int, fd uintptr) {
+						if i%3 == 1 {
+							s.closeFor(t, ids[i], fd, true)
+						}
+					}}
+				r := runEngine(t, context.Background(), opts, evloop)
+				runs = append(runs, r)
+				s.mu.Lock()
+				for _, id := range ids {
+					if s.seen[id] != 1 {
+						t.Errorf("evloop %v: %s received %d times", evloop, id, s.seen[id])
+					}
+				}
+				for id, ca := range s.closed {
+					if got := s.on[id]; got.conn == ca || got.prior != 0 {
+						t.Errorf("evloop %v: %s: its connection %s was reset before its write, it arrived on %s after %d requests (want a fresh connection)", evloop, id, ca, got.conn, got.prior)
+					}
+				}
+				reset := len(s.closed)
+				s.mu.Unlock()
+				// Concurrency 1: the connection of every ID n%3 == 0
+				// carries the next one, which the hook resets.
+				if conc == 1 && reset != len(ids)/3 || reset == 0 {
+					t.Errorf("evloop %v: %d connections reset before a write, want %d", evloop, reset, len(ids)/3)
+				}
+				if r.sum.Resent != 0 || r.sum.NotSent != 0 {
+					t.Errorf("evloop %v: resent %d not sent %d", evloop, r.sum.Resent, r.sum.NotSent)
+				}
+				for _, id := range ids {
+					var l evidence.Request
+					if err := json.Unmarshal([]byte(r.lines[id]), &l); err != nil {
+						t.Fatalf("%s: %v", id, err)
+					}
+					if idx(id)%3 == 2 {
+						if l.Code != 0 || l.Error == "" || l.NotSent {
+							t.Errorf("evloop %v: %s (not answered): code %d error %q not sent %v", evloop, id, l.Code, l.Error, l.NotSent)
+						}
+					} else if l.Code != 200 || l.Error != "" || l.NotSent {
+						t.Errorf("evloop %v: %s: code %d error %q not sent %v", evloop, id, l.Code, l.Error, l.NotSent)
+					}
+				}
+			}
+			for _, r := range runs {
+				for id, line := range r.lines {
+					r.lines[id] = serverAddr.ReplaceAllString(line, "SERVER")
+				}
+			}
+			sameRuns(t, runs[0], runs[1])
+		})
+	}
 }
