@@ -403,6 +403,18 @@ type Options struct {
 	// testWait runs each time a paced flow's dispatcher is about to block
 	// for a worker for ID k (tests only).
 	testWait func(k int)
+	// testIdle runs when ID i is about to go on the connection that carried
+	// the slot's previous request (an unpaced flow's worker's own, or an
+	// event loop's slot), before its liveness check; fd is its socket
+	// (tests only: the test server closes it there, or writes on it, as a
+	// server ending an idle keep-alive connection).
+	testIdle func(i int, fd uintptr)
+	// testReuse runs when ID i is about to be written on a connection that
+	// carried a request, after its liveness check, right before the write;
+	// fd is its socket (tests only: the test server closes it there, as a
+	// server closing it between the check and the write, so that the write
+	// puts not one byte on the wire).
+	testReuse func(i int, fd uintptr)
 }
 
 // Protocols of Options.Protocol, named as evidence.Request.Proto records

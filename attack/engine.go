@@ -724,7 +724,12 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 	a := attempt{i: i, intended: intended, inBurst: inBurst, c: c, start: time.Now()}
 	w.sending(&a)
 	if a.c == nil && w.own != nil {
-		a.c = w.takeOwn(tg.pool, a.start)
+		now := a.start
+		if h := e.p.opts.testIdle; h != nil && w.own.used && w.own.raw != nil {
+			w.own.raw.Control(func(fd uintptr) { h(i, fd) })
+			now = time.Now()
+		}
+		a.c = w.takeOwn(tg.pool, now)
 	}
 	for try := 0; ; try++ {
 		if a.c == nil {
@@ -732,6 +737,9 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 				a.notSent = true
 				break
 			}
+		}
+		if h := e.p.opts.testReuse; h != nil && a.c.used && a.c.raw != nil && try == 0 {
+			a.c.raw.Control(func(fd uintptr) { h(i, fd) })
 		}
 		w.cur.Store(a.c)
 		e.writeAwait(&a, a.c, w.wbuf)

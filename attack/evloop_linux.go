@@ -16,14 +16,16 @@ package attack
 // them to worker.do).
 //
 // What it keeps of the goroutine engine's semantics: each ID is written at
-// most once (a write that put no byte on a reused connection may go to a
-// fresh one, as worker.do does); a request's deadline is its send time plus
-// Options.Timeout, checked by the loop (deadlines are send time plus a
-// constant, so the requests in flight are kept in send order and the oldest
-// bounds the wait); an interrupted attack takes no further IDs and, once
-// aborted (engine.abortAll), ends its requests in flight with the error the
-// goroutine engine records; a connection the server closes is dialled again
-// for the next ID.
+// most once (a write that put no byte on a reused connection goes to a
+// fresh one, as worker.do does: TestEvloopResendsUnsentWrite); a request's
+// deadline is its send time plus Options.Timeout, checked by the loop
+// (deadlines are send time plus a constant, so the requests in flight are
+// kept in send order and the oldest bounds the wait); an interrupted attack
+// takes no further IDs and, once aborted (engine.abortAll), ends its
+// requests in flight with the error the goroutine engine records; a
+// connection the server closes is dialled again for the next ID; a
+// connection idle for staleAfter is peeked before it is reused (drain, as
+// hconn.liveAt does: TestEvloopIdleLiveness).
 //
 // It is chosen only when Options.EventLoop is set (rlbench attack
 // --event-loop; bench/evloop.sh measures it); the default is unchanged.
@@ -32,10 +34,7 @@ package attack
 // Connection: close flows (DisableKeepAlives), MaxConnections, splits over
 // several targets and hosts with several addresses all still go to the
 // goroutine engine; the burst's spread (2000 IDs) was at par with
-// burstSend's only within the noise of a loaded machine; the liveness peek
-// of a connection idle for staleAfter (never idle in a closed loop) is not
-// made; a write that takes no byte on a reused connection goes to a fresh
-// one as in worker.do, but no test forces that path.
+// burstSend's only within the noise of a loaded machine.
 //
 // A response net/http frames (chunked, ended by the close, a head the fast
 // parser does not take) is parsed again from its start as parts arrive,
@@ -145,11 +144,14 @@ type evConn struct {
 	state int
 	name  string // evidence.Request.Conn
 	used  bool   // has carried a request
-	a     attempt
-	tg    *tmpl
-	try   int // 1 once the attempt went to a fresh connection after a failed write
-	wbuf  []byte
-	rbuf  []byte // the response so far (of a long body, its prefix: dropped)
+	// idleSince is when c's last response ended (the wake-up that read
+	// it), for the liveness peek (drain).
+	idleSince time.Time
+	a         attempt
+	tg        *tmpl
+	try       int // 1 once the attempt went to a fresh connection after a failed write
+	wbuf      []byte
+	rbuf      []byte // the response so far (of a long body, its prefix: dropped)
 	// dropped counts the body bytes received and not kept in rbuf (parse).
 	dropped int64
 	// deadline is the monotonic instant (ns since the loop's base) the
@@ -432,8 +434,13 @@ func (l *evLoop) epollWait(ms int) int {
 	return n
 }
 
-// drain gives each slot in the run queue its next ID (or retires it).
+// drain gives each slot in the run queue its next ID (or retires it). A
+// slot's connection idle for staleAfter or more is peeked first, as the
+// goroutine engine's hconn.liveAt does: when the server closed it or sent
+// something unsolicited on it (peekFdClosed), the ID goes to a fresh
+// connection instead of a dead socket.
 func (l *evLoop) drain() {
+	var now time.Time // read once, when a slot first needs it
 	for len(l.runq) > 0 {
 		c := l.runq[len(l.runq)-1]
 		l.runq = l.runq[:len(l.runq)-1]
@@ -452,6 +459,21 @@ func (l *evLoop) drain() {
 		c.try = 0
 		l.w.sending(&c.a)
 		if c.state == evIdle {
+			if h := e.p.opts.testIdle; h != nil {
+				h(i, uintptr(c.fd))
+				now = time.Now()
+			}
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if now.Sub(c.idleSince) >= staleAfter && peekFdClosed(c.fd) {
+				l.closeConn(c)
+			}
+		}
+		if c.state == evIdle {
+			if h := e.p.opts.testReuse; h != nil {
+				h(i, uintptr(c.fd))
+			}
 			l.send(c)
 		} else {
 			l.dial(c)
@@ -864,7 +886,7 @@ func (l *evLoop) complete(c *evConn, code int, closes bool, nb uint64, berr erro
 			w.capture(a.resp.Header)
 		}
 		if !closes && code != http.StatusSwitchingProtocols && !l.aborted.Load() {
-			c.used = true
+			c.used, c.idleSince = true, l.now
 			c.state = evIdle
 			c.rbuf, c.dropped = c.rbuf[:0], 0
 		} else {

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rlbench/rlbench/evidence"
 )
 
@@ -352,4 +354,257 @@ func TestEvloopInterrupt(t *testing.T) {
 func TestMain(m *testing.M) {
 	forceEvloop = os.Getenv("RLBENCH_EVLOOP") == "1"
 	os.Exit(m.Run())
+}
+
+// keepCloser is a loopback HTTP/1.1 server whose keep-alive connections the
+// test closes: it counts every request it reads by ID and by connection, and
+// the hooks (Options.testReuse, testIdle) close the server's end of a
+// client's connection, found by the client's local address.
+type keepCloser struct {
+	addr  string
+	mu    sync.Mutex
+	conns map[string]net.Conn // by the client's address
+	seen  map[string]int      // requests read, by ID
+	// on: by ID, the client address of the connection it arrived on and
+	// how many requests that connection had carried before it.
+	on  map[string]arrival
+	per map[string]int // requests read, by client address
+	// closed: by ID, the client address of the connection a hook closed
+	// before that ID was written.
+	closed map[string]string
+	// kill reports whether the server closes the connection after reading
+	// ID id's request, without answering.
+	kill func(id string) bool
+}
+
+type arrival struct {
+	conn  string
+	prior int
+}
+
+func newKeepCloser(t *testing.T, kill func(id string) bool) *keepCloser {
+	s := &keepCloser{conns: map[string]net.Conn{}, seen: map[string]int{}, on: map[string]arrival{}, per: map[string]int{}, closed: map[string]string{}, kill: kill}
+	s.addr = serveRaw(t, func(c net.Conn) {
+		ca := c.RemoteAddr().String()
+		s.mu.Lock()
+		s.conns[ca] = c
+		s.mu.Unlock()
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, req.Body)
+			id := req.Header.Get(evidence.IDHeader)
+			s.mu.Lock()
+			s.seen[id]++
+			s.on[id] = arrival{ca, s.per[ca]}
+			s.per[ca]++
+			s.mu.Unlock()
+			if s.kill(id) {
+				return // serveRaw closes it: the request was read, not answered
+			}
+			body := "ok " + id + "\n"
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}
+	})
+	return s
+}
+
+// How keepCloser.end ends a kept-alive connection.
+const (
+	endReset = iota // close it, abortive (SO_LINGER 0): a RST
+	endClose        // close it silently: a FIN, no response
+	endWrite        // write an unsolicited 408 on it, leave it open
+)
+
+// end ends the server's side of the client's connection fd before ID id
+// goes on it (how) and returns once the client's socket has it: readable
+// (the FIN, the 408) or in error (the RST), waited for with poll(2), no
+// timer.
+func (s *keepCloser) end(t *testing.T, id string, fd uintptr, how int) {
+	ca := sockLocalAddr(int(fd)).String()
+	s.mu.Lock()
+	sc := s.conns[ca]
+	s.closed[id] = ca
+	s.mu.Unlock()
+	if sc == nil {
+		t.Errorf("%s: the server has no connection from %s", id, ca)
+		return
+	}
+	switch how {
+	case endReset:
+		sc.(*net.TCPConn).SetLinger(0)
+		sc.Close()
+	case endClose:
+		sc.Close()
+	case endWrite:
+		io.WriteString(sc, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+	}
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
+	for {
+		if _, err := unix.Poll(pfd, -1); err != unix.EINTR {
+			if err != nil {
+				t.Errorf("%s: poll: %v", id, err)
+			}
+			return
+		}
+	}
+}
+
+// TestEvloopResendsUnsentWrite: a write on a reused connection that puts not
+// one byte on the wire (the server reset the idle keep-alive connection just
+// before it: the write fails with ECONNRESET) sends the ID on a freshly
+// dialled connection (the goroutine engine's worker.do: on another from
+// its pool, fresh when it has no other); a request whose write went out and
+// whose connection then ended is never sent again (at most once). Against a
+// server that resets the connection before every ID n%3 == 1 is written
+// (after the liveness check: Options.testReuse) and closes the connection
+// without answering after reading every ID n%3 == 2, on both engines: every
+// ID reaches the server exactly once; each reset ID arrives on a connection
+// other than the one reset, as its first request on the event loop (and at
+// concurrency 1 on both), and is answered (200,
+// sent, no error); each unanswered ID is recorded sent, code 0, with an
+// error; the lines agree between the engines.
+func TestEvloopResendsUnsentWrite(t *testing.T) {
+	ids := IDs(30, "rs")
+	pos := map[string]int{}
+	for i, id := range ids {
+		pos[id] = i
+	}
+	idx := func(id string) int { return pos[id] }
+	for _, conc := range []int{1, 3} {
+		t.Run(fmt.Sprint("concurrency-", conc), func(t *testing.T) {
+			var runs []engineRun
+			for _, evloop := range []bool{false, true} {
+				s := newKeepCloser(t, func(id string) bool { return idx(id)%3 == 2 })
+				opts := Options{IDs: ids, Targets: []Target{{Name: "kc", URL: "http://" + s.addr}}, Concurrency: conc,
+					testReuse: func(i int, fd uintptr) {
+						if i%3 == 1 {
+							s.end(t, ids[i], fd, endReset)
+						}
+					}}
+				r := runEngine(t, context.Background(), opts, evloop)
+				runs = append(runs, r)
+				s.mu.Lock()
+				for _, id := range ids {
+					if s.seen[id] != 1 {
+						t.Errorf("evloop %v: %s received %d times", evloop, id, s.seen[id])
+					}
+				}
+				for id, ca := range s.closed {
+					if got := s.on[id]; got.conn == ca || got.prior != 0 && (evloop || conc == 1) {
+						t.Errorf("evloop %v: %s: its connection %s was reset before its write, it arrived on %s after %d requests (want a fresh connection)", evloop, id, ca, got.conn, got.prior)
+					}
+				}
+				reset := len(s.closed)
+				s.mu.Unlock()
+				// Concurrency 1: the connection of every ID n%3 == 0
+				// carries the next one, which the hook resets.
+				if conc == 1 && reset != len(ids)/3 || reset == 0 {
+					t.Errorf("evloop %v: %d connections reset before a write, want %d", evloop, reset, len(ids)/3)
+				}
+				if r.sum.Resent != 0 || r.sum.NotSent != 0 {
+					t.Errorf("evloop %v: resent %d not sent %d", evloop, r.sum.Resent, r.sum.NotSent)
+				}
+				for _, id := range ids {
+					var l evidence.Request
+					if err := json.Unmarshal([]byte(r.lines[id]), &l); err != nil {
+						t.Fatalf("%s: %v", id, err)
+					}
+					if idx(id)%3 == 2 {
+						if l.Code != 0 || l.Error == "" || l.NotSent {
+							t.Errorf("evloop %v: %s (not answered): code %d error %q not sent %v", evloop, id, l.Code, l.Error, l.NotSent)
+						}
+					} else if l.Code != 200 || l.Error != "" || l.NotSent {
+						t.Errorf("evloop %v: %s: code %d error %q not sent %v", evloop, id, l.Code, l.Error, l.NotSent)
+					}
+				}
+			}
+			for _, r := range runs {
+				for id, line := range r.lines {
+					r.lines[id] = serverAddr.ReplaceAllString(line, "SERVER")
+				}
+			}
+			sameRuns(t, runs[0], runs[1])
+		})
+	}
+}
+
+// TestEvloopIdleLiveness: a connection idle for staleAfter is peeked before
+// it is reused (hconn.liveAt, the event loop's drain), so that a request is
+// not written into a connection the server ended. A server ends the
+// connection of every ID n%4 == 1 while it is idle (a FIN, no response)
+// and writes an unsolicited 408 on that of every ID n%4 == 3 (then leaves
+// it open), both before the client's liveness check (Options.testIdle),
+// which runs after the connection was idle for at least staleAfter; on both
+// engines every ID is answered 200 once, each such ID on another
+// connection (a fresh one on the event loop, and at concurrency 1 on both),
+// and the lines agree: no request met an "unexpected EOF", a
+// reset or the 408 (the event loop is not worse than the goroutine engine).
+func TestEvloopIdleLiveness(t *testing.T) {
+	ids := IDs(40, "lv")
+	for _, conc := range []int{1, 3} {
+		t.Run(fmt.Sprint("concurrency-", conc), func(t *testing.T) {
+			var runs []engineRun
+			bad := map[bool]int{}
+			for _, evloop := range []bool{false, true} {
+				s := newKeepCloser(t, func(string) bool { return false })
+				opts := Options{IDs: ids, Targets: []Target{{Name: "kc", URL: "http://" + s.addr}}, Concurrency: conc,
+					testIdle: func(i int, fd uintptr) {
+						switch i % 4 {
+						case 1:
+							s.end(t, ids[i], fd, endClose)
+						case 3:
+							s.end(t, ids[i], fd, endWrite)
+						default:
+							return
+						}
+						// Requests spaced by more than staleAfter: the
+						// connection stays idle at least that long (the
+						// condition of the peek, not a synchronisation:
+						// the server's end was awaited above).
+						time.Sleep(staleAfter)
+					}}
+				r := runEngine(t, context.Background(), opts, evloop)
+				runs = append(runs, r)
+				s.mu.Lock()
+				for _, id := range ids {
+					if s.seen[id] != 1 {
+						t.Errorf("evloop %v: %s received %d times", evloop, id, s.seen[id])
+					}
+				}
+				for id, ca := range s.closed {
+					if got := s.on[id]; got.conn == ca || got.prior != 0 && (evloop || conc == 1) {
+						t.Errorf("evloop %v: %s: its idle connection %s was ended, it arrived on %s after %d requests (want a fresh connection)", evloop, id, ca, got.conn, got.prior)
+					}
+				}
+				ended := len(s.closed)
+				s.mu.Unlock()
+				if conc == 1 && ended != len(ids)/2 || ended == 0 {
+					t.Errorf("evloop %v: %d idle connections ended, want %d", evloop, ended, len(ids)/2)
+				}
+				for _, id := range ids {
+					var l evidence.Request
+					if err := json.Unmarshal([]byte(r.lines[id]), &l); err != nil {
+						t.Fatalf("%s: %v", id, err)
+					}
+					if l.Code != 200 || l.Error != "" || l.NotSent {
+						bad[evloop]++
+						t.Errorf("evloop %v: %s: code %d error %q not sent %v", evloop, id, l.Code, l.Error, l.NotSent)
+					}
+				}
+			}
+			if bad[true] > bad[false] {
+				t.Errorf("the event loop recorded %d requests that met an ended connection, the goroutine engine %d", bad[true], bad[false])
+			}
+			for _, r := range runs {
+				for id, line := range r.lines {
+					r.lines[id] = serverAddr.ReplaceAllString(line, "SERVER")
+				}
+			}
+			sameRuns(t, runs[0], runs[1])
+		})
+	}
 }

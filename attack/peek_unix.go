@@ -13,12 +13,18 @@ import (
 // recv(MSG_PEEK) that finds EOF, an error or data. Only EAGAIN — nothing to
 // read — means the connection is still usable.
 func peekClosed(rc syscall.RawConn) bool {
-	var buf [1]byte
 	closed := false
 	err := rc.Read(func(fd uintptr) bool {
-		_, _, err := unix.Recvfrom(int(fd), buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-		closed = err != unix.EAGAIN && err != unix.EWOULDBLOCK
+		closed = peekFdClosed(int(fd))
 		return true
 	})
 	return closed || err != nil
+}
+
+// peekFdClosed is peekClosed's test on the socket fd itself (the event
+// loop's sockets are not in the runtime's poller).
+func peekFdClosed(fd int) bool {
+	var buf [1]byte
+	_, _, err := unix.Recvfrom(fd, buf[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return err != unix.EAGAIN && err != unix.EWOULDBLOCK
 }

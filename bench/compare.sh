@@ -34,6 +34,9 @@
 #                   run's p99 <= that floor's p99 + 0.5 ms (issue 28)
 #   burst<N>        N IDs all at once, fresh CLI process: spread_ms (first to
 #                   last send of attack.json; vegeta: of Result.Timestamp);
+#                   rlbench-evloop: the after build with --event-loop (its
+#                   first requests written by the loops, evloop_linux.go
+#                   burstShare, not burstSend);
 #                   tool burst-floor: the spread of a zero-cost sender's
 #                   writes on warm connections (measure burstfloor), the
 #                   machine's own floor; for 2000 IDs also the median of
@@ -173,10 +176,11 @@ want burst && for n in 20 200 2000; do
 	start_backend
 	log "burst$n: $reps runs each"
 	for rep in $(seq "$reps"); do
-		for t in $tools_rl; do
+		for t in $tools_rl rlbench-evloop; do
 			rm -rf "$work/ev"
 			st=$(steal_ticks) ld=$(load1)
-			"$(bin_of "$t")" attack --target b="$backend" --ids "$n" --out "$work/ev" 2>/dev/null
+			"$(bin_of "$t")" attack --target b="$backend" --ids "$n" --out "$work/ev" \
+				$([ "$t" = rlbench-evloop ] && echo --event-loop) 2>/dev/null
 			machine "burst$n" "$t" "$st" "$ld"
 			rec "burst$n" "$t" spread_ms "$(awk -v s="$("$m" get "$work/ev/attack.json" send_spread_ns)" 'BEGIN { printf "%.4f", s/1e6 }')"
 		done
