@@ -10,7 +10,7 @@
 # Environment: BEFORE_REV (default main; "none" skips it), REPS (max
 # throughput repetitions, default 3), RATE_RUNS (fixed-rate runs, default
 # 10), N (requests per max-throughput run, default 200000), SECTIONS (any of
-# "max burst rate mem proxy scale vrate", default all), BURST2000_REPS (runs
+# "max burst microburst rate mem proxy scale vrate", default all), BURST2000_REPS (runs
 # of the 2000-ID burst, default 6), RESULTS=FILE copies the raw
 # measurements (JSON lines) there, KEEP=1 keeps the work directory. Installs wrk and nginx (apt-get) and hey and vegeta (go
 # install into a private GOBIN) when missing. The machine's other load
@@ -41,6 +41,11 @@
 #                   writes on warm connections (measure burstfloor), the
 #                   machine's own floor; for 2000 IDs also the median of
 #                   rlbench's spread / the floor's of the same repetition
+#   microburst2000  examples/bursts/microburst-nginx.yaml run MB_REPS times
+#                   (default 6; 2 sender processes, 2000 IDs pipelined 64
+#                   per write, real nginx limit_req): landed_ms, the width
+#                   the 2000 landed over at nginx by its own access log (an
+#                   upper bound, to the ms), within (1 when <= 10 ms)
 #   mem1M           1 M IDs, --concurrency 50, against nginx: b_per_id
 #                   ((maxrss(1M) - maxrss(10k)) / 990k) and rss_mb
 #   proxy           bench/proxy.sh's runs: per_sec and the proxy process's
@@ -155,7 +160,7 @@ maxrun() {
 	rec "$g" "$t" cpu_us "$(awk -v c="$cpu" -v n="$reqs" 'BEGIN { if (n > 0) printf "%.3f", c/n/1000; else print 0 }')"
 }
 
-SECTIONS=${SECTIONS:-max burst rate mem proxy scale vrate}
+SECTIONS=${SECTIONS:-max burst microburst rate mem proxy scale vrate}
 want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # --- 1. max throughput ---------------------------------------------------
@@ -192,6 +197,24 @@ want burst && for n in 20 200 2000; do
 		rec "burst$n" burst-floor spread_ms "$(awk -v s="$("$m" get "$work/s.json" spread_ns)" 'BEGIN { printf "%.4f", s/1e6 }')"
 	done
 	stop_backend
+done
+
+# --- 2b. the design notes' microburst at a real limiter --------------------
+# 2000 requests landing at nginx limit_req within 10 ms from several sender
+# processes (issue 28): the plan judges the width by nginx's access log.
+want microburst && for rep in $(seq "${MB_REPS:-6}"); do
+	log "microburst2000 rep $rep"
+	rm -rf "$work/mb"
+	st=$(steal_ticks) ld=$(load1)
+	"$work/after" run examples/bursts/microburst-nginx.yaml --root "$work/mb" >"$work/mb.out" 2>&1 || true
+	machine microburst2000 rlbench-after "$st" "$ld"
+	"$work/after" analyze --format json "$work"/mb/2*/ >"$work/mb.json" 2>/dev/null || true
+	if landed=$("$m" landed "$work/mb.json"); then
+		rec microburst2000 rlbench-after landed_ms "${landed% *}"
+		rec microburst2000 rlbench-after within "${landed#* }"
+	else
+		log "microburst2000 rep $rep: no width measured (see below)"; tail -5 "$work/mb.out" >&2
+	fi
 done
 
 # --- 3. fixed rate: 20,000/s for 5 s, default flags ------------------------

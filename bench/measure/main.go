@@ -12,6 +12,7 @@
 //	measure get FILE KEY                   print a top-level value of a JSON object
 //	measure floor [-rate R] [-duration D]  the pacing error of a zero-cost sleeper (the machine's floor)
 //	measure burstfloor [-n N] URL          the send spread of a zero-cost burst sender (the machine's floor)
+//	measure landed REPORT.json             the width a plan's burst landed over (analyze --json's landed_within check): MS WITHIN(1|0)
 //	measure table RESULTS.jsonl            print the comparison table
 package main
 
@@ -27,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -42,7 +44,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: measure run|jsonl|vegeta|freeport|get|floor|burstfloor|table ... (see the doc comment)")
+		fmt.Fprintln(os.Stderr, "usage: measure run|jsonl|vegeta|freeport|get|floor|burstfloor|landed|table ... (see the doc comment)")
 		os.Exit(2)
 	}
 	var err error
@@ -65,6 +67,8 @@ func main() {
 		err = sleepFloor(os.Args[2:])
 	case "burstfloor":
 		err = burstFloor(os.Args[2:])
+	case "landed":
+		err = landed(os.Args[2:])
 	case "table":
 		err = table(os.Args[2:])
 	default:
@@ -438,6 +442,13 @@ func table(args []string) error {
 		check(len(r) > 0 && median(r) <= 1.2, median(r), "burst of 2000 IDs, %s: send spread / the zero-cost sender's of the same repetition, median %.2fx of %d runs (<= 1.2x; medians %.2f ms and %.2f ms)%s",
 			t, median(r), len(r), median(af), median(ff), machine("burst2000", t))
 	}
+	// 2. the design notes' microburst: 2000 requests from several sender
+	// processes landing at a real limiter within 10 ms.
+	if ms := vals[gk{"microburst2000", "landed_ms"}]["rlbench-after"]; len(ms) > 0 {
+		in, n := sum("microburst2000", "within", "rlbench-after")
+		check(median(ms) <= 10, median(ms), "microburst, examples/bursts/microburst-nginx.yaml (2000 IDs, 2 sender processes, pipelined, at nginx limit_req): landed within 10 ms at nginx in %.0f of %d runs; width median %.0f ms, widest %.0f ms (median <= 10 ms)%s",
+			in, n, median(ms), worst(ms), machine("microburst2000", "rlbench-after"))
+	}
 	// 3. throughput and CPU per request against wrk's on the same target.
 	// rlbench-evloop is the same build with --event-loop (experimental,
 	// not the default).
@@ -560,4 +571,51 @@ func get(args []string) error {
 		fmt.Println(strings.Trim(string(v), `"`))
 	}
 	return nil
+}
+
+// landedOver is the width in the got text of analyze's landed_within check
+// (analyze/landed.go: "N requests landed over WIDTH ..."), a Go duration.
+var landedOver = regexp.MustCompile(`landed over (\S+) `)
+
+// landed prints the width the first scenario's burst landed over, in ms,
+// and 1 when its landed_within check passed (0 otherwise), from an
+// `rlbench analyze --json` report.
+func landed(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: measure landed REPORT.json")
+	}
+	b, err := os.ReadFile(args[0])
+	if err != nil {
+		return err
+	}
+	var rep struct {
+		Scenarios []struct {
+			Checks []struct{ Name, Status, Got string }
+		}
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	for _, sc := range rep.Scenarios {
+		for _, c := range sc.Checks {
+			if !strings.HasPrefix(c.Name, "burst landed within") {
+				continue
+			}
+			m := landedOver.FindStringSubmatch(c.Got)
+			if m == nil {
+				return fmt.Errorf("%s: %s: no width in %q", args[0], c.Name, c.Got)
+			}
+			d, err := time.ParseDuration(m[1])
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", args[0], c.Name, err)
+			}
+			within := 0
+			if c.Status == "pass" {
+				within = 1
+			}
+			fmt.Printf("%.3f %d\n", float64(d)/1e6, within)
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: no landed_within check", args[0])
 }
