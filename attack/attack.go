@@ -359,17 +359,19 @@ type Options struct {
 	// TCP with prior knowledge, RFC 9113 section 3.3: http targets only).
 	// See the package doc, "HTTP/2".
 	Protocol string
-	// EventLoop runs each flow that can (closed loop, HTTP/1.1 over plain
-	// TCP with keep-alive, to one target whose host has one address, no
-	// MaxConnections) on event loops, wrk's design
+	// Engine is how the flows are sent: EngineAuto (the default) runs
+	// each flow that can (closed loop, HTTP/1.1 over plain TCP with
+	// keep-alive, to one target whose host has one address, no
+	// MaxConnections, no Pipeline; Linux only) on event loops, wrk's design
 	// (github.com/wg/wrk src/ae.c): GOMAXPROCS loops, each with its own
 	// epoll instance and the non-blocking sockets it dials, instead of a
-	// goroutine per connection; the other flows, and every flow off Linux,
-	// run as without it. The evidence lines are the same (TestEvloop*);
-	// it costs less CPU per request. Experimental (not the default): a
+	// goroutine per connection, at less CPU per request; every other flow
+	// on a goroutine per connection. EngineGoroutines runs every flow on
+	// goroutines. The evidence lines are the same either way (TestEvloop*
+	// compare them); AttackConfig.Engine records which ran. On the loops, a
 	// response without a Content-Length (chunked, or ended by the close)
 	// is streamed by a goroutine past its first 64 KB.
-	EventLoop bool
+	Engine string
 	// Pipeline, above 1, is the HTTP/1.1 pipelining depth (RFC 9112
 	// section 9.3.2): each worker of an unpaced flow writes the next
 	// Pipeline IDs' requests (consecutive IDs) back to back in one write on
@@ -637,6 +639,9 @@ func prepare(o Options) (*prepared, error) {
 	if err := o.Shard.check(); err != nil {
 		return nil, invalid("%v", err)
 	}
+	if o.Engine != EngineAuto && o.Engine != EngineGoroutines {
+		return nil, invalid("engine %q: want EngineAuto (\"\", the default) or %q", o.Engine, EngineGoroutines)
+	}
 	if o.Pipeline < 0 || o.Pipeline > MaxPipeline {
 		return nil, invalid("pipeline %d: want 0 .. %d", o.Pipeline, MaxPipeline)
 	}
@@ -901,6 +906,15 @@ func prepareFlow(o Options, fs *flowSpec, names map[string]int, where string) (*
 	}
 	return fp, nil
 }
+
+// Engines of Options.Engine.
+const (
+	// EngineAuto sends each flow that can on event loops, the others on
+	// goroutines (Options.Engine).
+	EngineAuto = ""
+	// EngineGoroutines sends every flow on a goroutine per connection.
+	EngineGoroutines = "goroutines"
+)
 
 // MaxPipeline is the largest Options.Pipeline: nginx reads a connection's
 // requests into large_client_header_buffers (4 x 8k by default), and a

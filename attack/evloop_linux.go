@@ -27,14 +27,11 @@ package attack
 // connection idle for staleAfter is peeked before it is reused (drain, as
 // hconn.liveAt does: TestEvloopIdleLiveness).
 //
-// It is chosen only when Options.EventLoop is set (rlbench attack
-// --event-loop; bench/evloop.sh measures it); the default is unchanged.
-//
-// Left before it could be the default: TLS, HTTP/2, paced flows,
-// Connection: close flows (DisableKeepAlives), MaxConnections, splits over
-// several targets and hosts with several addresses all still go to the
-// goroutine engine; the burst's spread (2000 IDs) was at par with
-// burstSend's only within the noise of a loaded machine.
+// It is the default for the flows it can send (Options.Engine EngineAuto;
+// rlbench attack --engine goroutines opts out; bench/evloop.sh measures
+// both). TLS, HTTP/2, paced flows, Connection: close flows
+// (DisableKeepAlives), MaxConnections, Pipeline, splits over several
+// targets and hosts with several addresses go to the goroutine engine.
 //
 // A response net/http frames (chunked, ended by the close, a head the fast
 // parser does not take) is parsed again from its start as parts arrive,
@@ -60,17 +57,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// forceEvloop runs every eligible flow on event loops (tests only: the
-// suite's TestMain sets it from RLBENCH_EVLOOP=1, to run every test on
-// them).
-var forceEvloop bool
+// forceGoroutines runs every flow on goroutines, whatever Options.Engine
+// (tests only: the suite's TestMain sets it from RLBENCH_ENGINE=goroutines,
+// to run every test on the goroutine engine).
+var forceGoroutines bool
 
 // evloopAddr returns the resolved address of fr's only pool when the
 // flow can run on event loops, nil otherwise (see the file comment; also
 // nil when the host has more than one address).
 func (fr *flowRun) evloopAddr() *net.TCPAddr {
 	o := fr.e.p.opts
-	if !(o.EventLoop || forceEvloop) || fr.f.paced || !fr.f.keep || o.MaxConnections > 0 || o.testDial != nil || o.testResend || fr.f.workers == 0 || fr.f.pipe > 1 {
+	if o.Engine == EngineGoroutines || forceGoroutines || fr.f.paced || !fr.f.keep || o.MaxConnections > 0 || o.testDial != nil || o.testResend || fr.f.workers == 0 || fr.f.pipe > 1 {
 		return nil
 	}
 	var pl *pool
@@ -117,8 +114,7 @@ func (l *evLoop) burstShare(b *evBurst) {
 		}
 		hi := min(lo+burstChunk, len(b.conns))
 		for _, c := range b.conns[lo:hi] {
-			if c.state == evIdle {
-				c.owner.build(c)
+			if c.state == evIdle { // its request built before the release (run)
 				c.a.sent = time.Now()
 				c.burstErr = writeRaw(c)
 			}
@@ -296,6 +292,7 @@ func (l *evLoop) run(ready, done *sync.WaitGroup, release chan struct{}) {
 	for _, c := range l.conns {
 		if c.state == evIdle {
 			l.fr.warm.Add(1)
+			l.build(c) // every first request built before the release, as startUnpaced does
 		}
 	}
 	ready.Done()

@@ -45,10 +45,13 @@ type engineRun struct {
 // (evloop), checking that the engine asked for ran the flow.
 func runEngine(t *testing.T, ctx context.Context, opts Options, evloop bool) engineRun {
 	t.Helper()
-	if forceEvloop {
-		t.Skip("RLBENCH_EVLOOP=1 runs every eligible flow on the event loop")
+	if forceGoroutines {
+		t.Skip("RLBENCH_ENGINE=goroutines runs every flow on goroutines")
 	}
-	opts.EventLoop = evloop
+	opts.Engine = EngineGoroutines
+	if evloop {
+		opts.Engine = EngineAuto
+	}
 	before := evloopFlows.Load()
 	sum, err, lines := runToLines(t, ctx, opts)
 	if err != nil {
@@ -349,10 +352,11 @@ func TestEvloopInterrupt(t *testing.T) {
 	}
 }
 
-// TestMain runs the suite with every eligible flow on the event loops when
-// RLBENCH_EVLOOP=1 (forceEvloop): the whole suite checks the loops then.
+// TestMain runs the suite with every flow on goroutines when
+// RLBENCH_ENGINE=goroutines (forceGoroutines): the whole suite checks the
+// goroutine engine then, as it checks the event loops by default.
 func TestMain(m *testing.M) {
-	forceEvloop = os.Getenv("RLBENCH_EVLOOP") == "1"
+	forceGoroutines = os.Getenv("RLBENCH_ENGINE") == EngineGoroutines
 	os.Exit(m.Run())
 }
 

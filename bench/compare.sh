@@ -34,9 +34,10 @@
 #                   run's p99 <= that floor's p99 + 0.5 ms (issue 28)
 #   burst<N>        N IDs all at once, fresh CLI process: spread_ms (first to
 #                   last send of attack.json; vegeta: of Result.Timestamp);
-#                   rlbench-evloop: the after build with --event-loop (its
-#                   first requests written by the loops, evloop_linux.go
-#                   burstShare, not burstSend);
+#                   rlbench-after's first requests are written by its event
+#                   loops (the default: evloop_linux.go burstShare);
+#                   rlbench-goroutines: the after build with --engine
+#                   goroutines (burstSend);
 #                   tool burst-floor: the spread of a zero-cost sender's
 #                   writes on warm connections (measure burstfloor), the
 #                   machine's own floor; for 2000 IDs also the median of
@@ -98,7 +99,7 @@ if [ "$BEFORE_REV" != none ]; then
 	(cd "$work/before-src" && go build -o "$work/before" ./cmd/rlbench)
 	tools_rl="rlbench-after rlbench-before"
 fi
-bin_of() { case "$1" in rlbench-after | rlbench-evloop) echo "$work/after" ;; rlbench-before) echo "$work/before" ;; esac; }
+bin_of() { case "$1" in rlbench-after | rlbench-goroutines) echo "$work/after" ;; rlbench-before) echo "$work/before" ;; esac; }
 
 rec() { printf '{"group":"%s","tool":"%s","key":"%s","value":%s}\n' "$1" "$2" "$3" "${4:-0}" >>"$results"; }
 
@@ -136,7 +137,7 @@ maxrun() {
 	rlbench-*)
 		rm -rf "$work/ev"
 		"$m" run "$work/m.json" -- "$(bin_of "$t")" attack --target t="$url" --ids "$N" --concurrency 50 --out "$work/ev" \
-			$([ "$t" = rlbench-evloop ] && echo --event-loop) 2>/dev/null
+			$([ "$t" = rlbench-goroutines ] && echo --engine goroutines) 2>/dev/null
 		"$m" jsonl "$work/ev" >"$work/s.json"
 		rate=$("$m" get "$work/s.json" attack_per_sec); reqs=$("$m" get "$work/s.json" n) ;;
 	vegeta-lib)
@@ -166,7 +167,7 @@ want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 # --- 1. max throughput ---------------------------------------------------
 want max && for target in backend nginx; do
 	for rep in $(seq "$REPS"); do
-		for t in $tools_rl rlbench-evloop vegeta-lib vegeta-cli hey wrk; do
+		for t in $tools_rl rlbench-goroutines vegeta-lib vegeta-cli hey wrk; do
 			if [ $target = backend ]; then start_backend; url=$backend; else url=$nginx_url; fi
 			log "max:$target rep $rep: $t"
 			maxrun "max:$target" "$t" "$url"
@@ -181,11 +182,11 @@ want burst && for n in 20 200 2000; do
 	start_backend
 	log "burst$n: $reps runs each"
 	for rep in $(seq "$reps"); do
-		for t in $tools_rl rlbench-evloop; do
+		for t in $tools_rl rlbench-goroutines; do
 			rm -rf "$work/ev"
 			st=$(steal_ticks) ld=$(load1)
 			"$(bin_of "$t")" attack --target b="$backend" --ids "$n" --out "$work/ev" \
-				$([ "$t" = rlbench-evloop ] && echo --event-loop) 2>/dev/null
+				$([ "$t" = rlbench-goroutines ] && echo --engine goroutines) 2>/dev/null
 			machine "burst$n" "$t" "$st" "$ld"
 			rec "burst$n" "$t" spread_ms "$(awk -v s="$("$m" get "$work/ev/attack.json" send_spread_ns)" 'BEGIN { printf "%.4f", s/1e6 }')"
 		done

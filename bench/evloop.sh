@@ -2,8 +2,9 @@
 # The event-loop sender against the goroutine engine and wrk (issue 28
 # item 3): closed loop, 50 connections, against a private nginx (return 200
 # "ok\n", one worker, access_log off; the config of bench/compare.sh).
-# Interleaved runs: rlbench attack with N IDs (goroutine engine), the same
-# with --event-loop (attack/evloop_linux.go), wrk -t2 -c50 -d2s. Per run:
+# Interleaved runs: rlbench attack with N IDs on its event loops (the
+# default, attack/evloop_linux.go), the same with --engine goroutines,
+# wrk -t2 -c50 -d2s. Per run:
 # user, system and total CPU per request (µs, /usr/bin/time: the whole
 # process, start-up included), requests per second (rlbench: the attack's
 # own, attack.json sent/(end-start); wrk: its Requests/sec), and the
@@ -40,7 +41,7 @@ one() {
 		rm -rf "$work/ev"
 		/usr/bin/time -f '%e %U %S' -o "$work/time" \
 			"$work/rlbench" attack --target t="$url" --ids "$N" --concurrency 50 --out "$work/ev" \
-			$([ "$t" = evloop ] && echo --event-loop) >/dev/null 2>&1
+			$([ "$t" = goroutine ] && echo --engine goroutines) >/dev/null 2>&1
 		"$work/measure" jsonl "$work/ev" >"$work/s.json"
 		[ "$(jq -r .complete "$work/s.json")" = true ] || { echo "$t: attack incomplete" >&2; exit 1; }
 		rate=$(jq -r .attack_per_sec "$work/s.json") reqs=$N ;;

@@ -95,9 +95,10 @@ type AttackConfig struct {
 	// HTTP/2 with prior knowledge); empty for HTTP/1.1 and in older files.
 	Protocol string `json:"protocol,omitempty"`
 	// Engine is EngineEventLoop when the flow's requests were sent by event
-	// loops (rlbench attack --event-loop, attack.Options.EventLoop), empty
-	// when by a goroutine per connection (the default, a flow the loops do
-	// not take, and every file before it). A multi-flow attack's own
+	// loops (attack.Options.Engine: the default for the flows they can
+	// send), empty when by a goroutine per connection (rlbench attack
+	// --engine goroutines, a flow the loops do not take, and every file
+	// before the loops). A multi-flow attack's own
 	// configuration leaves it empty: each flow's tells.
 	Engine string `json:"engine,omitempty"`
 	// Pipeline is the HTTP/1.1 pipelining depth (rlbench attack --pipeline,

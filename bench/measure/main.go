@@ -427,8 +427,9 @@ func table(args []string) error {
 	}
 	// 1. a 2000-ID burst against the zero-cost sender's floor.
 	// (the runs alternate, so repetition k's two figures saw the same load)
-	// rlbench-evloop: the same build with --event-loop, when measured.
-	for _, t := range []string{"rlbench-after", "rlbench-evloop"} {
+	// rlbench-goroutines: the same build with --engine goroutines, when
+	// measured (rlbench-after runs the event loops, the default).
+	for _, t := range []string{"rlbench-after", "rlbench-goroutines"} {
 		af, ff := vals[gk{"burst2000", "spread_ms"}][t], vals[gk{"burst2000", "spread_ms"}]["burst-floor"]
 		if len(af) == 0 || len(ff) == 0 {
 			continue
@@ -450,10 +451,10 @@ func table(args []string) error {
 			in, n, median(ms), worst(ms), machine("microburst2000", "rlbench-after"))
 	}
 	// 3. throughput and CPU per request against wrk's on the same target.
-	// rlbench-evloop is the same build with --event-loop (experimental,
-	// not the default).
+	// rlbench-goroutines is the same build with --engine goroutines
+	// (rlbench-after runs the event loops, the default).
 	for _, g := range []string{"max:backend", "max:nginx"} {
-		for _, t := range []string{"rlbench-after", "rlbench-evloop"} {
+		for _, t := range []string{"rlbench-after", "rlbench-goroutines"} {
 			a, w := med(g, "per_sec", t), med(g, "per_sec", "wrk")
 			check(a >= 0.9*w, a/w, "%s, %s: %.0f req/s = %.2fx wrk's %.0f (>= 0.9x)%s", g, t, a, a/w, w, machine(g, t))
 			ca, cw := med(g, "cpu_us", t), med(g, "cpu_us", "wrk")

@@ -52,7 +52,10 @@ type AttackOptions struct {
 	Concurrency int
 	// NoKeepAlive is --no-keepalive: one new connection per request.
 	NoKeepAlive bool
-	// EventLoop is --event-loop: attack.Options.EventLoop.
+	// Engine is --engine: attack.Options.Engine ("auto" is
+	// attack.EngineAuto). EventLoop is the deprecated --event-loop (the
+	// loops are the default now): it changes nothing.
+	Engine    string
 	EventLoop bool
 	// Pipeline is --pipeline: attack.Options.Pipeline.
 	Pipeline int
@@ -195,7 +198,9 @@ finished).`,
 	f.StringVar(&o.BodyFile, "body-file", "", "file holding the request body")
 	f.IntVar(&o.Concurrency, "concurrency", 0, "most requests in flight (default: all IDs at once, capped below the file-descriptor limit; with --rate, a pool sized from the rate and latency)")
 	f.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "one new connection per request (one Envoy per-connection bucket per request)")
-	f.BoolVar(&o.EventLoop, "event-loop", false, "experimental: closed-loop HTTP/1.1 flows to one plain-http target on epoll event loops (Linux; less CPU per request, the same evidence)")
+	f.StringVar(&o.Engine, "engine", "auto", "auto: closed-loop HTTP/1.1 flows to one plain-http target on epoll event loops (Linux), the others on goroutines; goroutines: every flow on a goroutine per connection")
+	f.BoolVar(&o.EventLoop, "event-loop", false, "the event loops are the default now (--engine auto)")
+	_ = f.MarkDeprecated("event-loop", "the event loops are the default (--engine auto); --engine goroutines opts out")
 	f.IntVar(&o.Pipeline, "pipeline", 0, "HTTP/1.1 pipelining: each connection writes this many consecutive IDs' requests at once, then reads their responses in order (a burst in fewer reads; no --rate; --concurrency counts connections)")
 	rateFlag(f, &o.Rate, "rate", "open-loop rate such as 100/1s (default: no pacing)")
 	f.DurationVar(&o.Duration, "duration", 0, "with --rate: send rate x duration IDs (instead of --ids)")
@@ -256,6 +261,9 @@ func (o *AttackOptions) validate() error {
 	}
 	if o.WarmAhead < 0 {
 		return usageErrorf("--warm-ahead must be >= 0, not %s", o.WarmAhead)
+	}
+	if o.Engine != "auto" && o.Engine != attack.EngineGoroutines {
+		return usageErrorf("--engine %q: want auto or %s", o.Engine, attack.EngineGoroutines)
 	}
 	return nil
 }
@@ -519,7 +527,7 @@ func printSendersSummary(w io.Writer, res *senders.Result) {
 // ID, body, targets and certificate files. Errors name the file.
 func (o *AttackOptions) attackOptions() (attack.Options, error) {
 	opts := attack.Options{Targets: o.Targets, Timeout: o.Timeout, CaptureHeaders: o.Capture, DisableKeepAlives: o.NoKeepAlive,
-		EventLoop: o.EventLoop, Pipeline: o.Pipeline, Shard: o.Shard, StartAt: o.StartAt, WarmAhead: o.WarmAhead, Node: evidence.NodeName(os.Getenv)}
+		Engine: engineOption(o.Engine), Pipeline: o.Pipeline, Shard: o.Shard, StartAt: o.StartAt, WarmAhead: o.WarmAhead, Node: evidence.NodeName(os.Getenv)}
 	cfg, err := o.tlsConfig()
 	if err != nil {
 		return opts, err
@@ -825,4 +833,13 @@ func printFigures(w io.Writer, prefix string, c evidence.AttackConfig, b *eviden
 			fmt.Fprintf(w, "%s%d of the direct sends by the relief dispatcher\n", prefix, pc.ReliefSends)
 		}
 	}
+}
+
+// engineOption is attack.Options.Engine of --engine (checked by
+// validate): "auto" is attack.EngineAuto.
+func engineOption(v string) string {
+	if v == "auto" {
+		return attack.EngineAuto
+	}
+	return v
 }

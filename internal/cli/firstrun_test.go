@@ -38,7 +38,7 @@ func TestVersionFlag(t *testing.T) {
 func TestAttackFirstRunFlags(t *testing.T) {
 	one := func(name, u string) *AttackOptions {
 		return &AttackOptions{IO: tio, Targets: []attack.Target{{Name: name, URL: u}}, IDs: 3, IDPrefix: "req", Split: attack.Split{Mode: attack.SplitEven},
-			Seed: 1, Method: "GET", Path: "/", Timeout: 10 * time.Second, Out: "ev", TargetsFormat: "http", WarmAhead: attack.DefaultWarmAhead}
+			Seed: 1, Method: "GET", Path: "/", Timeout: 10 * time.Second, Out: "ev", TargetsFormat: "http", WarmAhead: attack.DefaultWarmAhead, Engine: "auto"}
 	}
 	testCmd(t, NewAttackCmd, []cmdCase[AttackOptions]{
 		{name: "ids 0", argv: argv("--target a=http://127.0.0.1:1 --ids 0 --out ev"), err: "--ids must be at least 1, not 0"},

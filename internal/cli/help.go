@@ -57,7 +57,7 @@ var flagGroups = map[string][]flagGroup{
 		{"Requests and IDs", []string{"ids-file", "id-prefix", "seed", "body", "body-file", "capture-header"}},
 		{"Timing and pacing", []string{"concurrency", "timeout"}},
 		{"Flows and vegeta targets", []string{"flow", "targets-file", "targets-format"}},
-		{"Connections and TLS", []string{"no-keepalive", "pipeline", "event-loop", "insecure", "cacert", "cert", "key", "http2", "h2c"}},
+		{"Connections and TLS", []string{"no-keepalive", "pipeline", "engine", "insecure", "cacert", "cert", "key", "http2", "h2c"}},
 		{"Sharding and a synchronised start", []string{"shard", "shard-from-env", "shards", "start-at", "warm-ahead"}},
 		{"Output", []string{"overwrite"}},
 	},

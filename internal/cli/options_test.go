@@ -93,7 +93,7 @@ func TestNewAttackCmd(t *testing.T) {
 	b := attack.Target{Name: "b", URL: "https://127.0.0.1:2/prefix"}
 	defaults := func(f func(*AttackOptions)) *AttackOptions {
 		o := &AttackOptions{IO: tio, Targets: []attack.Target{a}, IDs: 3, IDPrefix: "req", Split: attack.Split{Mode: attack.SplitEven},
-			Seed: 1, Method: "GET", Path: "/", Timeout: 10 * time.Second, Out: "ev", TargetsFormat: "http", WarmAhead: attack.DefaultWarmAhead}
+			Seed: 1, Method: "GET", Path: "/", Timeout: 10 * time.Second, Out: "ev", TargetsFormat: "http", WarmAhead: attack.DefaultWarmAhead, Engine: "auto"}
 		if f != nil {
 			f(o)
 		}
