@@ -1373,6 +1373,18 @@ type checkRun struct {
 // request verdicts and the violations (over, under, shadow).
 func (c *checkRun) verdicts(so *sweepOut) {
 	res, pl, prims := c.res, c.pl, c.prims
+	// every over-admission (or shadow rejection) has a why noted, every
+	// under-admission by a bucket too: their lists are allocated once at
+	// most that size (a tight run's hundreds of thousands), not regrown,
+	// and set back to nil when nothing was appended
+	if n := len(so.rWhy); n > 0 && c.admitUncertain {
+		res.Shadow = make([]Violation, 0, n)
+	} else if n > 0 {
+		res.Over = make([]Violation, 0, n)
+	}
+	if n := len(so.aWhy); n > 0 {
+		res.Under = make([]Violation, 0, n)
+	}
 	for j := range c.evs.Len() {
 		v := Either
 		switch {
@@ -1412,6 +1424,15 @@ func (c *checkRun) verdicts(so *sweepOut) {
 			res.Under = append(res.Under, Violation{ID: c.evs.name(e.Req), Req: e.Req, Index: j, Verdict: v, Outcome: e.Outcome,
 				Why: "rejected by a limiter that enforces no rejection (dry run, shadow mode or filter_enforced 0)"})
 		}
+	}
+	if len(res.Over) == 0 {
+		res.Over = nil
+	}
+	if len(res.Under) == 0 {
+		res.Under = nil
+	}
+	if len(res.Shadow) == 0 {
+		res.Shadow = nil
 	}
 }
 
@@ -1666,13 +1687,21 @@ func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []Windo
 			t int64
 			g int32
 		}
-		var sel []keyed
-		for _, g := range members {
-			o := evs.outcome(int(g))
+		of := func(g int32) Outcome {
 			if pl != nil {
-				o = evs.outcomeIn(int(g)) // a bucket's: not an event that may lie elsewhere
+				return evs.outcomeIn(int(g)) // a bucket's: not an event that may lie elsewhere
 			}
-			if keep(o) {
+			return evs.outcome(int(g))
+		}
+		n := 0
+		for _, g := range members {
+			if keep(of(g)) {
+				n++
+			}
+		}
+		sel := make([]keyed, 0, n) // once, at its size (a run's: every event)
+		for _, g := range members {
+			if keep(of(g)) {
 				t := evs.lo.At(int(g))
 				if latest {
 					t = evs.hi.At(int(g))
