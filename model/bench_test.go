@@ -92,3 +92,43 @@ func BenchmarkSimulateNginx1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(reqs))*float64(b.N)/b.Elapsed().Seconds(), "requests/s")
 }
+
+// labTightEvents is n requests shaped like bench/evgen -model -tight's
+// (internal/labshape: one every µs, alternating between two keys, every
+// one admitted, each decided within a 2 ms interval), Events as analyze
+// builds them.
+func labTightEvents(n int) *Events {
+	evs := &Events{}
+	evs.Grow(n)
+	keys := [2]int32{evs.AddKey("proxy-a"), evs.AddKey("proxy-b")}
+	for i := range n {
+		lo := t0 + int64(i)*int64(time.Microsecond)
+		evs.Add(Event{Lo: lo, Hi: lo + 2*int64(time.Millisecond), Key: keys[i%2], Req: int32(i), Outcome: Admitted})
+	}
+	evs.Name = func(req int32) string { return fmt.Sprintf("id-%d", req) }
+	return evs
+}
+
+// BenchmarkCheckTokenBucketTight1M is bench/analyze-scale.sh's tight
+// model check: 1,000,000 lab-shaped admissions into a bucket per key of 100
+// tokens at 400,000/s, 80 % of what each key is offered, so that about a
+// fifth are over-admitted and no sweep can skip a range far from the limit.
+func BenchmarkCheckTokenBucketTight1M(b *testing.B) {
+	m := MustNew(Spec{Kind: KindTokenBucket, Capacity: 100, RatePerSec: 400_000})
+	evs := labTightEvents(1_000_000)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		res, err := Check(m, evs, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Over) == 0 || res.Uncertainty.EitherFromTiming == 0 {
+			b.Fatalf("not tight: %d over-admitted, %d either from timing", len(res.Over), res.Uncertainty.EitherFromTiming)
+		}
+	}
+	b.StopTimer()
+	cpu := (cpuTime() - cpu0).Seconds()
+	b.ReportMetric(float64(evs.Len())*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(evs.Len())*float64(b.N)/cpu, "events/cpu-s")
+}

@@ -1192,7 +1192,7 @@ func (sw *sweeper) mustRejectPass(admitUncertain bool) {
 			}
 			if ok, v := pr.mustReject(l); ok {
 				so.mustR[j] = true
-				if evs.outcome(int(j)) == Admitted {
+				if !sw.mid && evs.outcome(int(j)) == Admitted { // the point replay's whys are never read
 					note(&so.rWhy, j, b, v)
 				}
 				break
@@ -1243,9 +1243,10 @@ func (sw *sweeper) mustAdmit(k int, j int32, offered bool) bool {
 	pl, so := sw.pl, sw.so
 	worst := math.Inf(1)
 	// the deciding bucket matters only to a rejected event that must be
-	// admitted (an under-admission)
+	// admitted (an under-admission), and only in the interval sweep (the
+	// timing report reads the point replay's marks alone)
 	o := sw.evs.outcome(int(j))
-	keep := o == Rejected || o == ShadowRejected
+	keep := !sw.mid && (o == Rejected || o == ShadowRejected)
 	var by decidedBy
 	rs, re := pl.refs(j)
 	for r := rs; r < re; r++ {
@@ -1372,6 +1373,18 @@ type checkRun struct {
 // request verdicts and the violations (over, under, shadow).
 func (c *checkRun) verdicts(so *sweepOut) {
 	res, pl, prims := c.res, c.pl, c.prims
+	// every over-admission (or shadow rejection) has a why noted, every
+	// under-admission by a bucket too: their lists are allocated once at
+	// most that size (a tight run's hundreds of thousands), not regrown,
+	// and set back to nil when nothing was appended
+	if n := len(so.rWhy); n > 0 && c.admitUncertain {
+		res.Shadow = make([]Violation, 0, n)
+	} else if n > 0 {
+		res.Over = make([]Violation, 0, n)
+	}
+	if n := len(so.aWhy); n > 0 {
+		res.Under = make([]Violation, 0, n)
+	}
 	for j := range c.evs.Len() {
 		v := Either
 		switch {
@@ -1411,6 +1424,15 @@ func (c *checkRun) verdicts(so *sweepOut) {
 			res.Under = append(res.Under, Violation{ID: c.evs.name(e.Req), Req: e.Req, Index: j, Verdict: v, Outcome: e.Outcome,
 				Why: "rejected by a limiter that enforces no rejection (dry run, shadow mode or filter_enforced 0)"})
 		}
+	}
+	if len(res.Over) == 0 {
+		res.Over = nil
+	}
+	if len(res.Under) == 0 {
+		res.Under = nil
+	}
+	if len(res.Shadow) == 0 {
+		res.Shadow = nil
 	}
 }
 
@@ -1657,25 +1679,45 @@ func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []Windo
 	// pick names k members accepted by keep, latest hi first or earliest lo
 	// first
 	pick := func(keep func(Outcome) bool, latest bool, k int) []string {
-		var sel []int32
-		for _, g := range members {
-			o := evs.outcome(int(g))
+		// each member with its sort key beside it (not read from the
+		// events' chunked columns at every comparison); the comparisons
+		// are the same, so the order is (equal keys too: the sort is
+		// deterministic in its comparisons)
+		type keyed struct {
+			t int64
+			g int32
+		}
+		of := func(g int32) Outcome {
 			if pl != nil {
-				o = evs.outcomeIn(int(g)) // a bucket's: not an event that may lie elsewhere
+				return evs.outcomeIn(int(g)) // a bucket's: not an event that may lie elsewhere
 			}
-			if keep(o) {
-				sel = append(sel, g)
+			return evs.outcome(int(g))
+		}
+		n := 0
+		for _, g := range members {
+			if keep(of(g)) {
+				n++
 			}
 		}
-		slices.SortFunc(sel, func(x, y int32) int {
-			if latest {
-				return cmp64(evs.hi.At(int(y)), evs.hi.At(int(x)))
+		sel := make([]keyed, 0, n) // once, at its size (a run's: every event)
+		for _, g := range members {
+			if keep(of(g)) {
+				t := evs.lo.At(int(g))
+				if latest {
+					t = evs.hi.At(int(g))
+				}
+				sel = append(sel, keyed{t, g})
 			}
-			return cmp64(evs.lo.At(int(x)), evs.lo.At(int(y)))
+		}
+		slices.SortFunc(sel, func(x, y keyed) int {
+			if latest {
+				return cmp64(y.t, x.t)
+			}
+			return cmp64(x.t, y.t)
 		})
 		var out []string
-		for _, g := range sel[:min(k, len(sel))] {
-			out = append(out, evs.name(evs.req[g]))
+		for _, x := range sel[:min(k, len(sel))] {
+			out = append(out, evs.name(evs.req[x.g]))
 		}
 		return out
 	}

@@ -5,6 +5,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strconv"
 )
 
 // eps absorbs float rounding in comparisons, always in the direction of
@@ -106,6 +107,8 @@ type tbPrim struct {
 	// activate's and mustReject's in sorted lo, insert's and markUnder's,
 	// mustAdmit's upper and lower bounds in sorted hi
 	curAct, curTo, curIns, curA, curAL cursor
+	// needed is fmtLevel(theta), made at why's first call
+	needed string
 }
 
 func (t *tbPrim) init() {
@@ -372,20 +375,47 @@ func (t *tbPrim) why(reject bool, v float64) string {
 	if p.gcra != nil {
 		return p.gcra.why(p.label, reject, v)
 	}
-	if reject {
-		return fmt.Sprintf("%s: at most %s when it arrived, %s needed", p.label, p.fmtLevel(v), p.fmtLevel(p.theta))
+	// a tight run has a why for every over-admission (hundreds of
+	// thousands): appended, the needed level formatted once
+	if t.needed == "" {
+		t.needed = p.fmtLevel(p.theta)
 	}
-	return fmt.Sprintf("%s: at least %s when it arrived, %s needed", p.label, p.fmtLevel(v), p.fmtLevel(p.theta))
+	b := make([]byte, 0, len(p.label)+len(t.needed)+64)
+	b = append(b, p.label...)
+	if reject {
+		b = append(b, ": at most "...)
+	} else {
+		b = append(b, ": at least "...)
+	}
+	b = p.appendLevel(b, v)
+	b = append(b, " when it arrived, "...)
+	b = append(b, t.needed...)
+	b = append(b, " needed"...)
+	return string(b)
 }
 
-func (p *tbParams) fmtLevel(v float64) string {
+func (p *tbParams) fmtLevel(v float64) string { return string(p.appendLevel(nil, v)) }
+
+// appendLevel appends level v as the findings word it: "%.3f requests of
+// room" (nginx's milli-requests) or "%.3f tokens", a negative level 0.
+func (p *tbParams) appendLevel(b []byte, v float64) []byte {
 	if p.theta == 1000 {
-		return fmt.Sprintf("%.3f requests of room", v/1000)
+		return append(appendFixed3(b, v/1000), " requests of room"...)
 	}
 	if v < 0 {
 		v = 0
 	}
-	return fmt.Sprintf("%.3f tokens", v)
+	return append(appendFixed3(b, v), " tokens"...)
+}
+
+// appendFixed3 appends v as fmt's %.3f does: strconv's 'f' with 3 digits,
+// which is fmt's for every finite v; fmt writes the infinities and NaN
+// ("Inf", not strconv's "+Inf").
+func appendFixed3(b []byte, v float64) []byte {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return fmt.Appendf(b, "%.3f", v)
+	}
+	return strconv.AppendFloat(b, v, 'f', 3, 64)
 }
 
 // findings checks that the admissions surely inside any window [a, b] fit:

@@ -60,17 +60,12 @@ func newMinTreeOf(nv int, val func(int) float64) *minTree {
 	return m
 }
 
-func (m *minTree) apply(p int, v float64) {
-	m.t[p] += v
-	if p < m.n {
-		m.d[p] += v
-	}
-}
-
+// build recomputes the ancestors of node p from their children.
 func (m *minTree) build(p int) {
+	t, d := m.t, m.d
 	for p > 1 {
 		p >>= 1
-		m.t[p] = fmin(m.t[2*p], m.t[2*p+1]) + m.d[p]
+		t[p] = fmin(t[2*p], t[2*p+1]) + d[p]
 	}
 }
 
@@ -87,17 +82,25 @@ func (m *minTree) add(l, r int, v float64) {
 	} else if v > 0 {
 		m.preOK = false
 	}
-	l += m.n
-	r += m.n
+	n, t, d := m.n, m.t, m.d
+	l += n
+	r += n
 	l0, r0 := l, r
 	for ; l < r; l, r = l>>1, r>>1 {
 		if l&1 == 1 {
-			m.apply(l, v)
+			t[l] += v // apply
+			if l < n {
+				d[l] += v
+			}
 			l++
 		}
-		if r&1 == 1 {
-			r--
-			m.apply(r, v)
+		// r-1 takes v when r is odd, else -0, which adds nothing to any
+		// value (x + -0 has x's bits, +0 and -0 included): no branch
+		// on r's bit, which a prefix's end makes unpredictable
+		w := math.Float64frombits(negZero ^ (math.Float64bits(v)^negZero)&-uint64(r&1))
+		t[r-1] += w // apply
+		if r-1 < n {
+			d[r-1] += w
 		}
 	}
 	// For a prefix (l == 0) every changed node's ancestors lie on r0-1's
@@ -122,34 +125,35 @@ func (m *minTree) min(l, r int) float64 {
 	if l >= r {
 		return math.Inf(1)
 	}
-	l += m.n
-	r += m.n
+	n, t, d := m.n, m.t, m.d
+	l += n
+	r += n
 	l0, r0 := l, r
 	resL, resR := math.Inf(1), math.Inf(1)
 	for l < r {
 		if l&1 == 1 {
-			resL = fmin(resL, m.t[l])
+			resL = fmin(resL, t[l])
 			l++
 		}
-		if r&1 == 1 {
-			r--
-			resR = fmin(resR, m.t[r])
-		}
+		// t[r-1] when r is odd, else +Inf, which fmin leaves resR for:
+		// no branch on r's bit (see add), nor on the comparison (fminFast)
+		x := math.Float64frombits(posInf ^ (math.Float64bits(t[r-1])^posInf)&-uint64(r&1))
+		resR = fminFast(resR, x)
 		l >>= 1
 		r >>= 1
-		resL += m.d[l-1] // d[0] is never added to
-		if r < m.n {
-			resR += m.d[r]
+		resL += d[l-1] // d[0] is never added to
+		if r < n {
+			resR += d[r]
 		}
 	}
 	for p := (l - 1) >> 1; p > 0; p >>= 1 {
-		resL += m.d[p]
+		resL += d[p]
 	}
 	for p := r >> 1; p > 0; p >>= 1 {
-		resR += m.d[p]
+		resR += d[p]
 	}
 	res := fmin(resL, resR)
-	if l0 == m.n {
+	if l0 == n {
 		m.pre, m.preR, m.preOK = res, r0-m.n, true
 	}
 	return res
@@ -321,9 +325,30 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
+// negZero and posInf are the bits of -0 and +Inf.
+const (
+	negZero = 1 << 63
+	posInf  = 0x7ff0000000000000
+)
+
+// fmin returns the smaller of a and b, a when neither is smaller (of +0
+// and -0 the first, of NaN and a number the first): the tree's every
+// minimum, whose bits the checker's decisions and reports depend on.
 func fmin(a, b float64) float64 {
 	if b < a {
 		return b
 	}
 	return a
+}
+
+// fminFast is fmin without a branch on the comparison: Go's min is fmin
+// but for the two cases where the bits of the smaller differ with the
+// order of the operands (min of +0 and -0 is -0; of NaN and a number,
+// NaN), and its result is then 0 or NaN, which fmin decides instead.
+// (TestFminFast compares the two on every class of operand.)
+func fminFast(a, b float64) float64 {
+	if m := min(a, b); m != 0 && m == m {
+		return m
+	}
+	return fmin(a, b)
 }
