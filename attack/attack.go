@@ -896,9 +896,12 @@ func prepareFlow(o Options, fs *flowSpec, names map[string]int, where string) (*
 		case !fp.keep:
 			return nil, invalid("%spipeline %d: needs keep-alive (pipelined requests share a connection)", pre, o.Pipeline)
 		}
-		for _, t := range fp.tmpls[1:] {
+		for _, t := range fp.tmpls {
 			if t.target != fp.tmpls[0].target {
 				return nil, invalid("%spipeline %d: every request of a flow to one target (consecutive IDs share a connection)", pre, o.Pipeline)
+			}
+			if httpguts.HeaderValuesContainsToken(t.header.Values("Connection"), "close") {
+				return nil, invalid("%spipeline %d: not with a Connection: close header (the server ends the connection after its first response)", pre, o.Pipeline)
 			}
 		}
 		fp.pipe = o.Pipeline

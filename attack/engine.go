@@ -578,10 +578,11 @@ func (w *worker) doPipe(lo, hi int, inBurst bool) {
 }
 
 // errPipeClosed is the error of a pipelined request whose response never
-// came because the one before it on the connection said "Connection:
-// close" (RFC 9112 section 9.6: the server does not process requests
-// after it).
-var errPipeClosed = errors.New("rlbench: no response: an earlier pipelined response on this connection closed it (Connection: close)")
+// came because the one before it on the connection ended the connection
+// without an error: "Connection: close" (RFC 9112 section 9.6: the server
+// does not process requests after it), an HTTP/1.0 response without
+// keep-alive, or a body ended by the close.
+var errPipeClosed = errors.New("rlbench: no response: an earlier pipelined response on this connection ended it (Connection: close, HTTP/1.0 or a body ended by the close)")
 
 // readPipe reads and records the responses to IDs lo..hi-1, written back
 // to back (w.offs) by one write whose result is a0 (its connection, send

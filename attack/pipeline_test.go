@@ -236,6 +236,7 @@ func TestPipelineInvalid(t *testing.T) {
 		{Options{Targets: one, IDs: IDs(4, "p"), Pipeline: 4, DisableKeepAlives: true}, "needs keep-alive"},
 		{Options{Targets: one, IDs: IDs(4, "p"), Pipeline: 4, Protocol: ProtoH2C}, "HTTP/1.1 pipelining"},
 		{Options{Targets: two, IDs: IDs(4, "p"), Pipeline: 4}, "to one target"},
+		{Options{Targets: one, IDs: IDs(4, "p"), Pipeline: 4, Header: http.Header{"Connection": {"keep-alive, Close"}}}, "not with a Connection: close header"},
 	} {
 		_, err := Run(context.Background(), tc.opts, evidence.NewWriter(&strings.Builder{}))
 		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.want) {

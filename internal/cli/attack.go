@@ -450,6 +450,19 @@ func (o *AttackOptions) validateSenders() error {
 // its shard is missing or incomplete, so `rlbench analyze --out` (which
 // merges the shard directories) judges the run NOT_RUN.
 func runSenders(ctx context.Context, o *AttackOptions, given []givenFlag) error {
+	// What every sender would refuse (an invalid pipeline, a split that
+	// does not fit, a header): a usage error here, named, before any starts.
+	opts, err := o.attackOptions()
+	if err != nil {
+		return err
+	}
+	opts.Shard = attack.Shard{Index: 0, Count: o.Senders}
+	if err := attack.Check(opts); err != nil {
+		if errors.Is(err, attack.ErrInvalidOptions) {
+			return &UsageError{Err: err}
+		}
+		return err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("--senders: %w", err)

@@ -147,6 +147,10 @@ func TestAttackSendersUsage(t *testing.T) {
 		{[]string{"--senders", "5", "--out", filepath.Join(dir, "c")}, "more senders than the 4 IDs"},
 		{[]string{"--senders", "2", "--start-at", "2020-01-01T00:00:00Z", "--out", filepath.Join(dir, "c")}, "--start-at 2020-01-01T00:00:00Z has passed"},
 		{[]string{"--senders", "2", "--out", filepath.Join(dir, "old")}, "already holds " + senders.SenderDir(filepath.Join(dir, "old"), 1)},
+		// What each sender would refuse is named by the parent, before any starts.
+		{[]string{"--senders", "2", "--pipeline", "1025", "--out", filepath.Join(dir, "d")}, "pipeline 1025: want 0 .. 1024"},
+		{[]string{"--senders", "2", "--pipeline", "2", "--rate", "10/1s", "--out", filepath.Join(dir, "d")}, "pipeline 2: not with a rate"},
+		{[]string{"--senders", "2", "--timeout", "-1s", "--out", filepath.Join(dir, "d")}, "negative timeout -1s"},
 	} {
 		args := append([]string{"attack", "--target", "http://127.0.0.1:1", "--ids", "4"}, c.args...)
 		code, _, stderr := runCLI(t, args...)

@@ -899,6 +899,9 @@ func (a *AttackPlan) validate(s *ScenarioPlan, ap, where string) error {
 	if a.Pipeline > 1 && (a.NoKeepAlive || a.Rate != (Rate{}) || slices.ContainsFunc(a.Flows, func(f FlowPlan) bool { return f.NoKeepAlive || f.Rate != (Rate{}) })) {
 		return at(ap+".pipeline", where, "attack.pipeline: pipelined requests are written together on keep-alive connections, not with a rate or no_keepalive")
 	}
+	if a.Pipeline > 1 && targets > 1 {
+		return at(ap+".pipeline", where, "attack.pipeline: consecutive IDs share a connection, so every request goes to one target: not with the scenario's %d targets", targets)
+	}
 	if a.Senders > 1 && len(a.Flows) > 0 {
 		return at(ap+".senders", where, "attack.senders: not with flows (give the attack's ids, rate and request without flows)")
 	}

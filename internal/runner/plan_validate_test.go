@@ -32,6 +32,8 @@ func TestPlanValidatedAtLoad(t *testing.T) {
 			`p.yaml: line 7: scenarios[0] (a): attack.pipeline: pipelined requests are written together on keep-alive connections, not with a rate or no_keepalive`},
 		"pipeline without keep-alive": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     ids: 100\n     no_keepalive: true\n     pipeline: 8\n",
 			`p.yaml: line 7: scenarios[0] (a): attack.pipeline: pipelined`},
+		"pipeline to two proxies": {"scenarios:\n - name: a\n   lab: {proxies: 2}\n   attack:\n     ids: 100\n     pipeline: 8\n",
+			`p.yaml: line 6: scenarios[0] (a): attack.pipeline: consecutive IDs share a connection, so every request goes to one target: not with the scenario's 2 targets`},
 		"senders with flows": {"scenarios:\n - name: a\n   lab: {}\n   attack:\n     senders: 2\n     flows:\n      - {name: x, ids: 4}\n",
 			`p.yaml: line 5: scenarios[0] (a): attack.senders: not with flows`},
 		"repeat -2": {"scenarios:\n - name: a\n   lab: {}\n   repeat: -2\n   attack: {ids: 1}\n",
