@@ -17,7 +17,7 @@ import (
 
 // TestMicroburstNginxPlan runs examples/bursts/microburst-nginx.yaml on
 // real nginx: 2 sender processes (this test binary as rlbench), 1000 IDs
-// each, 64 pipelined per write, at limit_req rate=1r/m burst=99 nodelay.
+// each, 128 pipelined per write, at limit_req (2 nginx workers) rate=1r/m burst=99 nodelay.
 // Whatever the width the burst landed over, limit_req passed exactly 100
 // (its own count and the model), rejected 1900 with 429, each ID reached
 // nginx once, and the report says how wide the burst landed at nginx by
