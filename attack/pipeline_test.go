@@ -95,6 +95,17 @@ func (s *pipeServer) serve(c *net.TCPConn) {
 	}
 }
 
+// onceEach fails t for each of ids the server did not read exactly once
+// (s.mu held).
+func (s *pipeServer) onceEach(t *testing.T, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		if s.seen[id] != 1 {
+			t.Errorf("%s on the wire %d times, want once", id, s.seen[id])
+		}
+	}
+}
+
 const pipeOK = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
 // TestPipelineWritesTogether: with Pipeline 8 every chunk of 8 IDs is
@@ -118,11 +129,7 @@ func TestPipelineWritesTogether(t *testing.T) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range ids {
-		if s.seen[id] != 1 {
-			t.Errorf("%s on the wire %d times, want once", id, s.seen[id])
-		}
-	}
+	s.onceEach(t, ids)
 	if s.conns != 3 {
 		t.Errorf("%d connections, want 3 (one per worker)", s.conns)
 	}
@@ -185,11 +192,7 @@ func TestPipelineEndsMidway(t *testing.T) {
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			for _, id := range ids {
-				if s.seen[id] != 1 {
-					t.Errorf("%s on the wire %d times, want once", id, s.seen[id])
-				}
-			}
+			s.onceEach(t, ids)
 			if s.conns != 8 {
 				t.Errorf("%d connections, want 8 (one per chunk of 8: each ended midway)", s.conns)
 			}

@@ -30,20 +30,7 @@ func TestMicroburstNginxPlan(t *testing.T) {
 		}
 		t.Skip(err)
 	}
-	plan := filepath.Join(testfix.RepoRoot(t), "examples", "bursts", "microburst-nginx.yaml")
-	root := t.TempDir()
-	code, stdout, stderr := runCLI(t, "run", plan, "--root", root)
-	if code != ExitOK && code != ExitNotRun {
-		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
-	if len(runs) != 1 {
-		t.Fatalf("run directories %v", runs)
-	}
-	code, rep := analyzeJSON(t, runs[0])
-	if code != ExitOK && code != ExitNotRun || len(rep.Scenarios) != 1 {
-		t.Fatalf("analyze: exit %d, %d scenarios", code, len(rep.Scenarios))
-	}
+	rep := runPlanReport(t, filepath.Join(testfix.RepoRoot(t), "examples", "bursts", "microburst-nginx.yaml"), 1)
 	s := rep.Scenarios[0]
 	c := landedCheck(s)
 	if c == nil || !strings.Contains(c.Got, "2000 requests landed over") || !strings.Contains(c.Got, "in the access log of nginx nginx-a (1 ms resolution)") {

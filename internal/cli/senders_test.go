@@ -170,19 +170,7 @@ func TestAttackSendersUsage(t *testing.T) {
 // built rlbench for the others): every scenario is NOT_RUN naming it.
 func TestMicroburstSendersPlan(t *testing.T) {
 	plan := filepath.Join(testfix.RepoRoot(t), "examples", "bursts", "microburst-senders.yaml")
-	root := t.TempDir()
-	code, stdout, stderr := runCLI(t, "run", plan, "--root", root)
-	if code != ExitOK && code != ExitNotRun {
-		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
-	if len(runs) != 1 {
-		t.Fatalf("run directories %v", runs)
-	}
-	code, rep := analyzeJSON(t, runs[0])
-	if code != ExitOK && code != ExitNotRun || len(rep.Scenarios) != 2 {
-		t.Fatalf("analyze: exit %d, %d scenarios", code, len(rep.Scenarios))
-	}
+	rep := runPlanReport(t, plan, 2)
 	for i, s := range rep.Scenarios {
 		// The second asks that the 2000 land within 10 ms (landed_within):
 		// PASS where they did, else NOT_RUN for that reason alone, with
@@ -245,7 +233,7 @@ func TestMicroburstSendersPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, rep = analyzeJSON(t, runDir)
+	code, rep := analyzeJSON(t, runDir)
 	if code != ExitNotRun {
 		t.Errorf("with a crashed sender: exit %d", code)
 	}
@@ -254,6 +242,27 @@ func TestMicroburstSendersPlan(t *testing.T) {
 			t.Errorf("%s: %s: %v", s.Name, s.Status, s.Reasons)
 		}
 	}
+}
+
+// runPlanReport runs plan with `rlbench run` (exit 0 or 4) into a new root
+// and returns analyze's JSON report of its one run directory (exit 0 or 4),
+// which must have scenarios scenarios.
+func runPlanReport(t *testing.T, plan string, scenarios int) *report.Report {
+	t.Helper()
+	root := t.TempDir()
+	code, stdout, stderr := runCLI(t, "run", plan, "--root", root)
+	if code != ExitOK && code != ExitNotRun {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	runs, _ := filepath.Glob(filepath.Join(root, "2*"))
+	if len(runs) != 1 {
+		t.Fatalf("run directories %v", runs)
+	}
+	code, rep := analyzeJSON(t, runs[0])
+	if code != ExitOK && code != ExitNotRun || len(rep.Scenarios) != scenarios {
+		t.Fatalf("analyze: exit %d, %d scenarios, want %d", code, len(rep.Scenarios), scenarios)
+	}
+	return rep
 }
 
 // landedCheck is a scenario's expect.landed_within check, nil without one.
