@@ -561,7 +561,7 @@ func (w *worker) doPipe(lo, hi int, inBurst bool) {
 	for try := 0; ; try++ {
 		if a.c == nil {
 			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
-				a.notSent = true
+				a.notSent, a.wn, a.werr = true, 0, nil // the dial's error, not a first try's write's
 				break
 			}
 		}
