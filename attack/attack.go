@@ -411,6 +411,10 @@ type Options struct {
 	// (tests only: the test server closes it there, or writes on it, as a
 	// server ending an idle keep-alive connection).
 	testIdle func(i int, fd uintptr)
+	// testPeekWarm runs right before the burst's warm connections are
+	// peeked (engine.peekWarm, evLoop.peekWarm; tests only: the test server
+	// has then ended the connections it means to).
+	testPeekWarm func()
 	// testReuse runs when ID i is about to be written on a connection that
 	// carried a request, after its liveness check, right before the write;
 	// fd is its socket (tests only: the test server closes it there, as a

@@ -60,8 +60,10 @@ type flowRun struct {
 	tmpls []*tmpl
 	pools []*pool // per attack target; nil when the flow sends none there
 	// onLoops: the flow runs on event loops (startLoops), recorded as
-	// AttackConfig.Engine.
-	onLoops bool
+	// AttackConfig.Engine; peekLoops peeks their warm connections
+	// (evLoop.peekWarm), set by startLoops.
+	onLoops   bool
+	peekLoops func()
 	// next is the next ID to claim: the next unsent ID of a burst's
 	// workers; the next due ID of a paced flow, claimed by the dispatcher
 	// or its relief (compare-and-swap).
@@ -691,6 +693,9 @@ type attempt struct {
 	park, retracted bool
 	// counted: Progress.sending counted the attempt as begun.
 	counted bool
+	// stale: a burst's warm connection the server ended or wrote on before
+	// the release (peekWarm): nothing is written on it.
+	stale bool
 	// held: a pipelined request's response with more to read after it on
 	// its connection (readPipe): finish neither puts nor closes the
 	// connection when the response leaves it open.

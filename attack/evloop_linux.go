@@ -230,6 +230,11 @@ func (fr *flowRun) startLoops(ra *net.TCPAddr, ready, done *sync.WaitGroup, rele
 	for _, l := range loops {
 		l.burst = b
 	}
+	fr.peekLoops = func() {
+		for _, l := range loops {
+			l.peekWarm()
+		}
+	}
 	ready.Add(nl)
 	done.Add(nl)
 	for _, l := range loops {
@@ -359,6 +364,20 @@ func (l *evLoop) awaitRelease(release chan struct{}) {
 			return
 		default:
 			runtime.Gosched()
+		}
+	}
+}
+
+// peekWarm closes the loop's warm connections that the server has already
+// ended or written on (engine.peekWarm's rule: peekFdClosed): they are
+// dialled again after the burst and their first requests sent then. It runs
+// on the goroutine that releases the burst, while the loop waits for the
+// release (after ready, before release: nothing else touches the
+// connections then).
+func (l *evLoop) peekWarm() {
+	for _, c := range l.conns {
+		if c.state == evIdle && peekFdClosed(c.fd) {
+			l.closeConn(c)
 		}
 	}
 }

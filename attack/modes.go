@@ -61,6 +61,7 @@ func (e *engine) execute(ctx context.Context, sum *evidence.AttackSummary) time.
 	if !o.StartAt.IsZero() {
 		sleepCtx(ctx, time.Until(o.StartAt.Add(-senderLead)))
 	}
+	e.peekWarm(burst)
 	for s := 1; s < senders; s++ {
 		sending.Add(1)
 		go func() {
@@ -104,6 +105,32 @@ func (e *engine) execute(ctx context.Context, sum *evidence.AttackSummary) time.
 	sending.Wait()
 	done.Wait()
 	return at
+}
+
+// peekWarm marks stale the burst's warm connections that the server has
+// already ended or written on, right before the release (the event loops':
+// closed, evLoop.peekWarm): an HTTP/1.1
+// server may answer a connection that sent no request in time with 408 and
+// close it (RFC 9110 section 15.5.9; HAProxy does after its timeout
+// http-request, which a long Options.WarmAhead can outlast). Their first
+// requests go after the burst, each on a new connection (startUnpaced),
+// instead of into a dead socket or onto an answer that is not theirs. A
+// TLS connection is not peeked: a TLS 1.3 server's session tickets would
+// look like data.
+func (e *engine) peekWarm(ws []*worker) {
+	if h := e.p.opts.testPeekWarm; h != nil {
+		h()
+	}
+	for _, w := range ws {
+		if c := w.burst.c; c.raw != nil && !c.isTLS && peekClosed(c.raw) {
+			w.burst.stale = true
+		}
+	}
+	for _, fr := range e.flows {
+		if fr.peekLoops != nil {
+			fr.peekLoops()
+		}
+	}
 }
 
 // senderLead is how long before Options.StartAt the burst's sender
@@ -250,14 +277,25 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 					}
 					a := w.burst
 					w.burst = nil
-					if pipe > 1 {
+					if a.stale {
+						// The server ended or wrote on the connection before
+						// the release (peekWarm): the first request goes now,
+						// on a new one.
+						c.close()
+						w.cur.Store(nil)
+						if pipe > 1 {
+							w.doPipe(lo, hi, true)
+						} else {
+							w.do(k, 0, nil, true)
+						}
+					} else if pipe > 1 {
 						w.readPipe(a, lo, hi, tg) // deadline set by sendBurst
 					} else if a.werr != nil {
 						a.err, a.notSent = a.werr, a.wn == 0
 					} else {
 						a.resp, a.err = readResponse(c.br, tg.req) // deadline set by sendBurst
 					}
-					if pipe == 1 {
+					if pipe == 1 && !a.stale {
 						w.finish(a)
 					}
 				}
@@ -308,9 +346,10 @@ func (e *engine) sendBurst(b *burstSend) {
 			continue
 		}
 		for _, w := range b.ws[lo:min(lo+burstChunk, len(b.ws))] {
-			a := w.burst
-			e.sendRaw(a, a.c, w.wbuf)
-			a.start = a.sent
+			if a := w.burst; !a.stale {
+				e.sendRaw(a, a.c, w.wbuf)
+				a.start = a.sent
+			}
 		}
 	}
 	each := func(f func(w *worker)) {
@@ -335,10 +374,14 @@ func (e *engine) sendBurst(b *burstSend) {
 		each(tell)
 		return
 	}
-	each(func(w *worker) { w.sending(w.burst) }) // after the burst's writes, not between them
-	var left []*worker                           // raw writes that left bytes, nothing failed
+	each(func(w *worker) { // after the burst's writes, not between them
+		if !w.burst.stale {
+			w.sending(w.burst)
+		}
+	})
+	var left []*worker // raw writes that left bytes, nothing failed
 	each(func(w *worker) {
-		if a := w.burst; a.werr == nil && a.wn < len(w.wbuf) {
+		if a := w.burst; !a.stale && a.werr == nil && a.wn < len(w.wbuf) {
 			left = append(left, w)
 		} else {
 			tell(w)
