@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -493,7 +494,18 @@ func runSenders(ctx context.Context, o *AttackOptions, given []givenFlag) error 
 		errOut = io.Discard
 	}
 	printSendersSummary(errOut, res)
-	if failed := res.Failed(); len(failed) > 0 {
+	// A sender that an interrupt stopped (exit ExitInterrupted, its
+	// attack.json written, interrupted) did not fail: the run was
+	// interrupted, reported below.
+	var failed []senders.Sender
+	for _, s := range res.Failed() {
+		var ee *exec.ExitError
+		if s.Summary != nil && s.Summary.Interrupted && errors.As(s.Err, &ee) && ee.ExitCode() == ExitInterrupted {
+			continue
+		}
+		failed = append(failed, s)
+	}
+	if len(failed) > 0 {
 		msgs := make([]string, len(failed))
 		for i, s := range failed {
 			msgs[i] = evidence.RedactText(s.Err.Error())

@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
+	"errors"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlbench/rlbench/analyze/report"
@@ -273,4 +279,74 @@ func landedCheck(s report.ScenarioReport) *report.Check {
 		}
 	}
 	return nil
+}
+
+// TestAttackSendersInterrupted: SIGINT to `rlbench attack --senders 2`
+// while every request waits on a server that never answers stops the
+// senders (the parent passes the interrupt on); the run exits
+// ExitInterrupted, not as a failure, and each sender's lines are kept.
+func TestAttackSendersInterrupted(t *testing.T) {
+	bin := rlbenchBinary(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ids = 10
+	read := make(chan struct{}, ids)
+	var conns sync.WaitGroup
+	stop := make(chan struct{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				br := bufio.NewReader(c)
+				if _, err := http.ReadRequest(br); err == nil {
+					read <- struct{}{}
+				}
+				<-stop // never answers
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		close(stop)
+		conns.Wait()
+	})
+	out := filepath.Join(t.TempDir(), "ev")
+	cmd := exec.Command(bin, "attack", "--target", "s=http://"+ln.Addr().String(), "--ids", strconv.Itoa(ids), "--senders", "2",
+		"--timeout", "1m", "--out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range ids { // every request is on the server: the attack is in flight
+		<-read
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != ExitInterrupted || strings.Contains(stderr.String(), "senders failed") {
+		t.Fatalf("exit %v, want %d\n%s", err, ExitInterrupted, stderr.String())
+	}
+	lines := 0
+	for k := range 2 {
+		if err := evidence.ReadFile(evidence.Dir(senders.SenderDir(out, k)).Requests(), func(_ int, q *evidence.Request) error {
+			lines++
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lines != ids {
+		t.Errorf("%d lines kept, want %d", lines, ids)
+	}
 }
