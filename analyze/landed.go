@@ -47,8 +47,18 @@ func checkLanded(in *Input) (r Result) {
 	seen, covered := make([]bool, reqs.Len()), 0
 	var spans []span
 	var proxies []string
+	at := map[string]int{} // proxy's name as reported -> index in spans
+	// note widens proxy's span by an arrival in [lo, hi].
+	note := func(proxy string, lo, hi int64) {
+		k, ok := at[proxy]
+		if !ok {
+			k, at[proxy] = len(spans), len(spans)
+			spans, proxies = append(spans, span{first: lo, last: hi}), append(proxies, proxy)
+		}
+		sp := &spans[k]
+		sp.first, sp.last = min(sp.first, lo), max(sp.last, hi)
+	}
 	if j := in.AccessLogs; j != nil {
-		at := map[string]int{} // proxy -> index in spans
 		for _, r := range j.Responses {
 			if r.ArrivedNs <= 0 || !isSent[r.Request] {
 				continue
@@ -56,18 +66,11 @@ func checkLanded(in *Input) (r Result) {
 			if !seen[r.Request] {
 				seen[r.Request], covered = true, covered+1
 			}
-			k, ok := at[r.Proxy]
-			if !ok {
-				k, at[r.Proxy] = len(spans), len(spans)
-				spans, proxies = append(spans, span{first: r.ArrivedNs}), append(proxies, r.Proxy)
-			}
-			sp := &spans[k]
-			sp.first, sp.last = min(sp.first, r.ArrivedNs), max(sp.last, r.ArrivedNs)
+			note(r.Proxy, r.ArrivedNs, r.ArrivedNs)
 		}
 	}
 	if covered < sent {
 		// nginx's ms: request i arrived in [acc, acc+1ms).
-		at := map[string]int{}
 		for k := range in.Evidence.Nginx {
 			ng := &in.Evidence.Nginx[k]
 			for _, a := range ng.Records {
@@ -81,14 +84,7 @@ func checkLanded(in *Input) (r Result) {
 				}
 				seen[i], covered = true, covered+1
 				lo := acc * int64(time.Millisecond)
-				hi := lo + int64(time.Millisecond) - 1
-				j, ok := at[ng.Proxy]
-				if !ok {
-					j, at[ng.Proxy] = len(spans), len(spans)
-					spans, proxies = append(spans, span{first: lo, last: hi}), append(proxies, "nginx "+ng.Proxy+" (1 ms resolution)")
-				}
-				sp := &spans[j]
-				sp.first, sp.last = min(sp.first, lo), max(sp.last, hi)
+				note("nginx "+ng.Proxy+" (1 ms resolution)", lo, lo+int64(time.Millisecond)-1)
 			}
 		}
 	}

@@ -130,6 +130,13 @@ type tmpl struct {
 	body []byte
 }
 
+// appendRequest appends the HTTP/1.1 request of ID id to b (prefix + ID +
+// suffix): every sender's bytes on the wire (worker.build, buildPipe, the
+// event loops' build).
+func (t *tmpl) appendRequest(b []byte, id string) []byte {
+	return append(append(append(b, t.prefix...), id...), t.suffix...)
+}
+
 // hconn is one HTTP/1.1 client connection.
 type hconn struct {
 	net.Conn
@@ -532,7 +539,7 @@ func (w *worker) build(i int) {
 	if t.pool.h2 != nil {
 		return
 	}
-	w.wbuf = append(append(append(w.wbuf[:0], t.prefix...), w.fr.f.ids[i]...), t.suffix...)
+	w.wbuf = t.appendRequest(w.wbuf[:0], w.fr.f.ids[i])
 }
 
 // buildPipe puts the requests of IDs lo..hi-1 back to back into w.wbuf
@@ -542,7 +549,7 @@ func (w *worker) buildPipe(lo, hi int) {
 	for i := lo; i < hi; i++ {
 		t := w.fr.tmpls[w.fr.f.assign[i]]
 		w.offs = append(w.offs, len(w.wbuf))
-		w.wbuf = append(append(append(w.wbuf, t.prefix...), w.fr.f.ids[i]...), t.suffix...)
+		w.wbuf = t.appendRequest(w.wbuf, w.fr.f.ids[i])
 	}
 }
 

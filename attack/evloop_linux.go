@@ -621,7 +621,7 @@ func (l *evLoop) send(c *evConn) {
 func (l *evLoop) build(c *evConn) {
 	a := &c.a
 	c.tg = l.fr.tmpls[l.fr.f.assign[a.i]]
-	c.wbuf = append(append(append(c.wbuf[:0], c.tg.prefix...), l.fr.f.ids[a.i]...), c.tg.suffix...)
+	c.wbuf = c.tg.appendRequest(c.wbuf[:0], l.fr.f.ids[a.i])
 	a.wn, a.werr = 0, nil
 	c.rbuf, c.dropped = c.rbuf[:0], 0
 }
