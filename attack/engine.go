@@ -557,33 +557,47 @@ func (w *worker) buildPipe(lo, hi int) {
 // (buildPipe) in one write on w's own connection or one from the pool,
 // then reads and records each response in order (readPipe). A write that
 // put not one byte on a reused connection is made once more on a new one,
-// as do does; nothing else is written again. inBurst: the barrier
+// as do does (writeOnce); nothing else is written again. inBurst: the barrier
 // released it (a first write that had no warm connection).
 func (w *worker) doPipe(lo, hi int, inBurst bool) {
-	e := w.e
 	tg := w.fr.tmpls[w.fr.f.assign[lo]]
 	w.buildPipe(lo, hi)
 	a := attempt{i: lo, inBurst: inBurst, start: time.Now()}
 	if w.own != nil {
 		a.c = w.takeOwn(tg.pool, a.start)
 	}
-	for try := 0; ; try++ {
+	w.writeOnce(&a, tg.pool, lo, true)
+	w.readPipe(&a, lo, hi, tg)
+}
+
+// writeOnce writes w.wbuf (ID i's request, or a pipelined chunk's from ID
+// i) on a.c, or on a connection from pl when a.c is nil: none could be had,
+// a.c is nil with a.err and a.notSent. A write that put not one byte on a
+// reused connection (the server had closed it: nothing was sent) is made
+// once more on a new one when retry; nothing else is written again
+// (package doc, "No replays"). a.wn and a.werr are the last write's; a.c is
+// left open for the caller, whatever they are.
+func (w *worker) writeOnce(a *attempt, pl *pool, i int, retry bool) {
+	e := w.e
+	for {
 		if a.c == nil {
-			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
-				a.notSent, a.wn, a.werr = true, 0, nil // the dial's error, not a first try's write's
-				break
+			if a.c, a.err = pl.get(e.abortCtx); a.err != nil {
+				a.c, a.notSent, a.wn, a.werr = nil, true, 0, nil // the dial's error, not an earlier write's
+				return
 			}
 		}
-		w.cur.Store(a.c)
-		e.writeAwait(&a, a.c, w.wbuf)
-		if a.werr != nil && a.wn == 0 && a.c.used && try == 0 {
-			a.c.close()
-			a.c = nil
-			continue // not one byte left: nothing was sent
+		if h := e.p.opts.testReuse; h != nil && a.c.used && a.c.raw != nil && retry {
+			a.c.raw.Control(func(fd uintptr) { h(i, fd) })
 		}
-		break
+		w.cur.Store(a.c)
+		e.writeAwait(a, a.c, w.wbuf)
+		if a.werr == nil || a.wn > 0 || !a.c.used || !retry {
+			return
+		}
+		a.c.close()
+		a.c = nil
+		retry = false
 	}
-	w.readPipe(&a, lo, hi, tg)
 }
 
 // errPipeClosed is the error of a pipelined request whose response never
@@ -745,24 +759,13 @@ func (w *worker) do(i int, intended int64, c *hconn, inBurst bool) {
 		a.c = w.takeOwn(tg.pool, now)
 	}
 	for try := 0; ; try++ {
+		w.writeOnce(&a, tg.pool, i, try == 0)
 		if a.c == nil {
-			if a.c, a.err = tg.pool.get(e.abortCtx); a.err != nil {
-				a.notSent = true
-				break
-			}
+			break // no connection: a.err, a.notSent
 		}
-		if h := e.p.opts.testReuse; h != nil && a.c.used && a.c.raw != nil && try == 0 {
-			a.c.raw.Control(func(fd uintptr) { h(i, fd) })
-		}
-		w.cur.Store(a.c)
-		e.writeAwait(&a, a.c, w.wbuf)
 		if a.werr != nil {
-			reused := a.c.used
 			a.c.close()
 			a.c = nil
-			if a.wn == 0 && reused && try == 0 {
-				continue // not one byte left: the request was not sent
-			}
 			a.err, a.notSent = a.werr, a.wn == 0
 			break
 		}
