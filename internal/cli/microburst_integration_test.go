@@ -49,10 +49,10 @@ func TestMicroburstNginxPlan(t *testing.T) {
 			t.Errorf("check %s: %s (%s)", ch.Name, ch.Status, ch.Got)
 		}
 	}
-	if s.Totals.Sent != 2000 || s.Receipts.Total != 100 || s.Receipts.Duplicates != 0 {
-		t.Errorf("sent %d, receipts %d, duplicates %d; want 2000, 100, 0", s.Totals.Sent, s.Receipts.Total, s.Receipts.Duplicates)
+	if s.Totals.Sent != 2000 || s.Receipts.Total != 16 || s.Receipts.Duplicates != 0 {
+		t.Errorf("sent %d, receipts %d, duplicates %d; want 2000, 16, 0", s.Totals.Sent, s.Receipts.Total, s.Receipts.Duplicates)
 	}
-	if n := s.Nginx; n == nil || len(n.Proxies) != 1 || n.Proxies[0].ByLimitReqStatus["PASSED"] != 100 || n.Proxies[0].ByLimitReqStatus["REJECTED"] != 1900 {
+	if n := s.Nginx; n == nil || len(n.Proxies) != 1 || n.Proxies[0].ByLimitReqStatus["PASSED"] != 16 || n.Proxies[0].ByLimitReqStatus["REJECTED"] != 1984 {
 		t.Errorf("nginx %+v", s.Nginx)
 	}
 	if a := s.Arrivals; a == nil || len(a.Senders) != 2 || a.Senders[0].Requests != 1000 || a.Senders[1].Requests != 1000 {

@@ -112,6 +112,10 @@ type NginxConfig struct {
 	// TimerResolution is timer_resolution; 0 leaves it unset, so nginx refreshes its cached time after every
 	// epoll_wait (https://nginx.org/en/docs/ngx_core_module.html#timer_resolution). Whole milliseconds.
 	TimerResolution time.Duration
+	// WorkerPriority is worker_priority, the workers' nice value (-20..20; 0 leaves it unset): a negative value
+	// gives nginx the CPU before the other processes of a shared host (https://nginx.org/en/docs/ngx_core_module.html#worker_priority).
+	// Lowering it below 0 needs the master to run as root; otherwise nginx logs setpriority's failure and runs at 0.
+	WorkerPriority int
 	// ErrorLogLevel is the error_log level; empty means "info" (limit_req rejects log at error, delays at warn by
 	// default). One of debug, info, notice, warn, error, crit, alert, emerg.
 	ErrorLogLevel string
@@ -131,6 +135,11 @@ type NginxConfig struct {
 
 	// Upstreams are the servers of the upstream group; at least one.
 	Upstreams []NginxServer
+	// UpstreamKeepalive is the upstream group's keepalive (idle connections to the servers each worker keeps,
+	// https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive); 0 leaves it off (nginx's default: a
+	// connection per proxied request). When set, the location also gets proxy_http_version 1.1 and an empty
+	// Connection header, which the keepalive directive needs.
+	UpstreamKeepalive int
 	// NextUpstream are the proxy_next_upstream conditions (error, timeout, invalid_header, http_500, http_502,
 	// http_503, http_504, http_403, http_404, http_429, non_idempotent, or off alone); empty leaves nginx's default
 	// "error timeout".
@@ -302,6 +311,12 @@ func (c NginxConfig) Validate() error {
 	if c.WorkerConnections < 0 {
 		bad("WorkerConnections %d: must not be negative", c.WorkerConnections)
 	}
+	if c.WorkerPriority < -20 || c.WorkerPriority > 20 {
+		bad("WorkerPriority %d: want -20..20", c.WorkerPriority)
+	}
+	if c.UpstreamKeepalive < 0 {
+		bad("UpstreamKeepalive %d: must not be negative", c.UpstreamKeepalive)
+	}
 	if c.TimerResolution != 0 {
 		if _, err := nginxDuration("TimerResolution", c.TimerResolution); err != nil {
 			errs = append(errs, fieldError(err.Error()))
@@ -440,6 +455,9 @@ func RenderNginxConf(cfg NginxConfig, l NginxLayout) ([]byte, error) {
 	w("daemon off;")
 	w("master_process on;")
 	w("worker_processes %d;", workers)
+	if cfg.WorkerPriority != 0 {
+		w("worker_priority %d;", cfg.WorkerPriority)
+	}
 	if l.User != "" {
 		w("user %s;", l.User)
 	}
@@ -489,6 +507,9 @@ func RenderNginxConf(cfg NginxConfig, l NginxLayout) ([]byte, error) {
 		}
 		w("        %s;", line)
 	}
+	if cfg.UpstreamKeepalive > 0 {
+		w("        keepalive %d;", cfg.UpstreamKeepalive)
+	}
 	w("    }")
 	w("")
 	w("    server {")
@@ -529,6 +550,10 @@ func RenderNginxConf(cfg NginxConfig, l NginxLayout) ([]byte, error) {
 		if d.v != 0 {
 			w("            %s %s;", d.directive, dur(d.v))
 		}
+	}
+	if cfg.UpstreamKeepalive > 0 {
+		w("            proxy_http_version 1.1;")
+		w(`            proxy_set_header Connection "";`)
 	}
 	w("            proxy_pass http://%s;", NginxUpstreamGroup)
 	w("        }")

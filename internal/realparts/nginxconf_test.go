@@ -22,7 +22,7 @@ func intp(v int) *int { return &v }
 // fullConfig uses every option.
 func fullConfig() NginxConfig {
 	return NginxConfig{
-		WorkerProcesses: 2, WorkerConnections: 256, TimerResolution: 10 * time.Millisecond, ErrorLogLevel: "warn",
+		WorkerProcesses: 2, WorkerPriority: -5, WorkerConnections: 256, TimerResolution: 10 * time.Millisecond, ErrorLogLevel: "warn",
 		Zones: []LimitReqZone{
 			{Name: "per_ip", Rate: NginxRate{Count: 10}},
 			{Name: "tenant", Key: "$http_x_tenant", Size: "64k", Rate: NginxRate{Count: 30, PerMinute: true}},
@@ -39,6 +39,7 @@ func fullConfig() NginxConfig {
 			{Addr: "127.0.0.1:8082", MaxFails: intp(0), FailTimeout: 1500 * time.Millisecond, Weight: 2},
 			{Addr: "[::1]:8083", MaxFails: intp(3), FailTimeout: 10 * time.Second, Backup: true},
 		},
+		UpstreamKeepalive: 16,
 		NextUpstream:      []string{"error", "timeout", "http_500", "http_429", "non_idempotent"},
 		NextUpstreamTries: 3, NextUpstreamTimeout: 2 * time.Second,
 		ConnectTimeout: 250 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, SendTimeout: time.Second,
@@ -203,6 +204,8 @@ func TestNginxConfigValidate(t *testing.T) {
 		{"tries", func(c *NginxConfig) { c.NextUpstreamTries = -1 }, "NextUpstreamTries -1"},
 		{"read timeout", func(c *NginxConfig) { c.ReadTimeout = -time.Second }, "ReadTimeout -1s"},
 		{"workers", func(c *NginxConfig) { c.WorkerProcesses = -2 }, "WorkerProcesses -2"},
+		{"priority", func(c *NginxConfig) { c.WorkerPriority = -21 }, "WorkerPriority -21: want -20..20"},
+		{"keepalive", func(c *NginxConfig) { c.UpstreamKeepalive = -1 }, "UpstreamKeepalive -1: must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok

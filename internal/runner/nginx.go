@@ -80,6 +80,14 @@ type NginxPlan struct {
 	// WorkerProcesses is worker_processes; default 1 (one event loop, so
 	// decisions are made in arrival order and zones are updated atomically).
 	WorkerProcesses int `json:"worker_processes,omitempty"`
+	// WorkerPriority is worker_priority, the workers' nice value (-20..20;
+	// default unset, 0): negative gives nginx the CPU before the senders and
+	// the backend sharing its host (needs rlbench to run as root).
+	WorkerPriority int `json:"worker_priority,omitempty"`
+	// UpstreamKeepalive is the upstream group's keepalive: idle connections
+	// to the backend each worker keeps (default 0: a new connection per
+	// proxied request).
+	UpstreamKeepalive int `json:"upstream_keepalive,omitempty"`
 	// TimerResolution is timer_resolution; unset: nginx's clock is refreshed
 	// after every event loop wake-up.
 	TimerResolution proxy.Duration `json:"timer_resolution,omitempty"`
@@ -124,7 +132,7 @@ func (n *NginxPlan) zones() []NginxZonePlan {
 // config renders the plan as the realparts config of one instance in front
 // of the backend endpoints upstreams (host:port).
 func (n *NginxPlan) config(upstreams []string) (realparts.NginxConfig, error) {
-	c := realparts.NginxConfig{WorkerProcesses: n.WorkerProcesses, TimerResolution: time.Duration(n.TimerResolution),
+	c := realparts.NginxConfig{WorkerProcesses: n.WorkerProcesses, WorkerPriority: n.WorkerPriority, UpstreamKeepalive: n.UpstreamKeepalive, TimerResolution: time.Duration(n.TimerResolution),
 		LimitReqStatus: n.LimitReqStatus, LimitReqLogLevel: n.LimitReqLogLevel, LimitReqDryRun: n.LimitReqDryRun,
 		NextUpstream: n.ProxyNextUpstream, NextUpstreamTries: n.ProxyNextUpstreamTries, NextUpstreamTimeout: time.Duration(n.ProxyNextUpstreamTimeout),
 		ConnectTimeout: time.Duration(n.ProxyConnectTimeout), ReadTimeout: time.Duration(n.ProxyReadTimeout), SendTimeout: time.Duration(n.ProxySendTimeout)}
@@ -152,6 +160,7 @@ func (n *NginxPlan) config(upstreams []string) (realparts.NginxConfig, error) {
 var (
 	nginxPlanFields = map[string]string{
 		"WorkerProcesses": "worker_processes", "TimerResolution": "timer_resolution",
+		"WorkerPriority": "worker_priority", "UpstreamKeepalive": "upstream_keepalive",
 		"LimitReqStatus": "limit_req_status", "LimitReqLogLevel": "limit_req_log_level",
 		"NextUpstream": "proxy_next_upstream", "NextUpstreamTries": "proxy_next_upstream_tries",
 		"NextUpstreamTimeout": "proxy_next_upstream_timeout", "ConnectTimeout": "proxy_connect_timeout",
