@@ -37,7 +37,11 @@ func (h homeM) Run() int {
 		}
 	}
 	os.Setenv(userdirs.EnvHome, dir)
-	return h.m.Run()
+	code := h.m.Run()
+	if binPath != "" { // rlbenchBinary's build (shards_test.go), 66 MB a run otherwise left in $TMPDIR
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	return code
 }
 
 // TestScripts runs the end-to-end CLI scripts in testdata/script: the real
