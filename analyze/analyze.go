@@ -393,6 +393,7 @@ var sections = []section{
 	amplificationSection,
 	arrivalsSection,
 	accessLogSection,
+	senderLandingsSection,
 	limitersSection,
 	flowsSection,
 	findingsSection,

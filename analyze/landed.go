@@ -2,9 +2,11 @@ package analyze
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
+	"github.com/rlbench/rlbench/evidence"
 )
 
 // checkLanded judges expect.landed_within (evidence.Expectation.LandedWithin):
@@ -36,20 +38,16 @@ func checkLanded(in *Input) (r Result) {
 		r.add(name, report.CheckUnknown, want, "no request was sent")
 		return r
 	}
-	isSent := make([]bool, reqs.Len())
-	for i := range isSent {
-		isSent[i] = true
-	}
-	for _, i := range reqs.NotSent {
-		isSent[i] = false
-	}
 	type span struct{ first, last int64 }
 	seen, covered := make([]bool, reqs.Len()), 0
 	var spans []span
 	var proxies []string
 	at := map[string]int{} // proxy's name as reported -> index in spans
-	// note widens proxy's span by an arrival in [lo, hi].
-	note := func(proxy string, lo, hi int64) {
+	isSent := sentMask(reqs)
+	visitLandings(in, isSent, func(i int, proxy string, lo, hi int64) {
+		if !seen[i] {
+			seen[i], covered = true, covered+1
+		}
 		k, ok := at[proxy]
 		if !ok {
 			k, at[proxy] = len(spans), len(spans)
@@ -57,37 +55,7 @@ func checkLanded(in *Input) (r Result) {
 		}
 		sp := &spans[k]
 		sp.first, sp.last = min(sp.first, lo), max(sp.last, hi)
-	}
-	if j := in.AccessLogs; j != nil {
-		for _, r := range j.Responses {
-			if r.ArrivedNs <= 0 || !isSent[r.Request] {
-				continue
-			}
-			if !seen[r.Request] {
-				seen[r.Request], covered = true, covered+1
-			}
-			note(r.Proxy, r.ArrivedNs, r.ArrivedNs)
-		}
-	}
-	if covered < sent {
-		// nginx's ms: request i arrived in [acc, acc+1ms).
-		for k := range in.Evidence.Nginx {
-			ng := &in.Evidence.Nginx[k]
-			for _, a := range ng.Records {
-				acc, ok := a.AcceptMs()
-				if !ok || a.ID == "" {
-					continue
-				}
-				i, ok := reqs.IDs.Lookup(a.ID)
-				if !ok || !isSent[i] || seen[i] {
-					continue
-				}
-				seen[i], covered = true, covered+1
-				lo := acc * int64(time.Millisecond)
-				note("nginx "+ng.Proxy+" (1 ms resolution)", lo, lo+int64(time.Millisecond)-1)
-			}
-		}
-	}
+	})
 	var width time.Duration
 	var where string
 	switch {
@@ -134,3 +102,100 @@ func checkLanded(in *Input) (r Result) {
 	r.add(name, report.CheckPass, want, got)
 	return r
 }
+
+// visitLandings calls visit with each arrival of a sent request (isSent[i])
+// at the limiter that the limiter's own logs record, on the clock of the
+// proxy it names: every entry of an Envoy or lab proxy access log
+// (Input.AccessLogs, AccessLogResponse.ArrivedNs: lo == hi, exact; a request
+// several proxies logged, or one logged twice, is visited for each), then,
+// for the sent requests no access log has, their first nginx access log
+// record (nginxrec.AccessRecord.AcceptMs: nginx's cached clock, the one
+// limit_req decides by, to the ms: the arrival is in [lo, hi] = [ms,
+// ms+1ms-1ns]), named "nginx NAME (1 ms resolution)".
+func visitLandings(in *Input, isSent []bool, visit func(i int, proxy string, lo, hi int64)) {
+	reqs := &in.Evidence.Requests
+	seen := make([]bool, reqs.Len())
+	if j := in.AccessLogs; j != nil {
+		for _, r := range j.Responses {
+			if r.ArrivedNs <= 0 || !isSent[r.Request] {
+				continue
+			}
+			seen[r.Request] = true
+			visit(r.Request, r.Proxy, r.ArrivedNs, r.ArrivedNs)
+		}
+	}
+	for k := range in.Evidence.Nginx {
+		ng := &in.Evidence.Nginx[k]
+		for _, a := range ng.Records {
+			acc, ok := a.AcceptMs()
+			if !ok || a.ID == "" {
+				continue
+			}
+			i, ok := reqs.IDs.Lookup(a.ID)
+			if !ok || !isSent[i] || seen[i] {
+				continue
+			}
+			seen[i] = true
+			lo := acc * int64(time.Millisecond)
+			visit(int(i), "nginx "+ng.Proxy+" (1 ms resolution)", lo, lo+int64(time.Millisecond)-1)
+		}
+	}
+}
+
+// sentMask is true for every request that was sent (not in
+// Requests.NotSent).
+func sentMask(reqs *evidence.Requests) []bool {
+	isSent := make([]bool, reqs.Len())
+	for i := range isSent {
+		isSent[i] = true
+	}
+	for _, i := range reqs.NotSent {
+		isSent[i] = false
+	}
+	return isSent
+}
+
+// senderLandingsSection sets, for each sender of a sharded or multi-sender
+// attack (Arrivals.Senders, senderRanges), how wide its requests landed at
+// the limiter by the limiter's own logs (visitLandings): AtLimiter and
+// LimiterWidthNs.
+var senderLandingsSection = section{name: "sender landings", needs: []string{"arrivals", "access logs", "nginx"}, compute: func(in *Input) {
+	a := in.Report.Arrivals
+	if a == nil || len(a.Senders) == 0 {
+		return
+	}
+	ranges := senderRanges(in.Evidence)
+	if len(ranges) != len(a.Senders) {
+		return
+	}
+	type span struct{ first, last int64 }
+	spans := make([]map[string]*span, len(ranges))
+	senderOf := func(r int) int {
+		return sort.Search(len(ranges), func(k int) bool { return ranges[k].from+ranges[k].n > r })
+	}
+	counted := make([]bool, in.Evidence.Requests.Len())
+	visitLandings(in, sentMask(&in.Evidence.Requests), func(i int, proxy string, lo, hi int64) {
+		k := senderOf(i)
+		if k >= len(ranges) {
+			return
+		}
+		if !counted[i] {
+			counted[i] = true
+			a.Senders[k].AtLimiter++
+		}
+		if spans[k] == nil {
+			spans[k] = map[string]*span{}
+		}
+		sp := spans[k][proxy]
+		if sp == nil {
+			spans[k][proxy] = &span{first: lo, last: hi}
+			return
+		}
+		sp.first, sp.last = min(sp.first, lo), max(sp.last, hi)
+	})
+	for k := range a.Senders {
+		for _, sp := range spans[k] {
+			a.Senders[k].LimiterWidthNs = max(a.Senders[k].LimiterWidthNs, sp.last-sp.first)
+		}
+	}
+}}

@@ -134,6 +134,16 @@ type SenderArrivals struct {
 	// their last minus their first (0 with fewer than two).
 	Receipts      ArrivalStats `json:"receipts"`
 	LandedWidthNs int64        `json:"landed_width_ns"`
+	// AtLimiter is the number of its sent requests whose arrival the
+	// limiter's own logs record (the sources of the landed_within check:
+	// an Envoy or lab proxy access log's entry, else nginx's access log
+	// record, to the ms); LimiterWidthNs is the widest, over those logs'
+	// clocks, of its last arrival minus its first, in ns (on nginx's 1 ms
+	// grid an upper bound: records k ms apart give (k+1) ms - 1 ns). Both
+	// are 0 (absent) without such logs. Unlike LandedWidthNs it counts the
+	// requests the limiter rejected.
+	AtLimiter      int   `json:"at_limiter,omitempty"`
+	LimiterWidthNs int64 `json:"limiter_width_ns,omitempty"`
 }
 
 // EndpointArrivals are the receipts of one backend endpoint.

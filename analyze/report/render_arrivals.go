@@ -60,6 +60,10 @@ func arrivalRows(rep *Report) [][]string {
 		}
 		for _, sd := range a.Senders {
 			of := fmt.Sprintf("sender %d: sent %s, landed %s", sd.Shard, HumanNs(sd.SendWidthNs), HumanNs(sd.LandedWidthNs))
+			if sd.AtLimiter > 0 {
+				of = fmt.Sprintf("sender %d: sent %s, at the limiter %s (%d), receipts %s", sd.Shard, HumanNs(sd.SendWidthNs),
+					HumanNs(sd.LimiterWidthNs), sd.AtLimiter, HumanNs(sd.LandedWidthNs))
+			}
 			if sd.Phase != "" {
 				of = sd.Phase + " " + of
 			}

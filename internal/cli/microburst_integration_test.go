@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
@@ -57,5 +58,14 @@ func TestMicroburstNginxPlan(t *testing.T) {
 	}
 	if a := s.Arrivals; a == nil || len(a.Senders) != 2 || a.Senders[0].Requests != 1000 || a.Senders[1].Requests != 1000 {
 		t.Errorf("arrivals %+v", s.Arrivals)
+	} else {
+		// Each sender's landing at nginx counts its 1000, rejected ones
+		// too, on nginx's ms grid, no wider than the whole burst's.
+		whole := landedWidth(t, c.Got)
+		for k, sa := range a.Senders {
+			if w := time.Duration(sa.LimiterWidthNs); sa.AtLimiter != 1000 || w < time.Millisecond-1 || w > whole || (w+1)%time.Millisecond != 0 {
+				t.Errorf("sender %d at nginx: %d over %v; want 1000 within %v, a whole number of ms less 1 ns", k, sa.AtLimiter, w, whole)
+			}
+		}
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
 	"github.com/rlbench/rlbench/evidence"
@@ -208,6 +210,17 @@ func TestMicroburstSendersPlan(t *testing.T) {
 			}
 			got += st.Count
 		}
+		// Where the proxy's access log times the requests (the second
+		// scenario), each sender's landing at the limiter counts its 500
+		// and is no wider than the burst's.
+		if c := landedCheck(s); i == 1 {
+			whole := landedWidth(t, c.Got)
+			for k, sa := range a.Senders {
+				if sa.AtLimiter != 500 || sa.LimiterWidthNs <= 0 || time.Duration(sa.LimiterWidthNs) > whole {
+					t.Errorf("%s: sender %d at the limiter: %d over %v; want 500 within the burst's %v", s.Name, k, sa.AtLimiter, time.Duration(sa.LimiterWidthNs), whole)
+				}
+			}
+		}
 		// The harness's burst spread is the senders' window: their bursts together.
 		var first, last int64
 		for _, sa := range a.Senders {
@@ -349,4 +362,19 @@ func TestAttackSendersInterrupted(t *testing.T) {
 	if lines != ids {
 		t.Errorf("%d lines kept, want %d", lines, ids)
 	}
+}
+
+// landedWidth is the width in the got text of a landed_within check
+// (analyze/landed.go: "N requests landed over WIDTH ...").
+func landedWidth(t *testing.T, got string) time.Duration {
+	t.Helper()
+	m := regexp.MustCompile(`landed over (\S+) `).FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("no width in %q", got)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
