@@ -18,14 +18,15 @@ import (
 // client getting the backend's 500, limit_req PASSED; stub_status before
 // and after. The
 // access log, sealed as the runner writes it, has a record for each
-// request but skip.
-func nginxRetryEv(t *testing.T, skip string) string {
+// request but skip; edit, when not nil, changes the scenario before it is
+// written.
+func nginxRetryEv(t *testing.T, skip string, edit func(*ev)) string {
 	t.Helper()
 	e := newEv(t)
 	e.scenario.IntendedLimit = nil
 	three := 3.0
 	e.scenario.Expect = evidence.Expectation{Classes: map[string]evidence.Range{"backend_5xx": {Min: 3, Max: 3}},
-		Amplification: &evidence.FactorRange{Min: &three, Max: &three}, LimitReqStatus: map[string]evidence.Range{"PASSED": {Min: 3, Max: 3}}}
+		Amplification: &evidence.FactorRange{Min: &three, Max: &three}, LimitReqStatus: map[string]evidence.Range{"PASSED": {Min: 3, Max: 3}, "DELAYED": {Min: 0, Max: 0}}}
 	var recs []nginxrec.AccessRecord
 	for i := range 3 {
 		id := fmt.Sprintf("r-%d", i)
@@ -38,6 +39,9 @@ func nginxRetryEv(t *testing.T, skip string) string {
 		if id != skip {
 			recs = append(recs, nginxrec.AccessRecord{Line: len(recs) + 1, ID: id, Status: 500, LimitReqStatus: nginxrec.LimitReqPassed, Upstreams: up})
 		}
+	}
+	if edit != nil {
+		edit(e)
 	}
 	e.attack["sent"] = len(e.requests)
 	dir := e.write()
@@ -66,6 +70,7 @@ func TestNginxLostAccessLogIsNeverFail(t *testing.T) {
 		reason string
 	}{
 		{name: "intact", status: evidence.Pass, checks: map[string]string{"requests without nginx log entry": report.CheckPass, "limit_req_status PASSED": report.CheckPass,
+			"limit_req_status DELAYED":                               report.CheckPass,
 			"nginx-a: stub_status requests = access log records + 1": report.CheckPass, "duplicate receipts (re-sent)": report.CheckPass}},
 		{name: "sealed, complete, a request missing", skip: "r-1", status: evidence.Fail,
 			checks: map[string]string{"requests without nginx log entry": report.CheckFail}, reason: "requests without nginx log entry: want 0, got 1 (r-1)"},
@@ -87,11 +92,12 @@ func TestNginxLostAccessLogIsNeverFail(t *testing.T) {
 			must(t, os.Remove(filepath.Join(dir, parsed)))
 			must(t, os.Remove(evidence.StatePath(filepath.Join(dir, parsed))))
 		}, status: evidence.NotRun, checks: map[string]string{"requests without nginx log entry": report.CheckUnknown, "limit_req_status PASSED": report.CheckUnknown,
+			"limit_req_status DELAYED":                               report.CheckUnknown,
 			"nginx-a: stub_status requests = access log records + 1": report.CheckUnknown, "duplicate receipts (re-sent)": report.CheckUnknown},
 			reason: "inconclusive: requests without nginx log entry: want 0, got 0; 3 requests answered by nginx-a (nginx/nginx-a: no access.jsonl nor access.log), whose access log is absent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := nginxRetryEv(t, tc.skip)
+			dir := nginxRetryEv(t, tc.skip, nil)
 			if tc.damage != nil {
 				tc.damage(dir)
 			}
@@ -115,5 +121,36 @@ func TestNginxLostAccessLogIsNeverFail(t *testing.T) {
 				t.Errorf("reasons %q, want %q", s.Reasons, tc.reason)
 			}
 		})
+	}
+}
+
+// TestNginxLostLogOfOneProxy: a second proxy, nginx-b, answered a request
+// and has no access log (its directory holds only stub_status). Its
+// requests are unknown, never missing; a limit_req_status count already
+// above its range from nginx-a's complete log still FAILs (nginx-b's
+// records could only add to it), one within its range is unknown.
+func TestNginxLostLogOfOneProxy(t *testing.T) {
+	dir := nginxRetryEv(t, "", func(e *ev) {
+		e.scenario.Expect.LimitReqStatus = map[string]evidence.Range{"PASSED": {Min: 0, Max: 1}, "REJECTED": {Min: 0, Max: 5}}
+		e.requests = append(e.requests, evidence.Request{ID: "b-0", Target: "nginx-b", SentNs: t0, LatencyNs: ms, Code: 503, BytesIn: 5})
+	})
+	st := nginxrec.StubStatus{Active: 1, Accepts: 1, Handled: 1, Requests: 1, Writing: 1}
+	must(t, evidence.WriteNginxStubStatus(evidence.Dir(dir), "nginx-b", evidence.LabelBefore, nil, &st))
+	s := run(t, dir).Scenarios[0]
+	if s.Nginx == nil || s.Nginx.MissingCount != 0 || len(s.Nginx.Proxies) != 2 || s.Nginx.Proxies[1].File != "" {
+		t.Fatalf("nginx %+v", s.Nginx)
+	}
+	lost := "1 request answered by nginx-b (nginx/nginx-b: no access.jsonl nor access.log), whose access log is absent"
+	for name, want := range map[string]report.Check{
+		"requests without nginx log entry": {Status: report.CheckUnknown, Want: "0", Got: "0; " + lost},
+		"limit_req_status PASSED":          {Status: report.CheckFail, Want: "0..1", Got: "3; " + lost},
+		"limit_req_status REJECTED":        {Status: report.CheckUnknown, Want: "0..5", Got: "0; " + lost},
+	} {
+		if c := mustCheck(t, s, name); c.Status != want.Status || c.Want != want.Want || c.Got != want.Got {
+			t.Errorf("%s: %+v, want %+v", name, c, want)
+		}
+	}
+	if s.Status != evidence.Fail {
+		t.Errorf("status %s, reasons %q", s.Status, s.Reasons)
 	}
 }
