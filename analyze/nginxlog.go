@@ -28,8 +28,42 @@ type nginxJoin struct {
 	producer []string
 	// rejected[i] is true when a record says limit_req REJECTED request i.
 	rejected []bool
-	// proxies are the names of the nginx proxies.
+	// proxies are the names of the nginx proxies with an access log.
 	proxies map[string]bool
+	// unlogged are the nginx proxies without one (evidence.NginxEvidence.File
+	// ""), by name: the requests each answered (a response code), which its
+	// log would have judged. Lost evidence: the checks it decides are
+	// unknown for them, never failed.
+	unlogged map[string]int
+}
+
+// unloggedNote says which nginx proxies answered requests without an
+// access log on file ("" when none did): "20 requests answered by nginx-a,
+// whose access log is absent (nginx/nginx-a/: no access.jsonl nor
+// access.log)".
+func (j *nginxJoin) unloggedNote() string {
+	var parts []string
+	n := 0
+	for _, p := range sortedKeys(j.unlogged) {
+		if k := j.unlogged[p]; k > 0 {
+			n += k
+			parts = append(parts, fmt.Sprintf("%s (%s: no %s nor %s)", p, evidence.NginxPath(p, ""), evidence.NginxAccessFile, evidence.NginxAccessLogFile))
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s answered by %s, whose access log is absent", plural(n, "request", "requests"), strings.Join(parts, ", "))
+}
+
+// unloggedTarget reports whether request i was sent to an nginx proxy
+// without an access log.
+func (j *nginxJoin) unloggedTarget(reqs *evidence.Requests, i int) bool {
+	if j == nil {
+		return false
+	}
+	_, ok := j.unlogged[reqs.Targets[reqs.Target[i]]]
+	return ok
 }
 
 // NginxProducer returns who produced the response of an nginx access log
@@ -78,14 +112,18 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 	n := reqs.Len()
 	j := &nginxJoin{report: &report.NginxReport{Proxies: []report.NginxProxyReport{}, Producers: map[string]int{}, Missing: []string{},
 		Several: []string{}, Disagreements: []string{}}, tries: make([]int, n), producer: make([]string, n),
-		rejected: make([]bool, n), proxies: map[string]bool{}}
+		rejected: make([]bool, n), proxies: map[string]bool{}, unlogged: map[string]int{}}
 	for i := range j.tries {
 		j.tries[i] = -1
 	}
 	rep := j.report
 	records := make([]int, n)
 	for _, ng := range ev.Nginx {
-		j.proxies[ng.Proxy] = true
+		if ng.File == "" {
+			j.unlogged[ng.Proxy] = 0
+		} else {
+			j.proxies[ng.Proxy] = true
+		}
 		s := nginxrec.Summarize(ng.Records)
 		pr := report.NginxProxyReport{Proxy: ng.Proxy, File: ng.File, Records: s.Requests, ByLimitReqStatus: s.ByLimitReqStatus,
 			ByStatus: map[string]int{}, Proxied: s.Proxied, Retried: s.Retried, Tries: s.Tries, ServerTries: s.ServerTries}
@@ -150,8 +188,13 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 		if records[i] > 1 {
 			several = append(several, reqs.IDs.ID(i))
 		}
-		if records[i] == 0 && reqs.Code[i] != 0 && j.proxies[reqs.Targets[reqs.Target[i]]] {
+		if records[i] != 0 || reqs.Code[i] == 0 {
+			continue
+		}
+		if t := reqs.Targets[reqs.Target[i]]; j.proxies[t] {
 			missing = append(missing, reqs.IDs.ID(i))
+		} else if k, ok := j.unlogged[t]; ok {
+			j.unlogged[t] = k + 1
 		}
 	}
 	sort.Strings(missing)
@@ -163,15 +206,21 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 
 // checkNginx judges the nginx evidence; without it, it does nothing:
 //   - "requests without nginx log entry": 0 (a request answered by an
-//     nginx proxy that has an access log must be in it);
+//     nginx proxy that has an access log must be in it); unknown, not
+//     passed, when the rest were answered by a proxy whose access log is
+//     absent (lost evidence: a damaged log that was sealed leaves the
+//     scenario NOT_RUN already, evidence.Load);
 //   - "nginx log agrees with client": same status, NginxProducer consistent
 //     with the client's class (ProducerAgrees), logged by the proxy the
 //     request was sent to;
 //   - "requests with several nginx log entries": 0 (a re-sent request);
 //   - per proxy with both stub_status snapshots, "stub_status requests =
 //     access log records + 1": the after page counts itself (stub_status
-//     counts every request, the status requests included);
-//   - expect.limit_req_status: the records per $limit_req_status.
+//     counts every request, the status requests included); unknown
+//     without the proxy's access log;
+//   - expect.limit_req_status: the records per $limit_req_status; while a
+//     proxy that answered requests has no access log, unknown unless the
+//     count is above the range already.
 func checkNginx(in *Input) (r Result) {
 	j := in.nginx
 	if j == nil {
@@ -181,8 +230,13 @@ func checkNginx(in *Input) (r Result) {
 		return r
 	}
 	rep := j.report
-	r.add("requests without nginx log entry", passIf(rep.MissingCount == 0), "0", report.IDsGot(rep.MissingCount, rep.Missing))
-	got := strconv.Itoa(rep.DisagreementCount)
+	lost := j.unloggedNote()
+	st, got := passIf(rep.MissingCount == 0), report.IDsGot(rep.MissingCount, rep.Missing)
+	if st == report.CheckPass && lost != "" {
+		st, got = report.CheckUnknown, got+"; "+lost
+	}
+	r.add("requests without nginx log entry", st, "0", got)
+	got = strconv.Itoa(rep.DisagreementCount)
 	if rep.DisagreementCount > 0 {
 		got += " (" + strings.Join(rep.Disagreements, "; ")
 		if rep.DisagreementCount > len(rep.Disagreements) {
@@ -197,7 +251,12 @@ func checkNginx(in *Input) (r Result) {
 		for k, v := range p.ByLimitReqStatus {
 			total[k] += v
 		}
-		if p.StubStatus != nil {
+		switch {
+		case p.StubStatus == nil:
+		case p.File == "":
+			r.add(p.Proxy+": stub_status requests = access log records + 1", report.CheckUnknown, "access log records + 1",
+				fmt.Sprintf("%d; no access log (%s: no %s nor %s)", p.StubStatus.Requests, evidence.NginxPath(p.Proxy, ""), evidence.NginxAccessFile, evidence.NginxAccessLogFile))
+		default:
 			want := int64(p.Records) + 1
 			r.add(p.Proxy+": stub_status requests = access log records + 1", passIf(p.StubStatus.Requests == want),
 				strconv.FormatInt(want, 10), strconv.FormatInt(p.StubStatus.Requests, 10))
@@ -212,6 +271,14 @@ func checkNginx(in *Input) (r Result) {
 		st, got := passIf(ex[k].Contains(total[k])), strconv.Itoa(total[k])
 		if why := timingPremise(in); st == report.CheckFail && why != "" {
 			st, got = report.CheckUnknown, got+", "+why
+		}
+		if lost != "" {
+			// The absent logs can only add records: only a count above the
+			// range is sure.
+			got += "; " + lost
+			if total[k] <= ex[k].Max {
+				st = report.CheckUnknown
+			}
 		}
 		r.add("limit_req_status "+k, st, ex[k].String(), got)
 	}

@@ -226,7 +226,22 @@ func checkReceipts(in *Input) (r Result) {
 	if rc.ProxyRetries > 0 {
 		resent += fmt.Sprintf("; %d more are proxy retries", rc.ProxyRetries)
 	}
-	r.add("duplicate receipts (re-sent)", passIf(rc.Resent == 0), "0", resent)
+	st := passIf(rc.Resent == 0)
+	if st == report.CheckFail && in.nginx != nil {
+		// Every re-send went through an nginx proxy whose access log, which
+		// tells nginx's retries (splitRetries), is absent: lost evidence.
+		reqs, k := &in.Evidence.Requests, 0
+		for i := range reqs.Len() {
+			if in.nginx.unloggedTarget(reqs, i) {
+				k += in.retries.resentOf(i)
+			}
+		}
+		if k == rc.Resent {
+			st, resent = report.CheckUnknown, resent+"; every one sent to an nginx proxy whose access log, which tells nginx's retries from re-sends, is absent ("+
+				strings.Join(sortedKeys(in.nginx.unlogged), ", ")+")"
+		}
+	}
+	r.add("duplicate receipts (re-sent)", st, "0", resent)
 	r.add("phantom receipts (never sent)", passIf(rc.Phantom == 0), "0", report.IDsGot(rc.Phantom, rc.PhantomIDs))
 	if rc.SentUnknown > 0 {
 		r.add("receipts with sent status unknown (client record cut)", report.CheckUnknown, "0", report.IDsGot(rc.SentUnknown, rc.SentUnknownIDs))

@@ -35,7 +35,9 @@ type NginxEvidence struct {
 
 // readNginx loads every nginx/<proxy>/ directory of d, sorted by proxy. A
 // file that does not decode is a Problem (File NginxDir) naming it and the
-// line; the other proxies still load.
+// line, and so is a parsed access log whose seal (seal.go) says it is
+// incomplete, or that is missing while its seal is there; the other
+// proxies still load.
 func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 	out := []NginxEvidence{}
 	entries, err := os.ReadDir(d.Path(NginxDir))
@@ -53,6 +55,12 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 		n := NginxEvidence{Proxy: e.Name(), Records: []nginxrec.AccessRecord{}}
 		fail := func(err error) { problems = append(problems, Problem{File: NginxDir, Msg: err.Error()}) }
 		parsed, raw := NginxPath(n.Proxy, NginxAccessFile), NginxPath(n.Proxy, NginxAccessLogFile)
+		// The parsed log is sealed (WriteLines): one cut short, changed, or
+		// removed after it was written is lost evidence (NOT_RUN), never
+		// requests nginx did not log.
+		if msg := sealedFileProblem(d.Path(parsed)); msg != "" {
+			problems = append(problems, Problem{File: NginxDir, Msg: msg})
+		}
 		err := ReadFile(d.Path(parsed), func(_ int, a *nginxrec.AccessRecord) error {
 			n.Records = append(n.Records, *a)
 			return nil

@@ -9,7 +9,8 @@ import (
 )
 
 // sealedFiles are the JSON Lines files of a scenario directory whose seal
-// Load checks (seal.go), in layout order.
+// Load checks (seal.go), in layout order. (Each nginx proxy's access.jsonl
+// is checked where it is read: readNginx.)
 var sealedFiles = []string{RequestsFile, ReceiptsFile, FaultsFile, DecisionsFile}
 
 // checkSeals returns a Problem for every sealed file of d whose sidecar
@@ -24,6 +25,28 @@ func checkSeals(d Dir) []Problem {
 		}
 	}
 	return out
+}
+
+// sealedFileProblem is SealProblem for a file its loader does without
+// (nginx/<proxy>/access.jsonl: the raw log is parsed instead): a file that
+// is missing while its sidecar is there was created by its writer and then
+// removed (or its writer died between the sidecar and the file), so its
+// lines are lost, not absent from the start.
+func sealedFileProblem(path string) string {
+	if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		return SealProblem(path)
+	}
+	st, err := ReadFileState(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "" // never sealed (an earlier release, or none written)
+	case err != nil:
+		return fmt.Sprintf("%s: missing, and the close record of its writer is unreadable (%v): the file was written and is lost; not judged", path, err)
+	case st.State == StateOpen:
+		return fmt.Sprintf("%s: missing, and never closed by its writer (%s, pid %d): the recorder was killed or crashed, or the file was removed; not judged", path, st.Writer, st.PID)
+	}
+	return fmt.Sprintf("%s: missing, but its writer (%s, pid %d) closed it with %d lines (%d bytes): the file was removed after it was written; not judged",
+		path, st.Writer, st.PID, st.Records, st.Bytes)
 }
 
 // SealProblem says why the sealed file at path is incomplete, or "".
