@@ -182,9 +182,9 @@ func newFlowTab(in *Input) *flowTab {
 	byPF := map[[2]uint16]int32{}
 	phases := map[uint16]bool{}
 	for i := 0; i < n; i++ {
-		var f uint16
-		if int(reqs.FlowAt(i)) < len(reqs.Flows) {
-			f = reqs.FlowAt(i)
+		f, ok := reqs.FlowOf(i)
+		if !ok {
+			f = 0
 		}
 		pf := [2]uint16{reqs.PhaseAt(i), f}
 		k, ok := byPF[pf]

@@ -481,8 +481,8 @@ func newAttrs(in *Input) *reqAttrs {
 // its phase's (never nil).
 func (a *reqAttrs) header(i int) http.Header {
 	phase := a.reqs.Phases[a.reqs.PhaseAt(i)]
-	if len(a.flows) > 0 && int(a.reqs.FlowAt(i)) < len(a.reqs.Flows) {
-		if h, ok := a.flows[[2]string{phase, a.reqs.Flows[a.reqs.FlowAt(i)]}]; ok {
+	if f, ok := a.reqs.FlowOf(i); len(a.flows) > 0 && ok {
+		if h, ok := a.flows[[2]string{phase, a.reqs.Flows[f]}]; ok {
 			return h
 		}
 	}
@@ -505,8 +505,8 @@ func (a *reqAttrs) unknown(i int) []string {
 	}
 	r := a.reqs
 	var flow uint32
-	if int(r.FlowAt(i)) < len(r.Flows) {
-		flow = uint32(r.FlowAt(i)) + 1
+	if f, ok := r.FlowOf(i); ok {
+		flow = uint32(f) + 1
 	}
 	ck := [4]uint32{uint32(r.PhaseAt(i)), flow, uint32(r.Target[i]), r.URLAt(i)}
 	if u, ok := a.unknowns[ck]; ok {
@@ -571,8 +571,8 @@ func (a *reqAttrs) unknown(i int) []string {
 // source names what request i's headers come from (its phase and flow).
 func (a *reqAttrs) source(i int) string {
 	s := a.reqs.Phases[a.reqs.PhaseAt(i)]
-	if int(a.reqs.FlowAt(i)) < len(a.reqs.Flows) {
-		s += "\x00" + a.reqs.Flows[a.reqs.FlowAt(i)]
+	if f, ok := a.reqs.FlowOf(i); ok {
+		s += "\x00" + a.reqs.Flows[f]
 	}
 	return s
 }

@@ -252,6 +252,14 @@ func (r *Requests) PhaseAt(i int) uint16 { return lazyAt(r.Phase, i) }
 // range).
 func (r *Requests) FlowAt(i int) uint16 { return lazyAt(r.Flow, i) }
 
+// FlowOf is request i's index in Flows and true, or false when the
+// requests name no flow (Flows empty: an attack without flows) or the
+// index is not one of Flows.
+func (r *Requests) FlowOf(i int) (uint16, bool) {
+	f := r.FlowAt(i)
+	return f, int(f) < len(r.Flows)
+}
+
 // URLAt is request i's index in URLs (0 while URL is nil, or i out of
 // range).
 func (r *Requests) URLAt(i int) uint32 { return lazyAt(r.URL, i) }
