@@ -368,7 +368,7 @@ type reqScan struct {
 }
 
 var requestFields = []string{"id", "target", "url", "method", "sent_ns", "latency_ns", "code", "error", "bytes_in", "headers", "body",
-	"phase", "conn", "flow", "not_sent"}
+	"phase", "conn", "flow", "not_sent", "intended_ns", "proto"}
 
 // scanRequest scans a requests.jsonl line into f; false means "decode in full".
 func scanRequest(b []byte, f *reqScan) bool {
@@ -393,8 +393,10 @@ func scanRequest(b []byte, f *reqScan) bool {
 			f.conn, i, ok = keptString(b, i)
 		case "flow":
 			f.flow, i, ok = keptString(b, i)
-		case "method", "error":
+		case "method", "error", "proto":
 			i, ok = stringValue(b, i)
+		case "intended_ns":
+			_, i, ok = intValue(b, i, true)
 		case "sent_ns":
 			f.sent, i, ok = intValue(b, i, true)
 		case "latency_ns":
@@ -517,7 +519,8 @@ type recScan struct {
 	hasAttempt bool
 }
 
-var receiptFields = []string{"id", "recv_ns", "recv_time", "method", "path", "query", "remote", "headers", "endpoint"}
+var receiptFields = []string{"id", "recv_ns", "recv_time", "method", "path", "query", "remote", "headers", "endpoint", "status", "fault",
+	"delay_ns", "replica"}
 
 // scanReceipt scans a receipts.jsonl line into f; false means "decode in
 // full". The x-request-id header is kept when f.wantHeader is set; the
@@ -538,8 +541,10 @@ func scanReceipt(b []byte, f *recScan) bool {
 			}
 		case "recv_ns":
 			f.recv, i, ok = intValue(b, i, true)
-		case "recv_time", "method", "path", "query", "remote":
+		case "recv_time", "method", "path", "query", "remote", "fault", "replica":
 			i, ok = stringValue(b, i)
+		case "status", "delay_ns":
+			_, i, ok = intValue(b, i, true)
 		case "endpoint":
 			f.endpoint, i, ok = keptString(b, i)
 		case "headers":
