@@ -84,8 +84,11 @@ func scanString(b []byte, i int) (end int, esc, high bool, ok bool) {
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
+// skipWS returns the index of the first byte at or after i that is not
+// JSON whitespace. Every whitespace byte is <= ' ', so one comparison
+// passes the usual case, a value or punctuation right there.
 func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
 		i++
 	}
 	return i
@@ -135,6 +138,17 @@ func intValue(b []byte, i int, neg bool) (int64, int, bool) {
 	}
 	start := i
 	var v uint64
+	// eight digits at a time while there are (sent_ns has 19): v takes
+	// the same value as digit by digit for up to 19 digits, and more are
+	// refused below
+	for i+8 <= len(b) {
+		w := binary.LittleEndian.Uint64(b[i:])
+		if !eightDigits(w) {
+			break
+		}
+		v = v*100000000 + parseEight(w)
+		i += 8
+	}
 	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 		v = v*10 + uint64(b[i]-'0')
 		i++
@@ -154,6 +168,24 @@ func intValue(b []byte, i int, neg bool) (int64, int, bool) {
 		return -int64(v), i, true
 	}
 	return int64(v), i, true
+}
+
+// eightDigits reports whether the 8 bytes of w (little endian: the first
+// byte lowest) are all ASCII digits: each byte's high nibble is 3 and adding
+// 6 to it does not carry into the high nibble (bytes '0'..'9' only).
+func eightDigits(w uint64) bool {
+	return w&(lsb*0xF0) == lsb*0x30 && (w+lsb*0x06)&(lsb*0xF0) == lsb*0x30
+}
+
+// parseEight returns the decimal value of eight ASCII digits in w (the first
+// digit in the lowest byte): pairs, then fours, then the eight, each step
+// multiplying the higher-order half by its power of ten.
+func parseEight(w uint64) uint64 {
+	w -= lsb * '0'
+	// bytes 0, 2, 4 and 6 hold the 2-digit values
+	w = w*10 + w>>8
+	// bits 32..63 hold the 8-digit value
+	return (w&0x000000FF000000FF*(100+1000000<<32) + w>>16&0x000000FF000000FF*(1+10000<<32)) >> 32
 }
 
 // skipValue skips any JSON value at b[i], validating it; depth bounds nesting.
@@ -336,7 +368,7 @@ type reqScan struct {
 }
 
 var requestFields = []string{"id", "target", "url", "method", "sent_ns", "latency_ns", "code", "error", "bytes_in", "headers", "body",
-	"phase", "conn", "flow", "not_sent"}
+	"phase", "conn", "flow", "not_sent", "intended_ns", "proto"}
 
 // scanRequest scans a requests.jsonl line into f; false means "decode in full".
 func scanRequest(b []byte, f *reqScan) bool {
@@ -361,8 +393,10 @@ func scanRequest(b []byte, f *reqScan) bool {
 			f.conn, i, ok = keptString(b, i)
 		case "flow":
 			f.flow, i, ok = keptString(b, i)
-		case "method", "error":
+		case "method", "error", "proto":
 			i, ok = stringValue(b, i)
+		case "intended_ns":
+			_, i, ok = intValue(b, i, true)
 		case "sent_ns":
 			f.sent, i, ok = intValue(b, i, true)
 		case "latency_ns":
@@ -485,7 +519,8 @@ type recScan struct {
 	hasAttempt bool
 }
 
-var receiptFields = []string{"id", "recv_ns", "recv_time", "method", "path", "query", "remote", "headers", "endpoint"}
+var receiptFields = []string{"id", "recv_ns", "recv_time", "method", "path", "query", "remote", "headers", "endpoint", "status", "fault",
+	"delay_ns", "replica"}
 
 // scanReceipt scans a receipts.jsonl line into f; false means "decode in
 // full". The x-request-id header is kept when f.wantHeader is set; the
@@ -506,8 +541,10 @@ func scanReceipt(b []byte, f *recScan) bool {
 			}
 		case "recv_ns":
 			f.recv, i, ok = intValue(b, i, true)
-		case "recv_time", "method", "path", "query", "remote":
+		case "recv_time", "method", "path", "query", "remote", "fault", "replica":
 			i, ok = stringValue(b, i)
+		case "status", "delay_ns":
+			_, i, ok = intValue(b, i, true)
 		case "endpoint":
 			f.endpoint, i, ok = keptString(b, i)
 		case "headers":

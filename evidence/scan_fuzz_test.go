@@ -45,6 +45,10 @@ func FuzzScanRequest(f *testing.F) {
 	}
 	f.Add([]byte(`{"id":"x","code":429,"headers":{"x-envoy-ratelimited":"true","content-type":"text/plain"},"bytes_in":18}`))
 	f.Add([]byte(`{"id":"x","code":-1,"sent_ns":-5,"headers":{}}`))
+	// Request's fields the scanner keeps nothing of, with a wrong type or
+	// spelled in another case
+	f.Add([]byte(`{"id":"x","intended_ns":"5","proto":1}`))
+	f.Add([]byte(`{"id":"x","intended_ns":5,"proto":"HTTP/1.1","Intended_NS":6}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var sc reqScan
 		if !scanRequest(line, &sc) {
@@ -81,6 +85,11 @@ func FuzzScanReceipt(f *testing.F) {
 	f.Add([]byte(`{"id":"a","recv_ns":1,"headers":{"x-request-id":"r","x-request-id":"s"}}`))
 	f.Add([]byte(`{"id":"a","recv_ns":1,"headers":{"x-envoy-attempt-count":"3"},"endpoint":"backend-2","status":503,"fault":"error"}`))
 	f.Add([]byte(`{"id":"a","recv_ns":1,"headers":{"X-Envoy-Attempt-Count":"x"},"endpoint":"b\u0031"}`))
+	// Receipt's fields the scanner keeps nothing of, with a wrong type or
+	// spelled in another case: encoding/json refuses the first
+	f.Add([]byte(`{"stAtus":""}`))
+	f.Add([]byte(`{"id":"a","recv_ns":1,"status":"503","fault":1,"delay_ns":"5","replica":2}`))
+	f.Add([]byte(`{"id":"a","recv_ns":1,"status":503,"fault":"delay","delay_ns":5,"replica":"r1","Delay_Ns":6}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		for _, want := range []bool{false, true} {
 			sc := recScan{wantHeader: want}

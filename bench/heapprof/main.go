@@ -102,6 +102,7 @@ func main() {
 	runtime.ReadMemStats(&ms)
 	fmt.Fprintf(os.Stderr, "heap after loading: %d MB\n", ms.HeapAlloc>>20)
 	judgegc.FitToEvidence() // as rlbench analyze
+	defer judgegc.Serial()()
 	if !*loadOnly {
 		rep := analyze.Judge(b, analyze.Options{})
 		fmt.Fprintf(os.Stderr, "status %s\n", rep.Status)

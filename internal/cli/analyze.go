@@ -86,6 +86,7 @@ func judgeDir(ctx context.Context, dir string, opts analyze.Options, series bool
 		return nil, nil, err
 	}
 	judgegc.FitToEvidence()
+	defer judgegc.Serial()()
 	opts.Series = series
 	return b, analyze.Judge(b, opts), nil
 }

@@ -1,6 +1,7 @@
 package judgegc
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -46,4 +47,35 @@ func TestGCPercentForEvidence(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != Percent {
 		t.Errorf("GOGC empty, a small heap: GC percent %d, want %d", got, Percent)
 	}
+}
+
+// TestSerial: Serial runs the process on one P until the last of its
+// callers restores, then on as many as before (each restore counts once);
+// a GOMAXPROCS of the environment is left alone.
+func TestSerial(t *testing.T) {
+	prev := runtime.GOMAXPROCS(3)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+
+	t.Setenv("GOMAXPROCS", "")
+	a := Serial()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("GOMAXPROCS %d under Serial, want 1", got)
+	}
+	b := Serial()
+	a()
+	a() // a second call of one restore counts once
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("GOMAXPROCS %d with one Serial caller left, want 1", got)
+	}
+	b()
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("GOMAXPROCS %d after every restore, want 3 back", got)
+	}
+
+	t.Setenv("GOMAXPROCS", "3")
+	c := Serial()
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Errorf("GOMAXPROCS=3 in the environment: %d under Serial, want it kept at 3", got)
+	}
+	c()
 }
