@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -609,6 +610,41 @@ func TestEvloopIdleLiveness(t *testing.T) {
 				}
 			}
 			sameRuns(t, runs[0], runs[1])
+		})
+	}
+}
+
+// TestEvloopBurstWriters: with P Ps the flow runs on evLoopCount(P) loops
+// and the burst's first requests are written by P threads (the loops and,
+// for the P no loop holds, a burstWriter): every ID reaches the server once
+// and has one line answered by its own response, for 1, 2 and 4 Ps.
+func TestEvloopBurstWriters(t *testing.T) {
+	for _, c := range [][3]int{{1, 50, 1}, {2, 50, 1}, {4, 50, 3}, {8, 2, 2}, {4, 1, 1}} {
+		if n := evLoopCount(c[0], c[1]); n != c[2] {
+			t.Errorf("evLoopCount(%d procs, %d connections) = %d, want %d", c[0], c[1], n, c[2])
+		}
+	}
+	if forceGoroutines {
+		t.Skip("RLBENCH_ENGINE=goroutines runs every flow on goroutines")
+	}
+	for _, procs := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(procs, "procs"), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			s, url := newRawIDServer(t, answer(true, func(id string) string { return okResp(id, "") }))
+			ids := IDs(300, fmt.Sprint("bw", procs, "-"))
+			opts := Options{IDs: ids, Targets: []Target{{URL: url}}, Concurrency: 24,
+				CaptureHeaders: []string{echoHeader}, Timeout: answerTimeout}
+			before := evloopFlows.Load()
+			sum, err, lines := runGuarded(t, opts, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if evloopFlows.Load() == before {
+				t.Fatal("the flow did not run on the event loops")
+			}
+			if codes := checkLines(t, ids, sum, lines, s); codes[200] != len(ids) {
+				t.Errorf("codes %v, want 300 200s", codes)
+			}
 		})
 	}
 }
