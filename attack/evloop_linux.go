@@ -7,10 +7,11 @@ package attack
 // keep-alive, to one target, without a connection cap. It is wrk's design
 // (github.com/wg/wrk, src/wrk.c and src/ae.c: one loop per thread, each
 // with its own epoll instance and non-blocking sockets it owns, no
-// per-connection thread): GOMAXPROCS-1 loops (at least one: evLoopCount),
-// each a goroutine locked to its thread with its own epoll descriptor and
-// the sockets it dials itself, so the runtime's netpoller never sees them
-// and no goroutine is parked or woken per request. Each loop records the evidence lines of its requests
+// per-connection thread): GOMAXPROCS loops (and one P more while they run:
+// holdSpareP), each a goroutine locked to its
+// thread with its own epoll descriptor and the sockets it dials itself, so
+// the runtime's netpoller never sees them and no goroutine is parked or
+// woken per request. Each loop records the evidence lines of its requests
 // with one worker's buffers and worker.record, as the goroutine engine does
 // (same fields, same errors: they are built as the net package would report
 // them to worker.do).
@@ -214,8 +215,9 @@ func (fr *flowRun) startLoops(ra *net.TCPAddr, ready, done *sync.WaitGroup, rele
 	workers := fr.f.workers
 	fr.burstN = workers
 	fr.next.Store(int64(workers))
-	procs := runtime.GOMAXPROCS(0)
-	nl := evLoopCount(procs, workers)
+	nl := max(1, min(holdSpareP(), workers))
+	var left atomic.Int64 // loops of fr still running: the last releases the spare P
+	left.Store(int64(nl))
 	loops := make([]*evLoop, nl)
 	for j := range loops {
 		loops[j] = &evLoop{e: e, fr: fr, w: fr.newWorker(), pl: fr.tmpls[0].pool, ra: ra, sa: sockaddr(ra), n: len(fr.f.ids), ep: -1, efd: -1}
@@ -236,48 +238,61 @@ func (fr *flowRun) startLoops(ra *net.TCPAddr, ready, done *sync.WaitGroup, rele
 			l.peekWarm()
 		}
 	}
-	// The burst is written by as many threads as there are Ps, as
-	// burstSend's senders and the zero-cost sender of bench/measure
-	// burstfloor write theirs: the loops and, for the P no loop holds,
-	// a writer that takes part in burstShare and ends.
-	nw := max(0, min(procs, workers)-nl)
-	ready.Add(nl + nw)
-	done.Add(nl + nw)
+	ready.Add(nl)
+	done.Add(nl)
 	for _, l := range loops {
-		go l.run(ready, done, release)
-	}
-	for range nw {
-		go loops[0].burstWriter(ready, done, release)
+		go func() {
+			defer done.Done()
+			defer func() {
+				if left.Add(-1) == 0 {
+					releaseSpareP()
+				}
+			}()
+			l.run(ready, release)
+		}()
 	}
 }
 
-// evLoopCount is how many event loops send a flow of workers connections
-// when the runtime has procs Ps: one per P but one, and at least one (never
-// more than the connections). A loop waits in epoll_wait(2) as a system
-// call that keeps its P; when every P is so held, the runtime's sysmon
-// takes a P from a loop each time it has waited more than its 20 µs tick
-// (runtime/proc.go, retake: a P in a system call is retaken when no P is
-// idle), and the loop's thread then takes one back through the scheduler
-// on its return: futex wake-ups, context switches and sysmon's own
-// nanosleep wake-ups per request. With a P left over (the evidence
-// writer's, the collector's and the GC's), sysmon leaves the waiting loops
-// alone. On 2 cores against the rlbench backend on loopback, one loop used
-// about 5 µs of client CPU per request where two used 7-9 µs, with 0.16
-// context switches per request against 0.45-0.52 (bench/compare.sh,
-// bench/evloop.sh).
-func evLoopCount(procs, workers int) int {
-	return max(1, min(procs-1, workers))
+// The spare P: while event loops run, the runtime has one P more than the
+// GOMAXPROCS the loops were counted by (one loop per P), so that a P is
+// left over for everything else (the evidence writer, the collector, the
+// GC). A loop waits in epoll_wait(2) as a system call that keeps its P;
+// when every P is so held, the runtime's sysmon takes the P from a loop
+// each time it has waited longer than sysmon's 20 µs tick (runtime/proc.go,
+// retake: a P in a system call is retaken when no P is idle), and the
+// loop's thread takes one back through the scheduler on its return. With
+// a P idle, retake leaves the waiting loops alone. On 2 cores against the
+// rlbench backend on loopback (bench/compare.sh) this took the loops from
+// 0.45-0.52 context switches and 0.10-0.16 sysmon nanosleep(2) calls per
+// request to about a third of each. spareFlows counts the flows whose
+// loops run; spareBase is GOMAXPROCS before the first raised it.
+var (
+	spareMu    sync.Mutex
+	spareFlows int
+	spareBase  int
+)
+
+// holdSpareP raises GOMAXPROCS by one for a flow's loops (the first flow
+// only) and returns the GOMAXPROCS to count the loops by.
+func holdSpareP() int {
+	spareMu.Lock()
+	defer spareMu.Unlock()
+	if spareFlows == 0 {
+		spareBase = runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(spareBase + 1)
+	}
+	spareFlows++
+	return spareBase
 }
 
-// burstWriter is a writer of the burst that is not a loop (startLoops):
-// it waits for the release as the loops do, writes its share of first
-// requests (burstShare) and ends.
-func (l *evLoop) burstWriter(ready, done *sync.WaitGroup, release chan struct{}) {
-	defer done.Done()
-	ready.Done()
-	l.awaitRelease(release)
-	if l.e.proceed {
-		l.burstShare(l.burst)
+// releaseSpareP ends a flow's hold (holdSpareP); the last restores
+// GOMAXPROCS unless something else changed it meanwhile.
+func releaseSpareP() {
+	spareMu.Lock()
+	defer spareMu.Unlock()
+	spareFlows--
+	if spareFlows == 0 && runtime.GOMAXPROCS(0) == spareBase+1 {
+		runtime.GOMAXPROCS(spareBase)
 	}
 }
 
@@ -294,8 +309,7 @@ func sockaddr(ra *net.TCPAddr) unix.Sockaddr {
 }
 
 // run is the loop's goroutine.
-func (l *evLoop) run(ready, done *sync.WaitGroup, release chan struct{}) {
-	defer done.Done()
+func (l *evLoop) run(ready *sync.WaitGroup, release chan struct{}) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	e := l.e
