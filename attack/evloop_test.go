@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -609,6 +610,39 @@ func TestEvloopIdleLiveness(t *testing.T) {
 				}
 			}
 			sameRuns(t, runs[0], runs[1])
+		})
+	}
+}
+
+// TestEvloopSpareP: with 1, 2 and 4 Ps the loops (one per P, with one P
+// more while they run: holdSpareP) send every ID to the server once, each
+// line answered by its own response, and GOMAXPROCS is restored after the
+// attack.
+func TestEvloopSpareP(t *testing.T) {
+	if forceGoroutines {
+		t.Skip("RLBENCH_ENGINE=goroutines runs every flow on goroutines")
+	}
+	for _, procs := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(procs, "procs"), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			s, url := newRawIDServer(t, answer(true, func(id string) string { return okResp(id, "") }))
+			ids := IDs(300, fmt.Sprint("sp", procs, "-"))
+			opts := Options{IDs: ids, Targets: []Target{{URL: url}}, Concurrency: 24,
+				CaptureHeaders: []string{echoHeader}, Timeout: answerTimeout}
+			before := evloopFlows.Load()
+			sum, err, lines := runGuarded(t, opts, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if evloopFlows.Load() == before {
+				t.Fatal("the flow did not run on the event loops")
+			}
+			if codes := checkLines(t, ids, sum, lines, s); codes[200] != len(ids) {
+				t.Errorf("codes %v, want 300 200s", codes)
+			}
+			if got := runtime.GOMAXPROCS(0); got != procs {
+				t.Errorf("GOMAXPROCS %d after the attack, want %d", got, procs)
+			}
 		})
 	}
 }

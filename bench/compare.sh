@@ -19,7 +19,11 @@
 # Figures:
 #   max:<target>    50 connections, closed loop: per_sec (the tool's own
 #                   rate), cpu_us (client process CPU, user+sys from
-#                   getrusage, per request, start-up included)
+#                   getrusage, per request, start-up included); wrk
+#                   sends no X-Rlbench-Id, and the backend parses and
+#                   records every request's ID, so wrk-id is wrk with
+#                   bench/lib/wrk-id.lua, one unique ID per request (the
+#                   targets are judged against plain wrk)
 #   rate20k         20,000/s for 5 s, default flags, fresh backend per run
 #                   (rate20k:nginx: against nginx):
 #                   achieved_per_sec (first to last send), local_errors
@@ -151,8 +155,8 @@ maxrun() {
 	hey)
 		"$m" run "$work/m.json" -- "$hey" -n "$N" -c 50 "$url/" >"$work/hey.out"
 		rate=$(awk '/Requests\/sec/ {print $2}' "$work/hey.out"); reqs=$N ;;
-	wrk)
-		"$m" run "$work/m.json" -- wrk -t2 -c50 -d4s "$url/" >"$work/wrk.out"
+	wrk | wrk-id)
+		"$m" run "$work/m.json" -- wrk -t2 -c50 -d4s $([ "$t" = wrk-id ] && echo -s bench/lib/wrk-id.lua) "$url/" >"$work/wrk.out"
 		rate=$(awk '/Requests\/sec/ {print $2}' "$work/wrk.out"); reqs=$(awk '/requests in/ {print $1}' "$work/wrk.out") ;;
 	esac
 	local cpu; cpu=$("$m" get "$work/m.json" cpu_ns)
@@ -167,7 +171,7 @@ want() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 # --- 1. max throughput ---------------------------------------------------
 want max && for target in backend nginx; do
 	for rep in $(seq "$REPS"); do
-		for t in $tools_rl rlbench-goroutines vegeta-lib vegeta-cli hey wrk; do
+		for t in $tools_rl rlbench-goroutines vegeta-lib vegeta-cli hey wrk wrk-id; do
 			if [ $target = backend ]; then start_backend; url=$backend; else url=$nginx_url; fi
 			log "max:$target rep $rep: $t"
 			maxrun "max:$target" "$t" "$url"
