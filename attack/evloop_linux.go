@@ -8,7 +8,7 @@ package attack
 // (github.com/wg/wrk, src/wrk.c and src/ae.c: one loop per thread, each
 // with its own epoll instance and non-blocking sockets it owns, no
 // per-connection thread): GOMAXPROCS loops (and one P more while they run:
-// holdSpareP), each a goroutine locked to its
+// procs.Spare), each a goroutine locked to its
 // thread with its own epoll descriptor and the sockets it dials itself, so
 // the runtime's netpoller never sees them and no goroutine is parked or
 // woken per request. Each loop records the evidence lines of its requests
@@ -56,6 +56,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rlbench/rlbench/internal/procs"
 )
 
 // forceGoroutines runs every flow on goroutines, whatever Options.Engine
@@ -215,7 +217,16 @@ func (fr *flowRun) startLoops(ra *net.TCPAddr, ready, done *sync.WaitGroup, rele
 	workers := fr.f.workers
 	fr.burstN = workers
 	fr.next.Store(int64(workers))
-	nl := max(1, min(holdSpareP(), workers))
+	// One P more than the loops while they run (procs.Spare), so that
+	// sysmon leaves the loops waiting in epoll_wait their Ps: on 2 cores
+	// against the rlbench backend on loopback (perf stat, 300,000 requests,
+	// under other load) the client's context switches per request went
+	// from 0.46-0.49 to 0.28-0.39, sysmon's nanosleep(2) calls from
+	// 0.16-0.17 to 0.05-0.09, its futex(2) calls from 0.08-0.12 to
+	// 0.04-0.05, and bench/compare.sh's A/B client CPU per request fell by
+	// 11-15 % at the same throughput.
+	releaseSpare, maxProcs := procs.Spare()
+	nl := max(1, min(maxProcs, workers))
 	var left atomic.Int64 // loops of fr still running: the last releases the spare P
 	left.Store(int64(nl))
 	loops := make([]*evLoop, nl)
@@ -245,59 +256,11 @@ func (fr *flowRun) startLoops(ra *net.TCPAddr, ready, done *sync.WaitGroup, rele
 			defer done.Done()
 			defer func() {
 				if left.Add(-1) == 0 {
-					releaseSpareP()
+					releaseSpare()
 				}
 			}()
 			l.run(ready, release)
 		}()
-	}
-}
-
-// The spare P: while event loops run, the runtime has one P more than the
-// GOMAXPROCS the loops were counted by (one loop per P), so that a P is
-// left over for everything else (the evidence writer, the collector, the
-// GC). A loop waits in epoll_wait(2) as a system call that keeps its P;
-// when every P is so held, the runtime's sysmon takes the P from a loop
-// each time it has waited longer than sysmon's 20 µs tick (runtime/proc.go,
-// retake: a P in a system call is retaken when no P is idle), and the
-// loop's thread takes one back through the scheduler on its return. With
-// a P idle, retake leaves the waiting loops alone. On 2 cores against the
-// rlbench backend on loopback (perf stat, 300,000 requests, under other
-// load) the client's context switches per request went from 0.46-0.49 to
-// 0.28-0.39, sysmon's nanosleep(2) calls from 0.16-0.17 to 0.05-0.09, its
-// futex(2) calls from 0.08-0.12 to 0.04-0.05, and bench/compare.sh's A/B
-// client CPU per request by 11-15 % at the same throughput. Setting
-// GOMAXPROCS ends the runtime's own updates of it from the CPU limit
-// (runtime.SetDefaultGOMAXPROCS), in the process that runs the loops.
-// spareFlows counts the flows whose loops run; spareBase is GOMAXPROCS
-// before the first raised it.
-var (
-	spareMu    sync.Mutex
-	spareFlows int
-	spareBase  int
-)
-
-// holdSpareP raises GOMAXPROCS by one for a flow's loops (the first flow
-// only) and returns the GOMAXPROCS to count the loops by.
-func holdSpareP() int {
-	spareMu.Lock()
-	defer spareMu.Unlock()
-	if spareFlows == 0 {
-		spareBase = runtime.GOMAXPROCS(0)
-		runtime.GOMAXPROCS(spareBase + 1)
-	}
-	spareFlows++
-	return spareBase
-}
-
-// releaseSpareP ends a flow's hold (holdSpareP); the last restores
-// GOMAXPROCS unless something else changed it meanwhile.
-func releaseSpareP() {
-	spareMu.Lock()
-	defer spareMu.Unlock()
-	spareFlows--
-	if spareFlows == 0 && runtime.GOMAXPROCS(0) == spareBase+1 {
-		runtime.GOMAXPROCS(spareBase)
 	}
 }
 

@@ -5,10 +5,11 @@ package judgegc
 
 import (
 	"os"
-	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+
+	"github.com/rlbench/rlbench/internal/procs"
 )
 
 // Percent is the garbage collector's target (runtime/debug.SetGCPercent)
@@ -68,42 +69,8 @@ func PercentFor(live uint64) int {
 	return Percent
 }
 
-// serial counts the callers of Serial whose restore has not run yet, and
-// procs is GOMAXPROCS from before the first of them.
-var (
-	serialMu sync.Mutex
-	serial   int
-	procs    int
-)
-
-// Serial runs the process on one P (runtime.GOMAXPROCS(1)) until the
-// function it returns is called, unless GOMAXPROCS in the environment chose
-// a value. Call it after loading evidence (which reads its files in
-// parallel) and before judging it: the judging is sequential, and while it
-// runs every other P would spend its idle time on the collector's idle
-// mark workers (runtime/proc.go findRunnable: "If we're in the GC mark
-// phase, can safely scan and blacken objects, and have work to do, run
-// idle-time marking rather than give up the P"), CPU time the judging
-// does not need. The previous value comes back when every caller's
-// function has run (it is safe to call twice).
-func Serial() (restore func()) {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return func() {}
-	}
-	serialMu.Lock()
-	defer serialMu.Unlock()
-	if serial == 0 {
-		procs = runtime.GOMAXPROCS(1)
-	}
-	serial++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			serialMu.Lock()
-			defer serialMu.Unlock()
-			if serial--; serial == 0 {
-				runtime.GOMAXPROCS(procs)
-			}
-		})
-	}
-}
+// Serial runs the process on one P while evidence is judged, until the
+// function it returns is called (procs.Serial, the one owner of rlbench's
+// GOMAXPROCS changes). Call it after loading evidence, which reads its
+// files in parallel, and before judging it, which is sequential.
+func Serial() (restore func()) { return procs.Serial() }
