@@ -205,6 +205,8 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 }
 
 // checkNginx judges the nginx evidence; without it, it does nothing:
+// A proxy that answered requests without an access log on file (lost
+// evidence) leaves the scenario incomplete (NOT_RUN).
 //   - "requests without nginx log entry": 0 (a request answered by an
 //     nginx proxy that has an access log must be in it); unknown, not
 //     passed, when the rest were answered by a proxy whose access log is
@@ -231,6 +233,13 @@ func checkNginx(in *Input) (r Result) {
 	}
 	rep := j.report
 	lost := j.unloggedNote()
+	if lost != "" {
+		// Lost evidence: the log would have told who answered these
+		// requests (nginx's limit_req or the backend), which the classes,
+		// the retries and the limiters' checks count with. The scenario is
+		// NOT_RUN whatever else fails, never blamed on the limiter.
+		r.Incomplete = append(r.Incomplete, lost+": the requests it answered are not judged")
+	}
 	st, got := passIf(rep.MissingCount == 0), report.IDsGot(rep.MissingCount, rep.Missing)
 	if st == report.CheckPass && lost != "" {
 		st, got = report.CheckUnknown, got+"; "+lost

@@ -30,8 +30,11 @@ func arrivalRows(rep *Report) [][]string {
 			continue
 		}
 		name := scenarioLabel(s, repeats)
-		add := func(of string, st ArrivalStats) {
-			if st.Count == 0 && of != "receipts" {
+		// add adds a row for st; without arrivals only when keep (all
+		// receipts, and a sender whose requests the limiter's logs time:
+		// one it rejected every request of still has its widths).
+		add := func(of string, st ArrivalStats, keep bool) {
+			if st.Count == 0 && !keep {
 				return
 			}
 			row := []string{name, of, strconv.Itoa(st.Count)}
@@ -47,16 +50,16 @@ func arrivalRows(rep *Report) [][]string {
 			}
 			rows = append(rows, row)
 		}
-		add("receipts", a.Receipts)
-		add("admissions (clients)", a.Admissions)
+		add("receipts", a.Receipts, true)
+		add("admissions (clients)", a.Admissions, false)
 		for _, t := range a.Targets {
-			add("receipts via "+t.Target, t.Receipts)
+			add("receipts via "+t.Target, t.Receipts, false)
 		}
 		for _, e := range a.Endpoints {
-			add("receipts at "+e.Endpoint, e.Receipts)
+			add("receipts at "+e.Endpoint, e.Receipts, false)
 		}
 		for _, f := range a.Forwards {
-			add("forwards by "+f.Target+" (its own clock)", f.Forwards)
+			add("forwards by "+f.Target+" (its own clock)", f.Forwards, false)
 		}
 		for _, sd := range a.Senders {
 			of := fmt.Sprintf("sender %d: sent %s, landed %s", sd.Shard, HumanNs(sd.SendWidthNs), HumanNs(sd.LandedWidthNs))
@@ -67,7 +70,7 @@ func arrivalRows(rep *Report) [][]string {
 			if sd.Phase != "" {
 				of = sd.Phase + " " + of
 			}
-			add(of, sd.Receipts)
+			add(of, sd.Receipts, sd.AtLimiter > 0)
 		}
 		for _, e := range dedupeExpected(a.Expected, s.Targets) {
 			row := []string{name, e.label, ""}

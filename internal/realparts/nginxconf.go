@@ -1,6 +1,7 @@
 package realparts
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -136,7 +137,8 @@ type NginxConfig struct {
 	// Upstreams are the servers of the upstream group; at least one.
 	Upstreams []NginxServer
 	// UpstreamKeepalive is the upstream group's keepalive (idle connections to the servers each worker keeps,
-	// https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive); 0 leaves it off (nginx's default: a
+	// https://nginx.org/en/docs/http/ngx_http_upstream_module.html#keepalive), at most the worker's connections
+	// (WorkerConnections); 0 leaves it off (nginx's default: a
 	// connection per proxied request). When set, the location also gets proxy_http_version 1.1 and an empty
 	// Connection header, which the keepalive directive needs.
 	UpstreamKeepalive int
@@ -314,8 +316,9 @@ func (c NginxConfig) Validate() error {
 	if c.WorkerPriority < -20 || c.WorkerPriority > 20 {
 		bad("WorkerPriority %d: want -20..20", c.WorkerPriority)
 	}
-	if c.UpstreamKeepalive < 0 {
-		bad("UpstreamKeepalive %d: must not be negative", c.UpstreamKeepalive)
+	if conns := cmp.Or(c.WorkerConnections, 1024); c.UpstreamKeepalive < 0 || c.UpstreamKeepalive > conns {
+		// Each kept connection holds one of the worker's connections.
+		bad("UpstreamKeepalive %d: want 0..%d (worker_connections)", c.UpstreamKeepalive, conns)
 	}
 	if c.TimerResolution != 0 {
 		if _, err := nginxDuration("TimerResolution", c.TimerResolution); err != nil {

@@ -205,7 +205,8 @@ func TestNginxConfigValidate(t *testing.T) {
 		{"read timeout", func(c *NginxConfig) { c.ReadTimeout = -time.Second }, "ReadTimeout -1s"},
 		{"workers", func(c *NginxConfig) { c.WorkerProcesses = -2 }, "WorkerProcesses -2"},
 		{"priority", func(c *NginxConfig) { c.WorkerPriority = -21 }, "WorkerPriority -21: want -20..20"},
-		{"keepalive", func(c *NginxConfig) { c.UpstreamKeepalive = -1 }, "UpstreamKeepalive -1: must not be negative"},
+		{"keepalive", func(c *NginxConfig) { c.UpstreamKeepalive = -1 }, "UpstreamKeepalive -1: want 0..1024 (worker_connections)"},
+		{"keepalive over connections", func(c *NginxConfig) { c.WorkerConnections, c.UpstreamKeepalive = 64, 65 }, "UpstreamKeepalive 65: want 0..64 (worker_connections)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok
