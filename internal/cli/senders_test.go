@@ -216,7 +216,7 @@ func TestMicroburstSendersPlan(t *testing.T) {
 		if c := landedCheck(s); i == 1 {
 			whole := landedWidth(t, c.Got)
 			for k, sa := range a.Senders {
-				if sa.AtLimiter != 500 || sa.LimiterWidthNs <= 0 || time.Duration(sa.LimiterWidthNs) > whole {
+				if sa.AtLimiter != 500 || sa.LimiterWidthNs <= 0 || time.Duration(sa.LimiterWidthNs).Round(time.Microsecond) > whole { // the check prints µs
 					t.Errorf("%s: sender %d at the limiter: %d over %v; want 500 within the burst's %v", s.Name, k, sa.AtLimiter, time.Duration(sa.LimiterWidthNs), whole)
 				}
 			}
