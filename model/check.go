@@ -116,8 +116,10 @@ type Events struct {
 	Name func(req int32) string
 
 	// the events' columns: keyCol and attrCol are nil while every event's
-	// Key and Attrs are 0; flags holds the Outcome and flagKeyUnknown;
-	// lo and hi in about 4 bytes an event each (nscol.Column)
+	// Key and Attrs are 0; req is nil while every event's Req is its index
+	// (a replay of every request in order: 4 bytes an event less); flags
+	// holds the Outcome and flagKeyUnknown (its length is the number of
+	// events); lo and hi in about 4 bytes an event each (nscol.Column)
 	lo, hi  nscol.Column
 	req     []int32
 	keyCol  idxCol
@@ -186,7 +188,10 @@ const flagKeyUnknown = 0x80
 func (evs *Events) Grow(n int) {
 	evs.lo.Grow(n)
 	evs.hi.Grow(n)
-	evs.req, evs.flags = slices.Grow(evs.req, n), slices.Grow(evs.flags, n)
+	evs.flags = slices.Grow(evs.flags, n)
+	if evs.req != nil {
+		evs.req = slices.Grow(evs.req, n)
+	}
 	evs.keyCol.grow(n)
 	evs.attrCol.grow(n)
 }
@@ -195,22 +200,39 @@ func (evs *Events) Grow(n int) {
 func (evs *Events) Add(e Event) {
 	evs.lo.Add(e.Lo)
 	evs.hi.Add(e.Hi)
-	evs.req = append(evs.req, e.Req)
-	evs.keyCol.add(e.Key, len(evs.req)-1, cap(evs.req))
-	evs.attrCol.add(e.Attrs, len(evs.req)-1, cap(evs.req))
+	j := len(evs.flags)
 	f := uint8(e.Outcome)
 	if e.KeyUnknown {
 		f |= flagKeyUnknown
 	}
 	evs.flags = append(evs.flags, f)
+	if evs.req == nil && e.Req != int32(j) {
+		evs.req = make([]int32, j, cap(evs.flags))
+		for i := range evs.req {
+			evs.req[i] = int32(i)
+		}
+	}
+	if evs.req != nil {
+		evs.req = append(evs.req, e.Req)
+	}
+	evs.keyCol.add(e.Key, j, cap(evs.flags))
+	evs.attrCol.add(e.Attrs, j, cap(evs.flags))
 }
 
 // Len is the number of events.
-func (evs *Events) Len() int { return len(evs.req) }
+func (evs *Events) Len() int { return len(evs.flags) }
+
+// reqOf is event j's Req.
+func (evs *Events) reqOf(j int) int32 {
+	if evs.req == nil {
+		return int32(j)
+	}
+	return evs.req[j]
+}
 
 // At returns event j.
 func (evs *Events) At(j int) Event {
-	e := Event{Lo: evs.lo.At(j), Hi: evs.hi.At(j), Req: evs.req[j], Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
+	e := Event{Lo: evs.lo.At(j), Hi: evs.hi.At(j), Req: evs.reqOf(j), Outcome: evs.outcome(j), KeyUnknown: evs.keyUnknown(j)}
 	e.Key, e.Attrs = evs.keyCol.at(j), evs.attrCol.at(j)
 	return e
 }
@@ -684,22 +706,30 @@ func (o *orders) of(b int32) []int32 {
 // where every event charges one bucket (oneRef): loc holds b's events only,
 // by local index, in the order plan.order gives them (the same key, ties
 // by event index, which its local indices follow). Nothing is kept for a
-// later sweep.
-func (pl *plan) bucketOrder(evs *Events, b int32, mid, admit bool) *orders {
+// later sweep. The orders are built in the memory of old (the previous
+// pass's bucket orders, done with; nil: none) where it is large enough.
+func (pl *plan) bucketOrder(evs *Events, b int32, mid, admit bool, old *orders) *orders {
 	bk := pl.buckets[b]
+	var bufLoc, bufOne []int32
+	if old != nil {
+		bufLoc = old.loc
+		if len(old.one) == 0 || len(old.loc) == 0 || &old.one[0] != &old.loc[0] {
+			bufOne = old.one // not the same array as loc (a mid order)
+		}
+	}
 	if bk.params.timeUnit() <= 1 && !pl.wrapped {
 		// the bucket's columns are its events' times shifted by the
 		// widening (mid: unchanged, as hi >= lo): the same order, read
 		// from a slice rather than the events' chunked columns
 		if mid { // one order serves both (neither is written)
-			o := orderBy(bk.mid)
+			o := orderByIn(bufLoc, bk.mid)
 			return &orders{loc: o, ev: bk.ev, one: o, only: b}
 		}
 		k, v := bk.lo, bk.hi
 		if admit {
 			k, v = bk.hi, bk.lo
 		}
-		return &orders{loc: orderBy(k), ev: bk.ev, one: orderBy(v), only: b}
+		return &orders{loc: orderByIn(bufLoc, k), ev: bk.ev, one: orderByIn(bufOne, v), only: b}
 	}
 	key := func(l int32) int64 { return evs.lo.At(int(bk.event(l))) }
 	v := bk.hi
@@ -714,7 +744,7 @@ func (pl *plan) bucketOrder(evs *Events, b int32, mid, admit bool) *orders {
 		key = func(l int32) int64 { return evs.hi.At(int(bk.event(l))) }
 		v = bk.lo
 	}
-	return &orders{loc: orderByKey(bk.size(), key), ev: bk.ev, one: orderBy(v), only: b}
+	return &orders{loc: orderByKeyIn(bufLoc, bk.size(), key), ev: bk.ev, one: orderByIn(bufOne, v), only: b}
 }
 
 // ref returns ref r's bucket and local event, r being a ref of the k-th
@@ -1061,7 +1091,7 @@ func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUnce
 	c.ids = func(ls []int32) []string {
 		ids := make([]string, len(ls))
 		for i, l := range ls {
-			ids[i] = evs.name(evs.req[bk.event(l)])
+			ids[i] = evs.name(evs.reqOf(int(bk.event(l))))
 		}
 		return ids
 	}
@@ -1123,19 +1153,27 @@ func (sw *sweeper) sweepAll(offered, admitUncertain bool) {
 func (sw *sweeper) sweepBucket(b int32, offered, admitUncertain bool) {
 	pl, pr := sw.pl, sw.prims[b]
 	if !offered {
-		sw.ord = pl.bucketOrder(sw.evs, b, sw.mid, false)
+		sw.ord = pl.bucketOrder(sw.evs, b, sw.mid, false, nil)
 		sw.mustRejectPass(admitUncertain)
 		if d, ok := pr.(interface{ rejectPassDone() }); ok {
 			d.rejectPassDone()
 		}
 	}
 	sw.ptr[b] = 0
-	sw.ord = nil // the must-reject orders are done with
-	sw.ord = pl.bucketOrder(sw.evs, b, sw.mid, true)
+	// the must-reject orders are done with: the must-admit orders are
+	// built in their memory
+	old := sw.ord
+	sw.ord = nil
+	sw.ord = pl.bucketOrder(sw.evs, b, sw.mid, true, old)
 	sw.mustAdmitPass(offered)
 	sw.ord = nil
-	if d, ok := pr.(interface{ sweepDone() }); ok {
-		d.sweepDone() // the verdicts' why, the bounds and findings need none of it
+	// the verdicts' why, the bounds and findings need none of its pass
+	// state: a token bucket keeps its memory for theirs (sweepDoneSpare;
+	// the bounds drop it, and a primitive dropped drops it)
+	if d, ok := pr.(interface{ sweepDoneSpare() }); ok {
+		d.sweepDoneSpare()
+	} else if d, ok := pr.(interface{ sweepDone() }); ok {
+		d.sweepDone()
 	}
 }
 
@@ -1279,7 +1317,7 @@ func (sw *sweeper) mustAdmit(k int, j int32, offered bool) bool {
 func Check(m Model, evs *Events, opts Options) (*Result, error) {
 	for i := range evs.Len() {
 		if evs.lo.At(i) > evs.hi.At(i) {
-			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(evs.req[i]), evs.lo.At(i), evs.hi.At(i))
+			return nil, fmt.Errorf("model check: event %d (id %q): lo %d is after hi %d", i, evs.name(evs.reqOf(i)), evs.lo.At(i), evs.hi.At(i))
 		}
 	}
 	ref := int64(0)
@@ -1294,7 +1332,7 @@ func Check(m Model, evs *Events, opts Options) (*Result, error) {
 		return nil, err
 	}
 	c := &checkRun{pl: pl, evs: evs, opts: opts, fl: fl, admitUncertain: admitUncertain,
-		res: &Result{Verdicts: make([]Verdict, evs.Len())}}
+		res: &Result{}}
 	if pl.perBucket {
 		c.byBucket()
 		c.uncertainty()
@@ -1329,9 +1367,12 @@ func (c *checkRun) byBucket() {
 	initUnknown := c.opts.UnknownInitialState
 	c.prims = make([]prim, nb)
 	sw := pl.sweeper(c.evs, c.prims, false)
-	off := &sweepOut{mustA: make([]bool, n)}
+	// the offered marks are all false without the offered sweep
+	// (offeredMustA): no array of them then
+	off := &sweepOut{}
 	var osw *sweeper
 	if c.needOffered() {
+		off.mustA = make([]bool, n)
 		osw = &sweeper{pl: pl, evs: c.evs, prims: make([]prim, nb), so: &sweepOut{mustR: make([]bool, n), mustA: off.mustA},
 			ptr: make([]int, nb)}
 	}
@@ -1373,6 +1414,9 @@ type checkRun struct {
 // request verdicts and the violations (over, under, shadow).
 func (c *checkRun) verdicts(so *sweepOut) {
 	res, pl, prims := c.res, c.pl, c.prims
+	// allocated here, after the sweeps: no bucket's columns, orders or
+	// trees live beside it (a byte an event)
+	res.Verdicts = make([]Verdict, c.evs.Len())
 	// every over-admission (or shadow rejection) has a why noted, every
 	// under-admission by a bucket too: their lists are allocated once at
 	// most that size (a tight run's hundreds of thousands), not regrown,
@@ -1444,8 +1488,12 @@ func (c *checkRun) offeredBounds() *sweepOut {
 	if c.needOffered() {
 		return pl.sweep(c.evs, pl.prims(c.evs, false, c.opts.UnknownInitialState, c.admitUncertain), false, true, c.admitUncertain)
 	}
-	return &sweepOut{mustA: make([]bool, c.evs.Len())}
+	return &sweepOut{} // every mark false (offeredMustA)
 }
+
+// offeredMustA is off's offered must-admit mark of event j (offeredBounds;
+// false when no offered sweep ran, mustA nil).
+func offeredMustA(off *sweepOut, j int32) bool { return off.mustA != nil && off.mustA[j] }
 
 // needOffered reports whether the offered bounds' sweep tells anything:
 // some bucket is not a single token bucket.
@@ -1521,7 +1569,7 @@ func (c *checkRun) bucketBound(b int, off *sweepOut) Bound {
 	for l := range bk.size() {
 		g := bk.event(int32(l))
 		o := c.evs.outcomeIn(int(g))
-		if o != Unknown && off.mustA[g] {
+		if o != Unknown && offeredMustA(off, g) {
 			ma++
 		}
 		if o == Admitted && !c.admitUncertain {
@@ -1570,7 +1618,7 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 		default:
 			b, _ := pl.ref(re - 1)
 			lastGroup[b]++
-			if e.Outcome != Unknown && off.mustA[j] {
+			if e.Outcome != Unknown && offeredMustA(off, int32(j)) {
 				t.Min++
 			}
 		}
@@ -1717,7 +1765,7 @@ func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []Windo
 		})
 		var out []string
 		for _, x := range sel[:min(k, len(sel))] {
-			out = append(out, evs.name(evs.req[x.g]))
+			out = append(out, evs.name(evs.reqOf(int(x.g))))
 		}
 		return out
 	}

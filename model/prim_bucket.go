@@ -88,6 +88,14 @@ type tbPrim struct {
 	// is over (rejectPassDone): the two never live together.
 	ubT, lbT   *minTree
 	rejectDone bool
+	// spareT and spareS are a finished pass's tree and sorted times,
+	// kept only as memory for the next step's: the must-reject pass's
+	// (rejectPassDone) for the must-admit pass's tree and sorted hi
+	// (same sizes), the must-admit pass's (sweepDoneSpare) for the
+	// findings' tree and sorted lo, the findings' sorted lo for the
+	// bounds'; the bounds drop them
+	spareT *minTree
+	spareS []int64
 	// uFen counts the under-admitted, insFen the inserted possible
 	// charges, by hi position: each at the last position of its hi value
 	// in hiS (every query sums from a value's first position to the
@@ -138,10 +146,24 @@ func (t *tbPrim) sortedLo() []int64 {
 // sortedHi returns hiS, building it at its first use.
 func (t *tbPrim) sortedHi() []int64 {
 	if t.hiS == nil && len(t.c.hi) > 0 {
-		t.hiS = slices.Clone(t.c.hi)
+		if cap(t.spareS) >= len(t.c.hi) {
+			t.hiS = append(t.spareS[:0], t.c.hi...)
+		} else {
+			t.hiS = slices.Clone(t.c.hi)
+		}
+		t.spareS = nil
 		slices.Sort(t.hiS)
 	}
 	return t.hiS
+}
+
+// int64Buf returns buf[:n] when buf holds n values, else a new slice of
+// n (its values are the caller's to set).
+func int64Buf(buf []int64, n int) []int64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]int64, n)
 }
 
 // coverIv is a half-open time interval [a, b).
@@ -212,6 +234,11 @@ func (t *tbPrim) negCumTree(vs []int64) *minTree {
 	return newMinTreeOf(len(vs), func(q int) float64 { return -t.p.refill.cumBefore(vs[q]) })
 }
 
+// negCumTreeIn is negCumTree in the arrays of old (newMinTreeIn).
+func (t *tbPrim) negCumTreeIn(old *minTree, vs []int64) *minTree {
+	return newMinTreeIn(old, len(vs), func(q int) float64 { return -t.p.refill.cumBefore(vs[q]) })
+}
+
 // ub is the must-reject pass's tree (activate, mustReject), built at its
 // first use.
 func (t *tbPrim) ub() *minTree {
@@ -228,20 +255,36 @@ func (t *tbPrim) ub() *minTree {
 // its first use.
 func (t *tbPrim) lb() *minTree {
 	if t.lbT == nil {
-		t.lbT = t.negCumTree(t.sortedHi())
+		hiS := t.sortedHi()
+		t.lbT, t.spareT = t.negCumTreeIn(t.spareT, hiS), nil
 	}
 	return t.lbT
 }
 
-// rejectPassDone releases the must-reject pass's tree: the sweep calls it
-// between its passes.
-func (t *tbPrim) rejectPassDone() { t.ubT, t.loS, t.rejectDone = nil, nil, true }
+// rejectPassDone ends the must-reject pass: the sweep calls it between its
+// passes. Its tree and sorted lo are kept only as the memory of the
+// must-admit pass's (spareT, spareS).
+func (t *tbPrim) rejectPassDone() {
+	t.spareT, t.spareS = t.ubT, t.loS
+	t.ubT, t.loS, t.rejectDone = nil, nil, true
+}
 
 // sweepDone releases the must-admit pass's tree, counts and sorted hi:
 // the sweep or Check calls it after the verdicts, before the bounds and
 // findings (which read neither; the bounds sort hi again, so that a plan
 // swept a bucket at a time holds no bucket's sorted hi in between).
-func (t *tbPrim) sweepDone() { t.lbT, t.uFen, t.insFen, t.hiS = nil, nil, nil, nil }
+func (t *tbPrim) sweepDone() {
+	t.lbT, t.uFen, t.insFen, t.hiS, t.spareT, t.spareS = nil, nil, nil, nil, nil, nil
+}
+
+// sweepDoneSpare is sweepDone for a primitive whose findings and bounds
+// come next (a plan swept a bucket at a time): its tree and sorted hi are
+// kept as their memory (spareT, spareS), which the bounds drop.
+func (t *tbPrim) sweepDoneSpare() {
+	lbT, hiS := t.lbT, t.hiS
+	t.sweepDone()
+	t.spareT, t.spareS = lbT, hiS
+}
 
 func (t *tbPrim) activate(l int32) {
 	t.ub().add(0, t.curAct.upper(t.sortedLo(), t.c.lo[l]), -t.p.cUp)
@@ -423,6 +466,17 @@ func appendFixed3(b []byte, v float64) []byte {
 // names the excess admissions (those with the latest possible arrivals).
 func (t *tbPrim) findings() []WindowFinding {
 	p, c := t.p, t.c
+	// the sweep's tree and sorted hi (sweepDoneSpare) hold the tree and
+	// sorted lo built here; the sorted lo is kept for the bounds'
+	spareT, spareS := t.spareT, t.spareS
+	t.spareT, t.spareS = nil, nil
+	var loS []int64
+	defer func() {
+		if loS != nil {
+			spareS = loS
+		}
+		t.spareS = spareS
+	}()
 	if t.noUpper {
 		return nil
 	}
@@ -441,13 +495,13 @@ func (t *tbPrim) findings() []WindowFinding {
 	if len(adm) == 0 {
 		return nil
 	}
-	loS := make([]int64, len(adm))
+	loS = int64Buf(spareS, len(adm))
 	for i, l := range adm {
 		loS[i] = c.lo[l]
 	}
 	slices.Sort(loS)
 	// max over a of cUp*cnt(a) - cumBefore(a): a min tree of the negation
-	tr := t.negCumTree(loS)
+	tr := t.negCumTreeIn(spareT, loS)
 	slices.SortFunc(adm, func(x, y int32) int {
 		switch {
 		case c.hi[x] < c.hi[y]:
@@ -556,12 +610,20 @@ func (t *tbPrim) findings() []WindowFinding {
 func (t *tbPrim) bounds(single bool) (int, int) {
 	c := t.c
 	n := len(c.lo)
+	spareS := t.spareS // the findings' sorted lo (sweepDoneSpare)
+	t.spareT, t.spareS = nil, nil
 	if n == 0 {
 		return 0, 0
 	}
-	loS := slices.Clone(c.lo)
+	loS := append(int64Buf(spareS, 0), c.lo...)
 	slices.Sort(loS)
-	hiS := t.sortedHi()
+	// sorted here, not kept in t.hiS: a plan judged a bucket at a time
+	// holds no judged bucket's sorted hi while it sweeps the next
+	hiS := t.hiS
+	if hiS == nil {
+		hiS = slices.Clone(c.hi)
+		slices.Sort(hiS)
+	}
 	// time points: every lo-1, lo and hi, merged from the sorted lo and
 	// hi as the DPs walk them; an array of them (24 bytes an event) only
 	// when upperDP looks points up by rank (resets bound its sources)

@@ -35,9 +35,21 @@ func (p *slParams) newPrim(c *primCtx) prim {
 	return t
 }
 
+// int32Buf returns buf[:n] when buf holds n values, else a new slice of
+// n (its values are the caller's to set).
+func int32Buf(buf []int32, n int) []int32 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]int32, n)
+}
+
 // orderByKey is orderBy of the values key(0..n-1), read where they lie.
-func orderByKey(n int, key func(int32) int64) []int32 {
-	o := make([]int32, n)
+func orderByKey(n int, key func(int32) int64) []int32 { return orderByKeyIn(nil, n, key) }
+
+// orderByKeyIn is orderByKey in buf's memory when it is large enough.
+func orderByKeyIn(buf []int32, n int, key func(int32) int64) []int32 {
+	o := int32Buf(buf, n)
 	for i := range o {
 		o[i] = int32(i)
 	}
@@ -51,8 +63,11 @@ func orderByKey(n int, key func(int32) int64) []int32 {
 }
 
 // orderBy returns the local indices sorted by v (ties by index).
-func orderBy(v []int64) []int32 {
-	o := make([]int32, len(v))
+func orderBy(v []int64) []int32 { return orderByIn(nil, v) }
+
+// orderByIn is orderBy in buf's memory when it is large enough.
+func orderByIn(buf []int32, v []int64) []int32 {
+	o := int32Buf(buf, len(v))
 	for i := range o {
 		o[i] = int32(i)
 	}

@@ -38,12 +38,27 @@ func newMinTree(vals []float64) *minTree {
 // newMinTreeOf is newMinTree of the n values val(0..n-1), written straight
 // into the tree's leaves (no array of them beside it).
 func newMinTreeOf(nv int, val func(int) float64) *minTree {
+	return newMinTreeIn(nil, nv, val)
+}
+
+// newMinTreeIn is newMinTreeOf in the arrays of old (a tree done with),
+// when they are large enough: a pass's tree built in the memory of the
+// previous pass's, rather than beside it until a collection frees it.
+// old may be nil; it must not be used after.
+func newMinTreeIn(old *minTree, nv int, val func(int) float64) *minTree {
 	n := max(nv, 1)
 	h := 0
 	for 1<<h < n {
 		h++
 	}
-	m := &minTree{n: n, h: h, t: make([]float64, 2*n), d: make([]float64, n)}
+	m := &minTree{n: n, h: h}
+	if old != nil && cap(old.t) >= 2*n && cap(old.d) >= n {
+		m.t, m.d = old.t[:2*n], old.d[:n]
+		m.t[0] = 0 // as make leaves it
+		clear(m.d)
+	} else {
+		m.t, m.d = make([]float64, 2*n), make([]float64, n)
+	}
 	for i := range m.t[n:] {
 		m.t[n+i] = math.Inf(1)
 	}
