@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"net/url"
@@ -1255,20 +1256,27 @@ func (p *replay) check() {
 		}
 	}
 	// the widths are gathered once the checks are over: their array
-	// (one int64 per event) never lives beside a check's own
-	widths := make([]int64, 0, rep.Units+rep.Zombies)
+	// (model.Quantiles: 4 or 8 bytes an event) never lives beside a
+	// check's own
+	n := 0
 	for _, g := range checked {
-		for j := range g.evs.Len() {
-			e := g.evs.At(j)
-			widths = append(widths, e.Hi-e.Lo)
-		}
+		n += g.evs.Len()
 	}
-	p.finish(widths)
+	p.finish(n, func(yield func(int64) bool) {
+		for _, g := range checked {
+			for j := range g.evs.Len() {
+				e := g.evs.At(j)
+				if !yield(e.Hi - e.Lo) {
+					return
+				}
+			}
+		}
+	})
 }
 
 // finish completes the report's totals and findings after the model
-// checks (widths: the events' interval widths) and sorts its bounds.
-func (p *replay) finish(widths []int64) {
+// checks (widths: the n events' interval widths) and sorts its bounds.
+func (p *replay) finish(n int, widths iter.Seq[int64]) {
 	rep := p.r.report
 	rep.Total.Offered = rep.Units + rep.Zombies // a request across a state reset is an event of both epochs
 	if rep.Zombies > 0 {
@@ -1279,7 +1287,7 @@ func (p *replay) finish(widths []int64) {
 			}
 		}
 	}
-	setWidths(&rep.Uncertainty, widths)
+	setWidths(&rep.Uncertainty, n, widths)
 	sort.Slice(rep.Buckets, func(a, b int) bool { return rep.Buckets[a].Bucket < rep.Buckets[b].Bucket })
 	sort.SliceStable(rep.Windows, func(a, b int) bool {
 		if rep.Windows[a].FromNs != rep.Windows[b].FromNs {
@@ -1466,13 +1474,13 @@ func mergeResult(rep *report.LimiterReport, res *model.Result, single bool) {
 	u.EitherFromTiming += res.Uncertainty.EitherFromTiming
 }
 
-func setWidths(u *report.ModelUncertainty, w []int64) {
-	if len(w) == 0 {
+// setWidths sets u's largest, median and 99th percentile interval widths
+// from the n widths w yields (model.Quantiles); none when n is 0.
+func setWidths(u *report.ModelUncertainty, n int, w iter.Seq[int64]) {
+	if n == 0 {
 		return
 	}
-	slices.Sort(w)
-	n := len(w)
-	u.MaxWidthNs, u.MedianWidthNs, u.P99WidthNs = w[n-1], w[n/2], w[min(n-1, n*99/100)]
+	u.MaxWidthNs, u.MedianWidthNs, u.P99WidthNs = model.Quantiles(n, w)
 }
 
 // unitDecision returns the RLS decision joined to request i's descriptor
