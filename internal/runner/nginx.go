@@ -88,6 +88,12 @@ type NginxPlan struct {
 	// to the backend each worker keeps (default 0: a new connection per
 	// proxied request).
 	UpstreamKeepalive int `json:"upstream_keepalive,omitempty"`
+	// ErrorLogLevel is the error_log level (debug, info, notice, warn,
+	// error, crit, alert, emerg); default info. limit_req logs a rejection
+	// at limit_req_log_level (default error) and a delay one level lower
+	// (https://nginx.org/en/docs/http/ngx_http_limit_req_module.html#limit_req_log_level):
+	// a level above them writes no line per decision.
+	ErrorLogLevel string `json:"error_log_level,omitempty"`
 	// TimerResolution is timer_resolution; unset: nginx's clock is refreshed
 	// after every event loop wake-up.
 	TimerResolution proxy.Duration `json:"timer_resolution,omitempty"`
@@ -132,7 +138,7 @@ func (n *NginxPlan) zones() []NginxZonePlan {
 // config renders the plan as the realparts config of one instance in front
 // of the backend endpoints upstreams (host:port).
 func (n *NginxPlan) config(upstreams []string) (realparts.NginxConfig, error) {
-	c := realparts.NginxConfig{WorkerProcesses: n.WorkerProcesses, WorkerPriority: n.WorkerPriority, UpstreamKeepalive: n.UpstreamKeepalive, TimerResolution: time.Duration(n.TimerResolution),
+	c := realparts.NginxConfig{WorkerProcesses: n.WorkerProcesses, WorkerPriority: n.WorkerPriority, ErrorLogLevel: n.ErrorLogLevel, UpstreamKeepalive: n.UpstreamKeepalive, TimerResolution: time.Duration(n.TimerResolution),
 		LimitReqStatus: n.LimitReqStatus, LimitReqLogLevel: n.LimitReqLogLevel, LimitReqDryRun: n.LimitReqDryRun,
 		NextUpstream: n.ProxyNextUpstream, NextUpstreamTries: n.ProxyNextUpstreamTries, NextUpstreamTimeout: time.Duration(n.ProxyNextUpstreamTimeout),
 		ConnectTimeout: time.Duration(n.ProxyConnectTimeout), ReadTimeout: time.Duration(n.ProxyReadTimeout), SendTimeout: time.Duration(n.ProxySendTimeout)}
@@ -160,7 +166,7 @@ func (n *NginxPlan) config(upstreams []string) (realparts.NginxConfig, error) {
 var (
 	nginxPlanFields = map[string]string{
 		"WorkerProcesses": "worker_processes", "TimerResolution": "timer_resolution",
-		"WorkerPriority": "worker_priority", "UpstreamKeepalive": "upstream_keepalive",
+		"WorkerPriority": "worker_priority", "UpstreamKeepalive": "upstream_keepalive", "ErrorLogLevel": "error_log_level",
 		"LimitReqStatus": "limit_req_status", "LimitReqLogLevel": "limit_req_log_level",
 		"NextUpstream": "proxy_next_upstream", "NextUpstreamTries": "proxy_next_upstream_tries",
 		"NextUpstreamTimeout": "proxy_next_upstream_timeout", "ConnectTimeout": "proxy_connect_timeout",

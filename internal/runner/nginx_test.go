@@ -34,6 +34,8 @@ func TestNginxPlanValidation(t *testing.T) {
 		{`{nginx: {limit_req_status: 200}}`, "lab.nginx.limit_req_status 200: want 400..599"},
 		{`{nginx: {worker_processes: -1}}`, "lab.nginx.worker_processes -1"},
 		{`{nginx: {worker_priority: 21}}`, "lab.nginx.worker_priority 21: want -20..20"},
+		{`{nginx: {error_log_level: loud}}`, `lab.nginx.error_log_level "loud"`},
+		{`{nginx: {rate: 1r/s, limit_req_log_level: info, error_log_level: notice}}`, ""},
 		{`{nginx: {upstream_keepalive: -2}}`, "lab.nginx.upstream_keepalive -2: want 0..1024 (worker_connections)"},
 		{`{nginx: {upstream_keepalive: 2147483648}}`, "lab.nginx.upstream_keepalive 2147483648: want 0..1024"},
 		{`{nginx: {rate: 1r/s, worker_priority: -10, upstream_keepalive: 8}}`, ""},
