@@ -226,6 +226,12 @@ func senderRanges(ev *evidence.ScenarioEvidence) []senderRange {
 	return out
 }
 
+// senderOfLine is the index in ranges (senderRanges: in order, covering
+// every request) of the sender of request line r, len(ranges) past them.
+func senderOfLine(ranges []senderRange, r int) int {
+	return sort.Search(len(ranges), func(k int) bool { return ranges[k].from+ranges[k].n > r })
+}
+
 // senderArrivals are the figures of each sender of a sharded attack
 // (senderRanges): its first and last send and the receipts of its
 // requests; nil when the senders' lines are not known exactly.
@@ -239,9 +245,7 @@ func senderArrivals(in *Input, windows []time.Duration) []report.SenderArrivals 
 	// A sender's requests are lines [from, from+n), the ranges in order
 	// and covering every request: a receipt's sender is found by a search,
 	// and its receipts are laid out in one buffer (splitStats).
-	senderOf := func(r int) int {
-		return sort.Search(len(ranges), func(k int) bool { return ranges[k].from+ranges[k].n > r })
-	}
+	senderOf := func(r int) int { return senderOfLine(ranges, r) }
 	out := make([]report.SenderArrivals, len(ranges))
 	ns := 0 // reqs.NotSent (increasing) before i
 	for k, sr := range ranges {

@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/rlbench/rlbench/analyze/report"
@@ -170,12 +169,9 @@ var senderLandingsSection = section{name: "sender landings", needs: []string{"ar
 	}
 	type span struct{ first, last int64 }
 	spans := make([]map[string]*span, len(ranges))
-	senderOf := func(r int) int {
-		return sort.Search(len(ranges), func(k int) bool { return ranges[k].from+ranges[k].n > r })
-	}
 	counted := make([]bool, in.Evidence.Requests.Len())
 	visitLandings(in, sentMask(&in.Evidence.Requests), func(i int, proxy string, lo, hi int64) {
-		k := senderOf(i)
+		k := senderOfLine(ranges, i)
 		if k >= len(ranges) {
 			return
 		}
