@@ -500,6 +500,7 @@ func nginxFixtureEv(t *testing.T, fixture string, byLimitReq map[string]int) str
 	must(t, os.WriteFile(d.Attack(), att, 0o644))
 	must(t, os.MkdirAll(d.Path(evidence.NginxPath("nginx", "")), 0o755))
 	must(t, os.WriteFile(d.Path(evidence.NginxPath("nginx", evidence.NginxAccessLogFile)), read("access.log"), 0o644))
+	must(t, evidence.WriteNginxConf(d, "nginx", read("nginx.conf"))) // worker_processes 1
 	for label, file := range map[string]string{evidence.LabelBefore: "stub_status_before.txt", evidence.LabelAfter: "stub_status_after.txt"} {
 		st, err := collectnginx.ParseStubStatus(bytes.NewReader(read(file)), file)
 		must(t, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,15 @@ type nginxRun struct {
 	peaks  []time.Duration
 	noLog  bool
 	attack map[string]any
+	// pid is the worker of request i ($pid; nil: every request worker 1,
+	// one worker deciding in order); noPid leaves $pid out of the log and
+	// conf, when not empty, is the nginx.conf kept beside it.
+	pid   func(i int) int64
+	noPid bool
+	conf  string
+	// respond, when set, is when the client read request i's response, ms
+	// after t0 (nil: 0.1 ms after nginx's log line).
+	respond func(i int) int64
 }
 
 func (c nginxRun) write(t *testing.T) string {
@@ -54,7 +64,13 @@ func (c nginxRun) write(t *testing.T) string {
 		sent := t0 + c.send(i)
 		acc, fwd := c.accept(i), c.fwd(i)
 		r := evidence.Request{ID: id, Target: "nginx-a", SentNs: sent, BytesIn: 5}
-		a := nginxrec.AccessRecord{Line: i + 1, ID: id}
+		a := nginxrec.AccessRecord{Line: i + 1, ID: id, Pid: 1}
+		switch {
+		case c.noPid:
+			a.Pid = 0
+		case c.pid != nil:
+			a.Pid = c.pid(i)
+		}
 		if fwd < 0 {
 			r.Code, r.LatencyNs = 503, (t0ms+acc)*ms+100_000-sent
 			rt := int64(0)
@@ -71,6 +87,9 @@ func (c nginxRun) write(t *testing.T) string {
 			a.Upstreams = []nginxrec.UpstreamTry{{Addr: "127.0.0.1:9000", Server: true, Status: 200, ResponseTimeMs: &one}}
 			e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id), RecvNs: t0 + fwd*ms + c.lag(i)})
 		}
+		if c.respond != nil {
+			r.LatencyNs = t0 + c.respond(i)*ms - sent
+		}
 		e.requests = append(e.requests, r)
 		recs = append(recs, a)
 	}
@@ -81,6 +100,9 @@ func (c nginxRun) write(t *testing.T) string {
 	dir := e.write()
 	if !c.noLog {
 		writeLines(t, filepath.Join(dir, evidence.NginxPath("nginx-a", evidence.NginxAccessFile)), recs)
+	}
+	if c.conf != "" {
+		must(t, evidence.WriteNginxConf(evidence.Dir(dir), "nginx-a", []byte(c.conf)))
 	}
 	return dir
 }
@@ -490,4 +512,82 @@ func writeScenario(t *testing.T, dir string, sc evidence.Scenario) {
 	b, err := json.Marshal(sc)
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(dir, evidence.ScenarioFile), b, 0o644))
+}
+
+// TestNginxWorkersStampByTheirOwnClocks: the false FAIL a fresh CI found on
+// examples/bursts/microburst-nginx.yaml (limit_req rate=1r/m burst=15
+// nodelay, 4 workers). Worker 1 woke at +0 ms and decided a long batch on
+// its cached clock: 10 passes, then, after worker 2 (woken at +3 ms) had
+// passed the other 6, 100 rejections, all stamped +0 ms. Worker 2 rejected
+// 100 more at +3 ms. Replayed in the stamps' order, worker 1's rejections
+// came when only 10 had passed: "under-admitted (model must admit)". For
+// nginx they came after worker 2's passes, and limit_req counts no time
+// for a negative elapsed: correct. Each worker's stamp bounds its decisions
+// from below only, so the checker must not order them by it; one worker's
+// stamps do give the order, and there the same log is a real violation.
+func TestNginxWorkersStampByTheirOwnClocks(t *testing.T) {
+	worker := func(i int) int64 { // 0-9 and 16-115 worker 1, the rest worker 2
+		if i < 10 || i >= 16 && i < 116 {
+			return 1
+		}
+		return 2
+	}
+	c := nginxRun{spec: model.Spec{Kind: model.KindNginxLimitReq, Rate: "1r/m", Burst: 15, NoDelay: true}, n: 216,
+		send:   func(i int) int64 { return int64(i) * 1000 },
+		accept: func(i int) int64 { return 3 * (worker(i) - 1) },
+		fwd: func(i int) int64 {
+			if i < 16 {
+				return 3 * (worker(i) - 1)
+			}
+			return -1
+		},
+		lag:     func(int) int64 { return 200_000 },
+		pid:     worker,
+		respond: func(i int) int64 { return 6 }, // after both batches
+	}
+	const under = "under-admitted (model must admit)"
+	for _, tc := range []struct {
+		name  string
+		setup func(c *nginxRun)
+		want  string
+		seen  string
+	}{
+		{"two workers by $pid", func(*nginxRun) {}, evidence.Pass, "nginx log (2 workers by $pid: from below only)"},
+		{"one worker by $pid", func(c *nginxRun) { c.pid = nil }, evidence.Fail, "nginx log"},
+		{"no $pid, no nginx.conf", func(c *nginxRun) { c.noPid = true }, evidence.Pass, "nginx log (workers unknown: from below only)"},
+		{"no $pid, nginx.conf with 4", func(c *nginxRun) { c.noPid, c.conf = true, "worker_processes 4;\nevents {}\n" }, evidence.Pass,
+			"nginx log (4 workers by nginx.conf: from below only)"},
+		{"no $pid, nginx.conf with 1", func(c *nginxRun) { c.noPid, c.conf = true, "worker_processes 1;\nevents {}\n" }, evidence.Fail, "nginx log"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := c
+			tc.setup(&c)
+			s := run(t, c.write(t)).Scenarios[0]
+			if tc.want == evidence.Fail {
+				wantVerdict(t, s, evidence.Fail, under)
+			} else {
+				wantVerdict(t, s, evidence.Pass)
+			}
+			if h := s.Harness; h == nil || !slices.Contains(h.SeenSources, tc.seen) {
+				t.Errorf("seen sources %+v, want %q", h, tc.seen)
+			}
+			if l := s.Limiters[0]; l.Total.Min > 16 || l.Total.Max < 16 {
+				t.Errorf("the model's admitted range [%d, %d] misses the 16 nginx admitted", l.Total.Min, l.Total.Max)
+			}
+		})
+	}
+}
+
+// TestAdmissionTimingNeedsOneWorker: the admission timing replays the zone
+// in the order of the accept times, which several workers' clocks do not
+// give: not judged (and said so), where one worker's log is judged.
+func TestAdmissionTimingNeedsOneWorker(t *testing.T) {
+	c := burst300(0)
+	c.pid = func(i int) int64 { return 100 + int64(i%2) }
+	s := run(t, c.write(t)).Scenarios[0]
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckNotChecked,
+		"not judged: 2 workers by $pid, each stamping by its own cached clock")
+	c.pid = func(int) int64 { return 100 }
+	s = run(t, c.write(t)).Scenarios[0]
+	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckPass, "0 of 201 forwards early")
 }

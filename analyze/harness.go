@@ -216,12 +216,26 @@ func (r *seenReader) accessLog(l *evidence.AccessLog) {
 }
 
 // nginxLog reads the accept times of an nginx access log's records that
-// name a request.
+// name a request. One worker decides in the order of its cached clock, so
+// a record's ms holds its decision. Several workers each stamp by their own
+// cached clock, which lags while the worker decides a batch: a later
+// decision may carry an earlier ms than another worker's, and limit_req
+// then counts no time between them (a negative elapsed time is 0:
+// ngx_http_limit_req_module.c ngx_http_limit_req_lookup). That is nginx
+// deciding at the latest stamp before it, somewhere between the record's
+// own ms and the request's response: the stamp bounds the decision from
+// below only, and the client's response from above (nginxWorkers says
+// which case a log is).
 func (r *seenReader) nginxLog(ng *evidence.NginxEvidence) {
 	const ms = seenMs
 	t, ok := r.targetIdx[ng.Proxy]
 	if !ok {
 		return
+	}
+	workers, how := nginxWorkers(ng)
+	src := "nginx log"
+	if workers != 1 {
+		src = "nginx log (" + how + ": from below only)"
 	}
 	for _, a := range ng.Records {
 		acc, ok := a.AcceptMs()
@@ -229,7 +243,11 @@ func (r *seenReader) nginxLog(ng *evidence.NginxEvidence) {
 			continue
 		}
 		if i, ok := r.reqs.IDs.Lookup(a.ID); ok {
-			r.set(i, t, acc*ms, acc*ms+ms-1, "nginx log")
+			hi := acc*ms + ms - 1
+			if workers != 1 {
+				hi = math.MaxInt64
+			}
+			r.set(i, t, acc*ms, hi, src)
 		}
 	}
 }

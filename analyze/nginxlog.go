@@ -294,6 +294,44 @@ func checkNginx(in *Input) (r Result) {
 	return r
 }
 
+// nginxOf is the nginx evidence of proxy px (nil when there is none).
+func nginxOf(in *Input, px string) *evidence.NginxEvidence {
+	for k := range in.Evidence.Nginx {
+		if in.Evidence.Nginx[k].Proxy == px {
+			return &in.Evidence.Nginx[k]
+		}
+	}
+	return nil
+}
+
+// nginxWorkers is how many nginx workers decided the requests of ng's
+// log: the distinct $pid of its records (nginxrec.AccessRecord.Pid) when
+// every record has one, else worker_processes of the configuration kept
+// beside the log (evidence.NginxEvidence.Workers), else 0 (unknown). how
+// says it for a report ("2 workers by $pid", "4 workers by nginx.conf",
+// "workers unknown").
+func nginxWorkers(ng *evidence.NginxEvidence) (n int, how string) {
+	if ng == nil {
+		return 0, "workers unknown"
+	}
+	pids := map[int64]bool{}
+	for k := range ng.Records {
+		p := ng.Records[k].Pid
+		if p == 0 {
+			pids = nil
+			break
+		}
+		pids[p] = true
+	}
+	switch {
+	case len(pids) > 0:
+		return len(pids), plural(len(pids), "worker", "workers") + " by $pid"
+	case ng.Workers > 0:
+		return ng.Workers, plural(ng.Workers, "worker", "workers") + " by " + evidence.NginxConfFile
+	}
+	return 0, "workers unknown"
+}
+
 // nginxLimiterTimes reads the nginx proxies' access logs: every record
 // limit_req did not reject, with its accept time (nginxrec.AccessRecord.AcceptMs) and
 // forward time (nginxrec.AccessRecord.ForwardMs) at nginx's 1 ms resolution. A proxy whose
@@ -372,9 +410,16 @@ func checkAdmissionTiming(in *Input) (r Result) {
 			if len(proxies) > 1 {
 				name = "admission timing (" + l.Name + " at " + px + ")"
 			}
+			want := fmt.Sprintf("no forward earlier than %s lets it go (the model replayed on the accept times of %s; %v resolution)",
+				specLabel(s), fw[px].source, fw[px].resolution)
+			if n, how := nginxWorkers(nginxOf(in, px)); n != 1 {
+				// The replay needs the decisions' order; several workers'
+				// clocks do not give it (seenReader.nginxLog).
+				r.add(name, report.CheckNotChecked, want, "not judged: "+how+", each stamping by its own cached clock, so the accept times are not the order of nginx's decisions")
+				continue
+			}
 			if t, ok := admissionTiming(in, m, fw[px]); ok {
-				r.add(name, passIf(t.early == 0), fmt.Sprintf("no forward earlier than %s lets it go (the model replayed on the accept times of %s; %v resolution)",
-					specLabel(s), fw[px].source, fw[px].resolution), t.got)
+				r.add(name, passIf(t.early == 0), want, t.got)
 			}
 		}
 	}

@@ -31,6 +31,10 @@ type NginxEvidence struct {
 	// LabelAfter); nil when absent.
 	Before *nginxrec.StubStatus `json:"before,omitempty"`
 	After  *nginxrec.StubStatus `json:"after,omitempty"`
+	// Workers is worker_processes of the configuration kept beside the logs (NginxConfFile, as the lab writes it;
+	// nginxrec.WorkerProcesses); 0 when there is none or it does not tell ("auto", an include, unreadable).
+	// The records' own $pid (nginxrec.AccessRecord.Pid), when logged, tell which workers served requests.
+	Workers int `json:"workers,omitempty"`
 }
 
 // readNginx loads every nginx/<proxy>/ directory of d, sorted by proxy. A
@@ -108,6 +112,11 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 			} else {
 				n.After = &st
 			}
+		}
+		// The configuration it ran: its worker count, or unknown (0) when it
+		// is absent or cannot be read; it decides no check by itself.
+		if b, err := boundedio.ReadRegular(context.Background(), d.Path(NginxPath(n.Proxy, NginxConfFile)), MaxDocumentBytes); err == nil {
+			n.Workers, _ = nginxrec.WorkerProcesses(b)
 		}
 		out = append(out, n)
 	}

@@ -21,7 +21,7 @@ func ptr[T any](v T) *T { return &v }
 func TestAccessLogValues(t *testing.T) {
 	log := strings.Join([]string{
 		// rlbench's own format: quoted status, keys, remote_addr.
-		`{"id":"r-1","status":"503","upstream_status":"","upstream_addr":"","request_time":0.000,"upstream_response_time":"","limit_req_status":"REJECTED","msec":1796115530.382,"method":"GET","uri":"/a?b=1","connection":7,"remote_addr":"127.0.0.1","keys":{"rl":"127.0.0.1"}}`,
+		`{"id":"r-1","status":"503","upstream_status":"","upstream_addr":"","request_time":0.000,"upstream_response_time":"","limit_req_status":"REJECTED","msec":1796115530.382,"method":"GET","uri":"/a?b=1","connection":7,"remote_addr":"127.0.0.1","pid":4242,"keys":{"rl":"127.0.0.1"}}`,
 		``,
 		// Unquoted "000" status, "-" values (non-json escape renders not-found as "-").
 		`{"id":"-","status":000,"upstream_status":"-","upstream_addr":"127.0.0.1:8080","request_time":"1.5","upstream_response_time":"-","limit_req_status":"-","msec":"12.3456"}`,
@@ -36,7 +36,7 @@ func TestAccessLogValues(t *testing.T) {
 	}
 	want := []nginxrec.AccessRecord{
 		{Line: 1, ID: "r-1", Status: 503, Method: "GET", URI: "/a?b=1", TimeMs: 1796115530382, RequestTimeMs: ptr(int64(0)),
-			LimitReqStatus: nginxrec.LimitReqRejected, Connection: 7, RemoteAddr: "127.0.0.1", Keys: map[string]string{"rl": "127.0.0.1"}},
+			LimitReqStatus: nginxrec.LimitReqRejected, Connection: 7, RemoteAddr: "127.0.0.1", Pid: 4242, Keys: map[string]string{"rl": "127.0.0.1"}},
 		{Line: 3, Status: 0, TimeMs: 12345, RequestTimeMs: ptr(int64(1500)),
 			Upstreams: []nginxrec.UpstreamTry{{Addr: "127.0.0.1:8080", Server: true}}},
 		{Line: 4, ID: "r-3", Status: 200, Method: "POST", URI: "/x", Upstreams: []nginxrec.UpstreamTry{
@@ -82,6 +82,8 @@ func TestAccessLogErrors(t *testing.T) {
 		{"upstream time", `{"upstream_addr":"a:1","upstream_response_time":"x"}`, `key "upstream_response_time": entry "x"`},
 		{"keys", `{"keys":["a"]}`, `key "keys": want an object of strings`},
 		{"connection", `{"connection":1.5}`, `key "connection"`},
+		{"pid", `{"pid":0}`, `key "pid": "0" is not a process ID`},
+		{"pid text", `{"pid":"x1"}`, `key "pid"`},
 		{"limit_req_status", `{"limit_req_status":"passed"}`, `key "limit_req_status": "passed" is not a $limit_req_status value`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -304,6 +306,7 @@ func FuzzParseAccessLog(f *testing.F) {
 	fuzzSeeds(f, "access.log", true)
 	f.Add(`{"id":"x","status":000,"upstream_addr":"a:1, b : c:2","upstream_status":"-, 502 : 200","upstream_response_time":"0.001, - : 1"}`)
 	f.Add(`{"status":"200","keys":{"rl":"k"},"msec":"1.5"}` + "\n\n{}")
+	f.Add(`{"id":"a","pid":4242,"msec":1.5,"request_time":0.001}` + "\n" + `{"pid":"-"}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		recs, err := nginxrec.ParseAccessLog(strings.NewReader(s), "fuzz")
 		if err != nil {
@@ -318,7 +321,7 @@ func FuzzParseAccessLog(f *testing.F) {
 				t.Fatalf("line numbers not increasing: %d after %d", a.Line, last)
 			}
 			last = a.Line
-			if a.Status < 0 || a.Status > 999 || a.TimeMs < 0 || (a.RequestTimeMs != nil && *a.RequestTimeMs < 0) {
+			if a.Status < 0 || a.Status > 999 || a.TimeMs < 0 || a.Pid < 0 || (a.RequestTimeMs != nil && *a.RequestTimeMs < 0) {
 				t.Fatalf("out of range: %+v", a)
 			}
 			prev := 0

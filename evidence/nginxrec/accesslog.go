@@ -54,6 +54,12 @@ type AccessRecord struct {
 	Connection int64 `json:"connection,omitempty"`
 	// RemoteAddr is $remote_addr.
 	RemoteAddr string `json:"remote_addr,omitempty"`
+	// Pid is $pid, the process ID of the worker that served the request (an embedded variable of the core module,
+	// https://nginx.org/en/docs/ngx_core_module.html#variables); 0 when absent.
+	// Each worker decides limit_req on its own cached clock (ngx_current_msec, updated when its event loop wakes:
+	// src/core/ngx_times.c ngx_time_update), so with several workers the logged times are not the order of the
+	// decisions; Pid tells the workers apart.
+	Pid int64 `json:"pid,omitempty"`
 	// Keys maps each limit_req zone name to the request's key in that zone, when the log format records them.
 	Keys map[string]string `json:"keys,omitempty"`
 }
@@ -152,7 +158,7 @@ func ParseAccessLog(r io.Reader, name string) ([]AccessRecord, error) {
 // ReadAccessLog reads a JSON access log from r and calls fn with each record in order; an error from fn stops the
 // read and is returned. Each non-blank line must be one JSON object (log_format escape=json). Keys are rlbench's
 // (id, status, upstream_status, upstream_addr, request_time, upstream_response_time, limit_req_status, msec,
-// method, uri, connection, remote_addr, keys) or the nginx variable names (request_method, request_uri,
+// method, uri, connection, remote_addr, pid, keys) or the nginx variable names (request_method, request_uri,
 // http_x_rlbench_id); other keys are ignored. Values may be JSON strings or numbers; "" and "-" are absent. An
 // unquoted "status":000 (what `"status":$status` gives for a request without status) is read as 0.
 // The $upstream_* lists are split on ", " (tries) and " : " (internal redirects), and must agree in shape.
@@ -202,6 +208,7 @@ type rawAccess struct {
 	RequestURI     json.RawMessage `json:"request_uri"`
 	Connection     json.RawMessage `json:"connection"`
 	RemoteAddr     json.RawMessage `json:"remote_addr"`
+	Pid            json.RawMessage `json:"pid"`
 	Keys           json.RawMessage `json:"keys"`
 }
 
@@ -238,7 +245,7 @@ func parseAccessLine(line []byte) (AccessRecord, error) {
 			*dst, err = pick(key, vs...)
 		}
 	}
-	var status, reqTime, msec, conn, ustatus, uaddr, utime string
+	var status, reqTime, msec, conn, pid, ustatus, uaddr, utime string
 	set(&a.ID, "id", raw.ID, raw.HTTPID)
 	set(&status, "status", raw.Status)
 	set(&a.Method, "method", raw.Method, raw.RequestMethod)
@@ -248,6 +255,7 @@ func parseAccessLine(line []byte) (AccessRecord, error) {
 	set(&reqTime, "request_time", raw.RequestTime)
 	set(&msec, "msec", raw.Msec)
 	set(&conn, "connection", raw.Connection)
+	set(&pid, "pid", raw.Pid)
 	set(&ustatus, "upstream_status", raw.UpstreamStatus)
 	set(&uaddr, "upstream_addr", raw.UpstreamAddr)
 	set(&utime, "upstream_response_time", raw.UpstreamTime)
@@ -281,6 +289,11 @@ func parseAccessLine(line []byte) (AccessRecord, error) {
 	if conn != "" {
 		if a.Connection, err = strconv.ParseInt(conn, 10, 64); err != nil || a.Connection < 0 {
 			return a, fmt.Errorf("key \"connection\": %q is not a connection number", conn)
+		}
+	}
+	if pid != "" {
+		if a.Pid, err = strconv.ParseInt(pid, 10, 64); err != nil || a.Pid <= 0 {
+			return a, fmt.Errorf("key \"pid\": %q is not a process ID", pid)
 		}
 	}
 	if len(raw.Keys) > 0 && !bytes.Equal(raw.Keys, []byte("null")) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,11 @@ func TestMicroburstNginxPlan(t *testing.T) {
 		if ch.Name != c.Name && ch.Status != report.CheckPass {
 			t.Errorf("check %s: %s (%s)", ch.Name, ch.Status, ch.Got)
 		}
+	}
+	// nginx's 4 workers each stamp by their own cached clock: the log's
+	// $pid tells them apart, and the model takes the stamps as lower bounds.
+	if h := s.Harness; h == nil || !slices.Contains(h.SeenSources, "nginx log (4 workers by $pid: from below only)") {
+		t.Errorf("harness %+v: want the nginx log's times taken from below only", h)
 	}
 	if s.Totals.Sent != 2000 || s.Receipts.Total != 16 || s.Receipts.Duplicates != 0 {
 		t.Errorf("sent %d, receipts %d, duplicates %d; want 2000, 16, 0", s.Totals.Sent, s.Receipts.Total, s.Receipts.Duplicates)

@@ -172,7 +172,8 @@ const (
 // nginxLogFormat renders the log_format NginxLogFormat of the access logs, escape=json (nginx 1.11.8): one JSON object per
 // request. Its keys are the ones collect/nginx reads: id ($http_x_rlbench_id), status, upstream_status,
 // upstream_addr, request_time, upstream_response_time, limit_req_status ($limit_req_status, nginx 1.17.6), msec,
-// method, uri, connection and remote_addr. status is quoted because nginx prints "000" for a request that got no
+// method, uri, connection, remote_addr and pid ($pid: the worker, whose own cached clock stamped the request).
+// status is quoted because nginx prints "000" for a request that got no
 // status (ngx_http_variable_status, "%03ui"), which is not a JSON number. keys holds one entry per zone, its key
 // as evaluated for the request (with $binary_remote_addr logged as $remote_addr).
 func nginxLogFormat(zones []LimitReqZone) string {
@@ -183,7 +184,7 @@ func nginxLogFormat(zones []LimitReqZone) string {
 	b.WriteString(`        '"request_time":$request_time,"upstream_response_time":"$upstream_response_time",'` + "\n")
 	b.WriteString(`        '"limit_req_status":"$limit_req_status","msec":$msec,'` + "\n")
 	b.WriteString(`        '"method":"$request_method","uri":"$request_uri","connection":$connection,'` + "\n")
-	b.WriteString(`        '"remote_addr":"$remote_addr"`)
+	b.WriteString(`        '"remote_addr":"$remote_addr","pid":$pid`)
 	if len(zones) > 0 {
 		b.WriteString(`,"keys":{`)
 		for i, z := range zones {
