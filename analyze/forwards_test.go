@@ -587,6 +587,14 @@ func TestAdmissionTimingNeedsOneWorker(t *testing.T) {
 	s := run(t, c.write(t)).Scenarios[0]
 	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckNotChecked,
 		"not judged: 2 workers by $pid, each stamping by its own cached clock")
+	// nor are the forwards per window by nginx's clocks: the backend peak
+	// takes the clients' times, as for a proxy without a log
+	if c := checkNamed(s, "limiter forwards per 10ms within the model"); c != nil {
+		t.Errorf("forwards judged on several workers' clocks: %+v", c)
+	}
+	if c := mustCheck(t, s, "backend peak per 10ms within the model"); !strings.Contains(c.Want, "timing tolerance") {
+		t.Errorf("backend peak without nginx's times: %+v", c)
+	}
 	c.pid = func(int) int64 { return 100 }
 	s = run(t, c.write(t)).Scenarios[0]
 	checkStatus(t, s, "admission timing (nginx-a limit_req)", report.CheckPass, "0 of 201 forwards early")

@@ -294,16 +294,6 @@ func checkNginx(in *Input) (r Result) {
 	return r
 }
 
-// nginxOf is the nginx evidence of proxy px (nil when there is none).
-func nginxOf(in *Input, px string) *evidence.NginxEvidence {
-	for k := range in.Evidence.Nginx {
-		if in.Evidence.Nginx[k].Proxy == px {
-			return &in.Evidence.Nginx[k]
-		}
-	}
-	return nil
-}
-
 // nginxWorkers is how many nginx workers decided the requests of ng's
 // log: the distinct $pid of its records (nginxrec.AccessRecord.Pid) when
 // every record has one, else worker_processes of the configuration kept
@@ -311,9 +301,6 @@ func nginxOf(in *Input, px string) *evidence.NginxEvidence {
 // says it for a report ("2 workers by $pid", "4 workers by nginx.conf",
 // "workers unknown").
 func nginxWorkers(ng *evidence.NginxEvidence) (n int, how string) {
-	if ng == nil {
-		return 0, "workers unknown"
-	}
 	pids := map[int64]bool{}
 	for k := range ng.Records {
 		p := ng.Records[k].Pid
@@ -339,7 +326,14 @@ func nginxWorkers(ng *evidence.NginxEvidence) (n int, how string) {
 func nginxLimiterTimes(in *Input) []*limiterTimes {
 	reqs := &in.Evidence.Requests
 	var out []*limiterTimes
-	for _, ng := range in.Evidence.Nginx {
+	for k := range in.Evidence.Nginx {
+		ng := &in.Evidence.Nginx[k]
+		if n, _ := nginxWorkers(ng); n != 1 {
+			// Several workers' clocks give neither the order of the
+			// decisions nor one time line of the forwards (seenReader.nginxLog):
+			// the checks take the clients' times, as for a proxy without a log.
+			continue
+		}
 		lt := &limiterTimes{target: ng.Proxy, source: ng.File, resolution: time.Millisecond}
 		for k := range ng.Records {
 			a := &ng.Records[k]
@@ -399,26 +393,29 @@ func checkAdmissionTiming(in *Input) (r Result) {
 		if s.DryRun || len(s.Zones) != 1 || s.Zones[0].NoDelay || s.Zones[0].Delay >= s.Zones[0].Burst {
 			continue
 		}
-		var proxies []string
-		for _, ng := range in.Evidence.Nginx {
-			if lt := fw[ng.Proxy]; lt != nil && lt.source == ng.File && (len(l.Targets) == 0 || slices.Contains(l.Targets, ng.Proxy)) {
-				proxies = append(proxies, ng.Proxy)
+		var proxies []*evidence.NginxEvidence
+		for k := range in.Evidence.Nginx {
+			ng := &in.Evidence.Nginx[k]
+			if n, _ := nginxWorkers(ng); n != 1 && ng.File != "" || fw[ng.Proxy] != nil && fw[ng.Proxy].source == ng.File {
+				if len(l.Targets) == 0 || slices.Contains(l.Targets, ng.Proxy) {
+					proxies = append(proxies, ng)
+				}
 			}
 		}
-		for _, px := range proxies {
+		for _, ng := range proxies {
 			name := "admission timing (" + l.Name + ")"
 			if len(proxies) > 1 {
-				name = "admission timing (" + l.Name + " at " + px + ")"
+				name = "admission timing (" + l.Name + " at " + ng.Proxy + ")"
 			}
 			want := fmt.Sprintf("no forward earlier than %s lets it go (the model replayed on the accept times of %s; %v resolution)",
-				specLabel(s), fw[px].source, fw[px].resolution)
-			if n, how := nginxWorkers(nginxOf(in, px)); n != 1 {
+				specLabel(s), ng.File, time.Millisecond)
+			if n, how := nginxWorkers(ng); n != 1 {
 				// The replay needs the decisions' order; several workers'
 				// clocks do not give it (seenReader.nginxLog).
 				r.add(name, report.CheckNotChecked, want, "not judged: "+how+", each stamping by its own cached clock, so the accept times are not the order of nginx's decisions")
 				continue
 			}
-			if t, ok := admissionTiming(in, m, fw[px]); ok {
+			if t, ok := admissionTiming(in, m, fw[ng.Proxy]); ok {
 				r.add(name, passIf(t.early == 0), want, t.got)
 			}
 		}
