@@ -1,9 +1,7 @@
 package evidence
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/safefile"
+	"github.com/rlbench/rlbench/internal/jsonline"
 )
 
 // AttackTarget is one target as recorded in AttackConfig.
@@ -617,22 +616,7 @@ func decodeRLSMetrics(path, label string) RLSMetrics {
 
 // JSONError adds the line number to a syntax error, or to a type error
 // whose offset the decoder gave, of a whole-file JSON document b.
-func JSONError(b []byte, err error) error {
-	off := int64(-1)
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te) && te.Offset > 0:
-		off = te.Offset
-	}
-	if off < 0 {
-		return err
-	}
-	line := 1 + bytes.Count(b[:min(max(int(off), 0), len(b))], []byte{'\n'})
-	return fmt.Errorf("line %d: %w", line, err)
-}
+func JSONError(b []byte, err error) error { return jsonline.Wrap(b, err) }
 
 // WriteJSONFile writes v as indented JSON with a final newline to path,
 // creating its directory.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/rlbench/rlbench/internal/jsonline"
 )
 
 // DecodeScenario reads scenario.json strictly, like a plan: an unknown
@@ -161,9 +163,8 @@ func fieldOf(err error) string {
 	return strings.TrimSpace(f)
 }
 
-func lineAt(b []byte, off int) int {
-	return 1 + bytes.Count(b[:min(max(off, 0), len(b))], []byte{'\n'})
-}
+// lineAt is the 1-based line of byte offset off in b (jsonline.Line).
+func lineAt(b []byte, off int) int { return jsonline.Line(b, int64(off)) }
 
 // lineCounter is lineAt for offsets asked in increasing order (a token
 // scan): it counts each byte of b once, where lineAt per key would count

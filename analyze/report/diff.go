@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/rlbench/rlbench/evidence"
+	"github.com/rlbench/rlbench/internal/jsonline"
 )
 
 // DiffSchema identifies the JSON form of Diff (schemas/diff.v1.schema.json).
@@ -627,18 +628,4 @@ func ReadJSON(r io.Reader, name string) (*Report, error) {
 
 // lineError prefixes err, a syntax or type error of encoding/json decoding
 // the whole document b, with the line of its offset.
-func lineError(b []byte, err error) error {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	off := int64(-1)
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	}
-	if off < 0 {
-		return err
-	}
-	return fmt.Errorf("line %d: %w", 1+bytes.Count(b[:min(max(int(off), 0), len(b))], []byte{'\n'}), err)
-}
+func lineError(b []byte, err error) error { return jsonline.Wrap(b, err) }

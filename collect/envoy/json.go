@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/rlbench/rlbench/evidence/envoyrec"
+	"github.com/rlbench/rlbench/internal/jsonline"
 )
 
 // parseJSON parses GET /stats?format=json (stats_render.cc StatsJsonRender).
@@ -18,20 +19,10 @@ func parseJSON(r io.Reader, name string, snap *envoyrec.Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("%s: read: %w", name, err)
 	}
-	lineAt := func(off int64) int {
-		if off > int64(len(data)) {
-			off = int64(len(data))
-		}
-		return bytes.Count(data[:off], []byte("\n")) + 1
-	}
+	lineAt := func(off int64) int { return jsonline.Line(data, off) }
 	wrap := func(err error, fallback int64) error {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return lineErr(name, lineAt(se.Offset), "invalid JSON: %v", err)
-		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return lineErr(name, lineAt(te.Offset), "invalid JSON: %v", err)
+		if off, ok := jsonline.Offset(err); ok {
+			return lineErr(name, lineAt(off), "invalid JSON: %v", err)
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return lineErr(name, lineAt(int64(len(data))), "truncated JSON")

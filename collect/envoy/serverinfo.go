@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rlbench/rlbench/evidence"
 	"github.com/rlbench/rlbench/evidence/boundedio"
+	"github.com/rlbench/rlbench/internal/jsonline"
 )
 
 // ServerInfo is the part of Envoy's GET /server_info (admin.v3.ServerInfo)
@@ -56,16 +56,8 @@ func ParseServerInfo(r io.Reader, name string) (*ServerInfo, error) {
 		} `json:"node"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		line := 1
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			line = bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n")) + 1
-		case errors.As(err, &te):
-			line = bytes.Count(data[:min(int(te.Offset), len(data))], []byte("\n")) + 1
-		}
-		return nil, lineErr(name, line, "invalid server_info JSON: %v", err)
+		off, _ := jsonline.Offset(err)
+		return nil, lineErr(name, jsonline.Line(data, off), "invalid server_info JSON: %v", err)
 	}
 	if doc.Version == "" {
 		return nil, lineErr(name, 1, "server_info has no \"version\"")

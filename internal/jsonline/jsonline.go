@@ -1,0 +1,54 @@
+// Package jsonline names the line of a JSON decoding error: the one owner of
+// "byte offset to line" for both decoders rlbench uses, encoding/json and
+// github.com/goccy/go-json, whose syntax and type errors carry the offset
+// of the input they stopped at (json.SyntaxError.Offset,
+// json.UnmarshalTypeError.Offset).
+package jsonline
+
+import (
+	"bytes"
+	stdjson "encoding/json"
+	"errors"
+	"fmt"
+
+	gojson "github.com/goccy/go-json"
+)
+
+// Offset returns the byte offset of the input that a syntax or type error
+// of either decoder points at; ok is false for any other error, or a type
+// error without an offset.
+func Offset(err error) (off int64, ok bool) {
+	var (
+		se  *stdjson.SyntaxError
+		te  *stdjson.UnmarshalTypeError
+		gse *gojson.SyntaxError
+		gte *gojson.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &se):
+		return se.Offset, true
+	case errors.As(err, &te):
+		return te.Offset, te.Offset > 0
+	case errors.As(err, &gse):
+		return gse.Offset, true
+	case errors.As(err, &gte):
+		return gte.Offset, gte.Offset > 0
+	}
+	return 0, false
+}
+
+// Line is the 1-based line of byte offset off in b; an offset before b is
+// line 1, one past its end the last line.
+func Line(b []byte, off int64) int {
+	return 1 + bytes.Count(b[:min(max(off, 0), int64(len(b)))], []byte{'\n'})
+}
+
+// Wrap prefixes err, from decoding the whole document b, with "line N: "
+// when it carries an offset (Offset); any other error is returned as is.
+func Wrap(b []byte, err error) error {
+	off, ok := Offset(err)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("line %d: %w", Line(b, off), err)
+}

@@ -1,0 +1,48 @@
+package jsonline
+
+import (
+	stdjson "encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	gojson "github.com/goccy/go-json"
+)
+
+func TestWrapBothDecoders(t *testing.T) {
+	doc := []byte("{\n  \"a\": 1,\n  \"b\": \"x\"\n}\n")
+	var v struct{ A, B int }
+	for name, err := range map[string]error{
+		"encoding/json": stdjson.Unmarshal(doc, &v),
+		"goccy/go-json": gojson.Unmarshal(doc, &v),
+	} {
+		if err == nil {
+			t.Fatalf("%s: no type error", name)
+		}
+		if got := Wrap(doc, err).Error(); !strings.HasPrefix(got, "line 3: ") {
+			t.Errorf("%s: %q, want line 3", name, got)
+		}
+	}
+	bad := []byte("{\n\n  \"a\": 1,,\n}")
+	for name, err := range map[string]error{
+		"encoding/json": stdjson.Unmarshal(bad, &v),
+		"goccy/go-json": gojson.Unmarshal(bad, &v),
+	} {
+		if got := Wrap(bad, err).Error(); !strings.HasPrefix(got, "line 3: ") {
+			t.Errorf("%s syntax: %q, want line 3", name, got)
+		}
+	}
+	plain := errors.New("other")
+	if Wrap(doc, plain) != plain {
+		t.Errorf("an error without an offset changed")
+	}
+}
+
+func TestLineClamps(t *testing.T) {
+	b := []byte("a\nb\nc")
+	for off, want := range map[int64]int{-5: 1, 0: 1, 2: 2, 4: 3, 99: 3} {
+		if got := Line(b, off); got != want {
+			t.Errorf("Line(%d) = %d, want %d", off, got, want)
+		}
+	}
+}
