@@ -48,7 +48,7 @@
 #                   rlbench's spread / the floor's of the same repetition
 #   microburst2000  examples/bursts/microburst-nginx.yaml run MB_REPS times
 #                   (default 6; 2 sender processes, 2000 IDs pipelined 128
-#                   per write, real nginx limit_req, 2 workers): landed_ms, the width
+#                   per write, real nginx limit_req, 4 workers): landed_ms, the width
 #                   the 2000 landed over at nginx by its own access log (an
 #                   upper bound, to the ms), within (1 when <= 10 ms)
 #   mem1M           1 M IDs, --concurrency 50, against nginx: b_per_id
