@@ -70,6 +70,10 @@ type ScenarioReport struct {
 	Incomplete bool `json:"incomplete"`
 	// Reasons explain a FAIL (failed checks) or NOT_RUN (what is missing, with file and line).
 	Reasons []string `json:"reasons"`
+	// Notices are problems of evidence that no check reads (an nginx
+	// limit_req.jsonl emptied or cut short after it was written): reported,
+	// never a reason of the verdict. Absent when none.
+	Notices []string `json:"notices,omitempty"`
 	// Expectation is the human label of what the scenario expects.
 	Expectation string  `json:"expectation"`
 	Checks      []Check `json:"checks"`
