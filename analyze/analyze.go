@@ -428,11 +428,16 @@ func totals(in *Input) {
 	perPhase := make([]report.Classes, len(reqs.Phases))
 	var total report.Classes
 	var start, end int64
+	notSent := reqs.NotSent // increasing
 	for i := 0; i < n; i++ {
 		c, got := reqs.Class[i], in.received[i]
-		total.Add(c, got)
-		perTarget[reqs.Target[i]].Add(c, got)
-		perPhase[reqs.PhaseAt(i)].Add(c, got)
+		ns := len(notSent) > 0 && int(notSent[0]) == i
+		if ns {
+			notSent = notSent[1:]
+		}
+		total.Add(c, got, ns)
+		perTarget[reqs.Target[i]].Add(c, got, ns)
+		perPhase[reqs.PhaseAt(i)].Add(c, got, ns)
 		if s := reqs.SentNs.At(i); start == 0 || s < start {
 			start = s
 		}

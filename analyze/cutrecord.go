@@ -9,7 +9,9 @@ import (
 // clientRecordCut reports whether requests.jsonl may lack requests that
 // were sent: attack.json is absent or does not decode (the attack was
 // killed before writing it), says the attack did not complete or was
-// interrupted, or counts more sent than recorded, or requests.jsonl itself
+// interrupted, or counts more sent than recorded, the merge of a shard set
+// lacks a shard (MergeRecord.Missing: a sender killed before it wrote its
+// attack.json, whose requests are not merged), or requests.jsonl itself
 // is a Problem (a truncated last line, a seal never closed or recording a
 // write error). Each of these already makes the scenario incomplete
 // (completeness): the verdict is NOT_RUN, and a receipt whose ID the cut
@@ -17,6 +19,9 @@ import (
 func clientRecordCut(ev *evidence.ScenarioEvidence) bool {
 	a := ev.Attack
 	if a == nil || !a.Complete || a.Interrupted || ev.Requests.Len() < a.Sent {
+		return true
+	}
+	if m := ev.Merge; m != nil && len(m.Missing) > 0 {
 		return true
 	}
 	for _, p := range ev.Problems {
@@ -35,7 +40,9 @@ func clientRecordCut(ev *evidence.ScenarioEvidence) bool {
 // requests name their families (prefix and width). When every recorded ID
 // is of such a family, the plan's IDs are those of the families with k at
 // most n, n bounded by the IDs attack.json plans (Config.IDs over its
-// phases) and by the width. IDs from a file (attack --ids-file), or no
+// phases; for the phases of a sharded attack, its AttackShard.TotalIDs
+// once, which counts the IDs of a shard that wrote no attack.json too: a
+// sender killed) and by the width. IDs from a file (attack --ids-file), or no
 // recorded request at all, leave the set unknown (nil): then no receipt
 // can be shown to lie outside it.
 func plannedIDs(ev *evidence.ScenarioEvidence) func(id string) bool {
@@ -56,7 +63,17 @@ func plannedIDs(ev *evidence.ScenarioEvidence) func(id string) bool {
 	}
 	planned := 0
 	if a := ev.Attack; a != nil {
+		sharded := map[string]bool{} // the digests of sharded attacks counted
 		for _, ph := range a.Phases {
+			if sh := ph.Shard; sh != nil && sh.TotalIDs > 0 {
+				// A shard plans a share; the attack plans TotalIDs, the
+				// shards that wrote no attack.json included.
+				if !sharded[sh.Digest] {
+					sharded[sh.Digest] = true
+					planned += sh.TotalIDs
+				}
+				continue
+			}
 			planned += max(ph.Config.IDs, 0)
 		}
 	}

@@ -86,3 +86,29 @@ func equalIDs(got, want []string) bool {
 	}
 	return true
 }
+
+// TestKilledSenderReceiptsSentUnknown: a plan's attack step of 2 senders
+// (shards of r-01..r-10) whose sender 1 was killed before its attack.json:
+// attack.json holds sender 0's shard (5 IDs of the attack's 10) and says
+// incomplete. Receipts of sender 1's IDs, r-06 .. r-10 included (past the
+// 5 IDs sender 0 planned), have their sent status unknown, never phantom;
+// r-11, outside the attack's 10, is phantom (previous release: r-06 ..
+// r-10 phantom, the planned set bounded by the surviving shard's 5 IDs).
+func TestKilledSenderReceiptsSentUnknown(t *testing.T) {
+	e := newEv(t)
+	for i, id := range []string{"r-01", "r-03", "r-05", "r-07", "r-09"} {
+		e.request(id, int64(i), 1, 200)
+	}
+	shard := map[string]any{"index": 0, "count": 2, "ids": 5, "total_ids": 10, "id_set_digest": "sha256:ids", "digest": "sha256:attack",
+		"flows": []any{map[string]any{"flow": "", "ids": 5, "total_ids": 10, "id_set_digest": "sha256:ids", "config_digest": "sha256:c"}}}
+	e.attack = map[string]any{"complete": false, "error": "1 of 2 senders failed", "sent": 5,
+		"phases": []any{map[string]any{"config": map[string]any{"ids": 5}, "sent": 5, "complete": true, "shard": shard}}}
+	for _, id := range []string{"r-02", "r-08", "r-10", "r-11"} {
+		e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id), RecvNs: t0 + 10*ms})
+	}
+	s := judged(t, e.write(), "killed-sender")
+	rc := s.Receipts
+	if s.Status != evidence.NotRun || !equalIDs(rc.SentUnknownIDs, []string{"r-02", "r-08", "r-10"}) || !equalIDs(rc.PhantomIDs, []string{"r-11"}) {
+		t.Fatalf("%s: sent unknown %v, phantom %v; reasons:\n%s", s.Status, rc.SentUnknownIDs, rc.PhantomIDs, reasons(s))
+	}
+}

@@ -66,9 +66,9 @@ func faultWindows(ev *evidence.ScenarioEvidence, received []bool) []report.Fault
 			e := reqs.EndNs.At(j)
 			switch {
 			case s >= w.BeginNs && e <= w.EndNs:
-				w.Inside.Add(reqs.Class[j], received[j])
+				w.Inside.Add(reqs.Class[j], received[j], reqs.IsNotSent(j))
 			case s <= w.EndNs && e >= w.BeginNs:
-				w.Straddling.Add(reqs.Class[j], received[j])
+				w.Straddling.Add(reqs.Class[j], received[j], reqs.IsNotSent(j))
 			}
 		}
 		for _, t := range recs.RecvNs.All() {

@@ -130,6 +130,9 @@ type seenReader struct {
 	// logs that gave times.
 	targetIdx map[string]uint16
 	sources   map[string]bool
+	// land is the requests' arrivals at the limiters (the harness line's
+	// seen spread).
+	land landing
 }
 
 // seenMs is the logs' time resolution, ns.
@@ -139,12 +142,13 @@ const seenMs = int64(time.Millisecond)
 // from source, unless it has one or was sent elsewhere; an interval that
 // misses the client's [send, response] by more than a ms is inconsistent.
 func (r *seenReader) set(i int, t uint16, lo, hi int64, source string) {
-	r.setSlop(i, t, lo, hi, source, seenMs, false)
+	r.setSlop(i, t, lo, hi, source, seenMs, false, lo)
 }
 
 // setSlop is set with the slop allowed around the client's [send, response]; own marks an interval on the
-// limiter's own clock grid (seenTimes.own).
-func (r *seenReader) setSlop(i int, t uint16, lo, hi int64, source string, slop int64, own bool) {
+// limiter's own clock grid (seenTimes.own). The request landed at the limiter in [lo, landHi] (the landed width
+// counts it to landHi): landHi is lo for an exact time, the end of its ms for a log record to the ms.
+func (r *seenReader) setSlop(i int, t uint16, lo, hi int64, source string, slop int64, own bool, landHi int64) {
 	reqs, s := r.reqs, r.s
 	if reqs.Target[i] != t || s.lo[i] != 0 {
 		return
@@ -159,6 +163,7 @@ func (r *seenReader) setSlop(i int, t uint16, lo, hi int64, source string, slop 
 	}
 	s.lo[i], s.hi[i], s.proxy[i], s.own[i] = lo, hi, t, own
 	s.n++
+	r.land.add(lo, landHi)
 	r.sources[source] = true
 }
 
@@ -247,7 +252,9 @@ func (r *seenReader) nginxLog(ng *evidence.NginxEvidence) {
 			if workers != 1 {
 				hi = math.MaxInt64
 			}
-			r.set(i, t, acc*ms, hi, src)
+			// the record's ms is where the request landed, whatever the
+			// decision's bound
+			r.setSlop(i, t, acc*ms, hi, src, ms, false, acc*ms+ms-1)
 		}
 	}
 }
@@ -273,7 +280,7 @@ func (r *seenReader) haproxyLog(h *evidence.HAProxyEvidence) {
 			continue
 		}
 		if i, ok := r.reqs.IDs.Lookup(a.ID); ok {
-			r.setSlop(i, t, at*ms, at*ms+ms-1, "haproxy log", 2*ms, own)
+			r.setSlop(i, t, at*ms, at*ms+ms-1, "haproxy log", 2*ms, own, at*ms+ms-1)
 		}
 	}
 }
@@ -294,26 +301,26 @@ func haproxyRuleMs(h *evidence.HAProxyEvidence) (ruleMs func(haproxyrec.LogRecor
 }
 
 // readLags sets the harness report's read lags (a limiter's time less the
-// send time, at least 0) and, without pacing, the spread of the times.
+// send time, at least 0) and, without pacing, the spread of the times: the
+// records' difference and, where the logs record to the ms, the landed
+// width (landing.width, what expect.landed_within judges).
 func (r *seenReader) readLags() {
 	s, h, reqs := r.s, r.h, r.reqs
 	lags := make([]int64, 0, s.n)
-	first, last := int64(0), int64(0)
 	for i := range reqs.Len() {
 		if s.lo[i] == 0 {
 			continue
 		}
 		lags = append(lags, max(s.lo[i]-reqs.SentNs.At(i), 0))
-		if first == 0 || s.lo[i] < first {
-			first = s.lo[i]
-		}
-		last = max(last, s.lo[i])
 	}
 	slices.Sort(lags)
 	q := func(p float64) int64 { return lags[min(len(lags)-1, int(p*float64(len(lags))))] }
 	h.ReadLagP50Ns, h.ReadLagP99Ns, h.ReadLagMaxNs = q(0.50), q(0.99), lags[len(lags)-1]
 	if h.PacingErrorMaxNs == 0 {
-		h.SeenSpreadNs = last - first
+		h.SeenSpreadNs = r.land.recorded()
+		if w := r.land.width(); w > h.SeenSpreadNs {
+			h.SeenSpreadMaxNs = w
+		}
 	}
 }
 

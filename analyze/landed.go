@@ -8,6 +8,34 @@ import (
 	"github.com/rlbench/rlbench/evidence"
 )
 
+// landing is the first to last arrival of requests at one limiter, each
+// arrival known as an interval [lo, hi] of the limiter's clock: lo == hi
+// when the time is exact, [ms, ms+1ms-1ns] for a record to the ms (nginx's
+// cached clock). It is the one owner of how wide a burst landed: the
+// landed_within check judges its width, the harness line (limiterSeen) and
+// the sender landings print it.
+type landing struct {
+	first, lastLo, last int64
+	n                   int
+}
+
+// add counts an arrival in [lo, hi].
+func (l *landing) add(lo, hi int64) {
+	if l.n == 0 {
+		l.first, l.lastLo, l.last = lo, lo, hi
+	}
+	l.n++
+	l.first, l.lastLo, l.last = min(l.first, lo), max(l.lastLo, lo), max(l.last, hi)
+}
+
+// width is the most the arrivals can have been apart, ns: the last one's
+// hi less the first one's lo (with records to the ms, up to 1 ms more than
+// the records' difference); 0 without arrivals.
+func (l landing) width() int64 { return l.last - l.first }
+
+// recorded is the records' difference, ns: the last lo less the first lo.
+func (l landing) recorded() int64 { return l.lastLo - l.first }
+
 // checkLanded judges expect.landed_within (evidence.Expectation.LandedWithin):
 // did the burst the scenario asks for land at the limiter as asked? It
 // measures, per proxy whose log records join the requests, the first to
@@ -37,9 +65,8 @@ func checkLanded(in *Input) (r Result) {
 		r.add(name, report.CheckUnknown, want, "no request was sent")
 		return r
 	}
-	type span struct{ first, last int64 }
 	seen, covered := make([]bool, reqs.Len()), 0
-	var spans []span
+	var spans []landing
 	var proxies []string
 	at := map[string]int{} // proxy's name as reported -> index in spans
 	isSent := sentMask(reqs)
@@ -50,17 +77,16 @@ func checkLanded(in *Input) (r Result) {
 		k, ok := at[proxy]
 		if !ok {
 			k, at[proxy] = len(spans), len(spans)
-			spans, proxies = append(spans, span{first: lo, last: hi}), append(proxies, proxy)
+			spans, proxies = append(spans, landing{}), append(proxies, proxy)
 		}
-		sp := &spans[k]
-		sp.first, sp.last = min(sp.first, lo), max(sp.last, hi)
+		spans[k].add(lo, hi)
 	})
 	var width time.Duration
 	var where string
 	switch {
 	case covered == sent && len(spans) > 0:
 		for k, sp := range spans {
-			if d := time.Duration(sp.last - sp.first); d >= width {
+			if d := time.Duration(sp.width()); d >= width {
 				width, where = d, "in the access log of "+proxies[k]
 			}
 		}
@@ -68,7 +94,7 @@ func checkLanded(in *Input) (r Result) {
 			where += fmt.Sprintf(" (the widest of %d proxies)", len(spans))
 		}
 	default:
-		sp := span{}
+		var sp landing
 		for i := 0; i < reqs.Len(); i++ {
 			if !isSent[i] {
 				continue
@@ -79,12 +105,9 @@ func checkLanded(in *Input) (r Result) {
 					covered, sent))
 				return r
 			}
-			if sp.first == 0 || at < sp.first {
-				sp.first = at
-			}
-			sp.last = max(sp.last, at)
+			sp.add(at, at)
 		}
-		width, where = time.Duration(sp.last-sp.first), "at the backend (receipts)"
+		width, where = time.Duration(sp.width()), "at the backend (receipts)"
 	}
 	got := fmt.Sprintf("%d requests landed over %v %s", sent, width.Round(time.Microsecond), where)
 	if width > w {
@@ -167,8 +190,7 @@ var senderLandingsSection = section{name: "sender landings", needs: []string{"ar
 	if len(ranges) != len(a.Senders) {
 		return
 	}
-	type span struct{ first, last int64 }
-	spans := make([]map[string]*span, len(ranges))
+	spans := make([]map[string]*landing, len(ranges))
 	counted := make([]bool, in.Evidence.Requests.Len())
 	visitLandings(in, sentMask(&in.Evidence.Requests), func(i int, proxy string, lo, hi int64) {
 		k := senderOfLine(ranges, i)
@@ -180,18 +202,18 @@ var senderLandingsSection = section{name: "sender landings", needs: []string{"ar
 			a.Senders[k].AtLimiter++
 		}
 		if spans[k] == nil {
-			spans[k] = map[string]*span{}
+			spans[k] = map[string]*landing{}
 		}
 		sp := spans[k][proxy]
 		if sp == nil {
-			spans[k][proxy] = &span{first: lo, last: hi}
-			return
+			sp = &landing{}
+			spans[k][proxy] = sp
 		}
-		sp.first, sp.last = min(sp.first, lo), max(sp.last, hi)
+		sp.add(lo, hi)
 	})
 	for k := range a.Senders {
 		for _, sp := range spans[k] {
-			a.Senders[k].LimiterWidthNs = max(a.Senders[k].LimiterWidthNs, sp.last-sp.first)
+			a.Senders[k].LimiterWidthNs = max(a.Senders[k].LimiterWidthNs, sp.width())
 		}
 	}
 }}

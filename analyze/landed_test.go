@@ -117,3 +117,37 @@ func TestLandedWithinRefusedOutOfRange(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestLandedWidthOneFigure: the harness line and expect.landed_within give
+// the same width of a burst that nginx records to the ms: records 8 ms
+// apart put the requests within at most 9 ms, the figure the check judges
+// (previous release: the harness line said "over 8ms", the check "over
+// 9ms").
+func TestLandedWidthOneFigure(t *testing.T) {
+	e := burstEv(t, nil)
+	e.scenario.Expect.LandedWithin = model.Duration(10 * time.Millisecond)
+	var lines []string
+	for i := range 100 {
+		id := fmt.Sprintf("id-%03d", i)
+		sent := t0 + int64(i)*85_000 // 100 sends over 8.415 ms
+		e.requests = append(e.requests, evidence.Request{ID: id, Target: "proxy-a", SentNs: sent, LatencyNs: 500_000, Code: 200, BytesIn: 2})
+		e.receipts = append(e.receipts, evidence.Receipt{ID: sp(id), RecvNs: sent + 200_000})
+		ms := (sent + 100_000) / int64(time.Millisecond) // nginx's cached clock: 0 .. 8 ms after t0
+		lines = append(lines, fmt.Sprintf(`{"id":%q,"status":"200","upstream_status":"200","upstream_addr":"127.0.0.1:8080","request_time":0.000,"upstream_response_time":"0.000","limit_req_status":"PASSED","msec":%d.%03d}`,
+			id, ms/1000, ms%1000))
+	}
+	e.attack["sent"] = 100
+	must(t, os.MkdirAll(filepath.Join(e.dir, evidence.NginxPath("proxy-a", "")), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.dir, evidence.NginxPath("proxy-a", evidence.NginxAccessLogFile)), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+	s := run(t, e.write()).Scenarios[0]
+	c := mustCheck(t, s, "burst landed within 10ms")
+	if c.Status != report.CheckPass || !strings.Contains(c.Got, "100 requests landed over 9ms in the access log of nginx proxy-a (1 ms resolution)") {
+		t.Errorf("check: %+v", c)
+	}
+	if s.Harness == nil || s.Harness.Seen != 100 {
+		t.Fatalf("harness %+v", s.Harness)
+	}
+	if h := s.Harness.String(); !strings.Contains(h, "seen by the limiters over at most 9ms (records 8ms apart, 1 ms resolution)") {
+		t.Errorf("harness line %q: want the check's 9ms, the records' 8ms named as such", h)
+	}
+}

@@ -97,6 +97,11 @@ var nginxSection = section{name: "nginx", compute: func(in *Input) {
 	if in.nginx != nil {
 		in.Report.Nginx = in.nginx.report
 	}
+	for _, ng := range in.Evidence.Nginx {
+		for _, msg := range ng.Notices {
+			in.Report.Notices = append(in.Report.Notices, msg+" (no check reads it: the verdict stands)")
+		}
+	}
 }}
 
 // joinNginx joins the nginx access logs to the requests (by X-Rlbench-Id)
@@ -135,6 +140,7 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 				pr.StubStatus = &d
 			}
 		}
+		pr.StubStatusMissing = ng.StubStatusMissing
 		rep.Proxies = append(rep.Proxies, pr)
 		for _, a := range ng.Records {
 			i, ok := reqs.IDs.Lookup(a.ID)
@@ -261,6 +267,9 @@ func checkNginx(in *Input) (r Result) {
 			total[k] += v
 		}
 		switch {
+		case len(p.StubStatusMissing) > 0:
+			r.add(p.Proxy+": stub_status requests = access log records + 1", report.CheckUnknown, "access log records + 1",
+				strings.Join(p.StubStatusMissing, ", ")+": missing (the other stub_status snapshot is there): the delta is not measured")
 		case p.StubStatus == nil:
 		case p.File == "":
 			r.add(p.Proxy+": stub_status requests = access log records + 1", report.CheckUnknown, "access log records + 1",

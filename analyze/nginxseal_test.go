@@ -155,3 +155,54 @@ func TestNginxLostLogOfOneProxy(t *testing.T) {
 		t.Errorf("status %s, reasons %q", s.Status, s.Reasons)
 	}
 }
+
+// TestNginxLostStubStatusAndLimitReq: the check "stub_status requests =
+// access log records + 1" needs both snapshots; with one of the pair gone
+// it is unknown (NOT_RUN, the missing file named), never dropped (previous
+// release: the check vanished and the scenario PASSed). limit_req.jsonl is
+// read by no check: emptied after it was written, it is a notice in the
+// report and in the table, the verdict unchanged.
+func TestNginxLostStubStatusAndLimitReq(t *testing.T) {
+	const check = "nginx-a: stub_status requests = access log records + 1"
+	for _, label := range []string{evidence.LabelAfter, evidence.LabelBefore} {
+		dir := nginxRetryEv(t, "", nil)
+		gone := evidence.NginxPath("nginx-a", evidence.NginxStubStatusJSON(label))
+		must(t, os.Remove(filepath.Join(dir, gone)))
+		s := run(t, dir).Scenarios[0]
+		c := checkNamed(s, check)
+		if c == nil || c.Status != report.CheckUnknown || !strings.Contains(c.Got, gone+": missing") {
+			t.Errorf("%s removed: check %+v, want unknown naming %s", label, c, gone)
+		}
+		if s.Status != evidence.NotRun {
+			t.Errorf("%s removed: status %s, want NOT_RUN; reasons %q", label, s.Status, s.Reasons)
+		}
+	}
+	// No snapshot at all (collect nginx without a status URL): nothing to
+	// compare, as before.
+	dir := nginxRetryEv(t, "", nil)
+	for _, label := range []string{evidence.LabelBefore, evidence.LabelAfter} {
+		must(t, os.Remove(filepath.Join(dir, evidence.NginxPath("nginx-a", evidence.NginxStubStatusJSON(label)))))
+	}
+	if s := run(t, dir).Scenarios[0]; checkNamed(s, check) != nil || s.Status != evidence.Pass {
+		t.Errorf("no snapshots: %+v, status %s %q", checkNamed(s, check), s.Status, s.Reasons)
+	}
+
+	// limit_req.jsonl, sealed with one line, then emptied.
+	dir = nginxRetryEv(t, "", nil)
+	lr := evidence.NginxPath("nginx-a", evidence.NginxLimitReqFile)
+	writeLines(t, filepath.Join(dir, lr), []nginxrec.ErrorEntry{{Line: 1, Time: "2026/12/07 01:00:00", Level: "error", PID: 1, Message: "limiting requests, excess: 0.500 by zone \"rl\""}})
+	must(t, os.Truncate(filepath.Join(dir, lr), 0))
+	rep := run(t, dir)
+	s := rep.Scenarios[0]
+	if s.Status != evidence.Pass {
+		t.Errorf("emptied limit_req.jsonl: status %s, want PASS (no check reads it); reasons %q", s.Status, s.Reasons)
+	}
+	if n := strings.Join(s.Notices, "\n"); !strings.Contains(n, lr+": 0 bytes, but its writer") || !strings.Contains(n, "no check reads it") {
+		t.Errorf("notices %q, want %s named", s.Notices, lr)
+	}
+	var b strings.Builder
+	must(t, report.WriteTable(&b, rep))
+	if !strings.Contains(b.String(), "two local buckets: notice: "+filepath.Join(dir, lr)+": 0 bytes") {
+		t.Errorf("table without the notice:\n%s", b.String())
+	}
+}

@@ -54,6 +54,18 @@ func (s Shard) String() string {
 	return fmt.Sprintf("%d/%d", s.Index, s.Count)
 }
 
+// Share is how many of a flow's n IDs shard s takes: the positions k < n
+// with k mod Count == Index (all n for no sharding).
+func (s Shard) Share(n int) int {
+	if s.Count == 0 {
+		return max(n, 0)
+	}
+	if s.Index >= n {
+		return 0
+	}
+	return (n - s.Index + s.Count - 1) / s.Count
+}
+
 func (s Shard) check() error {
 	if s.Count == 0 && s.Index == 0 {
 		return nil
@@ -68,10 +80,7 @@ func (s Shard) check() error {
 // schedule positions.
 func (fp *flowPrep) applyShard(s Shard) {
 	n := len(fp.ids)
-	keep := 0
-	if s.Index < n {
-		keep = (n - s.Index + s.Count - 1) / s.Count
-	}
+	keep := s.Share(n)
 	ids := make([]string, 0, keep)
 	assign := make([]int32, 0, keep)
 	sched := make([]int64, 0, keep)
@@ -97,10 +106,7 @@ func shardInfo(o Options, specs []flowSpec, flows []*flowPrep) *evidence.AttackS
 		cd := flowConfigDigest(o, fs, fp)
 		conf.Write([]byte(cd))
 		info.TotalIDs += len(fs.IDs)
-		sent := 0
-		if o.Shard.Index < len(fs.IDs) {
-			sent = (len(fs.IDs) - o.Shard.Index + o.Shard.Count - 1) / o.Shard.Count
-		}
+		sent := o.Shard.Share(len(fs.IDs))
 		info.IDs += sent
 		info.Flows = append(info.Flows, evidence.AttackShardFlow{Flow: fs.Name, IDs: sent, TotalIDs: len(fs.IDs),
 			IDSetDigest: ids, ConfigDigest: cd})

@@ -54,6 +54,12 @@ type MergeRecord struct {
 	// Problems say why the merge does not hold exactly the whole attack,
 	// each naming the shard or file; any makes the scenario NOT_RUN.
 	Problems []string `json:"problems"`
+	// Missing are the indices (0..Count-1) of the shards no input holds
+	// whole: absent, or killed before writing attack.json (a sender of
+	// `rlbench attack --senders` SIGKILLed). Their requests are not in the
+	// merged requests.jsonl, so a receipt of one of their IDs has its sent
+	// status unknown, never "never sent". Absent when none.
+	Missing []int `json:"missing,omitempty"`
 }
 
 // MergeShard is one shard of a merge.

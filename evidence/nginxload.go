@@ -35,13 +35,24 @@ type NginxEvidence struct {
 	// nginxrec.WorkerProcesses); 0 when there is none or it does not tell ("auto", an include, unreadable).
 	// The records' own $pid (nginxrec.AccessRecord.Pid), when logged, tell which workers served requests.
 	Workers int `json:"workers,omitempty"`
+	// StubStatusMissing lists the parsed stub_status snapshots
+	// (NginxStubStatusJSON of LabelBefore or LabelAfter, relative to the
+	// scenario directory) that are absent while another stub_status file of
+	// this proxy is there: one of the pair is lost, so their delta is not
+	// measured. Empty when the proxy has all or none of them.
+	StubStatusMissing []string `json:"stub_status_missing,omitempty"`
+	// Notices are problems of files that are kept but that no check reads:
+	// limit_req.jsonl cut short, emptied or removed after its writer sealed
+	// it (SealProblem). They are reported, never a reason of the verdict.
+	Notices []string `json:"notices,omitempty"`
 }
 
 // readNginx loads every nginx/<proxy>/ directory of d, sorted by proxy. A
 // file that does not decode is a Problem (File NginxDir) naming it and the
 // line, and so is a parsed access log whose seal (seal.go) says it is
 // incomplete, or that is missing while its seal is there; the other
-// proxies still load.
+// proxies still load. A stub_status snapshot missing from its pair is
+// listed in StubStatusMissing, a damaged limit_req.jsonl in Notices.
 func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 	out := []NginxEvidence{}
 	entries, err := os.ReadDir(d.Path(NginxDir))
@@ -89,10 +100,25 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 				fail(err)
 			}
 		}
+		if msg := sealedFileProblem(d.Path(NginxPath(n.Proxy, NginxLimitReqFile))); msg != "" {
+			n.Notices = append(n.Notices, msg)
+		}
+		stubFiles := false // any stub_status file of either label, raw or parsed
 		for _, label := range []string{LabelBefore, LabelAfter} {
-			p := d.Path(NginxPath(n.Proxy, NginxStubStatusJSON(label)))
+			for _, name := range []string{NginxStubStatusJSON(label), NginxStubStatusRaw(label)} {
+				if _, err := os.Lstat(d.Path(NginxPath(n.Proxy, name))); !errors.Is(err, fs.ErrNotExist) {
+					stubFiles = true
+				}
+			}
+		}
+		for _, label := range []string{LabelBefore, LabelAfter} {
+			rel := NginxPath(n.Proxy, NginxStubStatusJSON(label))
+			p := d.Path(rel)
 			b, err := boundedio.ReadRegular(context.Background(), p, MaxDocumentBytes)
 			if errors.Is(err, fs.ErrNotExist) {
+				if stubFiles {
+					n.StubStatusMissing = append(n.StubStatusMissing, rel)
+				}
 				continue
 			}
 			var st nginxrec.StubStatus

@@ -33,6 +33,11 @@ type HarnessReport struct {
 	// SeenSpreadNs is the spread, first to last, of the requests as the
 	// limiters saw them (0 when paced or not seen).
 	SeenSpreadNs int64 `json:"seen_spread_ns,omitempty"`
+	// SeenSpreadMaxNs is the most those requests can have been apart where
+	// the limiters' logs record them to the ms (nginx, HAProxy): up to 1 ms
+	// more than SeenSpreadNs, the records' difference. It is the width
+	// expect.landed_within judges; 0 when it is SeenSpreadNs.
+	SeenSpreadMaxNs int64 `json:"seen_spread_max_ns,omitempty"`
 	// ReadLag*Ns are the limiter's time of a request minus the client's
 	// send time, over the requests seen: the queueing in between.
 	ReadLagP50Ns int64 `json:"read_lag_p50_ns,omitempty"`
@@ -64,13 +69,17 @@ func (h *HarnessReport) String() string {
 	}
 	var parts []string
 	d := func(ns int64) string { return time.Duration(ns).Round(100 * time.Microsecond).String() }
+	seen := d(h.SeenSpreadNs)
+	if h.SeenSpreadMaxNs > h.SeenSpreadNs {
+		seen = fmt.Sprintf("at most %s (records %s apart, 1 ms resolution)", d(h.SeenSpreadMaxNs), d(h.SeenSpreadNs))
+	}
 	switch {
-	case h.BurstSpreadNs > 0 && h.SeenSpreadNs > 0:
-		parts = append(parts, fmt.Sprintf("burst sent over %s, seen by the limiters over %s", d(h.BurstSpreadNs), d(h.SeenSpreadNs)))
+	case h.BurstSpreadNs > 0 && (h.SeenSpreadNs > 0 || h.SeenSpreadMaxNs > 0):
+		parts = append(parts, fmt.Sprintf("burst sent over %s, seen by the limiters over %s", d(h.BurstSpreadNs), seen))
 	case h.BurstSpreadNs > 0:
 		parts = append(parts, "burst sent over "+d(h.BurstSpreadNs))
-	case h.SeenSpreadNs > 0:
-		parts = append(parts, "seen by the limiters over "+d(h.SeenSpreadNs))
+	case h.SeenSpreadNs > 0 || h.SeenSpreadMaxNs > 0:
+		parts = append(parts, "seen by the limiters over "+seen)
 	case h.PacingErrorMaxNs > 0:
 		parts = append(parts, fmt.Sprintf("pacing error p99 %s, max %s", d(h.PacingErrorP99Ns), d(h.PacingErrorMaxNs)))
 	}

@@ -60,4 +60,8 @@ type NginxProxyReport struct {
 	// StubStatus is the stub_status delta (after − before); nil without both
 	// snapshots or when a counter went down.
 	StubStatus *collectnginx.StubStatusDelta `json:"stub_status,omitempty"`
+	// StubStatusMissing names the stub_status snapshots missing from their
+	// pair (evidence.NginxEvidence.StubStatusMissing): the delta, and the
+	// check that compares it with the access log, are unknown.
+	StubStatusMissing []string `json:"stub_status_missing,omitempty"`
 }

@@ -135,6 +135,9 @@ func WriteTableWith(w io.Writer, rep *Report, o TableOptions) error {
 	if err := writeReasons(w, rep, width); err != nil {
 		return err
 	}
+	if err := writeLines(w, noticeLines(rep), width); err != nil {
+		return err
+	}
 	tables := []*textTable{repeatsTable(rep, o.Wide), faultTable(rep), amplificationTable(rep)}
 	tables = append(tables, flowTables(rep)...)
 	tables = append(tables, shardsTable(rep))
@@ -373,6 +376,19 @@ func limiterLines(rep *Report) []string {
 		}
 		if h := s.Harness.String(); h != "" {
 			out = append(out, fmt.Sprintf("%s: harness: %s", name, h))
+		}
+	}
+	return out
+}
+
+// noticeLines are a line per notice of each scenario
+// (ScenarioReport.Notices): "<scenario>: notice: <notice>".
+func noticeLines(rep *Report) []string {
+	repeats := repeatsByName(rep)
+	var out []string
+	for _, s := range rep.Scenarios {
+		for _, n := range s.Notices {
+			out = append(out, scenarioLabel(s, repeats)+": notice: "+n)
 		}
 	}
 	return out

@@ -70,6 +70,10 @@ type ScenarioReport struct {
 	Incomplete bool `json:"incomplete"`
 	// Reasons explain a FAIL (failed checks) or NOT_RUN (what is missing, with file and line).
 	Reasons []string `json:"reasons"`
+	// Notices are problems of evidence that no check reads (an nginx
+	// limit_req.jsonl emptied or cut short after it was written): reported,
+	// never a reason of the verdict. Absent when none.
+	Notices []string `json:"notices,omitempty"`
 	// Expectation is the human label of what the scenario expects.
 	Expectation string  `json:"expectation"`
 	Checks      []Check `json:"checks"`
@@ -161,6 +165,13 @@ type Classes struct {
 	// but a receipt. It is what the admitted expectation and the model
 	// bounds count.
 	Passed int
+	// NotSent counts the requests of Sent that the client recorded as
+	// never sent (evidence.Request.NotSent: the connection failed before
+	// the request was written, as every one after a killed backend) and
+	// that have no receipt: no_response requests that cannot have passed a
+	// limiter, which PassedMax leaves out. Its JSON key, not_sent, is
+	// written only when not 0.
+	NotSent int
 }
 
 // classesOrder is the order of the class counts in the JSON form of
@@ -180,7 +191,7 @@ func addedInV11(cl evidence.Class) bool { return cl >= evidence.ClassBackend4xx 
 
 // MarshalJSON writes c as an object keyed by "sent", the class names (a
 // Class String, in the order of classesOrder; a zero count of a class
-// added in v1.1 left out) and "passed".
+// added in v1.1 left out), "passed" and, when not 0, "not_sent".
 func (c Classes) MarshalJSON() ([]byte, error) {
 	b := append(make([]byte, 0, 256), `{"sent":`...)
 	b = strconv.AppendInt(b, int64(c.Sent), 10)
@@ -195,13 +206,17 @@ func (c Classes) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, `,"passed":`...)
 	b = strconv.AppendInt(b, int64(c.Passed), 10)
+	if c.NotSent != 0 {
+		b = append(b, `,"not_sent":`...)
+		b = strconv.AppendInt(b, int64(c.NotSent), 10)
+	}
 	return append(b, '}'), nil
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes as encoding/json reads
 // a struct: a class missing (a report of an earlier release) counts zero,
-// keys match case-insensitively, a key that names no class, "sent" or
-// "passed" is ignored, and null leaves c as it is.
+// keys match case-insensitively, a key that names no class, "sent",
+// "passed" or "not_sent" is ignored, and null leaves c as it is.
 func (c *Classes) UnmarshalJSON(data []byte) error {
 	var m map[string]*int
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
@@ -217,6 +232,8 @@ func (c *Classes) UnmarshalJSON(data []byte) error {
 			out.Sent = *v
 		case "passed":
 			out.Passed = *v
+		case "not_sent":
+			out.NotSent = *v
 		default:
 			if cl, ok := evidence.ParseClass(k); ok {
 				out.N[cl] = *v
@@ -244,12 +261,17 @@ func (c Classes) Get(class string) (int, bool) {
 }
 
 // Add counts one request of class cl; received tells whether the backend
-// has its receipt (a request without response but with a receipt passed).
-func (c *Classes) Add(cl evidence.Class, received bool) {
+// has its receipt (a request without response but with a receipt passed),
+// notSent whether the client recorded it as never sent
+// (evidence.Request.NotSent; counted in NotSent unless received).
+func (c *Classes) Add(cl evidence.Class, received, notSent bool) {
 	c.Sent++
 	c.N[cl]++
 	if cl.Passed() || (cl == evidence.ClassNoResponse && received) {
 		c.Passed++
+	}
+	if notSent && cl == evidence.ClassNoResponse && !received {
+		c.NotSent++
 	}
 }
 
@@ -263,9 +285,11 @@ func (c Classes) sum(cls ...evidence.Class) int {
 }
 
 // PassedMax is the most requests that may have passed every limiter:
-// Passed plus the requests without response and without receipt.
+// Passed plus the requests without response and without receipt that were
+// sent (not NotSent: a request never sent cannot have passed). It is the
+// one owner of the top of the admitted count's range, Passed .. PassedMax.
 func (c Classes) PassedMax(noResponseWithReceipt int) int {
-	return c.Passed + c.N[evidence.ClassNoResponse] - noResponseWithReceipt
+	return c.Passed + c.N[evidence.ClassNoResponse] - noResponseWithReceipt - c.NotSent
 }
 
 // TargetReport is the classes of the requests sent to one target.

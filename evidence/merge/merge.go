@@ -301,7 +301,8 @@ func readShards(ctx context.Context, parts []string, problem func(string, ...any
 		b, err := boundedio.ReadRegular(ctx, d.Attack(), evidence.MaxDocumentBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			if _, err := os.Stat(d.Requests()); err == nil {
-				problem("%s: %s without %s: the shard's attack did not finish", p, evidence.RequestsFile, evidence.AttackFile)
+				problem("%s: %s without %s: the shard's attack did not finish (its sender was killed or crashed): its requests are not merged, the sent status of its IDs is unknown",
+					p, evidence.RequestsFile, evidence.AttackFile)
 			}
 			continue
 		}
@@ -376,6 +377,7 @@ func coverage(rec *evidence.MergeRecord, shards []shardPart, problem func(string
 	for k, s := range byIndex {
 		if s == nil {
 			problem("shard %d/%d missing: no input holds it", k, ref.Count)
+			rec.Missing = append(rec.Missing, k)
 			continue
 		}
 		out = append(out, *s)

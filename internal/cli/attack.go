@@ -522,15 +522,20 @@ func runSenders(ctx context.Context, o *AttackOptions, given []givenFlag) error 
 
 // printSendersSummary prints each sender's figures (IDs sent, send spread,
 // lateness against the common start) and the send window over all of them
-// (first send of any sender to the last of any: one host, one clock).
+// (first send of any sender to the last of any: one host, one clock). A
+// sender without attack.json (killed before writing it) sent an unknown
+// part of its IDs: they count among the attack's IDs, never as sent, and
+// the line names them "sent status unknown".
 func printSendersSummary(w io.Writer, res *senders.Result) {
 	d := report.HumanNs
 	var first, last int64
 	sent, ids := 0, 0
+	var unknown []int // senders without attack.json
 	for _, s := range res.Senders {
 		sum := s.Summary
 		if sum == nil {
-			fmt.Fprintf(w, "attack: sender %d: no %s\n", s.Index, evidence.AttackFile)
+			fmt.Fprintf(w, "attack: sender %d: no %s: the IDs it sent are unknown\n", s.Index, evidence.AttackFile)
+			unknown = append(unknown, s.Index)
 			continue
 		}
 		sent += sum.Sent - sum.NotSent
@@ -545,7 +550,45 @@ func printSendersSummary(w io.Writer, res *senders.Result) {
 		}
 		last = max(last, sum.LastSendNs)
 	}
-	fmt.Fprintf(w, "attack: %d senders: %d of %d IDs sent, send window %s (first send of any sender to the last)\n", len(res.Senders), sent, ids, d(last-first))
+	if len(unknown) == 0 {
+		fmt.Fprintf(w, "attack: %d senders: %d of %d IDs sent, send window %s (first send of any sender to the last)\n", len(res.Senders), sent, ids, d(last-first))
+		return
+	}
+	names := make([]string, len(unknown))
+	for i, k := range unknown {
+		names[i] = strconv.Itoa(k)
+	}
+	who := "sender " + strings.Join(names, ", ")
+	if len(unknown) > 1 {
+		who = "senders " + strings.Join(names, ", ")
+	}
+	if n, ok := senderIDs(res, unknown); ok {
+		fmt.Fprintf(w, "attack: %d senders: %d of %d IDs sent; sent status unknown: the %d IDs of %s (no %s); send window %s (first send of any sender to the last)\n",
+			len(res.Senders), sent, ids+n, n, who, evidence.AttackFile, d(last-first))
+		return
+	}
+	fmt.Fprintf(w, "attack: %d senders: %d IDs sent by the senders with %s; sent status unknown: the IDs of %s (no %s)\n",
+		len(res.Senders), sent, evidence.AttackFile, who, evidence.AttackFile)
+}
+
+// senderIDs is how many IDs the senders of index ks were to send, from the
+// shard record (evidence.AttackShard) of a sender that wrote attack.json:
+// each flow's share (attack.Shard.Share) of its unsharded IDs. ok is false
+// when no sender wrote one.
+func senderIDs(res *senders.Result, ks []int) (n int, ok bool) {
+	for _, s := range res.Senders {
+		if s.Summary == nil || s.Summary.Shard == nil {
+			continue
+		}
+		sh := s.Summary.Shard
+		for _, k := range ks {
+			for _, f := range sh.Flows {
+				n += attack.Shard{Index: k, Count: sh.Count}.Share(f.TotalIDs)
+			}
+		}
+		return n, true
+	}
+	return 0, false
 }
 
 // attackOptions builds the library's options from the flags: it reads the

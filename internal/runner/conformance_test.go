@@ -145,7 +145,7 @@ func TestConformanceErrors(t *testing.T) {
 	limiter := "  limiters:\n    - name: l\n      lab: {proxies: 1}\n"
 	for name, c := range map[string]struct{ plan, want string }{
 		"bad nginx rate": {"conformance:\n  limiters:\n    - name: l\n      lab:\n        nginx:\n          rate: fast\n" + shape,
-			"c.yaml: line 5: conformance (l × s): "},
+			"c.yaml: line 6: conformance (l × s): lab.nginx: zone rl"}, // the line of rate:, not of nginx:
 		"bad shape ids": {"conformance:\n" + limiter + "  shapes:\n    - name: s\n      attack:\n        ids: -4\n",
 			"c.yaml: line 8: conformance (l × s): attack.ids must be > 0"},
 		"bad shape expect": {"conformance:\n" + limiter + "  shapes:\n    - name: s\n      attack: {ids: 4}\n      expect:\n        classes: {local429: 1}\n",

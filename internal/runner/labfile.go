@@ -110,8 +110,8 @@ func (lp *LabPlan) checkSection() (field string, err error) {
 		return lp.validate()
 	}
 	if lp.Nginx != nil {
-		if err := lp.validateNginx(); err != nil {
-			return "nginx", err
+		if field, err := lp.validateNginx(); err != nil {
+			return field, err
 		}
 		return lp.validate()
 	}

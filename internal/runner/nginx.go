@@ -142,10 +142,11 @@ func (n *NginxPlan) config(upstreams []string) (realparts.NginxConfig, error) {
 		LimitReqStatus: n.LimitReqStatus, LimitReqLogLevel: n.LimitReqLogLevel, LimitReqDryRun: n.LimitReqDryRun,
 		NextUpstream: n.ProxyNextUpstream, NextUpstreamTries: n.ProxyNextUpstreamTries, NextUpstreamTimeout: time.Duration(n.ProxyNextUpstreamTimeout),
 		ConnectTimeout: time.Duration(n.ProxyConnectTimeout), ReadTimeout: time.Duration(n.ProxyReadTimeout), SendTimeout: time.Duration(n.ProxySendTimeout)}
-	for _, z := range n.zones() {
+	for i, z := range n.zones() {
 		r, err := realparts.ParseNginxRate(z.Rate)
 		if err != nil {
-			return c, fmt.Errorf("lab.nginx: zone %s: %w", z.Name, err)
+			key, _ := n.planKey(fmt.Sprintf("Zones[%d].Rate", i))
+			return c, &nginxKeyError{key: key, err: fmt.Errorf("lab.nginx: zone %s: %w", z.Name, err)}
 		}
 		c.Zones = append(c.Zones, realparts.LimitReqZone{Name: z.Name, Key: z.Key, Size: z.Size, Rate: r})
 		c.LimitReq = append(c.LimitReq, realparts.LimitReq{Zone: z.Name, Burst: z.Burst, NoDelay: z.NoDelay, Delay: z.Delay})
@@ -180,9 +181,21 @@ var (
 
 var nginxFieldRE = regexp.MustCompile(`^(LimitReq|Zones|Upstreams|NextUpstream)\[(\d+)\](?:\.(\w+))?$`)
 
+// nginxKeyError is a lab.nginx problem at key (planKey's form: ".burst",
+// ".zones[1].delay", or "" for lab.nginx itself); the plan names the line
+// of that key (validateNginx's field, nodeLine).
+type nginxKeyError struct {
+	key string
+	err error
+}
+
+func (e *nginxKeyError) Error() string { return e.err.Error() }
+func (e *nginxKeyError) Unwrap() error { return e.err }
+
 // planError restates NginxConfig.Validate's problems with the plan's keys
 // (lab.nginx.zones[1].burst, lab.nginx.burst for the one zone of rate);
-// a field with no plan key keeps its NginxConfig name.
+// a field with no plan key keeps its NginxConfig name. It is an
+// *nginxKeyError at the key of the first problem that has one.
 func (n *NginxPlan) planError(err error) error {
 	var parts []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -191,6 +204,7 @@ func (n *NginxPlan) planError(err error) error {
 		parts = []error{err}
 	}
 	out := make([]error, 0, len(parts))
+	first, found := "", false
 	for _, e := range parts {
 		var fe *realparts.FieldError
 		if !errors.As(e, &fe) {
@@ -199,11 +213,14 @@ func (n *NginxPlan) planError(err error) error {
 		}
 		if key, ok := n.planKey(fe.Field); ok {
 			out = append(out, fmt.Errorf("lab.nginx%s%s", key, fe.Problem))
+			if !found {
+				first, found = key, true
+			}
 		} else {
 			out = append(out, fmt.Errorf("lab.nginx: %w", e))
 		}
 	}
-	return errors.Join(out...)
+	return &nginxKeyError{key: first, err: errors.Join(out...)}
 }
 
 // planKey is the lab.nginx key (with its leading dot, or "" for lab.nginx
@@ -237,30 +254,36 @@ func (n *NginxPlan) planKey(f string) (string, bool) {
 	}
 }
 
-// validate checks lab.nginx when the plan is loaded: the instances and the
-// rendered config (with stand-in upstreams), the zones as the limiter model
-// reads them. The lab proxies' sections do not apply.
-func (lp *LabPlan) validateNginx() error {
+// validateNginx checks lab.nginx when the plan is loaded: the instances and
+// the rendered config (with stand-in upstreams), the zones as the limiter
+// model reads them. The lab proxies' sections do not apply. field is the
+// lab key of the problem ("nginx.worker_priority", "nginx.zones[1].burst",
+// or "nginx" when no one key is at fault), whose line the plan names.
+func (lp *LabPlan) validateNginx() (field string, err error) {
 	n := lp.Nginx
 	if lp.Proxies > 0 || lp.Local != nil || lp.Global != nil || lp.RLS != nil || lp.Proxy != nil || lp.Cluster != nil {
-		return errors.New("lab.nginx replaces the lab proxies: leave out proxies, local, global, rls, proxy and cluster")
+		return "nginx", errors.New("lab.nginx replaces the lab proxies: leave out proxies, local, global, rls, proxy and cluster")
 	}
 	if n.Instances < 0 || n.Instances > maxNginx {
-		return fmt.Errorf("lab.nginx.instances %d: want 1..%d", n.Instances, maxNginx)
+		return "nginx.instances", fmt.Errorf("lab.nginx.instances %d: want 1..%d", n.Instances, maxNginx)
 	}
 	if len(n.Zones) > 0 && (n.Rate != "" || n.Burst != 0 || n.NoDelay || n.Delay != 0 || n.Key != "" || n.Size != "") {
-		return errors.New("lab.nginx: give rate (burst, nodelay, delay, key, size) for one zone or zones, not both")
+		return "nginx", errors.New("lab.nginx: give rate (burst, nodelay, delay, key, size) for one zone or zones, not both")
 	}
 	if n.Rate == "" && len(n.Zones) == 0 && (n.Burst != 0 || n.NoDelay || n.Delay != 0 || n.Key != "" || n.Size != "") {
-		return errors.New("lab.nginx: burst, nodelay, delay, key and size need rate")
+		return "nginx", errors.New("lab.nginx: burst, nodelay, delay, key and size need rate")
 	}
 	if _, err := n.config([]string{"127.0.0.1:1"}); err != nil {
-		return err
+		field := "nginx"
+		if ke := (*nginxKeyError)(nil); errors.As(err, &ke) {
+			field += ke.key
+		}
+		return field, err
 	}
 	if _, err := n.modelSpec(); err != nil {
-		return fmt.Errorf("lab.nginx: %w", err)
+		return "nginx", fmt.Errorf("lab.nginx: %w", err)
 	}
-	return nil
+	return "", nil
 }
 
 // perInstanceKeys are zone keys with one value for every request of the

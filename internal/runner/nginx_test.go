@@ -134,3 +134,32 @@ func TestNginxNotInstalledIsNotRun(t *testing.T) {
 		t.Errorf("%s %v", rep.Status, rep.Scenarios[0].Reasons)
 	}
 }
+
+// TestNginxRangeErrorNamesKeyLine: a lab.nginx value out of range is named
+// at the line of its key (as a type error is), not at the line of nginx:,
+// in a plan and in a lab file.
+func TestNginxRangeErrorNamesKeyLine(t *testing.T) {
+	for _, c := range []struct{ nginx, want string }{
+		{"       rate: 1r/s\n       worker_priority: 50\n", "line 7: scenarios[0] (s): lab.nginx.worker_priority 50"},
+		{"       rate: 1r/s\n       upstream_keepalive: -1\n", "line 7: scenarios[0] (s): lab.nginx.upstream_keepalive -1"},
+		{"       rate: 1r/s\n       burst: 2\n       limit_req_status: 200\n", "line 8: scenarios[0] (s): lab.nginx.limit_req_status 200"},
+		{"       rate: 1r/s\n       instances: 40\n", "line 7: scenarios[0] (s): lab.nginx.instances 40"},
+		{"       rate: ten\n", "line 6: scenarios[0] (s): lab.nginx: zone rl"},
+		{"       zones:\n        - rate: 1r/s\n        - rate: 1r/s\n          burst: -1\n", "line 9: scenarios[0] (s): lab.nginx.zones[1].burst -1"},
+		{"       proxy_next_upstream:\n        - error\n        - sometimes\n", "line 8: scenarios[0] (s): lab.nginx.proxy_next_upstream[1]"},
+		// Two problems: the line of the first.
+		{"       worker_processes: 2\n       worker_priority: 50\n       upstream_keepalive: -1\n", "line 7: scenarios[0] (s): lab.nginx.worker_priority 50"},
+		// The type error, for comparison: the same line.
+		{"       rate: 1r/s\n       worker_priority: x\n", "line 7: scenarios[0].lab.nginx.worker_priority"},
+	} {
+		plan := "name: p\nscenarios:\n - name: s\n   lab:\n     nginx:\n" + c.nginx + "   attack: {ids: 1}\n"
+		_, err := ParsePlan("p.yaml", []byte(plan))
+		if err == nil || !strings.Contains(err.Error(), "p.yaml: "+c.want) {
+			t.Errorf("%q: %v, want %q", c.nginx, err, c.want)
+		}
+	}
+	_, err := ParseLabFile("lab.yaml", []byte("nginx:\n  rate: 1r/s\n  worker_priority: 50\n"))
+	if err == nil || !strings.Contains(err.Error(), "lab.yaml: line 3: lab.nginx.worker_priority 50") {
+		t.Errorf("lab file: %v, want line 3", err)
+	}
+}

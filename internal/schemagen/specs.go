@@ -257,10 +257,11 @@ const v11Classes = "Backend4xx, Backend429, Backend5xx and CircuitBreaker are th
 // classesDef is report.Classes' definition, read off its MarshalJSON: the
 // keys of a Classes with every count 1, in the order written, are its
 // properties (integers >= 0); those of the zero Classes are required (the
-// others are the classes added in v1.1, written only when not zero).
+// others are the classes added in v1.1 and not_sent, written only when not
+// zero).
 func (g *gen) classesDef(t reflect.Type) *jsonschema.Schema {
 	var all report.Classes
-	all.Sent, all.Passed = 1, 1
+	all.Sent, all.Passed, all.NotSent = 1, 1, 1
 	for i := range all.N {
 		all.N[i] = 1
 	}
@@ -275,6 +276,8 @@ func (g *gen) classesDef(t reflect.Type) *jsonschema.Schema {
 		switch {
 		case k == "passed":
 			p.Description = g.comment(t, "Passed")
+		case k == "not_sent":
+			p.Description = g.comment(t, "NotSent")
 		case !required[k]:
 			p.Description = v11Classes
 		}
