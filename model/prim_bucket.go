@@ -239,6 +239,15 @@ func (t *tbPrim) negCumTreeIn(old *minTree, vs []int64) *minTree {
 	return newMinTreeIn(old, len(vs), func(q int) float64 { return -t.p.refill.cumBefore(vs[q]) })
 }
 
+// floorTo is tr.floorTo(to, ...) for a negCumTree tr of the sorted times
+// vs (to >= 1): -cumBefore(vs[to-1]), the initial value of position to-1,
+// is at most every earlier position's, as vs is sorted and cumBefore
+// rises with its time (a product or a multiple of a positive float by
+// a rising integer, which rounding keeps rising).
+func (t *tbPrim) floorTo(tr *minTree, vs []int64, to int, want float64) float64 {
+	return tr.floorTo(to, -t.p.refill.cumBefore(vs[to-1]), want)
+}
+
 // ub is the must-reject pass's tree (activate, mustReject), built at its
 // first use.
 func (t *tbPrim) ub() *minTree {
@@ -310,12 +319,15 @@ func (t *tbPrim) mustReject(l int32) (bool, float64) {
 	if from < to {
 		h := p.refill.cum(t.c.hi[l])
 		thr := p.theta - p.slack(h)
-		if p.C >= thr && p.C+h+p.refill.upSlack+t.ub().floor() >= thr {
-			// not even the tree's floor rejects (see floor): nor does
-			// the minimum over [from, to); the bound is not reported
+		tr := t.ub()
+		if p.C >= thr && (p.C+h+p.refill.upSlack+tr.floor() >= thr ||
+			p.C+h+p.refill.upSlack+t.floorTo(tr, t.sortedLo(), to, thr-p.C-h-p.refill.upSlack) >= thr) {
+			// not even the tree's floor, of all values or of the prefix
+			// up to to, rejects (see floor, floorTo): nor does the
+			// minimum over [from, to); the bound is not reported
 			return false, ub
 		}
-		m := t.ub().min(from, to)
+		m := tr.min(from, to)
 		ub = fmin(ub, p.C+h+p.refill.upSlack+m)
 		return ub < thr, ub
 	}
@@ -528,6 +540,9 @@ func (t *tbPrim) findings() []WindowFinding {
 		}
 		if -tr.floor()-p.refill.cum(b)-p.refill.upSlack-(p.C-p.theta+p.cUp) <= p.slack(p.refill.cum(b)) {
 			continue // not a window even at the tree's floor (see floor)
+		}
+		if -t.floorTo(tr, loS, to, -p.refill.cum(b)-p.refill.upSlack-(p.C-p.theta+p.cUp))-p.refill.cum(b)-p.refill.upSlack-(p.C-p.theta+p.cUp) <= p.slack(p.refill.cum(b)) {
+			continue // nor at its floor of the prefix up to to (floorTo)
 		}
 		worst := -tr.min(from, to) - p.refill.cum(b) - p.refill.upSlack // cUp*cnt - F
 		if ex := worst - (p.C - p.theta + p.cUp); ex > p.slack(p.refill.cum(b)) {

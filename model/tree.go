@@ -29,6 +29,19 @@ type minTree struct {
 	pre   float64
 	preR  int
 	preOK bool
+	// The prefix floor (floorTo): the last minimum of a prefix [0, pfR)
+	// that min returned (pfMin, valid while pfOK) and the negative adds
+	// since (pfDrop); the value at position pfR less its initial value
+	// (val) when taken (tail, valid while tailOK) and the negative adds
+	// since (tailDrop). general: some add so far was not a prefix add of
+	// v <= 0, or some value was set, so that a later position need not
+	// have taken every add an earlier one did.
+	val             func(int) float64
+	pfMin, pfDrop   float64
+	pfR             int
+	pfOK            bool
+	tail, tailDrop  float64
+	tailOK, general bool
 }
 
 func newMinTree(vals []float64) *minTree {
@@ -51,7 +64,7 @@ func newMinTreeIn(old *minTree, nv int, val func(int) float64) *minTree {
 	for 1<<h < n {
 		h++
 	}
-	m := &minTree{n: n, h: h}
+	m := &minTree{n: n, h: h, val: val}
 	if old != nil && cap(old.t) >= 2*n && cap(old.d) >= n {
 		m.t, m.d = old.t[:2*n], old.d[:n]
 		m.t[0] = 0 // as make leaves it
@@ -94,8 +107,14 @@ func (m *minTree) add(l, r int, v float64) {
 	m.lowAdds++
 	if v < 0 {
 		m.lowDrop += v
+		m.pfDrop += v
+		m.tailDrop += v
 	} else if v > 0 {
 		m.preOK = false
+		m.general = true
+	}
+	if l > 0 {
+		m.general = true
 	}
 	n, t, d := m.n, m.t, m.d
 	l += n
@@ -170,6 +189,7 @@ func (m *minTree) min(l, r int) float64 {
 	res := fmin(resL, resR)
 	if l0 == n {
 		m.pre, m.preR, m.preOK = res, r0-m.n, true
+		m.pfMin, m.pfDrop, m.pfR, m.pfOK, m.tailOK = res, 0, r0-m.n, true, false
 	}
 	return res
 }
@@ -185,9 +205,47 @@ func (m *minTree) min(l, r int) float64 {
 // sweeps skip the walk of a range so while they are far from the limit.
 func (m *minTree) floor() float64 {
 	if !m.lowOK || m.lowAdds >= floorEvery {
+		// the minimum of all values is no prefix floor worth keeping
+		// (floorTo): the last prefix's stays
+		pf, pfMin, pfDrop, pfR, pfOK := m.tail, m.pfMin, m.pfDrop, m.pfR, m.pfOK
+		tailDrop, tailOK := m.tailDrop, m.tailOK
 		m.low, m.lowAdds, m.lowDrop, m.lowOK = m.min(0, m.n), 0, 0, true
+		m.tail, m.pfMin, m.pfDrop, m.pfR, m.pfOK = pf, pfMin, pfDrop, pfR, pfOK
+		m.tailDrop, m.tailOK = tailDrop, tailOK
 	}
 	return m.low + m.lowDrop - m.slop()
+}
+
+// floorTo returns a value at most any min(l, r') with r' <= r would return
+// now, or -Inf: floor's bound, but of a prefix rather than of all values,
+// which a sweep in time order needs once the values ahead of it (less
+// refill so far) lie lower than any it asks for. initLow is at most the
+// initial value (val) of each of the positions [0, r). Positions before
+// the last prefix minimum's end pfR hold at least that minimum plus the
+// negative adds since (floor's argument); when every add so far was a
+// prefix add of v <= 0 (not general), a position q >= pfR has taken at
+// most the adds that pfR has (each that reached q reached pfR), so it
+// holds at least its initial value plus pfR's adds: pfR's value less its
+// initial value when first needed (at; tail), plus the negative adds
+// since. Each sum is within slop of the exact one, so two slops are
+// taken off. The tail is looked up (O(log n)) only when the prefix's part
+// is at least want, the bound the caller needs, so a sweep near the limit
+// pays nothing for it.
+func (m *minTree) floorTo(r int, initLow, want float64) float64 {
+	if !m.pfOK {
+		return math.Inf(-1)
+	}
+	head := m.pfMin + m.pfDrop - m.slop()
+	if r <= m.pfR || head < want {
+		return head
+	}
+	if !m.tailOK {
+		if m.general || m.val == nil || m.pfR >= m.n {
+			return math.Inf(-1)
+		}
+		m.tail, m.tailDrop, m.tailOK = m.at(m.pfR)-m.val(m.pfR), 0, true
+	}
+	return fmin(head, initLow+m.tail+m.tailDrop-2*m.slop())
 }
 
 // slop bounds the rounding by which two minima of the tree, summed along
@@ -222,7 +280,7 @@ func (m *minTree) set(i int, v float64) {
 		m.mag = a
 	}
 	m.adds++ // the subtraction and the rebuild round as an add does
-	m.lowOK, m.preOK = false, false
+	m.lowOK, m.preOK, m.pfOK, m.general = false, false, false, true
 	m.build(p)
 }
 

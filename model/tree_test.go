@@ -156,3 +156,56 @@ func TestCursorIsUpperBound(t *testing.T) {
 		}
 	}
 }
+
+// TestMinTreeFloorTo checks that floorTo(r) is at most every minimum of a
+// range inside [0, r) the tree returns, on a sweep's shape (nonincreasing
+// initial values with fractional parts, so that sums round; prefix adds
+// of v <= 0 at positions that mostly rise; prefix minima now and then),
+// with a non-prefix or positive add or a set now and then in some runs
+// (general: no tail), and that its tail is used, and then not vacuous:
+// within the adds since and the spread of the initial values of a
+// position's neighbours of the true minimum.
+func TestMinTreeFloorTo(t *testing.T) {
+	tails := 0
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		for _, n := range []int{1, 2, 3, 7, 33, 1000} {
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = 1e7 - float64(i)*1234.567 - rng.Float64()*0.3
+			}
+			tr := newMinTree(vals)
+			pos := 0
+			for op := range 3000 {
+				pos = min(n, max(0, pos+rng.IntN(5)-1))
+				switch k := rng.IntN(200); {
+				case seed == 3 && k == 0:
+					tr.add(rng.IntN(n), n, -rng.Float64()) // not a prefix
+				case seed == 3 && k == 1:
+					tr.add(0, rng.IntN(n+1), rng.Float64()) // raises
+				case seed == 3 && k == 2:
+					tr.set(rng.IntN(n), vals[n-1]-rng.Float64()*1e3)
+				case k < 20:
+					tr.min(0, rng.IntN(n)+1) // a new prefix minimum
+				default:
+					tr.add(0, pos, -rng.Float64()*3.1)
+				}
+				r := rng.IntN(n) + 1
+				f := tr.floorTo(r, vals[r-1], math.Inf(-1))
+				used := tr.tailOK && r > tr.pfR
+				l := rng.IntN(r)
+				if m := tr.min(l, r); f > m {
+					t.Fatalf("seed %d n=%d op %d: floorTo(%d) %v above min(%d, %d) = %v", seed, n, op, r, f, l, r, m)
+				} else if used && !tr.general {
+					tails++
+					if m-f > 3.1*float64(tr.adds)+1234.567*float64(r)+1 {
+						t.Fatalf("seed %d n=%d op %d: floorTo(%d) %v far below min = %v", seed, n, op, r, f, m)
+					}
+				}
+			}
+		}
+	}
+	if tails == 0 {
+		t.Error("floorTo never used its tail")
+	}
+}
