@@ -80,7 +80,7 @@ func ConfigDigests(ctx context.Context, dir string) ([]report.ConfigDigest, erro
 		return out, nil
 	}
 	files := slices.Clone(configFiles)
-	confs, _ := filepath.Glob(evidence.Dir(dir).Path(evidence.NginxDir + "/*/" + evidence.NginxConfFile))
+	confs, _ := evidence.Dir(dir).Glob(evidence.NginxDir + "/*/" + evidence.NginxConfFile)
 	for _, c := range confs {
 		if rel, err := filepath.Rel(dir, c); err == nil {
 			files = append(files, filepath.ToSlash(rel))

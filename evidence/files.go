@@ -689,7 +689,7 @@ func WriteRLSMetrics(d Dir, m *RLSMetrics, raw []byte) error {
 
 // rlsMetricsFiles lists d/rls/metrics.*.json with their labels, sorted by name.
 func rlsMetricsFiles(d Dir) (paths, labels []string) {
-	ps, _ := filepath.Glob(d.RLSMetrics("*", ".json"))
+	ps, _ := d.Glob(RLSDir + "/" + metricsPrefix + "*.json")
 	for _, p := range ps {
 		paths = append(paths, p)
 		labels = append(labels, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), metricsPrefix), ".json"))

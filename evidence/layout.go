@@ -3,6 +3,8 @@ package evidence
 import (
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/rlbench/rlbench/evidence/safefile"
 )
@@ -98,6 +100,50 @@ type Dir string
 // Path joins the directory and a name relative to it (one of the file-name
 // constants, or a path under one of the directories).
 func (d Dir) Path(name string) string { return filepath.Join(string(d), filepath.FromSlash(name)) }
+
+// Glob returns the paths under d that match rel, a slash-separated pattern
+// relative to d with filepath.Match's syntax in each element
+// ("accesslog/*.log", "nginx/*/nginx.conf"), in lexical order. d's own path
+// is taken literally: a directory named "run[1]" or "a*b" holds its files
+// (filepath.Glob on the joined path would read it as a pattern, find
+// nothing or fail, and the evidence in it would silently go unread). As
+// filepath.Glob, it ignores I/O errors; its only error is
+// filepath.ErrBadPattern from rel.
+func (d Dir) Glob(rel string) ([]string, error) {
+	matches := []string{filepath.Clean(string(d))}
+	for _, elem := range strings.Split(rel, "/") {
+		if _, err := filepath.Match(elem, ""); err != nil {
+			return nil, err
+		}
+		var next []string
+		for _, dir := range matches {
+			if !strings.ContainsAny(elem, `*?[\`) {
+				if p := filepath.Join(dir, elem); exists(p) {
+					next = append(next, p)
+				}
+				continue
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				if ok, _ := filepath.Match(elem, e.Name()); ok {
+					next = append(next, filepath.Join(dir, e.Name()))
+				}
+			}
+		}
+		matches = next
+	}
+	slices.Sort(matches)
+	return matches, nil
+}
+
+// exists reports whether path names a file of any kind (os.Lstat).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
 
 // Scenario is <d>/scenario.json.
 func (d Dir) Scenario() string { return d.Path(ScenarioFile) }

@@ -376,7 +376,7 @@ func ReadStats(path string) (*envoyrec.Snapshot, error) {
 // malformed line is a Problem naming the file and line, and stops reading
 // the logs.
 func readAccessLogs(d Dir, problems []Problem) ([]AccessLog, []Problem) {
-	paths, err := filepath.Glob(d.AccessLog("*"))
+	paths, err := d.Glob(AccessLogDir + "/*.log")
 	if err != nil {
 		return []AccessLog{}, append(problems, Problem{File: AccessLogDir, Msg: err.Error()})
 	}

@@ -137,7 +137,7 @@ func receiptFiles(p string) []string {
 	if _, err := os.Stat(evidence.Dir(p).Receipts()); err == nil {
 		out = append(out, evidence.Dir(p).Receipts())
 	}
-	more, _ := filepath.Glob(filepath.Join(p, evidence.ReceiptsDir, "*.jsonl"))
+	more, _ := evidence.Dir(p).Glob(evidence.ReceiptsDir + "/*.jsonl")
 	sort.Strings(more)
 	return append(out, more...)
 }
