@@ -35,6 +35,18 @@ type nginxJoin struct {
 	// log would have judged. Lost evidence: the checks it decides are
 	// unknown for them, never failed.
 	unlogged map[string]int
+	// why says, per unlogged proxy, why it has no log (unloggedWhy).
+	why map[string]string
+}
+
+// unloggedWhy says why nginx proxy ng has no access log on file:
+// "nginx/nginx-a/: no access.jsonl nor access.log", or what lost it
+// (evidence.NginxEvidence.Lost).
+func unloggedWhy(ng *evidence.NginxEvidence) string {
+	if ng.Lost != "" {
+		return "lost: " + ng.Lost
+	}
+	return fmt.Sprintf("%s: no %s nor %s", evidence.NginxPath(ng.Proxy, ""), evidence.NginxAccessFile, evidence.NginxAccessLogFile)
 }
 
 // unloggedNote says which nginx proxies answered requests without an
@@ -43,17 +55,27 @@ type nginxJoin struct {
 // access.log)".
 func (j *nginxJoin) unloggedNote() string {
 	var parts []string
-	n := 0
+	n, lost := 0, 0
 	for _, p := range sortedKeys(j.unlogged) {
 		if k := j.unlogged[p]; k > 0 {
 			n += k
-			parts = append(parts, fmt.Sprintf("%s (%s: no %s nor %s)", p, evidence.NginxPath(p, ""), evidence.NginxAccessFile, evidence.NginxAccessLogFile))
+			parts = append(parts, fmt.Sprintf("%s (%s)", p, j.why[p]))
+			if strings.HasPrefix(j.why[p], "lost: ") {
+				lost++
+			}
 		}
 	}
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s answered by %s, whose access log is absent", plural(n, "request", "requests"), strings.Join(parts, ", "))
+	state := "absent"
+	switch {
+	case lost == len(parts):
+		state = "lost"
+	case lost > 0:
+		state = "absent or lost"
+	}
+	return fmt.Sprintf("%s answered by %s, whose access log is %s", plural(n, "request", "requests"), strings.Join(parts, ", "), state)
 }
 
 // unloggedTarget reports whether request i was sent to an nginx proxy
@@ -117,15 +139,16 @@ func joinNginx(ev *evidence.ScenarioEvidence) *nginxJoin {
 	n := reqs.Len()
 	j := &nginxJoin{report: &report.NginxReport{Proxies: []report.NginxProxyReport{}, Producers: map[string]int{}, Missing: []string{},
 		Several: []string{}, Disagreements: []string{}}, tries: make([]int, n), producer: make([]string, n),
-		rejected: make([]bool, n), proxies: map[string]bool{}, unlogged: map[string]int{}}
+		rejected: make([]bool, n), proxies: map[string]bool{}, unlogged: map[string]int{}, why: map[string]string{}}
 	for i := range j.tries {
 		j.tries[i] = -1
 	}
 	rep := j.report
 	records := make([]int, n)
-	for _, ng := range ev.Nginx {
+	for k := range ev.Nginx {
+		ng := &ev.Nginx[k]
 		if ng.File == "" {
-			j.unlogged[ng.Proxy] = 0
+			j.unlogged[ng.Proxy], j.why[ng.Proxy] = 0, unloggedWhy(ng)
 		} else {
 			j.proxies[ng.Proxy] = true
 		}
@@ -273,7 +296,7 @@ func checkNginx(in *Input) (r Result) {
 		case p.StubStatus == nil:
 		case p.File == "":
 			r.add(p.Proxy+": stub_status requests = access log records + 1", report.CheckUnknown, "access log records + 1",
-				fmt.Sprintf("%d; no access log (%s: no %s nor %s)", p.StubStatus.Requests, evidence.NginxPath(p.Proxy, ""), evidence.NginxAccessFile, evidence.NginxAccessLogFile))
+				fmt.Sprintf("%d; no access log (%s)", p.StubStatus.Requests, j.why[p.Proxy]))
 		default:
 			want := int64(p.Records) + 1
 			r.add(p.Proxy+": stub_status requests = access log records + 1", passIf(p.StubStatus.Requests == want),

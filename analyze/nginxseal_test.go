@@ -86,6 +86,33 @@ func TestNginxLostAccessLogIsNeverFail(t *testing.T) {
 			must(t, os.Remove(filepath.Join(dir, parsed)))
 			_ = os.Remove(filepath.Join(dir, raw))
 		}, status: evidence.NotRun, reason: parsed + ": missing, but its writer"},
+		// A pid no process has, its size kept so the seal holds: the log
+		// is damaged, so lost, and nginx is not judged by it (the trial
+		// found a FAIL of its admission timing).
+		{name: "impossible pid", damage: func(dir string) {
+			p := filepath.Join(dir, parsed)
+			b, err := os.ReadFile(p)
+			must(t, err)
+			// valid JSON of the same size: the seal holds
+			b2 := strings.Replace(string(b), `"id":"r-0","status":500,`, `"id":"r-0","pid":-1,    `, 1)
+			if len(b2) != len(b) || !strings.Contains(b2, `"pid":-1`) {
+				t.Fatalf("the test's premise: %q", b2)
+			}
+			must(t, os.WriteFile(p, []byte(b2), 0o644))
+		}, status: evidence.NotRun, checks: map[string]string{"requests without nginx log entry": report.CheckUnknown},
+			reason: `key "pid": -1 is not a process ID`},
+		// The raw log (no parsed one) with a line that does not parse: lost,
+		// not read as far as the line and judged.
+		{name: "raw log with a bad line", damage: func(dir string) {
+			p := filepath.Join(dir, parsed)
+			b, err := os.ReadFile(p)
+			must(t, err)
+			lines := strings.SplitAfter(string(b), "\n")
+			must(t, os.WriteFile(filepath.Join(dir, raw), []byte(lines[0]+`{"id":"r-1","pid":"x"}`+"\n"+lines[2]), 0o644))
+			must(t, os.Remove(p))
+			must(t, os.Remove(evidence.StatePath(p)))
+		}, status: evidence.NotRun, checks: map[string]string{"requests without nginx log entry": report.CheckUnknown, "limit_req_status PASSED": report.CheckUnknown},
+			reason: raw + `:2: key "pid": "x" is not a process ID`},
 		// An unsealed log (an earlier release's) gone without a trace: the
 		// checks it decides are unknown, never failed.
 		{name: "removed with its seal", damage: func(dir string) {
@@ -112,7 +139,7 @@ func TestNginxLostAccessLogIsNeverFail(t *testing.T) {
 			}
 			if tc.status != evidence.Fail {
 				for _, c := range s.Checks {
-					if c.Status == report.CheckFail && !s.Incomplete {
+					if c.Status == report.CheckFail {
 						t.Errorf("a lost log fails %+v", c)
 					}
 				}

@@ -41,6 +41,12 @@ type NginxEvidence struct {
 	// this proxy is there: one of the pair is lost, so their delta is not
 	// measured. Empty when the proxy has all or none of them.
 	StubStatusMissing []string `json:"stub_status_missing,omitempty"`
+	// Lost says why the access log on file was not used: cut short, changed
+	// or removed after its seal, or a line that does not decode (the
+	// Problem's text, naming the file and line). Records is then empty and
+	// File "": partial records would be judged as if nginx had logged no
+	// more, and blame it. "" when the log was read whole, or there is none.
+	Lost string `json:"lost,omitempty"`
 	// Notices are problems of files that are kept but that no check reads:
 	// limit_req.jsonl cut short, emptied or removed after its writer sealed
 	// it (SealProblem). They are reported, never a reason of the verdict.
@@ -50,8 +56,8 @@ type NginxEvidence struct {
 // readNginx loads every nginx/<proxy>/ directory of d, sorted by proxy. A
 // file that does not decode is a Problem (File NginxDir) naming it and the
 // line, and so is a parsed access log whose seal (seal.go) says it is
-// incomplete, or that is missing while its seal is there; the other
-// proxies still load. A stub_status snapshot missing from its pair is
+// incomplete, or that is missing while its seal is there; such a log is
+// Lost (its partial records are not used); the other proxies still load. A stub_status snapshot missing from its pair is
 // listed in StubStatusMissing, a damaged limit_req.jsonl in Notices.
 func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 	out := []NginxEvidence{}
@@ -73,10 +79,19 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 		// The parsed log is sealed (WriteLines): one cut short, changed, or
 		// removed after it was written is lost evidence (NOT_RUN), never
 		// requests nginx did not log.
-		if msg := sealedFileProblem(d.Path(parsed)); msg != "" {
+		lost := func(msg string) {
 			problems = append(problems, Problem{File: NginxDir, Msg: msg})
+			if n.Lost == "" {
+				n.Lost = msg
+			}
 		}
-		err := ReadFile(d.Path(parsed), func(_ int, a *nginxrec.AccessRecord) error {
+		if msg := sealedFileProblem(d.Path(parsed)); msg != "" {
+			lost(msg)
+		}
+		err := ReadFile(d.Path(parsed), func(line int, a *nginxrec.AccessRecord) error {
+			if a.Pid < 0 {
+				return fmt.Errorf("%s:%d: key \"pid\": %d is not a process ID", d.Path(parsed), line, a.Pid)
+			}
 			n.Records = append(n.Records, *a)
 			return nil
 		})
@@ -84,21 +99,24 @@ func readNginx(d Dir, problems []Problem) ([]NginxEvidence, []Problem) {
 		case err == nil:
 			n.File = parsed
 		case !errors.Is(err, fs.ErrNotExist):
-			fail(err)
+			lost(err.Error())
 		default:
 			f, err := boundedio.OpenRegular(context.Background(), d.Path(raw), 0)
 			if err == nil {
 				n.File = raw
 				if n.Records, err = nginxrec.ParseAccessLog(f, d.Path(raw)); err != nil {
-					fail(err)
-				}
-				if n.Records == nil {
-					n.Records = []nginxrec.AccessRecord{}
+					lost(err.Error())
 				}
 				f.Close()
 			} else if !errors.Is(err, fs.ErrNotExist) {
-				fail(err)
+				lost(err.Error())
 			}
+		}
+		if n.Lost != "" {
+			n.File, n.Records = "", nil
+		}
+		if n.Records == nil {
+			n.Records = []nginxrec.AccessRecord{}
 		}
 		if msg := sealedFileProblem(d.Path(NginxPath(n.Proxy, NginxLimitReqFile))); msg != "" {
 			n.Notices = append(n.Notices, msg)

@@ -157,6 +157,9 @@ type NginxConfig struct {
 
 // Names used in the rendered configuration.
 const (
+	// NginxMaxWorkers is the most worker processes nginx spawns (NGX_MAX_PROCESSES, src/os/unix/ngx_process.h);
+	// beyond it nginx logs "no more than 1024 processes can be spawned" for each one more and runs without them.
+	NginxMaxWorkers = 1024
 	// NginxUpstreamGroup is the name of the upstream group. nginx writes it into $upstream_addr (with status
 	// 502) when no server of the group could be chosen ("no live upstreams").
 	NginxUpstreamGroup = "backend"
@@ -308,8 +311,8 @@ func fieldError(msg string) *FieldError {
 func (c NginxConfig) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fieldError(fmt.Sprintf(format, a...))) }
-	if c.WorkerProcesses < 0 {
-		bad("WorkerProcesses %d: must not be negative", c.WorkerProcesses)
+	if c.WorkerProcesses < 0 || c.WorkerProcesses > NginxMaxWorkers {
+		bad("WorkerProcesses %d: want 0..%d", c.WorkerProcesses, NginxMaxWorkers)
 	}
 	if c.WorkerConnections < 0 {
 		bad("WorkerConnections %d: must not be negative", c.WorkerConnections)

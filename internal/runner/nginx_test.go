@@ -144,6 +144,7 @@ func TestNginxRangeErrorNamesKeyLine(t *testing.T) {
 		{"       rate: 1r/s\n       upstream_keepalive: -1\n", "line 7: scenarios[0] (s): lab.nginx.upstream_keepalive -1"},
 		{"       rate: 1r/s\n       burst: 2\n       limit_req_status: 200\n", "line 8: scenarios[0] (s): lab.nginx.limit_req_status 200"},
 		{"       rate: 1r/s\n       instances: 40\n", "line 7: scenarios[0] (s): lab.nginx.instances 40"},
+		{"       rate: 1r/s\n       worker_processes: 100000\n", "line 7: scenarios[0] (s): lab.nginx.worker_processes 100000: want 0..1024"},
 		{"       rate: ten\n", "line 6: scenarios[0] (s): lab.nginx: zone rl"},
 		{"       zones:\n        - rate: 1r/s\n        - rate: 1r/s\n          burst: -1\n", "line 9: scenarios[0] (s): lab.nginx.zones[1].burst -1"},
 		{"       proxy_next_upstream:\n        - error\n        - sometimes\n", "line 8: scenarios[0] (s): lab.nginx.proxy_next_upstream[1]"},
