@@ -352,6 +352,10 @@ type Options struct {
 	// names the requests in excess (a tight run's hundreds of thousands
 	// per bucket). The findings are otherwise the same.
 	NoFindingIDs bool
+	// NoWidths leaves Uncertainty's MaxWidth, MedianWidth and P99Width
+	// zero: for a caller that gathers the interval widths over several
+	// checks itself (analyze), the check does not sort every event's.
+	NoWidths bool
 }
 
 // Violation is one request whose outcome contradicts its verdict.
@@ -1651,7 +1655,7 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 func (c *checkRun) uncertainty() {
 	n := c.evs.Len()
 	u := &c.res.Uncertainty
-	if n > 0 {
+	if n > 0 && !c.opts.NoWidths {
 		mx, med, p99 := Quantiles(n, func(yield func(int64) bool) {
 			for j := range n {
 				if !yield(c.evs.hi.At(j) - c.evs.lo.At(j) + 2*int64(c.opts.Widen)) {

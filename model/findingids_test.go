@@ -38,3 +38,29 @@ func TestNoFindingIDs(t *testing.T) {
 		t.Errorf("results differ beyond the findings' IDs:\nfull %+v\nbare %+v", full.Windows, bare.Windows)
 	}
 }
+
+// TestNoWidths: Options.NoWidths leaves the widths of the uncertainty zero
+// and changes nothing else of the result.
+func TestNoWidths(t *testing.T) {
+	m := MustNew(Spec{Kind: KindTokenBucket, Capacity: 100, RatePerSec: 400_000})
+	evs := labTightEvents(20_000)
+	full, err := Check(m, evs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := Check(m, evs, Options{NoWidths: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := bare.Uncertainty
+	if u.MaxWidth != 0 || u.MedianWidth != 0 || u.P99Width != 0 {
+		t.Errorf("widths with NoWidths: %v %v %v", u.MaxWidth, u.MedianWidth, u.P99Width)
+	}
+	if full.Uncertainty.MaxWidth == 0 || full.Uncertainty.MedianWidth == 0 {
+		t.Fatalf("no widths without NoWidths: %+v", full.Uncertainty)
+	}
+	full.Uncertainty.MaxWidth, full.Uncertainty.MedianWidth, full.Uncertainty.P99Width = 0, 0, 0
+	if !reflect.DeepEqual(full, bare) {
+		t.Errorf("results differ beyond the widths:\nfull %+v\nbare %+v", full.Uncertainty, bare.Uncertainty)
+	}
+}
