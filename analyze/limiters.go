@@ -1231,7 +1231,9 @@ func (p *replay) judgeable() bool {
 // into the report and routes the events for the per-key tables.
 func (p *replay) check() {
 	r, rep := p.r, p.r.report
-	opts := model.Options{ShadowVisible: p.shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs)}
+	// the report reads a finding's Why, never its IDs, nor a check's
+	// widths: it gathers them over every check (finish)
+	opts := model.Options{ShadowVisible: p.shadowVisible, Widen: time.Duration(r.decl.ClockSkewNs), NoFindingIDs: true, NoWidths: true}
 	rep.Uncertainty.WidenNs = r.decl.ClockSkewNs
 	used := 0
 	for _, g := range p.groups {

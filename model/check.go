@@ -347,6 +347,15 @@ type Options struct {
 	// NoTimingReport skips the second pass that counts how many "either"
 	// verdicts come from timing uncertainty (Uncertainty.EitherFromTiming).
 	NoTimingReport bool
+	// NoFindingIDs leaves every WindowFinding's IDs nil: for a caller that
+	// reads a finding's Why and counts alone, the check neither sorts nor
+	// names the requests in excess (a tight run's hundreds of thousands
+	// per bucket). The findings are otherwise the same.
+	NoFindingIDs bool
+	// NoWidths leaves Uncertainty's MaxWidth, MedianWidth and P99Width
+	// zero: for a caller that gathers the interval widths over several
+	// checks itself (analyze), the check does not sort every event's.
+	NoWidths bool
 }
 
 // Violation is one request whose outcome contradicts its verdict.
@@ -557,8 +566,10 @@ type primCtx struct {
 	obs         []uint8
 	siblings    int
 	initUnknown bool
-	ids         func([]int32) []string
-	sure, poss  []bool
+	// ids names local events (nil when noIDs: Options.NoFindingIDs)
+	ids        func([]int32) []string
+	noIDs      bool
+	sure, poss []bool
 }
 
 // The bits of primCtx.obs.
@@ -624,6 +635,8 @@ type plan struct {
 	charges []uint8
 	orders  [2]*orders // [0] intervals, [1] midpoints
 	widen   int64      // buildPlan's, for fillMid
+	// noIDs: the findings name no request (Options.NoFindingIDs)
+	noIDs bool
 }
 
 // refs returns event j's first ref and the one after its last.
@@ -1068,7 +1081,7 @@ func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUnce
 	bk := pl.buckets[b]
 	n := bk.size()
 	c := &primCtx{name: bk.id, unit: bk.params.timeUnit(), lo: bk.lo, hi: bk.hi, siblings: bk.siblings,
-		initUnknown: initUnknown, sure: bk.sure, poss: bk.poss, obs: make([]uint8, n)}
+		initUnknown: initUnknown, sure: bk.sure, poss: bk.poss, obs: make([]uint8, n), noIDs: pl.noIDs}
 	if mid {
 		c.lo, c.hi = bk.mid, bk.mid
 	}
@@ -1090,6 +1103,9 @@ func (pl *plan) prim(evs *Events, b int32, mid bool, initUnknown bool, admitUnce
 		c.obs[l] = f
 	}
 	c.ids = func(ls []int32) []string {
+		if c.noIDs {
+			return nil
+		}
 		ids := make([]string, len(ls))
 		for i, l := range ls {
 			ids[i] = evs.name(evs.reqOf(int(bk.event(l))))
@@ -1332,6 +1348,7 @@ func Check(m Model, evs *Events, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	pl.noIDs = opts.NoFindingIDs
 	c := &checkRun{pl: pl, evs: evs, opts: opts, fl: fl, admitUncertain: admitUncertain,
 		res: &Result{}}
 	if pl.perBucket {
@@ -1552,10 +1569,10 @@ func (c *checkRun) bounds(parts []bucketPart, off *sweepOut) {
 	}
 	res.Total.Min = min(res.Total.Min, res.Total.Max)
 	for _, bd := range res.Buckets {
-		res.Windows = append(res.Windows, boundFindings(bd, c.evs, pl, c.admitUncertain)...)
+		res.Windows = append(res.Windows, boundFindings(bd, c.evs, pl, !pl.noIDs, c.admitUncertain)...)
 	}
 	if tot := res.Total; !tot.Holds() {
-		res.Windows = append(res.Windows, boundFindings(tot, c.evs, nil, c.admitUncertain)...)
+		res.Windows = append(res.Windows, boundFindings(tot, c.evs, nil, !pl.noIDs, c.admitUncertain)...)
 	}
 	slices.SortFunc(res.Buckets, func(a, b Bound) int { return strings.Compare(a.Bucket, b.Bucket) })
 }
@@ -1638,7 +1655,7 @@ func (c *checkRun) totalBound(off *sweepOut) map[int32]int {
 func (c *checkRun) uncertainty() {
 	n := c.evs.Len()
 	u := &c.res.Uncertainty
-	if n > 0 {
+	if n > 0 && !c.opts.NoWidths {
 		mx, med, p99 := Quantiles(n, func(yield func(int64) bool) {
 			for j := range n {
 				if !yield(c.evs.hi.At(j) - c.evs.lo.At(j) + 2*int64(c.opts.Widen)) {
@@ -1733,13 +1750,17 @@ func (evs *Events) outcomeIn(j int) Outcome {
 
 // boundFindings turns a bound that does not hold into findings naming the
 // requests: for too many, the sure admissions with the latest arrivals; for
-// too few, the rejections with the earliest.
-func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []WindowFinding {
+// too few, the rejections with the earliest (none unless named:
+// Options.NoFindingIDs). pl is the check's plan for a bucket's bound, nil
+// for the run's.
+func boundFindings(bd Bound, evs *Events, pl *plan, named bool, admitUncertain bool) []WindowFinding {
 	if bd.Holds() {
 		return nil
 	}
 	var members []int32
-	if pl == nil {
+	if !named {
+		// no member is named: none is listed
+	} else if pl == nil {
 		for j := range evs.Len() {
 			members = append(members, int32(j))
 		}
@@ -1760,6 +1781,9 @@ func boundFindings(bd Bound, evs *Events, pl *plan, admitUncertain bool) []Windo
 	// pick names k members accepted by keep, latest hi first or earliest lo
 	// first
 	pick := func(keep func(Outcome) bool, latest bool, k int) []string {
+		if !named {
+			return nil
+		}
 		// each member with its sort key beside it (not read from the
 		// events' chunked columns at every comparison); the comparisons
 		// are the same, so the order is (equal keys too: the sort is

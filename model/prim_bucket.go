@@ -591,15 +591,17 @@ func (t *tbPrim) findings() []WindowFinding {
 		maxN = 0
 	}
 	inside := in[:bestCnt]
-	slices.SortFunc(inside, func(x, y int32) int { // latest possible arrival first
-		switch {
-		case c.hi[x] > c.hi[y]:
-			return -1
-		case c.hi[x] < c.hi[y]:
-			return 1
-		}
-		return 0
-	})
+	if !c.noIDs { // the order only names the excess
+		slices.SortFunc(inside, func(x, y int32) int { // latest possible arrival first
+			switch {
+			case c.hi[x] > c.hi[y]:
+				return -1
+			case c.hi[x] < c.hi[y]:
+				return 1
+			}
+			return 0
+		})
+	}
 	excess := bestCnt - maxN
 	if excess <= 0 {
 		return nil

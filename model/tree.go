@@ -25,10 +25,12 @@ type minTree struct {
 	lowAdds      int
 	lowOK        bool
 	// The last prefix minimum min(0, preR) returned (pre), valid while
-	// preOK: no add since raised a value (ceil).
-	pre   float64
-	preR  int
-	preOK bool
+	// preOK: no add since raised a value (ceil); preDrop is the sum of the
+	// adds since that cover all of [0, preR) (each lowers every value of
+	// it, so its minimum, by its |v|).
+	pre, preDrop float64
+	preR         int
+	preOK        bool
 	// The prefix floor (floorTo): the last minimum of a prefix [0, pfR)
 	// that min returned (pfMin, valid while pfOK) and the negative adds
 	// since (pfDrop); the value at position pfR less its initial value
@@ -41,7 +43,15 @@ type minTree struct {
 	pfR             int
 	pfOK            bool
 	tail, tailDrop  float64
-	tailOK, general bool
+	tailOK, general bool // pend holds prefix adds [0, pend[k]) of pendV not yet applied to the
+	// nodes, in their order: a sweep that decides by ceil alone (a
+	// must-admit pass where every request may be rejected) then never
+	// walks the tree for them. Every read of a node applies them first
+	// (flush), in the order add took them, so each node holds the bits it
+	// would hold had each been applied at once; the counts above (adds,
+	// mag, low, pre, pf, tail) are kept at add, as before.
+	pend  []int32
+	pendV float64
 }
 
 func newMinTree(vals []float64) *minTree {
@@ -65,6 +75,9 @@ func newMinTreeIn(old *minTree, nv int, val func(int) float64) *minTree {
 		h++
 	}
 	m := &minTree{n: n, h: h, val: val}
+	if old != nil {
+		m.pend = old.pend[:0] // old's adds not applied are void with it
+	}
 	if old != nil && cap(old.t) >= 2*n && cap(old.d) >= n {
 		m.t, m.d = old.t[:2*n], old.d[:n]
 		m.t[0] = 0 // as make leaves it
@@ -109,6 +122,9 @@ func (m *minTree) add(l, r int, v float64) {
 		m.lowDrop += v
 		m.pfDrop += v
 		m.tailDrop += v
+		if l == 0 && r >= m.preR {
+			m.preDrop += v
+		}
 	} else if v > 0 {
 		m.preOK = false
 		m.general = true
@@ -116,6 +132,28 @@ func (m *minTree) add(l, r int, v float64) {
 	if l > 0 {
 		m.general = true
 	}
+	if l == 0 && r <= math.MaxInt32 {
+		if len(m.pend) > 0 && math.Float64bits(v) != math.Float64bits(m.pendV) {
+			m.flush() // pend holds adds of one value
+		}
+		m.pend = append(m.pend, int32(r))
+		m.pendV = v
+		return
+	}
+	m.flush()
+	m.apply(l, r, v)
+}
+
+// flush applies the pending prefix adds (pend), in order.
+func (m *minTree) flush() {
+	for _, r := range m.pend {
+		m.apply(0, int(r), m.pendV)
+	}
+	m.pend = m.pend[:0]
+}
+
+// apply adds v to the nodes of values [l, r), l < r (add, flush).
+func (m *minTree) apply(l, r int, v float64) {
 	n, t, d := m.n, m.t, m.d
 	l += n
 	r += n
@@ -159,6 +197,9 @@ func (m *minTree) min(l, r int) float64 {
 	if l >= r {
 		return math.Inf(1)
 	}
+	if len(m.pend) > 0 {
+		m.flush()
+	}
 	n, t, d := m.n, m.t, m.d
 	l += n
 	r += n
@@ -188,7 +229,7 @@ func (m *minTree) min(l, r int) float64 {
 	}
 	res := fmin(resL, resR)
 	if l0 == n {
-		m.pre, m.preR, m.preOK = res, r0-m.n, true
+		m.pre, m.preR, m.preOK, m.preDrop = res, r0-m.n, true, 0
 		m.pfMin, m.pfDrop, m.pfR, m.pfOK, m.tailOK = res, 0, r0-m.n, true, false
 	}
 	return res
@@ -256,12 +297,19 @@ func (m *minTree) slop() float64 { return float64(m.adds+2*m.h+80) * m.mag * 0x1
 // ceil returns a value at least min(0, r) would return now, and true, when
 // the last prefix minimum the tree returned was of a prefix no longer than
 // r and no add since raised a value: a longer prefix's minimum is no larger,
-// and adds of v <= 0 only lower values. Otherwise it returns false.
+// adds of v <= 0 only lower values, and those that cover the whole of that
+// prefix lower its minimum by their |v| (preDrop; its float sum rounds by
+// at most an ulp of mag an add, the last term). Otherwise it returns false.
+// A token bucket's must-admit sweep in a tight run, whose every request
+// takes a charge while the refill brings less, is mostly decided by ceil.
 func (m *minTree) ceil(r int) (float64, bool) {
 	if !m.preOK || r < m.preR {
 		return 0, false
 	}
-	return m.pre + m.slop(), true
+	if m.preDrop == 0 {
+		return m.pre + m.slop(), true
+	}
+	return m.pre + m.preDrop + m.slop() + float64(m.adds)*m.mag*0x1p-52, true
 }
 
 // floorEvery is how many adds floor's last minimum may fall behind.
@@ -270,6 +318,7 @@ const floorEvery = 64
 // set assigns value i: its leaf holds v less the pending adds of its
 // ancestors (see at).
 func (m *minTree) set(i int, v float64) {
+	m.flush()
 	p := i + m.n
 	anc := 0.0
 	for q := p >> 1; q > 0; q >>= 1 {
@@ -286,6 +335,7 @@ func (m *minTree) set(i int, v float64) {
 
 // at returns value i.
 func (m *minTree) at(i int) float64 {
+	m.flush()
 	p := i + m.n
 	v := m.t[p]
 	for p >>= 1; p > 0; p >>= 1 {

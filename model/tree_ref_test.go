@@ -146,6 +146,7 @@ func TestMinTreeBitsAsReference(t *testing.T) {
 					t.Fatalf("seed %d n=%d op %d: min(%d, %d) = %v (%#x), reference %v (%#x)", seed, n, op, l, r,
 						got, math.Float64bits(got), want, math.Float64bits(want))
 				}
+				tr.flush() // the pending prefix adds, applied as min would
 				for p := range tr.t {
 					if math.Float64bits(tr.t[p]) != math.Float64bits(ref.t[p]) || p < n && math.Float64bits(tr.d[p]) != math.Float64bits(ref.d[p]) {
 						t.Fatalf("seed %d n=%d op %d: node %d holds %v/%v, reference %v/%v", seed, n, op, p, tr.t[p], tr.d[p%n], ref.t[p], ref.d[p%n])

@@ -209,3 +209,70 @@ func TestMinTreeFloorTo(t *testing.T) {
 		t.Error("floorTo never used its tail")
 	}
 }
+
+// TestMinTreeCeilAfterAdds holds ceil to min (on a copy of the tree, so
+// the last prefix minimum stays the one ceil starts from) after runs of
+// adds between minima: prefix adds that cover the last prefix (which
+// lower its minimum by their |v|, preDrop), prefix adds that do not, and
+// ranges inside; and checks that a run of covering adds alone leaves
+// ceil within the rounding bound of the minimum.
+func TestMinTreeCeilAfterAdds(t *testing.T) {
+	dropped := 0
+	for seed := range uint64(4) {
+		rng := rand.New(rand.NewPCG(seed, 21))
+		for _, n := range []int{1, 2, 5, 64, 1000, 4097} {
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = -float64(i)*0.8 + rng.Float64()*3 - 1e5*float64(seed)
+			}
+			tr := newMinTree(vals)
+			for op := range 3000 {
+				if rng.IntN(8) == 0 || !tr.preOK {
+					_ = tr.min(0, rng.IntN(n)+1)
+					continue
+				}
+				v := -[]float64{1, 1, 1000, rng.Float64() * 3}[rng.IntN(4)]
+				covering := rng.IntN(4) > 0
+				switch {
+				case covering:
+					tr.add(0, tr.preR+rng.IntN(n-tr.preR+1), v)
+				case rng.IntN(2) == 0:
+					tr.add(0, rng.IntN(n+1), v)
+				default:
+					l := rng.IntN(n + 1)
+					tr.add(l, l+rng.IntN(n-l+1), v)
+				}
+				pr := tr.preR + rng.IntN(n-tr.preR+1)
+				c, ok := tr.ceil(pr)
+				if !ok {
+					continue
+				}
+				cp := &minTree{n: tr.n, h: tr.h, t: slices.Clone(tr.t), d: slices.Clone(tr.d), pend: slices.Clone(tr.pend), pendV: tr.pendV}
+				m := cp.min(0, pr)
+				if c < m {
+					t.Fatalf("seed %d n=%d op %d: ceil(%d) %v below min(0, %d) = %v (pre %v, preDrop %v)", seed, n, op, pr, c, pr, m, tr.pre, tr.preDrop)
+				}
+				if tr.preDrop != 0 {
+					dropped++
+				}
+			}
+		}
+	}
+	if dropped == 0 {
+		t.Error("ceil never answered after covering adds")
+	}
+	// covering adds alone: the minimum falls by their sum, and ceil with it
+	vals := make([]float64, 1000)
+	for i := range vals {
+		vals[i] = -float64(i) * 0.8
+	}
+	tr := newMinTree(vals)
+	_ = tr.min(0, 500)
+	for k := range 400 {
+		tr.add(0, 500+k, -1)
+	}
+	c, ok := tr.ceil(900)
+	if m := tr.min(0, 900); !ok || c < m || c-m > 1e-6 {
+		t.Errorf("after 400 covering adds: ceil %v (%v), min %v", c, ok, m)
+	}
+}
