@@ -34,7 +34,11 @@ type engine struct {
 	timeout time.Duration
 	prog    *Progress
 
-	stop     atomic.Bool // take no further IDs (interrupt or write failure)
+	stop atomic.Bool // take no further IDs (interrupt or write failure)
+	// done is the attack's context's Done channel (run): read with stop by
+	// stopped, so a cancelled attack claims no more IDs even before the
+	// AfterFunc that sets stop has run (a loaded host may run it late).
+	done     <-chan struct{}
 	abortCtx context.Context
 	abortFn  context.CancelFunc
 
@@ -1222,6 +1226,23 @@ func formatRequestError(method, u string, err error, timeout time.Duration, abor
 	return (&url.Error{Op: op, URL: u, Err: err}).Error()
 }
 
+// stopped reports whether no more IDs may be claimed: a write failed or
+// the attack was interrupted (stop), or its context is done, read here
+// directly (a non-blocking receive) rather than through the interrupt's
+// AfterFunc alone, which a loaded host may run only after a loop has sent
+// many more.
+func (e *engine) stopped() bool {
+	if e.stop.Load() {
+		return true
+	}
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (e *engine) fail(err error) {
 	e.mu.Lock()
 	if e.writeErr == nil {
@@ -1240,6 +1261,7 @@ func (e *engine) run(ctx context.Context) (*evidence.AttackSummary, error) {
 	}
 	e.abortCtx, e.abortFn = context.WithCancel(context.WithoutCancel(ctx))
 	defer e.abortFn()
+	e.done = ctx.Done()
 	var interrupted atomic.Bool
 	var graceTimer atomic.Pointer[time.Timer]
 	stopWatch := context.AfterFunc(ctx, func() {
@@ -1402,7 +1424,9 @@ func (e *engine) run(ctx context.Context) (*evidence.AttackSummary, error) {
 		sa.LateNs = max(0, sum.StartNs-sa.AtNs)
 	}
 	stopWatch()
-	sum.Interrupted = interrupted.Load()
+	// ctx.Err: the loops may have stopped on the context itself before
+	// the AfterFunc ran (stopped)
+	sum.Interrupted = interrupted.Load() || ctx.Err() != nil
 	n := p.ids
 	sum.Complete = writeErr == nil && attempted == n && recorded == n && sum.NotSent == 0 && !sum.Interrupted
 	switch {

@@ -371,3 +371,24 @@ func serveRaw(tb testing.TB, handle func(net.Conn)) string {
 	}()
 	return ln.Addr().String()
 }
+
+// TestStoppedReadsTheContext: a cancelled attack claims no more IDs as soon
+// as its context is done, not only once the interrupt's AfterFunc has set
+// stop (on a loaded host that goroutine ran late, and a loop sent every
+// remaining ID first: TestRunInterrupted saw 200 of 200 sent).
+func TestStoppedReadsTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &engine{done: ctx.Done()}
+	if e.stopped() {
+		t.Fatal("stopped before the cancel")
+	}
+	cancel()
+	if !e.stopped() || e.stop.Load() {
+		t.Fatalf("stopped %v, stop flag %v: want stopped by the context alone", e.stopped(), e.stop.Load())
+	}
+	e = &engine{}
+	e.stop.Store(true)
+	if !e.stopped() {
+		t.Fatal("the stop flag alone")
+	}
+}

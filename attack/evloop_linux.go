@@ -483,7 +483,7 @@ func (l *evLoop) drain() {
 		l.runq = l.runq[:len(l.runq)-1]
 		e := l.e
 		i := -1
-		if !e.stop.Load() {
+		if !e.stopped() {
 			if k := int(l.fr.next.Add(1) - 1); k < l.n {
 				i = k
 			}

@@ -303,7 +303,7 @@ func (fr *flowRun) startUnpaced(ready, done *sync.WaitGroup, release chan struct
 			if !e.proceed {
 				return
 			}
-			for !e.stop.Load() {
+			for !e.stopped() {
 				if pipe > 1 {
 					lo := int(fr.next.Add(int64(pipe)) - int64(pipe))
 					if lo >= n {
@@ -601,7 +601,7 @@ func (fr *flowRun) dispatch(ctx context.Context, began time.Time, done *sync.Wai
 		}
 	}
 dispatch:
-	for !e.stop.Load() {
+	for !e.stopped() {
 		select {
 		case j := <-back:
 			if !send(j) {

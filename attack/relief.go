@@ -64,7 +64,7 @@ func (r *relief) stopped(ctx context.Context) bool {
 	case <-r.stop:
 		return true
 	default:
-		return ctx.Err() != nil || r.fr.e.stop.Load()
+		return ctx.Err() != nil || r.fr.e.stopped()
 	}
 }
 
