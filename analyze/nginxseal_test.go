@@ -232,4 +232,14 @@ func TestNginxLostStubStatusAndLimitReq(t *testing.T) {
 	if !strings.Contains(b.String(), "two local buckets: notice: "+filepath.Join(dir, lr)+": 0 bytes") {
 		t.Errorf("table without the notice:\n%s", b.String())
 	}
+	b.Reset()
+	must(t, report.WriteMarkdown(&b, rep))
+	if !strings.Contains(b.String(), "- notice: ") || !strings.Contains(b.String(), "0 bytes, but its writer") {
+		t.Errorf("markdown without the notice:\n%s", b.String())
+	}
+	b.Reset()
+	must(t, report.WriteHTML(&b, rep))
+	if !strings.Contains(b.String(), `<ul class="notices">`) || !strings.Contains(b.String(), "0 bytes, but its writer") {
+		t.Errorf("HTML without the notice")
+	}
 }

@@ -44,7 +44,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		return err
 	}
 	for _, s := range rep.Scenarios {
-		if s.Status == evidence.Pass {
+		if s.Status == evidence.Pass && len(s.Notices) == 0 {
 			continue
 		}
 		if _, err := fmt.Fprintf(w, "\n**%s** %s:\n", mdCell(scenarioLabel(s, repeats)), s.Status); err != nil {
@@ -52,6 +52,11 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		}
 		for _, r := range s.Reasons {
 			if _, err := fmt.Fprintf(w, "- %s\n", mdCell(r)); err != nil {
+				return err
+			}
+		}
+		for _, n := range s.Notices {
+			if _, err := fmt.Fprintf(w, "- notice: %s\n", mdCell(n)); err != nil {
 				return err
 			}
 		}
