@@ -1,0 +1,130 @@
+package evidence
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// attackSchemaError says attack.json (or one of its phases, at path)
+// carries a schema ID this release does not read: a later release's
+// (rlbench.attack/v9) or another file's. An empty ID is accepted, as
+// before schemas were checked (the shape tells).
+func checkAttackSchema(path, id string, want ...string) error {
+	if id == "" || slices.Contains(want, id) {
+		return nil
+	}
+	return fmt.Errorf("%s: %q is not a schema this release reads (want %s): written by a later release, or not an attack summary",
+		path, id, strings.Join(quoteAll(want), " or "))
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+// checkCodeKeys checks codes_by_target's keys at path: each code is "0"
+// (no response) or an HTTP status code, three digits 100..999 (RFC 9110
+// section 15: a status code is a three-digit integer; clients accept
+// unknown ones). It returns the path of the first bad key, in the
+// scanKeys form (dots), with the error.
+func checkCodeKeys(path string, m map[string]map[string]int) (string, error) {
+	for _, t := range slices.Sorted(maps.Keys(m)) {
+		for _, code := range slices.Sorted(maps.Keys(m[t])) {
+			if code == "0" {
+				continue
+			}
+			if n, err := strconv.Atoi(code); err != nil || len(code) != 3 || n < 100 {
+				return path + "." + t + "." + code, fmt.Errorf("%s[%q][%q]: not a status code (want \"0\" or 100..999)", path, t, code)
+			}
+		}
+	}
+	return "", nil
+}
+
+// check checks what the decoder lets through in a decoded attack.json b:
+// the phases' schema IDs (AttackSummarySchema), "phases": null, and the
+// codes of codes_by_target. Its errors name the line (scanKeys).
+func (a *Attack) check(b []byte) error {
+	fail := func(path string, err error) error { return atKeyLine(b, path, err) }
+	for i := range a.Phases {
+		p := &a.Phases[i]
+		path := fmt.Sprintf("phases[%d]", i)
+		if err := checkAttackSchema(path+".schema", p.Schema, AttackSummarySchema); err != nil {
+			return fail(path+".schema", err)
+		}
+		if kp, err := checkCodeKeys(path+".codes_by_target", p.CodesByTarget); err != nil {
+			return fail(kp, err)
+		}
+		for j := range p.Flows {
+			fp := fmt.Sprintf("%s.flows[%d]", path, j)
+			if kp, err := checkCodeKeys(fp+".codes_by_target", p.Flows[j].CodesByTarget); err != nil {
+				return fail(kp, err)
+			}
+		}
+	}
+	return nil
+}
+
+// atKeyLine prefixes err with "line N: ", N the line of key path (as
+// scanKeys names it: "phases[0].sent") in b, when it is found.
+func atKeyLine(b []byte, path string, err error) error {
+	keys, kerr := scanKeys(b)
+	if kerr != nil {
+		return err
+	}
+	if line := keys.lines[path]; line > 0 {
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	return err
+}
+
+// countErrorAt prefixes a *CountError with the line of its first field;
+// bare is the prefix of the fields that are at the top of b (a bare
+// summary's "phases[0].").
+func countErrorAt(b []byte, err error, bare string) error {
+	var ce *CountError
+	if !errors.As(err, &ce) || len(ce.Fields) == 0 {
+		return err
+	}
+	p := keyPath(ce.Fields[0])
+	if bare != "" {
+		p = strings.TrimPrefix(p, bare)
+	}
+	return atKeyLine(b, p, err)
+}
+
+// keyPath turns a CountError field ("phases[0].codes_by_target[\"a\"][\"200\"] = -3: negative")
+// into its scanKeys path ("phases[0].codes_by_target.a.200").
+func keyPath(field string) string {
+	p, _, _ := strings.Cut(field, " ")
+	var out strings.Builder
+	for p != "" {
+		i := strings.Index(p, `["`)
+		if i < 0 {
+			out.WriteString(p)
+			break
+		}
+		out.WriteString(p[:i])
+		rest := p[i+1:]
+		j := strings.Index(rest, `"]`)
+		if j < 0 {
+			out.WriteString(p[i:])
+			break
+		}
+		s, err := strconv.Unquote(rest[:j+1])
+		if err != nil {
+			out.WriteString(p[i:])
+			break
+		}
+		out.WriteString("." + s)
+		p = rest[j+2:]
+	}
+	return out.String()
+}
