@@ -52,3 +52,54 @@ func Wrap(b []byte, err error) error {
 	}
 	return fmt.Errorf("line %d: %w", Line(b, off), err)
 }
+
+// PathLine returns the line of the key at path in the JSON document b
+// ("scenarios[0].checks[2].status": object keys joined by dots, array
+// items by [i]), the first occurrence when a key repeats; 0 when b has no
+// such key or is not JSON up to it.
+func PathLine(b []byte, path string) int {
+	dec := stdjson.NewDecoder(bytes.NewReader(b))
+	found := 0
+	var walk func(p string, depth int) bool // false: stop
+	walk = func(p string, depth int) bool {
+		tok, err := dec.Token()
+		if err != nil || depth > 1000 {
+			return false
+		}
+		d, ok := tok.(stdjson.Delim)
+		if !ok {
+			return true
+		}
+		switch d {
+		case '{':
+			for dec.More() {
+				kt, err := dec.Token()
+				key, ok := kt.(string)
+				if err != nil || !ok {
+					return false
+				}
+				kp := key
+				if p != "" {
+					kp = p + "." + key
+				}
+				if kp == path {
+					found = Line(b, dec.InputOffset())
+					return false
+				}
+				if !walk(kp, depth+1) {
+					return false
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if !walk(fmt.Sprintf("%s[%d]", p, i), depth+1) {
+					return false
+				}
+			}
+		}
+		_, err = dec.Token()
+		return err == nil
+	}
+	walk("", 0)
+	return found
+}

@@ -46,3 +46,12 @@ func TestLineClamps(t *testing.T) {
 		}
 	}
 }
+
+func TestPathLine(t *testing.T) {
+	b := []byte("{\n \"a\": {\"x\": 1},\n \"s\": [\n  {\"status\": \"PASS\"},\n  {\"checks\": [{}, {\n   \"status\": \"bogus\"}]}]}")
+	for path, want := range map[string]int{"a": 2, "a.x": 2, "s[0].status": 4, "s[1].checks[1].status": 6, "s[2]": 0, "nope": 0} {
+		if got := PathLine(b, path); got != want {
+			t.Errorf("PathLine(%q) = %d, want %d", path, got, want)
+		}
+	}
+}
