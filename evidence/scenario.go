@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rlbench/rlbench/internal/jsonline"
+	"github.com/rlbench/rlbench/model"
 )
 
 // DecodeScenario reads scenario.json strictly, like a plan: an unknown
@@ -52,6 +53,9 @@ func DecodeScenario(b []byte) (Scenario, error) {
 				return Scenario{}, fmt.Errorf("line %d: %s: %w", line, fe.Path, fe.Err)
 			}
 			return Scenario{}, fmt.Errorf("%s: %w", fe.Path, fe.Err)
+		}
+		if lerr := locateSpec(b, keys, err); lerr != nil {
+			return Scenario{}, lerr
 		}
 		return Scenario{}, locate(b, err)
 	}
@@ -132,6 +136,45 @@ func locate(b []byte, err error) error {
 		return locateField(b, msg, f)
 	}
 	return errors.New(msg)
+}
+
+// locateSpec names the line of a type error inside a limiter's model
+// (model.Spec decodes itself, so the error's offset counts from the
+// spec's start, not the file's): the limiter is the first whose model
+// fails to decode with the same error, the line that of its field
+// ("limiters[1].model.burst"), or of its "model" key. Nil for any other
+// error.
+func locateSpec(b []byte, keys *jsonKeys, err error) error {
+	var te *stdjson.UnmarshalTypeError
+	if !errors.As(err, &te) || !strings.HasPrefix(err.Error(), "limiter spec: ") {
+		return nil
+	}
+	var doc struct {
+		Limiters []struct {
+			Model stdjson.RawMessage `json:"model"`
+		} `json:"limiters"`
+	}
+	if stdjson.Unmarshal(b, &doc) != nil {
+		return nil
+	}
+	for i, l := range doc.Limiters {
+		var sp model.Spec
+		if len(l.Model) == 0 {
+			continue
+		}
+		if e := stdjson.Unmarshal(l.Model, &sp); e == nil || e.Error() != err.Error() {
+			continue
+		}
+		path := fmt.Sprintf("limiters[%d].model", i)
+		if line := keys.lines[path+"."+te.Field]; line > 0 {
+			return fmt.Errorf("line %d: %s.%s: %w", line, path, te.Field, err)
+		}
+		if line := keys.lines[path]; line > 0 {
+			return fmt.Errorf("line %d: %s: %w", line, path, err)
+		}
+		return nil
+	}
+	return nil
 }
 
 // locateField prefixes msg with the line of the first `"field":` in b.
