@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rlbench/rlbench/internal/jsonline"
@@ -138,15 +140,18 @@ func locate(b []byte, err error) error {
 	return errors.New(msg)
 }
 
-// locateSpec names the line of a type error inside a limiter's model
-// (model.Spec decodes itself, so the error's offset counts from the
-// spec's start, not the file's): the limiter is the first whose model
-// fails to decode with the same error, the line that of its field
+// locateSpec names the line of an error inside a limiter's model
+// (model.Spec decodes itself, so a type error's offset counts from the
+// spec's start, not the file's, and a duration's error has none): the
+// limiter is the first whose model fails to decode with the same error,
+// the field the type error's or the first that fails alongside the kind
+// alone ("window": "ten"), the line that of the field
 // ("limiters[1].model.burst"), or of its "model" key. Nil for any other
-// error.
+// error, and for the spec's own field errors (locate names them).
 func locateSpec(b []byte, keys *jsonKeys, err error) error {
 	var te *stdjson.UnmarshalTypeError
-	if !errors.As(err, &te) || !strings.HasPrefix(err.Error(), "limiter spec: ") {
+	isType := errors.As(err, &te)
+	if !strings.HasPrefix(err.Error(), "limiter spec: ") || !isType && errors.As(err, new(*model.FieldError)) {
 		return nil
 	}
 	var doc struct {
@@ -166,8 +171,14 @@ func locateSpec(b []byte, keys *jsonKeys, err error) error {
 			continue
 		}
 		path := fmt.Sprintf("limiters[%d].model", i)
-		if line := keys.lines[path+"."+te.Field]; line > 0 {
-			return fmt.Errorf("line %d: %s.%s: %w", line, path, te.Field, err)
+		field := ""
+		if isType {
+			field = te.Field
+		} else {
+			field = failingSpecField(l.Model)
+		}
+		if line := keys.lines[path+"."+field]; field != "" && line > 0 {
+			return fmt.Errorf("line %d: %s.%s: %w", line, path, field, err)
 		}
 		if line := keys.lines[path]; line > 0 {
 			return fmt.Errorf("line %d: %s: %w", line, path, err)
@@ -175,6 +186,26 @@ func locateSpec(b []byte, keys *jsonKeys, err error) error {
 		return nil
 	}
 	return nil
+}
+
+// failingSpecField returns the first field of the limiter model raw (in
+// name order) that does not decode with its kind alone; "" when none.
+func failingSpecField(raw []byte) string {
+	var fields map[string]stdjson.RawMessage
+	if stdjson.Unmarshal(raw, &fields) != nil {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if k == "kind" {
+			continue
+		}
+		one, err := stdjson.Marshal(map[string]stdjson.RawMessage{"kind": fields["kind"], k: fields[k]})
+		var sp model.Spec
+		if err == nil && stdjson.Unmarshal(one, &sp) != nil {
+			return k
+		}
+	}
+	return ""
 }
 
 // locateField prefixes msg with the line of the first `"field":` in b.

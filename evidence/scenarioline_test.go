@@ -21,6 +21,8 @@ func TestDecodeScenarioValueLines(t *testing.T) {
 			`line 5: expect.backend_peak.window: time: invalid duration "ten"`},
 		{head + "\"expect\": {\n\"backend_peak\": [{\"window\": \"1s\",\n  \"model\": \"yes\"}]}}",
 			`line 5: expect.backend_peak[0].model: `},
+		{head + "\"limiters\": [{\"name\": \"s\", \"stage\": \"local\", \"key\": \"target\",\n \"model\": {\"kind\": \"sliding_log\", \"limit\": 5,\n  \"window\": \"ten\"}}],\n\"expect\": {}}",
+			`line 5: limiters[0].model.window: limiter spec: time: invalid duration "ten"`},
 		{head + nginx + "\"expect\": {}}",
 			`line 9: limiters[1].model.burst: limiter spec: `},
 	} {
