@@ -122,7 +122,9 @@ func locate(b []byte, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return fmt.Errorf("line %d: unexpected end of JSON input", lineAt(b, len(b)))
 	case errors.As(err, &se):
-		return fmt.Errorf("line %d: %w", lineAt(b, int(se.Offset)), err)
+		return jsonline.Wrap(b, err)
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Errorf("line %d: %w", lineAt(b, int(te.Offset)), err)
 	case errors.As(err, &te):
 		return fmt.Errorf("line %d: %s: %w", lineAt(b, int(te.Offset)), te.Field, err)
 	}

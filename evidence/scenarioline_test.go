@@ -3,6 +3,8 @@ package evidence
 import (
 	"strings"
 	"testing"
+
+	json "github.com/goccy/go-json"
 )
 
 // TestDecodeScenarioValueLines: errors of values that decode themselves
@@ -33,5 +35,25 @@ func TestDecodeScenarioValueLines(t *testing.T) {
 	}
 	if _, err := DecodeScenario([]byte(head + strings.Replace(nginx, `"200"`, "200", 1) + "\"expect\": {}}")); err != nil {
 		t.Fatalf("valid limiters: %v", err)
+	}
+}
+
+// TestScenarioNotAnObjectOrBOM: scenario.json holding [] was reported as
+// "line 1: : json: ..." (an empty field name), and one starting with a
+// byte-order mark as "invalid character 'ï'". The field is left out when
+// there is none, and the mark is named, as for every evidence document
+// read with JSONError.
+func TestScenarioNotAnObjectOrBOM(t *testing.T) {
+	_, err := DecodeScenario([]byte("[]"))
+	if err == nil || strings.Contains(err.Error(), ": :") || !strings.HasPrefix(err.Error(), "line 1: json: cannot unmarshal array") {
+		t.Errorf("[]: %v", err)
+	}
+	doc := "\xef\xbb\xbf{\"schema\": \"rlbench.scenario/v1\", \"name\": \"x\", \"expect\": {}}"
+	_, err = DecodeScenario([]byte(doc))
+	if err == nil || !strings.HasPrefix(err.Error(), "line 1: a byte-order mark (U+FEFF) starts the file") {
+		t.Errorf("BOM: %v", err)
+	}
+	if err := JSONError([]byte(doc), json.Unmarshal([]byte(doc), new(Attack))); err == nil || !strings.Contains(err.Error(), "byte-order mark") {
+		t.Errorf("BOM in another document: %v", err)
 	}
 }

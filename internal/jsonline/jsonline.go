@@ -43,12 +43,24 @@ func Line(b []byte, off int64) int {
 	return 1 + bytes.Count(b[:min(max(off, 0), int64(len(b)))], []byte{'\n'})
 }
 
+// ErrBOM is the error of a document that starts with a UTF-8 byte-order
+// mark (EF BB BF): JSON texts carry none (RFC 8259 section 8.1), and
+// rlbench's readers do not skip one, so the decoders stop at it with
+// "invalid character 'ï'".
+var ErrBOM = errors.New("a byte-order mark (U+FEFF) starts the file: save it as UTF-8 without one (RFC 8259 section 8.1)")
+
+var bom = []byte("\xef\xbb\xbf")
+
 // Wrap prefixes err, from decoding the whole document b, with "line N: "
 // when it carries an offset (Offset); any other error is returned as is.
+// A syntax error at a byte-order mark that starts b is ErrBOM.
 func Wrap(b []byte, err error) error {
 	off, ok := Offset(err)
 	if !ok {
 		return err
+	}
+	if bytes.HasPrefix(b, bom) && off <= int64(len(bom)) {
+		return fmt.Errorf("line 1: %w", ErrBOM)
 	}
 	return fmt.Errorf("line %d: %w", Line(b, off), err)
 }
