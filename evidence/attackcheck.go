@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // attackSchemaError says attack.json (or one of its phases, at path)
@@ -49,8 +50,8 @@ func checkCodeKeys(path string, m map[string]map[string]int) (string, error) {
 }
 
 // check checks what the decoder lets through in a decoded attack.json b:
-// the phases' schema IDs (AttackSummarySchema), "phases": null, and the
-// codes of codes_by_target. Its errors name the line (scanKeys).
+// the phases' schema IDs (AttackSummarySchema), their and their flows'
+// config.rate (ParseAttackRate) and the codes of codes_by_target. Its errors name the line (scanKeys).
 func (a *Attack) check(b []byte) error {
 	fail := func(path string, err error) error { return atKeyLine(b, path, err) }
 	for i := range a.Phases {
@@ -59,11 +60,17 @@ func (a *Attack) check(b []byte) error {
 		if err := checkAttackSchema(path+".schema", p.Schema, AttackSummarySchema); err != nil {
 			return fail(path+".schema", err)
 		}
+		if err := checkRate(path+".config.rate", p.Config.Rate); err != nil {
+			return fail(path+".config.rate", err)
+		}
 		if kp, err := checkCodeKeys(path+".codes_by_target", p.CodesByTarget); err != nil {
 			return fail(kp, err)
 		}
 		for j := range p.Flows {
 			fp := fmt.Sprintf("%s.flows[%d]", path, j)
+			if err := checkRate(fp+".config.rate", p.Flows[j].Config.Rate); err != nil {
+				return fail(fp+".config.rate", err)
+			}
 			if kp, err := checkCodeKeys(fp+".codes_by_target", p.Flows[j].CodesByTarget); err != nil {
 				return fail(kp, err)
 			}
@@ -127,4 +134,41 @@ func keyPath(field string) string {
 		p = rest[j+2:]
 	}
 	return out.String()
+}
+
+// ParseAttackRate parses an attack's rate (AttackConfig.Rate, `rlbench
+// attack --rate`, a plan's attack.rate): "N/DURATION" ("100/1s",
+// "10/100ms"; a unit without a number means one of it, "60/m" = 60 per
+// minute) is N requests per DURATION, "N" is per second, and "", "0" and
+// "infinity" are no pacing (0 and 0: every ID as soon as a worker is free).
+// N must be a positive integer and DURATION a positive Go duration
+// (time.ParseDuration); anything else is an error naming the input.
+func ParseAttackRate(s string) (freq int, per time.Duration, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" || s == "infinity" {
+		return 0, 0, nil
+	}
+	f, p, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(f)
+	if err != nil || n <= 0 {
+		return 0, 0, fmt.Errorf("rate %q: want N/duration such as 100/1s", s)
+	}
+	d := time.Second
+	if ok {
+		if !strings.ContainsAny(p, "0123456789") {
+			p = "1" + p
+		}
+		if d, err = time.ParseDuration(p); err != nil || d <= 0 {
+			return 0, 0, fmt.Errorf("rate %q: bad duration %q", s, p)
+		}
+	}
+	return n, d, nil
+}
+
+// checkRate checks an attack configuration's rate at path (ParseAttackRate).
+func checkRate(path, rate string) error {
+	if _, _, err := ParseAttackRate(rate); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

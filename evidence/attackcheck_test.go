@@ -10,7 +10,7 @@ import (
 
 // TestDecodeAttackRejectsDamage: a new user's damaged attack.json files
 // were analysed as PASS (an unknown schema version, a phase's unknown
-// schema, "phases": null, a code key "abc"), and negative counts were
+// schema, "phases": null, "rate": "fast", a code key "abc"), and negative counts were
 // named without a line. Each is an error naming its line; every
 // release's attack.json still decodes.
 func TestDecodeAttackRejectsDamage(t *testing.T) {
@@ -40,6 +40,8 @@ func TestDecodeAttackRejectsDamage(t *testing.T) {
   "complete": true,
   "phases": null}`), "line 3: phases: null", false},
 		{"code abc", edit(`"200": 5,`, `"abc": 5,`), `line 63: phases[0].codes_by_target["proxy-a"]["abc"]: not a status code`, false},
+		{"rate fast", edit(`"rate": "0"`, `"rate": "fast"`), `line 33: phases[0].config.rate: rate "fast": want N/duration`, false},
+		{"bare rate fast", []byte("{\"schema\": \"rlbench.attack/v1\",\n\"config\": {\n \"rate\": \"fast\"}}"), `line 3: config.rate: rate "fast"`, false},
 		{"negative sent", edit(`"sent": 20,
       "recorded"`, `"sent": -300,
       "recorded"`), "line 59: bad counts (incomplete evidence): phases[0].sent = -300: negative", true},

@@ -65,7 +65,7 @@ type AttackConfig struct {
 	// Barrier is true for unpaced attacks since issue 14: connections were
 	// warmed first and the first requests released together.
 	Barrier bool `json:"barrier,omitempty"`
-	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced.
+	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced (ParseAttackRate).
 	Rate string `json:"rate"`
 	// RatePerSec is Rate in requests per second, 0 for unpaced.
 	RatePerSec float64 `json:"rate_per_sec"`
@@ -427,7 +427,8 @@ func (a *Attack) Add(s *AttackSummary) {
 // DecodeAttack decodes attack.json in any shape written so far (see
 // Attack). Unknown fields are ignored, as in every evidence file. A schema
 // ID other than AttackSchema or AttackSummarySchema (a later release's), a
-// phase's other than AttackSummarySchema, "phases": null and a code of
+// phase's other than AttackSummarySchema, "phases": null, a rate that
+// ParseAttackRate refuses and a code of
 // codes_by_target that is not "0" or a status code are errors naming the
 // line. A file whose counts are negative or contradict each other decodes,
 // with a *CountError naming the fields and the line of the first: it is
@@ -452,6 +453,9 @@ func DecodeAttack(b []byte) (*Attack, error) {
 		}
 		a := &Attack{Schema: s.Schema, Complete: s.Complete, Interrupted: s.Interrupted, Error: s.Error, Sent: s.Sent,
 			Recorded: s.Recorded, StartNs: s.StartNs, EndNs: s.EndNs, Phases: []AttackSummary{s}}
+		if err := checkRate("config.rate", s.Config.Rate); err != nil {
+			return nil, atKeyLine(b, "config.rate", err)
+		}
 		if kp, err := checkCodeKeys("codes_by_target", s.CodesByTarget); err != nil {
 			return nil, atKeyLine(b, kp, err)
 		}
