@@ -65,7 +65,7 @@ type AttackConfig struct {
 	// Barrier is true for unpaced attacks since issue 14: connections were
 	// warmed first and the first requests released together.
 	Barrier bool `json:"barrier,omitempty"`
-	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced (ParseAttackRate).
+	// Rate is "freq/per" (e.g. "100/1s") or "0" for unpaced.
 	Rate string `json:"rate"`
 	// RatePerSec is Rate in requests per second, 0 for unpaced.
 	RatePerSec float64 `json:"rate_per_sec"`
