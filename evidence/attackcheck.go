@@ -30,19 +30,16 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-// checkCodeKeys checks codes_by_target's keys at path: each code is "0"
-// (no response) or an HTTP status code, three digits 100..999 (RFC 9110
-// section 15: a status code is a three-digit integer; clients accept
-// unknown ones). It returns the path of the first bad key, in the
-// scanKeys form (dots), with the error.
+// checkCodeKeys checks codes_by_target's keys at path: each code is a
+// status code as the attack writes it (strconv.Itoa of the response's
+// code, 0..999: HTTP/1.1 status codes are three digits, RFC 9112 section
+// 4; "0" is no response). It returns the path of the first bad key, in
+// the scanKeys form (dots), with the error.
 func checkCodeKeys(path string, m map[string]map[string]int) (string, error) {
 	for _, t := range slices.Sorted(maps.Keys(m)) {
 		for _, code := range slices.Sorted(maps.Keys(m[t])) {
-			if code == "0" {
-				continue
-			}
-			if n, err := strconv.Atoi(code); err != nil || len(code) != 3 || n < 100 {
-				return path + "." + t + "." + code, fmt.Errorf("%s[%q][%q]: not a status code (want \"0\" or 100..999)", path, t, code)
+			if n, err := strconv.Atoi(code); err != nil || n < 0 || n > 999 || strconv.Itoa(n) != code {
+				return path + "." + t + "." + code, fmt.Errorf("%s[%q][%q]: not a status code (want 0..999; 0: no response)", path, t, code)
 			}
 		}
 	}
