@@ -395,3 +395,34 @@ func TestReadJSONRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestReadJSONRefusesUnknownStatus: a report whose scenario status is
+// "MAYBE" or whose check status is "bogus" was compared as if it were a
+// verdict. Each is an error naming the file, the line and the field; the
+// release reports still read (TestDiff*).
+func TestReadJSONRefusesUnknownStatus(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "v1-release", "e06.report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := report.ReadJSON(bytes.NewReader(b), "e06.report.json"); err != nil {
+		t.Fatal(err)
+	}
+	doc := "{\n \"schema\": \"rlbench.report/v2\",\n \"status\": \"PASS\",\n \"scenarios\": [\n  {\"name\": \"a\", \"status\": \"PASS\", \"checks\": [{\"name\": \"x\", \"status\": \"pass\"}]},\n  {\"name\": \"b\",\n   \"status\": %q,\n   \"checks\": [{\"name\": \"y\",\n    \"status\": %q}]}]}"
+	for _, c := range []struct{ scenario, check, want string }{
+		{"MAYBE", "pass", `r.json: line 7: scenarios[1].status: "MAYBE" is not a verdict (want PASS, FAIL or NOT_RUN)`},
+		{"PASS", "bogus", `r.json: line 9: scenarios[1].checks[0].status: "bogus" (check "y") is not a check status`},
+		{"PASS", "pass", ""},
+	} {
+		_, err := report.ReadJSON(strings.NewReader(fmt.Sprintf(doc, c.scenario, c.check)), "r.json")
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("valid statuses: %v", err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s/%s: err %v, want %q", c.scenario, c.check, err, c.want)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func TestNegativeOrContradictoryAttackCounts(t *testing.T) {
 		{"consistent", map[string]any{"complete": true, "sent": 20, "recorded": 20,
 			"phases": []map[string]any{{"complete": true, "sent": 20, "recorded": 20, "config": map[string]any{"ids": 20},
 				"codes_by_target": map[string]any{"proxy-a": map[string]int{"200": 5, "429": 5}, "proxy-b": map[string]int{"200": 5, "429": 5}}}}}, ""},
-		{"sent -1", map[string]any{"complete": true, "sent": -1}, "attack.json: bad counts (incomplete evidence): sent = -1: negative"},
+		{"sent -1", map[string]any{"complete": true, "sent": -1}, "attack.json: line 1: bad counts (incomplete evidence): sent = -1: negative"},
 		{"phase sent -1", map[string]any{"complete": true, "sent": 20, "phases": []map[string]any{{"complete": true, "sent": -1}}},
 			"phases[0].sent = -1: negative"},
 		{"negative class count", map[string]any{"complete": true, "sent": 20, "phases": []map[string]any{{"complete": true, "sent": 20,

@@ -3,9 +3,7 @@ package attack
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 	"golang.org/x/net/http/httpguts"
@@ -14,31 +12,14 @@ import (
 )
 
 // ParseRate parses the rate syntax of `rlbench attack --rate` and of a plan's
-// attack.rate into Options.Rate: "N/DURATION" ("100/1s", "10/100ms"; a unit
-// without a number means one of it, "60/m" = 60 per minute), or "N" (per
-// second). "", "0" and "infinity" are the zero Rate: no pacing, every ID as
-// soon as a worker is free. N must be a positive integer and DURATION a
-// positive Go duration (time.ParseDuration); anything else is an error
-// naming the input. The syntax is vegeta's -rate flag (tsenart/vegeta
-// flags.go rateFlag), except that the unit may omit its 1.
+// attack.rate into Options.Rate (evidence.ParseAttackRate owns the syntax:
+// "N/DURATION", "N" per second, and "", "0" or "infinity" for no pacing).
+// The syntax is vegeta's -rate flag (tsenart/vegeta flags.go rateFlag),
+// except that the unit may omit its 1.
 func ParseRate(s string) (vegeta.Rate, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "0" || s == "infinity" {
-		return vegeta.Rate{}, nil
-	}
-	freq, per, ok := strings.Cut(s, "/")
-	n, err := strconv.Atoi(freq)
-	if err != nil || n <= 0 {
-		return vegeta.Rate{}, fmt.Errorf("rate %q: want N/duration such as 100/1s", s)
-	}
-	d := time.Second
-	if ok {
-		if !strings.ContainsAny(per, "0123456789") {
-			per = "1" + per
-		}
-		if d, err = time.ParseDuration(per); err != nil || d <= 0 {
-			return vegeta.Rate{}, fmt.Errorf("rate %q: bad duration %q", s, per)
-		}
+	n, d, err := evidence.ParseAttackRate(s)
+	if err != nil {
+		return vegeta.Rate{}, err
 	}
 	return vegeta.Rate{Freq: n, Per: d}, nil
 }

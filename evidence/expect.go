@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	json "github.com/goccy/go-json"
@@ -87,6 +90,10 @@ type PeakExpectations []PeakExpectation
 
 // UnmarshalJSON accepts an object or an array of objects, strictly: an
 // unknown field ("maximum") is an error naming it, as in the rest of a plan.
+//
+// A wrong value's error is a *FieldValueError at its field
+// ("expect.backend_peak[0].model", "expect.backend_peak.window"), its
+// message the decoder's: DecodeScenario names the line.
 func (l *PeakExpectations) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -94,17 +101,64 @@ func (l *PeakExpectations) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '{' {
 		var p PeakExpectation
 		if err := dec.Decode(&p); err != nil {
-			return err
+			return peakFieldError(b, false, err)
 		}
 		*l = PeakExpectations{p}
 		return nil
 	}
 	var ps []PeakExpectation
 	if err := dec.Decode(&ps); err != nil {
-		return err
+		return peakFieldError(b, true, err)
 	}
 	*l = ps
 	return nil
+}
+
+// peakFieldError names the field of err, an error decoding b (an object,
+// or a list of them when list), as a *FieldValueError: a type error's
+// field, or the first field that does not decode alone (a value that
+// decodes itself, "window": "ten"). An unknown field's error, and one
+// whose field is not found, is returned as is.
+func peakFieldError(b []byte, list bool, err error) error {
+	const base = "expect.backend_peak"
+	if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) && te.Field != "" {
+		f := strings.TrimPrefix(te.Field, ".")
+		if list {
+			i, rest, _ := strings.Cut(f, ".")
+			if _, aerr := strconv.Atoi(i); aerr != nil {
+				return err
+			}
+			f = "[" + i + "]"
+			if rest != "" {
+				f += "." + rest
+			}
+			return &FieldValueError{Path: base + f, Err: err}
+		}
+		return &FieldValueError{Path: base + "." + f, Err: err}
+	}
+	items := []json.RawMessage{b}
+	if list && json.Unmarshal(b, &items) != nil {
+		return err
+	}
+	for i, item := range items {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(item, &fields) != nil {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			one, merr := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+			var p PeakExpectation
+			if merr != nil || json.Unmarshal(one, &p) == nil {
+				continue
+			}
+			path := base + "." + k
+			if list {
+				path = fmt.Sprintf("%s[%d].%s", base, i, k)
+			}
+			return &FieldValueError{Path: path, Err: err}
+		}
+	}
+	return err
 }
 
 // FactorRange is an inclusive range of a ratio; an absent bound is open.

@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -424,9 +425,14 @@ func (a *Attack) Add(s *AttackSummary) {
 }
 
 // DecodeAttack decodes attack.json in any shape written so far (see
-// Attack). Unknown fields are ignored, as in every evidence file. A file
-// whose counts are negative or contradict each other decodes, with a
-// *CountError naming the fields: it is incomplete evidence (issue 27).
+// Attack). Unknown fields are ignored, as in every evidence file. A schema
+// ID other than AttackSchema or AttackSummarySchema (a later release's), a
+// phase's other than AttackSummarySchema, "phases": null, a rate that
+// ParseAttackRate refuses and a code of
+// codes_by_target that is not "0" or a status code are errors naming the
+// line. A file whose counts are negative or contradict each other decodes,
+// with a *CountError naming the fields and the line of the first: it is
+// incomplete evidence (issue 27).
 func DecodeAttack(b []byte) (*Attack, error) {
 	var probe struct {
 		Schema string           `json:"schema"`
@@ -438,19 +444,39 @@ func DecodeAttack(b []byte) (*Attack, error) {
 	}
 	if probe.Phases == nil && probe.Config != nil {
 		// `rlbench attack` before v2: one bare summary.
+		if err := checkAttackSchema("schema", probe.Schema, AttackSummarySchema); err != nil {
+			return nil, atKeyLine(b, "schema", err)
+		}
 		var s AttackSummary
 		if err := json.Unmarshal(b, &s); err != nil {
 			return nil, err
 		}
 		a := &Attack{Schema: s.Schema, Complete: s.Complete, Interrupted: s.Interrupted, Error: s.Error, Sent: s.Sent,
 			Recorded: s.Recorded, StartNs: s.StartNs, EndNs: s.EndNs, Phases: []AttackSummary{s}}
-		return a, a.checkCounts()
+		if err := checkRate("config.rate", s.Config.Rate); err != nil {
+			return nil, atKeyLine(b, "config.rate", err)
+		}
+		if kp, err := checkCodeKeys("codes_by_target", s.CodesByTarget); err != nil {
+			return nil, atKeyLine(b, kp, err)
+		}
+		return a, countErrorAt(b, a.checkCounts(), "phases[0].")
+	}
+	if err := checkAttackSchema("schema", probe.Schema, AttackSchema, AttackSummarySchema); err != nil {
+		return nil, atKeyLine(b, "schema", err)
 	}
 	var a Attack
 	if err := json.Unmarshal(b, &a); err != nil {
 		return nil, err
 	}
-	return &a, a.checkCounts()
+	if a.Phases == nil && bytes.Contains(b, []byte(`"phases"`)) {
+		if keys, err := scanKeys(b); err == nil && keys.lines["phases"] > 0 {
+			return nil, fmt.Errorf("line %d: phases: null, want a list of the attacks' summaries", keys.lines["phases"])
+		}
+	}
+	if err := a.check(b); err != nil {
+		return nil, err
+	}
+	return &a, countErrorAt(b, a.checkCounts(), "")
 }
 
 // Manifest is manifest.json at the top of a run directory, written before

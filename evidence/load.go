@@ -17,6 +17,7 @@ import (
 	"github.com/rlbench/rlbench/evidence/boundedio"
 	"github.com/rlbench/rlbench/evidence/envoyrec"
 	"github.com/rlbench/rlbench/evidence/nginxrec"
+	"github.com/rlbench/rlbench/internal/jsonline"
 )
 
 // Load reads the evidence directory dir into memory. dir is either one
@@ -344,10 +345,10 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 	for _, p := range sorted {
 		ps := ProxySnapshots{Proxy: p}
 		var err error
-		if ps.Before, err = ReadStats(d.StatsSnapshot(p, LabelBefore, ".json")); err != nil {
+		if ps.Before, err = readStatsAs(d.StatsSnapshot(p, LabelBefore, ".json"), p, LabelBefore); err != nil {
 			ps.BeforeErr = err.Error()
 		}
-		if ps.After, err = ReadStats(d.StatsSnapshot(p, LabelAfter, ".json")); err != nil {
+		if ps.After, err = readStatsAs(d.StatsSnapshot(p, LabelAfter, ".json"), p, LabelAfter); err != nil {
 			ps.AfterErr = err.Error()
 		}
 		out = append(out, ps)
@@ -357,7 +358,14 @@ func readStats(d Dir, proxies []string, problems []Problem) ([]ProxySnapshots, [
 
 // ReadStats reads a parsed stats snapshot (stats/<proxy>.<label>.json); a
 // file of another schema than envoyrec.SnapshotSchema is an error.
-func ReadStats(path string) (*envoyrec.Snapshot, error) {
+func ReadStats(path string) (*envoyrec.Snapshot, error) { return readStatsAs(path, "", "") }
+
+// readStatsAs is ReadStats of the snapshot of proxy at label (the names in
+// its file name, Dir.StatsSnapshot): a snapshot whose own "label" or
+// "proxy" says otherwise (the before snapshot copied over the after one)
+// is an error naming the line. An absent label or proxy (older files) and
+// an empty proxy or label argument are not checked.
+func readStatsAs(path, proxy, label string) (*envoyrec.Snapshot, error) {
 	b, err := boundedio.ReadRegular(context.Background(), path, MaxDocumentBytes)
 	if err != nil {
 		return nil, err
@@ -368,6 +376,12 @@ func ReadStats(path string) (*envoyrec.Snapshot, error) {
 	}
 	if s.Schema != envoyrec.SnapshotSchema {
 		return nil, fmt.Errorf("%s: not a stats snapshot (want schema %q)", path, envoyrec.SnapshotSchema)
+	}
+	for _, f := range []struct{ key, got, want string }{{"label", s.Label, label}, {"proxy", s.Proxy, proxy}} {
+		if f.got != "" && f.want != "" && f.got != f.want {
+			return nil, fmt.Errorf("%s: line %d: %s %q, but the file name says %q (a snapshot saved under another name)",
+				path, jsonline.PathLine(b, f.key), f.key, f.got, f.want)
+		}
 	}
 	return &s, nil
 }

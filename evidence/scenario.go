@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rlbench/rlbench/internal/jsonline"
+	"github.com/rlbench/rlbench/model"
 )
 
 // DecodeScenario reads scenario.json strictly, like a plan: an unknown
@@ -52,6 +55,9 @@ func DecodeScenario(b []byte) (Scenario, error) {
 				return Scenario{}, fmt.Errorf("line %d: %s: %w", line, fe.Path, fe.Err)
 			}
 			return Scenario{}, fmt.Errorf("%s: %w", fe.Path, fe.Err)
+		}
+		if lerr := locateSpec(b, keys, err); lerr != nil {
+			return Scenario{}, lerr
 		}
 		return Scenario{}, locate(b, err)
 	}
@@ -116,7 +122,9 @@ func locate(b []byte, err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return fmt.Errorf("line %d: unexpected end of JSON input", lineAt(b, len(b)))
 	case errors.As(err, &se):
-		return fmt.Errorf("line %d: %w", lineAt(b, int(se.Offset)), err)
+		return jsonline.Wrap(b, err)
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Errorf("line %d: %w", lineAt(b, int(te.Offset)), err)
 	case errors.As(err, &te):
 		return fmt.Errorf("line %d: %s: %w", lineAt(b, int(te.Offset)), te.Field, err)
 	}
@@ -132,6 +140,74 @@ func locate(b []byte, err error) error {
 		return locateField(b, msg, f)
 	}
 	return errors.New(msg)
+}
+
+// locateSpec names the line of an error inside a limiter's model
+// (model.Spec decodes itself, so a type error's offset counts from the
+// spec's start, not the file's, and a duration's error has none): the
+// limiter is the first whose model fails to decode with the same error,
+// the field the type error's or the first that fails alongside the kind
+// alone ("window": "ten"), the line that of the field
+// ("limiters[1].model.burst"), or of its "model" key. Nil for any other
+// error, and for the spec's own field errors (locate names them).
+func locateSpec(b []byte, keys *jsonKeys, err error) error {
+	var te *stdjson.UnmarshalTypeError
+	isType := errors.As(err, &te)
+	if !strings.HasPrefix(err.Error(), "limiter spec: ") || !isType && errors.As(err, new(*model.FieldError)) {
+		return nil
+	}
+	var doc struct {
+		Limiters []struct {
+			Model stdjson.RawMessage `json:"model"`
+		} `json:"limiters"`
+	}
+	if stdjson.Unmarshal(b, &doc) != nil {
+		return nil
+	}
+	for i, l := range doc.Limiters {
+		var sp model.Spec
+		if len(l.Model) == 0 {
+			continue
+		}
+		if e := stdjson.Unmarshal(l.Model, &sp); e == nil || e.Error() != err.Error() {
+			continue
+		}
+		path := fmt.Sprintf("limiters[%d].model", i)
+		field := ""
+		if isType {
+			field = te.Field
+		} else {
+			field = failingSpecField(l.Model)
+		}
+		if line := keys.lines[path+"."+field]; field != "" && line > 0 {
+			return fmt.Errorf("line %d: %s.%s: %w", line, path, field, err)
+		}
+		if line := keys.lines[path]; line > 0 {
+			return fmt.Errorf("line %d: %s: %w", line, path, err)
+		}
+		return nil
+	}
+	return nil
+}
+
+// failingSpecField returns the first field of the limiter model raw (in
+// name order) that does not decode with its kind alone; "" when none.
+func failingSpecField(raw []byte) string {
+	var fields map[string]stdjson.RawMessage
+	if stdjson.Unmarshal(raw, &fields) != nil {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if k == "kind" {
+			continue
+		}
+		one, err := stdjson.Marshal(map[string]stdjson.RawMessage{"kind": fields["kind"], k: fields[k]})
+		var sp model.Spec
+		if err == nil && stdjson.Unmarshal(one, &sp) != nil {
+			return k
+		}
+	}
+	return ""
 }
 
 // locateField prefixes msg with the line of the first `"field":` in b.

@@ -623,7 +623,50 @@ func ReadJSON(r io.Reader, name string) (*Report, error) {
 		}
 		return nil, fmt.Errorf("%s: line %d: %w", name, line, errors.New("schema "+what+": not a report of "+ReportSchema))
 	}
+	if path, err := rep.checkStatuses(); err != nil {
+		if line := jsonline.PathLine(b, path); line > 0 {
+			return nil, fmt.Errorf("%s: line %d: %w", name, line, err)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	return &rep, nil
+}
+
+// checkStatuses checks the verdicts a diff compares: the report's, each
+// group's and scenario's status one of evidence.Pass, Fail and NotRun, and
+// each scenario check's one of the Check constants. It returns the JSON
+// path of the first other value with its error.
+func (r *Report) checkStatuses() (string, error) {
+	verdict := func(path, s string) (string, error) {
+		if s == evidence.Pass || s == evidence.Fail || s == evidence.NotRun {
+			return "", nil
+		}
+		return path, fmt.Errorf("%s: %q is not a verdict (want %s, %s or %s)", path, s, evidence.Pass, evidence.Fail, evidence.NotRun)
+	}
+	if p, err := verdict("status", r.Status); err != nil {
+		return p, err
+	}
+	for i, g := range r.Groups {
+		if p, err := verdict(fmt.Sprintf("groups[%d].status", i), g.Status); err != nil {
+			return p, err
+		}
+	}
+	for i := range r.Scenarios {
+		s := &r.Scenarios[i]
+		if p, err := verdict(fmt.Sprintf("scenarios[%d].status", i), s.Status); err != nil {
+			return p, err
+		}
+		for j, c := range s.Checks {
+			switch c.Status {
+			case CheckPass, CheckFail, CheckUnknown, CheckNotChecked:
+				continue
+			}
+			p := fmt.Sprintf("scenarios[%d].checks[%d].status", i, j)
+			return p, fmt.Errorf("%s: %q (check %q) is not a check status (want %s, %s, %s or %s)", p, c.Status, c.Name,
+				CheckPass, CheckFail, CheckUnknown, CheckNotChecked)
+		}
+	}
+	return "", nil
 }
 
 // lineError prefixes err, a syntax or type error of encoding/json decoding

@@ -23,7 +23,7 @@ func TestMergeShardWithBadCounts(t *testing.T) {
 	fakeShard(t, d("neg"), 1, -1, 4, "sha256:a", "h1", []string{"i1", "i3"}, []int64{10, 20})
 
 	rec, _ := mergeOf(t, d("s0"), d("neg"))
-	if !hasProblem(rec, filepath.Join(d("neg"), evidence.AttackFile)+": bad counts (incomplete evidence): phases[0].shard.count = -1") ||
+	if !hasProblem(rec, filepath.Join(d("neg"), evidence.AttackFile)+": line 52: bad counts (incomplete evidence): phases[0].shard.count = -1") ||
 		!hasProblem(rec, "shard 1/2 missing") {
 		t.Fatalf("problems %q", rec.Problems)
 	}

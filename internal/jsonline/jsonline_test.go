@@ -46,3 +46,32 @@ func TestLineClamps(t *testing.T) {
 		}
 	}
 }
+
+func TestPathLine(t *testing.T) {
+	b := []byte("{\n \"a\": {\"x\": 1},\n \"s\": [\n  {\"status\": \"PASS\"},\n  {\"checks\": [{}, {\n   \"status\": \"bogus\"}]}]}")
+	for path, want := range map[string]int{"a": 2, "a.x": 2, "s[0].status": 4, "s[1].checks[1].status": 6, "s[2]": 0, "nope": 0} {
+		if got := PathLine(b, path); got != want {
+			t.Errorf("PathLine(%q) = %d, want %d", path, got, want)
+		}
+	}
+}
+
+// TestWrapBOM: a document that starts with a byte-order mark was reported
+// as "invalid character 'ï'"; it is ErrBOM on line 1, from either decoder.
+func TestWrapBOM(t *testing.T) {
+	doc := []byte("\xef\xbb\xbf{\"a\": 1}")
+	var v struct{ A int }
+	for name, err := range map[string]error{
+		"encoding/json": stdjson.Unmarshal(doc, &v),
+		"goccy/go-json": gojson.Unmarshal(doc, &v),
+	} {
+		got := Wrap(doc, err)
+		if !errors.Is(got, ErrBOM) || !strings.HasPrefix(got.Error(), "line 1: a byte-order mark") {
+			t.Errorf("%s: %v", name, got)
+		}
+	}
+	later := []byte("{\"a\":\n\xef\xbb\xbf1}")
+	if err := Wrap(later, stdjson.Unmarshal(later, &v)); errors.Is(err, ErrBOM) {
+		t.Errorf("a mark past the start: %v", err)
+	}
+}
