@@ -47,7 +47,7 @@
 #                   machine's own floor; for 2000 IDs also the median of
 #                   rlbench's spread / the floor's of the same repetition
 #   microburst2000  examples/bursts/microburst-nginx.yaml run MB_REPS times
-#                   (default 6; 2 sender processes, 2000 IDs pipelined 128
+#                   (default 6; 2 sender processes, 2000 IDs pipelined 250
 #                   per write, real nginx limit_req, 4 workers): landed_ms, the width
 #                   the 2000 landed over at nginx by its own access log (an
 #                   upper bound, to the ms), within (1 when <= 10 ms)

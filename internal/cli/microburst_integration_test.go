@@ -19,9 +19,9 @@ import (
 
 // TestMicroburstNginxPlan runs examples/bursts/microburst-nginx.yaml on
 // real nginx: 2 sender processes (this test binary as rlbench), 1000 IDs
-// each, 128 pipelined per write, at limit_req (2 nginx workers) rate=1r/m burst=99 nodelay.
-// Whatever the width the burst landed over, limit_req passed exactly 100
-// (its own count and the model), rejected 1900 with 429, each ID reached
+// each, 250 pipelined per write, at limit_req (4 nginx workers) rate=1r/m burst=15 nodelay.
+// Whatever the width the burst landed over, limit_req passed exactly 16
+// (its own count and the model), rejected 1984 with 429, each ID reached
 // nginx once, and the report says how wide the burst landed at nginx by
 // its own log: PASS within 10 ms, else NOT_RUN for that reason alone, with
 // the width measured, never FAIL.
