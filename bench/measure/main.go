@@ -453,12 +453,28 @@ func table(args []string) error {
 	// 3. throughput and CPU per request against wrk's on the same target.
 	// rlbench-goroutines is the same build with --engine goroutines
 	// (rlbench-after runs the event loops, the default).
+	// The target is the default engine's; the goroutine engine's figures
+	// are printed beside it as information ("info", with whether it would
+	// meet the same bound), never as the verdict.
 	for _, g := range []string{"max:backend", "max:nginx"} {
 		for _, t := range []string{"rlbench-after", "rlbench-goroutines"} {
+			judge := check
+			if t == "rlbench-goroutines" {
+				judge = func(ok bool, v float64, format string, a ...any) {
+					if math.IsNaN(v) {
+						return
+					}
+					meets := "would meet it"
+					if !ok {
+						meets = "would not meet it"
+					}
+					fmt.Printf("  info    %s (--engine goroutines, not the default: %s)\n", fmt.Sprintf(format, a...), meets)
+				}
+			}
 			a, w := med(g, "per_sec", t), med(g, "per_sec", "wrk")
-			check(a >= 0.9*w, a/w, "%s, %s: %.0f req/s = %.2fx wrk's %.0f (>= 0.9x)%s", g, t, a, a/w, w, machine(g, t))
+			judge(a >= 0.9*w, a/w, "%s, %s: %.0f req/s = %.2fx wrk's %.0f (>= 0.9x)%s", g, t, a, a/w, w, machine(g, t))
 			ca, cw := med(g, "cpu_us", t), med(g, "cpu_us", "wrk")
-			check(ca <= 1.2*cw, ca/cw, "%s, %s: %.2f us client CPU per request = %.2fx wrk's %.2f (<= 1.2x)%s", g, t, ca, ca/cw, cw, machine(g, "wrk"))
+			judge(ca <= 1.2*cw, ca/cw, "%s, %s: %.2f us client CPU per request = %.2fx wrk's %.2f (<= 1.2x)%s", g, t, ca, ca/cw, cw, machine(g, "wrk"))
 		}
 	}
 	// 6. pacing: each run against the zero-cost sleeper's run right after it
