@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlbench/rlbench/internal/jsonline"
 )
 
 // attackSchemaError says attack.json (or one of its phases, at path)
@@ -76,14 +78,10 @@ func (a *Attack) check(b []byte) error {
 	return nil
 }
 
-// atKeyLine prefixes err with "line N: ", N the line of key path (as
-// scanKeys names it: "phases[0].sent") in b, when it is found.
+// atKeyLine prefixes err with "line N: ", N the line of key path
+// ("phases[0].sent", jsonline.PathLine) in b, when it is found.
 func atKeyLine(b []byte, path string, err error) error {
-	keys, kerr := scanKeys(b)
-	if kerr != nil {
-		return err
-	}
-	if line := keys.lines[path]; line > 0 {
+	if line := jsonline.PathLine(b, path); line > 0 {
 		return fmt.Errorf("line %d: %w", line, err)
 	}
 	return err

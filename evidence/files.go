@@ -469,8 +469,8 @@ func DecodeAttack(b []byte) (*Attack, error) {
 		return nil, err
 	}
 	if a.Phases == nil && bytes.Contains(b, []byte(`"phases"`)) {
-		if keys, err := scanKeys(b); err == nil && keys.lines["phases"] > 0 {
-			return nil, fmt.Errorf("line %d: phases: null, want a list of the attacks' summaries", keys.lines["phases"])
+		if line := jsonline.PathLine(b, "phases"); line > 0 {
+			return nil, fmt.Errorf("line %d: phases: null, want a list of the attacks' summaries", line)
 		}
 	}
 	if err := a.check(b); err != nil {
